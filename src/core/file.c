@@ -1,0 +1,139 @@
+/*
+ * file.c — whole-file reads, crash-safe writes (temp file, fsync, rename,
+ * directory fsync) and mkdir -p.
+ */
+#include "argus/core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int err_from_errno(int e) {
+  switch (e) {
+  case ENOENT: return AG_ENOTFOUND;
+  case EEXIST: return AG_EEXISTS;
+  case ENOMEM: return AG_ENOMEM;
+  default: return AG_EIO;
+  }
+}
+
+int ag_file_read(const char *path, char **data, size_t *len) {
+  *data = NULL;
+  *len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return err_from_errno(errno);
+  ag_str s = AG_STR_INIT;
+  int rc = 0;
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    rc = AG_EINVAL;
+    goto out;
+  }
+  if (fstat(fd, &st) == 0 && st.st_size > 0 && ag_str_reserve(&s, (size_t)st.st_size)) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (;;) {
+    if (ag_str_reserve(&s, 65536)) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    ssize_t n = read(fd, s.p + s.len, s.cap - s.len - 1);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      rc = AG_EIO;
+      goto out;
+    }
+    if (n == 0)
+      break;
+    s.len += (size_t)n;
+    s.p[s.len] = 0;
+  }
+  *len = s.len;
+  *data = ag_str_detach(&s);
+  if (!*data)
+    rc = AG_ENOMEM;
+out:
+  close(fd);
+  ag_str_release(&s);
+  return rc;
+}
+
+static int write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return AG_EIO;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+int ag_file_write_atomic(const char *path, const void *data, size_t len) {
+  ag_str tmp = AG_STR_INIT;
+  ag_str_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (tmp.oom)
+    return AG_ENOMEM;
+  int rc = 0;
+  int fd = open(tmp.p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    rc = err_from_errno(errno);
+    goto out;
+  }
+  rc = write_all(fd, data, len);
+  if (!rc && fsync(fd) != 0)
+    rc = AG_EIO;
+  close(fd);
+  if (!rc && rename(tmp.p, path) != 0)
+    rc = err_from_errno(errno);
+  if (rc) {
+    unlink(tmp.p);
+    goto out;
+  }
+  {
+    char *dcopy = ag_strdup(path);
+    if (dcopy) {
+      int dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+      }
+      ag_free(dcopy);
+    }
+  }
+out:
+  ag_str_release(&tmp);
+  return rc;
+}
+
+int ag_mkdir_p(const char *path, int mode) {
+  char *p = ag_strdup(path);
+  if (!p)
+    return AG_ENOMEM;
+  int rc = 0;
+  for (char *s = p + 1;; s++) {
+    if (*s == '/' || *s == 0) {
+      char c = *s;
+      *s = 0;
+      if (mkdir(p, (mode_t)mode) != 0 && errno != EEXIST) {
+        rc = err_from_errno(errno);
+        break;
+      }
+      *s = c;
+      if (!c)
+        break;
+    }
+  }
+  ag_free(p);
+  return rc;
+}

@@ -1,0 +1,58 @@
+/* test_cli.c — the argus binary's dispatch: exit codes, --help, unknown
+ * commands and options, --json. Runs the built binary (ARGUS_BIN). */
+#include "argus/core.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+static int run(const char *const *argv, ag_str *out, ag_str *err) {
+  ag_str_clear(out);
+  ag_str_clear(err);
+  ag_proc_opts o = {.argv = argv, .capture_out = out, .capture_err = err, .timeout_s = 30};
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+static const char *bin(void) {
+  const char *b = getenv("ARGUS_BIN");
+  return b ? b : "argus";
+}
+
+TEST(test_version) {
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  const char *a[] = {bin(), "version", NULL};
+  CHECK_EQ_INT(run(a, &out, &err), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "argus " AG_VERSION_STRING);
+  const char *b[] = {bin(), "--json", "version", NULL};
+  CHECK_EQ_INT(run(b, &out, &err), 0);
+  json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j != NULL);
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "argus")), AG_VERSION_STRING);
+  json_decref(j);
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
+TEST(test_usage_errors) {
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  const char *a[] = {bin(), NULL};
+  CHECK_EQ_INT(run(a, &out, &err), 2);
+  const char *b[] = {bin(), "frobnicate", NULL};
+  CHECK_EQ_INT(run(b, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "unknown command 'frobnicate'");
+  const char *c[] = {bin(), "version", "--bogus", NULL};
+  CHECK_EQ_INT(run(c, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--bogus");
+  const char *d[] = {bin(), "version", "--help", NULL};
+  CHECK_EQ_INT(run(d, &out, &err), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "usage: argus version");
+  const char *e[] = {bin(), "--help", NULL};
+  CHECK_EQ_INT(run(e, &out, &err), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "commands:");
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
+RUN_TESTS(T(test_version), T(test_usage_errors))

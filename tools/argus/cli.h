@@ -1,0 +1,67 @@
+/*
+ * cli.h — the argus command-line framework: commands and their options are
+ * declared as data (one table in main.c, one option array per cmd_<name>.c),
+ * and usage text is generated from them. Commands print; the library does not.
+ */
+#ifndef ARGUS_CLI_H
+#define ARGUS_CLI_H
+
+#include "argus/core.h"
+
+enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
+
+typedef struct ag_cli_opt {
+  const char *name; /* long name without dashes */
+  char shortc;      /* 0 if none */
+  const char *arg;  /* metavariable, NULL for a flag */
+  const char *help;
+} ag_cli_opt;
+
+#define AG_CLI_MAX_OPTS 32
+#define AG_CLI_MAX_POS 64
+
+typedef struct ag_cli {
+  const struct ag_cli_cmd *cmd;
+  const char *values[AG_CLI_MAX_OPTS]; /* NULL: not given; flags get "1" */
+  const char *pos[AG_CLI_MAX_POS];
+  int npos;
+  /* global options, valid for every command */
+  int json;
+  int verbose;
+  const char *workspace; /* --workspace, ARGUS_WORKSPACE, or ".argus" */
+} ag_cli;
+
+typedef int (*ag_cli_fn)(ag_cli *cli);
+
+enum { AG_CMD_NEEDS_WORKSPACE = 1 };
+
+typedef struct ag_cli_cmd {
+  const char *name;
+  ag_cli_fn fn;
+  unsigned flags;
+  const char *synopsis; /* "[options] SPEC" */
+  const char *summary;  /* one line */
+  const char *details;  /* optional paragraph(s) for --help */
+  const ag_cli_opt *opts; /* terminated by {0} */
+} ag_cli_cmd;
+
+/* Value of option `name` (NULL if absent). */
+const char *ag_cli_get(const ag_cli *cli, const char *name);
+int ag_cli_flag(const ag_cli *cli, const char *name);
+/* Prints usage for cmd to f. */
+void ag_cli_usage(const ag_cli_cmd *cmd, FILE *f);
+/* Reports a usage error on stderr and returns AG_EXIT_USAGE. */
+int ag_cli_usage_error(const ag_cli *cli, const char *fmt, ...) AG_PRINTF(2, 3);
+/* Reports a failure: "argus CMD: msg: error text", returns AG_EXIT_FAIL. */
+int ag_cli_fail(const ag_cli *cli, int err, const char *fmt, ...) AG_PRINTF(3, 4);
+/* Prints diagnostics to stderr. */
+void ag_cli_print_diags(const ag_diags *d);
+/* Prints a JSON value to stdout (indented), with a newline. */
+int ag_cli_print_json(json_t *j);
+
+/* Subcommands (one file each). */
+int cmd_version(ag_cli *cli);
+
+extern const ag_cli_opt cmd_version_opts[];
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * main.c — the argus CLI: a dispatch table of subcommands, option parsing
+ * driven by each command's option table, and the global options every
+ * command takes (--json, --workspace, -v, --help).
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const ag_cli_cmd commands[] = {
+    {"version", cmd_version, 0, "", "print the version of argus and its libraries",
+     NULL, cmd_version_opts},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const ag_cli_opt global_opts[] = {
+    {"json", 0, NULL, "print results as JSON"},
+    {"workspace", 'W', "DIR", "workspace directory (default $ARGUS_WORKSPACE or .argus)"},
+    {"verbose", 'v', NULL, "more log output on stderr (repeatable)"},
+    {"help", 'h', NULL, "show help"},
+    {0},
+};
+
+static const char *prog_cmd = "argus";
+
+static void print_opts(const ag_cli_opt *opts, FILE *f) {
+  for (const ag_cli_opt *o = opts; o && o->name; o++) {
+    char left[64];
+    if (o->shortc)
+      snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortc, o->name, o->arg ? " " : "",
+               o->arg ? o->arg : "");
+    else
+      snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
+               o->arg ? o->arg : "");
+    fprintf(f, "  %-28s %s\n", left, o->help);
+  }
+}
+
+void ag_cli_usage(const ag_cli_cmd *cmd, FILE *f) {
+  fprintf(f, "usage: argus %s %s\n\n%s\n", cmd->name, cmd->synopsis, cmd->summary);
+  if (cmd->details)
+    fprintf(f, "\n%s\n", cmd->details);
+  if (cmd->opts && cmd->opts[0].name) {
+    fprintf(f, "\noptions:\n");
+    print_opts(cmd->opts, f);
+  }
+  fprintf(f, "\nglobal options:\n");
+  print_opts(global_opts, f);
+}
+
+static void main_usage(FILE *f) {
+  fprintf(f, "usage: argus [--json] [--workspace DIR] [-v] <command> [options]\n\n"
+             "Argus: region-level evidence for GPU kernel optimization.\n\ncommands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n'argus <command> --help' shows a command's options.\n");
+}
+
+const char *ag_cli_get(const ag_cli *cli, const char *name) {
+  for (int i = 0; cli->cmd->opts && cli->cmd->opts[i].name; i++)
+    if (strcmp(cli->cmd->opts[i].name, name) == 0)
+      return cli->values[i];
+  return NULL;
+}
+
+int ag_cli_flag(const ag_cli *cli, const char *name) { return ag_cli_get(cli, name) != NULL; }
+
+int ag_cli_usage_error(const ag_cli *cli, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "argus %s: ", cli && cli->cmd ? cli->cmd->name : "");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n(see 'argus %s --help')\n", cli && cli->cmd ? cli->cmd->name : "");
+  return AG_EXIT_USAGE;
+}
+
+int ag_cli_fail(const ag_cli *cli, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "argus %s: ", cli->cmd->name);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (err)
+    fprintf(stderr, ": %s", ag_strerror(err));
+  fprintf(stderr, "\n");
+  return AG_EXIT_FAIL;
+}
+
+void ag_cli_print_diags(const ag_diags *d) {
+  ag_str s = AG_STR_INIT;
+  ag_diags_format(d, &s);
+  fputs(ag_str_cstr(&s), stderr);
+  ag_str_release(&s);
+}
+
+int ag_cli_print_json(json_t *j) {
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
+  if (!s)
+    return AG_ENOMEM;
+  puts(s);
+  free(s);
+  return 0;
+}
+
+static void stderr_sink(ag_log_level lvl, const char *file, int line, const char *msg,
+                        void *ud) {
+  static const char *names[] = {"error", "warning", "info", "debug", "trace"};
+  if (lvl >= AG_LOG_DEBUG)
+    fprintf(stderr, "argus %s: %s: %s (%s:%d)\n", prog_cmd, names[lvl], msg, file, line);
+  else
+    fprintf(stderr, "argus %s: %s: %s\n", prog_cmd, names[lvl], msg);
+}
+
+/* Matches argv[*i] against opts; returns the option index or -1. Handles
+ * --name=value, --name value, -x value. */
+static int match_opt(const ag_cli_opt *opts, int argc, char **argv, int *i,
+                     const char **val, int *err) {
+  const char *a = argv[*i];
+  *err = 0;
+  for (int k = 0; opts && opts[k].name; k++) {
+    const ag_cli_opt *o = &opts[k];
+    size_t nl = strlen(o->name);
+    int is_long = a[0] == '-' && a[1] == '-' && strncmp(a + 2, o->name, nl) == 0 &&
+                  (a[2 + nl] == 0 || a[2 + nl] == '=');
+    int is_short = o->shortc && a[0] == '-' && a[1] == o->shortc && a[2] == 0;
+    if (!is_long && !is_short)
+      continue;
+    if (!o->arg) {
+      if (is_long && a[2 + nl] == '=') {
+        *err = 1;
+        return k;
+      }
+      *val = "1";
+      return k;
+    }
+    if (is_long && a[2 + nl] == '=') {
+      *val = a + 3 + nl;
+    } else if (*i + 1 < argc) {
+      *val = argv[++*i];
+    } else {
+      *err = 2;
+    }
+    return k;
+  }
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  ag_log_set_sink(stderr_sink, NULL);
+  ag_cli cli;
+  memset(&cli, 0, sizeof cli);
+  int i = 1;
+  /* global options before the command */
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *val = NULL;
+    int err = 0;
+    int k = match_opt(global_opts, argc, argv, &i, &val, &err);
+    if (k < 0 || err) {
+      fprintf(stderr, "argus: unknown or incomplete option '%s'\n", argv[i]);
+      main_usage(stderr);
+      return AG_EXIT_USAGE;
+    }
+    if (!strcmp(global_opts[k].name, "json")) cli.json = 1;
+    else if (!strcmp(global_opts[k].name, "workspace")) cli.workspace = val;
+    else if (!strcmp(global_opts[k].name, "verbose")) cli.verbose++;
+    else { main_usage(stdout); return AG_EXIT_OK; }
+  }
+  if (i >= argc) {
+    main_usage(stderr);
+    return AG_EXIT_USAGE;
+  }
+  if (!strcmp(argv[i], "help")) {
+    main_usage(stdout);
+    return AG_EXIT_OK;
+  }
+  for (size_t c = 0; c < NCOMMANDS; c++)
+    if (!strcmp(commands[c].name, argv[i]))
+      cli.cmd = &commands[c];
+  if (!cli.cmd) {
+    fprintf(stderr, "argus: unknown command '%s'\n", argv[i]);
+    main_usage(stderr);
+    return AG_EXIT_USAGE;
+  }
+  prog_cmd = cli.cmd->name;
+  int only_pos = 0;
+  for (i++; i < argc; i++) {
+    const char *a = argv[i];
+    if (only_pos || a[0] != '-' || a[1] == 0) {
+      if (cli.npos >= AG_CLI_MAX_POS)
+        return ag_cli_usage_error(&cli, "too many arguments");
+      cli.pos[cli.npos++] = a;
+      continue;
+    }
+    if (!strcmp(a, "--")) {
+      only_pos = 1;
+      continue;
+    }
+    const char *val = NULL;
+    int err = 0;
+    int k = match_opt(cli.cmd->opts, argc, argv, &i, &val, &err);
+    if (k >= 0) {
+      if (err == 1)
+        return ag_cli_usage_error(&cli, "option '--%s' takes no value", cli.cmd->opts[k].name);
+      if (err == 2)
+        return ag_cli_usage_error(&cli, "option '%s' needs a value (%s)", a, cli.cmd->opts[k].arg);
+      cli.values[k] = val;
+      continue;
+    }
+    k = match_opt(global_opts, argc, argv, &i, &val, &err);
+    if (k < 0 || err)
+      return ag_cli_usage_error(&cli, "unknown or incomplete option '%s'", a);
+    if (!strcmp(global_opts[k].name, "json")) cli.json = 1;
+    else if (!strcmp(global_opts[k].name, "workspace")) cli.workspace = val;
+    else if (!strcmp(global_opts[k].name, "verbose")) cli.verbose++;
+    else { ag_cli_usage(cli.cmd, stdout); return AG_EXIT_OK; }
+  }
+  if (!cli.workspace)
+    cli.workspace = getenv("ARGUS_WORKSPACE");
+  if (!cli.workspace || !*cli.workspace)
+    cli.workspace = ".argus";
+  ag_log_set_level(AG_LOG_WARN + cli.verbose);
+  ag_trace_begin(cli.cmd->name);
+  int rc = cli.cmd->fn(&cli);
+  ag_trace_end(cli.cmd->name);
+  ag_trace_flush();
+  fflush(stdout);
+  return rc;
+}
