@@ -1,0 +1,105 @@
+/*
+ * argus/collect.h — turning a variant into evidence on the CPU side:
+ * PTX -> cubin in-process through nvJitLink (with the compiler's resource
+ * report kept as evidence and a cache keyed by content hash), and running a
+ * harness under Argus for a reference trace (the Collect task of a traced
+ * variant). The harness side of the contract is include/argus/host.h.
+ *
+ * Nothing here needs a GPU to build; nvJitLink runs on the CPU. Running a
+ * harness needs one: ag_collect_gpu_probe says whether this machine has it.
+ */
+#ifndef ARGUS_COLLECT_H
+#define ARGUS_COLLECT_H
+
+#include "argus/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------- compilation */
+
+/* What ptxas reported for one function. -1 where the log did not say. */
+typedef struct ag_jit_func {
+  char *name;
+  int registers;
+  int barriers;
+  int stack_bytes;
+  int spill_store_bytes;
+  int spill_load_bytes;
+  int smem_bytes;
+  int cmem0_bytes;
+} ag_jit_func;
+
+typedef struct ag_cubin {
+  unsigned char *data; /* the cubin image (owned) */
+  size_t len;
+  char arch[16];       /* "sm_90a" */
+  char key[65];        /* SHA-256 over PTX, arch, options, nvJitLink version */
+  char *info_log;      /* nvJitLink's info log, verbatim (owned) */
+  ag_jit_func *funcs;  /* parsed from the info log */
+  int nfuncs;
+  int from_cache;      /* 1 when ag_jit_compile_cached found it */
+} ag_cubin;
+
+/* The target of a PTX module (".target sm_90a, debug" -> "sm_90a"). */
+int ag_jit_target(const char *ptx, size_t len, char arch[16]);
+
+/* Compiles PTX to a cubin for `arch` (NULL: the module's .target). `name`
+ * names the PTX in diagnostics. A ptxas error becomes a diagnostic at the PTX
+ * line it names, with the source line; returns AG_EJIT. *out is owned. */
+int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
+                   ag_diags *diags, ag_cubin **out);
+/* As ag_jit_compile, through the cache under cache_dir (NULL: no cache):
+ * a hit returns the stored cubin and report without compiling. */
+int ag_jit_compile_cached(const char *cache_dir, const char *ptx, size_t len,
+                          const char *name, const char *arch, ag_diags *diags,
+                          ag_cubin **out);
+void ag_cubin_free(ag_cubin *c);
+/* {"arch","key","bytes","functions":[{name,registers,...}],"info_log"} */
+json_t *ag_cubin_to_json(const ag_cubin *c);
+/* Parses a ptxas/nvJitLink info log into functions (exposed for tests). */
+int ag_jit_parse_info(const char *log, ag_jit_func **funcs, int *nfuncs);
+/* "13.0" */
+int ag_jit_version(unsigned *major, unsigned *minor);
+
+/* ------------------------------------------------------------ the GPU */
+
+/* 0 when this machine can run CUDA work (the driver loads and sees a
+ * device); otherwise AG_ENODEV with the reason in why. Loads the driver with
+ * dlopen: argus itself never links it. */
+int ag_collect_gpu_probe(ag_str *why);
+
+/* ------------------------------------------------- a traced harness run */
+
+typedef struct ag_trace_run_opts {
+  const char *const *argv;  /* the harness (from the program spec) */
+  const char *cwd;          /* where to run it (NULL: inherit) */
+  const char *cubin_path;   /* the traced variant's cubin */
+  const char *sites_path;   /* its site table (JSON) */
+  const char *variant_id;   /* program version ID of the variant */
+  const char *module_match; /* which module load the variant replaces (NULL: first) */
+  const char *out_dir;      /* created if missing; evidence lands here */
+  double timeout_s;         /* the harness is killed after this (<= 0: 600 s) */
+  unsigned records_per_warp; /* 0: the host runtime's default */
+  unsigned max_launches;    /* 0: default */
+  unsigned skip_launches;
+} ag_trace_run_opts;
+
+typedef struct ag_trace_run_result {
+  char *evidence_path; /* owned; NULL when the run failed */
+  ag_proc_result proc;
+  char *log_path;      /* the harness's stdout+stderr (owned) */
+} ag_trace_run_result;
+
+/* Runs the harness once under Argus (ARGUS_COLLECT=trace) with a timeout.
+ * Fails with a message in *why (the exit status or signal, a timeout, the
+ * host runtime's own error, or a missing evidence file) and AG_ECHILD /
+ * AG_ETIMEOUT / AG_ECUDA; never leaves a partial evidence file. */
+int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *why);
+void ag_trace_run_result_release(ag_trace_run_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

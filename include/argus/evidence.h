@@ -1,0 +1,109 @@
+/*
+ * argus/evidence.h — the binary layout of reference-trace evidence: what the
+ * probe writes on the device, and the file the host runtime writes from it.
+ * Plain C with no dependencies: the device probe (PTX made by
+ * src/ptx/xform_trace.c), the host runtime (src/collect/host.c, libc only)
+ * and the reader (src/synth/evidence.c) all follow this header.
+ * docs/evidence.md describes the same layout for people.
+ *
+ * Everything is little-endian.
+ *
+ * On the device
+ *   The traced module holds a constant descriptor `__argus_trace`
+ *   (ag_ev_desc). Each warp owns a slot: slot = cta_linear * warps_per_cta +
+ *   warp_in_cta, where cta_linear = ctaid.x + nctaid.x*(ctaid.y +
+ *   nctaid.y*ctaid.z) and the warp is the linear thread index / 32. Slot s
+ *   records into records + s*cap*16 bytes and its metadata is meta + s*64.
+ *   One lane (lane 0) stores one 16-byte record per marker it executes while
+ *   its count is under cap; every lane counts, so divergence is detected.
+ *
+ * In the file
+ *   ag_ev_file_header (32 bytes), then data_len bytes of binary data, then
+ *   header_len bytes of JSON (the header: device, clock, variant, sites,
+ *   launches; docs/evidence.md). The data holds, per recorded launch, the
+ *   warp metadata array (warps * 64 bytes) followed by the records of each
+ *   warp back to back (warp 0's min(count, cap) records, then warp 1's, ...);
+ *   the JSON gives each launch's offsets. The JSON comes last so the writer
+ *   can stream the data. checksum is FNV-1a 64 over the data and the JSON.
+ */
+#ifndef ARGUS_EVIDENCE_H
+#define ARGUS_EVIDENCE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AG_EV_MAGIC "ARGUSEV1" /* 8 bytes, no terminator in the file */
+#define AG_EV_VERSION 1u
+#define AG_EV_FILE_NAME "trace.agev"
+
+/* The constant the host binds before each recorded launch. enabled == 0:
+ * the probes store nothing (a traced module loaded outside Argus, or a launch
+ * past the recorded ones). */
+typedef struct ag_ev_desc {
+  uint64_t records; /* device address of this launch's record area */
+  uint64_t meta;    /* device address of this launch's warp metadata */
+  uint32_t cap;     /* records per warp */
+  uint32_t enabled; /* 1: record */
+  uint32_t launch;  /* launch index (for the record's owner) */
+  uint32_t pad;
+} ag_ev_desc;
+#define AG_EV_DESC_BYTES 32u
+#define AG_EV_DESC_SYMBOL "__argus_trace"
+
+/* One record: the SM cycle counter at the marker, the marker's site index in
+ * the variant's site table, and the iteration operand of an ARGUS_BEGIN_AT
+ * marker (AG_EV_NO_ITER otherwise). */
+typedef struct ag_ev_record {
+  uint64_t clock; /* %clock64 */
+  uint32_t site;  /* index into the header's "sites" */
+  uint32_t iter;
+} ag_ev_record;
+#define AG_EV_RECORD_BYTES 16u
+#define AG_EV_NO_ITER 0xffffffffu
+
+/* Per-warp metadata, written once per warp when it exits (lane 0 writes the
+ * anchors and its count; every lane folds its count into max_count). A slot
+ * whose flags lack AG_EV_EXITED belongs to a warp that never reached an exit
+ * (it did not run, or the kernel faulted). */
+typedef struct ag_ev_meta {
+  uint64_t clock_entry;  /* %clock64 at kernel entry */
+  uint64_t gtime_entry;  /* %globaltimer (ns) read beside it */
+  uint64_t clock_exit;   /* %clock64 at exit */
+  uint64_t gtime_exit;   /* %globaltimer at exit */
+  uint32_t smid;         /* %smid at exit */
+  uint32_t count;        /* markers lane 0 executed (records kept: min(count, cap)) */
+  uint32_t flags;        /* AG_EV_* below */
+  uint32_t launch;       /* the launch index the warp saw in the descriptor */
+  uint32_t max_count;    /* the largest count over the warp's lanes (red.max) */
+  uint32_t pad[3];
+} ag_ev_meta;
+#define AG_EV_META_BYTES 64u
+#define AG_EV_EXITED 1u
+
+typedef struct ag_ev_file_header {
+  char magic[8];        /* AG_EV_MAGIC */
+  uint32_t version;     /* AG_EV_VERSION */
+  uint32_t header_len;  /* bytes of JSON after the data */
+  uint64_t data_len;    /* bytes of binary data after this header */
+  uint64_t checksum;    /* FNV-1a 64 of data + JSON */
+} ag_ev_file_header;
+#define AG_EV_FILE_HEADER_BYTES 32u
+
+/* FNV-1a 64, incremental: start with AG_EV_FNV_INIT. */
+#define AG_EV_FNV_INIT 0xcbf29ce484222325ull
+static inline uint64_t ag_ev_fnv(uint64_t h, const void *data, uint64_t n) {
+  const unsigned char *p = (const unsigned char *)data;
+  for (uint64_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

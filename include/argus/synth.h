@@ -1,0 +1,181 @@
+/*
+ * argus/synth.h — from evidence to derived data: reading reference-trace
+ * evidence files (include/argus/evidence.h), decoding raw records into
+ * region occurrences with their scope coordinates, and statistics over a
+ * scope. Everything here is CPU-only and works on recorded evidence.
+ *
+ * Durations decoded from a reference trace are qualified "observed":
+ * measured on the device with region identity.
+ */
+#ifndef ARGUS_SYNTH_H
+#define ARGUS_SYNTH_H
+
+#include "argus/core.h"
+#include "argus/evidence.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- evidence */
+
+typedef enum ag_site_kind { AG_SITE_BEGIN, AG_SITE_END, AG_SITE_ROLE } ag_site_kind;
+
+typedef struct ag_ev_region {
+  const char *name;  /* local name; the kernel's name for a root */
+  const char *qname; /* "gemm/mainloop" */
+  uint64_t id;
+  int parent;        /* index or -1 */
+  const char *function;
+  int root;          /* the implicit region of a kernel */
+} ag_ev_region;
+
+typedef struct ag_ev_site {
+  ag_site_kind kind;
+  int region;        /* begin/end: region index; role: -1 */
+  int role;          /* role: index into roles; else -1 */
+  int line;          /* PTX line of the marker */
+  int has_iter;
+} ag_ev_site;
+
+typedef struct ag_ev_launch {
+  uint32_t launch;
+  const char *kernel;
+  unsigned grid[3], block[3], shared_bytes;
+  uint32_t warps, warps_per_cta, cap;
+  uint64_t nrecords, dropped;
+  const ag_ev_meta *meta;       /* warps entries, into the file's data */
+  const ag_ev_record *records;  /* nrecords entries */
+  uint64_t *first;              /* warps + 1 prefix offsets into records */
+} ag_ev_launch;
+
+typedef struct ag_evidence {
+  char *path;
+  json_t *header;               /* the JSON header (owned) */
+  unsigned char *file;          /* the whole file (owned) */
+  size_t file_len;
+  double sm_hz;                 /* the measured SM clock of the run */
+  const char *device;           /* borrowed from header */
+  ag_ev_region *regions;
+  int nregions;
+  ag_ev_site *sites;
+  int nsites;
+  const char **roles;
+  int nroles;
+  ag_ev_launch *launches;
+  int nlaunches;
+  uint32_t launches_total;
+} ag_evidence;
+
+/* Reads and validates an evidence file: header, lengths, checksum, JSON
+ * header fields, section bounds, per-warp counts against the records, and
+ * every record's site index. Malformed input gets a diagnostic naming the
+ * file and what is wrong; returns AG_EPARSE / AG_ECORRUPT / AG_EIO. */
+int ag_evidence_load(const char *path, ag_diags *diags, ag_evidence **out);
+/* As above on bytes in memory (copied). */
+int ag_evidence_load_mem(const void *data, size_t len, const char *name,
+                         ag_diags *diags, ag_evidence **out);
+void ag_evidence_free(ag_evidence *ev);
+
+/* ---------------------------------------------------------- occurrences */
+
+typedef struct ag_occ {
+  int region;          /* index into ev->regions */
+  int role;            /* index into ev->roles, -1 when the warp had none */
+  uint32_t launch;     /* launch index */
+  uint32_t sm, cta, warp; /* cta: linear CTA index; warp: within the CTA */
+  uint32_t iter;       /* AG_EV_NO_ITER when the marker had no iteration */
+  uint32_t depth;      /* nesting depth (kernel root = 0) */
+  uint64_t start, end; /* %clock64 of the begin and end markers */
+  double t0_ns;        /* start on the launch's common time line (ns after
+                          the launch's first warp entered) */
+} ag_occ;
+
+typedef struct ag_launch_clock {
+  double hz;           /* clock used for this launch's durations */
+  const char *source;  /* "calibration" or "anchors" */
+  double anchor_hz;    /* median over warps of cycles / globaltimer ns (0 if
+                          no warp spans 20 us) */
+  double span_ns;      /* median warp span */
+} ag_launch_clock;
+
+typedef struct ag_trace {
+  const ag_evidence *ev; /* borrowed */
+  ag_occ *occ;
+  size_t nocc;
+  ag_launch_clock *clocks; /* per ev->launches entry */
+  ag_str anomalies;       /* one line per anomaly, "" when none */
+  size_t nanomalies;
+  uint64_t dropped;       /* records lost to full buffers, all launches */
+  uint64_t incomplete;    /* occurrences begun but never ended in the data */
+  uint64_t nesting_errors;
+  uint32_t divergent_warps;
+} ag_trace;
+
+/* Decodes every recorded launch: per warp, begin/end records pair up into
+ * occurrences (nesting checked: an end must close the innermost open
+ * region), role markers set the warp's role for what follows, and the kernel
+ * itself is a root occurrence from warp entry to exit. Full buffers,
+ * unclosed regions, crossing regions and divergent warps become anomaly
+ * lines that say which warp and which occurrences are affected. */
+int ag_trace_decode(const ag_evidence *ev, ag_trace **out);
+void ag_trace_free(ag_trace *t);
+
+/* --------------------------------------------------------------- scopes */
+
+typedef struct ag_range {
+  int set;
+  uint64_t lo, hi; /* half-open [lo, hi) */
+} ag_range;
+
+typedef struct ag_scope {
+  ag_range launch, sm, cta, warp, iter;
+  char role[128];   /* "" = any role */
+} ag_scope;
+
+/* Parses "launch=0,sm=0:8,warp=0,role=producer,iter=2:6". Ranges are
+ * half-open (a:b), a single number N means N:N+1. AG_EPARSE with a message
+ * in err on bad input. */
+int ag_scope_parse(const char *text, ag_scope *s, ag_str *err);
+int ag_scope_match(const ag_scope *s, const ag_evidence *ev, const ag_occ *o);
+json_t *ag_scope_to_json(const ag_scope *s);
+
+/* ----------------------------------------------------------- statistics */
+
+typedef struct ag_dstats {
+  uint64_t count;
+  double total, mean, p50, p95, min, max;
+} ag_dstats;
+
+typedef struct ag_group_stats {
+  int key;          /* SM number or role index (-1: no role) */
+  ag_dstats ns;
+} ag_group_stats;
+
+typedef struct ag_region_stats {
+  int region;
+  ag_dstats cycles, ns;
+  ag_group_stats *by_sm;
+  int nsm;
+  ag_group_stats *by_role;
+  int nrole;
+} ag_region_stats;
+
+/* Statistics of occurrence durations per region over the scope. Regions are
+ * those given by `only` (indices, n_only; NULL: all regions that occur).
+ * Percentiles are nearest-rank. ns uses each launch's clock. */
+int ag_trace_stats(const ag_trace *t, const ag_scope *scope, const int *only, int n_only,
+                   ag_region_stats **out, int *nout);
+void ag_region_stats_free(ag_region_stats *s, int n);
+/* Computes count, total, mean, nearest-rank p50/p95, min, max of v (sorted in
+ * place). */
+void ag_dstats_of(double *v, size_t n, ag_dstats *out);
+
+/* Finds a region by qualified name, or by local name when that is unique.
+ * Returns the index, -1 when absent, -2 when a local name is ambiguous. */
+int ag_evidence_find_region(const ag_evidence *ev, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

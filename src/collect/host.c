@@ -1,0 +1,929 @@
+/*
+ * host.c — libargus_host: the runtime a harness loads its module through
+ * (include/argus/host.h).
+ *
+ * Outside Argus it wraps cuModuleLoadData / cuModuleGetFunction /
+ * cuLaunchKernel on the primary context. Under Argus (ARGUS_COLLECT=trace)
+ * it swaps in the variant cubin, and for each recorded launch carves the
+ * launch's record and metadata areas out of one device pool, zeroes the
+ * metadata and binds the constant descriptor __argus_trace — all stream
+ * ordered on the launch's stream, from pinned memory, so recording adds no
+ * host synchronization. ag_host_finish copies everything out and writes the
+ * evidence file with evwrite.c.
+ *
+ * The driver is opened with dlopen, so this library depends on libc alone
+ * and a harness starts on a machine without a GPU (AG_HOST_ENODEV). Every
+ * driver call goes through CU(), which records the call's text and the
+ * driver's error name in the session's message.
+ *
+ * Load: a handful of calls per launch; cost on the launch path is two async
+ * copies (memset + descriptor) for recorded launches and nothing after.
+ */
+#define _GNU_SOURCE
+#include "argus/host.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "argus/evidence.h"
+#include "evwrite.h"
+
+/* ------------------------------------------------------------ the driver */
+
+#define AG__STR2(x) #x
+#define AG__STR(x) AG__STR2(x) /* expands cuMemAlloc to "cuMemAlloc_v2" */
+
+#define AG_CU_FUNCS(X)                                                         \
+  X(cuInit)                                                                    \
+  X(cuDriverGetVersion)                                                        \
+  X(cuDeviceGetCount)                                                          \
+  X(cuDeviceGet)                                                               \
+  X(cuDeviceGetName)                                                           \
+  X(cuDeviceGetAttribute)                                                      \
+  X(cuDeviceGetUuid)                                                           \
+  X(cuDevicePrimaryCtxRetain)                                                  \
+  X(cuDevicePrimaryCtxRelease)                                                 \
+  X(cuCtxSetCurrent)                                                           \
+  X(cuCtxSynchronize)                                                          \
+  X(cuModuleLoadData)                                                          \
+  X(cuModuleUnload)                                                            \
+  X(cuModuleGetFunction)                                                       \
+  X(cuModuleGetGlobal)                                                         \
+  X(cuFuncSetAttribute)                                                        \
+  X(cuLaunchKernel)                                                            \
+  X(cuMemAlloc)                                                                \
+  X(cuMemFree)                                                                 \
+  X(cuMemsetD8Async)                                                           \
+  X(cuMemcpyHtoDAsync)                                                         \
+  X(cuMemcpyDtoH)                                                              \
+  X(cuMemHostAlloc)                                                            \
+  X(cuMemFreeHost)                                                             \
+  X(cuMemGetInfo)                                                              \
+  X(cuStreamSynchronize)                                                       \
+  X(cuGetErrorName)                                                            \
+  X(cuGetErrorString)
+
+typedef struct cu_api {
+  void *lib;
+#define AG__FP(fn) __typeof__(&fn) fn;
+  AG_CU_FUNCS(AG__FP)
+#undef AG__FP
+} cu_api;
+
+/* ---------------------------------------------------------------- objects */
+
+typedef struct launch_rec {
+  uint32_t launch;
+  const char *kernel; /* borrowed from the kernel object */
+  unsigned grid[3], block[3], shared_bytes;
+  uint32_t warps, warps_per_cta, cap;
+  CUdeviceptr records, meta;
+} launch_rec;
+
+struct ag_host_kernel {
+  ag_host_module *mod;
+  CUfunction fn;
+  char *name;
+  ag_host_kernel *next;
+};
+
+struct ag_host_module {
+  ag_host *h;
+  CUmodule mod;
+  char *name;
+  int traced;
+  CUdeviceptr desc; /* __argus_trace, when traced */
+  ag_host_kernel *kernels;
+  ag_host_module *next;
+};
+
+typedef struct calib {
+  const char *when;
+  uint64_t cycles, ns;
+} calib;
+
+struct ag_host {
+  cu_api cu;
+  int ok;        /* driver and context usable */
+  int device;
+  CUdevice dev;
+  CUcontext ctx;
+  char msg[1024];
+  ag_host_module *modules;
+  int finished;
+
+  /* Argus collect configuration (from the environment) */
+  int collect;
+  const char *out_dir, *variant, *variant_id, *module_match, *sites_path;
+  uint32_t cap, max_launches, skip;
+  uint64_t budget;
+  int replaced; /* the variant was loaded */
+  char *replaced_name;
+
+  /* recording state */
+  uint32_t nlaunch;  /* launches of traced kernels so far */
+  launch_rec *recs;
+  uint32_t nrecs;
+  CUdeviceptr pool;
+  uint64_t pool_size, pool_used;
+  ag_ev_desc *pinned; /* max_launches + 1 slots; the last binds "off" */
+  int bound_off;
+  void *last_stream;
+  int have_last_stream;
+  calib cal[2];
+  int ncal;
+  char budget_note[160];
+};
+
+static void setmsg(ag_host *h, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void setmsg(ag_host *h, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(h->msg, sizeof h->msg, fmt, ap);
+  va_end(ap);
+}
+
+static int cu_fail(ag_host *h, CUresult r, const char *call) {
+  const char *name = NULL, *text = NULL;
+  if (h->cu.cuGetErrorName)
+    h->cu.cuGetErrorName(r, &name);
+  if (h->cu.cuGetErrorString)
+    h->cu.cuGetErrorString(r, &text);
+  setmsg(h, "%s failed: %s (%s)", call, name ? name : "CUDA_ERROR_?", text ? text : "?");
+  return AG_HOST_ECUDA;
+}
+
+/* The one checking macro for driver calls: evaluates the call, and on error
+ * records its text and the driver's error in h->msg and returns
+ * AG_HOST_ECUDA from the enclosing function. */
+#define CU(h, call)                                                            \
+  do {                                                                         \
+    CUresult cu_r_ = (h)->cu.call;                                             \
+    if (cu_r_ != CUDA_SUCCESS)                                                 \
+      return cu_fail((h), cu_r_, #call);                                       \
+  } while (0)
+
+static int load_driver(ag_host *h) {
+  const char *path = getenv("ARGUS_LIBCUDA");
+  h->cu.lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h->cu.lib) {
+    setmsg(h, "no CUDA driver: cannot load %s (%s); this needs a machine with an "
+              "NVIDIA GPU and its driver",
+           path && *path ? path : "libcuda.so.1", dlerror());
+    return AG_HOST_ENODEV;
+  }
+#define AG__LOAD(fn)                                                           \
+  *(void **)(&h->cu.fn) = dlsym(h->cu.lib, AG__STR(fn));                       \
+  if (!h->cu.fn) {                                                             \
+    setmsg(h, "the CUDA driver lacks %s: it is older than this argus needs",  \
+           AG__STR(fn));                                                       \
+    return AG_HOST_ENODEV;                                                     \
+  }
+  AG_CU_FUNCS(AG__LOAD)
+#undef AG__LOAD
+  return 0;
+}
+
+/* ---------------------------------------------------------- environment */
+
+static const char *env(const char *k) {
+  const char *v = getenv(k);
+  return v && *v ? v : NULL;
+}
+
+static int env_u64(ag_host *h, const char *k, uint64_t dflt, uint64_t lo, uint64_t hi,
+                   uint64_t *out) {
+  const char *v = env(k);
+  *out = dflt;
+  if (!v)
+    return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno || !end || *end || x < lo || x > hi) {
+    setmsg(h, "%s='%s' is not a whole number in [%llu, %llu]", k, v,
+           (unsigned long long)lo, (unsigned long long)hi);
+    return AG_HOST_EINVAL;
+  }
+  *out = x;
+  return 0;
+}
+
+static int read_env(ag_host *h) {
+  const char *c = env("ARGUS_COLLECT");
+  if (!c)
+    return 0;
+  if (strcmp(c, "trace") != 0) {
+    setmsg(h, "ARGUS_COLLECT='%s' is not a collection this host runtime knows "
+              "(known: trace)", c);
+    return AG_HOST_EUNSUPPORTED;
+  }
+  h->collect = 1;
+  h->out_dir = env("ARGUS_OUT");
+  h->variant = env("ARGUS_VARIANT");
+  h->variant_id = env("ARGUS_VARIANT_ID");
+  h->module_match = env("ARGUS_MODULE");
+  h->sites_path = env("ARGUS_SITES");
+  if (!h->out_dir || !h->variant) {
+    setmsg(h, "ARGUS_COLLECT=trace needs ARGUS_OUT (output directory) and "
+              "ARGUS_VARIANT (variant cubin)");
+    return AG_HOST_EINVAL;
+  }
+  uint64_t v;
+  int rc;
+  if ((rc = env_u64(h, "ARGUS_TRACE_RECORDS", 4096, 1, 1u << 24, &v)))
+    return rc;
+  h->cap = (uint32_t)v;
+  if ((rc = env_u64(h, "ARGUS_TRACE_LAUNCHES", 8, 1, 1u << 16, &v)))
+    return rc;
+  h->max_launches = (uint32_t)v;
+  if ((rc = env_u64(h, "ARGUS_TRACE_SKIP", 0, 0, 1u << 30, &v)))
+    return rc;
+  h->skip = (uint32_t)v;
+  if ((rc = env_u64(h, "ARGUS_TRACE_BUDGET_MB", 1024, 1, 1u << 20, &v)))
+    return rc;
+  h->budget = v << 20;
+  return 0;
+}
+
+/* Writes <out>/host-error.txt so the Collect task can say why a run failed. */
+static void note_error(ag_host *h) {
+  if (!h->collect || !h->out_dir || !h->msg[0])
+    return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/host-error.txt", h->out_dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "%s\n", h->msg);
+    fclose(f);
+  }
+}
+
+static int fail(ag_host *h, int rc) {
+  if (rc)
+    note_error(h);
+  return rc;
+}
+
+/* ----------------------------------------------------------- calibration */
+
+/* One thread: waits for a %globaltimer edge, reads %clock64, spins for
+ * out[4] ns, waits for the next edge, reads %clock64 again. Edge-aligned
+ * reads make the 32 ns timer step cancel out. Compiled by the driver. */
+static const char calib_ptx[] =
+    ".version 7.0\n"
+    ".target sm_70\n"
+    ".address_size 64\n"
+    ".visible .entry argus_calibrate(.param .u64 out, .param .u64 span)\n"
+    "{\n"
+    "  .reg .b64 %rd<12>;\n"
+    "  .reg .pred %p<2>;\n"
+    "  ld.param.u64 %rd1, [out];\n"
+    "  ld.param.u64 %rd2, [span];\n"
+    "  cvta.to.global.u64 %rd1, %rd1;\n"
+    "  mov.u64 %rd3, %globaltimer;\n"
+    "L0:\n"
+    "  mov.u64 %rd4, %globaltimer;\n"
+    "  setp.eq.u64 %p1, %rd4, %rd3;\n"
+    "  @%p1 bra L0;\n"
+    "  mov.u64 %rd5, %clock64;\n"
+    "  add.u64 %rd6, %rd4, %rd2;\n"
+    "L1:\n"
+    "  mov.u64 %rd7, %globaltimer;\n"
+    "  setp.lt.u64 %p1, %rd7, %rd6;\n"
+    "  @%p1 bra L1;\n"
+    "L2:\n"
+    "  mov.u64 %rd8, %globaltimer;\n"
+    "  setp.eq.u64 %p1, %rd8, %rd7;\n"
+    "  @%p1 bra L2;\n"
+    "  mov.u64 %rd9, %clock64;\n"
+    "  st.global.v2.u64 [%rd1], {%rd4, %rd5};\n"
+    "  st.global.v2.u64 [%rd1+16], {%rd8, %rd9};\n"
+    "  ret;\n"
+    "}\n";
+
+static int calibrate(ag_host *h, const char *when) {
+  CUmodule mod = NULL;
+  CUdeviceptr buf = 0;
+  int rc = 0;
+  CUresult r;
+  if ((r = h->cu.cuModuleLoadData(&mod, calib_ptx)) != CUDA_SUCCESS)
+    return cu_fail(h, r, "cuModuleLoadData(calibration kernel)");
+  CUfunction fn;
+  uint64_t out[4] = {0};
+  uint64_t span = 10000000; /* 10 ms */
+  if ((r = h->cu.cuModuleGetFunction(&fn, mod, "argus_calibrate")) ||
+      (r = h->cu.cuMemAlloc(&buf, sizeof out))) {
+    rc = cu_fail(h, r, "calibration setup");
+    goto out;
+  }
+  void *args[] = {&buf, &span};
+  if ((r = h->cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL)) ||
+      (r = h->cu.cuCtxSynchronize()) ||
+      (r = h->cu.cuMemcpyDtoH(out, buf, sizeof out))) {
+    rc = cu_fail(h, r, "calibration kernel");
+    goto out;
+  }
+  if (out[2] <= out[0] || out[3] <= out[1]) {
+    setmsg(h, "clock calibration read no progress (globaltimer %llu..%llu, clock "
+              "%llu..%llu)",
+           (unsigned long long)out[0], (unsigned long long)out[2],
+           (unsigned long long)out[1], (unsigned long long)out[3]);
+    rc = AG_HOST_ECUDA;
+    goto out;
+  }
+  if (h->ncal < 2) {
+    h->cal[h->ncal].when = when;
+    h->cal[h->ncal].ns = out[2] - out[0];
+    h->cal[h->ncal].cycles = out[3] - out[1];
+    h->ncal++;
+  }
+out:
+  if (buf)
+    h->cu.cuMemFree(buf);
+  if (mod)
+    h->cu.cuModuleUnload(mod);
+  return rc;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+int ag_host_open(ag_host **out) {
+  *out = NULL;
+  ag_host *h = calloc(1, sizeof *h);
+  if (!h)
+    return AG_HOST_ENOMEM;
+  *out = h;
+  int rc = read_env(h);
+  if (rc)
+    return fail(h, rc);
+  if ((rc = load_driver(h)))
+    return fail(h, rc);
+  CUresult r = h->cu.cuInit(0);
+  if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_NOT_FOUND ||
+      r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH || r == CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE) {
+    cu_fail(h, r, "cuInit(0)");
+    return fail(h, AG_HOST_ENODEV);
+  }
+  if (r != CUDA_SUCCESS)
+    return fail(h, cu_fail(h, r, "cuInit(0)"));
+  int count = 0;
+  if ((r = h->cu.cuDeviceGetCount(&count)))
+    return fail(h, cu_fail(h, r, "cuDeviceGetCount"));
+  uint64_t dev = 0;
+  if ((rc = env_u64(h, "ARGUS_DEVICE", 0, 0, 1023, &dev)))
+    return fail(h, rc);
+  if (count == 0 || (int)dev >= count) {
+    setmsg(h, "no CUDA device %d (the driver sees %d)", (int)dev, count);
+    return fail(h, AG_HOST_ENODEV);
+  }
+  h->device = (int)dev;
+  if ((r = h->cu.cuDeviceGet(&h->dev, h->device)))
+    return fail(h, cu_fail(h, r, "cuDeviceGet"));
+  if ((r = h->cu.cuDevicePrimaryCtxRetain(&h->ctx, h->dev)))
+    return fail(h, cu_fail(h, r, "cuDevicePrimaryCtxRetain"));
+  if ((r = h->cu.cuCtxSetCurrent(h->ctx)))
+    return fail(h, cu_fail(h, r, "cuCtxSetCurrent"));
+  h->ok = 1;
+  if (h->collect) {
+    struct stat st;
+    if (stat(h->out_dir, &st) || !S_ISDIR(st.st_mode)) {
+      setmsg(h, "ARGUS_OUT='%s' is not a directory", h->out_dir);
+      return fail(h, AG_HOST_EINVAL);
+    }
+    if ((rc = calibrate(h, "open")))
+      return fail(h, rc);
+  }
+  return 0;
+}
+
+const char *ag_host_errmsg(const ag_host *h) { return h ? h->msg : "out of memory"; }
+int ag_host_under_argus(const ag_host *h) { return h && h->collect; }
+int ag_host_device(const ag_host *h) { return h ? h->device : -1; }
+
+static void free_module(ag_host *h, ag_host_module *m) {
+  while (m->kernels) {
+    ag_host_kernel *k = m->kernels;
+    m->kernels = k->next;
+    free(k->name);
+    free(k);
+  }
+  if (m->mod && h->ok)
+    h->cu.cuModuleUnload(m->mod);
+  free(m->name);
+  free(m);
+}
+
+void ag_host_close(ag_host *h) {
+  if (!h)
+    return;
+  if (h->ok && !h->finished)
+    ag_host_finish(h);
+  while (h->modules) {
+    ag_host_module *m = h->modules;
+    h->modules = m->next;
+    free_module(h, m);
+  }
+  if (h->ok) {
+    if (h->pool)
+      h->cu.cuMemFree(h->pool);
+    if (h->pinned)
+      h->cu.cuMemFreeHost(h->pinned);
+    h->cu.cuDevicePrimaryCtxRelease(h->dev);
+  }
+  if (h->cu.lib)
+    dlclose(h->cu.lib);
+  free(h->recs);
+  free(h->replaced_name);
+  free(h);
+}
+
+/* --------------------------------------------------------------- modules */
+
+static int read_file(ag_host *h, const char *path, char **data, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  *data = NULL;
+  if (!f) {
+    setmsg(h, "cannot open module '%s': %s", path, strerror(errno));
+    return errno == ENOENT ? AG_HOST_ENOTFOUND : AG_HOST_EIO;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  for (;;) {
+    if (!buf) {
+      fclose(f);
+      setmsg(h, "out of memory reading '%s'", path);
+      return AG_HOST_ENOMEM;
+    }
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n < cap - 1)
+      break;
+    cap *= 2;
+    char *nb = realloc(buf, cap);
+    if (!nb)
+      free(buf);
+    buf = nb;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    setmsg(h, "cannot read module '%s'", path);
+    return AG_HOST_EIO;
+  }
+  buf[n] = 0; /* PTX text must be NUL-terminated for cuModuleLoadData */
+  *data = buf;
+  *len = n;
+  return 0;
+}
+
+static int replaces(ag_host *h, const char *name) {
+  if (!h->collect || h->replaced)
+    return 0;
+  if (!h->module_match)
+    return 1;
+  return name && strstr(name, h->module_match) != NULL;
+}
+
+static int load_common(ag_host *h, const void *image, const char *name, int is_variant,
+                       ag_host_module **out) {
+  ag_host_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  m->h = h;
+  m->name = strdup(name ? name : "(image)");
+  CUresult r = h->cu.cuModuleLoadData(&m->mod, image);
+  if (r != CUDA_SUCCESS) {
+    char call[512];
+    snprintf(call, sizeof call, "cuModuleLoadData('%s')", m->name ? m->name : "?");
+    free_module(h, m);
+    return cu_fail(h, r, call);
+  }
+  size_t bytes = 0;
+  CUdeviceptr d = 0;
+  r = h->cu.cuModuleGetGlobal(&d, &bytes, m->mod, AG_EV_DESC_SYMBOL);
+  if (r == CUDA_SUCCESS && bytes == AG_EV_DESC_BYTES) {
+    m->traced = is_variant && h->collect;
+    m->desc = d;
+  } else if (is_variant && h->collect) {
+    setmsg(h, "variant '%s' has no probe descriptor %s: it is not a traced variant",
+           m->name, AG_EV_DESC_SYMBOL);
+    free_module(h, m);
+    return AG_HOST_EINVAL;
+  }
+  m->next = h->modules;
+  h->modules = m;
+  *out = m;
+  return 0;
+}
+
+/* Loads the variant file in place of the module `name`. */
+static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
+  char *data = NULL;
+  size_t len = 0;
+  int rc = read_file(h, h->variant, &data, &len);
+  if (rc)
+    return rc;
+  rc = load_common(h, data, h->variant, 1, out);
+  free(data);
+  if (rc == 0) {
+    h->replaced = 1;
+    h->replaced_name = strdup(name ? name : "(image)");
+  }
+  return rc;
+}
+
+int ag_host_load(ag_host *h, const char *path, ag_host_module **out) {
+  *out = NULL;
+  if (!h->ok) {
+    setmsg(h, "ag_host_load: the session is not open");
+    return AG_HOST_EINVAL;
+  }
+  if (replaces(h, path))
+    return fail(h, load_variant(h, path, out));
+  char *data = NULL;
+  size_t len = 0;
+  int rc = read_file(h, path, &data, &len);
+  if (rc)
+    return fail(h, rc);
+  rc = load_common(h, data, path, 0, out);
+  free(data);
+  return fail(h, rc);
+}
+
+int ag_host_load_image(ag_host *h, const void *image, const char *name,
+                       ag_host_module **out) {
+  *out = NULL;
+  if (!h->ok) {
+    setmsg(h, "ag_host_load_image: the session is not open");
+    return AG_HOST_EINVAL;
+  }
+  if (replaces(h, name))
+    return fail(h, load_variant(h, name, out));
+  return fail(h, load_common(h, image, name, 0, out));
+}
+
+int ag_host_module_traced(const ag_host_module *m) { return m && m->traced; }
+
+int ag_host_kernel_get(ag_host_module *m, const char *name, ag_host_kernel **out) {
+  ag_host *h = m->h;
+  *out = NULL;
+  for (ag_host_kernel *k = m->kernels; k; k = k->next)
+    if (strcmp(k->name, name) == 0) {
+      *out = k;
+      return 0;
+    }
+  ag_host_kernel *k = calloc(1, sizeof *k);
+  if (!k || !(k->name = strdup(name))) {
+    free(k);
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  CUresult r = h->cu.cuModuleGetFunction(&k->fn, m->mod, name);
+  if (r != CUDA_SUCCESS) {
+    free(k->name);
+    free(k);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+      setmsg(h, "kernel '%s' not found in module '%s'", name, m->name);
+      return fail(h, AG_HOST_ENOTFOUND);
+    }
+    return fail(h, cu_fail(h, r, "cuModuleGetFunction"));
+  }
+  k->mod = m;
+  k->next = m->kernels;
+  m->kernels = k;
+  *out = k;
+  return 0;
+}
+
+int ag_host_kernel_set_attr(ag_host_kernel *k, int attribute, int value) {
+  ag_host *h = k->mod->h;
+  CUresult r = h->cu.cuFuncSetAttribute(k->fn, (CUfunction_attribute)attribute, value);
+  if (r != CUDA_SUCCESS)
+    return fail(h, cu_fail(h, r, "cuFuncSetAttribute"));
+  return 0;
+}
+
+void *ag_host_kernel_cufunction(ag_host_kernel *k) { return k ? (void *)k->fn : NULL; }
+
+/* ------------------------------------------------------------ recording */
+
+static int ensure_pool(ag_host *h) {
+  if (h->pinned)
+    return 0;
+  CU(h, cuMemHostAlloc((void **)&h->pinned,
+                       (h->max_launches + 1) * sizeof(ag_ev_desc), 0));
+  memset(h->pinned, 0, (h->max_launches + 1) * sizeof(ag_ev_desc));
+  size_t free_b = 0, total_b = 0;
+  CU(h, cuMemGetInfo(&free_b, &total_b));
+  uint64_t size = h->budget;
+  if (size > free_b / 2) {
+    size = free_b / 2;
+    snprintf(h->budget_note, sizeof h->budget_note,
+             "budget cut to half the free device memory (%llu MiB)",
+             (unsigned long long)(size >> 20));
+  }
+  size &= ~(uint64_t)255;
+  CU(h, cuMemAlloc(&h->pool, size));
+  h->pool_size = size;
+  h->recs = calloc(h->max_launches, sizeof *h->recs);
+  if (!h->recs) {
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  return 0;
+}
+
+static int bind_desc(ag_host *h, ag_host_module *m, ag_ev_desc *slot, void *stream) {
+  CU(h, cuMemcpyHtoDAsync(m->desc, slot, sizeof *slot, (CUstream)stream));
+  return 0;
+}
+
+/* Binds the descriptor of a recorded launch, or the "off" descriptor. */
+static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsigned smem,
+                          void *stream) {
+  ag_host_module *m = k->mod;
+  ag_host *h = m->h;
+  uint32_t idx = h->nlaunch++;
+  int rc;
+  if ((rc = ensure_pool(h)))
+    return rc;
+  uint64_t threads = (uint64_t)b.x * b.y * b.z;
+  uint64_t wpc = (threads + 31) / 32;
+  uint64_t warps = (uint64_t)g.x * g.y * g.z * wpc;
+  uint32_t cap = h->cap;
+  uint64_t left = h->pool_size - h->pool_used;
+  int record = idx >= h->skip && h->nrecs < h->max_launches && warps > 0 &&
+               warps <= 0xffffffffu;
+  if (record) {
+    uint64_t per = (uint64_t)cap * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
+    if (warps * per > left) {
+      uint64_t c = left / warps;
+      c = c > AG_EV_META_BYTES ? (c - AG_EV_META_BYTES) / AG_EV_RECORD_BYTES : 0;
+      if (c < 16) {
+        record = 0;
+        snprintf(h->budget_note, sizeof h->budget_note,
+                 "trace buffer budget exhausted at launch %u", idx);
+      } else {
+        cap = (uint32_t)c;
+      }
+    }
+  }
+  if (!record) {
+    if (!h->bound_off) {
+      ag_ev_desc *off = &h->pinned[h->max_launches];
+      memset(off, 0, sizeof *off);
+      if ((rc = bind_desc(h, m, off, stream)))
+        return rc;
+      h->bound_off = 1;
+    }
+    return 0;
+  }
+  /* Launches on different streams could overlap and share the descriptor:
+   * serialize recorded launches that change stream. */
+  if (h->have_last_stream && h->last_stream != stream)
+    CU(h, cuStreamSynchronize((CUstream)h->last_stream));
+  h->last_stream = stream;
+  h->have_last_stream = 1;
+  launch_rec *lr = &h->recs[h->nrecs];
+  memset(lr, 0, sizeof *lr);
+  lr->launch = idx;
+  lr->kernel = k->name;
+  lr->grid[0] = g.x, lr->grid[1] = g.y, lr->grid[2] = g.z;
+  lr->block[0] = b.x, lr->block[1] = b.y, lr->block[2] = b.z;
+  lr->shared_bytes = smem;
+  lr->warps = (uint32_t)warps;
+  lr->warps_per_cta = (uint32_t)wpc;
+  lr->cap = cap;
+  lr->meta = h->pool + h->pool_used;
+  h->pool_used += (warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255;
+  lr->records = h->pool + h->pool_used;
+  h->pool_used += (warps * cap * AG_EV_RECORD_BYTES + 255) & ~(uint64_t)255;
+  ag_ev_desc *slot = &h->pinned[h->nrecs];
+  slot->records = lr->records;
+  slot->meta = lr->meta;
+  slot->cap = cap;
+  slot->enabled = 1;
+  slot->launch = idx;
+  CU(h, cuMemsetD8Async(lr->meta, 0, warps * AG_EV_META_BYTES, (CUstream)stream));
+  if ((rc = bind_desc(h, m, slot, stream)))
+    return rc;
+  h->bound_off = 0;
+  h->nrecs++;
+  return 0;
+}
+
+int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
+                   unsigned shared_bytes, void *stream, void **args) {
+  ag_host *h = k->mod->h;
+  int rc;
+  if (h->finished) {
+    setmsg(h, "ag_host_launch after ag_host_finish");
+    return fail(h, AG_HOST_EINVAL);
+  }
+  if (k->mod->traced && (rc = prepare_launch(k, grid, block, shared_bytes, stream)))
+    return fail(h, rc);
+  CUresult r = h->cu.cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y,
+                                    block.z, shared_bytes, (CUstream)stream, args, NULL);
+  if (r != CUDA_SUCCESS) {
+    char call[300];
+    snprintf(call, sizeof call, "cuLaunchKernel('%s', grid %ux%ux%u, block %ux%ux%u)",
+             k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
+    return fail(h, cu_fail(h, r, call));
+  }
+  return 0;
+}
+
+int ag_host_sync(ag_host *h) {
+  CUresult r = h->cu.cuCtxSynchronize();
+  if (r != CUDA_SUCCESS)
+    return fail(h, cu_fail(h, r, "cuCtxSynchronize"));
+  return 0;
+}
+
+/* --------------------------------------------------------------- finish */
+
+static char *slurp_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n < cap - 1)
+      break;
+    cap *= 2;
+    char *nb = realloc(buf, cap);
+    if (!nb)
+      free(buf);
+    buf = nb;
+  }
+  fclose(f);
+  if (buf)
+    buf[n] = 0;
+  return buf;
+}
+
+static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
+  char name[256] = "?";
+  h->cu.cuDeviceGetName(name, sizeof name, h->dev);
+  int sms = 0, ccmaj = 0, ccmin = 0, khz = 0, drv = 0;
+  h->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, h->dev);
+  h->cu.cuDeviceGetAttribute(&ccmaj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h->dev);
+  h->cu.cuDeviceGetAttribute(&ccmin, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h->dev);
+  h->cu.cuDeviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, h->dev);
+  h->cu.cuDriverGetVersion(&drv);
+  CUuuid uu;
+  memset(&uu, 0, sizeof uu);
+  h->cu.cuDeviceGetUuid(&uu, h->dev);
+  char uuid[64];
+  const unsigned char *u = (const unsigned char *)uu.bytes;
+  snprintf(uuid, sizeof uuid,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+           u[13], u[14], u[15]);
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  char when[32];
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+  ag_jb_puts(j, "\"created\":");
+  ag_jb_str(j, when);
+  ag_jb_printf(j, ",\"pid\":%ld,\"device\":{\"ordinal\":%d,\"name\":", (long)getpid(),
+               h->device);
+  ag_jb_str(j, name);
+  ag_jb_printf(j, ",\"uuid\":\"%s\",\"sm_count\":%d,\"cc\":[%d,%d],\"max_clock_khz\":%d,"
+                  "\"driver_version\":%d}",
+               uuid, sms, ccmaj, ccmin, khz, drv);
+  /* the measured SM clock: the last calibration (after the launches) */
+  const calib *c = h->ncal ? &h->cal[h->ncal - 1] : NULL;
+  double hz = c && c->ns ? (double)c->cycles * 1e9 / (double)c->ns : 0.0;
+  ag_jb_printf(j, ",\"clock\":{\"sm_hz\":%.1f,\"method\":\"clock64 against globaltimer "
+                  "over a 10 ms edge-aligned spin\",\"calibrations\":[",
+               hz);
+  for (int i = 0; i < h->ncal; i++)
+    ag_jb_printf(j, "%s{\"when\":\"%s\",\"cycles\":%llu,\"ns\":%llu}", i ? "," : "",
+                 h->cal[i].when, (unsigned long long)h->cal[i].cycles,
+                 (unsigned long long)h->cal[i].ns);
+  ag_jb_puts(j, "]},\"variant\":{\"id\":");
+  ag_jb_str(j, h->variant_id);
+  ag_jb_puts(j, ",\"path\":");
+  ag_jb_str(j, h->variant);
+  ag_jb_puts(j, ",\"replaces\":");
+  ag_jb_str(j, h->replaced_name);
+  ag_jb_printf(j, "},\"buffers\":{\"records_per_warp\":%u,\"max_launches\":%u,"
+                  "\"skip\":%u,\"budget_bytes\":%llu,\"note\":",
+               h->cap, h->max_launches, h->skip, (unsigned long long)h->pool_size);
+  ag_jb_str(j, h->budget_note[0] ? h->budget_note : NULL);
+  ag_jb_puts(j, "},\"probes\":");
+  ag_jb_puts(j, sites ? sites : "null");
+}
+
+static int write_evidence(ag_host *h) {
+  char path[4096];
+  char err[512] = "";
+  snprintf(path, sizeof path, "%s/%s", h->out_dir, AG_EV_FILE_NAME);
+  char *sites = NULL;
+  if (h->sites_path && !(sites = slurp_text(h->sites_path))) {
+    setmsg(h, "cannot read ARGUS_SITES='%s': %s", h->sites_path, strerror(errno));
+    return AG_HOST_EIO;
+  }
+  ag_evw *w = NULL;
+  int rc = ag_evw_open(path, &w, err, sizeof err);
+  void *meta = NULL, *recs = NULL;
+  ag_jb j = {0};
+  if (rc) {
+    setmsg(h, "%s", err);
+    goto out;
+  }
+  for (uint32_t i = 0; i < h->nrecs; i++) {
+    launch_rec *lr = &h->recs[i];
+    size_t mb = (size_t)lr->warps * AG_EV_META_BYTES;
+    size_t rb = (size_t)lr->warps * lr->cap * AG_EV_RECORD_BYTES;
+    free(meta);
+    free(recs);
+    meta = malloc(mb ? mb : 1);
+    recs = malloc(rb ? rb : 1);
+    if (!meta || !recs) {
+      setmsg(h, "out of host memory copying launch %u's records (%zu bytes)", lr->launch,
+             rb);
+      rc = AG_HOST_ENOMEM;
+      goto out;
+    }
+    CUresult r;
+    if ((r = h->cu.cuMemcpyDtoH(meta, lr->meta, mb)) ||
+        (r = h->cu.cuMemcpyDtoH(recs, lr->records, rb))) {
+      rc = cu_fail(h, r, "cuMemcpyDtoH(trace records)");
+      goto out;
+    }
+    ag_evw_launch L;
+    memset(&L, 0, sizeof L);
+    L.launch = lr->launch;
+    L.kernel = lr->kernel;
+    memcpy(L.grid, lr->grid, sizeof L.grid);
+    memcpy(L.block, lr->block, sizeof L.block);
+    L.shared_bytes = lr->shared_bytes;
+    L.warps = lr->warps;
+    L.warps_per_cta = lr->warps_per_cta;
+    L.cap = lr->cap;
+    L.meta = meta;
+    L.records = recs;
+    if ((rc = ag_evw_launch_add(w, &L, err, sizeof err))) {
+      setmsg(h, "%s", err);
+      goto out;
+    }
+  }
+  header_fields(h, &j, sites);
+  if (j.oom) {
+    setmsg(h, "out of memory");
+    rc = AG_HOST_ENOMEM;
+    goto out;
+  }
+  rc = ag_evw_close(w, j.p, h->nlaunch, err, sizeof err);
+  w = NULL;
+  if (rc)
+    setmsg(h, "%s", err);
+out:
+  if (w)
+    ag_evw_abort(w);
+  ag_jb_release(&j);
+  free(meta);
+  free(recs);
+  free(sites);
+  return rc;
+}
+
+int ag_host_finish(ag_host *h) {
+  if (!h || !h->ok)
+    return AG_HOST_EINVAL;
+  if (h->finished)
+    return 0;
+  h->finished = 1;
+  int rc = ag_host_sync(h);
+  if (rc || !h->collect)
+    return rc;
+  if (!h->replaced) {
+    setmsg(h, "the harness loaded no module that the variant replaces (ARGUS_MODULE=%s)",
+           h->module_match ? h->module_match : "(first load)");
+    return fail(h, AG_HOST_ENOTFOUND);
+  }
+  if ((rc = calibrate(h, "finish")))
+    return fail(h, rc);
+  return fail(h, write_evidence(h));
+}

@@ -1,0 +1,138 @@
+/*
+ * trace_run.c — the Collect task of a traced variant: runs the user's
+ * harness once under Argus (ARGUS_COLLECT=trace and the variant, sites and
+ * output directory in its environment), through ag_proc_run with a timeout
+ * that kills the harness's process group, and checks what came back.
+ *
+ * A harness that crashes, hangs, faults the GPU or exits without finishing
+ * its Argus session fails the task with the reason; the evidence file is
+ * written by the host runtime atomically, so a failed run never leaves a
+ * partial one that later steps could take for evidence.
+ */
+#include "argus/collect.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "argus/evidence.h"
+
+void ag_trace_run_result_release(ag_trace_run_result *r) {
+  ag_free(r->evidence_path);
+  ag_free(r->log_path);
+  memset(r, 0, sizeof *r);
+}
+
+static void tail_of(const char *path, ag_str *why) {
+  char *text = NULL;
+  size_t len = 0;
+  if (ag_file_read(path, &text, &len) || !len) {
+    ag_free(text);
+    return;
+  }
+  size_t from = len > 2000 ? len - 2000 : 0;
+  while (len && (text[len - 1] == '\n' || text[len - 1] == ' '))
+    text[--len] = 0;
+  ag_str_printf(why, "\n--- last output of the harness (%s) ---\n%s", path, text + from);
+  ag_free(text);
+}
+
+int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *why) {
+  memset(res, 0, sizeof *res);
+  int rc = ag_mkdir_p(o->out_dir, 0755);
+  if (rc) {
+    ag_str_printf(why, "cannot create the output directory '%s': %s", o->out_dir,
+                  ag_strerror(rc));
+    return rc;
+  }
+  ag_str ev = AG_STR_INIT, herr = AG_STR_INIT, logp = AG_STR_INIT;
+  ag_str e[10];
+  for (int i = 0; i < 10; i++)
+    ag_str_init(&e[i]);
+  int ne = 0;
+  ag_str_printf(&e[ne++], "ARGUS_COLLECT=trace");
+  ag_str_printf(&e[ne++], "ARGUS_OUT=%s", o->out_dir);
+  ag_str_printf(&e[ne++], "ARGUS_VARIANT=%s", o->cubin_path);
+  if (o->sites_path)
+    ag_str_printf(&e[ne++], "ARGUS_SITES=%s", o->sites_path);
+  if (o->variant_id)
+    ag_str_printf(&e[ne++], "ARGUS_VARIANT_ID=%s", o->variant_id);
+  if (o->module_match)
+    ag_str_printf(&e[ne++], "ARGUS_MODULE=%s", o->module_match);
+  if (o->records_per_warp)
+    ag_str_printf(&e[ne++], "ARGUS_TRACE_RECORDS=%u", o->records_per_warp);
+  if (o->max_launches)
+    ag_str_printf(&e[ne++], "ARGUS_TRACE_LAUNCHES=%u", o->max_launches);
+  if (o->skip_launches)
+    ag_str_printf(&e[ne++], "ARGUS_TRACE_SKIP=%u", o->skip_launches);
+  const char *envv[11];
+  for (int i = 0; i < ne; i++)
+    envv[i] = ag_str_cstr(&e[i]);
+  envv[ne] = NULL;
+  ag_str_printf(&ev, "%s/%s", o->out_dir, AG_EV_FILE_NAME);
+  ag_str_printf(&herr, "%s/host-error.txt", o->out_dir);
+  ag_str_printf(&logp, "%s/harness.log", o->out_dir);
+  if (ev.oom || herr.oom || logp.oom) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  unlink(ag_str_cstr(&ev)); /* evidence of an earlier run is not this run's */
+  unlink(ag_str_cstr(&herr));
+  ag_proc_opts po;
+  memset(&po, 0, sizeof po);
+  po.argv = o->argv;
+  po.env_add = envv;
+  po.cwd = o->cwd;
+  po.stdout_path = ag_str_cstr(&logp);
+  po.stderr_path = ag_str_cstr(&logp);
+  po.timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
+  rc = ag_proc_run(&po, &res->proc);
+  if (rc) {
+    ag_str_printf(why, "cannot start the harness '%s': %s", o->argv[0], ag_strerror(rc));
+    goto out;
+  }
+  res->log_path = ag_str_detach(&logp);
+  char *hosterr = NULL;
+  size_t hl = 0;
+  if (ag_file_read(ag_str_cstr(&herr), &hosterr, &hl) == 0) {
+    while (hl && hosterr[hl - 1] == '\n')
+      hosterr[--hl] = 0;
+  }
+  int have_ev = access(ag_str_cstr(&ev), R_OK) == 0;
+  if (res->proc.timed_out) {
+    ag_str_printf(why, "the harness did not finish within %.0f s and was killed",
+                  po.timeout_s);
+    rc = AG_ETIMEOUT;
+  } else if (!res->proc.exited || res->proc.exit_code != 0) {
+    ag_str d = AG_STR_INIT;
+    ag_proc_describe(&res->proc, &d);
+    ag_str_printf(why, "the harness failed (%s)", ag_str_cstr(&d));
+    ag_str_release(&d);
+    if (hosterr)
+      ag_str_printf(why, "; the argus host runtime reported: %s", hosterr);
+    rc = hosterr && strstr(hosterr, "CUDA_ERROR") ? AG_ECUDA : AG_ECHILD;
+  } else if (hosterr) {
+    ag_str_printf(why, "the argus host runtime reported: %s", hosterr);
+    rc = strstr(hosterr, "CUDA_ERROR") ? AG_ECUDA : AG_ECHILD;
+  } else if (!have_ev) {
+    ag_str_printf(why, "the harness exited without writing evidence: it must load its "
+                       "module with ag_host_load and call ag_host_finish (or "
+                       "ag_host_close) before it exits");
+    rc = AG_ECHILD;
+  }
+  if (rc) {
+    tail_of(res->log_path, why);
+    if (have_ev)
+      unlink(ag_str_cstr(&ev)); /* a failed run's evidence is not evidence */
+  } else {
+    res->evidence_path = ag_str_detach(&ev);
+  }
+  ag_free(hosterr);
+out:
+  for (int i = 0; i < 10; i++)
+    ag_str_release(&e[i]);
+  ag_str_release(&ev);
+  ag_str_release(&herr);
+  ag_str_release(&logp);
+  return rc;
+}

@@ -1,0 +1,115 @@
+/*
+ * chrome.c — the timeline of a reference trace as Chrome-trace JSON (the
+ * "JSON Object Format" that Perfetto and chrome://tracing open).
+ * Process = SM ("SM 12"), thread = one warp of one launch ("launch 0 cta 3
+ * warp 2"); each occurrence is a complete ("X") event with its cycles,
+ * iteration and role in args. Launches are laid end to end with a 1 us gap,
+ * each on its own globaltimer-aligned time line, so tracks of different SMs
+ * line up within a launch. ~150 bytes per occurrence.
+ */
+#include "argus/report.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int launch_index(const ag_evidence *ev, uint32_t launch) {
+  for (int l = 0; l < ev->nlaunches; l++)
+    if (ev->launches[l].launch == launch)
+      return l;
+  return -1;
+}
+
+int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out) {
+  const ag_evidence *ev = t->ev;
+  int rc = 0;
+  double *base = ag_calloc((size_t)ev->nlaunches + 1, sizeof *base);
+  double *len = ag_calloc((size_t)ev->nlaunches + 1, sizeof *len);
+  AG_VEC(uint64_t) seen = {0}; /* launch << 48 | sm << 32 | slot: names, once */
+  if (!base || !len) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (size_t i = 0; i < t->nocc; i++) {
+    const ag_occ *o = &t->occ[i];
+    int l = launch_index(ev, o->launch);
+    if (l < 0)
+      continue;
+    double e = o->t0_ns + (double)(o->end - o->start) * 1e9 / t->clocks[l].hz;
+    if (e > len[l])
+      len[l] = e;
+  }
+  for (int l = 1; l <= ev->nlaunches; l++)
+    base[l] = base[l - 1] + len[l - 1] + 1000.0;
+  ag_str_puts(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  int first = 1;
+  for (size_t i = 0; i < t->nocc; i++) {
+    const ag_occ *o = &t->occ[i];
+    if (scope && !ag_scope_match(scope, ev, o))
+      continue;
+    int l = launch_index(ev, o->launch);
+    if (l < 0)
+      continue;
+    const ag_ev_launch *L = &ev->launches[l];
+    uint64_t slot = (uint64_t)o->cta * L->warps_per_cta + o->warp;
+    uint64_t tid = ((uint64_t)l << 32) | slot;
+    if (ag_vec_push(&seen, ((uint64_t)l << 48) | ((uint64_t)(o->sm & 0xffff) << 32) | slot)) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    double ts = (base[l] + o->t0_ns) / 1e3;
+    double dur = (double)(o->end - o->start) * 1e9 / t->clocks[l].hz / 1e3;
+    ag_str_printf(out, "%s{\"name\":", first ? "" : ",\n");
+    ag_str_json_quote(out, ev->regions[o->region].qname);
+    ag_str_printf(out,
+                  ",\"cat\":\"region\",\"ph\":\"X\",\"ts\":%.4f,\"dur\":%.4f,\"pid\":%u,"
+                  "\"tid\":%" PRIu64 ",\"args\":{\"cycles\":%" PRIu64,
+                  ts, dur, o->sm, tid, o->end - o->start);
+    if (o->iter != AG_EV_NO_ITER)
+      ag_str_printf(out, ",\"iter\":%u", o->iter);
+    if (o->role >= 0) {
+      ag_str_puts(out, ",\"role\":");
+      ag_str_json_quote(out, ev->roles[o->role]);
+    }
+    ag_str_puts(out, "}}");
+    first = 0;
+  }
+  if (seen.n)
+    qsort(seen.v, seen.n, sizeof *seen.v, cmp_u64);
+  uint32_t last_sm = UINT32_MAX;
+  for (size_t i = 0; i < seen.n; i++) {
+    if (i && seen.v[i] == seen.v[i - 1])
+      continue;
+    uint32_t l = (uint32_t)(seen.v[i] >> 48);
+    uint32_t sm = (uint32_t)((seen.v[i] >> 32) & 0xffff);
+    uint64_t slot = seen.v[i] & 0xffffffffu;
+    const ag_ev_launch *L = &ev->launches[l];
+    if (sm != last_sm) {
+      ag_str_printf(out,
+                    "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":"
+                    "{\"name\":\"SM %u\"}},\n{\"name\":\"process_sort_index\",\"ph\":"
+                    "\"M\",\"pid\":%u,\"args\":{\"sort_index\":%u}}",
+                    first ? "" : ",\n", sm, sm, sm, sm);
+      first = 0;
+      last_sm = sm;
+    }
+    ag_str_printf(out,
+                  ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%" PRIu64
+                  ",\"args\":{\"name\":\"launch %u cta %" PRIu64 " warp %" PRIu64 "\"}}",
+                  sm, ((uint64_t)l << 32) | slot, L->launch, slot / L->warps_per_cta,
+                  slot % L->warps_per_cta);
+  }
+  ag_str_puts(out, "\n]}\n");
+  if (out->oom)
+    rc = AG_ENOMEM;
+out:
+  ag_vec_free(&seen);
+  ag_free(base);
+  ag_free(len);
+  return rc;
+}

@@ -1,0 +1,138 @@
+/*
+ * trace_report.c — the per-region table of a reference trace, as text and as
+ * JSON. Durations from a reference trace are "observed" (measured on the
+ * device with region identity); ns come from cycles with each launch's
+ * measured clock, and the report says which clock that was.
+ */
+#include "argus/report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void fmt_ns(char *buf, size_t n, double ns) {
+  if (ns >= 1e6)
+    snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else if (ns >= 1e3)
+    snprintf(buf, n, "%.3f us", ns / 1e3);
+  else
+    snprintf(buf, n, "%.1f ns", ns);
+}
+
+int ag_report_trace_text(const ag_trace *t, const ag_scope *scope,
+                         const ag_region_stats *rs, int n, ag_str *out) {
+  const ag_evidence *ev = t->ev;
+  ag_str_printf(out, "reference trace on %s, %d launch(es) recorded of %u; durations are "
+                     "observed\n",
+                ev->device, ev->nlaunches, ev->launches_total);
+  size_t w = 6;
+  for (int i = 0; i < n; i++) {
+    size_t l = strlen(ev->regions[rs[i].region].qname);
+    if (l > w)
+      w = l;
+  }
+  ag_str_printf(out, "%-*s %9s %12s %12s %12s %12s %12s %12s %12s\n", (int)w, "region",
+                "count", "mean", "p50", "p95", "min", "max", "total", "mean cyc");
+  for (int i = 0; i < n; i++) {
+    const ag_region_stats *s = &rs[i];
+    char c[6][32];
+    double v[6] = {s->ns.mean, s->ns.p50, s->ns.p95, s->ns.min, s->ns.max, s->ns.total};
+    for (int k = 0; k < 6; k++)
+      fmt_ns(c[k], sizeof c[k], v[k]);
+    ag_str_printf(out, "%-*s %9" PRIu64 " %12s %12s %12s %12s %12s %12s %12.1f\n", (int)w,
+                  ev->regions[s->region].qname, s->ns.count, c[0], c[1], c[2], c[3], c[4],
+                  c[5], s->cycles.mean);
+    if (s->nrole > 1 || (s->nrole == 1 && s->by_role[0].key >= 0))
+      for (int k = 0; k < s->nrole; k++) {
+        char m[32];
+        fmt_ns(m, sizeof m, s->by_role[k].ns.mean);
+        ag_str_printf(out, "%-*s   role %-12s %9" PRIu64 " mean %s\n", (int)w, "",
+                      s->by_role[k].key >= 0 ? ev->roles[s->by_role[k].key] : "(none)",
+                      s->by_role[k].ns.count, m);
+      }
+  }
+  for (int i = 0; i < ev->nlaunches; i++)
+    ag_str_printf(out, "launch %u: %s %ux%ux%u x %ux%ux%u, clock %.1f MHz (%s)%s\n",
+                  ev->launches[i].launch, ev->launches[i].kernel, ev->launches[i].grid[0],
+                  ev->launches[i].grid[1], ev->launches[i].grid[2], ev->launches[i].block[0],
+                  ev->launches[i].block[1], ev->launches[i].block[2], t->clocks[i].hz / 1e6,
+                  t->clocks[i].source, ev->launches[i].dropped ? ", records dropped" : "");
+  if (t->dropped)
+    ag_str_printf(out, "warning: %" PRIu64 " records dropped (buffers full): some occurrences "
+                       "are missing; raise ARGUS_TRACE_RECORDS or narrow --region\n",
+                  t->dropped);
+  if (t->nanomalies)
+    ag_str_printf(out, "%zu anomal%s:\n%s", t->nanomalies, t->nanomalies == 1 ? "y" : "ies",
+                  ag_str_cstr(&t->anomalies));
+  (void)scope;
+  return out->oom ? AG_ENOMEM : 0;
+}
+
+static json_t *dstats_json(const ag_dstats *d) {
+  return json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:f}", "count", (json_int_t)d->count, "total",
+                   d->total, "mean", d->mean, "p50", d->p50, "p95", d->p95, "min", d->min,
+                   "max", d->max);
+}
+
+json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
+                             const ag_region_stats *rs, int n, json_t *provenance) {
+  const ag_evidence *ev = t->ev;
+  json_t *regions = json_array();
+  for (int i = 0; i < n; i++) {
+    const ag_region_stats *s = &rs[i];
+    const ag_ev_region *g = &ev->regions[s->region];
+    char id[24];
+    snprintf(id, sizeof id, "0x%016" PRIx64, g->id);
+    json_t *bysm = json_array(), *byrole = json_array();
+    for (int k = 0; k < s->nsm; k++)
+      json_array_append_new(bysm, json_pack("{s:i,s:I,s:f,s:f}", "sm", s->by_sm[k].key,
+                                            "count", (json_int_t)s->by_sm[k].ns.count,
+                                            "mean_ns", s->by_sm[k].ns.mean, "total_ns",
+                                            s->by_sm[k].ns.total));
+    for (int k = 0; k < s->nrole; k++)
+      json_array_append_new(
+          byrole, json_pack("{s:o,s:I,s:f,s:f}", "role",
+                            s->by_role[k].key >= 0 ? json_string(ev->roles[s->by_role[k].key])
+                                                   : json_null(),
+                            "count", (json_int_t)s->by_role[k].ns.count, "mean_ns",
+                            s->by_role[k].ns.mean, "total_ns", s->by_role[k].ns.total));
+    json_array_append_new(
+        regions, json_pack("{s:s,s:s,s:b,s:s,s:o,s:o,s:o,s:o}", "region", g->qname, "id", id,
+                           "root", g->root, "qual", "observed", "cycles",
+                           dstats_json(&s->cycles), "ns", dstats_json(&s->ns), "by_sm", bysm,
+                           "by_role", byrole));
+  }
+  json_t *launches = json_array();
+  for (int i = 0; i < ev->nlaunches; i++) {
+    const ag_ev_launch *L = &ev->launches[i];
+    json_array_append_new(
+        launches,
+        json_pack("{s:I,s:s,s:[i,i,i],s:[i,i,i],s:I,s:I,s:f,s:s,s:f,s:f}", "launch",
+                  (json_int_t)L->launch, "kernel", L->kernel, "grid", L->grid[0], L->grid[1],
+                  L->grid[2], "block", L->block[0], L->block[1], L->block[2], "records",
+                  (json_int_t)L->nrecords, "dropped", (json_int_t)L->dropped, "clock_hz",
+                  t->clocks[i].hz, "clock_source", t->clocks[i].source, "anchor_hz",
+                  t->clocks[i].anchor_hz, "median_warp_span_ns", t->clocks[i].span_ns));
+  }
+  json_t *anom = json_array();
+  const char *a = ag_str_cstr(&t->anomalies);
+  while (*a) {
+    const char *nl = strchr(a, '\n');
+    size_t l = nl ? (size_t)(nl - a) : strlen(a);
+    json_array_append_new(anom, json_stringn(a, l));
+    a += l + (nl ? 1 : 0);
+  }
+  json_t *prov = json_pack("{s:s,s:s}", "evidence", ev->path, "backend", "reference-trace");
+  json_t *vj = json_object_get(ev->header, "variant");
+  if (vj)
+    json_object_set(prov, "variant", vj);
+  if (provenance)
+    json_object_update(prov, provenance);
+  return json_pack("{s:s,s:s,s:f,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
+                   "argus.trace/1", "device", ev->device, "sm_hz_calibrated", ev->sm_hz,
+                   "scope", scope ? ag_scope_to_json(scope) : json_object(), "regions",
+                   regions, "launches", launches, "losses", "dropped_records",
+                   (json_int_t)t->dropped, "incomplete_occurrences", (json_int_t)t->incomplete,
+                   "nesting_errors", (json_int_t)t->nesting_errors, "divergent_warps",
+                   (json_int_t)t->divergent_warps, "anomalies", (json_int_t)t->nanomalies,
+                   "anomalies", anom, "provenance", prov);
+}

@@ -1,0 +1,305 @@
+/*
+ * decode.c — raw trace records to region occurrences.
+ *
+ * Per warp, records are in program order (one lane wrote them), so a stack
+ * pairs begins with ends: an end must close the innermost open region. The
+ * kernel itself is a root occurrence from the warp's entry anchor to its exit
+ * anchor. Role markers set the warp's role for the occurrences that begin
+ * after them. Everything that breaks the picture is an anomaly line naming
+ * the launch, CTA and warp: a full buffer (and which regions were open when
+ * it filled, i.e. which occurrences are missing), an end without a begin,
+ * crossing regions, regions left open, warps that never exited, and warps
+ * whose lanes executed different numbers of markers.
+ *
+ * Time line: each launch's clock (anchors when warps span >= 20 us, else the
+ * session's calibration); per (launch, SM) an offset from the warps'
+ * (%clock64, %globaltimer) anchor pairs maps cycles to globaltimer ns, so
+ * occurrences on different SMs line up. Linear in the records; ~10^7
+ * records per second.
+ */
+#include "argus/synth.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ANOMALY_LINES 200
+
+typedef struct open_occ {
+  int region;
+  uint32_t site;
+  uint64_t start;
+  uint32_t iter;
+  int role;
+} open_occ;
+
+static void anomaly(ag_trace *t, const char *fmt, ...) AG_PRINTF(2, 3);
+static void anomaly(ag_trace *t, const char *fmt, ...) {
+  t->nanomalies++;
+  if (t->nanomalies > MAX_ANOMALY_LINES) {
+    if (t->nanomalies == MAX_ANOMALY_LINES + 1)
+      ag_str_puts(&t->anomalies, "(further anomalies are counted, not listed)\n");
+    return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  ag_str_vprintf(&t->anomalies, fmt, ap);
+  va_end(ap);
+  ag_str_putc(&t->anomalies, '\n');
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int push_occ(ag_trace *t, size_t *cap, const ag_occ *o) {
+  if (t->nocc == *cap) {
+    size_t nc = *cap ? *cap * 2 : 1024;
+    ag_occ *n = ag_realloc(t->occ, nc * sizeof *n);
+    if (!n)
+      return AG_ENOMEM;
+    t->occ = n;
+    *cap = nc;
+  }
+  t->occ[t->nocc++] = *o;
+  return 0;
+}
+
+static int root_of(const ag_evidence *ev, const char *kernel) {
+  for (int i = 0; i < ev->nregions; i++)
+    if (ev->regions[i].root && !strcmp(ev->regions[i].function, kernel))
+      return i;
+  return -1;
+}
+
+/* The launch's clock: the median over warps of cycles per globaltimer ns
+ * between the entry and exit anchors, when the median span is long enough
+ * that the 32 ns timer step is under 0.2 %; otherwise the calibration. */
+static int launch_clock(const ag_evidence *ev, const ag_ev_launch *L, ag_launch_clock *c) {
+  double *hz = ag_malloc(((size_t)L->warps + 1) * sizeof *hz);
+  double *span = ag_malloc(((size_t)L->warps + 1) * sizeof *span);
+  if (!hz || !span) {
+    ag_free(hz);
+    ag_free(span);
+    return AG_ENOMEM;
+  }
+  size_t n = 0;
+  for (uint32_t w = 0; w < L->warps; w++) {
+    const ag_ev_meta *m = &L->meta[w];
+    if (!(m->flags & AG_EV_EXITED) || m->gtime_exit <= m->gtime_entry ||
+        m->clock_exit <= m->clock_entry)
+      continue;
+    span[n] = (double)(m->gtime_exit - m->gtime_entry);
+    hz[n] = (double)(m->clock_exit - m->clock_entry) * 1e9 / span[n];
+    n++;
+  }
+  c->hz = ev->sm_hz;
+  c->source = "calibration";
+  c->anchor_hz = 0;
+  c->span_ns = 0;
+  if (n) {
+    qsort(span, n, sizeof *span, cmp_dbl);
+    c->span_ns = span[n / 2];
+    if (c->span_ns >= 20000.0) {
+      qsort(hz, n, sizeof *hz, cmp_dbl);
+      c->anchor_hz = hz[n / 2];
+      if (c->span_ns >= 20000.0 * 1.0 && c->anchor_hz > 1e6) {
+        c->hz = c->anchor_hz;
+        c->source = "anchors";
+      }
+    }
+  }
+  ag_free(hz);
+  ag_free(span);
+  return 0;
+}
+
+static int decode_launch(ag_trace *t, int li, size_t *cap) {
+  const ag_evidence *ev = t->ev;
+  const ag_ev_launch *L = &ev->launches[li];
+  ag_launch_clock *clk = &t->clocks[li];
+  int rc = launch_clock(ev, L, clk);
+  if (rc)
+    return rc;
+  double ns_per_cycle = 1e9 / clk->hz;
+  /* per-SM offsets: mean of (gtime - clock * ns_per_cycle) over anchors */
+  uint32_t maxsm = 0;
+  for (uint32_t w = 0; w < L->warps; w++)
+    if ((L->meta[w].flags & AG_EV_EXITED) && L->meta[w].smid > maxsm)
+      maxsm = L->meta[w].smid;
+  if (maxsm > 1u << 16)
+    maxsm = 1u << 16;
+  double *off = ag_calloc((size_t)maxsm + 1, sizeof *off);
+  uint32_t *noff = ag_calloc((size_t)maxsm + 1, sizeof *noff);
+  open_occ *stack = ag_malloc(64 * sizeof *stack);
+  size_t scap = 64;
+  if (!off || !noff || !stack) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  double t_first = INFINITY;
+  for (uint32_t w = 0; w < L->warps; w++) {
+    const ag_ev_meta *m = &L->meta[w];
+    if (!(m->flags & AG_EV_EXITED) || m->smid > maxsm)
+      continue;
+    off[m->smid] += (double)m->gtime_entry - (double)m->clock_entry * ns_per_cycle;
+    off[m->smid] += (double)m->gtime_exit - (double)m->clock_exit * ns_per_cycle;
+    noff[m->smid] += 2;
+    if ((double)m->gtime_entry < t_first)
+      t_first = (double)m->gtime_entry;
+  }
+  for (uint32_t s = 0; s <= maxsm; s++)
+    if (noff[s])
+      off[s] /= noff[s];
+  int root = root_of(ev, L->kernel);
+  if (root < 0)
+    anomaly(t, "launch %u: kernel '%s' is not in the probe table; its root region is not "
+               "reported",
+            L->launch, L->kernel);
+  for (uint32_t w = 0; w < L->warps; w++) {
+    const ag_ev_meta *m = &L->meta[w];
+    uint32_t cta = w / L->warps_per_cta, warp = w % L->warps_per_cta;
+    if (!(m->flags & AG_EV_EXITED)) {
+      anomaly(t, "launch %u cta %u warp %u: the warp never reached an exit; its records "
+                 "(if any) are not decoded",
+              L->launch, cta, warp);
+      continue;
+    }
+    if (m->launch != L->launch)
+      anomaly(t, "launch %u cta %u warp %u: the warp saw launch index %u in its descriptor "
+                 "(launches overlapped on different streams?)",
+              L->launch, cta, warp, m->launch);
+    if (m->max_count > m->count) {
+      t->divergent_warps++;
+      anomaly(t, "launch %u cta %u warp %u: lanes executed up to %u markers but lane 0 "
+                 "executed %u; markers under divergent control flow are missing",
+              L->launch, cta, warp, m->max_count, m->count);
+    }
+    double base = m->smid <= maxsm ? off[m->smid] - t_first : 0.0;
+    int role = -1;
+    size_t depth = 0;
+    if (root >= 0) {
+      ag_occ o = {root, -1, L->launch, m->smid, cta, warp, AG_EV_NO_ITER, 0,
+                  m->clock_entry, m->clock_exit,
+                  (double)m->clock_entry * ns_per_cycle + base};
+      if ((rc = push_occ(t, cap, &o)))
+        goto out;
+    }
+    uint64_t n = L->first[w + 1] - L->first[w];
+    const ag_ev_record *r = L->records + L->first[w];
+    for (uint64_t j = 0; j < n; j++) {
+      const ag_ev_site *s = &ev->sites[r[j].site];
+      if (s->kind == AG_SITE_ROLE) {
+        role = s->role;
+        continue;
+      }
+      if (s->kind == AG_SITE_BEGIN) {
+        if (depth == scap) {
+          open_occ *ns = ag_realloc(stack, scap * 2 * sizeof *ns);
+          if (!ns) {
+            rc = AG_ENOMEM;
+            goto out;
+          }
+          stack = ns;
+          scap *= 2;
+        }
+        stack[depth++] = (open_occ){s->region, r[j].site, r[j].clock, r[j].iter, role};
+        continue;
+      }
+      /* an end: it must close the innermost open region */
+      size_t k = depth;
+      while (k > 0 && stack[k - 1].region != s->region)
+        k--;
+      if (k == 0) {
+        t->nesting_errors++;
+        anomaly(t, "launch %u cta %u warp %u: end of '%s' (PTX line %d) without a begin "
+                   "(record %" PRIu64 ")",
+                L->launch, cta, warp, ev->regions[s->region].qname, s->line, j);
+        continue;
+      }
+      if (k != depth) {
+        t->nesting_errors++;
+        anomaly(t, "launch %u cta %u warp %u: end of '%s' while '%s' is still open "
+                   "(crossing regions, record %" PRIu64 "); the inner occurrence is dropped",
+                L->launch, cta, warp, ev->regions[s->region].qname,
+                ev->regions[stack[depth - 1].region].qname, j);
+        t->incomplete += depth - k;
+        depth = k;
+      }
+      open_occ *b = &stack[--depth];
+      ag_occ o = {b->region, b->role, L->launch, m->smid, cta, warp, b->iter,
+                  (uint32_t)depth + 1, b->start, r[j].clock,
+                  (double)b->start * ns_per_cycle + base};
+      if ((rc = push_occ(t, cap, &o)))
+        goto out;
+    }
+    if (m->count > L->cap) {
+      uint64_t lost = m->count - L->cap;
+      t->dropped += lost;
+      ag_str open = AG_STR_INIT;
+      for (size_t k = 0; k < depth && k < 8; k++) {
+        ag_str_printf(&open, "%s'%s'", k ? ", " : "", ev->regions[stack[k].region].qname);
+        if (stack[k].iter != AG_EV_NO_ITER)
+          ag_str_printf(&open, " (iteration %u)", stack[k].iter);
+      }
+      anomaly(t, "launch %u cta %u warp %u: trace buffer full (%u records): %" PRIu64
+                 " markers after cycle %" PRIu64 " were dropped; occurrences of every "
+                 "region after that point are missing%s%s%s",
+              L->launch, cta, warp, L->cap, lost, n ? r[n - 1].clock : m->clock_entry,
+              depth ? " and " : "", depth ? ag_str_cstr(&open) : "",
+              depth ? " never ended in the data" : "");
+      ag_str_release(&open);
+      t->incomplete += depth;
+    } else if (depth) {
+      t->incomplete += depth;
+      anomaly(t, "launch %u cta %u warp %u: %zu region(s) begun and never ended, "
+                 "innermost '%s' (PTX line %d)",
+              L->launch, cta, warp, depth, ev->regions[stack[depth - 1].region].qname,
+              ev->sites[stack[depth - 1].site].line);
+    }
+  }
+out:
+  ag_free(off);
+  ag_free(noff);
+  ag_free(stack);
+  return rc;
+}
+
+int ag_trace_decode(const ag_evidence *ev, ag_trace **out) {
+  *out = NULL;
+  ag_trace *t = ag_calloc(1, sizeof *t);
+  if (!t)
+    return AG_ENOMEM;
+  t->ev = ev;
+  ag_str_init(&t->anomalies);
+  t->clocks = ag_calloc((size_t)ev->nlaunches + 1, sizeof *t->clocks);
+  if (!t->clocks) {
+    ag_trace_free(t);
+    return AG_ENOMEM;
+  }
+  size_t cap = 0;
+  for (int i = 0; i < ev->nlaunches; i++) {
+    int rc = decode_launch(t, i, &cap);
+    if (rc) {
+      ag_trace_free(t);
+      return rc;
+    }
+  }
+  if (t->anomalies.oom) {
+    ag_trace_free(t);
+    return AG_ENOMEM;
+  }
+  *out = t;
+  return 0;
+}
+
+void ag_trace_free(ag_trace *t) {
+  if (!t)
+    return;
+  ag_free(t->occ);
+  ag_free(t->clocks);
+  ag_str_release(&t->anomalies);
+  ag_free(t);
+}
