@@ -250,7 +250,10 @@ int ag_ptx_dominates(const ag_ptx_cfg *g, int a, int b);
 
 /* -------------------------------------------------------------- discovery */
 
-/* Region ID: FNV-1a 64 of the qualified name (ag_hash64). */
+/* 64-bit FNV-1a with the published constants (offset basis
+ * 0xcbf29ce484222325, prime 0x100000001b3), as region.cuh computes it. */
+uint64_t ag_ptx_fnv1a(const void *data, size_t n);
+/* Region ID: ag_ptx_fnv1a of the qualified name ("gemm_tma/mainloop"). */
 uint64_t ag_ptx_region_id(const char *qualified_name);
 
 typedef enum ag_ptx_marker_kind {
@@ -262,7 +265,7 @@ typedef enum ag_ptx_marker_kind {
 typedef struct ag_ptx_marker {
   ag_ptx_marker_kind kind;
   const char *name;     /* as written: "mainloop" */
-  uint64_t name_hash;   /* the hash the marker carries (= ag_hash64(name)) */
+  uint64_t name_hash;   /* the hash the marker carries (= ag_ptx_fnv1a(name)) */
   const char *iter;     /* iteration operand ("%r17") or NULL */
   ag_ptx_stmt *stmt;    /* the comment statement */
   int line;
@@ -345,8 +348,9 @@ typedef struct ag_ptx_site {
 } ag_ptx_site;
 
 typedef struct ag_ptx_region_site {
-  int line;        /* PTX line of the marker */
+  int line;         /* PTX line of the marker */
   const char *iter; /* iteration operand of a BEGIN_AT, or NULL */
+  const char *role; /* begins: the nearest dominating role marker, or NULL */
 } ag_ptx_region_site;
 
 typedef struct ag_ptx_region {

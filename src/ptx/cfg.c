@@ -123,7 +123,9 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
     }
     if (ag_vec_push(&stmt_scope, cur_scope))
       goto nomem;
-    /* a '}' right after a branch or return stays in that block */
+    /* a '}' right after a branch or return stays in that block; a label
+     * starts a block unless the block so far holds only labels (comments
+     * count: a marker before a label is not executed by a jump to it) */
     int start_new = (cut && s->kind != AG_PTX_BLOCK_END) || (s->kind == AG_PTX_LABEL && cur_has_instr);
     if (start_new) {
       ag_ptx_block b;
@@ -140,6 +142,8 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
     }
     blocks.v[cur_block].last = s;
     s->block = cur_block;
+    if (s->kind != AG_PTX_LABEL)
+      cur_has_instr = 1;
     if (s->kind == AG_PTX_LABEL) {
       int n = label_key(key, sizeof key, cur_scope, s->name);
       if (n > 0 && (size_t)n < sizeof key && ag_map_put(&labels, key, (size_t)n, s))
