@@ -1,5 +1,5 @@
 /*
- * gemm_tma.cu — a Hopper (sm_90a) GEMM with regions: C = A * B^T, A (M x K)
+ * gemm_tma.cu - a Hopper (sm_90a) GEMM with regions: C = A * B^T, A (M x K)
  * and B (N x K) half precision with K contiguous, C (M x N) float.
  *
  * One CTA computes a 64 x 128 tile of C with two warpgroups:

@@ -1,5 +1,5 @@
 /*
- * overhead.cu — the tracing-overhead microbenchmark of the Argus paper:
+ * overhead.cu - the tracing-overhead microbenchmark of the Argus paper:
  * 128 CTAs x 256 threads, each thread running 64 sequential occurrences of
  * the marked region `step`, each occurrence doing `inner` iterations of
  *   compute type: a dependent FP32 FMA chain, or
