@@ -63,9 +63,17 @@ int ag_cli_print_json(json_t *j);
 int cmd_version(ag_cli *cli);
 int cmd_ptx(ag_cli *cli);
 int cmd_regions(ag_cli *cli);
+int cmd_variant(ag_cli *cli);
 
 extern const ag_cli_opt cmd_version_opts[];
 extern const ag_cli_opt cmd_ptx_opts[];
 extern const ag_cli_opt cmd_regions_opts[];
+extern const ag_cli_opt cmd_variant_opts[];
+
+struct ag_spec;
+/* Shared by variant and trace (cmd_variant.c): the PTX of a spec, .ptx or .cu. */
+int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, struct ag_spec **spec_out);
+char **ag_cli_split_list(const char *s, int *n);
+void ag_cli_free_list(char **v);
 
 #endif

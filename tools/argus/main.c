@@ -12,6 +12,7 @@ static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
      NULL, cmd_version_opts},
     {"regions", cmd_regions, 0, "[--flags F] SPEC.json|FILE.ptx|FILE.cu", "show the regions of a kernel and the operation sites in each", NULL, cmd_regions_opts},
+    {"variant", cmd_variant, 0, "--kind trace-free|traced [--region R] [-o OUT] SPEC|FILE.ptx|FILE.cu", "write a measurement variant's PTX (trace-free or traced)", NULL, cmd_variant_opts},
     {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

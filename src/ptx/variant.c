@@ -1,0 +1,88 @@
+/*
+ * variant.c — program variants for measurement: parse the parent PTX,
+ * discover its regions, apply the variant's transform, print, and record the
+ * parent, the transform and (traced) the probe table. The trace-free variant
+ * is the parent's text itself. Called once per variant.
+ */
+#include "argus/variant.h"
+
+#include <string.h>
+
+const char *ag_variant_kind_name(ag_variant_kind k) {
+  return k == AG_VARIANT_TRACED ? "traced" : "trace-free";
+}
+
+int ag_variant_kind_parse(const char *s, ag_variant_kind *k) {
+  if (s && !strcmp(s, "traced"))
+    *k = AG_VARIANT_TRACED;
+  else if (s && !strcmp(s, "trace-free"))
+    *k = AG_VARIANT_TRACE_FREE;
+  else
+    return AG_EINVAL;
+  return 0;
+}
+
+void ag_variant_free(ag_variant *v) {
+  if (!v)
+    return;
+  ag_free(v->ptx);
+  json_decref(v->probes);
+  json_decref(v->transform);
+  ag_free(v);
+}
+
+int ag_variant_make(const char *ptx, size_t len, const char *name, const ag_variant_opts *o,
+                    ag_diags *diags, ag_variant **out) {
+  *out = NULL;
+  ag_ptx_module *m = NULL;
+  ag_ptx_regions *r = NULL;
+  ag_str text = AG_STR_INIT;
+  int rc = 0;
+  ag_variant *v = ag_calloc(1, sizeof *v);
+  if (!v)
+    return AG_ENOMEM;
+  v->kind = o->kind;
+  if ((rc = ag_sha256_hex(ptx, len, v->parent)))
+    goto out;
+  if ((rc = ag_ptx_parse(ptx, len, name, diags, &m)) || (rc = ag_ptx_discover(m, diags, &r)))
+    goto out;
+  json_t *sel = json_array();
+  for (int i = 0; i < o->nregions; i++)
+    json_array_append_new(sel, json_string(o->regions[i]));
+  v->transform = json_pack("{s:s,s:s,s:o}", "kind", ag_variant_kind_name(o->kind), "parent",
+                           v->parent, "regions", sel);
+  if (o->kind == AG_VARIANT_TRACED) {
+    if ((rc = ag_xform_trace(m, r, o->regions, o->nregions, diags, &v->probes, &v->nsites)))
+      goto out;
+    if ((rc = ag_ptx_print(m, &text)))
+      goto out;
+    v->len = text.len;
+    v->ptx = ag_str_detach(&text);
+  } else {
+    /* the module unchanged: its regions, no probes */
+    v->ptx = ag_strndup(ptx, len);
+    v->len = len;
+    json_t *regs = json_array();
+    for (int i = 0; i < r->nregions; i++)
+      json_array_append_new(regs, json_pack("{s:s,s:s}", "qname", r->regions[i].qname,
+                                            "function",
+                                            r->regions[i].func ? r->regions[i].func->name
+                                                               : ""));
+    v->probes = json_pack("{s:s,s:i,s:o,s:[],s:[]}", "format", "argus-probes", "version", 1,
+                          "regions", regs, "sites", "roles");
+  }
+  if (!v->ptx || !v->probes || !v->transform) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  rc = ag_sha256_hex(v->ptx, v->len, v->id);
+out:
+  ag_str_release(&text);
+  ag_ptx_module_free(m);
+  if (rc) {
+    ag_variant_free(v);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}

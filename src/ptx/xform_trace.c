@@ -1,0 +1,473 @@
+/*
+ * xform_trace.c — the traced-variant transform: reference-trace probes at
+ * region markers, on the parsed PTX.
+ *
+ * The probe is the product's hot path; it is built to cost few issue slots
+ * (docs/tracing.md has the design and the measured cost):
+ *   - at kernel entry, once per thread: the warp's record pointer (its slot
+ *     in the launch's record area), a record limit that is the capacity for
+ *     lane 0 and 0 for the other lanes (one compare per record serves both
+ *     "one lane records" and "the buffer is full"), and the entry anchor
+ *     pair (%clock64, %globaltimer) kept in registers;
+ *   - at a marker: clock read, compare, address (one mad.wide), count
+ *     increment, site constant, one 16-byte predicated store. Every lane
+ *     counts, lane 0 stores. A begin reads the clock last, an end first, so
+ *     a region's duration holds at most the store of its begin probe;
+ *   - at every exit, once per warp: the exit anchors, lane 0's count (records
+ *     past the capacity are counted, never written), the largest count over
+ *     the lanes (redux.sync + red.max, so divergent markers are detected),
+ *     %smid and the launch index, into the warp's 64-byte metadata slot.
+ * The descriptor (record area, metadata area, capacity, enabled, launch) is
+ * the module constant __argus_trace, bound by the host runtime before each
+ * launch; enabled = 0 (a traced module loaded outside Argus) stores nothing.
+ *
+ * Markers in .func bodies are refused (the per-warp state lives in the
+ * kernel's registers); nvcc inlines device functions unless told not to.
+ * Load: linear in the module; called once per traced variant.
+ */
+#include "argus/variant.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define P "%agt_"   /* prefix of the probe's registers */
+#define PF "%%agt_" /* the same inside printf formats */
+
+static const char decls_text[] =
+    "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
+    "\t.reg .b64 " P "base, " P "a, " P "c, " P "k, " P "g, " P "x, " P "y;\n"
+    "\t.reg .b32 " P "n, " P "lim, " P "s, " P "lo, " P "hi, " P "none, " P "it, " P "t<16>;\n"
+    "\t.reg .pred " P "p, " P "q;\n";
+
+/* Computes slot (t8) and lane (t2) from the special registers; needs the
+ * capacity in t0 for nothing, clobbers t2..t12. */
+static const char slot_text[] =
+    "\tmov.u32 " P "t2, %tid.x;\n"
+    "\tmov.u32 " P "t3, %tid.y;\n"
+    "\tmov.u32 " P "t4, %tid.z;\n"
+    "\tmov.u32 " P "t5, %ntid.x;\n"
+    "\tmov.u32 " P "t6, %ntid.y;\n"
+    "\tmov.u32 " P "t7, %ntid.z;\n"
+    "\tmad.lo.u32 " P "t4, " P "t4, " P "t6, " P "t3;\n"
+    "\tmad.lo.u32 " P "t2, " P "t4, " P "t5, " P "t2;\n"
+    "\tmul.lo.u32 " P "t5, " P "t5, " P "t6;\n"
+    "\tmul.lo.u32 " P "t5, " P "t5, " P "t7;\n"
+    "\tadd.u32 " P "t5, " P "t5, 31;\n"
+    "\tshr.u32 " P "t5, " P "t5, 5;\n"
+    "\tmov.u32 " P "t8, %ctaid.x;\n"
+    "\tmov.u32 " P "t9, %ctaid.y;\n"
+    "\tmov.u32 " P "t10, %ctaid.z;\n"
+    "\tmov.u32 " P "t11, %nctaid.x;\n"
+    "\tmov.u32 " P "t12, %nctaid.y;\n"
+    "\tmad.lo.u32 " P "t10, " P "t10, " P "t12, " P "t9;\n"
+    "\tmad.lo.u32 " P "t8, " P "t10, " P "t11, " P "t8;\n"
+    "\tshr.u32 " P "t3, " P "t2, 5;\n"
+    "\tmad.lo.u32 " P "t8, " P "t8, " P "t5, " P "t3;\n"
+    "\tand.b32 " P "t2, " P "t2, 31;\n";
+
+static const char prologue_head[] =
+    "\tmov.u64 " P "k, %clock64;\n"
+    "\tmov.u64 " P "g, %globaltimer;\n"
+    "\tld.const.u64 " P "base, [__argus_trace];\n"
+    "\tld.const.v2.u32 {" P "t0, " P "t1}, [__argus_trace+16];\n";
+
+static const char prologue_tail[] =
+    "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
+    "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
+    "\tselp.u32 " P "lim, " P "t0, 0, " P "p;\n"
+    "\tmul.wide.u32 " P "y, " P "t8, " P "t0;\n"
+    "\tshl.b64 " P "y, " P "y, 4;\n"
+    "\tadd.u64 " P "base, " P "base, " P "y;\n"
+    "\tmov.u32 " P "n, 0;\n"
+    "\tmov.u32 " P "none, -1;\n";
+
+static const char epilogue_head[] =
+    "\t// argus: warp exit anchors and counts\n"
+    "\tmov.u64 " P "c, %clock64;\n"
+    "\tmov.u64 " P "y, %globaltimer;\n"
+    "\tld.const.u64 " P "x, [__argus_trace+8];\n"
+    "\tld.const.v4.u32 {" P "t0, " P "t1, " P "t13, " P "t14}, [__argus_trace+16];\n";
+
+static const char epilogue_tail[] =
+    "\tmul.wide.u32 " P "a, " P "t8, 64;\n"
+    "\tadd.u64 " P "x, " P "x, " P "a;\n"
+    "\tactivemask.b32 " P "t3;\n"
+    "\tredux.sync.max.u32 " P "t4, " P "n, " P "t3;\n"
+    "\tneg.s32 " P "t5, " P "t3;\n"
+    "\tand.b32 " P "t5, " P "t5, " P "t3;\n"
+    "\tmov.u32 " P "t6, %lanemask_eq;\n"
+    "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
+    "\tsetp.eq.and.u32 " P "q, " P "t5, " P "t6, " P "p;\n"
+    "\t@" P "q red.global.max.u32 [" P "x+48], " P "t4;\n"
+    "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
+    "\tmov.u32 " P "t7, %smid;\n"
+    "\tmov.u32 " P "t9, 1;\n"
+    "\t@" P "p st.global.v2.u64 [" P "x], {" P "k, " P "g};\n"
+    "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
+    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "n, " P "t9, " P "t13};\n";
+
+/* ------------------------------------------------------------- helpers */
+
+typedef struct xf {
+  ag_ptx_module *m;
+  const ag_ptx_regions *r;
+  ag_diags *diags;
+} xf;
+
+static int insert_text(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before, const char *text) {
+  ag_ptx_stmt *first = NULL, *last = NULL;
+  int rc = ag_ptx_parse_snippet(x->m, f, text, x->diags, &first, &last);
+  if (rc)
+    return rc;
+  if (!first)
+    return 0;
+  if (before)
+    ag_ptx_insert_before(x->m, at, first, last);
+  else
+    ag_ptx_insert_after(x->m, at, first, last);
+  return 0;
+}
+
+static int diag_at(xf *x, int line, const ag_ptx_stmt *s, int rc, const char *fmt, ...)
+    AG_PRINTF(5, 6);
+static int diag_at(xf *x, int line, const ag_ptx_stmt *s, int rc, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ag_diags_add(x->diags, AG_SEV_ERROR, x->m->path, line, line ? 1 : 0,
+               s ? s->text : NULL, s ? s->text_len : 0, "%s", msg);
+  return rc;
+}
+
+/* Width in bits of register `reg` from the function's declarations
+ * ("%r<12>" covers %r0..%r11); 0 when undeclared. */
+static int reg_bits(const ag_ptx_func *f, const char *reg) {
+  size_t rl = strlen(reg);
+  for (const ag_ptx_stmt *s = f->body_open; s; s = s->next) {
+    if (s->kind == AG_PTX_DECL && s->name && !strcmp(s->name, ".reg") && s->type) {
+      for (int i = 0; i < s->nnames; i++) {
+        const ag_ptx_decl_name *d = &s->names[i];
+        size_t nl = strlen(d->name);
+        int match = 0;
+        if (d->count > 0) {
+          if (rl > nl && !strncmp(reg, d->name, nl)) {
+            char *e = NULL;
+            long k = strtol(reg + nl, &e, 10);
+            match = e && *e == 0 && reg[nl] >= '0' && reg[nl] <= '9' && k >= 0 &&
+                    k < d->count;
+          }
+        } else {
+          match = rl == nl && !strcmp(reg, d->name);
+        }
+        if (match) {
+          const char *t = s->type;
+          if (!strcmp(t, ".pred"))
+            return 1;
+          int b = atoi(t + 2);
+          return b > 0 ? b : 0;
+        }
+      }
+    }
+    if (s == f->body_close)
+      break;
+  }
+  return 0;
+}
+
+static int is_int_text(const char *s) {
+  if (*s == '-')
+    s++;
+  if (!*s)
+    return 0;
+  for (; *s; s++)
+    if (!((*s >= '0' && *s <= '9') || *s == 'x' || *s == 'X' || (*s >= 'a' && *s <= 'f') ||
+          (*s >= 'A' && *s <= 'F') || *s == 'U'))
+      return 0;
+  return 1;
+}
+
+/* The record snippet for one marker. */
+static int record_text(xf *x, const ag_ptx_marker *mk, int site, ag_str *o) {
+  const char *iter = P "none";
+  ag_str pre = AG_STR_INIT;
+  if (mk->kind == AG_PTX_MARK_BEGIN && mk->iter) {
+    const ag_ptx_func *f = mk->stmt->func;
+    if (is_int_text(mk->iter)) {
+      ag_str_printf(&pre, "\tmov.u32 " PF "it, %s;\n", mk->iter);
+    } else {
+      int bits = reg_bits(f, mk->iter);
+      if (bits == 32)
+        iter = mk->iter;
+      else if (bits == 64)
+        ag_str_printf(&pre, "\tcvt.u32.u64 " PF "it, %s;\n", mk->iter);
+      else if (bits == 16)
+        ag_str_printf(&pre, "\tcvt.u32.u16 " PF "it, %s;\n", mk->iter);
+      else {
+        ag_str_release(&pre);
+        return diag_at(x, mk->line, mk->stmt, AG_EUNSUPPORTED,
+                       "iteration operand '%s' of region '%s' is not a 16-, 32- or 64-bit "
+                       "register declared in '%s'",
+                       mk->iter, mk->name, f->name);
+      }
+    }
+    if (iter != mk->iter)
+      iter = P "it";
+  }
+  ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
+                mk->kind == AG_PTX_MARK_BEGIN ? "begin"
+                : mk->kind == AG_PTX_MARK_END ? "end"
+                                              : "role",
+                mk->name);
+  if (mk->kind == AG_PTX_MARK_END)
+    ag_str_puts(o, "\tmov.u64 " P "c, %clock64;\n");
+  ag_str_puts(o, ag_str_cstr(&pre));
+  ag_str_puts(o, "\tsetp.lt.u32 " P "q, " P "n, " P "lim;\n"
+                 "\tmad.wide.u32 " P "a, " P "n, 16, " P "base;\n"
+                 "\tadd.u32 " P "n, " P "n, 1;\n");
+  ag_str_printf(o, "\tmov.u32 " PF "s, %d;\n", site);
+  if (mk->kind != AG_PTX_MARK_END)
+    ag_str_puts(o, "\tmov.u64 " P "c, %clock64;\n");
+  ag_str_printf(o, "\tmov.b64 {" PF "lo, " PF "hi}, " PF "c;\n"
+                   "\t@" PF "q st.global.v4.u32 [" PF "a], {" PF "lo, " PF "hi, " PF "s, %s};\n",
+                iter);
+  ag_str_release(&pre);
+  return o->oom ? AG_ENOMEM : 0;
+}
+
+static int is_exit(const ag_ptx_stmt *s) {
+  return s->kind == AG_PTX_INSTR && (ag_ptx_op_is(s, "ret") || ag_ptx_op_is(s, "exit"));
+}
+
+/* Prologue after the body's '{', epilogue before every ret/exit. */
+static int instrument_entry(xf *x, ag_ptx_func *f) {
+  ag_str t = AG_STR_INIT;
+  int rc = 0;
+  /* guarded exits become branches to one exit block at the end */
+  int guarded = 0;
+  for (ag_ptx_stmt *s = f->body_open->next; s && s != f->body_close; s = s->next)
+    if (is_exit(s) && s->guard)
+      guarded++;
+  for (ag_ptx_stmt *s = f->body_open->next; s && s != f->body_close;) {
+    ag_ptx_stmt *next = s->next;
+    if (is_exit(s)) {
+      ag_str_clear(&t);
+      if (s->guard) {
+        ag_str_printf(&t, "\n\t@%s%s bra $__argus_exit;", s->guard_neg ? "!" : "", s->guard);
+        ag_ptx_stmt *a = NULL, *b = NULL;
+        if ((rc = ag_ptx_parse_snippet(x->m, f, ag_str_cstr(&t), x->diags, &a, &b)))
+          goto out;
+        ag_ptx_replace(x->m, s, a, b);
+      } else {
+        ag_str_puts(&t, "\n");
+        ag_str_puts(&t, epilogue_head);
+        ag_str_puts(&t, slot_text);
+        ag_str_puts(&t, epilogue_tail);
+        if (t.oom || (rc = insert_text(x, f, s, 1, ag_str_cstr(&t))))
+          goto out;
+      }
+    }
+    s = next;
+  }
+  if (guarded) {
+    ag_str_clear(&t);
+    ag_str_puts(&t, "\n$__argus_exit:\n");
+    ag_str_puts(&t, epilogue_head);
+    ag_str_puts(&t, slot_text);
+    ag_str_puts(&t, epilogue_tail);
+    ag_str_puts(&t, "\tret;\n");
+    if (t.oom || (rc = insert_text(x, f, f->body_close, 1, ag_str_cstr(&t))))
+      goto out;
+  }
+  /* declarations and prologue right after '{' (declarations first) */
+  ag_str_clear(&t);
+  ag_str_puts(&t, decls_text);
+  ag_str_puts(&t, prologue_head);
+  ag_str_puts(&t, slot_text);
+  ag_str_puts(&t, prologue_tail);
+  if (t.oom) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  rc = insert_text(x, f, f->body_open, 0, ag_str_cstr(&t));
+out:
+  ag_str_release(&t);
+  return rc;
+}
+
+/* 1 when the module already has names the probe uses. */
+static int uses_probe_names(const ag_ptx_module *m) {
+  for (const ag_ptx_stmt *s = m->first; s; s = s->next) {
+    if (s->kind == AG_PTX_COMMENT)
+      continue;
+    for (uint32_t i = 0; i + 5 <= s->text_len; i++)
+      if ((s->text[i] == '%' && !strncmp(s->text + i, P, 5)) ||
+          (s->text[i] == '_' && i + 8 <= s->text_len && !strncmp(s->text + i, "__argus_", 8)))
+        return 1;
+  }
+  return 0;
+}
+
+static int selected_by(const ag_ptx_regions *r, int reg, const char *sel) {
+  const ag_ptx_region *g = &r->regions[reg];
+  return !strcmp(g->qname, sel) || !strcmp(g->name, sel);
+}
+
+static json_t *probes_regions(const ag_ptx_regions *r) {
+  json_t *a = json_array();
+  for (int i = 0; i < r->nregions; i++) {
+    const ag_ptx_region *g = &r->regions[i];
+    char id[24];
+    snprintf(id, sizeof id, "0x%016" PRIx64, g->id);
+    json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:s,s:i,s:s,s:b,s:b}", "index", i, "id",
+                                       id, "name", g->name, "qname", g->qname, "parent",
+                                       g->parent, "function", g->func ? g->func->name : "",
+                                       "root", g->is_root, "entry",
+                                       g->func && g->func->is_entry));
+  }
+  return a;
+}
+
+int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const char *const *regions,
+                   int nregions, ag_diags *diags, json_t **probes, int *nsites) {
+  *probes = NULL;
+  *nsites = 0;
+  xf x = {m, r, diags};
+  int rc = 0;
+  char *sel = ag_calloc((size_t)r->nregions + 1, 1);
+  json_t *sites = json_array(), *roles = json_array();
+  ag_str t = AG_STR_INIT;
+  if (!sel || !sites || !roles) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (uses_probe_names(m)) {
+    rc = diag_at(&x, 0, NULL, AG_EUNSUPPORTED,
+                 "the module already uses names starting with '%s' or '__argus_': it is "
+                 "an Argus variant already, or the names collide",
+                 P);
+    goto out;
+  }
+  int tver = 0;
+  if (m->target) {
+    const char *d = strstr(m->target, "sm_");
+    tver = d ? atoi(d + 3) : 0;
+  }
+  if (tver && tver < 80) {
+    rc = diag_at(&x, 0, NULL, AG_EUNSUPPORTED,
+                 "traced variants need a target of sm_80 or newer (redux.sync); this "
+                 "module targets %s",
+                 m->target);
+    goto out;
+  }
+  /* which regions: the selections and their subtrees */
+  if (!regions || nregions == 0) {
+    memset(sel, 1, (size_t)r->nregions);
+  } else {
+    for (int k = 0; k < nregions; k++) {
+      int any = 0;
+      for (int i = 0; i < r->nregions; i++)
+        if (selected_by(r, i, regions[k]))
+          sel[i] = 1, any = 1;
+      if (!any) {
+        ag_str names = AG_STR_INIT;
+        for (int i = 0; i < r->nregions && i < 40; i++)
+          ag_str_printf(&names, "%s%s", i ? ", " : "", r->regions[i].qname);
+        rc = diag_at(&x, 0, NULL, AG_ENOTFOUND, "no region '%s' in the module (regions: %s)",
+                     regions[k], ag_str_cstr(&names));
+        ag_str_release(&names);
+        goto out;
+      }
+    }
+    for (int i = 0; i < r->nregions; i++) /* parents come before children */
+      if (!sel[i] && r->regions[i].parent >= 0 && sel[r->regions[i].parent])
+        sel[i] = 1;
+  }
+  /* roles: distinct names in marker order */
+  for (int i = 0; i < r->nmarkers; i++) {
+    const ag_ptx_marker *mk = &r->markers[i];
+    if (mk->kind != AG_PTX_MARK_ROLE)
+      continue;
+    size_t k = 0;
+    for (; k < json_array_size(roles); k++)
+      if (!strcmp(json_string_value(json_array_get(roles, k)), mk->name))
+        break;
+    if (k == json_array_size(roles))
+      json_array_append_new(roles, json_string(mk->name));
+  }
+  /* record sites */
+  int site = 0;
+  for (int i = 0; i < r->nmarkers; i++) {
+    const ag_ptx_marker *mk = &r->markers[i];
+    int want = mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]);
+    if (!want)
+      continue;
+    ag_ptx_func *f = mk->stmt->func;
+    if (!f || !f->is_entry) {
+      rc = diag_at(&x, mk->line, mk->stmt, AG_EUNSUPPORTED,
+                   "marker of '%s' is in the device function '%s': traced variants probe "
+                   "markers in kernels only (inline the function, or trace a region "
+                   "around its call)",
+                   mk->name, f ? f->name : "?");
+      goto out;
+    }
+    ag_str_clear(&t);
+    if ((rc = record_text(&x, mk, site, &t)))
+      goto out;
+    if ((rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
+      goto out;
+    json_t *o = json_pack("{s:i,s:s,s:i,s:s}", "site", site, "kind",
+                          mk->kind == AG_PTX_MARK_BEGIN ? "begin"
+                          : mk->kind == AG_PTX_MARK_END ? "end"
+                                                        : "role",
+                          "line", mk->line, "function", f->name);
+    if (mk->kind == AG_PTX_MARK_ROLE) {
+      for (size_t k = 0; k < json_array_size(roles); k++)
+        if (!strcmp(json_string_value(json_array_get(roles, k)), mk->name))
+          json_object_set_new(o, "role", json_integer((json_int_t)k));
+    } else {
+      json_object_set_new(o, "region", json_integer(mk->region));
+    }
+    if (mk->kind == AG_PTX_MARK_BEGIN && mk->iter)
+      json_object_set_new(o, "iter", json_string(mk->iter));
+    json_array_append_new(sites, o);
+    site++;
+  }
+  /* every kernel: prologue and epilogues (the kernel's root region) */
+  for (int i = 0; i < m->nfuncs; i++) {
+    ag_ptx_func *f = m->funcs[i];
+    if (f->is_entry && !f->is_decl && f->body_open && (rc = instrument_entry(&x, f)))
+      goto out;
+  }
+  /* the descriptor, before the first function */
+  ag_ptx_stmt *at = m->first;
+  while (at && at->kind != AG_PTX_FUNC)
+    at = at->next;
+  if (!at) {
+    rc = diag_at(&x, 0, NULL, AG_EPARSE, "the module has no functions to trace");
+    goto out;
+  }
+  ag_ptx_stmt *d0 = at->prev;
+  if ((rc = insert_text(&x, NULL, at, 1,
+                        "\n// argus: reference-trace descriptor, bound by the host runtime\n"
+                        ".const .align 8 .b8 __argus_trace[32];\n")))
+    goto out;
+  for (ag_ptx_stmt *s = d0 ? d0->next : m->first; s && s != at; s = s->next) {
+    s->func = NULL; /* module level */
+    s->depth = 0;
+  }
+  *probes = json_pack("{s:s,s:i,s:o,s:o,s:o}", "format", "argus-probes", "version", 1,
+                      "regions", probes_regions(r), "sites", sites, "roles", roles);
+  sites = roles = NULL;
+  *nsites = site;
+  if (!*probes)
+    rc = AG_ENOMEM;
+out:
+  json_decref(sites);
+  json_decref(roles);
+  ag_free(sel);
+  ag_str_release(&t);
+  return rc;
+}
