@@ -11,6 +11,8 @@
  * Exit 0: results match; 1: mismatch or CUDA error; 2: usage.
  */
 #include <cuda.h>
+
+#include "argus/host.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +32,16 @@
       const char *s_ = NULL;                                                       \
       cuGetErrorString(e_, &s_);                                                   \
       fprintf(stderr, "gemm_tma: %s failed: %s\n", #call, s_ ? s_ : "?");          \
+      return 1;                                                                    \
+    }                                                                              \
+  } while (0)
+
+/* libargus_host calls: under `argus trace` they load the traced variant and
+ * write the evidence; otherwise they are the plain driver calls */
+#define AH(call)                                                                   \
+  do {                                                                             \
+    if ((call) != 0) {                                                             \
+      fprintf(stderr, "%s: %s failed: %s\n", "gemm_tma", #call, ag_host_errmsg(host)); \
       return 1;                                                                    \
     }                                                                              \
   } while (0)
@@ -120,16 +132,18 @@ int main(int argc, char **argv) {
 
   CUdevice dev;
   CUcontext ctx;
-  CUmodule mod;
-  CUfunction fn;
+  ag_host *host = NULL;
+  ag_host_module *mod = NULL;
+  ag_host_kernel *fn = NULL;
   CUdeviceptr dA, dB, dC;
+  AH(ag_host_open(&host));
   CK(cuInit(0));
   CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
-  CK(cuModuleLoad(&mod, module));
-  CK(cuModuleGetFunction(&fn, mod, "gemm_tma"));
-  CK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_BYTES));
+  AH(ag_host_load(host, module, &mod));
+  AH(ag_host_kernel_get(mod, "gemm_tma", &fn));
+  AH(ag_host_kernel_set_attr(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_BYTES));
   CK(cuMemAlloc(&dA, na * 2));
   CK(cuMemAlloc(&dB, nb * 2));
   CK(cuMemAlloc(&dC, nc * 4));
@@ -143,12 +157,14 @@ int main(int argc, char **argv) {
   CUevent e0, e1;
   CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
-  CK(cuLaunchKernel(fn, N / BN, M / BM, 1, 256, 1, 1, SMEM_BYTES, 0, args, NULL));
+  AH(ag_host_launch(fn, (ag_host_dim){N / BN, M / BM, 1}, (ag_host_dim){256, 1, 1}, SMEM_BYTES,
+                    NULL, args));
   CK(cuCtxSynchronize());
   CK(cuMemcpyDtoH(C, dC, nc * 4));
   for (int r = 0; r < reps; r++) {
     CK(cuEventRecord(e0, 0));
-    CK(cuLaunchKernel(fn, N / BN, M / BM, 1, 256, 1, 1, SMEM_BYTES, 0, args, NULL));
+    AH(ag_host_launch(fn, (ag_host_dim){N / BN, M / BM, 1}, (ag_host_dim){256, 1, 1}, SMEM_BYTES,
+                    NULL, args));
     CK(cuEventRecord(e1, 0));
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
@@ -176,7 +192,8 @@ int main(int argc, char **argv) {
   cuMemFree(dA);
   cuMemFree(dB);
   cuMemFree(dC);
-  cuModuleUnload(mod);
+  AH(ag_host_finish(host));
+  ag_host_close(host);
   cuDevicePrimaryCtxRelease(dev);
   free(A);
   free(B);

@@ -9,6 +9,8 @@
  * Exit 0: results match; 1: mismatch or CUDA error; 2: usage.
  */
 #include <cuda.h>
+
+#include "argus/host.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,16 @@
       const char *s_ = NULL;                                                       \
       cuGetErrorString(e_, &s_);                                                   \
       fprintf(stderr, "overhead: %s failed: %s\n", #call, s_ ? s_ : "?");          \
+      return 1;                                                                    \
+    }                                                                              \
+  } while (0)
+
+/* libargus_host calls: under `argus trace` they load the traced variant and
+ * write the evidence; otherwise they are the plain driver calls */
+#define AH(call)                                                                   \
+  do {                                                                             \
+    if ((call) != 0) {                                                             \
+      fprintf(stderr, "%s: %s failed: %s\n", "overhead", #call, ag_host_errmsg(host)); \
       return 1;                                                                    \
     }                                                                              \
   } while (0)
@@ -84,15 +96,17 @@ int main(int argc, char **argv) {
 
   CUdevice dev;
   CUcontext ctx;
-  CUmodule mod;
-  CUfunction fn;
+  ag_host *host = NULL;
+  ag_host_module *mod = NULL;
+  ag_host_kernel *fn = NULL;
   CUdeviceptr d_in, d_out;
+  AH(ag_host_open(&host));
   CK(cuInit(0));
   CK(cuDeviceGet(&dev, 0));
   CK(cuDevicePrimaryCtxRetain(&ctx, dev));
   CK(cuCtxSetCurrent(ctx));
-  CK(cuModuleLoad(&mod, module));
-  CK(cuModuleGetFunction(&fn, mod, memory ? "overhead_memory" : "overhead_compute"));
+  AH(ag_host_load(host, module, &mod));
+  AH(ag_host_kernel_get(mod, memory ? "overhead_memory" : "overhead_compute", &fn));
   CK(cuMemAlloc(&d_in, sizeof(float) * (size_t)nin));
   CK(cuMemAlloc(&d_out, sizeof(float) * (size_t)n));
   CK(cuMemcpyHtoD(d_in, seed, sizeof(float) * (size_t)nin));
@@ -103,10 +117,12 @@ int main(int argc, char **argv) {
   CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   /* warm-up, then timed launches */
-  CK(cuLaunchKernel(fn, CTAS, 1, 1, THREADS, 1, 1, 0, 0, memory ? args_m : args_c, NULL));
+  AH(ag_host_launch(fn, (ag_host_dim){CTAS, 1, 1}, (ag_host_dim){THREADS, 1, 1}, 0, NULL,
+                    memory ? args_m : args_c));
   for (int r = 0; r < reps; r++) {
     CK(cuEventRecord(e0, 0));
-    CK(cuLaunchKernel(fn, CTAS, 1, 1, THREADS, 1, 1, 0, 0, memory ? args_m : args_c, NULL));
+    AH(ag_host_launch(fn, (ag_host_dim){CTAS, 1, 1}, (ag_host_dim){THREADS, 1, 1}, 0, NULL,
+                    memory ? args_m : args_c));
     CK(cuEventRecord(e1, 0));
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
@@ -143,7 +159,8 @@ int main(int argc, char **argv) {
          type, inner, reps, times[reps / 2] * 1000.0, times[0] * 1000.0, bad);
   cuMemFree(d_in);
   cuMemFree(d_out);
-  cuModuleUnload(mod);
+  AH(ag_host_finish(host));
+  ag_host_close(host);
   cuDevicePrimaryCtxRelease(dev);
   free(seed);
   free(got);

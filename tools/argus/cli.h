@@ -64,11 +64,13 @@ int cmd_version(ag_cli *cli);
 int cmd_ptx(ag_cli *cli);
 int cmd_regions(ag_cli *cli);
 int cmd_variant(ag_cli *cli);
+int cmd_trace(ag_cli *cli);
 
 extern const ag_cli_opt cmd_version_opts[];
 extern const ag_cli_opt cmd_ptx_opts[];
 extern const ag_cli_opt cmd_regions_opts[];
 extern const ag_cli_opt cmd_variant_opts[];
+extern const ag_cli_opt cmd_trace_opts[];
 
 struct ag_spec;
 /* Shared by variant and trace (cmd_variant.c): the PTX of a spec, .ptx or .cu. */
