@@ -34,6 +34,9 @@ typedef struct ag_variant_opts {
    * its subtree. NULL/0: every region. Role markers are always probed. */
   const char *const *regions;
   int nregions;
+  /* traced: only the per-warp entry/exit anchors (each kernel's root
+   * region), no probes at markers; measures the probe's fixed cost */
+  int anchors_only;
 } ag_variant_opts;
 
 typedef struct ag_variant {
@@ -58,8 +61,8 @@ void ag_variant_free(ag_variant *v);
 
 /* Inserts the traced probes into a parsed, discovered module in place and
  * returns the probe table (new reference) in *probes. Exposed for tests. */
-int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const char *const *regions,
-                   int nregions, ag_diags *diags, json_t **probes, int *nsites);
+int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_opts *o,
+                   ag_diags *diags, json_t **probes, int *nsites);
 
 #ifdef __cplusplus
 }

@@ -49,10 +49,11 @@ int ag_variant_make(const char *ptx, size_t len, const char *name, const ag_vari
   json_t *sel = json_array();
   for (int i = 0; i < o->nregions; i++)
     json_array_append_new(sel, json_string(o->regions[i]));
-  v->transform = json_pack("{s:s,s:s,s:o}", "kind", ag_variant_kind_name(o->kind), "parent",
-                           v->parent, "regions", sel);
+  v->transform = json_pack("{s:s,s:s,s:o,s:b}", "kind", ag_variant_kind_name(o->kind),
+                           "parent", v->parent, "regions", sel, "anchors_only",
+                           o->anchors_only);
   if (o->kind == AG_VARIANT_TRACED) {
-    if ((rc = ag_xform_trace(m, r, o->regions, o->nregions, diags, &v->probes, &v->nsites)))
+    if ((rc = ag_xform_trace(m, r, o, diags, &v->probes, &v->nsites)))
       goto out;
     if ((rc = ag_ptx_print(m, &text)))
       goto out;

@@ -330,8 +330,10 @@ static json_t *probes_regions(const ag_ptx_regions *r) {
   return a;
 }
 
-int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const char *const *regions,
-                   int nregions, ag_diags *diags, json_t **probes, int *nsites) {
+int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_opts *o,
+                   ag_diags *diags, json_t **probes, int *nsites) {
+  const char *const *regions = o->regions;
+  int nregions = o->nregions;
   *probes = NULL;
   *nsites = 0;
   xf x = {m, r, diags};
@@ -402,7 +404,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const char *const 
   for (int i = 0; i < r->nmarkers; i++) {
     const ag_ptx_marker *mk = &r->markers[i];
     int want = mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]);
-    if (!want)
+    if (!want || o->anchors_only)
       continue;
     ag_ptx_func *f = mk->stmt->func;
     if (!f || !f->is_entry) {
@@ -418,7 +420,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const char *const 
       goto out;
     if ((rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
       goto out;
-    json_t *o = json_pack("{s:i,s:s,s:i,s:s}", "site", site, "kind",
+    json_t *js = json_pack("{s:i,s:s,s:i,s:s}", "site", site, "kind",
                           mk->kind == AG_PTX_MARK_BEGIN ? "begin"
                           : mk->kind == AG_PTX_MARK_END ? "end"
                                                         : "role",
@@ -426,13 +428,13 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const char *const 
     if (mk->kind == AG_PTX_MARK_ROLE) {
       for (size_t k = 0; k < json_array_size(roles); k++)
         if (!strcmp(json_string_value(json_array_get(roles, k)), mk->name))
-          json_object_set_new(o, "role", json_integer((json_int_t)k));
+          json_object_set_new(js, "role", json_integer((json_int_t)k));
     } else {
-      json_object_set_new(o, "region", json_integer(mk->region));
+      json_object_set_new(js, "region", json_integer(mk->region));
     }
     if (mk->kind == AG_PTX_MARK_BEGIN && mk->iter)
-      json_object_set_new(o, "iter", json_string(mk->iter));
-    json_array_append_new(sites, o);
+      json_object_set_new(js, "iter", json_string(mk->iter));
+    json_array_append_new(sites, js);
     site++;
   }
   /* every kernel: prologue and epilogues (the kernel's root region) */

@@ -72,7 +72,7 @@ static int collect(ag_cli *cli, const char *specpath, char **regs, int nreg, jso
                                    specpath);
     goto out;
   }
-  ag_variant_opts o = {AG_VARIANT_TRACED, (const char *const *)regs, nreg};
+  ag_variant_opts o = {AG_VARIANT_TRACED, (const char *const *)regs, nreg, 0};
   ag_trace_begin("variant");
   rc = ag_variant_make(ptx.p, ptx.len, specpath, &o, &d, &v);
   ag_trace_end("variant");

@@ -17,6 +17,7 @@ const ag_cli_opt cmd_variant_opts[] = {
     {"region", 'r', "R[,R...]", "traced: probe these regions and their subtrees (default all)"},
     {"output", 'o', "OUT", "write the PTX here (default stdout)"},
     {"probes", 0, "FILE", "traced: write the probe table (JSON) here"},
+    {"anchors-only", 0, NULL, "traced: only the per-warp entry/exit anchors, no marker probes"},
     {0},
 };
 
@@ -101,7 +102,7 @@ void ag_cli_free_list(char **v) {
 int cmd_variant(ag_cli *cli) {
   if (cli->npos != 1)
     return ag_cli_usage_error(cli, "expected one program spec, .ptx or .cu file");
-  ag_variant_opts o = {AG_VARIANT_TRACE_FREE, NULL, 0};
+  ag_variant_opts o = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
   const char *kind = ag_cli_get(cli, "kind");
   if (!kind || ag_variant_kind_parse(kind, &o.kind))
     return ag_cli_usage_error(cli, "--kind must be trace-free or traced");
@@ -110,6 +111,11 @@ int cmd_variant(ag_cli *cli) {
   if (nreg && o.kind != AG_VARIANT_TRACED) {
     ag_cli_free_list(regs);
     return ag_cli_usage_error(cli, "--region applies to --kind traced only");
+  }
+  o.anchors_only = ag_cli_flag(cli, "anchors-only");
+  if (o.anchors_only && (o.kind != AG_VARIANT_TRACED || nreg)) {
+    ag_cli_free_list(regs);
+    return ag_cli_usage_error(cli, "--anchors-only applies to --kind traced without --region");
   }
   o.regions = (const char *const *)regs;
   o.nregions = nreg;
