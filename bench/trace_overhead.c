@@ -1,0 +1,317 @@
+/*
+ * trace_overhead.c — what reference tracing costs, measured side by side in
+ * one run on the paper's overhead microbenchmark (examples/overhead: 128 CTAs
+ * x 256 threads, 64 occurrences of region `step` inside region `work`).
+ *
+ * Three builds of the same PTX, compiled here through nvJitLink exactly as
+ * `argus trace` compiles them: trace-free (the module unchanged), anchors
+ * (per-warp entry/exit anchors only) and traced (a record at every marker:
+ * 130 records per warp). The traced builds record into a bound buffer on
+ * every launch, as under `argus trace`. Samples rotate through the builds;
+ * each sample is CUDA events around a batch of back-to-back launches (event
+ * resolution is coarse, batches make it fine), and each build's figure is
+ * the median over samples. Reported per (type, inner): trace-free time,
+ * added time of anchors and of full tracing, the added cycles per record per
+ * warp ((traced - anchors) x SM clock / 130), and the noise (difference of
+ * two halves of the trace-free samples). Results are checked: traced outputs
+ * equal trace-free outputs bit for bit, every warp wrote 130 records, none
+ * dropped, and the records are the expected site sequence.
+ *
+ *   trace_overhead [--ptx FILE] [--samples N] [--batch B] [--dump DIR]
+ * Exit 0: figures printed and all checks passed; 1: a check failed;
+ * 77: no GPU.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argus/collect.h"
+#include "argus/evidence.h"
+#include "argus/variant.h"
+
+#define CTAS 128
+#define THREADS 256
+#define WARPS (CTAS * THREADS / 32)
+#define OCC 64
+#define RECS (2 * OCC + 2) /* begin/end of step x 64, begin/end of work */
+#define CAP 256
+#define TABLE 4096
+#define NB 3
+
+static const char *bname[NB] = {"trace-free", "anchors", "traced"};
+
+#define CK(call)                                                                   \
+  do {                                                                             \
+    cudaError_t e_ = (call);                                                       \
+    if (e_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "trace_overhead: %s failed: %s (%s)\n", #call,               \
+              cudaGetErrorName(e_), cudaGetErrorString(e_));                       \
+      exit(1);                                                                     \
+    }                                                                              \
+  } while (0)
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct build {
+  cudaLibrary_t lib;
+  cudaKernel_t k[2]; /* compute, memory */
+  void *records, *meta;
+  int regs[2];
+} build;
+
+static void make_build(build *b, const char *ptx, size_t len, int which, const char *dump) {
+  ag_variant_opts o = {which == 0 ? AG_VARIANT_TRACE_FREE : AG_VARIANT_TRACED, NULL, 0,
+                       which == 1};
+  ag_variant *v = NULL;
+  ag_cubin *c = NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  if (ag_variant_make(ptx, len, "overhead.ptx", &o, &d, &v) ||
+      ag_jit_compile(v->ptx, v->len, bname[which], "sm_90a", &d, &c)) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "trace_overhead: cannot build %s:\n%s", bname[which], ag_str_cstr(&s));
+    exit(1);
+  }
+  for (int i = 0; i < c->nfuncs; i++)
+    b->regs[strstr(c->funcs[i].name, "memory") ? 1 : 0] = c->funcs[i].registers;
+  if (dump) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/overhead.%s.cubin", dump, bname[which]);
+    ag_file_write_atomic(path, c->data, c->len);
+    snprintf(path, sizeof path, "%s/overhead.%s.ptx", dump, bname[which]);
+    ag_file_write_atomic(path, v->ptx, v->len);
+  }
+  CK(cudaLibraryLoadData(&b->lib, c->data, NULL, NULL, 0, NULL, NULL, 0));
+  CK(cudaLibraryGetKernel(&b->k[0], b->lib, "overhead_compute"));
+  CK(cudaLibraryGetKernel(&b->k[1], b->lib, "overhead_memory"));
+  if (which) {
+    void *desc = NULL;
+    size_t bytes = 0;
+    CK(cudaLibraryGetGlobal(&desc, &bytes, b->lib, AG_EV_DESC_SYMBOL));
+    if (bytes != AG_EV_DESC_BYTES) {
+      fprintf(stderr, "trace_overhead: descriptor is %zu bytes\n", bytes);
+      exit(1);
+    }
+    CK(cudaMalloc(&b->records, (size_t)WARPS * CAP * AG_EV_RECORD_BYTES));
+    CK(cudaMalloc(&b->meta, (size_t)WARPS * AG_EV_META_BYTES));
+    ag_ev_desc dd = {(uint64_t)(uintptr_t)b->records, (uint64_t)(uintptr_t)b->meta, CAP, 1, 0,
+                     0};
+    CK(cudaMemcpy(desc, &dd, sizeof dd, cudaMemcpyHostToDevice));
+  }
+  ag_cubin_free(c);
+  ag_variant_free(v);
+  ag_diags_release(&d);
+}
+
+/* Checks the last launch's records: 130 per warp, none dropped, the site
+ * sequence begin work, (begin step, end step) x 64, end work with
+ * iterations 0..63. Returns the median SM clock from the anchors (Hz). */
+static double check_records(build *b, int type, int *bad) {
+  static ag_ev_meta meta[WARPS];
+  static ag_ev_record rec[WARPS * CAP];
+  CK(cudaMemcpy(meta, b->meta, sizeof meta, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(rec, b->records, sizeof rec, cudaMemcpyDeviceToHost));
+  static double hz[WARPS];
+  /* sites: overhead_compute's 4 markers come first (0..3), memory's next */
+  uint32_t s0 = type == 0 ? 0 : 4;
+  for (int w = 0; w < WARPS; w++) {
+    const ag_ev_meta *m = &meta[w];
+    hz[w] = (double)(m->clock_exit - m->clock_entry) * 1e9 /
+            (double)(m->gtime_exit - m->gtime_entry + 1);
+    if (!(m->flags & AG_EV_EXITED) || m->count != RECS || m->max_count != RECS) {
+      if (*bad < 5)
+        fprintf(stderr, "trace_overhead: warp %d: flags %u count %u max %u (want %d)\n", w,
+                m->flags, m->count, m->max_count, RECS);
+      ++*bad;
+      continue;
+    }
+    const ag_ev_record *r = &rec[(size_t)w * CAP];
+    int ok = r[0].site == s0 && r[RECS - 1].site == s0 + 3;
+    for (int i = 0; i < OCC && ok; i++)
+      ok = r[1 + 2 * i].site == s0 + 1 && r[1 + 2 * i].iter == (uint32_t)i &&
+           r[2 + 2 * i].site == s0 + 2 && r[2 + 2 * i].clock >= r[1 + 2 * i].clock;
+    if (!ok) {
+      if (*bad < 5)
+        fprintf(stderr, "trace_overhead: warp %d: unexpected record sequence\n", w);
+      ++*bad;
+    }
+  }
+  return median(hz, WARPS);
+}
+
+int main(int argc, char **argv) {
+  const char *ptxpath = NULL, *dump = NULL;
+  int samples = 41, batch = 10;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--ptx") && i + 1 < argc)
+      ptxpath = argv[++i];
+    else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+      samples = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
+      dump = argv[++i];
+    else {
+      fprintf(stderr, "usage: %s [--ptx FILE] [--samples N] [--batch B] [--dump DIR]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (samples < 3 || batch < 1)
+    return 2;
+  if (!dump && getenv("ARGUS_BENCH_DUMP") && *getenv("ARGUS_BENCH_DUMP"))
+    dump = getenv("ARGUS_BENCH_DUMP");
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("trace_overhead: no GPU, skipped\n");
+    return 77;
+  }
+  char defptx[4096];
+  if (!ptxpath) {
+    const char *bd = getenv("ARGUS_BUILD_DIR");
+    snprintf(defptx, sizeof defptx, "%s/tests/data/ptx/overhead.ptx", bd ? bd : "build");
+    ptxpath = defptx;
+  }
+  char *ptx = NULL;
+  size_t len = 0;
+  if (ag_file_read(ptxpath, &ptx, &len)) {
+    fprintf(stderr, "trace_overhead: cannot read %s\n", ptxpath);
+    return 1;
+  }
+  struct cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  build b[NB];
+  memset(b, 0, sizeof b);
+  for (int i = 0; i < NB; i++)
+    make_build(&b[i], ptx, len, i, dump);
+  printf("device: %s, %d SMs; %d CTAs x %d threads, %d occurrences, %d records per warp; "
+         "%d samples x %d launches per build; registers compute %d/%d/%d memory %d/%d/%d\n",
+         prop.name, prop.multiProcessorCount, CTAS, THREADS, OCC, RECS, samples, batch,
+         b[0].regs[0], b[1].regs[0], b[2].regs[0], b[0].regs[1], b[1].regs[1], b[2].regs[1]);
+
+  const int n = CTAS * THREADS;
+  float *seed = malloc(sizeof(float) * n), *table = malloc(sizeof(float) * TABLE);
+  float *out0 = malloc(sizeof(float) * n), *out1 = malloc(sizeof(float) * n);
+  double *t[NB];
+  for (int i = 0; i < NB; i++)
+    t[i] = malloc(sizeof(double) * (size_t)samples);
+  for (int i = 0; i < n; i++)
+    seed[i] = (float)((i * 37) % 101) / 101.0f;
+  for (int i = 0; i < TABLE; i++)
+    table[i] = (float)((i * 53) % 97) / 97.0f;
+  float *d_seed, *d_table, *d_out[NB];
+  CK(cudaMalloc((void **)&d_seed, sizeof(float) * n));
+  CK(cudaMalloc((void **)&d_table, sizeof(float) * TABLE));
+  for (int i = 0; i < NB; i++)
+    CK(cudaMalloc((void **)&d_out[i], sizeof(float) * n));
+  CK(cudaMemcpy(d_seed, seed, sizeof(float) * n, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d_table, table, sizeof(float) * TABLE, cudaMemcpyHostToDevice));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+
+  static const int inners[] = {8, 16, 32, 64, 128, 256, 512, 4096};
+  const int ninner = (int)(sizeof inners / sizeof *inners);
+  int bad = 0;
+  double worst_small = 0, worst_big_pct = 0;
+  dim3 grid = {CTAS, 1, 1}, block = {THREADS, 1, 1};
+  printf("\n%-7s %6s %11s %11s %11s %8s %11s %9s %8s\n", "type", "inner", "free_us",
+         "+anchors_us", "+traced_us", "added_%", "cyc/record", "noise_us", "clk_MHz");
+  for (int type = 0; type < 2; type++) {
+    for (int ii = 0; ii < ninner; ii++) {
+      int inner = inners[ii], tsize = TABLE;
+      void *args[NB][4];
+      for (int i = 0; i < NB; i++) {
+        args[i][0] = &d_out[i];
+        args[i][1] = type == 0 ? (void *)&d_seed : (void *)&d_table;
+        args[i][2] = type == 0 ? (void *)&inner : (void *)&tsize;
+        args[i][3] = &inner;
+      }
+      int bt = inner >= 1024 ? (batch + 4) / 5 : batch;
+      for (int s = -3; s < samples; s++) { /* 3 warm-up rounds */
+        for (int j = 0; j < NB; j++) {
+          int i = (s + 3 + j) % NB; /* rotate which build goes first */
+          CK(cudaEventRecord(e0, 0));
+          for (int k = 0; k < bt; k++)
+            CK(cudaLaunchKernel((const void *)b[i].k[type], grid, block, args[i], 0, 0));
+          CK(cudaEventRecord(e1, 0));
+          CK(cudaEventSynchronize(e1));
+          float ms = 0;
+          CK(cudaEventElapsedTime(&ms, e0, e1));
+          if (s >= 0)
+            t[i][s] = ms * 1000.0 / bt;
+        }
+      }
+      CK(cudaGetLastError());
+      /* the probes must not change what the kernel computes */
+      CK(cudaMemcpy(out0, d_out[0], sizeof(float) * n, cudaMemcpyDeviceToHost));
+      for (int i = 1; i < NB; i++) {
+        CK(cudaMemcpy(out1, d_out[i], sizeof(float) * n, cudaMemcpyDeviceToHost));
+        if (memcmp(out0, out1, sizeof(float) * n)) {
+          fprintf(stderr, "trace_overhead: %s output differs from trace-free (%s inner %d)\n",
+                  bname[i], type ? "memory" : "compute", inner);
+          bad++;
+        }
+      }
+      double hz = check_records(&b[2], type, &bad);
+      /* noise: the two halves of the trace-free samples */
+      int h = samples / 2;
+      double *half = malloc(sizeof(double) * (size_t)samples);
+      memcpy(half, t[0], sizeof(double) * (size_t)h);
+      double m1 = median(half, h);
+      memcpy(half, t[0] + h, sizeof(double) * (size_t)(samples - h));
+      double m2 = median(half, samples - h);
+      free(half);
+      double med[NB];
+      for (int i = 0; i < NB; i++)
+        med[i] = median(t[i], samples);
+      double added = med[2] - med[0], anch = med[1] - med[0];
+      double cyc = (med[2] - med[1]) * 1e-6 * hz / RECS;
+      double pct = 100.0 * added / med[0];
+      printf("%-7s %6d %11.3f %11.3f %11.3f %8.3f %11.2f %9.3f %8.1f\n",
+             type ? "memory" : "compute", inner, med[0], anch, added, pct, cyc, fabs(m1 - m2),
+             hz / 1e6);
+      printf("@json {\"bench\":\"trace_overhead\",\"type\":\"%s\",\"inner\":%d,\"free_us\":%.4f,"
+             "\"anchors_added_us\":%.4f,\"traced_added_us\":%.4f,\"added_pct\":%.4f,"
+             "\"cycles_per_record\":%.3f,\"noise_us\":%.4f,\"sm_mhz\":%.1f}\n",
+             type ? "memory" : "compute", inner, med[0], anch, added, pct, cyc, fabs(m1 - m2),
+             hz / 1e6);
+      if (inner <= 512 && added > worst_small)
+        worst_small = added;
+      if (med[0] >= 500.0 && pct > worst_big_pct)
+        worst_big_pct = pct;
+    }
+  }
+  printf("\nworst added time at inner 8..512: %.3f us (target <= 1.1 us): %s\n", worst_small,
+         worst_small <= 1.1 ? "met" : "NOT met");
+  printf("worst added share on kernels >= 0.5 ms: %.4f %% (target <= 0.1 %%): %s\n",
+         worst_big_pct, worst_big_pct <= 0.1 ? "met" : "NOT met");
+  printf("checks: %s\n", bad ? "FAILED" : "traced outputs equal trace-free, 130 records per "
+                                          "warp, none dropped, sequences as expected");
+  for (int i = 0; i < NB; i++) {
+    cudaFree(d_out[i]);
+    cudaFree(b[i].records);
+    cudaFree(b[i].meta);
+    cudaLibraryUnload(b[i].lib);
+    free(t[i]);
+  }
+  cudaFree(d_seed);
+  cudaFree(d_table);
+  free(seed);
+  free(table);
+  free(out0);
+  free(out1);
+  ag_free(ptx);
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,50 @@
+#!/bin/bash
+# run.sh — runs every GPU test (ctest label gpu) and every benchmark (label
+# bench) of a build made by scripts/gpu/pack.sh, on the GPU machine:
+#
+#   bash .carry/gpu/scripts/gpu/run.sh [extra ctest args]
+#
+# Writes under $OUT (at most 8 files come back): summary.txt (the figures),
+# gpu-tests.log, bench.log, sass.txt (the traced kernels' SASS), env.txt,
+# and evidence/ (evidence files recorded by the GPU tests, for
+# tests/data/evidence). Prints a short summary last. Exit status: 0 when all
+# tests and benchmarks passed.
+set -u
+CARRY=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-/tmp/argus-gpu-out}
+mkdir -p "$OUT/evidence"
+if [ ! -e /tmp/argus-gpu ]; then
+  ln -s "$CARRY" /tmp/argus-gpu
+fi
+B=/tmp/argus-gpu/build
+export LD_LIBRARY_PATH=/tmp/argus-gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export PATH=/usr/local/cuda/bin:$PATH
+export ARGUS_EVIDENCE_OUT=$OUT/evidence
+export ARGUS_BENCH_DUMP=$OUT/dump
+mkdir -p "$ARGUS_BENCH_DUMP"
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  uname -r
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
+  nvcc --version | tail -2
+  ldd "$B/tools/argus/argus" | grep -E "not found|jansson|crypto|nvJitLink"
+} > "$OUT/env.txt" 2>&1
+rc=0
+ctest --test-dir "$B" -L gpu -V --timeout 600 "$@" > "$OUT/gpu-tests.log" 2>&1 || rc=1
+ctest --test-dir "$B" -L bench -V --timeout 600 "$@" > "$OUT/bench.log" 2>&1 || rc=1
+: > "$OUT/sass.txt"
+for f in "$ARGUS_BENCH_DUMP"/*.cubin; do
+  [ -e "$f" ] || continue
+  echo "=== $(basename "$f")" >> "$OUT/sass.txt"
+  cuobjdump -sass "$f" >> "$OUT/sass.txt" 2>&1
+done
+rm -rf "$ARGUS_BENCH_DUMP"
+{
+  cat "$OUT/env.txt"
+  grep -hE "^[0-9]+: (@|Test|[0-9]+ passed)|tests passed|tests failed|Failed|Skipped|\*\*\*" "$OUT/gpu-tests.log"
+  sed -n '/^[0-9]*: device:/,/^[0-9]*: checks:/p' "$OUT/bench.log" | grep -v '@json'
+  grep -hE "tests passed|tests failed" "$OUT/bench.log"
+  ls -l "$OUT/evidence"
+} > "$OUT/summary.txt"
+cat "$OUT/summary.txt"
+exit $rc

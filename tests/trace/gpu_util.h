@@ -1,0 +1,77 @@
+/*
+ * gpu_util.h — helpers shared by the GPU tests of reference tracing: skip
+ * (exit 77) without a GPU, make a variant of a PTX file and compile it
+ * through nvJitLink into files a harness can load, and a scratch directory.
+ */
+#ifndef ARGUS_TEST_GPU_UTIL_H
+#define ARGUS_TEST_GPU_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "argus/collect.h"
+#include "argus/variant.h"
+
+static void gpu_or_skip(const char *test) {
+  ag_str why = AG_STR_INIT;
+  if (ag_collect_gpu_probe(&why)) {
+    printf("%s: skipped: %s\n", test, ag_str_cstr(&why));
+    exit(77);
+  }
+  ag_str_release(&why);
+}
+
+/* A fresh directory under $TMPDIR (or /tmp); owned string. */
+__attribute__((unused)) static char *scratch_dir(const char *tag) {
+  const char *t = getenv("TMPDIR");
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s/argus-%s-XXXXXX", t && *t ? t : "/tmp", tag);
+  char *d = mkdtemp(buf);
+  return d ? ag_strdup(d) : NULL;
+}
+
+/* Writes <dir>/<stem>.cubin (and .ptx, .probes.json) for the variant of the
+ * PTX file; returns 0 or prints the diagnostics and returns an error. */
+__attribute__((unused)) static int build_variant(const char *ptxpath, const char *dir, const char *stem,
+                         ag_variant_kind kind, const char *const *regions, int nregions) {
+  char *ptx = NULL;
+  size_t len = 0;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = NULL;
+  ag_cubin *c = NULL;
+  ag_variant_opts o = {kind, regions, nregions, 0};
+  int rc = ag_file_read(ptxpath, &ptx, &len);
+  if (rc) {
+    fprintf(stderr, "cannot read %s: %s\n", ptxpath, ag_strerror(rc));
+    return rc;
+  }
+  if ((rc = ag_variant_make(ptx, len, ptxpath, &o, &d, &v)) ||
+      (rc = ag_jit_compile(v->ptx, v->len, stem, NULL, &d, &c))) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "cannot build %s: %s\n%s", stem, ag_strerror(rc), ag_str_cstr(&s));
+    ag_str_release(&s);
+  } else {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, stem);
+    rc = ag_file_write_atomic(path, c->data, c->len);
+    snprintf(path, sizeof path, "%s/%s.ptx", dir, stem);
+    if (!rc)
+      rc = ag_file_write_atomic(path, v->ptx, v->len);
+    char *js = json_dumps(v->probes, JSON_COMPACT);
+    snprintf(path, sizeof path, "%s/%s.probes.json", dir, stem);
+    if (!rc)
+      rc = js ? ag_file_write_atomic(path, js, strlen(js)) : AG_ENOMEM;
+    free(js);
+  }
+  ag_cubin_free(c);
+  ag_variant_free(v);
+  ag_free(ptx);
+  ag_diags_release(&d);
+  return rc;
+}
+
+#endif
