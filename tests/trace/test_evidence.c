@@ -1,0 +1,546 @@
+/*
+ * test_evidence.c — the evidence file, its reader, the decoder and the
+ * statistics against a reference: a simulated kernel (launches x CTAs x
+ * warps, a role, a region `outer` with `inner` occurrences nested inside,
+ * random durations) is written with the host runtime's own writer
+ * (src/collect/evwrite.c); the ground truth is the list of occurrences the
+ * simulation made. Decoding must give back exactly those occurrences and
+ * statistics equal to brute force; a deliberately wrong truth must not
+ * match. Then every kind of damage to the file gets a clear error, and
+ * nesting errors, full buffers and divergence become anomalies.
+ */
+#include "check.h"
+
+#include <math.h>
+#include <unistd.h>
+
+#include "../../src/collect/evwrite.h"
+#include "argus/report.h"
+#include "argus/synth.h"
+
+#define GRID 6
+#define WPC 3
+#define WARPS (GRID * WPC)
+#define INNER 5
+
+/* regions: 0 kern (root), 1 kern/outer, 2 kern/outer/inner
+ * sites: 0 role producer, 1 begin outer, 2 begin inner, 3 end inner, 4 end outer */
+static const char *probes_json =
+    "{\"format\":\"argus-probes\",\"version\":1,"
+    "\"regions\":[{\"index\":0,\"id\":\"0x1\",\"name\":\"kern\",\"qname\":\"kern\",\"parent\":-1,"
+    "\"function\":\"kern\",\"root\":true},"
+    "{\"index\":1,\"id\":\"0x2\",\"name\":\"outer\",\"qname\":\"kern/outer\",\"parent\":0,"
+    "\"function\":\"kern\",\"root\":false},"
+    "{\"index\":2,\"id\":\"0x3\",\"name\":\"inner\",\"qname\":\"kern/outer/inner\",\"parent\":1,"
+    "\"function\":\"kern\",\"root\":false}],"
+    "\"sites\":[{\"site\":0,\"kind\":\"role\",\"role\":0,\"line\":10},"
+    "{\"site\":1,\"kind\":\"begin\",\"region\":1,\"line\":11},"
+    "{\"site\":2,\"kind\":\"begin\",\"region\":2,\"line\":12,\"iter\":\"%r1\"},"
+    "{\"site\":3,\"kind\":\"end\",\"region\":2,\"line\":13},"
+    "{\"site\":4,\"kind\":\"end\",\"region\":1,\"line\":14}],"
+    "\"roles\":[\"producer\"]}";
+
+typedef struct truth_occ {
+  int region;
+  uint32_t launch, cta, warp, iter, sm;
+  uint64_t start, end;
+} truth_occ;
+
+static truth_occ truth[4 * WARPS * (INNER + 2)];
+static int ntruth;
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+#define HZ 1.5e9
+
+/* Simulates `nl` launches; cap = records per warp. Returns the file path. */
+static char path[256];
+static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent) {
+  ntruth = 0;
+  snprintf(path, sizeof path, "/tmp/argus-test-ev-%ld.agev", (long)getpid());
+  ag_evw *w = NULL;
+  char err[256];
+  CHECK_EQ_INT(ag_evw_open(path, &w, err, sizeof err), 0);
+  static ag_ev_meta meta[WARPS];
+  static ag_ev_record rec[WARPS * 64];
+  for (int l = 0; l < nl; l++) {
+    memset(meta, 0, sizeof meta);
+    memset(rec, 0xa5, sizeof rec);
+    for (int s = 0; s < WARPS; s++) {
+      uint32_t sm = (uint32_t)(s / WPC) % 4;
+      uint64_t clk = 1000000000ull * (sm + 1) + (uint64_t)l * 5000000 + next() % 1000;
+      uint64_t gt = 7000000000ull + (uint64_t)l * 4000000 + (uint64_t)((double)(clk % 1000) / HZ * 1e9);
+      ag_ev_meta *m = &meta[s];
+      m->clock_entry = clk;
+      m->gtime_entry = gt;
+      uint32_t n = 0;
+      ag_ev_record *r = &rec[(size_t)s * cap];
+#define PUT(site_, it_)                                                        \
+  do {                                                                         \
+    if (n < cap)                                                               \
+      r[n] = (ag_ev_record){clk, (site_), (it_)};                              \
+    n++;                                                                       \
+  } while (0)
+      clk += 10;
+      PUT(0, AG_EV_NO_ITER);
+      clk += 20;
+      uint64_t ostart = clk;
+      PUT(1, AG_EV_NO_ITER);
+      uint32_t ncomplete = 0;
+      for (uint32_t i = 0; i < INNER; i++) {
+        clk += 5 + next() % 50;
+        uint64_t st = clk;
+        PUT(2, i);
+        clk += 100 + next() % 1000;
+        PUT(bad_nesting && s == 1 && i == 2 ? 4 : 3, AG_EV_NO_ITER);
+        if (n <= cap && !(bad_nesting && s == 1 && i >= 2)) {
+          truth[ntruth++] = (truth_occ){2, (uint32_t)l, (uint32_t)(s / WPC), (uint32_t)(s % WPC), i, sm, st, clk};
+          ncomplete++;
+        }
+      }
+      clk += 30;
+      PUT(4, AG_EV_NO_ITER);
+      if (n <= cap && !(bad_nesting && s == 1))
+        truth[ntruth++] = (truth_occ){1, (uint32_t)l, (uint32_t)(s / WPC), (uint32_t)(s % WPC), AG_EV_NO_ITER, sm, ostart, clk};
+      clk += 40;
+      m->clock_exit = clk;
+      m->gtime_exit = m->gtime_entry + (uint64_t)((double)(clk - m->clock_entry) / HZ * 1e9);
+      m->smid = sm;
+      m->count = n;
+      m->max_count = n + (divergent && s == 2 ? 3u : 0u);
+      m->flags = AG_EV_EXITED;
+      m->launch = (uint32_t)l;
+      truth[ntruth++] = (truth_occ){0, (uint32_t)l, (uint32_t)(s / WPC), (uint32_t)(s % WPC),
+                                    AG_EV_NO_ITER, sm, m->clock_entry, m->clock_exit};
+      (void)ncomplete;
+    }
+    ag_evw_launch L = {(uint32_t)l, "kern", {GRID, 1, 1}, {WPC * 32, 1, 1}, 0, WARPS, WPC, cap,
+                       meta, rec};
+    CHECK_EQ_INT(ag_evw_launch_add(w, &L, err, sizeof err), 0);
+  }
+  ag_jb j = {0};
+  ag_jb_printf(&j, "\"device\":{\"name\":\"Simulated\"},\"clock\":{\"sm_hz\":%.1f},\"probes\":%s",
+               HZ, probes_json);
+  CHECK_EQ_INT(ag_evw_close(w, j.p, (uint32_t)nl + 2, err, sizeof err), 0);
+  ag_jb_release(&j);
+}
+
+static int cmp_truth(const void *a, const void *b) {
+  const truth_occ *x = a, *y = b;
+  if (x->launch != y->launch) return x->launch < y->launch ? -1 : 1;
+  if (x->cta != y->cta) return x->cta < y->cta ? -1 : 1;
+  if (x->warp != y->warp) return x->warp < y->warp ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->region - y->region;
+}
+
+static ag_evidence *load_ok(void) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  int rc = ag_evidence_load(path, &d, &ev);
+  if (rc) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "%s", ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  CHECK_EQ_INT(rc, 0);
+  ag_diags_release(&d);
+  return ev;
+}
+
+/* Compares decoded occurrences to a truth list; returns mismatches. */
+static int compare(const ag_trace *t, truth_occ *want, int nwant) {
+  truth_occ *got = calloc(t->nocc + 1, sizeof *got);
+  for (size_t i = 0; i < t->nocc; i++) {
+    const ag_occ *o = &t->occ[i];
+    got[i] = (truth_occ){o->region, o->launch, o->cta, o->warp, o->iter, o->sm, o->start, o->end};
+  }
+  qsort(got, t->nocc, sizeof *got, cmp_truth);
+  qsort(want, (size_t)nwant, sizeof *want, cmp_truth);
+  int bad = (int)t->nocc != nwant;
+  for (int i = 0; !bad && i < nwant; i++)
+    bad += memcmp(&got[i], &want[i], sizeof *got) != 0;
+  free(got);
+  return bad;
+}
+
+TEST(decode_gives_back_the_simulated_occurrences) {
+  simulate(2, 64, 0, 0);
+  ag_evidence *ev = load_ok();
+  if (!ev)
+    return;
+  ag_trace *t = NULL;
+  CHECK_EQ_INT(ag_trace_decode(ev, &t), 0);
+  CHECK_EQ_INT(ev->nlaunches, 2);
+  CHECK_EQ_INT(ev->launches_total, 4);
+  CHECK_EQ_INT(compare(t, truth, ntruth), 0);
+  CHECK_EQ_INT(t->nanomalies, 0);
+  /* roles: everything after the role record is "producer" */
+  for (size_t i = 0; i < t->nocc; i++)
+    if (t->occ[i].region != 0)
+      CHECK_EQ_INT(t->occ[i].role, 0);
+  /* depth: inner is 2 deep */
+  for (size_t i = 0; i < t->nocc; i++)
+    CHECK_EQ_INT(t->occ[i].depth, (uint32_t)t->occ[i].region);
+  /* a deliberately wrong truth must not match */
+  truth[0].end++;
+  CHECK(compare(t, truth, ntruth) != 0);
+  /* clocks: warps span ~5 us < 20 us, so the calibration is used */
+  CHECK_EQ_STR(t->clocks[0].source, "calibration");
+  CHECK(fabs(t->clocks[0].hz - HZ) < 1);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
+static void brute(int region, double *v, size_t *n) {
+  *n = 0;
+  for (int i = 0; i < ntruth; i++)
+    if (truth[i].region == region)
+      v[(*n)++] = (double)(truth[i].end - truth[i].start);
+}
+
+TEST(stats_equal_brute_force) {
+  simulate(3, 64, 0, 0);
+  ag_evidence *ev = load_ok();
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
+  }
+  ag_region_stats *rs = NULL;
+  int n = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &n), 0);
+  CHECK_EQ_INT(n, 3);
+  static double v[4 * WARPS * (INNER + 2)];
+  for (int k = 0; k < n; k++) {
+    size_t m;
+    brute(rs[k].region, v, &m);
+    /* brute force: sort, nearest rank by counting */
+    double sum = 0, mn = INFINITY, mx = 0;
+    for (size_t i = 0; i < m; i++) {
+      sum += v[i];
+      mn = fmin(mn, v[i]);
+      mx = fmax(mx, v[i]);
+    }
+    double p50 = 0, p95 = 0;
+    for (size_t i = 0; i < m; i++) { /* smallest x with #(<= x) >= p*m */
+      size_t le = 0;
+      for (size_t j = 0; j < m; j++)
+        le += v[j] <= v[i];
+      if (le * 100 >= m * 50 && (p50 == 0 || v[i] < p50))
+        p50 = v[i];
+      if (le * 100 >= m * 95 && (p95 == 0 || v[i] < p95))
+        p95 = v[i];
+    }
+    CHECK_EQ_U64(rs[k].cycles.count, m);
+    CHECK(fabs(rs[k].cycles.total - sum) < 1e-6);
+    CHECK(fabs(rs[k].cycles.mean - sum / (double)m) < 1e-6);
+    CHECK_EQ_U64((uint64_t)rs[k].cycles.p50, (uint64_t)p50);
+    CHECK_EQ_U64((uint64_t)rs[k].cycles.p95, (uint64_t)p95);
+    CHECK_EQ_U64((uint64_t)rs[k].cycles.min, (uint64_t)mn);
+    CHECK_EQ_U64((uint64_t)rs[k].cycles.max, (uint64_t)mx);
+    CHECK(fabs(rs[k].ns.mean - sum / (double)m / HZ * 1e9) < 1e-6);
+    /* deliberately wrong: p95 of a sample one element shorter differs or the
+     * total does */
+    CHECK(fabs(rs[k].cycles.total - (sum - v[0])) > 0.5);
+    /* by SM: 4 SMs, counts add up */
+    uint64_t c = 0;
+    for (int s = 0; s < rs[k].nsm; s++)
+      c += rs[k].by_sm[s].ns.count;
+    CHECK_EQ_U64(c, m);
+    CHECK_EQ_INT(rs[k].nsm, 4);
+  }
+  /* scope: launch 1, SM 0..1, inner iterations 1..2 */
+  ag_scope sc;
+  ag_str err = AG_STR_INIT;
+  CHECK_EQ_INT(ag_scope_parse("launch=1,sm=0:2,iter=1:3", &sc, &err), 0);
+  ag_region_stats *rs2 = NULL;
+  int n2 = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, &sc, NULL, 0, &rs2, &n2), 0);
+  CHECK_EQ_INT(n2, 1); /* only inner has iterations */
+  size_t want = 0;
+  for (int i = 0; i < ntruth; i++)
+    want += truth[i].region == 2 && truth[i].launch == 1 && truth[i].sm < 2 &&
+            truth[i].iter >= 1 && truth[i].iter < 3;
+  CHECK_EQ_U64(rs2[0].cycles.count, want);
+  ag_region_stats_free(rs2, n2);
+  /* role scope */
+  CHECK_EQ_INT(ag_scope_parse("role=producer", &sc, &err), 0);
+  CHECK_EQ_INT(ag_trace_stats(t, &sc, NULL, 0, &rs2, &n2), 0);
+  CHECK_EQ_INT(n2, 2); /* the root has no role */
+  ag_region_stats_free(rs2, n2);
+  ag_str_release(&err);
+  ag_region_stats_free(rs, n);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
+TEST(scope_parse_errors) {
+  ag_scope sc;
+  const char *bad[] = {"sm", "sm=", "sm=a", "sm=3:2", "sm=1,sm=2", "core=1", "warp=-1",
+                       "iter=1:x", "role="};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    ag_str err = AG_STR_INIT;
+    CHECK_EQ_INT(ag_scope_parse(bad[i], &sc, &err), AG_EPARSE);
+    CHECK(err.len > 0);
+    ag_str_release(&err);
+  }
+  ag_str err = AG_STR_INIT;
+  CHECK_EQ_INT(ag_scope_parse("warp=3", &sc, &err), 0);
+  CHECK(sc.warp.set && sc.warp.lo == 3 && sc.warp.hi == 4);
+  ag_str_release(&err);
+}
+
+TEST(full_buffer_reports_drops) {
+  simulate(1, 7, 0, 0); /* 1 role + 1 begin + 2*5 inner + 1 end = 13 markers */
+  ag_evidence *ev = load_ok();
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
+  }
+  CHECK_EQ_U64(t->dropped, (uint64_t)WARPS * 6);
+  CHECK_EQ_U64(ev->launches[0].dropped, (uint64_t)WARPS * 6);
+  CHECK_EQ_INT(compare(t, truth, ntruth), 0); /* what was kept decodes exactly */
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "trace buffer full (7 records): 6 markers");
+  /* kept: role, begin outer, inner 0 and 1, begin inner 2: two left open */
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies),
+                 "'kern/outer', 'kern/outer/inner' (iteration 2) never ended in the data");
+  CHECK_EQ_U64(t->incomplete, (uint64_t)WARPS * 2);
+  ag_str txt = AG_STR_INIT;
+  ag_region_stats *rs = NULL;
+  int n = 0;
+  ag_trace_stats(t, NULL, NULL, 0, &rs, &n);
+  ag_report_trace_text(t, NULL, rs, n, &txt);
+  CHECK_CONTAINS(ag_str_cstr(&txt), "records dropped (buffers full)");
+  ag_str_release(&txt);
+  ag_region_stats_free(rs, n);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
+TEST(nesting_errors_and_divergence_are_anomalies) {
+  simulate(1, 64, 1, 1);
+  ag_evidence *ev = load_ok();
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
+  }
+  CHECK(t->nesting_errors >= 1);
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "while 'kern/outer/inner' is still open");
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "lanes executed up to");
+  CHECK_EQ_INT(t->divergent_warps, 1);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
+/* ----------------------------------------------------------- damage */
+
+static char *file;
+static size_t flen;
+
+static void load_file(void) {
+  simulate(1, 64, 0, 0);
+  CHECK_EQ_INT(ag_file_read(path, &file, &flen), 0);
+  unlink(path);
+}
+
+static void expect_error(const void *data, size_t len, int want_rc, const char *want_msg) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  int rc = ag_evidence_load_mem(data, len, "damaged.agev", &d, &ev);
+  CHECK_EQ_INT(rc, want_rc);
+  CHECK(ev == NULL);
+  ag_str s = AG_STR_INIT;
+  ag_diags_format(&d, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "damaged.agev");
+  CHECK_CONTAINS(ag_str_cstr(&s), want_msg);
+  ag_str_release(&s);
+  ag_diags_release(&d);
+}
+
+/* Rebuilds a file with new JSON (valid checksum), to damage the header. */
+static char *with_json(const char *js, size_t *len) {
+  ag_ev_file_header h;
+  memcpy(&h, file, sizeof h);
+  size_t dl = (size_t)h.data_len, jl = strlen(js);
+  char *f = malloc(32 + dl + jl);
+  memcpy(f + 32, file + 32, dl);
+  memcpy(f + 32 + dl, js, jl);
+  h.header_len = (uint32_t)jl;
+  h.checksum = ag_ev_fnv(AG_EV_FNV_INIT, f + 32, dl + jl);
+  memcpy(f, &h, sizeof h);
+  *len = 32 + dl + jl;
+  return f;
+}
+
+static void json_edit(const char *from, const char *to, int rc, const char *msg) {
+  ag_ev_file_header h;
+  memcpy(&h, file, sizeof h);
+  const char *js = file + 32 + h.data_len;
+  char *copy = ag_strndup(js, h.header_len);
+  char *at = strstr(copy, from);
+  CHECK(at != NULL);
+  if (!at) {
+    ag_free(copy);
+    return;
+  }
+  ag_str e = AG_STR_INIT;
+  ag_str_append(&e, copy, (size_t)(at - copy));
+  ag_str_puts(&e, to);
+  ag_str_puts(&e, at + strlen(from));
+  size_t len;
+  char *f = with_json(ag_str_cstr(&e), &len);
+  expect_error(f, len, rc, msg);
+  free(f);
+  ag_str_release(&e);
+  ag_free(copy);
+}
+
+TEST(damaged_files_get_clear_errors) {
+  load_file();
+  if (!file)
+    return;
+  /* it loads undamaged */
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  CHECK_EQ_INT(ag_evidence_load_mem(file, flen, "ok.agev", &d, &ev), 0);
+  ag_evidence_free(ev);
+  ag_diags_release(&d);
+  /* truncated anywhere */
+  size_t cuts[] = {0, 5, 31, 32, 100, flen / 2, flen - 1};
+  for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++)
+    expect_error(file, cuts[i], cuts[i] < 8 ? AG_EPARSE : AG_ECORRUPT,
+                 cuts[i] < 32 ? "shorter than the 32-byte header" : "truncated");
+  /* trailing garbage */
+  char *g = malloc(flen + 3);
+  memcpy(g, file, flen);
+  memcpy(g + flen, "xyz", 3);
+  expect_error(g, flen + 3, AG_ECORRUPT, "3 bytes of trailing garbage");
+  free(g);
+  /* bad magic, future version, one flipped bit in the data */
+  char *c = malloc(flen);
+  memcpy(c, file, flen);
+  c[0] = 'X';
+  expect_error(c, flen, AG_EPARSE, "not an argus evidence file (bad magic");
+  memcpy(c, file, flen);
+  c[8] = 9;
+  expect_error(c, flen, AG_EPARSE, "evidence format version 9");
+  memcpy(c, file, flen);
+  c[200] ^= 4;
+  expect_error(c, flen, AG_ECORRUPT, "checksum mismatch");
+  free(c);
+  /* header damage with a valid checksum */
+  size_t len;
+  char *f = with_json("{\"format\":", &len);
+  expect_error(f, len, AG_EPARSE, "evidence header is not valid JSON");
+  free(f);
+  json_edit("\"format\":\"argus-evidence\"", "\"format\":\"other\"", AG_EPARSE,
+            "format 'other' is not argus-evidence");
+  json_edit("\"sm_hz\":", "\"sm_hz_x\":", AG_EPARSE, "field 'clock.sm_hz' is missing");
+  json_edit("\"probes\":", "\"probes_x\":", AG_EPARSE, "evidence has no probe table");
+  json_edit("\"warps\":18", "\"warps\":19", AG_ECORRUPT, "do not match grid");
+  json_edit("\"records\":", "\"records\":1", AG_ECORRUPT, "lie outside");
+  json_edit("\"dropped\":0", "\"dropped\":5", AG_ECORRUPT, "dropped records but the header");
+  json_edit("\"kind\":\"begin\",\"region\":1", "\"kind\":\"start\",\"region\":1", AG_EPARSE,
+            "is not begin, end or role");
+  json_edit("\"region\":2,\"line\":12", "\"region\":7,\"line\":12", AG_EPARSE,
+            "'probes.sites[2].region' = 7 is out of range");
+  json_edit("\"parent\":1", "\"parent\":2", AG_EPARSE, "must name an earlier region");
+  json_edit("\"grid\":[6,1,1]", "\"grid\":[6,1]", AG_EPARSE, "must have 3 elements");
+  ag_free(file);
+  file = NULL;
+}
+
+TEST(record_with_unknown_site_is_an_error) {
+  simulate(1, 64, 0, 0);
+  char *f = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(ag_file_read(path, &f, &n), 0);
+  unlink(path);
+  if (!f)
+    return;
+  ag_ev_file_header h;
+  memcpy(&h, f, sizeof h);
+  /* the first record of warp 0 follows the metadata: set its site to 99 */
+  ag_ev_record r;
+  size_t at = 32 + (size_t)WARPS * AG_EV_META_BYTES;
+  memcpy(&r, f + at, sizeof r);
+  r.site = 99;
+  memcpy(f + at, &r, sizeof r);
+  h.checksum = ag_ev_fnv(AG_EV_FNV_INIT, f + 32, h.data_len + h.header_len);
+  memcpy(f, &h, sizeof h);
+  expect_error(f, n, AG_ECORRUPT, "record 0 names site 99 but the variant has 5 sites");
+  ag_free(f);
+}
+
+TEST(reports_and_timeline) {
+  simulate(2, 64, 0, 0);
+  ag_evidence *ev = load_ok();
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
+  }
+  ag_region_stats *rs = NULL;
+  int n = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &n), 0);
+  ag_str txt = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_trace_text(t, NULL, rs, n, &txt), 0);
+  CHECK_CONTAINS(ag_str_cstr(&txt), "kern/outer/inner");
+  CHECK_CONTAINS(ag_str_cstr(&txt), "durations are observed");
+  CHECK_CONTAINS(ag_str_cstr(&txt), "role producer");
+  json_t *j = ag_report_trace_json(t, NULL, rs, n, NULL);
+  CHECK(j != NULL);
+  json_t *g0 = json_array_get(json_object_get(j, "regions"), 0);
+  CHECK_EQ_STR(json_string_value(json_object_get(g0, "qual")), "observed");
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "schema")), "argus.trace/1");
+  json_decref(j);
+  ag_str ct = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_chrome_trace(t, NULL, &ct), 0);
+  json_error_t e;
+  json_t *tj = json_loads(ag_str_cstr(&ct), 0, &e);
+  CHECK(tj != NULL);
+  size_t xs = 0, i;
+  json_t *ev1;
+  json_array_foreach(json_object_get(tj, "traceEvents"), i, ev1) xs +=
+      !strcmp(json_string_value(json_object_get(ev1, "ph")), "X");
+  CHECK_EQ_U64(xs, t->nocc);
+  /* within a warp, an inner occurrence lies inside its outer one */
+  json_decref(tj);
+  /* an empty scope still gives valid JSON */
+  ag_scope sc;
+  ag_str err = AG_STR_INIT;
+  ag_scope_parse("launch=9", &sc, &err);
+  ag_str_clear(&ct);
+  CHECK_EQ_INT(ag_report_chrome_trace(t, &sc, &ct), 0);
+  tj = json_loads(ag_str_cstr(&ct), 0, &e);
+  CHECK(tj != NULL);
+  json_decref(tj);
+  ag_str_release(&err);
+  ag_str_release(&ct);
+  ag_str_release(&txt);
+  ag_region_stats_free(rs, n);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
+RUN_TESTS(T(decode_gives_back_the_simulated_occurrences), T(stats_equal_brute_force),
+          T(scope_parse_errors), T(full_buffer_reports_drops),
+          T(nesting_errors_and_divergence_are_anomalies), T(damaged_files_get_clear_errors),
+          T(record_with_unknown_site_is_an_error), T(reports_and_timeline))
