@@ -5,17 +5,17 @@
  *
  * Three builds of the same PTX, compiled here through nvJitLink exactly as
  * `argus trace` compiles them: trace-free (the module unchanged), anchors
- * (per-warp entry/exit anchors only) and traced (a record at every marker:
- * 130 records per warp). The traced builds record into a bound buffer on
+ * (per-warp entry/exit anchors only) and traced (a record per region
+ * occurrence: 65 per warp). The traced builds record into a bound buffer on
  * every launch, as under `argus trace`. Samples rotate through the builds;
  * each sample is CUDA events around a batch of back-to-back launches (event
  * resolution is coarse, batches make it fine), and each build's figure is
  * the median over samples. Reported per (type, inner): trace-free time,
  * added time of anchors and of full tracing, the added cycles per record per
- * warp ((traced - anchors) x SM clock / 130), and the noise (difference of
+ * warp ((traced - anchors) x SM clock / 65), and the noise (difference of
  * two halves of the trace-free samples). Results are checked: traced outputs
- * equal trace-free outputs bit for bit, every warp wrote 130 records, none
- * dropped, and the records are the expected site sequence.
+ * equal trace-free outputs bit for bit, every warp wrote 65 records, none
+ * dropped, and the records are the expected sequence.
  *
  *   trace_overhead [--ptx FILE] [--samples N] [--batch B] [--dump DIR]
  * Exit 0: figures printed and all checks passed; 1: a check failed;
@@ -35,12 +35,12 @@
 #define THREADS 256
 #define WARPS (CTAS * THREADS / 32)
 #define OCC 64
-#define RECS (2 * OCC + 2) /* begin/end of step x 64, begin/end of work */
+#define RECS (OCC + 1) /* one record per occurrence: step x 64, then work */
 #define CAP 256
 #define TABLE 4096
-#define NB 3
+#define NB 4
 
-static const char *bname[NB] = {"trace-free", "anchors", "traced"};
+static const char *bname[NB] = {"trace-free", "anchors", "traced", "traced-nostore"};
 
 #define CK(call)                                                                   \
   do {                                                                             \
@@ -72,6 +72,8 @@ typedef struct build {
 static void make_build(build *b, const char *ptx, size_t len, int which, const char *dump) {
   ag_variant_opts o = {which == 0 ? AG_VARIANT_TRACE_FREE : AG_VARIANT_TRACED, NULL, 0,
                        which == 1};
+  /* traced-nostore: the traced cubin bound with capacity 0, so every probe
+   * runs but stores no record: separates the stores' cost from the rest */
   ag_variant *v = NULL;
   ag_cubin *c = NULL;
   ag_diags d;
@@ -85,7 +87,7 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
   }
   for (int i = 0; i < c->nfuncs; i++)
     b->regs[strstr(c->funcs[i].name, "memory") ? 1 : 0] = c->funcs[i].registers;
-  if (dump) {
+  if (dump && which != 3) {
     char path[4096];
     snprintf(path, sizeof path, "%s/overhead.%s.cubin", dump, bname[which]);
     ag_file_write_atomic(path, c->data, c->len);
@@ -105,8 +107,8 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
     }
     CK(cudaMalloc(&b->records, (size_t)WARPS * CAP * AG_EV_RECORD_BYTES));
     CK(cudaMalloc(&b->meta, (size_t)WARPS * AG_EV_META_BYTES));
-    ag_ev_desc dd = {(uint64_t)(uintptr_t)b->records, (uint64_t)(uintptr_t)b->meta, CAP, 1, 0,
-                     0};
+    ag_ev_desc dd = {(uint64_t)(uintptr_t)b->records, (uint64_t)(uintptr_t)b->meta,
+                     which == 3 ? 0u : CAP, 1, 0, 0};
     CK(cudaMemcpy(desc, &dd, sizeof dd, cudaMemcpyHostToDevice));
   }
   ag_cubin_free(c);
@@ -114,17 +116,17 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
   ag_diags_release(&d);
 }
 
-/* Checks the last launch's records: 130 per warp, none dropped, the site
- * sequence begin work, (begin step, end step) x 64, end work with
- * iterations 0..63. Returns the median SM clock from the anchors (Hz). */
+/* Checks the last launch's records: 65 per warp, none dropped, step's 64
+ * occurrences with iterations 0..63 in order, then work, which contains them.
+ * Returns the median SM clock from the anchors (Hz). */
 static double check_records(build *b, int type, int *bad) {
   static ag_ev_meta meta[WARPS];
   static ag_ev_record rec[WARPS * CAP];
   CK(cudaMemcpy(meta, b->meta, sizeof meta, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(rec, b->records, sizeof rec, cudaMemcpyDeviceToHost));
   static double hz[WARPS];
-  /* sites: overhead_compute's 4 markers come first (0..3), memory's next */
-  uint32_t s0 = type == 0 ? 0 : 4;
+  /* sites (end markers): compute's step 0, work 1; memory's step 2, work 3 */
+  uint32_t s0 = type == 0 ? 0 : 2;
   for (int w = 0; w < WARPS; w++) {
     const ag_ev_meta *m = &meta[w];
     hz[w] = (double)(m->clock_exit - m->clock_entry) * 1e9 /
@@ -137,10 +139,13 @@ static double check_records(build *b, int type, int *bad) {
       continue;
     }
     const ag_ev_record *r = &rec[(size_t)w * CAP];
-    int ok = r[0].site == s0 && r[RECS - 1].site == s0 + 3;
+    int ok = r[OCC].site == s0 + 1 && r[OCC].iter == AG_EV_NO_ITER &&
+             (uint32_t)(r[0].begin - r[OCC].begin) < (1u << 31) &&
+             (uint32_t)(r[OCC].end - r[OCC - 1].end) < (1u << 31);
     for (int i = 0; i < OCC && ok; i++)
-      ok = r[1 + 2 * i].site == s0 + 1 && r[1 + 2 * i].iter == (uint32_t)i &&
-           r[2 + 2 * i].site == s0 + 2 && r[2 + 2 * i].clock >= r[1 + 2 * i].clock;
+      ok = r[i].site == s0 && r[i].iter == (uint32_t)i &&
+           (uint32_t)(r[i].end - r[i].begin) < (1u << 31) &&
+           (i == 0 || (uint32_t)(r[i].begin - r[i - 1].end) < (1u << 31));
     if (!ok) {
       if (*bad < 5)
         fprintf(stderr, "trace_overhead: warp %d: unexpected record sequence\n", w);
@@ -221,13 +226,14 @@ int main(int argc, char **argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
 
-  static const int inners[] = {8, 16, 32, 64, 128, 256, 512, 4096};
+  static const int inners[] = {8, 16, 32, 64, 128, 256, 512, 1024, 4096};
   const int ninner = (int)(sizeof inners / sizeof *inners);
   int bad = 0;
   double worst_small = 0, worst_big_pct = 0;
   dim3 grid = {CTAS, 1, 1}, block = {THREADS, 1, 1};
-  printf("\n%-7s %6s %11s %11s %11s %8s %11s %9s %8s\n", "type", "inner", "free_us",
-         "+anchors_us", "+traced_us", "added_%", "cyc/record", "noise_us", "clk_MHz");
+  printf("\n%-7s %6s %11s %11s %11s %11s %8s %11s %9s %8s\n", "type", "inner", "free_us",
+         "+anchors_us", "+nostore_us", "+traced_us", "added_%", "cyc/record", "noise_us",
+         "clk_MHz");
   for (int type = 0; type < 2; type++) {
     for (int ii = 0; ii < ninner; ii++) {
       int inner = inners[ii], tsize = TABLE;
@@ -279,14 +285,14 @@ int main(int argc, char **argv) {
       double added = med[2] - med[0], anch = med[1] - med[0];
       double cyc = (med[2] - med[1]) * 1e-6 * hz / RECS;
       double pct = 100.0 * added / med[0];
-      printf("%-7s %6d %11.3f %11.3f %11.3f %8.3f %11.2f %9.3f %8.1f\n",
-             type ? "memory" : "compute", inner, med[0], anch, added, pct, cyc, fabs(m1 - m2),
-             hz / 1e6);
+      printf("%-7s %6d %11.3f %11.3f %11.3f %11.3f %8.3f %11.2f %9.3f %8.1f\n",
+             type ? "memory" : "compute", inner, med[0], anch, med[3] - med[0], added, pct, cyc,
+             fabs(m1 - m2), hz / 1e6);
       printf("@json {\"bench\":\"trace_overhead\",\"type\":\"%s\",\"inner\":%d,\"free_us\":%.4f,"
-             "\"anchors_added_us\":%.4f,\"traced_added_us\":%.4f,\"added_pct\":%.4f,"
-             "\"cycles_per_record\":%.3f,\"noise_us\":%.4f,\"sm_mhz\":%.1f}\n",
-             type ? "memory" : "compute", inner, med[0], anch, added, pct, cyc, fabs(m1 - m2),
-             hz / 1e6);
+             "\"anchors_added_us\":%.4f,\"nostore_added_us\":%.4f,\"traced_added_us\":%.4f,"
+             "\"added_pct\":%.4f,\"cycles_per_record\":%.3f,\"noise_us\":%.4f,\"sm_mhz\":%.1f}\n",
+             type ? "memory" : "compute", inner, med[0], anch, med[3] - med[0], added, pct, cyc,
+             fabs(m1 - m2), hz / 1e6);
       if (inner <= 512 && added > worst_small)
         worst_small = added;
       if (med[0] >= 500.0 && pct > worst_big_pct)
@@ -297,7 +303,7 @@ int main(int argc, char **argv) {
          worst_small <= 1.1 ? "met" : "NOT met");
   printf("worst added share on kernels >= 0.5 ms: %.4f %% (target <= 0.1 %%): %s\n",
          worst_big_pct, worst_big_pct <= 0.1 ? "met" : "NOT met");
-  printf("checks: %s\n", bad ? "FAILED" : "traced outputs equal trace-free, 130 records per "
+  printf("checks: %s\n", bad ? "FAILED" : "traced outputs equal trace-free, 65 records per "
                                           "warp, none dropped, sequences as expected");
   for (int i = 0; i < NB; i++) {
     cudaFree(d_out[i]);

@@ -14,8 +14,9 @@
  *   warp_in_cta, where cta_linear = ctaid.x + nctaid.x*(ctaid.y +
  *   nctaid.y*ctaid.z) and the warp is the linear thread index / 32. Slot s
  *   records into records + s*cap*16 bytes and its metadata is meta + s*64.
- *   One lane (lane 0) stores one 16-byte record per marker it executes while
- *   its count is under cap; every lane counts, so divergence is detected.
+ *   One lane (lane 0) stores one 16-byte record per region occurrence (and
+ *   per role marker) while its count is under cap; every lane counts, so
+ *   divergence is detected.
  *
  * In the file
  *   ag_ev_file_header (32 bytes), then data_len bytes of binary data, then
@@ -53,19 +54,27 @@ typedef struct ag_ev_desc {
 #define AG_EV_DESC_BYTES 32u
 #define AG_EV_DESC_SYMBOL "__argus_trace"
 
-/* One record: the SM cycle counter at the marker, the marker's site index in
- * the variant's site table, and the iteration operand of an ARGUS_BEGIN_AT
- * marker (AG_EV_NO_ITER otherwise). */
+/* One record per region occurrence, written when the region ends (and one
+ * per role marker): the low 32 bits of %clock64 at the begin and at the end
+ * marker, the site (the end or role marker's index in the variant's probe
+ * table) and the iteration operand of the ARGUS_BEGIN_AT that opened it
+ * (AG_EV_NO_ITER otherwise). A role record has begin == end. The decoder
+ * restores 64-bit times: records of a warp are in the order their regions
+ * ended, starting from the warp's 64-bit entry anchor, and no gap between
+ * successive ends (nor a region) may reach 2^32 cycles (2.1 s at 2 GHz;
+ * checked against the 64-bit exit anchor). */
 typedef struct ag_ev_record {
-  uint64_t clock; /* %clock64 */
-  uint32_t site;  /* index into the header's "sites" */
+  uint32_t begin; /* %clock64 & 0xffffffff at the begin marker */
+  uint32_t end;   /* ... at the end marker */
+  uint32_t site;  /* index into the header's "probes.sites" */
   uint32_t iter;
 } ag_ev_record;
 #define AG_EV_RECORD_BYTES 16u
 #define AG_EV_NO_ITER 0xffffffffu
 
-/* Per-warp metadata, written once per warp when it exits (lane 0 writes the
- * anchors and its count; every lane folds its count into max_count). A slot
+/* Per-warp metadata: lane 0 writes the entry anchors when the warp starts,
+ * and the exit anchors and its count when it exits; every lane folds its
+ * count into max_count. A slot
  * whose flags lack AG_EV_EXITED belongs to a warp that never reached an exit
  * (it did not run, or the kernel faulted). */
 typedef struct ag_ev_meta {
@@ -74,7 +83,7 @@ typedef struct ag_ev_meta {
   uint64_t clock_exit;   /* %clock64 at exit */
   uint64_t gtime_exit;   /* %globaltimer at exit */
   uint32_t smid;         /* %smid at exit */
-  uint32_t count;        /* markers lane 0 executed (records kept: min(count, cap)) */
+  uint32_t count;        /* records lane 0 made (kept: min(count, cap)) */
   uint32_t flags;        /* AG_EV_* below */
   uint32_t launch;       /* the launch index the warp saw in the descriptor */
   uint32_t max_count;    /* the largest count over the warp's lanes (red.max) */

@@ -19,7 +19,9 @@ extern "C" {
 
 /* ------------------------------------------------------------- evidence */
 
-typedef enum ag_site_kind { AG_SITE_BEGIN, AG_SITE_END, AG_SITE_ROLE } ag_site_kind;
+/* What a record is: an occurrence of a region (written at its end marker)
+ * or a role change (written at a role marker). */
+typedef enum ag_site_kind { AG_SITE_REGION, AG_SITE_ROLE } ag_site_kind;
 
 typedef struct ag_ev_region {
   const char *name;  /* local name; the kernel's name for a root */
@@ -32,10 +34,10 @@ typedef struct ag_ev_region {
 
 typedef struct ag_ev_site {
   ag_site_kind kind;
-  int region;        /* begin/end: region index; role: -1 */
+  int region;        /* region: region index; role: -1 */
   int role;          /* role: index into roles; else -1 */
-  int line;          /* PTX line of the marker */
-  int has_iter;
+  int line;          /* PTX line of the end (or role) marker */
+  int has_iter;      /* the region's begin markers carry an iteration */
 } ag_ev_site;
 
 typedef struct ag_ev_launch {
@@ -107,17 +109,17 @@ typedef struct ag_trace {
   ag_str anomalies;       /* one line per anomaly, "" when none */
   size_t nanomalies;
   uint64_t dropped;       /* records lost to full buffers, all launches */
-  uint64_t incomplete;    /* occurrences begun but never ended in the data */
   uint64_t nesting_errors;
   uint32_t divergent_warps;
 } ag_trace;
 
-/* Decodes every recorded launch: per warp, begin/end records pair up into
- * occurrences (nesting checked: an end must close the innermost open
- * region), role markers set the warp's role for what follows, and the kernel
- * itself is a root occurrence from warp entry to exit. Full buffers,
- * unclosed regions, crossing regions and divergent warps become anomaly
- * lines that say which warp and which occurrences are affected. */
+/* Decodes every recorded launch: per warp, records become occurrences with
+ * 64-bit times (unwrapped from the entry anchor, checked against the exit
+ * anchor), nested by time (each inside the innermost open one; crossings are
+ * anomalies), with the role set by the latest role record before their
+ * begin; the kernel itself is a root occurrence from warp entry to exit.
+ * Full buffers, crossing regions, ambiguous timestamps and divergent warps
+ * become anomaly lines that say which warp and which occurrences. */
 int ag_trace_decode(const ag_evidence *ev, ag_trace **out);
 void ag_trace_free(ag_trace *t);
 

@@ -2,21 +2,24 @@
  * xform_trace.c — the traced-variant transform: reference-trace probes at
  * region markers, on the parsed PTX.
  *
- * The probe is the product's hot path; it is built to cost few issue slots
- * (docs/tracing.md has the design and the measured cost):
- *   - at kernel entry, once per thread: the warp's record pointer (its slot
- *     in the launch's record area), a record limit that is the capacity for
- *     lane 0 and 0 for the other lanes (one compare per record serves both
- *     "one lane records" and "the buffer is full"), and the entry anchor
- *     pair (%clock64, %globaltimer) kept in registers;
- *   - at a marker: clock read, compare, address (one mad.wide), count
- *     increment, site constant, one 16-byte predicated store. Every lane
- *     counts, lane 0 stores. A begin reads the clock last, an end first, so
- *     a region's duration holds at most the store of its begin probe;
- *   - at every exit, once per warp: the exit anchors, lane 0's count (records
- *     past the capacity are counted, never written), the largest count over
- *     the lanes (redux.sync + red.max, so divergent markers are detected),
- *     %smid and the launch index, into the warp's 64-byte metadata slot.
+ * The probe is the product's hot path; it is built so that no probe waits on
+ * anything it does (docs/tracing.md has the design and the measured cost):
+ *   - kernel entry, once per thread: the warp's record pointer, a record
+ *     limit that is the capacity for lane 0 and 0 for the other lanes (one
+ *     compare per record serves "one lane records" and "the buffer is
+ *     full"), and the entry anchors (%clock64, %globaltimer) stored by lane 0;
+ *   - begin marker of region R: the iteration operand and the low 32 bits of
+ *     the clock into R's own registers, nothing else (2 instructions, clock
+ *     last);
+ *   - end marker of R: the clock first; then the record prepared at the
+ *     previous end marker is stored (its data is long ready, so the store
+ *     never waits for a clock read), and R's record {begin, end, site, iter}
+ *     is prepared in four registers with its address and predicate, to be
+ *     stored at the next end/role marker or at exit;
+ *   - exit, once per warp: the pending record, the exit anchors, lane 0's
+ *     count (records past the capacity are counted, never written), the
+ *     largest count over the lanes (redux.sync + red.max: divergent markers
+ *     are detected), %smid and the launch index.
  * The descriptor (record area, metadata area, capacity, enabled, launch) is
  * the module constant __argus_trace, bound by the host runtime before each
  * launch; enabled = 0 (a traced module loaded outside Argus) stores nothing.
@@ -34,14 +37,8 @@
 #define P "%agt_"   /* prefix of the probe's registers */
 #define PF "%%agt_" /* the same inside printf formats */
 
-static const char decls_text[] =
-    "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
-    "\t.reg .b64 " P "base, " P "a, " P "c, " P "k, " P "g, " P "x, " P "y;\n"
-    "\t.reg .b32 " P "n, " P "lim, " P "s, " P "lo, " P "hi, " P "none, " P "it, " P "t<16>;\n"
-    "\t.reg .pred " P "p, " P "q;\n";
-
-/* Computes slot (t8) and lane (t2) from the special registers; needs the
- * capacity in t0 for nothing, clobbers t2..t12. */
+/* Computes slot (t8) and lane (t2) from the special registers; clobbers
+ * t2..t12. */
 static const char slot_text[] =
     "\tmov.u32 " P "t2, %tid.x;\n"
     "\tmov.u32 " P "t3, %tid.y;\n"
@@ -67,25 +64,34 @@ static const char slot_text[] =
     "\tand.b32 " P "t2, " P "t2, 31;\n";
 
 static const char prologue_head[] =
-    "\tmov.u64 " P "k, %clock64;\n"
-    "\tmov.u64 " P "g, %globaltimer;\n"
-    "\tld.const.u64 " P "base, [__argus_trace];\n"
+    "\tmov.u64 " P "c, %clock64;\n"
+    "\tmov.u64 " P "y, %globaltimer;\n"
+    "\tld.const.v2.u64 {" P "base, " P "x}, [__argus_trace];\n"
     "\tld.const.v2.u32 {" P "t0, " P "t1}, [__argus_trace+16];\n";
 
 static const char prologue_tail[] =
     "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
     "\tselp.u32 " P "lim, " P "t0, 0, " P "p;\n"
-    "\tmul.wide.u32 " P "y, " P "t8, " P "t0;\n"
-    "\tshl.b64 " P "y, " P "y, 4;\n"
-    "\tadd.u64 " P "base, " P "base, " P "y;\n"
+    "\tmul.wide.u32 " P "a, " P "t8, " P "t0;\n"
+    "\tshl.b64 " P "a, " P "a, 4;\n"
+    "\tadd.u64 " P "base, " P "base, " P "a;\n"
+    "\tmul.wide.u32 " P "a, " P "t8, 64;\n"
+    "\tadd.u64 " P "x, " P "x, " P "a;\n"
+    "\t@" P "p st.global.v2.u64 [" P "x], {" P "c, " P "y};\n"
     "\tmov.u32 " P "n, 0;\n"
-    "\tmov.u32 " P "none, -1;\n";
+    "\tsetp.ne.u32 " P "q, " P "n, 0;\n";
+
+/* The pending record, stored (end/role markers and exit). */
+static const char flush_text[] =
+    "\t@" P "q st.global.v4.u32 [" P "a], {" P "r0, " P "r1, " P "r2, " P "r3};\n";
 
 static const char epilogue_head[] =
-    "\t// argus: warp exit anchors and counts\n"
+    "\t// argus: the pending record, warp exit anchors and counts\n"
     "\tmov.u64 " P "c, %clock64;\n"
-    "\tmov.u64 " P "y, %globaltimer;\n"
+    "\tmov.u64 " P "y, %globaltimer;\n";
+
+static const char epilogue_mid[] =
     "\tld.const.u64 " P "x, [__argus_trace+8];\n"
     "\tld.const.v4.u32 {" P "t0, " P "t1, " P "t13, " P "t14}, [__argus_trace+16];\n";
 
@@ -103,9 +109,18 @@ static const char epilogue_tail[] =
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
     "\tmov.u32 " P "t7, %smid;\n"
     "\tmov.u32 " P "t9, 1;\n"
-    "\t@" P "p st.global.v2.u64 [" P "x], {" P "k, " P "g};\n"
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
     "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "n, " P "t9, " P "t13};\n";
+
+/* Declarations: nreg regions get a begin-clock and an iteration register. */
+static void decls(ag_str *o, int nreg) {
+  ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
+                   "\t.reg .b64 " PF "base, " PF "a, " PF "c, " PF "x, " PF "y;\n"
+                   "\t.reg .b32 " PF "n, " PF "lim, " PF "r0, " PF "r1, " PF "r2, " PF
+                   "r3, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
+                   "\t.reg .pred " PF "p, " PF "q;\n",
+                nreg > 0 ? nreg : 1, nreg > 0 ? nreg : 1);
+}
 
 /* ------------------------------------------------------------- helpers */
 
@@ -189,51 +204,64 @@ static int is_int_text(const char *s) {
   return 1;
 }
 
-/* The record snippet for one marker. */
-static int record_text(xf *x, const ag_ptx_marker *mk, int site, ag_str *o) {
-  const char *iter = P "none";
-  ag_str pre = AG_STR_INIT;
-  if (mk->kind == AG_PTX_MARK_BEGIN && mk->iter) {
-    const ag_ptx_func *f = mk->stmt->func;
-    if (is_int_text(mk->iter)) {
-      ag_str_printf(&pre, "\tmov.u32 " PF "it, %s;\n", mk->iter);
-    } else {
-      int bits = reg_bits(f, mk->iter);
-      if (bits == 32)
-        iter = mk->iter;
-      else if (bits == 64)
-        ag_str_printf(&pre, "\tcvt.u32.u64 " PF "it, %s;\n", mk->iter);
-      else if (bits == 16)
-        ag_str_printf(&pre, "\tcvt.u32.u16 " PF "it, %s;\n", mk->iter);
-      else {
-        ag_str_release(&pre);
-        return diag_at(x, mk->line, mk->stmt, AG_EUNSUPPORTED,
-                       "iteration operand '%s' of region '%s' is not a 16-, 32- or 64-bit "
-                       "register declared in '%s'",
-                       mk->iter, mk->name, f->name);
+/* The iteration operand of a begin marker as a 32-bit value: appends the
+ * conversion to `pre` when needed and returns the operand text. */
+static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char **op) {
+  const ag_ptx_func *f = mk->stmt->func;
+  *op = mk->iter;
+  if (is_int_text(mk->iter))
+    return 0;
+  int bits = reg_bits(f, mk->iter);
+  if (bits == 32)
+    return 0;
+  if (bits == 64 || bits == 16) {
+    ag_str_printf(pre, "\tcvt.u32.u%d " PF "t15, %s;\n", bits, mk->iter);
+    *op = P "t15";
+    return 0;
+  }
+  return diag_at(x, mk->line, mk->stmt, AG_EUNSUPPORTED,
+                 "iteration operand '%s' of region '%s' is not a 16-, 32- or 64-bit "
+                 "register declared in '%s'",
+                 mk->iter, mk->name, f->name);
+}
+
+/* The probe for one marker. site: the record's site index (end and role
+ * markers); has_iter: the region has an iteration register. */
+static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
+  int R = mk->region;
+  if (mk->kind == AG_PTX_MARK_BEGIN) {
+    ag_str_printf(o, "\n\t// argus: begin %s\n", mk->name);
+    if (has_iter) {
+      const char *op = NULL;
+      if (mk->iter) {
+        int rc = iter_operand(x, mk, o, &op);
+        if (rc)
+          return rc;
+        ag_str_printf(o, "\tmov.u32 " PF "i%d, %s;\n", R, op);
+      } else {
+        ag_str_printf(o, "\tmov.u32 " PF "i%d, -1;\n", R);
       }
     }
-    if (iter != mk->iter)
-      iter = P "it";
+    ag_str_printf(o, "\tmov.u32 " PF "b%d, %%clock;\n", R);
+    return o->oom ? AG_ENOMEM : 0;
   }
   ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
-                mk->kind == AG_PTX_MARK_BEGIN ? "begin"
-                : mk->kind == AG_PTX_MARK_END ? "end"
-                                              : "role",
-                mk->name);
+                mk->kind == AG_PTX_MARK_END ? "end" : "role", mk->name);
+  ag_str_puts(o, "\tmov.u32 " P "t15, %clock;\n");
+  ag_str_puts(o, flush_text);
+  ag_str_puts(o, "\tmov.u32 " P "r1, " P "t15;\n");
   if (mk->kind == AG_PTX_MARK_END)
-    ag_str_puts(o, "\tmov.u64 " P "c, %clock64;\n");
-  ag_str_puts(o, ag_str_cstr(&pre));
+    ag_str_printf(o, "\tmov.u32 " PF "r0, " PF "b%d;\n", R);
+  else
+    ag_str_puts(o, "\tmov.u32 " P "r0, " P "t15;\n");
+  ag_str_printf(o, "\tmov.u32 " PF "r2, %d;\n", site);
+  if (mk->kind == AG_PTX_MARK_END && has_iter)
+    ag_str_printf(o, "\tmov.u32 " PF "r3, " PF "i%d;\n", R);
+  else
+    ag_str_puts(o, "\tmov.u32 " P "r3, -1;\n");
   ag_str_puts(o, "\tsetp.lt.u32 " P "q, " P "n, " P "lim;\n"
                  "\tmad.wide.u32 " P "a, " P "n, 16, " P "base;\n"
                  "\tadd.u32 " P "n, " P "n, 1;\n");
-  ag_str_printf(o, "\tmov.u32 " PF "s, %d;\n", site);
-  if (mk->kind != AG_PTX_MARK_END)
-    ag_str_puts(o, "\tmov.u64 " P "c, %clock64;\n");
-  ag_str_printf(o, "\tmov.b64 {" PF "lo, " PF "hi}, " PF "c;\n"
-                   "\t@" PF "q st.global.v4.u32 [" PF "a], {" PF "lo, " PF "hi, " PF "s, %s};\n",
-                iter);
-  ag_str_release(&pre);
   return o->oom ? AG_ENOMEM : 0;
 }
 
@@ -243,6 +271,7 @@ static int is_exit(const ag_ptx_stmt *s) {
 
 /* Prologue after the body's '{', epilogue before every ret/exit. */
 static int instrument_entry(xf *x, ag_ptx_func *f) {
+  int nreg = x->r->nregions;
   ag_str t = AG_STR_INIT;
   int rc = 0;
   /* guarded exits become branches to one exit block at the end */
@@ -263,6 +292,8 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
       } else {
         ag_str_puts(&t, "\n");
         ag_str_puts(&t, epilogue_head);
+        ag_str_puts(&t, flush_text);
+        ag_str_puts(&t, epilogue_mid);
         ag_str_puts(&t, slot_text);
         ag_str_puts(&t, epilogue_tail);
         if (t.oom || (rc = insert_text(x, f, s, 1, ag_str_cstr(&t))))
@@ -275,6 +306,8 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
     ag_str_clear(&t);
     ag_str_puts(&t, "\n$__argus_exit:\n");
     ag_str_puts(&t, epilogue_head);
+    ag_str_puts(&t, flush_text);
+    ag_str_puts(&t, epilogue_mid);
     ag_str_puts(&t, slot_text);
     ag_str_puts(&t, epilogue_tail);
     ag_str_puts(&t, "\tret;\n");
@@ -283,7 +316,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   }
   /* declarations and prologue right after '{' (declarations first) */
   ag_str_clear(&t);
-  ag_str_puts(&t, decls_text);
+  decls(&t, nreg);
   ag_str_puts(&t, prologue_head);
   ag_str_puts(&t, slot_text);
   ag_str_puts(&t, prologue_tail);
@@ -399,9 +432,19 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     if (k == json_array_size(roles))
       json_array_append_new(roles, json_string(mk->name));
   }
-  /* record sites */
+  /* regions with an iteration operand on any begin marker */
+  char *has_iter = ag_calloc((size_t)r->nregions + 1, 1);
+  if (!has_iter) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < r->nmarkers; i++)
+    if (r->markers[i].kind == AG_PTX_MARK_BEGIN && r->markers[i].iter &&
+        r->markers[i].region >= 0)
+      has_iter[r->markers[i].region] = 1;
+  /* probes; record sites are the end and role markers */
   int site = 0;
-  for (int i = 0; i < r->nmarkers; i++) {
+  for (int i = 0; i < r->nmarkers && rc == 0; i++) {
     const ag_ptx_marker *mk = &r->markers[i];
     int want = mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]);
     if (!want || o->anchors_only)
@@ -413,30 +456,33 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
                    "markers in kernels only (inline the function, or trace a region "
                    "around its call)",
                    mk->name, f ? f->name : "?");
-      goto out;
+      break;
     }
+    int is_begin = mk->kind == AG_PTX_MARK_BEGIN;
     ag_str_clear(&t);
-    if ((rc = record_text(&x, mk, site, &t)))
-      goto out;
-    if ((rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
-      goto out;
+    if ((rc = probe_text(&x, mk, is_begin ? -1 : site, mk->region >= 0 && has_iter[mk->region],
+                         &t)) ||
+        (rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
+      break;
+    if (is_begin)
+      continue;
     json_t *js = json_pack("{s:i,s:s,s:i,s:s}", "site", site, "kind",
-                          mk->kind == AG_PTX_MARK_BEGIN ? "begin"
-                          : mk->kind == AG_PTX_MARK_END ? "end"
-                                                        : "role",
-                          "line", mk->line, "function", f->name);
+                           mk->kind == AG_PTX_MARK_END ? "region" : "role", "line", mk->line,
+                           "function", f->name);
     if (mk->kind == AG_PTX_MARK_ROLE) {
       for (size_t k = 0; k < json_array_size(roles); k++)
         if (!strcmp(json_string_value(json_array_get(roles, k)), mk->name))
           json_object_set_new(js, "role", json_integer((json_int_t)k));
     } else {
       json_object_set_new(js, "region", json_integer(mk->region));
+      json_object_set_new(js, "iter", json_boolean(has_iter[mk->region]));
     }
-    if (mk->kind == AG_PTX_MARK_BEGIN && mk->iter)
-      json_object_set_new(js, "iter", json_string(mk->iter));
     json_array_append_new(sites, js);
     site++;
   }
+  ag_free(has_iter);
+  if (rc)
+    goto out;
   /* every kernel: prologue and epilogues (the kernel's root region) */
   for (int i = 0; i < m->nfuncs; i++) {
     ag_ptx_func *f = m->funcs[i];

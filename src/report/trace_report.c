@@ -127,12 +127,11 @@ json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
     json_object_set(prov, "variant", vj);
   if (provenance)
     json_object_update(prov, provenance);
-  return json_pack("{s:s,s:s,s:f,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
+  return json_pack("{s:s,s:s,s:f,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
                    "argus.trace/1", "device", ev->device, "sm_hz_calibrated", ev->sm_hz,
                    "scope", scope ? ag_scope_to_json(scope) : json_object(), "regions",
                    regions, "launches", launches, "losses", "dropped_records",
-                   (json_int_t)t->dropped, "incomplete_occurrences", (json_int_t)t->incomplete,
-                   "nesting_errors", (json_int_t)t->nesting_errors, "divergent_warps",
+                   (json_int_t)t->dropped, "nesting_errors", (json_int_t)t->nesting_errors, "divergent_warps",
                    (json_int_t)t->divergent_warps, "anomalies", (json_int_t)t->nanomalies,
                    "anomalies", anom, "provenance", prov);
 }

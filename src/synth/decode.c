@@ -1,21 +1,23 @@
 /*
  * decode.c — raw trace records to region occurrences.
  *
- * Per warp, records are in program order (one lane wrote them), so a stack
- * pairs begins with ends: an end must close the innermost open region. The
- * kernel itself is a root occurrence from the warp's entry anchor to its exit
- * anchor. Role markers set the warp's role for the occurrences that begin
- * after them. Everything that breaks the picture is an anomaly line naming
- * the launch, CTA and warp: a full buffer (and which regions were open when
- * it filled, i.e. which occurrences are missing), an end without a begin,
- * crossing regions, regions left open, warps that never exited, and warps
- * whose lanes executed different numbers of markers.
+ * A warp's records are in the order its regions ended (one lane wrote them):
+ * each holds the low 32 bits of the begin and end clocks. 64-bit times are
+ * restored by unwrapping from the warp's 64-bit entry anchor; the exit anchor
+ * checks that no gap reached 2^32 cycles. Occurrences are then sorted by
+ * begin and nested with a stack: each must lie inside the innermost open one
+ * (crossing regions are anomalies), which gives each its depth. Role records
+ * set the warp's role for occurrences that begin after them. The kernel is a
+ * root occurrence from the warp's entry anchor to its exit anchor.
+ * Everything that breaks the picture is an anomaly line naming the launch,
+ * CTA and warp: a full buffer (and from which cycle on occurrences are
+ * missing), crossing regions, ambiguous timestamps, warps that never exited,
+ * warps whose lanes made different numbers of records.
  *
  * Time line: each launch's clock (anchors when warps span >= 20 us, else the
  * session's calibration); per (launch, SM) an offset from the warps'
  * (%clock64, %globaltimer) anchor pairs maps cycles to globaltimer ns, so
- * occurrences on different SMs line up. Linear in the records; ~10^7
- * records per second.
+ * occurrences on different SMs line up. ~10^7 records per second.
  */
 #include "argus/synth.h"
 
@@ -26,13 +28,25 @@
 
 #define MAX_ANOMALY_LINES 200
 
-typedef struct open_occ {
+typedef struct wocc {
   int region;
-  uint32_t site;
-  uint64_t start;
   uint32_t iter;
+  uint64_t begin, end;
+} wocc;
+
+typedef struct role_at {
+  uint64_t t;
   int role;
-} open_occ;
+} role_at;
+
+static int cmp_wocc(const void *a, const void *b) {
+  const wocc *x = a, *y = b;
+  if (x->begin != y->begin)
+    return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end)
+    return x->end > y->end ? -1 : 1; /* outer first */
+  return x->region - y->region;
+}
 
 static void anomaly(ag_trace *t, const char *fmt, ...) AG_PRINTF(2, 3);
 static void anomaly(ag_trace *t, const char *fmt, ...) {
@@ -133,8 +147,9 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
     maxsm = 1u << 16;
   double *off = ag_calloc((size_t)maxsm + 1, sizeof *off);
   uint32_t *noff = ag_calloc((size_t)maxsm + 1, sizeof *noff);
-  open_occ *stack = ag_malloc(64 * sizeof *stack);
-  size_t scap = 64;
+  wocc *stack = ag_malloc(64 * sizeof *stack), *occ = NULL;
+  size_t scap = 64, wcap = 0, rcap = 0;
+  role_at *roles = NULL;
   if (!off || !noff || !stack) {
     rc = AG_ENOMEM;
     goto out;
@@ -173,13 +188,67 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
               L->launch, cta, warp, m->launch);
     if (m->max_count > m->count) {
       t->divergent_warps++;
-      anomaly(t, "launch %u cta %u warp %u: lanes executed up to %u markers but lane 0 "
-                 "executed %u; markers under divergent control flow are missing",
+      anomaly(t, "launch %u cta %u warp %u: lanes made up to %u records but lane 0 made "
+                 "%u; regions under divergent control flow are missing",
               L->launch, cta, warp, m->max_count, m->count);
     }
     double base = m->smid <= maxsm ? off[m->smid] - t_first : 0.0;
-    int role = -1;
-    size_t depth = 0;
+    uint64_t n = L->first[w + 1] - L->first[w];
+    const ag_ev_record *r = L->records + L->first[w];
+    /* unwrap: ends are in time order from the entry anchor */
+    uint64_t prev = m->clock_entry;
+    size_t nw = 0, nroles = 0;
+    for (uint64_t j = 0; j < n; j++) {
+      const ag_ev_site *s = &ev->sites[r[j].site];
+      uint64_t e = prev + (uint32_t)(r[j].end - (uint32_t)prev);
+      uint64_t b = e - (uint32_t)(r[j].end - r[j].begin);
+      prev = e;
+      if (s->kind == AG_SITE_ROLE) {
+        if (nroles == rcap) {
+          role_at *nr = ag_realloc(roles, (rcap ? rcap * 2 : 4) * sizeof *nr);
+          if (!nr) {
+            rc = AG_ENOMEM;
+            goto out;
+          }
+          roles = nr;
+          rcap = rcap ? rcap * 2 : 4;
+        }
+        roles[nroles++] = (role_at){e, s->role};
+        continue;
+      }
+      if (b < m->clock_entry) {
+        t->nesting_errors++;
+        anomaly(t, "launch %u cta %u warp %u: record %" PRIu64 " of '%s' begins before the "
+                   "warp entered; the record is damaged",
+                L->launch, cta, warp, j, ev->regions[s->region].qname);
+        continue;
+      }
+      if (nw == wcap) {
+        wocc *nv = ag_realloc(occ, (wcap ? wcap * 2 : 256) * sizeof *nv);
+        if (!nv) {
+          rc = AG_ENOMEM;
+          goto out;
+        }
+        occ = nv;
+        wcap = wcap ? wcap * 2 : 256;
+      }
+      occ[nw++] = (wocc){s->region, r[j].iter, b, e};
+    }
+    uint64_t exit_unwrapped = prev + (uint32_t)((uint32_t)m->clock_exit - (uint32_t)prev);
+    if (exit_unwrapped != m->clock_exit)
+      anomaly(t, "launch %u cta %u warp %u: %" PRIu64 " cycles are missing between the "
+                 "records and the exit anchor: the warp spent 2^32 cycles or more between "
+                 "two region ends, so its timestamps are ambiguous",
+              L->launch, cta, warp, m->clock_exit - exit_unwrapped);
+    if (m->count > L->cap) {
+      uint64_t lost = m->count - L->cap;
+      t->dropped += lost;
+      anomaly(t, "launch %u cta %u warp %u: trace buffer full (%u records): %" PRIu64
+                 " records were dropped; every occurrence that ended after cycle %" PRIu64
+                 " (%.1f us into the warp) is missing",
+              L->launch, cta, warp, L->cap, lost, prev,
+              (double)(prev - m->clock_entry) * ns_per_cycle / 1e3);
+    }
     if (root >= 0) {
       ag_occ o = {root, -1, L->launch, m->smid, cta, warp, AG_EV_NO_ITER, 0,
                   m->clock_entry, m->clock_exit,
@@ -187,83 +256,48 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
       if ((rc = push_occ(t, cap, &o)))
         goto out;
     }
-    uint64_t n = L->first[w + 1] - L->first[w];
-    const ag_ev_record *r = L->records + L->first[w];
-    for (uint64_t j = 0; j < n; j++) {
-      const ag_ev_site *s = &ev->sites[r[j].site];
-      if (s->kind == AG_SITE_ROLE) {
-        role = s->role;
-        continue;
-      }
-      if (s->kind == AG_SITE_BEGIN) {
-        if (depth == scap) {
-          open_occ *ns = ag_realloc(stack, scap * 2 * sizeof *ns);
-          if (!ns) {
-            rc = AG_ENOMEM;
-            goto out;
-          }
-          stack = ns;
-          scap *= 2;
-        }
-        stack[depth++] = (open_occ){s->region, r[j].site, r[j].clock, r[j].iter, role};
-        continue;
-      }
-      /* an end: it must close the innermost open region */
-      size_t k = depth;
-      while (k > 0 && stack[k - 1].region != s->region)
-        k--;
-      if (k == 0) {
+    /* nesting: by begin, outer first; each must lie in the innermost open */
+    qsort(occ, nw, sizeof *occ, cmp_wocc);
+    size_t depth = 0;
+    for (size_t k = 0; k < nw; k++) {
+      const wocc *c = &occ[k];
+      while (depth && stack[depth - 1].end <= c->begin)
+        depth--;
+      if (depth && c->end > stack[depth - 1].end) {
         t->nesting_errors++;
-        anomaly(t, "launch %u cta %u warp %u: end of '%s' (PTX line %d) without a begin "
-                   "(record %" PRIu64 ")",
-                L->launch, cta, warp, ev->regions[s->region].qname, s->line, j);
-        continue;
+        anomaly(t, "launch %u cta %u warp %u: '%s' (cycles %" PRIu64 "..%" PRIu64
+                   ") crosses '%s' (%" PRIu64 "..%" PRIu64 ")",
+                L->launch, cta, warp, ev->regions[c->region].qname, c->begin, c->end,
+                ev->regions[stack[depth - 1].region].qname, stack[depth - 1].begin,
+                stack[depth - 1].end);
       }
-      if (k != depth) {
-        t->nesting_errors++;
-        anomaly(t, "launch %u cta %u warp %u: end of '%s' while '%s' is still open "
-                   "(crossing regions, record %" PRIu64 "); the inner occurrence is dropped",
-                L->launch, cta, warp, ev->regions[s->region].qname,
-                ev->regions[stack[depth - 1].region].qname, j);
-        t->incomplete += depth - k;
-        depth = k;
-      }
-      open_occ *b = &stack[--depth];
-      ag_occ o = {b->region, b->role, L->launch, m->smid, cta, warp, b->iter,
-                  (uint32_t)depth + 1, b->start, r[j].clock,
-                  (double)b->start * ns_per_cycle + base};
+      int role = -1;
+      for (size_t q = 0; q < nroles; q++) /* the latest role set before the begin */
+        if (roles[q].t <= c->begin)
+          role = roles[q].role;
+      ag_occ o = {c->region, role, L->launch, m->smid, cta, warp, c->iter,
+                  (uint32_t)depth + 1, c->begin, c->end,
+                  (double)c->begin * ns_per_cycle + base};
       if ((rc = push_occ(t, cap, &o)))
         goto out;
-    }
-    if (m->count > L->cap) {
-      uint64_t lost = m->count - L->cap;
-      t->dropped += lost;
-      ag_str open = AG_STR_INIT;
-      for (size_t k = 0; k < depth && k < 8; k++) {
-        ag_str_printf(&open, "%s'%s'", k ? ", " : "", ev->regions[stack[k].region].qname);
-        if (stack[k].iter != AG_EV_NO_ITER)
-          ag_str_printf(&open, " (iteration %u)", stack[k].iter);
+      if (depth == scap) {
+        wocc *ns = ag_realloc(stack, scap * 2 * sizeof *ns);
+        if (!ns) {
+          rc = AG_ENOMEM;
+          goto out;
+        }
+        stack = ns;
+        scap *= 2;
       }
-      anomaly(t, "launch %u cta %u warp %u: trace buffer full (%u records): %" PRIu64
-                 " markers after cycle %" PRIu64 " were dropped; occurrences of every "
-                 "region after that point are missing%s%s%s",
-              L->launch, cta, warp, L->cap, lost, n ? r[n - 1].clock : m->clock_entry,
-              depth ? " and " : "", depth ? ag_str_cstr(&open) : "",
-              depth ? " never ended in the data" : "");
-      ag_str_release(&open);
-      t->incomplete += depth;
-    } else if (depth) {
-      t->incomplete += depth;
-      anomaly(t, "launch %u cta %u warp %u: %zu region(s) begun and never ended, "
-                 "innermost '%s' (PTX line %d)",
-              L->launch, cta, warp, depth, ev->regions[stack[depth - 1].region].qname,
-              ev->sites[stack[depth - 1].site].line);
+      stack[depth++] = *c;
     }
   }
 out:
   ag_free(off);
   ag_free(noff);
   ag_free(stack);
+  ag_free(occ);
+  ag_free(roles);
   return rc;
 }
 

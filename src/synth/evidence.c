@@ -148,10 +148,9 @@ static int load_probes(rd *r, ag_evidence *ev, json_t *probes) {
     s->region = s->role = -1;
     json_t *ln = json_object_get(o, "line");
     s->line = json_is_integer(ln) ? (int)json_integer_value(ln) : 0;
-    json_t *it = json_object_get(o, "iter");
-    s->has_iter = json_is_string(it);
-    if (!strcmp(ks, "begin") || !strcmp(ks, "end")) {
-      s->kind = ks[0] == 'b' ? AG_SITE_BEGIN : AG_SITE_END;
+    s->has_iter = json_is_true(json_object_get(o, "iter"));
+    if (!strcmp(ks, "region")) {
+      s->kind = AG_SITE_REGION;
       uint64_t g = 0;
       if ((rc = get_u64(r, o, "region", where, (uint64_t)ev->nregions - 1, &g)))
         return ev->nregions ? rc : bad(r, AG_EPARSE, "evidence header: no regions");
@@ -163,7 +162,7 @@ static int load_probes(rd *r, ag_evidence *ev, json_t *probes) {
         return ev->nroles ? rc : bad(r, AG_EPARSE, "evidence header: no roles");
       s->role = (int)g;
     } else {
-      return bad(r, AG_EPARSE, "evidence header: '%s.kind' = '%s' is not begin, end or role",
+      return bad(r, AG_EPARSE, "evidence header: '%s.kind' = '%s' is not region or role",
                  where, ks);
     }
   }

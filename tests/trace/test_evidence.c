@@ -24,7 +24,7 @@
 #define INNER 5
 
 /* regions: 0 kern (root), 1 kern/outer, 2 kern/outer/inner
- * sites: 0 role producer, 1 begin outer, 2 begin inner, 3 end inner, 4 end outer */
+ * sites (record makers): 0 role producer, 1 end of inner, 2 end of outer */
 static const char *probes_json =
     "{\"format\":\"argus-probes\",\"version\":1,"
     "\"regions\":[{\"index\":0,\"id\":\"0x1\",\"name\":\"kern\",\"qname\":\"kern\",\"parent\":-1,"
@@ -34,10 +34,8 @@ static const char *probes_json =
     "{\"index\":2,\"id\":\"0x3\",\"name\":\"inner\",\"qname\":\"kern/outer/inner\",\"parent\":1,"
     "\"function\":\"kern\",\"root\":false}],"
     "\"sites\":[{\"site\":0,\"kind\":\"role\",\"role\":0,\"line\":10},"
-    "{\"site\":1,\"kind\":\"begin\",\"region\":1,\"line\":11},"
-    "{\"site\":2,\"kind\":\"begin\",\"region\":2,\"line\":12,\"iter\":\"%r1\"},"
-    "{\"site\":3,\"kind\":\"end\",\"region\":2,\"line\":13},"
-    "{\"site\":4,\"kind\":\"end\",\"region\":1,\"line\":14}],"
+    "{\"site\":1,\"kind\":\"region\",\"region\":2,\"line\":13,\"iter\":true},"
+    "{\"site\":2,\"kind\":\"region\",\"region\":1,\"line\":14,\"iter\":false}],"
     "\"roles\":[\"producer\"]}";
 
 typedef struct truth_occ {
@@ -58,9 +56,14 @@ static uint64_t next(void) {
 
 #define HZ 1.5e9
 
-/* Simulates `nl` launches; cap = records per warp. Returns the file path. */
+/* Simulates `nl` launches the way the probe records them: one record per
+ * occurrence, written when it ends (inner ones before their outer one),
+ * 32-bit clocks, each warp's clock crossing a 2^32 boundary. cap = records
+ * per warp. bad_nesting: warp 1's outer begins inside inner 2 (crossing);
+ * divergent: warp 2's lanes made more records than lane 0; ambiguous: warp 3's
+ * exit anchor is 2^32 cycles later than its records allow. */
 static char path[256];
-static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent) {
+static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int ambiguous) {
   ntruth = 0;
   snprintf(path, sizeof path, "/tmp/argus-test-ev-%ld.agev", (long)getpid());
   ag_evw *w = NULL;
@@ -72,52 +75,50 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent) {
     memset(meta, 0, sizeof meta);
     memset(rec, 0xa5, sizeof rec);
     for (int s = 0; s < WARPS; s++) {
-      uint32_t sm = (uint32_t)(s / WPC) % 4;
-      uint64_t clk = 1000000000ull * (sm + 1) + (uint64_t)l * 5000000 + next() % 1000;
+      uint32_t sm = (uint32_t)(s / WPC) % 4, cta = (uint32_t)(s / WPC), wp = (uint32_t)(s % WPC);
+      uint64_t clk = ((uint64_t)(sm + 1) << 32) - 3000 + (uint64_t)l * 5000000 + next() % 1000;
       uint64_t gt = 7000000000ull + (uint64_t)l * 4000000 + (uint64_t)((double)(clk % 1000) / HZ * 1e9);
       ag_ev_meta *m = &meta[s];
       m->clock_entry = clk;
       m->gtime_entry = gt;
       uint32_t n = 0;
       ag_ev_record *r = &rec[(size_t)s * cap];
-#define PUT(site_, it_)                                                        \
+#define PUT(b_, e_, site_, it_)                                                \
   do {                                                                         \
     if (n < cap)                                                               \
-      r[n] = (ag_ev_record){clk, (site_), (it_)};                              \
+      r[n] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (site_), (it_)};  \
     n++;                                                                       \
   } while (0)
       clk += 10;
-      PUT(0, AG_EV_NO_ITER);
+      PUT(clk, clk, 0, AG_EV_NO_ITER);
       clk += 20;
-      uint64_t ostart = clk;
-      PUT(1, AG_EV_NO_ITER);
-      uint32_t ncomplete = 0;
+      uint64_t ostart = clk, in2 = 0;
       for (uint32_t i = 0; i < INNER; i++) {
         clk += 5 + next() % 50;
         uint64_t st = clk;
-        PUT(2, i);
         clk += 100 + next() % 1000;
-        PUT(bad_nesting && s == 1 && i == 2 ? 4 : 3, AG_EV_NO_ITER);
-        if (n <= cap && !(bad_nesting && s == 1 && i >= 2)) {
-          truth[ntruth++] = (truth_occ){2, (uint32_t)l, (uint32_t)(s / WPC), (uint32_t)(s % WPC), i, sm, st, clk};
-          ncomplete++;
-        }
+        PUT(st, clk, 1, i);
+        if (n <= cap)
+          truth[ntruth++] = (truth_occ){2, (uint32_t)l, cta, wp, i, sm, st, clk};
+        if (i == 2)
+          in2 = st;
       }
       clk += 30;
-      PUT(4, AG_EV_NO_ITER);
-      if (n <= cap && !(bad_nesting && s == 1))
-        truth[ntruth++] = (truth_occ){1, (uint32_t)l, (uint32_t)(s / WPC), (uint32_t)(s % WPC), AG_EV_NO_ITER, sm, ostart, clk};
+      if (bad_nesting && s == 1)
+        ostart = in2 + 1;
+      PUT(ostart, clk, 2, AG_EV_NO_ITER);
+      if (n <= cap)
+        truth[ntruth++] = (truth_occ){1, (uint32_t)l, cta, wp, AG_EV_NO_ITER, sm, ostart, clk};
       clk += 40;
-      m->clock_exit = clk;
+      m->clock_exit = clk + (ambiguous && s == 3 ? (1ull << 32) : 0);
       m->gtime_exit = m->gtime_entry + (uint64_t)((double)(clk - m->clock_entry) / HZ * 1e9);
       m->smid = sm;
       m->count = n;
       m->max_count = n + (divergent && s == 2 ? 3u : 0u);
       m->flags = AG_EV_EXITED;
       m->launch = (uint32_t)l;
-      truth[ntruth++] = (truth_occ){0, (uint32_t)l, (uint32_t)(s / WPC), (uint32_t)(s % WPC),
-                                    AG_EV_NO_ITER, sm, m->clock_entry, m->clock_exit};
-      (void)ncomplete;
+      truth[ntruth++] = (truth_occ){0, (uint32_t)l, cta, wp, AG_EV_NO_ITER, sm, m->clock_entry,
+                                    m->clock_exit};
     }
     ag_evw_launch L = {(uint32_t)l, "kern", {GRID, 1, 1}, {WPC * 32, 1, 1}, 0, WARPS, WPC, cap,
                        meta, rec};
@@ -172,7 +173,7 @@ static int compare(const ag_trace *t, truth_occ *want, int nwant) {
 }
 
 TEST(decode_gives_back_the_simulated_occurrences) {
-  simulate(2, 64, 0, 0);
+  simulate(2, 64, 0, 0, 0);
   ag_evidence *ev = load_ok();
   if (!ev)
     return;
@@ -208,7 +209,7 @@ static void brute(int region, double *v, size_t *n) {
 }
 
 TEST(stats_equal_brute_force) {
-  simulate(3, 64, 0, 0);
+  simulate(3, 64, 0, 0, 0);
   ag_evidence *ev = load_ok();
   ag_trace *t = NULL;
   if (!ev || ag_trace_decode(ev, &t)) {
@@ -301,21 +302,18 @@ TEST(scope_parse_errors) {
 }
 
 TEST(full_buffer_reports_drops) {
-  simulate(1, 7, 0, 0); /* 1 role + 1 begin + 2*5 inner + 1 end = 13 markers */
+  simulate(1, 4, 0, 0, 0); /* 7 records per warp: role, inner x 5, outer */
   ag_evidence *ev = load_ok();
   ag_trace *t = NULL;
   if (!ev || ag_trace_decode(ev, &t)) {
     CHECK(0);
     return;
   }
-  CHECK_EQ_U64(t->dropped, (uint64_t)WARPS * 6);
-  CHECK_EQ_U64(ev->launches[0].dropped, (uint64_t)WARPS * 6);
+  CHECK_EQ_U64(t->dropped, (uint64_t)WARPS * 3);
+  CHECK_EQ_U64(ev->launches[0].dropped, (uint64_t)WARPS * 3);
   CHECK_EQ_INT(compare(t, truth, ntruth), 0); /* what was kept decodes exactly */
-  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "trace buffer full (7 records): 6 markers");
-  /* kept: role, begin outer, inner 0 and 1, begin inner 2: two left open */
-  CHECK_CONTAINS(ag_str_cstr(&t->anomalies),
-                 "'kern/outer', 'kern/outer/inner' (iteration 2) never ended in the data");
-  CHECK_EQ_U64(t->incomplete, (uint64_t)WARPS * 2);
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "trace buffer full (4 records): 3 records were "
+                                             "dropped; every occurrence that ended after cycle");
   ag_str txt = AG_STR_INIT;
   ag_region_stats *rs = NULL;
   int n = 0;
@@ -329,18 +327,22 @@ TEST(full_buffer_reports_drops) {
   unlink(path);
 }
 
-TEST(nesting_errors_and_divergence_are_anomalies) {
-  simulate(1, 64, 1, 1);
+TEST(nesting_divergence_and_ambiguity_are_anomalies) {
+  simulate(1, 64, 1, 1, 1);
   ag_evidence *ev = load_ok();
   ag_trace *t = NULL;
   if (!ev || ag_trace_decode(ev, &t)) {
     CHECK(0);
     return;
   }
-  CHECK(t->nesting_errors >= 1);
-  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "while 'kern/outer/inner' is still open");
-  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "lanes executed up to");
+  CHECK_EQ_U64(t->nesting_errors, 1);
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 0 warp 1: 'kern/outer' (cycles");
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "crosses 'kern/outer/inner'");
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 0 warp 2: lanes made up to 10 records but "
+                                             "lane 0 made 7");
   CHECK_EQ_INT(t->divergent_warps, 1);
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 1 warp 0: 4294967296 cycles are missing");
+  CHECK_EQ_INT(compare(t, truth, ntruth), 0); /* still decoded, with the anomalies said */
   ag_trace_free(t);
   ag_evidence_free(ev);
   unlink(path);
@@ -352,7 +354,7 @@ static char *file;
 static size_t flen;
 
 static void load_file(void) {
-  simulate(1, 64, 0, 0);
+  simulate(1, 64, 0, 0, 0);
   CHECK_EQ_INT(ag_file_read(path, &file, &flen), 0);
   unlink(path);
 }
@@ -456,10 +458,10 @@ TEST(damaged_files_get_clear_errors) {
   json_edit("\"warps\":18", "\"warps\":19", AG_ECORRUPT, "do not match grid");
   json_edit("\"records\":", "\"records\":1", AG_ECORRUPT, "lie outside");
   json_edit("\"dropped\":0", "\"dropped\":5", AG_ECORRUPT, "dropped records but the header");
-  json_edit("\"kind\":\"begin\",\"region\":1", "\"kind\":\"start\",\"region\":1", AG_EPARSE,
-            "is not begin, end or role");
-  json_edit("\"region\":2,\"line\":12", "\"region\":7,\"line\":12", AG_EPARSE,
-            "'probes.sites[2].region' = 7 is out of range");
+  json_edit("\"kind\":\"region\",\"region\":1", "\"kind\":\"start\",\"region\":1",
+            AG_EPARSE, "is not region or role");
+  json_edit("\"region\":2,\"line\":13", "\"region\":7,\"line\":13", AG_EPARSE,
+            "'probes.sites[1].region' = 7 is out of range");
   json_edit("\"parent\":1", "\"parent\":2", AG_EPARSE, "must name an earlier region");
   json_edit("\"grid\":[6,1,1]", "\"grid\":[6,1]", AG_EPARSE, "must have 3 elements");
   ag_free(file);
@@ -467,7 +469,7 @@ TEST(damaged_files_get_clear_errors) {
 }
 
 TEST(record_with_unknown_site_is_an_error) {
-  simulate(1, 64, 0, 0);
+  simulate(1, 64, 0, 0, 0);
   char *f = NULL;
   size_t n = 0;
   CHECK_EQ_INT(ag_file_read(path, &f, &n), 0);
@@ -484,12 +486,12 @@ TEST(record_with_unknown_site_is_an_error) {
   memcpy(f + at, &r, sizeof r);
   h.checksum = ag_ev_fnv(AG_EV_FNV_INIT, f + 32, h.data_len + h.header_len);
   memcpy(f, &h, sizeof h);
-  expect_error(f, n, AG_ECORRUPT, "record 0 names site 99 but the variant has 5 sites");
+  expect_error(f, n, AG_ECORRUPT, "record 0 names site 99 but the variant has 3 sites");
   ag_free(f);
 }
 
 TEST(reports_and_timeline) {
-  simulate(2, 64, 0, 0);
+  simulate(2, 64, 0, 0, 0);
   ag_evidence *ev = load_ok();
   ag_trace *t = NULL;
   if (!ev || ag_trace_decode(ev, &t)) {
@@ -542,5 +544,5 @@ TEST(reports_and_timeline) {
 
 RUN_TESTS(T(decode_gives_back_the_simulated_occurrences), T(stats_equal_brute_force),
           T(scope_parse_errors), T(full_buffer_reports_drops),
-          T(nesting_errors_and_divergence_are_anomalies), T(damaged_files_get_clear_errors),
+          T(nesting_divergence_and_ambiguity_are_anomalies), T(damaged_files_get_clear_errors),
           T(record_with_unknown_site_is_an_error), T(reports_and_timeline))

@@ -1,8 +1,9 @@
 /*
  * spin.cu - ground-truth kernels for trace fidelity: regions that spin a
- * known number of SM cycles by %clock64. In each occurrence the kernel also
- * measures its own spin (t1 - t0, the truth) and lane 0 stores it after the
- * region ends, so the store is outside what the trace measures.
+ * known number of SM cycles by %clock64. In each occurrence the region body
+ * reads the clock as its first instruction (t0) and as its last (t2, after
+ * the spin loop has exited); t2 - t0 is the truth, and lane 0 stores it after
+ * the region ends, so the store is outside what the trace measures.
  *
  * Layout of truth: [warp][region 0..2][rep] cycles, warp = global warp index.
  * `fault` != 0 makes thread 0 write through a bad pointer (the fault test);
@@ -17,9 +18,10 @@
     do {                                                                           \
       t1 = clock64();                                                              \
     } while (t1 - t0 < (cycles));                                                  \
+    long long t2 = clock64();                                                      \
     ARGUS_END(name);                                                               \
     if (lane == 0)                                                                 \
-      truth[((size_t)warp * 3 + (slot)) * reps + r] = (unsigned long long)(t1 - t0); \
+      truth[((size_t)warp * 3 + (slot)) * reps + r] = (unsigned long long)(t2 - t0); \
   } while (0)
 
 extern "C" __global__ void spin(unsigned long long *truth, int reps, int fault, int forever) {
