@@ -63,6 +63,24 @@ static const char slot_text[] =
     "\tmad.lo.u32 " P "t8, " P "t8, " P "t5, " P "t3;\n"
     "\tand.b32 " P "t2, " P "t2, 31;\n";
 
+/* The same for blocks the kernel declares one-dimensional (.reqntid or
+ * .maxntid N, 1, 1): tid.y = tid.z = 0. */
+static const char slot_text_1d[] =
+    "\tmov.u32 " P "t2, %tid.x;\n"
+    "\tmov.u32 " P "t5, %ntid.x;\n"
+    "\tadd.u32 " P "t5, " P "t5, 31;\n"
+    "\tshr.u32 " P "t5, " P "t5, 5;\n"
+    "\tmov.u32 " P "t8, %ctaid.x;\n"
+    "\tmov.u32 " P "t9, %ctaid.y;\n"
+    "\tmov.u32 " P "t10, %ctaid.z;\n"
+    "\tmov.u32 " P "t11, %nctaid.x;\n"
+    "\tmov.u32 " P "t12, %nctaid.y;\n"
+    "\tmad.lo.u32 " P "t10, " P "t10, " P "t12, " P "t9;\n"
+    "\tmad.lo.u32 " P "t8, " P "t10, " P "t11, " P "t8;\n"
+    "\tshr.u32 " P "t3, " P "t2, 5;\n"
+    "\tmad.lo.u32 " P "t8, " P "t8, " P "t5, " P "t3;\n"
+    "\tand.b32 " P "t2, " P "t2, 31;\n";
+
 static const char prologue_head[] =
     "\tmov.u64 " P "c, %clock64;\n"
     "\tmov.u64 " P "y, %globaltimer;\n"
@@ -231,6 +249,11 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
   int R = mk->region;
   if (mk->kind == AG_PTX_MARK_BEGIN) {
     ag_str_printf(o, "\n\t// argus: begin %s\n", mk->name);
+    /* the record prepared at the last end marker is stored here, where its
+     * clock value is long ready, and its registers are free until the next
+     * end marker */
+    ag_str_puts(o, flush_text);
+    ag_str_puts(o, "\tsetp.ne.u32 " P "q, " P "n, " P "n;\n");
     if (has_iter) {
       const char *op = NULL;
       if (mk->iter) {
@@ -247,13 +270,13 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
   }
   ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
                 mk->kind == AG_PTX_MARK_END ? "end" : "role", mk->name);
-  ag_str_puts(o, "\tmov.u32 " P "t15, %clock;\n");
+  /* a record still pending (two ends in a row): store it first */
   ag_str_puts(o, flush_text);
-  ag_str_puts(o, "\tmov.u32 " P "r1, " P "t15;\n");
+  ag_str_puts(o, "\tmov.u32 " P "r1, %clock;\n");
   if (mk->kind == AG_PTX_MARK_END)
     ag_str_printf(o, "\tmov.u32 " PF "r0, " PF "b%d;\n", R);
   else
-    ag_str_puts(o, "\tmov.u32 " P "r0, " P "t15;\n");
+    ag_str_puts(o, "\tmov.u32 " P "r0, %clock;\n");
   ag_str_printf(o, "\tmov.u32 " PF "r2, %d;\n", site);
   if (mk->kind == AG_PTX_MARK_END && has_iter)
     ag_str_printf(o, "\tmov.u32 " PF "r3, " PF "i%d;\n", R);
@@ -270,8 +293,39 @@ static int is_exit(const ag_ptx_stmt *s) {
 }
 
 /* Prologue after the body's '{', epilogue before every ret/exit. */
+/* 1 when the kernel declares a one-dimensional block (".reqntid N, 1, 1",
+ * ".maxntid N, 1, 1" or just N). */
+static int block_is_1d(const ag_ptx_func *f) {
+  const ag_ptx_stmt *h = f->header;
+  const char *dirs[] = {".reqntid", ".maxntid"};
+  for (int k = 0; k < 2 && h; k++) {
+    const char *p = NULL;
+    for (uint32_t i = 0; i + 8 <= h->text_len; i++)
+      if (!strncmp(h->text + i, dirs[k], 8)) {
+        p = h->text + i + 8;
+        break;
+      }
+    if (!p)
+      continue;
+    long v[3] = {0, 1, 1};
+    int nv = 0;
+    const char *end = h->text + h->text_len;
+    while (p < end && nv < 3) {
+      while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+        p++;
+      if (p >= end || *p < '0' || *p > '9')
+        break;
+      v[nv++] = strtol(p, (char **)&p, 10);
+    }
+    if (nv >= 1 && v[1] == 1 && v[2] == 1)
+      return 1;
+  }
+  return 0;
+}
+
 static int instrument_entry(xf *x, ag_ptx_func *f) {
   int nreg = x->r->nregions;
+  const char *slot = block_is_1d(f) ? slot_text_1d : slot_text;
   ag_str t = AG_STR_INIT;
   int rc = 0;
   /* guarded exits become branches to one exit block at the end */
@@ -294,7 +348,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
         ag_str_puts(&t, epilogue_head);
         ag_str_puts(&t, flush_text);
         ag_str_puts(&t, epilogue_mid);
-        ag_str_puts(&t, slot_text);
+        ag_str_puts(&t, slot);
         ag_str_puts(&t, epilogue_tail);
         if (t.oom || (rc = insert_text(x, f, s, 1, ag_str_cstr(&t))))
           goto out;
@@ -308,7 +362,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
     ag_str_puts(&t, epilogue_head);
     ag_str_puts(&t, flush_text);
     ag_str_puts(&t, epilogue_mid);
-    ag_str_puts(&t, slot_text);
+    ag_str_puts(&t, slot);
     ag_str_puts(&t, epilogue_tail);
     ag_str_puts(&t, "\tret;\n");
     if (t.oom || (rc = insert_text(x, f, f->body_close, 1, ag_str_cstr(&t))))
@@ -318,7 +372,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   ag_str_clear(&t);
   decls(&t, nreg);
   ag_str_puts(&t, prologue_head);
-  ag_str_puts(&t, slot_text);
+  ag_str_puts(&t, slot);
   ag_str_puts(&t, prologue_tail);
   if (t.oom) {
     rc = AG_ENOMEM;
