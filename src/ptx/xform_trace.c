@@ -2,24 +2,29 @@
  * xform_trace.c — the traced-variant transform: reference-trace probes at
  * region markers, on the parsed PTX.
  *
- * The probe is the product's hot path; it is built so that no probe waits on
- * anything it does (docs/tracing.md has the design and the measured cost):
- *   - kernel entry, once per thread: the warp's record pointer, a record
- *     limit that is the capacity for lane 0 and 0 for the other lanes (one
- *     compare per record serves "one lane records" and "the buffer is
- *     full"), and the entry anchors (%clock64, %globaltimer) stored by lane 0;
+ * The probe is the product's hot path. It is built for few instructions
+ * (two warps share each scheduler: in issue-bound code every instruction
+ * costs) and so that no probe waits on anything it does (docs/tracing.md has
+ * the design and the measured cost):
+ *   - kernel entry, once per thread: the warp's record pointer (its low word
+ *     is also the record counter), a limit that is the end of the warp's
+ *     buffer for lane 0 and its start for the other lanes (one compare per
+ *     record serves "one lane records" and "the buffer is full"), and the
+ *     entry anchors (%clock64, %globaltimer) stored by lane 0;
  *   - begin marker of region R: the iteration operand and the low 32 bits of
- *     the clock into R's own registers, nothing else (2 instructions, clock
- *     last);
- *   - end marker of R: the clock first; then the record prepared at the
- *     previous end marker is stored (its data is long ready, so the store
- *     never waits for a clock read), and R's record {begin, end, site, iter}
- *     is prepared in four registers with its address and predicate, to be
- *     stored at the next end/role marker or at exit;
- *   - exit, once per warp: the pending record, the exit anchors, lane 0's
- *     count (records past the capacity are counted, never written), the
+ *     the clock into R's own registers (clock last);
+ *   - end marker of R: the clock first; R's record {begin, end, site, iter}
+ *     is prepared in four registers, with its predicate, and the pointer
+ *     advances by 16 bytes. The record is stored later, where its data is
+ *     long ready: at the next begin marker, or at the next end/role marker or
+ *     exit when no begin comes between. A static analysis over the CFG puts
+ *     each store where a record may be pending, and nowhere else;
+ *   - exit, once per warp: the exit anchors, lane 0's count (from the
+ *     pointer; records past the capacity are counted, never written), the
  *     largest count over the lanes (redux.sync + red.max: divergent markers
  *     are detected), %smid and the launch index.
+ * The record area of a launch never crosses a 4 GiB boundary (the host
+ * runtime places it so), so only the pointer's low word ever changes.
  * The descriptor (record area, metadata area, capacity, enabled, launch) is
  * the module constant __argus_trace, bound by the host runtime before each
  * launch; enabled = 0 (a traced module loaded outside Argus) stores nothing.
@@ -84,58 +89,63 @@ static const char slot_text_1d[] =
 static const char prologue_head[] =
     "\tmov.u64 " P "c, %clock64;\n"
     "\tmov.u64 " P "y, %globaltimer;\n"
-    "\tld.const.v2.u64 {" P "base, " P "x}, [__argus_trace];\n"
+    "\tld.const.v2.u64 {" P "a, " P "x}, [__argus_trace];\n"
     "\tld.const.v2.u32 {" P "t0, " P "t1}, [__argus_trace+16];\n";
 
 static const char prologue_tail[] =
     "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
-    "\tselp.u32 " P "lim, " P "t0, 0, " P "p;\n"
-    "\tmul.wide.u32 " P "a, " P "t8, " P "t0;\n"
-    "\tshl.b64 " P "a, " P "a, 4;\n"
-    "\tadd.u64 " P "base, " P "base, " P "a;\n"
-    "\tmul.wide.u32 " P "a, " P "t8, 64;\n"
-    "\tadd.u64 " P "x, " P "x, " P "a;\n"
+    "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
+    "\tmad.wide.u32 " P "a, " P "t6, 16, " P "a;\n"
+    "\tmov.b64 {" P "plo, " P "phi}, " P "a;\n"
+    "\tshl.b32 " P "t7, " P "t0, 4;\n"
+    "\tselp.u32 " P "t7, " P "t7, 0, " P "p;\n"
+    "\tadd.u32 " P "lim, " P "plo, " P "t7;\n"
+    "\tmad.wide.u32 " P "x, " P "t8, 64, " P "x;\n"
     "\t@" P "p st.global.v2.u64 [" P "x], {" P "c, " P "y};\n"
-    "\tmov.u32 " P "n, 0;\n"
-    "\tsetp.ne.u32 " P "q, " P "n, 0;\n";
+    "\tsetp.ne.u32 " P "q, " P "t1, " P "t1;\n";
 
-/* The pending record, stored (end/role markers and exit). */
+/* The pending record, stored (where the analysis says one may be pending). */
 static const char flush_text[] =
-    "\t@" P "q st.global.v4.u32 [" P "a], {" P "r0, " P "r1, " P "r2, " P "r3};\n";
+    "\tmov.b64 " P "a, {" P "plo, " P "phi};\n"
+    "\t@" P "q st.global.v4.u32 [" P "a+-16], {" P "r0, " P "r1, " P "r2, " P "r3};\n";
 
 static const char epilogue_head[] =
-    "\t// argus: the pending record, warp exit anchors and counts\n"
+    "\t// argus: warp exit anchors and counts\n"
     "\tmov.u64 " P "c, %clock64;\n"
     "\tmov.u64 " P "y, %globaltimer;\n";
 
 static const char epilogue_mid[] =
-    "\tld.const.u64 " P "x, [__argus_trace+8];\n"
+    "\tld.const.v2.u64 {" P "a, " P "x}, [__argus_trace];\n"
     "\tld.const.v4.u32 {" P "t0, " P "t1, " P "t13, " P "t14}, [__argus_trace+16];\n";
 
 static const char epilogue_tail[] =
-    "\tmul.wide.u32 " P "a, " P "t8, 64;\n"
-    "\tadd.u64 " P "x, " P "x, " P "a;\n"
+    "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
+    "\tmad.wide.u32 " P "a, " P "t6, 16, " P "a;\n"
+    "\tcvt.u32.u64 " P "t6, " P "a;\n"
+    "\tsub.u32 " P "t6, " P "plo, " P "t6;\n"
+    "\tshr.u32 " P "t6, " P "t6, 4;\n"
+    "\tmad.wide.u32 " P "x, " P "t8, 64, " P "x;\n"
     "\tactivemask.b32 " P "t3;\n"
-    "\tredux.sync.max.u32 " P "t4, " P "n, " P "t3;\n"
+    "\tredux.sync.max.u32 " P "t4, " P "t6, " P "t3;\n"
     "\tneg.s32 " P "t5, " P "t3;\n"
     "\tand.b32 " P "t5, " P "t5, " P "t3;\n"
-    "\tmov.u32 " P "t6, %lanemask_eq;\n"
+    "\tmov.u32 " P "t10, %lanemask_eq;\n"
     "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
-    "\tsetp.eq.and.u32 " P "q, " P "t5, " P "t6, " P "p;\n"
+    "\tsetp.eq.and.u32 " P "q, " P "t5, " P "t10, " P "p;\n"
     "\t@" P "q red.global.max.u32 [" P "x+48], " P "t4;\n"
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
     "\tmov.u32 " P "t7, %smid;\n"
     "\tmov.u32 " P "t9, 1;\n"
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
-    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "n, " P "t9, " P "t13};\n";
+    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
 
 /* Declarations: nreg regions get a begin-clock and an iteration register. */
 static void decls(ag_str *o, int nreg) {
   ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
-                   "\t.reg .b64 " PF "base, " PF "a, " PF "c, " PF "x, " PF "y;\n"
-                   "\t.reg .b32 " PF "n, " PF "lim, " PF "r0, " PF "r1, " PF "r2, " PF
-                   "r3, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
+                   "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y;\n"
+                   "\t.reg .b32 " PF "plo, " PF "phi, " PF "lim, " PF "r0, " PF "r1, " PF
+                   "r2, " PF "r3, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
                    "\t.reg .pred " PF "p, " PF "q;\n",
                 nreg > 0 ? nreg : 1, nreg > 0 ? nreg : 1);
 }
@@ -244,16 +254,15 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
 }
 
 /* The probe for one marker. site: the record's site index (end and role
- * markers); has_iter: the region has an iteration register. */
-static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
+ * markers); has_iter: the region has an iteration register; flush: a record
+ * may be pending here (store it first). */
+static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, int flush,
+                      ag_str *o) {
   int R = mk->region;
   if (mk->kind == AG_PTX_MARK_BEGIN) {
     ag_str_printf(o, "\n\t// argus: begin %s\n", mk->name);
-    /* the record prepared at the last end marker is stored here, where its
-     * clock value is long ready, and its registers are free until the next
-     * end marker */
-    ag_str_puts(o, flush_text);
-    ag_str_puts(o, "\tsetp.ne.u32 " P "q, " P "n, " P "n;\n");
+    if (flush)
+      ag_str_puts(o, flush_text);
     if (has_iter) {
       const char *op = NULL;
       if (mk->iter) {
@@ -270,22 +279,71 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
   }
   ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
                 mk->kind == AG_PTX_MARK_END ? "end" : "role", mk->name);
-  /* a record still pending (two ends in a row): store it first */
-  ag_str_puts(o, flush_text);
-  ag_str_puts(o, "\tmov.u32 " P "r1, %clock;\n");
+  if (flush) { /* clock first, then the pending record, then the new one */
+    ag_str_puts(o, "\tmov.u32 " P "t15, %clock;\n");
+    ag_str_puts(o, flush_text);
+    ag_str_puts(o, "\tmov.u32 " P "r1, " P "t15;\n");
+  } else {
+    ag_str_puts(o, "\tmov.u32 " P "r1, %clock;\n");
+  }
   if (mk->kind == AG_PTX_MARK_END)
     ag_str_printf(o, "\tmov.u32 " PF "r0, " PF "b%d;\n", R);
   else
-    ag_str_puts(o, "\tmov.u32 " P "r0, %clock;\n");
+    ag_str_puts(o, "\tmov.u32 " P "r0, " P "r1;\n");
   ag_str_printf(o, "\tmov.u32 " PF "r2, %d;\n", site);
   if (mk->kind == AG_PTX_MARK_END && has_iter)
     ag_str_printf(o, "\tmov.u32 " PF "r3, " PF "i%d;\n", R);
   else
     ag_str_puts(o, "\tmov.u32 " P "r3, -1;\n");
-  ag_str_puts(o, "\tsetp.lt.u32 " P "q, " P "n, " P "lim;\n"
-                 "\tmad.wide.u32 " P "a, " P "n, 16, " P "base;\n"
-                 "\tadd.u32 " P "n, " P "n, 1;\n");
+  ag_str_puts(o, "\tsetp.lt.u32 " P "q, " P "plo, " P "lim;\n"
+                 "\tadd.u32 " P "plo, " P "plo, 16;\n");
   return o->oom ? AG_ENOMEM : 0;
+}
+
+/* Where may a record be pending? A forward "may" analysis over the CFG:
+ * an end or role marker leaves one pending, a begin marker stores it. The
+ * result, per statement index: 1 when a probe or exit there must store. */
+static int flush_plan(const ag_ptx_cfg *g, const char *kind_at, int nstmts, char *need) {
+  int nb = g->nblocks, rc = 0;
+  char *in = ag_calloc((size_t)nb + 1, 1), *out = ag_calloc((size_t)nb + 1, 1);
+  if (!in || !out) {
+    rc = AG_ENOMEM;
+    goto done;
+  }
+  for (int pass = 0; pass < 2; pass++) { /* fixpoint, then the recording pass */
+    int changed = 1;
+    while (changed) {
+      changed = 0;
+      for (int b = 0; b < nb; b++) {
+        const ag_ptx_block *B = &g->blocks[b];
+        char st = 0;
+        for (int k = 0; k < B->npred; k++)
+          st |= out[B->pred[k]];
+        in[b] = st;
+        for (ag_ptx_stmt *s = B->first; s; s = s == B->last ? NULL : s->next) {
+          if (s->index < 0 || s->index >= nstmts)
+            continue;
+          char k = kind_at[s->index];
+          if (k && pass)
+            need[s->index] = st;
+          if (k == 'b')
+            st = 0;
+          else if (k == 'e')
+            st = 1;
+        }
+        if (st != out[b]) {
+          out[b] = st;
+          changed = 1;
+        }
+      }
+      if (pass)
+        break;
+    }
+  }
+done:
+  ag_free(in);
+  ag_free(out);
+  return rc;
 }
 
 static int is_exit(const ag_ptx_stmt *s) {
@@ -496,6 +554,36 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     if (r->markers[i].kind == AG_PTX_MARK_BEGIN && r->markers[i].iter &&
         r->markers[i].region >= 0)
       has_iter[r->markers[i].region] = 1;
+  /* where a record may be pending, per kernel (before anything is inserted) */
+  char **need = ag_calloc((size_t)m->nfuncs + 1, sizeof *need);
+  if (!need) {
+    ag_free(has_iter);
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int fi = 0; fi < m->nfuncs && rc == 0 && !o->anchors_only; fi++) {
+    ag_ptx_func *f = m->funcs[fi];
+    if (!f->is_entry || !f->body_open || !r->cfgs || !r->cfgs[fi])
+      continue;
+    ag_ptx_func_renumber(f);
+    int ns = f->nstmts + 1;
+    char *kind_at = ag_calloc((size_t)ns, 1);
+    need[fi] = ag_calloc((size_t)ns, 1);
+    if (!kind_at || !need[fi]) {
+      ag_free(kind_at);
+      rc = AG_ENOMEM;
+      break;
+    }
+    for (int i = 0; i < r->nmarkers; i++) {
+      const ag_ptx_marker *mk = &r->markers[i];
+      if (mk->stmt->func != f || mk->stmt->index < 0 || mk->stmt->index >= ns)
+        continue;
+      if (mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]))
+        kind_at[mk->stmt->index] = mk->kind == AG_PTX_MARK_BEGIN ? 'b' : 'e';
+    }
+    rc = flush_plan(r->cfgs[fi], kind_at, ns, need[fi]);
+    ag_free(kind_at);
+  }
   /* probes; record sites are the end and role markers */
   int site = 0;
   for (int i = 0; i < r->nmarkers && rc == 0; i++) {
@@ -512,10 +600,15 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
                    mk->name, f ? f->name : "?");
       break;
     }
+    int fi = 0;
+    while (fi < m->nfuncs && m->funcs[fi] != f)
+      fi++;
+    int flush = fi < m->nfuncs && need[fi] && mk->stmt->index >= 0 &&
+                mk->stmt->index <= f->nstmts ? need[fi][mk->stmt->index] : 1;
     int is_begin = mk->kind == AG_PTX_MARK_BEGIN;
     ag_str_clear(&t);
     if ((rc = probe_text(&x, mk, is_begin ? -1 : site, mk->region >= 0 && has_iter[mk->region],
-                         &t)) ||
+                         flush, &t)) ||
         (rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
       break;
     if (is_begin)
@@ -534,6 +627,9 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     json_array_append_new(sites, js);
     site++;
   }
+  for (int fi = 0; fi < m->nfuncs; fi++)
+    ag_free(need[fi]);
+  ag_free(need);
   ag_free(has_iter);
   if (rc)
     goto out;
