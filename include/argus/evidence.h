@@ -72,9 +72,9 @@ typedef struct ag_ev_record {
 #define AG_EV_RECORD_BYTES 16u
 #define AG_EV_NO_ITER 0xffffffffu
 
-/* Per-warp metadata, written when the warp exits: lane 0 writes the entry
- * anchors (read at entry), the exit anchors and its count; every lane folds
- * its count into max_count. A slot
+/* Per-warp metadata: lane 0 writes the entry anchors when the warp starts,
+ * and the exit anchors and its count when it exits; every lane folds its
+ * count into max_count. A slot
  * whose flags lack AG_EV_EXITED belongs to a warp that never reached an exit
  * (it did not run, or the kernel faulted). */
 typedef struct ag_ev_meta {

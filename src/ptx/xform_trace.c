@@ -10,18 +10,16 @@
  *     is also the record counter), a limit that is the end of the warp's
  *     buffer for lane 0 and its start for the other lanes (one compare per
  *     record serves "one lane records" and "the buffer is full"), and the
- *     entry anchors (%clock64, %globaltimer), kept in registers until exit so
- *     that nothing at entry waits for the descriptor's load;
+ *     entry anchors (%clock64, %globaltimer) stored by lane 0;
  *   - begin marker of region R: the iteration operand and the low 32 bits of
- *     the clock into R's own registers, then (where one may be pending) the
- *     previous record's store, whose operands are then in other registers;
+ *     the clock into R's own registers (clock last);
  *   - end marker of R: the clock first; R's record {begin, end, site, iter}
  *     is prepared in four registers, with its predicate, and the pointer
  *     advances by 16 bytes. The record is stored later, where its data is
  *     long ready: at the next begin marker, or at the next end/role marker or
  *     exit when no begin comes between. A static analysis over the CFG puts
  *     each store where a record may be pending, and nowhere else;
- *   - exit, once per warp: the entry and exit anchors, lane 0's count (from the
+ *   - exit, once per warp: the exit anchors, lane 0's count (from the
  *     pointer; records past the capacity are counted, never written), the
  *     largest count over the lanes (redux.sync + red.max: divergent markers
  *     are detected), %smid and the launch index.
@@ -89,9 +87,9 @@ static const char slot_text_1d[] =
     "\tand.b32 " P "t2, " P "t2, 31;\n";
 
 static const char prologue_head[] =
-    "\tmov.u64 " P "c0, %clock64;\n"
-    "\tmov.u64 " P "g0, %globaltimer;\n"
-    "\tld.const.u64 " P "a, [__argus_trace];\n"
+    "\tmov.u64 " P "c, %clock64;\n"
+    "\tmov.u64 " P "y, %globaltimer;\n"
+    "\tld.const.v2.u64 {" P "a, " P "x}, [__argus_trace];\n"
     "\tld.const.v2.u32 {" P "t0, " P "t1}, [__argus_trace+16];\n";
 
 static const char prologue_tail[] =
@@ -103,6 +101,8 @@ static const char prologue_tail[] =
     "\tshl.b32 " P "t7, " P "t0, 4;\n"
     "\tselp.u32 " P "t7, " P "t7, 0, " P "p;\n"
     "\tadd.u32 " P "lim, " P "plo, " P "t7;\n"
+    "\tmad.wide.u32 " P "x, " P "t8, 64, " P "x;\n"
+    "\t@" P "p st.global.v2.u64 [" P "x], {" P "c, " P "y};\n"
     "\tsetp.ne.u32 " P "q, " P "t1, " P "t1;\n";
 
 /* The pending record, stored (where the analysis says one may be pending). */
@@ -137,14 +137,13 @@ static const char epilogue_tail[] =
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
     "\tmov.u32 " P "t7, %smid;\n"
     "\tmov.u32 " P "t9, 1;\n"
-    "\t@" P "p st.global.v2.u64 [" P "x], {" P "c0, " P "g0};\n"
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
     "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
 
 /* Declarations: nreg regions get a begin-clock and an iteration register. */
 static void decls(ag_str *o, int nreg) {
   ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
-                   "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y, " PF "c0, " PF "g0;\n"
+                   "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y;\n"
                    "\t.reg .b32 " PF "plo, " PF "phi, " PF "lim, " PF "r0, " PF "r1, " PF
                    "r2, " PF "r3, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
                    "\t.reg .pred " PF "p, " PF "q;\n",
@@ -262,6 +261,8 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, in
   int R = mk->region;
   if (mk->kind == AG_PTX_MARK_BEGIN) {
     ag_str_printf(o, "\n\t// argus: begin %s\n", mk->name);
+    if (flush)
+      ag_str_puts(o, flush_text);
     if (has_iter) {
       const char *op = NULL;
       if (mk->iter) {
@@ -274,11 +275,6 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, in
       }
     }
     ag_str_printf(o, "\tmov.u32 " PF "b%d, %%clock;\n", R);
-    /* the pending record is stored after the new begin values are made, so
-     * the two sets live in different registers and nothing waits for the
-     * store to read its operands */
-    if (flush)
-      ag_str_puts(o, flush_text);
     return o->oom ? AG_ENOMEM : 0;
   }
   ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
