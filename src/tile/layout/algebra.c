@@ -134,6 +134,9 @@ typedef struct comp {
   const ag_tuple *bshape; /* B, for the mode paths in messages */
   int leaf;               /* flat index of the B leaf being composed */
   int64_t *rs, *rd;       /* scratch: n + 1 result modes */
+  int64_t *used;          /* per mode of A: sum of the largest digits B's leaves put there */
+  int *owner;             /* per mode of A: the last B leaf that put a nonzero digit there */
+  int weak;               /* run CuTe's algorithm with CuTe's own (weak) checks only */
 } comp;
 
 static void flat_text(int n, const int64_t *s, const int64_t *d, ag_str *out) {
@@ -194,6 +197,34 @@ static int comp_fail(comp *k, int kind, int64_t m0, int64_t d0, int64_t m, int64
   return rc;
 }
 
+/* Leaf k->leaf puts digits up to top into mode i of A. Distributing A over
+ * B's modes (A o (B0,B1) = (A o B0, A o B1)) is only right when A is
+ * additive over them: the digits the leaves put into each bounded mode of
+ * A must add up without a carry. */
+static int occupy(comp *k, int i, int64_t top) {
+  if (top == 0)
+    return 0;
+  if (k->used[i] + top >= k->s[i]) {
+    ag_str p = AG_STR_INIT, q = AG_STR_INIT, at = AG_STR_INIT;
+    ag__leaf_path(k->bshape, k->leaf, &p);
+    ag__leaf_path(k->bshape, k->owner[i], &q);
+    flat_text(k->n, k->s, k->d, &at);
+    int rc = ag__lfail(k->c, AG_EUNDEFINED,
+                       "%s: modes %s and %s of B overlap in mode %d of A (shape %lld): their "
+                       "offsets add up past it, so A o B is not (A o B%s, A o B%s) "
+                       "(A coalesced: %s)",
+                       k->op, ag_str_cstr(&q), ag_str_cstr(&p), i, (long long)k->s[i],
+                       ag_str_cstr(&q), ag_str_cstr(&p), ag_str_cstr(&at));
+    ag_str_release(&p);
+    ag_str_release(&q);
+    ag_str_release(&at);
+    return rc;
+  }
+  k->used[i] += top;
+  k->owner[i] = k->leaf;
+  return 0;
+}
+
 static int overflow(ag_layout_ctx *c, const char *op) {
   return ag__lfail(c, AG_ERANGE, "%s: a stride of the result overflows 64 bits", op);
 }
@@ -203,6 +234,7 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
   ag_layout_ctx *c = k->c;
   const int64_t m0 = m, d0 = r;
   int64_t t;
+  int rc;
   if (r < 0)
     return comp_fail(k, F_NEG, m0, d0, m, r, 0);
   if (r == 0 || k->n == 1) {
@@ -213,7 +245,27 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
     return *os && *od ? 0 : ag__loom(c);
   }
   int cnt = 0;
-  for (int i = 0; i < k->n - 1; i++) {
+  for (int i = 0; i < k->n - 1 && k->weak; i++) {
+    /* CuTe's composition_impl as written: static asserts only */
+    int64_t s = k->s[i];
+    if (!(r % s == 0 || r < s))
+      return AG_EUNDEFINED;
+    int64_t next_shape = ceil_div(s, r), next_stride = ceil_div(r, s);
+    if (next_shape == 1 || m == 1) {
+      r = next_stride;
+      continue;
+    }
+    int64_t ns = next_shape < m ? next_shape : m;
+    if (m % ns != 0)
+      return AG_EUNDEFINED;
+    if (ag__mul(r, k->d[i], &t))
+      return overflow(c, k->op);
+    k->rs[cnt] = ns;
+    k->rd[cnt++] = t;
+    m /= ns;
+    r = next_stride;
+  }
+  for (int i = 0; i < k->n - 1 && !k->weak; i++) {
     int64_t s = k->s[i];
     if (m == 1) {
       r = ceil_div(r, s);
@@ -231,6 +283,8 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
     if (ag__mul(r, k->d[i], &t))
       return overflow(c, k->op);
     if (m <= q) {
+      if ((rc = occupy(k, i, (m - 1) * r)))
+        return rc;
       k->rs[cnt] = m;
       k->rd[cnt++] = t;
       m = 1;
@@ -239,6 +293,8 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
     }
     if (m % q != 0)
       return comp_fail(k, F_SHAPE, m0, d0, m, r, i);
+    if ((rc = occupy(k, i, (q - 1) * r)))
+      return rc;
     k->rs[cnt] = q;
     k->rd[cnt++] = t;
     m /= q;
@@ -255,7 +311,7 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
     k->rd[cnt++] = t;
   }
   ag_layout res;
-  int rc = ag__from_flat(c, cnt, k->rs, k->rd, &res);
+  rc = ag__from_flat(c, cnt, k->rs, k->rd, &res);
   *os = res.shape;
   *od = res.stride;
   return rc;
@@ -282,20 +338,81 @@ static int compose_rec(comp *k, const ag_tuple *bs, const ag_tuple *bd, ag_tuple
   return *os && *od ? 0 : ag__loom(k->c);
 }
 
+enum { VERIFY_MAX = 1 << 16 };
+
+/* The exact rules above refused B (c->err says why). They are sufficient,
+ * not necessary: CuTe's own algorithm can still be right, e.g. when the
+ * mode of A it cuts through has stride 0. Run it, and return its result
+ * only if enumeration shows R(i) == A(B(i)) for every i < size(B). */
+static int compose_fallback(comp *k, const ag_layout *a, const ag_layout *b, ag_layout *out) {
+  ag_layout_ctx *c = k->c;
+  ag_str why = AG_STR_INIT;
+  ag_str_puts(&why, ag_str_cstr(&c->err));
+  int64_t n = ag_layout_size(b), bad = -1, want = 0, got = 0;
+  ag_layout w;
+  k->weak = 1;
+  k->leaf = 0;
+  int rc = compose_rec(k, b->shape, b->stride, &w.shape, &w.stride);
+  if (rc == 0)
+    rc = ag__range_check(c, &w);
+  if (rc == 0 && n <= VERIFY_MAX) {
+    for (int64_t i = 0; i < n && bad < 0; i++) {
+      int64_t x;
+      if (ag_layout_eval_index(b, i, &x) || ag_layout_eval_index(a, x, &want) ||
+          ag_layout_eval_index(&w, i, &got))
+        bad = i, want = got = 0;
+      else if (want != got)
+        bad = i;
+    }
+    if (bad < 0) {
+      ag_str_release(&why);
+      *out = w;
+      return 0;
+    }
+  }
+  if (rc == AG_ENOMEM) {
+    ag_str_release(&why);
+    return rc;
+  }
+  ag_str wt = AG_STR_INIT;
+  if (rc == 0)
+    ag_layout_print(&w, &wt);
+  if (rc == 0 && bad >= 0)
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "%s; CuTe's algorithm would return %s, which is wrong at index %lld (%lld "
+                   "instead of %lld)",
+                   ag_str_cstr(&why), ag_str_cstr(&wt), (long long)bad, (long long)got,
+                   (long long)want);
+  else if (rc == 0)
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "%s; CuTe's algorithm would return %s, which is not checked for more than "
+                   "%d elements",
+                   ag_str_cstr(&why), ag_str_cstr(&wt), VERIFY_MAX);
+  else
+    rc = ag__lfail(c, AG_EUNDEFINED, "%s", ag_str_cstr(&why));
+  ag_str_release(&wt);
+  ag_str_release(&why);
+  return rc;
+}
+
 static int compose_impl(ag_layout_ctx *c, const char *op, const ag_layout *a,
                         const ag_layout *b, ag_layout *out) {
   ag__flat f;
   int rc = flat_coalesced(c, a, &f, NULL, 1);
   if (rc)
     return rc;
-  comp k = {c, op, f.n, f.s, f.d, b->shape, 0, NULL, NULL};
-  if (!(k.rs = ag_arena_alloc(c->arena, 2 * ((size_t)f.n + 1) * sizeof(int64_t))))
+  comp k = {c, op, f.n, f.s, f.d, b->shape, 0, NULL, NULL, NULL, NULL, 0};
+  k.rs = ag_arena_alloc(c->arena, 3 * ((size_t)f.n + 1) * sizeof(int64_t));
+  k.owner = ag_arena_alloc(c->arena, ((size_t)f.n + 1) * sizeof(int));
+  if (!k.rs || !k.owner)
     return ag__loom(c);
   k.rd = k.rs + f.n + 1;
+  k.used = k.rd + f.n + 1; /* zeroed by the arena */
   ag_layout r;
-  if ((rc = compose_rec(&k, b->shape, b->stride, &r.shape, &r.stride)))
-    return rc;
-  if ((rc = ag__range_check(c, &r)))
+  rc = compose_rec(&k, b->shape, b->stride, &r.shape, &r.stride);
+  if (rc == AG_EUNDEFINED)
+    return compose_fallback(&k, a, b, out);
+  if (rc || (rc = ag__range_check(c, &r)))
     return rc;
   *out = r;
   return 0;
@@ -425,16 +542,27 @@ static int complement_impl(ag_layout_ctx *c, const char *op, const ag_layout *l,
   for (int i = 0; i < cn; i++) {
     int m = ord[i];
     rs[i] = cd[m] / rd[i];
-    if (rs[i] == 0) {
-      int pm = ord[i - 1]; /* i > 0: rd[0] == 1 <= any stride */
+    /* i > 0 here (rd[0] == 1 divides any stride). CuTe floors the quotient;
+     * a remainder would leave holes no layout fills (size(R) would fall
+     * short of cotarget/size(L), against CuTe's postcondition). */
+    if (rs[i] == 0 || cd[m] % rd[i] != 0) {
+      int pm = ord[i - 1];
       ag_str p = AG_STR_INIT, q = AG_STR_INIT;
       ag__leaf_path(l->shape, cidx[m], &p);
       ag__leaf_path(l->shape, cidx[pm], &q);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "%s: mode %s (stride %lld) overlaps mode %s (%lld:%lld), which spans "
-                     "%lld; the layout interleaves its modes, so it has no complement",
-                     op, ag_str_cstr(&p), (long long)cd[m], ag_str_cstr(&q), (long long)cs[pm],
-                     (long long)cd[pm], (long long)rd[i]);
+      if (rs[i] == 0)
+        rc = ag__lfail(c, AG_EUNDEFINED,
+                       "%s: mode %s (stride %lld) overlaps mode %s (%lld:%lld), which spans "
+                       "%lld; the layout interleaves its modes, so it has no complement",
+                       op, ag_str_cstr(&p), (long long)cd[m], ag_str_cstr(&q),
+                       (long long)cs[pm], (long long)cd[pm], (long long)rd[i]);
+      else
+        rc = ag__lfail(c, AG_EUNDEFINED,
+                       "%s: stride %lld of mode %s is not a multiple of %lld, the span of "
+                       "mode %s (%lld:%lld); no layout fills the gap between them, so there "
+                       "is no complement",
+                       op, (long long)cd[m], ag_str_cstr(&p), (long long)rd[i], ag_str_cstr(&q),
+                       (long long)cs[pm], (long long)cd[pm]);
       ag_str_release(&p);
       ag_str_release(&q);
       return rc;
@@ -544,6 +672,21 @@ int ag_layout_left_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out)
                      "left_inverse: stride %lld of mode %s is not a multiple of stride %lld "
                      "of mode %s, the next smaller one, so no layout inverts it",
                      (long long)f.d[m], ag_str_cstr(&p), (long long)size, ag_str_cstr(&q));
+      ag_str_release(&p);
+      ag_str_release(&q);
+      return rc;
+    }
+    if (prev >= 0 && f.s[prev] * f.d[prev] > f.d[m]) {
+      /* divisibility holds but the modes overlap: L is not injective on its
+       * nonzero-stride modes, and CuTe's result is no quasi-inverse */
+      ag_str p = AG_STR_INIT, q = AG_STR_INIT;
+      ag__leaf_path(l->shape, idx[m], &p);
+      ag__leaf_path(l->shape, idx[prev], &q);
+      rc = ag__lfail(c, AG_EUNDEFINED,
+                     "left_inverse: mode %s (stride %lld) starts inside mode %s (%lld:%lld), "
+                     "so the layout is not injective and has no left inverse",
+                     ag_str_cstr(&p), (long long)f.d[m], ag_str_cstr(&q), (long long)f.s[prev],
+                     (long long)f.d[prev]);
       ag_str_release(&p);
       ag_str_release(&q);
       return rc;
@@ -697,33 +840,39 @@ static int rank_product(ag_layout_ctx *c, const char *op, const ag_layout *a,
                         const ag_layout *b, int raked, ag_layout *out) {
   int ra = ag__rank(a->shape), rb = ag__rank(b->shape), R = ra > rb ? ra : rb;
   int64_t cot;
-  ag_layout ca;
+  ag_layout ca, bp = *b, y;
   int rc = cotarget_of(c, op, a, b, &cot);
   if (rc || (rc = complement_impl(c, op, a, cot, &ca)))
     return rc;
   ag_tuple *one = ag_tuple_leaf(c, 1), *zero = ag_tuple_leaf(c, 0);
-  ag_tuple **ch = ag_arena_alloc(c->arena, 2 * (size_t)R * sizeof *ch);
+  ag_tuple **ch = ag_arena_alloc(c->arena, 4 * (size_t)R * sizeof *ch);
   if (!one || !zero || !ch)
     return ag__loom(c);
+  if (R > 1 && rb < R) { /* B' = B padded with 1:0 modes to rank R */
+    for (int i = 0; i < R; i++) {
+      ch[i] = i < rb ? ag__mode(b->shape, i) : one;
+      ch[R + i] = i < rb ? ag__mode(b->stride, i) : zero;
+    }
+    bp.shape = ag_tuple_make(c, R, ch);
+    bp.stride = ag_tuple_make(c, R, ch + R);
+    if (!bp.shape || !bp.stride)
+      return ag__loom(c);
+  }
+  /* one composition over all of B', so its modes are checked together */
+  if ((rc = compose_impl(c, op, &ca, &bp, &y)))
+    return rc;
   for (int i = 0; i < R; i++) {
-    ag_layout ai = {one, zero}, bi = {one, zero}, yi;
+    ag_layout ai = {one, zero}, m;
     if (i < ra)
       ai = (ag_layout){ag__mode(a->shape, i), ag__mode(a->stride, i)};
-    if (i < rb)
-      bi = (ag_layout){ag__mode(b->shape, i), ag__mode(b->stride, i)};
-    const char *mop = ag_arena_printf(c->arena, "%s (mode %d)", op, i);
-    if (!mop)
-      return ag__loom(c);
-    if ((rc = compose_impl(c, mop, &ca, &bi, &yi)))
-      return rc;
-    ag_layout m;
+    ag_layout yi = R == 1 ? y : (ag_layout){ag__mode(y.shape, i), ag__mode(y.stride, i)};
     if ((rc = raked ? pair(c, &yi, &ai, &m) : pair(c, &ai, &yi, &m)))
       return rc;
-    ch[i] = m.shape;
-    ch[R + i] = m.stride;
+    ch[2 * R + i] = m.shape;
+    ch[3 * R + i] = m.stride;
   }
-  out->shape = ag_tuple_make(c, R, ch);
-  out->stride = ag_tuple_make(c, R, ch + R);
+  out->shape = ag_tuple_make(c, R, ch + 2 * R);
+  out->stride = ag_tuple_make(c, R, ch + 3 * R);
   if (!out->shape || !out->stride)
     return ag__loom(c);
   return ag__range_check(c, out);
