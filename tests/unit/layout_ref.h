@@ -13,14 +13,14 @@
 #include <string.h>
 
 static uint64_t rng_s = 0x9e3779b97f4a7c15ull;
-static void rng_seed(uint64_t s) { rng_s = s ? s : 1; }
-static uint64_t rng(void) {
+static inline void rng_seed(uint64_t s) { rng_s = s ? s : 1; }
+static inline uint64_t rng(void) {
   rng_s ^= rng_s >> 12;
   rng_s ^= rng_s << 25;
   rng_s ^= rng_s >> 27;
   return rng_s * 2685821657736338717ull;
 }
-static int64_t rnd(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
+static inline int64_t rnd(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
 
 /* ------------------------------------------------------ reference evaluator */
 enum { REF_MAX = 128 };
@@ -29,7 +29,7 @@ typedef struct rflat {
   int64_t s[REF_MAX], d[REF_MAX];
 } rflat;
 
-static void rflat_rec(const ag_tuple *s, const ag_tuple *d, rflat *f) {
+static inline void rflat_rec(const ag_tuple *s, const ag_tuple *d, rflat *f) {
   if (s->is_leaf) {
     if (f->n < REF_MAX) {
       f->s[f->n] = s->value;
@@ -42,12 +42,12 @@ static void rflat_rec(const ag_tuple *s, const ag_tuple *d, rflat *f) {
     rflat_rec(s->child[i], d->child[i], f);
 }
 
-static void rflatten(const ag_layout *l, rflat *f) {
+static inline void rflatten(const ag_layout *l, rflat *f) {
   f->n = 0;
   rflat_rec(l->shape, l->stride, f);
 }
 
-static int64_t ref_size(const ag_layout *l) {
+static inline int64_t ref_size(const ag_layout *l) {
   rflat f;
   rflatten(l, &f);
   int64_t p = 1;
@@ -57,7 +57,7 @@ static int64_t ref_size(const ag_layout *l) {
 }
 
 /* L(idx) for any idx >= 0: the last flat mode takes what is left. */
-static int64_t ref_eval(const ag_layout *l, int64_t idx) {
+static inline int64_t ref_eval(const ag_layout *l, int64_t idx) {
   rflat f;
   rflatten(l, &f);
   int64_t acc = 0;
@@ -71,7 +71,7 @@ static int64_t ref_eval(const ag_layout *l, int64_t idx) {
 }
 
 /* 1 if L is injective on [0, size). */
-static int ref_injective(const ag_layout *l) {
+static inline int ref_injective(const ag_layout *l) {
   int64_t n = ref_size(l);
   int64_t *v = malloc((size_t)n * sizeof *v);
   int ok = 1;
@@ -120,7 +120,7 @@ static ag_tuple *with_leaves(ag_layout_ctx *c, const ag_tuple *shape, const int6
  * kind 1: compact with gaps (injective, not onto);
  * kind 2: random strides in 0..12 (anything);
  * kind 3: like 0 but with some stride-0 (broadcast) modes. */
-static ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size, int kind) {
+static inline ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size, int kind) {
   int64_t budget = max_size;
   ag_tuple *shape = gen_shape(c, depth, &budget);
   rflat f;
@@ -172,7 +172,7 @@ static ag_tuple *perturb_rec(ag_layout_ctx *c, const ag_tuple *s, const ag_tuple
   return ag_tuple_make(c, s->n, ch);
 }
 
-static int perturb(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
+static inline int perturb(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
   int done = 0;
   out->shape = l->shape;
   out->stride = perturb_rec(c, l->shape, l->stride, &done);
