@@ -58,7 +58,8 @@ typedef struct ag_layout_ctx {
   ag_str err; /* message for the last failure: lowercase, names the modes */
   /* added by issue 7 (set up by ag_layout_ctx_init, freed by _release): */
   const char *src_name; /* name parse diagnostics carry as their "file" (NULL: none) */
-  ag_map xcons;         /* hash-consing table of the expressions built in arena */
+  struct ag_expr **xtab; /* hash-consing table of the expressions in arena (internal) */
+  size_t xcap, xcount;
 } ag_layout_ctx;
 
 void ag_layout_ctx_init(ag_layout_ctx *c, ag_arena *arena);

@@ -20,12 +20,13 @@ void ag_layout_ctx_init(ag_layout_ctx *c, ag_arena *arena) {
   memset(c, 0, sizeof *c);
   c->arena = arena;
   ag_str_init(&c->err);
-  ag_map_init(&c->xcons);
 }
 
 void ag_layout_ctx_release(ag_layout_ctx *c) {
   ag_str_release(&c->err);
-  ag_map_release(&c->xcons);
+  ag_free(c->xtab);
+  c->xtab = NULL;
+  c->xcap = c->xcount = 0;
 }
 
 int ag__lfail(ag_layout_ctx *c, int code, const char *fmt, ...) {
@@ -121,6 +122,11 @@ static void flat_fill(const ag_tuple *s, const ag_tuple *d, ag__flat *f) {
     flat_fill(s->child[i], d->child[i], f);
 }
 
+void ag__flat_fill(const ag_layout *l, ag__flat *f) {
+  f->n = 0;
+  flat_fill(l->shape, l->stride, f);
+}
+
 int ag__flatten(ag_layout_ctx *c, const ag_layout *l, ag__flat *f) {
   int n = ag_tuple_leaves(l->shape);
   f->n = 0;
@@ -132,24 +138,42 @@ int ag__flatten(ag_layout_ctx *c, const ag_layout *l, ag__flat *f) {
   return 0;
 }
 
-int ag__from_flat(ag_layout_ctx *c, int n, const int64_t *s, const int64_t *d, ag_layout *out) {
-  if (n == 1) {
-    out->shape = ag_tuple_leaf(c, s[0]);
-    out->stride = ag_tuple_leaf(c, d[0]);
-    return out->shape && out->stride ? 0 : ag__loom(c);
-  }
-  ag_tuple *sh = ag_arena_alloc(c->arena, sizeof *sh + (size_t)n * sizeof(ag_tuple *));
-  ag_tuple *st = ag_arena_alloc(c->arena, sizeof *st + (size_t)n * sizeof(ag_tuple *));
-  ag_tuple *leaves = ag_arena_alloc(c->arena, 2 * (size_t)n * sizeof *leaves);
-  if (!sh || !st || !leaves)
+int ag__pair_nodes(ag_layout_ctx *c, int n, ag_tuple **s, ag_tuple **d) {
+  size_t node = (sizeof(ag_tuple) + (size_t)n * sizeof(ag_tuple *) + 15) & ~(size_t)15;
+  unsigned char *m = ag_arena_alloc(c->arena, 2 * node);
+  if (!m)
     return ag__loom(c);
-  sh->n = st->n = n;
-  sh->child = (ag_tuple **)(sh + 1);
-  st->child = (ag_tuple **)(st + 1);
+  *s = (ag_tuple *)m;
+  *d = (ag_tuple *)(m + node);
+  (*s)->n = (*d)->n = n;
+  (*s)->child = (ag_tuple **)(*s + 1);
+  (*d)->child = (ag_tuple **)(*d + 1);
+  return 0;
+}
+
+int ag__from_flat(ag_layout_ctx *c, int n, const int64_t *s, const int64_t *d, ag_layout *out) {
+  /* one allocation: (for n > 1) the two tuple nodes, then 2n leaves */
+  size_t node = (sizeof(ag_tuple) + (size_t)n * sizeof(ag_tuple *) + 15) & ~(size_t)15;
+  size_t head = n == 1 ? 0 : 2 * node;
+  unsigned char *m = ag_arena_alloc(c->arena, head + 2 * (size_t)n * sizeof(ag_tuple));
+  if (!m)
+    return ag__loom(c);
+  ag_tuple *leaves = (ag_tuple *)(m + head);
   for (int i = 0; i < n; i++) {
     leaves[2 * i].is_leaf = leaves[2 * i + 1].is_leaf = 1;
     leaves[2 * i].value = s[i];
     leaves[2 * i + 1].value = d[i];
+  }
+  if (n == 1) {
+    out->shape = &leaves[0];
+    out->stride = &leaves[1];
+    return 0;
+  }
+  ag_tuple *sh = (ag_tuple *)m, *st = (ag_tuple *)(m + node);
+  sh->n = st->n = n;
+  sh->child = (ag_tuple **)(sh + 1);
+  st->child = (ag_tuple **)(st + 1);
+  for (int i = 0; i < n; i++) {
     sh->child[i] = &leaves[2 * i];
     st->child[i] = &leaves[2 * i + 1];
   }
