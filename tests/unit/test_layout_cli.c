@@ -163,7 +163,7 @@ TEST(test_malformed_input) {
             NULL);
   malformed("X:1:3: error: expected ',' or ')'", "^", "layout", "eval", "8:1", "(1;2)", NULL);
   malformed("S:1:1: error: expected an integer or '('", "^", "layout", "swizzle", "3", "4", "x",
-            "5");
+            "5", NULL);
   malformed("COTARGET:1:1: error: 0 is out of range", "^", "layout", "complement", "4:1", "0", NULL);
   CHECK_EQ_INT(run("layout", "swizzle", "3", "4", "2", "5", NULL), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "|S| must be at least B");

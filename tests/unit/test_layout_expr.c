@@ -153,7 +153,7 @@ TEST(test_expr_matches_reference) {
       CHECK_EQ_INT(got, want);
       compared++;
       /* the deliberately wrong oracle: want + 1 must not match */
-      if (got != want + 1)
+      if (got != (int64_t)((uint64_t)want + 1))
         caught++;
     }
     if (nsym == 0) {
