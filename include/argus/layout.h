@@ -169,6 +169,8 @@ const ag_expr *ag_swizzle_apply_x(ag_layout_ctx *c, ag_swizzle s, const ag_expr 
  *   x&0 fold to 0 even when x would be undefined. Symbolic layout
  *   evaluation equals concrete evaluation for every index >= 0. */
 
+/* The parsers accept d == NULL (c->err still gets "column N: message"). */
+
 /* Bounds-checked variant of ag_layout_eval_coord's input: every coordinate
  * leaf inside its mode's extent, structure congruent with (or coarser than)
  * the shape. 0, or AG_EINVAL / AG_ERANGE with a message in c->err. */

@@ -27,21 +27,6 @@ static void setup(void) {
     SEED0 = strtoull(e, NULL, 10) * 1000;
 }
 
-typedef struct Ctx {
-  ag_arena arena;
-  ag_layout_ctx c;
-} Ctx;
-
-static void t_init(Ctx *t) {
-  ag_arena_init(&t->arena, 0);
-  ag_layout_ctx_init(&t->c, &t->arena);
-}
-
-static void t_free(Ctx *t) {
-  ag_layout_ctx_release(&t->c);
-  ag_arena_release(&t->arena);
-}
-
 static int layout_depth(int max) { return (int)rnd(0, max); }
 
 /* ------------------------------------------------------------- composition */
@@ -76,7 +61,7 @@ static int check_compose(const ag_layout *a, const ag_layout *b, const ag_layout
  * static assertions fire. Written here from CuTe's definition, apart from
  * the library. */
 typedef struct weak {
-  Ctx *t;
+  lctx *t;
   rflat a; /* coalesce_x(A): flat, last mode unbounded */
   int rejected;
 } weak;
@@ -165,8 +150,8 @@ TEST(test_compose_props) {
   setup();
   rng_seed(SEED0 + 1);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout a = gen_layout(&t.c, layout_depth(3), 256, (int)rnd(0, 3));
     ag_layout b = gen_layout(&t.c, layout_depth(2), 64, (int)rnd(0, 3));
     ag_layout r, bad;
@@ -206,7 +191,7 @@ TEST(test_compose_props) {
         weak_wrong++;
       }
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   printf("compose: %d defined (%d wrong results caught), %d undefined (%d CuTe rejects, %d "
          "where CuTe answers wrongly)\n",
@@ -221,8 +206,8 @@ TEST(test_compose_tiler_props) {
   setup();
   rng_seed(SEED0 + 2);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout a = gen_layout(&t.c, 2, 256, (int)rnd(0, 3));
     int ra = ag_layout_rank(&a), n = (int)rnd(1, ra);
     ag_layout modes[8];
@@ -243,7 +228,7 @@ TEST(test_compose_tiler_props) {
         }
       }
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   CHECK(defined > ITER / 4);
 }
@@ -360,8 +345,8 @@ TEST(test_complement_props) {
   setup();
   rng_seed(SEED0 + 3);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout l = gen_layout(&t.c, layout_depth(3), 32, (int)rnd(0, 3));
     int64_t cosl = ag_layout_cosize(&l);
     int64_t cot = rnd(0, 3) == 0 ? 0 : rnd(1, 4 * cosl);
@@ -391,7 +376,7 @@ TEST(test_complement_props) {
       CHECK(overlapping(&l));
       CHECK_CONTAINS(ag_str_cstr(&t.c.err), "mode");
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   printf("complement: %d defined (%d wrong caught), %d undefined\n", defined, caught, undefined);
   CHECK(defined > ITER / 2);
@@ -445,8 +430,8 @@ TEST(test_inverse_props) {
   setup();
   rng_seed(SEED0 + 4);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     int kind = (int)rnd(0, 3);
     ag_layout l = gen_layout(&t.c, layout_depth(3), 128, kind), r, bad;
     int inj = ref_injective(&l);
@@ -479,7 +464,7 @@ TEST(test_inverse_props) {
       CHECK_EQ_INT(rc, AG_EUNDEFINED);
       CHECK(!inj || strstr(ag_str_cstr(&t.c.err), "not a multiple"));
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   printf("inverses: %d right, %d left defined, %d left undefined, %d bijections, %d wrong caught\n",
          rdef, ldef, lundef, bij, caught);
@@ -518,8 +503,8 @@ TEST(test_coalesce_props) {
   setup();
   rng_seed(SEED0 + 5);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout l = gen_layout(&t.c, layout_depth(3), 256, (int)rnd(0, 3)), r, bad;
     CHECK_EQ_INT(ag_layout_coalesce(&t.c, &l, &r), 0);
     int e = check_coalesce(&l, &r);
@@ -538,7 +523,7 @@ TEST(test_coalesce_props) {
       ag_layout_mode(&t.c, &r, i, &rm);
       CHECK_EQ_INT(check_coalesce(&lm, &rm), 0);
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   CHECK(caught > ITER / 2);
 }
@@ -587,8 +572,8 @@ TEST(test_divide_props) {
   setup();
   rng_seed(SEED0 + 6);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout a = gen_layout(&t.c, layout_depth(3), 256, (int)rnd(0, 3));
     ag_layout b = gen_layout(&t.c, layout_depth(2), 16, (int)rnd(0, 1));
     ag_tiler tl = {1, b, 0, NULL};
@@ -597,7 +582,7 @@ TEST(test_divide_props) {
     if (rc) {
       undefined++;
       CHECK(rc == AG_EUNDEFINED || rc == AG_ERANGE);
-      t_free(&t);
+      lctx_free(&t);
       continue;
     }
     defined++;
@@ -628,7 +613,7 @@ TEST(test_divide_props) {
         CHECK(ag_layout_equal(&x, &y));
       }
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   printf("logical_divide: %d defined (%d wrong caught), %d undefined\n", defined, caught, undefined);
   CHECK(defined > ITER / 3);
@@ -642,8 +627,8 @@ TEST(test_divide_tiler_props) {
   setup();
   rng_seed(SEED0 + 7);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     int ra = (int)rnd(1, 3);
     ag_tuple *ms[3], *md[3];
     for (int i = 0; i < ra; i++) {
@@ -659,7 +644,7 @@ TEST(test_divide_tiler_props) {
     ag_tiler tl = {0, {0, 0}, n, modes};
     ag_layout l, z, td;
     if (ag_layout_logical_divide(&t.c, &a, &tl, &l)) {
-      t_free(&t);
+      lctx_free(&t);
       continue;
     }
     defined++;
@@ -704,7 +689,7 @@ TEST(test_divide_tiler_props) {
       ag_layout x = sub(&td, 1 + i), y = sub(&z1, i);
       CHECK(same_function(&x, &y));
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   CHECK(defined > ITER / 3);
   CHECK(caught > ITER / 4);
@@ -773,8 +758,8 @@ TEST(test_product_props) {
   setup();
   rng_seed(SEED0 + 8);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout a = gen_layout(&t.c, layout_depth(2), 16, (int)rnd(0, 3));
     ag_layout b = gen_layout(&t.c, layout_depth(2), 12, (int)rnd(0, 3));
     ag_tiler tl = {1, b, 0, NULL};
@@ -816,7 +801,7 @@ TEST(test_product_props) {
         }
       }
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   printf("products: %d logical, %d blocked/raked defined, %d injective, %d wrong caught\n",
          defined, rdef, inj, caught);
@@ -830,8 +815,8 @@ TEST(test_product_tiler_props) {
   setup();
   rng_seed(SEED0 + 9);
   for (int it = 0; it < ITER / 2; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     int ra = (int)rnd(1, 3);
     ag_tuple *ms[3], *md[3];
     for (int i = 0; i < ra; i++) {
@@ -859,7 +844,7 @@ TEST(test_product_tiler_props) {
         CHECK_EQ_INT(check_product(&am, &modes[i], &cc, &rm), 0);
       }
     }
-    t_free(&t);
+    lctx_free(&t);
   }
   CHECK(defined > ITER / 6);
 }
@@ -878,8 +863,8 @@ static int64_t ref_swizzle(int b, int m, int s, int64_t x) {
 }
 
 TEST(test_swizzle_props) {
-  Ctx t;
-  t_init(&t);
+  lctx t;
+  lctx_init(&t);
   int checked = 0, caught = 0;
   for (int b = 0; b <= 4; b++)
     for (int m = 0; m <= 4; m++)
@@ -920,7 +905,7 @@ TEST(test_swizzle_props) {
   CHECK_EQ_INT(ag_swizzle_check(&t.c, (ag_swizzle){3, 40, 30}), AG_EINVAL);
   CHECK(checked > 100);
   CHECK(caught > 50);
-  t_free(&t);
+  lctx_free(&t);
 }
 
 /* ------------------------------------------------ reference vs library eval */
@@ -929,8 +914,8 @@ TEST(test_eval_matches_reference) {
   setup();
   rng_seed(SEED0 + 10);
   for (int it = 0; it < ITER; it++) {
-    Ctx t;
-    t_init(&t);
+    lctx t;
+    lctx_init(&t);
     ag_layout l = gen_layout(&t.c, layout_depth(3), 256, (int)rnd(0, 3));
     int64_t n = ag_layout_size(&l);
     CHECK_EQ_INT(n, ref_size(&l));
@@ -946,7 +931,7 @@ TEST(test_eval_matches_reference) {
       CHECK_EQ_INT(ag_crd2idx(crd, l.shape, &back), 0);
       CHECK_EQ_INT(back, i);
     }
-    t_free(&t);
+    lctx_free(&t);
   }
 }
 

@@ -603,116 +603,123 @@ int ag_layout_complement(ag_layout_ctx *c, const ag_layout *l, int64_t cotarget,
 
 /* ----------------------------------------------------------------- inverses */
 
-static int prefix_products(ag_layout_ctx *c, const ag__flat *f, int64_t **pre) {
-  *pre = ag_arena_alloc(c->arena, ((size_t)f->n + 1) * sizeof **pre);
-  if (!*pre)
+/* What both inverses start from: coalesce(L) flat, the prefix products of
+ * its extents, its modes sorted by stride, and room for the result. */
+typedef struct inv {
+  ag__flat f;
+  int *idx, *ord;          /* source leaf of each coalesced mode; sort order */
+  int64_t *pre;            /* pre[i] = product of the extents before mode i */
+  int64_t *rs, *rd, *os, *od; /* the result before and after coalescing */
+} inv;
+
+static int inverse_setup(ag_layout_ctx *c, const ag_layout *l, inv *v) {
+  int rc = flat_coalesced(c, l, &v->f, &v->idx, 0);
+  if (rc)
+    return rc;
+  int n = v->f.n;
+  v->pre = ag_arena_alloc(c->arena, (5 * ((size_t)n + 1)) * sizeof(int64_t) + (size_t)n * sizeof(int));
+  if (!v->pre)
     return ag__loom(c);
-  (*pre)[0] = 1;
-  for (int i = 0; i < f->n; i++)
-    (*pre)[i + 1] = (*pre)[i] * f->s[i]; /* <= size, which fits */
+  v->rs = v->pre + n + 1;
+  v->rd = v->rs + n + 1;
+  v->os = v->rd + n + 1;
+  v->od = v->os + n + 1;
+  v->ord = (int *)(v->od + n + 1);
+  v->pre[0] = 1;
+  for (int i = 0; i < n; i++)
+    v->pre[i + 1] = v->pre[i] * v->f.s[i]; /* <= size, which fits */
+  sort_by_stride(n, v->f.d, v->ord);
   return 0;
 }
 
+/* Coalesces the n-mode result in v into out. */
+static int inverse_finish(ag_layout_ctx *c, const char *op, inv *v, int n, ag_layout *out) {
+  int on = coalesce_modes(n, v->rs, v->rd, v->os, v->od, NULL, 0);
+  if (on < 0)
+    return ag__lfail(c, AG_ERANGE, "%s: a stride overflows 64 bits", op);
+  return ag__from_flat(c, on, v->os, v->od, out);
+}
+
 int ag_layout_right_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
-  ag__flat f;
-  int64_t *pre;
-  int rc = flat_coalesced(c, l, &f, NULL, 0);
-  if (rc || (rc = prefix_products(c, &f, &pre)))
+  inv v;
+  int rc = inverse_setup(c, l, &v);
+  if (rc)
     return rc;
-  int *ord = ag_arena_alloc(c->arena, (size_t)f.n * sizeof *ord);
-  int64_t *rs = ag_arena_alloc(c->arena, 4 * ((size_t)f.n + 1) * sizeof *rs);
-  if (!ord || !rs)
-    return ag__loom(c);
-  int64_t *rd = rs + f.n + 1, *os = rd + f.n + 1, *od = os + f.n + 1;
-  sort_by_stride(f.n, f.d, ord);
   int cnt = 0;
-  rs[cnt] = 1;
-  rd[cnt++] = 0;
+  v.rs[cnt] = 1;
+  v.rd[cnt++] = 0;
   int64_t curr = 1;
-  for (int i = 0; i < f.n; i++) {
-    int m = ord[i];
-    if (f.d[m] != curr)
+  for (int i = 0; i < v.f.n; i++) {
+    int m = v.ord[i];
+    if (v.f.d[m] != curr)
       continue;
-    rs[cnt] = f.s[m];
-    rd[cnt++] = pre[m];
-    if (ag__mul(f.s[m], f.d[m], &curr))
+    v.rs[cnt] = v.f.s[m];
+    v.rd[cnt++] = v.pre[m];
+    if (ag__mul(v.f.s[m], v.f.d[m], &curr))
       break; /* nothing further can match */
   }
-  int on = coalesce_modes(cnt, rs, rd, os, od, NULL, 0);
-  if (on < 0)
-    return ag__lfail(c, AG_ERANGE, "right_inverse: a stride overflows 64 bits");
-  return ag__from_flat(c, on, os, od, out);
+  return inverse_finish(c, "right_inverse", &v, cnt, out);
+}
+
+/* "left_inverse: <what> mode P (...) <why>" naming coalesced mode m and,
+ * if prev >= 0, the mode before it. */
+static int left_fail(ag_layout_ctx *c, const ag_layout *l, const inv *v, int m, int prev,
+                     int kind) {
+  ag_str p = AG_STR_INIT, q = AG_STR_INIT;
+  ag__leaf_path(l->shape, v->idx[m], &p);
+  if (prev >= 0)
+    ag__leaf_path(l->shape, v->idx[prev], &q);
+  long long d = (long long)v->f.d[m];
+  int rc;
+  if (kind == 0)
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "left_inverse: mode %s has a negative stride %lld; left_inverse is defined "
+                   "for non-negative strides only",
+                   ag_str_cstr(&p), d);
+  else if (kind == 1)
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "left_inverse: stride %lld of mode %s is not a multiple of stride %lld of "
+                   "mode %s, the next smaller one, so no layout inverts it",
+                   d, ag_str_cstr(&p), (long long)v->f.d[prev], ag_str_cstr(&q));
+  else
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "left_inverse: mode %s (stride %lld) starts inside mode %s (%lld:%lld), so "
+                   "the layout is not injective and has no left inverse",
+                   ag_str_cstr(&p), d, ag_str_cstr(&q), (long long)v->f.s[prev],
+                   (long long)v->f.d[prev]);
+  ag_str_release(&p);
+  ag_str_release(&q);
+  return rc;
 }
 
 int ag_layout_left_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
-  ag__flat f;
-  int64_t *pre;
-  int *idx;
-  int rc = flat_coalesced(c, l, &f, &idx, 0);
-  if (rc || (rc = prefix_products(c, &f, &pre)))
+  inv v;
+  int rc = inverse_setup(c, l, &v);
+  if (rc)
     return rc;
-  for (int i = 0; i < f.n; i++) {
-    if (f.d[i] < 0) {
-      ag_str p = AG_STR_INIT;
-      ag__leaf_path(l->shape, idx[i], &p);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "left_inverse: mode %s has a negative stride %lld; left_inverse is "
-                     "defined for non-negative strides only",
-                     ag_str_cstr(&p), (long long)f.d[i]);
-      ag_str_release(&p);
-      return rc;
-    }
-  }
-  int *ord = ag_arena_alloc(c->arena, (size_t)f.n * sizeof *ord);
-  int64_t *rs = ag_arena_alloc(c->arena, 4 * ((size_t)f.n + 1) * sizeof *rs);
-  if (!ord || !rs)
-    return ag__loom(c);
-  int64_t *rd = rs + f.n + 1, *os = rd + f.n + 1, *od = os + f.n + 1;
-  sort_by_stride(f.n, f.d, ord);
+  for (int i = 0; i < v.f.n; i++)
+    if (v.f.d[i] < 0)
+      return left_fail(c, l, &v, i, -1, 0);
   int ns = 0, nd = 0, prev = -1;
-  rd[nd++] = 0;
+  v.rd[nd++] = 0;
   int64_t size = 1;
-  for (int i = 0; i < f.n; i++) {
-    int m = ord[i];
-    if (f.d[m] == 0)
+  for (int i = 0; i < v.f.n; i++) {
+    int m = v.ord[i];
+    if (v.f.d[m] == 0)
       continue;
-    if (f.d[m] % size != 0) {
-      ag_str p = AG_STR_INIT, q = AG_STR_INIT;
-      ag__leaf_path(l->shape, idx[m], &p);
-      ag__leaf_path(l->shape, idx[prev], &q);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "left_inverse: stride %lld of mode %s is not a multiple of stride %lld "
-                     "of mode %s, the next smaller one, so no layout inverts it",
-                     (long long)f.d[m], ag_str_cstr(&p), (long long)size, ag_str_cstr(&q));
-      ag_str_release(&p);
-      ag_str_release(&q);
-      return rc;
-    }
-    if (prev >= 0 && f.s[prev] * f.d[prev] > f.d[m]) {
-      /* divisibility holds but the modes overlap: L is not injective on its
-       * nonzero-stride modes, and CuTe's result is no quasi-inverse */
-      ag_str p = AG_STR_INIT, q = AG_STR_INIT;
-      ag__leaf_path(l->shape, idx[m], &p);
-      ag__leaf_path(l->shape, idx[prev], &q);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "left_inverse: mode %s (stride %lld) starts inside mode %s (%lld:%lld), "
-                     "so the layout is not injective and has no left inverse",
-                     ag_str_cstr(&p), (long long)f.d[m], ag_str_cstr(&q), (long long)f.s[prev],
-                     (long long)f.d[prev]);
-      ag_str_release(&p);
-      ag_str_release(&q);
-      return rc;
-    }
-    rs[ns++] = f.d[m] / size;
-    rd[nd++] = pre[m];
-    size = f.d[m];
+    if (v.f.d[m] % size != 0)
+      return left_fail(c, l, &v, m, prev, 1);
+    /* divisibility holds but the modes overlap: L is not injective on its
+     * nonzero-stride modes, and CuTe's result is no quasi-inverse */
+    if (prev >= 0 && v.f.s[prev] * v.f.d[prev] > v.f.d[m])
+      return left_fail(c, l, &v, m, prev, 2);
+    v.rs[ns++] = v.f.d[m] / size;
+    v.rd[nd++] = v.pre[m];
+    size = v.f.d[m];
     prev = m;
   }
-  rs[ns++] = f.s[ord[f.n - 1]];
-  int on = coalesce_modes(ns, rs, rd, os, od, NULL, 0);
-  if (on < 0)
-    return ag__lfail(c, AG_ERANGE, "left_inverse: a stride overflows 64 bits");
-  return ag__from_flat(c, on, os, od, out);
+  v.rs[ns++] = v.f.s[v.ord[v.f.n - 1]];
+  return inverse_finish(c, "left_inverse", &v, ns, out);
 }
 
 /* ------------------------------------------------------------------ divides */

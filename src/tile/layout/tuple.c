@@ -182,6 +182,19 @@ int ag__from_flat(ag_layout_ctx *c, int n, const int64_t *s, const int64_t *d, a
   return 0;
 }
 
+/* A mode path "1.0.2" grown and shrunk while walking a tree. */
+static size_t path_push(ag_str *path, int i) {
+  size_t keep = path->len;
+  ag_str_printf(path, "%s%d", keep ? "." : "", i);
+  return keep;
+}
+
+static void path_pop(ag_str *path, size_t keep) {
+  path->len = keep;
+  if (path->p)
+    path->p[keep] = 0;
+}
+
 /* Checks congruence, extents and emptiness; path names the mode. */
 static int check_tree(ag_layout_ctx *c, const ag_tuple *s, const ag_tuple *d, ag_str *path) {
   if (s->is_leaf != d->is_leaf)
@@ -202,13 +215,10 @@ static int check_tree(ag_layout_ctx *c, const ag_tuple *s, const ag_tuple *d, ag
                      "shape and stride are not congruent at mode %s: %d modes in the shape, "
                      "%d in the stride",
                      path->len ? ag_str_cstr(path) : "(whole layout)", s->n, d->n);
-  size_t keep = path->len;
   for (int i = 0; i < s->n; i++) {
-    ag_str_printf(path, "%s%d", keep ? "." : "", i);
+    size_t keep = path_push(path, i);
     int rc = check_tree(c, s->child[i], d->child[i], path);
-    path->len = keep;
-    if (path->p)
-      path->p[keep] = 0;
+    path_pop(path, keep);
     if (rc)
       return rc;
   }
@@ -486,13 +496,10 @@ static int check_crd(ag_layout_ctx *c, const ag_tuple *x, const ag_tuple *s, ag_
   if (s->is_leaf || s->n != x->n)
     return ag__lfail(c, AG_EINVAL, "the coordinate has %d modes where %s%s has %d",
                      x->n, path->len ? "mode " : "", where, ag__rank(s));
-  size_t keep = path->len;
   for (int i = 0; i < x->n; i++) {
-    ag_str_printf(path, "%s%d", keep ? "." : "", i);
+    size_t keep = path_push(path, i);
     int rc = check_crd(c, x->child[i], s->child[i], path);
-    path->len = keep;
-    if (path->p)
-      path->p[keep] = 0;
+    path_pop(path, keep);
     if (rc)
       return rc;
   }
