@@ -140,7 +140,8 @@ static inline ag_tuple *with_leaves(ag_layout_ctx *c, const ag_tuple *shape, con
 /* kind 0: a compact layout with its modes permuted (a bijection);
  * kind 1: compact with gaps (injective, not onto);
  * kind 2: random strides in 0..12 (anything);
- * kind 3: like 0 but with some stride-0 (broadcast) modes. */
+ * kind 3: like 0 but with some stride-0 (broadcast) modes;
+ * kind 4: random strides in -6..12 (negative ones too). */
 static inline ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size, int kind) {
   int64_t budget = max_size;
   ag_tuple *shape = gen_shape(c, depth, &budget);
@@ -163,6 +164,7 @@ static inline ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size
     case 0: v[m] = pre; pre *= f.s[m]; break;
     case 1: v[m] = pre; pre *= f.s[m] * rnd(1, 2); break;
     case 2: v[m] = rnd(0, 12); break;
+    case 4: v[m] = rnd(-6, 12); break;
     default:
       if (rnd(0, 3) == 0) {
         v[m] = 0;
