@@ -206,6 +206,8 @@ TEST(test_queries_and_eval) {
   CHECK_EQ_INT(ag_layout_depth(&s), 0);
   ag_layout col = L(&t, "(2,(3,4))");
   CHECK_EQ_STR(lstr(&col), "(2,(3,4)):(1,(2,6))");
+  col = L(&t, "(2,1,3)"); /* CuTe's compact layout: stride 0 for an extent-1 mode */
+  CHECK_EQ_STR(lstr(&col), "(2,1,3):(1,0,2)");
   ag_layout neg = L(&t, "(4,3):(-1,4)");
   CHECK_EQ_INT(ag_layout_cosize(&neg), 3 + 8 + 1); /* CuTe: |stride| */
   int64_t v;

@@ -187,6 +187,8 @@ TEST(test_undefined_operations) {
   CHECK_CONTAINS(ag_str_cstr(&err), "coordinate 4 is outside mode 0");
   CHECK_EQ_INT(run("layout", "print", "(2,2,2):(1,2,4)", NULL), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "rank 3");
+  CHECK_EQ_INT(run("layout", "print", "(2,2):(1,2)", "--tv", "--tile", "9223372036854775807,4", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "too large to draw");
   CHECK_EQ_INT(run("layout", "print", "(4,2):(1,4)", "--tv", "--tile", "2,2", NULL), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "thread 0 value 1 maps to offset 4, outside the 2x2 tile");
 }

@@ -263,8 +263,8 @@ int ag_layout_make(ag_layout_ctx *c, ag_tuple *shape, ag_tuple *stride, ag_layou
 }
 
 static ag_tuple *compact_rec(ag_layout_ctx *c, const ag_tuple *s, int64_t *pre) {
-  if (s->is_leaf) {
-    ag_tuple *t = ag_tuple_leaf(c, *pre);
+  if (s->is_leaf) { /* CuTe gives an extent-1 mode stride 0 */
+    ag_tuple *t = ag_tuple_leaf(c, s->value == 1 ? 0 : *pre);
     *pre *= s->value;
     return t;
   }
