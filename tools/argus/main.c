@@ -11,6 +11,9 @@
 static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
      NULL, cmd_version_opts},
+    {"doctor", cmd_doctor, 0, "",
+     "say what this machine can do: GPUs, CUDA tools, profiling permission, libraries",
+     "Works on a machine without a GPU too: it then says what is missing.", cmd_doctor_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
