@@ -57,6 +57,9 @@ typedef struct ag_run_opts {
   ag_progress_fn progress; /* called in the scheduler thread after each task */
   void *progress_ud;
   int only_failed; /* rerun only tasks that failed or were skipped before */
+  unsigned types;  /* bit (1 << ag_task_type) per type to run; 0 = all. Tasks of
+                      other types, and everything downstream, stay pending
+                      (`argus plan` runs only Control tasks). */
 } ag_run_opts;
 
 typedef struct ag_run_stats {

@@ -36,6 +36,7 @@ typedef struct sched {
   AG_VEC(int) remaining;
   AG_VEC(int) failed_deps;
   AG_VEC(int) deps_seen; /* how many of a task's deps are accounted for */
+  AG_VEC(char) deferred; /* left pending: a type not run this time, or downstream of one */
   AG_VEC(AG_VEC(int)) dependents;
   int finished, total;
   int inflight; /* queued or running on a worker */
@@ -149,12 +150,14 @@ static int track_new_tasks(sched *s) {
   ag_plan *p = s->plan;
   size_t old = s->remaining.n;
   if (ag_vec_reserve(&s->remaining, p->tasks.n) || ag_vec_reserve(&s->failed_deps, p->tasks.n) ||
-      ag_vec_reserve(&s->dependents, p->tasks.n) || ag_vec_reserve(&s->deps_seen, p->tasks.n))
+      ag_vec_reserve(&s->dependents, p->tasks.n) || ag_vec_reserve(&s->deps_seen, p->tasks.n) ||
+      ag_vec_reserve(&s->deferred, p->tasks.n))
     return AG_ENOMEM;
   for (size_t i = old; i < p->tasks.n; i++) {
     s->remaining.v[s->remaining.n++] = 0;
     s->failed_deps.v[s->failed_deps.n++] = 0;
     s->deps_seen.v[s->deps_seen.n++] = 0;
+    s->deferred.v[s->deferred.n++] = 0;
     memset(&s->dependents.v[s->dependents.n++], 0, sizeof s->dependents.v[0]);
     s->total++;
   }
@@ -184,9 +187,26 @@ static int track_new_tasks(sched *s) {
 
 static void finish(sched *s, ag_task *t);
 
+/* Leaves t and everything downstream pending for this run. */
+static void defer(sched *s, int id) {
+  if (s->deferred.v[id])
+    return;
+  s->deferred.v[id] = 1;
+  s->finished++;
+  AG_VEC(int) *deps = (void *)&s->dependents.v[id];
+  for (size_t k = 0; k < deps->n; k++)
+    defer(s, deps->v[k]);
+}
+
 /* A task whose dependencies are all done either runs, or is skipped when an
  * input failed (unless it tolerates that). */
 static void make_ready(sched *s, ag_task *t) {
+  if (s->deferred.v[t->id])
+    return;
+  if (s->o->types && !(s->o->types & (1u << t->type))) {
+    defer(s, t->id);
+    return;
+  }
   if (s->failed_deps.v[t->id] && !t->partial_ok) {
     for (size_t k = 0; k < t->deps.n; k++) {
       ag_task *d = ag_plan_task(s->plan, t->deps.v[k]);
@@ -264,7 +284,8 @@ static void finish(sched *s, ag_task *t) {
     int d = deps->v[k];
     if (bad)
       s->failed_deps.v[d]++;
-    if (--s->remaining.v[d] == 0 && ag_plan_task(s->plan, d)->status == AG_TS_PENDING)
+    if (--s->remaining.v[d] == 0 && ag_plan_task(s->plan, d)->status == AG_TS_PENDING &&
+        !s->deferred.v[d])
       make_ready(s, ag_plan_task(s->plan, d));
   }
 }
@@ -336,7 +357,7 @@ int ag_run_plan(ag_plan *p, const ag_run_opts *o, ag_run_stats *stats) {
       /* nothing queued or running, yet unfinished tasks: a cycle */
       if (s.inflight == 0) {
         for (size_t i = 0; i < p->tasks.n; i++)
-          if (p->tasks.v[i]->status == AG_TS_PENDING) {
+          if (p->tasks.v[i]->status == AG_TS_PENDING && !s.deferred.v[i]) {
             p->tasks.v[i]->status = AG_TS_FAILED;
             set_error(p->tasks.v[i], "%s", "dependency cycle: the task can never start");
           }
@@ -366,6 +387,7 @@ out:
   ag_vec_free(&s.remaining);
   ag_vec_free(&s.failed_deps);
   ag_vec_free(&s.deps_seen);
+  ag_vec_free(&s.deferred);
   ag_vec_free(&s.cpu_q.items);
   ag_vec_free(&s.done_q.items);
   for (int d = 0; s.gpu_q && d < ndev; d++)

@@ -253,5 +253,29 @@ TEST(test_task_keys) {
   ag_plan_free(p);
 }
 
-RUN_TESTS(T(test_order), T(test_failure_isolation), T(test_dynamic_expansion), T(test_gpu_lanes),
+TEST(test_control_only) {
+  /* `argus plan` runs discovery only: Control tasks run and expand, the rest
+   * stays pending without errors */
+  norder = 0;
+  ag_plan *p = empty_plan();
+  ag_task *c = ag_plan_add(p, AG_TASK_CONTROL, "discover-sites", NULL, NULL, NULL, NULL, NULL, 0);
+  ag_task *join = add(p, "op", 999, &c->id, 1);
+  join_id = join->id;
+  p->expand = expand;
+  size_t before = p->tasks.n;
+  ag_run_opts o = opts(2, 0);
+  o.types = 1u << AG_TASK_CONTROL;
+  ag_run_stats st;
+  CHECK_EQ_INT(ag_run_plan(p, &o, &st), 0);
+  CHECK_EQ_INT(c->status, AG_TS_OK);
+  CHECK_EQ_INT(p->tasks.n, before + 16); /* the branches are materialized */
+  CHECK_EQ_INT(join->status, AG_TS_PENDING);
+  CHECK_EQ_INT(st.failed + st.skipped, 0);
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (p->tasks.v[i]->type != AG_TASK_CONTROL)
+      CHECK_EQ_INT(p->tasks.v[i]->status, AG_TS_PENDING);
+  ag_plan_free(p);
+}
+
+RUN_TESTS(T(test_control_only), T(test_order), T(test_failure_isolation), T(test_dynamic_expansion), T(test_gpu_lanes),
           T(test_cycle_and_missing_executor), T(test_task_keys))
