@@ -18,6 +18,7 @@
 #define ARGUS_PLAN_H
 
 #include "argus/core.h"
+#include "argus/task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,11 +97,6 @@ const ag_evidence_kind *ag_evidence_find(const char *name);
 const ag_recipe *ag_recipe_at(size_t i);
 
 /* ------------------------------------------------------------------ tasks */
-typedef enum ag_task_type {
-  AG_TASK_TRANSFORM, AG_TASK_COLLECT, AG_TASK_SYNTHESIZE, AG_TASK_CONTROL
-} ag_task_type;
-const char *ag_task_type_name(ag_task_type t);
-
 typedef enum ag_task_status {
   AG_TS_PENDING, AG_TS_RUNNING, AG_TS_OK, AG_TS_FAILED, AG_TS_SKIPPED, AG_TS_CACHED
 } ag_task_status;
