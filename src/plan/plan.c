@@ -37,7 +37,8 @@ static int dedup_key(const char *op, const json_t *config, const int *deps, int 
   /* dependencies as a sorted set */
   int tmp[64];
   int n = ndeps < 64 ? ndeps : 64;
-  memcpy(tmp, deps, sizeof(int) * (size_t)n);
+  if (n)
+    memcpy(tmp, deps, sizeof(int) * (size_t)n);
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
       int t = tmp[j];

@@ -78,7 +78,8 @@ int ag_task_compute_key(const ag_plan *p, ag_task *t) {
   /* inputs: dependencies' outputs in ascending id order */
   int ids[256];
   size_t n = t->deps.n < 256 ? t->deps.n : 256;
-  memcpy(ids, t->deps.v, n * sizeof(int));
+  if (n)
+    memcpy(ids, t->deps.v, n * sizeof(int));
   for (size_t i = 1; i < n; i++)
     for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
       int x = ids[j];
