@@ -500,12 +500,10 @@ static int parse_operand(ps *s, ag_ptx_operand *o) {
 /* Instruction: [@[!]pred] opcode operands ; — s->p at '@' or the opcode. */
 static int parse_instr(ps *s, ag_ptx_stmt *st) {
   if (*s->p == '@') {
-    s->p++;
-    skip_blank(s);
+    s->p++; /* the predicate follows '@' or '@!' directly */
     if (s->p < s->end && *s->p == '!') {
       st->guard_neg = 1;
       s->p++;
-      skip_blank(s);
     }
     size_t n = scan_ident(s->p, s->end);
     if (!n)
