@@ -1,5 +1,6 @@
 /*
- * corpus.h — the PTX corpus the golden tests iterate over: the PTX built
+ * corpus.h — helpers of the PTX tests: running a program, and the PTX
+ * corpus the golden tests iterate over: the PTX built
  * from the examples by the installed nvcc ($ARGUS_BUILD_DIR/tests/data/ptx),
  * the hand-written inputs and the Triton PTX recorded on the GPU machine
  * (tests/data/ptx/{hand,triton}). New files there are picked up as they land.
@@ -68,6 +69,44 @@ static inline char *corpus_path(const char *rel_src_or_build, int build) {
   static char buf[4096];
   snprintf(buf, sizeof buf, "%s/%s", base ? base : ".", rel_src_or_build);
   return buf;
+}
+
+/* Runs argv (no shell); captures stdout/stderr when given. Returns the
+ * exit code, or -1 when it could not run or did not exit normally. */
+static inline int run_capture(const char *const *argv, ag_str *out, ag_str *err,
+                              const char *stdout_path) {
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.capture_out = out;
+  o.capture_err = err;
+  o.stdout_path = stdout_path;
+  o.timeout_s = 300;
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+/* A CUDA tool from PATH or /usr/local/cuda/bin; owned, or NULL. */
+static inline char *cuda_tool(const char *name) {
+  char *p = ag_which(name);
+  char buf[256];
+  snprintf(buf, sizeof buf, "/usr/local/cuda/bin/%s", name);
+  if (!p && access(buf, X_OK) == 0)
+    p = ag_strdup(buf);
+  return p;
+}
+
+/* The one lazily collected corpus of a test program. */
+static corpus_list the_corpus_list;
+static inline corpus_list *the_corpus(void) {
+  static int done;
+  if (!done) {
+    corpus_collect(&the_corpus_list);
+    done = 1;
+  }
+  return &the_corpus_list;
 }
 
 #endif

@@ -5,20 +5,12 @@
  */
 #include "argus/core.h"
 #include "check.h"
+#include "corpus.h"
 
 #include <unistd.h>
 
 static int run(const char *const *argv, ag_str *out, ag_str *err) {
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.capture_out = out;
-  o.capture_err = err;
-  o.timeout_s = 300;
-  ag_proc_result r;
-  if (ag_proc_run(&o, &r) || !r.exited)
-    return -1;
-  return r.exit_code;
+  return run_capture(argv, out, err, NULL);
 }
 
 static char *src(const char *rel) {

@@ -16,6 +16,7 @@
  */
 #include "argus/core.h"
 #include "check.h"
+#include "corpus.h"
 
 #include <elf.h>
 #include <unistd.h>
@@ -38,14 +39,7 @@ static int compile(const char *src, const char *arch, const char *extra, const c
   argv[a++] = src;
   argv[a] = NULL;
   ag_str err = AG_STR_INIT;
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.capture_err = &err;
-  o.timeout_s = 240;
-  ag_proc_result r;
-  int rc = ag_proc_run(&o, &r);
-  int ok = !rc && r.exited && r.exit_code == 0;
+  int ok = run_capture(argv, NULL, &err, NULL) == 0;
   if (!ok)
     fprintf(stderr, "nvcc failed: %s\n", ag_str_cstr(&err));
   ag_str_release(&err);
@@ -84,13 +78,7 @@ out:
 
 static int sass_text(const char *cuobjdump, const char *cubin, ag_str *out) {
   const char *argv[] = {cuobjdump, "-sass", cubin, NULL};
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.capture_out = out;
-  o.timeout_s = 60;
-  ag_proc_result r;
-  return !ag_proc_run(&o, &r) && r.exited && r.exit_code == 0;
+  return run_capture(argv, out, NULL, NULL) == 0;
 }
 
 static void compare(const char *rel, const char *arch) {
@@ -142,34 +130,20 @@ static void compare(const char *rel, const char *arch) {
   unlink(o0);
 }
 
-TEST(overhead_sm90) { compare("examples/overhead/overhead.cu", "-arch=sm_90"); }
+static void need_nvcc(void) {
+  if (!nvcc && !(nvcc = cuda_tool("nvcc"))) {
+    printf("nvcc not found: skipped\n");
+    exit(77);
+  }
+}
+
+TEST(overhead_sm90) {
+  need_nvcc();
+  compare("examples/overhead/overhead.cu", "-arch=sm_90");
+}
 TEST(gemm_tma_sm90a) {
+  need_nvcc();
   compare("examples/gemm_tma/gemm_tma.cu", "-gencode=arch=compute_90a,code=sm_90a");
 }
 
-int main(int argc, char **argv) {
-  nvcc = ag_which("nvcc");
-  if (!nvcc && access("/usr/local/cuda/bin/nvcc", X_OK) == 0)
-    nvcc = ag_strdup("/usr/local/cuda/bin/nvcc");
-  if (!nvcc) {
-    printf("nvcc not found: skipped\n");
-    return 77;
-  }
-  static const chk_case cases[] = {T(overhead_sm90), T(gemm_tma_sm90a)};
-  int passed = 0, failed = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (argc > 1 && strcmp(argv[1], cases[i].name))
-      continue;
-    chk__cur_failed = 0;
-    cases[i].fn();
-    if (chk__cur_failed) {
-      failed++;
-      fprintf(stderr, "FAIL %s\n", cases[i].name);
-    } else {
-      passed++;
-    }
-  }
-  printf("%d passed, %d failed\n", passed, failed);
-  ag_free(nvcc);
-  return failed ? 1 : 0;
-}
+RUN_TESTS(T(overhead_sm90), T(gemm_tma_sm90a))
