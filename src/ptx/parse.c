@@ -95,6 +95,25 @@ static void skip_ws(ps *s) {
   s->p = p;
 }
 
+/* Skips a block comment at s->p. */
+static int skip_block_comment(ps *s) {
+  const char *start = s->p;
+  s->p += 2;
+  for (;;) {
+    if (s->p + 1 >= s->end) {
+      s->p = s->end;
+      return fail_at(s, start, "unterminated block comment");
+    }
+    if (s->p[0] == '*' && s->p[1] == '/') {
+      s->p += 2;
+      return 0;
+    }
+    if (*s->p == '\n')
+      newline_at(s, s->p);
+    s->p++;
+  }
+}
+
 /* Skips whitespace and comments (inside a statement). */
 static int skip_ws_c(ps *s) {
   for (;;) {
@@ -103,21 +122,8 @@ static int skip_ws_c(ps *s) {
       while (s->p < s->end && *s->p != '\n')
         s->p++;
     } else if (s->p + 1 < s->end && s->p[0] == '/' && s->p[1] == '*') {
-      const char *start = s->p;
-      s->p += 2;
-      for (;;) {
-        if (s->p + 1 >= s->end) {
-          s->p = s->end;
-          return fail_at(s, start, "unterminated block comment");
-        }
-        if (s->p[0] == '*' && s->p[1] == '/') {
-          s->p += 2;
-          break;
-        }
-        if (*s->p == '\n')
-          newline_at(s, s->p);
-        s->p++;
-      }
+      if (skip_block_comment(s))
+        return s->err;
     } else {
       return 0;
     }
@@ -1061,21 +1067,8 @@ static int parse_comment(ps *s, const char *lead) {
     return 0;
   }
   st->block_comment = 1;
-  const char *start = s->p;
-  s->p += 2;
-  for (;;) {
-    if (s->p + 1 >= s->end) {
-      s->p = s->end;
-      return fail_at(s, start, "unterminated block comment");
-    }
-    if (s->p[0] == '*' && s->p[1] == '/') {
-      s->p += 2;
-      break;
-    }
-    if (*s->p == '\n')
-      newline_at(s, s->p);
-    s->p++;
-  }
+  if (skip_block_comment(s))
+    return s->err;
   finish(s, st, s->p);
   return 0;
 }
