@@ -25,15 +25,7 @@
 /* Standard FNV-1a 64 (offset basis 0xcbf29ce484222325). Not ag_hash64: that
  * one's offset basis differs from the published constant, and region IDs
  * must be computable by any front end (region.cuh, Triton, scripts). */
-uint64_t ag_ptx_fnv1a(const void *data, size_t n) {
-  const unsigned char *p = data;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t ag_ptx_fnv1a(const void *data, size_t n) { return ag_hash64(data, n); }
 
 uint64_t ag_ptx_region_id(const char *qualified_name) {
   return ag_ptx_fnv1a(qualified_name, strlen(qualified_name));
