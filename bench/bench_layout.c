@@ -11,7 +11,7 @@
  * wrong path is never what gets timed. Prints one line per operation and
  * exits 1 if a result is wrong.
  *
- *   build/tests/bench_layout [ITERS [NAME]]   (default 200000; NAME: only the
+ *   build/bench/bench_layout [ITERS [NAME]]   (default 200000; NAME: only the
  *                                             operations whose name contains it)
  * Times are the thread's CPU time per operation.
  */
