@@ -19,9 +19,14 @@
  * region's stable ID is the FNV-1a hash of its qualified name
  * (kernel/outer/inner), which Argus computes from the nesting it discovers.
  *
- * A comment emits no instruction: a kernel compiled outside Argus has the
- * same machine code as without markers (tests/unit/test_markers_sass checks
- * the SASS). Define ARGUS_NO_MARKERS to compile the markers out entirely.
+ * Markers are active only when ARGUS_MARKERS is defined: Argus defines it
+ * when it compiles a program spec's CUDA source (and so should any build
+ * that makes PTX for Argus). Without it — a production build, a kernel
+ * compiled outside Argus — the macros expand to nothing and the machine code
+ * is byte-identical to the same source without markers
+ * (tests/ptx/test_markers_sass checks the cubins). With it, a marker is an
+ * `asm volatile` comment: no instruction, but the compiler may not move code
+ * across it (docs/markers.md has the measured effect).
  */
 #ifndef ARGUS_REGION_CUH
 #define ARGUS_REGION_CUH
@@ -35,7 +40,7 @@ fnv1a(const char *s, unsigned long long h = 0xcbf29ce484222325ull) {
 }
 } // namespace argus_detail
 
-#if defined(ARGUS_NO_MARKERS) || !defined(__CUDA_ARCH__)
+#if !defined(ARGUS_MARKERS) || !defined(__CUDA_ARCH__)
 #define ARGUS_BEGIN(name) ((void)0)
 #define ARGUS_END(name) ((void)0)
 #define ARGUS_BEGIN_AT(name, i) ((void)(i))

@@ -1,32 +1,61 @@
 /*
- * argus/report.h — reports for people and programs: the per-region table of
- * a reference trace as text and as JSON (schema "argus.trace/1": every value
- * carries its qualification and where it came from), and the timeline as
- * Chrome-trace JSON (opens in Perfetto and chrome://tracing; a track per SM,
- * a thread per launch/CTA/warp).
+ * argus/report.h — reports (src/report): every value says what it is
+ * (signal, statistic, unit), where it applies (region, scope), how it was
+ * obtained (qualification: observed, attributed with association entropy, or
+ * derived) and from what (provenance: task IDs, program version, evidence).
+ * What could not be measured or joined is part of the report, with the
+ * reason. Rendered as schema-versioned JSON (docs/report.md) and as a short
+ * text summary for people and agents' prompts: region first, biggest first.
  */
 #ifndef ARGUS_REPORT_H
 #define ARGUS_REPORT_H
 
-#include "argus/core.h"
-#include "argus/synth.h"
+#include "argus/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The table: one row per region (count, mean, p50, p95, min, max, total in
- * ns; cycles in JSON), then launches, clock, drops and anomalies. */
-int ag_report_trace_text(const ag_trace *t, const ag_scope *scope,
-                         const ag_region_stats *rs, int n, ag_str *out);
-/* New reference. provenance: extra fields merged into "provenance" (may be
- * NULL; borrowed). */
-json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
-                             const ag_region_stats *rs, int n, json_t *provenance);
+#define AG_REPORT_SCHEMA "argus.report/1"
 
-/* Chrome-trace JSON of the occurrences in scope. Time is microseconds on
- * each launch's common time line; launches follow one another. */
-int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out);
+typedef struct ag_provenance {
+  const int *tasks; /* task ids in the plan */
+  int ntasks;
+  const char *program; /* program version (id or hash) */
+  const char *variant; /* program variant the evidence came from, or NULL */
+  const char *scope;   /* canonical scope text */
+} ag_provenance;
+
+typedef struct ag_report ag_report;
+
+ag_report *ag_report_new(const ag_query *q, const char *program);
+void ag_report_free(ag_report *r);
+
+/* Adds one value. entropy < 0: not applicable (only attributed values carry
+ * association entropy). */
+int ag_report_add(ag_report *r, const char *region, const char *signal, const char *stat,
+                  double value, const char *unit, ag_qual qual, double entropy,
+                  const ag_provenance *prov);
+/* Adds structured data that is not a single number (a breakdown, a file):
+ * value is stolen. */
+int ag_report_add_json(ag_report *r, const char *region, const char *signal, const char *stat,
+                       json_t *value, const char *unit, ag_qual qual,
+                       const ag_provenance *prov);
+/* Something asked for and not delivered: signal (or NULL) and why. */
+int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why);
+/* Two pieces of evidence not joined (incompatible program versions or scope
+ * coordinates), and why. */
+int ag_report_not_joined(ag_report *r, const char *what, const char *why);
+/* Attaches the plan (tasks, statuses, errors) as provenance detail. */
+int ag_report_attach_plan(ag_report *r, const ag_plan *p);
+
+/* Only values with identical program version and scope may be joined.
+ * Returns 1 when compatible; otherwise 0 and a reason in why. */
+int ag_report_joinable(const ag_provenance *a, const ag_provenance *b, ag_str *why);
+
+json_t *ag_report_to_json(const ag_report *r); /* new reference */
+/* Text summary: per region, biggest totals first, then what is missing. */
+int ag_report_text(const ag_report *r, ag_str *out);
 
 #ifdef __cplusplus
 }

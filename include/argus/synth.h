@@ -12,6 +12,7 @@
 
 #include "argus/core.h"
 #include "argus/evidence.h"
+#include "argus/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -125,22 +126,11 @@ void ag_trace_free(ag_trace *t);
 
 /* --------------------------------------------------------------- scopes */
 
-typedef struct ag_range {
-  int set;
-  uint64_t lo, hi; /* half-open [lo, hi) */
-} ag_range;
-
-typedef struct ag_scope {
-  ag_range launch, sm, cta, warp, iter;
-  char role[128];   /* "" = any role */
-} ag_scope;
-
-/* Parses "launch=0,sm=0:8,warp=0,role=producer,iter=2:6". Ranges are
- * half-open (a:b), a single number N means N:N+1. AG_EPARSE with a message
- * in err on bad input. */
-int ag_scope_parse(const char *text, ag_scope *s, ag_str *err);
+/* 1 when the occurrence is in the scope (argus/plan.h: launch, SM, CTA,
+ * warp and iteration ranges, role). An occurrence without an iteration is
+ * outside any scope that restricts iterations; one without a role is outside
+ * any scope that names a role. */
 int ag_scope_match(const ag_scope *s, const ag_evidence *ev, const ag_occ *o);
-json_t *ag_scope_to_json(const ag_scope *s);
 
 /* ----------------------------------------------------------- statistics */
 

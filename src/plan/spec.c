@@ -388,6 +388,7 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
   argv[a++] = "-ptx";
   for (int i = 0; i < nfl; i++)
     argv[a++] = flags[i];
+  argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
   argv[a++] = "-I" ARGUS_INCLUDE_DIR;
   argv[a++] = "-o";
   argv[a++] = tmpl;

@@ -24,6 +24,14 @@ int ag__ptx_is_branch(const ag_ptx_stmt *s) {
   return ag_ptx_op_is(s, "bra") || ag_ptx_op_is(s, "brx");
 }
 
+/* A label naming a .branchtargets/.calltargets/.callprototype directive. */
+static int is_table_label(const ag_ptx_stmt *s) {
+  const ag_ptx_stmt *n = s->next;
+  return n && n->kind == AG_PTX_DIRECTIVE &&
+         (!strcmp(n->name, ".branchtargets") || !strcmp(n->name, ".calltargets") ||
+          !strcmp(n->name, ".callprototype"));
+}
+
 typedef struct scope {
   int parent;
 } scope;
@@ -125,8 +133,10 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
       goto nomem;
     /* a '}' right after a branch or return stays in that block; a label
      * starts a block unless the block so far holds only labels (comments
-     * count: a marker before a label is not executed by a jump to it) */
-    int start_new = (cut && s->kind != AG_PTX_BLOCK_END) || (s->kind == AG_PTX_LABEL && cur_has_instr);
+     * count: a marker before a label is not executed by a jump to it). A
+     * label of a directive (.branchtargets, .callprototype) is not code. */
+    int code_label = s->kind == AG_PTX_LABEL && !is_table_label(s);
+    int start_new = (cut && s->kind != AG_PTX_BLOCK_END) || (code_label && cur_has_instr);
     if (start_new) {
       ag_ptx_block b;
       memset(&b, 0, sizeof b);
@@ -142,7 +152,7 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
     }
     blocks.v[cur_block].last = s;
     s->block = cur_block;
-    if (s->kind != AG_PTX_LABEL)
+    if (!code_label && s->kind != AG_PTX_DIRECTIVE)
       cur_has_instr = 1;
     if (s->kind == AG_PTX_LABEL) {
       int n = label_key(key, sizeof key, cur_scope, s->name);

@@ -25,15 +25,7 @@
 /* Standard FNV-1a 64 (offset basis 0xcbf29ce484222325). Not ag_hash64: that
  * one's offset basis differs from the published constant, and region IDs
  * must be computable by any front end (region.cuh, Triton, scripts). */
-uint64_t ag_ptx_fnv1a(const void *data, size_t n) {
-  const unsigned char *p = data;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t ag_ptx_fnv1a(const void *data, size_t n) { return ag_hash64(data, n); }
 
 uint64_t ag_ptx_region_id(const char *qualified_name) {
   return ag_ptx_fnv1a(qualified_name, strlen(qualified_name));
@@ -211,18 +203,20 @@ static int same_stack(const frame *a, const frame *b) {
   return 1;
 }
 
-/* Region of a frame that is open in `a` but not at the same depth in `b`. */
-static const frame *first_diff(const frame *a, const frame *b) {
-  while (a->depth > b->depth)
-    a = a->up;
-  const frame *bb = b;
-  while (bb->depth > a->depth)
-    bb = bb->up;
-  const frame *cand = NULL;
-  for (const frame *x = a, *y = bb; x && y; x = x->up, y = y->up)
+/* A region open in one of two different stacks but not in the other: the
+ * deeper stack's frame just above the shallower one's depth, or for equal
+ * depths the deepest frame of `a` that differs. */
+static const frame *open_in_one(const frame *a, const frame *b) {
+  const frame *x = a->depth >= b->depth ? a : b, *y = a->depth >= b->depth ? b : a;
+  if (x->depth > y->depth) {
+    while (x->depth > y->depth + 1)
+      x = x->up;
+    return x;
+  }
+  for (; x && y; x = x->up, y = y->up)
     if (x->region != y->region)
-      cand = x;
-  return cand;
+      return x;
+  return NULL;
 }
 
 static int push_list(ag_arena *A, int **v, int *n, int x) {
@@ -699,9 +693,7 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
           work[wn++] = t;
         }
       } else if (!same_stack(in[t], st)) {
-        const frame *d1 = first_diff(in[t], st);
-        const frame *d2 = first_diff(st, in[t]);
-        const frame *open = d1 ? d1 : d2;
+        const frame *open = open_in_one(in[t], st);
         const ag_ptx_stmt *where = g->blocks[t].first;
         if (open && open->begin)
           mark_err(m, where, c->diags,

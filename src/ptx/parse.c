@@ -95,6 +95,25 @@ static void skip_ws(ps *s) {
   s->p = p;
 }
 
+/* Skips a block comment at s->p. */
+static int skip_block_comment(ps *s) {
+  const char *start = s->p;
+  s->p += 2;
+  for (;;) {
+    if (s->p + 1 >= s->end) {
+      s->p = s->end;
+      return fail_at(s, start, "unterminated block comment");
+    }
+    if (s->p[0] == '*' && s->p[1] == '/') {
+      s->p += 2;
+      return 0;
+    }
+    if (*s->p == '\n')
+      newline_at(s, s->p);
+    s->p++;
+  }
+}
+
 /* Skips whitespace and comments (inside a statement). */
 static int skip_ws_c(ps *s) {
   for (;;) {
@@ -103,21 +122,8 @@ static int skip_ws_c(ps *s) {
       while (s->p < s->end && *s->p != '\n')
         s->p++;
     } else if (s->p + 1 < s->end && s->p[0] == '/' && s->p[1] == '*') {
-      const char *start = s->p;
-      s->p += 2;
-      for (;;) {
-        if (s->p + 1 >= s->end) {
-          s->p = s->end;
-          return fail_at(s, start, "unterminated block comment");
-        }
-        if (s->p[0] == '*' && s->p[1] == '/') {
-          s->p += 2;
-          break;
-        }
-        if (*s->p == '\n')
-          newline_at(s, s->p);
-        s->p++;
-      }
+      if (skip_block_comment(s))
+        return s->err;
     } else {
       return 0;
     }
@@ -317,56 +323,64 @@ static size_t scan_number(ps *s, const char *p, ag_ptx_opnd_kind *kind, int64_t 
 
 static int parse_operand(ps *s, ag_ptx_operand *o);
 
-/* Parses elements up to `close`, separated by commas; stores them in
- * o->sub. The opening bracket has been consumed. */
-static int parse_group(ps *s, ag_ptx_operand *o, char close, const char *open_at) {
-  if (s->level >= 7)
-    return fail_at(s, open_at, "operands nested too deeply");
-  int lv = ++s->level;
+/* Parses comma-separated operands into scratch level lv. With close != 0
+ * the list ends at `close` (consumed; open_at locates the error); with
+ * close == 0 it ends before the first character that is not a comma after an
+ * operand (an instruction's list). */
+static int parse_list(ps *s, int lv, char close, const char *open_at) {
   s->scratch[lv].n = 0;
   if (skip_ws_c(s))
-    goto out;
-  if (s->p < s->end && *s->p == close) {
-    s->p++;
-    goto done;
+    return s->err;
+  if (s->p < s->end && *s->p == (close ? close : ';')) {
+    s->p += close != 0;
+    return 0;
   }
   for (;;) {
     ag_ptx_operand e;
     if (parse_operand(s, &e))
-      goto out;
-    if (ag_vec_push(&s->scratch[lv], e)) {
-      oom(s);
-      goto out;
-    }
+      return s->err;
+    if (ag_vec_push(&s->scratch[lv], e))
+      return oom(s);
     if (skip_ws_c(s))
-      goto out;
+      return s->err;
     if (s->p < s->end && *s->p == ',') {
       s->p++;
       if (skip_ws_c(s))
-        goto out;
+        return s->err;
       continue;
     }
+    if (!close)
+      return 0;
     if (s->p < s->end && *s->p == close) {
       s->p++;
-      break;
+      return 0;
     }
     if (s->p >= s->end || *s->p == ';')
-      fail_at(s, open_at, "unclosed '%c': expected '%c'", close == ']' ? '[' : close == '}' ? '{' : '(', close);
-    else
-      fail_at(s, s->p, "expected ',' or '%c' in operand list", close);
-    goto out;
+      return fail_at(s, open_at, "unclosed '%c': expected '%c'",
+                     close == ']' ? '[' : close == '}' ? '{' : '(', close);
+    return fail_at(s, s->p, "expected ',' or '%c' in operand list", close);
   }
-done:
-  o->nsub = (int)s->scratch[lv].n;
-  if (o->nsub) {
-    o->sub = ag_arena_alloc(&s->m->arena, sizeof *o->sub * (size_t)o->nsub);
-    if (!o->sub) {
-      oom(s);
-      goto out;
-    }
-    memcpy(o->sub, s->scratch[lv].v, sizeof *o->sub * (size_t)o->nsub);
-  }
-out:
+}
+
+/* Copies scratch level lv into an arena array. */
+static int take_list(ps *s, int lv, ag_ptx_operand **out, int *n) {
+  *n = (int)s->scratch[lv].n;
+  if (!*n)
+    return 0;
+  *out = ag_arena_alloc(&s->m->arena, sizeof **out * (size_t)*n);
+  if (!*out)
+    return oom(s);
+  memcpy(*out, s->scratch[lv].v, sizeof **out * (size_t)*n);
+  return 0;
+}
+
+/* A bracketed group; the opening bracket has been consumed. */
+static int parse_group(ps *s, ag_ptx_operand *o, char close, const char *open_at) {
+  if (s->level >= 7)
+    return fail_at(s, open_at, "operands nested too deeply");
+  int lv = ++s->level;
+  if (!parse_list(s, lv, close, open_at))
+    take_list(s, lv, &o->sub, &o->nsub);
   s->level--;
   return s->err;
 }
@@ -500,12 +514,10 @@ static int parse_operand(ps *s, ag_ptx_operand *o) {
 /* Instruction: [@[!]pred] opcode operands ; — s->p at '@' or the opcode. */
 static int parse_instr(ps *s, ag_ptx_stmt *st) {
   if (*s->p == '@') {
-    s->p++;
-    skip_blank(s);
+    s->p++; /* the predicate follows '@' or '@!' directly */
     if (s->p < s->end && *s->p == '!') {
       st->guard_neg = 1;
       s->p++;
-      skip_blank(s);
     }
     size_t n = scan_ident(s->p, s->end);
     if (!n)
@@ -524,43 +536,17 @@ static int parse_instr(ps *s, ag_ptx_stmt *st) {
   s->p += n;
   if (skip_ws_c(s))
     return s->err;
+  if (s->level >= 7)
+    return fail_at(s, s->p, "operands nested too deeply");
   int lv = ++s->level;
-  s->scratch[lv].n = 0;
-  if (s->p < s->end && *s->p != ';') {
-    for (;;) {
-      ag_ptx_operand o;
-      if (parse_operand(s, &o))
-        goto out;
-      if (ag_vec_push(&s->scratch[lv], o)) {
-        oom(s);
-        goto out;
-      }
-      if (skip_ws_c(s))
-        goto out;
-      if (s->p < s->end && *s->p == ',') {
-        s->p++;
-        if (skip_ws_c(s))
-          goto out;
-        continue;
-      }
-      break;
-    }
-  }
+  if (parse_list(s, lv, 0, NULL))
+    goto out;
   if (s->p >= s->end || *s->p != ';') {
-    fail_at(s, s->p >= s->end ? s->p : s->p,
-            "expected ';' after instruction '%s'", st->opcode);
+    fail_at(s, s->p, "expected ';' after instruction '%s'", st->opcode);
     goto out;
   }
   s->p++;
-  st->nops = (int)s->scratch[lv].n;
-  if (st->nops) {
-    st->ops = ag_arena_alloc(&s->m->arena, sizeof *st->ops * (size_t)st->nops);
-    if (!st->ops) {
-      oom(s);
-      goto out;
-    }
-    memcpy(st->ops, s->scratch[lv].v, sizeof *st->ops * (size_t)st->nops);
-  }
+  take_list(s, lv, &st->ops, &st->nops);
 out:
   s->level--;
   return s->err;
@@ -1081,21 +1067,8 @@ static int parse_comment(ps *s, const char *lead) {
     return 0;
   }
   st->block_comment = 1;
-  const char *start = s->p;
-  s->p += 2;
-  for (;;) {
-    if (s->p + 1 >= s->end) {
-      s->p = s->end;
-      return fail_at(s, start, "unterminated block comment");
-    }
-    if (s->p[0] == '*' && s->p[1] == '/') {
-      s->p += 2;
-      break;
-    }
-    if (*s->p == '\n')
-      newline_at(s, s->p);
-    s->p++;
-  }
+  if (skip_block_comment(s))
+    return s->err;
   finish(s, st, s->p);
   return 0;
 }
@@ -1121,7 +1094,60 @@ static int try_label(ps *s, const char *lead, int *rc) {
   return 1;
 }
 
-/* Statements of a function body; s->p at its '{'. */
+/* One body-level statement at s->p (after its leading whitespace `lead`):
+ * comment, '{', '}', declaration, directive, label or instruction. '{' and
+ * '}' move s->depth; a '}' that would go below `floor` is not consumed and
+ * returns 1 (the caller decides what it means). Returns 0, 1 or the error. */
+static int body_stmt(ps *s, const char *lead, int floor) {
+  char c = *s->p;
+  if (c == '/' && s->p + 1 < s->end && (s->p[1] == '/' || s->p[1] == '*'))
+    return parse_comment(s, lead);
+  if (c == '{' || c == '}') {
+    if (c == '}' && s->depth <= floor)
+      return 1;
+    ag_ptx_stmt *st = new_stmt(s, c == '{' ? AG_PTX_BLOCK_BEGIN : AG_PTX_BLOCK_END, lead, s->p);
+    if (!st)
+      return s->err;
+    if (c == '{') {
+      st->depth = ++s->depth;
+      if (s->depth > 1000)
+        return fail_at(s, s->p, "blocks nested too deeply");
+    } else {
+      s->depth--;
+    }
+    s->p++;
+    finish(s, st, s->p);
+    return 0;
+  }
+  if (c == '.') {
+    size_t n = scan_ident(s->p, s->end);
+    int decl = n && is_space_dir(s->p, n);
+    ag_ptx_stmt *st = new_stmt(s, decl ? AG_PTX_DECL : AG_PTX_DIRECTIVE, lead, s->p);
+    if (!st)
+      return s->err;
+    if (!decl)
+      return parse_directive(s, st, n ? n : 1);
+    if (parse_decl(s, st))
+      return s->err;
+    finish(s, st, s->p);
+    return 0;
+  }
+  int rc;
+  if (try_label(s, lead, &rc))
+    return rc;
+  if (c == '@' || is_id_start(c)) {
+    ag_ptx_stmt *st = new_stmt(s, AG_PTX_INSTR, lead, s->p);
+    if (!st || parse_instr(s, st))
+      return s->err;
+    finish(s, st, s->p);
+    return 0;
+  }
+  if (s->func)
+    return fail_at(s, s->p, "unexpected '%c' in the body of function '%s'", c, s->func->name);
+  return fail_at(s, s->p, "unexpected '%c' in snippet", c);
+}
+
+/* Statements of a function body; s->p before its '{'. */
 static int body(ps *s) {
   for (;;) {
     const char *lead = s->p;
@@ -1129,70 +1155,21 @@ static int body(ps *s) {
     if (s->p >= s->end)
       return fail_at(s, s->func->header->text,
                      "function '%s' has no closing '}' for its body", s->func->name);
-    char c = *s->p;
-    if (c == '/' && s->p + 1 < s->end && (s->p[1] == '/' || s->p[1] == '*')) {
-      if (parse_comment(s, lead))
-        return s->err;
-      continue;
-    }
-    if (c == '{') {
-      ag_ptx_stmt *st = new_stmt(s, AG_PTX_BLOCK_BEGIN, lead, s->p);
-      if (!st)
-        return s->err;
-      s->depth++;
-      st->depth = s->depth;
-      if (s->depth == 1)
-        s->func->body_open = st;
-      if (s->depth > 1000)
-        return fail_at(s, s->p, "blocks nested too deeply");
-      s->p++;
-      finish(s, st, s->p);
-      continue;
-    }
-    if (s->depth == 0)
+    int open = s->depth == 0 && *s->p == '{';
+    if (s->depth == 0 && !open && !(*s->p == '/' && s->p + 1 < s->end &&
+                                    (s->p[1] == '/' || s->p[1] == '*')))
       return fail_at(s, s->p, "expected '{' to open the body of function '%s'",
                      s->func->name);
-    if (c == '}') {
-      ag_ptx_stmt *st = new_stmt(s, AG_PTX_BLOCK_END, lead, s->p);
-      if (!st)
-        return s->err;
-      s->p++;
-      finish(s, st, s->p);
-      if (--s->depth == 0) {
-        s->func->body_close = st;
-        return 0;
-      }
-      continue;
+    ag_ptx_stmt *before = s->m->last;
+    int rc = body_stmt(s, lead, 0);
+    if (rc < 0)
+      return rc;
+    if (open)
+      s->func->body_open = s->m->last;
+    if (s->depth == 0 && s->m->last != before && s->m->last->kind == AG_PTX_BLOCK_END) {
+      s->func->body_close = s->m->last;
+      return 0;
     }
-    if (c == '.') {
-      size_t n = scan_ident(s->p, s->end);
-      if (n && is_space_dir(s->p, n)) {
-        ag_ptx_stmt *st = new_stmt(s, AG_PTX_DECL, lead, s->p);
-        if (!st || parse_decl(s, st))
-          return s->err;
-        finish(s, st, s->p);
-        continue;
-      }
-      ag_ptx_stmt *st = new_stmt(s, AG_PTX_DIRECTIVE, lead, s->p);
-      if (!st || parse_directive(s, st, n ? n : 1))
-        return s->err;
-      continue;
-    }
-    int rc;
-    if (try_label(s, lead, &rc)) {
-      if (rc)
-        return rc;
-      continue;
-    }
-    if (c == '@' || is_id_start(c)) {
-      ag_ptx_stmt *st = new_stmt(s, AG_PTX_INSTR, lead, s->p);
-      if (!st || parse_instr(s, st))
-        return s->err;
-      finish(s, st, s->p);
-      continue;
-    }
-    return fail_at(s, s->p, "unexpected '%c' in the body of function '%s'", c,
-                   s->func->name);
   }
 }
 
@@ -1368,64 +1345,11 @@ int ag_ptx_parse_snippet(ag_ptx_module *m, ag_ptx_func *f, const char *text,
     skip_ws(&s);
     if (s.p >= s.end)
       break;
-    char c = *s.p;
-    if (c == '/' && s.p + 1 < s.end && (s.p[1] == '/' || s.p[1] == '*')) {
-      if ((rc = parse_comment(&s, lead)))
-        break;
-      continue;
-    }
-    if (c == '{' || c == '}') {
-      if (c == '}' && s.depth == base_depth) {
-        rc = fail_at(&s, s.p, "unbalanced '}' in snippet");
-        break;
-      }
-      ag_ptx_stmt *st = new_stmt(&s, c == '{' ? AG_PTX_BLOCK_BEGIN : AG_PTX_BLOCK_END, lead, s.p);
-      if (!st) {
-        rc = s.err;
-        break;
-      }
-      if (c == '{')
-        st->depth = ++s.depth;
-      else
-        s.depth--;
-      s.p++;
-      finish(&s, st, s.p);
-      continue;
-    }
-    if (c == '.') {
-      size_t n = scan_ident(s.p, s.end);
-      ag_ptx_stmt *st = new_stmt(&s, n && is_space_dir(s.p, n) ? AG_PTX_DECL : AG_PTX_DIRECTIVE,
-                                 lead, s.p);
-      if (!st) {
-        rc = s.err;
-        break;
-      }
-      if (st->kind == AG_PTX_DECL) {
-        if ((rc = parse_decl(&s, st)))
-          break;
-        finish(&s, st, s.p);
-      } else if ((rc = parse_directive(&s, st, n ? n : 1))) {
-        break;
-      }
-      continue;
-    }
-    int lrc;
-    if (try_label(&s, lead, &lrc)) {
-      if ((rc = lrc))
-        break;
-      continue;
-    }
-    if (c == '@' || is_id_start(c)) {
-      ag_ptx_stmt *st = new_stmt(&s, AG_PTX_INSTR, lead, s.p);
-      if (!st || (rc = parse_instr(&s, st))) {
-        rc = s.err;
-        break;
-      }
-      finish(&s, st, s.p);
-      continue;
-    }
-    rc = fail_at(&s, s.p, "unexpected '%c' in snippet", c);
-    break;
+    rc = body_stmt(&s, lead, base_depth);
+    if (rc == 1)
+      rc = fail_at(&s, s.p, "unbalanced '}' in snippet");
+    if (rc)
+      break;
   }
   if (!rc && s.depth != base_depth)
     rc = fail_at(&s, s.end, "unbalanced '{' in snippet");

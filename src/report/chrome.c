@@ -7,7 +7,7 @@
  * each on its own globaltimer-aligned time line, so tracks of different SMs
  * line up within a launch. ~150 bytes per occurrence.
  */
-#include "argus/report.h"
+#include "argus/report_trace.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * device with region identity); ns come from cycles with each launch's
  * measured clock, and the report says which clock that was.
  */
-#include "argus/report.h"
+#include "argus/report_trace.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -122,16 +122,21 @@ json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
     a += l + (nl ? 1 : 0);
   }
   json_t *prov = json_pack("{s:s,s:s}", "evidence", ev->path, "backend", "reference-trace");
+  ag_str sc = AG_STR_INIT;
+  if (scope)
+    ag_scope_format(scope, &sc);
   json_t *vj = json_object_get(ev->header, "variant");
   if (vj)
     json_object_set(prov, "variant", vj);
   if (provenance)
     json_object_update(prov, provenance);
-  return json_pack("{s:s,s:s,s:f,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
+  json_t *j = json_pack("{s:s,s:s,s:f,s:s,s:o,s:o,s:{s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
                    "argus.trace/1", "device", ev->device, "sm_hz_calibrated", ev->sm_hz,
-                   "scope", scope ? ag_scope_to_json(scope) : json_object(), "regions",
+                   "scope", ag_str_cstr(&sc), "regions",
                    regions, "launches", launches, "losses", "dropped_records",
                    (json_int_t)t->dropped, "nesting_errors", (json_int_t)t->nesting_errors, "divergent_warps",
                    (json_int_t)t->divergent_warps, "anomalies", (json_int_t)t->nanomalies,
                    "anomalies", anom, "provenance", prov);
+  ag_str_release(&sc);
+  return j;
 }

@@ -1,8 +1,8 @@
 /*
  * stats.c — scopes and per-region statistics over decoded occurrences.
  *
- * A scope is a conjunction of coordinate ranges (launch, SM, CTA, warp,
- * iteration) and a role name. Statistics: count, total, mean, nearest-rank
+ * A scope (argus/plan.h) is a conjunction of coordinate ranges (launch, SM,
+ * CTA, warp, iteration) and a role name. Statistics: count, total, mean, nearest-rank
  * p50 and p95, min and max of durations, in cycles and in ns (each launch's
  * clock), with breakdowns by SM and by role. One pass to bucket, one sort per
  * region; 10^6 occurrences take well under a second.
@@ -38,117 +38,17 @@ void ag_dstats_of(double *v, size_t n, ag_dstats *o) {
   o->max = v[n - 1];
 }
 
-static int parse_u64(const char *s, size_t n, uint64_t *out) {
-  if (!n || n > 20)
-    return -1;
-  char buf[24];
-  memcpy(buf, s, n);
-  buf[n] = 0;
-  if (buf[0] == '-' || buf[0] == '+')
-    return -1;
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(buf, &end, 10);
-  if (errno || *end)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-int ag_scope_parse(const char *text, ag_scope *s, ag_str *err) {
-  memset(s, 0, sizeof *s);
-  if (!text)
-    return 0;
-  const char *p = text;
-  while (*p) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    const char *eq = memchr(p, '=', n);
-    if (!eq) {
-      ag_str_printf(err, "scope term '%.*s' is not key=value (keys: launch, sm, cta, warp, "
-                         "iter, role)", (int)n, p);
-      return AG_EPARSE;
-    }
-    size_t kl = (size_t)(eq - p);
-    const char *v = eq + 1;
-    size_t vl = n - kl - 1;
-    ag_range *r = NULL;
-    if (kl == 6 && !strncmp(p, "launch", 6)) r = &s->launch;
-    else if (kl == 2 && !strncmp(p, "sm", 2)) r = &s->sm;
-    else if (kl == 3 && !strncmp(p, "cta", 3)) r = &s->cta;
-    else if (kl == 4 && !strncmp(p, "warp", 4)) r = &s->warp;
-    else if (kl == 4 && !strncmp(p, "iter", 4)) r = &s->iter;
-    else if (kl == 4 && !strncmp(p, "role", 4)) {
-      if (!vl) {
-        ag_str_puts(err, "scope 'role=' needs a role name");
-        return AG_EPARSE;
-      }
-      if (vl >= sizeof s->role) {
-        ag_str_puts(err, "scope role name is too long");
-        return AG_EPARSE;
-      }
-      memcpy(s->role, v, vl);
-      s->role[vl] = 0;
-    } else {
-      ag_str_printf(err, "unknown scope key '%.*s' (keys: launch, sm, cta, warp, iter, role)",
-                    (int)kl, p);
-      return AG_EPARSE;
-    }
-    if (r) {
-      if (r->set) {
-        ag_str_printf(err, "scope key '%.*s' given twice", (int)kl, p);
-        return AG_EPARSE;
-      }
-      const char *colon = memchr(v, ':', vl);
-      uint64_t lo, hi;
-      if (colon) {
-        if (parse_u64(v, (size_t)(colon - v), &lo) ||
-            parse_u64(colon + 1, vl - (size_t)(colon - v) - 1, &hi) || hi <= lo) {
-          ag_str_printf(err, "scope '%.*s': expected a range a:b of whole numbers with a < b",
-                        (int)n, p);
-          return AG_EPARSE;
-        }
-      } else {
-        if (parse_u64(v, vl, &lo)) {
-          ag_str_printf(err, "scope '%.*s': expected a whole number or a range a:b", (int)n,
-                        p);
-          return AG_EPARSE;
-        }
-        hi = lo + 1;
-      }
-      r->set = 1;
-      r->lo = lo;
-      r->hi = hi;
-    }
-    p = e ? e + 1 : p + n;
-  }
-  return 0;
-}
-
-static int in(const ag_range *r, uint64_t v) { return !r->set || (v >= r->lo && v < r->hi); }
-
 int ag_scope_match(const ag_scope *s, const ag_evidence *ev, const ag_occ *o) {
-  if (!in(&s->launch, o->launch) || !in(&s->sm, o->sm) || !in(&s->cta, o->cta) ||
-      !in(&s->warp, o->warp))
+  if (!ag_scope_contains(s, AG_SCOPE_LAUNCH, o->launch) ||
+      !ag_scope_contains(s, AG_SCOPE_SM, o->sm) || !ag_scope_contains(s, AG_SCOPE_CTA, o->cta) ||
+      !ag_scope_contains(s, AG_SCOPE_WARP, o->warp))
     return 0;
-  if (s->iter.set && (o->iter == AG_EV_NO_ITER || !in(&s->iter, o->iter)))
+  if (s->dim[AG_SCOPE_ITER].n &&
+      (o->iter == AG_EV_NO_ITER || !ag_scope_contains(s, AG_SCOPE_ITER, o->iter)))
     return 0;
   if (s->role[0] && (o->role < 0 || strcmp(ev->roles[o->role], s->role) != 0))
     return 0;
   return 1;
-}
-
-json_t *ag_scope_to_json(const ag_scope *s) {
-  json_t *j = json_object();
-  const ag_range *rs[] = {&s->launch, &s->sm, &s->cta, &s->warp, &s->iter};
-  const char *ks[] = {"launch", "sm", "cta", "warp", "iter"};
-  for (int i = 0; i < 5; i++)
-    if (rs[i]->set)
-      json_object_set_new(j, ks[i], json_pack("[I,I]", (json_int_t)rs[i]->lo,
-                                              (json_int_t)rs[i]->hi));
-  if (s->role[0])
-    json_object_set_new(j, "role", json_string(s->role));
-  return j;
 }
 
 static double hz_of(const ag_trace *t, uint32_t launch) {

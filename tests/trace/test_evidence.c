@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../../src/collect/evwrite.h"
-#include "argus/report.h"
+#include "argus/report_trace.h"
 #include "argus/synth.h"
 
 #define GRID 6
@@ -261,7 +261,8 @@ TEST(stats_equal_brute_force) {
   }
   /* scope: launch 1, SM 0..1, inner iterations 1..2 */
   ag_scope sc;
-  ag_str err = AG_STR_INIT;
+  ag_diags err;
+  ag_diags_init(&err);
   CHECK_EQ_INT(ag_scope_parse("launch=1,sm=0:2,iter=1:3", &sc, &err), 0);
   ag_region_stats *rs2 = NULL;
   int n2 = 0;
@@ -278,27 +279,44 @@ TEST(stats_equal_brute_force) {
   CHECK_EQ_INT(ag_trace_stats(t, &sc, NULL, 0, &rs2, &n2), 0);
   CHECK_EQ_INT(n2, 2); /* the root has no role */
   ag_region_stats_free(rs2, n2);
-  ag_str_release(&err);
+  ag_diags_release(&err);
   ag_region_stats_free(rs, n);
   ag_trace_free(t);
   ag_evidence_free(ev);
   unlink(path);
 }
 
-TEST(scope_parse_errors) {
-  ag_scope sc;
-  const char *bad[] = {"sm", "sm=", "sm=a", "sm=3:2", "sm=1,sm=2", "core=1", "warp=-1",
-                       "iter=1:x", "role="};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    ag_str err = AG_STR_INIT;
-    CHECK_EQ_INT(ag_scope_parse(bad[i], &sc, &err), AG_EPARSE);
-    CHECK(err.len > 0);
-    ag_str_release(&err);
+TEST(scope_matching) {
+  /* occurrences against scopes: ranges half-open, iteration and role
+   * restrictions exclude occurrences without them */
+  simulate(1, 64, 0, 0, 0);
+  ag_evidence *ev = load_ok();
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
   }
-  ag_str err = AG_STR_INIT;
-  CHECK_EQ_INT(ag_scope_parse("warp=3", &sc, &err), 0);
-  CHECK(sc.warp.set && sc.warp.lo == 3 && sc.warp.hi == 4);
-  ag_str_release(&err);
+  ag_scope sc;
+  ag_diags d;
+  ag_diags_init(&d);
+  CHECK_EQ_INT(ag_scope_parse("warp=1:3,cta=2", &sc, &d), 0);
+  size_t in = 0, want = 0;
+  for (size_t i = 0; i < t->nocc; i++) {
+    in += (size_t)ag_scope_match(&sc, ev, &t->occ[i]);
+    want += t->occ[i].cta == 2 && t->occ[i].warp >= 1 && t->occ[i].warp < 3;
+  }
+  CHECK_EQ_U64(in, want);
+  CHECK(want > 0);
+  CHECK_EQ_INT(ag_scope_parse("iter=0:100", &sc, &d), 0);
+  for (size_t i = 0; i < t->nocc; i++)
+    CHECK_EQ_INT(ag_scope_match(&sc, ev, &t->occ[i]), t->occ[i].region == 2);
+  CHECK_EQ_INT(ag_scope_parse("role=consumer", &sc, &d), 0);
+  for (size_t i = 0; i < t->nocc; i++)
+    CHECK_EQ_INT(ag_scope_match(&sc, ev, &t->occ[i]), 0);
+  ag_diags_release(&d);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
 }
 
 TEST(full_buffer_reports_drops) {
@@ -526,14 +544,15 @@ TEST(reports_and_timeline) {
   json_decref(tj);
   /* an empty scope still gives valid JSON */
   ag_scope sc;
-  ag_str err = AG_STR_INIT;
+  ag_diags err;
+  ag_diags_init(&err);
   ag_scope_parse("launch=9", &sc, &err);
   ag_str_clear(&ct);
   CHECK_EQ_INT(ag_report_chrome_trace(t, &sc, &ct), 0);
   tj = json_loads(ag_str_cstr(&ct), 0, &e);
   CHECK(tj != NULL);
   json_decref(tj);
-  ag_str_release(&err);
+  ag_diags_release(&err);
   ag_str_release(&ct);
   ag_str_release(&txt);
   ag_region_stats_free(rs, n);
@@ -543,6 +562,6 @@ TEST(reports_and_timeline) {
 }
 
 RUN_TESTS(T(decode_gives_back_the_simulated_occurrences), T(stats_equal_brute_force),
-          T(scope_parse_errors), T(full_buffer_reports_drops),
+          T(scope_matching), T(full_buffer_reports_drops),
           T(nesting_divergence_and_ambiguity_are_anomalies), T(damaged_files_get_clear_errors),
           T(record_with_unknown_site_is_an_error), T(reports_and_timeline))

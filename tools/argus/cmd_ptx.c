@@ -28,6 +28,37 @@ int cmd_ptx(ag_cli *cli) {
     exit_code = ag_cli_fail(cli, rc, "cannot parse '%s'", cli->pos[0]);
     goto out;
   }
+  if (cli->json) {
+    json_t *j = json_pack("{s:s,s:s?,s:s?,s:i}", "module", cli->pos[0], "version", m->version,
+                          "target", m->target, "address_size", m->address_size);
+    json_t *fa = json_array();
+    for (int i = 0; j && fa && i < m->nfuncs; i++) {
+      const ag_ptx_func *f = m->funcs[i];
+      int ninstr = 0;
+      if (f->body_open)
+        for (const ag_ptx_stmt *s = f->body_open; s; s = s->next) {
+          ninstr += s->kind == AG_PTX_INSTR;
+          if (s == f->body_close)
+            break;
+        }
+      json_t *pa = json_array();
+      for (int k = 0; pa && k < f->nparams; k++)
+        json_array_append_new(pa, json_string(f->params[k].name));
+      json_array_append_new(fa, json_pack("{s:s,s:b,s:b,s:o,s:i,s:i}", "name", f->name, "kernel",
+                                          f->is_entry, "declaration", f->is_decl, "params", pa,
+                                          "statements", f->nstmts, "instructions", ninstr));
+    }
+    if (!j || !fa) {
+      json_decref(j);
+      json_decref(fa);
+      exit_code = ag_cli_fail(cli, AG_ENOMEM, "JSON");
+      goto out;
+    }
+    json_object_set_new(j, "functions", fa);
+    ag_cli_print_json(j);
+    json_decref(j);
+    goto out;
+  }
   if (ag_cli_flag(cli, "cfg")) {
     for (int i = 0; i < m->nfuncs; i++) {
       ag_ptx_cfg *g;

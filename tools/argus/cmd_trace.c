@@ -9,7 +9,7 @@
 #include "cli.h"
 
 #include "argus/collect.h"
-#include "argus/report.h"
+#include "argus/report_trace.h"
 #include "argus/spec.h"
 #include "argus/synth.h"
 #include "argus/variant.h"
@@ -172,12 +172,14 @@ int cmd_trace(ag_cli *cli) {
     return ag_cli_usage_error(cli, evpath ? "--evidence takes no program spec"
                                           : "expected one program spec (or --evidence FILE)");
   ag_scope scope;
-  ag_str err = AG_STR_INIT;
-  if (ag_scope_parse(ag_cli_get(cli, "scope"), &scope, &err)) {
-    int ec = ag_cli_usage_error(cli, "%s", ag_str_cstr(&err));
-    ag_str_release(&err);
-    return ec;
+  ag_diags sd;
+  ag_diags_init(&sd);
+  if (ag_scope_parse(ag_cli_get(cli, "scope"), &scope, &sd)) {
+    ag_cli_print_diags(&sd);
+    ag_diags_release(&sd);
+    return ag_cli_usage_error(cli, "bad --scope (keys: launch, sm, cta, warp, iter, role)");
   }
+  ag_diags_release(&sd);
   int nreg = 0;
   char **regs = ag_cli_split_list(ag_cli_get(cli, "region"), &nreg);
   json_t *prov = json_object();
@@ -262,7 +264,6 @@ out:
   ag_free(ev_owned);
   json_decref(prov);
   ag_cli_free_list(regs);
-  ag_str_release(&err);
   ag_diags_release(&d);
   return exit_code;
 }

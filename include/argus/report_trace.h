@@ -1,0 +1,34 @@
+/*
+ * argus/report_trace.h — the reference-trace views of src/report: the per-region table of
+ * a reference trace as text and as JSON (schema "argus.trace/1": every value
+ * carries its qualification and where it came from), and the timeline as
+ * Chrome-trace JSON (opens in Perfetto and chrome://tracing; a track per SM,
+ * a thread per launch/CTA/warp).
+ */
+#ifndef ARGUS_REPORT_TRACE_H
+#define ARGUS_REPORT_TRACE_H
+
+#include "argus/core.h"
+#include "argus/synth.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The table: one row per region (count, mean, p50, p95, min, max, total in
+ * ns; cycles in JSON), then launches, clock, drops and anomalies. */
+int ag_report_trace_text(const ag_trace *t, const ag_scope *scope,
+                         const ag_region_stats *rs, int n, ag_str *out);
+/* New reference. provenance: extra fields merged into "provenance" (may be
+ * NULL; borrowed). */
+json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
+                             const ag_region_stats *rs, int n, json_t *provenance);
+
+/* Chrome-trace JSON of the occurrences in scope. Time is microseconds on
+ * each launch's common time line; launches follow one another. */
+int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
