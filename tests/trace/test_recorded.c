@@ -1,0 +1,199 @@
+/*
+ * test_recorded.c — decode and report on evidence recorded on the H200
+ * (tests/data/evidence): the structure the kernels imply (counts per region,
+ * roles, iterations 0..63 in order, nesting), statistics against a
+ * brute-force reading of the raw records written here independently of the
+ * decoder, a deliberately wrong reference that must not match, the Chrome
+ * trace, and damage to the recorded files.
+ */
+#include "check.h"
+
+#include <math.h>
+
+#include "argus/report_trace.h"
+#include "argus/synth.h"
+
+static ag_evidence *load(const char *name) {
+  char p[1024];
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  snprintf(p, sizeof p, "%s/tests/data/evidence/%s", src ? src : ".", name);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  int rc = ag_evidence_load(p, &d, &ev);
+  if (rc) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "%s", ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  CHECK_EQ_INT(rc, 0);
+  ag_diags_release(&d);
+  return ev;
+}
+
+static const ag_region_stats *find(const ag_region_stats *rs, int n, const ag_evidence *ev,
+                                   const char *q) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ev->regions[rs[i].region].qname, q))
+      return &rs[i];
+  fprintf(stderr, "no statistics for %s\n", q);
+  return NULL;
+}
+
+TEST(overhead_structure_and_brute_force) {
+  ag_evidence *ev = load("overhead.agev");
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
+  }
+  CHECK_EQ_INT(ev->nlaunches, 1);
+  const ag_ev_launch *L = &ev->launches[0];
+  CHECK_EQ_INT(L->warps, 1024);
+  CHECK_EQ_U64(L->nrecords, 1024 * 65);
+  CHECK_EQ_U64(L->dropped, 0);
+  CHECK_EQ_INT(t->nanomalies, 0);
+  CHECK(ev->sm_hz > 1.0e9 && ev->sm_hz < 2.1e9);
+  int step = ag_evidence_find_region(ev, "overhead_compute/work/step");
+  int work = ag_evidence_find_region(ev, "overhead_compute/work");
+  CHECK(step >= 0 && work >= 0);
+  /* brute force from the raw records: per warp, 64 step records with
+   * iterations 0..63, then work; durations are end - begin (mod 2^32) */
+  double sum = 0, mn = INFINITY, mx = 0;
+  uint64_t n = 0;
+  int order_ok = 1;
+  for (uint32_t w = 0; w < L->warps; w++) {
+    const ag_ev_record *r = L->records + L->first[w];
+    CHECK_EQ_U64(L->first[w + 1] - L->first[w], 65);
+    for (uint32_t i = 0; i < 64; i++) {
+      order_ok &= ev->sites[r[i].site].region == step && r[i].iter == i;
+      double d = (double)(uint32_t)(r[i].end - r[i].begin);
+      sum += d;
+      mn = fmin(mn, d);
+      mx = fmax(mx, d);
+      n++;
+    }
+    order_ok &= ev->sites[r[64].site].region == work;
+  }
+  CHECK(order_ok);
+  ag_region_stats *rs = NULL;
+  int nrs = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &nrs), 0);
+  const ag_region_stats *s = find(rs, nrs, ev, "overhead_compute/work/step");
+  if (s) {
+    CHECK_EQ_U64(s->cycles.count, n);
+    CHECK(fabs(s->cycles.total - sum) < 0.5);
+    CHECK_EQ_U64((uint64_t)s->cycles.min, (uint64_t)mn);
+    CHECK_EQ_U64((uint64_t)s->cycles.max, (uint64_t)mx);
+    CHECK(fabs(s->cycles.total - (sum + 1)) > 0.5); /* a wrong reference fails */
+    /* the compute loop: 64 dependent FMAs per occurrence */
+    CHECK(s->cycles.mean > 64 * 4 && s->cycles.mean < 64 * 100);
+    /* one SM row per SM the launch ran on, counts adding up */
+    uint64_t c = 0;
+    for (int k = 0; k < s->nsm; k++)
+      c += s->by_sm[k].ns.count;
+    CHECK_EQ_U64(c, n);
+  }
+  /* nesting: every step occurrence lies inside its warp's work occurrence */
+  const ag_occ *wk = NULL;
+  int inside = 1;
+  for (size_t i = 0; i < t->nocc; i++) {
+    const ag_occ *o = &t->occ[i];
+    if (o->region == work)
+      wk = o;
+    else if (o->region == step) {
+      inside &= wk && wk->cta == o->cta && wk->warp == o->warp && o->start >= wk->start &&
+                o->end <= wk->end && o->depth == 2;
+    }
+  }
+  CHECK(inside);
+  /* timeline: valid JSON, one event per occurrence */
+  ag_str ct = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_chrome_trace(t, NULL, &ct), 0);
+  json_t *j = json_loads(ag_str_cstr(&ct), 0, NULL);
+  CHECK(j != NULL);
+  size_t xs = 0, i;
+  json_t *e;
+  json_array_foreach(json_object_get(j, "traceEvents"), i, e) xs +=
+      !strcmp(json_string_value(json_object_get(e, "ph")), "X");
+  CHECK_EQ_U64(xs, t->nocc);
+  json_decref(j);
+  ag_str_release(&ct);
+  ag_region_stats_free(rs, nrs);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+}
+
+TEST(gemm_roles_and_counts) {
+  ag_evidence *ev = load("gemm_tma.agev");
+  ag_trace *t = NULL;
+  if (!ev || ag_trace_decode(ev, &t)) {
+    CHECK(0);
+    return;
+  }
+  CHECK_EQ_INT(t->nanomalies, 0);
+  ag_region_stats *rs = NULL;
+  int n = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &n), 0);
+  const ag_region_stats *ml = find(rs, n, ev, "gemm_tma/mainloop");
+  const ag_region_stats *ld = find(rs, n, ev, "gemm_tma/mainloop/loads");
+  const ag_region_stats *mma = find(rs, n, ev, "gemm_tma/mainloop/mma");
+  const ag_region_stats *epi = find(rs, n, ev, "gemm_tma/epilogue");
+  if (ml && ld && mma && epi) {
+    CHECK_EQ_U64(ml->cycles.count, 128 * 5);
+    CHECK_EQ_U64(ld->cycles.count, 128 * 16);
+    CHECK_EQ_U64(mma->cycles.count, 128 * 4 * 16);
+    CHECK_EQ_U64(epi->cycles.count, 128 * 4);
+    /* roles: loads are the producer's, mma and the epilogue the consumers' */
+    CHECK_EQ_INT(ld->nrole, 1);
+    CHECK_EQ_STR(ev->roles[ld->by_role[0].key], "producer");
+    CHECK_EQ_INT(mma->nrole, 1);
+    CHECK_EQ_STR(ev->roles[mma->by_role[0].key], "consumer");
+    CHECK_EQ_INT(ml->nrole, 2);
+  }
+  /* per scope: the consumers of CTA 0 did 4 x 16 mma occurrences, iterations
+   * 0..15 each */
+  ag_scope sc;
+  ag_diags d;
+  ag_diags_init(&d);
+  CHECK_EQ_INT(ag_scope_parse("cta=0,role=consumer,iter=0:16", &sc, &d), 0);
+  ag_region_stats *r2 = NULL;
+  int n2 = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, &sc, NULL, 0, &r2, &n2), 0);
+  CHECK_EQ_INT(n2, 1);
+  if (n2 == 1)
+    CHECK_EQ_U64(r2[0].cycles.count, 4 * 16);
+  ag_region_stats_free(r2, n2);
+  ag_diags_release(&d);
+  ag_region_stats_free(rs, n);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+}
+
+TEST(recorded_files_damaged) {
+  char p[1024];
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  snprintf(p, sizeof p, "%s/tests/data/evidence/gemm_tma.agev", src ? src : ".");
+  char *data = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(ag_file_read(p, &data, &len), 0);
+  if (!data)
+    return;
+  size_t cuts[] = {len - 1, len / 3, 40};
+  for (size_t k = 0; k < 3; k++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_evidence *ev = NULL;
+    CHECK_EQ_INT(ag_evidence_load_mem(data, cuts[k], "cut.agev", &d, &ev), AG_ECORRUPT);
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), "cut.agev: error: truncated");
+    ag_str_release(&s);
+    ag_diags_release(&d);
+  }
+  ag_free(data);
+}
+
+RUN_TESTS(T(overhead_structure_and_brute_force), T(gemm_roles_and_counts),
+          T(recorded_files_damaged))

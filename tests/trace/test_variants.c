@@ -1,0 +1,233 @@
+/*
+ * test_variants.c — measurement variants against a real tool: the traced
+ * (all regions), anchors-only and per-region variants of every example
+ * kernel, the spin kernels, the Triton corpus (tests/data/ptx/triton) and
+ * the hand-written PTX (tests/data/ptx/hand)
+ * assemble with ptxas; trace-free is byte-identical to its parent; every
+ * end/role marker of a selected region got a record probe. A deliberately
+ * broken variant must fail ptxas (the check can fail). Errors: an unknown
+ * region, names the probe would collide with, markers in a device function.
+ */
+#include "check.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include "argus/variant.h"
+
+static char *ptxas;
+
+static int assemble(const char *ptx, size_t len, const char *tag) {
+  char in[2600], out[2600];
+  snprintf(in, sizeof in, "/tmp/argus-variant-%ld-%s.ptx", (long)getpid(), tag);
+  snprintf(out, sizeof out, "/tmp/argus-variant-%ld-%s.cubin", (long)getpid(), tag);
+  if (ag_file_write_atomic(in, ptx, len))
+    return -1;
+  char arch[32] = "-arch=sm_90a";
+  const char *argv[] = {ptxas, arch, in, "-o", out, NULL};
+  ag_str err = AG_STR_INIT;
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.capture_err = &err;
+  o.timeout_s = 120;
+  ag_proc_result r;
+  int rc = ag_proc_run(&o, &r);
+  int ok = rc == 0 && r.exited && r.exit_code == 0;
+  if (!ok && strcmp(tag, "broken"))
+    fprintf(stderr, "ptxas failed on %s:\n%s\n", tag, ag_str_cstr(&err));
+  ag_str_release(&err);
+  unlink(in);
+  unlink(out);
+  return ok ? 0 : 1;
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+static int nfiles;
+
+static void check_file(const char *path) {
+  char *ptx = NULL;
+  size_t len = 0;
+  if (ag_file_read(path, &ptx, &len)) {
+    fprintf(stderr, "cannot read %s\n", path);
+    CHECK(0);
+    return;
+  }
+  nfiles++;
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = NULL;
+  /* trace-free: the parent itself */
+  ag_variant_opts free_o = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
+  CHECK_EQ_INT(ag_variant_make(ptx, len, path, &free_o, &d, &v), 0);
+  if (v) {
+    CHECK(v->len == len && memcmp(v->ptx, ptx, len) == 0);
+    CHECK_EQ_STR(v->id, v->parent);
+  }
+  ag_variant_free(v);
+  /* traced, all regions */
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  CHECK_EQ_INT(ag_variant_make(ptx, len, path, &tr, &d, &v), 0);
+  if (v) {
+    char tag[2400];
+    snprintf(tag, sizeof tag, "%s-traced", base);
+    CHECK_EQ_INT(assemble(v->ptx, v->len, tag), 0);
+    /* one record probe per end and role marker of the parent */
+    size_t marks = count(ptx, "@argus end ") + count(ptx, "@argus role ");
+    CHECK_EQ_U64(count(v->ptx, "// argus: record site "), marks);
+    CHECK_EQ_U64((size_t)v->nsites, marks);
+    CHECK_EQ_U64(json_array_size(json_object_get(v->probes, "sites")), marks);
+    CHECK(strcmp(v->id, v->parent) != 0);
+    /* each selected region's variant, when there are regions */
+    json_t *regs = json_object_get(v->probes, "regions"), *g;
+    size_t i;
+    json_array_foreach(regs, i, g) {
+      if (json_is_true(json_object_get(g, "root")))
+        continue;
+      const char *q = json_string_value(json_object_get(g, "qname"));
+      ag_variant_opts one = {AG_VARIANT_TRACED, &q, 1, 0};
+      ag_variant *w = NULL;
+      CHECK_EQ_INT(ag_variant_make(ptx, len, path, &one, &d, &w), 0);
+      if (w) {
+        snprintf(tag, sizeof tag, "%s-region%zu", base, i);
+        CHECK_EQ_INT(assemble(w->ptx, w->len, tag), 0);
+        CHECK(w->nsites <= v->nsites);
+      }
+      ag_variant_free(w);
+    }
+  }
+  ag_variant_free(v);
+  ag_variant_opts an = {AG_VARIANT_TRACED, NULL, 0, 1};
+  CHECK_EQ_INT(ag_variant_make(ptx, len, path, &an, &d, &v), 0);
+  if (v) {
+    char tag[2400];
+    snprintf(tag, sizeof tag, "%s-anchors", base);
+    CHECK_EQ_INT(assemble(v->ptx, v->len, tag), 0);
+    CHECK_EQ_INT(v->nsites, 0);
+  }
+  ag_variant_free(v);
+  if (d.nerrors) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "%s", ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  ag_diags_release(&d);
+  ag_free(ptx);
+}
+
+static void check_dir(const char *dir) {
+  DIR *dp = opendir(dir);
+  if (!dp)
+    return;
+  struct dirent *e;
+  while ((e = readdir(dp)))
+    if (strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".ptx")) {
+      char p[2048];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      check_file(p);
+    }
+  closedir(dp);
+}
+
+TEST(every_variant_assembles) {
+  ptxas = ag_which("ptxas");
+  if (!ptxas)
+    ptxas = ag_strdup("/usr/local/cuda/bin/ptxas");
+  const char *src = getenv("ARGUS_SOURCE_DIR"), *bd = getenv("ARGUS_BUILD_DIR");
+  char p[1024];
+  snprintf(p, sizeof p, "%s/tests/data/ptx", bd ? bd : "build");
+  check_dir(p); /* the examples, built by nvcc with markers */
+  snprintf(p, sizeof p, "%s/tests/trace", bd ? bd : "build");
+  check_dir(p); /* the spin kernels */
+  snprintf(p, sizeof p, "%s/tests/data/ptx/triton", src ? src : ".");
+  check_dir(p); /* the Triton corpus */
+  snprintf(p, sizeof p, "%s/tests/data/ptx/hand", src ? src : ".");
+  check_dir(p); /* hand-written PTX: scoped blocks, Triton-style markers */
+  CHECK(nfiles >= 9);
+  printf("%d modules, every variant assembled\n", nfiles);
+}
+
+TEST(broken_variant_fails_ptxas) {
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char p[1024];
+  snprintf(p, sizeof p, "%s/tests/data/ptx/overhead.ptx", bd ? bd : "build");
+  char *ptx = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(ag_file_read(p, &ptx, &len), 0);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(ptx, len, p, &tr, &d, &v), 0);
+  if (v) { /* drop the probe's register declarations */
+    char *decl = strstr(v->ptx, ".reg .b32 %agt_plo");
+    CHECK(decl != NULL);
+    if (decl)
+      memcpy(decl, "//", 2);
+    CHECK(assemble(v->ptx, v->len, "broken") != 0);
+  }
+  ag_variant_free(v);
+  ag_diags_release(&d);
+  ag_free(ptx);
+}
+
+static const char *func_ptx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".func helper()\n{\n\t// @argus begin - inner\n\t// @argus end - inner\n\tret;\n}\n"
+    ".visible .entry k()\n{\n\t// @argus begin - outer\n\tcall helper, ();\n"
+    "\t// @argus end - outer\n\tret;\n}\n";
+
+TEST(variant_errors) {
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char p[1024];
+  snprintf(p, sizeof p, "%s/tests/data/ptx/overhead.ptx", bd ? bd : "build");
+  char *ptx = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(ag_file_read(p, &ptx, &len), 0);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = NULL;
+  const char *nope = "nosuchregion";
+  ag_variant_opts o = {AG_VARIANT_TRACED, &nope, 1, 0};
+  CHECK_EQ_INT(ag_variant_make(ptx, len, p, &o, &d, &v), AG_ENOTFOUND);
+  ag_str s = AG_STR_INIT;
+  ag_diags_format(&d, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "no region 'nosuchregion' in the module (regions: ");
+  CHECK_CONTAINS(ag_str_cstr(&s), "overhead_compute/work/step");
+  ag_str_clear(&s);
+  ag_diags_release(&d);
+  /* a traced variant of a traced variant: the names collide */
+  ag_diags_init(&d);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  CHECK_EQ_INT(ag_variant_make(ptx, len, p, &tr, &d, &v), 0);
+  ag_variant *v2 = NULL;
+  if (v) {
+    CHECK_EQ_INT(ag_variant_make(v->ptx, v->len, "traced.ptx", &tr, &d, &v2), AG_EUNSUPPORTED);
+    ag_diags_format(&d, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), "an Argus variant already");
+    ag_str_clear(&s);
+  }
+  ag_variant_free(v);
+  ag_diags_release(&d);
+  /* markers in a device function */
+  ag_diags_init(&d);
+  v = NULL;
+  CHECK_EQ_INT(ag_variant_make(func_ptx, strlen(func_ptx), "func.ptx", &tr, &d, &v),
+               AG_EUNSUPPORTED);
+  ag_diags_format(&d, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "in the device function 'helper'");
+  CHECK_CONTAINS(ag_str_cstr(&s), "func.ptx:6:");
+  ag_str_release(&s);
+  ag_diags_release(&d);
+  ag_free(ptx);
+}
+
+RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(variant_errors))
