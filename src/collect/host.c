@@ -452,11 +452,12 @@ void ag_host_close(ag_host *h) {
 
 /* --------------------------------------------------------------- modules */
 
+/* Reads a whole file, NUL-terminated (PTX must be, for cuModuleLoadData). */
 static int read_file(ag_host *h, const char *path, char **data, size_t *len) {
   FILE *f = fopen(path, "rb");
   *data = NULL;
   if (!f) {
-    setmsg(h, "cannot open module '%s': %s", path, strerror(errno));
+    setmsg(h, "cannot open '%s': %s", path, strerror(errno));
     return errno == ENOENT ? AG_HOST_ENOTFOUND : AG_HOST_EIO;
   }
   size_t cap = 1 << 16, n = 0;
@@ -480,7 +481,7 @@ static int read_file(ag_host *h, const char *path, char **data, size_t *len) {
   fclose(f);
   if (bad) {
     free(buf);
-    setmsg(h, "cannot read module '%s'", path);
+    setmsg(h, "cannot read '%s'", path);
     return AG_HOST_EIO;
   }
   buf[n] = 0; /* PTX text must be NUL-terminated for cuModuleLoadData */
@@ -771,28 +772,6 @@ int ag_host_sync(ag_host *h) {
 
 /* --------------------------------------------------------------- finish */
 
-static char *slurp_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1)
-      break;
-    cap *= 2;
-    char *nb = realloc(buf, cap);
-    if (!nb)
-      free(buf);
-    buf = nb;
-  }
-  fclose(f);
-  if (buf)
-    buf[n] = 0;
-  return buf;
-}
-
 static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
   char name[256] = "?";
   h->cu.cuDeviceGetName(name, sizeof name, h->dev);
@@ -854,9 +833,11 @@ static int write_evidence(ag_host *h) {
   char err[512] = "";
   snprintf(path, sizeof path, "%s/%s", h->out_dir, AG_EV_FILE_NAME);
   char *sites = NULL;
-  if (h->sites_path && !(sites = slurp_text(h->sites_path))) {
-    setmsg(h, "cannot read ARGUS_SITES='%s': %s", h->sites_path, strerror(errno));
-    return AG_HOST_EIO;
+  size_t sl = 0;
+  int rc0 = h->sites_path ? read_file(h, h->sites_path, &sites, &sl) : 0;
+  if (rc0) {
+    setmsg(h, "cannot read ARGUS_SITES='%s'", h->sites_path);
+    return rc0;
   }
   ag_evw *w = NULL;
   int rc = ag_evw_open(path, &w, err, sizeof err);

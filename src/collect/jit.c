@@ -72,17 +72,26 @@ int ag_jit_target(const char *ptx, size_t len, char arch[16]) {
   return AG_ENOTFOUND;
 }
 
+/* Copies the line at *l (without its newline, at most 1023 bytes) into line
+ * and moves *l past it; 0 at the end of the text. */
+static int next_line(const char **l, char line[1024]) {
+  if (!*l || !**l)
+    return 0;
+  const char *nl = strchr(*l, '\n');
+  size_t ll = nl ? (size_t)(nl - *l) : strlen(*l);
+  size_t cp = ll < 1023 ? ll : 1023;
+  memcpy(line, *l, cp);
+  line[cp] = 0;
+  *l = nl ? nl + 1 : NULL;
+  return 1;
+}
+
 /* "ptxas application ptx input, line 42; error   : Unknown modifier '.f33'" */
 static void log_to_diags(const char *log, const char *ptx, size_t len, const char *name,
                          ag_diags *diags) {
   int any = 0;
-  for (const char *l = log; l && *l;) {
-    const char *nl = strchr(l, '\n');
-    size_t ll = nl ? (size_t)(nl - l) : strlen(l);
-    char line[1024];
-    size_t cp = ll < sizeof line - 1 ? ll : sizeof line - 1;
-    memcpy(line, l, cp);
-    line[cp] = 0;
+  char line[1024];
+  for (const char *l = log; next_line(&l, line);) {
     int lno = 0;
     const char *at = strstr(line, "ptx input, line ");
     if (at && sscanf(at, "ptx input, line %d;", &lno) == 1) {
@@ -101,7 +110,6 @@ static void log_to_diags(const char *log, const char *ptx, size_t len, const cha
         ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0, "%s", line);
       any = 1;
     }
-    l = nl ? nl + 1 : NULL;
   }
   if (!any)
     ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
@@ -151,13 +159,8 @@ int ag_jit_parse_info(const char *log, ag_jit_func **funcs, int *nfuncs) {
   *funcs = NULL;
   *nfuncs = 0;
   ag_jit_func *cur = NULL;
-  for (const char *l = log; l && *l;) {
-    const char *nl = strchr(l, '\n');
-    size_t ll = nl ? (size_t)(nl - l) : strlen(l);
-    char line[1024];
-    size_t cp = ll < sizeof line - 1 ? ll : sizeof line - 1;
-    memcpy(line, l, cp);
-    line[cp] = 0;
+  char line[1024];
+  for (const char *l = log; next_line(&l, line);) {
     const char *nm;
     size_t nml = 0;
     if ((nm = name_after(line, "Compiling entry function", &nml)) ||
@@ -198,7 +201,6 @@ int ag_jit_parse_info(const char *log, ag_jit_func **funcs, int *nfuncs) {
         }
       }
     }
-    l = nl ? nl + 1 : NULL;
   }
   return 0;
 oom:

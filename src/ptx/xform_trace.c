@@ -42,9 +42,11 @@
 #define P "%agt_"   /* prefix of the probe's registers */
 #define PF "%%agt_" /* the same inside printf formats */
 
-/* Computes slot (t8) and lane (t2) from the special registers; clobbers
- * t2..t12. */
-static const char slot_text[] =
+/* The warp's slot (t8) and lane (t2) from the special registers; clobbers
+ * t2..t12. The linear thread index and warps per CTA come first, for 3-D
+ * blocks or for blocks the kernel declares one-dimensional (.reqntid or
+ * .maxntid N, 1, 1: tid.y = tid.z = 0); the CTA part is common. */
+static const char slot_head_3d[] =
     "\tmov.u32 " P "t2, %tid.x;\n"
     "\tmov.u32 " P "t3, %tid.y;\n"
     "\tmov.u32 " P "t4, %tid.z;\n"
@@ -54,25 +56,13 @@ static const char slot_text[] =
     "\tmad.lo.u32 " P "t4, " P "t4, " P "t6, " P "t3;\n"
     "\tmad.lo.u32 " P "t2, " P "t4, " P "t5, " P "t2;\n"
     "\tmul.lo.u32 " P "t5, " P "t5, " P "t6;\n"
-    "\tmul.lo.u32 " P "t5, " P "t5, " P "t7;\n"
-    "\tadd.u32 " P "t5, " P "t5, 31;\n"
-    "\tshr.u32 " P "t5, " P "t5, 5;\n"
-    "\tmov.u32 " P "t8, %ctaid.x;\n"
-    "\tmov.u32 " P "t9, %ctaid.y;\n"
-    "\tmov.u32 " P "t10, %ctaid.z;\n"
-    "\tmov.u32 " P "t11, %nctaid.x;\n"
-    "\tmov.u32 " P "t12, %nctaid.y;\n"
-    "\tmad.lo.u32 " P "t10, " P "t10, " P "t12, " P "t9;\n"
-    "\tmad.lo.u32 " P "t8, " P "t10, " P "t11, " P "t8;\n"
-    "\tshr.u32 " P "t3, " P "t2, 5;\n"
-    "\tmad.lo.u32 " P "t8, " P "t8, " P "t5, " P "t3;\n"
-    "\tand.b32 " P "t2, " P "t2, 31;\n";
+    "\tmul.lo.u32 " P "t5, " P "t5, " P "t7;\n";
 
-/* The same for blocks the kernel declares one-dimensional (.reqntid or
- * .maxntid N, 1, 1): tid.y = tid.z = 0. */
-static const char slot_text_1d[] =
+static const char slot_head_1d[] =
     "\tmov.u32 " P "t2, %tid.x;\n"
-    "\tmov.u32 " P "t5, %ntid.x;\n"
+    "\tmov.u32 " P "t5, %ntid.x;\n";
+
+static const char slot_tail[] =
     "\tadd.u32 " P "t5, " P "t5, 31;\n"
     "\tshr.u32 " P "t5, " P "t5, 5;\n"
     "\tmov.u32 " P "t8, %ctaid.x;\n"
@@ -381,9 +371,19 @@ static int block_is_1d(const ag_ptx_func *f) {
   return 0;
 }
 
+/* The exit sequence: anchors, the pending record, counts, metadata. */
+static void epilogue(ag_str *t, const char *slot_head) {
+  ag_str_puts(t, epilogue_head);
+  ag_str_puts(t, flush_text);
+  ag_str_puts(t, epilogue_mid);
+  ag_str_puts(t, slot_head);
+  ag_str_puts(t, slot_tail);
+  ag_str_puts(t, epilogue_tail);
+}
+
 static int instrument_entry(xf *x, ag_ptx_func *f) {
   int nreg = x->r->nregions;
-  const char *slot = block_is_1d(f) ? slot_text_1d : slot_text;
+  const char *slot_head = block_is_1d(f) ? slot_head_1d : slot_head_3d;
   ag_str t = AG_STR_INIT;
   int rc = 0;
   /* guarded exits become branches to one exit block at the end */
@@ -403,11 +403,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
         ag_ptx_replace(x->m, s, a, b);
       } else {
         ag_str_puts(&t, "\n");
-        ag_str_puts(&t, epilogue_head);
-        ag_str_puts(&t, flush_text);
-        ag_str_puts(&t, epilogue_mid);
-        ag_str_puts(&t, slot);
-        ag_str_puts(&t, epilogue_tail);
+        epilogue(&t, slot_head);
         if (t.oom || (rc = insert_text(x, f, s, 1, ag_str_cstr(&t))))
           goto out;
       }
@@ -417,11 +413,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   if (guarded) {
     ag_str_clear(&t);
     ag_str_puts(&t, "\n$__argus_exit:\n");
-    ag_str_puts(&t, epilogue_head);
-    ag_str_puts(&t, flush_text);
-    ag_str_puts(&t, epilogue_mid);
-    ag_str_puts(&t, slot);
-    ag_str_puts(&t, epilogue_tail);
+    epilogue(&t, slot_head);
     ag_str_puts(&t, "\tret;\n");
     if (t.oom || (rc = insert_text(x, f, f->body_close, 1, ag_str_cstr(&t))))
       goto out;
@@ -430,7 +422,8 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   ag_str_clear(&t);
   decls(&t, nreg);
   ag_str_puts(&t, prologue_head);
-  ag_str_puts(&t, slot);
+  ag_str_puts(&t, slot_head);
+  ag_str_puts(&t, slot_tail);
   ag_str_puts(&t, prologue_tail);
   if (t.oom) {
     rc = AG_ENOMEM;

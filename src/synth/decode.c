@@ -147,10 +147,10 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
     maxsm = 1u << 16;
   double *off = ag_calloc((size_t)maxsm + 1, sizeof *off);
   uint32_t *noff = ag_calloc((size_t)maxsm + 1, sizeof *noff);
-  wocc *stack = ag_malloc(64 * sizeof *stack), *occ = NULL;
-  size_t scap = 64, wcap = 0, rcap = 0;
-  role_at *roles = NULL;
-  if (!off || !noff || !stack) {
+  AG_VEC(wocc) stack = {0};
+  AG_VEC(wocc) occ = {0};
+  AG_VEC(role_at) roles = {0};
+  if (!off || !noff) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -197,23 +197,15 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
     const ag_ev_record *r = L->records + L->first[w];
     /* unwrap: ends are in time order from the entry anchor */
     uint64_t prev = m->clock_entry;
-    size_t nw = 0, nroles = 0;
+    occ.n = roles.n = 0;
     for (uint64_t j = 0; j < n; j++) {
       const ag_ev_site *s = &ev->sites[r[j].site];
       uint64_t e = prev + (uint32_t)(r[j].end - (uint32_t)prev);
       uint64_t b = e - (uint32_t)(r[j].end - r[j].begin);
       prev = e;
       if (s->kind == AG_SITE_ROLE) {
-        if (nroles == rcap) {
-          role_at *nr = ag_realloc(roles, (rcap ? rcap * 2 : 4) * sizeof *nr);
-          if (!nr) {
-            rc = AG_ENOMEM;
-            goto out;
-          }
-          roles = nr;
-          rcap = rcap ? rcap * 2 : 4;
-        }
-        roles[nroles++] = (role_at){e, s->role};
+        if ((rc = ag_vec_push(&roles, ((role_at){e, s->role}))))
+          goto out;
         continue;
       }
       if (b < m->clock_entry) {
@@ -223,16 +215,8 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
                 L->launch, cta, warp, j, ev->regions[s->region].qname);
         continue;
       }
-      if (nw == wcap) {
-        wocc *nv = ag_realloc(occ, (wcap ? wcap * 2 : 256) * sizeof *nv);
-        if (!nv) {
-          rc = AG_ENOMEM;
-          goto out;
-        }
-        occ = nv;
-        wcap = wcap ? wcap * 2 : 256;
-      }
-      occ[nw++] = (wocc){s->region, r[j].iter, b, e};
+      if ((rc = ag_vec_push(&occ, ((wocc){s->region, r[j].iter, b, e}))))
+        goto out;
     }
     uint64_t exit_unwrapped = prev + (uint32_t)((uint32_t)m->clock_exit - (uint32_t)prev);
     if (exit_unwrapped != m->clock_exit)
@@ -257,47 +241,38 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
         goto out;
     }
     /* nesting: by begin, outer first; each must lie in the innermost open */
-    qsort(occ, nw, sizeof *occ, cmp_wocc);
-    size_t depth = 0;
-    for (size_t k = 0; k < nw; k++) {
-      const wocc *c = &occ[k];
-      while (depth && stack[depth - 1].end <= c->begin)
-        depth--;
-      if (depth && c->end > stack[depth - 1].end) {
+    if (occ.n)
+      qsort(occ.v, occ.n, sizeof *occ.v, cmp_wocc);
+    stack.n = 0;
+    for (size_t k = 0; k < occ.n; k++) {
+      const wocc *c = &occ.v[k];
+      while (stack.n && stack.v[stack.n - 1].end <= c->begin)
+        stack.n--;
+      if (stack.n && c->end > stack.v[stack.n - 1].end) {
         t->nesting_errors++;
         anomaly(t, "launch %u cta %u warp %u: '%s' (cycles %" PRIu64 "..%" PRIu64
                    ") crosses '%s' (%" PRIu64 "..%" PRIu64 ")",
                 L->launch, cta, warp, ev->regions[c->region].qname, c->begin, c->end,
-                ev->regions[stack[depth - 1].region].qname, stack[depth - 1].begin,
-                stack[depth - 1].end);
+                ev->regions[stack.v[stack.n - 1].region].qname, stack.v[stack.n - 1].begin,
+                stack.v[stack.n - 1].end);
       }
       int role = -1;
-      for (size_t q = 0; q < nroles; q++) /* the latest role set before the begin */
-        if (roles[q].t <= c->begin)
-          role = roles[q].role;
+      for (size_t q = 0; q < roles.n; q++) /* the latest role set before the begin */
+        if (roles.v[q].t <= c->begin)
+          role = roles.v[q].role;
       ag_occ o = {c->region, role, L->launch, m->smid, cta, warp, c->iter,
-                  (uint32_t)depth + 1, c->begin, c->end,
+                  (uint32_t)stack.n + 1, c->begin, c->end,
                   (double)c->begin * ns_per_cycle + base};
-      if ((rc = push_occ(t, cap, &o)))
+      if ((rc = push_occ(t, cap, &o)) || (rc = ag_vec_push(&stack, *c)))
         goto out;
-      if (depth == scap) {
-        wocc *ns = ag_realloc(stack, scap * 2 * sizeof *ns);
-        if (!ns) {
-          rc = AG_ENOMEM;
-          goto out;
-        }
-        stack = ns;
-        scap *= 2;
-      }
-      stack[depth++] = *c;
     }
   }
 out:
   ag_free(off);
   ag_free(noff);
-  ag_free(stack);
-  ag_free(occ);
-  ag_free(roles);
+  ag_vec_free(&stack);
+  ag_vec_free(&occ);
+  ag_vec_free(&roles);
   return rc;
 }
 

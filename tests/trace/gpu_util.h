@@ -74,4 +74,16 @@ __attribute__((unused)) static int build_variant(const char *ptxpath, const char
   return rc;
 }
 
+/* The spin kernels' traced and trace-free builds in dir (spin.traced.*,
+ * spin.free.*), from the build's spin.ptx; the harness path in harness. */
+__attribute__((unused)) static int build_spin_variants(const char *dir, char *harness,
+                                                       size_t hlen) {
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char ptx[1024];
+  snprintf(ptx, sizeof ptx, "%s/tests/trace/spin.ptx", bd ? bd : "build");
+  snprintf(harness, hlen, "%s/tests/trace/spin_harness", bd ? bd : "build");
+  int rc = build_variant(ptx, dir, "spin.traced", AG_VARIANT_TRACED, NULL, 0);
+  return rc ? rc : build_variant(ptx, dir, "spin.free", AG_VARIANT_TRACE_FREE, NULL, 0);
+}
+
 #endif

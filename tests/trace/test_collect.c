@@ -14,6 +14,7 @@
 #include "argus/collect.h"
 #include "argus/evidence.h"
 #include "argus/host.h"
+#include "trace_util.h"
 
 /* host.h's codes are core's codes */
 _Static_assert((int)AG_HOST_ENOMEM == (int)AG_ENOMEM, "codes");
@@ -31,12 +32,10 @@ _Static_assert(sizeof(ag_ev_desc) == AG_EV_DESC_BYTES, "layout");
 _Static_assert(sizeof(ag_ev_file_header) == AG_EV_FILE_HEADER_BYTES, "layout");
 
 static char *read_ptx(const char *name) {
-  const char *bd = getenv("ARGUS_BUILD_DIR");
-  char p[1024];
-  snprintf(p, sizeof p, "%s/tests/data/ptx/%s", bd ? bd : "build", name);
-  char *t = NULL;
-  size_t n = 0;
-  CHECK_EQ_INT(ag_file_read(p, &t, &n), 0);
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/data/ptx/%s", name);
+  char *t = tu_read_build_file(rel, NULL);
+  CHECK(t != NULL);
   return t;
 }
 
@@ -170,14 +169,7 @@ TEST(jit_cache_by_content) {
   ag_cubin_free(c);
   ag_diags_release(&d);
   ag_free(ptx);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "%s", dir);
-  const char *argv[] = {"rm", "-rf", cmd, NULL};
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  ag_proc_result r;
-  ag_proc_run(&o, &r);
+  tu_rm_rf(dir);
 }
 
 TEST(host_refuses_clearly) {
@@ -273,14 +265,9 @@ TEST(harness_failures_fail_the_task) {
   CHECK(ev != NULL);
   ag_free(ev);
   ag_str_release(&why);
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "/tmp/argus-collect-test-%ld", (long)getpid());
-  const char *argv[] = {"rm", "-rf", cmd, NULL};
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  ag_proc_result r;
-  ag_proc_run(&o, &r);
+  char dir[160];
+  snprintf(dir, sizeof dir, "/tmp/argus-collect-test-%ld", (long)getpid());
+  tu_rm_rf(dir);
 }
 
 RUN_TESTS(T(jit_compiles_and_reports_resources), T(jit_error_points_at_the_ptx_line),

@@ -17,6 +17,7 @@
 #include "../../src/collect/evwrite.h"
 #include "argus/report_trace.h"
 #include "argus/synth.h"
+#include "trace_util.h"
 
 #define GRID 6
 #define WPC 3
@@ -141,19 +142,23 @@ static int cmp_truth(const void *a, const void *b) {
 }
 
 static ag_evidence *load_ok(void) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_evidence *ev = NULL;
-  int rc = ag_evidence_load(path, &d, &ev);
-  if (rc) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    fprintf(stderr, "%s", ag_str_cstr(&s));
-    ag_str_release(&s);
-  }
-  CHECK_EQ_INT(rc, 0);
-  ag_diags_release(&d);
+  ag_evidence *ev = tu_load_evidence(path);
+  CHECK(ev != NULL);
   return ev;
+}
+
+/* Loads the simulated file and decodes it; NULL (a failed check) if either
+ * fails. */
+static ag_trace *decode_ok(ag_evidence **ev) {
+  ag_trace *t = NULL;
+  *ev = load_ok();
+  if (!*ev || ag_trace_decode(*ev, &t)) {
+    CHECK(0);
+    ag_evidence_free(*ev);
+    *ev = NULL;
+    return NULL;
+  }
+  return t;
 }
 
 /* Compares decoded occurrences to a truth list; returns mismatches. */
@@ -210,12 +215,10 @@ static void brute(int region, double *v, size_t *n) {
 
 TEST(stats_equal_brute_force) {
   simulate(3, 64, 0, 0, 0);
-  ag_evidence *ev = load_ok();
-  ag_trace *t = NULL;
-  if (!ev || ag_trace_decode(ev, &t)) {
-    CHECK(0);
+  ag_evidence *ev = NULL;
+  ag_trace *t = decode_ok(&ev);
+  if (!t)
     return;
-  }
   ag_region_stats *rs = NULL;
   int n = 0;
   CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &n), 0);
@@ -290,12 +293,10 @@ TEST(scope_matching) {
   /* occurrences against scopes: ranges half-open, iteration and role
    * restrictions exclude occurrences without them */
   simulate(1, 64, 0, 0, 0);
-  ag_evidence *ev = load_ok();
-  ag_trace *t = NULL;
-  if (!ev || ag_trace_decode(ev, &t)) {
-    CHECK(0);
+  ag_evidence *ev = NULL;
+  ag_trace *t = decode_ok(&ev);
+  if (!t)
     return;
-  }
   ag_scope sc;
   ag_diags d;
   ag_diags_init(&d);
@@ -321,12 +322,10 @@ TEST(scope_matching) {
 
 TEST(full_buffer_reports_drops) {
   simulate(1, 4, 0, 0, 0); /* 7 records per warp: role, inner x 5, outer */
-  ag_evidence *ev = load_ok();
-  ag_trace *t = NULL;
-  if (!ev || ag_trace_decode(ev, &t)) {
-    CHECK(0);
+  ag_evidence *ev = NULL;
+  ag_trace *t = decode_ok(&ev);
+  if (!t)
     return;
-  }
   CHECK_EQ_U64(t->dropped, (uint64_t)WARPS * 3);
   CHECK_EQ_U64(ev->launches[0].dropped, (uint64_t)WARPS * 3);
   CHECK_EQ_INT(compare(t, truth, ntruth), 0); /* what was kept decodes exactly */
@@ -347,12 +346,10 @@ TEST(full_buffer_reports_drops) {
 
 TEST(nesting_divergence_and_ambiguity_are_anomalies) {
   simulate(1, 64, 1, 1, 1);
-  ag_evidence *ev = load_ok();
-  ag_trace *t = NULL;
-  if (!ev || ag_trace_decode(ev, &t)) {
-    CHECK(0);
+  ag_evidence *ev = NULL;
+  ag_trace *t = decode_ok(&ev);
+  if (!t)
     return;
-  }
   CHECK_EQ_U64(t->nesting_errors, 1);
   CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 0 warp 1: 'kern/outer' (cycles");
   CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "crosses 'kern/outer/inner'");
@@ -510,12 +507,10 @@ TEST(record_with_unknown_site_is_an_error) {
 
 TEST(reports_and_timeline) {
   simulate(2, 64, 0, 0, 0);
-  ag_evidence *ev = load_ok();
-  ag_trace *t = NULL;
-  if (!ev || ag_trace_decode(ev, &t)) {
-    CHECK(0);
+  ag_evidence *ev = NULL;
+  ag_trace *t = decode_ok(&ev);
+  if (!t)
     return;
-  }
   ag_region_stats *rs = NULL;
   int n = 0;
   CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &n), 0);

@@ -13,13 +13,8 @@ static void setup(void) {
   if (dir)
     return;
   gpu_or_skip("test_gpu_failures");
-  const char *bd = getenv("ARGUS_BUILD_DIR");
-  char ptx[1024];
-  snprintf(ptx, sizeof ptx, "%s/tests/trace/spin.ptx", bd ? bd : "build");
-  snprintf(harness, sizeof harness, "%s/tests/trace/spin_harness", bd ? bd : "build");
   dir = scratch_dir("failures");
-  if (!dir || build_variant(ptx, dir, "spin.traced", AG_VARIANT_TRACED, NULL, 0) ||
-      build_variant(ptx, dir, "spin.free", AG_VARIANT_TRACE_FREE, NULL, 0)) {
+  if (!dir || build_spin_variants(dir, harness, sizeof harness)) {
     fprintf(stderr, "test_gpu_failures: setup failed\n");
     exit(1);
   }

@@ -20,7 +20,7 @@
 #define REPS 4
 
 static char *dir;
-static char path_spin_ptx[1024], harness[1024];
+static char harness[1024];
 
 typedef struct run {
   ag_evidence *ev;
@@ -33,12 +33,8 @@ static void setup(void) {
   if (dir)
     return;
   gpu_or_skip("test_gpu_fidelity");
-  const char *bd = getenv("ARGUS_BUILD_DIR");
-  snprintf(path_spin_ptx, sizeof path_spin_ptx, "%s/tests/trace/spin.ptx", bd ? bd : "build");
-  snprintf(harness, sizeof harness, "%s/tests/trace/spin_harness", bd ? bd : "build");
   dir = scratch_dir("fidelity");
-  if (!dir || build_variant(path_spin_ptx, dir, "spin.traced", AG_VARIANT_TRACED, NULL, 0) ||
-      build_variant(path_spin_ptx, dir, "spin.free", AG_VARIANT_TRACE_FREE, NULL, 0)) {
+  if (!dir || build_spin_variants(dir, harness, sizeof harness)) {
     fprintf(stderr, "test_gpu_fidelity: setup failed\n");
     exit(1);
   }

@@ -12,23 +12,14 @@
 
 #include "argus/report_trace.h"
 #include "argus/synth.h"
+#include "trace_util.h"
 
 static ag_evidence *load(const char *name) {
   char p[1024];
   const char *src = getenv("ARGUS_SOURCE_DIR");
   snprintf(p, sizeof p, "%s/tests/data/evidence/%s", src ? src : ".", name);
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_evidence *ev = NULL;
-  int rc = ag_evidence_load(p, &d, &ev);
-  if (rc) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    fprintf(stderr, "%s", ag_str_cstr(&s));
-    ag_str_release(&s);
-  }
-  CHECK_EQ_INT(rc, 0);
-  ag_diags_release(&d);
+  ag_evidence *ev = tu_load_evidence(p);
+  CHECK(ev != NULL);
   return ev;
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "argus/collect.h"
+#include "trace_util.h"
 
 static char ws[128];
 
@@ -144,13 +145,6 @@ static void setup(void) {
 }
 
 static void teardown(void) __attribute__((destructor));
-static void teardown(void) {
-  const char *argv[] = {"rm", "-rf", ws, NULL};
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  ag_proc_result r;
-  ag_proc_run(&o, &r);
-}
+static void teardown(void) { tu_rm_rf(ws); }
 
 RUN_TESTS(T(variant_command), T(trace_on_recorded_evidence), T(trace_without_gpu_fails_clearly))

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "argus/variant.h"
+#include "trace_util.h"
 
 static char *ptxas;
 
@@ -156,12 +157,12 @@ TEST(every_variant_assembles) {
 }
 
 TEST(broken_variant_fails_ptxas) {
-  const char *bd = getenv("ARGUS_BUILD_DIR");
-  char p[1024];
-  snprintf(p, sizeof p, "%s/tests/data/ptx/overhead.ptx", bd ? bd : "build");
-  char *ptx = NULL;
+  const char *p = "overhead.ptx";
   size_t len = 0;
-  CHECK_EQ_INT(ag_file_read(p, &ptx, &len), 0);
+  char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
+  CHECK(ptx != NULL);
+  if (!ptx)
+    return;
   ag_diags d;
   ag_diags_init(&d);
   ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
@@ -186,12 +187,12 @@ static const char *func_ptx =
     "\t// @argus end - outer\n\tret;\n}\n";
 
 TEST(variant_errors) {
-  const char *bd = getenv("ARGUS_BUILD_DIR");
-  char p[1024];
-  snprintf(p, sizeof p, "%s/tests/data/ptx/overhead.ptx", bd ? bd : "build");
-  char *ptx = NULL;
+  const char *p = "overhead.ptx";
   size_t len = 0;
-  CHECK_EQ_INT(ag_file_read(p, &ptx, &len), 0);
+  char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
+  CHECK(ptx != NULL);
+  if (!ptx)
+    return;
   ag_diags d;
   ag_diags_init(&d);
   ag_variant *v = NULL;
