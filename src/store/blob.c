@@ -108,12 +108,17 @@ static int sink_write(bw *w, const void *p, size_t n) {
   return 0;
 }
 
-static int sink_reset(bw *w) {
+/* Forgets what was written (back to an empty in-memory sink). */
+static void sink_reset(bw *w) {
   w->mlen = 0;
   w->stored = 0;
-  if (w->fd >= 0 && (ftruncate(w->fd, 0) != 0 || lseek(w->fd, 0, SEEK_SET) != 0))
-    return ag__fail(AG_EIO, "cannot truncate temp file '%s': %s", w->tmp_path, strerror(errno));
-  return 0;
+  if (w->fd >= 0) {
+    close(w->fd);
+    w->fd = -1;
+    unlink(w->tmp_path);
+    ag_free(w->tmp_path);
+    w->tmp_path = NULL;
+  }
 }
 
 static int zfeed(bw *w, const void *p, size_t n, ZSTD_EndDirective op) {
@@ -167,8 +172,7 @@ static int bw_feed(bw *w, const void *p, size_t n, int last) {
   w->mode = 1; /* compression does not pay: store raw */
   ZSTD_freeCCtx(w->cctx);
   w->cctx = NULL;
-  if ((rc = sink_reset(w)))
-    return rc;
+  sink_reset(w);
   return sink_write(w, p, n);
 }
 

@@ -367,9 +367,9 @@ static int check_body(ag_store *st, void *vctx) {
     rc = AG__SQL(st, sqlite3_prepare_v2(st->db, "SELECT max(version) FROM schema_version", -1, &s,
                                         NULL));
     if (rc >= 0 && (rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW &&
-        sqlite3_column_int(s, 0) != AG_STORE_SCHEMA_VERSION)
+        sqlite3_column_int(s, 0) != st->schema)
       add_line(c, 1, "schema version %d recorded, %d expected", sqlite3_column_int(s, 0),
-               AG_STORE_SCHEMA_VERSION);
+               st->schema);
     sqlite3_finalize(s);
     if (rc < 0)
       return rc;

@@ -369,6 +369,9 @@ static const char *const migrations[] = {
     "CREATE INDEX query_tasks_task ON query_tasks(task_id);",
 };
 
+_Static_assert(sizeof migrations / sizeof migrations[0] == AG_STORE_SCHEMA_VERSION,
+               "AG_STORE_SCHEMA_VERSION must equal the number of migrations");
+
 /* The migration list in force (tests substitute their own). */
 typedef struct mig_list {
   const char *const *sql;
@@ -665,6 +668,7 @@ int ag__store_open_with(const char *path, unsigned flags, const char *const *mig
       goto fail;
     }
   }
+  st->schema = nmig;
   *out = st;
   return 0;
 fail:

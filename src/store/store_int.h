@@ -35,6 +35,7 @@ struct ag_store {
   pthread_mutex_t mu; /* recursive: a batch holds it across calls */
   int batch;          /* inside ag_store_batch_begin … commit */
   int busy_hit;       /* the last SQLite error was BUSY/LOCKED (retryable) */
+  int schema;         /* the schema version this handle migrated to */
   ag__stmt_slot stmts[AG__NSTMT];
   char host[128];
   char owner[200]; /* "host:pid:starttime" of this process */
