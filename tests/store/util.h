@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 /* rm -rf */
-static void rm_rf(const char *path) {
+static inline void rm_rf(const char *path) {
   struct stat sb;
   if (lstat(path, &sb) != 0)
     return;
@@ -40,7 +40,7 @@ static void rm_rf(const char *path) {
 }
 
 /* A fresh directory under $TMPDIR; the caller removes it with rm_rf. */
-static char *scratch_dir(const char *tag) {
+static inline char *scratch_dir(const char *tag) {
   const char *base = getenv("TMPDIR");
   char tmpl[512];
   snprintf(tmpl, sizeof tmpl, "%s/argus-%s-XXXXXX", base && *base ? base : "/tmp", tag);
@@ -53,7 +53,7 @@ static char *scratch_dir(const char *tag) {
 }
 
 /* xorshift64* */
-static uint64_t rng_next(uint64_t *s) {
+static inline uint64_t rng_next(uint64_t *s) {
   uint64_t x = *s;
   x ^= x >> 12;
   x ^= x << 25;
@@ -63,14 +63,14 @@ static uint64_t rng_next(uint64_t *s) {
 }
 
 /* Random bytes (incompressible). */
-static void fill_random(unsigned char *p, size_t n, uint64_t seed) {
+static inline void fill_random(unsigned char *p, size_t n, uint64_t seed) {
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
   for (size_t i = 0; i < n; i++)
     p[i] = (unsigned char)(rng_next(&s) >> 56);
 }
 
 /* Trace-like records: increasing timestamps, few distinct ids (compressible). */
-static void fill_trace(unsigned char *p, size_t n, uint64_t seed) {
+static inline void fill_trace(unsigned char *p, size_t n, uint64_t seed) {
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7, t = 1000;
   size_t i = 0;
   while (i < n) {
