@@ -63,5 +63,6 @@ int ag_cli_print_json(json_t *j);
 int cmd_version(ag_cli *cli);
 
 extern const ag_cli_opt cmd_version_opts[];
+int cmd_ws(ag_cli *cli); extern const ag_cli_opt cmd_ws_opts[]; extern const char cmd_ws_details[];
 
 #endif
