@@ -807,7 +807,7 @@ static int list_body(ag_store *st, void *vc) {
   c->n = 0;
   sqlite3_stmt *s;
   static const char sql[] = "SELECT " ART_COLS " FROM artifacts WHERE ?1 IS NULL OR kind = ?1 "
-                            "ORDER BY created_ns DESC, hash LIMIT ?2 OFFSET ?3";
+                            "ORDER BY rowid DESC LIMIT ?2 OFFSET ?3";
   int rc;
   if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->o->kind)) ||
       (rc = ag__bind_i64(st, s, 2, c->o->limit ? (int64_t)c->o->limit : -1)) ||

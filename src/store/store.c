@@ -321,8 +321,6 @@ static const char *const migrations[] = {
     "  created_ns INTEGER NOT NULL,"
     "  last_put_ns INTEGER NOT NULL,"
     "  data BLOB);"
-    "CREATE INDEX artifacts_task ON artifacts(task_id);"
-    "CREATE INDEX artifacts_created ON artifacts(created_ns);"
     "CREATE TABLE task_inputs("
     "  task_id INTEGER NOT NULL REFERENCES tasks(id),"
     "  ord INTEGER NOT NULL,"
