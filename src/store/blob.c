@@ -27,7 +27,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#define ZLEVEL 3
+#define ZLEVEL 1 /* on trace-like evidence: faster and smaller than 3 (docs/workspace.md) */
 
 /* ------------------------------------------------------------- writer */
 typedef struct bw {
