@@ -9,7 +9,9 @@
  * version parents, ref targets, and that a finished task is memoized. Some
  * rounds run a gc process alongside (and kill it too); the first rounds kill
  * a process while it creates the workspace. ag_store_check must pass
- * throughout. ARGUS_CRASH_ROUNDS overrides the number of rounds (200). */
+ * throughout. ARGUS_CRASH_ROUNDS overrides the number of rounds (200). The
+ * kill delay counts from the moment the writer has the workspace open, so a
+ * slow (loaded, sanitized) machine still kills it mid-work. */
 #include "util.h"
 
 #include "argus/core.h"
@@ -66,6 +68,7 @@ static void writer(const char *ws, long seed, int fd) {
   ag_store *st = NULL;
   if (ag_store_open(ws, AG_STORE_CREATE, &st))
     _exit(3);
+  report(fd, "O\n"); /* open: the parent's clock starts now */
   uint64_t rng = (uint64_t)seed * 7919 + 1;
   int64_t last_version = 0;
   for (long j = 0;; j++) {
@@ -192,6 +195,8 @@ static void parse_lines(char *buf, size_t len) {
       ok = sscanf(line, "F %lld", &a) == 1;
       r->id = a;
       break;
+    case 'O':
+      continue;
     }
     if (!ok) {
       fprintf(stderr, "bad report line '%s'\n", line);
@@ -299,7 +304,7 @@ static void sleep_us(long us) {
 
 /* Runs one round: writer (and maybe collector) killed after a random delay.
  * Returns the number of records the writer reported. */
-static size_t round_once(const char *ws, long seed, long delay_us, int with_gc) {
+static size_t round_once(const char *ws, long seed, long delay_us, int with_gc, int wait_open) {
   int fds[2];
   if (pipe(fds) != 0)
     abort();
@@ -316,6 +321,13 @@ static size_t round_once(const char *ws, long seed, long delay_us, int with_gc) 
     collector(ws);
     _exit(0);
   }
+  ag_str buf = AG_STR_INIT;
+  char chunk[4096];
+  ssize_t k;
+  if (wait_open) { /* start the clock once the writer has the workspace open */
+    while (!strchr(ag_str_cstr(&buf), '\n') && (k = read(fds[0], chunk, sizeof chunk)) > 0)
+      ag_str_append(&buf, chunk, (size_t)k);
+  }
   sleep_us(delay_us);
   kill(w, SIGKILL);
   if (g > 0) {
@@ -326,9 +338,6 @@ static size_t round_once(const char *ws, long seed, long delay_us, int with_gc) 
   waitpid(w, &status, 0);
   if (g > 0)
     waitpid(g, &status, 0);
-  ag_str buf = AG_STR_INIT;
-  char chunk[4096];
-  ssize_t k;
   while ((k = read(fds[0], chunk, sizeof chunk)) > 0)
     ag_str_append(&buf, chunk, (size_t)k);
   close(fds[0]);
@@ -347,7 +356,7 @@ TEST(test_kill_during_create) {
   for (int i = 0; i < 20; i++) {
     snprintf(ws, sizeof ws, "%s/ws%d", dir, i);
     size_t first = nrecs;
-    round_once(ws, 1000 + i, (long)(rng_next(&rng) % 6000), 0);
+    round_once(ws, 1000 + i, (long)(rng_next(&rng) % 6000), 0, 0);
     ag_store *st = NULL;
     if (ag_store_open(ws, AG_STORE_CREATE, &st)) {
       fprintf(stderr, "round %d: open: %s\n", i, ag_store_errmsg());
@@ -373,13 +382,16 @@ TEST(test_kill_writers) {
   char *dir = scratch_dir("crash");
   char ws[600];
   snprintf(ws, sizeof ws, "%s/ws", dir);
+  ag_store *st0 = NULL; /* kills during creation are test_kill_during_create's */
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st0), 0);
+  ag_store_close(st0);
   uint64_t rng = 7;
   int bad = 0, killed_with_records = 0;
   uint64_t t0 = ag_now_ns();
   for (int i = 0; i < rounds; i++) {
     size_t first = nrecs;
-    long delay = 1000 + (long)(rng_next(&rng) % 40000); /* 1–41 ms */
-    size_t got = round_once(ws, i + 1, delay, i % 5 == 4);
+    long delay = (long)(rng_next(&rng) % 30000); /* 0–30 ms after the open */
+    size_t got = round_once(ws, i + 1, delay, i % 5 == 4, 1);
     killed_with_records += got > 0;
     ag_store *st = NULL;
     if (ag_store_open(ws, 0, &st)) {
