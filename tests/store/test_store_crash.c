@@ -10,8 +10,8 @@
  * rounds run a gc process alongside (and kill it too); the first rounds kill
  * a process while it creates the workspace. ag_store_check must pass
  * throughout. ARGUS_CRASH_ROUNDS overrides the number of rounds (200). The
- * kill delay counts from the moment the writer has the workspace open, so a
- * slow (loaded, sanitized) machine still kills it mid-work. */
+ * kill comes 0–15 ms after the writer opened the workspace and reported 0–7
+ * commits, so a slow (loaded, sanitized) machine still kills it mid-work. */
 #include "util.h"
 
 #include "argus/core.h"
@@ -304,7 +304,7 @@ static void sleep_us(long us) {
 
 /* Runs one round: writer (and maybe collector) killed after a random delay.
  * Returns the number of records the writer reported. */
-static size_t round_once(const char *ws, long seed, long delay_us, int with_gc, int wait_open) {
+static size_t round_once(const char *ws, long seed, long delay_us, int with_gc, int wait_lines) {
   int fds[2];
   if (pipe(fds) != 0)
     abort();
@@ -324,9 +324,16 @@ static size_t round_once(const char *ws, long seed, long delay_us, int with_gc, 
   ag_str buf = AG_STR_INIT;
   char chunk[4096];
   ssize_t k;
-  if (wait_open) { /* start the clock once the writer has the workspace open */
-    while (!strchr(ag_str_cstr(&buf), '\n') && (k = read(fds[0], chunk, sizeof chunk)) > 0)
-      ag_str_append(&buf, chunk, (size_t)k);
+  /* start the clock once the writer has the workspace open and has committed
+   * `wait_lines` - 1 records, so a slow (loaded, sanitized) machine still
+   * kills it in the middle of its work */
+  for (;;) {
+    int lines = 0;
+    for (size_t i = 0; i < buf.len; i++)
+      lines += buf.p[i] == '\n';
+    if (lines >= wait_lines || (k = read(fds[0], chunk, sizeof chunk)) <= 0)
+      break;
+    ag_str_append(&buf, chunk, (size_t)k);
   }
   sleep_us(delay_us);
   kill(w, SIGKILL);
@@ -390,8 +397,9 @@ TEST(test_kill_writers) {
   uint64_t t0 = ag_now_ns();
   for (int i = 0; i < rounds; i++) {
     size_t first = nrecs;
-    long delay = (long)(rng_next(&rng) % 30000); /* 0–30 ms after the open */
-    size_t got = round_once(ws, i + 1, delay, i % 5 == 4, 1);
+    long delay = (long)(rng_next(&rng) % 15000); /* 0–15 ms after… */
+    int after = 1 + (int)(rng_next(&rng) % 8);    /* …the open and 0–7 commits */
+    size_t got = round_once(ws, i + 1, delay, i % 5 == 4, after);
     killed_with_records += got > 0;
     ag_store *st = NULL;
     if (ag_store_open(ws, 0, &st)) {
