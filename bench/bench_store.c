@@ -18,6 +18,8 @@
  * (SQLite folds the WAL back). "On disk" is counted two ways: allocated
  * blocks (st_blocks, what df sees) and apparent file sizes (st_size).
  */
+#include "util.h" /* tests/store/util.h: rm_rf, rng_next, fill_random */
+
 #include "argus/store.h"
 
 #include <dirent.h>
@@ -30,17 +32,8 @@
 static int full;
 static const char *base = NULL;
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 2685821657736338717ull;
-}
-
 /* Trace-like evidence: timestamps, small ids, region names. */
-static void fill_trace(unsigned char *p, size_t n, uint64_t seed) {
+static void fill_evidence(unsigned char *p, size_t n, uint64_t seed) {
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7, t = 1000 + seed;
   static const char *regions[] = {"gemm/mainloop", "gemm/epilogue", "gemm/prologue", "tma_load"};
   size_t i = 0;
@@ -53,40 +46,6 @@ static void fill_trace(unsigned char *p, size_t n, uint64_t seed) {
                      regions[r & 3]);
     for (int j = 0; j < k && i < n; j++)
       p[i++] = (unsigned char)rec[j];
-  }
-}
-
-static void fill_random(unsigned char *p, size_t n, uint64_t seed) {
-  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t v = rng_next(&s);
-    memcpy(p + i, &v, 8);
-  }
-  for (; i < n; i++)
-    p[i] = (unsigned char)rng_next(&s);
-}
-
-static void rm_rf(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0)
-    return;
-  if (S_ISDIR(sb.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-        continue;
-      char sub[4096];
-      if (snprintf(sub, sizeof sub, "%s/%s", path, de->d_name) < (int)sizeof sub)
-        rm_rf(sub);
-    }
-    if (d)
-      closedir(d);
-    rmdir(path);
-  } else {
-    chmod(path, 0644);
-    unlink(path);
   }
 }
 
@@ -173,7 +132,7 @@ static int bench_putget(const char *label, size_t n, size_t lo, size_t hi, int r
     if (random)
       fill_random(buf, len, i + 1);
     else
-      fill_trace(buf, len, i + 1);
+      fill_evidence(buf, len, i + 1);
     ag_put_opts o = {"evidence", 0};
     uint64_t t0 = ag_now_ns();
     rc = ag_store_put(st, buf, len, &o, hashes[i]);
@@ -203,7 +162,7 @@ static int bench_putget(const char *label, size_t n, size_t lo, size_t hi, int r
     if (random)
       fill_random(buf, len, i + 1);
     else
-      fill_trace(buf, len, i + 1);
+      fill_evidence(buf, len, i + 1);
     if (dl != len || memcmp(d, buf, len) != 0) {
       fprintf(stderr, "bench_store: artifact %zu came back different\n", i);
       rc = 1;

@@ -204,30 +204,18 @@ typedef struct put_ctx {
 
 static int exists_body(ag_store *st, void *vc) {
   put_ctx *c = vc;
-  sqlite3_stmt *s;
-  static const char sql[] = "SELECT 1 FROM artifacts WHERE hash = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->hash)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
+  int rc = ag__artifact_exists(st, c->hash);
   if (rc < 0)
     return rc;
-  c->exists = rc == SQLITE_ROW;
+  c->exists = rc;
   return 0;
 }
 
 static int task_exists(ag_store *st, int64_t id) {
-  sqlite3_stmt *s;
-  static const char sql[] = "SELECT 1 FROM tasks WHERE id = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, id)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  if (rc != SQLITE_ROW)
+  int rc = ag__record_exists(st, AG_OBJ_TASK, id);
+  if (rc == 0)
     return ag__fail(AG_ENOTFOUND, "task t%lld does not exist", (long long)id);
-  return 0;
+  return rc < 0 ? rc : 0;
 }
 
 static int insert_body(ag_store *st, void *vc) {
@@ -616,14 +604,9 @@ static int row_body(ag_store *st, void *vc) {
   c->found = 0;
   sqlite3_stmt *s;
   static const char sql[] = "SELECT " ART_COLS ", data FROM artifacts WHERE hash = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->hash)))
+  int rc = ag__row_text(st, sql, c->hash, &s);
+  if (rc <= 0)
     return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  if (rc != SQLITE_ROW)
-    return 0;
   c->found = 1;
   fill_artifact(s, c->a);
   if (c->want_data && c->a->inline_db) {
@@ -693,15 +676,20 @@ static int mem_sink(void *ctx, const void *p, size_t n) {
   return 0;
 }
 
+/* The record of `hash` and, for a blob kept in the database, its stored bytes. */
+static int load_for_read(ag_store *st, const char *hash, ag_artifact *a, void **inl) {
+  *inl = NULL;
+  int rc = check_hash_arg(hash);
+  return rc ? rc : load_row(st, hash, a, inl);
+}
+
 int ag_store_get(ag_store *st, const char *hash, void **data, size_t *len) {
   *data = NULL;
   *len = 0;
-  int rc = check_hash_arg(hash);
-  if (rc)
-    return rc;
   ag_artifact a;
   void *inl = NULL;
-  if ((rc = load_row(st, hash, &a, &inl)))
+  int rc = load_for_read(st, hash, &a, &inl);
+  if (rc)
     return rc;
   if (a.size > (uint64_t)SIZE_MAX - 1) {
     ag_free(inl);
@@ -747,12 +735,10 @@ static int fd_sink(void *ctx, const void *p, size_t n) {
 }
 
 int ag_store_get_file(ag_store *st, const char *hash, const char *path) {
-  int rc = check_hash_arg(hash);
-  if (rc)
-    return rc;
   ag_artifact a;
   void *inl = NULL;
-  if ((rc = load_row(st, hash, &a, &inl)))
+  int rc = load_for_read(st, hash, &a, &inl);
+  if (rc)
     return rc;
   ag_str t = AG_STR_INIT;
   ag_str_printf(&t, "%s.tmp.XXXXXX", path);
@@ -814,14 +800,8 @@ static int list_body(ag_store *st, void *vc) {
       (rc = ag__bind_i64(st, s, 3, (int64_t)c->o->offset)))
     return rc;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 16;
-      ag_artifact *v = ag_realloc(c->v, cap * sizeof *v);
-      if (!v)
-        return ag__fail(AG_ENOMEM, "out of memory listing artifacts");
-      c->v = v;
-      c->cap = cap;
-    }
+    if ((rc = ag__grow(&c->v, &c->cap, c->n, sizeof *c->v)))
+      return rc;
     fill_artifact(s, &c->v[c->n++]);
   }
   return rc < 0 ? rc : 0;

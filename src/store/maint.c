@@ -309,15 +309,9 @@ static int scan_objects(ag_store *st, void *ctx, obj_fn fn, void (*odd)(void *, 
 static int file_has_row(ag_store *st, const char *hash, int *yes) {
   sqlite3_stmt *s;
   static const char sql[] = "SELECT 1 FROM artifacts WHERE hash = ? AND data IS NULL";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, hash)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  *yes = rc == SQLITE_ROW;
-  sqlite3_reset(s);
-  return 0;
+  int rc = ag__row_text(st, sql, hash, &s);
+  *yes = rc > 0;
+  return rc < 0 ? rc : 0;
 }
 
 static int chk_obj(ag_store *st, void *ctx, const char *hash, const char *path) {

@@ -22,35 +22,16 @@ typedef struct vc_ctx {
   int64_t id;
 } vc_ctx;
 
-static int exists_id(ag_store *st, const char *sql, int64_t id, int *yes) {
-  sqlite3_stmt *s;
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, id)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  *yes = rc == SQLITE_ROW;
-  sqlite3_reset(s);
-  return 0;
+static int exists_id(ag_store *st, ag_obj_kind kind, int64_t id, int *yes) {
+  int rc = ag__record_exists(st, kind, id);
+  *yes = rc > 0;
+  return rc < 0 ? rc : 0;
 }
 
-static const char sql_version_exists[] = "SELECT 1 FROM versions WHERE id = ?";
-static const char sql_task_exists[] = "SELECT 1 FROM tasks WHERE id = ?";
-static const char sql_query_exists[] = "SELECT 1 FROM queries WHERE id = ?";
-
 static int exists_hash(ag_store *st, const char *hash, int *yes) {
-  sqlite3_stmt *s;
-  static const char sql[] = "SELECT 1 FROM artifacts WHERE hash = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, hash)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  *yes = rc == SQLITE_ROW;
-  sqlite3_reset(s);
-  return 0;
+  int rc = ag__artifact_exists(st, hash);
+  *yes = rc > 0;
+  return rc < 0 ? rc : 0;
 }
 
 static int vcreate_body(ag_store *st, void *vctx) {
@@ -64,13 +45,13 @@ static int vcreate_body(ag_store *st, void *vctx) {
     return ag__fail(AG_ENOTFOUND, "module %s of the new version is not in the workspace",
                     sp->module);
   if (sp->parent) {
-    if ((rc = exists_id(st, sql_version_exists, sp->parent, &yes)))
+    if ((rc = exists_id(st, AG_OBJ_VERSION, sp->parent, &yes)))
       return rc;
     if (!yes)
       return ag__fail(AG_ENOTFOUND, "parent version v%lld does not exist", (long long)sp->parent);
   }
   if (sp->task_id) {
-    if ((rc = exists_id(st, sql_task_exists, sp->task_id, &yes)))
+    if ((rc = exists_id(st, AG_OBJ_TASK, sp->task_id, &yes)))
       return rc;
     if (!yes)
       return ag__fail(AG_ENOTFOUND, "task t%lld does not exist", (long long)sp->task_id);
@@ -187,14 +168,8 @@ static int vlist_body(ag_store *st, void *vctx) {
     return rc;
   }
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 8;
-      ag_version *v = ag_realloc(c->v, cap * sizeof *v);
-      if (!v)
-        return ag__fail(AG_ENOMEM, "out of memory listing versions");
-      c->v = v;
-      c->cap = cap;
-    }
+    if ((rc = ag__grow(&c->v, &c->cap, c->n, sizeof *c->v)))
+      return rc;
     if ((rc = fill_version(s, &c->v[c->n])))
       return rc;
     c->n++;
@@ -252,14 +227,8 @@ static int anc_body(ag_store *st, void *vctx) {
   if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, c->id)))
     return rc;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 8;
-      int64_t *v = ag_realloc(c->ids, cap * sizeof *v);
-      if (!v)
-        return ag__fail(AG_ENOMEM, "out of memory walking ancestry");
-      c->ids = v;
-      c->cap = cap;
-    }
+    if ((rc = ag__grow(&c->ids, &c->cap, c->n, sizeof *c->ids)))
+      return rc;
     c->ids[c->n++] = sqlite3_column_int64(s, 0);
   }
   return rc < 0 ? rc : 0;
@@ -292,7 +261,7 @@ static int qadd_body(ag_store *st, void *vctx) {
   qa_ctx *c = vctx;
   int rc, yes = 0;
   if (c->version_id) {
-    if ((rc = exists_id(st, sql_version_exists, c->version_id, &yes)))
+    if ((rc = exists_id(st, AG_OBJ_VERSION, c->version_id, &yes)))
       return rc;
     if (!yes)
       return ag__fail(AG_ENOTFOUND, "version v%lld does not exist", (long long)c->version_id);
@@ -329,7 +298,7 @@ int ag_store_query_add(ag_store *st, const json_t *spec, int64_t version_id, int
 static int radd_body(ag_store *st, void *vctx) {
   qa_ctx *c = vctx;
   int rc, yes = 0;
-  if ((rc = exists_id(st, sql_query_exists, c->id, &yes)))
+  if ((rc = exists_id(st, AG_OBJ_QUERY, c->id, &yes)))
     return rc;
   if (!yes)
     return ag__fail(AG_ENOTFOUND, "query q%lld does not exist", (long long)c->id);
@@ -396,14 +365,8 @@ static int ql_body(ag_store *st, void *vctx) {
     return rc;
   }
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 8;
-      ag_query *v = ag_realloc(c->v, cap * sizeof *v);
-      if (!v)
-        return ag__fail(AG_ENOMEM, "out of memory listing queries");
-      c->v = v;
-      c->cap = cap;
-    }
+    if ((rc = ag__grow(&c->v, &c->cap, c->n, sizeof *c->v)))
+      return rc;
     ag_query *q = &c->v[c->n];
     memset(q, 0, sizeof *q);
     int ok = 1;
@@ -427,13 +390,8 @@ static int ql_body(ag_store *st, void *vctx) {
     return rc;
   size_t cap = 0;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (q->nreports == cap) {
-      cap = cap ? 2 * cap : 4;
-      void *nv = ag_realloc(q->reports, cap * sizeof *q->reports);
-      if (!nv)
-        return ag__fail(AG_ENOMEM, "out of memory loading a query");
-      q->reports = nv;
-    }
+    if ((rc = ag__grow(&q->reports, &cap, q->nreports, sizeof *q->reports)))
+      return rc;
     ag__col_copy(s, 0, q->reports[q->nreports++], sizeof q->reports[0]);
   }
   if (rc < 0)
@@ -443,13 +401,8 @@ static int ql_body(ag_store *st, void *vctx) {
     return rc;
   cap = 0;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (q->ntasks == cap) {
-      cap = cap ? 2 * cap : 4;
-      void *nv = ag_realloc(q->tasks, cap * sizeof *q->tasks);
-      if (!nv)
-        return ag__fail(AG_ENOMEM, "out of memory loading a query");
-      q->tasks = nv;
-    }
+    if ((rc = ag__grow(&q->tasks, &cap, q->ntasks, sizeof *q->tasks)))
+      return rc;
     q->tasks[q->ntasks++] = sqlite3_column_int64(s, 0);
   }
   return rc < 0 ? rc : 0;
@@ -550,7 +503,7 @@ static int ref_set_body(ag_store *st, void *vctx) {
   int rc, yes = 0;
   char tgt[AG_STORE_HASH_LEN + 24];
   if (c->target->kind == AG_OBJ_VERSION) {
-    if ((rc = exists_id(st, sql_version_exists, c->target->id, &yes)))
+    if ((rc = exists_id(st, AG_OBJ_VERSION, c->target->id, &yes)))
       return rc;
     if (!yes)
       return ag__fail(AG_ENOTFOUND, "version v%lld does not exist", (long long)c->target->id);
@@ -611,22 +564,14 @@ static void fill_ref(sqlite3_stmt *s, ag_ref *r) {
 
 static int ref_get_body(ag_store *st, void *vctx) {
   ref_ctx *c = vctx;
-  c->found = 0;
   sqlite3_stmt *s;
   static const char sql[] =
       "SELECT name, version_id, artifact, updated_ns FROM refs WHERE name = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->name)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  if (rc == SQLITE_ROW) {
-    c->found = 1;
+  int rc = ag__row_text(st, sql, c->name, &s);
+  c->found = rc > 0;
+  if (c->found)
     fill_ref(s, c->out);
-  }
-  sqlite3_reset(s);
-  return 0;
+  return rc < 0 ? rc : 0;
 }
 
 int ag_store_ref_get(ag_store *st, const char *name, ag_ref *out) {
@@ -687,14 +632,8 @@ static int refs_body(ag_store *st, void *vctx) {
   if ((rc = ag__stmt(st, sql, &s)))
     return rc;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 8;
-      ag_ref *v = ag_realloc(c->v, cap * sizeof *v);
-      if (!v)
-        return ag__fail(AG_ENOMEM, "out of memory listing refs");
-      c->v = v;
-      c->cap = cap;
-    }
+    if ((rc = ag__grow(&c->v, &c->cap, c->n, sizeof *c->v)))
+      return rc;
     fill_ref(s, &c->v[c->n++]);
   }
   return rc < 0 ? rc : 0;
@@ -741,11 +680,8 @@ static int prefix_body(ag_store *st, void *vctx) {
 
 static int exists_body_id(ag_store *st, void *vctx) {
   res_ctx *c = vctx;
-  const char *sql = c->out->kind == AG_OBJ_VERSION ? sql_version_exists
-                    : c->out->kind == AG_OBJ_TASK  ? sql_task_exists
-                                                   : sql_query_exists;
   int yes = 0;
-  int rc = exists_id(st, sql, c->out->id, &yes);
+  int rc = exists_id(st, c->out->kind, c->out->id, &yes);
   c->matches = yes;
   return rc;
 }

@@ -156,6 +156,54 @@ int ag__bind_id(ag_store *st, sqlite3_stmt *s, int i, int64_t v) {
   return rc < 0 ? rc : 0;
 }
 
+static int row_step(ag_store *st, sqlite3_stmt *s, sqlite3_stmt **row) {
+  int rc = AG__SQL(st, sqlite3_step(s));
+  if (rc < 0)
+    return rc;
+  *row = s;
+  return rc == SQLITE_ROW;
+}
+
+int ag__row_text(ag_store *st, const char *sql, const char *key, sqlite3_stmt **row) {
+  sqlite3_stmt *s;
+  int rc;
+  *row = NULL;
+  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, key)))
+    return rc;
+  return row_step(st, s, row);
+}
+
+int ag__row_id(ag_store *st, const char *sql, int64_t key, sqlite3_stmt **row) {
+  sqlite3_stmt *s;
+  int rc;
+  *row = NULL;
+  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, key)))
+    return rc;
+  return row_step(st, s, row);
+}
+
+int ag__artifact_exists(ag_store *st, const char *hash) {
+  static const char sql[] = "SELECT 1 FROM artifacts WHERE hash = ?";
+  sqlite3_stmt *s;
+  return ag__row_text(st, sql, hash, &s);
+}
+
+int ag__record_exists(ag_store *st, ag_obj_kind kind, int64_t id) {
+  static const char v[] = "SELECT 1 FROM versions WHERE id = ?";
+  static const char t[] = "SELECT 1 FROM tasks WHERE id = ?";
+  static const char q[] = "SELECT 1 FROM queries WHERE id = ?";
+  sqlite3_stmt *s;
+  return ag__row_id(st, kind == AG_OBJ_VERSION ? v : kind == AG_OBJ_TASK ? t : q, id, &s);
+}
+
+int ag__grow(void *vp, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap)
+    return 0;
+  if (ag__vec_reserve((void **)vp, cap, n + 1, elem))
+    return ag__fail(AG_ENOMEM, "out of memory building a list");
+  return 0;
+}
+
 char *ag__col_strdup(sqlite3_stmt *s, int col, int *ok) {
   const unsigned char *t = sqlite3_column_text(s, col);
   if (!t) {

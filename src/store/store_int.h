@@ -57,6 +57,16 @@ int ag__bind_text(ag_store *st, sqlite3_stmt *s, int i, const char *v);
 int ag__bind_i64(ag_store *st, sqlite3_stmt *s, int i, int64_t v);
 /* Binds NULL when v == 0. */
 int ag__bind_id(ag_store *st, sqlite3_stmt *s, int i, int64_t v);
+/* Runs a cached single-key query (the key bound to ?1) and steps once:
+ * returns 1 with *row positioned on the first row, 0 when there is none, or
+ * a negative error. *row is borrowed (reset by the next ag__stmt of sql). */
+int ag__row_text(ag_store *st, const char *sql, const char *key, sqlite3_stmt **row);
+int ag__row_id(ag_store *st, const char *sql, int64_t key, sqlite3_stmt **row);
+/* 1 if the artifact / the version, task or query exists, 0 if not, or an error. */
+int ag__artifact_exists(ag_store *st, const char *hash);
+int ag__record_exists(ag_store *st, ag_obj_kind kind, int64_t id);
+/* Grows an array for one more element (ag__vec_reserve with a message). */
+int ag__grow(void *vp, size_t *cap, size_t n, size_t elem);
 /* Copies column text into an owned string (NULL for SQL NULL); *ok = 0 on OOM. */
 char *ag__col_strdup(sqlite3_stmt *s, int col, int *ok);
 /* Copies column text into a fixed buffer (truncating). */

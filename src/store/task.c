@@ -133,16 +133,8 @@ int ag__load_outputs(ag_store *st, int64_t id, ag_task_output **out, size_t *n) 
   size_t cap = 0;
   ag_task_output *v = NULL;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? 2 * cap : 4;
-      ag_task_output *nv = ag_realloc(v, cap * sizeof *v);
-      if (!nv) {
-        ag_free(v);
-        *n = 0;
-        return ag__fail(AG_ENOMEM, "out of memory loading task outputs");
-      }
-      v = nv;
-    }
+    if ((rc = ag__grow(&v, &cap, *n, sizeof *v)))
+      break;
     ag__col_copy(s, 0, v[*n].name, sizeof v[*n].name);
     ag__col_copy(s, 1, v[*n].hash, sizeof v[*n].hash);
     (*n)++;
@@ -156,19 +148,6 @@ int ag__load_outputs(ag_store *st, int64_t id, ag_task_output **out, size_t *n) 
   return 0;
 }
 
-static int artifact_exists(ag_store *st, const char *hash, int *yes) {
-  sqlite3_stmt *s;
-  static const char sql[] = "SELECT 1 FROM artifacts WHERE hash = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, hash)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  *yes = rc == SQLITE_ROW;
-  sqlite3_reset(s);
-  return 0;
-}
 
 /* -------------------------------------------------------------- begin */
 typedef struct begin_ctx {
@@ -192,14 +171,9 @@ static int memo_lookup(ag_store *st, begin_ctx *c) {
   sqlite3_stmt *s;
   static const char sql[] =
       "SELECT id FROM tasks WHERE key = ? AND status = 'ok' ORDER BY id LIMIT 1";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->claim->key)))
+  int rc = ag__row_text(st, sql, c->claim->key, &s);
+  if (rc <= 0)
     return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  if (rc != SQLITE_ROW)
-    return 0;
   int64_t id = sqlite3_column_int64(s, 0);
   sqlite3_reset(s);
   if ((rc = ag__load_outputs(st, id, &c->claim->outputs, &c->claim->noutputs)))
@@ -218,14 +192,10 @@ static int memo_body(ag_store *st, void *vc) {
 
 static int link_query(ag_store *st, int64_t qid, int64_t tid) {
   sqlite3_stmt *s;
-  static const char q[] = "SELECT 1 FROM queries WHERE id = ?";
-  int rc;
-  if ((rc = ag__stmt(st, q, &s)) || (rc = ag__bind_i64(st, s, 1, qid)))
-    return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
+  int rc = ag__record_exists(st, AG_OBJ_QUERY, qid);
   if (rc < 0)
     return rc;
-  if (rc != SQLITE_ROW)
+  if (rc == 0)
     return ag__fail(AG_ENOTFOUND, "query q%lld does not exist", (long long)qid);
   static const char ins[] = "INSERT OR IGNORE INTO query_tasks(query_id, task_id) VALUES(?, ?)";
   if ((rc = ag__stmt(st, ins, &s)) || (rc = ag__bind_i64(st, s, 1, qid)) ||
@@ -313,10 +283,9 @@ static int begin_body(ag_store *st, void *vc) {
     c->claim->status = AG_TASK_RUNNING;
   } else {
     for (size_t i = 0; i < sp->ninputs; i++) {
-      int yes = 0;
-      if ((rc = artifact_exists(st, sp->inputs[i], &yes)))
+      if ((rc = ag__artifact_exists(st, sp->inputs[i])) < 0)
         return rc;
-      if (!yes)
+      if (!rc)
         return ag__fail(AG_ENOTFOUND, "task input %s is not in the workspace (put it first)",
                         sp->inputs[i]);
     }
@@ -404,12 +373,9 @@ static int finish_body(ag_store *st, void *vc) {
   int rc;
   {
     static const char sql[] = "SELECT status FROM tasks WHERE id = ?";
-    if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, c->id)))
+    if ((rc = ag__row_id(st, sql, c->id, &s)) < 0)
       return rc;
-    rc = AG__SQL(st, sqlite3_step(s));
-    if (rc < 0)
-      return rc;
-    if (rc != SQLITE_ROW)
+    if (rc == 0)
       return ag__fail(AG_ENOTFOUND, "task t%lld does not exist", (long long)c->id);
     const char *status = (const char *)sqlite3_column_text(s, 0);
     if (!status || strcmp(status, "running") != 0)
@@ -419,10 +385,9 @@ static int finish_body(ag_store *st, void *vc) {
   }
   for (size_t i = 0; i < c->r->noutputs; i++) {
     const ag_task_output *o = &c->r->outputs[i];
-    int yes = 0;
-    if ((rc = artifact_exists(st, o->hash, &yes)))
+    if ((rc = ag__artifact_exists(st, o->hash)) < 0)
       return rc;
-    if (!yes)
+    if (!rc)
       return ag__fail(AG_ENOTFOUND, "output '%s' of task t%lld: artifact %s is not in the workspace",
                       o->name, (long long)c->id, o->hash);
     static const char ins[] = "INSERT INTO task_outputs(task_id, name, hash) VALUES(?, ?, ?)";
@@ -522,13 +487,8 @@ static int load_io(ag_store *st, ag_task *t) {
     return rc;
   size_t cap = 0;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (t->ninputs == cap) {
-      cap = cap ? 2 * cap : 4;
-      void *nv = ag_realloc(t->inputs, cap * sizeof *t->inputs);
-      if (!nv)
-        return ag__fail(AG_ENOMEM, "out of memory loading task inputs");
-      t->inputs = nv;
-    }
+    if ((rc = ag__grow(&t->inputs, &cap, t->ninputs, sizeof *t->inputs)))
+      return rc;
     ag__col_copy(s, 0, t->inputs[t->ninputs], sizeof t->inputs[0]);
     t->ninputs++;
   }
@@ -549,14 +509,9 @@ static int get_body(ag_store *st, void *vc) {
   c->found = 0;
   sqlite3_stmt *s;
   static const char sql[] = "SELECT " TASK_COLS " FROM tasks WHERE id = ?";
-  int rc;
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, c->id)))
+  int rc = ag__row_id(st, sql, c->id, &s);
+  if (rc <= 0)
     return rc;
-  rc = AG__SQL(st, sqlite3_step(s));
-  if (rc < 0)
-    return rc;
-  if (rc != SQLITE_ROW)
-    return 0;
   c->found = 1;
   if ((rc = fill_task(st, s, c->t)))
     return rc;
@@ -600,14 +555,8 @@ static int tlist_body(ag_store *st, void *vc) {
       (rc = ag__bind_i64(st, s, 2, (int64_t)c->o->offset)))
     return rc;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
-    if (c->n == c->cap) {
-      size_t cap = c->cap ? 2 * c->cap : 16;
-      ag_task *v = ag_realloc(c->v, cap * sizeof *v);
-      if (!v)
-        return ag__fail(AG_ENOMEM, "out of memory listing tasks");
-      c->v = v;
-      c->cap = cap;
-    }
+    if ((rc = ag__grow(&c->v, &c->cap, c->n, sizeof *c->v)))
+      return rc;
     if ((rc = fill_task(st, s, &c->v[c->n])))
       return rc;
     c->n++;
