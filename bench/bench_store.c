@@ -1,6 +1,7 @@
 /*
  * bench_store.c — figures for the versioned workspace (issue 2):
- *   1. put + get of many small artifacts (256 B – 4 KiB of trace-like text)
+ *   1. put + get of many small artifacts (256 B – 4 KiB of trace-like text),
+ *      one transaction per put and 100 puts per transaction
  *   2. put + get of large artifacts (8 MiB of trace-like evidence; also
  *      incompressible 8 MiB blobs, the worst case for the compression check)
  *   3. memoization lookup latency (ag_store_task_begin on a key that already
@@ -115,8 +116,10 @@ static void overhead(const char *ws, const char *label) {
          100.0 * ((double)apparent - (double)s.stored_bytes) / (double)s.stored_bytes);
 }
 
-/* put + get of n artifacts of [lo, hi] bytes */
-static int bench_putget(const char *label, size_t n, size_t lo, size_t hi, int random) {
+/* put + get of n artifacts of [lo, hi] bytes; batch > 1: that many puts per
+ * transaction (ag_store_batch_begin/commit), as a planner storing many at once */
+static int bench_putget(const char *label, size_t n, size_t lo, size_t hi, int random,
+                        size_t batch) {
   char *ws = scratch(label);
   ag_store *st = NULL;
   if (ag_store_open(ws, AG_STORE_CREATE, &st))
@@ -135,7 +138,12 @@ static int bench_putget(const char *label, size_t n, size_t lo, size_t hi, int r
       fill_evidence(buf, len, i + 1);
     ag_put_opts o = {"evidence", 0};
     uint64_t t0 = ag_now_ns();
-    rc = ag_store_put(st, buf, len, &o, hashes[i]);
+    if (batch > 1 && i % batch == 0)
+      rc = ag_store_batch_begin(st);
+    if (!rc)
+      rc = ag_store_put(st, buf, len, &o, hashes[i]);
+    if (!rc && batch > 1 && (i % batch == batch - 1 || i == n - 1))
+      rc = ag_store_batch_commit(st);
     put_ns[i] = ag_now_ns() - t0;
     t_put += put_ns[i];
     bytes += len;
@@ -174,7 +182,10 @@ static int bench_putget(const char *label, size_t n, size_t lo, size_t hi, int r
   qsort(put_ns, n, sizeof *put_ns, cmp_u64);
   qsort(get_ns, n, sizeof *get_ns, cmp_u64);
   double mib = (double)bytes / 1048576.0;
-  printf("%s: %zu artifacts, %.1f MiB of content\n", label, n, mib);
+  printf("%s: %zu artifacts, %.1f MiB of content", label, n, mib);
+  if (batch > 1)
+    printf(", %zu puts per transaction", batch);
+  printf("\n");
   printf("  put: %8.1f MiB/s  %9.1f µs/op mean  p50 %9.1f  p99 %9.1f µs\n",
          mib / ((double)t_put / 1e9), (double)t_put / 1e3 / (double)n, pct(put_ns, n, 0.5),
          pct(put_ns, n, 0.99));
@@ -324,9 +335,10 @@ int main(int argc, char **argv) {
   printf("bench_store (%s run)\n", full ? "full" : "short");
   machine();
   int rc = 0;
-  rc |= bench_putget("small", full ? 10000 : 1000, 256, 4096, 0);
-  rc |= bench_putget("8 MiB", full ? 100 : 4, 8u << 20, 8u << 20, 0);
-  rc |= bench_putget("8 MiB incompressible", full ? 20 : 2, 8u << 20, 8u << 20, 1);
+  rc |= bench_putget("small", full ? 10000 : 1000, 256, 4096, 0, 1);
+  rc |= bench_putget("small batched", full ? 10000 : 1000, 256, 4096, 0, 100);
+  rc |= bench_putget("8 MiB", full ? 100 : 4, 8u << 20, 8u << 20, 0, 1);
+  rc |= bench_putget("8 MiB incompressible", full ? 20 : 2, 8u << 20, 8u << 20, 1, 1);
   rc |= bench_memo(full ? 100000 : 5000, full ? 10000 : 2000);
   return rc ? 1 : 0;
 }
