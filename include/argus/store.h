@@ -70,7 +70,8 @@ const char *ag_store_errmsg(void);
 /* Groups the following writes through this handle into one transaction,
  * holding the workspace's write lock until ag_store_batch_commit (keep batches
  * short: other writers wait). Other threads using the same handle wait too.
- * Batches do not nest (AG_EINVAL). ag_store_batch_abort rolls back. */
+ * Batches do not nest (AG_EINVAL). ag_store_batch_abort rolls back. Commit or
+ * abort from the thread that began the batch. */
 int ag_store_batch_begin(ag_store *st);
 int ag_store_batch_commit(ag_store *st);
 void ag_store_batch_abort(ag_store *st);
