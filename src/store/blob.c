@@ -259,7 +259,12 @@ static int publish_file(ag_store *st, bw *w, const char *hash) {
   int rc = 0;
   char *slash = strrchr(path, '/');
   *slash = 0;
-  if (mkdir(path, 0755) == 0) {
+  int made = mkdir(path, 0755) == 0;
+  if (!made && errno == ENOENT) { /* objects/ itself was removed */
+    mkdir(st->objects, 0755);
+    made = mkdir(path, 0755) == 0;
+  }
+  if (made) {
     if ((rc = ag__fsync_dir(st->objects)))
       goto out;
   } else if (errno != EEXIST) {
@@ -365,6 +370,11 @@ static int put_common(ag_store *st, const put_src *src, const ag_put_opts *opts,
   if (w.fd >= 0) {
     if ((rc = ag__txn(st, AG__READ, exists_body, &c)))
       goto out;
+    if (c.exists) { /* a put of content whose blob file went missing restores it */
+      char *p = ag__object_path(st, hex);
+      c.exists = p && access(p, F_OK) == 0;
+      ag_free(p);
+    }
     if (!c.exists && (rc = publish_file(st, &w, hex)))
       goto out;
   } else {

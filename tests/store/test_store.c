@@ -375,10 +375,22 @@ TEST(test_corruption) {
   ag_check_report r;
   CHECK_EQ_INT(ag_store_check(st, &r), 0);
   CHECK_EQ_INT(r.nproblems, 4);
+  ag_store_check_release(&r);
+  /* putting the content again restores a missing blob file */
+  char again[65];
+  CHECK_EQ_INT(ag_store_put(st, rnd, 300000, NULL, again), 0);
+  CHECK_EQ_STR(again, hm);
+  void *dd = NULL;
+  size_t ddl = 0;
+  CHECK_EQ_INT(ag_store_get(st, hm, &dd, &ddl), 0);
+  CHECK(ddl == 300000 && memcmp(dd, rnd, ddl) == 0);
+  ag_free(dd);
+  CHECK_EQ_INT(ag_store_check(st, &r), 0);
+  CHECK_EQ_INT(r.nproblems, 3); /* the other three remain */
   ag_str all = AG_STR_INIT;
   for (size_t i = 0; i < r.nproblems; i++)
     ag_str_printf(&all, "%s\n", r.problems[i]);
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 3; i++)
     CHECK_CONTAINS(ag_str_cstr(&all), hs[i]);
   ag_str_release(&all);
   ag_store_check_release(&r);
