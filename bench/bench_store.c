@@ -228,16 +228,16 @@ static int bench_memo(size_t ntasks, size_t nlookups) {
     }
     json_t *cfg = json_pack("{s:s,s:I,s:i}", "backend", "trace", "i", (json_int_t)i, "iters", 8);
     const char *in[] = {pool[i % POOL]};
-    ag_task_spec ts = {(ag_task_type)(i % 4), cfg, in, 1, "bench", 0, NULL};
-    ag_task_claim c;
+    ag_store_task_spec ts = {(ag_task_type)(i % 4), cfg, in, 1, "bench", 0, NULL};
+    ag_store_claim c;
     rc = ag_store_task_begin(st, &ts, 0, &c);
     json_decref(cfg);
     if (rc)
       break;
-    ag_task_output o;
+    ag_store_output o;
     snprintf(o.name, sizeof o.name, "evidence");
     memcpy(o.hash, pool[(i * 31) % POOL], 65);
-    ag_task_result r = {AG_TASK_OK, &o, 1, NULL};
+    ag_store_result r = {AG_STORE_TASK_OK, &o, 1, NULL};
     rc = ag_store_task_finish(st, c.task_id, &r);
   }
   if (rc) {
@@ -263,8 +263,8 @@ static int bench_memo(size_t ntasks, size_t nlookups) {
     size_t i = (size_t)(rng_next(&seed) % ntasks);
     json_t *cfg = json_pack("{s:s,s:I,s:i}", "backend", "trace", "i", (json_int_t)i, "iters", 8);
     const char *in[] = {pool[i % POOL]};
-    ag_task_spec ts = {(ag_task_type)(i % 4), cfg, in, 1, "bench", 0, NULL};
-    ag_task_claim c;
+    ag_store_task_spec ts = {(ag_task_type)(i % 4), cfg, in, 1, "bench", 0, NULL};
+    ag_store_claim c;
     uint64_t a = ag_now_ns();
     rc = ag_store_task_begin(st, &ts, 0, &c);
     lat[k] = ag_now_ns() - a;
@@ -273,7 +273,7 @@ static int bench_memo(size_t ntasks, size_t nlookups) {
       fail("lookup");
       break;
     }
-    hits += c.status == AG_TASK_OK && c.noutputs == 1 &&
+    hits += c.status == AG_STORE_TASK_OK && c.noutputs == 1 &&
             !strcmp(c.outputs[0].hash, pool[(i * 31) % POOL]);
     ag_free(c.outputs);
   }

@@ -172,17 +172,18 @@ typedef enum ag_task_type {
   AG_TASK_CONTROL        /* discovery; materializes new branches */
 } ag_task_type;
 
-typedef enum ag_task_status {
-  AG_TASK_PENDING = 0, /* planned, not claimed */
-  AG_TASK_RUNNING,     /* claimed by a process */
-  AG_TASK_OK,
-  AG_TASK_FAILED
-} ag_task_status;
+typedef enum ag_store_task_status {
+  AG_STORE_TASK_PENDING = 0, /* planned, not claimed */
+  AG_STORE_TASK_RUNNING,     /* claimed by a process */
+  AG_STORE_TASK_OK,
+  AG_STORE_TASK_FAILED
+} ag_store_task_status;
 
-const char *ag_task_type_name(ag_task_type t);     /* "transform"; static */
-const char *ag_task_status_name(ag_task_status s); /* "running"; static */
+const char *ag_task_type_name(ag_task_type t); /* "transform"; static */
+/* "running"; static text */
+const char *ag_store_task_status_name(ag_store_task_status s);
 
-typedef struct ag_task_spec {
+typedef struct ag_store_task_spec {
   ag_task_type type;
   const json_t *config;       /* NULL = {}; canonicalized before hashing */
   const char *const *inputs;  /* artifact hashes (must exist); order kept */
@@ -190,75 +191,77 @@ typedef struct ag_task_spec {
   const char *worker;         /* free text naming the worker; NULL = none */
   int64_t query_id;           /* link the task to this query; 0 = none */
   const char *argus_version;  /* NULL = this build (tests override it) */
-} ag_task_spec;
+} ag_store_task_spec;
 
-typedef struct ag_task_output {
+typedef struct ag_store_output {
   char name[AG_STORE_NAME_MAX + 1];
   char hash[AG_STORE_HASH_LEN + 1];
-} ag_task_output;
+} ag_store_output;
 
 /* The task key: SHA-256 over a domain tag, the type, the canonical config,
  * the sorted input hashes and the Argus version (docs/workspace.md). */
-int ag_store_task_key(const ag_task_spec *spec, char key_out[65]);
+int ag_store_task_key(const ag_store_task_spec *spec, char key_out[65]);
 
 enum {
-  AG_TASK_PLAN = 1u << 0, /* record the task as pending instead of claiming */
+  AG_STORE_PLAN = 1u << 0, /* record the task as pending instead of claiming */
 };
 
-typedef struct ag_task_claim {
+typedef struct ag_store_claim {
   int64_t task_id;
-  ag_task_status status; /* OK: memoized, outputs filled, do not run it;
-                            RUNNING: claimed by this call, run it then call
-                            ag_store_task_finish; PENDING: planned (AG_TASK_PLAN) */
+  /* OK: memoized, outputs filled, do not run it; RUNNING: claimed by this
+   * call, run it then call ag_store_task_finish (with AG_STORE_PLAN: being
+   * run by another process); PENDING: planned (AG_STORE_PLAN) */
+  ag_store_task_status status;
   char key[AG_STORE_HASH_LEN + 1];
-  ag_task_output *outputs; /* owned (ag_free); set when status is OK */
+  ag_store_output *outputs; /* owned (ag_free); set when status is OK */
   size_t noutputs;
-} ag_task_claim;
+} ag_store_claim;
 
 /* Starts a task, or returns the outputs of an earlier success with the same
  * key (memoization). A pending task with the same key is claimed. If a live
  * process is running the same key, returns AG_EBUSY with claim->task_id set
  * to that attempt; an attempt whose process has died (same host) is marked
  * failed ("abandoned") and a new one is claimed. */
-int ag_store_task_begin(ag_store *st, const ag_task_spec *spec, unsigned flags,
-                        ag_task_claim *claim);
+int ag_store_task_begin(ag_store *st, const ag_store_task_spec *spec,
+                        unsigned flags, ag_store_claim *claim);
 
-typedef struct ag_task_result {
-  ag_task_status status;          /* AG_TASK_OK or AG_TASK_FAILED */
-  const ag_task_output *outputs;  /* name → artifact hash (must exist) */
+typedef struct ag_store_result {
+  ag_store_task_status status;    /* AG_STORE_TASK_OK or AG_STORE_TASK_FAILED */
+  const ag_store_output *outputs; /* name → artifact hash (must exist) */
   size_t noutputs;
   const char *error;              /* required when FAILED */
-} ag_task_result;
+} ag_store_result;
 
 /* Finishes a running task. Its outputs' artifacts get it as producing task. */
-int ag_store_task_finish(ag_store *st, int64_t task_id, const ag_task_result *r);
+int ag_store_task_finish(ag_store *st, int64_t task_id,
+                         const ag_store_result *r);
 
-typedef struct ag_task {
+typedef struct ag_store_task {
   int64_t id;
   char key[AG_STORE_HASH_LEN + 1];
   ag_task_type type;
-  ag_task_status status;
+  ag_store_task_status status;
   char argus_version[32];
   char *config; /* owned by the record: canonical JSON */
   char *worker; /* owned; NULL if none */
-  char *owner;  /* owned; "host:pid:start" of the claiming process; NULL if pending */
+  char *owner;  /* owned; "host:pid:start" of the claiming process, or NULL */
   char *error;  /* owned; NULL unless failed */
   uint64_t created_ns, start_ns, end_ns; /* wall clock; 0 = not yet */
   char (*inputs)[AG_STORE_HASH_LEN + 1]; /* owned by the record */
   size_t ninputs;
-  ag_task_output *outputs; /* owned by the record */
+  ag_store_output *outputs; /* owned by the record */
   size_t noutputs;
-} ag_task;
+} ag_store_task;
 
-int ag_store_task_get(ag_store *st, int64_t id, ag_task *out);
-void ag_store_task_release(ag_task *t);
+int ag_store_task_get(ag_store *st, int64_t id, ag_store_task *out);
+void ag_store_task_release(ag_store_task *t);
 /* Tasks, newest first; free with ag_store_tasks_free. */
-int ag_store_tasks(ag_store *st, const ag_list_opts *opts, ag_task **out,
+int ag_store_tasks(ag_store *st, const ag_list_opts *opts, ag_store_task **out,
                    size_t *n);
-void ag_store_tasks_free(ag_task *t, size_t n);
+void ag_store_tasks_free(ag_store_task *t, size_t n);
 
 /* ------------------------------------------------------ queries, reports */
-typedef struct ag_query {
+typedef struct ag_store_query {
   int64_t id;
   int64_t version_id; /* the program version asked about; 0 = none */
   char *spec;         /* owned by the record: canonical JSON */
@@ -267,19 +270,19 @@ typedef struct ag_query {
   size_t nreports;
   int64_t *tasks; /* owned; tasks linked to the query */
   size_t ntasks;
-} ag_query;
+} ag_store_query;
 
 int ag_store_query_add(ag_store *st, const json_t *spec, int64_t version_id,
                        int64_t *id_out);
 /* Records artifact `hash` as a report of query `query_id`. */
 int ag_store_report_add(ag_store *st, int64_t query_id, const char *hash);
-int ag_store_query_get(ag_store *st, int64_t id, ag_query *out);
-void ag_store_query_release(ag_query *q);
+int ag_store_query_get(ag_store *st, int64_t id, ag_store_query *out);
+void ag_store_query_release(ag_store_query *q);
 /* Queries, newest first (reports and tasks not filled); free with
  * ag_store_queries_free. */
-int ag_store_queries(ag_store *st, const ag_list_opts *opts, ag_query **out,
+int ag_store_queries(ag_store *st, const ag_list_opts *opts, ag_store_query **out,
                      size_t *n);
-void ag_store_queries_free(ag_query *q, size_t n);
+void ag_store_queries_free(ag_store_query *q, size_t n);
 
 /* ------------------------------------------------------- objects and refs */
 typedef enum ag_obj_kind {
@@ -337,7 +340,7 @@ void ag_store_log_free(ag_log_entry *e, size_t n);
 /* ------------------------------------------------------------ maintenance */
 typedef struct ag_store_stats {
   uint64_t artifacts, versions, tasks, refs, queries, reports;
-  uint64_t tasks_by_status[4]; /* indexed by ag_task_status */
+  uint64_t tasks_by_status[4]; /* indexed by ag_store_task_status */
   uint64_t payload_bytes;      /* sum of content sizes */
   uint64_t stored_bytes;       /* sum of stored (compressed) sizes */
   uint64_t inline_artifacts;   /* stored inside the database */

@@ -466,8 +466,9 @@ typedef struct orphan_ctx {
 static int gc_obj(ag_store *st, void *ctx, const char *hash, const char *path) {
   orphan_ctx *o = ctx;
   int yes = 0;
-  pthread_mutex_lock(&st->mu);
+  pthread_mutex_lock(&st->mu); /* outside a transaction: reset what we used */
   int rc = file_has_row(st, hash, &yes);
+  ag__reset_all(st);
   pthread_mutex_unlock(&st->mu);
   if (!rc && !yes) {
     o->n++;

@@ -323,7 +323,7 @@ int ag_store_report_add(ag_store *st, int64_t query_id, const char *hash) {
   return ag__txn(st, AG__WRITE, radd_body, &c);
 }
 
-void ag_store_query_release(ag_query *q) {
+void ag_store_query_release(ag_store_query *q) {
   if (!q)
     return;
   ag_free(q->spec);
@@ -332,7 +332,7 @@ void ag_store_query_release(ag_query *q) {
   memset(q, 0, sizeof *q);
 }
 
-void ag_store_queries_free(ag_query *q, size_t n) {
+void ag_store_queries_free(ag_store_query *q, size_t n) {
   for (size_t i = 0; q && i < n; i++)
     ag_store_query_release(&q[i]);
   ag_free(q);
@@ -341,7 +341,7 @@ void ag_store_queries_free(ag_query *q, size_t n) {
 typedef struct ql_ctx {
   int64_t id; /* > 0: one, with reports and tasks */
   const ag_list_opts *o;
-  ag_query *v;
+  ag_store_query *v;
   size_t n, cap;
 } ql_ctx;
 
@@ -367,7 +367,7 @@ static int ql_body(ag_store *st, void *vctx) {
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
     if ((rc = ag__grow(&c->v, &c->cap, c->n, sizeof *c->v)))
       return rc;
-    ag_query *q = &c->v[c->n];
+    ag_store_query *q = &c->v[c->n];
     memset(q, 0, sizeof *q);
     int ok = 1;
     q->id = sqlite3_column_int64(s, 0);
@@ -384,7 +384,7 @@ static int ql_body(ag_store *st, void *vctx) {
     return rc;
   if (!c->id || !c->n)
     return 0;
-  ag_query *q = &c->v[0];
+  ag_store_query *q = &c->v[0];
   static const char rep[] = "SELECT artifact FROM reports WHERE query_id = ? ORDER BY id";
   if ((rc = ag__stmt(st, rep, &s)) || (rc = ag__bind_i64(st, s, 1, q->id)))
     return rc;
@@ -408,7 +408,7 @@ static int ql_body(ag_store *st, void *vctx) {
   return rc < 0 ? rc : 0;
 }
 
-int ag_store_query_get(ag_store *st, int64_t id, ag_query *out) {
+int ag_store_query_get(ag_store *st, int64_t id, ag_store_query *out) {
   memset(out, 0, sizeof *out);
   ql_ctx c = {id, NULL, NULL, 0, 0};
   int rc = id > 0 ? ag__txn(st, AG__READ, ql_body, &c) : 0;
@@ -422,7 +422,7 @@ int ag_store_query_get(ag_store *st, int64_t id, ag_query *out) {
   return rc;
 }
 
-int ag_store_queries(ag_store *st, const ag_list_opts *opts, ag_query **out, size_t *n) {
+int ag_store_queries(ag_store *st, const ag_list_opts *opts, ag_store_query **out, size_t *n) {
   *out = NULL;
   *n = 0;
   ag_list_opts none = {0, 0, NULL};

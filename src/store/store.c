@@ -238,7 +238,7 @@ static int exec(ag_store *st, const char *sql) {
 /* A statement left mid-result keeps its read snapshot open after COMMIT; the
  * next BEGIN IMMEDIATE would then fail with SQLITE_BUSY_SNAPSHOT for as long
  * as it stays so. Every transaction therefore ends by resetting them all. */
-static void reset_all(ag_store *st) {
+void ag__reset_all(ag_store *st) {
   for (int i = 0; i < AG__NSTMT; i++)
     if (st->stmts[i].stmt)
       sqlite3_reset(st->stmts[i].stmt);
@@ -252,7 +252,7 @@ int ag__txn(ag_store *st, int mode, ag__txn_fn fn, void *ctx) {
     rc = exec(st, "SAVEPOINT ag_op");
     if (rc == 0) {
       rc = fn(st, ctx);
-      reset_all(st);
+      ag__reset_all(st);
       if (rc == AG__RETRY)
         rc = ag__fail(AG_EBUSY, "the workspace is busy (inside a batch)");
       if (rc != 0)
@@ -271,7 +271,7 @@ int ag__txn(ag_store *st, int mode, ag__txn_fn fn, void *ctx) {
     rc = exec(st, mode == AG__WRITE ? "BEGIN IMMEDIATE" : "BEGIN");
     if (rc == 0) {
       rc = fn(st, ctx);
-      reset_all(st);
+      ag__reset_all(st);
       if (rc == 0)
         rc = exec(st, "COMMIT");
       if (rc != 0 && !sqlite3_get_autocommit(st->db)) {

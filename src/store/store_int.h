@@ -73,6 +73,11 @@ char *ag__col_strdup(sqlite3_stmt *s, int col, int *ok);
 void ag__col_copy(sqlite3_stmt *s, int col, char *buf, size_t cap);
 
 /* ------------------------------------------------------ transactions */
+/* Resets every cached statement: a statement left mid-result pins an old
+ * snapshot, and the next BEGIN IMMEDIATE would fail for as long as it stays
+ * so. ag__txn does it after every body; code that runs a cached statement
+ * outside ag__txn must call it too. */
+void ag__reset_all(ag_store *st);
 typedef int (*ag__txn_fn)(ag_store *st, void *ctx);
 /* Internal result of a body that wants to be run again after a pause. */
 #define AG__RETRY 1
@@ -109,12 +114,12 @@ int ag__blob_read(ag_store *st, const char *hash, uint64_t size,
  * on another host is assumed alive. */
 int ag__owner_alive(const ag_store *st, const char *owner);
 /* Loads task outputs of task id into an owned array. */
-int ag__load_outputs(ag_store *st, int64_t id, ag_task_output **out, size_t *n);
+int ag__load_outputs(ag_store *st, int64_t id, ag_store_output **out, size_t *n);
 /* Computes a task key from stored fields (used by check). */
 int ag__task_key_raw(const char *type, const char *canon_config,
                      const char *const *inputs, size_t ninputs,
                      const char *version, char key[65]);
 int ag__task_type_parse(const char *s, ag_task_type *t);
-int ag__task_status_parse(const char *s, ag_task_status *t);
+int ag__task_status_parse(const char *s, ag_store_task_status *t);
 
 #endif

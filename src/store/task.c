@@ -23,7 +23,7 @@ static const char *const status_names[] = {"pending", "running", "ok", "failed"}
 const char *ag_task_type_name(ag_task_type t) {
   return (unsigned)t < 4 ? type_names[t] : "?";
 }
-const char *ag_task_status_name(ag_task_status s) {
+const char *ag_store_task_status_name(ag_store_task_status s) {
   return (unsigned)s < 4 ? status_names[s] : "?";
 }
 
@@ -36,10 +36,10 @@ int ag__task_type_parse(const char *s, ag_task_type *t) {
   return AG_EINVAL;
 }
 
-int ag__task_status_parse(const char *s, ag_task_status *t) {
+int ag__task_status_parse(const char *s, ag_store_task_status *t) {
   for (int i = 0; s && i < 4; i++)
     if (!strcmp(s, status_names[i])) {
-      *t = (ag_task_status)i;
+      *t = (ag_store_task_status)i;
       return 0;
     }
   return AG_EINVAL;
@@ -79,7 +79,7 @@ int ag__task_key_raw(const char *type, const char *canon_config, const char *con
 }
 
 /* Validates a spec and returns its canonical config (owned). */
-static int spec_prepare(const ag_task_spec *spec, char **canon) {
+static int spec_prepare(const ag_store_task_spec *spec, char **canon) {
   *canon = NULL;
   if (!spec)
     return ag__fail(AG_EINVAL, "no task spec");
@@ -110,7 +110,7 @@ static int spec_prepare(const ag_task_spec *spec, char **canon) {
   return 0;
 }
 
-int ag_store_task_key(const ag_task_spec *spec, char key_out[65]) {
+int ag_store_task_key(const ag_store_task_spec *spec, char key_out[65]) {
   key_out[0] = 0;
   char *canon = NULL;
   int rc = spec_prepare(spec, &canon);
@@ -122,7 +122,7 @@ int ag_store_task_key(const ag_task_spec *spec, char key_out[65]) {
 }
 
 /* ------------------------------------------------------------ outputs */
-int ag__load_outputs(ag_store *st, int64_t id, ag_task_output **out, size_t *n) {
+int ag__load_outputs(ag_store *st, int64_t id, ag_store_output **out, size_t *n) {
   *out = NULL;
   *n = 0;
   sqlite3_stmt *s;
@@ -131,7 +131,7 @@ int ag__load_outputs(ag_store *st, int64_t id, ag_task_output **out, size_t *n) 
   if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, id)))
     return rc;
   size_t cap = 0;
-  ag_task_output *v = NULL;
+  ag_store_output *v = NULL;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {
     if ((rc = ag__grow(&v, &cap, *n, sizeof *v)))
       break;
@@ -151,19 +151,19 @@ int ag__load_outputs(ag_store *st, int64_t id, ag_task_output **out, size_t *n) 
 
 /* -------------------------------------------------------------- begin */
 typedef struct begin_ctx {
-  const ag_task_spec *spec;
+  const ag_store_task_spec *spec;
   unsigned flags;
   const char *canon, *version;
-  ag_task_claim *claim;
+  ag_store_claim *claim;
   int hit; /* fast path: found a memoized answer */
 } begin_ctx;
 
-static void claim_reset(ag_task_claim *c) {
+static void claim_reset(ag_store_claim *c) {
   ag_free(c->outputs);
   c->outputs = NULL;
   c->noutputs = 0;
   c->task_id = 0;
-  c->status = AG_TASK_PENDING;
+  c->status = AG_STORE_TASK_PENDING;
 }
 
 static int memo_lookup(ag_store *st, begin_ctx *c) {
@@ -179,7 +179,7 @@ static int memo_lookup(ag_store *st, begin_ctx *c) {
   if ((rc = ag__load_outputs(st, id, &c->claim->outputs, &c->claim->noutputs)))
     return rc;
   c->claim->task_id = id;
-  c->claim->status = AG_TASK_OK;
+  c->claim->status = AG_STORE_TASK_OK;
   c->hit = 1;
   return 0;
 }
@@ -207,7 +207,7 @@ static int link_query(ag_store *st, int64_t qid, int64_t tid) {
 
 static int begin_body(ag_store *st, void *vc) {
   begin_ctx *c = vc;
-  const ag_task_spec *sp = c->spec;
+  const ag_store_task_spec *sp = c->spec;
   claim_reset(c->claim);
   int rc = memo_lookup(st, c);
   if (rc)
@@ -256,10 +256,10 @@ static int begin_body(ag_store *st, void *vc) {
     if ((rc = AG__SQL(st, sqlite3_step(s))) < 0)
       return rc;
   }
-  int plan = (c->flags & AG_TASK_PLAN) != 0;
+  int plan = (c->flags & AG_STORE_PLAN) != 0;
   if (running) {
     c->claim->task_id = running;
-    c->claim->status = AG_TASK_RUNNING;
+    c->claim->status = AG_STORE_TASK_RUNNING;
     if (plan)
       return 0;
     return ag__fail(AG_EBUSY, "task %.12s is already running as t%lld (process %s); wait for it",
@@ -268,7 +268,7 @@ static int begin_body(ag_store *st, void *vc) {
   int64_t id = pending;
   if (id && plan) {
     c->claim->task_id = id;
-    c->claim->status = AG_TASK_PENDING;
+    c->claim->status = AG_STORE_TASK_PENDING;
   } else if (id) {
     sqlite3_stmt *s;
     static const char sql[] = "UPDATE tasks SET status = 'running', owner = ?2, start_ns = ?3, "
@@ -280,7 +280,7 @@ static int begin_body(ag_store *st, void *vc) {
     if ((rc = AG__SQL(st, sqlite3_step(s))) < 0)
       return rc;
     c->claim->task_id = id;
-    c->claim->status = AG_TASK_RUNNING;
+    c->claim->status = AG_STORE_TASK_RUNNING;
   } else {
     for (size_t i = 0; i < sp->ninputs; i++) {
       if ((rc = ag__artifact_exists(st, sp->inputs[i])) < 0)
@@ -314,13 +314,13 @@ static int begin_body(ag_store *st, void *vc) {
         return rc;
     }
     c->claim->task_id = id;
-    c->claim->status = plan ? AG_TASK_PENDING : AG_TASK_RUNNING;
+    c->claim->status = plan ? AG_STORE_TASK_PENDING : AG_STORE_TASK_RUNNING;
   }
   return sp->query_id ? link_query(st, sp->query_id, c->claim->task_id) : 0;
 }
 
-int ag_store_task_begin(ag_store *st, const ag_task_spec *spec, unsigned flags,
-                        ag_task_claim *claim) {
+int ag_store_task_begin(ag_store *st, const ag_store_task_spec *spec, unsigned flags,
+                        ag_store_claim *claim) {
   memset(claim, 0, sizeof *claim);
   char *canon = NULL;
   int rc = spec_prepare(spec, &canon);
@@ -342,7 +342,7 @@ out:
   ag_free(canon);
   if (rc) {
     int64_t keep_id = claim->task_id;
-    ag_task_status keep_status = claim->status;
+    ag_store_task_status keep_status = claim->status;
     claim_reset(claim);
     if (rc == AG_EBUSY) { /* tell the caller which attempt is running */
       claim->task_id = keep_id;
@@ -364,7 +364,7 @@ static int output_name_valid(const char *n) {
 
 typedef struct finish_ctx {
   int64_t id;
-  const ag_task_result *r;
+  const ag_store_result *r;
 } finish_ctx;
 
 static int finish_body(ag_store *st, void *vc) {
@@ -384,7 +384,7 @@ static int finish_body(ag_store *st, void *vc) {
     sqlite3_reset(s);
   }
   for (size_t i = 0; i < c->r->noutputs; i++) {
-    const ag_task_output *o = &c->r->outputs[i];
+    const ag_store_output *o = &c->r->outputs[i];
     if ((rc = ag__artifact_exists(st, o->hash)) < 0)
       return rc;
     if (!rc)
@@ -406,7 +406,7 @@ static int finish_body(ag_store *st, void *vc) {
   static const char sql[] = "UPDATE tasks SET status = ?, error = ?, end_ns = ? WHERE id = ?";
   if ((rc = ag__stmt(st, sql, &s)) ||
       (rc = ag__bind_text(st, s, 1, status_names[c->r->status])) ||
-      (rc = ag__bind_text(st, s, 2, c->r->status == AG_TASK_FAILED ? c->r->error : NULL)) ||
+      (rc = ag__bind_text(st, s, 2, c->r->status == AG_STORE_TASK_FAILED ? c->r->error : NULL)) ||
       (rc = ag__bind_i64(st, s, 3, (int64_t)ag_wall_time_ns())) ||
       (rc = ag__bind_i64(st, s, 4, c->id)))
     return rc;
@@ -414,10 +414,10 @@ static int finish_body(ag_store *st, void *vc) {
   return rc < 0 ? rc : 0;
 }
 
-int ag_store_task_finish(ag_store *st, int64_t task_id, const ag_task_result *r) {
-  if (!r || (r->status != AG_TASK_OK && r->status != AG_TASK_FAILED))
+int ag_store_task_finish(ag_store *st, int64_t task_id, const ag_store_result *r) {
+  if (!r || (r->status != AG_STORE_TASK_OK && r->status != AG_STORE_TASK_FAILED))
     return ag__fail(AG_EINVAL, "a task finishes as ok or failed");
-  if (r->status == AG_TASK_FAILED && (!r->error || !*r->error))
+  if (r->status == AG_STORE_TASK_FAILED && (!r->error || !*r->error))
     return ag__fail(AG_EINVAL, "task t%lld failed without an error text: say what went wrong",
                     (long long)task_id);
   if (r->noutputs && !r->outputs)
@@ -442,7 +442,7 @@ int ag_store_task_finish(ag_store *st, int64_t task_id, const ag_task_result *r)
   "id, key, type, config, argus_version, status, worker, owner, error, created_ns, "           \
   "IFNULL(start_ns, 0), IFNULL(end_ns, 0)"
 
-void ag_store_task_release(ag_task *t) {
+void ag_store_task_release(ag_store_task *t) {
   if (!t)
     return;
   ag_free(t->config);
@@ -454,7 +454,7 @@ void ag_store_task_release(ag_task *t) {
   memset(t, 0, sizeof *t);
 }
 
-static int fill_task(ag_store *st, sqlite3_stmt *s, ag_task *t) {
+static int fill_task(ag_store *st, sqlite3_stmt *s, ag_store_task *t) {
   memset(t, 0, sizeof *t);
   int ok = 1;
   t->id = sqlite3_column_int64(s, 0);
@@ -479,7 +479,7 @@ static int fill_task(ag_store *st, sqlite3_stmt *s, ag_task *t) {
   return 0;
 }
 
-static int load_io(ag_store *st, ag_task *t) {
+static int load_io(ag_store *st, ag_store_task *t) {
   sqlite3_stmt *s;
   static const char sql[] = "SELECT hash FROM task_inputs WHERE task_id = ? ORDER BY ord";
   int rc;
@@ -499,7 +499,7 @@ static int load_io(ag_store *st, ag_task *t) {
 
 typedef struct get_ctx {
   int64_t id;
-  ag_task *t;
+  ag_store_task *t;
   int found;
 } get_ctx;
 
@@ -519,7 +519,7 @@ static int get_body(ag_store *st, void *vc) {
   return load_io(st, c->t);
 }
 
-int ag_store_task_get(ag_store *st, int64_t id, ag_task *out) {
+int ag_store_task_get(ag_store *st, int64_t id, ag_store_task *out) {
   memset(out, 0, sizeof *out);
   get_ctx c = {id, out, 0};
   int rc = ag__txn(st, AG__READ, get_body, &c);
@@ -530,7 +530,7 @@ int ag_store_task_get(ag_store *st, int64_t id, ag_task *out) {
   return rc;
 }
 
-void ag_store_tasks_free(ag_task *t, size_t n) {
+void ag_store_tasks_free(ag_store_task *t, size_t n) {
   for (size_t i = 0; t && i < n; i++)
     ag_store_task_release(&t[i]);
   ag_free(t);
@@ -538,7 +538,7 @@ void ag_store_tasks_free(ag_task *t, size_t n) {
 
 typedef struct tlist_ctx {
   const ag_list_opts *o;
-  ag_task *v;
+  ag_store_task *v;
   size_t n, cap;
 } tlist_ctx;
 
@@ -569,7 +569,7 @@ static int tlist_body(ag_store *st, void *vc) {
   return 0;
 }
 
-int ag_store_tasks(ag_store *st, const ag_list_opts *opts, ag_task **out, size_t *n) {
+int ag_store_tasks(ag_store *st, const ag_list_opts *opts, ag_store_task **out, size_t *n) {
   *out = NULL;
   *n = 0;
   ag_list_opts none = {0, 0, NULL};

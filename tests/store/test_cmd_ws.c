@@ -113,13 +113,13 @@ TEST(test_ws_cli) {
   json_decref(origin);
   const char *in[] = {want};
   json_t *cfg = json_pack("{s:s}", "backend", "trace");
-  ag_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, "gpu0", 0, NULL};
-  ag_task_claim c;
+  ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, "gpu0", 0, NULL};
+  ag_store_claim c;
   CHECK_EQ_INT(ag_store_task_begin(st, &ts, 0, &c), 0);
-  ag_task_output o;
+  ag_store_output o;
   snprintf(o.name, sizeof o.name, "trace");
   memcpy(o.hash, bigh, 65);
-  ag_task_result res = {AG_TASK_OK, &o, 1, NULL};
+  ag_store_result res = {AG_STORE_TASK_OK, &o, 1, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &res), 0);
   ag_version_spec vs2 = {v1, want, "trace", NULL, c.task_id};
   CHECK_EQ_INT(ag_store_version_create(st, &vs2, &v2), 0);

@@ -527,7 +527,7 @@ TEST(test_task_keys) {
   json_t *c1 = json_loads("{\"b\": 1, \"a\": [1, 2]}", 0, NULL);
   json_t *c1b = json_loads("{\"a\":[1,2],\"b\":1}", 0, NULL);
   json_t *c2 = json_loads("{\"a\":[2,1],\"b\":1}", 0, NULL);
-  ag_task_spec s = {AG_TASK_COLLECT, c1, in21, 2, NULL, 0, NULL};
+  ag_store_task_spec s = {AG_TASK_COLLECT, c1, in21, 2, NULL, 0, NULL};
   char k[65], want[65], wrong[65];
   CHECK_EQ_INT(ag_store_task_key(&s, k), 0);
   ref_key("collect", "{\"a\":[1,2],\"b\":1}", in21, 2, AG_VERSION_STRING, 1, want);
@@ -539,7 +539,7 @@ TEST(test_task_keys) {
   ref_key("transform", "{\"a\":[1,2],\"b\":1}", in21, 2, AG_VERSION_STRING, 1, wrong);
   CHECK(strcmp(k, wrong) != 0);
   char k2[65];
-  ag_task_spec s2 = {AG_TASK_COLLECT, c1b, in12, 2, "w", 0, NULL}; /* key order, input order */
+  ag_store_task_spec s2 = {AG_TASK_COLLECT, c1b, in12, 2, "w", 0, NULL}; /* key order, input order */
   CHECK_EQ_INT(ag_store_task_key(&s2, k2), 0);
   CHECK_EQ_STR(k2, k);
   s2.config = c2;
@@ -559,19 +559,19 @@ TEST(test_task_keys) {
   CHECK_EQ_INT(ag_store_task_key(&s2, k2), 0);
   CHECK(strcmp(k2, k) != 0);
   /* NULL config is {} */
-  ag_task_spec s3 = {AG_TASK_CONTROL, NULL, NULL, 0, NULL, 0, NULL};
+  ag_store_task_spec s3 = {AG_TASK_CONTROL, NULL, NULL, 0, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_key(&s3, k2), 0);
   ref_key("control", "{}", NULL, 0, AG_VERSION_STRING, 1, want);
   CHECK_EQ_STR(k2, want);
   /* bad specs */
-  ag_task_spec b1 = {(ag_task_type)9, NULL, NULL, 0, NULL, 0, NULL};
+  ag_store_task_spec b1 = {(ag_task_type)9, NULL, NULL, 0, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_key(&b1, k2), AG_EINVAL);
   json_t *arr = json_array();
-  ag_task_spec b2 = {AG_TASK_CONTROL, arr, NULL, 0, NULL, 0, NULL};
+  ag_store_task_spec b2 = {AG_TASK_CONTROL, arr, NULL, 0, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_key(&b2, k2), AG_EINVAL);
   CHECK_CONTAINS(ag_store_errmsg(), "JSON object");
   const char *badin[] = {"not-a-hash"};
-  ag_task_spec b3 = {AG_TASK_CONTROL, NULL, badin, 1, NULL, 0, NULL};
+  ag_store_task_spec b3 = {AG_TASK_CONTROL, NULL, badin, 1, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_key(&b3, k2), AG_EINVAL);
   CHECK_CONTAINS(ag_store_errmsg(), "not-a-hash");
   json_decref(arr);
@@ -583,20 +583,20 @@ TEST(test_task_keys) {
 static int runs; /* how many times the "work" of a task actually ran */
 
 /* What a planner does: begin; run only if claimed; finish. */
-static int run_task(ag_store *st, const ag_task_spec *spec, const char *payload,
-                    ag_task_claim *claim) {
+static int run_task(ag_store *st, const ag_store_task_spec *spec, const char *payload,
+                    ag_store_claim *claim) {
   int rc = ag_store_task_begin(st, spec, 0, claim);
-  if (rc || claim->status == AG_TASK_OK)
+  if (rc || claim->status == AG_STORE_TASK_OK)
     return rc;
   runs++;
   char h[65];
   ag_put_opts o = {"evidence", claim->task_id};
   if ((rc = ag_store_put(st, payload, strlen(payload), &o, h)))
     return rc;
-  ag_task_output out;
+  ag_store_output out;
   snprintf(out.name, sizeof out.name, "evidence");
   memcpy(out.hash, h, 65);
-  ag_task_result r = {AG_TASK_OK, &out, 1, NULL};
+  ag_store_result r = {AG_STORE_TASK_OK, &out, 1, NULL};
   return ag_store_task_finish(st, claim->task_id, &r);
 }
 
@@ -607,17 +607,17 @@ TEST(test_memoization) {
   CHECK_EQ_INT(ag_store_put(st, "cubin bytes", 11, NULL, in), 0);
   const char *inputs[] = {in};
   json_t *cfg = json_pack("{s:s,s:i}", "backend", "cupti", "iters", 8);
-  ag_task_spec spec = {AG_TASK_COLLECT, cfg, inputs, 1, "gpu0", 0, NULL};
-  ag_task_claim c1, c2;
+  ag_store_task_spec spec = {AG_TASK_COLLECT, cfg, inputs, 1, "gpu0", 0, NULL};
+  ag_store_claim c1, c2;
   runs = 0;
   CHECK_EQ_INT(run_task(st, &spec, "evidence #1", &c1), 0);
   CHECK_EQ_INT(runs, 1);
-  CHECK_EQ_INT(c1.status, AG_TASK_RUNNING);
+  CHECK_EQ_INT(c1.status, AG_STORE_TASK_RUNNING);
   ag_store_stats s1, s2;
   CHECK_EQ_INT(ag_store_stats_get(st, &s1), 0);
   CHECK_EQ_INT(run_task(st, &spec, "evidence #2", &c2), 0);
   CHECK_EQ_INT(runs, 1); /* not run again */
-  CHECK_EQ_INT(c2.status, AG_TASK_OK);
+  CHECK_EQ_INT(c2.status, AG_STORE_TASK_OK);
   CHECK_EQ_INT(c2.task_id, c1.task_id);
   CHECK_EQ_STR(c2.key, c1.key);
   CHECK_EQ_INT(c2.noutputs, 1);
@@ -641,7 +641,7 @@ TEST(test_memoization) {
   CHECK_EQ_INT(ag_store_open(ws_path(dir), 0, &st), 0);
   CHECK_EQ_INT(run_task(st, &spec, "evidence #3", &c2), 0);
   CHECK_EQ_INT(runs, 1);
-  CHECK_EQ_INT(c2.status, AG_TASK_OK);
+  CHECK_EQ_INT(c2.status, AG_STORE_TASK_OK);
   ag_free(c2.outputs);
   /* another Argus version does not reuse it */
   spec.argus_version = "0.0.1-other";
@@ -650,10 +650,10 @@ TEST(test_memoization) {
   CHECK(c2.task_id != c1.task_id);
   spec.argus_version = NULL;
   /* the full record */
-  ag_task t;
+  ag_store_task t;
   CHECK_EQ_INT(ag_store_task_get(st, c1.task_id, &t), 0);
   CHECK_EQ_INT(t.type, AG_TASK_COLLECT);
-  CHECK_EQ_INT(t.status, AG_TASK_OK);
+  CHECK_EQ_INT(t.status, AG_STORE_TASK_OK);
   CHECK_EQ_STR(t.config, "{\"backend\":\"cupti\",\"iters\":8}");
   CHECK_EQ_STR(t.worker, "gpu0");
   CHECK_EQ_STR(t.argus_version, AG_VERSION_STRING);
@@ -673,67 +673,67 @@ TEST(test_task_lifecycle) {
   char *dir;
   ag_store *st = fresh(&dir);
   json_t *cfg = json_pack("{s:s}", "pass", "discover");
-  ag_task_spec spec = {AG_TASK_CONTROL, cfg, NULL, 0, NULL, 0, NULL};
-  ag_task_claim c, c2;
+  ag_store_task_spec spec = {AG_TASK_CONTROL, cfg, NULL, 0, NULL, 0, NULL};
+  ag_store_claim c, c2;
   /* running in this (live) process: a second begin is told to wait */
   CHECK_EQ_INT(ag_store_task_begin(st, &spec, 0, &c), 0);
-  CHECK_EQ_INT(c.status, AG_TASK_RUNNING);
+  CHECK_EQ_INT(c.status, AG_STORE_TASK_RUNNING);
   CHECK_EQ_INT(ag_store_task_begin(st, &spec, 0, &c2), AG_EBUSY);
   CHECK_EQ_INT(c2.task_id, c.task_id);
   CHECK_CONTAINS(ag_store_errmsg(), "already running");
   /* failure, then a rerun of the same key */
-  ag_task_result bad = {AG_TASK_FAILED, NULL, 0, NULL};
+  ag_store_result bad = {AG_STORE_TASK_FAILED, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &bad), AG_EINVAL);
   CHECK_CONTAINS(ag_store_errmsg(), "without an error text");
-  ag_task_result failed = {AG_TASK_FAILED, NULL, 0, "ptxas: out of registers"};
+  ag_store_result failed = {AG_STORE_TASK_FAILED, NULL, 0, "ptxas: out of registers"};
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &failed), 0);
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &failed), AG_EINVAL);
   CHECK_CONTAINS(ag_store_errmsg(), "not running");
   CHECK_EQ_INT(ag_store_task_begin(st, &spec, 0, &c2), 0);
-  CHECK_EQ_INT(c2.status, AG_TASK_RUNNING);
+  CHECK_EQ_INT(c2.status, AG_STORE_TASK_RUNNING);
   CHECK(c2.task_id != c.task_id);
-  ag_task t;
+  ag_store_task t;
   CHECK_EQ_INT(ag_store_task_get(st, c.task_id, &t), 0);
-  CHECK_EQ_INT(t.status, AG_TASK_FAILED);
+  CHECK_EQ_INT(t.status, AG_STORE_TASK_FAILED);
   CHECK_EQ_STR(t.error, "ptxas: out of registers");
   ag_store_task_release(&t);
   /* bad results */
-  ag_task_output outs[2];
+  ag_store_output outs[2];
   memset(outs, 0, sizeof outs);
   snprintf(outs[0].name, sizeof outs[0].name, "map");
   snprintf(outs[0].hash, sizeof outs[0].hash, "%064d", 0);
-  ag_task_result r1 = {AG_TASK_OK, outs, 1, NULL};
+  ag_store_result r1 = {AG_STORE_TASK_OK, outs, 1, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c2.task_id, &r1), AG_ENOTFOUND);
   CHECK_CONTAINS(ag_store_errmsg(), "output 'map'");
   char h[65];
   CHECK_EQ_INT(ag_store_put(st, "map", 3, NULL, h), 0);
   memcpy(outs[0].hash, h, 65);
   outs[1] = outs[0];
-  ag_task_result r2 = {AG_TASK_OK, outs, 2, NULL};
+  ag_store_result r2 = {AG_STORE_TASK_OK, outs, 2, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c2.task_id, &r2), AG_EINVAL);
   CHECK_CONTAINS(ag_store_errmsg(), "appears twice");
   outs[1].name[0] = 0;
   CHECK_EQ_INT(ag_store_task_finish(st, c2.task_id, &r2), AG_EINVAL);
-  ag_task_result r3 = {(ag_task_status)7, NULL, 0, NULL};
+  ag_store_result r3 = {(ag_store_task_status)7, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c2.task_id, &r3), AG_EINVAL);
   CHECK_EQ_INT(ag_store_task_finish(st, 4242, &r1), AG_ENOTFOUND);
   CHECK_EQ_INT(ag_store_task_finish(st, c2.task_id, &r1), 0);
   /* a missing input */
   const char *ghost[] = {"abcdef0000000000000000000000000000000000000000000000000000000000"};
-  ag_task_spec gs = {AG_TASK_TRANSFORM, NULL, ghost, 1, NULL, 0, NULL};
+  ag_store_task_spec gs = {AG_TASK_TRANSFORM, NULL, ghost, 1, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_begin(st, &gs, 0, &c), AG_ENOTFOUND);
   CHECK_CONTAINS(ag_store_errmsg(), "put it first");
   /* planning: pending, then claimed */
   json_t *cfg2 = json_pack("{s:i}", "n", 2);
-  ag_task_spec ps = {AG_TASK_SYNTHESIZE, cfg2, NULL, 0, NULL, 0, NULL};
-  CHECK_EQ_INT(ag_store_task_begin(st, &ps, AG_TASK_PLAN, &c), 0);
-  CHECK_EQ_INT(c.status, AG_TASK_PENDING);
-  CHECK_EQ_INT(ag_store_task_begin(st, &ps, AG_TASK_PLAN, &c2), 0);
+  ag_store_task_spec ps = {AG_TASK_SYNTHESIZE, cfg2, NULL, 0, NULL, 0, NULL};
+  CHECK_EQ_INT(ag_store_task_begin(st, &ps, AG_STORE_PLAN, &c), 0);
+  CHECK_EQ_INT(c.status, AG_STORE_TASK_PENDING);
+  CHECK_EQ_INT(ag_store_task_begin(st, &ps, AG_STORE_PLAN, &c2), 0);
   CHECK_EQ_INT(c2.task_id, c.task_id);
   CHECK_EQ_INT(ag_store_task_begin(st, &ps, 0, &c2), 0);
-  CHECK_EQ_INT(c2.status, AG_TASK_RUNNING);
+  CHECK_EQ_INT(c2.status, AG_STORE_TASK_RUNNING);
   CHECK_EQ_INT(c2.task_id, c.task_id);
-  ag_task *list = NULL;
+  ag_store_task *list = NULL;
   size_t n = 0;
   ag_list_opts lo = {2, 0, NULL};
   CHECK_EQ_INT(ag_store_tasks(st, &lo, &list, &n), 0);
@@ -750,11 +750,11 @@ TEST(test_task_lifecycle) {
 TEST(test_abandoned_task) {
   char *dir;
   ag_store *st = fresh(&dir);
-  ag_task_spec spec = {AG_TASK_TRANSFORM, NULL, NULL, 0, "child", 0, NULL};
+  ag_store_task_spec spec = {AG_TASK_TRANSFORM, NULL, NULL, 0, "child", 0, NULL};
   pid_t pid = fork();
   if (pid == 0) { /* a worker that dies mid-task */
     ag_store *cst = NULL;
-    ag_task_claim c;
+    ag_store_claim c;
     if (ag_store_open(ws_path(dir), 0, &cst) || ag_store_task_begin(cst, &spec, 0, &c))
       _exit(3);
     _exit(0); /* no finish, no close */
@@ -769,13 +769,13 @@ TEST(test_abandoned_task) {
   if (r.nnotes)
     CHECK_CONTAINS(r.notes[0], "abandoned");
   ag_store_check_release(&r);
-  ag_task_claim c;
+  ag_store_claim c;
   CHECK_EQ_INT(ag_store_task_begin(st, &spec, 0, &c), 0);
-  CHECK_EQ_INT(c.status, AG_TASK_RUNNING);
+  CHECK_EQ_INT(c.status, AG_STORE_TASK_RUNNING);
   CHECK_EQ_INT(c.task_id, 2);
-  ag_task t;
+  ag_store_task t;
   CHECK_EQ_INT(ag_store_task_get(st, 1, &t), 0);
-  CHECK_EQ_INT(t.status, AG_TASK_FAILED);
+  CHECK_EQ_INT(t.status, AG_STORE_TASK_FAILED);
   CHECK_CONTAINS(t.error, "abandoned");
   ag_store_task_release(&t);
   done(st, dir);
@@ -795,17 +795,17 @@ TEST(test_queries_refs_log) {
   CHECK_EQ_INT(ag_store_query_add(st, qs, 99, &q), AG_ENOTFOUND);
   CHECK_EQ_INT(ag_store_query_add(st, NULL, 0, &q), AG_EINVAL);
   CHECK_EQ_INT(ag_store_query_add(st, qs, v, &q), 0);
-  ag_task_spec ts = {AG_TASK_SYNTHESIZE, NULL, NULL, 0, NULL, q, NULL};
-  ag_task_claim c;
+  ag_store_task_spec ts = {AG_TASK_SYNTHESIZE, NULL, NULL, 0, NULL, q, NULL};
+  ag_store_claim c;
   CHECK_EQ_INT(ag_store_task_begin(st, &ts, 0, &c), 0);
-  ag_task_result ok = {AG_TASK_OK, NULL, 0, NULL};
+  ag_store_result ok = {AG_STORE_TASK_OK, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &ok), 0);
   ag_put_opts ro = {"report", c.task_id};
   CHECK_EQ_INT(ag_store_put(st, "{\"report\":1}", 12, &ro, rep), 0);
   CHECK_EQ_INT(ag_store_report_add(st, q, rep), 0);
   CHECK_EQ_INT(ag_store_report_add(st, 77, rep), AG_ENOTFOUND);
   CHECK_EQ_INT(ag_store_report_add(st, q, "zz"), AG_EINVAL);
-  ag_query qq;
+  ag_store_query qq;
   CHECK_EQ_INT(ag_store_query_get(st, q, &qq), 0);
   CHECK_EQ_INT(qq.version_id, v);
   CHECK_EQ_STR(qq.spec, "{\"region\":\"gemm/mainloop\",\"signals\":[\"duration\"]}");
@@ -816,7 +816,7 @@ TEST(test_queries_refs_log) {
   if (qq.ntasks)
     CHECK_EQ_INT(qq.tasks[0], c.task_id);
   ag_store_query_release(&qq);
-  ag_query *ql = NULL;
+  ag_store_query *ql = NULL;
   size_t n = 0;
   CHECK_EQ_INT(ag_store_queries(st, NULL, &ql, &n), 0);
   CHECK_EQ_INT(n, 2);
@@ -940,13 +940,13 @@ TEST(test_gc) {
   memcpy(rb.hash, B, 65);
   CHECK_EQ_INT(ag_store_ref_set(st, "keep-b", &rb), 0);
   const char *in[] = {C};
-  ag_task_spec ts = {AG_TASK_TRANSFORM, NULL, in, 1, NULL, 0, NULL};
-  ag_task_claim c;
+  ag_store_task_spec ts = {AG_TASK_TRANSFORM, NULL, in, 1, NULL, 0, NULL};
+  ag_store_claim c;
   CHECK_EQ_INT(ag_store_task_begin(st, &ts, 0, &c), 0);
-  ag_task_output out;
+  ag_store_output out;
   snprintf(out.name, sizeof out.name, "ptx");
   memcpy(out.hash, D, 65);
-  ag_task_result res = {AG_TASK_OK, &out, 1, NULL};
+  ag_store_result res = {AG_STORE_TASK_OK, &out, 1, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &res), 0);
   ag_version_spec vs = {0, E, NULL, NULL, 0};
   int64_t v;
@@ -1024,6 +1024,37 @@ TEST(test_gc) {
   done(st, dir);
 }
 
+/* gc scans objects/ outside a transaction; a statement it left open would pin
+ * an old snapshot and the handle's next write would wait forever once another
+ * process had committed (found by the concurrency test). */
+TEST(test_gc_leaves_no_snapshot) {
+  char *dir;
+  ag_store *st = fresh(&dir), *other = NULL;
+  CHECK_EQ_INT(ag_store_open(ws_path(dir), 0, &other), 0);
+  size_t n = 100000;
+  unsigned char *rnd = malloc(n);
+  fill_random(rnd, n, 9);
+  char h[65];
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, h), 0); /* a blob file */
+  ag_obj t = {AG_OBJ_ARTIFACT, 0, ""};
+  memcpy(t.hash, h, 65);
+  CHECK_EQ_INT(ag_store_ref_set(st, "kept", &t), 0);
+  ag_gc_opts o = {0, 0};
+  ag_gc_report r;
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_INT(ag_store_gc(st, &o, &r), 0);
+    ag_store_gc_release(&r);
+    char h2[65];
+    CHECK_EQ_INT(ag_store_put(other, &i, sizeof i, NULL, h2), 0); /* another commit */
+    uint64_t t0 = ag_now_ns();
+    CHECK_EQ_INT(ag_store_put(st, rnd, 10 + (size_t)i, NULL, h2), 0);
+    CHECK(ag_now_ns() - t0 < 5000000000ull);
+  }
+  ag_store_close(other);
+  free(rnd);
+  done(st, dir);
+}
+
 TEST(test_check_finds_damage) {
   char *dir;
   ag_store *st = fresh(&dir);
@@ -1036,10 +1067,10 @@ TEST(test_check_finds_damage) {
   memcpy(to.hash, m, 65);
   CHECK_EQ_INT(ag_store_ref_set(st, "mod", &to), 0);
   json_t *cfg = json_pack("{s:i}", "x", 1);
-  ag_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
-  ag_task_claim c;
+  ag_store_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
+  ag_store_claim c;
   CHECK_EQ_INT(ag_store_task_begin(st, &ts, 0, &c), 0);
-  ag_task_result ok = {AG_TASK_OK, NULL, 0, NULL};
+  ag_store_result ok = {AG_STORE_TASK_OK, NULL, 0, NULL};
   CHECK_EQ_INT(ag_store_task_finish(st, c.task_id, &ok), 0);
   json_decref(cfg);
   CHECK_EQ_INT(check_problems(st, 1), 0);
@@ -1078,9 +1109,9 @@ TEST(test_batch) {
   CHECK_EQ_INT(ag_store_batch_begin(st), AG_EINVAL);
   for (int i = 0; i < 50; i++) {
     json_t *cfg = json_pack("{s:i}", "i", i);
-    ag_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
-    ag_task_claim c;
-    CHECK_EQ_INT(ag_store_task_begin(st, &ts, AG_TASK_PLAN, &c), 0);
+    ag_store_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
+    ag_store_claim c;
+    CHECK_EQ_INT(ag_store_task_begin(st, &ts, AG_STORE_PLAN, &c), 0);
     json_decref(cfg);
   }
   /* a failing call inside a batch undoes only itself */
@@ -1093,7 +1124,7 @@ TEST(test_batch) {
   ag_store_stats s;
   CHECK_EQ_INT(ag_store_stats_get(st, &s), 0);
   CHECK_EQ_U64(s.tasks, 50);
-  CHECK_EQ_U64(s.tasks_by_status[AG_TASK_PENDING], 50);
+  CHECK_EQ_U64(s.tasks_by_status[AG_STORE_TASK_PENDING], 50);
   CHECK_EQ_U64(s.artifacts, 1);
   CHECK_EQ_INT(ag_store_batch_begin(st), 0);
   CHECK_EQ_INT(ag_store_put(st, "dropped", 7, NULL, h), 0);
@@ -1133,16 +1164,16 @@ static void *thread_main(void *p) {
       t->errors++;
     ag_free(d);
     const char *in[] = {h};
-    ag_task_spec ts = {AG_TASK_TRANSFORM, NULL, in, 1, NULL, 0, NULL};
-    ag_task_claim c;
+    ag_store_task_spec ts = {AG_TASK_TRANSFORM, NULL, in, 1, NULL, 0, NULL};
+    ag_store_claim c;
     if (ag_store_task_begin(t->st, &ts, 0, &c)) {
       t->errors++;
       continue;
     }
-    ag_task_output o;
+    ag_store_output o;
     snprintf(o.name, sizeof o.name, "same");
     memcpy(o.hash, h, 65);
-    ag_task_result r = {AG_TASK_OK, &o, 1, NULL};
+    ag_store_result r = {AG_STORE_TASK_OK, &o, 1, NULL};
     if (ag_store_task_finish(t->st, c.task_id, &r))
       t->errors++;
   }
@@ -1165,7 +1196,7 @@ TEST(test_threads_share_a_handle) {
   ag_store_stats s;
   CHECK_EQ_INT(ag_store_stats_get(st, &s), 0);
   CHECK_EQ_U64(s.artifacts, 160);
-  CHECK_EQ_U64(s.tasks_by_status[AG_TASK_OK], 160);
+  CHECK_EQ_U64(s.tasks_by_status[AG_STORE_TASK_OK], 160);
   CHECK(s.disk_bytes > 0);
   CHECK_EQ_INT(check_problems(st, 1), 0);
   done(st, dir);
@@ -1174,5 +1205,6 @@ TEST(test_threads_share_a_handle) {
 RUN_TESTS(T(test_open_errors), T(test_newer_schema), T(test_migration), T(test_roundtrip),
           T(test_put_file_and_dedup), T(test_corruption), T(test_versions), T(test_task_keys),
           T(test_memoization), T(test_task_lifecycle), T(test_abandoned_task),
-          T(test_queries_refs_log), T(test_gc), T(test_check_finds_damage), T(test_batch),
+          T(test_queries_refs_log), T(test_gc), T(test_gc_leaves_no_snapshot),
+          T(test_check_finds_damage), T(test_batch),
           T(test_threads_share_a_handle))

@@ -80,8 +80,8 @@ static void writer(int w) {
     default: { /* a shared task: whoever claims it runs it, the rest reuse it */
       int k = (i / 3) % SHARED;
       json_t *cfg = json_pack("{s:i}", "shared", k);
-      ag_task_spec ts = {AG_TASK_SYNTHESIZE, cfg, NULL, 0, NULL, 0, NULL};
-      ag_task_claim c;
+      ag_store_task_spec ts = {AG_TASK_SYNTHESIZE, cfg, NULL, 0, NULL, 0, NULL};
+      ag_store_claim c;
       int rc, claimed = 0;
       uint64_t t0 = ag_now_ns();
       while ((rc = ag_store_task_begin(st, &ts, 0, &c)) == AG_EBUSY &&
@@ -91,20 +91,20 @@ static void writer(int w) {
       if (rc)
         die(log, "task_begin");
       char out[65];
-      if (c.status == AG_TASK_RUNNING) {
+      if (c.status == AG_STORE_TASK_RUNNING) {
         claimed = 1;
         char body[64];
         int bl = snprintf(body, sizeof body, "shared %d computed by writer %d", k, w);
         ag_put_opts eo = {"json", c.task_id};
         if (ag_store_put(st, body, (size_t)bl, &eo, out))
           die(log, "put output");
-        ag_task_output o;
+        ag_store_output o;
         snprintf(o.name, sizeof o.name, "result");
         memcpy(o.hash, out, 65);
-        ag_task_result r = {AG_TASK_OK, &o, 1, NULL};
+        ag_store_result r = {AG_STORE_TASK_OK, &o, 1, NULL};
         if (ag_store_task_finish(st, c.task_id, &r))
           die(log, "task_finish");
-      } else if (c.status == AG_TASK_OK && c.noutputs == 1) {
+      } else if (c.status == AG_STORE_TASK_OK && c.noutputs == 1) {
         memcpy(out, c.outputs[0].hash, 65);
       } else {
         fprintf(log, "FAIL shared task %d: status %d outputs %zu\n", k, (int)c.status,

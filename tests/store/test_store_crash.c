@@ -89,15 +89,15 @@ static void writer(const char *ws, long seed, int fd) {
       if (ag_store_put(st, p, n / 2 + 1, NULL, h) == 0) {
         const char *in[] = {h};
         json_t *cfg = task_config(seed, j);
-        ag_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, "crash-test", 0, NULL};
-        ag_task_claim c;
-        if (ag_store_task_begin(st, &ts, 0, &c) == 0 && c.status == AG_TASK_RUNNING) {
+        ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, "crash-test", 0, NULL};
+        ag_store_claim c;
+        if (ag_store_task_begin(st, &ts, 0, &c) == 0 && c.status == AG_STORE_TASK_RUNNING) {
           ag_put_opts po = {"evidence", c.task_id};
           if (ag_store_put(st, p, n, &po, h2) == 0) {
-            ag_task_output o;
+            ag_store_output o;
             snprintf(o.name, sizeof o.name, "evidence");
             memcpy(o.hash, h2, 65);
-            ag_task_result r = {AG_TASK_OK, &o, 1, NULL};
+            ag_store_result r = {AG_STORE_TASK_OK, &o, 1, NULL};
             if (ag_store_task_finish(st, c.task_id, &r) == 0)
               report(fd, "T %lld %ld %ld %s %s\n", (long long)c.task_id, seed, j, h, h2);
           }
@@ -117,10 +117,10 @@ static void writer(const char *ws, long seed, int fd) {
       }
     } else if (op < 9) { /* a failed task */
       json_t *cfg = task_config(seed, j);
-      ag_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
-      ag_task_claim c;
-      if (ag_store_task_begin(st, &ts, 0, &c) == 0 && c.status == AG_TASK_RUNNING) {
-        ag_task_result r = {AG_TASK_FAILED, NULL, 0, "injected failure"};
+      ag_store_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
+      ag_store_claim c;
+      if (ag_store_task_begin(st, &ts, 0, &c) == 0 && c.status == AG_STORE_TASK_RUNNING) {
+        ag_store_result r = {AG_STORE_TASK_FAILED, NULL, 0, "injected failure"};
         if (ag_store_task_finish(st, c.task_id, &r) == 0)
           report(fd, "F %lld\n", (long long)c.task_id);
       }
@@ -234,12 +234,12 @@ static int verify(ag_store *st, const rec *r) {
     return blob_intact(st, r->hash);
   }
   case 'T': {
-    ag_task t;
+    ag_store_task t;
     if (ag_store_task_get(st, r->id, &t)) {
       fprintf(stderr, "task t%lld lost\n", (long long)r->id);
       return 0;
     }
-    int ok = t.status == AG_TASK_OK && t.noutputs == 1 && !strcmp(t.outputs[0].hash, r->hash) &&
+    int ok = t.status == AG_STORE_TASK_OK && t.noutputs == 1 && !strcmp(t.outputs[0].hash, r->hash) &&
              t.ninputs == 1 && !strcmp(t.inputs[0], r->input);
     ag_store_task_release(&t);
     if (!ok) {
@@ -249,11 +249,11 @@ static int verify(ag_store *st, const rec *r) {
     /* memoized: the same spec is answered without running */
     const char *in[] = {r->input};
     json_t *cfg = task_config(r->seed, r->j);
-    ag_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, NULL, 0, NULL};
-    ag_task_claim c;
+    ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, NULL, 0, NULL};
+    ag_store_claim c;
     int rc = ag_store_task_begin(st, &ts, 0, &c);
     json_decref(cfg);
-    ok = rc == 0 && c.status == AG_TASK_OK && c.task_id == r->id && c.noutputs == 1 &&
+    ok = rc == 0 && c.status == AG_STORE_TASK_OK && c.task_id == r->id && c.noutputs == 1 &&
          !strcmp(c.outputs[0].hash, r->hash);
     ag_free(c.outputs);
     if (!ok) {
@@ -273,10 +273,10 @@ static int verify(ag_store *st, const rec *r) {
     return ok && blob_intact(st, r->hash);
   }
   case 'F': {
-    ag_task t;
+    ag_store_task t;
     if (ag_store_task_get(st, r->id, &t))
       return 0;
-    int ok = t.status == AG_TASK_FAILED && t.error && !strcmp(t.error, "injected failure");
+    int ok = t.status == AG_STORE_TASK_FAILED && t.error && !strcmp(t.error, "injected failure");
     ag_store_task_release(&t);
     return ok;
   }
@@ -431,7 +431,7 @@ TEST(test_kill_writers) {
     printf("%d kills in %.1f s: %zu records verified; %llu artifacts, %llu tasks (%llu running "
            "when killed), %llu versions, %llu refs\n",
            rounds, (double)(ag_now_ns() - t0) / 1e9, nrecs, (unsigned long long)s.artifacts,
-           (unsigned long long)s.tasks, (unsigned long long)s.tasks_by_status[AG_TASK_RUNNING],
+           (unsigned long long)s.tasks, (unsigned long long)s.tasks_by_status[AG_STORE_TASK_RUNNING],
            (unsigned long long)s.versions, (unsigned long long)s.refs);
     ag_store_close(st);
   }

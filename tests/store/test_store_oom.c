@@ -98,8 +98,8 @@ static int scenario_a(ag_store *st, const char *dir, state *S) {
     return failed(rc, "query_add");
   const char *in[] = {h1, h2};
   json_t *cfg = json_pack("{s:s,s:i}", "backend", "trace", "iters", 4);
-  ag_task_spec ts = {AG_TASK_COLLECT, cfg, in, 2, "gpu0", q, NULL};
-  ag_task_claim c;
+  ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, in, 2, "gpu0", q, NULL};
+  ag_store_claim c;
   rc = ag_store_task_begin(st, &ts, 0, &c);
   if (rc) {
     json_decref(cfg);
@@ -108,21 +108,21 @@ static int scenario_a(ag_store *st, const char *dir, state *S) {
   ag_put_opts ev = {"evidence", c.task_id};
   rc = ag_store_put(st, "evidence bytes", 14, &ev, h3);
   if (!rc) {
-    ag_task_output o;
+    ag_store_output o;
     snprintf(o.name, sizeof o.name, "evidence");
     memcpy(o.hash, h3, 65);
-    ag_task_result r = {AG_TASK_OK, &o, 1, NULL};
+    ag_store_result r = {AG_STORE_TASK_OK, &o, 1, NULL};
     rc = ag_store_task_finish(st, c.task_id, &r);
   }
   if (!rc) {
-    ag_task_claim m;
+    ag_store_claim m;
     rc = ag_store_task_begin(st, &ts, 0, &m); /* memoized */
     ag_free(m.outputs);
   }
   if (!rc) {
-    ag_task_spec plan = {AG_TASK_SYNTHESIZE, cfg, in, 1, NULL, 0, NULL};
-    ag_task_claim p;
-    rc = ag_store_task_begin(st, &plan, AG_TASK_PLAN, &p);
+    ag_store_task_spec plan = {AG_TASK_SYNTHESIZE, cfg, in, 1, NULL, 0, NULL};
+    ag_store_claim p;
+    rc = ag_store_task_begin(st, &plan, AG_STORE_PLAN, &p);
   }
   json_decref(cfg);
   if (rc)
@@ -137,20 +137,20 @@ static int scenario_b(ag_store *st, const char *dir, state *S) {
   char rep[65], h1[65], *h2 = S->h2;
   int64_t v2 = S->v2, q = S->q;
   size_t n = 0;
-  ag_task_claim c = {.task_id = S->task};
+  ag_store_claim c = {.task_id = S->task};
   int rc;
-  ag_task t;
+  ag_store_task t;
   STEP(ag_store_task_get(st, c.task_id, &t));
   ag_store_task_release(&t);
-  ag_task *tl = NULL;
+  ag_store_task *tl = NULL;
   STEP(ag_store_tasks(st, NULL, &tl, &n));
   ag_store_tasks_free(tl, n);
   STEP(ag_store_put(st, "{\"report\":true}", 15, NULL, rep));
   STEP(ag_store_report_add(st, q, rep));
-  ag_query qq;
+  ag_store_query qq;
   STEP(ag_store_query_get(st, q, &qq));
   ag_store_query_release(&qq);
-  ag_query *ql = NULL;
+  ag_store_query *ql = NULL;
   STEP(ag_store_queries(st, NULL, &ql, &n));
   ag_store_queries_free(ql, n);
   ag_obj to = {AG_OBJ_VERSION, v2, ""};

@@ -167,7 +167,7 @@ static json_t *version_json(const ag_version *v) {
   return j;
 }
 
-static json_t *task_json(const ag_task *t) {
+static json_t *task_json(const ag_store_task *t) {
   char c[32], s[32], e[32];
   when(t->created_ns, c);
   when(t->start_ns, s);
@@ -175,7 +175,7 @@ static json_t *task_json(const ag_task *t) {
   json_t *cfg = json_loads(t->config ? t->config : "{}", 0, NULL);
   json_t *j = json_pack("{s:I,s:s,s:s,s:s,s:o,s:s,s:s,s:s,s:s}", "id", (json_int_t)t->id, "key",
                         t->key, "type", ag_task_type_name(t->type), "status",
-                        ag_task_status_name(t->status), "config", cfg ? cfg : json_object(),
+                        ag_store_task_status_name(t->status), "config", cfg ? cfg : json_object(),
                         "argus_version", t->argus_version, "created", c, "started", s, "ended",
                         e);
   if (!j)
@@ -197,7 +197,7 @@ static json_t *task_json(const ag_task *t) {
   return j;
 }
 
-static json_t *query_json(const ag_query *q) {
+static json_t *query_json(const ag_store_query *q) {
   char t[32];
   when(q->created_ns, t);
   json_t *spec = json_loads(q->spec ? q->spec : "{}", 0, NULL);
@@ -246,9 +246,9 @@ static void print_version_line(const ag_version *v) {
     printf("  v%-5lld root, module %.12s\n", (long long)v->id, v->module);
 }
 
-static void print_task_line(const ag_task *t) {
+static void print_task_line(const ag_store_task *t) {
   printf("  t%-5lld %-10s %-7s key %.12s", (long long)t->id, ag_task_type_name(t->type),
-         ag_task_status_name(t->status), t->key);
+         ag_store_task_status_name(t->status), t->key);
   if (t->start_ns && t->end_ns >= t->start_ns)
     printf("  %.3f s", (double)(t->end_ns - t->start_ns) / 1e9);
   if (t->worker)
@@ -363,7 +363,7 @@ static int ws_ls(ag_cli *cli) {
     ag_store_versions_free(v, n);
   }
   if (want[2]) {
-    ag_task *t = NULL;
+    ag_store_task *t = NULL;
     size_t n = 0;
     if ((rc = ag_store_tasks(st, &lo, &t, &n))) {
       out = fail(rc);
@@ -418,7 +418,7 @@ static int ws_ls(ag_cli *cli) {
     ag_free(v);
   }
   if (want[4]) {
-    ag_query *q = NULL;
+    ag_store_query *q = NULL;
     size_t n = 0;
     if ((rc = ag_store_queries(st, &lo, &q, &n))) {
       out = fail(rc);
@@ -526,7 +526,7 @@ static int ws_show(ag_cli *cli) {
     break;
   }
   case AG_OBJ_TASK: {
-    ag_task tk;
+    ag_store_task tk;
     if ((rc = ag_store_task_get(st, o.id, &tk)))
       break;
     if (cli->json) {
@@ -534,7 +534,7 @@ static int ws_show(ag_cli *cli) {
       json_object_set_new(j, "record", json_string("task"));
     } else {
       printf("task t%lld\n  type     %s\n  status   %s\n  key      %s\n  config   %s\n",
-             (long long)tk.id, ag_task_type_name(tk.type), ag_task_status_name(tk.status), tk.key,
+             (long long)tk.id, ag_task_type_name(tk.type), ag_store_task_status_name(tk.status), tk.key,
              tk.config);
       printf("  argus    %s\n", tk.argus_version);
       if (tk.worker)
@@ -558,7 +558,7 @@ static int ws_show(ag_cli *cli) {
     break;
   }
   case AG_OBJ_QUERY: {
-    ag_query q;
+    ag_store_query q;
     if ((rc = ag_store_query_get(st, o.id, &q)))
       break;
     if (cli->json) {
