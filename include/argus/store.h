@@ -34,6 +34,7 @@
 #define ARGUS_STORE_H
 
 #include "argus/core.h"
+#include "argus/task.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -165,13 +166,8 @@ int ag_store_versions(ag_store *st, const ag_list_opts *opts, ag_version **out,
 void ag_store_versions_free(ag_version *v, size_t n);
 
 /* ------------------------------------------------------------------ tasks */
-typedef enum ag_task_type {
-  AG_TASK_TRANSFORM = 0, /* artifact → artifact */
-  AG_TASK_COLLECT,       /* run a variant with a backend → evidence */
-  AG_TASK_SYNTHESIZE,    /* evidence → derived data / report */
-  AG_TASK_CONTROL        /* discovery; materializes new branches */
-} ag_task_type;
-
+/* Task types (ag_task_type, ag_task_type_name) are in argus/task.h, shared
+ * with the planner. */
 typedef enum ag_store_task_status {
   AG_STORE_TASK_PENDING = 0, /* planned, not claimed */
   AG_STORE_TASK_RUNNING,     /* claimed by a process */
@@ -179,7 +175,6 @@ typedef enum ag_store_task_status {
   AG_STORE_TASK_FAILED
 } ag_store_task_status;
 
-const char *ag_task_type_name(ag_task_type t); /* "transform"; static */
 /* "running"; static text */
 const char *ag_store_task_status_name(ag_store_task_status s);
 

@@ -20,9 +20,6 @@
 static const char *const type_names[] = {"transform", "collect", "synthesize", "control"};
 static const char *const status_names[] = {"pending", "running", "ok", "failed"};
 
-const char *ag_task_type_name(ag_task_type t) {
-  return (unsigned)t < 4 ? type_names[t] : "?";
-}
 const char *ag_store_task_status_name(ag_store_task_status s) {
   return (unsigned)s < 4 ? status_names[s] : "?";
 }

@@ -61,8 +61,15 @@ int ag_cli_print_json(json_t *j);
 
 /* Subcommands (one file each). */
 int cmd_version(ag_cli *cli);
+int cmd_doctor(ag_cli *cli);
+int cmd_ptx(ag_cli *cli);
+int cmd_regions(ag_cli *cli);
+int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern const char cmd_layout_details[];
 
 extern const ag_cli_opt cmd_version_opts[];
+extern const ag_cli_opt cmd_doctor_opts[];
+extern const ag_cli_opt cmd_ptx_opts[];
+extern const ag_cli_opt cmd_regions_opts[];
 int cmd_ws(ag_cli *cli); extern const ag_cli_opt cmd_ws_opts[]; extern const char cmd_ws_details[];
 
 #endif
