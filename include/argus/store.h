@@ -68,6 +68,11 @@ const char *ag_store_path(const ag_store *st);
  * ("" if none). Borrowed; valid until the next failing call in this thread. */
 const char *ag_store_errmsg(void);
 
+/* Versions of the SQLite and zstd libraries in use (for `argus doctor`;
+ * their headers stay inside src/store). Static text. */
+const char *ag_store_sqlite_version(void);
+const char *ag_store_zstd_version(void);
+
 /* Groups the following writes through this handle into one transaction,
  * holding the workspace's write lock until ag_store_batch_commit (keep batches
  * short: other writers wait). Other threads using the same handle wait too.

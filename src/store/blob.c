@@ -29,6 +29,8 @@
 
 #define ZLEVEL 1 /* on trace-like evidence: faster and smaller than 3 (docs/workspace.md) */
 
+const char *ag_store_zstd_version(void) { return ZSTD_versionString(); }
+
 /* ------------------------------------------------------------- writer */
 typedef struct bw {
   ag_store *st;

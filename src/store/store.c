@@ -748,6 +748,8 @@ void ag_store_close(ag_store *st) {
 
 const char *ag_store_path(const ag_store *st) { return st->path; }
 
+const char *ag_store_sqlite_version(void) { return sqlite3_libversion(); }
+
 /* ------------------------------------------------------------ test hooks */
 /* Runs SQL directly (tests use it to damage a workspace on purpose). */
 int ag__store_exec(ag_store *st, const char *sql) {

@@ -107,6 +107,9 @@ TEST(test_open_errors) {
   CHECK_EQ_INT(ag_store_open(p, 0, &st), 0);
   ag_store_close(st);
   ag_store_close(NULL);
+  /* library versions for `argus doctor` */
+  CHECK(!strncmp(ag_store_sqlite_version(), "3.", 2));
+  CHECK(!strncmp(ag_store_zstd_version(), "1.", 2));
   rm_rf(dir);
   free(dir);
 }
