@@ -80,5 +80,6 @@ struct ag_spec;
 int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, struct ag_spec **spec_out);
 char **ag_cli_split_list(const char *s, int *n);
 void ag_cli_free_list(char **v);
+int cmd_ws(ag_cli *cli); extern const ag_cli_opt cmd_ws_opts[]; extern const char cmd_ws_details[];
 
 #endif

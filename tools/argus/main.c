@@ -19,6 +19,8 @@ static const ag_cli_cmd commands[] = {
     {"trace", cmd_trace, 0, "[--region R] [--scope K=V,...] [--timeline FILE] SPEC | --evidence FILE", "run the traced variant once and print the per-region timing table", NULL, cmd_trace_opts},
     {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
+    {"ws", cmd_ws, AG_CMD_NEEDS_WORKSPACE, "init|ls|show|log|check|gc|put|get|ref [ARGS] [options]",
+     "the versioned workspace: artifacts, program versions, tasks, refs", cmd_ws_details, cmd_ws_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
