@@ -162,7 +162,7 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
   json_t *cfg = json_pack("{s:[s],s:s}", "backends", ek->backend, "variant", ek->variant);
   ag_str label = AG_STR_INIT;
   ag_str_printf(&label, "run %s variant", ek->variant);
-  ag_task *t = ag_plan_add(p, AG_TASK_COLLECT, "collect", ag_str_cstr(&label), p->query.region, scope, cfg,
+  ag_task *t = ag_plan_add(p, AG_TASK_COLLECT, "collect", ag_str_cstr(&label), NULL, scope, cfg,
                            &compiled->id, 1);
   ag_str_release(&label);
   if (t) {
@@ -223,18 +223,19 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
     int prereq = -1;
     if (ek->prereq) {
       /* discovery validates the region and lists its sites */
+      /* discovery validates the queried region: part of its identity */
       ag_task *c = ag_plan_add(p, AG_TASK_CONTROL, ek->prereq, "discover regions and sites",
-                               NULL, NULL, NULL, NULL, 0);
+                               q->region, NULL, NULL, NULL, 0);
       if (!c)
         goto fail_vec;
       prereq = c->id;
     }
-    /* the variant: traced variants are specialized to region and scope */
-    int traced = strcmp(ek->variant, "trace-free") != 0;
+    /* the variant: a traced variant probes every region of the module, so
+     * one reference run serves this query and any zoom-in on a subregion or
+     * a narrower scope (synthesis selects); docs/observe.md */
     ag_str op = AG_STR_INIT;
     ag_str_printf(&op, "transform.%s", ek->variant);
-    ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, op.p, op.p, traced ? q->region : NULL,
-                             traced ? &q->scope : NULL,
+    ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, ag_str_cstr(&op), ag_str_cstr(&op), NULL, NULL,
                              json_pack("{s:s}", "variant", ek->variant), &prereq,
                              prereq >= 0 ? 1 : 0);
     ag_str_release(&op);
@@ -246,7 +247,7 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
       goto fail_vec;
     int src = cc->id;
     if (ek->backend) {
-      ag_task *col = collect_for(p, cc, ek, &q->scope);
+      ag_task *col = collect_for(p, cc, ek, NULL);
       if (!col)
         goto fail_vec;
       src = col->id;
