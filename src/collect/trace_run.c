@@ -12,6 +12,7 @@
 #include "argus/collect.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -65,6 +66,8 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
     ag_str_printf(&e[ne++], "ARGUS_TRACE_LAUNCHES=%u", o->max_launches);
   if (o->skip_launches)
     ag_str_printf(&e[ne++], "ARGUS_TRACE_SKIP=%u", o->skip_launches);
+  if (o->device >= 0)
+    ag_str_printf(&e[ne++], "CUDA_VISIBLE_DEVICES=%d", o->device);
   const char *envv[11];
   for (int i = 0; i < ne; i++)
     envv[i] = ag_str_cstr(&e[i]);

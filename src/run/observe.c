@@ -20,6 +20,7 @@
 #include "argus/spec.h"
 #include "argus/store.h"
 #include "argus/synth.h"
+#include "argus/sysinfo.h"
 #include "argus/variant.h"
 
 typedef struct obs {
@@ -294,6 +295,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.out_dir = ag_str_cstr(&dir);
   ro.timeout_s = ob->o->timeout_s > 0 ? ob->o->timeout_s : 300;
   ro.records_per_warp = ob->o->records_per_warp;
+  ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
   if ((rc = ag_trace_run(&ro, &res, &why))) {
     rc = fail(t, rc, "%s", ag_str_cstr(&why));
     goto out;
@@ -693,19 +695,29 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
     p->tasks.v[i]->program = p->program;
   ob.query = p->query;
   ob.plan = p;
-  json_t *qj = ag_plan_to_json(p);
-  json_object_set_new(json_object_get(qj, "query"), "spec", json_string(ob.spec->path));
-  ag_store_query_add(ob.st, json_object_get(qj, "query"), ob.root_version, &ob.query_id);
-  json_decref(qj);
+  if (!o->plan_only) { /* a query that runs is recorded (argus ws log, --retry-failed) */
+    json_t *qj = ag_plan_to_json(p);
+    char *abs = realpath(ob.spec->path, NULL);
+    json_object_set_new(json_object_get(qj, "query"), "spec",
+                        json_string(abs ? abs : ob.spec->path));
+    free(abs);
+    ag_store_query_add(ob.st, json_object_get(qj, "query"), ob.root_version, &ob.query_id);
+    json_decref(qj);
+  }
   res->query_id = ob.query_id;
   snprintf(res->program, sizeof res->program, "%s", ob.program);
 
   int ndev = o->ndevices;
-  if (ndev < 0) {
+  if (ndev < 0) { /* one lane per device the driver sees */
     ag_str why = AG_STR_INIT;
-    ndev = ag_collect_gpu_probe(&why) == 0 ? 1 : 0;
+    ndev = 0;
+    json_t *info = NULL;
+    if (ag_collect_gpu_probe(&why) == 0 && ag_sysinfo_collect(NULL, &info) == 0)
+      ndev = (int)json_array_size(json_object_get(info, "devices"));
+    json_decref(info);
     if (!ndev)
-      snprintf(res->nogpu_reason, sizeof res->nogpu_reason, "%s", ag_str_cstr(&why));
+      snprintf(res->nogpu_reason, sizeof res->nogpu_reason, "%s",
+               why.len ? ag_str_cstr(&why) : "the CUDA driver lists no device");
     ag_str_release(&why);
   }
   ag_run_opts ro = {.cpu_workers = 0,

@@ -6,6 +6,7 @@
 #include "argus/observe.h"
 #include "check.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -174,5 +175,64 @@ TEST(test_bad_queries) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
+/* Runs the argus binary with the NULL-terminated arguments. */
+static int cli(ag_str *out, ag_str *err, ...) {
+  char wsdir[128];
+  snprintf(wsdir, sizeof wsdir, "%s/cli-ws", ws);
+  const char *argv[16] = {getenv("ARGUS_BIN") ? getenv("ARGUS_BIN") : "argus", "-W", wsdir};
+  int n = 3;
+  va_list ap;
+  va_start(ap, err);
+  for (const char *x; n < 15 && (x = va_arg(ap, const char *));)
+    argv[n++] = x;
+  va_end(ap);
+  argv[n] = NULL;
+  ag_str_clear(out);
+  ag_str_clear(err);
+  ag_proc_opts o = {.argv = argv, .capture_out = out, .capture_err = err, .timeout_s = 120};
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+TEST(test_cli) {
+  setup();
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "step", "--dot", NULL), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "digraph plan");
+  CHECK_EQ_INT(cli(&out, &err, "--json", "plan", specpath, "--region", "step", NULL), 0);
+  json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j && json_array_size(json_object_get(j, "tasks")) == 6);
+  json_decref(j);
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "nope", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "unknown region 'nope'");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, NULL), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--region NAME is required");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals", "nope", NULL),
+               2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "unknown signal 'nope'");
+  CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "no earlier query");
+  /* no GPU (or a failing harness): exit 1, the report says what is missing */
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals",
+                   "duration,static", NULL),
+               1);
+  CHECK_CONTAINS(ag_str_cstr(&out), "missing duration");
+  CHECK_CONTAINS(ag_str_cstr(&out), "registers");
+  /* retry: what succeeded comes from the workspace */
+  CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "from the workspace");
+  CHECK_CONTAINS(ag_str_cstr(&out), "missing duration");
+  CHECK_EQ_INT(cli(&out, &err, "--json", "observe", specpath, "--region", "work", "--signals",
+                   "static", NULL),
+               0);
+  j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j && !strcmp(json_string_value(json_object_get(j, "schema")), "argus.report/1"));
+  json_decref(j);
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
+RUN_TESTS(T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))
