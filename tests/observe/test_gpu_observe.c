@@ -12,6 +12,8 @@
 
 static char ws[64];
 
+static const char *example = "gemm_tma";
+
 static int run_query(const char *region, const char *sigs_csv, const char *scope,
                      ag_observe_result *r) {
   static char buf[256];
@@ -22,7 +24,7 @@ static int run_query(const char *region, const char *sigs_csv, const char *scope
     sigs[n++] = t;
   char spec[512];
   const char *src = getenv("ARGUS_SOURCE_DIR");
-  snprintf(spec, sizeof spec, "%s/examples/gemm_tma/spec.json", src ? src : ".");
+  snprintf(spec, sizeof spec, "%s/examples/%s/spec.json", src ? src : ".", example);
   ag_observe_opts o = {.spec = spec, .workspace = ws, .region = region, .signals = sigs,
                        .nsignals = n, .scope = scope, .ndevices = -1, .timeout_s = 120};
   ag_diags d;
@@ -133,4 +135,40 @@ TEST(test_observe_gemm_and_zoom_in) {
   ag_observe_result_release(&b);
 }
 
-RUN_TESTS(T(test_observe_gemm_and_zoom_in))
+/* The overhead microbenchmark: 64 occurrences of step per work, per warp;
+ * an iteration window keeps exactly its share. */
+TEST(test_observe_overhead_iterations) {
+  ag_str why = AG_STR_INIT;
+  if (ag_collect_gpu_probe(&why)) {
+    printf("no GPU (%s): skipped\n", ag_str_cstr(&why));
+    exit(77);
+  }
+  ag_str_release(&why);
+  if (!ws[0]) {
+    snprintf(ws, sizeof ws, "/tmp/argus-gpuobs-XXXXXX");
+    CHECK(mkdtemp(ws) != NULL);
+    const char *bd = getenv("ARGUS_BUILD_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/examples:%s", bd ? bd : "build", getenv("PATH"));
+    setenv("PATH", path, 1);
+  }
+  example = "overhead";
+  ag_observe_result a, b;
+  CHECK_EQ_INT(run_query("overhead_compute/work", "duration", NULL, &a), 0);
+  CHECK_EQ_INT(run_query("step", "duration", "iter=0:8", &b), 0);
+  if (a.report && b.report) {
+    double work = val(a.report, "overhead_compute/work", "count");
+    double step = val(a.report, "overhead_compute/work/step", "count");
+    double step8 = val(b.report, "overhead_compute/work/step", "count");
+    printf("overhead: work %g step %g step[iter 0:8] %g\n", work, step, step8);
+    CHECK(work > 0 && (long)work % 1024 == 0); /* 128 CTAs x 8 warps per launch */
+    CHECK(step == 64 * work);
+    CHECK(step8 == 8 * work);
+    CHECK_EQ_INT(find(b.plan, "collect")->status, AG_TS_CACHED);
+    CHECK(val(a.report, "overhead_compute/work/step", "mean") > 0);
+  }
+  ag_observe_result_release(&a);
+  ag_observe_result_release(&b);
+}
+
+RUN_TESTS(T(test_observe_gemm_and_zoom_in), T(test_observe_overhead_iterations))
