@@ -170,50 +170,11 @@ int cmd_observe(ag_cli *cli) {
     ag_cli_print_json(r.report);
     ec = json_array_size(missing) ? AG_EXIT_FAIL : AG_EXIT_OK;
   } else {
-    /* the text summary, from the stored report */
     ag_str s = AG_STR_INIT;
-    json_t *vals = json_object_get(r.report, "values");
-    json_t *q = json_object_get(r.report, "query");
-    json_t *sg = json_object_get(q, "signals");
-    const char **ss = ag_calloc(json_array_size(sg) + 1, sizeof *ss);
-    for (size_t i = 0; ss && i < json_array_size(sg); i++)
-      ss[i] = json_string_value(json_array_get(sg, i));
-    ag_query qq = {json_string_value(json_object_get(q, "region")), ss,
-                   (int)json_array_size(sg), {{0}, {{0}}}};
-    ag_scope_parse(json_string_value(json_object_get(q, "scope")), &qq.scope, NULL);
-    ag_report *rep = ag_report_new(&qq, r.program);
-    size_t i;
-    json_t *x;
-    json_array_foreach(vals, i, x) {
-      json_t *pv = json_object_get(x, "provenance");
-      ag_provenance p = {NULL, 0, json_string_value(json_object_get(pv, "program")),
-                         json_string_value(json_object_get(pv, "variant")),
-                         json_string_value(json_object_get(pv, "scope"))};
-      const char *qs = json_string_value(json_object_get(x, "qual"));
-      ag_qual ql = !strcmp(qs, "derived") ? AG_QUAL_DERIVED
-                   : !strcmp(qs, "attributed") ? AG_QUAL_ATTRIBUTED : AG_QUAL_OBSERVED;
-      json_t *val = json_object_get(x, "value");
-      if (json_is_number(val))
-        ag_report_add(rep, json_string_value(json_object_get(x, "region")),
-                      json_string_value(json_object_get(x, "signal")),
-                      json_string_value(json_object_get(x, "stat")), json_number_value(val),
-                      json_string_value(json_object_get(x, "unit")), ql, -1, &p);
-      else if (json_is_string(val))
-        ag_report_add_json(rep, json_string_value(json_object_get(x, "region")),
-                           json_string_value(json_object_get(x, "signal")),
-                           json_string_value(json_object_get(x, "stat")), json_incref(val),
-                           json_string_value(json_object_get(x, "unit")), ql, &p);
-    }
-    json_array_foreach(missing, i, x)
-        ag_report_missing(rep, json_string_value(json_object_get(x, "region")),
-                          json_string_value(json_object_get(x, "signal")),
-                          json_string_value(json_object_get(x, "why")));
-    ag_report_text(rep, &s);
+    ag_report_json_text(r.report, &s);
     fputs(ag_str_cstr(&s), stdout);
-    printf("report %s (argus ws get %.12s)\n", r.report_hash, r.report_hash);
-    ag_report_free(rep);
-    ag_free(ss);
     ag_str_release(&s);
+    printf("report %s (argus ws get %.12s)\n", r.report_hash, r.report_hash);
     ec = json_array_size(missing) ? AG_EXIT_FAIL : AG_EXIT_OK;
   }
   ag_observe_result_release(&r);
