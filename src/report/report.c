@@ -154,6 +154,22 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
   } else if (json_is_string(v)) {
     ag_str_puts(out, json_string_value(v));
     return;
+  } else if (json_is_object(v)) { /* a breakdown: key: count / mean, at most 6 keys */
+    const char *k;
+    json_t *e;
+    size_t shown = 0;
+    json_object_foreach(v, k, e) {
+      if (shown == 6) {
+        ag_str_printf(out, " … (%zu more; --json)", json_object_size(v) - shown);
+        break;
+      }
+      json_t *c = json_object_get(e, "count"), *m = json_object_get(e, "mean");
+      ag_str_printf(out, "%s%s: n=%lld", shown ? ", " : "", k, (long long)json_integer_value(c));
+      if (json_is_number(m))
+        ag_str_printf(out, " mean %.0f", json_number_value(m));
+      shown++;
+    }
+    return;
   } else {
     ag_str_puts(out, json_is_null(v) ? "n/a" : "(data)");
     return;
