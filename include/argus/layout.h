@@ -56,6 +56,9 @@ typedef struct ag_tiler {
 typedef struct ag_layout_ctx {
   ag_arena *arena;
   ag_str err; /* message for the last failure: lowercase, names the modes */
+  /* added by issue 7 (set up by ag_layout_ctx_init, freed by _release): */
+  const char *src_name; /* name parse diagnostics carry as their "file" (NULL: none) */
+  ag_map xcons;         /* hash-consing table of the expressions built in arena */
 } ag_layout_ctx;
 
 void ag_layout_ctx_init(ag_layout_ctx *c, ag_arena *arena);
@@ -149,6 +152,37 @@ int ag_layout_eval_index_x(ag_layout_ctx *c, const ag_layout *l, const ag_expr *
 int ag_layout_eval_coord_x(ag_layout_ctx *c, const ag_layout *l, const ag_xtuple *coord,
                            const ag_expr **offset);
 const ag_expr *ag_swizzle_apply_x(ag_layout_ctx *c, ag_swizzle s, const ag_expr *x);
+
+/* ------------------------------------------------- additions (issue 7) */
+/* Semantics decided where the interface above was silent (docs/layout.md):
+ * - A layout is a function on all of N, as in CuTe: an index past size(L)
+ *   runs on along the last mode (ag_layout_eval_index accepts it; negative
+ *   indices are AG_ERANGE). Composition relies on this.
+ * - cosize is CuTe's: sum over modes of (extent-1)*|stride|, plus 1.
+ * - ag_layout_complement: cotarget 0 means CuTe's default, cosize(filter(L)).
+ * - Composition with a tiler drops the modes of A the tiler does not reach
+ *   (CuTe); the divides and products keep them.
+ * - ag_expr: ADD/SUB/MUL/SHL wrap modulo 2^64; DIV/MOD truncate (C);
+ *   SHR is arithmetic; a zero divisor, INT64_MIN/-1 or a shift outside
+ *   [0,63] is AG_EUNDEFINED in ag_expr_eval and is never folded. x*0 and
+ *   x&0 fold to 0 even when x would be undefined. Symbolic layout
+ *   evaluation equals concrete evaluation for every index >= 0. */
+
+/* Bounds-checked variant of ag_layout_eval_coord's input: every coordinate
+ * leaf inside its mode's extent, structure congruent with (or coarser than)
+ * the shape. 0, or AG_EINVAL / AG_ERANGE with a message in c->err. */
+int ag_layout_coord_check(ag_layout_ctx *c, const ag_layout *l, const ag_tuple *coord);
+/* 0 when Swizzle<B,M,S> is well formed (B, M >= 0, |S| >= B,
+ * B+M+|S| <= 62); AG_EINVAL with a message otherwise. Negative S shifts
+ * left (CuTe). */
+int ag_swizzle_check(ag_layout_ctx *c, ag_swizzle s);
+/* Counts (CuTe's flatten): the leaves of a tuple. */
+int ag_tuple_leaves(const ag_tuple *t);
+/* Structural equality of tuples and of layouts (not functional equality). */
+int ag_tuple_equal(const ag_tuple *a, const ag_tuple *b);
+int ag_layout_equal(const ag_layout *a, const ag_layout *b);
+/* Prints a tiler in the notation ag_tiler_parse reads ("<3:4,8:2>"). */
+int ag_tiler_print(const ag_tiler *t, ag_str *out);
 
 #ifdef __cplusplus
 }

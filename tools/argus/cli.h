@@ -61,6 +61,7 @@ int ag_cli_print_json(json_t *j);
 
 /* Subcommands (one file each). */
 int cmd_version(ag_cli *cli);
+int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern const char cmd_layout_details[];
 
 extern const ag_cli_opt cmd_version_opts[];
 
