@@ -12,6 +12,7 @@ static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
      NULL, cmd_version_opts},
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
+    {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -68,7 +68,8 @@ static char *assert_text(const ag_tile_program *p, const ag_tile_node *n) {
 }
 
 /* Collects every assert statement of a kernel (reached or not). */
-static void find_asserts(const ag_tile_list *l, AG_VEC(const ag_tile_node *) * out, int *oom) {
+typedef AG_VEC(const ag_tile_node *) nodevec;
+static void find_asserts(const ag_tile_list *l, nodevec *out, int *oom) {
   for (int i = 0; i < l->n; i++) {
     const ag_tile_node *n = l->v[i];
     if (n->kind == AG_TN_ASSERT && ag_vec_push(out, n))
@@ -102,6 +103,9 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   ag_arena_init(&c->arena, 0);
   ag_layout_ctx_init(&c->lc, &c->arena);
   ag_map_init(&c->tagcons);
+  ag_map_init(&c->bounds_memo);
+  ag_map_init(&c->align_memo);
+  ag_map_init(&c->mask_memo);
   ag__scope *module, *kscope;
   int rc = 0;
   volatile int stage = 0;
@@ -152,7 +156,7 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   if (rc)
     goto out;
   /* assertions never reached (a loop of zero trips, a constant-false if) */
-  AG_VEC(const ag_tile_node *) all = {0};
+  nodevec all = {0};
   int oom = 0;
   find_asserts(&k->list2, &all, &oom);
   for (size_t i = 0; i < all.n && !oom; i++) {
@@ -193,6 +197,9 @@ out:
   ag_vec_free(&c->asserts);
   ag_vec_free(&c->loops);
   ag_map_release(&c->tagcons);
+  ag_map_release(&c->bounds_memo);
+  ag_map_release(&c->align_memo);
+  ag_map_release(&c->mask_memo);
   ag_layout_ctx_release(&c->lc);
   ag_arena_release(&c->arena);
   ag_free(c);

@@ -10,6 +10,7 @@
 #define ARGUS_TILE_CHECK_INT_H
 
 #include "argus/layout.h"
+#include "argus/layout_atoms.h"
 #include "argus/tile.h"
 #include "argus/tile_check.h"
 
@@ -107,6 +108,8 @@ typedef struct ag__wrec {
   const ag_expr *addr;
   int width;
   const ag__tag **tags;
+  const ag__tag *ptag;   /* all bytes at once: tags[j] = ptag with "@byte" := j */
+  int pgran;             /* ptag is constant on aligned blocks of pgran bytes */
   const ag__bx *guard;   /* NULL: all threads */
   int64_t pc;            /* when it was written */
   int epoch;             /* barrier interval of the write */
@@ -183,6 +186,8 @@ typedef struct ag__data {
   ag__dt dt;
   int n;
   const ag__tag **tags;
+  const ag__tag *ptag;     /* optional: tags[j] == ptag with "@byte" := j */
+  int pgran;
 } ag__data;
 
 /* A tag expression inside an assertion: a tag, optionally projected. */
@@ -276,6 +281,7 @@ typedef struct ag__param {
   int rank;
   const ag_expr **dims;
   ag__tagfn *tagfn;
+  int linear_used;         /* read through a linear (unmatched) view */
 } ag__param;
 
 typedef struct ag__stmt_info {
@@ -309,6 +315,9 @@ typedef struct ag__ck {
   AG_VEC(ag__oblig) obligs;
   AG_VEC(ag__stmt_info) asserts;
   ag_map tagcons;          /* hash-consing of tags */
+  ag_map bounds_memo;      /* expression -> interval (xexpr.c) */
+  ag_map align_memo;       /* expression -> known power-of-two divisor */
+  ag_map mask_memo;        /* expression -> bits that may be 1 */
 
   ag__scope *scope;
   const ag__bx *path;      /* current path condition (NULL: true) */
@@ -337,6 +346,12 @@ const ag_expr *ag__xsubst(ag__ck *c, const ag_expr *e, const ag_expr *sym, const
  * 0 and [lo, hi] when e depends only on tid and constants. */
 int ag__xbounds(ag__ck *c, const ag_expr *e, int64_t *lo, int64_t *hi);
 int ag__xdepends(const ag_expr *e, const char *sym);
+/* The largest power of two that provably divides e (1 when unknown). */
+int64_t ag__xalign(ag__ck *c, const ag_expr *e);
+/* The bits of e that may be 1 (see xexpr.c for the symbol bounds used). */
+uint64_t ag__xmask(ag__ck *c, const ag_expr *e);
+/* e = root + k with k a constant: returns root (possibly e) and sets *k. */
+const ag_expr *ag__xsplit_const(ag__ck *c, const ag_expr *e, int64_t *k);
 /* Evaluates e with tid = t (and nothing else bound); 0 or an error. */
 int ag__xeval_tid(const ag_expr *e, int64_t t, int64_t *out);
 const ag__bx *ag__bconst(ag__ck *c, int v);

@@ -227,6 +227,8 @@ static ag__data data_new(ag__ck *c, ag__dt dt, int n) {
   d.tags = ag__ck_alloc(c, (size_t)(n ? n : 1) * sizeof *d.tags);
   for (int i = 0; i < n; i++)
     d.tags[i] = ag__tag_bot(c);
+  d.ptag = NULL;
+  d.pgran = 0;
   return d;
 }
 
@@ -234,6 +236,8 @@ static ag__data data_fill(ag__ck *c, ag__dt dt, int n, const ag__tag *t) {
   ag__data d = data_new(c, dt, n);
   for (int i = 0; i < n; i++)
     d.tags[i] = t;
+  d.ptag = t;
+  d.pgran = n;
   return d;
 }
 
@@ -863,6 +867,7 @@ static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e) {
     const ag_expr **co = ag__ck_alloc(c, (size_t)r * sizeof *co);
     if (t->g.linear) {
       /* element index and unravel, row-major */
+      c->params.v[t->g.tensor].linear_used = 1;
       for (int j = 0; j < w; j++) {
         const ag_expr *el = ag__x(c, AG_X_DIV, ag__x(c, AG_X_ADD, e->gbyte, ag__xc(c, j)),
                                   ag__xc(c, es));
@@ -894,6 +899,15 @@ static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e) {
       d.tags[j] = prev = apply_tagfn(c, at, p->tagfn, co);
       prev_el = j / es;
     }
+    if (b_el && w > es) {
+      /* the same tags as one parametric tag of the byte index */
+      const ag_expr *byte = ag_expr_sym(&c->lc, "@byte");
+      if (!byte)
+        ag__ck_oom(c);
+      co[r - 1] = ag__x(c, AG_X_ADD, b_el, ag__x(c, AG_X_DIV, byte, ag__xc(c, es)));
+      d.ptag = apply_tagfn(c, at, p->tagfn, co);
+      d.pgran = es;
+    }
     break;
   }
   }
@@ -911,6 +925,8 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
   w.width = d->n;
   w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
   memcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  w.ptag = d->ptag;
+  w.pgran = d->pgran;
   w.guard = c->path;
   w.pc = c->pc;
   w.epoch = c->epoch;
@@ -1295,10 +1311,9 @@ static void do_ldmatrix(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
     const ag_expr *col = ag__x(c, AG_X_DIV, off, ag__xc(c, rows));
     const ag_expr *provider = ag__x(c, AG_X_ADD, warp0, row);
     const ag_expr *addr = ag__xsubst(c, sv->e.addr, c->tid, provider);
+    const ag_expr *row_start = ag__x(c, AG_X_ADD, addr, ag__x(c, AG_X_MUL, col, ag__xc(c, 2)));
     for (int j = 0; j < 2; j++) {
-      const ag_expr *a =
-          ag__x(c, AG_X_ADD, addr, ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, col, ag__xc(c, 2)),
-                                         ag__xc(c, j)));
+      const ag_expr *a = ag__x(c, AG_X_ADD, row_start, ag__xc(c, j));
       c->rbufs.v[buf].bytes[base + 2 * v + j] = ag__tag_shr(c, st->buf, a, n);
     }
   }
@@ -2104,7 +2119,7 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
     ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
                         "step)");
   nargs(c, it, 1, 3, "range");
-  int64_t a[3];
+  int64_t a[3] = {0, 0, 0};
   for (int i = 0; i < it->list.n; i++)
     a[i] = as_const(c, it->list.v[i], eval(c, it->list.v[i]),
                     "a loop bound (loops are unrolled)");
@@ -2301,8 +2316,8 @@ int ag__interp_kernel(ag__ck *c) {
     ag__ck_oom(c);
   setup_params(c);
   exec_block(c, &k->list2);
-  if (c->group_open)
-    ; /* copies never committed: reads of them are unsettled, which the solver reports */
+  /* copies never committed or waited for stay unsettled: reads of them are
+   * top, which the solver reports */
   return 0;
 }
 

@@ -28,6 +28,8 @@
 #include "check_int.h"
 
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <z3.h>
 
@@ -40,6 +42,7 @@ typedef struct alt {
   const char *why;
   const ag__tag *tup;   /* TG_TUP leaf */
   Z3_ast thread;        /* the thread tup's expressions belong to */
+  Z3_ast byte;          /* the value of "@byte" in them (parametric tags) */
   const ag__wrec *rec;  /* outermost shared write on the way, or NULL */
   Z3_ast writer;
   const ag__tag *shr;
@@ -48,6 +51,7 @@ typedef struct alt {
 
 typedef struct member {
   Z3_ast cond, top, arity;
+  int ncomp;               /* components in use (the largest arity) */
   Z3_ast comp[MAXC];
   Z3_ast sel;
   int nalts;
@@ -62,6 +66,7 @@ typedef struct smt {
   Z3_ast *sizes;
   int nsizes;
   int fresh;
+  Z3_ast cur_byte;      /* value of "@byte" while translating */
   ag_map memo;
   int failed;
   char errtext[256];
@@ -111,8 +116,8 @@ static Z3_ast size_var(smt *s, const char *name) {
 
 static Z3_ast tr(smt *s, const ag_expr *e, Z3_ast thread) {
   struct {
-    const void *e, *t;
-  } key = {e, thread};
+    const void *e, *t, *b;
+  } key = {e, thread, s->cur_byte};
   Z3_ast hit = ag_map_get(&s->memo, &key, sizeof key);
   if (hit)
     return hit;
@@ -128,6 +133,8 @@ static Z3_ast tr(smt *s, const ag_expr *e, Z3_ast thread) {
       r = s->bid[1];
     else if (!strcmp(e->name, "bid.z"))
       r = s->bid[2];
+    else if (!strcmp(e->name, "@byte"))
+      r = s->cur_byte ? s->cur_byte : bvnum(s, 0);
     else
       r = size_var(s, e->name);
     if (!r) {
@@ -137,6 +144,38 @@ static Z3_ast tr(smt *s, const ag_expr *e, Z3_ast thread) {
     break;
   default: {
     Z3_ast a = tr(s, e->a, thread), b = tr(s, e->b, thread);
+    int64_t k;
+    /* powers of two as shifts and masks: cheaper to bit-blast */
+    if (ag_expr_is_const(e->b, &k) && k > 0 && (k & (k - 1)) == 0 && k < ((int64_t)1 << 31)) {
+      int sh = 0;
+      while (((int64_t)1 << sh) < k)
+        sh++;
+      if (e->op == AG_X_DIV) {
+        r = Z3_mk_bvlshr(s->z, a, bvnum(s, sh));
+        break;
+      }
+      if (e->op == AG_X_MOD) {
+        r = Z3_mk_bvand(s->z, a, bvnum(s, k - 1));
+        break;
+      }
+      if (e->op == AG_X_MUL) {
+        r = Z3_mk_bvshl(s->z, a, bvnum(s, sh));
+        break;
+      }
+    }
+    if (e->op == AG_X_ADD) {
+      /* fields that do not overlap: a + b is a | b (no carry chain) */
+      if ((ag__xmask(s->c, e->a) & ag__xmask(s->c, e->b)) == 0) {
+        r = Z3_mk_bvor(s->z, a, b);
+        break;
+      }
+    }
+    if (e->op == AG_X_SUB && e->b->op == AG_X_MOD && e->b->a == e->a &&
+        ag_expr_is_const(e->b->b, &k) && k > 0 && (k & (k - 1)) == 0) {
+      /* x - x % 2^n clears the low bits */
+      r = Z3_mk_bvand(s->z, a, bvnum(s, ~(k - 1)));
+      break;
+    }
     switch (e->op) {
     case AG_X_ADD: r = Z3_mk_bvadd(s->z, a, b); break;
     case AG_X_SUB: r = Z3_mk_bvsub(s->z, a, b); break;
@@ -153,6 +192,15 @@ static Z3_ast tr(smt *s, const ag_expr *e, Z3_ast thread) {
   }
   }
   ag_map_put(&s->memo, &key, sizeof key, (void *)r);
+  return r;
+}
+
+/* Translates with "@byte" bound to byte. */
+static Z3_ast trx(smt *s, const ag_expr *e, Z3_ast thread, Z3_ast byte) {
+  Z3_ast saved = s->cur_byte;
+  s->cur_byte = byte;
+  Z3_ast r = tr(s, e, thread);
+  s->cur_byte = saved;
   return r;
 }
 
@@ -188,25 +236,40 @@ static void push_alt(smt *s, altvec *v, alt a) {
     ag__ck_oom(s->c);
 }
 
-static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast cond, altvec *out,
-                    int depth);
+static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast byte, Z3_ast cond,
+                    altvec *out, int depth);
 
-/* Members of a shared-memory read byte. */
-static void alts_shr(smt *s, const ag__tag *t, Z3_ast reader, Z3_ast cond, altvec *out,
-                     int depth) {
+static void mark_via(altvec *out, size_t from, const ag__wrec *rec, Z3_ast w, const ag__tag *shr,
+                     Z3_ast reader) {
+  for (size_t q = from; q < out->n; q++)
+    if (!out->v[q].rec) {
+      out->v[q].rec = rec;
+      out->v[q].writer = w;
+      out->v[q].shr = shr;
+      out->v[q].reader = reader;
+    }
+}
+
+/* Members of the E bytes at addr (addr is in terms of the reader) of the
+ * shared buffer read by `t` (a TG_SHR giving buffer, time and the writes
+ * that existed). When the read and a write are both E-aligned, one write by
+ * one thread covers all E bytes or none, so one writer variable and one
+ * coverage test serve the whole element. */
+static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_ast reader,
+                      Z3_ast cond, altvec *out, int depth) {
   ag__ck *c = s->c;
-  Z3_ast X = tr(s, t->addr, reader);
+  Z3_ast X = tr(s, addr, reader);
   int64_t rlo = 0, rhi = -1;
-  int bounded = ag__xbounds(c, t->addr, &rlo, &rhi) == 0;
+  int bounded = ag__xbounds(c, addr, &rlo, &rhi) == 0;
+  int64_t xal = ag__xalign(c, addr);
   Z3_ast w = fresh_bv(s, "writer");
   Z3_ast wrange = Z3_mk_bvult(s->z, w, bvnum(s, c->nthreads));
   for (int i = 0; i < t->nrec; i++) {
     const ag__wrec *rec = &c->wrecs.v[i];
     if (rec->buf != t->buf)
       continue;
-    if (bounded && (rhi < rec->lo || rlo >= rec->hi))
+    if (bounded && (rhi + E <= rec->lo || rlo >= rec->hi))
       continue;
-    /* resets between the write and the read */
     Z3_ast alive = ztrue(s);
     int dead = 0;
     for (size_t k = 0; k < c->resets.n && !dead; k++) {
@@ -217,6 +280,8 @@ static void alts_shr(smt *s, const ag__tag *t, Z3_ast reader, Z3_ast cond, altve
         dead = 1;
         break;
       }
+      if (rec->hi <= e->lo || rec->lo >= e->hi || (bounded && (rhi + E <= e->lo || rlo >= e->hi)))
+        continue; /* the reset does not touch these bytes */
       Z3_ast inside = and2(s, Z3_mk_bvuge(s->z, X, bvnum(s, e->lo)),
                            Z3_mk_bvult(s->z, X, bvnum(s, e->hi)));
       alive = and2(s, alive, Z3_mk_not(s->z, inside));
@@ -224,52 +289,102 @@ static void alts_shr(smt *s, const ag__tag *t, Z3_ast reader, Z3_ast cond, altve
     if (dead)
       continue;
     Z3_ast A = tr(s, rec->addr, w);
-    Z3_ast off = Z3_mk_bvsub(s->z, X, A);
-    Z3_ast cover = and2(s, and2(s, wrange, trb(s, rec->guard, w)),
-                        and2(s, Z3_mk_bvult(s->z, off, bvnum(s, rec->width)), alive));
+    int aligned = E == 1 || (xal >= E && ag__xalign(c, rec->addr) >= E && rec->width % E == 0);
     int self_ok = rec->done_pc <= t->pc;
     int all_ok = rec->vis_epoch <= t->epoch;
-    Z3_ast settled = all_ok ? ztrue(s)
-                     : self_ok ? Z3_mk_eq(s->z, w, reader)
-                               : zfalse(s);
-    Z3_ast base = and2(s, cond, cover);
-    /* unsettled: a top member */
-    if (!all_ok) {
-      alt a;
-      memset(&a, 0, sizeof a);
-      a.cond = and2(s, base, Z3_mk_not(s->z, settled));
-      a.top = 1;
-      a.why = rec->group >= 0 && rec->done_pc > t->pc
-                  ? "the cp.async copy that writes it has not been waited for"
-                  : "no barrier between the write and the read";
-      a.rec = rec;
-      a.writer = w;
-      a.shr = t;
-      a.reader = reader;
-      push_alt(s, out, a);
-    }
-    /* settled: the tag of byte `off` of the write */
-    for (int j = 0; j < rec->width;) {
-      int k = j + 1;
-      while (k < rec->width && rec->tags[k] == rec->tags[j])
-        k++;
-      Z3_ast inrun = Z3_mk_bvult(s->z, Z3_mk_bvsub(s->z, off, bvnum(s, j)), bvnum(s, k - j));
+    Z3_ast settled = all_ok ? ztrue(s) : self_ok ? Z3_mk_eq(s->z, w, reader) : zfalse(s);
+    Z3_ast live = and2(s, and2(s, wrange, trb(s, rec->guard, w)), alive);
+    int nb = aligned ? 1 : E; /* byte groups to test */
+    for (int j0 = 0; j0 < nb; j0++) {
+      Z3_ast Xj = j0 ? Z3_mk_bvadd(s->z, X, bvnum(s, j0)) : X;
+      int span = aligned ? E : 1;
+      Z3_ast off, hit;
+      int W = rec->width;
+      if (aligned && (W & (W - 1)) == 0 && ag__xalign(c, rec->addr) >= W) {
+        /* a W-aligned write of W bytes: same high bits, offset = low bits */
+        hit = Z3_mk_eq(s->z, Z3_mk_bvand(s->z, Xj, bvnum(s, ~(int64_t)(W - 1))), A);
+        off = Z3_mk_bvand(s->z, Xj, bvnum(s, W - 1));
+      } else {
+        off = Z3_mk_bvsub(s->z, Xj, A);
+        hit = Z3_mk_bvult(s->z, off, bvnum(s, W));
+      }
+      Z3_ast cover = and2(s, live, hit);
+      Z3_ast base = and2(s, cond, cover);
+      if (!all_ok) {
+        alt a;
+        memset(&a, 0, sizeof a);
+        a.cond = and2(s, base, Z3_mk_not(s->z, settled));
+        a.top = 1;
+        a.why = rec->group >= 0 && rec->done_pc > t->pc
+                    ? "the cp.async copy that writes it has not been waited for"
+                    : "no barrier between the write and the read";
+        a.rec = rec;
+        a.writer = w;
+        a.shr = t;
+        a.reader = reader;
+        push_alt(s, out, a);
+      }
+      Z3_ast ok = and2(s, base, settled);
       size_t before = out->n;
-      alts_of(s, rec->tags[j], w, and2(s, and2(s, base, settled), inrun), out, depth + 1);
-      for (size_t q = before; q < out->n; q++)
-        if (!out->v[q].rec) {
-          out->v[q].rec = rec;
-          out->v[q].writer = w;
-          out->v[q].shr = t;
-          out->v[q].reader = reader;
+      if (rec->ptag && rec->pgran % span == 0) {
+        /* one parametric tag for the whole write */
+        alts_of(s, rec->ptag, w, off, ok, out, depth + 1);
+      } else {
+        for (int j = 0; j < rec->width;) {
+          int k = j + 1;
+          while (k < rec->width && rec->tags[k] == rec->tags[j])
+            k++;
+          /* [off, off + span) meets [j, k) */
+          Z3_ast meet = and2(s, Z3_mk_bvult(s->z, off, bvnum(s, k)),
+                             Z3_mk_bvugt(s->z, Z3_mk_bvadd(s->z, off, bvnum(s, span)),
+                                         bvnum(s, j)));
+          alts_of(s, rec->tags[j], w, off, and2(s, ok, meet), out, depth + 1);
+          j = k;
         }
-      j = k;
+      }
+      mark_via(out, before, rec, w, t, reader);
     }
   }
 }
 
-static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast cond, altvec *out,
-                    int depth) {
+/* A join whose members are the consecutive bytes of one shared read: returns
+ * the element's first address and width. */
+static int element_group(smt *s, const ag__tag *t, const ag_expr **addr, int *E) {
+  if (t->k != TG_JOIN || t->nm < 2 || t->nm > 16)
+    return 0;
+  const ag__tag *f = t->m[0];
+  if (f->k != TG_SHR)
+    return 0;
+  int64_t offs[16], lo = INT64_MAX;
+  const ag_expr *root = NULL;
+  for (int i = 0; i < t->nm; i++) {
+    const ag__tag *m = t->m[i];
+    if (m->k != TG_SHR || m->buf != f->buf || m->pc != f->pc || m->epoch != f->epoch ||
+        m->nrec != f->nrec)
+      return 0;
+    int64_t k;
+    const ag_expr *r = ag__xsplit_const(s->c, m->addr, &k);
+    if (root && r != root)
+      return 0;
+    root = r;
+    offs[i] = k;
+    if (k < lo)
+      lo = k;
+  }
+  unsigned seen = 0;
+  for (int i = 0; i < t->nm; i++) {
+    int64_t d = offs[i] - lo;
+    if (d < 0 || d >= t->nm || (seen & (1u << d)))
+      return 0;
+    seen |= 1u << d;
+  }
+  *addr = ag__x(s->c, AG_X_ADD, root, ag__xc(s->c, lo));
+  *E = t->nm;
+  return 1;
+}
+
+static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast byte, Z3_ast cond,
+                    altvec *out, int depth) {
   alt a;
   memset(&a, 0, sizeof a);
   if (depth > 16) {
@@ -291,13 +406,21 @@ static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast cond, altvec
     a.cond = cond;
     a.tup = t;
     a.thread = thread;
+    a.byte = byte;
     push_alt(s, out, a);
     return;
-  case TG_JOIN:
+  case TG_JOIN: {
+    const ag_expr *addr;
+    int E;
+    if (element_group(s, t, &addr, &E)) {
+      alts_read(s, t->m[0], addr, E, thread, cond, out, depth);
+      return;
+    }
     for (int i = 0; i < t->nm; i++)
-      alts_of(s, t->m[i], thread, cond, out, depth);
+      alts_of(s, t->m[i], thread, byte, cond, out, depth);
     return;
-  case TG_SHR: alts_shr(s, t, thread, cond, out, depth); return;
+  }
+  case TG_SHR: alts_read(s, t, t->addr, 1, thread, cond, out, depth); return;
   }
 }
 
@@ -307,7 +430,7 @@ static member mk_member(smt *s, const ag__tagv *tv, Z3_ast thread) {
   member m;
   memset(&m, 0, sizeof m);
   altvec v = {0};
-  alts_of(s, tv->tag, thread, ztrue(s), &v, 0);
+  alts_of(s, tv->tag, thread, NULL, ztrue(s), &v, 0);
   m.nalts = (int)v.n;
   m.alts = ag__ck_alloc(s->c, (v.n ? v.n : 1) * sizeof *m.alts);
   memcpy(m.alts, v.v, v.n * sizeof *m.alts);
@@ -336,6 +459,12 @@ static member mk_member(smt *s, const ag__tagv *tv, Z3_ast thread) {
   m.cond = m.nalts == 1 ? m.alts[0].cond : Z3_mk_or(s->z, (unsigned)m.nalts, conds);
   m.top = ntops ? Z3_mk_or(s->z, (unsigned)ntops, tops) : zfalse(s);
   /* components and arity, by ite over the selector */
+  m.ncomp = 0;
+  for (int i = 0; i < m.nalts; i++) {
+    int n = m.alts[i].tup ? (tv->proj >= 0 ? 1 : m.alts[i].tup->n) : 0;
+    if (n > m.ncomp)
+      m.ncomp = n > MAXC ? MAXC : n;
+  }
   for (int k = 0; k < MAXC; k++)
     m.comp[k] = bvnum(s, 0);
   m.arity = bvnum(s, 0);
@@ -349,17 +478,17 @@ static member mk_member(smt *s, const ag__tagv *tv, Z3_ast thread) {
     if (tv->proj >= 0) {
       arity = tv->proj < n ? 1 : 0;
       if (tv->proj < n)
-        comp[0] = tr(s, a->tup->comp[tv->proj], a->thread);
+        comp[0] = trx(s, a->tup->comp[tv->proj], a->thread, a->byte);
     } else {
       for (int k = 0; k < n && k < MAXC; k++)
-        comp[k] = tr(s, a->tup->comp[k], a->thread);
+        comp[k] = trx(s, a->tup->comp[k], a->thread, a->byte);
     }
     if (i == m.nalts - 1) {
-      for (int k = 0; k < MAXC; k++)
+      for (int k = 0; k < m.ncomp; k++)
         m.comp[k] = comp[k];
       m.arity = bvnum(s, arity);
     } else {
-      for (int k = 0; k < MAXC; k++)
+      for (int k = 0; k < m.ncomp; k++)
         m.comp[k] = Z3_mk_ite(s->z, pick[i], comp[k], m.comp[k]);
       m.arity = Z3_mk_ite(s->z, pick[i], bvnum(s, arity), m.arity);
     }
@@ -373,7 +502,8 @@ static Z3_ast differ(smt *s, const member *a, const member *b) {
   d[n++] = a->top;
   d[n++] = b->top;
   d[n++] = Z3_mk_not(s->z, Z3_mk_eq(s->z, a->arity, b->arity));
-  for (int k = 0; k < MAXC; k++)
+  int nc = a->ncomp > b->ncomp ? a->ncomp : b->ncomp;
+  for (int k = 0; k < nc; k++)
     d[n++] = Z3_mk_not(s->z, Z3_mk_eq(s->z, a->comp[k], b->comp[k]));
   return Z3_mk_or(s->z, (unsigned)n, d);
 }
@@ -606,13 +736,14 @@ static void describe(smt *s, Z3_model m, const member *mb, char **tag, char **el
   } else {
     ag_str_putc(&t, '(');
     for (int k = 0; k < a->tup->n; k++)
-      ag_str_printf(&t, "%s%lld", k ? ", " : "", (long long)mval(s, m, tr(s, a->tup->comp[k], a->thread)));
+      ag_str_printf(&t, "%s%lld", k ? ", " : "",
+                    (long long)mval(s, m, trx(s, a->tup->comp[k], a->thread, a->byte)));
     ag_str_putc(&t, ')');
     if (a->tup->fn) {
       ag_str_printf(&el, "%s[", a->tup->fn->target);
       for (int k = 0; k < a->tup->fn->rank; k++)
         ag_str_printf(&el, "%s%lld", k ? ", " : "",
-                      (long long)mval(s, m, tr(s, a->tup->coord[k], a->thread)));
+                      (long long)mval(s, m, trx(s, a->tup->coord[k], a->thread, a->byte)));
       ag_str_putc(&el, ']');
     }
   }
@@ -726,19 +857,129 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
 }
 
 /* ----------------------------------------------------------------- driver */
-static void global_constraints(smt *s, Z3_solver sol) {
+/* The symbols (problem sizes and block indices) a query mentions decide
+ * which global constraints it needs: constraints on other symbols are
+ * independent of it (they are satisfiable on their own; a contradictory
+ * set of assumptions is reported once, up front). */
+enum { SYM_TID = 0, SYM_BID = 1, SYM_SIZE = 4, SYM_MAX = 64 };
+
+static void syms_of_expr(smt *s, const ag_expr *e, unsigned char *seen, ag_map *visited) {
+  if (e->op == AG_X_CONST)
+    return;
+  if (e->op == AG_X_SYM) {
+    if (!strcmp(e->name, "tid"))
+      seen[SYM_TID] = 1;
+    else if (!strncmp(e->name, "bid.", 4))
+      seen[SYM_BID + (e->name[4] - 'x')] = 1;
+    else
+      for (int i = 0; i < s->nsizes && i + SYM_SIZE < SYM_MAX; i++)
+        if (!strcmp(s->c->sizes.v[i], e->name))
+          seen[SYM_SIZE + i] = 1;
+    return;
+  }
+  if (ag_map_has(visited, &e, sizeof e))
+    return;
+  ag_map_put(visited, &e, sizeof e, (void *)e);
+  syms_of_expr(s, e->a, seen, visited);
+  syms_of_expr(s, e->b, seen, visited);
+}
+
+static void syms_of_bx(smt *s, const ag__bx *b, unsigned char *seen, ag_map *visited) {
+  if (!b)
+    return;
+  if (b->k == BX_CMP) {
+    syms_of_expr(s, b->a, seen, visited);
+    syms_of_expr(s, b->b, seen, visited);
+  } else if (b->k != BX_CONST) {
+    syms_of_bx(s, b->x, seen, visited);
+    syms_of_bx(s, b->y, seen, visited);
+  }
+}
+
+/* Symbols of a Z3 formula, by name. */
+static void syms_of_z3(smt *s, Z3_ast a, unsigned char *seen, ag_map *visited) {
+  if (ag_map_has(visited, &a, sizeof a))
+    return;
+  ag_map_put(visited, &a, sizeof a, (void *)a);
+  if (Z3_get_ast_kind(s->z, a) != Z3_APP_AST)
+    return;
+  Z3_app app = Z3_to_app(s->z, a);
+  unsigned n = Z3_get_app_num_args(s->z, app);
+  if (n == 0) {
+    Z3_func_decl d = Z3_get_app_decl(s->z, app);
+    if (Z3_get_decl_kind(s->z, d) != Z3_OP_UNINTERPRETED)
+      return;
+    for (int k = 0; k < 3; k++)
+      if (a == s->bid[k])
+        seen[SYM_BID + k] = 1;
+    for (int i = 0; i < s->nsizes && i + SYM_SIZE < SYM_MAX; i++)
+      if (a == s->sizes[i])
+        seen[SYM_SIZE + i] = 1;
+    return;
+  }
+  for (unsigned i = 0; i < n; i++)
+    syms_of_z3(s, Z3_get_app_arg(s->z, app, i), seen, visited);
+}
+
+static int any_common(const unsigned char *x, const unsigned char *y) {
+  for (int i = 1; i < SYM_MAX; i++)
+    if (x[i] && y[i])
+      return 1;
+  return 0;
+}
+
+/* Asserts the constraints the query `q` depends on (all when q is NULL). */
+static void global_constraints(smt *s, Z3_solver sol, Z3_ast q) {
   ag__ck *c = s->c;
+  unsigned char need[SYM_MAX];
+  memset(need, q ? 0 : 1, sizeof need);
+  ag_map vis;
+  ag_map_init(&vis);
+  if (q)
+    syms_of_z3(s, q, need, &vis);
+  ag_map_release(&vis);
   Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->tid, bvnum(s, c->nthreads)));
+  /* assumptions, closed over shared symbols */
+  size_t na = c->assumes.n;
+  unsigned char(*asyms)[SYM_MAX] = ag__ck_alloc(c, (na ? na : 1) * sizeof *asyms);
+  unsigned char *used = ag__ck_alloc(c, na ? na : 1);
+  for (size_t i = 0; i < na; i++) {
+    ag_map v2;
+    ag_map_init(&v2);
+    memset(asyms[i], 0, SYM_MAX);
+    syms_of_bx(s, c->assumes.v[i], asyms[i], &v2);
+    ag_map_release(&v2);
+  }
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (size_t i = 0; i < na; i++) {
+      if (used[i])
+        continue;
+      int only_tid = !any_common(asyms[i], asyms[i]);
+      if (only_tid || any_common(asyms[i], need)) {
+        used[i] = 1;
+        changed = 1;
+        for (int k = 0; k < SYM_MAX; k++)
+          need[k] |= asyms[i][k];
+      }
+    }
+  }
+  for (size_t i = 0; i < na; i++)
+    if (used[i])
+      Z3_solver_assert(s->z, sol, trb(s, c->assumes.v[i], s->tid));
   for (int k = 0; k < 3; k++)
-    Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->bid[k], bvnum(s, 1 << 16)));
+    if (need[SYM_BID + k])
+      Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->bid[k], bvnum(s, 1 << 16)));
   for (int i = 0; i < s->nsizes; i++) {
+    if (i + SYM_SIZE < SYM_MAX && !need[SYM_SIZE + i])
+      continue;
     Z3_solver_assert(s->z, sol, Z3_mk_bvuge(s->z, s->sizes[i], bvnum(s, 1)));
     Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->sizes[i], bvnum(s, 1 << 24)));
   }
-  /* every tensor fits in 2^31 bytes, computed without overflow */
+  /* tensors addressed linearly: their byte size must not wrap */
   for (size_t p = 0; p < c->params.n; p++) {
     const ag__param *pm = &c->params.v[p];
-    if (!pm->is_tensor)
+    if (!pm->is_tensor || !pm->linear_used)
       continue;
     Z3_ast acc = bvnum(s, ag__dt_size(pm->dt));
     for (int d = 0; d < pm->rank; d++) {
@@ -748,12 +989,11 @@ static void global_constraints(smt *s, Z3_solver sol) {
       Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, acc, bvnum(s, (int64_t)1 << 31)));
     }
   }
-  for (size_t i = 0; i < c->assumes.n; i++)
-    Z3_solver_assert(s->z, sol, trb(s, c->assumes.v[i], s->tid));
 }
 
-static Z3_solver new_solver(smt *s) {
-  Z3_solver sol = Z3_mk_solver_for_logic(s->z, Z3_mk_string_symbol(s->z, "QF_BV"));
+static Z3_solver new_solver(smt *s, Z3_ast q) {
+  Z3_solver sol;
+  sol = Z3_mk_solver_for_logic(s->z, Z3_mk_string_symbol(s->z, "QF_BV"));
   Z3_solver_inc_ref(s->z, sol);
   Z3_params p = Z3_mk_params(s->z);
   Z3_params_inc_ref(s->z, p);
@@ -763,7 +1003,7 @@ static Z3_solver new_solver(smt *s) {
   Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "random_seed"), 0);
   Z3_solver_set_params(s->z, sol, p);
   Z3_params_dec_ref(s->z, p);
-  global_constraints(s, sol);
+  global_constraints(s, sol, q);
   return sol;
 }
 
@@ -849,6 +1089,27 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
   for (int i = 0; i < s.nsizes; i++)
     s.sizes[i] = Z3_mk_const(s.z, Z3_mk_string_symbol(s.z, c->sizes.v[i]), s.bv);
   zcheck_err(&s, "creating the context");
+  {
+    /* the assumptions and bounds must be satisfiable, or every query would
+     * be vacuously proved */
+    Z3_solver sol = new_solver(&s, NULL);
+    Z3_lbool res = Z3_L_UNDEF;
+    Z3CALL(&s, res = Z3_solver_check(s.z, sol));
+    r->queries++;
+    Z3_solver_dec_ref(s.z, sol);
+    if (res == Z3_L_FALSE) {
+      const ag_tile_node *at = c->kernel;
+      size_t ll = 0;
+      const char *src = ag_tile_srcline(c->prog, at->line, &ll);
+      ag_diags_add(c->diags, AG_SEV_ERROR, c->prog->file, at->line, at->col, src, ll,
+                   "the assumptions of kernel '%s' contradict each other (or the bounds on "
+                   "problem sizes); nothing could be checked",
+                   at->name);
+      ag_map_release(&s.memo);
+      Z3_del_context(s.z);
+      return AG_EPARSE;
+    }
+  }
 
   cover_vec cache = {0};
   int rc = 0;
@@ -909,8 +1170,20 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
         es[k] = encode(&s, &c->obligs.v[todo.v[b0 + k]]);
         vs[k] = es[k].viol;
       }
-      Z3_solver sol = new_solver(&s);
-      Z3CALL(&s, Z3_solver_assert(s.z, sol, Z3_mk_or(s.z, (unsigned)nb, vs)));
+      Z3_ast q = Z3_mk_or(s.z, (unsigned)nb, vs);
+      Z3_solver sol = new_solver(&s, q);
+      Z3CALL(&s, Z3_solver_assert(s.z, sol, q));
+      const char *dump = getenv("ARGUS_SMT_DUMP");
+      if (dump && *dump) {
+        /* debugging aid: each query as SMT-LIB2 */
+        char path[512];
+        snprintf(path, sizeof path, "%s/q%03lld.smt2", dump, (long long)r->queries);
+        FILE *f = fopen(path, "w");
+        if (f) {
+          fputs(Z3_solver_to_string(s.z, sol), f);
+          fclose(f);
+        }
+      }
       Z3_lbool res = Z3_L_UNDEF;
       Z3CALL(&s, res = Z3_solver_check(s.z, sol));
       r->queries++;
@@ -930,6 +1203,8 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
             break;
         }
         Z3_model_dec_ref(s.z, m);
+      }
+      if (res == Z3_L_TRUE) {
       } else if (res == Z3_L_UNDEF) {
         ag_tile_assert_result *ar = result_for(&s, first);
         if (ar->status != AG_TILE_VIOLATED) {

@@ -98,6 +98,166 @@ int ag__xdepends(const ag_expr *e, const char *sym) {
   return r;
 }
 
+/* ------------------------------------------------------------ alignment */
+static int64_t lowbit(int64_t v) {
+  if (v == 0)
+    return (int64_t)1 << 40;
+  return v & -v;
+}
+
+static int64_t align_rec(ag_map *memo, const ag_expr *e, int depth);
+
+static int64_t align_node(ag_map *memo, const ag_expr *e, int depth) {
+  int64_t a = align_rec(memo, e->a, depth + 1), b, k;
+  switch (e->op) {
+  case AG_X_ADD:
+  case AG_X_SUB:
+  case AG_X_XOR:
+  case AG_X_OR:
+    b = align_rec(memo, e->b, depth + 1);
+    return a < b ? a : b;
+  case AG_X_MUL:
+    b = align_rec(memo, e->b, depth + 1);
+    return (a > ((int64_t)1 << 40) / b) ? (int64_t)1 << 40 : a * b;
+  case AG_X_AND:
+    b = align_rec(memo, e->b, depth + 1);
+    return a > b ? a : b;
+  case AG_X_MOD:
+    if (ag_expr_is_const(e->b, &k) && k > 0 && (k & (k - 1)) == 0)
+      return a < k ? a : k;
+    return 1;
+  case AG_X_SHL:
+    if (ag_expr_is_const(e->b, &k) && k >= 0 && k < 30)
+      return a << k;
+    return 1;
+  case AG_X_SHR:
+    if (ag_expr_is_const(e->b, &k) && k >= 0 && k < 62) {
+      int64_t r = a >> k;
+      return r < 1 ? 1 : r;
+    }
+    return 1;
+  default:
+    return 1;
+  }
+}
+
+static int64_t align_rec(ag_map *memo, const ag_expr *e, int depth) {
+  if (e->op == AG_X_CONST)
+    return lowbit(e->value < 0 ? -e->value : e->value);
+  if (e->op == AG_X_SYM || depth > 200)
+    return 1;
+  void *hit = ag_map_get(memo, &e, sizeof e);
+  if (hit)
+    return (int64_t)(intptr_t)hit;
+  int64_t r = align_node(memo, e, depth);
+  ag_map_put(memo, &e, sizeof e, (void *)(intptr_t)r);
+  return r;
+}
+
+int64_t ag__xalign(ag__ck *c, const ag_expr *e) { return align_rec(&c->align_memo, e, 0); }
+
+const ag_expr *ag__xsplit_const(ag__ck *c, const ag_expr *e, int64_t *k) {
+  int64_t v;
+  *k = 0;
+  if (ag_expr_is_const(e, &v)) {
+    *k = v;
+    return ag__xc(c, 0);
+  }
+  if (e->op == AG_X_ADD && ag_expr_is_const(e->b, &v)) {
+    *k = v;
+    return e->a;
+  }
+  return e;
+}
+
+/* ---------------------------------------------------------- bit masks */
+/* The bits of e that can be 1 (an over-approximation), for tid in
+ * [0, nthreads), block indices below 2^16 and problem sizes below 2^24 (the
+ * solver's global bounds). */
+static uint64_t fill_up(uint64_t m) {
+  if (!m)
+    return 0;
+  uint64_t low = m & -m;
+  int top = 63 - __builtin_clzll(m);
+  uint64_t upto = top >= 62 ? ~(uint64_t)0 : ((uint64_t)1 << (top + 2)) - 1;
+  return upto & ~(low - 1);
+}
+
+static uint64_t mask_rec(ag__ck *c, const ag_expr *e, int depth) {
+  if (e->op == AG_X_CONST)
+    return (uint64_t)e->value;
+  if (e->op == AG_X_SYM) {
+    if (!strcmp(e->name, "tid")) {
+      uint64_t m = 1;
+      while ((int64_t)m < c->nthreads)
+        m <<= 1;
+      return m - 1;
+    }
+    if (!strcmp(e->name, "@byte"))
+      return 0xf; /* a byte inside one shared write: at most 16 bytes */
+    if (!strncmp(e->name, "bid.", 4))
+      return 0xffff;
+    for (size_t i = 0; i < c->sizes.n; i++)
+      if (!strcmp(c->sizes.v[i], e->name))
+        return 0xffffff;
+    return ~(uint64_t)0;
+  }
+  if (depth > 200)
+    return ~(uint64_t)0;
+  void *hit = ag_map_get(&c->mask_memo, &e, sizeof e);
+  if (hit)
+    return *(uint64_t *)hit;
+  uint64_t a = mask_rec(c, e->a, depth + 1), b = mask_rec(c, e->b, depth + 1), r = ~(uint64_t)0;
+  int64_t k;
+  int kc = ag_expr_is_const(e->b, &k);
+  switch (e->op) {
+  case AG_X_AND: r = a & b; break;
+  case AG_X_OR:
+  case AG_X_XOR: r = a | b; break;
+  case AG_X_ADD: r = (a & b) ? fill_up(a | b) : (a | b); break;
+  case AG_X_SUB:
+    if (e->b->op == AG_X_MOD && e->b->a == e->a && ag_expr_is_const(e->b->b, &k) && k > 0 &&
+        (k & (k - 1)) == 0)
+      r = a & ~(uint64_t)(k - 1);
+    break;
+  case AG_X_SHL:
+    if (kc && k >= 0 && k < 63)
+      r = a << k;
+    break;
+  case AG_X_SHR:
+    if (kc && k >= 0 && k < 63)
+      r = a >> k;
+    break;
+  case AG_X_MUL:
+    if (kc && k > 0 && (k & (k - 1)) == 0)
+      r = a << __builtin_ctzll((uint64_t)k);
+    else if (kc && k > 0 && a != ~(uint64_t)0 && !(a >> 40))
+      r = fill_up(a * (uint64_t)k) | (a * (uint64_t)k);
+    break;
+  case AG_X_DIV:
+    if (kc && k > 0 && (k & (k - 1)) == 0)
+      r = a >> __builtin_ctzll((uint64_t)k);
+    else if (kc && k > 0)
+      r = fill_up(a) | a;
+    break;
+  case AG_X_MOD:
+    if (kc && k > 0 && (k & (k - 1)) == 0)
+      r = a & (uint64_t)(k - 1);
+    else if (kc && k > 0)
+      r = (fill_up((uint64_t)k) | (uint64_t)k) & (fill_up(a) | a);
+    break;
+  default: break;
+  }
+  uint64_t *st = ag_arena_alloc(&c->arena, sizeof *st);
+  if (st) {
+    *st = r;
+    ag_map_put(&c->mask_memo, &e, sizeof e, st);
+  }
+  return r;
+}
+
+uint64_t ag__xmask(ag__ck *c, const ag_expr *e) { return mask_rec(c, e, 0); }
+
 /* --------------------------------------------------------------- bounds */
 typedef struct ival {
   int ok;
@@ -111,8 +271,7 @@ static int64_t pow2_ceil_minus1(int64_t v) {
   return r;
 }
 
-static ival bounds_rec(ag__ck *c, const ag_expr *e, ag_map *memo, ival *store, int *nstore,
-                       int cap) {
+static ival bounds_rec(ag__ck *c, const ag_expr *e, ag_map *memo) {
   ival r = {0, 0, 0};
   if (e->op == AG_X_CONST) {
     r.ok = 1;
@@ -130,10 +289,19 @@ static ival bounds_rec(ag__ck *c, const ag_expr *e, ag_map *memo, ival *store, i
   ival *m = ag_map_get(memo, &e, sizeof e);
   if (m)
     return *m;
-  ival a = bounds_rec(c, e->a, memo, store, nstore, cap);
-  ival b = bounds_rec(c, e->b, memo, store, nstore, cap);
+  ival a = bounds_rec(c, e->a, memo);
+  ival b = bounds_rec(c, e->b, memo);
   if (!a.ok || !b.ok)
     goto out;
+  int64_t kk;
+  if (e->op == AG_X_SUB && e->b->op == AG_X_MOD && e->b->a == e->a &&
+      ag_expr_is_const(e->b->b, &kk) && kk > 0 && a.lo >= 0) {
+    /* x - x % k: x rounded down to a multiple of k */
+    r.ok = 1;
+    r.lo = a.lo / kk * kk;
+    r.hi = a.hi / kk * kk;
+    goto out;
+  }
   const int64_t big = (int64_t)1 << 40;
   if (a.lo < -big || a.hi > big || b.lo < -big || b.hi > big)
     goto out;
@@ -201,26 +369,17 @@ static ival bounds_rec(ag__ck *c, const ag_expr *e, ag_map *memo, ival *store, i
   default:
     break;
   }
-out:
-  if (*nstore < cap) {
-    store[*nstore] = r;
-    if (ag_map_put(memo, &e, sizeof e, &store[*nstore]) == 0)
-      (*nstore)++;
+out:;
+  ival *st = ag_arena_alloc(&c->arena, sizeof *st);
+  if (st) {
+    *st = r;
+    ag_map_put(memo, &e, sizeof e, st);
   }
   return r;
 }
 
 int ag__xbounds(ag__ck *c, const ag_expr *e, int64_t *lo, int64_t *hi) {
-  enum { CAP = 4096 };
-  ival *store = ag_malloc(CAP * sizeof *store);
-  if (!store)
-    ag__ck_oom(c);
-  int nstore = 0;
-  ag_map memo;
-  ag_map_init(&memo);
-  ival r = bounds_rec(c, e, &memo, store, &nstore, CAP);
-  ag_map_release(&memo);
-  ag_free(store);
+  ival r = bounds_rec(c, e, &c->bounds_memo);
   *lo = r.lo;
   *hi = r.hi;
   return r.ok ? 0 : AG_ENOTFOUND;
