@@ -66,7 +66,8 @@ typedef enum ag_tile_kind {
   AG_TN_PASS,
   /* declarations */
   AG_TN_PARAM,   /* name, a = type expression, b = default value or NULL */
-  AG_TN_KERNEL   /* name, list = params, list2 = body, a = decorator (AG_TN_CALL) or NULL */
+  AG_TN_KERNEL   /* name, list = params, list2 = body, a = decorators (an AG_TN_TUPLE of
+                    AG_TN_CALL nodes, in source order) or NULL */
 } ag_tile_kind;
 
 typedef struct ag_tile_node ag_tile_node;

@@ -46,6 +46,7 @@ typedef struct ag_tile_cex_side {
   char *via;       /* how it got there: "shared sA byte 1024, written by thread 12
                       at gemm.tile:30:9" (NULL: not through shared memory) */
   char *tag_other; /* when the side is top: the second, conflicting tag */
+  char *element_other;
   char *via_other;
 } ag_tile_cex_side;
 

@@ -16,6 +16,7 @@ static void side_free(ag_tile_cex_side *s) {
   ag_free(s->element);
   ag_free(s->via);
   ag_free(s->tag_other);
+  ag_free(s->element_other);
   ag_free(s->via_other);
 }
 
@@ -256,7 +257,10 @@ static const char *status_name(ag_tile_status s) {
 }
 
 static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
-  ag_str_printf(o, "    %s %s = %s", label, s->expr ? s->expr : "?", s->tag ? s->tag : "?");
+  if (s->expr && s->tag && !strcmp(s->expr, s->tag))
+    ag_str_printf(o, "    %s %s", label, s->expr);
+  else
+    ag_str_printf(o, "    %s %s = %s", label, s->expr ? s->expr : "?", s->tag ? s->tag : "?");
   if (s->element)
     ag_str_printf(o, ", from %s", s->element);
   ag_str_putc(o, '\n');
@@ -264,6 +268,8 @@ static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
     ag_str_printf(o, "          via %s\n", s->via);
   if (s->tag_other) {
     ag_str_printf(o, "          and also %s", s->tag_other);
+    if (s->element_other)
+      ag_str_printf(o, ", from %s", s->element_other);
     if (s->via_other)
       ag_str_printf(o, " via %s", s->via_other);
     ag_str_putc(o, '\n');
@@ -307,9 +313,9 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
 }
 
 static json_t *side_json(const ag_tile_cex_side *s) {
-  return json_pack("{s:s?,s:s?,s:s?,s:s?,s:s?,s:s?}", "expr", s->expr, "tag", s->tag, "element",
-                   s->element, "via", s->via, "tag_other", s->tag_other, "via_other",
-                   s->via_other);
+  return json_pack("{s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,s:s?}", "expr", s->expr, "tag", s->tag,
+                   "element", s->element, "via", s->via, "tag_other", s->tag_other,
+                   "element_other", s->element_other, "via_other", s->via_other);
 }
 
 json_t *ag_tile_report_json(const ag_tile_report *r) {

@@ -301,6 +301,7 @@ typedef struct ag__ck {
 
   int64_t nthreads;
   int64_t tdim[3];
+  const ag_tile_node *grid; /* @grid(...), or NULL: blocks only below 2^16 */
   const ag_expr *tid;      /* the symbol "tid" */
   const ag_expr *bid[3];
 

@@ -1886,6 +1886,10 @@ static void assign_target(ag__ck *c, const ag_tile_node *stmt, const ag_tile_nod
       v = d;
     } else if (v->k == V_NONE) {
       ag__ck_error(c, stmt, "this call returns nothing");
+    } else if (v->k == V_TILE && v->t->sp == SP_SHARED && !c->sbufs.v[v->t->buf].name) {
+      c->sbufs.v[v->t->buf].name = t->name; /* for messages */
+    } else if (v->k == V_TILE && v->t->sp == SP_REG && !c->rbufs.v[v->t->buf].name) {
+      c->rbufs.v[v->t->buf].name = t->name;
     }
     bind(c, t->name, v);
     return;
@@ -2292,11 +2296,27 @@ static void setup_params(ag__ck *c) {
 
 int ag__interp_kernel(ag__ck *c) {
   const ag_tile_node *k = c->kernel;
-  /* @threads(x[, y[, z]]) */
+  /* @threads(x[, y[, z]]), and optionally @grid(x[, y[, z]]) */
   c->tdim[0] = c->tdim[1] = c->tdim[2] = 1;
-  const ag_tile_node *deco = k->a;
-  if (!deco || deco->a->kind != AG_TN_NAME || strcmp(deco->a->name, "threads"))
-    ag__ck_error(c, deco ? deco : k,
+  const ag_tile_node *deco = NULL;
+  c->grid = NULL;
+  for (int i = 0; k->a && i < k->a->list.n; i++) {
+    const ag_tile_node *d = k->a->list.v[i];
+    const char *dn = d->a->kind == AG_TN_NAME ? d->a->name : "";
+    if (!strcmp(dn, "threads")) {
+      if (deco)
+        ag__ck_error(c, d, "@threads given twice");
+      deco = d;
+    } else if (!strcmp(dn, "grid")) {
+      if (c->grid)
+        ag__ck_error(c, d, "@grid given twice");
+      c->grid = d;
+    } else {
+      ag__ck_error(c, d, "unknown decorator '@%s' (known: @threads, @grid)", dn);
+    }
+  }
+  if (!deco)
+    ag__ck_error(c, k,
                  "a kernel declares its thread-block size first: @threads(128) before 'def'");
   nargs(c, deco, 1, 3, "@threads(x[, y[, z]])");
   c->nthreads = 1;
@@ -2315,6 +2335,22 @@ int ag__interp_kernel(ag__ck *c) {
   if (!c->tid || !c->bid[0] || !c->bid[1] || !c->bid[2])
     ag__ck_oom(c);
   setup_params(c);
+  if (c->grid) {
+    /* blockIdx.a < grid dim a: symbolic extents, checked by the solver */
+    nargs(c, c->grid, 1, 3, "@grid(x[, y[, z]])");
+    for (int i = 0; i < 3; i++) {
+      const ag_expr *ext = i < c->grid->list.n
+                               ? as_int(c, c->grid->list.v[i], eval(c, c->grid->list.v[i]),
+                                        "a grid dimension")
+                               : ag__xc(c, 1);
+      const ag__bx *b = ag__bcmp(c, AG_OP_LT, c->bid[i], ext);
+      int v;
+      if (ag__bis_const(b, &v) && !v)
+        ag__ck_error(c, c->grid, "grid dimension %d is empty", i);
+      if (ag_vec_push(&c->assumes, b))
+        ag__ck_oom(c);
+    }
+  }
   exec_block(c, &k->list2);
   /* copies never committed or waited for stay unsettled: reads of them are
    * top, which the solver reports */

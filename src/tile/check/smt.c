@@ -765,12 +765,63 @@ static void describe(smt *s, Z3_model m, const member *mb, char **tag, char **el
   ag_str_release(&v);
 }
 
-static char *node_text(smt *s, const ag_tile_node *n) {
+static void min_pos(const ag_tile_node *n, int *line, int *col) {
+  if (!n)
+    return;
+  if (n->line < *line || (n->line == *line && n->col < *col)) {
+    *line = n->line;
+    *col = n->col;
+  }
+  min_pos(n->a, line, col);
+  min_pos(n->b, line, col);
+  min_pos(n->c, line, col);
+  for (int i = 0; i < n->list.n; i++)
+    min_pos(n->list.v[i], line, col);
+  for (int i = 0; i < n->list2.n; i++)
+    min_pos(n->list2.v[i], line, col);
+}
+
+/* The source text of one side of an assertion's comparison, as written;
+ * the canonical form when it spans lines. */
+static char *side_text_of(smt *s, const ag_tile_node *stmt, int right) {
+  const ag_tile_node *cmp = stmt->a, *n = right ? cmp->b : cmp->a;
+  int l = INT_MAX, col = INT_MAX;
+  min_pos(n, &l, &col);
+  size_t len = 0;
+  const char *line = ag_tile_srcline(s->c->prog, cmp->line, &len);
+  if (line && l == cmp->line) {
+    size_t a = (size_t)(col - 1), b;
+    if (!right) {
+      b = (size_t)(cmp->col - 1);
+    } else {
+      b = len;
+      if (stmt->b && stmt->b->line == cmp->line) {
+        b = (size_t)(stmt->b->col - 1);
+        while (b > a && line[b - 1] != ',')
+          b--;
+        if (b > a)
+          b--;
+      } else {
+        for (size_t i = a; i < len; i++)
+          if (line[i] == '#') {
+            b = i;
+            break;
+          }
+      }
+    }
+    while (b > a && (line[b - 1] == ' ' || line[b - 1] == '\t'))
+      b--;
+    if (a < b && b <= len) {
+      char *r = ag_strndup(line + a, b - a);
+      if (!r)
+        ag__ck_oom(s->c);
+      return r;
+    }
+  }
   ag_str t = AG_STR_INIT;
   ag_tile_print(n, 0, &t);
   if (t.oom)
     ag__ck_oom(s->c);
-  /* drop a trailing newline */
   if (t.len && t.p[t.len - 1] == '\n')
     t.p[--t.len] = 0;
   char *r = ag_str_detach(&t);
@@ -792,9 +843,10 @@ static ag_tile_cex *new_cex(smt *s, const ag__oblig *o) {
     }
   }
   const ag_tile_node *e = o->at->a;
+  (void)e;
   if (o->k != OB_INT) {
-    x->lhs.expr = node_text(s, e->a);
-    x->rhs.expr = node_text(s, e->b);
+    x->lhs.expr = side_text_of(s, o->at, 0);
+    x->rhs.expr = side_text_of(s, o->at, 1);
   }
   return x;
 }
@@ -825,17 +877,22 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
     return x;
   }
   if (e->kind == 1 || (e->topness && mtrue(s, m, e->topness) && !(e->mismatch && mtrue(s, m, e->mismatch)))) {
-    /* a side is top: two members disagree */
+    /* a side is top: an unsettled member, or two members that disagree */
     describe(s, m, &e->a, &x->lhs.tag, &x->lhs.element, &x->lhs.via);
-    char *el2 = NULL;
-    describe(s, m, &e->a2, &x->lhs.tag_other, &el2, &x->lhs.via_other);
-    ag_free(el2);
+    int self_top = strncmp(x->lhs.tag, "top", 3) == 0;
+    if (!self_top) {
+      char *el2 = NULL;
+      describe(s, m, &e->a2, &x->lhs.tag_other, &el2, &x->lhs.via_other);
+      x->lhs.element_other = el2;
+    }
     if (e->kind == 1 && o->rhs.literal)
       x->rhs.tag = dupstr(s, "top");
     else if (!x->rhs.tag)
       x->rhs.tag = dupstr(s, "");
-    x->reason = dupstr(s, "the left side is top: two writes that reach it carry different "
-                          "tags (or one is not settled)");
+    x->reason = dupstr(s, self_top ? "the left side is top: its data is not settled when it is "
+                                     "read"
+                                   : "the left side is top: two writes that reach it carry "
+                                     "different tags");
     return x;
   }
   describe(s, m, &e->a, &x->lhs.tag, &x->lhs.element, &x->lhs.via);
@@ -846,9 +903,11 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
   if (o->k == OB_NE)
     x->reason = dupstr(s, "the two sides carry the same tag");
   else if (strncmp(x->lhs.tag, "top", 3) == 0)
-    x->reason = dupstr(s, "the left side is top: the data is not settled or conflicts");
+    x->reason = dupstr(s, "the left side is top: its data is not settled when it is read, or "
+                          "two writes disagree");
   else if (strncmp(x->rhs.tag, "top", 3) == 0)
-    x->reason = dupstr(s, "the right side is top: the data is not settled or conflicts");
+    x->reason = dupstr(s, "the right side is top: its data is not settled when it is read, or "
+                          "two writes disagree");
   else if (o->rhs.literal && o->rhs.tag->k == TG_BOT)
     x->reason = dupstr(s, "the left side holds data, not bot");
   else
@@ -955,8 +1014,8 @@ static void global_constraints(smt *s, Z3_solver sol, Z3_ast q) {
     for (size_t i = 0; i < na; i++) {
       if (used[i])
         continue;
-      int only_tid = !any_common(asyms[i], asyms[i]);
-      if (only_tid || any_common(asyms[i], need)) {
+      (void)any_common;
+      if (1) { /* assumptions are cheap; all of them keep counterexamples realistic */
         used[i] = 1;
         changed = 1;
         for (int k = 0; k < SYM_MAX; k++)
@@ -968,11 +1027,8 @@ static void global_constraints(smt *s, Z3_solver sol, Z3_ast q) {
     if (used[i])
       Z3_solver_assert(s->z, sol, trb(s, c->assumes.v[i], s->tid));
   for (int k = 0; k < 3; k++)
-    if (need[SYM_BID + k])
-      Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->bid[k], bvnum(s, 1 << 16)));
+    Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->bid[k], bvnum(s, 1 << 16)));
   for (int i = 0; i < s->nsizes; i++) {
-    if (i + SYM_SIZE < SYM_MAX && !need[SYM_SIZE + i])
-      continue;
     Z3_solver_assert(s->z, sol, Z3_mk_bvuge(s->z, s->sizes[i], bvnum(s, 1)));
     Z3_solver_assert(s->z, sol, Z3_mk_bvult(s->z, s->sizes[i], bvnum(s, 1 << 24)));
   }

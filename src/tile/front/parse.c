@@ -682,23 +682,30 @@ static void block(parser *p, ag_tile_list *out) {
   *out = afinish(&body);
 }
 
-/* [@decorator(args) NEWLINE] def name(params): block */
+/* {@decorator(args) NEWLINE} def name(params): block */
 static void kernel(parser *p, alist *out) {
-  ag_tile_node *deco = NULL;
+  ag_tile_node *decos = NULL;
+  alist dl = {0};
   ag__token *t = peek(p);
-  if (accept(p, TK_AT)) {
+  while (kind(p) == TK_AT) {
+    ag__token *at = advance(p);
     ag__token *nt = peek(p);
     if (nt->kind != TK_NAME)
       syntax_error(p, "expected a decorator name after '@'");
-    deco = postfix(p);
+    ag_tile_node *deco = postfix(p);
     if (deco->kind != AG_TN_CALL)
       syntax_error(p, "expected a decorator call such as '@threads(128)'");
     expect(p, TK_NEWLINE, "after the decorator");
+    if (!decos)
+      decos = node(p, AG_TN_TUPLE, at);
+    apush(p, &dl, deco);
     t = peek(p);
   }
+  if (decos)
+    decos->list = afinish(&dl);
   expect(p, TK_DEF, "to start a kernel");
   ag_tile_node *k = node(p, AG_TN_KERNEL, t);
-  k->a = deco;
+  k->a = decos;
   ag__token *nt = peek(p);
   if (nt->kind != TK_NAME)
     syntax_error(p, "expected the kernel name after 'def'");

@@ -239,10 +239,10 @@ int ag_tile_print(const ag_tile_node *n, int indent, ag_str *o) {
     }
     break;
   case AG_TN_KERNEL:
-    if (n->a) {
+    for (int i = 0; n->a && i < n->a->list.n; i++) {
       indent_to(indent, o);
       ag_str_putc(o, '@');
-      pr(n->a, o);
+      pr(n->a->list.v[i], o);
       ag_str_putc(o, '\n');
     }
     indent_to(indent, o);
