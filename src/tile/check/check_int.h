@@ -167,7 +167,8 @@ typedef struct ag__rbuf {
 /* ----------------------------------------------------------------- values */
 typedef enum {
   V_NONE, V_INT, V_BOOL, V_FLOAT, V_TILE, V_ELEM, V_DATA, V_TUPLE, V_DTYPE,
-  V_LAYOUT, V_SWIZZLE, V_TAGFN, V_INTRIN, V_INTRIN_OP, V_TAGV
+  V_LAYOUT, V_SWIZZLE, V_TAGFN, V_INTRIN, V_INTRIN_OP, V_TAGV,
+  V_POISON /* differs between the branches of a thread-dependent if (at: poison_at) */
 } ag__vk;
 
 typedef struct ag__value ag__value;
@@ -213,6 +214,7 @@ struct ag__value {
   ag__tagfn *fn;
   const ag__intrin *in;
   const char *opname;      /* V_INTRIN_OP: "a", "b", "c" */
+  const ag_tile_node *poison_at;
   ag__tagv tv;
 };
 

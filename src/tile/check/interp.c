@@ -105,6 +105,7 @@ static const char *kind_name(ag__vk k) {
   case V_INTRIN: return "an intrinsic";
   case V_INTRIN_OP: return "an intrinsic operand layout";
   case V_TAGV: return "a tag";
+  case V_POISON: return "a name with different values on two paths";
   }
   return "a value";
 }
@@ -740,7 +741,7 @@ static ag__value *view_global(ag__ck *c, const ag_tile_node *n, ag__tile *t, ag_
 
 /* t.view(shape_or_layout, dtype) on a shared or register tile. */
 static ag__value *view_local(ag__ck *c, const ag_tile_node *n, ag__tile *t, ag__value *lv,
-                             ag__dt dt) {
+                             ag__dt dt, ag__value *swz) {
   if (!layout_compact(c, n, &t->layout))
     ag__ck_error(c, n,
                  "view() needs a tile whose elements are contiguous in memory; this tile is "
@@ -753,14 +754,30 @@ static ag__value *view_local(ag__ck *c, const ag_tile_node *n, ag__tile *t, ag__
                  "view of %lld bytes does not match the tile's %lld bytes (view() must keep "
                  "the memory size)",
                  (long long)new_, (long long)old);
-  if (t->swizzled && ag__dt_size(dt) > (1 << t->swz.m))
-    ag__ck_error(c, n,
-                 "a %s element would straddle the tile's %d-byte swizzle unit",
-                 ag__dt_name(dt), 1 << t->swz.m);
   ag__tile *s = tile_new(c);
   *s = *t;
   s->dt = dt;
   s->layout = nl;
+  if (swz) {
+    /* reinterpret the bytes under another swizzle (in units of dt) */
+    if (t->sp != SP_SHARED)
+      ag__ck_error(c, n, "only shared tiles are swizzled");
+    int64_t base;
+    if (!ag_expr_is_const(t->base, &base))
+      ag__ck_error(c, n, "a swizzled view needs a tile at a compile-time offset");
+    s->swizzled = 1;
+    s->swz = swz->swz;
+    s->swz.m += log2i(ag__dt_size(dt));
+    int64_t span = (int64_t)1 << (s->swz.b + s->swz.m + s->swz.s);
+    if (base % span || new_ % span)
+      ag__ck_error(c, n,
+                   "a swizzled view must start and end on its %lld-byte swizzle period "
+                   "(it starts at byte %lld and covers %lld bytes)",
+                   (long long)span, (long long)base, (long long)new_);
+  }
+  if (s->swizzled && ag__dt_size(dt) > (1 << s->swz.m))
+    ag__ck_error(c, n, "a %s element would straddle the tile's %d-byte swizzle unit",
+                 ag__dt_name(dt), 1 << s->swz.m);
   ag__value *v = newv(c, V_TILE);
   v->t = s;
   return v;
@@ -1461,9 +1478,15 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
   /* methods: x.view(...) */
   if (f->kind == AG_TN_ATTR && strcmp(f->name, "view") == 0) {
     ag__value *base = eval(c, f->a);
-    nargs(c, n, 2, 2, "view(shape_or_layout, dtype)");
+    nargs(c, n, 2, 3, "view(shape_or_layout, dtype[, swizzle])");
     ag__value *shape = eval(c, n->list.v[0]);
     ag__dt dt = as_dtype(c, n->list.v[1]);
+    ag__value *swz = NULL;
+    if (n->list.n == 3) {
+      swz = eval(c, n->list.v[2]);
+      if (swz->k != V_SWIZZLE)
+        ag__ck_error(c, n->list.v[2], "expected swizzle(B, M, S), not %s", kind_name(swz->k));
+    }
     if (base->k == V_DATA) {
       /* a register value viewed as a tile: copy it into fresh registers */
       ag__value *tmp = newv(c, V_TILE);
@@ -1488,9 +1511,12 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
     }
     if (base->k != V_TILE)
       ag__ck_error(c, f->a, "view() applies to a tile, not %s", kind_name(base->k));
-    if (base->t->sp == SP_GLOBAL)
+    if (base->t->sp == SP_GLOBAL) {
+      if (swz)
+        ag__ck_error(c, n->list.v[2], "global memory is not swizzled");
       return view_global(c, n, base->t, shape, dt);
-    return view_local(c, n, base->t, shape, dt);
+    }
+    return view_local(c, n, base->t, shape, dt, swz);
   }
   if (f->kind == AG_TN_ATTR) {
     ag__value *fv = eval(c, f);
@@ -1583,6 +1609,12 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
 /* -------------------------------------------------------------- evaluation */
 static ag__value *name_value(ag__ck *c, const ag_tile_node *n) {
   ag__value *v = lookup(c, n->name);
+  if (v && v->k == V_POISON)
+    ag__ck_error(c, n,
+                 "'%s' was given different values on the two paths of the thread-dependent "
+                 "'if' at line %d; only data values may differ there (their tags are merged). "
+                 "Assign it again after the 'if'",
+                 n->name, v->poison_at->line);
   if (v)
     return v;
   ag__dt dt = ag__dt_lookup(n->name);
@@ -2107,10 +2139,9 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
         for (int j = 0; j < tv->d.n; j++)
           m->d.tags[j] = ag__tag_join(c, ev->d.tags[j], tv->d.tags[j]);
       } else if (!(ev->k == V_INT && tv->k == V_INT && ev->i == tv->i)) {
-        ag__ck_error(c, n,
-                     "'%s' gets different values on the two sides of this thread-dependent "
-                     "'if'; only data values may differ (their tags are merged)",
-                     name);
+        /* usable again only after a new assignment */
+        m = newv(c, V_POISON);
+        m->poison_at = n;
       }
     }
     bind_in(c, outer, name, m);

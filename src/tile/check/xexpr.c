@@ -350,6 +350,21 @@ static ival bounds_rec(ag__ck *c, const ag_expr *e, ag_map *memo) {
       r.ok = 1;
       r.lo = 0;
       r.hi = pow2_ceil_minus1(a.hi > b.hi ? a.hi : b.hi);
+      /* x ^ y stays in x's aligned block of the size y's bits can reach */
+      for (int side = 0; side < 2; side++) {
+        ival x = side ? b : a;
+        uint64_t ym = ag__xmask(c, side ? e->a : e->b);
+        if (ym >> 40)
+          continue;
+        int64_t block = 1;
+        while ((uint64_t)block <= ym)
+          block <<= 1;
+        int64_t lo = x.lo / block * block, hi = (x.hi / block + 1) * block - 1;
+        if (lo > r.lo)
+          r.lo = lo;
+        if (hi < r.hi)
+          r.hi = hi;
+      }
     }
     break;
   case AG_X_SHL:
