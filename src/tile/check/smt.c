@@ -1069,6 +1069,32 @@ static Z3_solver new_solver(smt *s, Z3_ast q) {
   return sol;
 }
 
+/* A counterexample people can read: the same violation with small problem
+ * sizes and block indices, when one exists (NULL: keep the first model). */
+static Z3_model small_model(smt *s, Z3_ast viol) {
+  static const int64_t caps[] = {64, 1024, 65536};
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    Z3_solver sol = new_solver(s, viol);
+    Z3_solver_assert(s->z, sol, viol);
+    for (int k = 0; k < 3; k++)
+      Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->bid[k], bvnum(s, caps[i] / 8)));
+    for (int k = 0; k < s->nsizes; k++)
+      Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->sizes[k], bvnum(s, caps[i] * 4)));
+    Z3_lbool r = Z3_L_UNDEF;
+    Z3CALL(s, r = Z3_solver_check(s->z, sol));
+    s->r->queries++;
+    Z3_model m = NULL;
+    if (r == Z3_L_TRUE) {
+      m = Z3_solver_get_model(s->z, sol);
+      Z3_model_inc_ref(s->z, m);
+    }
+    Z3_solver_dec_ref(s->z, sol);
+    if (m)
+      return m;
+  }
+  return NULL;
+}
+
 static ag_tile_assert_result *result_for(smt *s, const ag__oblig *o) {
   return &s->r->asserts[s->r->nasserts - (int)s->c->asserts.n + o->stmt];
 }
@@ -1266,13 +1292,14 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
           if (!mtrue(&s, m, vs[k]))
             continue;
           const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
-          set_cex(&s, o, cex_from_model(&s, o, &es[k], m));
+          Z3_model small = small_model(&s, vs[k]);
+          set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
+          if (small)
+            Z3_model_dec_ref(s.z, small);
           if (!c->opts->all)
             break;
         }
         Z3_model_dec_ref(s.z, m);
-      }
-      if (res == Z3_L_TRUE) {
       } else if (res == Z3_L_UNDEF) {
         ag_tile_assert_result *ar = result_for(&s, first);
         if (ar->status != AG_TILE_VIOLATED) {

@@ -245,7 +245,13 @@ static ag_tile_node *atom(parser *p) {
 static ag_tile_node *postfix(parser *p) {
   ag_tile_node *n = atom(p);
   for (;;) {
-    ag__token *t = peek(p);
+    /* calls, indexing and attributes sit where their base starts */
+    ag__token pos = *peek(p);
+    pos.line = n->line;
+    pos.col = n->col;
+    ag__token *t = &pos;
+    if (kind(p) != TK_LPAREN && kind(p) != TK_LBRACK && kind(p) != TK_DOT)
+      return n;
     if (accept(p, TK_LPAREN)) {
       enter(p);
       n = call_args(p, n, t);
