@@ -2060,6 +2060,11 @@ static void exec_assert(ag__ck *c, const ag_tile_node *n) {
     o.k = e->op == AG_OP_EQ ? OB_EQ : OB_NE;
     o.lhs = tag_side(c, e->a);
     o.rhs = tag_side(c, e->b);
+    if (o.k == OB_EQ && ((o.lhs.literal && o.lhs.tag->k == TG_TOP) ||
+                         (o.rhs.literal && o.rhs.tag->k == TG_TOP)))
+      ag__ck_error(c, e,
+                   "'== top' is not supported: top means conflicting data; to forbid a "
+                   "conflict write 'assert tag(x) != top'");
   } else {
     o.k = OB_INT;
     o.cond = as_bool(c, e, eval(c, e));
