@@ -92,11 +92,37 @@ static int cmp_result(const void *x, const void *y) {
   return a->col < b->col ? -1 : a->col > b->col;
 }
 
-static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
-                        const ag_tile_check_opts *o, ag_diags *d, ag_tile_report *r) {
-  ag__ck *c = ag_calloc(1, sizeof *c);
+void ag__ck_free(ag__ck *c) {
   if (!c)
-    return AG_ENOMEM;
+    return;
+  ag__evcache_free(c);
+  ag_vec_free(&c->params);
+  ag_vec_free(&c->sizes);
+  ag_vec_free(&c->assumes);
+  ag_vec_free(&c->sbufs);
+  ag_vec_free(&c->rbufs);
+  ag_vec_free(&c->wrecs);
+  ag_vec_free(&c->resets);
+  ag_vec_free(&c->obligs);
+  ag_vec_free(&c->asserts);
+  ag_vec_free(&c->loops);
+  ag_map_release(&c->tagcons);
+  ag_map_release(&c->bounds_memo);
+  ag_map_release(&c->align_memo);
+  ag_map_release(&c->mask_memo);
+  ag_layout_ctx_release(&c->lc);
+  ag_arena_release(&c->arena);
+  ag_free(c);
+}
+
+ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_tile_check_opts *o,
+                   ag_diags *d, int *rc) {
+  *rc = 0;
+  ag__ck *c = ag_calloc(1, sizeof *c);
+  if (!c) {
+    *rc = AG_ENOMEM;
+    return NULL;
+  }
   c->prog = p;
   c->kernel = k;
   c->opts = o;
@@ -107,26 +133,37 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   ag_map_init(&c->bounds_memo);
   ag_map_init(&c->align_memo);
   ag_map_init(&c->mask_memo);
-  ag__scope *module, *kscope;
-  int rc = 0;
-  volatile int stage = 0;
   if (setjmp(c->fail)) {
-    rc = c->fail_rc ? c->fail_rc : AG_EPARSE;
-    goto out;
+    *rc = c->fail_rc ? c->fail_rc : AG_EPARSE;
+    ag__ck_free(c);
+    return NULL;
   }
-  module = ag__ck_alloc(c, sizeof *module);
+  ag__scope *module = ag__ck_alloc(c, sizeof *module);
   c->scope = module;
   ag__interp_module(c, p);
-  kscope = ag__ck_alloc(c, sizeof *kscope);
+  ag__scope *kscope = ag__ck_alloc(c, sizeof *kscope);
   kscope->parent = module;
   c->scope = kscope;
-  uint64_t t0 = ag_now_ns();
   ag_trace_begin("tile.interpret");
   ag__interp_kernel(c);
   ag_trace_end("tile.interpret");
+  return c;
+}
+
+static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
+                        const ag_tile_check_opts *o, ag_diags *d, ag_tile_report *r) {
+  uint64_t t0 = ag_now_ns();
+  int rc = 0;
+  ag__ck *c = ag__ck_run(p, k, o, d, &rc);
+  if (!c)
+    return rc;
   uint64_t t1 = ag_now_ns();
   r->interp_s += (double)(t1 - t0) / 1e9;
-  stage = 1;
+  if (setjmp(c->fail)) {
+    /* out of memory while solving */
+    rc = c->fail_rc ? c->fail_rc : AG_ENOMEM;
+    goto out;
+  }
   /* one result per reached assert statement, in c->asserts order */
   size_t n0 = (size_t)r->nasserts;
   ag_tile_assert_result *na =
@@ -186,24 +223,7 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   if (oom)
     rc = AG_ENOMEM;
 out:
-  (void)stage;
-  ag_vec_free(&c->params);
-  ag_vec_free(&c->sizes);
-  ag_vec_free(&c->assumes);
-  ag_vec_free(&c->sbufs);
-  ag_vec_free(&c->rbufs);
-  ag_vec_free(&c->wrecs);
-  ag_vec_free(&c->resets);
-  ag_vec_free(&c->obligs);
-  ag_vec_free(&c->asserts);
-  ag_vec_free(&c->loops);
-  ag_map_release(&c->tagcons);
-  ag_map_release(&c->bounds_memo);
-  ag_map_release(&c->align_memo);
-  ag_map_release(&c->mask_memo);
-  ag_layout_ctx_release(&c->lc);
-  ag_arena_release(&c->arena);
-  ag_free(c);
+  ag__ck_free(c);
   return rc;
 }
 

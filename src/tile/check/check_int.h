@@ -321,6 +321,7 @@ typedef struct ag__ck {
   ag_map bounds_memo;      /* expression -> interval (xexpr.c) */
   ag_map align_memo;       /* expression -> known power-of-two divisor */
   ag_map mask_memo;        /* expression -> bits that may be 1 */
+  struct ag__evcache *evcache; /* eval.c */
 
   ag__scope *scope;
   const ag__bx *path;      /* current path condition (NULL: true) */
@@ -380,6 +381,40 @@ int ag__tag_has_shr(const ag__tag *t);
 
 /* the interpreter (interp.c) */
 int ag__interp_kernel(ag__ck *c);
+
+/* Interprets one kernel without solving: the context holds the obligations
+ * (owned; ag__ck_free), or NULL with *rc (diagnostics added). Tests use it to
+ * compare the symbolic tags with a concrete interpreter. */
+ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_tile_check_opts *o,
+                   ag_diags *d, int *rc);
+void ag__ck_free(ag__ck *c);
+
+/* Concrete evaluation of symbolic tags (eval.c): the set of tuples a tag
+ * denotes for one thread, block and problem sizes; shared-memory reads are
+ * resolved by enumerating the writing threads. */
+#define AG__CTAG_MAX 8
+typedef struct ag__ctag {
+  int top;
+  int n;
+  int64_t v[AG__CTAG_MAX];
+} ag__ctag;
+typedef struct ag__cset {
+  int n, overflow;
+  ag__ctag t[64];
+} ag__cset;
+typedef struct ag__cenv {
+  int64_t bid[3];
+  int nsizes;
+  const char *const *names;
+  const int64_t *vals;
+} ag__cenv;
+/* proj >= 0 keeps that component of each tuple. 0 or AG_EUNDEFINED (an
+ * expression could not be evaluated: an unbound symbol, division by 0). */
+int ag__tag_eval(ag__ck *c, const ag__tag *t, const ag__cenv *e, int64_t tid, int proj,
+                 ag__cset *out);
+int ag__cset_add(ag__cset *s, const ag__ctag *t);
+void ag__evcache_free(ag__ck *c);
+uint32_t ag__u32_op(ag_expr_op op, uint32_t a, uint32_t b);
 
 /* the solver (smt.c) */
 void ag__tile_cex_free(ag_tile_cex *x);

@@ -69,6 +69,7 @@ typedef struct smt {
   Z3_ast cur_byte;      /* value of "@byte" while translating */
   ag_map memo;
   Z3_solver solver;        /* reused across queries */
+  Z3_model defaults;       /* a model of the assumptions alone */
   unsigned char **recbits; /* per write: bytes it may touch (NULL: unknown) */
   unsigned char *recdone;
   ag_map readbits;         /* read address -> bytes it may touch */
@@ -1135,6 +1136,8 @@ static int static_bot(const ag__tag *t) { return t->k == TG_BOT; }
 static void report_bot(smt *s, const ag__oblig *o, int left, int64_t thread, int64_t addr,
                        const ag__tag *shr) {
   ag_tile_cex *x = new_cex(s, o);
+  if (s->defaults)
+    fill_env(s, x, s->defaults);
   x->thread = thread < 0 ? 0 : thread;
   x->warp = x->thread / 32;
   x->lane = x->thread % 32;
@@ -1187,6 +1190,13 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
     Z3_lbool res = Z3_L_UNDEF;
     Z3CALL(&s, res = Z3_solver_check(s.z, sol));
     r->queries++;
+    if (res == Z3_L_TRUE) {
+      /* sizes and a block for counterexamples that need no solver (a read
+       * no write reaches, found by enumerating threads) */
+      Z3_model m = Z3_solver_get_model(s.z, sol);
+      Z3_model_inc_ref(s.z, m);
+      s.defaults = m;
+    }
     Z3_solver_dec_ref(s.z, sol);
     if (res == Z3_L_FALSE) {
       const ag_tile_node *at = c->kernel;
@@ -1329,6 +1339,8 @@ out:
   ag_map_release(&s.readbits);
   if (s.solver)
     Z3_solver_dec_ref(s.z, s.solver);
+  if (s.defaults)
+    Z3_model_dec_ref(s.z, s.defaults);
   Z3_del_context(s.z);
   return rc;
 }
