@@ -176,7 +176,7 @@ static const tset *intern(rx *x, int top, const ag__ctag *t, int n) {
   key[1] = n;
   for (int i = 0; i < n; i++) {
     key[2 + i * (AG__CTAG_MAX + 1)] = t[i].n;
-    memcpy(&key[3 + i * (AG__CTAG_MAX + 1)], t[i].v, (size_t)t[i].n * sizeof t[i].v[0]);
+    ag__mcpy(&key[3 + i * (AG__CTAG_MAX + 1)], t[i].v, (size_t)t[i].n * sizeof t[i].v[0]);
   }
   tset *hit = ag_map_get(&x->interned, key, klen);
   if (!hit) {
@@ -184,7 +184,8 @@ static const tset *intern(rx *x, int top, const ag__ctag *t, int n) {
     hit->top = top;
     hit->n = n;
     hit->t = alp(x, (size_t)(n + 1) * sizeof *hit->t);
-    memcpy(hit->t, t, (size_t)n * sizeof *t);
+    if (n)
+      ag__mcpy(hit->t, t, (size_t)n * sizeof *t);
     if (ag_map_put(&x->interned, key, klen, hit)) {
       free(key);
       fail(x, NULL, "out of memory");
@@ -200,7 +201,7 @@ static const tset *ts_one(rx *x, const ag__ctag *t) {
   ag__ctag c;
   memset(&c, 0, sizeof c);
   c.n = t->n;
-  memcpy(c.v, t->v, (size_t)t->n * sizeof t->v[0]);
+  ag__mcpy(c.v, t->v, (size_t)t->n * sizeof t->v[0]);
   return intern(x, 0, &c, 1);
 }
 
@@ -230,7 +231,7 @@ static const tset *ts_union(rx *x, const tset *a, const tset *b) {
       if (!dup) {
         memset(&m[n], 0, sizeof m[n]);
         m[n].n = z->t[i].n;
-        memcpy(m[n].v, z->t[i].v, (size_t)z->t[i].n * sizeof z->t[i].v[0]);
+        ag__mcpy(m[n].v, z->t[i].v, (size_t)z->t[i].n * sizeof z->t[i].v[0]);
         n++;
       }
     }
@@ -296,7 +297,7 @@ static rval *persist(rx *x, const rval *v) {
     copy_layout(x, &r->layout);
   if (v->k == R_DATA) {
     r->bytes = alp(x, (size_t)(v->n + 1) * sizeof *r->bytes);
-    memcpy(r->bytes, v->bytes, (size_t)v->n * sizeof *r->bytes);
+    ag__mcpy(r->bytes, v->bytes, (size_t)v->n * sizeof *r->bytes);
   }
   if (v->k == R_TUPLE) {
     r->items = alp(x, (size_t)(v->n + 1) * sizeof *r->items);
@@ -319,7 +320,7 @@ static void bind_raw(rx *x, rth *t, const char *name, rval *v) {
     int cap = t->cap ? t->cap * 2 : 32;
     rbind *nb = alp(x, (size_t)cap * sizeof *nb);
     if (t->nb)
-      memcpy(nb, t->b, (size_t)t->nb * sizeof *nb);
+      ag__mcpy(nb, t->b, (size_t)t->nb * sizeof *nb);
     t->b = nb;
     t->cap = cap;
   }
@@ -399,7 +400,7 @@ static rtagfn *mk_tagfn(rx *x, const ag_tile_node *arrow) {
   f->body = arrow->b;
   rth *t = &x->th[x->cur];
   f->env = alp(x, (size_t)(t->nb + 1) * sizeof *f->env);
-  memcpy(f->env, t->b, (size_t)t->nb * sizeof *f->env);
+  ag__mcpy(f->env, t->b, (size_t)t->nb * sizeof *f->env);
   f->nenv = t->nb;
   return f;
 }
@@ -409,7 +410,7 @@ static ag__ctag apply_fn(rx *x, rtagfn *f, const uint32_t *coord) {
   rbind *saved = t->b;
   int snb = t->nb, scap = t->cap;
   t->b = al(x, (size_t)(f->nenv + f->rank + 1) * sizeof *t->b);
-  memcpy(t->b, f->env, (size_t)f->nenv * sizeof *t->b);
+  ag__mcpy(t->b, f->env, (size_t)f->nenv * sizeof *t->b);
   t->nb = f->nenv;
   t->cap = f->nenv + f->rank + 1;
   for (int i = 0; i < f->rank; i++)
@@ -997,7 +998,7 @@ static void assign1(rx *x, const ag_tile_node *tgt, rval *v) {
       ag__dt dt;
       const tset **b = data_of(x, tgt, v, &nb, &dt);
       rval *d = mk_data(x, dt, nb, NULL);
-      memcpy(d->bytes, b, (size_t)nb * sizeof *b);
+      ag__mcpy(d->bytes, b, (size_t)nb * sizeof *b);
       v = d;
     }
     bind(x, t, tgt->name, v);
@@ -1121,7 +1122,7 @@ static void exec_assign(rx *x, const ag_tile_node *n) {
           ag__dt dt;
           const tset **b = data_of(x, rhs, v, &nb, &dt);
           rval *d = mk_data(x, dt, nb, NULL);
-          memcpy(d->bytes, b, (size_t)nb * sizeof *b);
+          ag__mcpy(d->bytes, b, (size_t)nb * sizeof *b);
           v = d;
         }
         vals[i] = v;
@@ -1341,7 +1342,7 @@ static void exec_if(rx *x, const ag_tile_node *n) {
     return;
   }
   unsigned char *act0 = al(x, (size_t)T);
-  memcpy(act0, x->active, (size_t)T);
+  ag__mcpy(act0, x->active, (size_t)T);
   /* snapshot registers and names */
   rth *snap = al(x, (size_t)T * sizeof *snap);
   size_t *nregs = al(x, (size_t)T * sizeof *nregs);
@@ -1349,12 +1350,12 @@ static void exec_if(rx *x, const ag_tile_node *n) {
     rth *t = &x->th[th];
     snap[th] = *t;
     snap[th].b = al(x, (size_t)(t->nb + 1) * sizeof *t->b);
-    memcpy(snap[th].b, t->b, (size_t)t->nb * sizeof *t->b);
+    ag__mcpy(snap[th].b, t->b, (size_t)t->nb * sizeof *t->b);
     nregs[th] = t->regs.n;
     snap[th].regs.v = al(x, (t->regs.n + 1) * sizeof *t->regs.v);
     for (size_t i = 0; i < t->regs.n; i++) {
       snap[th].regs.v[i] = al(x, (size_t)(t->regsz.v[i] + 1) * sizeof **t->regs.v);
-      memcpy(snap[th].regs.v[i], t->regs.v[i], (size_t)t->regsz.v[i] * sizeof **t->regs.v);
+      ag__mcpy(snap[th].regs.v[i], t->regs.v[i], (size_t)t->regsz.v[i] * sizeof **t->regs.v);
     }
   }
   for (int th = 0; th < T; th++)
@@ -1365,20 +1366,20 @@ static void exec_if(rx *x, const ag_tile_node *n) {
     rth *t = &x->th[th];
     after[th] = *t;
     after[th].b = al(x, (size_t)(t->nb + 1) * sizeof *t->b);
-    memcpy(after[th].b, t->b, (size_t)t->nb * sizeof *t->b);
+    ag__mcpy(after[th].b, t->b, (size_t)t->nb * sizeof *t->b);
     after[th].regs.v = al(x, (nregs[th] + 1) * sizeof *t->regs.v);
     for (size_t i = 0; i < nregs[th]; i++) {
       after[th].regs.v[i] = al(x, (size_t)(t->regsz.v[i] + 1) * sizeof **t->regs.v);
-      memcpy(after[th].regs.v[i], t->regs.v[i], (size_t)t->regsz.v[i] * sizeof **t->regs.v);
-      memcpy(t->regs.v[i], snap[th].regs.v[i], (size_t)t->regsz.v[i] * sizeof **t->regs.v);
+      ag__mcpy(after[th].regs.v[i], t->regs.v[i], (size_t)t->regsz.v[i] * sizeof **t->regs.v);
+      ag__mcpy(t->regs.v[i], snap[th].regs.v[i], (size_t)t->regsz.v[i] * sizeof **t->regs.v);
     }
     t->nb = snap[th].nb;
-    memcpy(t->b, snap[th].b, (size_t)snap[th].nb * sizeof *t->b);
+    ag__mcpy(t->b, snap[th].b, (size_t)snap[th].nb * sizeof *t->b);
   }
   for (int th = 0; th < T; th++)
     x->active[th] = act0[th] && !cond[th];
   exec_block(x, &n->list2);
-  memcpy(x->active, act0, (size_t)T);
+  ag__mcpy(x->active, act0, (size_t)T);
   for (int th = 0; th < T; th++) {
     rth *t = &x->th[th];
     for (size_t i = 0; i < nregs[th]; i++)
@@ -1387,7 +1388,7 @@ static void exec_if(rx *x, const ag_tile_node *n) {
     /* names: kept when equal, data joined, dropped or poisoned otherwise */
     rbind *eb = al(x, (size_t)(t->nb + 1) * sizeof *eb);
     int en = t->nb;
-    memcpy(eb, t->b, (size_t)en * sizeof *eb);
+    ag__mcpy(eb, t->b, (size_t)en * sizeof *eb);
     t->nb = 0;
     for (int i = 0; i < after[th].nb; i++) {
       rval *tv = after[th].b[i].v, *evv = lookup_in(eb, en, after[th].b[i].name);

@@ -51,8 +51,9 @@ int cmd_check(ag_cli *cli) {
       char *eq = strchr(tok, '=');
       char *end = NULL;
       if (!eq || eq == tok || (strtoll(eq + 1, &end, 0), !eq[1] || *end)) {
+        int rc = ag_cli_usage_error(cli, "--set takes NAME=INTEGER, not '%s'", tok);
         ag_free(setcopy);
-        return ag_cli_usage_error(cli, "--set takes NAME=INTEGER, not '%s'", tok);
+        return rc;
       }
       defs[o.ndefines++] = tok;
     }

@@ -15,6 +15,13 @@
 #include "argus/tile_check.h"
 
 #include <setjmp.h>
+#include <string.h>
+
+/* memcpy that accepts (NULL, 0): empty vectors have no buffer */
+static inline void ag__mcpy(void *dst, const void *src, size_t n) {
+  if (n)
+    memcpy(dst, src, n);
+}
 
 /* ------------------------------------------------------------------ dtypes */
 typedef enum ag__dt {

@@ -137,7 +137,7 @@ static void bind_in(ag__ck *c, ag__scope *s, const char *name, ag__value *v) {
     size_t cap = s->b.cap ? s->b.cap * 2 : 16;
     ag__binding *nv = ag__ck_alloc(c, cap * sizeof *nv);
     if (s->b.n)
-      memcpy(nv, s->b.v, s->b.n * sizeof *nv);
+      ag__mcpy(nv, s->b.v, s->b.n * sizeof *nv);
     s->b.v = nv;
     s->b.cap = cap;
   }
@@ -463,7 +463,7 @@ static ag__value *index_global(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
   *s = *t;
   ag__gview *h = &s->g;
   h->origin = ag__ck_alloc(c, (size_t)p->rank * sizeof *h->origin);
-  memcpy(h->origin, g->origin, (size_t)p->rank * sizeof *h->origin);
+  ag__mcpy(h->origin, g->origin, (size_t)p->rank * sizeof *h->origin);
   h->lbase = g->lbase;
   int kept = 0;
   h->dims = ag__ck_alloc(c, (size_t)g->rank * sizeof *h->dims);
@@ -852,7 +852,7 @@ static const ag__tag *apply_tagfn(ag__ck *c, const ag_tile_node *at, ag__tagfn *
     for (int i = 0; i < nc; i++)
       comp[i] = as_int(c, fn->body, v->k == V_TUPLE ? &v->items[i] : v, "a tag component");
     const ag_expr **cc = ag__ck_alloc(c, (size_t)fn->rank * sizeof *cc);
-    memcpy(cc, coord, (size_t)fn->rank * sizeof *cc);
+    ag__mcpy(cc, coord, (size_t)fn->rank * sizeof *cc);
     t = ag__tag_tup(c, nc, comp, fn, cc);
   }
   (void)at;
@@ -941,7 +941,7 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
   w.addr = addr;
   w.width = d->n;
   w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
-  memcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  ag__mcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
   w.ptag = d->ptag;
   w.pgran = d->pgran;
   w.guard = c->path;
@@ -1492,7 +1492,7 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
       ag__value *tmp = newv(c, V_TILE);
       ag__rbuf r = {NULL, base->d.n, NULL};
       r.bytes = ag__ck_alloc(c, (size_t)r.size * sizeof *r.bytes);
-      memcpy(r.bytes, base->d.tags, (size_t)r.size * sizeof *r.bytes);
+      ag__mcpy(r.bytes, base->d.tags, (size_t)r.size * sizeof *r.bytes);
       if (ag_vec_push(&c->rbufs, r))
         ag__ck_oom(c);
       ag__tile *t = tile_new(c);
@@ -2072,7 +2072,7 @@ static void exec_assert(ag__ck *c, const ag_tile_node *n) {
   o.stmt = assert_index(c, n);
   o.nloops = (int)c->loops.n;
   o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
-  memcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
+  ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
   if (ag_vec_push(&c->obligs, o))
     ag__ck_oom(c);
 }
@@ -2082,7 +2082,7 @@ static const ag__tag ***snapshot_regs(ag__ck *c) {
   const ag__tag ***s = ag__ck_alloc(c, (c->rbufs.n ? c->rbufs.n : 1) * sizeof *s);
   for (size_t i = 0; i < c->rbufs.n; i++) {
     s[i] = ag__ck_alloc(c, (size_t)(c->rbufs.v[i].size ? c->rbufs.v[i].size : 1) * sizeof **s);
-    memcpy(s[i], c->rbufs.v[i].bytes, (size_t)c->rbufs.v[i].size * sizeof **s);
+    ag__mcpy(s[i], c->rbufs.v[i].bytes, (size_t)c->rbufs.v[i].size * sizeof **s);
   }
   return s;
 }
@@ -2100,7 +2100,7 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   ag__scope *outer = c->scope;
   size_t nbind = outer->b.n;
   ag__binding *saved = ag__ck_alloc(c, (nbind ? nbind : 1) * sizeof *saved);
-  memcpy(saved, outer->b.v, nbind * sizeof *saved);
+  ag__mcpy(saved, outer->b.v, nbind * sizeof *saved);
   const ag__bx *path = c->path;
   c->symbolic_if++;
   c->path = ag__band(c, path, cond);
@@ -2108,12 +2108,12 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   const ag__tag ***after_then = snapshot_regs(c);
   size_t nb_then = outer->b.n;
   ag__binding *then_b = ag__ck_alloc(c, (nb_then ? nb_then : 1) * sizeof *then_b);
-  memcpy(then_b, outer->b.v, nb_then * sizeof *then_b);
+  ag__mcpy(then_b, outer->b.v, nb_then * sizeof *then_b);
   /* restore and run the else branch */
   for (size_t i = 0; i < nbufs; i++)
-    memcpy(c->rbufs.v[i].bytes, before[i], (size_t)c->rbufs.v[i].size * sizeof **before);
+    ag__mcpy(c->rbufs.v[i].bytes, before[i], (size_t)c->rbufs.v[i].size * sizeof **before);
   outer->b.n = nbind;
-  memcpy(outer->b.v, saved, nbind * sizeof *saved);
+  ag__mcpy(outer->b.v, saved, nbind * sizeof *saved);
   c->path = ag__band(c, path, ag__bnot(c, cond));
   exec_block(c, &n->list2);
   c->path = path;
@@ -2126,7 +2126,7 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
    * stay; data values join; anything else must agree */
   size_t nb_else = outer->b.n;
   ag__binding *else_b = ag__ck_alloc(c, (nb_else ? nb_else : 1) * sizeof *else_b);
-  memcpy(else_b, outer->b.v, nb_else * sizeof *else_b);
+  ag__mcpy(else_b, outer->b.v, nb_else * sizeof *else_b);
   outer->b.n = 0;
   for (size_t i = 0; i < nb_then; i++) {
     const char *name = then_b[i].name;

@@ -513,7 +513,8 @@ static member mk_member(smt *s, const ag__tagv *tv, Z3_ast thread) {
   alts_of(s, tv->tag, thread, NULL, ztrue(s), &v, 0);
   m.nalts = (int)v.n;
   m.alts = ag__ck_alloc(s->c, (v.n ? v.n : 1) * sizeof *m.alts);
-  memcpy(m.alts, v.v, v.n * sizeof *m.alts);
+  if (v.n)
+    ag__mcpy(m.alts, v.v, v.n * sizeof *m.alts);
   ag_vec_free(&v);
   if (m.nalts == 0) {
     m.cond = zfalse(s);

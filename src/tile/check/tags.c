@@ -56,10 +56,10 @@ const ag__tag *ag__tag_tup(ag__ck *c, int n, const ag_expr **comp, const ag__tag
   }
   ag__tag t = {.k = TG_TUP, .n = n, .fn = fn};
   t.comp = ag__ck_alloc(c, (size_t)(n ? n : 1) * sizeof *t.comp);
-  memcpy(t.comp, comp, (size_t)n * sizeof *t.comp);
+  ag__mcpy(t.comp, comp, (size_t)n * sizeof *t.comp);
   if (nc) {
     t.coord = ag__ck_alloc(c, (size_t)nc * sizeof *t.coord);
-    memcpy(t.coord, coord, (size_t)nc * sizeof *t.coord);
+    ag__mcpy(t.coord, coord, (size_t)nc * sizeof *t.coord);
   }
   ag__tag *r = ag__ck_alloc(c, sizeof *r);
   *r = t;
@@ -128,7 +128,7 @@ const ag__tag *ag__tag_join(ag__ck *c, const ag__tag *a, const ag__tag *b) {
   }
   ag__tag t = {.k = TG_JOIN, .nm = n};
   t.m = ag__ck_alloc(c, (size_t)n * sizeof *t.m);
-  memcpy(t.m, m, (size_t)n * sizeof *t.m);
+  ag__mcpy(t.m, m, (size_t)n * sizeof *t.m);
   ag__tag *r = ag__ck_alloc(c, sizeof *r);
   *r = t;
   int rc = ag_map_put(&c->tagcons, m, (size_t)(n + 1) * sizeof *m, r);
