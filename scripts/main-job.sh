@@ -5,3 +5,4 @@ set -eu
 B=${1:-build}
 A="$B/tools/argus/argus"
 "$A" version
+"$A" doctor

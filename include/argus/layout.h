@@ -58,7 +58,8 @@ typedef struct ag_layout_ctx {
   ag_str err; /* message for the last failure: lowercase, names the modes */
   /* added by issue 7 (set up by ag_layout_ctx_init, freed by _release): */
   const char *src_name; /* name parse diagnostics carry as their "file" (NULL: none) */
-  ag_map xcons;         /* hash-consing table of the expressions built in arena */
+  struct ag_expr **xtab; /* hash-consing table of the expressions in arena (internal) */
+  size_t xcap, xcount;
 } ag_layout_ctx;
 
 void ag_layout_ctx_init(ag_layout_ctx *c, ag_arena *arena);
@@ -167,6 +168,8 @@ const ag_expr *ag_swizzle_apply_x(ag_layout_ctx *c, ag_swizzle s, const ag_expr 
  *   [0,63] is AG_EUNDEFINED in ag_expr_eval and is never folded. x*0 and
  *   x&0 fold to 0 even when x would be undefined. Symbolic layout
  *   evaluation equals concrete evaluation for every index >= 0. */
+
+/* The parsers accept d == NULL (c->err still gets "column N: message"). */
 
 /* Bounds-checked variant of ag_layout_eval_coord's input: every coordinate
  * leaf inside its mode's extent, structure congruent with (or coarser than)

@@ -19,7 +19,7 @@ static char tomb_marker;
 
 uint64_t ag_hash64(const void *data, size_t n) {
   const unsigned char *p = data;
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 14695981039346656037ull; /* FNV-1a 64 offset basis */
   for (size_t i = 0; i < n; i++) {
     h ^= p[i];
     h *= 1099511628211ull;

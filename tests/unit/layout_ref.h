@@ -1,7 +1,8 @@
 /*
  * layout_ref.h — what the layout tests share: a seeded random generator of
- * layouts, and a reference evaluator written independently of the library
- * (flatten, then mixed radix with an unbounded last mode, CuTe's rule).
+ * layouts, a reference evaluator written independently of the library
+ * (flatten, then mixed radix with an unbounded last mode, CuTe's rule), and
+ * a per-case context (arena, layout context, diagnostics).
  * Include once per test program, after check.h.
  */
 #ifndef ARGUS_TEST_LAYOUT_REF_H
@@ -10,6 +11,7 @@
 #include "argus/layout.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t rng_s = 0x9e3779b97f4a7c15ull;
@@ -21,6 +23,25 @@ static inline uint64_t rng(void) {
   return rng_s * 2685821657736338717ull;
 }
 static inline int64_t rnd(int64_t lo, int64_t hi) { return lo + (int64_t)(rng() % (uint64_t)(hi - lo + 1)); }
+
+/* ------------------------------------------------ a context for each case */
+typedef struct lctx {
+  ag_arena arena;
+  ag_layout_ctx c;
+  ag_diags d;
+} lctx;
+
+static inline void lctx_init(lctx *t) {
+  ag_arena_init(&t->arena, 0);
+  ag_layout_ctx_init(&t->c, &t->arena);
+  ag_diags_init(&t->d);
+}
+
+static inline void lctx_free(lctx *t) {
+  ag_diags_release(&t->d);
+  ag_layout_ctx_release(&t->c);
+  ag_arena_release(&t->arena);
+}
 
 /* ------------------------------------------------------ reference evaluator */
 enum { REF_MAX = 128 };
@@ -88,7 +109,7 @@ static inline int ref_injective(const ag_layout *l) {
 }
 
 /* ------------------------------------------------------------- generation */
-static ag_tuple *gen_shape(ag_layout_ctx *c, int depth, int64_t *budget) {
+static inline ag_tuple *gen_shape(ag_layout_ctx *c, int depth, int64_t *budget) {
   static const int64_t ext[] = {1, 2, 2, 2, 3, 4, 4, 4, 6, 8};
   if (depth == 0 || rnd(0, 2) == 0 || *budget < 4) {
     int64_t e = ext[rnd(0, 9)];
@@ -107,7 +128,7 @@ static ag_tuple *gen_shape(ag_layout_ctx *c, int depth, int64_t *budget) {
 }
 
 /* Strides congruent with shape from per-leaf values v (in flat order). */
-static ag_tuple *with_leaves(ag_layout_ctx *c, const ag_tuple *shape, const int64_t *v, int *k) {
+static inline ag_tuple *with_leaves(ag_layout_ctx *c, const ag_tuple *shape, const int64_t *v, int *k) {
   if (shape->is_leaf)
     return ag_tuple_leaf(c, v[(*k)++]);
   ag_tuple *ch[8];
@@ -119,7 +140,8 @@ static ag_tuple *with_leaves(ag_layout_ctx *c, const ag_tuple *shape, const int6
 /* kind 0: a compact layout with its modes permuted (a bijection);
  * kind 1: compact with gaps (injective, not onto);
  * kind 2: random strides in 0..12 (anything);
- * kind 3: like 0 but with some stride-0 (broadcast) modes. */
+ * kind 3: like 0 but with some stride-0 (broadcast) modes;
+ * kind 4: random strides in -6..12 (negative ones too). */
 static inline ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size, int kind) {
   int64_t budget = max_size;
   ag_tuple *shape = gen_shape(c, depth, &budget);
@@ -142,6 +164,7 @@ static inline ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size
     case 0: v[m] = pre; pre *= f.s[m]; break;
     case 1: v[m] = pre; pre *= f.s[m] * rnd(1, 2); break;
     case 2: v[m] = rnd(0, 12); break;
+    case 4: v[m] = rnd(-6, 12); break;
     default:
       if (rnd(0, 3) == 0) {
         v[m] = 0;
@@ -159,7 +182,7 @@ static inline ag_layout gen_layout(ag_layout_ctx *c, int depth, int64_t max_size
 /* Copy of l with the stride of the first leaf of extent > 1 increased by
  * one: a deliberately wrong result whose function differs from l's at an
  * index inside the domain. Returns 0 when l has no such leaf. */
-static ag_tuple *perturb_rec(ag_layout_ctx *c, const ag_tuple *s, const ag_tuple *d, int *done) {
+static inline ag_tuple *perturb_rec(ag_layout_ctx *c, const ag_tuple *s, const ag_tuple *d, int *done) {
   if (s->is_leaf) {
     int hit = !*done && s->value > 1;
     if (hit)
@@ -179,15 +202,21 @@ static inline int perturb(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) 
   return done;
 }
 
-static const char *lstr(const ag_layout *l) {
+/* Copies s into one of 8 static buffers (for printing in messages) and
+ * releases it. */
+static inline const char *ring(ag_str *s) {
   static char buf[8][512];
   static int k;
+  char *b = buf[k++ % 8];
+  snprintf(b, 512, "%s", ag_str_cstr(s));
+  ag_str_release(s);
+  return b;
+}
+
+static inline const char *lstr(const ag_layout *l) {
   ag_str s = AG_STR_INIT;
   ag_layout_print(l, &s);
-  char *b = buf[k++ % 8];
-  snprintf(b, 512, "%s", ag_str_cstr(&s));
-  ag_str_release(&s);
-  return b;
+  return ring(&s);
 }
 
 #endif

@@ -55,4 +55,29 @@ TEST(test_usage_errors) {
   ag_str_release(&err);
 }
 
-RUN_TESTS(T(test_version), T(test_usage_errors))
+TEST(test_doctor) {
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  const char *a[] = {bin(), "doctor", "--json", NULL};
+  CHECK_EQ_INT(run(a, &out, &err), 0);
+  json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j != NULL);
+  json_t *drv = json_object_get(j, "driver");
+  CHECK(json_is_boolean(json_object_get(drv, "available")));
+  /* without a driver, the reason is given; with one, the devices are listed */
+  if (json_is_false(json_object_get(drv, "available")))
+    CHECK(json_is_string(json_object_get(drv, "error")));
+  else
+    CHECK(json_is_array(json_object_get(j, "devices")));
+  CHECK(json_is_object(json_object_get(json_object_get(j, "tools"), "nvcc")));
+  CHECK(json_is_object(json_object_get(j, "profiling")));
+  json_decref(j);
+  const char *b[] = {bin(), "doctor", NULL};
+  CHECK_EQ_INT(run(b, &out, &err), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "CUDA tools");
+  const char *c[] = {bin(), "doctor", "extra", NULL};
+  CHECK_EQ_INT(run(c, &out, &err), 2);
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
+RUN_TESTS(T(test_version), T(test_usage_errors), T(test_doctor))

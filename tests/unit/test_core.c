@@ -249,6 +249,13 @@ TEST(test_proc) {
   ag_str_release(&err);
 }
 
+TEST(test_fnv1a) {
+  /* published FNV-1a 64 test vectors: region IDs must match other tools */
+  CHECK_EQ_U64(ag_hash64("", 0), 0xcbf29ce484222325ull);
+  CHECK_EQ_U64(ag_hash64("a", 1), 0xaf63dc4c8601ec8cull);
+  CHECK_EQ_U64(ag_hash64("foobar", 6), 0x85944171f73967e8ull);
+}
+
 TEST(test_log_level) {
   static int evaluated;
   ag_log_set_level(AG_LOG_WARN);
@@ -260,4 +267,4 @@ TEST(test_log_level) {
 
 RUN_TESTS(T(test_errors), T(test_alloc_fail), T(test_arena), T(test_str), T(test_vec),
           T(test_map), T(test_diags), T(test_sha256), T(test_json), T(test_files),
-          T(test_proc), T(test_log_level))
+          T(test_proc), T(test_fnv1a), T(test_log_level))

@@ -27,6 +27,7 @@
  */
 #include "argus/layout_atoms.h"
 #include "check.h"
+#include "layout_ref.h"
 
 #include <stdlib.h>
 
@@ -98,11 +99,6 @@ static void wgmma_d_wrong(int64_t t, int64_t i, int n, int64_t *row, int64_t *co
   *col = (i >> 2) * 8 + (t % 4) * 2 + ((i >> 1) & 1); /* the row bit as column bit */
 }
 
-typedef struct Ctx {
-  ag_arena arena;
-  ag_layout_ctx c;
-} Ctx;
-
 /* Number of (t, v) whose offset disagrees with the oracle; also checks the
  * TV layout is a bijection onto the rows x cols tile. */
 static int64_t compare(const ag_layout *tv, int64_t rows, int64_t cols, int n, oracle f,
@@ -132,9 +128,8 @@ static int64_t compare(const ag_layout *tv, int64_t rows, int64_t cols, int n, o
 
 static void check_atom(const char *name, int n, oracle good, oracle wrong, int64_t threads,
                        int64_t values, int64_t rows, int64_t cols) {
-  Ctx t;
-  ag_arena_init(&t.arena, 0);
-  ag_layout_ctx_init(&t.c, &t.arena);
+  lctx t;
+  lctx_init(&t);
   ag_layout tv;
   ag_atom_info info;
   int rc = ag_atom_layout(&t.c, name, &tv, &info);
@@ -158,8 +153,7 @@ static void check_atom(const char *name, int n, oracle good, oracle wrong, int64
     CHECK(bij);
     CHECK(compare(&tv, rows, cols, n, wrong, &bij) > 0);
   }
-  ag_layout_ctx_release(&t.c);
-  ag_arena_release(&t.arena);
+  lctx_free(&t);
 }
 
 TEST(test_mma_m16n8k16) {
@@ -183,9 +177,8 @@ TEST(test_wgmma_accumulator) {
 }
 
 TEST(test_atom_lookup_errors) {
-  Ctx t;
-  ag_arena_init(&t.arena, 0);
-  ag_layout_ctx_init(&t.c, &t.arena);
+  lctx t;
+  lctx_init(&t);
   ag_layout tv;
   CHECK_EQ_INT(ag_atom_layout(&t.c, "mma.m16n8k8.a", &tv, NULL), AG_ENOTFOUND);
   CHECK_CONTAINS(ag_str_cstr(&t.c.err), "unknown atom 'mma.m16n8k8.a'; known:");
@@ -196,8 +189,7 @@ TEST(test_atom_lookup_errors) {
   CHECK_EQ_INT(ag_atom_layout(&t.c, "wgmma.m64nk16.d", &tv, NULL), AG_ENOTFOUND);
   CHECK_EQ_INT(ag_atom_wgmma_m64nNk16_d(&t.c, 0, &tv), AG_EINVAL);
   CHECK_EQ_INT(ag_atom_mma_m16n8k16_a(&t.c, &tv), 0);
-  ag_layout_ctx_release(&t.c);
-  ag_arena_release(&t.arena);
+  lctx_free(&t);
 }
 
 RUN_TESTS(T(test_mma_m16n8k16), T(test_ldmatrix_x4), T(test_wgmma_accumulator),

@@ -61,9 +61,15 @@ int ag_cli_print_json(json_t *j);
 
 /* Subcommands (one file each). */
 int cmd_version(ag_cli *cli);
+int cmd_doctor(ag_cli *cli);
+int cmd_ptx(ag_cli *cli);
+int cmd_regions(ag_cli *cli);
 int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern const char cmd_layout_details[];
 int cmd_check(ag_cli *cli); extern const ag_cli_opt cmd_check_opts[]; extern const char cmd_check_details[];
 
 extern const ag_cli_opt cmd_version_opts[];
+extern const ag_cli_opt cmd_doctor_opts[];
+extern const ag_cli_opt cmd_ptx_opts[];
+extern const ag_cli_opt cmd_regions_opts[];
 
 #endif

@@ -364,7 +364,7 @@ static int print_tv(S *s, const ag_layout *l, const char *text, int64_t rows, in
             ag_layout_rank(l));
     return AG_EXIT_FAIL;
   }
-  if (rows * cols > MAX_CELLS) {
+  if (rows > MAX_CELLS || cols > MAX_CELLS || rows * cols > MAX_CELLS) {
     fprintf(stderr, "argus layout: print: a %lldx%lld tile is too large to draw\n",
             (long long)rows, (long long)cols);
     return AG_EXIT_FAIL;

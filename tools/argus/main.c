@@ -11,6 +11,11 @@
 static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
      NULL, cmd_version_opts},
+    {"doctor", cmd_doctor, 0, "",
+     "say what this machine can do: GPUs, CUDA tools, profiling permission, libraries",
+     "Works on a machine without a GPU too: it then says what is missing.", cmd_doctor_opts},
+    {"regions", cmd_regions, 0, "[--flags F] SPEC.json|FILE.ptx|FILE.cu", "show the regions of a kernel and the operation sites in each", NULL, cmd_regions_opts},
+    {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
     {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
 };

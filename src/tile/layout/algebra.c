@@ -82,17 +82,18 @@ static int coalesce_modes(int n, const int64_t *s, const int64_t *d, int64_t *os
 /* Flattens and coalesces l into f (arrays from the arena); idx optional. */
 static int flat_coalesced(ag_layout_ctx *c, const ag_layout *l, ag__flat *f, int **idx,
                           int unbounded) {
-  ag__flat raw;
-  int rc = ag__flatten(c, l, &raw);
-  if (rc)
-    return rc;
-  f->s = ag_arena_alloc(c->arena, 2 * (size_t)raw.n * sizeof(int64_t));
-  if (!f->s)
+  int n = ag_tuple_leaves(l->shape);
+  /* one block: raw extents and strides, the coalesced ones, and idx */
+  int64_t *m = ag_arena_alloc(c->arena, 4 * (size_t)n * sizeof *m + (size_t)n * sizeof(int));
+  if (!m)
     return ag__loom(c);
-  f->d = f->s + raw.n;
-  if (idx && !(*idx = ag_arena_alloc(c->arena, (size_t)raw.n * sizeof **idx)))
-    return ag__loom(c);
-  f->n = coalesce_modes(raw.n, raw.s, raw.d, f->s, f->d, idx ? *idx : NULL, unbounded);
+  ag__flat raw = {0, m, m + n};
+  ag__flat_fill(l, &raw);
+  f->s = m + 2 * n;
+  f->d = m + 3 * n;
+  if (idx)
+    *idx = (int *)(m + 4 * n);
+  f->n = coalesce_modes(n, raw.s, raw.d, f->s, f->d, idx ? *idx : NULL, unbounded);
   if (f->n < 0)
     return ag__lfail(c, AG_ERANGE, "coalesce: an extent times a stride overflows 64 bits");
   return 0;
@@ -108,20 +109,19 @@ int ag_layout_coalesce_by_mode(ag_layout_ctx *c, const ag_layout *l, ag_layout *
   if (l->shape->is_leaf)
     return ag_layout_coalesce(c, l, out);
   int n = l->shape->n;
-  ag_tuple **ch = ag_arena_alloc(c->arena, 2 * (size_t)n * sizeof *ch);
-  if (!ch)
-    return ag__loom(c);
-  for (int i = 0; i < n; i++) {
+  ag_tuple *s, *d;
+  int rc = ag__pair_nodes(c, n, &s, &d);
+  for (int i = 0; i < n && !rc; i++) {
     ag_layout m = {l->shape->child[i], l->stride->child[i]}, r;
-    int rc = ag_layout_coalesce(c, &m, &r);
-    if (rc)
-      return rc;
-    ch[i] = r.shape;
-    ch[n + i] = r.stride;
+    rc = ag_layout_coalesce(c, &m, &r);
+    s->child[i] = r.shape;
+    d->child[i] = r.stride;
   }
-  out->shape = ag_tuple_make(c, n, ch);
-  out->stride = ag_tuple_make(c, n, ch + n);
-  return out->shape && out->stride ? 0 : ag__loom(c);
+  if (!rc) {
+    out->shape = s;
+    out->stride = d;
+  }
+  return rc;
 }
 
 /* -------------------------------------------------------------- composition */
@@ -137,6 +137,7 @@ typedef struct comp {
   int64_t *used;          /* per mode of A: sum of the largest digits B's leaves put there */
   int *owner;             /* per mode of A: the last B leaf that put a nonzero digit there */
   int weak;               /* run CuTe's algorithm with CuTe's own (weak) checks only */
+  int64_t cos;            /* cosize of the result so far, minus 1 */
 } comp;
 
 static void flat_text(int n, const int64_t *s, const int64_t *d, ag_str *out) {
@@ -229,6 +230,22 @@ static int overflow(ag_layout_ctx *c, const char *op) {
   return ag__lfail(c, AG_ERANGE, "%s: a stride of the result overflows 64 bits", op);
 }
 
+/* Builds the result of one leaf from k->rs/rd, keeping cosize(R) in range
+ * as R grows (so the result needs no range walk). */
+static int finish_leaf(comp *k, int cnt, ag_tuple **os, ag_tuple **od) {
+  for (int i = 0; i < cnt; i++) {
+    int64_t ad = k->rd[i] < 0 ? -k->rd[i] : k->rd[i], t;
+    if (k->rd[i] == INT64_MIN || ag__mul(k->rs[i] - 1, ad, &t) || ag__add(k->cos, t, &k->cos) ||
+        k->cos == INT64_MAX)
+      return overflow(k->c, k->op);
+  }
+  ag_layout res;
+  int rc = ag__from_flat(k->c, cnt, k->rs, k->rd, &res);
+  *os = res.shape;
+  *od = res.stride;
+  return rc;
+}
+
 /* A o (m:r) for one leaf of B: CuTe's composition_impl with exact checks. */
 static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple **od) {
   ag_layout_ctx *c = k->c;
@@ -240,9 +257,9 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
   if (r == 0 || k->n == 1) {
     if (ag__mul(r, k->d[0], &t))
       return overflow(c, k->op);
-    *os = ag_tuple_leaf(c, m);
-    *od = ag_tuple_leaf(c, r == 0 ? 0 : t);
-    return *os && *od ? 0 : ag__loom(c);
+    k->rs[0] = m;
+    k->rd[0] = r == 0 ? 0 : t;
+    return finish_leaf(k, 1, os, od);
   }
   int cnt = 0;
   for (int i = 0; i < k->n - 1 && k->weak; i++) {
@@ -268,6 +285,8 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
   for (int i = 0; i < k->n - 1 && !k->weak; i++) {
     int64_t s = k->s[i];
     if (m == 1) {
+      if (cnt)
+        break; /* done; the stride below only matters for an extent-1 leaf */
       r = ceil_div(r, s);
       continue;
     }
@@ -310,11 +329,7 @@ static int compose_leaf(comp *k, int64_t m, int64_t r, ag_tuple **os, ag_tuple *
     k->rs[cnt] = m;
     k->rd[cnt++] = t;
   }
-  ag_layout res;
-  rc = ag__from_flat(c, cnt, k->rs, k->rd, &res);
-  *os = res.shape;
-  *od = res.stride;
-  return rc;
+  return finish_leaf(k, cnt, os, od);
 }
 
 static int compose_rec(comp *k, const ag_tuple *bs, const ag_tuple *bd, ag_tuple **os,
@@ -325,17 +340,13 @@ static int compose_rec(comp *k, const ag_tuple *bs, const ag_tuple *bd, ag_tuple
     return rc;
   }
   int n = bs->n;
-  ag_tuple **ch = ag_arena_alloc(k->c->arena, 2 * (size_t)n * sizeof *ch);
-  if (!ch)
-    return ag__loom(k->c);
-  for (int i = 0; i < n; i++) {
-    int rc = compose_rec(k, bs->child[i], bd->child[i], &ch[i], &ch[n + i]);
-    if (rc)
-      return rc;
-  }
-  *os = ag_tuple_make(k->c, n, ch);
-  *od = ag_tuple_make(k->c, n, ch + n);
-  return *os && *od ? 0 : ag__loom(k->c);
+  ag_tuple *s, *d;
+  int rc = ag__pair_nodes(k->c, n, &s, &d);
+  for (int i = 0; i < n && !rc; i++)
+    rc = compose_rec(k, bs->child[i], bd->child[i], &s->child[i], &d->child[i]);
+  *os = s;
+  *od = d;
+  return rc;
 }
 
 enum { VERIFY_MAX = 1 << 16 };
@@ -352,9 +363,8 @@ static int compose_fallback(comp *k, const ag_layout *a, const ag_layout *b, ag_
   ag_layout w;
   k->weak = 1;
   k->leaf = 0;
+  k->cos = 0;
   int rc = compose_rec(k, b->shape, b->stride, &w.shape, &w.stride);
-  if (rc == 0)
-    rc = ag__range_check(c, &w);
   if (rc == 0 && n <= VERIFY_MAX) {
     for (int64_t i = 0; i < n && bad < 0; i++) {
       int64_t x;
@@ -401,20 +411,20 @@ static int compose_impl(ag_layout_ctx *c, const char *op, const ag_layout *a,
   int rc = flat_coalesced(c, a, &f, NULL, 1);
   if (rc)
     return rc;
-  comp k = {c, op, f.n, f.s, f.d, b->shape, 0, NULL, NULL, NULL, NULL, 0};
-  k.rs = ag_arena_alloc(c->arena, 3 * ((size_t)f.n + 1) * sizeof(int64_t));
-  k.owner = ag_arena_alloc(c->arena, ((size_t)f.n + 1) * sizeof(int));
-  if (!k.rs || !k.owner)
+  comp k = {c, op, f.n, f.s, f.d, b->shape, 0, NULL, NULL, NULL, NULL, 0, 0};
+  k.rs = ag_arena_alloc(c->arena, 4 * ((size_t)f.n + 1) * sizeof(int64_t));
+  if (!k.rs)
     return ag__loom(c);
   k.rd = k.rs + f.n + 1;
   k.used = k.rd + f.n + 1; /* zeroed by the arena */
+  k.owner = (int *)(k.used + f.n + 1);
   ag_layout r;
   rc = compose_rec(&k, b->shape, b->stride, &r.shape, &r.stride);
   if (rc == AG_EUNDEFINED)
     return compose_fallback(&k, a, b, out);
-  if (rc || (rc = ag__range_check(c, &r)))
+  if (rc)
     return rc;
-  *out = r;
+  *out = r; /* size(R) == size(B); cosize was checked leaf by leaf */
   return 0;
 }
 
@@ -439,26 +449,35 @@ static int by_mode(ag_layout_ctx *c, const char *op, const ag_layout *a, const a
   if (n > ra)
     return rank_fail(c, op, n, a);
   int total = keep ? ra : n;
-  ag_tuple **ch = ag_arena_alloc(c->arena, 2 * (size_t)total * sizeof *ch + 1);
-  if (!ch)
-    return ag__loom(c);
+  ag_tuple *os, *od;
+  int prc = ag__pair_nodes(c, total, &os, &od);
+  if (prc)
+    return prc;
   for (int i = 0; i < total; i++) {
     ag_layout m = {ag__mode(a->shape, i), ag__mode(a->stride, i)}, r;
     if (i < n) {
-      const char *mop = ag_arena_printf(c->arena, "%s (tiler mode %d)", op, i);
-      if (!mop)
-        return ag__loom(c);
-      int rc = f(c, mop, &m, &t->modes[i], &r);
+      int rc = f(c, op, &m, &t->modes[i], &r);
+      if (rc && rc != AG_ENOMEM) { /* name the tiler's mode: "op (tiler mode i): ..." */
+        size_t k = strlen(op);
+        ag_str msg = AG_STR_INIT;
+        const char *e = ag_str_cstr(&c->err);
+        if (!strncmp(e, op, k) && e[k] == ':')
+          ag_str_printf(&msg, "%s (tiler mode %d)%s", op, i, e + k);
+        else
+          ag_str_printf(&msg, "%s (tiler mode %d): %s", op, i, e);
+        ag__lfail(c, rc, "%s", ag_str_cstr(&msg));
+        ag_str_release(&msg);
+      }
       if (rc)
         return rc;
       m = r;
     }
-    ch[i] = m.shape;
-    ch[total + i] = m.stride;
+    os->child[i] = m.shape;
+    od->child[i] = m.stride;
   }
-  out->shape = ag_tuple_make(c, total, ch);
-  out->stride = ag_tuple_make(c, total, ch + total);
-  return out->shape && out->stride ? 0 : ag__loom(c);
+  out->shape = os;
+  out->stride = od;
+  return 0;
 }
 
 int ag_layout_compose_tiler(ag_layout_ctx *c, const ag_layout *a, const ag_tiler *b,
@@ -489,18 +508,19 @@ static int complement_impl(ag_layout_ctx *c, const char *op, const ag_layout *l,
                            int64_t cotarget, ag_layout *out) {
   if (cotarget < 0)
     return ag__lfail(c, AG_EINVAL, "%s: cotarget %lld is negative", op, (long long)cotarget);
-  ag__flat raw;
-  int rc = ag__flatten(c, l, &raw);
-  if (rc)
-    return rc;
+  int N = ag_tuple_leaves(l->shape), rc;
+  /* one block of scratch: raw, filtered and coalesced modes, the result
+   * before and after coalescing, and three index arrays */
+  int64_t *m = ag_arena_alloc(c->arena, (10 * (size_t)N + 4) * sizeof *m + 3 * (size_t)N * sizeof(int));
+  if (!m)
+    return ag__loom(c);
+  ag__flat raw = {0, m, m + N};
+  ag__flat_fill(l, &raw);
+  int64_t *fs = m + 2 * N, *fd = fs + N, *cs = fd + N, *cd = cs + N;
+  int64_t *rs = cd + N, *rd = rs + N + 1, *os = rd + N + 1, *od = os + N + 1;
+  int *src = (int *)(od + N + 1), *cidx = src + N, *ord = cidx + N;
   /* filter: drop stride-0 and extent-1 modes, then coalesce */
   int n = 0;
-  int *src = ag_arena_alloc(c->arena, 2 * (size_t)raw.n * sizeof *src);
-  int64_t *fs = ag_arena_alloc(c->arena, 4 * (size_t)raw.n * sizeof *fs);
-  if (!src || !fs)
-    return ag__loom(c);
-  int64_t *fd = fs + raw.n, *cs = fd + raw.n, *cd = cs + raw.n;
-  int *cidx = src + raw.n;
   for (int i = 0; i < raw.n; i++) {
     if (raw.d[i] < 0) {
       ag_str p = AG_STR_INIT;
@@ -532,56 +552,48 @@ static int complement_impl(ag_layout_ctx *c, const char *op, const ag_layout *l,
     return ag__lfail(c, AG_ERANGE, "%s: an extent times a stride overflows 64 bits", op);
   for (int i = 0; i < cn; i++)
     cidx[i] = src[cidx[i]];
-  int *ord = ag_arena_alloc(c->arena, (size_t)cn * sizeof *ord);
-  int64_t *rs = ag_arena_alloc(c->arena, 2 * ((size_t)cn + 1) * sizeof *rs);
-  if (!ord || !rs)
-    return ag__loom(c);
-  int64_t *rd = rs + cn + 1;
   sort_by_stride(cn, cd, ord);
   rd[0] = 1;
   for (int i = 0; i < cn; i++) {
-    int m = ord[i];
-    rs[i] = cd[m] / rd[i];
+    int k = ord[i];
+    rs[i] = cd[k] / rd[i];
     /* i > 0 here (rd[0] == 1 divides any stride). CuTe floors the quotient;
      * a remainder would leave holes no layout fills (size(R) would fall
      * short of cotarget/size(L), against CuTe's postcondition). */
-    if (rs[i] == 0 || cd[m] % rd[i] != 0) {
-      int pm = ord[i - 1];
+    if (rs[i] == 0 || cd[k] % rd[i] != 0) {
+      int pk = ord[i - 1];
       ag_str p = AG_STR_INIT, q = AG_STR_INIT;
-      ag__leaf_path(l->shape, cidx[m], &p);
-      ag__leaf_path(l->shape, cidx[pm], &q);
+      ag__leaf_path(l->shape, cidx[k], &p);
+      ag__leaf_path(l->shape, cidx[pk], &q);
       if (rs[i] == 0)
         rc = ag__lfail(c, AG_EUNDEFINED,
                        "%s: mode %s (stride %lld) overlaps mode %s (%lld:%lld), which spans "
                        "%lld; the layout interleaves its modes, so it has no complement",
-                       op, ag_str_cstr(&p), (long long)cd[m], ag_str_cstr(&q),
-                       (long long)cs[pm], (long long)cd[pm], (long long)rd[i]);
+                       op, ag_str_cstr(&p), (long long)cd[k], ag_str_cstr(&q),
+                       (long long)cs[pk], (long long)cd[pk], (long long)rd[i]);
       else
         rc = ag__lfail(c, AG_EUNDEFINED,
                        "%s: stride %lld of mode %s is not a multiple of %lld, the span of "
                        "mode %s (%lld:%lld); no layout fills the gap between them, so there "
                        "is no complement",
-                       op, (long long)cd[m], ag_str_cstr(&p), (long long)rd[i], ag_str_cstr(&q),
-                       (long long)cs[pm], (long long)cd[pm]);
+                       op, (long long)cd[k], ag_str_cstr(&p), (long long)rd[i], ag_str_cstr(&q),
+                       (long long)cs[pk], (long long)cd[pk]);
       ag_str_release(&p);
       ag_str_release(&q);
       return rc;
     }
-    if (ag__mul(cd[m], cs[m], &rd[i + 1]))
+    if (ag__mul(cd[k], cs[k], &rd[i + 1]))
       return ag__lfail(c, AG_ERANGE, "%s: a stride overflows 64 bits", op);
   }
   rs[cn] = cotarget >= 1 ? ceil_div(cotarget, rd[cn]) : 1;
-  int64_t *os = ag_arena_alloc(c->arena, 2 * ((size_t)cn + 1) * sizeof *os);
-  if (!os)
-    return ag__loom(c);
-  int on = coalesce_modes(cn + 1, rs, rd, os, os + cn + 1, NULL, 0);
+  /* cosize of the result: the modes tile [0, rd[cn] * rs[cn]) exactly */
+  int64_t top;
+  if (ag__mul(rd[cn], rs[cn], &top))
+    return ag__lfail(c, AG_ERANGE, "%s: the complement's cosize overflows 64 bits", op);
+  int on = coalesce_modes(cn + 1, rs, rd, os, od, NULL, 0);
   if (on < 0)
     return ag__lfail(c, AG_ERANGE, "%s: a stride overflows 64 bits", op);
-  ag_layout r;
-  if ((rc = ag__from_flat(c, on, os, os + cn + 1, &r)) || (rc = ag__range_check(c, &r)))
-    return rc;
-  *out = r;
-  return 0;
+  return ag__from_flat(c, on, os, od, out);
 }
 
 int ag_layout_complement(ag_layout_ctx *c, const ag_layout *l, int64_t cotarget,
@@ -591,125 +603,136 @@ int ag_layout_complement(ag_layout_ctx *c, const ag_layout *l, int64_t cotarget,
 
 /* ----------------------------------------------------------------- inverses */
 
-static int prefix_products(ag_layout_ctx *c, const ag__flat *f, int64_t **pre) {
-  *pre = ag_arena_alloc(c->arena, ((size_t)f->n + 1) * sizeof **pre);
-  if (!*pre)
+/* What both inverses start from: coalesce(L) flat, the prefix products of
+ * its extents, its modes sorted by stride, and room for the result. */
+typedef struct inv {
+  ag__flat f;
+  int *idx, *ord;          /* source leaf of each coalesced mode; sort order */
+  int64_t *pre;            /* pre[i] = product of the extents before mode i */
+  int64_t *rs, *rd, *os, *od; /* the result before and after coalescing */
+} inv;
+
+static int inverse_setup(ag_layout_ctx *c, const ag_layout *l, inv *v) {
+  int rc = flat_coalesced(c, l, &v->f, &v->idx, 0);
+  if (rc)
+    return rc;
+  int n = v->f.n;
+  v->pre = ag_arena_alloc(c->arena, (5 * ((size_t)n + 1)) * sizeof(int64_t) + (size_t)n * sizeof(int));
+  if (!v->pre)
     return ag__loom(c);
-  (*pre)[0] = 1;
-  for (int i = 0; i < f->n; i++)
-    (*pre)[i + 1] = (*pre)[i] * f->s[i]; /* <= size, which fits */
+  v->rs = v->pre + n + 1;
+  v->rd = v->rs + n + 1;
+  v->os = v->rd + n + 1;
+  v->od = v->os + n + 1;
+  v->ord = (int *)(v->od + n + 1);
+  v->pre[0] = 1;
+  for (int i = 0; i < n; i++)
+    v->pre[i + 1] = v->pre[i] * v->f.s[i]; /* <= size, which fits */
+  sort_by_stride(n, v->f.d, v->ord);
   return 0;
 }
 
+/* Coalesces the n-mode result in v into out. */
+static int inverse_finish(ag_layout_ctx *c, const char *op, inv *v, int n, ag_layout *out) {
+  int on = coalesce_modes(n, v->rs, v->rd, v->os, v->od, NULL, 0);
+  if (on < 0)
+    return ag__lfail(c, AG_ERANGE, "%s: a stride overflows 64 bits", op);
+  return ag__from_flat(c, on, v->os, v->od, out);
+}
+
 int ag_layout_right_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
-  ag__flat f;
-  int64_t *pre;
-  int rc = flat_coalesced(c, l, &f, NULL, 0);
-  if (rc || (rc = prefix_products(c, &f, &pre)))
+  inv v;
+  int rc = inverse_setup(c, l, &v);
+  if (rc)
     return rc;
-  int *ord = ag_arena_alloc(c->arena, (size_t)f.n * sizeof *ord);
-  int64_t *rs = ag_arena_alloc(c->arena, 4 * ((size_t)f.n + 1) * sizeof *rs);
-  if (!ord || !rs)
-    return ag__loom(c);
-  int64_t *rd = rs + f.n + 1, *os = rd + f.n + 1, *od = os + f.n + 1;
-  sort_by_stride(f.n, f.d, ord);
   int cnt = 0;
-  rs[cnt] = 1;
-  rd[cnt++] = 0;
+  v.rs[cnt] = 1;
+  v.rd[cnt++] = 0;
   int64_t curr = 1;
-  for (int i = 0; i < f.n; i++) {
-    int m = ord[i];
-    if (f.d[m] != curr)
+  for (int i = 0; i < v.f.n; i++) {
+    int m = v.ord[i];
+    if (v.f.d[m] != curr)
       continue;
-    rs[cnt] = f.s[m];
-    rd[cnt++] = pre[m];
-    if (ag__mul(f.s[m], f.d[m], &curr))
+    v.rs[cnt] = v.f.s[m];
+    v.rd[cnt++] = v.pre[m];
+    if (ag__mul(v.f.s[m], v.f.d[m], &curr))
       break; /* nothing further can match */
   }
-  int on = coalesce_modes(cnt, rs, rd, os, od, NULL, 0);
-  if (on < 0)
-    return ag__lfail(c, AG_ERANGE, "right_inverse: a stride overflows 64 bits");
-  return ag__from_flat(c, on, os, od, out);
+  return inverse_finish(c, "right_inverse", &v, cnt, out);
+}
+
+/* "left_inverse: <what> mode P (...) <why>" naming coalesced mode m and,
+ * if prev >= 0, the mode before it. */
+static int left_fail(ag_layout_ctx *c, const ag_layout *l, const inv *v, int m, int prev,
+                     int kind) {
+  ag_str p = AG_STR_INIT, q = AG_STR_INIT;
+  ag__leaf_path(l->shape, v->idx[m], &p);
+  if (prev >= 0)
+    ag__leaf_path(l->shape, v->idx[prev], &q);
+  long long d = (long long)v->f.d[m];
+  int rc;
+  if (kind == 0)
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "left_inverse: mode %s has a negative stride %lld; left_inverse is defined "
+                   "for non-negative strides only",
+                   ag_str_cstr(&p), d);
+  else if (kind == 1)
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "left_inverse: stride %lld of mode %s is not a multiple of stride %lld of "
+                   "mode %s, the next smaller one, so no layout inverts it",
+                   d, ag_str_cstr(&p), (long long)v->f.d[prev], ag_str_cstr(&q));
+  else
+    rc = ag__lfail(c, AG_EUNDEFINED,
+                   "left_inverse: mode %s (stride %lld) starts inside mode %s (%lld:%lld), so "
+                   "the layout is not injective and has no left inverse",
+                   ag_str_cstr(&p), d, ag_str_cstr(&q), (long long)v->f.s[prev],
+                   (long long)v->f.d[prev]);
+  ag_str_release(&p);
+  ag_str_release(&q);
+  return rc;
 }
 
 int ag_layout_left_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
-  ag__flat f;
-  int64_t *pre;
-  int *idx;
-  int rc = flat_coalesced(c, l, &f, &idx, 0);
-  if (rc || (rc = prefix_products(c, &f, &pre)))
+  inv v;
+  int rc = inverse_setup(c, l, &v);
+  if (rc)
     return rc;
-  for (int i = 0; i < f.n; i++) {
-    if (f.d[i] < 0) {
-      ag_str p = AG_STR_INIT;
-      ag__leaf_path(l->shape, idx[i], &p);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "left_inverse: mode %s has a negative stride %lld; left_inverse is "
-                     "defined for non-negative strides only",
-                     ag_str_cstr(&p), (long long)f.d[i]);
-      ag_str_release(&p);
-      return rc;
-    }
-  }
-  int *ord = ag_arena_alloc(c->arena, (size_t)f.n * sizeof *ord);
-  int64_t *rs = ag_arena_alloc(c->arena, 4 * ((size_t)f.n + 1) * sizeof *rs);
-  if (!ord || !rs)
-    return ag__loom(c);
-  int64_t *rd = rs + f.n + 1, *os = rd + f.n + 1, *od = os + f.n + 1;
-  sort_by_stride(f.n, f.d, ord);
+  for (int i = 0; i < v.f.n; i++)
+    if (v.f.d[i] < 0)
+      return left_fail(c, l, &v, i, -1, 0);
   int ns = 0, nd = 0, prev = -1;
-  rd[nd++] = 0;
+  v.rd[nd++] = 0;
   int64_t size = 1;
-  for (int i = 0; i < f.n; i++) {
-    int m = ord[i];
-    if (f.d[m] == 0)
+  for (int i = 0; i < v.f.n; i++) {
+    int m = v.ord[i];
+    if (v.f.d[m] == 0)
       continue;
-    if (f.d[m] % size != 0) {
-      ag_str p = AG_STR_INIT, q = AG_STR_INIT;
-      ag__leaf_path(l->shape, idx[m], &p);
-      ag__leaf_path(l->shape, idx[prev], &q);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "left_inverse: stride %lld of mode %s is not a multiple of stride %lld "
-                     "of mode %s, the next smaller one, so no layout inverts it",
-                     (long long)f.d[m], ag_str_cstr(&p), (long long)size, ag_str_cstr(&q));
-      ag_str_release(&p);
-      ag_str_release(&q);
-      return rc;
-    }
-    if (prev >= 0 && f.s[prev] * f.d[prev] > f.d[m]) {
-      /* divisibility holds but the modes overlap: L is not injective on its
-       * nonzero-stride modes, and CuTe's result is no quasi-inverse */
-      ag_str p = AG_STR_INIT, q = AG_STR_INIT;
-      ag__leaf_path(l->shape, idx[m], &p);
-      ag__leaf_path(l->shape, idx[prev], &q);
-      rc = ag__lfail(c, AG_EUNDEFINED,
-                     "left_inverse: mode %s (stride %lld) starts inside mode %s (%lld:%lld), "
-                     "so the layout is not injective and has no left inverse",
-                     ag_str_cstr(&p), (long long)f.d[m], ag_str_cstr(&q), (long long)f.s[prev],
-                     (long long)f.d[prev]);
-      ag_str_release(&p);
-      ag_str_release(&q);
-      return rc;
-    }
-    rs[ns++] = f.d[m] / size;
-    rd[nd++] = pre[m];
-    size = f.d[m];
+    if (v.f.d[m] % size != 0)
+      return left_fail(c, l, &v, m, prev, 1);
+    /* divisibility holds but the modes overlap: L is not injective on its
+     * nonzero-stride modes, and CuTe's result is no quasi-inverse */
+    if (prev >= 0 && v.f.s[prev] * v.f.d[prev] > v.f.d[m])
+      return left_fail(c, l, &v, m, prev, 2);
+    v.rs[ns++] = v.f.d[m] / size;
+    v.rd[nd++] = v.pre[m];
+    size = v.f.d[m];
     prev = m;
   }
-  rs[ns++] = f.s[ord[f.n - 1]];
-  int on = coalesce_modes(ns, rs, rd, os, od, NULL, 0);
-  if (on < 0)
-    return ag__lfail(c, AG_ERANGE, "left_inverse: a stride overflows 64 bits");
-  return ag__from_flat(c, on, os, od, out);
+  v.rs[ns++] = v.f.s[v.ord[v.f.n - 1]];
+  return inverse_finish(c, "left_inverse", &v, ns, out);
 }
 
 /* ------------------------------------------------------------------ divides */
 
 static int pair(ag_layout_ctx *c, const ag_layout *x, const ag_layout *y, ag_layout *out) {
-  ag_tuple *s[2] = {x->shape, y->shape}, *d[2] = {x->stride, y->stride};
-  out->shape = ag_tuple_make(c, 2, s);
-  out->stride = ag_tuple_make(c, 2, d);
-  return out->shape && out->stride ? 0 : ag__loom(c);
+  int rc = ag__pair_nodes(c, 2, &out->shape, &out->stride);
+  if (rc)
+    return rc;
+  out->shape->child[0] = x->shape;
+  out->shape->child[1] = y->shape;
+  out->stride->child[0] = x->stride;
+  out->stride->child[1] = y->stride;
+  return 0;
 }
 
 /* logical_divide(A, B) = A o (B, complement(B, size(A))) */
@@ -749,29 +772,29 @@ static int zipped(ag_layout_ctx *c, const char *op, const ag_layout *a, const ag
     return 0;
   }
   int n = t->n, ra = l.shape->n;
-  ag_tuple **ch = ag_arena_alloc(c->arena, 2 * ((size_t)n + (size_t)ra) * sizeof *ch);
-  if (!ch)
-    return ag__loom(c);
-  ag_tuple **ts = ch, **td = ch + n, **rs = td + n, **rd = rs + ra;
+  ag_tuple *ts, *td, *rs, *rd;
+  if ((rc = ag__pair_nodes(c, n, &ts, &td)) || (rc = ag__pair_nodes(c, ra, &rs, &rd)) ||
+      (rc = ag__pair_nodes(c, 2, &out->shape, &out->stride)))
+    return rc;
   for (int i = 0; i < ra; i++) {
     ag_tuple *ms = l.shape->child[i], *md = l.stride->child[i];
     if (i >= n) {
-      rs[i] = ms;
-      rd[i] = md;
+      rs->child[i] = ms;
+      rd->child[i] = md;
       continue;
     }
     if (ms->is_leaf || ms->n != 2)
       return internal(c, op);
-    ts[i] = ms->child[0];
-    td[i] = md->child[0];
-    rs[i] = ms->child[1];
-    rd[i] = md->child[1];
+    ts->child[i] = ms->child[0];
+    td->child[i] = md->child[0];
+    rs->child[i] = ms->child[1];
+    rd->child[i] = md->child[1];
   }
-  ag_tuple *s2[2] = {ag_tuple_make(c, n, ts), ag_tuple_make(c, ra, rs)};
-  ag_tuple *d2[2] = {ag_tuple_make(c, n, td), ag_tuple_make(c, ra, rd)};
-  out->shape = ag_tuple_make(c, 2, s2);
-  out->stride = ag_tuple_make(c, 2, d2);
-  return out->shape && out->stride ? 0 : ag__loom(c);
+  out->shape->child[0] = ts;
+  out->shape->child[1] = rs;
+  out->stride->child[0] = td;
+  out->stride->child[1] = rd;
+  return 0;
 }
 
 int ag_layout_zipped_divide(ag_layout_ctx *c, const ag_layout *a, const ag_tiler *b,
@@ -791,18 +814,15 @@ int ag_layout_tiled_divide(ag_layout_ctx *c, const ag_layout *a, const ag_tiler 
     return 0;
   }
   int n = 1 + z1s->n;
-  ag_tuple **ch = ag_arena_alloc(c->arena, 2 * (size_t)n * sizeof *ch);
-  if (!ch)
-    return ag__loom(c);
-  ch[0] = z.shape->child[0];
-  ch[n] = z.stride->child[0];
+  if ((rc = ag__pair_nodes(c, n, &out->shape, &out->stride)))
+    return rc;
+  out->shape->child[0] = z.shape->child[0];
+  out->stride->child[0] = z.stride->child[0];
   for (int i = 0; i < z1s->n; i++) {
-    ch[1 + i] = z1s->child[i];
-    ch[n + 1 + i] = z1d->child[i];
+    out->shape->child[1 + i] = z1s->child[i];
+    out->stride->child[1 + i] = z1d->child[i];
   }
-  out->shape = ag_tuple_make(c, n, ch);
-  out->stride = ag_tuple_make(c, n, ch + n);
-  return out->shape && out->stride ? 0 : ag__loom(c);
+  return 0;
 }
 
 /* ----------------------------------------------------------------- products */

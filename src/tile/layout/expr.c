@@ -2,8 +2,8 @@
  * expr.c — symbolic integer expressions for the tile checker, and layout
  * evaluation on them.
  *
- * Expressions are hash-consed in the context's arena (c->xcons maps a node's
- * operator and operand pointers to the node), so structurally equal
+ * Expressions are hash-consed in the context's arena (c->xtab maps a node's
+ * operator, value and operand pointers to the node), so structurally equal
  * expressions are the same pointer and building is O(1) expected per node.
  * Constructors fold constants and apply a few identities that hold for every
  * value under the semantics of ag_expr_eval (wrapping ADD/SUB/MUL/SHL,
@@ -48,30 +48,84 @@ static int apply(ag_expr_op op, int64_t a, int64_t b, int64_t *r) {
   }
 }
 
-typedef struct xkey {
-  int64_t op, value;
-  const void *a, *b;
-} xkey;
+/* ---------------------------------------------------------- hash consing */
+/* An open-addressing table of node pointers (c->xtab, power-of-two
+ * capacity, at most half full), keyed by the node's operator, value and
+ * operand pointers, or by a symbol's name. */
+
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+static uint64_t hash_node(ag_expr_op op, int64_t v, const ag_expr *a, const ag_expr *b) {
+  return mix((uint64_t)op * 0x9e3779b97f4a7c15ull ^ mix((uint64_t)v) ^
+             mix((uint64_t)(uintptr_t)a + 0x632be59bd9b4e019ull) ^
+             (mix((uint64_t)(uintptr_t)b) << 1));
+}
+
+static uint64_t hash_name(const char *name) {
+  return mix(ag_hash64(name, strlen(name)) ^ (uint64_t)AG_X_SYM);
+}
+
+static uint64_t hash_of(const ag_expr *e) {
+  return e->op == AG_X_SYM ? hash_name(e->name) : hash_node(e->op, e->value, e->a, e->b);
+}
+
+static int grow(ag_layout_ctx *c) {
+  size_t cap = c->xcap ? 2 * c->xcap : 256;
+  ag_expr **t = ag_calloc(cap, sizeof *t);
+  if (!t)
+    return AG_ENOMEM;
+  for (size_t i = 0; i < c->xcap; i++) {
+    ag_expr *e = c->xtab[i];
+    if (!e)
+      continue;
+    size_t j = hash_of(e) & (cap - 1);
+    while (t[j])
+      j = (j + 1) & (cap - 1);
+    t[j] = e;
+  }
+  ag_free(c->xtab);
+  c->xtab = t;
+  c->xcap = cap;
+  return 0;
+}
+
+/* Returns the slot for the key: the existing node, or an empty slot. */
+static ag_expr **slot(ag_layout_ctx *c, uint64_t h, ag_expr_op op, int64_t v, const ag_expr *a,
+                      const ag_expr *b, const char *name) {
+  size_t mask = c->xcap - 1;
+  for (size_t j = h & mask;; j = (j + 1) & mask) {
+    ag_expr *e = c->xtab[j];
+    if (!e)
+      return &c->xtab[j];
+    if (e->op != op)
+      continue;
+    if (name ? !strcmp(e->name, name) : (e->value == v && e->a == a && e->b == b))
+      return &c->xtab[j];
+  }
+}
 
 static const ag_expr *intern(ag_layout_ctx *c, ag_expr_op op, int64_t v, const ag_expr *a,
                              const ag_expr *b) {
-  xkey k;
-  memset(&k, 0, sizeof k);
-  k.op = op;
-  k.value = v;
-  k.a = a;
-  k.b = b;
-  ag_expr *e = ag_map_get(&c->xcons, &k, sizeof k);
-  if (e)
-    return e;
-  if (!(e = ag_arena_alloc(c->arena, sizeof *e)))
+  if ((c->xcount + 1) * 2 > c->xcap && grow(c))
+    return NULL;
+  ag_expr **sl = slot(c, hash_node(op, v, a, b), op, v, a, b, NULL);
+  if (*sl)
+    return *sl;
+  ag_expr *e = ag_arena_alloc(c->arena, sizeof *e);
+  if (!e)
     return NULL;
   e->op = op;
   e->value = v;
   e->a = a;
   e->b = b;
-  if (ag_map_put(&c->xcons, &k, sizeof k, e))
-    return NULL;
+  *sl = e;
+  c->xcount++;
   return e;
 }
 
@@ -80,22 +134,17 @@ const ag_expr *ag_expr_const(ag_layout_ctx *c, int64_t v) {
 }
 
 const ag_expr *ag_expr_sym(ag_layout_ctx *c, const char *name) {
-  if (!name)
+  if (!name || ((c->xcount + 1) * 2 > c->xcap && grow(c)))
     return NULL;
-  size_t n = strlen(name);
-  char *key = ag_malloc(n + 2);
-  if (!key)
+  ag_expr **sl = slot(c, hash_name(name), AG_X_SYM, 0, NULL, NULL, name);
+  if (*sl)
+    return *sl;
+  ag_expr *e = ag_arena_alloc(c->arena, sizeof *e);
+  if (!e || !(e->name = ag_arena_strdup(c->arena, name)))
     return NULL;
-  key[0] = (char)0xff; /* cannot begin an xkey: op values are small */
-  memcpy(key + 1, name, n + 1);
-  ag_expr *e = ag_map_get(&c->xcons, key, n + 1);
-  if (!e && (e = ag_arena_alloc(c->arena, sizeof *e))) {
-    e->op = AG_X_SYM;
-    e->name = ag_arena_strndup(c->arena, name, n);
-    if (!e->name || ag_map_put(&c->xcons, key, n + 1, e))
-      e = NULL;
-  }
-  ag_free(key);
+  e->op = AG_X_SYM;
+  *sl = e;
+  c->xcount++;
   return e;
 }
 

@@ -27,8 +27,12 @@ typedef struct ag__flat {
   int64_t *s, *d;
 } ag__flat;
 
+/* Fills f->s, f->d (room for every leaf) with l's flat modes; sets f->n. */
+void ag__flat_fill(const ag_layout *l, ag__flat *f);
 /* Flattens l into arrays from the arena (n = number of leaves). */
 int ag__flatten(ag_layout_ctx *c, const ag_layout *l, ag__flat *f);
+/* Allocates two tuple nodes (shape and stride) with n child slots each. */
+int ag__pair_nodes(ag_layout_ctx *c, int n, ag_tuple **s, ag_tuple **d);
 /* Builds a layout from n flat modes: a leaf when n == 1, else a flat tuple. */
 int ag__from_flat(ag_layout_ctx *c, int n, const int64_t *s, const int64_t *d, ag_layout *out);
 /* Checks that size and cosize of (shape, stride) fit in 64 bits. */

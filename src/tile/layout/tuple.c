@@ -20,12 +20,13 @@ void ag_layout_ctx_init(ag_layout_ctx *c, ag_arena *arena) {
   memset(c, 0, sizeof *c);
   c->arena = arena;
   ag_str_init(&c->err);
-  ag_map_init(&c->xcons);
 }
 
 void ag_layout_ctx_release(ag_layout_ctx *c) {
   ag_str_release(&c->err);
-  ag_map_release(&c->xcons);
+  ag_free(c->xtab);
+  c->xtab = NULL;
+  c->xcap = c->xcount = 0;
 }
 
 int ag__lfail(ag_layout_ctx *c, int code, const char *fmt, ...) {
@@ -121,6 +122,11 @@ static void flat_fill(const ag_tuple *s, const ag_tuple *d, ag__flat *f) {
     flat_fill(s->child[i], d->child[i], f);
 }
 
+void ag__flat_fill(const ag_layout *l, ag__flat *f) {
+  f->n = 0;
+  flat_fill(l->shape, l->stride, f);
+}
+
 int ag__flatten(ag_layout_ctx *c, const ag_layout *l, ag__flat *f) {
   int n = ag_tuple_leaves(l->shape);
   f->n = 0;
@@ -132,30 +138,61 @@ int ag__flatten(ag_layout_ctx *c, const ag_layout *l, ag__flat *f) {
   return 0;
 }
 
-int ag__from_flat(ag_layout_ctx *c, int n, const int64_t *s, const int64_t *d, ag_layout *out) {
-  if (n == 1) {
-    out->shape = ag_tuple_leaf(c, s[0]);
-    out->stride = ag_tuple_leaf(c, d[0]);
-    return out->shape && out->stride ? 0 : ag__loom(c);
-  }
-  ag_tuple *sh = ag_arena_alloc(c->arena, sizeof *sh + (size_t)n * sizeof(ag_tuple *));
-  ag_tuple *st = ag_arena_alloc(c->arena, sizeof *st + (size_t)n * sizeof(ag_tuple *));
-  ag_tuple *leaves = ag_arena_alloc(c->arena, 2 * (size_t)n * sizeof *leaves);
-  if (!sh || !st || !leaves)
+int ag__pair_nodes(ag_layout_ctx *c, int n, ag_tuple **s, ag_tuple **d) {
+  size_t node = (sizeof(ag_tuple) + (size_t)n * sizeof(ag_tuple *) + 15) & ~(size_t)15;
+  unsigned char *m = ag_arena_alloc(c->arena, 2 * node);
+  if (!m)
     return ag__loom(c);
-  sh->n = st->n = n;
-  sh->child = (ag_tuple **)(sh + 1);
-  st->child = (ag_tuple **)(st + 1);
+  *s = (ag_tuple *)m;
+  *d = (ag_tuple *)(m + node);
+  (*s)->n = (*d)->n = n;
+  (*s)->child = (ag_tuple **)(*s + 1);
+  (*d)->child = (ag_tuple **)(*d + 1);
+  return 0;
+}
+
+int ag__from_flat(ag_layout_ctx *c, int n, const int64_t *s, const int64_t *d, ag_layout *out) {
+  /* one allocation: (for n > 1) the two tuple nodes, then 2n leaves */
+  size_t node = (sizeof(ag_tuple) + (size_t)n * sizeof(ag_tuple *) + 15) & ~(size_t)15;
+  size_t head = n == 1 ? 0 : 2 * node;
+  unsigned char *m = ag_arena_alloc(c->arena, head + 2 * (size_t)n * sizeof(ag_tuple));
+  if (!m)
+    return ag__loom(c);
+  ag_tuple *leaves = (ag_tuple *)(m + head);
   for (int i = 0; i < n; i++) {
     leaves[2 * i].is_leaf = leaves[2 * i + 1].is_leaf = 1;
     leaves[2 * i].value = s[i];
     leaves[2 * i + 1].value = d[i];
+  }
+  if (n == 1) {
+    out->shape = &leaves[0];
+    out->stride = &leaves[1];
+    return 0;
+  }
+  ag_tuple *sh = (ag_tuple *)m, *st = (ag_tuple *)(m + node);
+  sh->n = st->n = n;
+  sh->child = (ag_tuple **)(sh + 1);
+  st->child = (ag_tuple **)(st + 1);
+  for (int i = 0; i < n; i++) {
     sh->child[i] = &leaves[2 * i];
     st->child[i] = &leaves[2 * i + 1];
   }
   out->shape = sh;
   out->stride = st;
   return 0;
+}
+
+/* A mode path "1.0.2" grown and shrunk while walking a tree. */
+static size_t path_push(ag_str *path, int i) {
+  size_t keep = path->len;
+  ag_str_printf(path, "%s%d", keep ? "." : "", i);
+  return keep;
+}
+
+static void path_pop(ag_str *path, size_t keep) {
+  path->len = keep;
+  if (path->p)
+    path->p[keep] = 0;
 }
 
 /* Checks congruence, extents and emptiness; path names the mode. */
@@ -178,13 +215,10 @@ static int check_tree(ag_layout_ctx *c, const ag_tuple *s, const ag_tuple *d, ag
                      "shape and stride are not congruent at mode %s: %d modes in the shape, "
                      "%d in the stride",
                      path->len ? ag_str_cstr(path) : "(whole layout)", s->n, d->n);
-  size_t keep = path->len;
   for (int i = 0; i < s->n; i++) {
-    ag_str_printf(path, "%s%d", keep ? "." : "", i);
+    size_t keep = path_push(path, i);
     int rc = check_tree(c, s->child[i], d->child[i], path);
-    path->len = keep;
-    if (path->p)
-      path->p[keep] = 0;
+    path_pop(path, keep);
     if (rc)
       return rc;
   }
@@ -229,8 +263,8 @@ int ag_layout_make(ag_layout_ctx *c, ag_tuple *shape, ag_tuple *stride, ag_layou
 }
 
 static ag_tuple *compact_rec(ag_layout_ctx *c, const ag_tuple *s, int64_t *pre) {
-  if (s->is_leaf) {
-    ag_tuple *t = ag_tuple_leaf(c, *pre);
+  if (s->is_leaf) { /* CuTe gives an extent-1 mode stride 0 */
+    ag_tuple *t = ag_tuple_leaf(c, s->value == 1 ? 0 : *pre);
     *pre *= s->value;
     return t;
   }
@@ -462,13 +496,10 @@ static int check_crd(ag_layout_ctx *c, const ag_tuple *x, const ag_tuple *s, ag_
   if (s->is_leaf || s->n != x->n)
     return ag__lfail(c, AG_EINVAL, "the coordinate has %d modes where %s%s has %d",
                      x->n, path->len ? "mode " : "", where, ag__rank(s));
-  size_t keep = path->len;
   for (int i = 0; i < x->n; i++) {
-    ag_str_printf(path, "%s%d", keep ? "." : "", i);
+    size_t keep = path_push(path, i);
     int rc = check_crd(c, x->child[i], s->child[i], path);
-    path->len = keep;
-    if (path->p)
-      path->p[keep] = 0;
+    path_pop(path, keep);
     if (rc)
       return rc;
   }

@@ -1,0 +1,188 @@
+/*
+ * harness.c - host program of the Hopper TMA GEMM: builds A (M x K) and
+ * B (N x K) in half precision from small exactly representable values,
+ * creates the two TMA tensor maps (128-byte swizzle, 64 x 64 and 128 x 64
+ * boxes), launches gemm_tma from the module (--module, default
+ * gemm_tma.cubin beside the binary), checks C = A * B^T against a CPU
+ * reference (exact: every partial sum is representable in FP32) and prints
+ * the median kernel time and TFLOP/s.
+ *
+ *   gemm_tma_harness [--size S | --m M --n N --k K] [--reps R] [--module FILE]
+ * Exit 0: results match; 1: mismatch or CUDA error; 2: usage.
+ */
+#include <cuda.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BM 64
+#define BN 128
+#define BK 64
+#define STAGES 3
+#define SMEM_BYTES (STAGES * (BM * BK * 2 + BN * BK * 2) + 1024)
+
+#define CK(call)                                                                   \
+  do {                                                                             \
+    CUresult e_ = (call);                                                          \
+    if (e_ != CUDA_SUCCESS) {                                                      \
+      const char *s_ = NULL;                                                       \
+      cuGetErrorString(e_, &s_);                                                   \
+      fprintf(stderr, "gemm_tma: %s failed: %s\n", #call, s_ ? s_ : "?");          \
+      return 1;                                                                    \
+    }                                                                              \
+  } while (0)
+
+/* value k/8 for k in -8..8 as IEEE half bits (exact) */
+static uint16_t half_of_eighths(int k) {
+  if (k == 0)
+    return 0;
+  uint16_t sign = k < 0 ? 0x8000 : 0;
+  int a = k < 0 ? -k : k; /* a/8 = m * 2^e with 1 <= m < 2 */
+  int e = 0;
+  while ((1 << (e + 1)) <= a)
+    e++;
+  /* a = 2^e * (1 + f), value = 2^(e-3) * (1 + f) */
+  int exp = e - 3 + 15;
+  int frac = ((a << 10) >> e) & 0x3FF;
+  return (uint16_t)(sign | (exp << 10) | frac);
+}
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static int make_map(CUtensorMap *map, CUdeviceptr base, int rows, int cols, int box_rows) {
+  cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+  cuuint32_t box[2] = {BK, (cuuint32_t)box_rows};
+  cuuint32_t estr[2] = {1, 1};
+  CK(cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)base, dims, strides,
+                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int M = 1024, N = 1024, K = 1024, reps = 20;
+  const char *module = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--size") && i + 1 < argc)
+      M = N = K = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--m") && i + 1 < argc)
+      M = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--n") && i + 1 < argc)
+      N = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--k") && i + 1 < argc)
+      K = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--module") && i + 1 < argc)
+      module = argv[++i];
+    else {
+      fprintf(stderr, "usage: %s [--size S | --m M --n N --k K] [--reps R] [--module FILE]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (M <= 0 || N <= 0 || K <= 0 || M % BM || N % BN || K % BK || K > 8192 || reps < 1) {
+    fprintf(stderr, "gemm_tma: need M %% %d == 0, N %% %d == 0, K %% %d == 0, K <= 8192\n", BM,
+            BN, BK);
+    return 2;
+  }
+  char defmod[4096];
+  if (!module) {
+    const char *slash = strrchr(argv[0], '/');
+    int n = slash ? (int)(slash - argv[0]) + 1 : 0;
+    snprintf(defmod, sizeof defmod, "%.*sgemm_tma.cubin", n, argv[0]);
+    module = defmod;
+  }
+  size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+  uint16_t *A = malloc(na * 2), *B = malloc(nb * 2);
+  signed char *Ak = malloc(na), *Bk = malloc(nb);
+  float *C = malloc(nc * 4), *times = malloc(sizeof(float) * (size_t)reps);
+  if (!A || !B || !Ak || !Bk || !C || !times)
+    return 1;
+  uint32_t x = 12345;
+  for (size_t i = 0; i < na; i++) {
+    x = x * 1664525u + 1013904223u;
+    Ak[i] = (signed char)((int)(x >> 24) % 17 - 8);
+    A[i] = half_of_eighths(Ak[i]);
+  }
+  for (size_t i = 0; i < nb; i++) {
+    x = x * 1664525u + 1013904223u;
+    Bk[i] = (signed char)((int)(x >> 24) % 17 - 8);
+    B[i] = half_of_eighths(Bk[i]);
+  }
+
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  CUfunction fn;
+  CUdeviceptr dA, dB, dC;
+  CK(cuInit(0));
+  CK(cuDeviceGet(&dev, 0));
+  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CK(cuCtxSetCurrent(ctx));
+  CK(cuModuleLoad(&mod, module));
+  CK(cuModuleGetFunction(&fn, mod, "gemm_tma"));
+  CK(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, SMEM_BYTES));
+  CK(cuMemAlloc(&dA, na * 2));
+  CK(cuMemAlloc(&dB, nb * 2));
+  CK(cuMemAlloc(&dC, nc * 4));
+  CK(cuMemcpyHtoD(dA, A, na * 2));
+  CK(cuMemcpyHtoD(dB, B, nb * 2));
+  CK(cuMemsetD32(dC, 0x7fc00000u, nc)); /* NaN: unwritten outputs show */
+  CUtensorMap ma, mb;
+  if (make_map(&ma, dA, M, K, BM) || make_map(&mb, dB, N, K, BN))
+    return 1;
+  void *args[] = {&ma, &mb, &dC, &M, &N, &K};
+  CUevent e0, e1;
+  CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CK(cuLaunchKernel(fn, N / BN, M / BM, 1, 256, 1, 1, SMEM_BYTES, 0, args, NULL));
+  CK(cuCtxSynchronize());
+  CK(cuMemcpyDtoH(C, dC, nc * 4));
+  for (int r = 0; r < reps; r++) {
+    CK(cuEventRecord(e0, 0));
+    CK(cuLaunchKernel(fn, N / BN, M / BM, 1, 256, 1, 1, SMEM_BYTES, 0, args, NULL));
+    CK(cuEventRecord(e1, 0));
+    CK(cuEventSynchronize(e1));
+    CK(cuEventElapsedTime(&times[r], e0, e1));
+  }
+  /* reference in integers: C = (sum Ak*Bk) / 64 */
+  long bad = 0;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      long s = 0;
+      const signed char *a = Ak + (size_t)i * K, *b = Bk + (size_t)j * K;
+      for (int k = 0; k < K; k++)
+        s += a[k] * b[k];
+      float want = (float)s / 64.0f, got = C[(size_t)i * N + j];
+      if (!(got == want)) {
+        if (bad < 5)
+          fprintf(stderr, "gemm_tma: C[%d][%d] = %.9g, expected %.9g\n", i, j, got, want);
+        bad++;
+      }
+    }
+  qsort(times, (size_t)reps, sizeof *times, cmp_float);
+  double ms = times[reps / 2];
+  printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"reps\":%d,\"median_us\":%.3f,\"tflops\":%.2f,"
+         "\"mismatches\":%ld}\n",
+         M, N, K, reps, ms * 1000.0, 2.0 * M * N * K / (ms * 1e-3) / 1e12, bad);
+  cuMemFree(dA);
+  cuMemFree(dB);
+  cuMemFree(dC);
+  cuModuleUnload(mod);
+  cuDevicePrimaryCtxRelease(dev);
+  free(A);
+  free(B);
+  free(Ak);
+  free(Bk);
+  free(C);
+  free(times);
+  return bad ? 1 : 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * argus/report.h — reports (src/report): every value says what it is
+ * (signal, statistic, unit), where it applies (region, scope), how it was
+ * obtained (qualification: observed, attributed with association entropy, or
+ * derived) and from what (provenance: task IDs, program version, evidence).
+ * What could not be measured or joined is part of the report, with the
+ * reason. Rendered as schema-versioned JSON (docs/report.md) and as a short
+ * text summary for people and agents' prompts: region first, biggest first.
+ */
+#ifndef ARGUS_REPORT_H
+#define ARGUS_REPORT_H
+
+#include "argus/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AG_REPORT_SCHEMA "argus.report/1"
+
+typedef struct ag_provenance {
+  const int *tasks; /* task ids in the plan */
+  int ntasks;
+  const char *program; /* program version (id or hash) */
+  const char *variant; /* program variant the evidence came from, or NULL */
+  const char *scope;   /* canonical scope text */
+} ag_provenance;
+
+typedef struct ag_report ag_report;
+
+ag_report *ag_report_new(const ag_query *q, const char *program);
+void ag_report_free(ag_report *r);
+
+/* Adds one value. entropy < 0: not applicable (only attributed values carry
+ * association entropy). */
+int ag_report_add(ag_report *r, const char *region, const char *signal, const char *stat,
+                  double value, const char *unit, ag_qual qual, double entropy,
+                  const ag_provenance *prov);
+/* Adds structured data that is not a single number (a breakdown, a file):
+ * value is stolen. */
+int ag_report_add_json(ag_report *r, const char *region, const char *signal, const char *stat,
+                       json_t *value, const char *unit, ag_qual qual,
+                       const ag_provenance *prov);
+/* Something asked for and not delivered: signal (or NULL) and why. */
+int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why);
+/* Two pieces of evidence not joined (incompatible program versions or scope
+ * coordinates), and why. */
+int ag_report_not_joined(ag_report *r, const char *what, const char *why);
+/* Attaches the plan (tasks, statuses, errors) as provenance detail. */
+int ag_report_attach_plan(ag_report *r, const ag_plan *p);
+
+/* Only values with identical program version and scope may be joined.
+ * Returns 1 when compatible; otherwise 0 and a reason in why. */
+int ag_report_joinable(const ag_provenance *a, const ag_provenance *b, ag_str *why);
+
+json_t *ag_report_to_json(const ag_report *r); /* new reference */
+/* Text summary: per region, biggest totals first, then what is missing. */
+int ag_report_text(const ag_report *r, ag_str *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

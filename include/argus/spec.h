@@ -1,0 +1,54 @@
+/*
+ * argus/spec.h — program specs: how to build a kernel module and how to run
+ * its harness (shared/ARCHITECTURE.md, "How a kernel is run").
+ *
+ *   {"name": "gemm_tma",
+ *    "module": {"cuda": "gemm_tma.cu", "flags": ["-arch=sm_90a"]}   or
+ *              {"ptx": "gemm_tma.ptx"},
+ *    "run": ["./gemm_tma_harness", "--size", "1024"]}
+ *
+ * Paths in "module" are relative to the spec file's directory. Unknown keys
+ * and wrong types are errors with the spec's line and column.
+ */
+#ifndef ARGUS_SPEC_H
+#define ARGUS_SPEC_H
+
+#include "argus/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_spec {
+  char *path;    /* the spec file */
+  char *dir;     /* its directory */
+  char *name;
+  char *cuda;    /* resolved path of the CUDA source, or NULL */
+  char *ptx;     /* resolved path of the PTX module, or NULL */
+  char **flags;  /* nvcc flags (NULL-terminated), for "cuda" */
+  int nflags;
+  char **run;    /* harness argv (NULL-terminated); NULL when absent */
+  int nrun;
+} ag_spec;
+
+/* Loads and validates a spec. *out is owned (ag_spec_free). AG_EPARSE with
+ * diagnostics on malformed specs; AG_EIO when the file cannot be read. */
+int ag_spec_load(const char *path, ag_diags *diags, ag_spec **out);
+int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spec **out);
+void ag_spec_free(ag_spec *s);
+
+/* The nvcc to use: $ARGUS_NVCC, nvcc in PATH, or /usr/local/cuda/bin/nvcc.
+ * Owned result, or NULL when none exists. */
+char *ag_spec_nvcc(void);
+
+/* Compiles a CUDA source to PTX with `nvcc -ptx FLAGS -I<argus include>`
+ * (argv, never a shell) and returns the PTX text in *ptx. On failure the
+ * compiler's messages are a diagnostic. flags may be NULL (then
+ * -arch=sm_90a). */
+int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diags,
+                        ag_str *ptx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,292 @@
+/*
+ * plan.c — the planner: binds each signal's recipe to the program version,
+ * region and scope, adds prerequisites recursively, and builds the DAG of
+ * typed tasks. Identical tasks (same op, canonical config and dependencies)
+ * are one node, so signals that need the same evidence share it; Collect
+ * tasks of one variant merge only when their effects do not conflict.
+ * Planning a 1,000-task DAG takes well under a millisecond per hundred tasks
+ * (bench/bench_plan.c).
+ */
+#include "argus/plan.h"
+
+#include <string.h>
+
+static const char *const status_names[] = {"pending", "running", "ok",
+                                           "failed",  "skipped", "cached"};
+
+const char *ag_task_status_name(ag_task_status s) {
+  return (unsigned)s < 6 ? status_names[s] : "?";
+}
+
+/* Dedup index: "op\0canonical-config\0dep,dep,..." -> task. Kept beside the
+ * plan (not in the public struct) through a side table keyed by plan. */
+typedef struct plan_impl {
+  ag_plan pub;
+  ag_map index;
+} plan_impl;
+
+static int dedup_key(const char *op, const json_t *config, const int *deps, int ndeps,
+                     ag_str *k) {
+  char *c = ag_json_canonical(config);
+  if (!c)
+    return AG_ENOMEM;
+  ag_str_puts(k, op);
+  ag_str_putc(k, '\n');
+  ag_str_puts(k, c);
+  ag_str_putc(k, '\n');
+  /* dependencies as a sorted set */
+  int tmp[64];
+  int n = ndeps < 64 ? ndeps : 64;
+  if (n)
+    memcpy(tmp, deps, sizeof(int) * (size_t)n);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
+      int t = tmp[j];
+      tmp[j] = tmp[j - 1];
+      tmp[j - 1] = t;
+    }
+  for (int i = 0; i < n; i++)
+    ag_str_printf(k, "%d,", tmp[i]);
+  ag_free(c);
+  return k->oom ? AG_ENOMEM : 0;
+}
+
+ag_task *ag_plan_task(const ag_plan *p, int id) {
+  return id >= 0 && (size_t)id < p->tasks.n ? p->tasks.v[id] : NULL;
+}
+
+int ag_plan_add_dep(ag_plan *p, ag_task *t, int dep) {
+  for (size_t i = 0; i < t->deps.n; i++)
+    if (t->deps.v[i] == dep)
+      return 0;
+  return ag_vec_push(&t->deps, dep);
+}
+
+ag_task *ag_plan_add(ag_plan *p, ag_task_type type, const char *op, const char *label,
+                     const char *region, const ag_scope *scope, json_t *config,
+                     const int *deps, int ndeps) {
+  plan_impl *pi = (plan_impl *)p;
+  if (!op) {
+    json_decref(config);
+    return NULL;
+  }
+  if (!config)
+    config = json_object();
+  if (!config)
+    return NULL;
+  /* region and scope are part of identity */
+  if (region)
+    json_object_set_new(config, "region", json_string(region));
+  ag_str sc = AG_STR_INIT, key = AG_STR_INIT;
+  if (scope)
+    ag_scope_format(scope, &sc);
+  if (sc.len)
+    json_object_set_new(config, "scope", json_string(sc.p));
+  ag_task *t = NULL;
+  if (dedup_key(op, config, deps, ndeps, &key))
+    goto out;
+  if ((t = ag_map_get(&pi->index, key.p, key.len))) {
+    json_decref(config);
+    config = NULL;
+    goto out;
+  }
+  t = ag_arena_alloc(&p->arena, sizeof *t);
+  if (!t)
+    goto out;
+  t->id = (int)p->tasks.n;
+  t->type = type;
+  t->op = ag_arena_strdup(&p->arena, op);
+  t->label = ag_arena_strdup(&p->arena, label ? label : op);
+  t->program = p->program;
+  t->region = region ? ag_arena_strdup(&p->arena, region) : NULL;
+  if (!t->op || !t->label || (region && !t->region)) {
+    t = NULL;
+    goto out;
+  }
+  if (scope)
+    t->scope = *scope;
+  t->config = config;
+  config = NULL;
+  t->run = -1;
+  t->sampling = (ag_sampling){type == AG_TASK_COLLECT ? 1 : 0, 1};
+  for (int i = 0; i < ndeps; i++)
+    if (ag_plan_add_dep(p, t, deps[i]))
+      goto fail;
+  if (ag_vec_push(&p->tasks, t))
+    goto fail;
+  if (ag_map_put(&pi->index, key.p, key.len, t)) {
+    p->tasks.n--;
+    goto fail;
+  }
+  goto out;
+fail:
+  ag_vec_free(&t->deps);
+  json_decref(t->config);
+  t = NULL;
+out:
+  json_decref(config);
+  ag_str_release(&sc);
+  ag_str_release(&key);
+  return t;
+}
+
+void ag_plan_partition(ag_plan *p) {
+  int run = 0;
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    t->run = t->type == AG_TASK_COLLECT ? run++ : -1;
+  }
+  p->nruns = run;
+}
+
+/* Finds a Collect task on the same compiled variant whose effects do not
+ * conflict with `effects`, and adds the backend to it; else makes a new one. */
+static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kind *ek,
+                            const ag_scope *scope) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    if (t->type != AG_TASK_COLLECT || t->deps.n != 1 || t->deps.v[0] != compiled->id)
+      continue;
+    if (ag_effects_conflict(t->effects, ek->effects) || ek->per_instance)
+      continue;
+    json_t *b = json_object_get(t->config, "backends");
+    size_t k;
+    json_t *v;
+    int have = 0;
+    json_array_foreach(b, k, v) have |= !strcmp(json_string_value(v), ek->backend);
+    if (!have)
+      json_array_append_new(b, json_string(ek->backend));
+    t->effects |= ek->effects;
+    return t;
+  }
+  json_t *cfg = json_pack("{s:[s],s:s}", "backends", ek->backend, "variant", ek->variant);
+  ag_str label = AG_STR_INIT;
+  ag_str_printf(&label, "run %s variant", ek->variant);
+  ag_task *t = ag_plan_add(p, AG_TASK_COLLECT, "collect", ag_str_cstr(&label), p->query.region, scope, cfg,
+                           &compiled->id, 1);
+  ag_str_release(&label);
+  if (t) {
+    t->effects = ek->effects;
+    t->needs_gpu = 1;
+    t->sampling = (ag_sampling){1, 1};
+  }
+  return t;
+}
+
+int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan **out) {
+  *out = NULL;
+  if (!q->region || !*q->region) {
+    ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "a query needs a region (--region NAME)");
+    return AG_EINVAL;
+  }
+  if (q->nsignals <= 0) {
+    ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
+                 "a query needs at least one signal (--signals s1,s2)");
+    return AG_EINVAL;
+  }
+  int bad = 0;
+  for (int i = 0; i < q->nsignals; i++)
+    if (!ag_recipe_find(q->signals[i])) {
+      ag_str known = AG_STR_INIT;
+      for (size_t k = 0; ag_recipe_at(k); k++)
+        ag_str_printf(&known, "%s%s", k ? ", " : "", ag_recipe_at(k)->signal);
+      ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "unknown signal '%s' (known: %s)",
+                   q->signals[i], ag_str_cstr(&known));
+      ag_str_release(&known);
+      bad = 1;
+    }
+  if (bad)
+    return AG_EINVAL;
+  plan_impl *pi = ag_calloc(1, sizeof *pi);
+  if (!pi)
+    return AG_ENOMEM;
+  ag_plan *p = &pi->pub;
+  ag_arena_init(&p->arena, 0);
+  ag_map_init(&pi->index);
+  p->report_task = -1;
+  p->program = ag_arena_strdup(&p->arena, program ? program : "");
+  p->query = *q;
+  p->query.region = ag_arena_strdup(&p->arena, q->region);
+  const char **sigs = ag_arena_alloc(&p->arena, sizeof(char *) * (size_t)q->nsignals);
+  int rc = AG_ENOMEM;
+  if (!p->program || !p->query.region || !sigs)
+    goto fail;
+  for (int i = 0; i < q->nsignals; i++)
+    if (!(sigs[i] = ag_arena_strdup(&p->arena, q->signals[i])))
+      goto fail;
+  p->query.signals = sigs;
+
+  AG_VEC(int) synths = {0};
+  for (int i = 0; i < q->nsignals; i++) {
+    const ag_recipe *r = ag_recipe_find(q->signals[i]);
+    const ag_evidence_kind *ek = ag_evidence_find(r->evidence);
+    int prereq = -1;
+    if (ek->prereq) {
+      /* discovery validates the region and lists its sites */
+      ag_task *c = ag_plan_add(p, AG_TASK_CONTROL, ek->prereq, "discover regions and sites",
+                               NULL, NULL, NULL, NULL, 0);
+      if (!c)
+        goto fail_vec;
+      prereq = c->id;
+    }
+    /* the variant: traced variants are specialized to region and scope */
+    int traced = strcmp(ek->variant, "trace-free") != 0;
+    ag_str op = AG_STR_INIT;
+    ag_str_printf(&op, "transform.%s", ek->variant);
+    ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, op.p, op.p, traced ? q->region : NULL,
+                             traced ? &q->scope : NULL,
+                             json_pack("{s:s}", "variant", ek->variant), &prereq,
+                             prereq >= 0 ? 1 : 0);
+    ag_str_release(&op);
+    if (!v)
+      goto fail_vec;
+    ag_task *cc = ag_plan_add(p, AG_TASK_TRANSFORM, "compile", "compile PTX to cubin", NULL,
+                              NULL, json_pack("{s:s}", "arch", "sm_90a"), &v->id, 1);
+    if (!cc)
+      goto fail_vec;
+    int src = cc->id;
+    if (ek->backend) {
+      ag_task *col = collect_for(p, cc, ek, &q->scope);
+      if (!col)
+        goto fail_vec;
+      src = col->id;
+    }
+    ag_task *s = ag_plan_add(p, AG_TASK_SYNTHESIZE, r->synth, r->synth, q->region, &q->scope,
+                             json_pack("{s:s,s:s}", "signal", r->signal, "unit", r->unit),
+                             &src, 1);
+    if (!s || ag_vec_push(&synths, s->id))
+      goto fail_vec;
+  }
+  ag_task *rep = ag_plan_add(p, AG_TASK_SYNTHESIZE, "report", "join into the report",
+                             q->region, &q->scope, NULL, synths.v, (int)synths.n);
+  if (!rep)
+    goto fail_vec;
+  rep->partial_ok = 1;
+  p->report_task = rep->id;
+  ag_vec_free(&synths);
+  ag_plan_partition(p);
+  *out = p;
+  return 0;
+fail_vec:
+  ag_vec_free(&synths);
+fail:
+  ag_plan_free(p);
+  return rc;
+}
+
+void ag_plan_free(ag_plan *p) {
+  if (!p)
+    return;
+  plan_impl *pi = (plan_impl *)p;
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    ag_vec_free(&t->deps);
+    json_decref(t->config);
+    json_decref(t->outputs);
+    ag_free(t->error);
+  }
+  ag_vec_free(&p->tasks);
+  ag_map_release(&pi->index);
+  ag_arena_release(&p->arena);
+  ag_free(pi);
+}

@@ -1,0 +1,77 @@
+/*
+ * recipe.c — the recipe table: each signal names the evidence it needs and
+ * its synthesis rule; each evidence kind names its program variant, collect
+ * backend, prerequisite analysis, retained scope coordinates and collection
+ * effects. Later issues add rows here, not code paths in the planner.
+ */
+#include "argus/plan.h"
+
+#include <string.h>
+
+#define ALL_SCOPE                                                              \
+  ((1u << AG_SCOPE_ITER) | (1u << AG_SCOPE_SM) | (1u << AG_SCOPE_CTA) |        \
+   (1u << AG_SCOPE_WARP) | (1u << AG_SCOPE_LAUNCH))
+
+static const ag_evidence_kind evidence_kinds[] = {
+    /* region tracing: probes at the markers of the selected regions */
+    {"trace", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0},
+    /* the compiler's resource report for the unmodified module */
+    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0},
+};
+
+static const ag_recipe recipes[] = {
+    {"duration", "trace", "synth.duration", AG_QUAL_OBSERVED, "ns",
+     "time per region occurrence: count, total, mean, p50, p95, min, max; by SM and role"},
+    {"occurrences", "trace", "synth.occurrences", AG_QUAL_OBSERVED, "count",
+     "how many times each region ran in the scope, and which occurrences were dropped"},
+    {"timeline", "trace", "synth.timeline", AG_QUAL_OBSERVED, "chrome-trace",
+     "Chrome-trace JSON of every occurrence, a track per SM and warp (opens in Perfetto)"},
+    {"static", "compile_log", "synth.static", AG_QUAL_OBSERVED, "",
+     "registers, spills, shared memory and stack from the compiler's report"},
+};
+
+const ag_recipe *ag_recipe_find(const char *signal) {
+  for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++)
+    if (!strcmp(recipes[i].signal, signal))
+      return &recipes[i];
+  return NULL;
+}
+
+const ag_recipe *ag_recipe_at(size_t i) {
+  return i < sizeof recipes / sizeof recipes[0] ? &recipes[i] : NULL;
+}
+
+const ag_evidence_kind *ag_evidence_find(const char *name) {
+  for (size_t i = 0; i < sizeof evidence_kinds / sizeof evidence_kinds[0]; i++)
+    if (!strcmp(evidence_kinds[i].name, name))
+      return &evidence_kinds[i];
+  return NULL;
+}
+
+const char *ag_qual_name(ag_qual q) {
+  return q == AG_QUAL_OBSERVED ? "observed" : q == AG_QUAL_ATTRIBUTED ? "attributed" : "derived";
+}
+
+/* Timing instrumentation may share a run with other timing instrumentation
+ * of the same variant; anything that forces completion, patches SASS or
+ * serializes kernels changes what the others would measure, so it runs
+ * alone. */
+int ag_effects_conflict(unsigned a, unsigned b) {
+  const unsigned exclusive =
+      AG_EFF_FORCES_COMPLETION | AG_EFF_PATCHES_SASS | AG_EFF_SERIALIZES_KERNELS;
+  return ((a | b) & exclusive) != 0;
+}
+
+int ag_effects_format(unsigned e, ag_str *out) {
+  static const char *const names[] = {"perturbs_timing", "forces_completion", "patches_sass",
+                                      "serializes_kernels"};
+  int first = 1;
+  for (int i = 0; i < 4; i++)
+    if (e & (1u << i)) {
+      ag_str_printf(out, "%s%s", first ? "" : "|", names[i]);
+      first = 0;
+    }
+  if (first)
+    ag_str_puts(out, "none");
+  return out->oom ? AG_ENOMEM : 0;
+}

@@ -1,0 +1,432 @@
+/*
+ * spec.c — loading program specs (argus/spec.h) and compiling their CUDA
+ * sources to PTX with nvcc.
+ *
+ * jansson does not keep positions of values, so diagnostics about a key or
+ * a value locate it with a small position scanner over the spec text
+ * (locate()). Specs are tiny and read once per command.
+ */
+#include "argus/spec.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef ARGUS_INCLUDE_DIR
+#define ARGUS_INCLUDE_DIR "include"
+#endif
+
+/* ------------------------------------------------------ position scanner */
+
+typedef struct scan {
+  const char *p, *end, *ls;
+  int line;
+} scan;
+
+static void sc_ws(scan *s) {
+  while (s->p < s->end && isspace((unsigned char)*s->p)) {
+    if (*s->p == '\n') {
+      s->line++;
+      s->ls = s->p + 1;
+    }
+    s->p++;
+  }
+}
+
+static int sc_skip_value(scan *s, int depth);
+
+static int sc_string(scan *s, const char **start, size_t *len) {
+  if (s->p >= s->end || *s->p != '"')
+    return -1;
+  s->p++;
+  *start = s->p;
+  while (s->p < s->end && *s->p != '"') {
+    if (*s->p == '\\' && s->p + 1 < s->end)
+      s->p++;
+    s->p++;
+  }
+  if (s->p >= s->end)
+    return -1;
+  *len = (size_t)(s->p - *start);
+  s->p++;
+  return 0;
+}
+
+static int sc_skip_value(scan *s, int depth) {
+  sc_ws(s);
+  if (s->p >= s->end || depth > 64)
+    return -1;
+  char c = *s->p;
+  if (c == '"') {
+    const char *a;
+    size_t n;
+    return sc_string(s, &a, &n);
+  }
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    s->p++;
+    for (;;) {
+      sc_ws(s);
+      if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+      }
+      if (c == '{') {
+        const char *a;
+        size_t n;
+        if (sc_string(s, &a, &n))
+          return -1;
+        sc_ws(s);
+        if (s->p >= s->end || *s->p != ':')
+          return -1;
+        s->p++;
+      }
+      if (sc_skip_value(s, depth + 1))
+        return -1;
+      sc_ws(s);
+      if (s->p < s->end && *s->p == ',')
+        s->p++;
+    }
+  }
+  while (s->p < s->end && !isspace((unsigned char)*s->p) && *s->p != ',' && *s->p != '}' &&
+         *s->p != ']')
+    s->p++;
+  return 0;
+}
+
+/* Finds the key `path[n-1]` inside objects path[0..n-2] (want_value: the
+ * position of its value instead of the key). Sets line/col, 0 if found. */
+static int locate(const char *text, const char *const *path, int n, int want_value, int *line,
+                  int *col) {
+  scan s = {text, text + strlen(text), text, 1};
+  for (int d = 0; d < n; d++) {
+    sc_ws(&s);
+    if (s.p >= s.end || *s.p != '{')
+      return -1;
+    s.p++;
+    for (;;) {
+      sc_ws(&s);
+      if (s.p >= s.end || *s.p == '}')
+        return -1;
+      const char *kp = s.p, *k;
+      int kl = s.line;
+      const char *kls = s.ls;
+      size_t klen;
+      if (sc_string(&s, &k, &klen))
+        return -1;
+      sc_ws(&s);
+      if (s.p >= s.end || *s.p != ':')
+        return -1;
+      s.p++;
+      if (klen == strlen(path[d]) && !memcmp(k, path[d], klen)) {
+        if (d == n - 1) {
+          if (want_value) {
+            sc_ws(&s);
+            *line = s.line;
+            *col = (int)(s.p - s.ls) + 1;
+          } else {
+            *line = kl;
+            *col = (int)(kp - kls) + 1;
+          }
+          return 0;
+        }
+        break; /* descend */
+      }
+      if (sc_skip_value(&s, 0))
+        return -1;
+      sc_ws(&s);
+      if (s.p < s.end && *s.p == ',')
+        s.p++;
+    }
+  }
+  return -1;
+}
+
+static void spec_err(ag_diags *d, const char *text, const char *file,
+                     const char *const *path, int n, int want_value, const char *fmt, ...)
+    AG_PRINTF(7, 8);
+static void spec_err(ag_diags *d, const char *text, const char *file,
+                     const char *const *path, int n, int want_value, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int line = 0, col = 0;
+  if (n)
+    locate(text, path, n, want_value, &line, &col);
+  size_t ll = 0;
+  const char *src = line ? ag_text_line(text, strlen(text), line, &ll) : NULL;
+  ag_diags_add(d, AG_SEV_ERROR, file, line, col, src, ll, "%s", msg);
+}
+
+/* ------------------------------------------------------------- loading */
+
+static char *resolve_path(const char *dir, const char *p) {
+  if (p[0] == '/' || !dir || !*dir)
+    return ag_strdup(p);
+  size_t n = strlen(dir) + strlen(p) + 2;
+  char *r = ag_malloc(n);
+  if (r)
+    snprintf(r, n, "%s/%s", dir, p);
+  return r;
+}
+
+static int str_array(json_t *a, char ***out, int *nout) {
+  size_t n = json_array_size(a);
+  char **v = ag_calloc(n + 1, sizeof *v);
+  if (!v)
+    return AG_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    if (!(v[i] = ag_strdup(json_string_value(json_array_get(a, i))))) {
+      for (size_t k = 0; k < i; k++)
+        ag_free(v[k]);
+      ag_free(v);
+      return AG_ENOMEM;
+    }
+  *out = v;
+  *nout = (int)n;
+  return 0;
+}
+
+static int all_strings(json_t *a) {
+  for (size_t i = 0; i < json_array_size(a); i++)
+    if (!json_is_string(json_array_get(a, i)))
+      return 0;
+  return 1;
+}
+
+int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spec **out) {
+  *out = NULL;
+  json_t *j = NULL;
+  int rc = ag_json_load_str(text, path, diags, &j);
+  if (rc)
+    return rc;
+  ag_spec *s = ag_calloc(1, sizeof *s);
+  if (!s) {
+    json_decref(j);
+    return AG_ENOMEM;
+  }
+  int before = diags->nerrors;
+  rc = AG_ENOMEM;
+  if (!(s->path = ag_strdup(path ? path : "spec.json")))
+    goto out;
+  {
+    char *slash = strrchr(s->path, '/');
+    s->dir = slash ? ag_strndup(s->path, (size_t)(slash - s->path)) : ag_strdup(".");
+    if (!s->dir)
+      goto out;
+  }
+  if (!json_is_object(j)) {
+    spec_err(diags, text, path, NULL, 0, 0,
+             "a program spec is a JSON object with \"name\", \"module\" and \"run\"");
+    goto invalid;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach(j, key, v) {
+    const char *p1[] = {key};
+    if (strcmp(key, "name") && strcmp(key, "module") && strcmp(key, "run"))
+      spec_err(diags, text, path, p1, 1, 0,
+               "unknown key '%s' in program spec (expected name, module, run)", key);
+  }
+  json_t *name = json_object_get(j, "name");
+  if (!name) {
+    spec_err(diags, text, path, NULL, 0, 0, "program spec has no \"name\"");
+  } else if (!json_is_string(name) || !*json_string_value(name)) {
+    const char *p1[] = {"name"};
+    spec_err(diags, text, path, p1, 1, 1, "\"name\" must be a non-empty string");
+  } else if (!(s->name = ag_strdup(json_string_value(name)))) {
+    goto out;
+  }
+  json_t *mod = json_object_get(j, "module");
+  const char *pm[] = {"module", NULL};
+  if (!mod) {
+    spec_err(diags, text, path, NULL, 0, 0,
+             "program spec has no \"module\" ({\"cuda\": FILE, \"flags\": [...]} or "
+             "{\"ptx\": FILE})");
+  } else if (!json_is_object(mod)) {
+    spec_err(diags, text, path, pm, 1, 1,
+             "\"module\" must be an object: {\"cuda\": FILE, \"flags\": [...]} or "
+             "{\"ptx\": FILE}");
+  } else {
+    json_object_foreach(mod, key, v) {
+      pm[1] = key;
+      if (strcmp(key, "cuda") && strcmp(key, "ptx") && strcmp(key, "flags"))
+        spec_err(diags, text, path, pm, 2, 0,
+                 "unknown key '%s' in \"module\" (expected cuda, ptx, flags)", key);
+    }
+    json_t *cu = json_object_get(mod, "cuda"), *px = json_object_get(mod, "ptx"),
+           *fl = json_object_get(mod, "flags");
+    if (cu && px) {
+      pm[1] = "ptx";
+      spec_err(diags, text, path, pm, 2, 0, "\"module\" has both \"cuda\" and \"ptx\": give one");
+    } else if (!cu && !px) {
+      spec_err(diags, text, path, pm, 1, 1, "\"module\" needs \"cuda\" or \"ptx\"");
+    }
+    if (cu) {
+      pm[1] = "cuda";
+      if (!json_is_string(cu))
+        spec_err(diags, text, path, pm, 2, 1, "\"cuda\" must be a file name (string)");
+      else if (!(s->cuda = resolve_path(s->dir, json_string_value(cu))))
+        goto out;
+    }
+    if (px) {
+      pm[1] = "ptx";
+      if (!json_is_string(px))
+        spec_err(diags, text, path, pm, 2, 1, "\"ptx\" must be a file name (string)");
+      else if (!(s->ptx = resolve_path(s->dir, json_string_value(px))))
+        goto out;
+    }
+    if (fl) {
+      pm[1] = "flags";
+      if (!json_is_array(fl) || !all_strings(fl))
+        spec_err(diags, text, path, pm, 2, 1, "\"flags\" must be an array of strings");
+      else if (!cu)
+        spec_err(diags, text, path, pm, 2, 0, "\"flags\" apply to a \"cuda\" module only");
+      else if (str_array(fl, &s->flags, &s->nflags))
+        goto out;
+    }
+  }
+  json_t *run = json_object_get(j, "run");
+  if (run) {
+    const char *pr[] = {"run"};
+    if (!json_is_array(run) || !json_array_size(run) || !all_strings(run))
+      spec_err(diags, text, path, pr, 1, 1,
+               "\"run\" must be a non-empty array of strings (the harness argv)");
+    else if (str_array(run, &s->run, &s->nrun))
+      goto out;
+  }
+invalid:
+  rc = diags->nerrors > before ? AG_EPARSE : 0;
+out:
+  json_decref(j);
+  if (rc) {
+    ag_spec_free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+int ag_spec_load(const char *path, ag_diags *diags, ag_spec **out) {
+  char *text;
+  size_t len;
+  *out = NULL;
+  int rc = ag_file_read(path, &text, &len);
+  if (rc) {
+    ag_diags_add(diags, AG_SEV_ERROR, path, 0, 0, NULL, 0, "cannot read program spec: %s",
+                 ag_strerror(rc));
+    return rc;
+  }
+  rc = ag_spec_load_str(text, path, diags, out);
+  ag_free(text);
+  return rc;
+}
+
+static void free_strv(char **v) {
+  if (!v)
+    return;
+  for (char **p = v; *p; p++)
+    ag_free(*p);
+  ag_free(v);
+}
+
+void ag_spec_free(ag_spec *s) {
+  if (!s)
+    return;
+  ag_free(s->path);
+  ag_free(s->dir);
+  ag_free(s->name);
+  ag_free(s->cuda);
+  ag_free(s->ptx);
+  free_strv(s->flags);
+  free_strv(s->run);
+  ag_free(s);
+}
+
+/* ------------------------------------------------------------- nvcc */
+
+char *ag_spec_nvcc(void) {
+  const char *e = getenv("ARGUS_NVCC");
+  if (e && *e)
+    return access(e, X_OK) == 0 ? ag_strdup(e) : NULL;
+  char *w = ag_which("nvcc");
+  if (w)
+    return w;
+  return access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? ag_strdup("/usr/local/cuda/bin/nvcc")
+                                                      : NULL;
+}
+
+int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diags,
+                        ag_str *ptx) {
+  static const char *const default_flags[] = {"-arch=sm_90a", NULL};
+  char *nvcc = ag_spec_nvcc();
+  if (!nvcc) {
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
+                 "cannot compile: no nvcc found (set ARGUS_NVCC or put nvcc in PATH)");
+    return AG_ENOTFOUND;
+  }
+  if (!flags)
+    flags = default_flags;
+  int nfl = 0;
+  while (flags[nfl])
+    nfl++;
+  char tmpl[] = "/tmp/argus-ptx-XXXXXX.ptx";
+  int fd = mkstemps(tmpl, 4);
+  const char **argv = ag_calloc((size_t)nfl + 10, sizeof *argv);
+  ag_str err = AG_STR_INIT;
+  int rc = 0;
+  if (fd < 0 || !argv) {
+    rc = fd < 0 ? AG_EIO : AG_ENOMEM;
+    goto out;
+  }
+  close(fd);
+  int a = 0;
+  argv[a++] = nvcc;
+  argv[a++] = "-ptx";
+  for (int i = 0; i < nfl; i++)
+    argv[a++] = flags[i];
+  argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
+  argv[a++] = "-I" ARGUS_INCLUDE_DIR;
+  argv[a++] = "-o";
+  argv[a++] = tmpl;
+  argv[a++] = cu;
+  argv[a] = NULL;
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.capture_err = &err;
+  o.timeout_s = 300;
+  ag_proc_result res;
+  rc = ag_proc_run(&o, &res);
+  if (rc) {
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0, "cannot run %s: %s", nvcc,
+                 ag_strerror(rc));
+    goto out;
+  }
+  if (!res.exited || res.exit_code) {
+    ag_str how = AG_STR_INIT;
+    ag_proc_describe(&res, &how);
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0, "nvcc failed (%s):\n%s",
+                 ag_str_cstr(&how), ag_str_cstr(&err));
+    ag_str_release(&how);
+    rc = AG_ECHILD;
+    goto out;
+  }
+  char *data;
+  size_t len;
+  if ((rc = ag_file_read(tmpl, &data, &len)))
+    goto out;
+  ag_str_append(ptx, data, len);
+  ag_free(data);
+  rc = ptx->oom ? AG_ENOMEM : 0;
+out:
+  if (fd >= 0)
+    unlink(tmpl);
+  ag_free(argv);
+  ag_free(nvcc);
+  ag_str_release(&err);
+  return rc;
+}

@@ -1,0 +1,1011 @@
+/*
+ * discover.c — region and site discovery over a parsed PTX module.
+ *
+ * Markers are comment statements ("// @argus begin|end|role <hash> <name>
+ * [<iter>]", docs/markers.md). Per function, the open-region stack is
+ * propagated along the CFG: every statement must be reached with one stack
+ * on all paths, an end must close the innermost open region, and no region
+ * may be open at a return. Violations are diagnostics naming the region, the
+ * function and the PTX line. Every function is an implicit root region; a
+ * region's stable ID is the FNV-1a hash of its qualified name
+ * (kernel/outer/inner). Sites (async copies, wgmma, mbarrier operations,
+ * barriers) get op IDs "region-id:ordinal" in PTX order and their completion
+ * (group commit/wait, or the mbarrier waits on the same barrier).
+ *
+ * Load: linear in the module for the markers and regions; completion search
+ * is a forward CFG walk per async site that stops at the first commit/wait.
+ */
+#include "ptx_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Standard FNV-1a 64 (offset basis 0xcbf29ce484222325). Not ag_hash64: that
+ * one's offset basis differs from the published constant, and region IDs
+ * must be computable by any front end (region.cuh, Triton, scripts). */
+uint64_t ag_ptx_fnv1a(const void *data, size_t n) { return ag_hash64(data, n); }
+
+uint64_t ag_ptx_region_id(const char *qualified_name) {
+  return ag_ptx_fnv1a(qualified_name, strlen(qualified_name));
+}
+
+/* -------------------------------------------------------------- markers */
+
+static int span_eq(const char *p, size_t n, const char *lit) {
+  return strlen(lit) == n && memcmp(p, lit, n) == 0;
+}
+
+static int mark_err(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *d,
+                    const char *fmt, ...) AG_PRINTF(4, 5);
+static int mark_err(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *d,
+                    const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ag_diags_add(d, AG_SEV_ERROR, m->path, s->line, s->col, s->line ? s->text : NULL,
+               s->text_len, "%s", msg);
+  return AG_EPARSE;
+}
+
+static const char *word(const char **p, const char *end, size_t *n) {
+  while (*p < end && (**p == ' ' || **p == '\t'))
+    (*p)++;
+  const char *w = *p;
+  while (*p < end && **p != ' ' && **p != '\t' && **p != '\r' && **p != '\n')
+    (*p)++;
+  *n = (size_t)(*p - w);
+  return *n ? w : NULL;
+}
+
+static int valid_name(const char *w, size_t n) {
+  if (!n || !(isalpha((unsigned char)w[0]) || w[0] == '_'))
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(isalnum((unsigned char)w[i]) || w[i] == '_' || w[i] == '.' || w[i] == '-'))
+      return 0;
+  return 1;
+}
+
+int ag_ptx_marker_parse(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *diags,
+                        ag_ptx_marker *mk) {
+  if (s->kind != AG_PTX_COMMENT || s->block_comment || s->text_len < 2)
+    return 0;
+  const char *p = s->text + 2, *end = s->text + s->text_len;
+  size_t n;
+  const char *w = word(&p, end, &n);
+  if (!w || !span_eq(w, n, "@argus"))
+    return 0;
+  memset(mk, 0, sizeof *mk);
+  mk->stmt = (ag_ptx_stmt *)s;
+  mk->line = s->line;
+  mk->region = -1;
+  w = word(&p, end, &n);
+  if (w && span_eq(w, n, "begin"))
+    mk->kind = AG_PTX_MARK_BEGIN;
+  else if (w && span_eq(w, n, "end"))
+    mk->kind = AG_PTX_MARK_END;
+  else if (w && span_eq(w, n, "role"))
+    mk->kind = AG_PTX_MARK_ROLE;
+  else
+    return mark_err(m, s, diags, "malformed marker: expected 'begin', 'end' or 'role' after "
+                                 "'@argus' (see docs/markers.md)");
+  const char *hw = word(&p, end, &n);
+  size_t hn = n;
+  if (!hw)
+    return mark_err(m, s, diags, "malformed marker: missing the name hash");
+  const char *nw = word(&p, end, &n);
+  size_t nn = n;
+  if (!nw || !valid_name(nw, nn))
+    return mark_err(m, s, diags, "malformed marker: missing or invalid region name (a C "
+                                 "identifier)");
+  ag_ptx_module *mm = (ag_ptx_module *)m;
+  if (!(mk->name = ag_arena_strndup(&mm->arena, nw, nn)))
+    return AG_ENOMEM;
+  uint64_t want = ag_ptx_fnv1a(nw, nn);
+  if (span_eq(hw, hn, "-")) {
+    mk->name_hash = want;
+  } else {
+    char buf[32];
+    if (hn >= sizeof buf)
+      return mark_err(m, s, diags, "malformed marker hash '%.*s'", (int)hn, hw);
+    memcpy(buf, hw, hn);
+    buf[hn] = 0;
+    char *e;
+    errno = 0;
+    uint64_t v;
+    if (buf[0] == '-')
+      v = (uint64_t)strtoll(buf, &e, 10);
+    else
+      v = strtoull(buf, &e, 0);
+    if (*e || errno || e == buf)
+      return mark_err(m, s, diags, "malformed marker hash '%s': expected a decimal or 0x "
+                                   "number, or '-'", buf);
+    if (v != want)
+      return mark_err(m, s, diags,
+                      "marker hash %s of region '%s' does not match its name (FNV-1a gives "
+                      "%llu): the marker was not written by region.cuh or the name was edited",
+                      buf, mk->name, (unsigned long long)want);
+    mk->name_hash = v;
+  }
+  const char *iw = word(&p, end, &n);
+  if (iw) {
+    if (mk->kind != AG_PTX_MARK_BEGIN)
+      return mark_err(m, s, diags, "malformed marker: unexpected '%.*s' after the name of an "
+                                   "%s marker", (int)n, iw,
+                      mk->kind == AG_PTX_MARK_END ? "end" : "role");
+    if (!(mk->iter = ag_arena_strndup(&mm->arena, iw, n)))
+      return AG_ENOMEM;
+    if (word(&p, end, &n))
+      return mark_err(m, s, diags, "malformed marker: too many fields");
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------- discovery */
+
+typedef struct frame {
+  int region;
+  const ag_ptx_marker *begin; /* NULL for the root */
+  struct frame *up;
+  int depth;
+} frame;
+
+typedef struct dctx {
+  ag_ptx_module *m;
+  ag_diags *diags;
+  ag_arena *A;
+  AG_VEC(ag_ptx_region) regions;
+  AG_VEC(ag_ptx_site) sites;
+  AG_VEC(ag_ptx_marker) markers;
+  ag_map region_by_key; /* "parent/name" -> index + 1 */
+  int err;
+} dctx;
+
+static int add_region(dctx *c, int parent, const char *name, ag_ptx_func *f, int *out) {
+  char key[600];
+  int kn = snprintf(key, sizeof key, "%d/%s", parent, name);
+  if (kn < 0 || (size_t)kn >= sizeof key)
+    kn = (int)sizeof key - 1;
+  void *v = parent >= 0 ? ag_map_get(&c->region_by_key, key, (size_t)kn) : NULL;
+  if (v) {
+    *out = (int)(intptr_t)v - 1;
+    return 0;
+  }
+  ag_ptx_region r;
+  memset(&r, 0, sizeof r);
+  r.parent = parent;
+  r.func = f;
+  r.name = name;
+  r.qname = parent >= 0 ? ag_arena_printf(c->A, "%s/%s", c->regions.v[parent].qname, name)
+                        : name;
+  if (!r.qname)
+    return AG_ENOMEM;
+  r.id = ag_ptx_region_id(r.qname);
+  r.is_root = parent < 0;
+  if (ag_vec_push(&c->regions, r))
+    return AG_ENOMEM;
+  *out = (int)c->regions.n - 1;
+  if (parent >= 0 && ag_map_put(&c->region_by_key, key, (size_t)kn, (void *)(intptr_t)(*out + 1)))
+    return AG_ENOMEM;
+  return 0;
+}
+
+static int same_stack(const frame *a, const frame *b) {
+  if (a->depth != b->depth)
+    return 0;
+  for (; a && b; a = a->up, b = b->up)
+    if (a->region != b->region)
+      return 0;
+  return 1;
+}
+
+/* A region open in one of two different stacks but not in the other: the
+ * deeper stack's frame just above the shallower one's depth, or for equal
+ * depths the deepest frame of `a` that differs. */
+static const frame *open_in_one(const frame *a, const frame *b) {
+  const frame *x = a->depth >= b->depth ? a : b, *y = a->depth >= b->depth ? b : a;
+  if (x->depth > y->depth) {
+    while (x->depth > y->depth + 1)
+      x = x->up;
+    return x;
+  }
+  for (; x && y; x = x->up, y = y->up)
+    if (x->region != y->region)
+      return x;
+  return NULL;
+}
+
+static int push_list(ag_arena *A, int **v, int *n, int x) {
+  if ((*n & (*n - 1)) == 0) {
+    int *nv = ag__ptx_grow(A, *v, (size_t)*n, *n ? (size_t)*n * 2 : 2, sizeof(int));
+    if (!nv)
+      return AG_ENOMEM;
+    *v = nv;
+  }
+  (*v)[(*n)++] = x;
+  return 0;
+}
+
+static int push_rsite(ag_arena *A, ag_ptx_region_site **v, int *n, ag_ptx_region_site x) {
+  if ((*n & (*n - 1)) == 0) {
+    ag_ptx_region_site *nv = ag__ptx_grow(A, *v, (size_t)*n, *n ? (size_t)*n * 2 : 2, sizeof x);
+    if (!nv)
+      return AG_ENOMEM;
+    *v = nv;
+  }
+  (*v)[(*n)++] = x;
+  return 0;
+}
+
+/* ---- site classification */
+
+static int classify(const ag_ptx_stmt *s, ag_ptx_site_kind *k, ag_ptx_completion *done) {
+  *done = AG_PTX_DONE_SYNC;
+  const char *op = s->opcode;
+  if (!op)
+    return 0;
+  if (op[0] == 'c') {
+    if (ag_ptx_op_is(s, "cp.async.bulk.tensor")) {
+      /* load: .shared::cluster.global / .shared::cta.global; store: .global.shared::cta */
+      if (strstr(op, ".shared::cluster.global") || strstr(op, ".shared::cta.global")) {
+        *k = AG_PTX_SITE_TMA_LOAD;
+        *done = AG_PTX_DONE_MBARRIER;
+      } else {
+        *k = AG_PTX_SITE_TMA_STORE;
+        *done = AG_PTX_DONE_BULK_GROUP;
+      }
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.reduce.async.bulk.tensor")) {
+      *k = AG_PTX_SITE_TMA_REDUCE;
+      *done = AG_PTX_DONE_BULK_GROUP;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.bulk.prefetch")) {
+      *k = AG_PTX_SITE_TMA_PREFETCH;
+      *done = AG_PTX_DONE_NONE;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.bulk.commit_group")) {
+      *k = AG_PTX_SITE_BULK_COMMIT;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.bulk.wait_group")) {
+      *k = AG_PTX_SITE_BULK_WAIT;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.bulk") || ag_ptx_op_is(s, "cp.reduce.async.bulk")) {
+      *k = AG_PTX_SITE_BULK_COPY;
+      *done = ag_ptx_op_has(s, ".mbarrier::complete_tx::bytes") ? AG_PTX_DONE_MBARRIER
+                                                                 : AG_PTX_DONE_BULK_GROUP;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.commit_group")) {
+      *k = AG_PTX_SITE_CP_ASYNC_COMMIT;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.wait_group") || ag_ptx_op_is(s, "cp.async.wait_all")) {
+      *k = AG_PTX_SITE_CP_ASYNC_WAIT;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async.mbarrier.arrive")) {
+      *k = AG_PTX_SITE_CP_ASYNC_MBAR;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "cp.async")) {
+      *k = AG_PTX_SITE_CP_ASYNC;
+      *done = AG_PTX_DONE_CP_GROUP;
+      return 1;
+    }
+    return 0;
+  }
+  if (op[0] == 'w') {
+    if (ag_ptx_op_is(s, "wgmma.mma_async")) {
+      *k = AG_PTX_SITE_WGMMA;
+      *done = AG_PTX_DONE_WGMMA_GROUP;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "wgmma.fence")) {
+      *k = AG_PTX_SITE_WGMMA_FENCE;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "wgmma.commit_group")) {
+      *k = AG_PTX_SITE_WGMMA_COMMIT;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "wgmma.wait_group")) {
+      *k = AG_PTX_SITE_WGMMA_WAIT;
+      return 1;
+    }
+    return 0;
+  }
+  if (op[0] == 'm') {
+    if (ag_ptx_op_is(s, "mbarrier.init")) {
+      *k = AG_PTX_SITE_MBAR_INIT;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "mbarrier.arrive") || ag_ptx_op_is(s, "mbarrier.arrive_drop")) {
+      *k = AG_PTX_SITE_MBAR_ARRIVE;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "mbarrier.expect_tx")) {
+      *k = AG_PTX_SITE_MBAR_EXPECT_TX;
+      return 1;
+    }
+    if (ag_ptx_op_is(s, "mbarrier.try_wait") || ag_ptx_op_is(s, "mbarrier.test_wait")) {
+      *k = AG_PTX_SITE_MBAR_WAIT;
+      return 1;
+    }
+    return 0;
+  }
+  if (op[0] == 'b') {
+    if (ag_ptx_op_is(s, "bar.sync") || ag_ptx_op_is(s, "bar.arrive") ||
+        ag_ptx_op_is(s, "bar.red") || ag_ptx_op_is(s, "barrier.sync") ||
+        ag_ptx_op_is(s, "barrier.arrive") || ag_ptx_op_is(s, "barrier.red") ||
+        ag_ptx_op_is(s, "barrier.cluster") || ag_ptx_op_is(s, "bar.cta") ||
+        ag_ptx_op_is(s, "barrier.cta")) {
+      *k = AG_PTX_SITE_BARRIER;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ---- barrier address resolution through single definitions */
+
+typedef struct defs {
+  ag_map map; /* reg name -> stmt (or the sentinel MULTI) */
+  int built;
+} defs;
+
+static ag_ptx_stmt multi_def;
+
+static int build_defs(defs *d, ag_ptx_func *f) {
+  ag_map_init(&d->map);
+  d->built = 1;
+  for (ag_ptx_stmt *s = f->body_open; s; s = s->next) {
+    if (s->kind == AG_PTX_INSTR && s->nops && s->ops[0].kind == AG_PTX_OP_REG) {
+      const char *r = s->ops[0].base;
+      void *old = ag_map_get_str(&d->map, r);
+      if (ag_map_put_str(&d->map, r, old ? &multi_def : s))
+        return AG_ENOMEM;
+    }
+    if (s == f->body_close)
+      break;
+  }
+  return 0;
+}
+
+typedef struct symoff {
+  const char *sym;
+  int64_t off;
+  int known;
+} symoff;
+
+static void resolve_reg(defs *d, const char *reg, symoff *r, int depth) {
+  ag_ptx_stmt *s = ag_map_get_str(&d->map, reg);
+  if (!s || s == &multi_def || depth > 16 || s->nops < 2)
+    return;
+  const ag_ptx_operand *a = &s->ops[1];
+  if (ag_ptx_op_is(s, "mov") || ag_ptx_op_is(s, "cvta") || ag_ptx_op_is(s, "cvt")) {
+    if (a->kind == AG_PTX_OP_SYM) {
+      r->sym = a->base;
+      r->off = 0;
+      r->known = 1;
+    } else if (a->kind == AG_PTX_OP_REG) {
+      resolve_reg(d, a->base, r, depth + 1);
+    } else if (a->kind == AG_PTX_OP_EXPR && a->base) {
+      r->sym = a->base;
+      r->off = a->ival;
+      r->known = 1;
+    }
+    return;
+  }
+  if ((ag_ptx_op_is(s, "add") || ag_ptx_op_is(s, "sub")) && s->nops == 3) {
+    const ag_ptx_operand *b = &s->ops[2];
+    int sub = ag_ptx_op_is(s, "sub");
+    symoff x = {0}, y = {0};
+    if (a->kind == AG_PTX_OP_REG)
+      resolve_reg(d, a->base, &x, depth + 1);
+    else if (a->kind == AG_PTX_OP_SYM)
+      x = (symoff){a->base, 0, 1};
+    if (b->kind == AG_PTX_OP_INT) {
+      if (x.sym) {
+        *r = x;
+        r->off += sub ? -b->ival : b->ival;
+      }
+      return;
+    }
+    if (b->kind == AG_PTX_OP_REG && !sub)
+      resolve_reg(d, b->base, &y, depth + 1);
+    if (x.sym && !y.sym) {
+      *r = x;
+      r->known = 0;
+    } else if (y.sym && !x.sym && !sub) {
+      *r = y;
+      r->known = 0;
+    }
+  }
+}
+
+static int resolve_bar(dctx *c, defs *d, ag_ptx_func *f, const ag_ptx_operand *o,
+                       ag_ptx_barref *b) {
+  memset(b, 0, sizeof *b);
+  b->operand = o->text;
+  if (o->kind != AG_PTX_OP_ADDR || !o->base)
+    return 0;
+  if (!d->built && build_defs(d, f))
+    return AG_ENOMEM;
+  symoff r = {0};
+  if (o->base[0] == '%' || ag_map_get_str(&d->map, o->base)) {
+    b->reg = o->base;
+    resolve_reg(d, o->base, &r, 0);
+  } else {
+    r = (symoff){o->base, 0, 1};
+  }
+  if (r.sym) {
+    b->sym = r.sym;
+    b->offset = r.off + o->ival;
+    b->offset_known = r.known;
+  }
+  (void)c;
+  return 0;
+}
+
+/* ---- forward search for group commits and waits */
+
+typedef int (*stmt_pred)(const ag_ptx_stmt *s);
+typedef AG_VEC(ag_ptx_stmt *) stmt_vec;
+
+static int is_bulk_commit(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "cp.async.bulk.commit_group"); }
+static int is_bulk_wait(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "cp.async.bulk.wait_group"); }
+static int is_cp_commit(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "cp.async.commit_group"); }
+static int is_cp_wait(const ag_ptx_stmt *s) {
+  return ag_ptx_op_is(s, "cp.async.wait_group") || ag_ptx_op_is(s, "cp.async.wait_all");
+}
+static int is_wg_commit(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "wgmma.commit_group"); }
+static int is_wg_wait(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "wgmma.wait_group"); }
+
+/* Collects, along every CFG path from just after `from`, the first statement
+ * matching `pred`. Results appended to *out (deduplicated). */
+static int find_forward(const ag_ptx_cfg *g, const ag_ptx_stmt *from, stmt_pred pred,
+                        char *seen, int *queue, stmt_vec *out) {
+  memset(seen, 0, (size_t)g->nblocks);
+  int qh = 0, qt = 0;
+  const ag_ptx_block *B = &g->blocks[from->block];
+  const ag_ptx_stmt *s = from;
+  int first = 1;
+  for (;;) {
+    int found = 0;
+    if (first) {
+      for (s = from == B->last ? NULL : from->next; s; s = s == B->last ? NULL : s->next)
+        if (s->kind == AG_PTX_INSTR && pred(s)) {
+          found = 1;
+          break;
+        }
+      first = 0;
+    } else {
+      for (s = B->first; s; s = s == B->last ? NULL : s->next)
+        if (s->kind == AG_PTX_INSTR && pred(s)) {
+          found = 1;
+          break;
+        }
+    }
+    if (found) {
+      size_t i = 0;
+      for (; i < out->n; i++)
+        if (out->v[i] == s)
+          break;
+      if (i == out->n && ag_vec_push(out, (ag_ptx_stmt *)s))
+        return AG_ENOMEM;
+    } else {
+      for (int k = 0; k < B->nsucc; k++) {
+        int t = B->succ[k].to;
+        if (t == g->exit || seen[t])
+          continue;
+        seen[t] = 1;
+        queue[qt++] = t;
+      }
+    }
+    if (qh == qt)
+      return 0;
+    B = &g->blocks[queue[qh++]];
+  }
+}
+
+static int site_of_stmt(const dctx *c, int first_site, const ag_ptx_stmt *s) {
+  for (int i = first_site; i < (int)c->sites.n; i++)
+    if (c->sites.v[i].stmt == s)
+      return i;
+  return -1;
+}
+
+static int link_groups(dctx *c, const ag_ptx_cfg *g, int first_site, ag_ptx_site *st,
+                       stmt_pred commit, stmt_pred wait, char *seen, int *queue) {
+  stmt_vec commits = {0};
+  stmt_vec waits = {0};
+  int rc = find_forward(g, st->stmt, commit, seen, queue, &commits);
+  for (size_t i = 0; !rc && i < commits.n; i++)
+    rc = find_forward(g, commits.v[i], wait, seen, queue, &waits);
+  for (size_t i = 0; !rc && i < commits.n + waits.n; i++) {
+    const ag_ptx_stmt *x = i < commits.n ? commits.v[i] : waits.v[i - commits.n];
+    int si = site_of_stmt(c, first_site, x);
+    if (si >= 0)
+      rc = push_list(c->A, &st->done_by, &st->ndone_by, si);
+  }
+  ag_vec_free(&commits);
+  ag_vec_free(&waits);
+  return rc;
+}
+
+static int bars_match(const ag_ptx_barref *a, const ag_ptx_barref *b) {
+  if (a->sym && b->sym) {
+    if (strcmp(a->sym, b->sym))
+      return 0;
+    if (a->offset_known && b->offset_known)
+      return a->offset == b->offset;
+    return 1; /* same variable, offset known only at run time: may match */
+  }
+  if (!a->sym && !b->sym && a->reg && b->reg)
+    return !strcmp(a->reg, b->reg);
+  return 0;
+}
+
+/* ---- per-function walk */
+
+static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **region_at) {
+  ag_ptx_module *m = c->m;
+  int rc = 0;
+  int n = f->nstmts;
+  int *at = ag_arena_alloc(c->A, sizeof(int) * (size_t)(n ? n : 1));
+  frame **in = ag_calloc((size_t)g->nblocks, sizeof *in);
+  int *work = ag_malloc(sizeof(int) * (size_t)g->nblocks * 2 + sizeof(int));
+  char *queued = ag_calloc((size_t)g->nblocks, 1);
+  /* role markers: last one in each block */
+  ag_ptx_marker **last_role = ag_calloc((size_t)g->nblocks, sizeof *last_role);
+  size_t mk_first = c->markers.n;
+  if (!at || !in || !work || !queued || !last_role) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < n; i++)
+    at[i] = root;
+  /* parse the markers of this function */
+  for (ag_ptx_stmt *s = f->body_open; s; s = s->next) {
+    if (s->kind == AG_PTX_COMMENT) {
+      ag_ptx_marker mk;
+      int r = ag_ptx_marker_parse(m, s, c->diags, &mk);
+      if (r < 0) {
+        if (r == AG_ENOMEM) {
+          rc = r;
+          goto out;
+        }
+        c->err = AG_EPARSE;
+      } else if (r == 1 && ag_vec_push(&c->markers, mk)) {
+        rc = AG_ENOMEM;
+        goto out;
+      }
+    }
+    if (s == f->body_close)
+      break;
+  }
+  if (c->err)
+    goto out;
+  size_t mk_end = c->markers.n;
+  /* marker lookup by statement: markers are in statement order */
+  size_t mi = mk_first;
+  ag_ptx_marker **mk_at = ag_calloc((size_t)(n ? n : 1), sizeof *mk_at);
+  if (!mk_at) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (; mi < mk_end; mi++)
+    mk_at[c->markers.v[mi].stmt->index] = &c->markers.v[mi];
+  for (int b = 0; b < g->nblocks; b++) {
+    if (b == g->exit)
+      continue;
+    for (ag_ptx_stmt *s = g->blocks[b].first; s; s = s == g->blocks[b].last ? NULL : s->next)
+      if (mk_at[s->index] && mk_at[s->index]->kind == AG_PTX_MARK_ROLE)
+        last_role[b] = mk_at[s->index];
+  }
+
+  frame *rootf = ag_arena_alloc(c->A, sizeof *rootf);
+  if (!rootf) {
+    rc = AG_ENOMEM;
+    goto out_mk;
+  }
+  rootf->region = root;
+  in[0] = rootf;
+  int wn = 0;
+  work[wn++] = 0;
+  queued[0] = 1;
+  while (wn && !c->err) {
+    int b = work[--wn];
+    const ag_ptx_block *B = &g->blocks[b];
+    frame *st = in[b];
+    const ag_ptx_stmt *last_instr = NULL;
+    for (ag_ptx_stmt *s = B->first; s; s = s == B->last ? NULL : s->next) {
+      ag_ptx_marker *mk = mk_at[s->index];
+      if (mk && mk->kind == AG_PTX_MARK_BEGIN) {
+        int r;
+        if ((rc = add_region(c, st->region, mk->name, f, &r)))
+          goto out_mk;
+        mk->region = r;
+        frame *nf = ag_arena_alloc(c->A, sizeof *nf);
+        if (!nf) {
+          rc = AG_ENOMEM;
+          goto out_mk;
+        }
+        nf->region = r;
+        nf->begin = mk;
+        nf->up = st;
+        nf->depth = st->depth + 1;
+        st = nf;
+      } else if (mk && mk->kind == AG_PTX_MARK_END) {
+        if (st->begin && !strcmp(c->regions.v[st->region].name, mk->name)) {
+          mk->region = st->region;
+          st = st->up;
+        } else {
+          const frame *x = st;
+          while (x && !(x->begin && !strcmp(c->regions.v[x->region].name, mk->name)))
+            x = x->up;
+          if (x)
+            mark_err(m, s, c->diags,
+                     "regions '%s' and '%s' cross in function '%s': '%s' ends at line %d "
+                     "while '%s', begun at line %d inside it, is still open",
+                     mk->name, c->regions.v[st->region].name, f->name, mk->name, s->line,
+                     c->regions.v[st->region].name, st->begin->line);
+          else
+            mark_err(m, s, c->diags,
+                     "end of region '%s' without a begin in function '%s' (line %d)%s%s%s",
+                     mk->name, f->name, s->line, st->begin ? ": the innermost open region is '" : "",
+                     st->begin ? c->regions.v[st->region].name : "", st->begin ? "'" : "");
+          c->err = AG_EPARSE;
+          goto out_mk;
+        }
+      }
+      at[s->index] = st->region;
+      if (s->kind == AG_PTX_INSTR)
+        last_instr = s;
+    }
+    for (int k = 0; k < B->nsucc; k++) {
+      int t = B->succ[k].to;
+      if (t == g->exit) {
+        if (st->begin) {
+          const ag_ptx_stmt *where = last_instr ? last_instr : B->last;
+          mark_err(m, where, c->diags,
+                   "region '%s' begun at line %d has no end on some path in function '%s': "
+                   "the function returns at line %d with it open",
+                   c->regions.v[st->region].name, st->begin->line, f->name, where->line);
+          c->err = AG_EPARSE;
+          goto out_mk;
+        }
+        continue;
+      }
+      if (!in[t]) {
+        in[t] = st;
+        if (!queued[t]) {
+          queued[t] = 1;
+          work[wn++] = t;
+        }
+      } else if (!same_stack(in[t], st)) {
+        const frame *open = open_in_one(in[t], st);
+        const ag_ptx_stmt *where = g->blocks[t].first;
+        if (open && open->begin)
+          mark_err(m, where, c->diags,
+                   "region '%s' begun at line %d has no end on some path in function '%s': "
+                   "line %d is reached both with and without it open",
+                   c->regions.v[open->region].name, open->begin->line, f->name, where->line);
+        else
+          mark_err(m, where, c->diags,
+                   "regions are nested differently on different paths to line %d in "
+                   "function '%s'", where->line, f->name);
+        c->err = AG_EPARSE;
+        goto out_mk;
+      }
+    }
+  }
+  if (c->err)
+    goto out_mk;
+  /* record begin/end sites and roles */
+  for (mi = mk_first; mi < mk_end; mi++) {
+    ag_ptx_marker *mk = &c->markers.v[mi];
+    if (mk->kind == AG_PTX_MARK_ROLE || mk->region < 0)
+      continue; /* unreachable markers keep region -1 */
+    ag_ptx_region *r = &c->regions.v[mk->region];
+    ag_ptx_region_site rs = {mk->line, mk->iter, NULL};
+    if (mk->kind == AG_PTX_MARK_BEGIN) {
+      /* nearest dominating role marker */
+      const ag_ptx_stmt *s = mk->stmt;
+      int b = s->block;
+      const ag_ptx_marker *role = NULL;
+      for (const ag_ptx_stmt *q = s; q && !role; q = q == g->blocks[b].first ? NULL : q->prev)
+        if (mk_at[q->index] && mk_at[q->index]->kind == AG_PTX_MARK_ROLE)
+          role = mk_at[q->index];
+      for (int d = g->blocks[b].idom; !role && d >= 0; d = g->blocks[d].idom)
+        role = last_role[d];
+      rs.role = role ? role->name : NULL;
+      if ((rc = push_rsite(c->A, &r->begins, &r->nbegins, rs)))
+        goto out_mk;
+    } else if ((rc = push_rsite(c->A, &r->ends, &r->nends, rs))) {
+      goto out_mk;
+    }
+  }
+  *region_at = at;
+out_mk:
+  ag_free(mk_at);
+out:
+  ag_free(in);
+  ag_free(work);
+  ag_free(queued);
+  ag_free(last_role);
+  return rc;
+}
+
+static int func_sites(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, const int *at, int *ordinal) {
+  int rc = 0;
+  int first_site = (int)c->sites.n;
+  defs d;
+  memset(&d, 0, sizeof d);
+  char *seen = ag_malloc((size_t)g->nblocks + 1);
+  int *queue = ag_malloc(sizeof(int) * ((size_t)g->nblocks + 1));
+  if (!seen || !queue) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (ag_ptx_stmt *s = f->body_open; s; s = s->next) {
+    ag_ptx_site_kind k;
+    ag_ptx_completion done;
+    if (s->kind == AG_PTX_INSTR && classify(s, &k, &done)) {
+      ag_ptx_site st;
+      memset(&st, 0, sizeof st);
+      st.kind = k;
+      st.completion = done;
+      st.region = at[s->index];
+      st.region_id = c->regions.v[st.region].id;
+      st.ordinal = ordinal[st.region]++;
+      snprintf(st.op_id, sizeof st.op_id, "%016llx:%d", (unsigned long long)st.region_id,
+               st.ordinal);
+      st.stmt = s;
+      st.line = s->line;
+      st.func = f;
+      st.group_n = -1;
+      st.loop = s->block >= 0 ? g->blocks[s->block].loop : -1;
+      if (st.loop >= 0) {
+        const ag_ptx_loop *L = &g->loops[st.loop];
+        st.loop_depth = L->depth;
+        st.loop_header_line = g->blocks[L->header].first->line;
+      }
+      /* the mbarrier operand */
+      const ag_ptx_operand *bar = NULL;
+      if (done == AG_PTX_DONE_MBARRIER && s->nops)
+        bar = &s->ops[s->nops - 1];
+      else if (k == AG_PTX_SITE_MBAR_INIT || k == AG_PTX_SITE_MBAR_EXPECT_TX ||
+               k == AG_PTX_SITE_CP_ASYNC_MBAR)
+        bar = s->nops ? &s->ops[0] : NULL;
+      else if (k == AG_PTX_SITE_MBAR_ARRIVE || k == AG_PTX_SITE_MBAR_WAIT)
+        bar = s->nops >= 2 ? &s->ops[1] : NULL;
+      if (bar && bar->kind == AG_PTX_OP_ADDR) {
+        if ((rc = resolve_bar(c, &d, f, bar, &st.bar)))
+          goto out;
+        st.has_bar = 1;
+      }
+      if (k == AG_PTX_SITE_MBAR_WAIT && s->nops >= 3)
+        st.parity = s->ops[2].text;
+      if ((k == AG_PTX_SITE_BULK_WAIT || k == AG_PTX_SITE_CP_ASYNC_WAIT ||
+           k == AG_PTX_SITE_WGMMA_WAIT) &&
+          s->nops >= 1 && s->ops[0].kind == AG_PTX_OP_INT)
+        st.group_n = (int)s->ops[0].ival;
+      if (k == AG_PTX_SITE_CP_ASYNC_WAIT && ag_ptx_op_is(s, "cp.async.wait_all"))
+        st.group_n = 0;
+      if (ag_vec_push(&c->sites, st)) {
+        rc = AG_ENOMEM;
+        goto out;
+      }
+      if ((rc = push_list(c->A, &c->regions.v[st.region].sites, &c->regions.v[st.region].nsites,
+                          (int)c->sites.n - 1)))
+        goto out;
+    }
+    if (s == f->body_close)
+      break;
+  }
+  /* completion links */
+  for (int i = first_site; i < (int)c->sites.n; i++) {
+    ag_ptx_site *st = &c->sites.v[i];
+    switch (st->completion) {
+    case AG_PTX_DONE_MBARRIER:
+      if (st->has_bar)
+        for (int j = first_site; j < (int)c->sites.n; j++)
+          if (c->sites.v[j].kind == AG_PTX_SITE_MBAR_WAIT && bars_match(&st->bar, &c->sites.v[j].bar) &&
+              (rc = push_list(c->A, &st->done_by, &st->ndone_by, j)))
+            goto out;
+      break;
+    case AG_PTX_DONE_BULK_GROUP:
+      rc = link_groups(c, g, first_site, st, is_bulk_commit, is_bulk_wait, seen, queue);
+      break;
+    case AG_PTX_DONE_CP_GROUP:
+      rc = link_groups(c, g, first_site, st, is_cp_commit, is_cp_wait, seen, queue);
+      break;
+    case AG_PTX_DONE_WGMMA_GROUP:
+      rc = link_groups(c, g, first_site, st, is_wg_commit, is_wg_wait, seen, queue);
+      break;
+    default:
+      break;
+    }
+    if (rc)
+      goto out;
+  }
+out:
+  if (d.built)
+    ag_map_release(&d.map);
+  ag_free(seen);
+  ag_free(queue);
+  return rc;
+}
+
+int ag_ptx_discover(ag_ptx_module *m, ag_diags *diags, ag_ptx_regions **out) {
+  *out = NULL;
+  dctx c;
+  memset(&c, 0, sizeof c);
+  c.m = m;
+  c.diags = diags;
+  c.A = &m->arena;
+  ag_map_init(&c.region_by_key);
+  int rc = 0;
+  int nf = m->nfuncs;
+  ag_ptx_regions *R = ag_arena_alloc(c.A, sizeof *R);
+  ag_ptx_cfg **cfgs = ag_arena_alloc(c.A, sizeof *cfgs * (size_t)(nf ? nf : 1));
+  int *roots = ag_malloc(sizeof(int) * (size_t)(nf ? nf : 1));
+  int **at = ag_calloc((size_t)(nf ? nf : 1), sizeof *at);
+  int *ordinal = NULL;
+  if (!R || !cfgs || !roots || !at) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < nf; i++) {
+    ag_ptx_func *f = m->funcs[i];
+    roots[i] = -1;
+    if (f->is_decl)
+      continue;
+    if ((rc = ag_ptx_cfg_build(m, f, diags, &cfgs[i]))) {
+      if (rc != AG_EPARSE)
+        goto out;
+      c.err = rc;
+      rc = 0;
+      cfgs[i] = NULL;
+      continue;
+    }
+    if ((rc = add_region(&c, -1, f->name, f, &roots[i])))
+      goto out;
+    int saved = c.err;
+    c.err = 0;
+    if ((rc = func_regions(&c, f, cfgs[i], roots[i], &at[i])))
+      goto out;
+    if (c.err)
+      at[i] = NULL;
+    else
+      c.err = saved;
+  }
+  if (c.err) {
+    rc = c.err;
+    goto out;
+  }
+  /* sites */
+  ordinal = ag_calloc(c.regions.n ? c.regions.n : 1, sizeof(int));
+  if (!ordinal) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < nf; i++)
+    if (at[i] && (rc = func_sites(&c, m->funcs[i], cfgs[i], at[i], ordinal)))
+      goto out;
+  /* hierarchy */
+  for (size_t i = 0; i < c.regions.n; i++) {
+    ag_ptx_region *r = &c.regions.v[i];
+    if (r->parent >= 0 &&
+        (rc = push_list(c.A, &c.regions.v[r->parent].children, &c.regions.v[r->parent].nchildren,
+                        (int)i)))
+      goto out;
+    /* the iteration register when all begins agree */
+    for (int k = 0; k < r->nbegins; k++) {
+      const char *it = r->begins[k].iter;
+      if (k == 0)
+        r->iter = it;
+      else if (!it || !r->iter || strcmp(it, r->iter)) {
+        r->iter = NULL;
+        break;
+      }
+    }
+    for (int k = 0; k < r->nbegins; k++) {
+      const char *ro = r->begins[k].role;
+      if (k == 0)
+        r->role = ro;
+      else if (!ro || !r->role || strcmp(ro, r->role)) {
+        r->role = NULL;
+        break;
+      }
+    }
+  }
+  /* dynamic ownership: regions of a .func called from several regions */
+  for (int i = 0; i < nf; i++) {
+    if (!cfgs[i] || !at[i])
+      continue;
+    for (int k = 0; k < cfgs[i]->ncalls; k++) {
+      const ag_ptx_call *cl = &cfgs[i]->calls[k];
+      if (!cl->callee)
+        continue;
+      int owner = at[i][cl->stmt->index];
+      for (int j = 0; j < nf; j++) {
+        if (roots[j] < 0 || strcmp(m->funcs[j]->name, cl->callee))
+          continue;
+        ag_ptx_region *fr = &c.regions.v[roots[j]];
+        int dup = 0;
+        for (int q = 0; q < fr->nowners; q++)
+          dup |= fr->owners[q] == owner;
+        if (!dup && (rc = push_list(c.A, &fr->owners, &fr->nowners, owner)))
+          goto out;
+      }
+    }
+  }
+  for (size_t i = 0; i < c.regions.n; i++) {
+    ag_ptx_region *r = &c.regions.v[i];
+    int fi = 0;
+    while (fi < nf && m->funcs[fi] != r->func)
+      fi++;
+    if (fi < nf && roots[fi] >= 0) {
+      const ag_ptx_region *fr = &c.regions.v[roots[fi]];
+      r->dynamic = fr->nowners > 1;
+      if (&c.regions.v[i] != fr) {
+        r->owners = fr->owners;
+        r->nowners = fr->nowners;
+      }
+    }
+  }
+  /* move the tables into the arena */
+  R->nregions = (int)c.regions.n;
+  R->nsites = (int)c.sites.n;
+  R->nmarkers = (int)c.markers.n;
+  R->regions = ag_arena_alloc(c.A, sizeof *R->regions * (c.regions.n ? c.regions.n : 1));
+  R->sites = ag_arena_alloc(c.A, sizeof *R->sites * (c.sites.n ? c.sites.n : 1));
+  R->markers = ag_arena_alloc(c.A, sizeof *R->markers * (c.markers.n ? c.markers.n : 1));
+  if (!R->regions || !R->sites || !R->markers) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (c.regions.n)
+    memcpy(R->regions, c.regions.v, sizeof *R->regions * c.regions.n);
+  if (c.sites.n)
+    memcpy(R->sites, c.sites.v, sizeof *R->sites * c.sites.n);
+  if (c.markers.n)
+    memcpy(R->markers, c.markers.v, sizeof *R->markers * c.markers.n);
+  R->cfgs = cfgs;
+  *out = R;
+out:
+  ag_free(roots);
+  ag_free(at);
+  ag_free(ordinal);
+  ag_vec_free(&c.regions);
+  ag_vec_free(&c.sites);
+  ag_vec_free(&c.markers);
+  ag_map_release(&c.region_by_key);
+  return rc;
+}
+
+const char *ag_ptx_site_kind_name(ag_ptx_site_kind k) {
+  static const char *const names[] = {
+      "tma_load",     "tma_store",    "tma_reduce",   "tma_prefetch",  "bulk_copy",
+      "bulk_commit",  "bulk_wait",    "cp_async",     "cp_async_commit", "cp_async_wait",
+      "cp_async_mbarrier_arrive", "wgmma", "wgmma_fence", "wgmma_commit", "wgmma_wait",
+      "mbarrier_init", "mbarrier_arrive", "mbarrier_expect_tx", "mbarrier_wait", "barrier"};
+  return (unsigned)k < AG_PTX_SITE__COUNT ? names[k] : "?";
+}
+
+const char *ag_ptx_completion_name(ag_ptx_completion c) {
+  static const char *const names[] = {"sync", "mbarrier", "bulk_group", "cp_async_group",
+                                      "wgmma_group", "none"};
+  return (unsigned)c <= AG_PTX_DONE_NONE ? names[c] : "?";
+}

@@ -1,0 +1,18 @@
+/*
+ * ptx_internal.h — declarations shared by the files of src/ptx (not part of
+ * the public interface).
+ */
+#ifndef ARGUS_PTX_INTERNAL_H
+#define ARGUS_PTX_INTERNAL_H
+
+#include "argus/ptx.h"
+
+/* Arena array growth: returns a copy of v (n elements of size sz) with room
+ * for cap elements, or NULL. */
+void *ag__ptx_grow(ag_arena *a, void *v, size_t n, size_t cap, size_t sz);
+
+/* 1 when the statement ends control flow unconditionally or conditionally. */
+int ag__ptx_is_branch(const ag_ptx_stmt *s);
+int ag__ptx_is_terminator(const ag_ptx_stmt *s); /* ret, exit, trap */
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * report.c — qualified reports. Values are kept as JSON objects in insertion
+ * order; rendering sorts regions by their largest time, so the text summary
+ * leads with where the time goes. A report holds at most thousands of values:
+ * everything is linear.
+ */
+#include "argus/report.h"
+
+#include <math.h>
+#include <string.h>
+
+struct ag_report {
+  json_t *root;
+  json_t *values;
+  json_t *missing;
+  json_t *not_joined;
+};
+
+ag_report *ag_report_new(const ag_query *q, const char *program) {
+  ag_report *r = ag_calloc(1, sizeof *r);
+  if (!r)
+    return NULL;
+  json_t *sigs = json_array();
+  for (int i = 0; q && i < q->nsignals; i++)
+    json_array_append_new(sigs, json_string(q->signals[i]));
+  ag_str sc = AG_STR_INIT;
+  if (q)
+    ag_scope_format(&q->scope, &sc);
+  char ts[32];
+  ag_iso8601(ag_wall_time_ns(), ts);
+  r->values = json_array();
+  r->missing = json_array();
+  r->not_joined = json_array();
+  r->root = json_pack("{s:s,s:s,s:s,s:{s:s?,s:o,s:s},s:s,s:O,s:O,s:O}", "schema",
+                      AG_REPORT_SCHEMA, "argus", AG_VERSION_STRING, "created", ts, "query",
+                      "region", q ? q->region : NULL, "signals", sigs, "scope",
+                      ag_str_cstr(&sc), "program", program ? program : "", "values",
+                      r->values, "missing", r->missing, "not_joined", r->not_joined);
+  ag_str_release(&sc);
+  if (!r->root || !r->values || !r->missing || !r->not_joined) {
+    ag_report_free(r);
+    return NULL;
+  }
+  return r;
+}
+
+void ag_report_free(ag_report *r) {
+  if (!r)
+    return;
+  json_decref(r->values);
+  json_decref(r->missing);
+  json_decref(r->not_joined);
+  json_decref(r->root);
+  ag_free(r);
+}
+
+static json_t *prov_json(const ag_provenance *p) {
+  json_t *tasks = json_array();
+  for (int i = 0; p && i < p->ntasks; i++)
+    json_array_append_new(tasks, json_integer(p->tasks[i]));
+  return json_pack("{s:o,s:s?,s:s?,s:s}", "tasks", tasks, "program", p ? p->program : NULL,
+                   "variant", p ? p->variant : NULL, "scope",
+                   p && p->scope ? p->scope : "");
+}
+
+static int add_obj(ag_report *r, const char *region, const char *signal, const char *stat,
+                   json_t *value, const char *unit, ag_qual qual, double entropy,
+                   const ag_provenance *prov) {
+  json_t *o = json_pack("{s:s?,s:s,s:s?,s:o,s:s,s:s,s:o}", "region", region, "signal", signal,
+                        "stat", stat, "value", value, "unit", unit ? unit : "", "qual",
+                        ag_qual_name(qual), "provenance", prov_json(prov));
+  if (!o)
+    return AG_ENOMEM;
+  if (qual == AG_QUAL_ATTRIBUTED && entropy >= 0)
+    json_object_set_new(o, "entropy", json_real(entropy));
+  return json_array_append_new(r->values, o) ? AG_ENOMEM : 0;
+}
+
+int ag_report_add(ag_report *r, const char *region, const char *signal, const char *stat,
+                  double value, const char *unit, ag_qual qual, double entropy,
+                  const ag_provenance *prov) {
+  json_t *v = isfinite(value) ? json_real(value) : json_null();
+  if (value == floor(value) && fabs(value) < 9e15)
+    v = (json_decref(v), json_integer((json_int_t)value));
+  return add_obj(r, region, signal, stat, v, unit, qual, entropy, prov);
+}
+
+int ag_report_add_json(ag_report *r, const char *region, const char *signal, const char *stat,
+                       json_t *value, const char *unit, ag_qual qual,
+                       const ag_provenance *prov) {
+  return add_obj(r, region, signal, stat, value, unit, qual, -1, prov);
+}
+
+int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why) {
+  json_t *o = json_pack("{s:s?,s:s?,s:s}", "region", region, "signal", signal, "why", why);
+  return !o || json_array_append_new(r->missing, o) ? AG_ENOMEM : 0;
+}
+
+int ag_report_not_joined(ag_report *r, const char *what, const char *why) {
+  json_t *o = json_pack("{s:s,s:s}", "what", what, "why", why);
+  return !o || json_array_append_new(r->not_joined, o) ? AG_ENOMEM : 0;
+}
+
+int ag_report_attach_plan(ag_report *r, const ag_plan *p) {
+  json_t *j = ag_plan_to_json(p);
+  if (!j)
+    return AG_ENOMEM;
+  json_object_set_new(r->root, "plan", j);
+  return 0;
+}
+
+int ag_report_joinable(const ag_provenance *a, const ag_provenance *b, ag_str *why) {
+  const char *pa = a->program ? a->program : "", *pb = b->program ? b->program : "";
+  if (strcmp(pa, pb) != 0) {
+    ag_str_printf(why, "different program versions (%s vs %s)", pa, pb);
+    return 0;
+  }
+  const char *sa = a->scope ? a->scope : "", *sb = b->scope ? b->scope : "";
+  if (strcmp(sa, sb) != 0) {
+    ag_str_printf(why, "different scope coordinates ({%s} vs {%s})", sa, sb);
+    return 0;
+  }
+  return 1;
+}
+
+json_t *ag_report_to_json(const ag_report *r) { return json_incref(r->root); }
+
+/* ------------------------------------------------------------------ text */
+
+typedef struct region_rank {
+  const char *name;
+  double weight; /* the region's largest total time, for ordering */
+} region_rank;
+
+static int cmp_rank(const void *a, const void *b) {
+  const region_rank *x = a, *y = b;
+  if (x->weight != y->weight)
+    return x->weight < y->weight ? 1 : -1;
+  return strcmp(x->name, y->name);
+}
+
+static void fmt_value(json_t *v, const char *unit, ag_str *out) {
+  if (json_is_integer(v)) {
+    ag_str_printf(out, "%lld", (long long)json_integer_value(v));
+  } else if (json_is_real(v)) {
+    double x = json_real_value(v);
+    if (!strcmp(unit, "ns") && x >= 1e6)
+      ag_str_printf(out, "%.3f ms", x / 1e6);
+    else if (!strcmp(unit, "ns") && x >= 1e3)
+      ag_str_printf(out, "%.2f us", x / 1e3);
+    else
+      ag_str_printf(out, "%.4g", x);
+    return;
+  } else if (json_is_string(v)) {
+    ag_str_puts(out, json_string_value(v));
+    return;
+  } else {
+    ag_str_puts(out, json_is_null(v) ? "n/a" : "(data)");
+    return;
+  }
+  if (*unit && strcmp(unit, "count"))
+    ag_str_printf(out, " %s", unit);
+}
+
+int ag_report_text(const ag_report *r, ag_str *out) {
+  size_t n = json_array_size(r->values);
+  region_rank *rk = ag_calloc(n + 1, sizeof *rk);
+  if (!rk)
+    return AG_ENOMEM;
+  size_t nr = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = json_array_get(r->values, i);
+    const char *reg = json_string_value(json_object_get(v, "region"));
+    if (!reg)
+      reg = "(program)";
+    size_t k = 0;
+    while (k < nr && strcmp(rk[k].name, reg))
+      k++;
+    if (k == nr)
+      rk[nr++] = (region_rank){reg, 0};
+    const char *stat = json_string_value(json_object_get(v, "stat"));
+    json_t *val = json_object_get(v, "value");
+    if (stat && !strcmp(stat, "total") && json_is_number(val) &&
+        json_number_value(val) > rk[k].weight)
+      rk[k].weight = json_number_value(val);
+  }
+  qsort(rk, nr, sizeof *rk, cmp_rank);
+  json_t *q = json_object_get(r->root, "query");
+  ag_str_printf(out, "observe %s on %s", json_string_value(json_object_get(q, "region")),
+                json_string_value(json_object_get(r->root, "program")));
+  const char *sc = json_string_value(json_object_get(q, "scope"));
+  if (sc && *sc)
+    ag_str_printf(out, " {%s}", sc);
+  ag_str_putc(out, '\n');
+  for (size_t k = 0; k < nr; k++) {
+    ag_str_printf(out, "%s\n", rk[k].name);
+    for (size_t i = 0; i < n; i++) {
+      json_t *v = json_array_get(r->values, i);
+      const char *reg = json_string_value(json_object_get(v, "region"));
+      if (strcmp(reg ? reg : "(program)", rk[k].name))
+        continue;
+      const char *stat = json_string_value(json_object_get(v, "stat"));
+      const char *unit = json_string_value(json_object_get(v, "unit"));
+      ag_str_printf(out, "  %-12s %-10s ", json_string_value(json_object_get(v, "signal")),
+                    stat ? stat : "");
+      fmt_value(json_object_get(v, "value"), unit ? unit : "", out);
+      ag_str_printf(out, "  [%s", json_string_value(json_object_get(v, "qual")));
+      json_t *e = json_object_get(v, "entropy");
+      if (e)
+        ag_str_printf(out, ", H=%.2f", json_number_value(e));
+      ag_str_puts(out, "]\n");
+    }
+  }
+  size_t i;
+  json_t *m;
+  json_array_foreach(r->missing, i, m) {
+    const char *sig = json_string_value(json_object_get(m, "signal"));
+    ag_str_printf(out, "missing %s: %s\n", sig ? sig : "", json_string_value(json_object_get(m, "why")));
+  }
+  json_array_foreach(r->not_joined, i, m) ag_str_printf(
+      out, "not joined %s: %s\n", json_string_value(json_object_get(m, "what")),
+      json_string_value(json_object_get(m, "why")));
+  ag_free(rk);
+  return out->oom ? AG_ENOMEM : 0;
+}

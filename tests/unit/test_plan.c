@@ -1,0 +1,237 @@
+/* test_plan.c — scopes, recipes, the planner's DAG shapes, effect
+ * partitioning and bad queries. */
+#include "argus/plan.h"
+#include "check.h"
+
+static ag_plan *plan_for(const char *region, const char *sigs_csv, const char *scope,
+                         ag_diags *d, int *rc) {
+  static char buf[256];
+  static const char *sigs[16];
+  int n = 0;
+  snprintf(buf, sizeof buf, "%s", sigs_csv);
+  for (char *t = strtok(buf, ","); t && n < 16; t = strtok(NULL, ","))
+    sigs[n++] = t;
+  ag_query q = {.region = region, .signals = sigs, .nsignals = n};
+  *rc = ag_scope_parse(scope, &q.scope, d);
+  if (*rc)
+    return NULL;
+  ag_plan *p = NULL;
+  *rc = ag_plan_build(&q, "prog@v1", d, &p);
+  return p;
+}
+
+static int count(const ag_plan *p, ag_task_type ty, const char *op) {
+  int n = 0;
+  for (size_t i = 0; i < p->tasks.n; i++)
+    n += p->tasks.v[i]->type == ty && (!op || !strcmp(p->tasks.v[i]->op, op));
+  return n;
+}
+
+TEST(test_scope_parse) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_scope s;
+  CHECK_EQ_INT(ag_scope_parse("role=consumer,iter=0:8,sm=5,sm=1:3", &s, &d), 0);
+  CHECK_EQ_STR(s.role, "consumer");
+  CHECK_EQ_INT(s.dim[AG_SCOPE_ITER].n, 1);
+  CHECK_EQ_INT(s.dim[AG_SCOPE_SM].n, 2);
+  CHECK(ag_scope_contains(&s, AG_SCOPE_SM, 1));
+  CHECK(!ag_scope_contains(&s, AG_SCOPE_SM, 3));
+  CHECK(ag_scope_contains(&s, AG_SCOPE_SM, 5));
+  CHECK(ag_scope_contains(&s, AG_SCOPE_CTA, 12345)); /* unrestricted */
+  ag_str f = AG_STR_INIT;
+  ag_scope_format(&s, &f);
+  CHECK_EQ_STR(ag_str_cstr(&f), "iter=0:8,sm=1:3,sm=5:6,role=consumer");
+  ag_str_release(&f);
+  CHECK_EQ_INT(ag_scope_parse("", &s, &d), 0);
+  CHECK_EQ_INT(d.nerrors, 0);
+  /* errors */
+  CHECK_EQ_INT(ag_scope_parse("iter=4:4", &s, &d), AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "empty scope");
+  CHECK_EQ_INT(ag_scope_parse("lane=3", &s, &d), AG_EPARSE);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "unknown scope key 'lane'");
+  CHECK_EQ_INT(ag_scope_parse("iter=a:b", &s, &d), AG_EPARSE);
+  CHECK_EQ_INT(ag_scope_parse("iter", &s, &d), AG_EPARSE);
+  CHECK_EQ_INT(ag_scope_parse("sm=-1", &s, &d), AG_EPARSE);
+  CHECK_EQ_INT(ag_scope_parse("iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,"
+                              "iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,"
+                              "iter=0:1,iter=0:1,iter=0:1",
+                              &s, &d),
+               AG_EINVAL);
+  ag_diags_release(&d);
+}
+
+TEST(test_dag_duration) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_plan *p = plan_for("gemm/mainloop", "duration", "iter=0:8", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  /* discover -> transform.traced -> compile -> collect -> synth.duration -> report */
+  CHECK_EQ_INT(p->tasks.n, 6);
+  CHECK_EQ_INT(count(p, AG_TASK_CONTROL, "discover"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.traced"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "compile"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, NULL), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, NULL), 2);
+  CHECK_EQ_INT(p->nruns, 1);
+  ag_task *rep = ag_plan_task(p, p->report_task);
+  CHECK(rep && rep->partial_ok && !strcmp(rep->op, "report"));
+  /* every dependency points backwards (a DAG in topological order) */
+  for (size_t i = 0; i < p->tasks.n; i++)
+    for (size_t k = 0; k < p->tasks.v[i]->deps.n; k++)
+      CHECK(p->tasks.v[i]->deps.v[k] < (int)i);
+  /* the traced transform is specialized to region and scope */
+  ag_task *tr = NULL;
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (!strcmp(p->tasks.v[i]->op, "transform.traced"))
+      tr = p->tasks.v[i];
+  CHECK(tr && !strcmp(json_string_value(json_object_get(tr->config, "region")), "gemm/mainloop"));
+  CHECK(tr && !strcmp(json_string_value(json_object_get(tr->config, "scope")), "iter=0:8"));
+  ag_plan_free(p);
+  ag_diags_release(&d);
+}
+
+TEST(test_dag_shared_evidence) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  /* three trace signals share one traced variant and one run; static needs
+   * the trace-free compile and no run */
+  ag_plan *p = plan_for("gemm", "duration,occurrences,timeline,static", "", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  if (!p)
+    return;
+  CHECK_EQ_INT(count(p, AG_TASK_CONTROL, NULL), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.traced"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.trace-free"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "compile"), 2);
+  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, NULL), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, NULL), 5);
+  CHECK_EQ_INT(p->nruns, 1);
+  ag_task *rep = ag_plan_task(p, p->report_task);
+  CHECK_EQ_INT(rep->deps.n, 4);
+  /* printing */
+  ag_str s = AG_STR_INIT;
+  ag_plan_print_text(p, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "11 tasks, 1 run");
+  ag_str_clear(&s);
+  ag_plan_print_dot(p, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "digraph plan");
+  CHECK_CONTAINS(ag_str_cstr(&s), "t0 -> t1;");
+  json_t *j = ag_plan_to_json(p);
+  CHECK_EQ_INT(json_array_size(json_object_get(j, "tasks")), 11);
+  CHECK_EQ_INT(json_integer_value(json_object_get(j, "runs")), 1);
+  json_decref(j);
+  ag_str_release(&s);
+  ag_plan_free(p);
+  ag_diags_release(&d);
+}
+
+TEST(test_conflicting_collections_separate) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_plan *p = plan_for("gemm", "duration", "", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  if (!p)
+    return;
+  /* add collections on the same compiled variant: a compatible one merges,
+   * a forced-completion probe and a SASS-patching collector run apart */
+  ag_task *col = NULL;
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (p->tasks.v[i]->type == AG_TASK_COLLECT)
+      col = p->tasks.v[i];
+  int compiled = col->deps.v[0];
+  ag_task *probe = ag_plan_add(p, AG_TASK_COLLECT, "collect", "probe", "gemm", NULL,
+                               json_pack("{s:[s]}", "backends", "probe"), &compiled, 1);
+  probe->effects = AG_EFF_FORCES_COMPLETION;
+  ag_task *sass = ag_plan_add(p, AG_TASK_COLLECT, "collect", "sass", "gemm", NULL,
+                              json_pack("{s:[s]}", "backends", "sass"), &compiled, 1);
+  sass->effects = AG_EFF_PATCHES_SASS;
+  ag_plan_partition(p);
+  CHECK_EQ_INT(p->nruns, 3);
+  CHECK(probe->run != sass->run && probe->run != col->run && sass->run != col->run);
+  /* the invariant: no two collections whose effects conflict share a run */
+  for (size_t i = 0; i < p->tasks.n; i++)
+    for (size_t k = i + 1; k < p->tasks.n; k++) {
+      ag_task *a = p->tasks.v[i], *b = p->tasks.v[k];
+      if (a->type == AG_TASK_COLLECT && b->type == AG_TASK_COLLECT &&
+          ag_effects_conflict(a->effects, b->effects))
+        CHECK(a->run != b->run);
+    }
+  CHECK(ag_effects_conflict(AG_EFF_FORCES_COMPLETION, AG_EFF_PERTURBS_TIMING));
+  CHECK(ag_effects_conflict(AG_EFF_SERIALIZES_KERNELS, 0));
+  CHECK(!ag_effects_conflict(AG_EFF_PERTURBS_TIMING, AG_EFF_PERTURBS_TIMING));
+  ag_str e = AG_STR_INIT;
+  ag_effects_format(AG_EFF_PERTURBS_TIMING | AG_EFF_PATCHES_SASS, &e);
+  CHECK_EQ_STR(ag_str_cstr(&e), "perturbs_timing|patches_sass");
+  ag_str_release(&e);
+  ag_plan_free(p);
+  ag_diags_release(&d);
+}
+
+TEST(test_dedup) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_plan *p = plan_for("r", "duration", "", &d, &rc);
+  size_t n = p->tasks.n;
+  ag_task *a = ag_plan_add(p, AG_TASK_TRANSFORM, "x", NULL, NULL, NULL,
+                           json_pack("{s:i,s:i}", "a", 1, "b", 2), NULL, 0);
+  ag_task *b = ag_plan_add(p, AG_TASK_TRANSFORM, "x", NULL, NULL, NULL,
+                           json_pack("{s:i,s:i}", "b", 2, "a", 1), NULL, 0);
+  ag_task *c = ag_plan_add(p, AG_TASK_TRANSFORM, "x", NULL, NULL, NULL,
+                           json_pack("{s:i,s:i}", "a", 1, "b", 3), NULL, 0);
+  CHECK(a == b);
+  CHECK(a != c);
+  CHECK_EQ_INT(p->tasks.n, n + 2);
+  ag_plan_free(p);
+  ag_diags_release(&d);
+}
+
+TEST(test_bad_queries) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_plan *p = plan_for("gemm", "duration,bogus", "", &d, &rc);
+  CHECK(p == NULL);
+  CHECK_EQ_INT(rc, AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[0].msg, "unknown signal 'bogus'");
+  CHECK_CONTAINS(d.items.v[0].msg, "duration");
+  p = plan_for("", "duration", "", &d, &rc);
+  CHECK(p == NULL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "needs a region");
+  p = plan_for("gemm", "duration", "iter=3:1", &d, &rc);
+  CHECK(p == NULL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "empty scope");
+  ag_query q = {.region = "gemm"};
+  CHECK_EQ_INT(ag_plan_build(&q, "x", &d, &p), AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "at least one signal");
+  ag_diags_release(&d);
+}
+
+TEST(test_plan_oom) {
+  /* every allocation in planning fails once: a clean error, no crash */
+  for (long k = 1; k < 400; k++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    const char *sigs[] = {"duration", "static", "timeline"};
+    ag_query q = {.region = "gemm/mainloop", .signals = sigs, .nsignals = 3};
+    ag_plan *p = NULL;
+    ag_alloc_fail_at(k);
+    int rc = ag_plan_build(&q, "prog", &d, &p);
+    ag_alloc_fail_at(0);
+    CHECK(rc == 0 || rc == AG_ENOMEM);
+    CHECK((rc == 0) == (p != NULL));
+    ag_plan_free(p);
+    ag_diags_release(&d);
+  }
+}
+
+RUN_TESTS(T(test_scope_parse), T(test_dag_duration), T(test_dag_shared_evidence),
+          T(test_conflicting_collections_separate), T(test_dedup), T(test_bad_queries),
+          T(test_plan_oom))

@@ -1,0 +1,71 @@
+/* test_report.c — qualified values, provenance, missing and not-joined
+ * entries, exact-join rule, text ordering. */
+#include "argus/report.h"
+#include "check.h"
+
+TEST(test_values_carry_qual_and_provenance) {
+  const char *sigs[] = {"duration"};
+  ag_query q = {.region = "gemm", .signals = sigs, .nsignals = 1};
+  ag_scope_parse("iter=0:4", &q.scope, NULL);
+  ag_report *r = ag_report_new(&q, "gemm@v1");
+  int tasks[] = {3, 4};
+  ag_provenance pv = {tasks, 2, "gemm@v1", "traced", "iter=0:4"};
+  CHECK_EQ_INT(ag_report_add(r, "gemm/mma", "duration", "total", 1500.0, "ns",
+                             AG_QUAL_OBSERVED, -1, &pv), 0);
+  CHECK_EQ_INT(ag_report_add(r, "gemm/loads", "duration", "total", 98000.5, "ns",
+                             AG_QUAL_OBSERVED, -1, &pv), 0);
+  CHECK_EQ_INT(ag_report_add(r, "gemm/mma", "inst_mix", "fma", 12.0, "count",
+                             AG_QUAL_ATTRIBUTED, 0.69, &pv), 0);
+  ag_report_missing(r, "gemm", "static", "compile failed: ptxas error at line 3");
+  ag_report_not_joined(r, "probe #7 with reference", "different program versions (a vs b)");
+  json_t *j = ag_report_to_json(r);
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "schema")), AG_REPORT_SCHEMA);
+  json_t *vals = json_object_get(j, "values");
+  CHECK_EQ_INT(json_array_size(vals), 3);
+  size_t i;
+  json_t *v;
+  json_array_foreach(vals, i, v) {
+    CHECK(json_is_string(json_object_get(v, "qual")));
+    CHECK(json_is_string(json_object_get(v, "unit")));
+    json_t *p = json_object_get(v, "provenance");
+    CHECK_EQ_INT(json_array_size(json_object_get(p, "tasks")), 2);
+    CHECK_EQ_STR(json_string_value(json_object_get(p, "program")), "gemm@v1");
+    CHECK_EQ_STR(json_string_value(json_object_get(p, "scope")), "iter=0:4");
+  }
+  /* entropy only on attributed values */
+  CHECK(json_object_get(json_array_get(vals, 0), "entropy") == NULL);
+  CHECK(json_object_get(json_array_get(vals, 2), "entropy") != NULL);
+  CHECK_EQ_INT(json_array_size(json_object_get(j, "missing")), 1);
+  CHECK_EQ_INT(json_array_size(json_object_get(j, "not_joined")), 1);
+  json_decref(j);
+  /* text: the biggest region first, missing and not-joined said plainly */
+  ag_str s = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_text(r, &s), 0);
+  const char *t = ag_str_cstr(&s);
+  CHECK(strstr(t, "gemm/loads") && strstr(t, "gemm/mma") &&
+        strstr(t, "gemm/loads") < strstr(t, "gemm/mma"));
+  CHECK_CONTAINS(t, "98.00 us");
+  CHECK_CONTAINS(t, "[attributed, H=0.69]");
+  CHECK_CONTAINS(t, "missing static: compile failed");
+  CHECK_CONTAINS(t, "not joined probe #7");
+  ag_str_release(&s);
+  ag_report_free(r);
+}
+
+TEST(test_exact_joins) {
+  ag_provenance a = {NULL, 0, "gemm@v1", "traced", "iter=0:8"};
+  ag_provenance b = a;
+  ag_str why = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_joinable(&a, &b, &why), 1);
+  b.program = "gemm@v2";
+  CHECK_EQ_INT(ag_report_joinable(&a, &b, &why), 0);
+  CHECK_CONTAINS(ag_str_cstr(&why), "different program versions");
+  ag_str_clear(&why);
+  b = a;
+  b.scope = "iter=0:4";
+  CHECK_EQ_INT(ag_report_joinable(&a, &b, &why), 0);
+  CHECK_CONTAINS(ag_str_cstr(&why), "different scope coordinates");
+  ag_str_release(&why);
+}
+
+RUN_TESTS(T(test_values_carry_qual_and_provenance), T(test_exact_joins))
