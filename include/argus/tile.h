@@ -106,9 +106,10 @@ int ag_tile_parse(const char *src, size_t len, const char *file, ag_diags *d,
 int ag_tile_parse_file(const char *path, ag_diags *d, ag_tile_program **out);
 void ag_tile_program_free(ag_tile_program *p);
 
-/* Prints a node (expression, statement or kernel) as canonical source: every
- * compound expression parenthesized, blocks indented by four spaces. Printing
- * a parsed program and parsing the text again gives the same tree. */
+/* Prints a node (expression, statement or kernel) as canonical source:
+ * parentheses only where precedence needs them, blocks indented by four
+ * spaces. Printing a parsed program and parsing the text again gives the
+ * same tree, never nested deeper than the source. */
 int ag_tile_print(const ag_tile_node *n, int indent, ag_str *out);
 int ag_tile_print_program(const ag_tile_program *p, ag_str *out);
 

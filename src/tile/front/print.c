@@ -1,7 +1,7 @@
 /*
- * print.c — prints a tile AST back as canonical source: every compound
- * expression in parentheses, one statement per line, four spaces per block
- * level. The parser reads the output back into the same tree, which the
+ * print.c — prints a tile AST back as canonical source: parentheses only
+ * where precedence needs them, one statement per line, four spaces per
+ * block level. The parser reads the output back into the same tree, which the
  * tests use to check the parser (and the fuzzer to check both).
  */
 #include "argus/tile.h"
@@ -38,6 +38,44 @@ const char *ag_tile_op_text(ag_tile_op op) {
 
 static void pr(const ag_tile_node *n, ag_str *o);
 
+/* Binding strength, loosest first, as the parser reads it. */
+enum { P_TERNARY = 1, P_OR, P_AND, P_NOT, P_CMP, P_BOR, P_BXOR, P_BAND, P_SHIFT, P_SUM, P_TERM,
+       P_UNARY, P_ATOM };
+
+static int prec(const ag_tile_node *n) {
+  switch (n->kind) {
+  case AG_TN_TERNARY: return P_TERNARY;
+  case AG_TN_LOR: return P_OR;
+  case AG_TN_LAND: return P_AND;
+  case AG_TN_LNOT: return P_NOT;
+  case AG_TN_CMP: return P_CMP;
+  case AG_TN_UNOP: return P_UNARY;
+  case AG_TN_BINOP:
+    switch (n->op) {
+    case AG_OP_OR: return P_BOR;
+    case AG_OP_XOR: return P_BXOR;
+    case AG_OP_AND: return P_BAND;
+    case AG_OP_SHL:
+    case AG_OP_SHR: return P_SHIFT;
+    case AG_OP_ADD:
+    case AG_OP_SUB: return P_SUM;
+    default: return P_TERM;
+    }
+  default: return P_ATOM;
+  }
+}
+
+/* Prints n, in parentheses when it binds looser than `need`. */
+static void pr_at(const ag_tile_node *n, int need, ag_str *o) {
+  if (n && prec(n) < need) {
+    ag_str_putc(o, '(');
+    pr(n, o);
+    ag_str_putc(o, ')');
+  } else {
+    pr(n, o);
+  }
+}
+
 static void pr_list(const ag_tile_list *l, ag_str *o) {
   for (int i = 0; i < l->n; i++) {
     if (i)
@@ -54,11 +92,14 @@ static void pr_float(double v, ag_str *o) {
     ag_str_puts(o, ".0");
 }
 
+/* Only the parentheses precedence and associativity need: the text reads
+ * back as the same tree and is never nested deeper than the source was. */
 static void pr(const ag_tile_node *n, ag_str *o) {
   if (!n) {
     ag_str_puts(o, "<null>");
     return;
   }
+  int p = prec(n);
   switch (n->kind) {
   case AG_TN_INT: ag_str_printf(o, "%lld", (long long)n->ival); break;
   case AG_TN_FLOAT: pr_float(n->fval, o); break;
@@ -78,43 +119,39 @@ static void pr(const ag_tile_node *n, ag_str *o) {
   }
   case AG_TN_BOOL: ag_str_puts(o, n->ival ? "True" : "False"); break;
   case AG_TN_NAME: ag_str_puts(o, n->name); break;
-  case AG_TN_BINOP:
-  case AG_TN_CMP:
-    ag_str_putc(o, '(');
-    pr(n->a, o);
+  case AG_TN_BINOP: /* left-associative */
+    pr_at(n->a, p, o);
     ag_str_printf(o, " %s ", ag_tile_op_text(n->op));
-    pr(n->b, o);
-    ag_str_putc(o, ')');
+    pr_at(n->b, p + 1, o);
+    break;
+  case AG_TN_CMP: /* a chain would mean something else: both sides tighter */
+    pr_at(n->a, p + 1, o);
+    ag_str_printf(o, " %s ", ag_tile_op_text(n->op));
+    pr_at(n->b, p + 1, o);
     break;
   case AG_TN_UNOP:
-    ag_str_printf(o, "(%s", ag_tile_op_text(n->op));
-    pr(n->a, o);
-    ag_str_putc(o, ')');
+    ag_str_puts(o, ag_tile_op_text(n->op));
+    pr_at(n->a, P_UNARY, o);
     break;
   case AG_TN_LAND:
   case AG_TN_LOR:
-    ag_str_putc(o, '(');
-    pr(n->a, o);
+    pr_at(n->a, p, o);
     ag_str_puts(o, n->kind == AG_TN_LAND ? " and " : " or ");
-    pr(n->b, o);
-    ag_str_putc(o, ')');
+    pr_at(n->b, p + 1, o);
     break;
   case AG_TN_LNOT:
-    ag_str_puts(o, "(not ");
-    pr(n->a, o);
-    ag_str_putc(o, ')');
+    ag_str_puts(o, "not ");
+    pr_at(n->a, P_NOT, o);
     break;
   case AG_TN_TERNARY:
-    ag_str_putc(o, '(');
-    pr(n->a, o);
+    pr_at(n->a, P_OR, o);
     ag_str_puts(o, " if ");
-    pr(n->b, o);
+    pr_at(n->b, P_OR, o);
     ag_str_puts(o, " else ");
-    pr(n->c, o);
-    ag_str_putc(o, ')');
+    pr_at(n->c, P_TERNARY, o);
     break;
   case AG_TN_CALL:
-    pr(n->a, o);
+    pr_at(n->a, P_ATOM, o);
     ag_str_putc(o, '(');
     pr_list(&n->list, o);
     ag_str_putc(o, ')');
@@ -124,7 +161,7 @@ static void pr(const ag_tile_node *n, ag_str *o) {
     pr(n->a, o);
     break;
   case AG_TN_INDEX:
-    pr(n->a, o);
+    pr_at(n->a, P_ATOM, o);
     ag_str_putc(o, '[');
     pr_list(&n->list, o);
     ag_str_putc(o, ']');
@@ -137,7 +174,7 @@ static void pr(const ag_tile_node *n, ag_str *o) {
       pr(n->b, o);
     break;
   case AG_TN_ATTR:
-    pr(n->a, o);
+    pr_at(n->a, P_ATOM, o);
     ag_str_printf(o, ".%s", n->name);
     break;
   case AG_TN_TUPLE:
