@@ -145,21 +145,9 @@ static void *alp(rx *x, size_t n) { /* kept for the whole run */
   return p;
 }
 
-static uint32_t u32op(ag_expr_op op, uint32_t a, uint32_t b) {
-  switch (op) {
-  case AG_X_ADD: return a + b;
-  case AG_X_SUB: return a - b;
-  case AG_X_MUL: return a * b;
-  case AG_X_DIV: return b ? a / b : 0xffffffffu;
-  case AG_X_MOD: return b ? a % b : a;
-  case AG_X_XOR: return a ^ b;
-  case AG_X_AND: return a & b;
-  case AG_X_OR: return a | b;
-  case AG_X_SHL: return b >= 32 ? 0 : a << b;
-  case AG_X_SHR: return b >= 32 ? 0 : a >> b;
-  default: return 0;
-  }
-}
+/* 32-bit unsigned integers, as the solver computes (the one definition
+ * of the DSL's integer semantics, shared with the checker). */
+#define u32op ag__u32_op
 
 /* --------------------------------------------------------------- tag sets */
 static int tag_eq(const ag__ctag *a, const ag__ctag *b) {

@@ -356,6 +356,20 @@ static int layout_compact(ag__ck *c, const ag_tile_node *n, const ag_layout *l) 
 /* ------------------------------------------------------------------ tiles */
 static ag__tile *tile_new(ag__ck *c) { return ag__ck_alloc(c, sizeof(ag__tile)); }
 
+/* A value for a whole new buffer (shared or register) seen through l. */
+static ag__value *buffer_value(ag__ck *c, ag__tile *t, ag__space sp, ag__dt dt, int buf,
+                               ag_layout l) {
+  t->sp = sp;
+  t->dt = dt;
+  t->buf = buf;
+  t->base = ag__xc(c, 0);
+  t->layout = l;
+  ag__value *v = ag__ck_alloc(c, sizeof *v);
+  v->k = V_TILE;
+  v->t = t;
+  return v;
+}
+
 static const ag_expr *swizzled(ag__ck *c, const ag__tile *t, const ag_expr *byteoff) {
   if (!t->swizzled)
     return byteoff;
@@ -1141,15 +1155,7 @@ static ag__value *make_local(ag__ck *c, const ag_tile_node *n) {
     r.bytes[i] = ag__tag_bot(c);
   if (ag_vec_push(&c->rbufs, r))
     ag__ck_oom(c);
-  ag__tile *t = tile_new(c);
-  t->sp = SP_REG;
-  t->dt = dt;
-  t->buf = (int)c->rbufs.n - 1;
-  t->base = ag__xc(c, 0);
-  t->layout = l;
-  ag__value *v = newv(c, V_TILE);
-  v->t = t;
-  return v;
+  return buffer_value(c, tile_new(c), SP_REG, dt, (int)c->rbufs.n - 1, l);
 }
 
 static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
@@ -1183,14 +1189,7 @@ static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
   ag__sbuf sb = {NULL, bytes};
   if (ag_vec_push(&c->sbufs, sb))
     ag__ck_oom(c);
-  t->sp = SP_SHARED;
-  t->dt = dt;
-  t->buf = (int)c->sbufs.n - 1;
-  t->base = ag__xc(c, 0);
-  t->layout = l;
-  ag__value *v = newv(c, V_TILE);
-  v->t = t;
-  return v;
+  return buffer_value(c, t, SP_SHARED, dt, (int)c->sbufs.n - 1, l);
 }
 
 static ag__value *tag_of(ag__ck *c, const ag_tile_node *n) {

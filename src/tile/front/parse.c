@@ -393,35 +393,23 @@ static ag_tile_node *not_expr(parser *p) {
   return n;
 }
 
-static ag_tile_node *and_expr(parser *p) {
-  ag_tile_node *lhs = not_expr(p);
+/* `and` binds tighter than `or`; both are left-associative. */
+static ag_tile_node *logic_expr(parser *p, int is_or) {
+  ag_tile_node *lhs = is_or ? logic_expr(p, 0) : not_expr(p);
   for (;;) {
     ag__token *t = peek(p);
-    if (!accept(p, TK_AND))
+    if (!accept(p, is_or ? TK_OR : TK_AND))
       return lhs;
     enter(p);
-    ag_tile_node *n = node(p, AG_TN_LAND, t);
+    ag_tile_node *n = node(p, is_or ? AG_TN_LOR : AG_TN_LAND, t);
     n->a = lhs;
-    n->b = not_expr(p);
+    n->b = is_or ? logic_expr(p, 0) : not_expr(p);
     leave(p);
     lhs = n;
   }
 }
 
-static ag_tile_node *or_expr(parser *p) {
-  ag_tile_node *lhs = and_expr(p);
-  for (;;) {
-    ag__token *t = peek(p);
-    if (!accept(p, TK_OR))
-      return lhs;
-    enter(p);
-    ag_tile_node *n = node(p, AG_TN_LOR, t);
-    n->a = lhs;
-    n->b = and_expr(p);
-    leave(p);
-    lhs = n;
-  }
-}
+static ag_tile_node *or_expr(parser *p) { return logic_expr(p, 1); }
 
 /* a if c else b */
 static ag_tile_node *expr(parser *p) {
