@@ -15,6 +15,7 @@ typedef struct evctx {
   ag__ck *c;
   const ag__cenv *e;
   int64_t tid, byte;
+  long budget; /* expression nodes one evaluation may visit */
 } evctx;
 
 static int env_cb(void *ud, const char *name, int64_t *v) {
@@ -69,7 +70,7 @@ static int xev_rec(evctx *x, const ag_expr *e, uint32_t *v, int depth) {
     *v = (uint32_t)s;
     return 0;
   }
-  if (depth > 4000)
+  if (depth > 4000 || --x->budget < 0)
     return AG_EUNDEFINED;
   uint32_t a, b;
   if (xev_rec(x, e->a, &a, depth + 1) || xev_rec(x, e->b, &b, depth + 1))
@@ -80,6 +81,7 @@ static int xev_rec(evctx *x, const ag_expr *e, uint32_t *v, int depth) {
 
 static int xev(evctx *x, const ag_expr *e, int64_t *v) {
   uint32_t r;
+  x->budget = 1000000;
   if (xev_rec(x, e, &r, 0))
     return AG_EUNDEFINED;
   *v = r;
@@ -363,6 +365,6 @@ static int eval_rec(evctx *x, const ag__tag *t, int proj, ag__cset *out, int dep
 
 int ag__tag_eval(ag__ck *c, const ag__tag *t, const ag__cenv *e, int64_t tid, int proj,
                  ag__cset *out) {
-  evctx x = {c, e, tid, 0};
+  evctx x = {c, e, tid, 0, 0};
   return eval_rec(&x, t, proj, out, 0);
 }

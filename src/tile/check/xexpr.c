@@ -400,16 +400,38 @@ int ag__xbounds(ag__ck *c, const ag_expr *e, int64_t *lo, int64_t *hi) {
   return r.ok ? 0 : AG_ENOTFOUND;
 }
 
-static int tid_env(void *ud, const char *name, int64_t *v) {
-  if (strcmp(name, "tid") == 0) {
-    *v = *(const int64_t *)ud;
+/* Evaluation for one thread, with the solver's integer semantics (32-bit
+ * unsigned, ag__u32_op); anything but tid and constants is unknown. */
+static int eval_tid_rec(const ag_expr *e, uint32_t t, uint32_t *out, int depth, long *budget) {
+  if (e->op == AG_X_CONST) {
+    *out = (uint32_t)e->value;
     return 0;
   }
-  return AG_ENOTFOUND;
+  if (e->op == AG_X_SYM) {
+    if (strcmp(e->name, "tid"))
+      return AG_ENOTFOUND;
+    *out = t;
+    return 0;
+  }
+  /* no memo: a visit budget bounds a DAG with heavy sharing (unknown then) */
+  if (depth > 4000 || --*budget < 0)
+    return AG_EUNDEFINED;
+  uint32_t a, b;
+  int rc = eval_tid_rec(e->a, t, &a, depth + 1, budget);
+  if (!rc)
+    rc = eval_tid_rec(e->b, t, &b, depth + 1, budget);
+  if (rc)
+    return rc;
+  *out = ag__u32_op(e->op, a, b);
+  return 0;
 }
 
 int ag__xeval_tid(const ag_expr *e, int64_t t, int64_t *out) {
-  return ag_expr_eval(e, tid_env, &t, out);
+  uint32_t v = 0;
+  long budget = 1000000;
+  int rc = eval_tid_rec(e, (uint32_t)t, &v, 0, &budget);
+  *out = rc ? 0 : (int64_t)v;
+  return rc;
 }
 
 void ag__xprint(const ag_expr *e, ag_str *out) { ag_expr_print(e, out); }
