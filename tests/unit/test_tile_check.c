@@ -243,6 +243,18 @@ static const prog progs[] = {
      "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n    cp_async_wait(0)\n"
      "    syncthreads()\n    assert tag(s[(tid + 3) % 32]) == ((tid + 3) % 32,)\n",
      {AG_TILE_VIOLATED, AG_TILE_PROVED}, "not been waited"},
+    {"ldmatrix x1 and x2.trans follow the PTX fragment layouts",
+     "@threads(32)\ndef k(A: Tensor(16, 8, bf16)):\n    T = A[r, c] -> (r, c)\n"
+     "    lane = threadIdx.x\n    s = make_shared((16, 8), bf16)\n    sv = s.view((16,), u128)\n"
+     "    Av = A.view((16,), u128)\n    if lane < 16:\n        sv[lane] = Av[lane]\n"
+     "    syncthreads()\n    r1 = make_local((1,), u32)\n    ldmatrix_x1(r1, sv[lane % 8])\n"
+     "    h1 = r1.view((2,), bf16)\n    r2 = make_local((2,), u32)\n"
+     "    ldmatrix_x2_trans(r2, sv[lane % 16])\n    h2 = r2.view((4,), bf16)\n"
+     "    for v in range(2):\n        assert tag(h1[v]) == (lane / 4, lane % 4 * 2 + v)\n"
+     "    for v in range(4):\n"
+     "        assert tag(h2[v]) == (v / 2 * 8 + lane % 4 * 2 + v % 2, lane / 4)\n"
+     "    for v in range(2):\n        assert tag(h1[v]) == (lane % 4 * 2 + v, lane / 4)\n",
+     {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
 };
 
 TEST(test_semantics) {
