@@ -282,5 +282,34 @@ TEST(test_counterexamples_replay) {
   }
 }
 
-RUN_TESTS(T(test_symbolic_matches_reference), T(test_reference_sees_no_violation_in_examples),
+/* The intrinsic table's ldmatrix.x4 layout is the layout module's atom,
+ * point by point; the .trans row is not (the wrong case). */
+TEST(test_ldmatrix_table_matches_atom) {
+  ag_arena a;
+  ag_arena_init(&a, 0);
+  ag_layout_ctx lc;
+  ag_layout_ctx_init(&lc, &a);
+  ag_layout atom, mine, trans;
+  ag_diags d;
+  ag_diags_init(&d);
+  CHECK_EQ_INT(ag_atom_ldmatrix_x4(&lc, &atom), 0);
+  CHECK_EQ_INT(ag_layout_parse(&lc, ag__intrin_lookup("ldmatrix_x4")->dst_tv, &d, &mine), 0);
+  CHECK_EQ_INT(ag_layout_parse(&lc, ag__intrin_lookup("ldmatrix_x4_trans")->dst_tv, &d, &trans), 0);
+  int same = 0, differ = 0;
+  for (int64_t i = 0; i < 32 * 8; i++) {
+    int64_t x, y, z;
+    CHECK_EQ_INT(ag_layout_eval_index(&atom, i, &x), 0);
+    CHECK_EQ_INT(ag_layout_eval_index(&mine, i, &y), 0);
+    CHECK_EQ_INT(ag_layout_eval_index(&trans, i, &z), 0);
+    same += x == y;
+    differ += x != z;
+  }
+  CHECK_EQ_INT(same, 256);
+  CHECK(differ > 0);
+  ag_diags_release(&d);
+  ag_layout_ctx_release(&lc);
+  ag_arena_release(&a);
+}
+
+RUN_TESTS(T(test_ldmatrix_table_matches_atom), T(test_symbolic_matches_reference), T(test_reference_sees_no_violation_in_examples),
           T(test_wrong_pairings_disagree), T(test_counterexamples_replay))
