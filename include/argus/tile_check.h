@@ -89,6 +89,8 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
                   ag_tile_report **out);
 /* 1 when every assertion was proved. */
 int ag_tile_report_ok(const ag_tile_report *r);
+/* The Z3 library's version ("4.8.12.0"); static text. */
+const char *ag_tile_z3_version(void);
 int ag_tile_report_text(const ag_tile_report *r, ag_str *out);
 json_t *ag_tile_report_json(const ag_tile_report *r); /* new reference */
 void ag_tile_report_free(ag_tile_report *r);

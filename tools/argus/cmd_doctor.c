@@ -7,6 +7,7 @@
 
 #include "argus/store.h"
 #include "argus/sysinfo.h"
+#include "argus/tile_check.h"
 
 #include <openssl/crypto.h>
 
@@ -42,9 +43,10 @@ int cmd_doctor(ag_cli *cli) {
   int rc = ag_sysinfo_collect(home, &info);
   if (rc)
     return ag_cli_fail(cli, rc, "cannot collect system information");
-  json_t *libs = json_pack("{s:s,s:s,s:s,s:s,s:s}", "argus", AG_VERSION_STRING, "jansson",
+  json_t *libs = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "argus", AG_VERSION_STRING, "jansson",
                            JANSSON_VERSION, "openssl", OpenSSL_version(OPENSSL_VERSION),
-                           "sqlite", ag_store_sqlite_version(), "zstd", ag_store_zstd_version());
+                           "sqlite", ag_store_sqlite_version(), "zstd", ag_store_zstd_version(),
+                           "z3", ag_tile_z3_version());
   json_object_set_new(info, "libraries", libs);
   if (cli->json) {
     ag_cli_print_json(info);

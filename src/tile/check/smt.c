@@ -1345,3 +1345,11 @@ out:
   Z3_del_context(s.z);
   return rc;
 }
+
+const char *ag_tile_z3_version(void) {
+  static char buf[32];
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  Z3_get_version(&a, &b, &c, &d);
+  snprintf(buf, sizeof buf, "%u.%u.%u.%u", a, b, c, d);
+  return buf;
+}
