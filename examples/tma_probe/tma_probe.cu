@@ -1,0 +1,185 @@
+/*
+ * tma_probe.cu - the multi-run workload of the async-latency probes
+ * (docs/probes.md; the paper's Fig. 14c): an FP16 TMA matmul, C = A * B^T
+ * with A (M x K) and B (N x K) half precision, K contiguous, C (M x N) float,
+ * a TMA_PROBE_STAGES-deep shared-memory pipeline (default 3) and a K loop of
+ * K / 64 iterations with two TMA loads each. With K = 512 the loop runs 8
+ * iterations: 2 load sites x 8 iterations = 16 probe candidates.
+ *
+ * One CTA computes a 64 x 128 tile of C with two warpgroups:
+ *   warpgroup 0 (role producer): thread 0 waits until stage s is free
+ *     (empty_bar[s]), announces the bytes (expect_tx) and issues the A and B
+ *     loads against full_bar[s];
+ *   warpgroup 1 (role consumer): waits for full_bar[s], runs four
+ *     wgmma.mma_async m64n128k16, waits for them, frees the stage, and
+ *     finally writes its accumulators.
+ * Unlike examples/gemm_tma, the producer's first STAGES waits are not a
+ * branch: a fresh barrier's "preceding phase" (parity 1) counts as
+ * complete, so waiting for parity ((kt / STAGES) + 1) & 1 passes at once
+ * for kt < STAGES (the CUTLASS convention). Both loops are kept rolled
+ * (`#pragma unroll 1`), so each load is one PTX site whose iteration is the
+ * `loads` region's ARGUS_BEGIN_AT operand.
+ *
+ * Built with -DTMA_PROBE_STAGES=1 it has no prefetch distance: the producer
+ * issues iteration kt only after the consumer has released kt - 1, so the
+ * consumer waits for every load in full (the probes' ground truth).
+ * Requires M % 64 == 0, N % 128 == 0, K % 64 == 0.
+ */
+#include <cuda.h>
+#include <stdint.h>
+
+#include "argus/region.cuh"
+
+#ifndef TMA_PROBE_STAGES
+#define TMA_PROBE_STAGES 3
+#endif
+#define STAGES TMA_PROBE_STAGES
+#define BM 64
+#define BN 128
+#define BK 64
+#define A_TILE_BYTES (BM * BK * 2)
+#define B_TILE_BYTES (BN * BK * 2)
+
+__shared__ alignas(8) uint64_t full_bar[STAGES];
+__shared__ alignas(8) uint64_t empty_bar[STAGES];
+
+__device__ static inline uint32_t smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ static inline void mbar_init(uint64_t *bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+__device__ static inline void mbar_expect_tx(uint64_t *bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ static inline void mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+/* Spins until the barrier's phase with the given parity has completed. */
+__device__ static inline void mbar_wait(uint64_t *bar, unsigned parity) {
+  asm volatile("{\n"
+               ".reg .pred done;\n"
+               "wait_again:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+               "@!done bra wait_again;\n"
+               "}\n" ::"r"(smem_addr(bar)),
+               "r"(parity)
+               : "memory");
+}
+
+__device__ static inline void tma_load_2d(void *dst, const CUtensorMap *map, uint64_t *bar,
+                                          int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+               "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+               : "memory");
+}
+
+/* wgmma shared-memory descriptor for a K-major tile with 128-byte swizzle */
+__device__ static inline uint64_t smem_desc(const void *p) {
+  uint64_t a = smem_addr(p);
+  return ((a & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+#define F8(b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), \
+    "+f"(d[b + 4]), "+f"(d[b + 5]), "+f"(d[b + 6]), "+f"(d[b + 7])
+
+__device__ static inline void wgmma_m64n128k16(float d[64], uint64_t da, uint64_t db) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : F8(0), F8(8), F8(16), F8(24), F8(32), F8(40), F8(48), F8(56)
+      : "l"(da), "l"(db), "r"(1));
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+    tma_probe(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_b,
+              float *C, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char *smem =
+      (unsigned char *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  unsigned char *sA = smem;
+  unsigned char *sB = smem + STAGES * A_TILE_BYTES;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int ktiles = K / BK;
+  const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; s++) {
+      mbar_init(&full_bar[s], 1);
+      mbar_init(&empty_bar[s], 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    ARGUS_ROLE(producer);
+    if (t == 0) {
+      ARGUS_BEGIN(mainloop);
+#pragma unroll 1
+      for (int kt = 0; kt < ktiles; kt++) {
+        ARGUS_BEGIN_AT(loads, kt);
+        int s = kt % STAGES;
+        mbar_wait(&empty_bar[s], ((kt / STAGES) + 1) & 1);
+        mbar_expect_tx(&full_bar[s], A_TILE_BYTES + B_TILE_BYTES);
+        tma_load_2d(sA + s * A_TILE_BYTES, &tma_a, &full_bar[s], kt * BK, m0);
+        tma_load_2d(sB + s * B_TILE_BYTES, &tma_b, &full_bar[s], kt * BK, n0);
+        ARGUS_END(loads);
+      }
+      ARGUS_END(mainloop);
+    }
+  } else {
+    ARGUS_ROLE(consumer);
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++)
+      d[i] = 0.f;
+    ARGUS_BEGIN(mainloop);
+#pragma unroll 1
+    for (int kt = 0; kt < ktiles; kt++) {
+      ARGUS_BEGIN_AT(mma, kt);
+      int s = kt % STAGES;
+      mbar_wait(&full_bar[s], (kt / STAGES) & 1);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+      uint64_t da = smem_desc(sA + s * A_TILE_BYTES);
+      uint64_t db = smem_desc(sB + s * B_TILE_BYTES);
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; kk++)
+        wgmma_m64n128k16(d, da + 2 * kk, db + 2 * kk);
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      mbar_arrive(&empty_bar[s]);
+      ARGUS_END(mma);
+    }
+    ARGUS_END(mainloop);
+
+    ARGUS_BEGIN(epilogue);
+    const int w = t / 32, l = t % 32;
+    const int r0 = m0 + w * 16 + l / 4;
+#pragma unroll
+    for (int g = 0; g < BN / 8; g++) {
+      int c = n0 + 8 * g + 2 * (l % 4);
+      C[(size_t)r0 * N + c] = d[4 * g + 0];
+      C[(size_t)r0 * N + c + 1] = d[4 * g + 1];
+      C[(size_t)(r0 + 8) * N + c] = d[4 * g + 2];
+      C[(size_t)(r0 + 8) * N + c + 1] = d[4 * g + 3];
+    }
+    ARGUS_END(epilogue);
+  }
+  (void)M;
+}
