@@ -20,9 +20,11 @@ extern "C" {
 
 /* ------------------------------------------------------------- evidence */
 
-/* What a record is: an occurrence of a region (written at its end marker)
- * or a role change (written at a role marker). */
-typedef enum ag_site_kind { AG_SITE_REGION, AG_SITE_ROLE } ag_site_kind;
+/* What a record is: an occurrence of a region (written at its end marker),
+ * a role change (written at a role marker), or an async probe's
+ * measurement (begin = clock at issue, end = clock at forced completion;
+ * written by a probe variant, docs/probes.md). */
+typedef enum ag_site_kind { AG_SITE_REGION, AG_SITE_ROLE, AG_SITE_ASYNC } ag_site_kind;
 
 typedef struct ag_ev_region {
   const char *name;  /* local name; the kernel's name for a root */
@@ -39,6 +41,9 @@ typedef struct ag_ev_site {
   int role;          /* role: index into roles; else -1 */
   int line;          /* PTX line of the end (or role) marker */
   int has_iter;      /* the region's begin markers carry an iteration */
+  const char *op_id; /* async: the probed site's op ID (borrowed), else NULL */
+  const char *op;    /* async: its kind ("tma_load") */
+  uint32_t occurrence; /* async: the probed occurrence */
 } ag_ev_site;
 
 typedef struct ag_ev_launch {
@@ -102,10 +107,21 @@ typedef struct ag_launch_clock {
   double span_ns;      /* median warp span */
 } ag_launch_clock;
 
+/* One async probe measurement: issue and forced-completion clocks of the
+ * probed instance in one warp (the warp's lane 0 records it). */
+typedef struct ag_probe_rec {
+  int site;            /* index into ev->sites (kind AG_SITE_ASYNC) */
+  uint32_t launch, sm, cta, warp;
+  uint32_t occurrence; /* the record's occurrence (= the site's) */
+  uint64_t issue, done; /* %clock64 at issue and at completion */
+} ag_probe_rec;
+
 typedef struct ag_trace {
   const ag_evidence *ev; /* borrowed */
   ag_occ *occ;
   size_t nocc;
+  ag_probe_rec *probes;  /* async probe records (probe variants), in warp order */
+  size_t nprobes;
   ag_launch_clock *clocks; /* per ev->launches entry */
   ag_str anomalies;       /* one line per anomaly, "" when none */
   size_t nanomalies;
