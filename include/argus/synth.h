@@ -183,6 +183,22 @@ void ag_dstats_of(double *v, size_t n, ag_dstats *out);
  * Returns the index, -1 when absent, -2 when a local name is ambiguous. */
 int ag_evidence_find_region(const ag_evidence *ev, const char *name);
 
+/* ---------------------------------------------------------- async_latency */
+
+/* Synthesizes async_latency (docs/probes.md) from the program's discovery
+ * (the JSON of ag_ptx_regions_to_json: its "sites" with op IDs and done_by),
+ * the reference evidence of a traced variant made with waits (ref; NULL: no
+ * exposed waits) and the evidence of the probe runs (one probed instance
+ * each). Per instance in the scope: latency (derived: issue to forced
+ * completion in the probe run), exposed (observed: the reference's waits
+ * that complete the site, at the same occurrence) and hidden = latency −
+ * exposed (derived); instances that cannot be joined say why ("note").
+ * *out = {"instances": [...], "values": [{region, signal, stat, value, unit,
+ * qual}], "notes": [...]} (new reference). */
+int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
+                   const ag_evidence *const *probes, int nprobes, const ag_scope *scope,
+                   json_t **out);
+
 #ifdef __cplusplus
 }
 #endif

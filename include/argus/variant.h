@@ -108,8 +108,6 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
 /* Inserts the synthetic wait regions of opts.waits in place (markers only;
  * discovery must run again afterwards). *nwaits: how many waits are timed. */
 int ag_xform_waits(ag_ptx_module *m, const ag_ptx_regions *r, ag_diags *diags, int *nwaits);
-/* "argus_wait_<ordinal>": the synthetic region name prefix */
-#define AG_WAIT_REGION_PREFIX "argus_wait_"
 
 /* Site kinds a probe can target: an asynchronous operation with a
  * completion to force (tma_load, tma_store, tma_reduce, bulk_copy,

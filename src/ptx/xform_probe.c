@@ -42,6 +42,8 @@
  */
 #include "argus/variant.h"
 
+#include "argus/evidence.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -438,7 +440,7 @@ int ag_xform_waits(ag_ptx_module *m, const ag_ptx_regions *r, ag_diags *diags, i
     if (!wait_span(m, r, w, &first, &last))
       continue; /* not timed: synthesis says the exposed wait is unknown */
     char name[48];
-    snprintf(name, sizeof name, AG_WAIT_REGION_PREFIX "%d", w->ordinal);
+    snprintf(name, sizeof name, AG_EV_WAIT_PREFIX "%d", w->ordinal);
     unsigned long long h = (unsigned long long)ag_ptx_fnv1a(name, strlen(name));
     ag_str_clear(&t);
     ag_str_printf(&t, "\n\t// @argus begin %llu %s\n", h, name);
