@@ -3,7 +3,7 @@
  * A (M x K) and B (N x K) in half precision from small exactly representable
  * values, creates the two TMA tensor maps (128-byte swizzle, 64 x 64 and
  * 128 x 64 boxes), launches tma_probe from the module (--module, default
- * tma_probe.cubin beside the binary), checks C = A * B^T against a CPU
+ * tma_probe.cubin beside the binary, tma_probe_s1.cubin with --stages 1), checks C = A * B^T against a CPU
  * reference (exact: every partial sum is representable in FP32) and prints
  * the median kernel time.
  *
@@ -139,7 +139,8 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   if (!module) {
     const char *slash = strrchr(argv[0], '/');
     int n = slash ? (int)(slash - argv[0]) + 1 : 0;
-    snprintf(defmod, sizeof defmod, "%.*stma_probe.cubin", n, argv[0]);
+    snprintf(defmod, sizeof defmod, "%.*stma_probe%s.cubin", n, argv[0],
+             stages == 1 ? "_s1" : "");
     module = defmod;
   }
   int status = 1;
