@@ -84,6 +84,7 @@ typedef struct ag_trace_run_opts {
   unsigned records_per_warp; /* 0: the host runtime's default */
   unsigned max_launches;    /* 0: default */
   unsigned skip_launches;
+  int device;               /* bind the run to this GPU (CUDA_VISIBLE_DEVICES); -1: any */
 } ag_trace_run_opts;
 
 typedef struct ag_trace_run_result {

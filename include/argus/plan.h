@@ -132,7 +132,9 @@ struct ag_task {
   json_t *outputs;     /* name -> value (artifact hash, path, data); owned */
   char *error;         /* why it failed or was skipped (owned) */
   char key[65];        /* memoization key (hex), "" until computed */
+  int64_t memo_id;     /* the workspace's record of this run of the task, 0 if none */
   double wall_s;
+  int ran;             /* 1 when an executor ran it in this process */
 };
 
 /* A Control task's expander: called after the task succeeded, with its

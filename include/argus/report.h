@@ -56,6 +56,9 @@ int ag_report_joinable(const ag_provenance *a, const ag_provenance *b, ag_str *w
 json_t *ag_report_to_json(const ag_report *r); /* new reference */
 /* Text summary: per region, biggest totals first, then what is missing. */
 int ag_report_text(const ag_report *r, ag_str *out);
+/* The same summary from a report's JSON (e.g. one read back from the
+ * workspace). */
+int ag_report_json_text(const json_t *report, ag_str *out);
 
 #ifdef __cplusplus
 }

@@ -36,8 +36,9 @@ typedef struct ag_executor {
 } ag_executor;
 
 /* Memoization: lookup returns 1 and sets *outputs (new reference) when a task
- * with this key already succeeded; publish records a success. Both may be
- * NULL (no memoization). */
+ * with this key already succeeded (it may also record that the task starts);
+ * publish records how a task that ran ended (t->status is AG_TS_OK or
+ * AG_TS_FAILED). Both may be NULL (no memoization). */
 typedef struct ag_memo {
   int (*lookup)(void *ud, const ag_task *t, json_t **outputs);
   int (*publish)(void *ud, const ag_task *t);

@@ -12,6 +12,7 @@
 #include "argus/collect.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,6 +58,8 @@ int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
     ag_str_printf(&e[ne++], "ARGUS_TRACE_LAUNCHES=%u", o->max_launches);
   if (o->skip_launches)
     ag_str_printf(&e[ne++], "ARGUS_TRACE_SKIP=%u", o->skip_launches);
+  if (o->device >= 0)
+    ag_str_printf(&e[ne++], "CUDA_VISIBLE_DEVICES=%d", o->device);
   *n = ne;
   for (int i = 0; i < ne; i++)
     if (e[i].oom)

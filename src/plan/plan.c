@@ -162,7 +162,7 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
   json_t *cfg = json_pack("{s:[s],s:s}", "backends", ek->backend, "variant", ek->variant);
   ag_str label = AG_STR_INIT;
   ag_str_printf(&label, "run %s variant", ek->variant);
-  ag_task *t = ag_plan_add(p, AG_TASK_COLLECT, "collect", ag_str_cstr(&label), p->query.region, scope, cfg,
+  ag_task *t = ag_plan_add(p, AG_TASK_COLLECT, "collect", ag_str_cstr(&label), NULL, scope, cfg,
                            &compiled->id, 1);
   ag_str_release(&label);
   if (t) {
@@ -176,16 +176,17 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
 /* The task whose output is the evidence of kind ek: its variant, compiled,
  * and (when a run is needed) collected. Returns the task id or -1. */
 static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
-  /* traced variants are specialized to region and scope */
-  int traced = strcmp(ek->variant, "trace-free") != 0;
+  /* the variant: a traced variant probes every region of the module, so
+   * one reference run serves this query and any zoom-in on a subregion or
+   * a narrower scope (synthesis selects); docs/observe.md */
   json_t *cfg = ek->transform ? json_loads(ek->transform, 0, NULL) : json_object();
   if (!cfg)
     return -1;
   json_object_set_new(cfg, "variant", json_string(ek->variant));
   ag_str op = AG_STR_INIT;
   ag_str_printf(&op, "transform.%s", ek->variant);
-  ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, op.p, op.p, traced ? p->query.region : NULL,
-                           traced ? &p->query.scope : NULL, cfg, &prereq, prereq >= 0 ? 1 : 0);
+  ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, ag_str_cstr(&op), ag_str_cstr(&op), NULL, NULL,
+                           cfg, &prereq, prereq >= 0 ? 1 : 0);
   ag_str_release(&op);
   if (!v)
     return -1;
@@ -195,7 +196,7 @@ static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
     return -1;
   if (!ek->backend)
     return cc->id;
-  ag_task *col = collect_for(p, cc, ek, &p->query.scope);
+  ag_task *col = collect_for(p, cc, ek, NULL);
   return col ? col->id : -1;
 }
 
@@ -265,9 +266,10 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
     const ag_evidence_kind *ek = ag_evidence_find(r->evidence);
     int prereq = -1;
     if (ek->prereq) {
-      /* discovery validates the region and lists its sites */
+      /* discovery validates the queried region (part of its identity) and
+       * lists its sites */
       ag_task *c = ag_plan_add(p, AG_TASK_CONTROL, ek->prereq, "discover regions and sites",
-                               NULL, NULL, NULL, NULL, 0);
+                               q->region, NULL, NULL, NULL, 0);
       if (!c)
         goto fail_vec;
       prereq = c->id;

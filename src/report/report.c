@@ -154,6 +154,22 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
   } else if (json_is_string(v)) {
     ag_str_puts(out, json_string_value(v));
     return;
+  } else if (json_is_object(v)) { /* a breakdown: key: count / mean, at most 6 keys */
+    const char *k;
+    json_t *e;
+    size_t shown = 0;
+    json_object_foreach(v, k, e) {
+      if (shown == 6) {
+        ag_str_printf(out, " … (%zu more; --json)", json_object_size(v) - shown);
+        break;
+      }
+      json_t *c = json_object_get(e, "count"), *m = json_object_get(e, "mean");
+      ag_str_printf(out, "%s%s: n=%lld", shown ? ", " : "", k, (long long)json_integer_value(c));
+      if (json_is_number(m))
+        ag_str_printf(out, " mean %.0f", json_number_value(m));
+      shown++;
+    }
+    return;
   } else {
     ag_str_puts(out, json_is_null(v) ? "n/a" : "(data)");
     return;
@@ -162,14 +178,17 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
     ag_str_printf(out, " %s", unit);
 }
 
-int ag_report_text(const ag_report *r, ag_str *out) {
-  size_t n = json_array_size(r->values);
+int ag_report_json_text(const json_t *root, ag_str *out) {
+  json_t *values = json_object_get(root, "values");
+  json_t *missing = json_object_get(root, "missing");
+  json_t *not_joined = json_object_get(root, "not_joined");
+  size_t n = json_array_size(values);
   region_rank *rk = ag_calloc(n + 1, sizeof *rk);
   if (!rk)
     return AG_ENOMEM;
   size_t nr = 0;
   for (size_t i = 0; i < n; i++) {
-    json_t *v = json_array_get(r->values, i);
+    json_t *v = json_array_get(values, i);
     const char *reg = json_string_value(json_object_get(v, "region"));
     if (!reg)
       reg = "(program)";
@@ -185,9 +204,9 @@ int ag_report_text(const ag_report *r, ag_str *out) {
       rk[k].weight = json_number_value(val);
   }
   qsort(rk, nr, sizeof *rk, cmp_rank);
-  json_t *q = json_object_get(r->root, "query");
+  json_t *q = json_object_get(root, "query");
   ag_str_printf(out, "observe %s on %s", json_string_value(json_object_get(q, "region")),
-                json_string_value(json_object_get(r->root, "program")));
+                json_string_value(json_object_get(root, "program")));
   const char *sc = json_string_value(json_object_get(q, "scope"));
   if (sc && *sc)
     ag_str_printf(out, " {%s}", sc);
@@ -195,7 +214,7 @@ int ag_report_text(const ag_report *r, ag_str *out) {
   for (size_t k = 0; k < nr; k++) {
     ag_str_printf(out, "%s\n", rk[k].name);
     for (size_t i = 0; i < n; i++) {
-      json_t *v = json_array_get(r->values, i);
+      json_t *v = json_array_get(values, i);
       const char *reg = json_string_value(json_object_get(v, "region"));
       if (strcmp(reg ? reg : "(program)", rk[k].name))
         continue;
@@ -213,13 +232,15 @@ int ag_report_text(const ag_report *r, ag_str *out) {
   }
   size_t i;
   json_t *m;
-  json_array_foreach(r->missing, i, m) {
+  json_array_foreach(missing, i, m) {
     const char *sig = json_string_value(json_object_get(m, "signal"));
     ag_str_printf(out, "missing %s: %s\n", sig ? sig : "", json_string_value(json_object_get(m, "why")));
   }
-  json_array_foreach(r->not_joined, i, m) ag_str_printf(
+  json_array_foreach(not_joined, i, m) ag_str_printf(
       out, "not joined %s: %s\n", json_string_value(json_object_get(m, "what")),
       json_string_value(json_object_get(m, "why")));
   ag_free(rk);
   return out->oom ? AG_ENOMEM : 0;
 }
+
+int ag_report_text(const ag_report *r, ag_str *out) { return ag_report_json_text(r->root, out); }

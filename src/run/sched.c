@@ -117,6 +117,7 @@ static void run_one(sched *s, ag_task *t, int device) {
       set_error(t, "%s", ag_strerror(rc));
   }
   t->wall_s = (double)(ag_now_ns() - t0) / 1e9;
+  t->ran = 1;
   t->status = rc ? AG_TS_FAILED : AG_TS_OK;
   if (!rc && !t->outputs)
     t->outputs = json_object();
@@ -259,7 +260,7 @@ static void make_ready(sched *s, ag_task *t) {
 
 static void finish(sched *s, ag_task *t) {
   s->finished++;
-  if (t->status == AG_TS_OK && s->o->memo.publish && t->key[0])
+  if ((t->status == AG_TS_OK || t->status == AG_TS_FAILED) && t->ran && s->o->memo.publish)
     s->o->memo.publish(s->o->memo.ud, t);
   if (t->status == AG_TS_OK && t->type == AG_TASK_CONTROL && s->plan->expand) {
     size_t before = s->plan->tasks.n;

@@ -4,6 +4,7 @@
 #include "check.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 static int run(const char *const *argv, ag_str *out, ag_str *err) {
   ag_str_clear(out);
@@ -80,4 +81,28 @@ TEST(test_doctor) {
   ag_str_release(&err);
 }
 
-RUN_TESTS(T(test_version), T(test_usage_errors), T(test_doctor))
+TEST(test_self_trace) {
+  /* ARGUS_TRACE=file: argus writes its own timing regions as Chrome trace */
+  char path[] = "/tmp/argus-selftrace-XXXXXX";
+  close(mkstemp(path));
+  ag_str env = AG_STR_INIT, out = AG_STR_INIT;
+  ag_str_printf(&env, "ARGUS_TRACE=%s", path);
+  const char *argv[] = {bin(), "version", NULL};
+  const char *add[] = {env.p, NULL};
+  ag_proc_opts o = {.argv = argv, .env_add = add, .capture_out = &out, .timeout_s = 30};
+  ag_proc_result r;
+  CHECK_EQ_INT(ag_proc_run(&o, &r), 0);
+  CHECK(r.exited && r.exit_code == 0);
+  json_t *j = json_load_file(path, 0, NULL);
+  CHECK(j != NULL);
+  json_t *ev = json_object_get(j, "traceEvents");
+  CHECK(json_array_size(ev) >= 2);
+  CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(ev, 0), "name")), "version");
+  CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(ev, 0), "ph")), "B");
+  json_decref(j);
+  unlink(path);
+  ag_str_release(&env);
+  ag_str_release(&out);
+}
+
+RUN_TESTS(T(test_version), T(test_usage_errors), T(test_doctor), T(test_self_trace))

@@ -84,13 +84,18 @@ TEST(test_dag_duration) {
   for (size_t i = 0; i < p->tasks.n; i++)
     for (size_t k = 0; k < p->tasks.v[i]->deps.n; k++)
       CHECK(p->tasks.v[i]->deps.v[k] < (int)i);
-  /* the traced transform is specialized to region and scope */
-  ag_task *tr = NULL;
-  for (size_t i = 0; i < p->tasks.n; i++)
+  /* the traced variant covers the module (reused by zoom-ins); synthesis is
+   * bound to region and scope */
+  ag_task *tr = NULL, *sy = NULL;
+  for (size_t i = 0; i < p->tasks.n; i++) {
     if (!strcmp(p->tasks.v[i]->op, "transform.traced"))
       tr = p->tasks.v[i];
-  CHECK(tr && !strcmp(json_string_value(json_object_get(tr->config, "region")), "gemm/mainloop"));
-  CHECK(tr && !strcmp(json_string_value(json_object_get(tr->config, "scope")), "iter=0:8"));
+    if (!strcmp(p->tasks.v[i]->op, "synth.duration"))
+      sy = p->tasks.v[i];
+  }
+  CHECK(tr && !json_object_get(tr->config, "region") && !json_object_get(tr->config, "scope"));
+  CHECK(sy && !strcmp(json_string_value(json_object_get(sy->config, "region")), "gemm/mainloop"));
+  CHECK(sy && !strcmp(json_string_value(json_object_get(sy->config, "scope")), "iter=0:8"));
   ag_plan_free(p);
   ag_diags_release(&d);
 }
@@ -174,6 +179,34 @@ TEST(test_conflicting_collections_separate) {
   ag_diags_release(&d);
 }
 
+TEST(test_zoom_in_shares_evidence) {
+  /* a query on a subregion with a narrower scope needs the same variant,
+   * compile and collection as the wider one: identical task configs, so the
+   * workspace's memoization reuses them */
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_plan *a = plan_for("gemm", "duration", "", &d, &rc);
+  ag_plan *b = plan_for("gemm/mainloop/mma", "duration", "iter=2:4,role=consumer", &d, &rc);
+  CHECK(a && b);
+  if (!a || !b)
+    return;
+  for (size_t i = 0; i < a->tasks.n; i++) {
+    ag_task *x = a->tasks.v[i];
+    if (x->type == AG_TASK_SYNTHESIZE || x->type == AG_TASK_CONTROL)
+      continue; /* discovery checks the queried region; its outputs are the module's */
+    ag_task *y = ag_plan_task(b, x->id);
+    char *cx = ag_json_canonical(x->config), *cy = ag_json_canonical(y->config);
+    CHECK(!strcmp(x->op, y->op));
+    CHECK_EQ_STR(cx, cy);
+    ag_free(cx);
+    ag_free(cy);
+  }
+  ag_plan_free(a);
+  ag_plan_free(b);
+  ag_diags_release(&d);
+}
+
 TEST(test_dedup) {
   ag_diags d;
   ag_diags_init(&d);
@@ -233,5 +266,5 @@ TEST(test_plan_oom) {
 }
 
 RUN_TESTS(T(test_scope_parse), T(test_dag_duration), T(test_dag_shared_evidence),
-          T(test_conflicting_collections_separate), T(test_dedup), T(test_bad_queries),
+          T(test_conflicting_collections_separate), T(test_zoom_in_shares_evidence), T(test_dedup), T(test_bad_queries),
           T(test_plan_oom))

@@ -80,5 +80,14 @@ struct ag_spec;
 int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, struct ag_spec **spec_out);
 char **ag_cli_split_list(const char *s, int *n);
 void ag_cli_free_list(char **v);
+int cmd_ws(ag_cli *cli); extern const ag_cli_opt cmd_ws_opts[]; extern const char cmd_ws_details[];
+
+int cmd_observe(ag_cli *cli);
+int cmd_plan(ag_cli *cli);
+extern const ag_cli_opt cmd_observe_opts[], cmd_plan_opts[];
+struct ag_observe_opts;
+/* Shared by observe and plan (cmd_observe.c): the query options. */
+int ag_cli_query(ag_cli *cli, int plan_only, struct ag_observe_opts *o, char ***sigs_out,
+                 const char **spec_out);
 
 #endif

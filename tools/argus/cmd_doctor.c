@@ -5,6 +5,7 @@
  */
 #include "cli.h"
 
+#include "argus/store.h"
 #include "argus/sysinfo.h"
 
 #include <openssl/crypto.h>
@@ -41,8 +42,9 @@ int cmd_doctor(ag_cli *cli) {
   int rc = ag_sysinfo_collect(home, &info);
   if (rc)
     return ag_cli_fail(cli, rc, "cannot collect system information");
-  json_t *libs = json_pack("{s:s,s:s,s:s}", "argus", AG_VERSION_STRING, "jansson",
-                           JANSSON_VERSION, "openssl", OpenSSL_version(OPENSSL_VERSION));
+  json_t *libs = json_pack("{s:s,s:s,s:s,s:s,s:s}", "argus", AG_VERSION_STRING, "jansson",
+                           JANSSON_VERSION, "openssl", OpenSSL_version(OPENSSL_VERSION),
+                           "sqlite", ag_store_sqlite_version(), "zstd", ag_store_zstd_version());
   json_object_set_new(info, "libraries", libs);
   if (cli->json) {
     ag_cli_print_json(info);

@@ -11,6 +11,14 @@
 static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
      NULL, cmd_version_opts},
+    {"observe", cmd_observe, AG_CMD_NEEDS_WORKSPACE, "SPEC --region NAME [--signals LIST] [--scope K=V,...]",
+     "measure a region: plan the query, run it across variants, print the qualified report",
+     "Every artifact and result lands in the workspace; a task that already succeeded there is\n"
+     "not run again, so a zoom-in query reuses earlier evidence. docs/observe.md.",
+     cmd_observe_opts},
+    {"plan", cmd_plan, AG_CMD_NEEDS_WORKSPACE, "SPEC --region NAME [--signals LIST] [--scope K=V,...]",
+     "print the measurement plan of a query (runs discovery only; no GPU needed)", NULL,
+     cmd_plan_opts},
     {"doctor", cmd_doctor, 0, "",
      "say what this machine can do: GPUs, CUDA tools, profiling permission, libraries",
      "Works on a machine without a GPU too: it then says what is missing.", cmd_doctor_opts},
@@ -19,6 +27,8 @@ static const ag_cli_cmd commands[] = {
     {"trace", cmd_trace, 0, "[--region R] [--scope K=V,...] [--timeline FILE] SPEC | --evidence FILE", "run the traced variant once and print the per-region timing table", NULL, cmd_trace_opts},
     {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
+    {"ws", cmd_ws, AG_CMD_NEEDS_WORKSPACE, "init|ls|show|log|check|gc|put|get|ref [ARGS] [options]",
+     "the versioned workspace: artifacts, program versions, tasks, refs", cmd_ws_details, cmd_ws_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,238 @@
+/* test_observe.c — `argus observe` / `argus plan` end to end on the CPU:
+ * the real planner, runtime, executors and workspace on the overhead
+ * example's PTX (built at build time by nvcc). Collection needs a GPU; here
+ * the harness is a program that fails, or there is no GPU lane, so the
+ * failure paths run for real. */
+#include "argus/observe.h"
+#include "check.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char ws[64], specpath[256], badspec[256];
+
+static void setup(void) {
+  if (ws[0])
+    return;
+  snprintf(ws, sizeof ws, "/tmp/argus-obs-XXXXXX");
+  if (!mkdtemp(ws))
+    exit(1);
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char ptx[512];
+  char *abs = realpath(bd ? bd : "build", NULL);
+  snprintf(ptx, sizeof ptx, "%s/tests/data/ptx/overhead.ptx", abs ? abs : "build");
+  free(abs);
+  if (access(ptx, R_OK) != 0) {
+    printf("no PTX corpus (%s): skipped\n", ptx);
+    exit(77);
+  }
+  /* the harness is `false`: a run that fails the way a broken harness does */
+  snprintf(specpath, sizeof specpath, "%s/spec.json", ws);
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": [\"false\"]}",
+                ptx);
+  ag_file_write_atomic(specpath, s.p, s.len);
+  ag_str_clear(&s);
+  snprintf(badspec, sizeof badspec, "%s/bad.json", ws);
+  ag_str_puts(&s, "{\"name\": \"x\",\n \"module\": {\"ptx\": \"missing.ptx\"},\n \"runn\": []}");
+  ag_file_write_atomic(badspec, s.p, s.len);
+  ag_str_release(&s);
+}
+
+static int observe(const char *region, const char *sigs_csv, const char *scope, int ndev,
+                   int plan_only, ag_observe_result *r, ag_diags *d) {
+  static char buf[256];
+  static const char *sigs[8];
+  int n = 0;
+  snprintf(buf, sizeof buf, "%s", sigs_csv);
+  for (char *t = strtok(buf, ","); t && n < 8; t = strtok(NULL, ","))
+    sigs[n++] = t;
+  char wsdir[128];
+  snprintf(wsdir, sizeof wsdir, "%s/.argus", ws);
+  ag_observe_opts o = {.spec = specpath, .workspace = wsdir, .region = region, .signals = sigs,
+                       .nsignals = n, .scope = scope, .plan_only = plan_only, .ndevices = ndev,
+                       .timeout_s = 30};
+  int rc = ag_observe(&o, d, r);
+  if (rc && d->items.n) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(d, &s);
+    fprintf(stderr, "(expected or not) %s", ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  return rc;
+}
+
+static ag_task *find(const ag_plan *p, const char *op) {
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (!strcmp(p->tasks.v[i]->op, op))
+      return p->tasks.v[i];
+  return NULL;
+}
+
+TEST(test_plan_runs_discovery_only) {
+  setup();
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  CHECK_EQ_INT(observe("step", "duration,static", "iter=0:8", 0, 1, &r, &d), 0);
+  CHECK_EQ_INT(find(r.plan, "discover")->status, AG_TS_OK);
+  CHECK_EQ_INT(find(r.plan, "collect")->status, AG_TS_PENDING);
+  CHECK_EQ_INT(find(r.plan, "compile")->status, AG_TS_PENDING);
+  CHECK(r.report == NULL);
+  CHECK_EQ_INT(r.stats.failed, 0);
+  ag_observe_result_release(&r);
+  /* an unknown region fails discovery with the known ones listed */
+  CHECK_EQ_INT(observe("nope", "duration", NULL, 0, 1, &r, &d), 0);
+  ag_task *disc = find(r.plan, "discover");
+  CHECK_EQ_INT(disc->status, AG_TS_FAILED);
+  CHECK_CONTAINS(disc->error, "unknown region 'nope'");
+  CHECK_CONTAINS(disc->error, "overhead_compute/work/step");
+  ag_observe_result_release(&r);
+  ag_diags_release(&d);
+}
+
+TEST(test_observe_without_gpu_and_memoization) {
+  setup();
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  CHECK_EQ_INT(observe("work", "duration,static", NULL, 0, 0, &r, &d), 0);
+  /* static is delivered, duration is missing with the reason */
+  CHECK(r.report != NULL);
+  json_t *vals = json_object_get(r.report, "values");
+  CHECK(json_array_size(vals) > 0);
+  size_t i;
+  json_t *v;
+  int regs = 0;
+  json_array_foreach(vals, i, v) {
+    CHECK_EQ_STR(json_string_value(json_object_get(v, "qual")), "observed");
+    CHECK(json_array_size(json_object_get(json_object_get(v, "provenance"), "tasks")) >= 3);
+    if (!strcmp(json_string_value(json_object_get(v, "stat")), "registers"))
+      regs = (int)json_integer_value(json_object_get(v, "value"));
+  }
+  CHECK(regs > 0 && regs <= 255);
+  json_t *miss = json_object_get(r.report, "missing");
+  CHECK_EQ_INT(json_array_size(miss), 1);
+  CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(miss, 0), "why")),
+                 "needs a GPU");
+  CHECK_EQ_INT(find(r.plan, "synth.duration")->status, AG_TS_SKIPPED);
+  CHECK_EQ_INT(find(r.plan, "transform.traced")->status, AG_TS_OK); /* variants compiled */
+  CHECK_EQ_INT(find(r.plan, "synth.static")->status, AG_TS_OK);
+  CHECK(r.report_hash[0]);
+  ag_observe_result_release(&r);
+  /* the same query again: everything that succeeded comes from the workspace */
+  CHECK_EQ_INT(observe("work", "static", NULL, 0, 0, &r, &d), 0);
+  CHECK_EQ_INT(find(r.plan, "compile")->status, AG_TS_CACHED);
+  CHECK_EQ_INT(find(r.plan, "synth.static")->status, AG_TS_CACHED);
+  CHECK_EQ_INT(find(r.plan, "report")->status, AG_TS_OK); /* the report is joined afresh */
+  CHECK_EQ_INT(r.stats.ok, 1);
+  ag_observe_result_release(&r);
+  ag_diags_release(&d);
+}
+
+TEST(test_failing_harness_fails_alone) {
+  setup();
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  /* one GPU lane: the collection runs the harness, which fails */
+  CHECK_EQ_INT(observe("work", "duration,occurrences,static", NULL, 1, 0, &r, &d), 0);
+  ag_task *col = find(r.plan, "collect");
+  CHECK_EQ_INT(col->status, AG_TS_FAILED);
+  CHECK(col->error != NULL);
+  CHECK_EQ_INT(find(r.plan, "synth.duration")->status, AG_TS_SKIPPED);
+  CHECK_EQ_INT(find(r.plan, "synth.occurrences")->status, AG_TS_SKIPPED);
+  CHECK(find(r.plan, "synth.static")->status == AG_TS_OK ||
+        find(r.plan, "synth.static")->status == AG_TS_CACHED);
+  json_t *miss = json_object_get(r.report, "missing");
+  CHECK_EQ_INT(json_array_size(miss), 2);
+  CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(miss, 0), "why")),
+                 "input #3 (collect) failed");
+  ag_observe_result_release(&r);
+  ag_diags_release(&d);
+}
+
+TEST(test_bad_queries) {
+  setup();
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  CHECK_EQ_INT(observe("work", "duration,bogus", NULL, 0, 0, &r, &d), AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "unknown signal 'bogus'");
+  CHECK_EQ_INT(observe("work", "duration", "iter=3:3", 0, 0, &r, &d), AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "empty scope");
+  /* a spec with an unknown key: a diagnostic with line and column */
+  char keep[256];
+  memcpy(keep, specpath, sizeof keep);
+  memcpy(specpath, badspec, sizeof specpath);
+  CHECK(observe("work", "duration", NULL, 0, 0, &r, &d) != 0);
+  memcpy(specpath, keep, sizeof keep);
+  int found = 0;
+  for (size_t i = 0; i < d.items.n; i++)
+    found |= d.items.v[i].line == 3 && strstr(d.items.v[i].msg, "runn") != NULL;
+  CHECK(found);
+  ag_diags_release(&d);
+}
+
+/* Runs the argus binary with the NULL-terminated arguments. */
+static int cli(ag_str *out, ag_str *err, ...) {
+  char wsdir[128];
+  snprintf(wsdir, sizeof wsdir, "%s/cli-ws", ws);
+  const char *argv[16] = {getenv("ARGUS_BIN") ? getenv("ARGUS_BIN") : "argus", "-W", wsdir};
+  int n = 3;
+  va_list ap;
+  va_start(ap, err);
+  for (const char *x; n < 15 && (x = va_arg(ap, const char *));)
+    argv[n++] = x;
+  va_end(ap);
+  argv[n] = NULL;
+  ag_str_clear(out);
+  ag_str_clear(err);
+  ag_proc_opts o = {.argv = argv, .capture_out = out, .capture_err = err, .timeout_s = 120};
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+TEST(test_cli) {
+  setup();
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "step", "--dot", NULL), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "digraph plan");
+  CHECK_EQ_INT(cli(&out, &err, "--json", "plan", specpath, "--region", "step", NULL), 0);
+  json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j && json_array_size(json_object_get(j, "tasks")) == 6);
+  json_decref(j);
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "nope", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "unknown region 'nope'");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, NULL), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--region NAME is required");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals", "nope", NULL),
+               2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "unknown signal 'nope'");
+  CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "no earlier query");
+  /* no GPU (or a failing harness): exit 1, the report says what is missing */
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals",
+                   "duration,static", NULL),
+               1);
+  CHECK_CONTAINS(ag_str_cstr(&out), "missing duration");
+  CHECK_CONTAINS(ag_str_cstr(&out), "registers");
+  /* retry: what succeeded comes from the workspace */
+  CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "from the workspace");
+  CHECK_CONTAINS(ag_str_cstr(&out), "missing duration");
+  CHECK_EQ_INT(cli(&out, &err, "--json", "observe", specpath, "--region", "work", "--signals",
+                   "static", NULL),
+               0);
+  j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j && !strcmp(json_string_value(json_object_get(j, "schema")), "argus.report/1"));
+  json_decref(j);
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
+RUN_TESTS(T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
+          T(test_failing_harness_fails_alone), T(test_bad_queries))

@@ -1,0 +1,446 @@
+/* test_store_crash.c — crash safety of the workspace under kill -9.
+ *
+ * A writer process puts blobs (inline, file-stored, compressed, raw, up to
+ * 1.5 MiB), runs tasks, derives program versions, moves refs and commits
+ * batches, and after each call that returned 0 reports what it committed
+ * through a pipe (one write() per line, so lines arrive whole). The parent
+ * kills it with SIGKILL after a random delay, then opens the workspace and
+ * verifies every reported record: content hashes, task status and outputs,
+ * version parents, ref targets, and that a finished task is memoized. Some
+ * rounds run a gc process alongside (and kill it too); the first rounds kill
+ * a process while it creates the workspace. ag_store_check must pass
+ * throughout. ARGUS_CRASH_ROUNDS overrides the number of rounds (200). The
+ * kill comes 0–15 ms after the writer opened the workspace and reported 0–7
+ * commits, so a slow (loaded, sanitized) machine still kills it mid-work. */
+#include "util.h"
+
+#include "argus/core.h"
+#include "check.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+typedef struct rec {
+  char kind; /* R ref, T task, V version, F failed task */
+  int64_t id, parent;
+  long seed, j;
+  char name[64];
+  char hash[65];  /* R: target; T: output; V: module */
+  char input[65]; /* T: input */
+} rec;
+
+static rec *recs;
+static size_t nrecs, caprecs;
+
+static void report(int fd, const char *fmt, ...) AG_PRINTF(2, 3);
+static void report(int fd, const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (write(fd, line, (size_t)n) != n)
+    _exit(9);
+}
+
+static unsigned char *payload(uint64_t *rng, size_t *n) {
+  uint64_t r = rng_next(rng) % 100;
+  size_t size = r < 70   ? 10 + rng_next(rng) % 4000
+                : r < 98 ? 20000 + rng_next(rng) % 180000
+                         : (1u << 20) + rng_next(rng) % (512u << 10);
+  unsigned char *p = malloc(size);
+  if (rng_next(rng) & 1)
+    fill_random(p, size, rng_next(rng));
+  else
+    fill_trace(p, size, rng_next(rng));
+  *n = size;
+  return p;
+}
+
+static json_t *task_config(long seed, long j) {
+  return json_pack("{s:I,s:I,s:s}", "seed", (json_int_t)seed, "j", (json_int_t)j, "backend",
+                   "trace");
+}
+
+/* The writer: runs until killed. */
+static void writer(const char *ws, long seed, int fd) {
+  ag_store *st = NULL;
+  if (ag_store_open(ws, AG_STORE_CREATE, &st))
+    _exit(3);
+  report(fd, "O\n"); /* open: the parent's clock starts now */
+  uint64_t rng = (uint64_t)seed * 7919 + 1;
+  int64_t last_version = 0;
+  for (long j = 0;; j++) {
+    unsigned op = (unsigned)(rng_next(&rng) % 10);
+    size_t n;
+    unsigned char *p = payload(&rng, &n);
+    char h[65], h2[65];
+    if (op < 3) { /* a blob kept by a ref */
+      if (ag_store_put(st, p, n, NULL, h) == 0) {
+        char name[64];
+        snprintf(name, sizeof name, "w%ld-%ld", seed, j);
+        ag_obj t = {AG_OBJ_ARTIFACT, 0, ""};
+        memcpy(t.hash, h, 65);
+        if (ag_store_ref_set(st, name, &t) == 0)
+          report(fd, "R %s %s\n", name, h);
+      }
+    } else if (op < 6) { /* a task with an input and an output */
+      if (ag_store_put(st, p, n / 2 + 1, NULL, h) == 0) {
+        const char *in[] = {h};
+        json_t *cfg = task_config(seed, j);
+        ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, "crash-test", 0, NULL};
+        ag_store_claim c;
+        if (ag_store_task_begin(st, &ts, 0, &c) == 0 && c.status == AG_STORE_TASK_RUNNING) {
+          ag_put_opts po = {"evidence", c.task_id};
+          if (ag_store_put(st, p, n, &po, h2) == 0) {
+            ag_store_output o;
+            snprintf(o.name, sizeof o.name, "evidence");
+            memcpy(o.hash, h2, 65);
+            ag_store_result r = {AG_STORE_TASK_OK, &o, 1, NULL};
+            if (ag_store_task_finish(st, c.task_id, &r) == 0)
+              report(fd, "T %lld %ld %ld %s %s\n", (long long)c.task_id, seed, j, h, h2);
+          }
+        }
+        json_decref(cfg);
+      }
+    } else if (op < 8) { /* a program version derived from the last one */
+      if (ag_store_put(st, p, n, NULL, h) == 0) {
+        char tr[32];
+        snprintf(tr, sizeof tr, "step(%ld)", j);
+        ag_version_spec vs = {last_version, h, last_version ? tr : NULL, NULL, 0};
+        int64_t v;
+        if (ag_store_version_create(st, &vs, &v) == 0) {
+          report(fd, "V %lld %lld %s\n", (long long)v, (long long)last_version, h);
+          last_version = v;
+        }
+      }
+    } else if (op < 9) { /* a failed task */
+      json_t *cfg = task_config(seed, j);
+      ag_store_task_spec ts = {AG_TASK_TRANSFORM, cfg, NULL, 0, NULL, 0, NULL};
+      ag_store_claim c;
+      if (ag_store_task_begin(st, &ts, 0, &c) == 0 && c.status == AG_STORE_TASK_RUNNING) {
+        ag_store_result r = {AG_STORE_TASK_FAILED, NULL, 0, "injected failure"};
+        if (ag_store_task_finish(st, c.task_id, &r) == 0)
+          report(fd, "F %lld\n", (long long)c.task_id);
+      }
+      json_decref(cfg);
+    } else { /* a batch of refs: all or nothing */
+      if (ag_store_batch_begin(st) == 0) {
+        char names[4][64], hs[4][65];
+        int ok = 1;
+        for (int b = 0; b < 4 && ok; b++) {
+          snprintf(names[b], sizeof names[b], "b%ld-%ld-%d", seed, j, b);
+          ok = ag_store_put(st, p, n > 100 ? n - (size_t)b : n + (size_t)b, NULL, hs[b]) == 0;
+          ag_obj t = {AG_OBJ_ARTIFACT, 0, ""};
+          memcpy(t.hash, hs[b], 65);
+          ok = ok && ag_store_ref_set(st, names[b], &t) == 0;
+        }
+        if (ok && ag_store_batch_commit(st) == 0) {
+          for (int b = 0; b < 4; b++)
+            report(fd, "R %s %s\n", names[b], hs[b]);
+        } else {
+          ag_store_batch_abort(st);
+        }
+      }
+    }
+    free(p);
+  }
+}
+
+/* A collector running gc again and again (no grace: only refs, tasks and
+ * versions keep blobs). */
+static void collector(const char *ws) {
+  ag_store *st = NULL;
+  if (ag_store_open(ws, AG_STORE_CREATE, &st))
+    _exit(3);
+  for (;;) {
+    ag_gc_opts o = {0, 0};
+    ag_gc_report r;
+    if (ag_store_gc(st, &o, &r) == 0)
+      ag_store_gc_release(&r);
+  }
+}
+
+static void parse_lines(char *buf, size_t len) {
+  size_t start = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] != '\n')
+      continue;
+    buf[i] = 0;
+    char *line = buf + start;
+    start = i + 1;
+    if (nrecs == caprecs) {
+      caprecs = caprecs ? 2 * caprecs : 256;
+      recs = realloc(recs, caprecs * sizeof *recs);
+    }
+    rec *r = &recs[nrecs];
+    memset(r, 0, sizeof *r);
+    long long a = 0, b = 0;
+    int ok = 0;
+    switch (line[0]) {
+    case 'R':
+      ok = sscanf(line, "R %63s %64s", r->name, r->hash) == 2;
+      break;
+    case 'T':
+      ok = sscanf(line, "T %lld %ld %ld %64s %64s", &a, &r->seed, &r->j, r->input, r->hash) == 5;
+      r->id = a;
+      break;
+    case 'V':
+      ok = sscanf(line, "V %lld %lld %64s", &a, &b, r->hash) == 3;
+      r->id = a;
+      r->parent = b;
+      break;
+    case 'F':
+      ok = sscanf(line, "F %lld", &a) == 1;
+      r->id = a;
+      break;
+    case 'O':
+      continue;
+    }
+    if (!ok) {
+      fprintf(stderr, "bad report line '%s'\n", line);
+      CHECK(0);
+      continue;
+    }
+    r->kind = line[0];
+    nrecs++;
+  }
+}
+
+static int blob_intact(ag_store *st, const char *hash) {
+  void *d = NULL;
+  size_t n = 0;
+  int rc = ag_store_get(st, hash, &d, &n);
+  if (rc) {
+    fprintf(stderr, "blob %s: %s\n", hash, ag_store_errmsg());
+    return 0;
+  }
+  char h[65];
+  ag_sha256_hex(d, n, h);
+  ag_free(d);
+  return strcmp(h, hash) == 0;
+}
+
+static int verify(ag_store *st, const rec *r) {
+  switch (r->kind) {
+  case 'R': {
+    ag_ref ref;
+    if (ag_store_ref_get(st, r->name, &ref) || ref.target.kind != AG_OBJ_ARTIFACT ||
+        strcmp(ref.target.hash, r->hash) != 0) {
+      fprintf(stderr, "ref %s lost or changed\n", r->name);
+      return 0;
+    }
+    return blob_intact(st, r->hash);
+  }
+  case 'T': {
+    ag_store_task t;
+    if (ag_store_task_get(st, r->id, &t)) {
+      fprintf(stderr, "task t%lld lost\n", (long long)r->id);
+      return 0;
+    }
+    int ok = t.status == AG_STORE_TASK_OK && t.noutputs == 1 && !strcmp(t.outputs[0].hash, r->hash) &&
+             t.ninputs == 1 && !strcmp(t.inputs[0], r->input);
+    ag_store_task_release(&t);
+    if (!ok) {
+      fprintf(stderr, "task t%lld changed\n", (long long)r->id);
+      return 0;
+    }
+    /* memoized: the same spec is answered without running */
+    const char *in[] = {r->input};
+    json_t *cfg = task_config(r->seed, r->j);
+    ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, in, 1, NULL, 0, NULL};
+    ag_store_claim c;
+    int rc = ag_store_task_begin(st, &ts, 0, &c);
+    json_decref(cfg);
+    ok = rc == 0 && c.status == AG_STORE_TASK_OK && c.task_id == r->id && c.noutputs == 1 &&
+         !strcmp(c.outputs[0].hash, r->hash);
+    ag_free(c.outputs);
+    if (!ok) {
+      fprintf(stderr, "task t%lld not memoized (rc %d)\n", (long long)r->id, rc);
+      return 0;
+    }
+    return blob_intact(st, r->input) && blob_intact(st, r->hash);
+  }
+  case 'V': {
+    ag_version v;
+    if (ag_store_version_get(st, r->id, &v)) {
+      fprintf(stderr, "version v%lld lost\n", (long long)r->id);
+      return 0;
+    }
+    int ok = v.parent == r->parent && !strcmp(v.module, r->hash);
+    ag_store_version_release(&v);
+    return ok && blob_intact(st, r->hash);
+  }
+  case 'F': {
+    ag_store_task t;
+    if (ag_store_task_get(st, r->id, &t))
+      return 0;
+    int ok = t.status == AG_STORE_TASK_FAILED && t.error && !strcmp(t.error, "injected failure");
+    ag_store_task_release(&t);
+    return ok;
+  }
+  }
+  return 0;
+}
+
+static size_t problems(ag_store *st) {
+  ag_check_report r;
+  if (ag_store_check(st, &r)) {
+    fprintf(stderr, "check: %s\n", ag_store_errmsg());
+    return 1000;
+  }
+  for (size_t i = 0; i < r.nproblems; i++)
+    fprintf(stderr, "problem: %s\n", r.problems[i]);
+  size_t n = r.nproblems;
+  ag_store_check_release(&r);
+  return n;
+}
+
+static void sleep_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* Runs one round: writer (and maybe collector) killed after a random delay.
+ * Returns the number of records the writer reported. */
+static size_t round_once(const char *ws, long seed, long delay_us, int with_gc, int wait_lines) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    abort();
+  pid_t w = fork();
+  if (w == 0) {
+    close(fds[0]);
+    writer(ws, seed, fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  pid_t g = -1;
+  if (with_gc && (g = fork()) == 0) {
+    close(fds[0]);
+    collector(ws);
+    _exit(0);
+  }
+  ag_str buf = AG_STR_INIT;
+  char chunk[4096];
+  ssize_t k;
+  /* start the clock once the writer has the workspace open and has committed
+   * `wait_lines` - 1 records, so a slow (loaded, sanitized) machine still
+   * kills it in the middle of its work */
+  for (;;) {
+    int lines = 0;
+    for (size_t i = 0; i < buf.len; i++)
+      lines += buf.p[i] == '\n';
+    if (lines >= wait_lines || (k = read(fds[0], chunk, sizeof chunk)) <= 0)
+      break;
+    ag_str_append(&buf, chunk, (size_t)k);
+  }
+  sleep_us(delay_us);
+  kill(w, SIGKILL);
+  if (g > 0) {
+    sleep_us(delay_us % 3000);
+    kill(g, SIGKILL);
+  }
+  int status;
+  waitpid(w, &status, 0);
+  if (g > 0)
+    waitpid(g, &status, 0);
+  while ((k = read(fds[0], chunk, sizeof chunk)) > 0)
+    ag_str_append(&buf, chunk, (size_t)k);
+  close(fds[0]);
+  size_t before = nrecs;
+  if (buf.len)
+    parse_lines(buf.p, buf.len);
+  ag_str_release(&buf);
+  return nrecs - before;
+}
+
+TEST(test_kill_during_create) {
+  char *dir = scratch_dir("crash-create");
+  char ws[600];
+  uint64_t rng = 42;
+  int bad = 0;
+  for (int i = 0; i < 20; i++) {
+    snprintf(ws, sizeof ws, "%s/ws%d", dir, i);
+    size_t first = nrecs;
+    round_once(ws, 1000 + i, (long)(rng_next(&rng) % 6000), 0, 0);
+    ag_store *st = NULL;
+    if (ag_store_open(ws, AG_STORE_CREATE, &st)) {
+      fprintf(stderr, "round %d: open: %s\n", i, ag_store_errmsg());
+      bad++;
+      continue;
+    }
+    if (problems(st))
+      bad++;
+    for (size_t r = first; r < nrecs; r++)
+      if (!verify(st, &recs[r]))
+        bad++;
+    ag_store_close(st);
+  }
+  CHECK_EQ_INT(bad, 0);
+  nrecs = 0;
+  rm_rf(dir);
+  free(dir);
+}
+
+TEST(test_kill_writers) {
+  const char *e = getenv("ARGUS_CRASH_ROUNDS");
+  int rounds = e ? atoi(e) : 200;
+  char *dir = scratch_dir("crash");
+  char ws[600];
+  snprintf(ws, sizeof ws, "%s/ws", dir);
+  ag_store *st0 = NULL; /* kills during creation are test_kill_during_create's */
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st0), 0);
+  ag_store_close(st0);
+  uint64_t rng = 7;
+  int bad = 0, killed_with_records = 0;
+  uint64_t t0 = ag_now_ns();
+  for (int i = 0; i < rounds; i++) {
+    size_t first = nrecs;
+    long delay = (long)(rng_next(&rng) % 15000); /* 0–15 ms after… */
+    int after = 1 + (int)(rng_next(&rng) % 8);    /* …the open and 0–7 commits */
+    size_t got = round_once(ws, i + 1, delay, i % 5 == 4, after);
+    killed_with_records += got > 0;
+    ag_store *st = NULL;
+    if (ag_store_open(ws, 0, &st)) {
+      fprintf(stderr, "round %d: open: %s\n", i, ag_store_errmsg());
+      bad++;
+      continue;
+    }
+    for (size_t r = first; r < nrecs; r++)
+      if (!verify(st, &recs[r])) {
+        fprintf(stderr, "round %d: record %zu (%c) not intact\n", i, r, recs[r].kind);
+        bad++;
+      }
+    if (i % 25 == 24 && problems(st)) {
+      fprintf(stderr, "round %d: check found problems\n", i);
+      bad++;
+    }
+    ag_store_close(st);
+  }
+  /* at the end: everything ever reported, and a full check */
+  ag_store *st = NULL;
+  CHECK_EQ_INT(ag_store_open(ws, 0, &st), 0);
+  if (st) {
+    for (size_t r = 0; r < nrecs; r++)
+      if (!verify(st, &recs[r]))
+        bad++;
+    CHECK_EQ_INT(problems(st), 0);
+    ag_store_stats s;
+    CHECK_EQ_INT(ag_store_stats_get(st, &s), 0);
+    printf("%d kills in %.1f s: %zu records verified; %llu artifacts, %llu tasks (%llu running "
+           "when killed), %llu versions, %llu refs\n",
+           rounds, (double)(ag_now_ns() - t0) / 1e9, nrecs, (unsigned long long)s.artifacts,
+           (unsigned long long)s.tasks, (unsigned long long)s.tasks_by_status[AG_STORE_TASK_RUNNING],
+           (unsigned long long)s.versions, (unsigned long long)s.refs);
+    ag_store_close(st);
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK(killed_with_records > rounds / 2); /* the kills landed mid-work */
+  CHECK(nrecs > (size_t)rounds);
+  free(recs);
+  rm_rf(dir);
+  free(dir);
+}
+
+RUN_TESTS(T(test_kill_during_create), T(test_kill_writers))

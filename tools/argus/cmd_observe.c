@@ -1,0 +1,185 @@
+/*
+ * cmd_observe.c — `argus observe SPEC --region R --signals s1,s2 [--scope …]`:
+ * plans the query, runs it (memoized in the workspace), prints the report.
+ * `--retry-failed` reruns the workspace's last query: what succeeded comes
+ * from the workspace, only what failed runs again. Also holds the query
+ * options shared with `argus plan` (cmd_plan.c).
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "argus/observe.h"
+#include "argus/report.h"
+#include "argus/store.h"
+
+const ag_cli_opt cmd_observe_opts[] = {
+    {"region", 'r', "NAME", "the region (qualified kernel/a/b or local name)"},
+    {"signals", 's', "LIST", "signals, comma-separated (default duration); see docs/observe.md"},
+    {"scope", 0, "K=V,...", "role, iter, sm, cta, warp, launch (N or a:b)"},
+    {"timeout", 0, "SECONDS", "kill a harness run after this long (default 300)"},
+    {"records", 0, "N", "trace records per warp (default: the host runtime's)"},
+    {"timeline", 't', "FILE", "write the timeline signal's Chrome trace to FILE"},
+    {"retry-failed", 0, NULL, "rerun the workspace's last query; only what failed runs again"},
+    {0},
+};
+
+static void progress(void *ud, const ag_plan *p, const ag_task *t, int done, int total) {
+  if (!isatty(2))
+    return;
+  fprintf(stderr, "\r\033[K[%d/%d] %s %s%s", done, total, t->op, ag_task_status_name(t->status),
+          done >= total ? "\n" : "");
+}
+
+int ag_cli_query(ag_cli *cli, int plan_only, ag_observe_opts *o, char ***sigs_out,
+                 const char **spec_out) {
+  memset(o, 0, sizeof *o);
+  o->workspace = cli->workspace;
+  o->plan_only = plan_only;
+  o->ndevices = plan_only ? 0 : -1;
+  o->progress = progress;
+  *sigs_out = NULL;
+  if (cli->npos != 1)
+    return ag_cli_usage_error(cli, "expected one program spec");
+  if (!ag_cli_get(cli, "region"))
+    return ag_cli_usage_error(cli, "--region NAME is required");
+  o->spec = cli->pos[0];
+  *spec_out = o->spec;
+  o->region = ag_cli_get(cli, "region");
+  int n = 0;
+  char **s = ag_cli_split_list(ag_cli_get(cli, "signals") ? ag_cli_get(cli, "signals")
+                                                          : "duration", &n);
+  if (!s || !n) {
+    ag_cli_free_list(s);
+    return ag_cli_usage_error(cli, "--signals needs at least one signal");
+  }
+  *sigs_out = s;
+  o->signals = (const char *const *)s;
+  o->nsignals = n;
+  o->scope = ag_cli_get(cli, "scope");
+  return 0;
+}
+
+/* Fills the query from the workspace's most recent one (--retry-failed). */
+static int last_query(ag_cli *cli, ag_observe_opts *o, json_t **keep, char ***sigs) {
+  ag_store *st = NULL;
+  int rc = ag_store_open(cli->workspace, 0, &st);
+  if (rc)
+    return ag_cli_fail(cli, rc, "cannot open the workspace '%s': %s", cli->workspace,
+                       ag_store_errmsg());
+  ag_list_opts lo = {1, 0, NULL};
+  ag_store_query *q = NULL;
+  size_t n = 0;
+  rc = ag_store_queries(st, &lo, &q, &n);
+  ag_store_close(st);
+  if (rc || !n) {
+    ag_store_queries_free(q, n);
+    return ag_cli_fail(cli, rc ? rc : AG_ENOTFOUND, "no earlier query to retry in '%s'",
+                       cli->workspace);
+  }
+  *keep = json_loads(q[0].spec, 0, NULL);
+  ag_store_queries_free(q, n);
+  const char *spec = json_string_value(json_object_get(*keep, "spec"));
+  json_t *js = json_object_get(*keep, "signals");
+  if (!spec || !json_is_array(js))
+    return ag_cli_fail(cli, AG_ECORRUPT, "the last query in '%s' cannot be retried",
+                       cli->workspace);
+  *sigs = ag_calloc(json_array_size(js) + 1, sizeof **sigs);
+  for (size_t i = 0; *sigs && i < json_array_size(js); i++)
+    (*sigs)[i] = ag_strdup(json_string_value(json_array_get(js, i)));
+  memset(o, 0, sizeof *o);
+  o->workspace = cli->workspace;
+  o->ndevices = -1;
+  o->progress = progress;
+  o->spec = spec;
+  o->region = json_string_value(json_object_get(*keep, "region"));
+  o->signals = (const char *const *)*sigs;
+  o->nsignals = (int)json_array_size(js);
+  o->scope = json_string_value(json_object_get(*keep, "scope"));
+  return 0;
+}
+
+static void print_summary(const ag_observe_result *r) {
+  fprintf(stderr, "argus observe: %s: %d tasks: %d ran ok, %d from the workspace, %d failed, "
+                  "%d skipped (%.2f s)\n",
+          r->program, r->stats.total, r->stats.ok, r->stats.cached, r->stats.failed,
+          r->stats.skipped, r->stats.wall_s);
+}
+
+int cmd_observe(ag_cli *cli) {
+  ag_observe_opts o;
+  char **sigs = NULL;
+  json_t *keep = NULL;
+  const char *spec = NULL;
+  int ec;
+  if (ag_cli_flag(cli, "retry-failed") && cli->npos == 0)
+    ec = last_query(cli, &o, &keep, &sigs);
+  else
+    ec = ag_cli_query(cli, 0, &o, &sigs, &spec);
+  if (ec) {
+    ag_cli_free_list(sigs);
+    json_decref(keep);
+    return ec;
+  }
+  const char *v = ag_cli_get(cli, "timeout");
+  if (v && (o.timeout_s = atof(v)) <= 0) {
+    ag_cli_free_list(sigs);
+    return ag_cli_usage_error(cli, "--timeout needs a positive number of seconds");
+  }
+  if ((v = ag_cli_get(cli, "records")) && (o.records_per_warp = (unsigned)atoi(v)) < 16) {
+    ag_cli_free_list(sigs);
+    return ag_cli_usage_error(cli, "--records needs a number >= 16");
+  }
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  int rc = ag_observe(&o, &d, &r);
+  if (d.items.n)
+    ag_cli_print_diags(&d);
+  ag_diags_release(&d);
+  if (rc) {
+    ec = rc == AG_EINVAL || rc == AG_EPARSE ? AG_EXIT_USAGE
+                                            : ag_cli_fail(cli, rc, "the query could not run");
+    goto out;
+  }
+  print_summary(&r);
+  int gpu_failed = 0;
+  for (size_t i = 0; r.plan && i < r.plan->tasks.n; i++)
+    gpu_failed |= r.plan->tasks.v[i]->needs_gpu && r.plan->tasks.v[i]->status == AG_TS_FAILED;
+  if (r.nogpu_reason[0] && gpu_failed)
+    fprintf(stderr, "argus observe: could not collect on a GPU: %s\n", r.nogpu_reason);
+  json_t *missing = json_object_get(r.report, "missing");
+  const char *tl = ag_cli_get(cli, "timeline");
+  if (tl && r.plan) {
+    ag_store *st = NULL;
+    const char *h = NULL;
+    for (size_t i = 0; i < r.plan->tasks.n && !h; i++)
+      if (r.plan->tasks.v[i]->outputs)
+        h = json_string_value(json_object_get(r.plan->tasks.v[i]->outputs, "timeline"));
+    if (!h)
+      fprintf(stderr, "argus observe: no timeline to write (ask for --signals timeline)\n");
+    else if (ag_store_open(cli->workspace, 0, &st) || ag_store_get_file(st, h, tl))
+      fprintf(stderr, "argus observe: cannot write '%s': %s\n", tl, ag_store_errmsg());
+    ag_store_close(st);
+  }
+  if (!r.report) {
+    ec = ag_cli_fail(cli, 0, "no report was produced");
+  } else if (cli->json) {
+    ag_cli_print_json(r.report);
+    ec = json_array_size(missing) ? AG_EXIT_FAIL : AG_EXIT_OK;
+  } else {
+    ag_str s = AG_STR_INIT;
+    ag_report_json_text(r.report, &s);
+    fputs(ag_str_cstr(&s), stdout);
+    ag_str_release(&s);
+    printf("report %s (argus ws get %.12s)\n", r.report_hash, r.report_hash);
+    ec = json_array_size(missing) ? AG_EXIT_FAIL : AG_EXIT_OK;
+  }
+  ag_observe_result_release(&r);
+out:
+  ag_cli_free_list(sigs);
+  json_decref(keep);
+  return ec;
+}
