@@ -113,6 +113,7 @@ typedef struct ag_worker_opts {
   const char *exe;        /* the worker program; NULL: $ARGUS_WORKER, beside
                              the running program, or the build's */
   double start_timeout_s; /* for its CUDA initialization (<= 0: 120 s) */
+  int device;             /* the GPU it runs on (CUDA_VISIBLE_DEVICES); -1: any */
 } ag_worker_opts;
 
 /* Starts the worker without waiting for it (its CUDA initialization

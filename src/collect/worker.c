@@ -40,6 +40,7 @@ struct ag_worker {
   int fd;         /* our end of the socket pair */
   int ready;      /* the worker said "ready" */
   double start_timeout_s;
+  int device;     /* CUDA_VISIBLE_DEVICES of the worker, -1: inherited */
   char buf[4096]; /* unread reply bytes */
   size_t nbuf;
   int starts;     /* processes started so far */
@@ -107,8 +108,30 @@ static int spawn(ag_worker *w, ag_str *why) {
   posix_spawnattr_setpgroup(&at, 0);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
   char *argv[] = {w->exe, NULL};
+  /* the environment, with the worker's device */
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = ag_calloc(n + 2, sizeof *env), dev[48];
+  if (!env) {
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(sv[0]);
+    close(sv[1]);
+    return AG_ENOMEM;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (w->device < 0 || strncmp(environ[i], "CUDA_VISIBLE_DEVICES=", 21))
+      env[k++] = environ[i];
+  if (w->device >= 0) {
+    snprintf(dev, sizeof dev, "CUDA_VISIBLE_DEVICES=%d", w->device);
+    env[k++] = dev;
+  }
+  env[k] = NULL;
   pid_t pid = 0;
-  int e = posix_spawn(&pid, w->exe, &fa, &at, argv, environ);
+  int e = posix_spawn(&pid, w->exe, &fa, &at, argv, env);
+  ag_free(env);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   close(sv[1]);
@@ -132,6 +155,7 @@ int ag_worker_start(const ag_worker_opts *o, ag_worker **out, ag_str *why) {
     return AG_ENOMEM;
   w->fd = -1;
   w->start_timeout_s = o && o->start_timeout_s > 0 ? o->start_timeout_s : 120;
+  w->device = o ? o->device : -1;
   w->exe = find_exe(o ? o->exe : NULL);
   if (!w->exe) {
     ag_str_printf(why, "cannot find the GPU worker program argus-worker (beside argus, or "

@@ -294,6 +294,8 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
                              deps, nd);
     if (!s || ag_vec_push(&synths, s->id))
       goto fail_vec;
+    /* one failed probe branch leaves the other instances' synthesis standing */
+    s->partial_ok = ek->per_instance;
   }
   ag_task *rep = ag_plan_add(p, AG_TASK_SYNTHESIZE, "report", "join into the report",
                              q->region, &q->scope, NULL, synths.v, (int)synths.n);
