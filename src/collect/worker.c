@@ -252,7 +252,7 @@ static int await_ready(ag_worker *w, ag_str *why) {
 
 static char *find_lib(const char *lib) {
   if (strchr(lib, '/'))
-    return ag_strdup(lib);
+    return access(lib, R_OK) == 0 ? ag_strdup(lib) : NULL;
   const char *path = getenv("PATH");
   for (const char *p = path; p && *p;) {
     const char *e = strchr(p, ':');
