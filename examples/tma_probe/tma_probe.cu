@@ -22,7 +22,11 @@
  *
  * Built with -DTMA_PROBE_STAGES=1 it has no prefetch distance: the producer
  * issues iteration kt only after the consumer has released kt - 1, so the
- * consumer waits for every load in full (the probes' ground truth).
+ * consumer waits for every load in full (the probes' ground truth). Built
+ * with -DTMA_PROBE_SPIN=N the consumer also spends N cycles on other work
+ * after it releases each stage: with 3 stages, each load is then issued at
+ * least 2 x N cycles before it is needed (the deep-pipeline ground truth:
+ * nothing left to wait for).
  * Requires M % 64 == 0, N % 128 == 0, K % 64 == 0.
  */
 #include <cuda.h>
@@ -34,6 +38,9 @@
 #define TMA_PROBE_STAGES 3
 #endif
 #define STAGES TMA_PROBE_STAGES
+#ifndef TMA_PROBE_SPIN
+#define TMA_PROBE_SPIN 0
+#endif
 #define BM 64
 #define BN 128
 #define BK 64
@@ -164,6 +171,11 @@ extern "C" __global__ void __launch_bounds__(256)
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       mbar_arrive(&empty_bar[s]);
+      if (TMA_PROBE_SPIN) { /* other work, after the stage is free again */
+        long long t0 = clock64();
+        while (clock64() - t0 < TMA_PROBE_SPIN)
+          ;
+      }
       ARGUS_END(mma);
     }
     ARGUS_END(mainloop);

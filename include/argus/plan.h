@@ -187,6 +187,9 @@ void ag_plan_partition(ag_plan *p);
  * expander with the discover task's outputs. At most AG_PROBE_MAX_BRANCHES
  * branches (AG_EINVAL with a message in *why beyond). */
 #define AG_PROBE_MAX_BRANCHES 4096
+/* The launch a probe collection records (launches before it run unrecorded):
+ * the harness's second, warm like the reference's later launches. */
+#define AG_PROBE_LAUNCH 1
 int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
                     ag_str *why);
 

@@ -60,11 +60,13 @@ static int add_branch(ag_plan *p, const ag_task *control, ag_task *synth, const 
   if (!c)
     return AG_ENOMEM;
   snprintf(label, sizeof label, "run probe %s @ %lld", op, (long long)occ);
-  /* the probe records the checked launch only: one launch is its instance */
+  /* the probe records one launch, the harness's second (caches and the
+   * instruction cache warm, as in the reference's later launches); the
+   * synthesis joins it with the same launch of the reference */
   ag_task *k = ag_plan_add(p, AG_TASK_COLLECT, "collect", label, NULL, NULL,
-                           json_pack("{s:[s],s:s,s:s,s:I,s:i}", "backends", "trace", "variant",
-                                     "probe", "op", op, "occurrence", (json_int_t)occ,
-                                     "launches", 1),
+                           json_pack("{s:[s],s:s,s:s,s:I,s:i,s:i}", "backends", "trace",
+                                     "variant", "probe", "op", op, "occurrence", (json_int_t)occ,
+                                     "launches", 1, "skip", AG_PROBE_LAUNCH),
                            &c->id, 1);
   if (!k)
     return AG_ENOMEM;

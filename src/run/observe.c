@@ -305,6 +305,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.timeout_s = ob->o->timeout_s > 0 ? ob->o->timeout_s : 300;
   ro.records_per_warp = ob->o->records_per_warp;
   ro.max_launches = (unsigned)json_integer_value(json_object_get(t->config, "launches"));
+  ro.skip_launches = (unsigned)json_integer_value(json_object_get(t->config, "skip"));
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
   ag_worker *wk = ob->workers && cx->device >= 0 && cx->device < ob->nworkers
                       ? ob->workers[cx->device]

@@ -230,6 +230,12 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
         buf[n++] = (double)(r->done - r->issue) / launch_hz(pt, r->launch) * 1e9;
       }
       json_object_set_new(inst, "discarded_events", json_integer((json_int_t)pt->nocc));
+      /* the launches the probe measured: the reference's waits join on the
+       * same launch index (a scope coordinate, so identity, not time) */
+      uint64_t lmask = 0;
+      for (size_t k = 0; k < pt->nprobes; k++)
+        if (pt->probes[k].site == si && pt->probes[k].launch < 64)
+          lmask |= 1ull << pt->probes[k].launch;
       ag_dstats lat = {0};
       if (n) {
         ag_dstats_of(buf, n, &lat);
@@ -259,6 +265,8 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
           continue;
         timed++;
         if (waits[w].occurrence != es->occurrence)
+          continue;
+        if (lmask && (waits[w].o->launch >= 64 || !(lmask >> waits[w].o->launch & 1)))
           continue;
         if (scope && !ag_scope_match(scope, ref, &(ag_occ){.region = waits[w].o->region,
                                                            .role = waits[w].o->role,

@@ -128,3 +128,40 @@ CUresult cuGetErrorString(CUresult e, const char **s) {
   *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered" : "fake";
   OK;
 }
+
+/* what a harness calls beside the host runtime (examples/tma_probe) */
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) {
+  memcpy((void *)(uintptr_t)d, h, n);
+  OK;
+}
+CUresult cuMemsetD32(CUdeviceptr d, unsigned v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ((unsigned *)(uintptr_t)d)[i] = v;
+  OK;
+}
+CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank,
+                                void *base, const cuuint64_t *dims, const cuuint64_t *strides,
+                                const cuuint32_t *box, const cuuint32_t *estr,
+                                CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  (void)t, (void)rank, (void)base, (void)dims, (void)strides, (void)box, (void)estr, (void)il,
+      (void)sw, (void)l2, (void)oob;
+  memset(m, 0, sizeof *m);
+  OK;
+}
+CUresult cuEventCreate(CUevent *e, unsigned f) {
+  (void)f;
+  *e = (CUevent)calloc(1, 8);
+  OK;
+}
+CUresult cuEventDestroy(CUevent e) {
+  free(e);
+  OK;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) { (void)e, (void)s; OK; }
+CUresult cuEventSynchronize(CUevent e) { (void)e; OK; }
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  (void)a, (void)b;
+  *ms = 0.01f;
+  OK;
+}
