@@ -254,7 +254,9 @@ TEST(probes_on_the_h200) {
     double wl = t->nprobes ? s / (double)t->nprobes : NAN;
     printf("@probe wrong phase, 1 stage, load 0 iter 5: latency %.1f ns (true %.1f ns)\n", wl,
            s1[0][5].lat);
-    CHECK(wl < 0.25 * s1[0][5].lat);
+    /* it still spans issuing both loads (the wait follows the second), about
+     * 100 ns on the H200 against 285 ns for the true completion */
+    CHECK(wl < 0.5 * s1[0][5].lat);
     /* the ground truth rejects it: the consumer "waited" longer than the load took */
     double rw = s1[0][5].exp / wl;
     CHECK(!no_prefetch_ok(rw));
