@@ -19,6 +19,7 @@
 #include <cuda.h>
 
 #include "argus/host.h"
+#include "../common/harness_util.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,42 +51,6 @@
       goto out;                                                                    \
     }                                                                              \
   } while (0)
-
-/* value k/8 for k in -8..8 as IEEE half bits (exact) */
-static uint16_t half_of_eighths(int k) {
-  if (k == 0)
-    return 0;
-  uint16_t sign = k < 0 ? 0x8000 : 0;
-  int a = k < 0 ? -k : k;
-  int e = 0;
-  while ((1 << (e + 1)) <= a)
-    e++;
-  int exp = e - 3 + 15;
-  int frac = ((a << 10) >> e) & 0x3FF;
-  return (uint16_t)(sign | (exp << 10) | frac);
-}
-
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
-static int make_map(CUtensorMap *map, CUdeviceptr base, int rows, int cols, int box_rows) {
-  cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-  cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-  cuuint32_t box[2] = {BK, (cuuint32_t)box_rows};
-  cuuint32_t estr[2] = {1, 1};
-  CUresult e = cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)base, dims,
-                                      strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                      CU_TENSOR_MAP_SWIZZLE_128B,
-                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (e != CUDA_SUCCESS) {
-    fprintf(stderr, "tma_probe: cuTensorMapEncodeTiled failed (%d)\n", (int)e);
-    return 1;
-  }
-  return 0;
-}
 
 /* C = (Ak * Bk^T) / 64 exactly, in integers; returns the mismatches */
 static long check(const signed char *Ak, const signed char *Bk, const float *C, int M, int N,
@@ -163,12 +128,12 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   for (size_t i = 0; i < na; i++) {
     x = x * 1664525u + 1013904223u;
     Ak[i] = (signed char)((int)(x >> 24) % 17 - 8);
-    A[i] = half_of_eighths(Ak[i]);
+    A[i] = ex_half_of_eighths(Ak[i]);
   }
   for (size_t i = 0; i < nb; i++) {
     x = x * 1664525u + 1013904223u;
     Bk[i] = (signed char)((int)(x >> 24) % 17 - 8);
-    B[i] = half_of_eighths(Bk[i]);
+    B[i] = ex_half_of_eighths(Bk[i]);
   }
   AH(ag_host_open(&host));
   CK(cuInit(0));
@@ -186,7 +151,8 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   CK(cuMemcpyHtoD(dB, B, nb * 2));
   CK(cuMemsetD32(dC, 0x7fc00000u, nc)); /* NaN: unwritten outputs show */
   CUtensorMap ma, mb;
-  if (make_map(&ma, dA, M, K, BM) || make_map(&mb, dB, N, K, BN))
+  if (ex_make_map(&ma, dA, M, K, BM, BK, "tma_probe") ||
+      ex_make_map(&mb, dB, N, K, BN, BK, "tma_probe"))
     goto out;
   void *args[] = {&ma, &mb, &dC, &M, &N, &K};
   ag_host_dim grid = {(unsigned)(N / BN), (unsigned)(M / BM), 1}, block = {256, 1, 1};
@@ -204,7 +170,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     CK(cuEventElapsedTime(&times[r], e0, e1));
   }
   long bad = check(Ak, Bk, C, M, N, K);
-  qsort(times, (size_t)reps, sizeof *times, cmp_float);
+  qsort(times, (size_t)reps, sizeof *times, ex_cmp_float);
   printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"stages\":%d,\"reps\":%d,\"median_us\":%.3f,"
          "\"mismatches\":%ld}\n",
          M, N, K, stages, reps, times[reps / 2] * 1000.0, bad);

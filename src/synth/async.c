@@ -18,6 +18,7 @@
 #include "argus/synth.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +136,16 @@ static void stats_json(json_t *o, const char *key, const ag_dstats *s, const cha
                                         (json_int_t)s->count, "mean", s->mean, "p50", s->p50,
                                         "p95", s->p95, "min", s->min, "max", s->max, "unit",
                                         "ns", "qual", qual));
+}
+
+/* One report value: {region, signal, stat "<what>[<op>@<occurrence>]", value, unit, qual}. */
+static void add_value(json_t *values, const char *region, const char *what, const ag_ev_site *es,
+                      double v, const char *qual) {
+  char stat[96];
+  snprintf(stat, sizeof stat, "%s[%s@%u]", what, es->op_id, es->occurrence);
+  json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "region", region,
+                                          "signal", "async_latency", "stat", stat, "value", v,
+                                          "unit", "ns", "qual", qual));
 }
 
 int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
@@ -300,28 +311,12 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
       }
       /* flat values for the report */
       const char *rq = qname ? qname : "?";
-      char stat[96];
-      if (n) {
-        snprintf(stat, sizeof stat, "latency[%s@%u]", es->op_id, es->occurrence);
-        json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "region", rq,
-                                                "signal", "async_latency", "stat", stat,
-                                                "value", lat.mean, "unit", "ns", "qual",
-                                                "derived"));
-      }
-      if (m) {
-        snprintf(stat, sizeof stat, "exposed[%s@%u]", es->op_id, es->occurrence);
-        json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "region", rq,
-                                                "signal", "async_latency", "stat", stat,
-                                                "value", exp.mean, "unit", "ns", "qual",
-                                                "observed"));
-      }
-      if (n && m) {
-        snprintf(stat, sizeof stat, "hidden[%s@%u]", es->op_id, es->occurrence);
-        json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "region", rq,
-                                                "signal", "async_latency", "stat", stat,
-                                                "value", lat.mean - exp.mean, "unit", "ns",
-                                                "qual", "derived"));
-      }
+      if (n)
+        add_value(values, rq, "latency", es, lat.mean, "derived");
+      if (m)
+        add_value(values, rq, "exposed", es, exp.mean, "observed");
+      if (n && m)
+        add_value(values, rq, "hidden", es, lat.mean - exp.mean, "derived");
       json_array_append_new(insts, inst);
     }
     ag_trace_free(pt);

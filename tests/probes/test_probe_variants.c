@@ -17,33 +17,6 @@
 #include "argus/variant.h"
 #include "../trace/trace_util.h"
 
-static char *ptxas;
-
-static int assemble(const char *ptx, size_t len, const char *tag) {
-  if (!ptxas && !(ptxas = ag_which("ptxas")))
-    ptxas = ag_strdup("/usr/local/cuda/bin/ptxas");
-  char in[512], out[512];
-  snprintf(in, sizeof in, "/tmp/argus-probe-%ld-%s.ptx", (long)getpid(), tag);
-  snprintf(out, sizeof out, "/tmp/argus-probe-%ld-%s.cubin", (long)getpid(), tag);
-  if (ag_file_write_atomic(in, ptx, len))
-    return -1;
-  const char *argv[] = {ptxas, "-arch=sm_90a", in, "-o", out, NULL};
-  ag_str err = AG_STR_INIT;
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.capture_err = &err;
-  o.timeout_s = 120;
-  ag_proc_result r;
-  int rc = ag_proc_run(&o, &r);
-  int ok = rc == 0 && r.exited && r.exit_code == 0;
-  if (!ok && strcmp(tag, "broken"))
-    fprintf(stderr, "ptxas failed on %s:\n%s\n", tag, ag_str_cstr(&err));
-  ag_str_release(&err);
-  unlink(in);
-  unlink(out);
-  return ok ? 0 : 1;
-}
 
 static size_t count(const char *hay, const char *needle) {
   size_t n = 0;
@@ -79,20 +52,66 @@ static int discover(const char *ptx, size_t len, const char *name, ag_ptx_module
   return rc;
 }
 
+/* A corpus module, read and discovered. */
+typedef struct mod {
+  char path[1024];
+  char *ptx;
+  size_t len;
+  ag_ptx_module *m;
+  ag_ptx_regions *r;
+} mod;
+
+static int mod_open(mod *x, const char *rel, int src) {
+  memset(x, 0, sizeof *x);
+  corpus_path(x->path, sizeof x->path, rel, src);
+  x->ptx = read_ptx(x->path, &x->len);
+  CHECK(x->ptx != NULL);
+  if (!x->ptx)
+    return -1;
+  int rc = discover(x->ptx, x->len, x->path, &x->m, &x->r);
+  CHECK_EQ_INT(rc, 0);
+  return rc;
+}
+
+static void mod_close(mod *x) {
+  ag_ptx_module_free(x->m);
+  ag_free(x->ptx);
+  memset(x, 0, sizeof *x);
+}
+
+/* The op ID of the module's first site of kind k (in a loop when looped). */
+static const char *first_site(const mod *x, ag_ptx_site_kind k, int looped) {
+  for (int i = 0; x->r && i < x->r->nsites; i++)
+    if (x->r->sites[i].kind == k && (!looped || x->r->sites[i].loop >= 0))
+      return x->r->sites[i].op_id;
+  return NULL;
+}
+
+/* The probe variant of (op, occurrence) of a module, or NULL (reported). */
+static ag_variant *probe_of(const mod *x, const char *op, uint32_t occ, int wrong) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts po = {AG_VARIANT_PROBE, NULL, 0, 0};
+  ag_variant_async a = {0, op, occ, wrong};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make_ex(x->ptx, x->len, x->path, &po, &a, &d, &v), 0);
+  if (!v)
+    tu_print_diags(&d);
+  ag_diags_release(&d);
+  return v;
+}
+
 /* Every TMA load instruction of the text is a tma_load site with its
  * mbarrier operand (the instruction's last operand), the barrier variable
  * full_bar, and a done_by wait on the same variable. */
 static void check_tma_loads(const char *rel, int expect) {
-  char path[1024];
-  corpus_path(path, sizeof path, rel, 0);
-  size_t len = 0;
-  char *ptx = read_ptx(path, &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
+  mod x;
+  if (mod_open(&x, rel, 0)) {
+    mod_close(&x);
     return;
-  ag_ptx_module *m = NULL;
-  ag_ptx_regions *r = NULL;
-  CHECK_EQ_INT(discover(ptx, len, path, &m, &r), 0);
+  }
+  const char *ptx = x.ptx;
+  const ag_ptx_regions *r = x.r;
   /* brute force: TMA loads in the text, each with its last operand */
   size_t text_loads = 0;
   for (const char *p = strstr(ptx, "cp.async.bulk.tensor"); p;
@@ -134,8 +153,7 @@ static void check_tma_loads(const char *rel, int expect) {
   CHECK_EQ_U64(sites, text_loads);
   if (expect >= 0)
     CHECK_EQ_U64(text_loads, (uint64_t)expect);
-  ag_ptx_module_free(m);
-  ag_free(ptx);
+  mod_close(&x);
 }
 
 TEST(discovery_finds_every_tma_load) {
@@ -171,7 +189,7 @@ static void probe_all(const char *path) {
       continue;
     char tag[2400];
     snprintf(tag, sizeof tag, "%s-%d", base, i);
-    CHECK_EQ_INT(assemble(v->ptx, v->len, tag), 0);
+    CHECK_EQ_INT(tu_assemble(v->ptx, v->len, tag), 0);
     nvariants++;
     /* one probe, one forced completion of the site's kind, one record */
     CHECK_EQ_U64(count(v->ptx, "// argus: probe "), 1);
@@ -201,7 +219,7 @@ static void probe_all(const char *path) {
   if (w) {
     char tag[2400];
     snprintf(tag, sizeof tag, "%s-waits", base);
-    CHECK_EQ_INT(assemble(w->ptx, w->len, tag), 0);
+    CHECK_EQ_INT(tu_assemble(w->ptx, w->len, tag), 0);
     /* each timed wait is one synthetic region: a begin and an end marker */
     size_t begins = count(w->ptx, "// @argus begin") - count(ptx, "// @argus begin");
     size_t ends = count(w->ptx, "// @argus end") - count(ptx, "// @argus end");
@@ -246,17 +264,15 @@ TEST(every_probe_variant_assembles) {
 
 /* The forced wait of a TMA load follows the last load on its barrier in the
  * same straight-line code: brute force on the variant's text. */
-static void check_wait_after_last_load(const char *path, int src) {
-  char full[1024];
-  corpus_path(full, sizeof full, path, src);
-  size_t len = 0;
-  char *ptx = read_ptx(full, &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
+static void check_wait_after_last_load(const char *rel, int src) {
+  mod x;
+  if (mod_open(&x, rel, src)) {
+    mod_close(&x);
     return;
-  ag_ptx_module *m = NULL;
-  ag_ptx_regions *r = NULL;
-  CHECK_EQ_INT(discover(ptx, len, full, &m, &r), 0);
+  }
+  const char *ptx = x.ptx, *path = x.path;
+  size_t len = x.len;
+  const ag_ptx_regions *r = x.r;
   ag_diags d;
   ag_diags_init(&d);
   ag_variant_opts po = {AG_VARIANT_PROBE, NULL, 0, 0};
@@ -280,7 +296,7 @@ static void check_wait_after_last_load(const char *path, int src) {
     }
     ag_variant_async a = {0, s->op_id, 0, 0};
     ag_variant *v = NULL;
-    CHECK_EQ_INT(ag_variant_make_ex(ptx, len, full, &po, &a, &d, &v), 0);
+    CHECK_EQ_INT(ag_variant_make_ex(ptx, len, path, &po, &a, &d, &v), 0);
     if (!v)
       continue;
     json_t *js = json_array_get(json_object_get(v->probes, "sites"), 0);
@@ -301,8 +317,7 @@ static void check_wait_after_last_load(const char *path, int src) {
   }
   CHECK(checked >= 2);
   ag_diags_release(&d);
-  ag_ptx_module_free(m);
-  ag_free(ptx);
+  mod_close(&x);
 }
 
 TEST(tma_wait_follows_the_last_load_on_the_barrier) {
@@ -311,111 +326,63 @@ TEST(tma_wait_follows_the_last_load_on_the_barrier) {
 }
 
 TEST(occurrence_source) {
-  char path[1024];
-  corpus_path(path, sizeof path, "tests/data/ptx/tma_probe.ptx", 0);
-  size_t len = 0;
-  char *ptx = read_ptx(path, &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
-    return;
-  ag_ptx_module *m = NULL;
-  ag_ptx_regions *r = NULL;
-  CHECK_EQ_INT(discover(ptx, len, path, &m, &r), 0);
-  const char *load = NULL;
-  for (int i = 0; r && i < r->nsites && !load; i++)
-    if (r->sites[i].kind == AG_PTX_SITE_TMA_LOAD)
-      load = r->sites[i].op_id;
-  CHECK(load != NULL);
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_variant_opts po = {AG_VARIANT_PROBE, NULL, 0, 0};
-  ag_variant_async a = {0, load, 5, 0};
-  ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make_ex(ptx, len, path, &po, &a, &d, &v), 0);
-  if (v) {
-    json_t *js = json_array_get(json_object_get(v->probes, "sites"), 0);
-    CHECK_EQ_STR(json_string_value(json_object_get(js, "occurrence_from")), "iteration");
-    CHECK_EQ_STR(json_string_value(json_object_get(js, "iteration_region")),
-                 "tma_probe/mainloop/loads");
-    /* the loads region's iteration operand is copied at its begin marker */
-    const char *bm = strstr(v->ptx, "@argus begin 1571128134944098478 loads ");
-    CHECK(bm != NULL);
-    if (bm)
-      CHECK(strstr(bm, "mov.u32 %agp_it, %r") == strchr(strchr(bm, '\n') + 1, 'm'));
-    CHECK(strstr(v->ptx, "setp.eq.u32 %agp_f, %agp_it, 5;") != NULL);
-    CHECK(strstr(v->ptx, "add.u32 %agp_it, %agp_it, 1;") == NULL);
-    CHECK(strstr(v->ptx, "selp.u32 %agp_par, 1, 0, %agp_w;") != NULL);
+  mod x;
+  if (mod_open(&x, "tests/data/ptx/tma_probe.ptx", 0) == 0) {
+    const char *load = first_site(&x, AG_PTX_SITE_TMA_LOAD, 0);
+    CHECK(load != NULL);
+    ag_variant *v = probe_of(&x, load, 5, 0);
+    if (v) {
+      json_t *js = json_array_get(json_object_get(v->probes, "sites"), 0);
+      CHECK_EQ_STR(json_string_value(json_object_get(js, "occurrence_from")), "iteration");
+      CHECK_EQ_STR(json_string_value(json_object_get(js, "iteration_region")),
+                   "tma_probe/mainloop/loads");
+      /* the loads region's iteration operand is copied at its begin marker */
+      const char *bm = strstr(v->ptx, "@argus begin 1571128134944098478 loads ");
+      CHECK(bm != NULL);
+      if (bm)
+        CHECK(strstr(bm, "mov.u32 %agp_it, %r") == strchr(strchr(bm, '\n') + 1, 'm'));
+      CHECK(strstr(v->ptx, "setp.eq.u32 %agp_f, %agp_it, 5;") != NULL);
+      CHECK(strstr(v->ptx, "add.u32 %agp_it, %agp_it, 1;") == NULL);
+      CHECK(strstr(v->ptx, "selp.u32 %agp_par, 1, 0, %agp_w;") != NULL);
+    }
+    ag_variant_free(v);
+    /* wrong phase: the deliberately wrong probe inverts the captured parity */
+    v = probe_of(&x, load, 5, 1);
+    if (v)
+      CHECK(strstr(v->ptx, "selp.u32 %agp_par, 0, 1, %agp_w;") != NULL);
+    ag_variant_free(v);
   }
-  ag_variant_free(v);
-  /* wrong phase: the deliberately wrong probe inverts the captured parity */
-  ag_variant_async wrong = {0, load, 5, 1};
-  CHECK_EQ_INT(ag_variant_make_ex(ptx, len, path, &po, &wrong, &d, &v), 0);
-  if (v)
-    CHECK(strstr(v->ptx, "selp.u32 %agp_par, 0, 1, %agp_w;") != NULL);
-  ag_variant_free(v);
-  ag_diags_release(&d);
-  ag_ptx_module_free(m);
-  ag_free(ptx);
+  mod_close(&x);
   /* without an iterated region: the count of passes */
-  corpus_path(path, sizeof path, "tests/data/ptx/triton/triton_matmul_pipelined.ptx", 1);
-  ptx = read_ptx(path, &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
-    return;
-  CHECK_EQ_INT(discover(ptx, len, path, &m, &r), 0);
-  const char *cpa = NULL;
-  for (int i = 0; r && i < r->nsites && !cpa; i++)
-    if (r->sites[i].kind == AG_PTX_SITE_CP_ASYNC && r->sites[i].loop >= 0)
-      cpa = r->sites[i].op_id;
-  CHECK(cpa != NULL);
-  ag_diags_init(&d);
-  ag_variant_async c = {0, cpa, 3, 0};
-  CHECK_EQ_INT(ag_variant_make_ex(ptx, len, path, &po, &c, &d, &v), 0);
-  if (v) {
-    json_t *js = json_array_get(json_object_get(v->probes, "sites"), 0);
-    CHECK_EQ_STR(json_string_value(json_object_get(js, "occurrence_from")), "count");
-    CHECK(strstr(v->ptx, "add.u32 %agp_it, %agp_it, 1;") != NULL);
-    CHECK(strstr(v->ptx, "cp.async.commit_group;\n\tcp.async.wait_group 0;") != NULL);
+  if (mod_open(&x, "tests/data/ptx/triton/triton_matmul_pipelined.ptx", 1) == 0) {
+    const char *cpa = first_site(&x, AG_PTX_SITE_CP_ASYNC, 1);
+    CHECK(cpa != NULL);
+    ag_variant *v = probe_of(&x, cpa, 3, 0);
+    if (v) {
+      json_t *js = json_array_get(json_object_get(v->probes, "sites"), 0);
+      CHECK_EQ_STR(json_string_value(json_object_get(js, "occurrence_from")), "count");
+      CHECK(strstr(v->ptx, "add.u32 %agp_it, %agp_it, 1;") != NULL);
+      CHECK(strstr(v->ptx, "cp.async.commit_group;\n\tcp.async.wait_group 0;") != NULL);
+    }
+    ag_variant_free(v);
   }
-  ag_variant_free(v);
-  ag_diags_release(&d);
-  ag_ptx_module_free(m);
-  ag_free(ptx);
+  mod_close(&x);
 }
 
 TEST(broken_probe_variant_fails_ptxas) {
-  char path[1024];
-  corpus_path(path, sizeof path, "tests/data/ptx/tma_probe.ptx", 0);
-  size_t len = 0;
-  char *ptx = read_ptx(path, &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
-    return;
-  ag_ptx_module *m = NULL;
-  ag_ptx_regions *r = NULL;
-  CHECK_EQ_INT(discover(ptx, len, path, &m, &r), 0);
-  const char *load = NULL;
-  for (int i = 0; r && i < r->nsites && !load; i++)
-    if (r->sites[i].kind == AG_PTX_SITE_TMA_LOAD)
-      load = r->sites[i].op_id;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_variant_opts po = {AG_VARIANT_PROBE, NULL, 0, 0};
-  ag_variant_async a = {0, load, 0, 0};
+  mod x;
   ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make_ex(ptx, len, path, &po, &a, &d, &v), 0);
-  if (v) {
-    CHECK_EQ_INT(assemble(v->ptx, v->len, "unbroken"), 0);
+  if (mod_open(&x, "tests/data/ptx/tma_probe.ptx", 0) == 0 &&
+      (v = probe_of(&x, first_site(&x, AG_PTX_SITE_TMA_LOAD, 0), 0, 0))) {
+    CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "unbroken"), 0);
     char *decl = strstr(v->ptx, ".reg .pred %agp_f");
     CHECK(decl != NULL);
     if (decl)
       memcpy(decl, "//", 2); /* the probe's predicates are gone */
-    CHECK(assemble(v->ptx, v->len, "broken") != 0);
+    CHECK(tu_assemble(v->ptx, v->len, "broken") != 0);
   }
   ag_variant_free(v);
-  ag_diags_release(&d);
-  ag_ptx_module_free(m);
-  ag_free(ptx);
+  mod_close(&x);
 }
 
 TEST(probe_errors) {
