@@ -247,6 +247,7 @@ int main(int argc, char **argv) {
   ag_str why = AG_STR_INIT;
   if (ag_collect_gpu_probe(&why)) {
     printf("bench_probes: skipped: %s\n", ag_str_cstr(&why));
+    ag_str_release(&why);
     return 77;
   }
   const char *bd = getenv("ARGUS_BUILD_DIR");

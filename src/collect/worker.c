@@ -367,10 +367,13 @@ int ag_worker_collect(ag_worker *w, const char *library, const ag_trace_run_opts
   res->proc.timed_out = timed_out || (pr.signaled && pr.signo == SIGALRM);
   res->proc.wall_s = (double)(ag_now_ns() - t0) / 1e9;
   if (!res->proc.timed_out && pr.exited) {
-    /* the harness called exit(): the worker went with it */
-    ag_str_printf(why, "the harness ended the GPU worker (exit %d inside %s; a harness run "
-                       "by the worker must return instead)",
-                  pr.exit_code, "argus_harness_main");
+    /* the harness called exit() (or a sanitizer ended the worker on a
+     * crash): the worker went with it */
+    ag_str_printf(why, "the GPU worker ended (exit %d) while argus_harness_main ran: a "
+                       "harness run by the worker must return, not call exit()",
+                  pr.exit_code);
+    if (res->log_path)
+      ag_str_printf(why, "; see %s", res->log_path);
     rc = AG_ECHILD;
     goto out;
   }
