@@ -1,7 +1,7 @@
 /*
  * harness_util.h - host helpers shared by the Hopper examples' harnesses
  * (gemm_tma, tma_probe): exact FP16 inputs, a float comparison for qsort,
- * and a 2-D FP16 TMA tensor map with 128-byte swizzle.
+ * a 2-D FP16 TMA tensor map with 128-byte swizzle, and the CPU reference.
  */
 #ifndef ARGUS_EXAMPLES_HARNESS_UTIL_H
 #define ARGUS_EXAMPLES_HARNESS_UTIL_H
@@ -51,6 +51,28 @@ static int ex_make_map(CUtensorMap *map, CUdeviceptr base, int rows, int cols, i
     return 1;
   }
   return 0;
+}
+
+/* The harness's CPU reference: C = (Ak * Bk^T) / 64 exactly (the inputs are
+ * k/8 with k in -8..8, so every partial sum is exact in FP32). Returns the
+ * mismatches; the first five are printed (prefixed with `who`). */
+static long ex_check_gemm(const signed char *Ak, const signed char *Bk, const float *C, int M,
+                          int N, int K, const char *who) {
+  long bad = 0;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      long s = 0;
+      const signed char *a = Ak + (size_t)i * K, *b = Bk + (size_t)j * K;
+      for (int k = 0; k < K; k++)
+        s += a[k] * b[k];
+      float want = (float)s / 64.0f, got = C[(size_t)i * N + j];
+      if (!(got == want)) {
+        if (bad < 5)
+          fprintf(stderr, "%s: C[%d][%d] = %.9g, expected %.9g\n", who, i, j, got, want);
+        bad++;
+      }
+    }
+  return bad;
 }
 
 #endif

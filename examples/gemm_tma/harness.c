@@ -139,21 +139,7 @@ int main(int argc, char **argv) {
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
   }
-  /* reference in integers: C = (sum Ak*Bk) / 64 */
-  long bad = 0;
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < N; j++) {
-      long s = 0;
-      const signed char *a = Ak + (size_t)i * K, *b = Bk + (size_t)j * K;
-      for (int k = 0; k < K; k++)
-        s += a[k] * b[k];
-      float want = (float)s / 64.0f, got = C[(size_t)i * N + j];
-      if (!(got == want)) {
-        if (bad < 5)
-          fprintf(stderr, "gemm_tma: C[%d][%d] = %.9g, expected %.9g\n", i, j, got, want);
-        bad++;
-      }
-    }
+  long bad = ex_check_gemm(Ak, Bk, C, M, N, K, "gemm_tma");
   qsort(times, (size_t)reps, sizeof *times, ex_cmp_float);
   double ms = times[reps / 2];
   printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"reps\":%d,\"median_us\":%.3f,\"tflops\":%.2f,"

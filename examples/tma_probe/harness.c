@@ -52,26 +52,6 @@
     }                                                                              \
   } while (0)
 
-/* C = (Ak * Bk^T) / 64 exactly, in integers; returns the mismatches */
-static long check(const signed char *Ak, const signed char *Bk, const float *C, int M, int N,
-                  int K) {
-  long bad = 0;
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < N; j++) {
-      int s = 0;
-      const signed char *a = Ak + (size_t)i * K, *b = Bk + (size_t)j * K;
-      for (int k = 0; k < K; k++)
-        s += a[k] * b[k];
-      float want = (float)s / 64.0f, got = C[(size_t)i * N + j];
-      if (!(got == want)) {
-        if (bad < 5)
-          fprintf(stderr, "tma_probe: C[%d][%d] = %.9g, expected %.9g\n", i, j, got, want);
-        bad++;
-      }
-    }
-  return bad;
-}
-
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
   int M = 512, N = 512, K = 512, reps = 5, stages = 3;
   const char *module = NULL;
@@ -169,7 +149,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
   }
-  long bad = check(Ak, Bk, C, M, N, K);
+  long bad = ex_check_gemm(Ak, Bk, C, M, N, K, "tma_probe");
   qsort(times, (size_t)reps, sizeof *times, ex_cmp_float);
   printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"stages\":%d,\"reps\":%d,\"median_us\":%.3f,"
          "\"mismatches\":%ld}\n",

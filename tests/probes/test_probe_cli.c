@@ -14,29 +14,11 @@
 static char dir[128];
 
 static int argus(const char *const *args, ag_str *out, ag_str *err) {
-  const char *bin = getenv("ARGUS_BIN");
-  const char *argv[32];
-  int n = 0;
-  argv[n++] = bin ? bin : "argus";
-  for (; *args && n < 31; args++)
-    argv[n++] = *args;
-  argv[n] = NULL;
-  char wse[200];
-  snprintf(wse, sizeof wse, "ARGUS_WORKSPACE=%s/ws", dir);
-  const char *env[] = {wse, NULL};
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.env_add = env;
-  o.capture_out = out;
-  o.capture_err = err;
-  o.timeout_s = 120;
-  ag_proc_result r;
+  char ws[200];
+  snprintf(ws, sizeof ws, "%s/ws", dir);
   ag_str_clear(out);
   ag_str_clear(err);
-  if (ag_proc_run(&o, &r) || !r.exited)
-    return -1;
-  return r.exit_code;
+  return tu_argus(args, ws, out, err);
 }
 
 static size_t count(const char *hay, const char *needle) {

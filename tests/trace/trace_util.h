@@ -57,6 +57,34 @@ __attribute__((unused)) static void tu_rm_rf(const char *dir) {
   ag_proc_run(&o, &r);
 }
 
+/* Runs $ARGUS_BIN (or argus in PATH) with args (NULL-terminated) and
+ * ARGUS_WORKSPACE=ws, capturing stdout and stderr; returns the exit status,
+ * -1 when it did not exit. */
+__attribute__((unused)) static int tu_argus(const char *const *args, const char *ws, ag_str *out,
+                                            ag_str *err) {
+  const char *bin = getenv("ARGUS_BIN");
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = bin ? bin : "argus";
+  for (; *args && n < 31; args++)
+    argv[n++] = *args;
+  argv[n] = NULL;
+  char wse[1100];
+  snprintf(wse, sizeof wse, "ARGUS_WORKSPACE=%s", ws);
+  const char *env[] = {wse, NULL};
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.env_add = env;
+  o.capture_out = out;
+  o.capture_err = err;
+  o.timeout_s = 120;
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
 /* Assembles PTX with ptxas for sm_90a (ptxas from PATH or /usr/local/cuda);
  * 0 when it assembles. Prints ptxas's messages unless tag is "broken" (a
  * variant that is meant to fail). */
