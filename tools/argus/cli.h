@@ -67,6 +67,7 @@ int cmd_regions(ag_cli *cli);
 int cmd_variant(ag_cli *cli);
 int cmd_trace(ag_cli *cli);
 int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern const char cmd_layout_details[];
+int cmd_check(ag_cli *cli); extern const ag_cli_opt cmd_check_opts[]; extern const char cmd_check_details[];
 
 extern const ag_cli_opt cmd_version_opts[];
 extern const ag_cli_opt cmd_doctor_opts[];

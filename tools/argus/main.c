@@ -29,6 +29,7 @@ static const ag_cli_cmd commands[] = {
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
     {"ws", cmd_ws, AG_CMD_NEEDS_WORKSPACE, "init|ls|show|log|check|gc|put|get|ref [ARGS] [options]",
      "the versioned workspace: artifacts, program versions, tasks, refs", cmd_ws_details, cmd_ws_opts},
+    {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

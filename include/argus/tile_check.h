@@ -1,0 +1,99 @@
+/*
+ * argus/tile_check.h — compile-time checking of a tile program's data-flow
+ * invariants (src/tile/check): tag propagation by symbolic interpretation,
+ * tag assertions discharged with Z3, counterexamples for violations.
+ *
+ * The checker unrolls loops, interprets each kernel for one symbolic thread
+ * (thread index, block index and problem sizes are symbols), tracks tags in
+ * registers and shared memory, and turns every instance of a tag assertion
+ * into a bit-vector query. See docs/check.md for the encoding and the
+ * report format. Library code: never prints, never exits.
+ */
+#ifndef ARGUS_TILE_CHECK_H
+#define ARGUS_TILE_CHECK_H
+
+#include "argus/tile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ag_tile_check_opts {
+  uint64_t rlimit;        /* Z3 resource limit per query (0: default 20,000,000) */
+  int batch;              /* assertion instances per query (0: default 32) */
+  int64_t max_steps;      /* interpreted statements per kernel (0: default 5,000,000) */
+  const char *const *defines; /* "NAME=VALUE" overrides of const parameters */
+  int ndefines;
+  int all;                /* keep checking an assertion after its first counterexample */
+} ag_tile_check_opts;
+
+typedef enum ag_tile_status {
+  AG_TILE_PROVED = 0,     /* holds for every block, thread and problem size */
+  AG_TILE_VIOLATED,       /* a counterexample exists */
+  AG_TILE_UNKNOWN         /* the solver hit its resource limit */
+} ag_tile_status;
+
+typedef struct ag_tile_kv {
+  char *name;
+  int64_t value;
+} ag_tile_kv;
+
+/* One side of a violated assertion. */
+typedef struct ag_tile_cex_side {
+  char *expr;      /* the source text, e.g. "tag(fa[e])" */
+  char *tag;       /* "(37, 5)", "top", "bot" */
+  char *element;   /* the data element it came from, "A[37, 5]" (NULL: none) */
+  char *via;       /* how it got there: "shared sA byte 1024, written by thread 12
+                      at gemm.tile:30:9" (NULL: not through shared memory) */
+  char *tag_other; /* when the side is top: the second, conflicting tag */
+  char *element_other;
+  char *via_other;
+} ag_tile_cex_side;
+
+typedef struct ag_tile_cex {
+  int64_t block[3];
+  int64_t thread;          /* linear thread index in the block */
+  int64_t warp, lane;
+  ag_tile_kv *sizes;       /* problem sizes of the counterexample */
+  int nsizes;
+  ag_tile_kv *loops;       /* loop variables at the failing instance */
+  int nloops;
+  char *reason;            /* "the tags differ", "the left side is top: ..." */
+  ag_tile_cex_side lhs, rhs;
+} ag_tile_cex;
+
+typedef struct ag_tile_assert_result {
+  char *kernel;
+  int line, col;
+  char *text;              /* the assertion as written */
+  ag_tile_status status;
+  int64_t instances;       /* unrolled instances checked */
+  ag_tile_cex *cex;        /* when violated (the first found) */
+  char *detail;            /* unknown: why */
+} ag_tile_assert_result;
+
+typedef struct ag_tile_report {
+  char *file;
+  ag_tile_assert_result *asserts;
+  int nasserts;
+  int nkernels;
+  int64_t queries;         /* solver calls */
+  double interp_s, solve_s;
+} ag_tile_report;
+
+/* Checks every kernel of a parsed program. Returns 0 with *out set (owned;
+ * the verdicts are inside), AG_EPARSE when the program is malformed (with
+ * diagnostics: types, shapes, view sizes, unknown names, ...), AG_ESOLVER
+ * when Z3 failed, AG_ENOMEM. */
+int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diags *d,
+                  ag_tile_report **out);
+/* 1 when every assertion was proved. */
+int ag_tile_report_ok(const ag_tile_report *r);
+int ag_tile_report_text(const ag_tile_report *r, ag_str *out);
+json_t *ag_tile_report_json(const ag_tile_report *r); /* new reference */
+void ag_tile_report_free(ag_tile_report *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,430 @@
+/*
+ * check_int.h — internals of the tile checker (src/tile/check): the values
+ * the symbolic interpreter computes with, tags and the lattice, the shared
+ * memory model, proof obligations, and the intrinsic table.
+ *
+ * One ag__ck context lives for one kernel check; everything it builds is in
+ * its arena (expressions are hash-consed there by the layout module).
+ */
+#ifndef ARGUS_TILE_CHECK_INT_H
+#define ARGUS_TILE_CHECK_INT_H
+
+#include "argus/layout.h"
+#include "argus/layout_atoms.h"
+#include "argus/tile.h"
+#include "argus/tile_check.h"
+
+#include <setjmp.h>
+#include <string.h>
+
+/* memcpy that accepts (NULL, 0): empty vectors have no buffer */
+static inline void ag__mcpy(void *dst, const void *src, size_t n) {
+  if (n)
+    memcpy(dst, src, n);
+}
+
+/* ------------------------------------------------------------------ dtypes */
+typedef enum ag__dt {
+  DT_NONE = 0,
+  DT_BF16, DT_F16, DT_F32, DT_F64,
+  DT_I8, DT_U8, DT_I16, DT_U16, DT_I32, DT_U32, DT_I64, DT_U64,
+  DT_U128, DT_U256,
+  DT_COUNT
+} ag__dt;
+int ag__dt_size(ag__dt t);
+const char *ag__dt_name(ag__dt t);
+ag__dt ag__dt_lookup(const char *name);
+int ag__dt_is_float(ag__dt t);
+
+/* ------------------------------------------------------------- conditions */
+/* Boolean formulas over integer expressions (thread-dependent conditions,
+ * assumptions, guards of shared-memory writes). Built in the arena with
+ * constant folding; comparisons are unsigned, as in the solver. */
+typedef enum { BX_CONST, BX_CMP, BX_AND, BX_OR, BX_NOT } ag__bxk;
+typedef struct ag__bx ag__bx;
+struct ag__bx {
+  ag__bxk k;
+  int value;        /* BX_CONST */
+  ag_tile_op op;    /* BX_CMP: EQ NE LT LE GT GE */
+  const ag_expr *a, *b;
+  const ag__bx *x, *y;
+};
+
+/* -------------------------------------------------------------------- tags */
+/* A tag is bottom (no data: constants, unwritten memory), top (conflicting
+ * or unsettled data), a tuple of integer expressions (with the data element
+ * it was computed from), the join of several tags (path-insensitive merges,
+ * arithmetic), or a shared-memory read whose value is the join of every
+ * write that reaches the byte. Tags are hash-consed: equal pointers mean
+ * equal tags. Expressions inside a tag are in terms of the symbol "tid" of
+ * the thread that holds the value. */
+typedef enum { TG_BOT, TG_TOP, TG_TUP, TG_JOIN, TG_SHR } ag__tgk;
+
+typedef struct ag__tag ag__tag;
+typedef struct ag__tagfn ag__tagfn;
+struct ag__tag {
+  ag__tgk k;
+  /* TG_TOP: why */
+  const char *why;
+  /* TG_TUP */
+  int n;
+  const ag_expr **comp;
+  const ag__tagfn *fn;     /* origin: the tag function, and ... */
+  const ag_expr **coord;   /* ... the element's coordinates (fn->rank of them) */
+  /* TG_JOIN */
+  int nm;
+  const ag__tag **m;
+  /* TG_SHR: the byte at address `addr` (buffer-relative, after swizzle) of
+   * shared buffer `buf`, read at time `pc` in barrier interval `epoch` by
+   * thread "tid"; records [0, nrec) of the buffer existed then. */
+  int buf;
+  const ag_expr *addr;
+  int64_t pc;
+  int epoch;
+  int nrec;
+  const ag_tile_node *at; /* the reading statement */
+};
+
+/* A tag function: X[i, j, ...] -> (e1, e2, ...). */
+struct ag__tagfn {
+  const char *name;        /* "T_Q", or NULL */
+  const char *target;      /* the tile or tensor it labels */
+  int rank;
+  const char **vars;       /* the index variable names */
+  const ag_tile_node *body; /* the tag expression */
+  const ag_tile_node *at;
+  struct ag__scope *env;   /* the bindings it closes over */
+};
+
+/* ----------------------------------------------------------------- memory */
+typedef enum { SP_GLOBAL, SP_SHARED, SP_REG } ag__space;
+
+/* One shared memory allocation. */
+typedef struct ag__sbuf {
+  const char *name;
+  int64_t size; /* bytes */
+} ag__sbuf;
+
+/* A write to shared memory: every thread "tid" satisfying guard writes
+ * `width` bytes at addr (buffer-relative, after swizzle); byte j gets tag
+ * tags[j]. Plain stores settle at once for the writer and after the next
+ * barrier for everyone; cp.async stores settle when a wait retires their
+ * group (done_pc) and for others after the barrier that follows. */
+typedef struct ag__wrec {
+  int buf;
+  const ag_expr *addr;
+  int width;
+  const ag__tag **tags;
+  const ag__tag *ptag;   /* all bytes at once: tags[j] = ptag with "@byte" := j */
+  int pgran;             /* ptag is constant on aligned blocks of pgran bytes */
+  const ag__bx *guard;   /* NULL: all threads */
+  int64_t pc;            /* when it was written */
+  int epoch;             /* barrier interval of the write */
+  int group;             /* cp.async group, or -1 */
+  int64_t done_pc;       /* writer sees it from here (INT64_MAX: never waited) */
+  int vis_epoch;         /* others see it from this barrier interval on */
+  const ag_tile_node *at;
+  int64_t lo, hi;        /* bounds of the bytes it may touch (for pruning) */
+} ag__wrec;
+
+/* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc. */
+typedef struct ag__reset {
+  int buf;
+  int64_t pc, lo, hi;
+} ag__reset;
+
+/* ------------------------------------------------------------------ tiles */
+/* A global view: dims of a row-major reshape of a tensor parameter. Each
+ * view dim i advances tensor dim `tdim[i]` by `mult[i]` (elements; for the
+ * innermost tensor dim, bytes). Linear views (a reshape the checker could not
+ * match dim by dim) address bytes: offset = lbase + sum idx_i * lstride_i. */
+typedef struct ag__gview {
+  int tensor;              /* parameter index */
+  int rank;
+  const ag_expr **dims;
+  int *tdim;
+  const ag_expr **mult;
+  const ag_expr **origin;  /* per tensor dim; innermost in bytes */
+  int linear;
+  const ag_expr *lbase;
+  const ag_expr **lstride;
+} ag__gview;
+
+typedef struct ag__tile {
+  ag__space sp;
+  ag__dt dt;
+  /* shared and register */
+  int buf;                 /* shared buffer / register buffer index */
+  const ag_expr *base;     /* byte offset of coordinate 0 (before swizzle) */
+  ag_layout layout;        /* coordinate -> element offset */
+  int swizzled;
+  ag_swizzle swz;          /* on byte offsets */
+  /* global */
+  ag__gview g;
+  const char *name;        /* for messages */
+} ag__tile;
+
+/* A register file buffer of one thread. */
+typedef struct ag__rbuf {
+  const char *name;
+  int64_t size;
+  const ag__tag **bytes;
+} ag__rbuf;
+
+/* ----------------------------------------------------------------- values */
+typedef enum {
+  V_NONE, V_INT, V_BOOL, V_FLOAT, V_TILE, V_ELEM, V_DATA, V_TUPLE, V_DTYPE,
+  V_LAYOUT, V_SWIZZLE, V_TAGFN, V_INTRIN, V_INTRIN_OP, V_TAGV,
+  V_POISON /* differs between the branches of a thread-dependent if (at: poison_at) */
+} ag__vk;
+
+typedef struct ag__value ag__value;
+typedef struct ag__intrin ag__intrin;
+
+/* An element reference: one element of a tile, not yet loaded. */
+typedef struct ag__elem {
+  ag__tile *tile;
+  const ag_expr *addr;     /* shared: physical byte address; reg: byte offset */
+  const ag_expr **tcoord;  /* global: tensor coordinates (innermost in bytes) */
+  const ag_expr *gbyte;    /* global linear view: byte offset */
+} ag__elem;
+
+/* Data held by a thread: bytes with tags. */
+typedef struct ag__data {
+  ag__dt dt;
+  int n;
+  const ag__tag **tags;
+  const ag__tag *ptag;     /* optional: tags[j] == ptag with "@byte" := j */
+  int pgran;
+} ag__data;
+
+/* A tag expression inside an assertion: a tag, optionally projected. */
+typedef struct ag__tagv {
+  const ag__tag *tag;
+  int proj;                /* -1: the whole tag; else the component */
+  int literal;             /* 1: a literal tuple / top / bot in the source */
+} ag__tagv;
+
+struct ag__value {
+  ag__vk k;
+  const ag_expr *i;
+  const ag__bx *b;
+  double f;
+  ag__tile *t;
+  ag__elem e;
+  ag__data d;
+  int n;
+  ag__value *items;
+  ag__dt dt;
+  ag_layout layout;
+  ag_swizzle swz;
+  ag__tagfn *fn;
+  const ag__intrin *in;
+  const char *opname;      /* V_INTRIN_OP: "a", "b", "c" */
+  const ag_tile_node *poison_at;
+  ag__tagv tv;
+};
+
+/* -------------------------------------------------------------- intrinsics */
+typedef enum { IK_MMA, IK_LDMATRIX, IK_CP_ASYNC, IK_CP_COMMIT, IK_CP_WAIT, IK_SYNC } ag__ik;
+
+/* One row of the intrinsic table. TV layouts map (lane, value) to the
+ * element's offset in the operand tile, column-major (row + rows * col), as
+ * in argus/layout_atoms.h. */
+struct ag__intrin {
+  const char *name;        /* as written in the DSL */
+  ag__ik kind;
+  const char *ptx;         /* the instruction it stands for */
+  int nops;
+  const char *opnames[4];  /* "d", "a", "b", "c" / "dst", "src" */
+  /* MMA */
+  int m, n, k;
+  const char *atom_a, *atom_b, *atom_c; /* layout_atoms names */
+  ag__dt acc_dt;
+  /* LDMATRIX: num matrices, transposed; dst/src layouts in CuTe notation on
+   * the stacked (8*num) x 8 tile */
+  int num, trans;
+  const char *dst_tv;
+  const char *src_tv;
+  /* CP_ASYNC: allowed sizes (bit mask of 4, 8, 16) */
+  int sizes;
+  const char *semantics;   /* one line for docs and --help */
+};
+const ag__intrin *ag__intrin_lookup(const char *name);
+const ag__intrin *ag__intrin_table(int *n);
+
+/* ------------------------------------------------------------- obligations */
+typedef enum { OB_EQ, OB_NE, OB_INT } ag__obk;
+
+typedef struct ag__loopvar {
+  const char *name;
+  int64_t value;
+} ag__loopvar;
+
+typedef struct ag__oblig {
+  ag__obk k;
+  const ag_tile_node *at;  /* the assert statement */
+  int stmt;                /* index of the assert statement in the report */
+  ag__tagv lhs, rhs;
+  const ag__bx *cond;      /* OB_INT: must hold */
+  const ag__bx *path;      /* the path condition (NULL: true) */
+  int nloops;
+  ag__loopvar *loops;
+} ag__oblig;
+
+/* ---------------------------------------------------------------- context */
+typedef struct ag__binding {
+  const char *name;
+  ag__value *v;
+} ag__binding;
+
+typedef struct ag__scope {
+  AG_VEC(ag__binding) b;
+  struct ag__scope *parent;
+} ag__scope;
+
+typedef struct ag__param {
+  const char *name;
+  int is_tensor;
+  ag__dt dt;
+  int rank;
+  const ag_expr **dims;
+  ag__tagfn *tagfn;
+  int linear_used;         /* read through a linear (unmatched) view */
+} ag__param;
+
+typedef struct ag__stmt_info {
+  const ag_tile_node *at;
+  int64_t instances;
+} ag__stmt_info;
+
+typedef struct ag__ck {
+  const ag_tile_program *prog;
+  const ag_tile_node *kernel;
+  const ag_tile_check_opts *opts;
+  ag_diags *diags;
+  ag_arena arena;
+  ag_layout_ctx lc;
+  jmp_buf fail;            /* a malformed program or out of memory */
+  int fail_rc;
+
+  int64_t nthreads;
+  int64_t tdim[3];
+  const ag_tile_node *grid; /* @grid(...), or NULL: blocks only below 2^16 */
+  const ag_expr *tid;      /* the symbol "tid" */
+  const ag_expr *bid[3];
+
+  AG_VEC(ag__param) params;
+  AG_VEC(const char *) sizes;   /* symbolic problem sizes */
+  AG_VEC(const ag__bx *) assumes;
+  AG_VEC(ag__sbuf) sbufs;
+  int64_t smem_top;
+  AG_VEC(ag__rbuf) rbufs;
+  AG_VEC(ag__wrec) wrecs;
+  AG_VEC(ag__reset) resets;
+  AG_VEC(ag__oblig) obligs;
+  AG_VEC(ag__stmt_info) asserts;
+  ag_map tagcons;          /* hash-consing of tags */
+  ag_map bounds_memo;      /* expression -> interval (xexpr.c) */
+  ag_map align_memo;       /* expression -> known power-of-two divisor */
+  ag_map mask_memo;        /* expression -> bits that may be 1 */
+  struct ag__evcache *evcache; /* eval.c */
+
+  ag__scope *scope;
+  const ag__bx *path;      /* current path condition (NULL: true) */
+  int symbolic_if;         /* depth of thread-dependent ifs */
+  int64_t pc;
+  int epoch;
+  int group_open;          /* cp.async writes since the last commit */
+  int ngroups;             /* committed groups */
+  AG_VEC(ag__loopvar) loops;
+  int64_t steps;           /* interpreted statements (bounded) */
+} ag__ck;
+
+/* A malformed program: adds an error at node n and unwinds to the check's
+ * entry point (exit code 2 in the CLI). */
+_Noreturn void ag__ck_error(ag__ck *c, const ag_tile_node *n, const char *fmt, ...)
+    AG_PRINTF(3, 4);
+_Noreturn void ag__ck_oom(ag__ck *c);
+void *ag__ck_alloc(ag__ck *c, size_t n);
+const char *ag__ck_strdup(ag__ck *c, const char *s);
+
+/* expressions (xexpr.c) */
+const ag_expr *ag__x(ag__ck *c, ag_expr_op op, const ag_expr *a, const ag_expr *b);
+const ag_expr *ag__xc(ag__ck *c, int64_t v);
+const ag_expr *ag__xsubst(ag__ck *c, const ag_expr *e, const ag_expr *sym, const ag_expr *by);
+/* Bounds of e for tid in [0, nthreads) and other symbols unbounded; returns
+ * 0 and [lo, hi] when e depends only on tid and constants. */
+int ag__xbounds(ag__ck *c, const ag_expr *e, int64_t *lo, int64_t *hi);
+int ag__xdepends(const ag_expr *e, const char *sym);
+/* The largest power of two that provably divides e (1 when unknown). */
+int64_t ag__xalign(ag__ck *c, const ag_expr *e);
+/* The bits of e that may be 1 (see xexpr.c for the symbol bounds used). */
+uint64_t ag__xmask(ag__ck *c, const ag_expr *e);
+/* e = root + k with k a constant: returns root (possibly e) and sets *k. */
+const ag_expr *ag__xsplit_const(ag__ck *c, const ag_expr *e, int64_t *k);
+/* Evaluates e with tid = t (and nothing else bound); 0 or an error. */
+int ag__xeval_tid(const ag_expr *e, int64_t t, int64_t *out);
+const ag__bx *ag__bconst(ag__ck *c, int v);
+const ag__bx *ag__bcmp(ag__ck *c, ag_tile_op op, const ag_expr *a, const ag_expr *b);
+const ag__bx *ag__band(ag__ck *c, const ag__bx *x, const ag__bx *y);
+const ag__bx *ag__bor(ag__ck *c, const ag__bx *x, const ag__bx *y);
+const ag__bx *ag__bnot(ag__ck *c, const ag__bx *x);
+int ag__bis_const(const ag__bx *b, int *v);
+const ag__bx *ag__bsubst(ag__ck *c, const ag__bx *b, const ag_expr *sym, const ag_expr *by);
+/* -1 unknown, 0 false, 1 true, for tid = t. */
+int ag__beval_tid(const ag__bx *b, int64_t t);
+void ag__xprint(const ag_expr *e, ag_str *out);
+
+/* tags (tags.c) */
+const ag__tag *ag__tag_bot(ag__ck *c);
+const ag__tag *ag__tag_top(ag__ck *c, const char *why);
+const ag__tag *ag__tag_tup(ag__ck *c, int n, const ag_expr **comp, const ag__tagfn *fn,
+                           const ag_expr **coord);
+const ag__tag *ag__tag_join(ag__ck *c, const ag__tag *a, const ag__tag *b);
+const ag__tag *ag__tag_shr(ag__ck *c, int buf, const ag_expr *addr, const ag_tile_node *at);
+void ag__tag_print(const ag__tag *t, ag_str *out);
+int ag__tag_has_shr(const ag__tag *t);
+
+/* the interpreter (interp.c) */
+int ag__interp_kernel(ag__ck *c);
+
+/* Interprets one kernel without solving: the context holds the obligations
+ * (owned; ag__ck_free), or NULL with *rc (diagnostics added). Tests use it to
+ * compare the symbolic tags with a concrete interpreter. */
+ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_tile_check_opts *o,
+                   ag_diags *d, int *rc);
+void ag__ck_free(ag__ck *c);
+
+/* Concrete evaluation of symbolic tags (eval.c): the set of tuples a tag
+ * denotes for one thread, block and problem sizes; shared-memory reads are
+ * resolved by enumerating the writing threads. */
+#define AG__CTAG_MAX 8
+typedef struct ag__ctag {
+  int top;
+  int n;
+  int64_t v[AG__CTAG_MAX];
+} ag__ctag;
+typedef struct ag__cset {
+  int n, overflow;
+  ag__ctag t[64];
+} ag__cset;
+typedef struct ag__cenv {
+  int64_t bid[3];
+  int nsizes;
+  const char *const *names;
+  const int64_t *vals;
+} ag__cenv;
+/* proj >= 0 keeps that component of each tuple. 0 or AG_EUNDEFINED (an
+ * expression could not be evaluated: an unbound symbol, division by 0). */
+int ag__tag_eval(ag__ck *c, const ag__tag *t, const ag__cenv *e, int64_t tid, int proj,
+                 ag__cset *out);
+int ag__cset_add(ag__cset *s, const ag__ctag *t);
+void ag__evcache_free(ag__ck *c);
+uint32_t ag__u32_op(ag_expr_op op, uint32_t a, uint32_t b);
+
+/* the solver (smt.c) */
+void ag__tile_cex_free(ag_tile_cex *x);
+int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index);
+
+#endif

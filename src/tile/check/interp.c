@@ -1,0 +1,2414 @@
+/*
+ * interp.c — the tile checker's symbolic interpreter: runs one kernel for a
+ * symbolic thread "tid" of a symbolic block (bid.x, bid.y, bid.z) with
+ * symbolic problem sizes, and records proof obligations for the solver.
+ *
+ * What it models (docs/check.md has the full story):
+ *  - integers are symbolic expressions (hash-consed, folded); loops run over
+ *    compile-time ranges and are unrolled; an `if` on a compile-time
+ *    condition takes one branch, an `if` on a thread-dependent condition
+ *    runs both, guards shared-memory writes with the condition, and merges
+ *    register tags at the join (merge(t1, t2) in the lattice);
+ *  - registers are per-thread byte arrays of tags (strong updates);
+ *  - shared memory is an append-only log of writes (buffer, address as a
+ *    function of the writing thread, width, per-byte tags, guard, time,
+ *    barrier interval, cp.async group); a read yields, per byte, a TG_SHR
+ *    tag that the solver resolves against every write that reaches it (weak
+ *    updates: two writes with different tags make top; reset() clears);
+ *  - global reads carry the tensor's tag function of the element's
+ *    coordinates; global writes are not tracked.
+ * A malformed program (unknown name, wrong operand shape, a view whose
+ * size differs, a register index that depends on the thread, ...) stops
+ * the check with a diagnostic at the offending node.
+ *
+ * Cost: linear in the unrolled program; the flash-attention example runs
+ * ~10^4 statements in a few milliseconds.
+ */
+#include "check_int.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ dtypes */
+static const struct {
+  const char *name;
+  int size, is_float;
+} dtinfo[DT_COUNT] = {
+    [DT_NONE] = {"none", 0, 0},   [DT_BF16] = {"bf16", 2, 1}, [DT_F16] = {"f16", 2, 1},
+    [DT_F32] = {"f32", 4, 1},     [DT_F64] = {"f64", 8, 1},   [DT_I8] = {"i8", 1, 0},
+    [DT_U8] = {"u8", 1, 0},       [DT_I16] = {"i16", 2, 0},   [DT_U16] = {"u16", 2, 0},
+    [DT_I32] = {"i32", 4, 0},     [DT_U32] = {"u32", 4, 0},   [DT_I64] = {"i64", 8, 0},
+    [DT_U64] = {"u64", 8, 0},     [DT_U128] = {"u128", 16, 0}, [DT_U256] = {"u256", 32, 0},
+};
+int ag__dt_size(ag__dt t) { return dtinfo[t].size; }
+const char *ag__dt_name(ag__dt t) { return dtinfo[t].name; }
+int ag__dt_is_float(ag__dt t) { return dtinfo[t].is_float; }
+ag__dt ag__dt_lookup(const char *name) {
+  for (int i = 1; i < DT_COUNT; i++)
+    if (strcmp(dtinfo[i].name, name) == 0)
+      return (ag__dt)i;
+  return DT_NONE;
+}
+static int log2i(int64_t v) {
+  int r = 0;
+  while (((int64_t)1 << r) < v)
+    r++;
+  return ((int64_t)1 << r) == v ? r : -1;
+}
+
+/* ------------------------------------------------------------------ errors */
+_Noreturn void ag__ck_error(ag__ck *c, const ag_tile_node *n, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (ag_tile_diag(c->prog, c->diags, AG_SEV_ERROR, n, "%s", msg))
+    c->fail_rc = AG_ENOMEM;
+  else
+    c->fail_rc = AG_EPARSE;
+  longjmp(c->fail, 1);
+}
+
+/* ------------------------------------------------------------------ values */
+static ag__value *newv(ag__ck *c, ag__vk k) {
+  ag__value *v = ag__ck_alloc(c, sizeof *v);
+  v->k = k;
+  return v;
+}
+static ag__value *vint(ag__ck *c, const ag_expr *e) {
+  ag__value *v = newv(c, V_INT);
+  v->i = e;
+  return v;
+}
+static ag__value *vbool(ag__ck *c, const ag__bx *b) {
+  ag__value *v = newv(c, V_BOOL);
+  v->b = b;
+  return v;
+}
+
+static const char *kind_name(ag__vk k) {
+  switch (k) {
+  case V_NONE: return "nothing";
+  case V_INT: return "an integer";
+  case V_BOOL: return "a condition";
+  case V_FLOAT: return "a floating-point constant";
+  case V_TILE: return "a tile";
+  case V_ELEM: return "a tile element";
+  case V_DATA: return "a data value";
+  case V_TUPLE: return "a tuple";
+  case V_DTYPE: return "a data type";
+  case V_LAYOUT: return "a layout";
+  case V_SWIZZLE: return "a swizzle";
+  case V_TAGFN: return "a tag function";
+  case V_INTRIN: return "an intrinsic";
+  case V_INTRIN_OP: return "an intrinsic operand layout";
+  case V_TAGV: return "a tag";
+  case V_POISON: return "a name with different values on two paths";
+  }
+  return "a value";
+}
+
+/* ------------------------------------------------------------------- scope */
+static ag__scope *scope_new(ag__ck *c, ag__scope *parent) {
+  ag__scope *s = ag__ck_alloc(c, sizeof *s);
+  s->parent = parent;
+  return s;
+}
+
+
+static ag__value *lookup(ag__ck *c, const char *name) {
+  for (ag__scope *s = c->scope; s; s = s->parent)
+    for (size_t i = s->b.n; i-- > 0;)
+      if (strcmp(s->b.v[i].name, name) == 0)
+        return s->b.v[i].v;
+  return NULL;
+}
+
+static void bind_in(ag__ck *c, ag__scope *s, const char *name, ag__value *v) {
+  for (size_t i = 0; i < s->b.n; i++)
+    if (strcmp(s->b.v[i].name, name) == 0) {
+      s->b.v[i].v = v;
+      return;
+    }
+  /* bindings live in the arena (nothing to free on an error path) */
+  if (s->b.n == s->b.cap) {
+    size_t cap = s->b.cap ? s->b.cap * 2 : 16;
+    ag__binding *nv = ag__ck_alloc(c, cap * sizeof *nv);
+    if (s->b.n)
+      ag__mcpy(nv, s->b.v, s->b.n * sizeof *nv);
+    s->b.v = nv;
+    s->b.cap = cap;
+  }
+  s->b.v[s->b.n].name = name;
+  s->b.v[s->b.n].v = v;
+  s->b.n++;
+}
+static void bind(ag__ck *c, const char *name, ag__value *v) { bind_in(c, c->scope, name, v); }
+
+/* A flat copy of every binding visible now (closures of tag functions). */
+static ag__scope *scope_snapshot(ag__ck *c) {
+  ag__scope *s = scope_new(c, NULL);
+  size_t n = 0;
+  for (ag__scope *p = c->scope; p; p = p->parent)
+    n += p->b.n;
+  ag__binding *arr = ag__ck_alloc(c, (n ? n : 1) * sizeof *arr);
+  size_t k = 0;
+  /* outermost first so inner bindings shadow */
+  ag__scope *chain[64];
+  int depth = 0;
+  for (ag__scope *p = c->scope; p && depth < 64; p = p->parent)
+    chain[depth++] = p;
+  for (int d = depth - 1; d >= 0; d--)
+    for (size_t i = 0; i < chain[d]->b.n; i++)
+      arr[k++] = chain[d]->b.v[i];
+  s->b.v = arr;
+  s->b.n = k;
+  s->b.cap = n ? n : 1;
+  return s;
+}
+
+/* --------------------------------------------------------------- forwards */
+static ag__value *eval(ag__ck *c, const ag_tile_node *n);
+static void exec_block(ag__ck *c, const ag_tile_list *body);
+static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e);
+
+static const ag_expr *as_int(ag__ck *c, const ag_tile_node *n, ag__value *v, const char *what) {
+  if (v->k == V_INT)
+    return v->i;
+  if (v->k == V_BOOL) {
+    int b;
+    if (ag__bis_const(v->b, &b))
+      return ag__xc(c, b);
+  }
+  ag__ck_error(c, n, "%s must be an integer, not %s", what, kind_name(v->k));
+}
+
+static int64_t as_const(ag__ck *c, const ag_tile_node *n, ag__value *v, const char *what) {
+  const ag_expr *e = as_int(c, n, v, what);
+  int64_t x;
+  if (!ag_expr_is_const(e, &x)) {
+    ag_str s = AG_STR_INIT;
+    ag__xprint(e, &s);
+    if (s.oom)
+      ag__ck_oom(c);
+    char buf[200];
+    snprintf(buf, sizeof buf, "%s", ag_str_cstr(&s));
+    ag_str_release(&s);
+    ag__ck_error(c, n,
+                 "%s must be a compile-time constant, but it is '%s' (it depends on the "
+                 "thread, the block or a problem size)",
+                 what, buf);
+  }
+  return x;
+}
+
+static const ag__bx *as_bool(ag__ck *c, const ag_tile_node *n, ag__value *v) {
+  if (v->k == V_BOOL)
+    return v->b;
+  if (v->k == V_INT)
+    return ag__bcmp(c, AG_OP_NE, v->i, ag__xc(c, 0));
+  ag__ck_error(c, n, "a condition must be a comparison or an integer, not %s", kind_name(v->k));
+}
+
+/* ---------------------------------------------------------- tag utilities */
+/* The tag of one element of data: the join of its bytes' tags. */
+static const ag__tag *elem_tag(ag__ck *c, const ag__data *d, int off, int size) {
+  const ag__tag *t = ag__tag_bot(c);
+  for (int j = 0; j < size && off + j < d->n; j++)
+    t = ag__tag_join(c, t, d->tags[off + j]);
+  return t;
+}
+
+static ag__data data_new(ag__ck *c, ag__dt dt, int n) {
+  ag__data d;
+  d.dt = dt;
+  d.n = n;
+  d.tags = ag__ck_alloc(c, (size_t)(n ? n : 1) * sizeof *d.tags);
+  for (int i = 0; i < n; i++)
+    d.tags[i] = ag__tag_bot(c);
+  d.ptag = NULL;
+  d.pgran = 0;
+  return d;
+}
+
+static ag__data data_fill(ag__ck *c, ag__dt dt, int n, const ag__tag *t) {
+  ag__data d = data_new(c, dt, n);
+  for (int i = 0; i < n; i++)
+    d.tags[i] = t;
+  d.ptag = t;
+  d.pgran = n;
+  return d;
+}
+
+/* ------------------------------------------------------- tuples, layouts */
+static ag_tuple *to_tuple(ag__ck *c, const ag_tile_node *n, ag__value *v, const char *what) {
+  if (v->k == V_TUPLE) {
+    if (v->n == 0)
+      ag__ck_error(c, n, "%s must not be empty", what);
+    ag_tuple **kids = ag__ck_alloc(c, (size_t)v->n * sizeof *kids);
+    for (int i = 0; i < v->n; i++)
+      kids[i] = to_tuple(c, n, &v->items[i], what);
+    ag_tuple *t = ag_tuple_make(&c->lc, v->n, kids);
+    if (!t)
+      ag__ck_oom(c);
+    return t;
+  }
+  int64_t x = as_const(c, n, v, what);
+  ag_tuple *t = ag_tuple_leaf(&c->lc, x);
+  if (!t)
+    ag__ck_oom(c);
+  return t;
+}
+
+static int64_t tuple_size(const ag_tuple *t) {
+  if (t->is_leaf)
+    return t->value;
+  int64_t s = 1;
+  for (int i = 0; i < t->n; i++)
+    s *= tuple_size(t->child[i]);
+  return s;
+}
+
+/* Row-major strides for a (nested) shape: the last leaf is fastest. */
+static ag_tuple *rowmajor_stride(ag__ck *c, const ag_tuple *shape, int64_t *running) {
+  if (shape->is_leaf) {
+    ag_tuple *t = ag_tuple_leaf(&c->lc, *running);
+    if (!t)
+      ag__ck_oom(c);
+    *running *= shape->value;
+    return t;
+  }
+  ag_tuple **kids = ag__ck_alloc(c, (size_t)shape->n * sizeof *kids);
+  for (int i = shape->n - 1; i >= 0; i--)
+    kids[i] = rowmajor_stride(c, shape->child[i], running);
+  ag_tuple *t = ag_tuple_make(&c->lc, shape->n, kids);
+  if (!t)
+    ag__ck_oom(c);
+  return t;
+}
+
+static void check_shape(ag__ck *c, const ag_tile_node *n, const ag_tuple *t) {
+  if (t->is_leaf) {
+    if (t->value <= 0 || t->value > ((int64_t)1 << 24))
+      ag__ck_error(c, n, "a tile extent must be between 1 and 2^24, not %lld",
+                   (long long)t->value);
+    return;
+  }
+  for (int i = 0; i < t->n; i++)
+    check_shape(c, n, t->child[i]);
+}
+
+/* A layout from a value: an explicit layout, or a shape (row-major). */
+static ag_layout layout_of(ag__ck *c, const ag_tile_node *n, ag__value *v) {
+  if (v->k == V_LAYOUT)
+    return v->layout;
+  ag_tuple *shape = to_tuple(c, n, v, "a tile shape");
+  check_shape(c, n, shape);
+  if (tuple_size(shape) > ((int64_t)1 << 24))
+    ag__ck_error(c, n, "tile of %lld elements is too large (at most 2^24)",
+                 (long long)tuple_size(shape));
+  if (shape->is_leaf) {
+    ag_tuple *k[1] = {shape};
+    shape = ag_tuple_make(&c->lc, 1, k);
+    if (!shape)
+      ag__ck_oom(c);
+  }
+  int64_t run = 1;
+  ag_tuple *stride = rowmajor_stride(c, shape, &run);
+  ag_layout l;
+  if (ag_layout_make(&c->lc, shape, stride, &l))
+    ag__ck_error(c, n, "bad layout: %s", ag_str_cstr(&c->lc.err));
+  return l;
+}
+
+/* Every offset of l, in index order (concrete). */
+static int64_t *layout_offsets(ag__ck *c, const ag_tile_node *n, const ag_layout *l,
+                               int64_t *count) {
+  int64_t sz = ag_layout_size(l);
+  int64_t *o = ag__ck_alloc(c, (size_t)(sz ? sz : 1) * sizeof *o);
+  for (int64_t i = 0; i < sz; i++)
+    if (ag_layout_eval_index(l, i, &o[i]))
+      ag__ck_error(c, n, "cannot evaluate the layout at index %lld", (long long)i);
+  *count = sz;
+  return o;
+}
+
+/* 1 when l maps [0, size) one-to-one onto [0, size). */
+static int layout_compact(ag__ck *c, const ag_tile_node *n, const ag_layout *l) {
+  int64_t cnt;
+  int64_t *o = layout_offsets(c, n, l, &cnt);
+  unsigned char *seen = ag_calloc((size_t)(cnt ? cnt : 1), 1);
+  if (!seen)
+    ag__ck_oom(c);
+  int ok = 1;
+  for (int64_t i = 0; i < cnt && ok; i++) {
+    if (o[i] < 0 || o[i] >= cnt || seen[o[i]])
+      ok = 0;
+    else
+      seen[o[i]] = 1;
+  }
+  ag_free(seen);
+  return ok;
+}
+
+/* ------------------------------------------------------------------ tiles */
+static ag__tile *tile_new(ag__ck *c) { return ag__ck_alloc(c, sizeof(ag__tile)); }
+
+/* A value for a whole new buffer (shared or register) seen through l. */
+static ag__value *buffer_value(ag__ck *c, ag__tile *t, ag__space sp, ag__dt dt, int buf,
+                               ag_layout l) {
+  t->sp = sp;
+  t->dt = dt;
+  t->buf = buf;
+  t->base = ag__xc(c, 0);
+  t->layout = l;
+  ag__value *v = ag__ck_alloc(c, sizeof *v);
+  v->k = V_TILE;
+  v->t = t;
+  return v;
+}
+
+static const ag_expr *swizzled(ag__ck *c, const ag__tile *t, const ag_expr *byteoff) {
+  if (!t->swizzled)
+    return byteoff;
+  const ag_expr *r = ag_swizzle_apply_x(&c->lc, t->swz, byteoff);
+  if (!r)
+    ag__ck_oom(c);
+  return r;
+}
+
+static const ag_expr *mode_offset(ag__ck *c, const ag_tile_node *n, const ag_layout *mode,
+                                  const ag_expr *idx) {
+  ag_xtuple leaf = {1, idx, 0, NULL};
+  const ag_expr *off = NULL;
+  if (ag_layout_eval_coord_x(&c->lc, mode, &leaf, &off) || !off) {
+    /* a 1-D index into the mode: evaluate through its linear index */
+    if (ag_layout_eval_index_x(&c->lc, mode, idx, &off) || !off)
+      ag__ck_error(c, n, "cannot index the tile: %s", ag_str_cstr(&c->lc.err));
+  }
+  return off;
+}
+
+/* Indexes a shared or register tile; returns an element (every mode fixed)
+ * or a sub-tile (modes given as ':' or 'a:b' kept). */
+static ag__value *index_local(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
+  int rank = ag_layout_rank(&t->layout);
+  if (n->list.n > rank)
+    ag__ck_error(c, n, "%d indices for tile '%s' of rank %d", n->list.n,
+                 t->name ? t->name : "?", rank);
+  const ag_expr *off = ag__xc(c, 0);
+  ag_tuple **kshape = ag__ck_alloc(c, (size_t)rank * sizeof *kshape);
+  ag_tuple **kstride = ag__ck_alloc(c, (size_t)rank * sizeof *kstride);
+  int kept = 0;
+  for (int i = 0; i < rank; i++) {
+    ag_layout mode;
+    if (ag_layout_mode(&c->lc, &t->layout, i, &mode))
+      ag__ck_error(c, n, "cannot take mode %d of the tile: %s", i, ag_str_cstr(&c->lc.err));
+    const ag_tile_node *ix = i < n->list.n ? n->list.v[i] : NULL;
+    if (!ix || ix->kind == AG_TN_SLICE) {
+      if (ix && (ix->a || ix->b)) {
+        if (!mode.shape->is_leaf)
+          ag__ck_error(c, ix, "a range 'a:b' needs a mode with a single extent");
+        int64_t ext = mode.shape->value;
+        int64_t lo = ix->a ? as_const(c, ix->a, eval(c, ix->a), "a range bound") : 0;
+        int64_t hi = ix->b ? as_const(c, ix->b, eval(c, ix->b), "a range bound") : ext;
+        if (lo < 0 || hi > ext || lo >= hi)
+          ag__ck_error(c, ix, "range %lld:%lld is outside mode %d of extent %lld",
+                       (long long)lo, (long long)hi, i, (long long)ext);
+        off = ag__x(c, AG_X_ADD, off, ag__xc(c, lo * mode.stride->value));
+        kshape[kept] = ag_tuple_leaf(&c->lc, hi - lo);
+        kstride[kept] = ag_tuple_leaf(&c->lc, mode.stride->value);
+        if (!kshape[kept] || !kstride[kept])
+          ag__ck_oom(c);
+      } else {
+        kshape[kept] = mode.shape;
+        kstride[kept] = mode.stride;
+      }
+      kept++;
+      continue;
+    }
+    const ag_expr *idx = as_int(c, ix, eval(c, ix), "a tile index");
+    int64_t iv, ext = ag_layout_size(&mode);
+    if (ag_expr_is_const(idx, &iv) && (iv < 0 || iv >= ext))
+      ag__ck_error(c, ix, "index %lld is out of range for mode %d of extent %lld",
+                   (long long)iv, i, (long long)ext);
+    off = ag__x(c, AG_X_ADD, off, mode_offset(c, ix, &mode, idx));
+  }
+  int esz = ag__dt_size(t->dt);
+  const ag_expr *byteoff = ag__x(c, AG_X_ADD, t->base, ag__x(c, AG_X_MUL, off, ag__xc(c, esz)));
+  if (kept == 0) {
+    ag__value *v = newv(c, V_ELEM);
+    v->e.tile = t;
+    if (t->sp == SP_REG) {
+      int64_t b;
+      if (!ag_expr_is_const(byteoff, &b))
+        ag__ck_error(c, n,
+                     "a register tile index must be a compile-time constant (registers are "
+                     "not addressable by the thread index)");
+      v->e.addr = byteoff;
+    } else {
+      v->e.addr = swizzled(c, t, byteoff);
+    }
+    return v;
+  }
+  ag__tile *s = tile_new(c);
+  *s = *t;
+  s->base = byteoff;
+  ag_tuple *shape = ag_tuple_make(&c->lc, kept, kshape);
+  ag_tuple *stride = ag_tuple_make(&c->lc, kept, kstride);
+  if (!shape || !stride || ag_layout_make(&c->lc, shape, stride, &s->layout))
+    ag__ck_oom(c);
+  if (t->sp == SP_REG && !ag_expr_is_const(byteoff, NULL))
+    ag__ck_error(c, n, "a register tile index must be a compile-time constant");
+  ag__value *v = newv(c, V_TILE);
+  v->t = s;
+  return v;
+}
+
+/* Indexes a global view. */
+static ag__value *index_global(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
+  const ag__gview *g = &t->g;
+  const ag__param *p = &c->params.v[g->tensor];
+  if (n->list.n > g->rank)
+    ag__ck_error(c, n, "%d indices for '%s' of rank %d", n->list.n, t->name, g->rank);
+  ag__tile *s = tile_new(c);
+  *s = *t;
+  ag__gview *h = &s->g;
+  h->origin = ag__ck_alloc(c, (size_t)p->rank * sizeof *h->origin);
+  ag__mcpy(h->origin, g->origin, (size_t)p->rank * sizeof *h->origin);
+  h->lbase = g->lbase;
+  int kept = 0;
+  h->dims = ag__ck_alloc(c, (size_t)g->rank * sizeof *h->dims);
+  h->tdim = ag__ck_alloc(c, (size_t)g->rank * sizeof *h->tdim);
+  h->mult = ag__ck_alloc(c, (size_t)g->rank * sizeof *h->mult);
+  h->lstride = ag__ck_alloc(c, (size_t)g->rank * sizeof *h->lstride);
+  for (int i = 0; i < g->rank; i++) {
+    const ag_tile_node *ix = i < n->list.n ? n->list.v[i] : NULL;
+    if (!ix || ix->kind == AG_TN_SLICE) {
+      const ag_expr *lo = ag__xc(c, 0), *ext = g->dims[i];
+      if (ix && (ix->a || ix->b)) {
+        if (ix->a)
+          lo = as_int(c, ix->a, eval(c, ix->a), "a range bound");
+        const ag_expr *hi = ix->b ? as_int(c, ix->b, eval(c, ix->b), "a range bound") : g->dims[i];
+        ext = ag__x(c, AG_X_SUB, hi, lo);
+      }
+      if (g->linear) {
+        h->lbase = ag__x(c, AG_X_ADD, h->lbase, ag__x(c, AG_X_MUL, lo, g->lstride[i]));
+        h->lstride[kept] = g->lstride[i];
+      } else {
+        int k = g->tdim[i];
+        h->origin[k] = ag__x(c, AG_X_ADD, h->origin[k], ag__x(c, AG_X_MUL, lo, g->mult[i]));
+        h->tdim[kept] = k;
+        h->mult[kept] = g->mult[i];
+      }
+      h->dims[kept] = ext;
+      kept++;
+      continue;
+    }
+    const ag_expr *idx = as_int(c, ix, eval(c, ix), "a tensor index");
+    if (g->linear) {
+      h->lbase = ag__x(c, AG_X_ADD, h->lbase, ag__x(c, AG_X_MUL, idx, g->lstride[i]));
+    } else {
+      int k = g->tdim[i];
+      h->origin[k] = ag__x(c, AG_X_ADD, h->origin[k], ag__x(c, AG_X_MUL, idx, g->mult[i]));
+    }
+  }
+  h->rank = kept;
+  if (kept == 0) {
+    ag__value *v = newv(c, V_ELEM);
+    v->e.tile = s;
+    if (g->linear)
+      v->e.gbyte = h->lbase;
+    else
+      v->e.tcoord = h->origin;
+    return v;
+  }
+  ag__value *v = newv(c, V_TILE);
+  v->t = s;
+  return v;
+}
+
+/* ------------------------------------------------------- monomials (views) */
+/* A product c * a1 * a2 * ... with a rational coefficient; x / k for a
+ * constant k contributes 1/k. Used to match a view's dims against the
+ * tensor's dims, assuming the divisions are exact (which the view's size
+ * check then demands). */
+typedef struct mono {
+  int64_t num, den;
+  int n;
+  const ag_expr *atom[16];
+  int ok;
+} mono;
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  if (a < 0) a = -a;
+  if (b < 0) b = -b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a ? a : 1;
+}
+
+static void mono_norm(mono *m) {
+  int64_t g = gcd64(m->num, m->den);
+  m->num /= g;
+  m->den /= g;
+}
+
+static mono mono_of(const ag_expr *e) {
+  mono m;
+  memset(&m, 0, sizeof m);
+  m.num = m.den = 1;
+  m.ok = 1;
+  int64_t v;
+  if (ag_expr_is_const(e, &v)) {
+    m.num = v;
+    return m;
+  }
+  if (e->op == AG_X_MUL) {
+    mono a = mono_of(e->a), b = mono_of(e->b);
+    if (!a.ok || !b.ok || a.n + b.n > 16 || __builtin_mul_overflow(a.num, b.num, &m.num) ||
+        __builtin_mul_overflow(a.den, b.den, &m.den)) {
+      m.ok = 0;
+      return m;
+    }
+    m.n = 0;
+    for (int i = 0; i < a.n; i++) m.atom[m.n++] = a.atom[i];
+    for (int i = 0; i < b.n; i++) m.atom[m.n++] = b.atom[i];
+    mono_norm(&m);
+    return m;
+  }
+  if (e->op == AG_X_DIV && ag_expr_is_const(e->b, &v) && v > 0) {
+    m = mono_of(e->a);
+    if (m.ok && !__builtin_mul_overflow(m.den, v, &m.den))
+      mono_norm(&m);
+    else
+      m.ok = 0;
+    return m;
+  }
+  m.atom[0] = e;
+  m.n = 1;
+  return m;
+}
+
+static int mono_eq(mono a, mono b) {
+  if (!a.ok || !b.ok || a.n != b.n)
+    return 0;
+  if ((__int128)a.num * b.den != (__int128)b.num * a.den)
+    return 0;
+  int used[16] = {0};
+  for (int i = 0; i < a.n; i++) {
+    int found = 0;
+    for (int j = 0; j < b.n && !found; j++)
+      if (!used[j] && a.atom[i] == b.atom[j])
+        used[j] = found = 1;
+    if (!found)
+      return 0;
+  }
+  return 1;
+}
+
+/* Every x / k inside e must be exact: an `assume x % m == 0` with k | m, or
+ * x a constant multiple of k. Returns the first inexact division. */
+static const ag_expr *inexact_div(ag__ck *c, const ag_expr *e) {
+  if (e->op == AG_X_CONST || e->op == AG_X_SYM)
+    return NULL;
+  int64_t k;
+  if (e->op == AG_X_DIV && ag_expr_is_const(e->b, &k) && k > 0) {
+    int64_t xv;
+    int exact = ag_expr_is_const(e->a, &xv) && xv % k == 0;
+    for (size_t i = 0; i < c->assumes.n && !exact; i++) {
+      const ag__bx *b = c->assumes.v[i];
+      int64_t zero, m;
+      if (b->k == BX_CMP && b->op == AG_OP_EQ && ag_expr_is_const(b->b, &zero) && zero == 0 &&
+          b->a->op == AG_X_MOD && b->a->a == e->a && ag_expr_is_const(b->a->b, &m) && m % k == 0)
+        exact = 1;
+    }
+    if (!exact)
+      return e;
+  }
+  const ag_expr *r = inexact_div(c, e->a);
+  return r ? r : inexact_div(c, e->b);
+}
+
+static const ag_expr *prod(ag__ck *c, const ag_expr **v, int n, const ag_expr *init) {
+  const ag_expr *r = init;
+  for (int i = 0; i < n; i++)
+    r = ag__x(c, AG_X_MUL, r, v[i]);
+  return r;
+}
+
+/* X.view(shape, dtype) for a tensor parameter's root view. */
+static ag__value *view_global(ag__ck *c, const ag_tile_node *n, ag__tile *t, ag__value *shapev,
+                              ag__dt dt) {
+  const ag__param *p = &c->params.v[t->g.tensor];
+  if (t->g.rank != p->rank || t->g.linear || t->dt != p->dt)
+    ag__ck_error(c, n,
+                 "view() applies to a tensor parameter itself; view the tensor first, then "
+                 "index or slice the view");
+  int m = shapev->k == V_TUPLE ? shapev->n : 1;
+  if (m > 16)
+    ag__ck_error(c, n, "a view has at most 16 dims");
+  const ag_expr **vd = ag__ck_alloc(c, (size_t)m * sizeof *vd);
+  for (int i = 0; i < m; i++) {
+    ag__value *iv = shapev->k == V_TUPLE ? &shapev->items[i] : shapev;
+    if (iv->k == V_TUPLE)
+      ag__ck_error(c, n, "a global view's shape is a flat tuple of extents");
+    vd[i] = as_int(c, n, iv, "a view extent");
+  }
+  int es = ag__dt_size(p->dt), vs = ag__dt_size(dt);
+  /* memory safety: the view covers exactly the tensor's bytes */
+  const ag_expr *tbytes = prod(c, p->dims, p->rank, ag__xc(c, es));
+  const ag_expr *vbytes = prod(c, vd, m, ag__xc(c, vs));
+  const ag_expr *bad = inexact_div(c, vbytes);
+  if (!bad)
+    bad = inexact_div(c, tbytes);
+  if (bad) {
+    ag_str s = AG_STR_INIT;
+    ag__xprint(bad, &s);
+    char txt[200];
+    snprintf(txt, sizeof txt, "%s", ag_str_cstr(&s));
+    ag_str_release(&s);
+    ag__ck_error(c, n,
+                 "view size is not provably the tensor's size: '%s' is exact only when the "
+                 "division leaves no remainder; add an 'assume ... %% ... == 0'",
+                 txt);
+  }
+  if (!mono_eq(mono_of(tbytes), mono_of(vbytes))) {
+    ag_str a = AG_STR_INIT, b = AG_STR_INIT;
+    ag__xprint(vbytes, &a);
+    ag__xprint(tbytes, &b);
+    char ta[200], tb[200];
+    snprintf(ta, sizeof ta, "%s", ag_str_cstr(&a));
+    snprintf(tb, sizeof tb, "%s", ag_str_cstr(&b));
+    ag_str_release(&a);
+    ag_str_release(&b);
+    ag__ck_error(c, n,
+                 "view of %s bytes does not cover tensor '%s' of %s bytes (view() must keep "
+                 "the memory size)",
+                 ta, p->name, tb);
+  }
+  ag__tile *s = tile_new(c);
+  *s = *t;
+  s->dt = dt;
+  ag__gview *g = &s->g;
+  g->rank = m;
+  g->dims = vd;
+  g->tdim = ag__ck_alloc(c, (size_t)m * sizeof *g->tdim);
+  g->mult = ag__ck_alloc(c, (size_t)m * sizeof *g->mult);
+  g->origin = ag__ck_alloc(c, (size_t)p->rank * sizeof *g->origin);
+  for (int k = 0; k < p->rank; k++)
+    g->origin[k] = ag__xc(c, 0);
+  /* match view dims to tensor dims from the innermost side */
+  int k = p->rank - 1, ok = 1;
+  const ag_expr *used = ag__xc(c, vs);
+  const ag_expr *ext = ag__x(c, AG_X_MUL, p->dims[k], ag__xc(c, es));
+  for (int i = m - 1; i >= 0 && ok; i--) {
+    while (k >= 0 && mono_eq(mono_of(ext), mono_of(ag__xc(c, 1))) && k > 0) {
+      k--;
+      ext = p->dims[k];
+    }
+    if (k < 0) {
+      ok = 0;
+      break;
+    }
+    g->tdim[i] = k;
+    g->mult[i] = used;
+    used = ag__x(c, AG_X_MUL, used, vd[i]);
+    if (mono_eq(mono_of(used), mono_of(ext))) {
+      k--;
+      used = ag__xc(c, 1);
+      if (k >= 0)
+        ext = p->dims[k];
+    }
+  }
+  int64_t one;
+  if (ok && k >= 0) {
+    /* leftover tensor dims must all be 1 */
+    if (!(ag_expr_is_const(used, &one) && one == 1))
+      ok = 0;
+    for (int j = k; j >= 0 && ok; j--) {
+      int64_t d;
+      if (!(ag_expr_is_const(p->dims[j], &d) && d == 1))
+        ok = 0;
+    }
+  }
+  if (!ok) {
+    /* fall back to linear byte addressing */
+    g->linear = 1;
+    g->lbase = ag__xc(c, 0);
+    g->lstride = ag__ck_alloc(c, (size_t)m * sizeof *g->lstride);
+    const ag_expr *st = ag__xc(c, vs);
+    for (int i = m - 1; i >= 0; i--) {
+      g->lstride[i] = st;
+      st = ag__x(c, AG_X_MUL, st, vd[i]);
+    }
+  }
+  ag__value *v = newv(c, V_TILE);
+  v->t = s;
+  return v;
+}
+
+/* t.view(shape_or_layout, dtype) on a shared or register tile. */
+static ag__value *view_local(ag__ck *c, const ag_tile_node *n, ag__tile *t, ag__value *lv,
+                             ag__dt dt, ag__value *swz) {
+  if (!layout_compact(c, n, &t->layout))
+    ag__ck_error(c, n,
+                 "view() needs a tile whose elements are contiguous in memory; this tile is "
+                 "a strided slice");
+  ag_layout nl = layout_of(c, n, lv);
+  int64_t old = ag_layout_size(&t->layout) * ag__dt_size(t->dt);
+  int64_t new_ = ag_layout_cosize(&nl) * ag__dt_size(dt);
+  if (old != new_)
+    ag__ck_error(c, n,
+                 "view of %lld bytes does not match the tile's %lld bytes (view() must keep "
+                 "the memory size)",
+                 (long long)new_, (long long)old);
+  ag__tile *s = tile_new(c);
+  *s = *t;
+  s->dt = dt;
+  s->layout = nl;
+  if (swz) {
+    /* reinterpret the bytes under another swizzle (in units of dt) */
+    if (t->sp != SP_SHARED)
+      ag__ck_error(c, n, "only shared tiles are swizzled");
+    int64_t base;
+    if (!ag_expr_is_const(t->base, &base))
+      ag__ck_error(c, n, "a swizzled view needs a tile at a compile-time offset");
+    s->swizzled = 1;
+    s->swz = swz->swz;
+    s->swz.m += log2i(ag__dt_size(dt));
+    int64_t span = (int64_t)1 << (s->swz.b + s->swz.m + s->swz.s);
+    if (base % span || new_ % span)
+      ag__ck_error(c, n,
+                   "a swizzled view must start and end on its %lld-byte swizzle period "
+                   "(it starts at byte %lld and covers %lld bytes)",
+                   (long long)span, (long long)base, (long long)new_);
+  }
+  if (s->swizzled && ag__dt_size(dt) > (1 << s->swz.m))
+    ag__ck_error(c, n, "a %s element would straddle the tile's %d-byte swizzle unit",
+                 ag__dt_name(dt), 1 << s->swz.m);
+  ag__value *v = newv(c, V_TILE);
+  v->t = s;
+  return v;
+}
+
+/* --------------------------------------------------------------- memory */
+/* A register tile's bytes, for operands: contiguous, base constant. */
+static void reg_range(ag__ck *c, const ag_tile_node *n, const ag__value *v, const char *what,
+                      int *buf, int64_t *base, int64_t *size, ag__dt *dt) {
+  if (v->k == V_ELEM && v->e.tile->sp == SP_REG) {
+    *buf = v->e.tile->buf;
+    ag_expr_is_const(v->e.addr, base);
+    *size = ag__dt_size(v->e.tile->dt);
+    *dt = v->e.tile->dt;
+    return;
+  }
+  if (v->k != V_TILE || v->t->sp != SP_REG)
+    ag__ck_error(c, n, "%s must be a register tile (make_local), not %s", what,
+                 v->k == V_TILE ? (v->t->sp == SP_SHARED ? "a shared tile" : "a global tile")
+                                : kind_name(v->k));
+  if (!layout_compact(c, n, &v->t->layout))
+    ag__ck_error(c, n, "%s must be contiguous registers, not a strided slice", what);
+  *buf = v->t->buf;
+  if (!ag_expr_is_const(v->t->base, base))
+    ag__ck_error(c, n, "%s must sit at a compile-time register offset", what);
+  *size = ag_layout_size(&v->t->layout) * ag__dt_size(v->t->dt);
+  *dt = v->t->dt;
+}
+
+/* e / k when every term of e is visibly a multiple of k; NULL otherwise. */
+static const ag_expr *xdiv_exact(ag__ck *c, const ag_expr *e, int64_t k) {
+  int64_t v;
+  if (k == 1)
+    return e;
+  if (ag_expr_is_const(e, &v))
+    return v % k == 0 ? ag__xc(c, v / k) : NULL;
+  if (e->op == AG_X_ADD || e->op == AG_X_SUB) {
+    const ag_expr *a = xdiv_exact(c, e->a, k), *b = a ? xdiv_exact(c, e->b, k) : NULL;
+    return b ? ag__x(c, e->op, a, b) : NULL;
+  }
+  if (e->op == AG_X_MUL) {
+    const ag_expr *a = xdiv_exact(c, e->a, k);
+    if (a)
+      return ag__x(c, AG_X_MUL, a, e->b);
+    const ag_expr *b = xdiv_exact(c, e->b, k);
+    return b ? ag__x(c, AG_X_MUL, e->a, b) : NULL;
+  }
+  if (e->op == AG_X_SHL && ag_expr_is_const(e->b, &v) && v >= 0 && v < 32 &&
+      ((int64_t)1 << v) % k == 0)
+    return ag__x(c, AG_X_MUL, e->a, ag__xc(c, ((int64_t)1 << v) / k));
+  return NULL;
+}
+
+/* The tag function of tensor p applied to element coordinates. */
+static const ag__tag *apply_tagfn(ag__ck *c, const ag_tile_node *at, ag__tagfn *fn,
+                                  const ag_expr **coord) {
+  ag__scope *saved = c->scope;
+  ag__scope *s = scope_new(c, fn->env);
+  for (int i = 0; i < fn->rank; i++)
+    bind_in(c, s, fn->vars[i], vint(c, coord[i]));
+  c->scope = s;
+  ag__value *v = eval(c, fn->body);
+  c->scope = saved;
+  const ag__tag *t;
+  if (v->k == V_TAGV) {
+    if (!v->tv.literal || v->tv.proj >= 0)
+      ag__ck_error(c, fn->body, "a tag function returns a tuple of integers, 'top' or 'bot'");
+    t = v->tv.tag;
+  } else {
+    int nc = v->k == V_TUPLE ? v->n : 1;
+    const ag_expr **comp = ag__ck_alloc(c, (size_t)nc * sizeof *comp);
+    for (int i = 0; i < nc; i++)
+      comp[i] = as_int(c, fn->body, v->k == V_TUPLE ? &v->items[i] : v, "a tag component");
+    const ag_expr **cc = ag__ck_alloc(c, (size_t)fn->rank * sizeof *cc);
+    ag__mcpy(cc, coord, (size_t)fn->rank * sizeof *cc);
+    t = ag__tag_tup(c, nc, comp, fn, cc);
+  }
+  (void)at;
+  return t;
+}
+
+static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e) {
+  const ag__tile *t = e->tile;
+  int w = ag__dt_size(t->dt);
+  ag__data d = data_new(c, t->dt, w);
+  switch (t->sp) {
+  case SP_REG: {
+    int64_t off;
+    ag_expr_is_const(e->addr, &off);
+    const ag__rbuf *r = &c->rbufs.v[t->buf];
+    for (int j = 0; j < w; j++)
+      d.tags[j] = r->bytes[off + j];
+    break;
+  }
+  case SP_SHARED:
+    for (int j = 0; j < w; j++)
+      d.tags[j] = ag__tag_shr(c, t->buf, ag__x(c, AG_X_ADD, e->addr, ag__xc(c, j)), at);
+    break;
+  case SP_GLOBAL: {
+    const ag__param *p = &c->params.v[t->g.tensor];
+    if (!p->tagfn)
+      break; /* no tag function: bottom */
+    int es = ag__dt_size(p->dt), r = p->rank;
+    const ag_expr **co = ag__ck_alloc(c, (size_t)r * sizeof *co);
+    if (t->g.linear) {
+      /* element index and unravel, row-major */
+      c->params.v[t->g.tensor].linear_used = 1;
+      for (int j = 0; j < w; j++) {
+        const ag_expr *el = ag__x(c, AG_X_DIV, ag__x(c, AG_X_ADD, e->gbyte, ag__xc(c, j)),
+                                  ag__xc(c, es));
+        for (int k = r - 1; k >= 0; k--) {
+          co[k] = k ? ag__x(c, AG_X_MOD, el, p->dims[k]) : el;
+          el = ag__x(c, AG_X_DIV, el, p->dims[k]);
+        }
+        d.tags[j] = apply_tagfn(c, at, p->tagfn, co);
+      }
+      break;
+    }
+    for (int k = 0; k < r - 1; k++)
+      co[k] = e->tcoord[k];
+    const ag_expr *b = e->tcoord[r - 1]; /* bytes along the innermost dim */
+    const ag_expr *b_el = xdiv_exact(c, b, es);
+    const ag__tag *prev = NULL;
+    int64_t prev_el = -1;
+    for (int j = 0; j < w; j++) {
+      const ag_expr *el;
+      if (b_el)
+        el = ag__x(c, AG_X_ADD, b_el, ag__xc(c, j / es));
+      else
+        el = ag__x(c, AG_X_DIV, ag__x(c, AG_X_ADD, b, ag__xc(c, j)), ag__xc(c, es));
+      if (prev && b_el && j / es == prev_el) {
+        d.tags[j] = prev;
+        continue;
+      }
+      co[r - 1] = el;
+      d.tags[j] = prev = apply_tagfn(c, at, p->tagfn, co);
+      prev_el = j / es;
+    }
+    if (b_el && w > es) {
+      /* the same tags as one parametric tag of the byte index */
+      const ag_expr *byte = ag_expr_sym(&c->lc, "@byte");
+      if (!byte)
+        ag__ck_oom(c);
+      co[r - 1] = ag__x(c, AG_X_ADD, b_el, ag__x(c, AG_X_DIV, byte, ag__xc(c, es)));
+      d.ptag = apply_tagfn(c, at, p->tagfn, co);
+      d.pgran = es;
+    }
+    break;
+  }
+  }
+  return d;
+}
+
+static int access_width_ok(int w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16; }
+
+static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr, int buf,
+                         const ag__data *d, int group) {
+  ag__wrec w;
+  memset(&w, 0, sizeof w);
+  w.buf = buf;
+  w.addr = addr;
+  w.width = d->n;
+  w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
+  ag__mcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  w.ptag = d->ptag;
+  w.pgran = d->pgran;
+  w.guard = c->path;
+  w.pc = c->pc;
+  w.epoch = c->epoch;
+  w.group = group;
+  if (group < 0) {
+    w.done_pc = c->pc;
+    w.vis_epoch = c->epoch + 1;
+  } else {
+    w.done_pc = INT64_MAX;
+    w.vis_epoch = INT_MAX;
+  }
+  w.at = at;
+  int64_t lo, hi;
+  if (ag__xbounds(c, addr, &lo, &hi) == 0) {
+    w.lo = lo;
+    w.hi = hi + d->n;
+  } else {
+    w.lo = 0;
+    w.hi = c->sbufs.v[buf].size;
+  }
+  if (w.lo < 0 || w.hi > c->sbufs.v[buf].size) {
+    /* bounds come from the layout, so this only happens for manual indexing */
+    if (w.hi > c->sbufs.v[buf].size && w.lo >= c->sbufs.v[buf].size)
+      ag__ck_error(c, at, "write to shared '%s' at bytes [%lld, %lld) is outside its %lld bytes",
+                   c->sbufs.v[buf].name, (long long)w.lo, (long long)w.hi,
+                   (long long)c->sbufs.v[buf].size);
+  }
+  if (ag_vec_push(&c->wrecs, w))
+    ag__ck_oom(c);
+}
+
+static void store(ag__ck *c, const ag_tile_node *at, const ag__elem *e, const ag__data *d) {
+  const ag__tile *t = e->tile;
+  int w = ag__dt_size(t->dt);
+  if (d->n != w)
+    ag__ck_error(c, at,
+                 "cannot store %d-byte %s data into a %d-byte %s element (sizes must match; "
+                 "use view() to reinterpret)",
+                 d->n, ag__dt_name(d->dt), w, ag__dt_name(t->dt));
+  switch (t->sp) {
+  case SP_REG: {
+    int64_t off;
+    ag_expr_is_const(e->addr, &off);
+    ag__rbuf *r = &c->rbufs.v[t->buf];
+    for (int j = 0; j < w; j++)
+      r->bytes[off + j] = d->tags[j];
+    break;
+  }
+  case SP_SHARED:
+    if (!access_width_ok(w))
+      ag__ck_error(c, at, "a shared-memory store moves 1, 2, 4, 8 or 16 bytes, not %d", w);
+    shared_write(c, at, e->addr, t->buf, d, -1);
+    break;
+  case SP_GLOBAL:
+    if (!access_width_ok(w))
+      ag__ck_error(c, at, "a global store moves 1, 2, 4, 8 or 16 bytes, not %d", w);
+    break; /* global writes carry no tags */
+  }
+}
+
+/* Converts a value to data of `dt` (n bytes): loads elements, turns
+ * constants into bottom-tagged data. */
+static ag__data to_data(ag__ck *c, const ag_tile_node *n, ag__value *v, ag__dt dt) {
+  switch (v->k) {
+  case V_DATA: return v->d;
+  case V_ELEM: {
+    if (v->e.tile->sp != SP_REG && ag__dt_size(v->e.tile->dt) > 16)
+      ag__ck_error(c, n, "a memory access moves at most 16 bytes");
+    if (v->e.tile->sp != SP_REG && !access_width_ok(ag__dt_size(v->e.tile->dt)))
+      ag__ck_error(c, n, "a memory access moves 1, 2, 4, 8 or 16 bytes, not %d",
+                   ag__dt_size(v->e.tile->dt));
+    return load(c, n, &v->e);
+  }
+  case V_INT:
+  case V_FLOAT:
+  case V_BOOL:
+    if (dt == DT_NONE)
+      ag__ck_error(c, n, "the type of this constant is unknown here");
+    return data_new(c, dt, ag__dt_size(dt));
+  case V_TILE:
+    if (v->t->sp == SP_REG && ag_layout_size(&v->t->layout) == 1) {
+      ag__elem e = {v->t, v->t->base, NULL, NULL};
+      return load(c, n, &e);
+    }
+    ag__ck_error(c, n, "expected a value or a tile element, not a whole tile (index it)");
+  default:
+    ag__ck_error(c, n, "expected a data value, not %s", kind_name(v->k));
+  }
+}
+
+static ag__dt data_dt(ag__value *v) {
+  if (v->k == V_DATA)
+    return v->d.dt;
+  if (v->k == V_ELEM)
+    return v->e.tile->dt;
+  return DT_NONE;
+}
+
+static int is_dataish(ag__value *v) { return v->k == V_DATA || v->k == V_ELEM || v->k == V_FLOAT; }
+
+/* Elementwise arithmetic: the result's tag is the join of the operands'. */
+static ag__value *data_arith(ag__ck *c, const ag_tile_node *n, ag__value **ops, int nops) {
+  ag__dt dt = DT_NONE;
+  for (int i = 0; i < nops; i++) {
+    ag__dt d = data_dt(ops[i]);
+    if (d == DT_NONE)
+      continue;
+    if (dt != DT_NONE && d != dt)
+      ag__ck_error(c, n, "operands have different types (%s and %s); convert with cvt()",
+                   ag__dt_name(dt), ag__dt_name(d));
+    dt = d;
+  }
+  if (dt == DT_NONE)
+    ag__ck_error(c, n, "arithmetic on constants only; give one operand a type");
+  if (ag__dt_size(dt) > 8)
+    ag__ck_error(c, n,
+                 "arithmetic needs scalar elements; %s is a vector type (view the tile with an "
+                 "element type such as bf16)",
+                 ag__dt_name(dt));
+  const ag__tag *t = ag__tag_bot(c);
+  for (int i = 0; i < nops; i++) {
+    ag__data d = to_data(c, n, ops[i], dt);
+    t = ag__tag_join(c, t, elem_tag(c, &d, 0, d.n));
+  }
+  ag__value *v = newv(c, V_DATA);
+  v->d = data_fill(c, dt, ag__dt_size(dt), t);
+  return v;
+}
+
+/* -------------------------------------------------------------- builtins */
+static ag_expr_op xop(ag_tile_op op) {
+  switch (op) {
+  case AG_OP_ADD: return AG_X_ADD;
+  case AG_OP_SUB: return AG_X_SUB;
+  case AG_OP_MUL: return AG_X_MUL;
+  case AG_OP_DIV:
+  case AG_OP_FLOORDIV: return AG_X_DIV;
+  case AG_OP_MOD: return AG_X_MOD;
+  case AG_OP_AND: return AG_X_AND;
+  case AG_OP_OR: return AG_X_OR;
+  case AG_OP_XOR: return AG_X_XOR;
+  case AG_OP_SHL: return AG_X_SHL;
+  case AG_OP_SHR: return AG_X_SHR;
+  default: return AG_X_CONST;
+  }
+}
+
+static const ag_tile_node *arg(ag__ck *c, const ag_tile_node *call, int i, const char *name,
+                               int required) {
+  int pos = 0;
+  for (int k = 0; k < call->list.n; k++) {
+    const ag_tile_node *a = call->list.v[k];
+    if (a->kind == AG_TN_KWARG) {
+      if (name && strcmp(a->name, name) == 0)
+        return a->a;
+    } else if (pos++ == i) {
+      return a;
+    }
+  }
+  if (required)
+    ag__ck_error(c, call, "missing argument %d ('%s')", i + 1, name ? name : "?");
+  return NULL;
+}
+
+static void nargs(ag__ck *c, const ag_tile_node *call, int lo, int hi, const char *fname) {
+  int n = call->list.n;
+  if (n < lo || n > hi) {
+    if (lo == hi)
+      ag__ck_error(c, call, "%s takes %d argument%s, not %d", fname, lo, lo == 1 ? "" : "s", n);
+    ag__ck_error(c, call, "%s takes %d to %d arguments, not %d", fname, lo, hi, n);
+  }
+}
+
+static ag__dt as_dtype(ag__ck *c, const ag_tile_node *n) {
+  ag__value *v = eval(c, n);
+  if (v->k != V_DTYPE)
+    ag__ck_error(c, n, "expected a data type (bf16, f16, f32, u32, u64, u128, ...), not %s",
+                 kind_name(v->k));
+  return v->dt;
+}
+
+static ag__value *make_local(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 2, 2, "make_local(shape, dtype)");
+  ag_layout l = layout_of(c, n, eval(c, n->list.v[0]));
+  ag__dt dt = as_dtype(c, n->list.v[1]);
+  int64_t bytes = ag_layout_cosize(&l) * ag__dt_size(dt);
+  if (bytes > 64 * 1024)
+    ag__ck_error(c, n, "a register tile of %lld bytes is larger than a thread's registers",
+                 (long long)bytes);
+  ag__rbuf r;
+  r.name = NULL;
+  r.size = bytes;
+  r.bytes = ag__ck_alloc(c, (size_t)bytes * sizeof *r.bytes);
+  for (int64_t i = 0; i < bytes; i++)
+    r.bytes[i] = ag__tag_bot(c);
+  if (ag_vec_push(&c->rbufs, r))
+    ag__ck_oom(c);
+  return buffer_value(c, tile_new(c), SP_REG, dt, (int)c->rbufs.n - 1, l);
+}
+
+static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 2, 3, "make_shared(shape, dtype[, swizzle])");
+  if (c->symbolic_if)
+    ag__ck_error(c, n, "make_shared inside a thread-dependent 'if'");
+  ag_layout l = layout_of(c, n, eval(c, arg(c, n, 0, "shape", 1)));
+  ag__dt dt = as_dtype(c, arg(c, n, 1, "dtype", 1));
+  ag__tile *t = tile_new(c);
+  const ag_tile_node *sn = arg(c, n, 2, "swizzle", 0);
+  if (sn) {
+    ag__value *sv = eval(c, sn);
+    if (sv->k != V_SWIZZLE)
+      ag__ck_error(c, sn, "expected swizzle(B, M, S), not %s", kind_name(sv->k));
+    t->swizzled = 1;
+    t->swz = sv->swz;
+    t->swz.m += log2i(ag__dt_size(dt)); /* element units to bytes */
+  }
+  int64_t bytes = ag_layout_cosize(&l) * ag__dt_size(dt);
+  if (t->swizzled) {
+    int64_t span = (int64_t)1 << (t->swz.b + t->swz.m + t->swz.s);
+    if (bytes % span)
+      ag__ck_error(c, n, "a swizzled tile must span whole %lld-byte swizzle periods",
+                   (long long)span);
+  }
+  c->smem_top = (c->smem_top + 127) / 128 * 128;
+  if (c->smem_top + bytes > 227 * 1024)
+    ag__ck_error(c, n, "shared memory use %lld bytes exceeds the 227 KiB a block may have",
+                 (long long)(c->smem_top + bytes));
+  c->smem_top += bytes;
+  ag__sbuf sb = {NULL, bytes};
+  if (ag_vec_push(&c->sbufs, sb))
+    ag__ck_oom(c);
+  return buffer_value(c, t, SP_SHARED, dt, (int)c->sbufs.n - 1, l);
+}
+
+static ag__value *tag_of(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 1, 1, "tag(x)");
+  ag__value *x = eval(c, n->list.v[0]);
+  ag__data d;
+  if (x->k == V_TILE && x->t->sp == SP_REG && ag_layout_size(&x->t->layout) == 1) {
+    ag__value *e = newv(c, V_ELEM);
+    e->e.tile = x->t;
+    e->e.addr = x->t->base;
+    d = load(c, n, &e->e);
+  } else if (x->k == V_ELEM || x->k == V_DATA) {
+    d = to_data(c, n, x, DT_NONE);
+  } else {
+    ag__ck_error(c, n, "tag() takes a tile element or a data value, not %s", kind_name(x->k));
+  }
+  ag__value *v = newv(c, V_TAGV);
+  v->tv.tag = elem_tag(c, &d, 0, d.n);
+  v->tv.proj = -1;
+  return v;
+}
+
+static ag__value *intrin_coord(ag__ck *c, const ag_tile_node *n, ag__value *op) {
+  nargs(c, n, 2, 2, "an operand layout (lane, value)");
+  const ag__intrin *in = op->in;
+  const char *atom = !strcmp(op->opname, "a") ? in->atom_a
+                     : !strcmp(op->opname, "b") ? in->atom_b
+                                                : in->atom_c;
+  ag_layout tv;
+  ag_atom_info info;
+  if (ag_atom_layout(&c->lc, atom, &tv, &info))
+    ag__ck_error(c, n, "no layout for '%s': %s", atom, ag_str_cstr(&c->lc.err));
+  const ag_expr *lane = as_int(c, n->list.v[0], eval(c, n->list.v[0]), "a lane");
+  const ag_expr *val = as_int(c, n->list.v[1], eval(c, n->list.v[1]), "a value index");
+  int64_t vv;
+  if (ag_expr_is_const(val, &vv) && (vv < 0 || vv >= info.values))
+    ag__ck_error(c, n, "value index %lld is out of range: '%s' has %lld values per thread",
+                 (long long)vv, atom, (long long)info.values);
+  ag_xtuple kids[2] = {{1, lane, 0, NULL}, {1, val, 0, NULL}};
+  ag_xtuple *kp[2] = {&kids[0], &kids[1]};
+  ag_xtuple co = {0, NULL, 2, kp};
+  const ag_expr *off;
+  if (ag_layout_eval_coord_x(&c->lc, &tv, &co, &off))
+    ag__ck_error(c, n, "cannot evaluate '%s': %s", atom, ag_str_cstr(&c->lc.err));
+  ag__value *v = newv(c, V_TUPLE);
+  v->n = 2;
+  v->items = ag__ck_alloc(c, 2 * sizeof *v->items);
+  v->items[0] = *vint(c, ag__x(c, AG_X_MOD, off, ag__xc(c, info.rows)));
+  v->items[1] = *vint(c, ag__x(c, AG_X_DIV, off, ag__xc(c, info.rows)));
+  return v;
+}
+
+/* -------------------------------------------------------------- intrinsics */
+static void need_uniform(ag__ck *c, const ag_tile_node *n, const char *what) {
+  if (c->symbolic_if)
+    ag__ck_error(c, n,
+                 "%s inside a thread-dependent 'if' (it must be reached by every thread of "
+                 "the block or warp together)",
+                 what);
+}
+
+static void do_mma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 4, 4, "mma_m16n8k16(d, a, b, c)");
+  need_uniform(c, n, in->name);
+  int buf[4];
+  int64_t base[4], size[4];
+  ag__dt dt[4];
+  static const int64_t want[4] = {16, 16, 8, 16};
+  for (int i = 0; i < 4; i++) {
+    ag__value *v = eval(c, n->list.v[i]);
+    reg_range(c, n->list.v[i], v, in->opnames[i], &buf[i], &base[i], &size[i], &dt[i]);
+    if (size[i] != want[i])
+      ag__ck_error(c, n->list.v[i], "operand %s of %s is %lld bytes; it must be %lld (%s)",
+                   in->opnames[i], in->name, (long long)size[i], (long long)want[i],
+                   i == 1 ? "8 bf16/f16 values" : i == 2 ? "4 bf16/f16 values" : "4 f32 values");
+  }
+  if ((dt[1] != DT_BF16 && dt[1] != DT_F16) || dt[2] != dt[1])
+    ag__ck_error(c, n,
+                 "operands a and b of %s must both be bf16 or both f16 tiles (got %s and %s); "
+                 "view them with .view((8,), bf16)",
+                 in->name, ag__dt_name(dt[1]), ag__dt_name(dt[2]));
+  if (dt[0] != DT_F32 || dt[3] != DT_F32)
+    ag__ck_error(c, n, "operands d and c of %s must be f32 tiles", in->name);
+  /* D takes C's tags, register by register */
+  const ag__tag *tmp[16];
+  for (int j = 0; j < 16; j++)
+    tmp[j] = c->rbufs.v[buf[3]].bytes[base[3] + j];
+  for (int j = 0; j < 16; j++)
+    c->rbufs.v[buf[0]].bytes[base[0] + j] = tmp[j];
+}
+
+static void do_ldmatrix(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 2, 2, "ldmatrix(dst, src)");
+  need_uniform(c, n, in->name);
+  ag__value *dv = eval(c, n->list.v[0]);
+  int buf;
+  int64_t base, size;
+  ag__dt dt;
+  reg_range(c, n->list.v[0], dv, "the destination", &buf, &base, &size, &dt);
+  if (size != 4 * in->num)
+    ag__ck_error(c, n->list.v[0], "%s writes %d bytes (%d 32-bit registers); the destination "
+                 "has %lld",
+                 in->name, 4 * in->num, in->num, (long long)size);
+  ag__value *sv = eval(c, n->list.v[1]);
+  if (sv->k != V_ELEM || sv->e.tile->sp != SP_SHARED)
+    ag__ck_error(c, n->list.v[1],
+                 "the source of %s is this thread's row: a shared tile element such as "
+                 "sA[row, chunk]",
+                 in->name);
+  const ag__tile *st = sv->e.tile;
+  if (st->swizzled && st->swz.m < 4)
+    ag__ck_error(c, n->list.v[1], "%s reads 16-byte rows, but the tile's swizzle moves "
+                 "%d-byte units",
+                 in->name, 1 << st->swz.m);
+  ag_layout dtv;
+  ag_diags tmp;
+  ag_diags_init(&tmp);
+  if (ag_layout_parse(&c->lc, in->dst_tv, &tmp, &dtv)) {
+    ag_diags_release(&tmp);
+    ag__ck_error(c, n, "internal: bad layout for %s", in->name);
+  }
+  ag_diags_release(&tmp);
+  int64_t rows = 8 * in->num;
+  const ag_expr *lane = ag__x(c, AG_X_MOD, c->tid, ag__xc(c, 32));
+  const ag_expr *warp0 = ag__x(c, AG_X_SUB, c->tid, lane);
+  c->pc++;
+  for (int v = 0; v < 2 * in->num; v++) {
+    ag_xtuple kids[2] = {{1, lane, 0, NULL}, {1, ag__xc(c, v), 0, NULL}};
+    ag_xtuple *kp[2] = {&kids[0], &kids[1]};
+    ag_xtuple co = {0, NULL, 2, kp};
+    const ag_expr *off;
+    if (ag_layout_eval_coord_x(&c->lc, &dtv, &co, &off))
+      ag__ck_error(c, n, "internal: cannot evaluate the layout of %s", in->name);
+    const ag_expr *row = ag__x(c, AG_X_MOD, off, ag__xc(c, rows));
+    const ag_expr *col = ag__x(c, AG_X_DIV, off, ag__xc(c, rows));
+    const ag_expr *provider = ag__x(c, AG_X_ADD, warp0, row);
+    const ag_expr *addr = ag__xsubst(c, sv->e.addr, c->tid, provider);
+    const ag_expr *row_start = ag__x(c, AG_X_ADD, addr, ag__x(c, AG_X_MUL, col, ag__xc(c, 2)));
+    for (int j = 0; j < 2; j++) {
+      const ag_expr *a = ag__x(c, AG_X_ADD, row_start, ag__xc(c, j));
+      c->rbufs.v[buf].bytes[base + 2 * v + j] = ag__tag_shr(c, st->buf, a, n);
+    }
+  }
+}
+
+static void do_cp_async(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 2, 2, "cp_async(dst, src)");
+  ag__value *dv = eval(c, n->list.v[0]);
+  ag__value *sv = eval(c, n->list.v[1]);
+  if (dv->k != V_ELEM || dv->e.tile->sp != SP_SHARED)
+    ag__ck_error(c, n->list.v[0], "the destination of cp_async is a shared tile element");
+  if (sv->k != V_ELEM || sv->e.tile->sp != SP_GLOBAL)
+    ag__ck_error(c, n->list.v[1], "the source of cp_async is a global tensor element");
+  int w = ag__dt_size(dv->e.tile->dt);
+  if (w != ag__dt_size(sv->e.tile->dt))
+    ag__ck_error(c, n, "cp_async copies between elements of the same size (%d and %d bytes)", w,
+                 ag__dt_size(sv->e.tile->dt));
+  if (!(w == 4 || w == 8 || w == 16))
+    ag__ck_error(c, n, "cp_async copies 4, 8 or 16 bytes, not %d (view the tiles as u32, u64 "
+                 "or u128)",
+                 w);
+  ag__data d = load(c, n, &sv->e);
+  c->pc++;
+  shared_write(c, n, dv->e.addr, dv->e.tile->buf, &d, c->ngroups);
+  c->group_open++;
+}
+
+static void do_wait(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 1, 1, "cp_async_wait(n)");
+  need_uniform(c, n, "cp_async_wait");
+  int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "the number of pending groups");
+  if (k < 0)
+    ag__ck_error(c, n, "cp_async_wait needs a count >= 0");
+  c->pc++;
+  for (size_t i = 0; i < c->wrecs.n; i++) {
+    ag__wrec *w = &c->wrecs.v[i];
+    if (w->group >= 0 && w->group < c->ngroups - k && w->done_pc == INT64_MAX) {
+      w->done_pc = c->pc;
+      w->vis_epoch = c->epoch + 1;
+    }
+  }
+}
+
+static void do_reset(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 1, 1, "reset(tile)");
+  need_uniform(c, n, "reset");
+  ag__value *v = eval(c, n->list.v[0]);
+  if (v->k != V_TILE || v->t->sp != SP_SHARED)
+    ag__ck_error(c, n, "reset() takes a shared tile (registers are simply overwritten)");
+  ag__tile *t = v->t;
+  int64_t base;
+  if (!ag_expr_is_const(t->base, &base))
+    ag__ck_error(c, n, "reset() needs a tile at a compile-time offset");
+  int64_t cnt;
+  int64_t *o = layout_offsets(c, n, &t->layout, &cnt);
+  int esz = ag__dt_size(t->dt);
+  int64_t lo = INT64_MAX, hi = -1;
+  for (int64_t i = 0; i < cnt; i++) {
+    int64_t b = base + o[i] * esz;
+    if (t->swizzled)
+      b = ag_swizzle_apply(t->swz, b);
+    if (b < lo) lo = b;
+    if (b + esz > hi) hi = b + esz;
+  }
+  if ((hi - lo) != cnt * esz)
+    ag__ck_error(c, n, "reset() needs a tile that covers one contiguous range of bytes");
+  c->pc++;
+  ag__reset r = {t->buf, c->pc, lo, hi};
+  if (ag_vec_push(&c->resets, r))
+    ag__ck_oom(c);
+}
+
+static void do_fill(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 2, 2, "fill(tile, value)");
+  ag__value *tv = eval(c, n->list.v[0]);
+  int buf;
+  int64_t base, size;
+  ag__dt dt;
+  reg_range(c, n->list.v[0], tv, "fill's tile", &buf, &base, &size, &dt);
+  ag__value *val = eval(c, n->list.v[1]);
+  const ag__tag *t = ag__tag_bot(c);
+  if (is_dataish(val) && val->k != V_FLOAT) {
+    ag__data d = to_data(c, n, val, dt);
+    t = elem_tag(c, &d, 0, d.n);
+  }
+  for (int64_t j = 0; j < size; j++)
+    c->rbufs.v[buf].bytes[base + j] = t;
+}
+
+static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  switch (in->kind) {
+  case IK_MMA: do_mma(c, n, in); break;
+  case IK_LDMATRIX: do_ldmatrix(c, n, in); break;
+  case IK_CP_ASYNC: do_cp_async(c, n, in); break;
+  case IK_CP_COMMIT:
+    nargs(c, n, 0, 0, "cp_async_commit()");
+    need_uniform(c, n, "cp_async_commit");
+    c->ngroups++;
+    c->group_open = 0;
+    break;
+  case IK_CP_WAIT: do_wait(c, n); break;
+  case IK_SYNC:
+    nargs(c, n, 0, 0, "syncthreads()");
+    need_uniform(c, n, "syncthreads");
+    c->epoch++;
+    c->pc++;
+    break;
+  }
+  return newv(c, V_NONE);
+}
+
+/* Reductions and math on data. */
+static ag__value *reduce(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 1, 1, "a reduction");
+  ag__value *v = eval(c, n->list.v[0]);
+  if (v->k == V_DATA || v->k == V_ELEM) {
+    ag__value *r = newv(c, V_DATA);
+    r->d = to_data(c, n, v, DT_NONE);
+    return r;
+  }
+  int buf;
+  int64_t base, size;
+  ag__dt dt;
+  if (v->k != V_TILE || v->t->sp != SP_REG)
+    ag__ck_error(c, n, "reductions run over a register tile");
+  ag__tile *t = v->t;
+  int64_t cnt;
+  int64_t *o = layout_offsets(c, n, &t->layout, &cnt);
+  int64_t b0;
+  if (!ag_expr_is_const(t->base, &b0))
+    ag__ck_error(c, n, "register tile at a non-constant offset");
+  (void)buf; (void)base; (void)size; (void)dt;
+  int esz = ag__dt_size(t->dt);
+  const ag__tag *tg = ag__tag_bot(c);
+  for (int64_t i = 0; i < cnt; i++)
+    for (int j = 0; j < esz; j++)
+      tg = ag__tag_join(c, tg, c->rbufs.v[t->buf].bytes[b0 + o[i] * esz + j]);
+  ag__value *r = newv(c, V_DATA);
+  r->d = data_fill(c, t->dt, esz, tg);
+  return r;
+}
+
+static ag__value *call(ag__ck *c, const ag_tile_node *n) {
+  const ag_tile_node *f = n->a;
+  /* methods: x.view(...) */
+  if (f->kind == AG_TN_ATTR && strcmp(f->name, "view") == 0) {
+    ag__value *base = eval(c, f->a);
+    nargs(c, n, 2, 3, "view(shape_or_layout, dtype[, swizzle])");
+    ag__value *shape = eval(c, n->list.v[0]);
+    ag__dt dt = as_dtype(c, n->list.v[1]);
+    ag__value *swz = NULL;
+    if (n->list.n == 3) {
+      swz = eval(c, n->list.v[2]);
+      if (swz->k != V_SWIZZLE)
+        ag__ck_error(c, n->list.v[2], "expected swizzle(B, M, S), not %s", kind_name(swz->k));
+    }
+    if (base->k == V_DATA) {
+      /* a register value viewed as a tile: copy it into fresh registers */
+      ag__value *tmp = newv(c, V_TILE);
+      ag__rbuf r = {NULL, base->d.n, NULL};
+      r.bytes = ag__ck_alloc(c, (size_t)r.size * sizeof *r.bytes);
+      ag__mcpy(r.bytes, base->d.tags, (size_t)r.size * sizeof *r.bytes);
+      if (ag_vec_push(&c->rbufs, r))
+        ag__ck_oom(c);
+      ag__tile *t = tile_new(c);
+      t->sp = SP_REG;
+      t->dt = base->d.dt;
+      t->buf = (int)c->rbufs.n - 1;
+      t->base = ag__xc(c, 0);
+      ag_tuple *one = ag_tuple_leaf(&c->lc, 1), *zero = ag_tuple_leaf(&c->lc, 0);
+      if (!one || !zero || ag_layout_make(&c->lc, one, zero, &t->layout))
+        ag__ck_oom(c);
+      tmp->t = t;
+      base = tmp;
+    } else if (base->k == V_ELEM && base->e.tile->sp != SP_GLOBAL) {
+      ag__ck_error(c, f->a, "view() of a single element: load it into a name first "
+                            "(x = t[i]; x.view(...))");
+    }
+    if (base->k != V_TILE)
+      ag__ck_error(c, f->a, "view() applies to a tile, not %s", kind_name(base->k));
+    if (base->t->sp == SP_GLOBAL) {
+      if (swz)
+        ag__ck_error(c, n->list.v[2], "global memory is not swizzled");
+      return view_global(c, n, base->t, shape, dt);
+    }
+    return view_local(c, n, base->t, shape, dt, swz);
+  }
+  if (f->kind == AG_TN_ATTR) {
+    ag__value *fv = eval(c, f);
+    if (fv->k == V_INTRIN_OP)
+      return intrin_coord(c, n, fv);
+    ag__ck_error(c, f, "'%s' is not a function", f->name);
+  }
+  if (f->kind != AG_TN_NAME)
+    ag__ck_error(c, f, "only named functions can be called");
+  const char *fn = f->name;
+  ag__value *user = lookup(c, fn);
+  if (user)
+    ag__ck_error(c, f, "'%s' is %s, not a function", fn, kind_name(user->k));
+  const ag__intrin *in = ag__intrin_lookup(fn);
+  if (in)
+    return call_intrinsic(c, n, in);
+  if (!strcmp(fn, "make_shared"))
+    return make_shared(c, n);
+  if (!strcmp(fn, "make_local"))
+    return make_local(c, n);
+  if (!strcmp(fn, "tag"))
+    return tag_of(c, n);
+  if (!strcmp(fn, "reset")) {
+    do_reset(c, n);
+    return newv(c, V_NONE);
+  }
+  if (!strcmp(fn, "fill")) {
+    do_fill(c, n);
+    return newv(c, V_NONE);
+  }
+  if (!strcmp(fn, "layout")) {
+    nargs(c, n, 2, 2, "layout(shape, stride)");
+    ag_tuple *sh = to_tuple(c, n, eval(c, n->list.v[0]), "a layout shape");
+    ag_tuple *st = to_tuple(c, n, eval(c, n->list.v[1]), "a layout stride");
+    check_shape(c, n, sh);
+    ag__value *v = newv(c, V_LAYOUT);
+    if (ag_layout_make(&c->lc, sh, st, &v->layout))
+      ag__ck_error(c, n, "bad layout: %s", ag_str_cstr(&c->lc.err));
+    return v;
+  }
+  if (!strcmp(fn, "swizzle")) {
+    nargs(c, n, 3, 3, "swizzle(B, M, S)");
+    ag__value *v = newv(c, V_SWIZZLE);
+    v->swz.b = (int)as_const(c, n->list.v[0], eval(c, n->list.v[0]), "B");
+    v->swz.m = (int)as_const(c, n->list.v[1], eval(c, n->list.v[1]), "M");
+    v->swz.s = (int)as_const(c, n->list.v[2], eval(c, n->list.v[2]), "S");
+    if (v->swz.b < 0 || v->swz.m < 0 || v->swz.s < v->swz.b || v->swz.b + v->swz.m + v->swz.s > 24)
+      ag__ck_error(c, n, "swizzle(B, M, S) needs B, M >= 0, S >= B and B + M + S <= 24");
+    return v;
+  }
+  if (!strcmp(fn, "reduce_max") || !strcmp(fn, "reduce_sum") || !strcmp(fn, "reduce_min"))
+    return reduce(c, n);
+  if (!strcmp(fn, "cvt")) {
+    nargs(c, n, 2, 2, "cvt(x, dtype)");
+    ag__value *x = eval(c, n->list.v[0]);
+    ag__dt dt = as_dtype(c, n->list.v[1]);
+    if (ag__dt_size(dt) > 8)
+      ag__ck_error(c, n, "cvt converts to a scalar type");
+    ag__data d = to_data(c, n, x, dt);
+    ag__value *v = newv(c, V_DATA);
+    v->d = data_fill(c, dt, ag__dt_size(dt), elem_tag(c, &d, 0, d.n));
+    return v;
+  }
+  if (!strcmp(fn, "exp2") || !strcmp(fn, "exp") || !strcmp(fn, "sqrt") || !strcmp(fn, "rcp") ||
+      !strcmp(fn, "abs")) {
+    nargs(c, n, 1, 1, fn);
+    ag__value *x = eval(c, n->list.v[0]);
+    ag__value *ops[1] = {x};
+    return data_arith(c, n, ops, 1);
+  }
+  if (!strcmp(fn, "max") || !strcmp(fn, "min")) {
+    nargs(c, n, 2, 2, fn);
+    ag__value *a = eval(c, n->list.v[0]), *b = eval(c, n->list.v[1]);
+    if (a->k == V_INT && b->k == V_INT) {
+      int64_t x, y;
+      if (ag_expr_is_const(a->i, &x) && ag_expr_is_const(b->i, &y))
+        return vint(c, ag__xc(c, !strcmp(fn, "max") ? (x > y ? x : y) : (x < y ? x : y)));
+      ag__ck_error(c, n, "%s of integers that are not compile-time constants", fn);
+    }
+    ag__value *ops[2] = {a, b};
+    return data_arith(c, n, ops, 2);
+  }
+  if (!strcmp(fn, "range"))
+    ag__ck_error(c, n, "range() is only valid in a 'for' loop");
+  if (ag__dt_lookup(fn) != DT_NONE)
+    ag__ck_error(c, f, "'%s' is a data type; to convert a value write cvt(x, %s)", fn, fn);
+  ag__ck_error(c, f, "unknown function '%s'", fn);
+}
+
+/* -------------------------------------------------------------- evaluation */
+static ag__value *name_value(ag__ck *c, const ag_tile_node *n) {
+  ag__value *v = lookup(c, n->name);
+  if (v && v->k == V_POISON)
+    ag__ck_error(c, n,
+                 "'%s' was given different values on the two paths of the thread-dependent "
+                 "'if' at line %d; only data values may differ there (their tags are merged). "
+                 "Assign it again after the 'if'",
+                 n->name, v->poison_at->line);
+  if (v)
+    return v;
+  ag__dt dt = ag__dt_lookup(n->name);
+  if (dt != DT_NONE) {
+    v = newv(c, V_DTYPE);
+    v->dt = dt;
+    return v;
+  }
+  const ag__intrin *in = ag__intrin_lookup(n->name);
+  if (in) {
+    v = newv(c, V_INTRIN);
+    v->in = in;
+    return v;
+  }
+  if (!strcmp(n->name, "top") || !strcmp(n->name, "bot")) {
+    v = newv(c, V_TAGV);
+    v->tv.tag = n->name[0] == 't' ? ag__tag_top(c, "written as 'top'") : ag__tag_bot(c);
+    v->tv.proj = -1;
+    v->tv.literal = 1;
+    return v;
+  }
+  ag__ck_error(c, n, "unknown name '%s'", n->name);
+}
+
+static ag__value *attr(ag__ck *c, const ag_tile_node *n) {
+  const ag_tile_node *b = n->a;
+  if (b->kind == AG_TN_NAME && !lookup(c, b->name) &&
+      (!strcmp(b->name, "threadIdx") || !strcmp(b->name, "blockIdx"))) {
+    int axis = !strcmp(n->name, "x") ? 0 : !strcmp(n->name, "y") ? 1 : !strcmp(n->name, "z") ? 2 : -1;
+    if (axis < 0)
+      ag__ck_error(c, n, "%s has fields x, y and z", b->name);
+    if (b->name[0] == 'b')
+      return vint(c, c->bid[axis]);
+    const ag_expr *t = c->tid;
+    if (axis == 0)
+      return vint(c, c->tdim[1] * c->tdim[2] == 1 ? t : ag__x(c, AG_X_MOD, t, ag__xc(c, c->tdim[0])));
+    if (axis == 1)
+      return vint(c, ag__x(c, AG_X_MOD, ag__x(c, AG_X_DIV, t, ag__xc(c, c->tdim[0])),
+                           ag__xc(c, c->tdim[1])));
+    return vint(c, ag__x(c, AG_X_DIV, t, ag__xc(c, c->tdim[0] * c->tdim[1])));
+  }
+  ag__value *bv = eval(c, b);
+  if (bv->k == V_INTRIN) {
+    if (bv->in->kind != IK_MMA || (strcmp(n->name, "a") && strcmp(n->name, "b") && strcmp(n->name, "c")))
+      ag__ck_error(c, n, "%s has operand layouts .a, .b and .c", bv->in->name);
+    ag__value *v = newv(c, V_INTRIN_OP);
+    v->in = bv->in;
+    v->opname = n->name;
+    return v;
+  }
+  ag__ck_error(c, n, "%s has no attribute '%s'", kind_name(bv->k), n->name);
+}
+
+static ag__value *binop(ag__ck *c, const ag_tile_node *n) {
+  ag__value *a = eval(c, n->a), *b = eval(c, n->b);
+  if ((a->k == V_INT || a->k == V_BOOL) && (b->k == V_INT || b->k == V_BOOL)) {
+    const ag_expr *x = as_int(c, n->a, a, "an operand"), *y = as_int(c, n->b, b, "an operand");
+    int64_t yv;
+    if ((n->op == AG_OP_DIV || n->op == AG_OP_FLOORDIV || n->op == AG_OP_MOD) &&
+        ag_expr_is_const(y, &yv) && yv == 0)
+      ag__ck_error(c, n, "division by zero");
+    return vint(c, ag__x(c, xop(n->op), x, y));
+  }
+  if (is_dataish(a) || is_dataish(b)) {
+    if (n->op != AG_OP_ADD && n->op != AG_OP_SUB && n->op != AG_OP_MUL && n->op != AG_OP_DIV)
+      ag__ck_error(c, n, "'%s' on data values is not supported (use + - * /)",
+                   ag_tile_op_text(n->op));
+    ag__value *ops[2] = {a, b};
+    return data_arith(c, n, ops, 2);
+  }
+  if (a->k == V_FLOAT && b->k == V_FLOAT) {
+    ag__value *v = newv(c, V_FLOAT);
+    v->f = 0;
+    return v;
+  }
+  ag__ck_error(c, n, "'%s' cannot combine %s and %s", ag_tile_op_text(n->op), kind_name(a->k),
+               kind_name(b->k));
+}
+
+static ag__value *tuple_value(ag__ck *c, const ag_tile_list *l) {
+  ag__value *v = newv(c, V_TUPLE);
+  v->n = l->n;
+  v->items = ag__ck_alloc(c, (size_t)(l->n ? l->n : 1) * sizeof *v->items);
+  for (int i = 0; i < l->n; i++)
+    v->items[i] = *eval(c, l->v[i]);
+  return v;
+}
+
+static ag__value *eval(ag__ck *c, const ag_tile_node *n) {
+  switch (n->kind) {
+  case AG_TN_INT: return vint(c, ag__xc(c, n->ival));
+  case AG_TN_FLOAT: {
+    ag__value *v = newv(c, V_FLOAT);
+    v->f = n->fval;
+    return v;
+  }
+  case AG_TN_BOOL: return vbool(c, ag__bconst(c, (int)n->ival));
+  case AG_TN_STR: ag__ck_error(c, n, "a string is not a value here");
+  case AG_TN_NAME: return name_value(c, n);
+  case AG_TN_ATTR: return attr(c, n);
+  case AG_TN_BINOP: return binop(c, n);
+  case AG_TN_UNOP: {
+    ag__value *a = eval(c, n->a);
+    if (a->k == V_INT) {
+      if (n->op == AG_OP_NEG)
+        return vint(c, ag__x(c, AG_X_SUB, ag__xc(c, 0), a->i));
+      if (n->op == AG_OP_INV)
+        return vint(c, ag__x(c, AG_X_XOR, a->i, ag__xc(c, -1)));
+      return a;
+    }
+    if (a->k == V_FLOAT)
+      return a;
+    if (is_dataish(a)) {
+      ag__value *ops[1] = {a};
+      return data_arith(c, n, ops, 1);
+    }
+    ag__ck_error(c, n, "'%s' needs a number, not %s", ag_tile_op_text(n->op), kind_name(a->k));
+  }
+  case AG_TN_CMP: {
+    ag__value *a = eval(c, n->a), *b = eval(c, n->b);
+    if (a->k == V_TAGV || b->k == V_TAGV)
+      ag__ck_error(c, n, "tags are compared only in an 'assert'");
+    return vbool(c, ag__bcmp(c, n->op, as_int(c, n->a, a, "a compared value"),
+                             as_int(c, n->b, b, "a compared value")));
+  }
+  case AG_TN_LAND:
+    return vbool(c, ag__band(c, as_bool(c, n->a, eval(c, n->a)), as_bool(c, n->b, eval(c, n->b))));
+  case AG_TN_LOR:
+    return vbool(c, ag__bor(c, as_bool(c, n->a, eval(c, n->a)), as_bool(c, n->b, eval(c, n->b))));
+  case AG_TN_LNOT: return vbool(c, ag__bnot(c, as_bool(c, n->a, eval(c, n->a))));
+  case AG_TN_TERNARY: {
+    const ag__bx *cond = as_bool(c, n->b, eval(c, n->b));
+    int cv;
+    if (ag__bis_const(cond, &cv))
+      return eval(c, cv ? n->a : n->c);
+    ag__value *x = eval(c, n->a), *y = eval(c, n->c);
+    if (x->k == V_INT && y->k == V_INT) {
+      if (x->i == y->i)
+        return x;
+      ag__ck_error(c, n,
+                   "an integer chosen by a thread-dependent condition is not supported; "
+                   "compute it arithmetically");
+    }
+    /* path-insensitive select: byte by byte, the join of both arms' tags */
+    ag__dt dt = data_dt(x) != DT_NONE ? data_dt(x) : data_dt(y);
+    if (dt == DT_NONE)
+      ag__ck_error(c, n, "a thread-dependent choice between two constants has no type");
+    ag__data dx = to_data(c, n->a, x, dt), dy = to_data(c, n->c, y, dt);
+    if (dx.n != dy.n)
+      ag__ck_error(c, n, "the two arms have different sizes (%d and %d bytes)", dx.n, dy.n);
+    ag__value *v = newv(c, V_DATA);
+    v->d = data_new(c, dt, dx.n);
+    for (int j = 0; j < dx.n; j++)
+      v->d.tags[j] = ag__tag_join(c, dx.tags[j], dy.tags[j]);
+    return v;
+  }
+  case AG_TN_CALL: return call(c, n);
+  case AG_TN_INDEX: {
+    if (n->a->kind == AG_TN_CALL && n->a->a->kind == AG_TN_NAME && !strcmp(n->a->a->name, "tag")) {
+      ag__value *t = eval(c, n->a);
+      if (n->list.n != 1 || n->list.v[0]->kind == AG_TN_SLICE)
+        ag__ck_error(c, n, "a tag component is selected with one index: tag(x)[i]");
+      int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "a tag component");
+      ag__value *v = newv(c, V_TAGV);
+      v->tv = t->tv;
+      v->tv.proj = (int)k;
+      if (k < 0 || k > 64)
+        ag__ck_error(c, n, "tag component %lld is out of range", (long long)k);
+      return v;
+    }
+    ag__value *b = eval(c, n->a);
+    if (b->k == V_TUPLE) {
+      if (n->list.n != 1)
+        ag__ck_error(c, n, "a tuple takes one index");
+      int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "a tuple index");
+      if (k < 0 || k >= b->n)
+        ag__ck_error(c, n, "tuple index %lld out of range (%d items)", (long long)k, b->n);
+      return &b->items[k];
+    }
+    if (b->k == V_DATA)
+      ag__ck_error(c, n, "'%s' holds a single value; view it as a tile first",
+                   n->a->kind == AG_TN_NAME ? n->a->name : "this");
+    if (b->k != V_TILE)
+      ag__ck_error(c, n, "cannot index %s", kind_name(b->k));
+    if (b->t->sp == SP_GLOBAL)
+      return index_global(c, n, b->t);
+    return index_local(c, n, b->t);
+  }
+  case AG_TN_TUPLE: return tuple_value(c, &n->list);
+  case AG_TN_SLICE: ag__ck_error(c, n, "a slice ':' is valid only inside an index");
+  case AG_TN_ARROW:
+    ag__ck_error(c, n, "a tag function 'X[i, j] -> (...)' must be assigned to a name");
+  case AG_TN_KWARG: ag__ck_error(c, n, "keyword argument outside a call");
+  default: break;
+  }
+  ag__ck_error(c, n, "not an expression");
+}
+
+/* ----------------------------------------------------------- statements */
+static void step(ag__ck *c, const ag_tile_node *n) {
+  c->pc++;
+  if (++c->steps > c->opts->max_steps)
+    ag__ck_error(c, n,
+                 "the program runs more than %lld statements after unrolling; make the "
+                 "compile-time sizes smaller for checking",
+                 (long long)c->opts->max_steps);
+}
+
+static void define_tagfn(ag__ck *c, const ag_tile_node *stmt, const char *name,
+                         const ag_tile_node *arrow) {
+  const ag_tile_node *lhs = arrow->a;
+  if (lhs->kind != AG_TN_INDEX || lhs->a->kind != AG_TN_NAME)
+    ag__ck_error(c, lhs, "a tag function starts with 'X[i, j, ...] ->' naming a tensor or tile");
+  ag__tagfn *fn = ag__ck_alloc(c, sizeof *fn);
+  fn->name = name;
+  fn->target = lhs->a->name;
+  fn->rank = lhs->list.n;
+  fn->vars = ag__ck_alloc(c, (size_t)fn->rank * sizeof *fn->vars);
+  for (int i = 0; i < fn->rank; i++) {
+    if (lhs->list.v[i]->kind != AG_TN_NAME)
+      ag__ck_error(c, lhs->list.v[i], "the indices of a tag function are plain names");
+    fn->vars[i] = lhs->list.v[i]->name;
+  }
+  fn->body = arrow->b;
+  fn->at = stmt;
+  fn->env = scope_snapshot(c);
+  /* a tensor parameter? */
+  for (size_t p = 0; p < c->params.n; p++) {
+    ag__param *pm = &c->params.v[p];
+    if (pm->is_tensor && !strcmp(pm->name, fn->target) && lookup(c, fn->target) &&
+        lookup(c, fn->target)->k == V_TILE && lookup(c, fn->target)->t->sp == SP_GLOBAL &&
+        lookup(c, fn->target)->t->g.tensor == (int)p) {
+      if (fn->rank != pm->rank)
+        ag__ck_error(c, lhs, "tensor '%s' has %d dims; the tag function names %d", pm->name,
+                     pm->rank, fn->rank);
+      pm->tagfn = fn;
+      ag__value *v = newv(c, V_TAGFN);
+      v->fn = fn;
+      if (name)
+        bind(c, name, v);
+      return;
+    }
+  }
+  /* a register tile: relabel its elements now */
+  ag__value *tv = eval(c, lhs->a);
+  if (tv->k != V_TILE || tv->t->sp != SP_REG)
+    ag__ck_error(c, lhs->a,
+                 "a tag function labels a tensor parameter or a register tile; '%s' is %s",
+                 fn->target, tv->k == V_TILE ? "a shared tile" : kind_name(tv->k));
+  ag__tile *t = tv->t;
+  int rank = ag_layout_rank(&t->layout);
+  if (fn->rank != rank)
+    ag__ck_error(c, lhs, "tile '%s' has %d modes; the tag function names %d", fn->target, rank,
+                 fn->rank);
+  int64_t b0;
+  if (!ag_expr_is_const(t->base, &b0))
+    ag__ck_error(c, lhs, "register tile at a non-constant offset");
+  int64_t ext[16];
+  ag_layout modes[16];
+  if (rank > 16)
+    ag__ck_error(c, lhs, "too many modes");
+  int64_t total = 1;
+  for (int i = 0; i < rank; i++) {
+    if (ag_layout_mode(&c->lc, &t->layout, i, &modes[i]))
+      ag__ck_oom(c);
+    ext[i] = ag_layout_size(&modes[i]);
+    total *= ext[i];
+  }
+  int esz = ag__dt_size(t->dt);
+  const ag_expr **co = ag__ck_alloc(c, (size_t)rank * sizeof *co);
+  for (int64_t idx = 0; idx < total; idx++) {
+    int64_t rest = idx, off = 0;
+    for (int i = rank - 1; i >= 0; i--) {
+      int64_t ci = rest % ext[i], o;
+      rest /= ext[i];
+      co[i] = ag__xc(c, ci);
+      if (ag_layout_eval_index(&modes[i], ci, &o))
+        ag__ck_oom(c);
+      off += o;
+    }
+    const ag__tag *tg = apply_tagfn(c, lhs, fn, co);
+    for (int j = 0; j < esz; j++)
+      c->rbufs.v[t->buf].bytes[b0 + off * esz + j] = tg;
+  }
+  ag__value *v = newv(c, V_TAGFN);
+  v->fn = fn;
+  if (name)
+    bind(c, name, v);
+}
+
+static void assign_target(ag__ck *c, const ag_tile_node *stmt, const ag_tile_node *t,
+                          ag__value *v) {
+  if (t->kind == AG_TN_NAME) {
+    if (ag__intrin_lookup(t->name) || ag__dt_lookup(t->name) != DT_NONE ||
+        !strcmp(t->name, "threadIdx") || !strcmp(t->name, "blockIdx"))
+      ag__ck_error(c, t, "'%s' is a built-in name and cannot be assigned", t->name);
+    if (v->k == V_ELEM) {
+      /* a load into a register value */
+      ag__value *d = newv(c, V_DATA);
+      d->d = to_data(c, t, v, DT_NONE);
+      v = d;
+    } else if (v->k == V_NONE) {
+      ag__ck_error(c, stmt, "this call returns nothing");
+    } else if (v->k == V_TILE && v->t->sp == SP_SHARED && !c->sbufs.v[v->t->buf].name) {
+      c->sbufs.v[v->t->buf].name = t->name; /* for messages */
+    } else if (v->k == V_TILE && v->t->sp == SP_REG && !c->rbufs.v[v->t->buf].name) {
+      c->rbufs.v[v->t->buf].name = t->name;
+    }
+    bind(c, t->name, v);
+    return;
+  }
+  /* t is X[...] */
+  ag__value *dst = eval(c, t);
+  if (dst->k == V_TILE) {
+    /* a sub-tile: only constants can be broadcast into it */
+    if (dst->t->sp != SP_REG || (v->k != V_INT && v->k != V_FLOAT))
+      ag__ck_error(c, t,
+                   "assigning to a slice broadcasts a constant into register tiles only; "
+                   "copy elements one by one in a loop");
+    int buf;
+    int64_t base, size;
+    ag__dt dt;
+    if (layout_compact(c, t, &dst->t->layout)) {
+      reg_range(c, t, dst, "the target", &buf, &base, &size, &dt);
+      for (int64_t j = 0; j < size; j++)
+        c->rbufs.v[buf].bytes[base + j] = ag__tag_bot(c);
+      return;
+    }
+    int64_t cnt, b0;
+    int64_t *o = layout_offsets(c, t, &dst->t->layout, &cnt);
+    ag_expr_is_const(dst->t->base, &b0);
+    int esz = ag__dt_size(dst->t->dt);
+    for (int64_t i = 0; i < cnt; i++)
+      for (int j = 0; j < esz; j++)
+        c->rbufs.v[dst->t->buf].bytes[b0 + o[i] * esz + j] = ag__tag_bot(c);
+    return;
+  }
+  if (dst->k != V_ELEM)
+    ag__ck_error(c, t, "cannot assign to %s", kind_name(dst->k));
+  ag__data d = to_data(c, stmt, v, dst->e.tile->dt);
+  store(c, stmt, &dst->e, &d);
+}
+
+static void exec_assign(ag__ck *c, const ag_tile_node *n) {
+  if (n->list2.n == 1 && n->list2.v[0]->kind == AG_TN_ARROW) {
+    if (n->list.n != 1 || n->list.v[0]->kind != AG_TN_NAME)
+      ag__ck_error(c, n, "a tag function is assigned to one name: T = X[i] -> (...)");
+    define_tagfn(c, n, n->list.v[0]->name, n->list2.v[0]);
+    return;
+  }
+  if (n->op != AG_OP_NONE) {
+    /* x op= y */
+    ag__value *cur = eval(c, n->list.v[0]);
+    ag__value *rhs = eval(c, n->list2.v[0]);
+    ag__value *res;
+    if (cur->k == V_INT && rhs->k == V_INT) {
+      res = vint(c, ag__x(c, xop(n->op), cur->i, rhs->i));
+    } else {
+      ag__value *ops[2] = {cur, rhs};
+      res = data_arith(c, n, ops, 2);
+    }
+    assign_target(c, n, n->list.v[0], res);
+    return;
+  }
+  int nt = n->list.n;
+  ag__value **vals = ag__ck_alloc(c, (size_t)nt * sizeof *vals);
+  if (n->list2.n == nt) {
+    for (int i = 0; i < nt; i++) {
+      if (n->list2.v[i]->kind == AG_TN_ARROW) {
+        define_tagfn(c, n, n->list.v[i]->kind == AG_TN_NAME ? n->list.v[i]->name : NULL,
+                     n->list2.v[i]);
+        vals[i] = NULL;
+        continue;
+      }
+      vals[i] = eval(c, n->list2.v[i]);
+      /* loads happen now, before any target is written */
+      if (vals[i]->k == V_ELEM) {
+        ag__value *d = newv(c, V_DATA);
+        d->d = to_data(c, n->list2.v[i], vals[i], DT_NONE);
+        vals[i] = d;
+      }
+    }
+  } else {
+    ag__value *tv = eval(c, n->list2.v[0]);
+    if (tv->k != V_TUPLE || tv->n != nt)
+      ag__ck_error(c, n, "%d targets but the value is %s", nt,
+                   tv->k == V_TUPLE ? "a tuple of another length" : kind_name(tv->k));
+    for (int i = 0; i < nt; i++)
+      vals[i] = &tv->items[i];
+  }
+  for (int i = 0; i < nt; i++)
+    if (vals[i])
+      assign_target(c, n, n->list.v[i], vals[i]);
+}
+
+static int assert_index(ag__ck *c, const ag_tile_node *n) {
+  for (size_t i = 0; i < c->asserts.n; i++)
+    if (c->asserts.v[i].at == n) {
+      c->asserts.v[i].instances++;
+      return (int)i;
+    }
+  ag__stmt_info s = {n, 1};
+  if (ag_vec_push(&c->asserts, s))
+    ag__ck_oom(c);
+  return (int)c->asserts.n - 1;
+}
+
+static ag__tagv tag_side(ag__ck *c, const ag_tile_node *n) {
+  ag__value *v = eval(c, n);
+  if (v->k == V_TAGV)
+    return v->tv;
+  ag__tagv tv = {NULL, -1, 1};
+  if (v->k == V_TUPLE || v->k == V_INT) {
+    int nc = v->k == V_TUPLE ? v->n : 1;
+    const ag_expr **comp = ag__ck_alloc(c, (size_t)(nc ? nc : 1) * sizeof *comp);
+    for (int i = 0; i < nc; i++)
+      comp[i] = as_int(c, n, v->k == V_TUPLE ? &v->items[i] : v, "a tag component");
+    tv.tag = ag__tag_tup(c, nc, comp, NULL, NULL);
+    return tv;
+  }
+  ag__ck_error(c, n, "expected tag(x), a tuple of integers, 'top' or 'bot' here, not %s",
+               kind_name(v->k));
+}
+
+static int is_tag_expr(const ag_tile_node *n) {
+  if (n->kind == AG_TN_CALL && n->a->kind == AG_TN_NAME && !strcmp(n->a->name, "tag"))
+    return 1;
+  if (n->kind == AG_TN_INDEX && is_tag_expr(n->a))
+    return 1;
+  if (n->kind == AG_TN_NAME && (!strcmp(n->name, "top") || !strcmp(n->name, "bot")))
+    return 1;
+  return 0;
+}
+
+static void exec_assert(ag__ck *c, const ag_tile_node *n) {
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.at = n;
+  o.path = c->path;
+  const ag_tile_node *e = n->a;
+  if (e->kind == AG_TN_CMP && (e->op == AG_OP_EQ || e->op == AG_OP_NE) &&
+      (is_tag_expr(e->a) || is_tag_expr(e->b))) {
+    o.k = e->op == AG_OP_EQ ? OB_EQ : OB_NE;
+    o.lhs = tag_side(c, e->a);
+    o.rhs = tag_side(c, e->b);
+    if (o.k == OB_EQ && ((o.lhs.literal && o.lhs.tag->k == TG_TOP) ||
+                         (o.rhs.literal && o.rhs.tag->k == TG_TOP)))
+      ag__ck_error(c, e,
+                   "'== top' is not supported: top means conflicting data; to forbid a "
+                   "conflict write 'assert tag(x) != top'");
+  } else {
+    o.k = OB_INT;
+    o.cond = as_bool(c, e, eval(c, e));
+  }
+  o.stmt = assert_index(c, n);
+  o.nloops = (int)c->loops.n;
+  o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
+  ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
+  if (ag_vec_push(&c->obligs, o))
+    ag__ck_oom(c);
+}
+
+/* Register state snapshot for thread-dependent branches. */
+static const ag__tag ***snapshot_regs(ag__ck *c) {
+  const ag__tag ***s = ag__ck_alloc(c, (c->rbufs.n ? c->rbufs.n : 1) * sizeof *s);
+  for (size_t i = 0; i < c->rbufs.n; i++) {
+    s[i] = ag__ck_alloc(c, (size_t)(c->rbufs.v[i].size ? c->rbufs.v[i].size : 1) * sizeof **s);
+    ag__mcpy(s[i], c->rbufs.v[i].bytes, (size_t)c->rbufs.v[i].size * sizeof **s);
+  }
+  return s;
+}
+
+static void exec_if(ag__ck *c, const ag_tile_node *n) {
+  const ag__bx *cond = as_bool(c, n->a, eval(c, n->a));
+  int cv;
+  if (ag__bis_const(cond, &cv)) {
+    exec_block(c, cv ? &n->list : &n->list2);
+    return;
+  }
+  /* both branches; registers merge at the join */
+  size_t nbufs = c->rbufs.n;
+  const ag__tag ***before = snapshot_regs(c);
+  ag__scope *outer = c->scope;
+  size_t nbind = outer->b.n;
+  ag__binding *saved = ag__ck_alloc(c, (nbind ? nbind : 1) * sizeof *saved);
+  ag__mcpy(saved, outer->b.v, nbind * sizeof *saved);
+  const ag__bx *path = c->path;
+  c->symbolic_if++;
+  c->path = ag__band(c, path, cond);
+  exec_block(c, &n->list);
+  const ag__tag ***after_then = snapshot_regs(c);
+  size_t nb_then = outer->b.n;
+  ag__binding *then_b = ag__ck_alloc(c, (nb_then ? nb_then : 1) * sizeof *then_b);
+  ag__mcpy(then_b, outer->b.v, nb_then * sizeof *then_b);
+  /* restore and run the else branch */
+  for (size_t i = 0; i < nbufs; i++)
+    ag__mcpy(c->rbufs.v[i].bytes, before[i], (size_t)c->rbufs.v[i].size * sizeof **before);
+  outer->b.n = nbind;
+  ag__mcpy(outer->b.v, saved, nbind * sizeof *saved);
+  c->path = ag__band(c, path, ag__bnot(c, cond));
+  exec_block(c, &n->list2);
+  c->path = path;
+  c->symbolic_if--;
+  /* merge registers allocated before the if */
+  for (size_t i = 0; i < nbufs; i++)
+    for (int64_t j = 0; j < c->rbufs.v[i].size; j++)
+      c->rbufs.v[i].bytes[j] = ag__tag_join(c, c->rbufs.v[i].bytes[j], after_then[i][j]);
+  /* merge names: a name bound on only one side is dropped; equal values
+   * stay; data values join; anything else must agree */
+  size_t nb_else = outer->b.n;
+  ag__binding *else_b = ag__ck_alloc(c, (nb_else ? nb_else : 1) * sizeof *else_b);
+  ag__mcpy(else_b, outer->b.v, nb_else * sizeof *else_b);
+  outer->b.n = 0;
+  for (size_t i = 0; i < nb_then; i++) {
+    const char *name = then_b[i].name;
+    ag__value *tv = then_b[i].v, *ev = NULL;
+    for (size_t k = 0; k < nb_else && !ev; k++)
+      if (!strcmp(else_b[k].name, name))
+        ev = else_b[k].v;
+    if (!ev)
+      continue;
+    ag__value *m = tv;
+    if (ev != tv) {
+      if (ev->k == V_DATA && tv->k == V_DATA && ev->d.n == tv->d.n) {
+        m = newv(c, V_DATA);
+        m->d = data_new(c, tv->d.dt, tv->d.n);
+        for (int j = 0; j < tv->d.n; j++)
+          m->d.tags[j] = ag__tag_join(c, ev->d.tags[j], tv->d.tags[j]);
+      } else if (!(ev->k == V_INT && tv->k == V_INT && ev->i == tv->i)) {
+        /* usable again only after a new assignment */
+        m = newv(c, V_POISON);
+        m->poison_at = n;
+      }
+    }
+    bind_in(c, outer, name, m);
+  }
+}
+
+static void exec_for(ag__ck *c, const ag_tile_node *n) {
+  const ag_tile_node *it = n->a;
+  if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range"))
+    ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
+                        "step)");
+  nargs(c, it, 1, 3, "range");
+  int64_t a[3] = {0, 0, 0};
+  for (int i = 0; i < it->list.n; i++)
+    a[i] = as_const(c, it->list.v[i], eval(c, it->list.v[i]),
+                    "a loop bound (loops are unrolled)");
+  int64_t start = 0, stop, stepv = 1;
+  if (it->list.n == 1)
+    stop = a[0];
+  else {
+    start = a[0];
+    stop = a[1];
+    if (it->list.n == 3)
+      stepv = a[2];
+  }
+  if (stepv == 0)
+    ag__ck_error(c, it, "range() step must not be zero");
+  ag__loopvar lv = {n->name, 0};
+  if (ag_vec_push(&c->loops, lv))
+    ag__ck_oom(c);
+  for (int64_t i = start; stepv > 0 ? i < stop : i > stop; i += stepv) {
+    c->loops.v[c->loops.n - 1].value = i;
+    bind(c, n->name, vint(c, ag__xc(c, i)));
+    exec_block(c, &n->list);
+  }
+  c->loops.n--;
+}
+
+static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
+  step(c, n);
+  switch (n->kind) {
+  case AG_TN_ASSIGN: exec_assign(c, n); break;
+  case AG_TN_EXPR: {
+    const ag_tile_node *e = n->a;
+    if (e->kind != AG_TN_CALL)
+      ag__ck_error(c, e, "this expression has no effect (did you mean an assignment?)");
+    eval(c, e);
+    break;
+  }
+  case AG_TN_FOR: exec_for(c, n); break;
+  case AG_TN_IF: exec_if(c, n); break;
+  case AG_TN_ASSERT: exec_assert(c, n); break;
+  case AG_TN_ASSUME: {
+    const ag__bx *b = as_bool(c, n->a, eval(c, n->a));
+    if (c->path)
+      b = ag__bor(c, ag__bnot(c, c->path), b);
+    int v;
+    if (ag__bis_const(b, &v) && !v)
+      ag__ck_error(c, n, "this assumption is false");
+    if (ag_vec_push(&c->assumes, b))
+      ag__ck_oom(c);
+    break;
+  }
+  case AG_TN_PASS: break;
+  case AG_TN_KERNEL: ag__ck_error(c, n, "a kernel cannot be nested in another");
+  default: ag__ck_error(c, n, "not a statement");
+  }
+}
+
+static void exec_block(ag__ck *c, const ag_tile_list *body) {
+  for (int i = 0; i < body->n; i++)
+    exec_stmt(c, body->v[i]);
+}
+
+/* ---------------------------------------------------------------- kernel */
+static int64_t define_value(ag__ck *c, const char *name, int *found) {
+  *found = 0;
+  for (int i = 0; i < c->opts->ndefines; i++) {
+    const char *d = c->opts->defines[i];
+    size_t l = strlen(name);
+    if (!strncmp(d, name, l) && d[l] == '=') {
+      *found = 1;
+      return strtoll(d + l + 1, NULL, 0);
+    }
+  }
+  return 0;
+}
+
+static void setup_params(ag__ck *c) {
+  const ag_tile_node *k = c->kernel;
+  /* constants first: tensor shapes may name them */
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < k->list.n; i++) {
+      const ag_tile_node *p = k->list.v[i];
+      const ag_tile_node *ty = p->a;
+      int is_const = ty->kind == AG_TN_NAME && !strcmp(ty->name, "const");
+      int is_tensor = ty->kind == AG_TN_CALL && ty->a->kind == AG_TN_NAME &&
+                      !strcmp(ty->a->name, "Tensor");
+      if (!is_const && !is_tensor)
+        ag__ck_error(c, ty, "a parameter is 'name: Tensor(dims..., dtype)' or 'name: const = "
+                            "value'");
+      if (is_const && pass == 0) {
+        int found;
+        int64_t v = define_value(c, p->name, &found);
+        if (!found) {
+          if (!p->b)
+            ag__ck_error(c, p, "constant '%s' needs a value: '%s: const = 64' (or --set %s=64)",
+                         p->name, p->name, p->name);
+          v = as_const(c, p->b, eval(c, p->b), "a constant parameter's value");
+        }
+        bind(c, p->name, vint(c, ag__xc(c, v)));
+        ag__param pm;
+        memset(&pm, 0, sizeof pm);
+        pm.name = p->name;
+        if (ag_vec_push(&c->params, pm))
+          ag__ck_oom(c);
+      } else if (is_tensor && pass == 1) {
+        if (p->b)
+          ag__ck_error(c, p->b, "a tensor parameter has no default value");
+        int n = ty->list.n;
+        if (n < 2)
+          ag__ck_error(c, ty, "Tensor(dims..., dtype) needs at least one dim and a dtype");
+        ag__param pm;
+        memset(&pm, 0, sizeof pm);
+        pm.name = p->name;
+        pm.is_tensor = 1;
+        pm.dt = as_dtype(c, ty->list.v[n - 1]);
+        pm.rank = n - 1;
+        pm.dims = ag__ck_alloc(c, (size_t)pm.rank * sizeof *pm.dims);
+        for (int d = 0; d < pm.rank; d++) {
+          const ag_tile_node *dn = ty->list.v[d];
+          if (dn->kind == AG_TN_NAME && !lookup(c, dn->name)) {
+            if (!strcmp(dn->name, "tid") || ag__dt_lookup(dn->name) != DT_NONE)
+              ag__ck_error(c, dn, "'%s' is reserved and cannot name a problem size", dn->name);
+            /* a new problem size */
+            const ag_expr *s = ag_expr_sym(&c->lc, dn->name);
+            if (!s)
+              ag__ck_oom(c);
+            bind_in(c, c->scope, dn->name, vint(c, s));
+            if (ag_vec_push(&c->sizes, dn->name))
+              ag__ck_oom(c);
+          }
+          pm.dims[d] = as_int(c, dn, eval(c, dn), "a tensor dim");
+        }
+        if (ag_vec_push(&c->params, pm))
+          ag__ck_oom(c);
+        ag__tile *t = tile_new(c);
+        t->sp = SP_GLOBAL;
+        t->dt = pm.dt;
+        t->name = p->name;
+        ag__gview *g = &t->g;
+        g->tensor = (int)c->params.n - 1;
+        g->rank = pm.rank;
+        g->dims = pm.dims;
+        g->tdim = ag__ck_alloc(c, (size_t)pm.rank * sizeof *g->tdim);
+        g->mult = ag__ck_alloc(c, (size_t)pm.rank * sizeof *g->mult);
+        g->origin = ag__ck_alloc(c, (size_t)pm.rank * sizeof *g->origin);
+        for (int d = 0; d < pm.rank; d++) {
+          g->tdim[d] = d;
+          g->mult[d] = ag__xc(c, d == pm.rank - 1 ? ag__dt_size(pm.dt) : 1);
+          g->origin[d] = ag__xc(c, 0);
+        }
+        ag__value *v = newv(c, V_TILE);
+        v->t = t;
+        bind(c, p->name, v);
+      }
+    }
+  for (int i = 0; i < c->opts->ndefines; i++) {
+    const char *d = c->opts->defines[i];
+    const char *eq = strchr(d, '=');
+    int ok = 0;
+    for (int j = 0; j < k->list.n && eq; j++) {
+      const ag_tile_node *p = k->list.v[j];
+      if (strlen(p->name) == (size_t)(eq - d) && !strncmp(p->name, d, (size_t)(eq - d)) &&
+          p->a->kind == AG_TN_NAME && !strcmp(p->a->name, "const"))
+        ok = 1;
+    }
+    if (!ok)
+      ag__ck_error(c, k, "--set %s: kernel '%s' has no constant parameter by that name", d,
+                   k->name);
+  }
+}
+
+int ag__interp_kernel(ag__ck *c) {
+  const ag_tile_node *k = c->kernel;
+  /* @threads(x[, y[, z]]), and optionally @grid(x[, y[, z]]) */
+  c->tdim[0] = c->tdim[1] = c->tdim[2] = 1;
+  const ag_tile_node *deco = NULL;
+  c->grid = NULL;
+  for (int i = 0; k->a && i < k->a->list.n; i++) {
+    const ag_tile_node *d = k->a->list.v[i];
+    const char *dn = d->a->kind == AG_TN_NAME ? d->a->name : "";
+    if (!strcmp(dn, "threads")) {
+      if (deco)
+        ag__ck_error(c, d, "@threads given twice");
+      deco = d;
+    } else if (!strcmp(dn, "grid")) {
+      if (c->grid)
+        ag__ck_error(c, d, "@grid given twice");
+      c->grid = d;
+    } else {
+      ag__ck_error(c, d, "unknown decorator '@%s' (known: @threads, @grid)", dn);
+    }
+  }
+  if (!deco)
+    ag__ck_error(c, k,
+                 "a kernel declares its thread-block size first: @threads(128) before 'def'");
+  nargs(c, deco, 1, 3, "@threads(x[, y[, z]])");
+  c->nthreads = 1;
+  for (int i = 0; i < deco->list.n; i++) {
+    c->tdim[i] = as_const(c, deco->list.v[i], eval(c, deco->list.v[i]), "a block dimension");
+    if (c->tdim[i] < 1 || c->tdim[i] > 1024)
+      ag__ck_error(c, deco->list.v[i], "a block dimension is between 1 and 1024");
+    c->nthreads *= c->tdim[i];
+  }
+  if (c->nthreads > 1024)
+    ag__ck_error(c, deco, "a block has at most 1024 threads, not %lld", (long long)c->nthreads);
+  c->tid = ag_expr_sym(&c->lc, "tid");
+  c->bid[0] = ag_expr_sym(&c->lc, "bid.x");
+  c->bid[1] = ag_expr_sym(&c->lc, "bid.y");
+  c->bid[2] = ag_expr_sym(&c->lc, "bid.z");
+  if (!c->tid || !c->bid[0] || !c->bid[1] || !c->bid[2])
+    ag__ck_oom(c);
+  setup_params(c);
+  if (c->grid) {
+    /* blockIdx.a < grid dim a: symbolic extents, checked by the solver */
+    nargs(c, c->grid, 1, 3, "@grid(x[, y[, z]])");
+    for (int i = 0; i < 3; i++) {
+      const ag_expr *ext = i < c->grid->list.n
+                               ? as_int(c, c->grid->list.v[i], eval(c, c->grid->list.v[i]),
+                                        "a grid dimension")
+                               : ag__xc(c, 1);
+      const ag__bx *b = ag__bcmp(c, AG_OP_LT, c->bid[i], ext);
+      int v;
+      if (ag__bis_const(b, &v) && !v)
+        ag__ck_error(c, c->grid, "grid dimension %d is empty", i);
+      if (ag_vec_push(&c->assumes, b))
+        ag__ck_oom(c);
+    }
+  }
+  exec_block(c, &k->list2);
+  /* copies never committed or waited for stay unsettled: reads of them are
+   * top, which the solver reports */
+  return 0;
+}
+
+/* Module-level statements: constants shared by the kernels. */
+void ag__interp_module(ag__ck *c, const ag_tile_program *p);
+void ag__interp_module(ag__ck *c, const ag_tile_program *p) {
+  for (int i = 0; i < p->top.n; i++) {
+    const ag_tile_node *n = p->top.v[i];
+    if (n->kind == AG_TN_KERNEL)
+      continue;
+    if (n->kind != AG_TN_ASSIGN && n->kind != AG_TN_PASS)
+      ag__ck_error(c, n, "at the top level of a file only constants ('BM = 64') and kernels "
+                         "may appear");
+    if (n->kind == AG_TN_ASSIGN) {
+      exec_assign(c, n);
+      for (int j = 0; j < n->list.n; j++) {
+        ag__value *v = lookup(c, n->list.v[j]->name);
+        if (!v || v->k != V_INT || !ag_expr_is_const(v->i, NULL))
+          ag__ck_error(c, n, "a top-level name must be an integer constant");
+      }
+    }
+  }
+}

@@ -1,0 +1,80 @@
+/*
+ * intrin.c — the table of hardware intrinsics the tile DSL exposes: for each,
+ * its operands, its thread-value layouts and its semantics, as data. The
+ * interpreter has one handler per semantic kind (matrix multiply-accumulate,
+ * row gather, asynchronous copy, group bookkeeping, barrier); adding an
+ * instruction of a known kind (a wgmma shape, a TMA box) is a new row plus
+ * its layouts.
+ *
+ * TV layouts map (lane, value) to the element's offset in the operand's tile,
+ * column-major, as argus/layout_atoms.h does. The mma layouts come from the
+ * layout module's atoms by name; the ldmatrix rows below are written for
+ * every width and for .trans (the atoms module has .x4 only, and a test
+ * compares the two). For ldmatrix the tile stacks the `num` 8x8 matrices
+ * (row 8*i + r is row r of matrix i, supplied by lane 8*i + r):
+ *   non-trans: lane (t0 = lane%4, t1 = lane/4), value (v0 = v%2, i = v/2)
+ *              holds row 8i + t1, column 2*t0 + v0
+ *   trans:     holds row 8i + 2*t0 + v0, column t1
+ * (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
+ */
+#include "check_int.h"
+
+#include <string.h>
+
+#define MMA_ROW(nm, dtname)                                                                  \
+  {                                                                                          \
+    .name = nm, .kind = IK_MMA,                                                              \
+    .ptx = "mma.sync.aligned.m16n8k16.row.col.f32." dtname "." dtname ".f32", .nops = 4,    \
+    .opnames = {"d", "a", "b", "c"}, .m = 16, .n = 8, .k = 16,                               \
+    .atom_a = "mma.m16n8k16.a", .atom_b = "mma.m16n8k16.b", .atom_c = "mma.m16n8k16.c",     \
+    .acc_dt = DT_F32,                                                                        \
+    .semantics = "D[m,n] = sum_k A[m,k] * B[n,k] + C[m,n] per warp; each D element takes "   \
+                 "the tag of the C element in the same register"                             \
+  }
+
+#define LDM_ROW(nm, ptxname, num_, trans_, dst, src)                                         \
+  {                                                                                          \
+    .name = nm, .kind = IK_LDMATRIX, .ptx = ptxname, .nops = 2, .opnames = {"dst", "src"},   \
+    .num = num_, .trans = trans_, .dst_tv = dst, .src_tv = src,                              \
+    .semantics = "each lane supplies one 16-byte row address; destination b16 values take "  \
+                 "the tags of the shared-memory bytes their layout selects"                  \
+  }
+
+static const ag__intrin table[] = {
+    MMA_ROW("mma_m16n8k16", "bf16"),
+    LDM_ROW("ldmatrix_x1", "ldmatrix.sync.aligned.m8n8.x1.shared.b16", 1, 0,
+            "((4,8),(2,1)):((16,1),(8,8))", "(8,8):(1,8)"),
+    LDM_ROW("ldmatrix_x2", "ldmatrix.sync.aligned.m8n8.x2.shared.b16", 2, 0,
+            "((4,8),(2,2)):((32,1),(16,8))", "(16,8):(1,16)"),
+    LDM_ROW("ldmatrix_x4", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4, 0,
+            "((4,8),(2,4)):((64,1),(32,8))", "(32,8):(1,32)"),
+    LDM_ROW("ldmatrix_x1_trans", "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16", 1, 1,
+            "((4,8),(2,1)):((2,8),(1,8))", "(8,8):(1,8)"),
+    LDM_ROW("ldmatrix_x2_trans", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16", 2, 1,
+            "((4,8),(2,2)):((2,16),(1,8))", "(16,8):(1,16)"),
+    LDM_ROW("ldmatrix_x4_trans", "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", 4, 1,
+            "((4,8),(2,4)):((2,32),(1,8))", "(32,8):(1,32)"),
+    {.name = "cp_async", .kind = IK_CP_ASYNC, .ptx = "cp.async.cg/ca.shared.global",
+     .nops = 2, .opnames = {"dst", "src"}, .sizes = 4 | 8 | 16,
+     .semantics = "copies 4, 8 or 16 bytes from global to shared memory in the open group; "
+                  "the bytes carry the source's tags once a wait retires the group"},
+    {.name = "cp_async_commit", .kind = IK_CP_COMMIT, .ptx = "cp.async.commit_group",
+     .semantics = "closes the open group of cp_async copies"},
+    {.name = "cp_async_wait", .kind = IK_CP_WAIT, .ptx = "cp.async.wait_group N", .nops = 1,
+     .opnames = {"n"},
+     .semantics = "waits until at most N committed groups are pending"},
+    {.name = "syncthreads", .kind = IK_SYNC, .ptx = "bar.sync 0",
+     .semantics = "block-wide barrier: shared-memory writes before it are visible after it"},
+};
+
+const ag__intrin *ag__intrin_lookup(const char *name) {
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (strcmp(table[i].name, name) == 0)
+      return &table[i];
+  return NULL;
+}
+
+const ag__intrin *ag__intrin_table(int *n) {
+  *n = (int)(sizeof table / sizeof table[0]);
+  return table;
+}

@@ -1,0 +1,489 @@
+/*
+ * test_tile_check.c — the tile checker: the examples are proved (no false
+ * alarm); every planted bug is caught with the right counterexample (which
+ * assertion, which data, which reason, a consistent thread and block); the
+ * lattice semantics on small programs (bottom for constants, join with
+ * bottom, top for two writes, reset, byte reassembly, races, guards);
+ * malformed programs give a diagnostic at the right place; the JSON report.
+ */
+#include "argus/tile_check.h"
+#include "check.h"
+#include "tile_util.h"
+
+static ag_tile_report *check_file(const char *rel, ag_diags *d, int *rc) {
+  char *src = tu_read(rel, NULL);
+  if (!src) {
+    *rc = AG_EIO;
+    return NULL;
+  }
+  ag_tile_report *r = tu_check(src, rel, d, rc, NULL);
+  ag_free(src);
+  return r;
+}
+
+TEST(test_examples_proved) {
+  static const struct {
+    const char *file;
+    int nasserts;
+    int64_t instances; /* of the largest assertion */
+  } ex[] = {{"examples/tile/gemm.tile", 4, 128}, {"examples/tile/attention.tile", 4, 256}};
+  for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = check_file(ex[i].file, &d, &rc);
+    CHECK_EQ_INT(rc, 0);
+    if (!r) {
+      ag_str s = AG_STR_INIT;
+      ag_diags_format(&d, &s);
+      fprintf(stderr, "%s", ag_str_cstr(&s));
+      ag_str_release(&s);
+      ag_diags_release(&d);
+      continue;
+    }
+    CHECK_EQ_INT(r->nasserts, ex[i].nasserts);
+    int64_t most = 0;
+    for (int k = 0; k < r->nasserts; k++) {
+      CHECK_EQ_INT(r->asserts[k].status, AG_TILE_PROVED);
+      CHECK(r->asserts[k].cex == NULL);
+      if (r->asserts[k].instances > most)
+        most = r->asserts[k].instances;
+    }
+    CHECK_EQ_INT(most, ex[i].instances);
+    CHECK(ag_tile_report_ok(r));
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
+/* Parses "(a, b, c)" into v; returns the count. */
+static int tag_vals(const char *t, int64_t *v, int max) {
+  int n = 0;
+  if (!t || *t != '(')
+    return 0;
+  const char *p = t + 1;
+  while (*p && *p != ')' && n < max) {
+    v[n++] = strtoll(p, (char **)&p, 10);
+    while (*p == ',' || *p == ' ')
+      p++;
+  }
+  return n;
+}
+
+typedef struct bug {
+  const char *mut;
+  const char *assert_text; /* a substring of the violated assertion's line */
+  const char *reason;      /* substring of the counterexample's reason */
+  const char *lhs_elem;    /* prefix of the left side's data element, or NULL */
+  const char *rhs_elem;
+  const char *via;         /* substring of the left or right 'via' */
+  int differ_comp;         /* a tag component that must differ (-1: any / none) */
+  int same_comp;           /* a tag component that must agree (-1: none) */
+} bug;
+
+static const bug bugs[] = {
+    {"gemm-stage", "assert tag(fa[e])", "not settled", NULL, NULL, "not been waited", -1, -1},
+    {"gemm-swizzle", "assert tag(fa[e])", "the tags differ", "A[", NULL, "'sA'", 1, 0},
+    {"gemm-ldmatrix", "assert tag(fa[e])", "the tags differ", "A[", NULL, "'sA'", 0, 1},
+    {"gemm-overlap", "assert tag(sAh[", "two writes", "", NULL, "'sA'", -1, -1},
+    {"gemm-trans", "assert tag(fb[e])", "the tags differ", "B[", NULL, "'sB'", -1, -1},
+    {"gemm-nosync", "assert tag(fa[e])", "not settled", NULL, NULL, "no barrier", -1, -1},
+    {"attention-transpose", "assert tag(fp[e])", "the tags differ", "rs[", "V[", "'smem'", 2, 1},
+    {"attention-stage", "assert tag(fq[e])", "right side is top", "Q[", NULL, "not been waited", -1,
+     -1},
+    {"attention-swizzle", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", -1, 1},
+    {"attention-overlap", "assert tag(sVt[st, 2 * (u % 32), 4", "top", NULL, NULL, "'smem'", -1,
+     -1},
+    {"attention-ldmatrix", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", 2, 1},
+};
+
+TEST(test_planted_bugs) {
+  for (size_t i = 0; i < sizeof bugs / sizeof bugs[0]; i++) {
+    const bug *b = &bugs[i];
+    char *src = tu_mutate(b->mut);
+    CHECK(src != NULL);
+    if (!src)
+      continue;
+    int line = tu_line_of(src, b->assert_text);
+    CHECK(line > 0);
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(src, b->mut, &d, &rc, NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (!r) {
+      ag_diags_release(&d);
+      free(src);
+      continue;
+    }
+    CHECK(!ag_tile_report_ok(r));
+    const ag_tile_assert_result *a = tu_find(r, line);
+    CHECK(a != NULL);
+    if (a && a->status != AG_TILE_VIOLATED)
+      fprintf(stderr, "%s: line %d is not violated\n", b->mut, line);
+    if (a && a->status == AG_TILE_VIOLATED && a->cex) {
+      const ag_tile_cex *x = a->cex;
+      CHECK_CONTAINS(x->reason, b->reason);
+      CHECK_EQ_INT(x->warp, x->thread / 32);
+      CHECK_EQ_INT(x->lane, x->thread % 32);
+      CHECK(x->thread >= 0 && x->thread < 128);
+      CHECK(x->nloops > 0);
+      if (b->lhs_elem && *b->lhs_elem)
+        CHECK(x->lhs.element && !strncmp(x->lhs.element, b->lhs_elem, strlen(b->lhs_elem)));
+      if (b->rhs_elem)
+        CHECK(x->rhs.element && !strncmp(x->rhs.element, b->rhs_elem, strlen(b->rhs_elem)));
+      const char *via = x->lhs.via ? x->lhs.via : "";
+      const char *via2 = x->rhs.via ? x->rhs.via : "";
+      const char *tags = x->lhs.tag ? x->lhs.tag : "";
+      const char *rtags = x->rhs.tag ? x->rhs.tag : "";
+      if (!strstr(via, b->via) && !strstr(via2, b->via) && !strstr(tags, b->via) &&
+          !strstr(rtags, b->via)) {
+        fprintf(stderr, "%s: '%s' not in via/tag: %s | %s | %s | %s\n", b->mut, b->via, via,
+                via2, tags, rtags);
+        CHECK(0);
+      }
+      if (!strcmp(b->reason, "the tags differ"))
+        CHECK(strcmp(x->lhs.tag, x->rhs.tag) != 0);
+      int64_t lv[8], rv[8];
+      int nl = tag_vals(x->lhs.tag, lv, 8), nr = tag_vals(x->rhs.tag, rv, 8);
+      if (b->differ_comp >= 0) {
+        CHECK(nl > b->differ_comp && nr > b->differ_comp);
+        if (nl > b->differ_comp && nr > b->differ_comp)
+          CHECK(lv[b->differ_comp] != rv[b->differ_comp]);
+      }
+      if (b->same_comp >= 0 && nl > b->same_comp && nr > b->same_comp)
+        CHECK_EQ_INT(lv[b->same_comp], rv[b->same_comp]);
+      /* the block lies inside the grid the kernel declares */
+      int64_t M = tu_size(x, "M"), sq = tu_size(x, "sq"), hq = tu_size(x, "hq");
+      if (M > 0)
+        CHECK(x->block[0] < M / 64);
+      if (sq > 0)
+        CHECK(x->block[0] < sq / 64 && x->block[1] < hq);
+    } else {
+      CHECK(0);
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+    free(src);
+  }
+}
+
+/* Small programs: the lattice, shared memory, guards. */
+typedef struct prog {
+  const char *name;
+  const char *text;
+  ag_tile_status want[4]; /* per assertion, in source order */
+  const char *reason;     /* for the first violated one */
+} prog;
+
+#define HDR32 "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+
+static const prog progs[] = {
+    {"constants are bot",
+     HDR32 "    r = make_local((2,), f32)\n    fill(r, 0)\n    assert tag(r[0]) == bot\n"
+           "    assert tag(r[1]) == (1,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "bot"},
+    {"select joins with bot",
+     HDR32 "    x = 0 if tid < 3 else A[tid]\n    assert tag(x) == (tid,)\n"
+           "    assert tag(x) == (tid + 1,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
+    {"two writes make top",
+     HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    s[tid] = A[tid + 32]\n"
+           "    syncthreads()\n    assert tag(s[tid]) != top\n",
+     {AG_TILE_VIOLATED}, "two writes"},
+    {"reset clears",
+     HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
+           "    reset(s)\n    assert tag(s[tid]) == bot\n    s[tid] = A[tid + 32]\n"
+           "    syncthreads()\n    assert tag(s[tid]) == (tid + 32,)\n"
+           "    assert tag(s[tid]) != top\n",
+     {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_PROVED}, NULL},
+    {"a 16-byte load reassembles 2-byte writes",
+     "@threads(32)\ndef k(A: Tensor(N, bf16)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "    s = make_shared((32, 8), bf16)\n    for j in range(8):\n"
+     "        s[tid, j] = A[tid * 8 + j]\n    syncthreads()\n    s16 = s.view((32,), u128)\n"
+     "    v = s16[(tid + 5) % 32]\n    vh = v.view((8,), bf16)\n    for j in range(8):\n"
+     "        assert tag(vh[j]) == ((tid + 5) % 32 * 8 + j,)\n"
+     "        assert tag(vh[j]) == ((tid + 5) % 32 * 8 + 7 - j,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
+    {"a read without a barrier races",
+     HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    assert tag(s[tid]) == (tid,)\n"
+           "    assert tag(s[(tid + 1) % 32]) == ((tid + 1) % 32,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "not settled"},
+    {"guarded writes",
+     "@threads(128)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "    s = make_shared((128,), f32)\n    if tid < 64:\n        s[tid] = A[tid]\n"
+     "    syncthreads()\n    assert tag(s[tid % 64]) == (tid % 64,)\n"
+     "    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "bot"},
+    {"integer assertions",
+     HDR32 "    assert tid < 32\n    assert tid < 20\n", {AG_TILE_PROVED, AG_TILE_VIOLATED},
+     "false"},
+    {"non-conformity",
+     HDR32 "    assert tag(A[tid]) != tag(A[tid + 1])\n    assert tag(A[tid]) != tag(A[tid])\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "same tag"},
+    {"a view the checker addresses linearly",
+     "@threads(32)\ndef k(A: Tensor(M, N, f32)):\n    T = A[i, j] -> (i, j)\n"
+     "    Af = A.view((M * N,), f32)\n    g = blockIdx.x * 32 + threadIdx.x\n"
+     "    assert tag(Af[g]) == (g / N, g % N)\n    assert tag(Af[g]) == (g / N, g % M)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
+    {"vector loads from global carry one tag per element",
+     "@threads(32)\ndef k(A: Tensor(M, 64, bf16)):\n    T = A[i, j] -> (i, j)\n"
+     "    Av = A.view((M, 8), u128)\n    x = Av[blockIdx.x, threadIdx.x % 8]\n"
+     "    xh = x.view((8,), bf16)\n    for j in range(8):\n"
+     "        assert tag(xh[j]) == (blockIdx.x, threadIdx.x % 8 * 8 + j)\n",
+     {AG_TILE_PROVED}, NULL},
+    {"a tag function relabels registers",
+     HDR32 "    r = make_local((4,), f32)\n    T_r = r[v] -> (tid * 4 + v, 7)\n"
+           "    for v in range(4):\n        assert tag(r[v]) == (tid * 4 + v, 7)\n"
+           "        assert tag(r[v])[1] == tag(r[(v + 1) % 4])[1]\n",
+     {AG_TILE_PROVED, AG_TILE_PROVED}, NULL},
+    {"an unwaited cp.async is top",
+     "@threads(32)\ndef k(A: Tensor(N, u32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "    s = make_shared((32,), u32)\n    cp_async(s[tid], A[tid])\n    cp_async_commit()\n"
+     "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n    cp_async_wait(0)\n"
+     "    syncthreads()\n    assert tag(s[(tid + 3) % 32]) == ((tid + 3) % 32,)\n",
+     {AG_TILE_VIOLATED, AG_TILE_PROVED}, "not been waited"},
+    {"ldmatrix x1 and x2.trans follow the PTX fragment layouts",
+     "@threads(32)\ndef k(A: Tensor(16, 8, bf16)):\n    T = A[r, c] -> (r, c)\n"
+     "    lane = threadIdx.x\n    s = make_shared((16, 8), bf16)\n    sv = s.view((16,), u128)\n"
+     "    Av = A.view((16,), u128)\n    if lane < 16:\n        sv[lane] = Av[lane]\n"
+     "    syncthreads()\n    r1 = make_local((1,), u32)\n    ldmatrix_x1(r1, sv[lane % 8])\n"
+     "    h1 = r1.view((2,), bf16)\n    r2 = make_local((2,), u32)\n"
+     "    ldmatrix_x2_trans(r2, sv[lane % 16])\n    h2 = r2.view((4,), bf16)\n"
+     "    for v in range(2):\n        assert tag(h1[v]) == (lane / 4, lane % 4 * 2 + v)\n"
+     "    for v in range(4):\n"
+     "        assert tag(h2[v]) == (v / 2 * 8 + lane % 4 * 2 + v % 2, lane / 4)\n"
+     "    for v in range(2):\n        assert tag(h1[v]) == (lane % 4 * 2 + v, lane / 4)\n",
+     {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
+};
+
+TEST(test_semantics) {
+  for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+    const prog *p = &progs[i];
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(p->text, p->name, &d, &rc, NULL);
+    if (rc) {
+      ag_str s = AG_STR_INIT;
+      ag_diags_format(&d, &s);
+      fprintf(stderr, "%s: %s\n%s", p->name, ag_strerror(rc), ag_str_cstr(&s));
+      ag_str_release(&s);
+    }
+    CHECK_EQ_INT(rc, 0);
+    if (!r) {
+      ag_diags_release(&d);
+      continue;
+    }
+    int first_bad = 1;
+    for (int k = 0; k < r->nasserts && k < 4; k++) {
+      if ((int)r->asserts[k].status != (int)p->want[k])
+        fprintf(stderr, "%s: assertion %d (line %d) is %d, want %d\n", p->name, k,
+                r->asserts[k].line, r->asserts[k].status, p->want[k]);
+      CHECK_EQ_INT(r->asserts[k].status, p->want[k]);
+      if (r->asserts[k].status == AG_TILE_VIOLATED && first_bad) {
+        first_bad = 0;
+        CHECK(r->asserts[k].cex != NULL);
+        if (r->asserts[k].cex && p->reason) {
+          const ag_tile_cex *x = r->asserts[k].cex;
+          char all[1024];
+          snprintf(all, sizeof all, "%s | %s | %s", x->reason ? x->reason : "",
+                   x->lhs.tag ? x->lhs.tag : "", x->rhs.tag ? x->rhs.tag : "");
+          CHECK_CONTAINS(all, p->reason);
+        }
+      }
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
+/* Counterexample contents for small programs whose answer is known. */
+TEST(test_counterexample_values) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  const char *text = "@threads(128)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n"
+                     "    tid = threadIdx.x\n    s = make_shared((128,), f32)\n"
+                     "    if tid < 64:\n        s[tid] = A[tid]\n    syncthreads()\n"
+                     "    assert tag(s[tid]) == (tid,)\n";
+  ag_tile_report *r = tu_check(text, "g.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  if (r && r->nasserts == 1 && r->asserts[0].cex) {
+    const ag_tile_cex *x = r->asserts[0].cex;
+    CHECK(x->thread >= 64); /* only threads 64.. read an unwritten word */
+    CHECK_CONTAINS(x->lhs.tag, "bot");
+    CHECK_CONTAINS(x->lhs.via, "which no write reaches");
+    CHECK_EQ_INT(r->asserts[0].line, 9);
+    CHECK_EQ_INT(r->asserts[0].col, 5);
+  } else {
+    CHECK(0);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  /* the element and the writer of a wrong read */
+  ag_diags_init(&d);
+  const char *t2 = "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i * 10,)\n"
+                   "    tid = threadIdx.x\n    s = make_shared((32,), f32)\n"
+                   "    s[(tid + 1) % 32] = A[tid + 100]\n    syncthreads()\n"
+                   "    assert tag(s[tid]) == (tid * 10 + 1000,)\n";
+  r = tu_check(t2, "w.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  if (r && r->nasserts == 1 && r->asserts[0].cex) {
+    const ag_tile_cex *x = r->asserts[0].cex;
+    int64_t t = x->thread, w = (t + 31) % 32; /* the thread that wrote s[t] */
+    char want[64];
+    snprintf(want, sizeof want, "A[%lld]", (long long)(w + 100));
+    CHECK_EQ_STR(x->lhs.element, want);
+    snprintf(want, sizeof want, "(%lld)", (long long)((w + 100) * 10));
+    CHECK_EQ_STR(x->lhs.tag, want);
+    snprintf(want, sizeof want, "(%lld)", (long long)(t * 10 + 1000));
+    CHECK_EQ_STR(x->rhs.tag, want);
+    snprintf(want, sizeof want, "written by thread %lld at w.tile:6:5", (long long)w);
+    CHECK_CONTAINS(x->lhs.via, want);
+    CHECK(x->lhs.via && strstr(x->lhs.via, "shared 's' byte"));
+  } else {
+    CHECK(0);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+}
+
+/* Malformed programs: AG_EPARSE with a diagnostic where the problem is. */
+typedef struct sbad {
+  const char *text;
+  int line, col;
+  const char *msg;
+} sbad;
+
+#define H "@threads(32)\ndef k(A: Tensor(N, f32), B: Tensor(M, 8, bf16)):\n"
+static const sbad sbads[] = {
+    {H "    x = y + 1\n", 3, 9, "unknown name 'y'"},
+    {H "    v = B.view((M, 3), u128)\n", 3, 9, "does not cover tensor 'B'"},
+    {H "    v = B.view((M / 2, 16), u128)\n", 3, 9, "is exact only when"},
+    {H "    r = make_local((4,), f32)\n    r[threadIdx.x % 4] = A[0]\n", 4, 5,
+     "register tile index must be a compile-time constant"},
+    {H "    for i in range(N):\n        pass\n", 3, 20, "compile-time constant"},
+    {"def k(A: Tensor(N, f32)):\n    pass\n", 1, 1, "@threads(128)"},
+    {H "    assume 1 == 2\n", 3, 5, "this assumption is false"},
+    {H "    s = make_shared((32,), u128)\n    cp_async(s[0], A[0])\n", 4, 5,
+     "same size"},
+    {H "    r = make_local((4,), u32)\n    ldmatrix_x4(r, A[0])\n", 4, 20,
+     "shared tile element"},
+    {H "    r = make_local((4,), u32)\n    reset(r)\n", 4, 5, "reset() takes a shared tile"},
+    {H "    T = B[i] -> (i,)\n", 3, 9, "has 2 dims; the tag function names 1"},
+    {H "    r = make_local((4,), f32)\n    r[0] = B[0, 0]\n", 4, 5, "cannot store 2-byte bf16"},
+    {H "    x = frobnicate(3)\n", 3, 9, "unknown function 'frobnicate'"},
+    {H "    if threadIdx.x < 3:\n        syncthreads()\n", 4, 9, "thread-dependent 'if'"},
+    {H "    if threadIdx.x < 3:\n        q = 1\n    else:\n        q = 2\n    z = q\n", 7, 9,
+     "different values on the two paths"},
+    {H "    s = make_shared((300000,), f32)\n", 3, 9, "exceeds the 227 KiB"},
+    {H "    s = make_shared((4,), u256)\n    s[0] = 1\n", 4, 5, "moves 1, 2, 4, 8 or 16 bytes"},
+    {"@threads(32)\n@frob(1)\ndef k(A: Tensor(N, f32)):\n    pass\n", 2, 2, "unknown decorator"},
+    {H "    a = make_local((8,), bf16)\n    b = make_local((4,), bf16)\n"
+       "    c = make_local((4,), f32)\n    mma_m16n8k16(c, a, a, c)\n",
+     6, 24, "is 16 bytes; it must be 8"},
+    {H "    x = A[0]\n    y = x[1]\n", 4, 9, "holds a single value"},
+    {H "    s = make_shared((64,), bf16)\n    v = s.view((8,), u128, swizzle(3, 0, 3))\n", 4, 9,
+     "swizzle period"},
+    {H "    assert tag(A[0]) == top\n", 3, 22, "not supported"},
+};
+
+TEST(test_semantic_errors) {
+  for (size_t i = 0; i < sizeof sbads / sizeof sbads[0]; i++) {
+    const sbad *b = &sbads[i];
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(b->text, "bad.tile", &d, &rc, NULL);
+    CHECK_EQ_INT(rc, AG_EPARSE);
+    CHECK(r == NULL);
+    ag_tile_report_free(r);
+    tu_expect_diag(&d, i, b->line, b->col, b->msg);
+    ag_diags_release(&d);
+  }
+}
+
+TEST(test_json_report) {
+  char *src = tu_mutate("gemm-swizzle");
+  CHECK(src != NULL);
+  if (!src)
+    return;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(src, "gemm-swizzle.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  json_t *j = r ? ag_tile_report_json(r) : NULL;
+  CHECK(j != NULL);
+  if (j) {
+    CHECK_EQ_INT(json_integer_value(json_object_get(j, "schema")), 1);
+    CHECK_EQ_STR(json_string_value(json_object_get(j, "verdict")), "violated");
+    json_t *as = json_object_get(j, "assertions");
+    CHECK(json_is_array(as) && json_array_size(as) == 4);
+    int found = 0;
+    for (size_t k = 0; k < json_array_size(as); k++) {
+      json_t *a = json_array_get(as, k);
+      json_t *cx = json_object_get(a, "counterexample");
+      if (!cx)
+        continue;
+      found = 1;
+      CHECK_EQ_STR(json_string_value(json_object_get(a, "status")), "violated");
+      CHECK(json_is_array(json_object_get(cx, "block")));
+      CHECK(json_is_integer(json_object_get(cx, "thread")));
+      CHECK(json_is_object(json_object_get(cx, "loops")));
+      CHECK(json_is_integer(json_object_get(json_object_get(cx, "loops"), "kt")));
+      CHECK(json_is_string(json_object_get(json_object_get(cx, "lhs"), "element")));
+      CHECK(json_is_string(json_object_get(json_object_get(cx, "rhs"), "tag")));
+    }
+    CHECK(found);
+    json_t *st = json_object_get(j, "stats");
+    CHECK(json_is_integer(json_object_get(st, "queries")));
+  }
+  json_decref(j);
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+}
+
+TEST(test_set_overrides) {
+  /* --set changes a const parameter: more K-tiles, more instances */
+  char *src = tu_read("examples/tile/gemm.tile", NULL);
+  CHECK(src != NULL);
+  if (!src)
+    return;
+  const char *defs[] = {"K=256"};
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.defines = defs;
+  o.ndefines = 1;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(src, "gemm.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, 0);
+  if (r) {
+    CHECK(ag_tile_report_ok(r));
+    int64_t most = 0;
+    for (int k = 0; k < r->nasserts; k++)
+      if (r->asserts[k].instances > most)
+        most = r->asserts[k].instances;
+    CHECK_EQ_INT(most, 256);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  /* an unknown name is an error */
+  const char *bad[] = {"KK=3"};
+  o.defines = bad;
+  ag_diags_init(&d);
+  r = tu_check(src, "gemm.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, AG_EPARSE);
+  CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, "no constant parameter"));
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+}
+
+RUN_TESTS(T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
+          T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
+          T(test_set_overrides))
