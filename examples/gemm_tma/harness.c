@@ -13,6 +13,7 @@
 #include <cuda.h>
 
 #include "argus/host.h"
+#include "../common/harness_util.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,38 +46,6 @@
       return 1;                                                                    \
     }                                                                              \
   } while (0)
-
-/* value k/8 for k in -8..8 as IEEE half bits (exact) */
-static uint16_t half_of_eighths(int k) {
-  if (k == 0)
-    return 0;
-  uint16_t sign = k < 0 ? 0x8000 : 0;
-  int a = k < 0 ? -k : k; /* a/8 = m * 2^e with 1 <= m < 2 */
-  int e = 0;
-  while ((1 << (e + 1)) <= a)
-    e++;
-  /* a = 2^e * (1 + f), value = 2^(e-3) * (1 + f) */
-  int exp = e - 3 + 15;
-  int frac = ((a << 10) >> e) & 0x3FF;
-  return (uint16_t)(sign | (exp << 10) | frac);
-}
-
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
-static int make_map(CUtensorMap *map, CUdeviceptr base, int rows, int cols, int box_rows) {
-  cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-  cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-  cuuint32_t box[2] = {BK, (cuuint32_t)box_rows};
-  cuuint32_t estr[2] = {1, 1};
-  CK(cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)base, dims, strides,
-                            box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
-  return 0;
-}
 
 int main(int argc, char **argv) {
   int M = 1024, N = 1024, K = 1024, reps = 20;
@@ -122,12 +91,12 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < na; i++) {
     x = x * 1664525u + 1013904223u;
     Ak[i] = (signed char)((int)(x >> 24) % 17 - 8);
-    A[i] = half_of_eighths(Ak[i]);
+    A[i] = ex_half_of_eighths(Ak[i]);
   }
   for (size_t i = 0; i < nb; i++) {
     x = x * 1664525u + 1013904223u;
     Bk[i] = (signed char)((int)(x >> 24) % 17 - 8);
-    B[i] = half_of_eighths(Bk[i]);
+    B[i] = ex_half_of_eighths(Bk[i]);
   }
 
   CUdevice dev;
@@ -151,7 +120,8 @@ int main(int argc, char **argv) {
   CK(cuMemcpyHtoD(dB, B, nb * 2));
   CK(cuMemsetD32(dC, 0x7fc00000u, nc)); /* NaN: unwritten outputs show */
   CUtensorMap ma, mb;
-  if (make_map(&ma, dA, M, K, BM) || make_map(&mb, dB, N, K, BN))
+  if (ex_make_map(&ma, dA, M, K, BM, BK, "gemm_tma") ||
+      ex_make_map(&mb, dB, N, K, BN, BK, "gemm_tma"))
     return 1;
   void *args[] = {&ma, &mb, &dC, &M, &N, &K};
   CUevent e0, e1;
@@ -169,22 +139,8 @@ int main(int argc, char **argv) {
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
   }
-  /* reference in integers: C = (sum Ak*Bk) / 64 */
-  long bad = 0;
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < N; j++) {
-      long s = 0;
-      const signed char *a = Ak + (size_t)i * K, *b = Bk + (size_t)j * K;
-      for (int k = 0; k < K; k++)
-        s += a[k] * b[k];
-      float want = (float)s / 64.0f, got = C[(size_t)i * N + j];
-      if (!(got == want)) {
-        if (bad < 5)
-          fprintf(stderr, "gemm_tma: C[%d][%d] = %.9g, expected %.9g\n", i, j, got, want);
-        bad++;
-      }
-    }
-  qsort(times, (size_t)reps, sizeof *times, cmp_float);
+  long bad = ex_check_gemm(Ak, Bk, C, M, N, K, "gemm_tma");
+  qsort(times, (size_t)reps, sizeof *times, ex_cmp_float);
   double ms = times[reps / 2];
   printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"reps\":%d,\"median_us\":%.3f,\"tflops\":%.2f,"
          "\"mismatches\":%ld}\n",

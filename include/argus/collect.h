@@ -100,6 +100,38 @@ typedef struct ag_trace_run_result {
 int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *why);
 void ag_trace_run_result_release(ag_trace_run_result *r);
 
+/* --------------------------------------- the multi-variant GPU worker */
+
+/* argus-worker: one process that runs many collections while keeping its
+ * CUDA context, calling the harness's library entry point (the spec's
+ * "run_library", ARGUS_HARNESS_MAIN in argus/host.h) once per collection
+ * (docs/probes.md). Each collection is judged as ag_trace_run judges a
+ * harness process: same evidence, errors and log. */
+typedef struct ag_worker ag_worker;
+
+typedef struct ag_worker_opts {
+  const char *exe;        /* the worker program; NULL: $ARGUS_WORKER, beside
+                             the running program, or the build's */
+  double start_timeout_s; /* for its CUDA initialization (<= 0: 120 s) */
+  int device;             /* the GPU it runs on (CUDA_VISIBLE_DEVICES); -1: any */
+} ag_worker_opts;
+
+/* Starts the worker without waiting for it (its CUDA initialization
+ * overlaps the caller's next steps). AG_ENOTFOUND when there is no worker
+ * program. *w is owned: ag_worker_stop it. */
+int ag_worker_start(const ag_worker_opts *o, ag_worker **out, ag_str *why);
+/* Runs one collection (o as for ag_trace_run; `library` the harness library,
+ * a bare name looked up in PATH). A job that crashes or hangs the worker, or
+ * loses its CUDA context, fails with the reason; the next call starts a
+ * fresh worker. Without a GPU the first call fails with AG_ENODEV. */
+int ag_worker_collect(ag_worker *w, const char *library, const ag_trace_run_opts *o,
+                      ag_trace_run_result *res, ag_str *why);
+/* Worker processes started and jobs run so far. */
+int ag_worker_stats(const ag_worker *w, int *starts, int *jobs);
+/* Asks the worker to quit (killing it when it does not) and frees w. NULL
+ * is a no-op. */
+void ag_worker_stop(ag_worker *w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -72,6 +72,12 @@ typedef struct ag_ev_record {
 #define AG_EV_RECORD_BYTES 16u
 #define AG_EV_NO_ITER 0xffffffffu
 
+/* Exposed-wait regions (docs/probes.md): a traced variant made with waits
+ * times each wait that completes an asynchronous operation as a synthetic
+ * child region named AG_EV_WAIT_PREFIX "<ordinal>" of the wait's region; the
+ * wait's op ID is "<that region's id in hex>:<ordinal>". */
+#define AG_EV_WAIT_PREFIX "argus_wait_"
+
 /* Per-warp metadata: lane 0 writes the entry anchors when the warp starts,
  * and the exit anchors and its count when it exits; every lane folds its
  * count into max_count. A slot

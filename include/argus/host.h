@@ -106,6 +106,21 @@ int ag_host_sync(ag_host *h);
  * leaves no evidence and its task fails saying so. */
 int ag_host_finish(ag_host *h);
 
+/* A harness's entry point. Written `ARGUS_HARNESS_MAIN(int argc, char **argv)`
+ * it is `main`; built with -DARGUS_HARNESS_LIBRARY (a shared library, the
+ * spec's "run_library") it is the exported `argus_harness_main`, which
+ * Argus's multi-variant GPU worker calls once per collection in one process
+ * that keeps its CUDA context (docs/probes.md). Such a harness returns
+ * instead of calling exit(), keeps no state in statics between calls, and
+ * frees what it allocates (host memory, device memory, its ag_host). */
+#define ARGUS_HARNESS_ENTRY "argus_harness_main"
+#ifdef ARGUS_HARNESS_LIBRARY
+#define ARGUS_HARNESS_MAIN __attribute__((visibility("default"))) int argus_harness_main
+#else
+#define ARGUS_HARNESS_MAIN int main
+#endif
+typedef int (*ag_harness_main_fn)(int argc, char **argv);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,6 +80,8 @@ typedef struct ag_evidence_kind {
   unsigned retained_scope; /* bit (1<<ag_scope_key) per coordinate recorded */
   unsigned effects;        /* collection effects (ag_effect bits) */
   int per_instance;        /* 1: one isolated collection per discovered instance */
+  const char *transform;   /* extra transform configuration (JSON object text) or NULL:
+                              "{\"waits\":true}" makes a traced variant time the waits */
 } ag_evidence_kind;
 
 typedef struct ag_recipe {
@@ -89,6 +91,8 @@ typedef struct ag_recipe {
   ag_qual qual;
   const char *unit;
   const char *summary;  /* one line for --help and docs */
+  const char *reference; /* evidence kind of the run that gives the observed
+                            baseline the synthesis joins (or NULL) */
 } ag_recipe;
 
 const ag_recipe *ag_recipe_find(const char *signal);
@@ -173,6 +177,21 @@ ag_task *ag_plan_task(const ag_plan *p, int id);
  * effects share a run; conflicting ones and per-instance probes get their
  * own. Called by ag_plan_build and again after expansion. */
 void ag_plan_partition(ag_plan *p);
+
+/* Async probes (docs/probes.md). The expansion of a Control(discover) task
+ * for per-instance evidence: from the discovery's site table (the JSON of
+ * ag_ptx_regions_to_json), one branch per (async site in the queried
+ * region's subtree, iteration in the scope's iteration window):
+ * transform.probe -> compile -> collect (its own run, forces_completion),
+ * each feeding the signal's Synthesize task. Call it from the plan's
+ * expander with the discover task's outputs. At most AG_PROBE_MAX_BRANCHES
+ * branches (AG_EINVAL with a message in *why beyond). */
+#define AG_PROBE_MAX_BRANCHES 4096
+/* The launch a probe collection records (launches before it run unrecorded):
+ * the harness's second, warm like the reference's later launches. */
+#define AG_PROBE_LAUNCH 1
+int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
+                    ag_str *why);
 
 /* Printing: text for people, JSON, Graphviz dot. */
 int ag_plan_print_text(const ag_plan *p, ag_str *out);

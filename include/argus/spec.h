@@ -5,9 +5,15 @@
  *   {"name": "gemm_tma",
  *    "module": {"cuda": "gemm_tma.cu", "flags": ["-arch=sm_90a"]}   or
  *              {"ptx": "gemm_tma.ptx"},
- *    "run": ["./gemm_tma_harness", "--size", "1024"]}
+ *    "run": ["./gemm_tma_harness", "--size", "1024"],
+ *    "run_library": "libgemm_tma_harness.so"}   (optional)
  *
- * Paths in "module" are relative to the spec file's directory. Unknown keys
+ * Paths in "module" are relative to the spec file's directory.
+ * "run_library" is the same harness built as a shared library exporting
+ * argus_harness_main (ARGUS_HARNESS_MAIN in argus/host.h): collections of
+ * many variants then run in one GPU worker process that keeps its CUDA
+ * context (docs/probes.md). A name without '/' is looked up like "run"'s
+ * argv[0]: in the directories of PATH. Unknown keys
  * and wrong types are errors with the spec's line and column.
  */
 #ifndef ARGUS_SPEC_H
@@ -29,6 +35,7 @@ typedef struct ag_spec {
   int nflags;
   char **run;    /* harness argv (NULL-terminated); NULL when absent */
   int nrun;
+  char *run_library; /* the harness as a shared library (path), or NULL */
 } ag_spec;
 
 /* Loads and validates a spec. *out is owned (ag_spec_free). AG_EPARSE with

@@ -20,9 +20,11 @@ extern "C" {
 
 /* ------------------------------------------------------------- evidence */
 
-/* What a record is: an occurrence of a region (written at its end marker)
- * or a role change (written at a role marker). */
-typedef enum ag_site_kind { AG_SITE_REGION, AG_SITE_ROLE } ag_site_kind;
+/* What a record is: an occurrence of a region (written at its end marker),
+ * a role change (written at a role marker), or an async probe's
+ * measurement (begin = clock at issue, end = clock at forced completion;
+ * written by a probe variant, docs/probes.md). */
+typedef enum ag_site_kind { AG_SITE_REGION, AG_SITE_ROLE, AG_SITE_ASYNC } ag_site_kind;
 
 typedef struct ag_ev_region {
   const char *name;  /* local name; the kernel's name for a root */
@@ -39,6 +41,9 @@ typedef struct ag_ev_site {
   int role;          /* role: index into roles; else -1 */
   int line;          /* PTX line of the end (or role) marker */
   int has_iter;      /* the region's begin markers carry an iteration */
+  const char *op_id; /* async: the probed site's op ID (borrowed), else NULL */
+  const char *op;    /* async: its kind ("tma_load") */
+  uint32_t occurrence; /* async: the probed occurrence */
 } ag_ev_site;
 
 typedef struct ag_ev_launch {
@@ -102,10 +107,21 @@ typedef struct ag_launch_clock {
   double span_ns;      /* median warp span */
 } ag_launch_clock;
 
+/* One async probe measurement: issue and forced-completion clocks of the
+ * probed instance in one warp (the warp's lane 0 records it). */
+typedef struct ag_probe_rec {
+  int site;            /* index into ev->sites (kind AG_SITE_ASYNC) */
+  uint32_t launch, sm, cta, warp;
+  uint32_t occurrence; /* the record's occurrence (= the site's) */
+  uint64_t issue, done; /* %clock64 at issue and at completion */
+} ag_probe_rec;
+
 typedef struct ag_trace {
   const ag_evidence *ev; /* borrowed */
   ag_occ *occ;
   size_t nocc;
+  ag_probe_rec *probes;  /* async probe records (probe variants), in warp order */
+  size_t nprobes;
   ag_launch_clock *clocks; /* per ev->launches entry */
   ag_str anomalies;       /* one line per anomaly, "" when none */
   size_t nanomalies;
@@ -166,6 +182,22 @@ void ag_dstats_of(double *v, size_t n, ag_dstats *out);
 /* Finds a region by qualified name, or by local name when that is unique.
  * Returns the index, -1 when absent, -2 when a local name is ambiguous. */
 int ag_evidence_find_region(const ag_evidence *ev, const char *name);
+
+/* ---------------------------------------------------------- async_latency */
+
+/* Synthesizes async_latency (docs/probes.md) from the program's discovery
+ * (the JSON of ag_ptx_regions_to_json: its "sites" with op IDs and done_by),
+ * the reference evidence of a traced variant made with waits (ref; NULL: no
+ * exposed waits) and the evidence of the probe runs (one probed instance
+ * each). Per instance in the scope: latency (derived: issue to forced
+ * completion in the probe run), exposed (observed: the reference's waits
+ * that complete the site, at the same occurrence) and hidden = latency −
+ * exposed (derived); instances that cannot be joined say why ("note").
+ * *out = {"instances": [...], "values": [{region, signal, stat, value, unit,
+ * qual}], "notes": [...]} (new reference). */
+int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
+                   const ag_evidence *const *probes, int nprobes, const ag_scope *scope,
+                   json_t **out);
 
 #ifdef __cplusplus
 }

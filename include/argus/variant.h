@@ -6,7 +6,15 @@
  *   traced      the reference-trace probes at the markers of the selected
  *               regions, plus per-warp entry/exit anchors in every kernel
  *               (the probe's design and its cost: docs/tracing.md; the
- *               records it writes: include/argus/evidence.h).
+ *               records it writes: include/argus/evidence.h); with `waits`
+ *               also the waits that complete asynchronous operations, each
+ *               timed as a synthetic region (the exposed wait of
+ *               async_latency, docs/probes.md);
+ *   probe       one forced-completion probe for one dynamic instance (site,
+ *               occurrence) of an asynchronous operation, on the per-warp
+ *               anchors of the traced variant: a timestamp at issue, a forced
+ *               completion right after issue, a timestamp at completion, in
+ *               the reference trace's record format (docs/probes.md).
  *
  * Each variant records its parent (SHA-256 of the original PTX), the
  * transform and its options, and, for a traced variant, the probe table
@@ -22,9 +30,13 @@
 extern "C" {
 #endif
 
-typedef enum ag_variant_kind { AG_VARIANT_TRACE_FREE, AG_VARIANT_TRACED } ag_variant_kind;
+typedef enum ag_variant_kind {
+  AG_VARIANT_TRACE_FREE,
+  AG_VARIANT_TRACED,
+  AG_VARIANT_PROBE
+} ag_variant_kind;
 
-const char *ag_variant_kind_name(ag_variant_kind k); /* "trace-free", "traced" */
+const char *ag_variant_kind_name(ag_variant_kind k); /* "trace-free", "traced", "probe" */
 int ag_variant_kind_parse(const char *s, ag_variant_kind *k); /* AG_EINVAL */
 
 typedef struct ag_variant_opts {
@@ -51,18 +63,56 @@ typedef struct ag_variant {
   json_t *transform;  /* {"kind":..., "regions":[...], "parent":...} (owned) */
 } ag_variant;
 
+/* What async_latency adds to a variant (docs/probes.md). Kept apart from
+ * ag_variant_opts so that its positional initializers stay valid. */
+typedef struct ag_variant_async {
+  /* traced: also time every wait that completes an asynchronous operation
+   * (mbarrier spin loops, cp.async / wgmma / bulk wait_group) as a synthetic
+   * child region "argus_wait_<ordinal>" of the wait's region, where
+   * <ordinal> is the wait site's ordinal in that region (so "<region id>:
+   * <ordinal>" is the wait's op ID in the parent) */
+  int waits;
+  /* probe: the instance: the site's op ID ("<region id hex>:<ordinal>") and
+   * its occurrence — the iteration operand of the innermost enclosing
+   * ARGUS_BEGIN_AT region, or else the thread's count of earlier passes
+   * through the site */
+  const char *probe_op;
+  uint32_t probe_occurrence;
+  /* probe, tests only: wait for the preceding barrier phase instead of the
+   * one the load completes (a deliberately wrong probe) */
+  int probe_wrong_phase;
+} ag_variant_async;
+
 /* Makes a variant of PTX text. `name` names it in diagnostics. Errors
  * (unknown or ambiguous --region, markers the probe cannot serve, PTX that
  * does not parse or whose markers are invalid) are diagnostics; returns
  * AG_EPARSE / AG_ENOTFOUND / AG_EUNSUPPORTED. */
 int ag_variant_make(const char *ptx, size_t len, const char *name,
                     const ag_variant_opts *o, ag_diags *diags, ag_variant **out);
+/* As ag_variant_make, with the async_latency additions (a may be NULL). A
+ * probe variant (o->kind AG_VARIANT_PROBE) needs a->probe_op. */
+int ag_variant_make_ex(const char *ptx, size_t len, const char *name, const ag_variant_opts *o,
+                       const ag_variant_async *a, ag_diags *diags, ag_variant **out);
 void ag_variant_free(ag_variant *v);
 
 /* Inserts the traced probes into a parsed, discovered module in place and
  * returns the probe table (new reference) in *probes. Exposed for tests. */
 int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_opts *o,
                    ag_diags *diags, json_t **probes, int *nsites);
+
+/* Makes the probe variant in place (probe first, then the per-warp anchors
+ * and record pipeline of ag_xform_trace with anchors_only) and returns its
+ * probe table (one site of kind "async") in *probes. Exposed for tests. */
+int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_async *a,
+                   ag_diags *diags, json_t **probes);
+/* Inserts the synthetic wait regions of opts.waits in place (markers only;
+ * discovery must run again afterwards). *nwaits: how many waits are timed. */
+int ag_xform_waits(ag_ptx_module *m, const ag_ptx_regions *r, ag_diags *diags, int *nwaits);
+
+/* Site kinds a probe can target: an asynchronous operation with a
+ * completion to force (tma_load, tma_store, tma_reduce, bulk_copy,
+ * cp_async, wgmma). */
+int ag_probe_site_supported(const ag_ptx_site *s);
 
 #ifdef __cplusplus
 }

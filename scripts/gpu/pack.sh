@@ -27,7 +27,7 @@ if [ ! -f "$STAGE/build/build.ninja" ]; then
   cmake -S "$STAGE/src" -B "$STAGE/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 ninja -C "$STAGE/build" -j 2
-for l in libjansson.so.4 libcrypto.so.3 libsqlite3.so.0 libzstd.so.1; do
+for l in libjansson.so.4 libcrypto.so.3 libsqlite3.so.0 libzstd.so.1 libz3.so.4; do
   p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ {print $NF; exit}')
   [ -n "$p" ] && cp -L "$p" "$STAGE/lib/$l"
 done

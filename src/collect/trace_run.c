@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "argus/evidence.h"
+#include "collect_int.h"
 
 void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
@@ -38,19 +39,10 @@ static void tail_of(const char *path, ag_str *why) {
   ag_free(text);
 }
 
-int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *why) {
-  memset(res, 0, sizeof *res);
-  int rc = ag_mkdir_p(o->out_dir, 0755);
-  if (rc) {
-    ag_str_printf(why, "cannot create the output directory '%s': %s", o->out_dir,
-                  ag_strerror(rc));
-    return rc;
-  }
-  ag_str ev = AG_STR_INIT, herr = AG_STR_INIT, logp = AG_STR_INIT;
-  ag_str e[10];
-  for (int i = 0; i < 10; i++)
-    ag_str_init(&e[i]);
+int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
   int ne = 0;
+  for (int i = 0; i < AG__RUN_ENV_MAX; i++)
+    ag_str_init(&e[i]);
   ag_str_printf(&e[ne++], "ARGUS_COLLECT=trace");
   ag_str_printf(&e[ne++], "ARGUS_OUT=%s", o->out_dir);
   ag_str_printf(&e[ne++], "ARGUS_VARIANT=%s", o->cubin_path);
@@ -68,43 +60,45 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
     ag_str_printf(&e[ne++], "ARGUS_TRACE_SKIP=%u", o->skip_launches);
   if (o->device >= 0)
     ag_str_printf(&e[ne++], "CUDA_VISIBLE_DEVICES=%d", o->device);
-  const char *envv[11];
+  *n = ne;
   for (int i = 0; i < ne; i++)
-    envv[i] = ag_str_cstr(&e[i]);
-  envv[ne] = NULL;
-  ag_str_printf(&ev, "%s/%s", o->out_dir, AG_EV_FILE_NAME);
-  ag_str_printf(&herr, "%s/host-error.txt", o->out_dir);
-  ag_str_printf(&logp, "%s/harness.log", o->out_dir);
-  if (ev.oom || herr.oom || logp.oom) {
-    rc = AG_ENOMEM;
-    goto out;
-  }
-  unlink(ag_str_cstr(&ev)); /* evidence of an earlier run is not this run's */
-  unlink(ag_str_cstr(&herr));
-  ag_proc_opts po;
-  memset(&po, 0, sizeof po);
-  po.argv = o->argv;
-  po.env_add = envv;
-  po.cwd = o->cwd;
-  po.stdout_path = ag_str_cstr(&logp);
-  po.stderr_path = ag_str_cstr(&logp);
-  po.timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
-  rc = ag_proc_run(&po, &res->proc);
+    if (e[i].oom)
+      return AG_ENOMEM;
+  return 0;
+}
+
+/* Prepares the output directory: evidence and errors of an earlier run are
+ * not this run's. Sets the three paths (owned by the caller's strings). */
+int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str *logp,
+                    ag_str *why) {
+  int rc = ag_mkdir_p(o->out_dir, 0755);
   if (rc) {
-    ag_str_printf(why, "cannot start the harness '%s': %s", o->argv[0], ag_strerror(rc));
-    goto out;
+    ag_str_printf(why, "cannot create the output directory '%s': %s", o->out_dir,
+                  ag_strerror(rc));
+    return rc;
   }
-  res->log_path = ag_str_detach(&logp);
+  ag_str_printf(ev, "%s/%s", o->out_dir, AG_EV_FILE_NAME);
+  ag_str_printf(herr, "%s/host-error.txt", o->out_dir);
+  ag_str_printf(logp, "%s/harness.log", o->out_dir);
+  if (ev->oom || herr->oom || logp->oom)
+    return AG_ENOMEM;
+  unlink(ag_str_cstr(ev));
+  unlink(ag_str_cstr(herr));
+  return 0;
+}
+
+int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, double timeout_s,
+                    ag_str *why) {
+  int rc = 0;
   char *hosterr = NULL;
   size_t hl = 0;
-  if (ag_file_read(ag_str_cstr(&herr), &hosterr, &hl) == 0) {
+  if (ag_file_read(herr, &hosterr, &hl) == 0) {
     while (hl && hosterr[hl - 1] == '\n')
       hosterr[--hl] = 0;
   }
-  int have_ev = access(ag_str_cstr(&ev), R_OK) == 0;
+  int have_ev = access(ev, R_OK) == 0;
   if (res->proc.timed_out) {
-    ag_str_printf(why, "the harness did not finish within %.0f s and was killed",
-                  po.timeout_s);
+    ag_str_printf(why, "the harness did not finish within %.0f s and was killed", timeout_s);
     rc = AG_ETIMEOUT;
   } else if (!res->proc.exited || res->proc.exit_code != 0) {
     ag_str d = AG_STR_INIT;
@@ -124,15 +118,50 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
     rc = AG_ECHILD;
   }
   if (rc) {
-    tail_of(res->log_path, why);
+    if (res->log_path)
+      tail_of(res->log_path, why);
     if (have_ev)
-      unlink(ag_str_cstr(&ev)); /* a failed run's evidence is not evidence */
+      unlink(ev); /* a failed run's evidence is not evidence */
   } else {
-    res->evidence_path = ag_str_detach(&ev);
+    res->evidence_path = ag_strdup(ev);
+    if (!res->evidence_path)
+      rc = AG_ENOMEM;
   }
   ag_free(hosterr);
+  return rc;
+}
+
+int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *why) {
+  memset(res, 0, sizeof *res);
+  ag_str ev = AG_STR_INIT, herr = AG_STR_INIT, logp = AG_STR_INIT;
+  ag_str e[AG__RUN_ENV_MAX];
+  int ne = 0;
+  int rc = ag__run_env(o, e, &ne);
+  if (!rc)
+    rc = ag__run_prepare(o, &ev, &herr, &logp, why);
+  if (rc)
+    goto out;
+  const char *envv[AG__RUN_ENV_MAX + 1];
+  for (int i = 0; i < ne; i++)
+    envv[i] = ag_str_cstr(&e[i]);
+  envv[ne] = NULL;
+  ag_proc_opts po;
+  memset(&po, 0, sizeof po);
+  po.argv = o->argv;
+  po.env_add = envv;
+  po.cwd = o->cwd;
+  po.stdout_path = ag_str_cstr(&logp);
+  po.stderr_path = ag_str_cstr(&logp);
+  po.timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
+  rc = ag_proc_run(&po, &res->proc);
+  if (rc) {
+    ag_str_printf(why, "cannot start the harness '%s': %s", o->argv[0], ag_strerror(rc));
+    goto out;
+  }
+  res->log_path = ag_str_detach(&logp);
+  rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res, po.timeout_s, why);
 out:
-  for (int i = 0; i < 10; i++)
+  for (int i = 0; i < AG__RUN_ENV_MAX; i++)
     ag_str_release(&e[i]);
   ag_str_release(&ev);
   ag_str_release(&herr);

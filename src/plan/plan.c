@@ -173,6 +173,50 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
   return t;
 }
 
+/* The task whose output is the evidence of kind ek: its variant, compiled,
+ * and (when a run is needed) collected. Returns the task id or -1. */
+static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
+  /* the variant: a traced variant probes every region of the module, so
+   * one reference run serves this query and any zoom-in on a subregion or
+   * a narrower scope (synthesis selects); docs/observe.md */
+  json_t *cfg = ek->transform ? json_loads(ek->transform, 0, NULL) : json_object();
+  if (!cfg)
+    return -1;
+  json_object_set_new(cfg, "variant", json_string(ek->variant));
+  ag_str op = AG_STR_INIT;
+  ag_str_printf(&op, "transform.%s", ek->variant);
+  ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, ag_str_cstr(&op), ag_str_cstr(&op), NULL, NULL,
+                           cfg, &prereq, prereq >= 0 ? 1 : 0);
+  ag_str_release(&op);
+  if (!v)
+    return -1;
+  ag_task *cc = ag_plan_add(p, AG_TASK_TRANSFORM, "compile", "compile PTX to cubin", NULL,
+                            NULL, json_pack("{s:s}", "arch", "sm_90a"), &v->id, 1);
+  if (!cc)
+    return -1;
+  if (!ek->backend)
+    return cc->id;
+  ag_task *col = collect_for(p, cc, ek, NULL);
+  return col ? col->id : -1;
+}
+
+/* Per-instance evidence needs the iteration window its branches cover. */
+static int check_instances(const ag_query *q, ag_diags *d) {
+  int bad = 0;
+  for (int i = 0; i < q->nsignals; i++) {
+    const ag_recipe *r = ag_recipe_find(q->signals[i]);
+    const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
+    if (ek && ek->per_instance && q->scope.dim[AG_SCOPE_ITER].n == 0) {
+      ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
+                   "signal '%s' runs one probe per site and iteration: give the iterations "
+                   "in the scope (--scope iter=0:8)",
+                   r->signal);
+      bad = 1;
+    }
+  }
+  return bad ? AG_EINVAL : 0;
+}
+
 int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan **out) {
   *out = NULL;
   if (!q->region || !*q->region) {
@@ -195,7 +239,7 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
       ag_str_release(&known);
       bad = 1;
     }
-  if (bad)
+  if (bad || check_instances(q, d))
     return AG_EINVAL;
   plan_impl *pi = ag_calloc(1, sizeof *pi);
   if (!pi)
@@ -222,41 +266,36 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
     const ag_evidence_kind *ek = ag_evidence_find(r->evidence);
     int prereq = -1;
     if (ek->prereq) {
-      /* discovery validates the region and lists its sites */
-      /* discovery validates the queried region: part of its identity */
+      /* discovery validates the queried region (part of its identity) and
+       * lists its sites */
       ag_task *c = ag_plan_add(p, AG_TASK_CONTROL, ek->prereq, "discover regions and sites",
                                q->region, NULL, NULL, NULL, 0);
       if (!c)
         goto fail_vec;
       prereq = c->id;
     }
-    /* the variant: a traced variant probes every region of the module, so
-     * one reference run serves this query and any zoom-in on a subregion or
-     * a narrower scope (synthesis selects); docs/observe.md */
-    ag_str op = AG_STR_INIT;
-    ag_str_printf(&op, "transform.%s", ek->variant);
-    ag_task *v = ag_plan_add(p, AG_TASK_TRANSFORM, ag_str_cstr(&op), ag_str_cstr(&op), NULL, NULL,
-                             json_pack("{s:s}", "variant", ek->variant), &prereq,
-                             prereq >= 0 ? 1 : 0);
-    ag_str_release(&op);
-    if (!v)
+    /* the synthesis reads the evidence's source (per-instance evidence: the
+     * branches the Control task adds later, and the discovery itself) and
+     * the reference run */
+    int deps[2], nd = 0;
+    if (ek->per_instance) {
+      if (prereq >= 0)
+        deps[nd++] = prereq;
+    } else if ((deps[nd++] = source_for(p, ek, prereq)) < 0) {
       goto fail_vec;
-    ag_task *cc = ag_plan_add(p, AG_TASK_TRANSFORM, "compile", "compile PTX to cubin", NULL,
-                              NULL, json_pack("{s:s}", "arch", "sm_90a"), &v->id, 1);
-    if (!cc)
-      goto fail_vec;
-    int src = cc->id;
-    if (ek->backend) {
-      ag_task *col = collect_for(p, cc, ek, NULL);
-      if (!col)
+    }
+    if (r->reference) {
+      const ag_evidence_kind *rk = ag_evidence_find(r->reference);
+      if (!rk || (deps[nd++] = source_for(p, rk, prereq)) < 0)
         goto fail_vec;
-      src = col->id;
     }
     ag_task *s = ag_plan_add(p, AG_TASK_SYNTHESIZE, r->synth, r->synth, q->region, &q->scope,
                              json_pack("{s:s,s:s}", "signal", r->signal, "unit", r->unit),
-                             &src, 1);
+                             deps, nd);
     if (!s || ag_vec_push(&synths, s->id))
       goto fail_vec;
+    /* one failed probe branch leaves the other instances' synthesis standing */
+    s->partial_ok = ek->per_instance;
   }
   ag_task *rep = ag_plan_add(p, AG_TASK_SYNTHESIZE, "report", "join into the report",
                              q->region, &q->scope, NULL, synths.v, (int)synths.n);

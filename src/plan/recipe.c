@@ -14,20 +14,30 @@
 
 static const ag_evidence_kind evidence_kinds[] = {
     /* region tracing: probes at the markers of the selected regions */
-    {"trace", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0},
+    {"trace", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0, NULL},
     /* the compiler's resource report for the unmodified module */
-    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0},
+    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0, NULL},
+    /* async_latency's observed baseline: a reference trace whose variant also
+     * times every wait that completes an async operation (docs/probes.md) */
+    {"async_ref", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0,
+     "{\"waits\":true}"},
+    /* one forced-completion probe per (async site, iteration): its own run */
+    {"async_probe", "probe", "trace", "discover", ALL_SCOPE, AG_EFF_FORCES_COMPLETION, 1, NULL},
 };
 
 static const ag_recipe recipes[] = {
     {"duration", "trace", "synth.duration", AG_QUAL_OBSERVED, "ns",
-     "time per region occurrence: count, total, mean, p50, p95, min, max; by SM and role"},
+     "time per region occurrence: count, total, mean, p50, p95, min, max; by SM and role", NULL},
     {"occurrences", "trace", "synth.occurrences", AG_QUAL_OBSERVED, "count",
-     "how many times each region ran in the scope, and which occurrences were dropped"},
+     "how many times each region ran in the scope, and which occurrences were dropped", NULL},
     {"timeline", "trace", "synth.timeline", AG_QUAL_OBSERVED, "chrome-trace",
-     "Chrome-trace JSON of every occurrence, a track per SM and warp (opens in Perfetto)"},
+     "Chrome-trace JSON of every occurrence, a track per SM and warp (opens in Perfetto)", NULL},
     {"static", "compile_log", "synth.static", AG_QUAL_OBSERVED, "",
-     "registers, spills, shared memory and stack from the compiler's report"},
+     "registers, spills, shared memory and stack from the compiler's report", NULL},
+    {"async_latency", "async_probe", "synth.async_latency", AG_QUAL_DERIVED, "ns",
+     "per async site and iteration: issue-to-completion latency (derived, forced-completion "
+     "probe), the consumer's exposed wait (observed) and the hidden part (derived)",
+     "async_ref"},
 };
 
 const ag_recipe *ag_recipe_find(const char *signal) {

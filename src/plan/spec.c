@@ -173,6 +173,12 @@ static char *resolve_path(const char *dir, const char *p) {
   return r;
 }
 
+/* "run_library": a path with '/' is relative to the spec; a bare name stays
+ * as is and is looked up in PATH when a collection uses it, like "run". */
+static char *resolve_lib(const char *dir, const char *p) {
+  return strchr(p, '/') ? resolve_path(dir, p) : ag_strdup(p);
+}
+
 static int str_array(json_t *a, char ***out, int *nout) {
   size_t n = json_array_size(a);
   char **v = ag_calloc(n + 1, sizeof *v);
@@ -227,9 +233,11 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   json_t *v;
   json_object_foreach(j, key, v) {
     const char *p1[] = {key};
-    if (strcmp(key, "name") && strcmp(key, "module") && strcmp(key, "run"))
+    if (strcmp(key, "name") && strcmp(key, "module") && strcmp(key, "run") &&
+        strcmp(key, "run_library"))
       spec_err(diags, text, path, p1, 1, 0,
-               "unknown key '%s' in program spec (expected name, module, run)", key);
+               "unknown key '%s' in program spec (expected name, module, run, run_library)",
+               key);
   }
   json_t *name = json_object_get(j, "name");
   if (!name) {
@@ -298,6 +306,19 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
     else if (str_array(run, &s->run, &s->nrun))
       goto out;
   }
+  json_t *lib = json_object_get(j, "run_library");
+  if (lib) {
+    const char *pl[] = {"run_library"};
+    if (!json_is_string(lib) || !*json_string_value(lib))
+      spec_err(diags, text, path, pl, 1, 1,
+               "\"run_library\" must be a file name (string): the harness built as a shared "
+               "library exporting argus_harness_main");
+    else if (!run)
+      spec_err(diags, text, path, pl, 1, 0,
+               "\"run_library\" needs \"run\" (the argv it is called with)");
+    else if (!(s->run_library = resolve_lib(s->dir, json_string_value(lib))))
+      goto out;
+  }
 invalid:
   rc = diags->nerrors > before ? AG_EPARSE : 0;
 out:
@@ -339,6 +360,7 @@ void ag_spec_free(ag_spec *s) {
   ag_free(s->path);
   ag_free(s->dir);
   ag_free(s->name);
+  ag_free(s->run_library);
   ag_free(s->cuda);
   ag_free(s->ptx);
   free_strv(s->flags);

@@ -1009,3 +1009,36 @@ const char *ag_ptx_completion_name(ag_ptx_completion c) {
                                       "wgmma_group", "none"};
   return (unsigned)c <= AG_PTX_DONE_NONE ? names[c] : "?";
 }
+
+int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg) {
+  size_t rl = strlen(reg);
+  for (const ag_ptx_stmt *s = f->body_open; s; s = s->next) {
+    if (s->kind == AG_PTX_DECL && s->name && !strcmp(s->name, ".reg") && s->type) {
+      for (int i = 0; i < s->nnames; i++) {
+        const ag_ptx_decl_name *d = &s->names[i];
+        size_t nl = strlen(d->name);
+        int match = 0;
+        if (d->count > 0) {
+          if (rl > nl && !strncmp(reg, d->name, nl)) {
+            char *e = NULL;
+            long k = strtol(reg + nl, &e, 10);
+            match = e && *e == 0 && reg[nl] >= '0' && reg[nl] <= '9' && k >= 0 &&
+                    k < d->count;
+          }
+        } else {
+          match = rl == nl && !strcmp(reg, d->name);
+        }
+        if (match) {
+          const char *t = s->type;
+          if (!strcmp(t, ".pred"))
+            return 1;
+          int b = atoi(t + 2);
+          return b > 0 ? b : 0;
+        }
+      }
+    }
+    if (s == f->body_close)
+      break;
+  }
+  return 0;
+}

@@ -15,4 +15,8 @@ void *ag__ptx_grow(ag_arena *a, void *v, size_t n, size_t cap, size_t sz);
 int ag__ptx_is_branch(const ag_ptx_stmt *s);
 int ag__ptx_is_terminator(const ag_ptx_stmt *s); /* ret, exit, trap */
 
+/* Width in bits of register `reg` from the function's declarations
+ * ("%r<12>" covers %r0..%r11; ".pred" is 1); 0 when undeclared. */
+int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg);
+
 #endif

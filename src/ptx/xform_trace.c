@@ -36,6 +36,8 @@
 #include "argus/variant.h"
 
 #include <inttypes.h>
+
+#include "ptx_internal.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,41 +177,6 @@ static int diag_at(xf *x, int line, const ag_ptx_stmt *s, int rc, const char *fm
   return rc;
 }
 
-/* Width in bits of register `reg` from the function's declarations
- * ("%r<12>" covers %r0..%r11); 0 when undeclared. */
-static int reg_bits(const ag_ptx_func *f, const char *reg) {
-  size_t rl = strlen(reg);
-  for (const ag_ptx_stmt *s = f->body_open; s; s = s->next) {
-    if (s->kind == AG_PTX_DECL && s->name && !strcmp(s->name, ".reg") && s->type) {
-      for (int i = 0; i < s->nnames; i++) {
-        const ag_ptx_decl_name *d = &s->names[i];
-        size_t nl = strlen(d->name);
-        int match = 0;
-        if (d->count > 0) {
-          if (rl > nl && !strncmp(reg, d->name, nl)) {
-            char *e = NULL;
-            long k = strtol(reg + nl, &e, 10);
-            match = e && *e == 0 && reg[nl] >= '0' && reg[nl] <= '9' && k >= 0 &&
-                    k < d->count;
-          }
-        } else {
-          match = rl == nl && !strcmp(reg, d->name);
-        }
-        if (match) {
-          const char *t = s->type;
-          if (!strcmp(t, ".pred"))
-            return 1;
-          int b = atoi(t + 2);
-          return b > 0 ? b : 0;
-        }
-      }
-    }
-    if (s == f->body_close)
-      break;
-  }
-  return 0;
-}
-
 static int is_int_text(const char *s) {
   if (*s == '-')
     s++;
@@ -229,7 +196,7 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
   *op = mk->iter;
   if (is_int_text(mk->iter))
     return 0;
-  int bits = reg_bits(f, mk->iter);
+  int bits = ag__ptx_reg_bits(f, mk->iter);
   if (bits == 32)
     return 0;
   if (bits == 64 || bits == 16) {

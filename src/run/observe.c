@@ -34,6 +34,10 @@ typedef struct obs {
   int64_t query_id;
   char *rundir; /* <workspace>/runs */
   ag_plan *plan;
+  /* multi-variant GPU workers, one per device lane (spec "run_library"),
+   * or NULL: a harness process per collection */
+  ag_worker **workers;
+  int nworkers;
 } obs;
 
 /* ------------------------------------------------------------ helpers */
@@ -200,7 +204,12 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
   ag_diags d;
   ag_diags_init(&d);
   ag_variant *v = NULL;
-  if ((rc = ag_variant_make(ptx, len, ob->spec->name, &vo, &d, &v))) {
+  /* async_latency: timed waits in the reference, or one probe (docs/probes.md) */
+  ag_variant_async va = {json_is_true(json_object_get(t->config, "waits")),
+                         json_string_value(json_object_get(t->config, "op")),
+                         (uint32_t)json_integer_value(json_object_get(t->config, "occurrence")),
+                         0};
+  if ((rc = ag_variant_make_ex(ptx, len, ob->spec->name, &vo, &va, &d, &v))) {
     rc = fail_diags(t, rc, "cannot make the variant", &d);
     goto out;
   }
@@ -295,8 +304,19 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.out_dir = ag_str_cstr(&dir);
   ro.timeout_s = ob->o->timeout_s > 0 ? ob->o->timeout_s : 300;
   ro.records_per_warp = ob->o->records_per_warp;
+  ro.max_launches = (unsigned)json_integer_value(json_object_get(t->config, "launches"));
+  ro.skip_launches = (unsigned)json_integer_value(json_object_get(t->config, "skip"));
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
-  if ((rc = ag_trace_run(&ro, &res, &why))) {
+  ag_worker *wk = ob->workers && cx->device >= 0 && cx->device < ob->nworkers
+                      ? ob->workers[cx->device]
+                      : NULL;
+  if (wk) { /* the lane's worker process already runs on this GPU */
+    ro.device = -1;
+    rc = ag_worker_collect(wk, ob->spec->run_library, &ro, &res, &why);
+  } else {
+    rc = ag_trace_run(&ro, &res, &why);
+  }
+  if (rc) {
     rc = fail(t, rc, "%s", ag_str_cstr(&why));
     goto out;
   }
@@ -526,6 +546,14 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       else
         ag_report_add_json(r, reg, sig, stat, json_incref(val), unit, qual, &pv);
     }
+    json_t *miss;
+    json_array_foreach(json_object_get(out, "missing"), k, miss) {
+      ag_str why = AG_STR_INIT;
+      ag_str_printf(&why, "%s: %s", json_string_value(json_object_get(miss, "what")),
+                    json_string_value(json_object_get(miss, "why")));
+      ag_report_missing(r, s->region, signal, ag_str_cstr(&why));
+      ag_str_release(&why);
+    }
     json_int_t dropped = json_integer_value(json_object_get(out, "dropped"));
     if (dropped > 0) {
       char why[160];
@@ -547,9 +575,115 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
   return rc;
 }
 
+/* Synthesize async_latency (docs/probes.md): the discovery's site table,
+ * the reference run with timed waits (observed) and each probe run
+ * (derived), joined by op ID and occurrence. Runs with the probe runs that
+ * succeeded; the others are reported missing, with their reason. */
+static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
+  obs *ob = cx->ud;
+  json_t *disc = NULL, *out = NULL, *missing = json_array();
+  ag_evidence *ref = NULL, **probes = ag_calloc(t->deps.n + 1, sizeof *probes);
+  int np = 0, rc = 0;
+  ag_diags d;
+  ag_diags_init(&d);
+  if (!probes || !missing) {
+    rc = fail(t, AG_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < t->deps.n; i++) {
+    const ag_task *dt = ag_plan_task(cx->plan, t->deps.v[i]);
+    int ok = dt->status == AG_TS_OK || dt->status == AG_TS_CACHED;
+    if (dt->type == AG_TASK_CONTROL) {
+      if (!ok || (rc = get_json(ob, t, json_string_value(json_object_get(dt->outputs, "regions")),
+                                "the discovery", &disc)))
+        goto out;
+      continue;
+    }
+    if (dt->type != AG_TASK_COLLECT)
+      continue;
+    const char *vk = json_string_value(json_object_get(dt->config, "variant"));
+    int is_probe = vk && !strcmp(vk, "probe");
+    if (!ok) {
+      json_array_append_new(missing, json_pack("{s:s,s:s}", "what", dt->label, "why",
+                                               dt->error ? dt->error : "not run"));
+      continue;
+    }
+    char *data;
+    size_t len;
+    ag_evidence *ev = NULL;
+    if ((rc = get(ob, t, json_string_value(json_object_get(dt->outputs, "evidence")),
+                  "the evidence", &data, &len)))
+      goto out;
+    rc = ag_evidence_load_mem(data, len, dt->label, &d, &ev);
+    ag_free(data);
+    if (rc) {
+      rc = fail_diags(t, rc, "cannot read the evidence", &d);
+      goto out;
+    }
+    if (is_probe)
+      probes[np++] = ev;
+    else if (!ref)
+      ref = ev;
+    else
+      ag_evidence_free(ev);
+  }
+  if (!disc) {
+    rc = fail(t, AG_EINVAL, "async_latency needs the discovery's site table");
+    goto out;
+  }
+  ag_scope scope;
+  scope_of(t, &scope);
+  if ((rc = ag_async_synth(disc, ref, (const ag_evidence *const *)probes, np, &scope, &out))) {
+    rc = fail(t, rc, "async_latency synthesis failed: %s", ag_strerror(rc));
+    goto out;
+  }
+  json_object_set_new(out, "missing", missing);
+  missing = NULL;
+  rc = put_json(ob, t, "values", out, "json");
+out:
+  for (int i = 0; i < np; i++)
+    ag_evidence_free(probes[i]);
+  ag_free(probes);
+  ag_evidence_free(ref);
+  json_decref(disc);
+  json_decref(out);
+  json_decref(missing);
+  ag_diags_release(&d);
+  return rc;
+}
+
+/* The Control task's expansion: one probe branch per (async site, iteration)
+ * of each per-instance signal (ag_probe_expand, docs/probes.md). */
+static int expand(ag_plan *p, ag_task *control, void *ud) {
+  obs *ob = ud;
+  if (strcmp(control->op, "discover"))
+    return 0;
+  int any = 0;
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    const char *sig = json_string_value(json_object_get(p->tasks.v[i]->config, "signal"));
+    const ag_recipe *r = sig ? ag_recipe_find(sig) : NULL;
+    const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
+    any |= ek && ek->per_instance;
+  }
+  if (!any)
+    return 0;
+  json_t *disc = NULL;
+  int rc = get_json(ob, control, json_string_value(json_object_get(control->outputs, "regions")),
+                    "the discovery", &disc);
+  if (rc)
+    return rc;
+  ag_str why = AG_STR_INIT;
+  if ((rc = ag_probe_expand(p, control, disc, &why)))
+    fail(control, rc, "%s", ag_str_cstr(&why));
+  ag_str_release(&why);
+  json_decref(disc);
+  return rc;
+}
+
 static const ag_executor executors[] = {
     {"discover", ex_discover},         {"transform.traced", ex_variant},
-    {"transform.trace-free", ex_variant}, {"compile", ex_compile},
+    {"transform.trace-free", ex_variant}, {"transform.probe", ex_variant},
+    {"synth.async_latency", ex_synth_async}, {"compile", ex_compile},
     {"collect", ex_collect},           {"synth.duration", ex_synth_trace},
     {"synth.occurrences", ex_synth_trace}, {"synth.timeline", ex_synth_trace},
     {"synth.static", ex_synth_static}, {"report", ex_report},
@@ -720,6 +854,22 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
                why.len ? ag_str_cstr(&why) : "the CUDA driver lists no device");
     ag_str_release(&why);
   }
+  p->expand = expand;
+  p->expand_ud = &ob;
+  /* collections through the multi-variant worker: started now, so their
+   * CUDA initialization overlaps discovery and compilation */
+  if (!o->plan_only && ndev > 0 && ob.spec->run_library && ob.spec->run &&
+      (ob.workers = ag_calloc((size_t)ndev, sizeof *ob.workers))) {
+    ob.nworkers = ndev;
+    for (int dv = 0; dv < ndev; dv++) {
+      ag_str why = AG_STR_INIT;
+      ag_worker_opts wo = {NULL, 0, dv};
+      if (ag_worker_start(&wo, &ob.workers[dv], &why))
+        AG_LOG(AG_LOG_WARN, "no GPU worker for device %d (%s): a process per collection", dv,
+               ag_str_cstr(&why));
+      ag_str_release(&why);
+    }
+  }
   ag_run_opts ro = {.cpu_workers = 0,
                     .ndevices = ndev,
                     .execs = executors,
@@ -756,6 +906,9 @@ out:
     p = NULL;
   }
   ag_plan_free(p);
+  for (int dv = 0; dv < ob.nworkers; dv++)
+    ag_worker_stop(ob.workers[dv]);
+  ag_free(ob.workers);
   ag_store_close(ob.st);
   ag_spec_free(ob.spec);
   ag_free(ob.rundir);

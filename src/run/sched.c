@@ -262,12 +262,16 @@ static void finish(sched *s, ag_task *t) {
   s->finished++;
   if ((t->status == AG_TS_OK || t->status == AG_TS_FAILED) && t->ran && s->o->memo.publish)
     s->o->memo.publish(s->o->memo.ud, t);
-  if (t->status == AG_TS_OK && t->type == AG_TASK_CONTROL && s->plan->expand) {
+  /* a Control task taken from the workspace (cached) expands too: its
+   * branches are this plan's */
+  if ((t->status == AG_TS_OK || t->status == AG_TS_CACHED) && t->type == AG_TASK_CONTROL &&
+      s->plan->expand) {
     size_t before = s->plan->tasks.n;
     int rc = s->plan->expand(s->plan, t, s->plan->expand_ud);
     if (rc) {
       t->status = AG_TS_FAILED;
-      set_error(t, "expanding discovered branches failed: %s", ag_strerror(rc));
+      set_error(t, "expanding discovered branches failed: %s",
+                t->error ? t->error : ag_strerror(rc));
     } else {
       ag_plan_partition(s->plan);
       if (track_new_tasks(s) == 0)

@@ -81,6 +81,20 @@ static int push_occ(ag_trace *t, size_t *cap, const ag_occ *o) {
   return 0;
 }
 
+/* Probe records are few (one per warp that ran the probed instance): the
+ * array grows to 16, then doubles whenever its count is a power of two. */
+static int push_probe(ag_trace *t, const ag_probe_rec *p) {
+  size_t n = t->nprobes;
+  if (n == 0 || (n >= 16 && (n & (n - 1)) == 0)) {
+    ag_probe_rec *v = ag_realloc(t->probes, (n ? 2 * n : 16) * sizeof *v);
+    if (!v)
+      return AG_ENOMEM;
+    t->probes = v;
+  }
+  t->probes[t->nprobes++] = *p;
+  return 0;
+}
+
 static int root_of(const ag_evidence *ev, const char *kernel) {
   for (int i = 0; i < ev->nregions; i++)
     if (ev->regions[i].root && !strcmp(ev->regions[i].function, kernel))
@@ -208,6 +222,12 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
           goto out;
         continue;
       }
+      if (s->kind == AG_SITE_ASYNC) {
+        ag_probe_rec pr = {(int)r[j].site, L->launch, m->smid, cta, warp, r[j].iter, b, e};
+        if ((rc = push_probe(t, &pr)))
+          goto out;
+        continue;
+      }
       if (b < m->clock_entry) {
         t->nesting_errors++;
         anomaly(t, "launch %u cta %u warp %u: record %" PRIu64 " of '%s' begins before the "
@@ -308,6 +328,7 @@ void ag_trace_free(ag_trace *t) {
   if (!t)
     return;
   ag_free(t->occ);
+  ag_free(t->probes);
   ag_free(t->clocks);
   ag_str_release(&t->anomalies);
   ag_free(t);

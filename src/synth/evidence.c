@@ -161,9 +161,19 @@ static int load_probes(rd *r, ag_evidence *ev, json_t *probes) {
       if ((rc = get_u64(r, o, "role", where, (uint64_t)ev->nroles - 1, &g)))
         return ev->nroles ? rc : bad(r, AG_EPARSE, "evidence header: no roles");
       s->role = (int)g;
+    } else if (!strcmp(ks, "async")) {
+      s->kind = AG_SITE_ASYNC;
+      json_t *op = field(r, o, "op_id", where, JSON_STRING, &rc);
+      json_t *ok = op ? field(r, o, "op", where, JSON_STRING, &rc) : NULL;
+      uint64_t occ = 0;
+      if (!ok || (rc = get_u64(r, o, "occurrence", where, UINT32_MAX, &occ)))
+        return rc;
+      s->op_id = json_string_value(op);
+      s->op = json_string_value(ok);
+      s->occurrence = (uint32_t)occ;
     } else {
-      return bad(r, AG_EPARSE, "evidence header: '%s.kind' = '%s' is not region or role",
-                 where, ks);
+      return bad(r, AG_EPARSE,
+                 "evidence header: '%s.kind' = '%s' is not region, role or async", where, ks);
     }
   }
   return 0;

@@ -474,7 +474,7 @@ TEST(damaged_files_get_clear_errors) {
   json_edit("\"records\":", "\"records\":1", AG_ECORRUPT, "lie outside");
   json_edit("\"dropped\":0", "\"dropped\":5", AG_ECORRUPT, "dropped records but the header");
   json_edit("\"kind\":\"region\",\"region\":1", "\"kind\":\"start\",\"region\":1",
-            AG_EPARSE, "is not region or role");
+            AG_EPARSE, "is not region, role or async");
   json_edit("\"region\":2,\"line\":13", "\"region\":7,\"line\":13", AG_EPARSE,
             "'probes.sites[1].region' = 7 is out of range");
   json_edit("\"parent\":1", "\"parent\":2", AG_EPARSE, "must name an earlier region");

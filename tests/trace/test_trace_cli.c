@@ -14,27 +14,7 @@
 static char ws[128];
 
 static int argus(const char *const *args, ag_str *out, ag_str *err) {
-  const char *bin = getenv("ARGUS_BIN");
-  const char *argv[32];
-  int n = 0;
-  argv[n++] = bin ? bin : "argus";
-  for (; *args; args++)
-    argv[n++] = *args;
-  argv[n] = NULL;
-  char wse[200];
-  snprintf(wse, sizeof wse, "ARGUS_WORKSPACE=%s", ws);
-  const char *env[] = {wse, NULL};
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.env_add = env;
-  o.capture_out = out;
-  o.capture_err = err;
-  o.timeout_s = 120;
-  ag_proc_result r;
-  if (ag_proc_run(&o, &r) || !r.exited)
-    return -1;
-  return r.exit_code;
+  return tu_argus(args, ws, out, err);
 }
 
 static void path(char *buf, size_t n, const char *env, const char *rel) {
@@ -64,7 +44,7 @@ TEST(variant_command) {
   ag_str_clear(&e);
   const char *a2[] = {"variant", "--kind", "bogus", ptx, NULL};
   CHECK_EQ_INT(argus(a2, &o, &e), 2);
-  CHECK_CONTAINS(ag_str_cstr(&e), "--kind must be trace-free or traced");
+  CHECK_CONTAINS(ag_str_cstr(&e), "--kind must be trace-free, traced or probe");
   ag_str_clear(&e);
   const char *a3[] = {"variant", "--kind", "trace-free", "--region", "step", ptx, NULL};
   CHECK_EQ_INT(argus(a3, &o, &e), 2);

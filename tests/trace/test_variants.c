@@ -16,32 +16,6 @@
 #include "argus/variant.h"
 #include "trace_util.h"
 
-static char *ptxas;
-
-static int assemble(const char *ptx, size_t len, const char *tag) {
-  char in[2600], out[2600];
-  snprintf(in, sizeof in, "/tmp/argus-variant-%ld-%s.ptx", (long)getpid(), tag);
-  snprintf(out, sizeof out, "/tmp/argus-variant-%ld-%s.cubin", (long)getpid(), tag);
-  if (ag_file_write_atomic(in, ptx, len))
-    return -1;
-  char arch[32] = "-arch=sm_90a";
-  const char *argv[] = {ptxas, arch, in, "-o", out, NULL};
-  ag_str err = AG_STR_INIT;
-  ag_proc_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.capture_err = &err;
-  o.timeout_s = 120;
-  ag_proc_result r;
-  int rc = ag_proc_run(&o, &r);
-  int ok = rc == 0 && r.exited && r.exit_code == 0;
-  if (!ok && strcmp(tag, "broken"))
-    fprintf(stderr, "ptxas failed on %s:\n%s\n", tag, ag_str_cstr(&err));
-  ag_str_release(&err);
-  unlink(in);
-  unlink(out);
-  return ok ? 0 : 1;
-}
 
 static size_t count(const char *hay, const char *needle) {
   size_t n = 0;
@@ -79,7 +53,7 @@ static void check_file(const char *path) {
   if (v) {
     char tag[2400];
     snprintf(tag, sizeof tag, "%s-traced", base);
-    CHECK_EQ_INT(assemble(v->ptx, v->len, tag), 0);
+    CHECK_EQ_INT(tu_assemble(v->ptx, v->len, tag), 0);
     /* one record probe per end and role marker of the parent */
     size_t marks = count(ptx, "@argus end ") + count(ptx, "@argus role ");
     CHECK_EQ_U64(count(v->ptx, "// argus: record site "), marks);
@@ -98,7 +72,7 @@ static void check_file(const char *path) {
       CHECK_EQ_INT(ag_variant_make(ptx, len, path, &one, &d, &w), 0);
       if (w) {
         snprintf(tag, sizeof tag, "%s-region%zu", base, i);
-        CHECK_EQ_INT(assemble(w->ptx, w->len, tag), 0);
+        CHECK_EQ_INT(tu_assemble(w->ptx, w->len, tag), 0);
         CHECK(w->nsites <= v->nsites);
       }
       ag_variant_free(w);
@@ -110,7 +84,7 @@ static void check_file(const char *path) {
   if (v) {
     char tag[2400];
     snprintf(tag, sizeof tag, "%s-anchors", base);
-    CHECK_EQ_INT(assemble(v->ptx, v->len, tag), 0);
+    CHECK_EQ_INT(tu_assemble(v->ptx, v->len, tag), 0);
     CHECK_EQ_INT(v->nsites, 0);
   }
   ag_variant_free(v);
@@ -139,9 +113,6 @@ static void check_dir(const char *dir) {
 }
 
 TEST(every_variant_assembles) {
-  ptxas = ag_which("ptxas");
-  if (!ptxas)
-    ptxas = ag_strdup("/usr/local/cuda/bin/ptxas");
   const char *src = getenv("ARGUS_SOURCE_DIR"), *bd = getenv("ARGUS_BUILD_DIR");
   char p[1024];
   snprintf(p, sizeof p, "%s/tests/data/ptx", bd ? bd : "build");
@@ -173,7 +144,7 @@ TEST(broken_variant_fails_ptxas) {
     CHECK(decl != NULL);
     if (decl)
       memcpy(decl, "//", 2);
-    CHECK(assemble(v->ptx, v->len, "broken") != 0);
+    CHECK(tu_assemble(v->ptx, v->len, "broken") != 0);
   }
   ag_variant_free(v);
   ag_diags_release(&d);

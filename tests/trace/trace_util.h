@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "argus/core.h"
 #include "argus/synth.h"
@@ -54,6 +55,64 @@ __attribute__((unused)) static void tu_rm_rf(const char *dir) {
   o.argv = argv;
   ag_proc_result r;
   ag_proc_run(&o, &r);
+}
+
+/* Runs $ARGUS_BIN (or argus in PATH) with args (NULL-terminated) and
+ * ARGUS_WORKSPACE=ws, capturing stdout and stderr; returns the exit status,
+ * -1 when it did not exit. */
+__attribute__((unused)) static int tu_argus(const char *const *args, const char *ws, ag_str *out,
+                                            ag_str *err) {
+  const char *bin = getenv("ARGUS_BIN");
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = bin ? bin : "argus";
+  for (; *args && n < 31; args++)
+    argv[n++] = *args;
+  argv[n] = NULL;
+  char wse[1100];
+  snprintf(wse, sizeof wse, "ARGUS_WORKSPACE=%s", ws);
+  const char *env[] = {wse, NULL};
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.env_add = env;
+  o.capture_out = out;
+  o.capture_err = err;
+  o.timeout_s = 120;
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+/* Assembles PTX with ptxas for sm_90a (ptxas from PATH or /usr/local/cuda);
+ * 0 when it assembles. Prints ptxas's messages unless tag is "broken" (a
+ * variant that is meant to fail). */
+__attribute__((unused)) static int tu_assemble(const char *ptx, size_t len, const char *tag) {
+  static char *ptxas;
+  if (!ptxas && !(ptxas = ag_which("ptxas")))
+    ptxas = ag_strdup("/usr/local/cuda/bin/ptxas");
+  char in[2600], out[2600];
+  snprintf(in, sizeof in, "/tmp/argus-variant-%ld-%s.ptx", (long)getpid(), tag);
+  snprintf(out, sizeof out, "/tmp/argus-variant-%ld-%s.cubin", (long)getpid(), tag);
+  if (ag_file_write_atomic(in, ptx, len))
+    return -1;
+  const char *argv[] = {ptxas, "-arch=sm_90a", in, "-o", out, NULL};
+  ag_str err = AG_STR_INIT;
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.capture_err = &err;
+  o.timeout_s = 120;
+  ag_proc_result r;
+  int rc = ag_proc_run(&o, &r);
+  int ok = rc == 0 && r.exited && r.exit_code == 0;
+  if (!ok && strcmp(tag, "broken"))
+    fprintf(stderr, "ptxas failed on %s:\n%s\n", tag, ag_str_cstr(&err));
+  ag_str_release(&err);
+  unlink(in);
+  unlink(out);
+  return ok ? 0 : 1;
 }
 
 #endif

@@ -10,14 +10,18 @@
 #include "argus/spec.h"
 #include "argus/variant.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const ag_cli_opt cmd_variant_opts[] = {
-    {"kind", 'k', "KIND", "trace-free (the module unchanged) or traced"},
+    {"kind", 'k', "KIND", "trace-free (the module unchanged), traced, or probe"},
     {"region", 'r', "R[,R...]", "traced: probe these regions and their subtrees (default all)"},
     {"output", 'o', "OUT", "write the PTX here (default stdout)"},
     {"probes", 0, "FILE", "traced: write the probe table (JSON) here"},
     {"anchors-only", 0, NULL, "traced: only the per-warp entry/exit anchors, no marker probes"},
+    {"waits", 0, NULL, "traced: also time the waits of async operations (docs/probes.md)"},
+    {"op", 0, "OPID", "probe: the async site to probe (op ID from 'argus regions')"},
+    {"occurrence", 0, "N", "probe: its occurrence (iteration) to probe (default 0)"},
     {0},
 };
 
@@ -105,7 +109,24 @@ int cmd_variant(ag_cli *cli) {
   ag_variant_opts o = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
   const char *kind = ag_cli_get(cli, "kind");
   if (!kind || ag_variant_kind_parse(kind, &o.kind))
-    return ag_cli_usage_error(cli, "--kind must be trace-free or traced");
+    return ag_cli_usage_error(cli, "--kind must be trace-free, traced or probe");
+  ag_variant_async as = {0, NULL, 0, 0};
+  as.waits = ag_cli_flag(cli, "waits");
+  as.probe_op = ag_cli_get(cli, "op");
+  const char *occ = ag_cli_get(cli, "occurrence");
+  if (as.waits && o.kind != AG_VARIANT_TRACED)
+    return ag_cli_usage_error(cli, "--waits applies to --kind traced only");
+  if ((as.probe_op || occ) && o.kind != AG_VARIANT_PROBE)
+    return ag_cli_usage_error(cli, "--op and --occurrence apply to --kind probe only");
+  if (o.kind == AG_VARIANT_PROBE && !as.probe_op)
+    return ag_cli_usage_error(cli, "--kind probe needs --op OPID (see 'argus regions')");
+  if (occ) {
+    char *e = NULL;
+    unsigned long long n = strtoull(occ, &e, 10);
+    if (!*occ || *e || n > 0xfffffffeull || occ[0] == '-')
+      return ag_cli_usage_error(cli, "--occurrence must be a whole number below 2^32 - 1");
+    as.probe_occurrence = (uint32_t)n;
+  }
   int nreg = 0;
   char **regs = ag_cli_split_list(ag_cli_get(cli, "region"), &nreg);
   if (nreg && o.kind != AG_VARIANT_TRACED) {
@@ -130,7 +151,7 @@ int cmd_variant(ag_cli *cli) {
     exit_code = ag_cli_fail(cli, rc, "cannot get the PTX of '%s'", in);
     goto out;
   }
-  if ((rc = ag_variant_make(ptx.p, ptx.len, in, &o, &d, &v))) {
+  if ((rc = ag_variant_make_ex(ptx.p, ptx.len, in, &o, &as, &d, &v))) {
     ag_cli_print_diags(&d);
     exit_code = ag_cli_fail(cli, rc, "cannot make the %s variant of '%s'", kind, in);
     goto out;

@@ -1,0 +1,137 @@
+/*
+ * probe_plan.c — discovery-driven probe expansion (docs/probes.md): after the
+ * Control(discover) task has listed the program's sites, every Synthesize
+ * task of a per-instance signal (async_latency) gets one branch per (async
+ * site in its region's subtree, iteration of its scope):
+ *
+ *   transform.probe {op, occurrence} -> compile -> collect (forces_completion)
+ *
+ * Each collect is its own run (ag_plan_partition gives every Collect task
+ * one; per-instance collections are never merged): no two probes share a
+ * run, and no probe shares the reference's run. Called once per Control
+ * task; linear in sites x iterations.
+ */
+#include "argus/plan.h"
+
+#include <string.h>
+
+static const char *jstr(const json_t *o, const char *k) {
+  return json_string_value(json_object_get(o, k));
+}
+
+static int probe_kind(const char *k) {
+  static const char *const kinds[] = {"tma_load", "tma_store", "tma_reduce",
+                                      "bulk_copy", "cp_async",  "wgmma"};
+  for (size_t i = 0; k && i < sizeof kinds / sizeof kinds[0]; i++)
+    if (!strcmp(k, kinds[i]))
+      return 1;
+  return 0;
+}
+
+/* 1 when region `id` is the queried region or inside it. */
+static int in_subtree(const json_t *regions, const char *id, const char *query) {
+  for (int guard = 0; id && guard < 4096; guard++) {
+    const json_t *g = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(regions, i, x) if (jstr(x, "id") && !strcmp(jstr(x, "id"), id)) g = x;
+    if (!g)
+      return 0;
+    const char *q = jstr(g, "qname"), *n = jstr(g, "name");
+    if ((q && !strcmp(q, query)) || (n && !strcmp(n, query)))
+      return 1;
+    id = jstr(g, "parent");
+  }
+  return 0;
+}
+
+static int add_branch(ag_plan *p, const ag_task *control, ag_task *synth, const char *op,
+                      int64_t occ) {
+  char label[96];
+  snprintf(label, sizeof label, "probe %s @ %lld", op, (long long)occ);
+  ag_task *t = ag_plan_add(p, AG_TASK_TRANSFORM, "transform.probe", label, NULL, NULL,
+                           json_pack("{s:s,s:s,s:I}", "variant", "probe", "op", op,
+                                     "occurrence", (json_int_t)occ),
+                           &control->id, 1);
+  if (!t)
+    return AG_ENOMEM;
+  ag_task *c = ag_plan_add(p, AG_TASK_TRANSFORM, "compile", "compile PTX to cubin", NULL, NULL,
+                           json_pack("{s:s}", "arch", "sm_90a"), &t->id, 1);
+  if (!c)
+    return AG_ENOMEM;
+  snprintf(label, sizeof label, "run probe %s @ %lld", op, (long long)occ);
+  /* the probe records one launch, the harness's second (caches and the
+   * instruction cache warm, as in the reference's later launches); the
+   * synthesis joins it with the same launch of the reference */
+  ag_task *k = ag_plan_add(p, AG_TASK_COLLECT, "collect", label, NULL, NULL,
+                           json_pack("{s:[s],s:s,s:s,s:I,s:i,s:i}", "backends", "trace",
+                                     "variant", "probe", "op", op, "occurrence", (json_int_t)occ,
+                                     "launches", 1, "skip", AG_PROBE_LAUNCH),
+                           &c->id, 1);
+  if (!k)
+    return AG_ENOMEM;
+  k->effects = AG_EFF_FORCES_COMPLETION;
+  k->needs_gpu = 1;
+  k->sampling = (ag_sampling){0, 1};
+  return ag_plan_add_dep(p, synth, k->id);
+}
+
+int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery, ag_str *why) {
+  const json_t *regions = json_object_get(discovery, "regions");
+  const json_t *sites = json_object_get(discovery, "sites");
+  if (!json_is_array(regions) || !json_is_array(sites)) {
+    ag_str_puts(why, "the discovery output has no region or site table");
+    return AG_EINVAL;
+  }
+  size_t ntasks = p->tasks.n;
+  for (size_t ti = 0; ti < ntasks; ti++) {
+    ag_task *s = p->tasks.v[ti];
+    if (s->type != AG_TASK_SYNTHESIZE)
+      continue;
+    const char *signal = jstr(s->config, "signal");
+    const ag_recipe *r = signal ? ag_recipe_find(signal) : NULL;
+    const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
+    int on_control = 0;
+    for (size_t k = 0; k < s->deps.n; k++)
+      on_control |= s->deps.v[k] == control->id;
+    if (!ek || !ek->per_instance || !on_control || !s->region)
+      continue;
+    const ag_scope_dim *it = &s->scope.dim[AG_SCOPE_ITER];
+    int64_t per_site = 0;
+    for (int k = 0; k < it->n; k++)
+      per_site += it->r[k].hi - it->r[k].lo;
+    /* count first: refuse a plan too large to run before adding anything */
+    int64_t total = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(sites, i, x) {
+      if (probe_kind(jstr(x, "kind")) && in_subtree(regions, jstr(x, "region"), s->region))
+        total += json_is_object(json_object_get(x, "loop")) ? per_site
+                                                             : ag_scope_contains(&s->scope, AG_SCOPE_ITER, 0);
+    }
+    if (total > AG_PROBE_MAX_BRANCHES) {
+      ag_str_printf(why, "'%s' over the scope's iterations makes %lld probe runs (at most %d): "
+                         "narrow the region or the iteration window",
+                    s->region, (long long)total, AG_PROBE_MAX_BRANCHES);
+      return AG_EINVAL;
+    }
+    json_array_foreach(sites, i, x) {
+      const char *op = jstr(x, "op_id");
+      if (!op || !probe_kind(jstr(x, "kind")) || !in_subtree(regions, jstr(x, "region"), s->region))
+        continue;
+      /* a site outside every loop runs once per thread: occurrence 0 */
+      int looped = json_is_object(json_object_get(x, "loop"));
+      for (int k = 0; k < it->n; k++)
+        for (int64_t occ = it->r[k].lo; occ < it->r[k].hi; occ++) {
+          if (!looped && occ != 0)
+            continue;
+          int rc = add_branch(p, control, s, op, occ);
+          if (rc) {
+            ag_str_printf(why, "out of memory adding the probe of %s", op);
+            return rc;
+          }
+        }
+    }
+  }
+  return 0;
+}

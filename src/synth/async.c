@@ -1,0 +1,338 @@
+/*
+ * async.c — synthesis of async_latency (docs/probes.md): per asynchronous
+ * site and occurrence, the issue-to-completion latency measured by its
+ * forced-completion probe (derived: the probe changed the execution), the
+ * time the consumer waited for it in the reference run (exposed, observed)
+ * and the hidden part, latency − exposed (derived).
+ *
+ * Joins are by identity, never by time across runs: a probe of (site S,
+ * occurrence i) meets the reference's waits that complete S (S's done_by
+ * sites from discovery) whose occurrence is i. A wait's occurrence is the
+ * iteration of the innermost iterated region occurrence around it in the
+ * same warp of the reference run (or, without one, its count among that
+ * warp's occurrences of the wait), the same rule the probe uses for S.
+ * Everything in a probe run except the probe's own records (warp spans and
+ * any other record: events downstream of the forced wait) is discarded and
+ * counted. Linear in the occurrences; runs once per query.
+ */
+#include "argus/synth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *jstr(const json_t *o, const char *k) {
+  return json_string_value(json_object_get(o, k));
+}
+
+static const json_t *site_by_id(const json_t *sites, const char *op) {
+  size_t i;
+  json_t *s;
+  json_array_foreach(sites, i, s) if (jstr(s, "op_id") && !strcmp(jstr(s, "op_id"), op)) return s;
+  return NULL;
+}
+
+static int is_wait_kind(const char *k) {
+  return k && (!strcmp(k, "mbarrier_wait") || !strcmp(k, "cp_async_wait") ||
+               !strcmp(k, "wgmma_wait") || !strcmp(k, "bulk_wait"));
+}
+
+static double launch_hz(const ag_trace *t, uint32_t launch) {
+  for (int i = 0; i < t->ev->nlaunches; i++)
+    if (t->ev->launches[i].launch == launch)
+      return t->clocks[i].hz;
+  return t->ev->sm_hz;
+}
+
+/* The op ID a wait region stands for: "<parent region id>:<ordinal>". */
+static int wait_op_of(const ag_evidence *ev, int region, char op[40]) {
+  const ag_ev_region *g = &ev->regions[region];
+  size_t pl = strlen(AG_EV_WAIT_PREFIX);
+  if (strncmp(g->name, AG_EV_WAIT_PREFIX, pl) || g->parent < 0)
+    return 0;
+  char *e = NULL;
+  long ord = strtol(g->name + pl, &e, 10);
+  if (!e || *e || ord < 0)
+    return 0;
+  snprintf(op, 40, "%016llx:%ld", (unsigned long long)ev->regions[g->parent].id, ord);
+  return 1;
+}
+
+/* Wait occurrences of the reference with their resolved occurrence. */
+typedef struct wocc {
+  int region;
+  uint32_t occurrence;
+  double ns;
+  const ag_occ *o;
+} wocc;
+
+static int cmp_occ_warp(const void *a, const void *b) {
+  const ag_occ *x = *(const ag_occ *const *)a, *y = *(const ag_occ *const *)b;
+  if (x->launch != y->launch)
+    return x->launch < y->launch ? -1 : 1;
+  if (x->cta != y->cta)
+    return x->cta < y->cta ? -1 : 1;
+  if (x->warp != y->warp)
+    return x->warp < y->warp ? -1 : 1;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+/* Resolves each wait occurrence's iteration from the occurrences around it
+ * in its warp (sorted by warp, then begin, outer first). */
+static int resolve_waits(const ag_trace *t, const char *is_wait, wocc **out, size_t *nout) {
+  *out = NULL;
+  *nout = 0;
+  const ag_occ **v = ag_calloc(t->nocc + 1, sizeof *v);
+  wocc *w = ag_calloc(t->nocc + 1, sizeof *w);
+  /* per region, count of wait occurrences so far in the current warp */
+  uint32_t *seen = ag_calloc((size_t)t->ev->nregions + 1, sizeof *seen);
+  if (!v || !w || !seen) {
+    ag_free(v);
+    ag_free(w);
+    ag_free(seen);
+    return AG_ENOMEM;
+  }
+  for (size_t i = 0; i < t->nocc; i++)
+    v[i] = &t->occ[i];
+  qsort(v, t->nocc, sizeof *v, cmp_occ_warp);
+  const ag_occ *stack[64];
+  int depth = 0;
+  size_t n = 0;
+  for (size_t i = 0; i < t->nocc; i++) {
+    const ag_occ *o = v[i];
+    if (i == 0 || o->launch != v[i - 1]->launch || o->cta != v[i - 1]->cta ||
+        o->warp != v[i - 1]->warp) {
+      depth = 0;
+      memset(seen, 0, sizeof *seen * (size_t)t->ev->nregions);
+    }
+    while (depth && stack[depth - 1]->end <= o->start)
+      depth--;
+    if (is_wait[o->region]) {
+      uint32_t it = AG_EV_NO_ITER;
+      for (int k = depth - 1; k >= 0 && it == AG_EV_NO_ITER; k--)
+        it = stack[k]->iter;
+      uint32_t cnt = seen[o->region]++;
+      w[n].region = o->region;
+      w[n].occurrence = it != AG_EV_NO_ITER ? it : cnt;
+      w[n].ns = (double)(o->end - o->start) / launch_hz(t, o->launch) * 1e9;
+      w[n].o = o;
+      n++;
+    }
+    if (depth < 64)
+      stack[depth++] = o;
+  }
+  ag_free(v);
+  ag_free(seen);
+  *out = w;
+  *nout = n;
+  return 0;
+}
+
+static void stats_json(json_t *o, const char *key, const ag_dstats *s, const char *qual) {
+  json_object_set_new(o, key, json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:s,s:s}", "count",
+                                        (json_int_t)s->count, "mean", s->mean, "p50", s->p50,
+                                        "p95", s->p95, "min", s->min, "max", s->max, "unit",
+                                        "ns", "qual", qual));
+}
+
+/* One report value: {region, signal, stat "<what>[<op>@<occurrence>]", value, unit, qual}. */
+static void add_value(json_t *values, const char *region, const char *what, const ag_ev_site *es,
+                      double v, const char *qual) {
+  char stat[96];
+  snprintf(stat, sizeof stat, "%s[%s@%u]", what, es->op_id, es->occurrence);
+  json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "region", region,
+                                          "signal", "async_latency", "stat", stat, "value", v,
+                                          "unit", "ns", "qual", qual));
+}
+
+int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
+                   const ag_evidence *const *probes, int nprobes, const ag_scope *scope,
+                   json_t **out) {
+  *out = NULL;
+  const json_t *sites = json_object_get(discovery, "sites");
+  ag_trace *rt = NULL;
+  wocc *waits = NULL;
+  size_t nwaits = 0;
+  char *is_wait = NULL;
+  char (*wait_ops)[40] = NULL;
+  double *buf = NULL;
+  json_t *insts = json_array(), *values = json_array(), *notes = json_array();
+  int rc = 0;
+  if (!insts || !values || !notes) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (!json_is_array(sites)) {
+    json_array_append_new(notes, json_string("the discovery output has no site table"));
+    rc = AG_EINVAL;
+    goto out;
+  }
+  /* the reference: timed waits and their occurrences */
+  if (ref) {
+    if ((rc = ag_trace_decode(ref, &rt)))
+      goto out;
+    is_wait = ag_calloc((size_t)ref->nregions + 1, 1);
+    wait_ops = ag_calloc((size_t)ref->nregions + 1, sizeof *wait_ops);
+    if (!is_wait || !wait_ops) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    for (int i = 0; i < ref->nregions; i++)
+      is_wait[i] = (char)wait_op_of(ref, i, wait_ops[i]);
+    if ((rc = resolve_waits(rt, is_wait, &waits, &nwaits)))
+      goto out;
+  }
+  size_t bufcap = nwaits + 1;
+  for (int p = 0; p < nprobes; p++)
+    for (int l = 0; l < probes[p]->nlaunches; l++)
+      bufcap += probes[p]->launches[l].warps;
+  if (!(buf = ag_calloc(bufcap, sizeof *buf))) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int p = 0; p < nprobes; p++) {
+    const ag_evidence *ev = probes[p];
+    ag_trace *pt = NULL;
+    if ((rc = ag_trace_decode(ev, &pt)))
+      goto out;
+    for (int si = 0; si < ev->nsites; si++) {
+      const ag_ev_site *es = &ev->sites[si];
+      if (es->kind != AG_SITE_ASYNC)
+        continue;
+      if (scope && !ag_scope_contains(scope, AG_SCOPE_ITER, es->occurrence))
+        continue;
+      const json_t *site = site_by_id(sites, es->op_id);
+      json_t *inst = json_pack("{s:s,s:s,s:I}", "op_id", es->op_id, "op", es->op, "occurrence",
+                               (json_int_t)es->occurrence);
+      const char *region = site ? jstr(site, "region") : NULL;
+      const char *qname = NULL;
+      for (int g = 0; g < ev->nregions && region; g++) {
+        char id[24];
+        snprintf(id, sizeof id, "0x%016llx", (unsigned long long)ev->regions[g].id);
+        if (!strcmp(id, region))
+          qname = ev->regions[g].qname;
+      }
+      json_object_set_new(inst, "region", json_string(qname ? qname : "?"));
+      if (!site) {
+        json_object_set_new(inst, "note",
+                            json_string("the probed site is not in this program's discovery: "
+                                        "the probe belongs to another program version; not "
+                                        "joined"));
+        json_array_append_new(insts, inst);
+        continue;
+      }
+      json_object_set_new(inst, "line", json_incref(json_object_get(site, "line")));
+      /* latency: the probe's records in the scope */
+      size_t n = 0;
+      double cyc = 0;
+      for (size_t k = 0; k < pt->nprobes; k++) {
+        const ag_probe_rec *r = &pt->probes[k];
+        if (r->site != si)
+          continue;
+        if (scope && (!ag_scope_contains(scope, AG_SCOPE_LAUNCH, r->launch) ||
+                      !ag_scope_contains(scope, AG_SCOPE_SM, r->sm) ||
+                      !ag_scope_contains(scope, AG_SCOPE_CTA, r->cta) ||
+                      !ag_scope_contains(scope, AG_SCOPE_WARP, r->warp)))
+          continue;
+        cyc += (double)(r->done - r->issue);
+        buf[n++] = (double)(r->done - r->issue) / launch_hz(pt, r->launch) * 1e9;
+      }
+      json_object_set_new(inst, "discarded_events", json_integer((json_int_t)pt->nocc));
+      /* the launches the probe measured: the reference's waits join on the
+       * same launch index (a scope coordinate, so identity, not time) */
+      uint64_t lmask = 0;
+      for (size_t k = 0; k < pt->nprobes; k++)
+        if (pt->probes[k].site == si && pt->probes[k].launch < 64)
+          lmask |= 1ull << pt->probes[k].launch;
+      ag_dstats lat = {0};
+      if (n) {
+        ag_dstats_of(buf, n, &lat);
+        stats_json(inst, "latency", &lat, "derived");
+        json_object_set_new(inst, "latency_cycles_mean", json_real(cyc / (double)n));
+      } else {
+        json_object_set_new(inst, "note",
+                            json_string("no warp ran the probed instance in the scope (the "
+                                        "site did not execute at this occurrence)"));
+      }
+      /* exposed: the reference's waits that complete this site, same occurrence */
+      json_t *wl = json_array();
+      size_t k2;
+      json_t *d;
+      json_array_foreach(json_object_get(site, "done_by"), k2, d) {
+        const json_t *ws = site_by_id(sites, json_string_value(d));
+        if (ws && is_wait_kind(jstr(ws, "kind")))
+          json_array_append_new(wl, json_string(json_string_value(d)));
+      }
+      json_object_set_new(inst, "waits", wl);
+      size_t m = 0, timed = 0;
+      for (size_t w = 0; w < nwaits; w++) {
+        int match = 0;
+        json_array_foreach(wl, k2, d) match |= !strcmp(json_string_value(d),
+                                                       wait_ops[waits[w].region]);
+        if (!match)
+          continue;
+        timed++;
+        if (waits[w].occurrence != es->occurrence)
+          continue;
+        if (lmask && (waits[w].o->launch >= 64 || !(lmask >> waits[w].o->launch & 1)))
+          continue;
+        if (scope && !ag_scope_match(scope, ref, &(ag_occ){.region = waits[w].o->region,
+                                                           .role = waits[w].o->role,
+                                                           .launch = waits[w].o->launch,
+                                                           .sm = waits[w].o->sm,
+                                                           .cta = waits[w].o->cta,
+                                                           .warp = waits[w].o->warp,
+                                                           .iter = es->occurrence}))
+          continue;
+        buf[m++] = waits[w].ns;
+      }
+      ag_dstats exp = {0};
+      if (m) {
+        ag_dstats_of(buf, m, &exp);
+        stats_json(inst, "exposed", &exp, "observed");
+      } else if (!json_object_get(inst, "note")) {
+        json_object_set_new(
+            inst, "note",
+            json_string(!ref ? "no reference run: the exposed wait is unknown"
+                        : !json_array_size(wl)
+                            ? "no wait completes this site (discovery found none): the "
+                              "exposed wait is unknown"
+                        : !timed ? "the reference did not time the waits of this site"
+                                 : "no wait of this site ran at this occurrence in the scope"));
+      }
+      if (n && m) {
+        double hidden = lat.mean - exp.mean;
+        json_object_set_new(inst, "hidden",
+                            json_pack("{s:f,s:s,s:s}", "mean", hidden, "unit", "ns", "qual",
+                                      "derived"));
+      }
+      /* flat values for the report */
+      const char *rq = qname ? qname : "?";
+      if (n)
+        add_value(values, rq, "latency", es, lat.mean, "derived");
+      if (m)
+        add_value(values, rq, "exposed", es, exp.mean, "observed");
+      if (n && m)
+        add_value(values, rq, "hidden", es, lat.mean - exp.mean, "derived");
+      json_array_append_new(insts, inst);
+    }
+    ag_trace_free(pt);
+  }
+  *out = json_pack("{s:o,s:o,s:o}", "instances", insts, "values", values, "notes", notes);
+  insts = values = notes = NULL;
+  if (!*out)
+    rc = AG_ENOMEM;
+out:
+  json_decref(insts);
+  json_decref(values);
+  json_decref(notes);
+  ag_trace_free(rt);
+  ag_free(waits);
+  ag_free(is_wait);
+  ag_free(wait_ops);
+  ag_free(buf);
+  return rc;
+}

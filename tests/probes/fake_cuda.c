@@ -1,0 +1,167 @@
+/*
+ * fake_cuda.c — a stand-in CUDA driver for CPU tests of the multi-variant
+ * worker (loaded through ARGUS_LIBCUDA): every entry point the host runtime
+ * opens, "device memory" in host memory, kernels that do nothing except the
+ * host runtime's clock calibration (which gets plausible numbers). It lets
+ * the worker's protocol and failure isolation be tested without a GPU;
+ * nothing here measures anything. fake_cuda_poison() makes every later
+ * context synchronization fail, like a GPU fault.
+ */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int poisoned;
+void fake_cuda_poison(void);
+void fake_cuda_poison(void) { poisoned = 1; }
+
+#define OK return CUDA_SUCCESS
+CUresult cuInit(unsigned f) { (void)f; OK; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; OK; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; OK; }
+CUresult cuDeviceGet(CUdevice *d, int o) { *d = o; OK; }
+CUresult cuDeviceGetName(char *n, int len, CUdevice d) {
+  (void)d;
+  strncpy(n, "Fake GPU", (size_t)len);
+  OK;
+}
+CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+  (void)d;
+  *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 9;
+  OK;
+}
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
+  (void)d;
+  memset(u, 0, sizeof *u);
+  OK;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = (CUcontext)(uintptr_t)0x1000;
+  OK;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice d) { (void)d; OK; }
+CUresult cuCtxSetCurrent(CUcontext c) { (void)c; OK; }
+CUresult cuCtxSynchronize(void) { return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  (void)image;
+  *m = (CUmodule)calloc(1, 64); /* holds the module's 32-byte descriptor */
+  return *m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuModuleUnload(CUmodule m) {
+  free(m);
+  OK;
+}
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  (void)m;
+  *f = (CUfunction)(uintptr_t)(strcmp(name, "argus_calibrate") ? 1 : 2);
+  OK;
+}
+CUresult cuModuleGetGlobal(CUdeviceptr *d, size_t *bytes, CUmodule m, const char *name) {
+  if (strcmp(name, "__argus_trace"))
+    return CUDA_ERROR_NOT_FOUND;
+  *d = (CUdeviceptr)(uintptr_t)m;
+  *bytes = 32;
+  OK;
+}
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
+  (void)f, (void)a, (void)v;
+  OK;
+}
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned smem, CUstream s, void **args,
+                        void **extra) {
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
+  if ((uintptr_t)f == 2) { /* calibration: 10 ms at 1.98 GHz */
+    uint64_t *out = (uint64_t *)(uintptr_t)(*(CUdeviceptr *)args[0]);
+    out[0] = 1000;
+    out[1] = 5000;
+    out[2] = 1000 + 10000000;
+    out[3] = 5000 + 19800000;
+  }
+  return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
+CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
+  void *m = calloc(1, n ? n : 1);
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFree(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  OK;
+}
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
+  (void)s;
+  memset((void *)(uintptr_t)p, v, n);
+  OK;
+}
+CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) {
+  (void)s;
+  memcpy((void *)(uintptr_t)d, h, n);
+  OK;
+}
+CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) {
+  memcpy(h, (const void *)(uintptr_t)d, n);
+  OK;
+}
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) {
+  (void)f;
+  *p = calloc(1, n);
+  return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuMemFreeHost(void *p) {
+  free(p);
+  OK;
+}
+CUresult cuMemGetInfo(size_t *fr, size_t *total) {
+  *fr = 64u << 20;
+  *total = 80u << 20;
+  OK;
+}
+CUresult cuStreamSynchronize(CUstream s) { (void)s; OK; }
+CUresult cuGetErrorName(CUresult e, const char **s) {
+  *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_FAKE";
+  OK;
+}
+CUresult cuGetErrorString(CUresult e, const char **s) {
+  *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "an illegal memory access was encountered" : "fake";
+  OK;
+}
+
+/* what a harness calls beside the host runtime (examples/tma_probe) */
+CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) {
+  memcpy((void *)(uintptr_t)d, h, n);
+  OK;
+}
+CUresult cuMemsetD32(CUdeviceptr d, unsigned v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    ((unsigned *)(uintptr_t)d)[i] = v;
+  OK;
+}
+CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank,
+                                void *base, const cuuint64_t *dims, const cuuint64_t *strides,
+                                const cuuint32_t *box, const cuuint32_t *estr,
+                                CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+  (void)t, (void)rank, (void)base, (void)dims, (void)strides, (void)box, (void)estr, (void)il,
+      (void)sw, (void)l2, (void)oob;
+  memset(m, 0, sizeof *m);
+  OK;
+}
+CUresult cuEventCreate(CUevent *e, unsigned f) {
+  (void)f;
+  *e = (CUevent)calloc(1, 8);
+  OK;
+}
+CUresult cuEventDestroy(CUevent e) {
+  free(e);
+  OK;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) { (void)e, (void)s; OK; }
+CUresult cuEventSynchronize(CUevent e) { (void)e; OK; }
+CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  (void)a, (void)b;
+  *ms = 0.01f;
+  OK;
+}

@@ -1,0 +1,65 @@
+/*
+ * fake_harness.c — a harness library for CPU tests of the multi-variant
+ * worker (with fake_cuda.c as the driver). argv[1] says how it behaves:
+ * ok (loads argv[2], launches, finishes), fail (returns 3), crash (SIGSEGV),
+ * exit (calls exit(5)), hang (sleeps), poison (ok, then a "GPU fault"),
+ * noevidence (returns 0 without loading anything), env (returns 4 unless the
+ * job's Argus environment is set). Built as a library (ARGUS_HARNESS_MAIN).
+ */
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "argus/host.h"
+
+static int run_ok(const char *module) {
+  ag_host *h = NULL;
+  ag_host_module *m = NULL;
+  ag_host_kernel *k = NULL;
+  int rc = 1;
+  if (ag_host_open(&h) || ag_host_load(h, module, &m) || ag_host_kernel_get(m, "kern", &k) ||
+      ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, 0, NULL, NULL) ||
+      ag_host_finish(h)) {
+    fprintf(stderr, "fake harness: %s\n", ag_host_errmsg(h));
+  } else {
+    printf("fake harness: ok\n");
+    rc = 0;
+  }
+  ag_host_close(h);
+  return rc;
+}
+
+ARGUS_HARNESS_MAIN(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "ok";
+  const char *module = argc > 2 ? argv[2] : "/dev/null";
+  if (!strcmp(mode, "fail")) {
+    fprintf(stderr, "fake harness: results do not match\n");
+    return 3;
+  }
+  if (!strcmp(mode, "crash"))
+    raise(SIGSEGV);
+  if (!strcmp(mode, "exit"))
+    exit(5);
+  if (!strcmp(mode, "hang"))
+    sleep(100);
+  if (!strcmp(mode, "noevidence"))
+    return 0;
+  if (!strcmp(mode, "env")) {
+    const char *c = getenv("ARGUS_COLLECT");
+    if (!getenv("ARGUS_OUT") || !c || strcmp(c, "trace"))
+      return 4;
+  }
+  int rc = run_ok(module);
+  if (!strcmp(mode, "poison")) {
+    void *lib = dlopen(getenv("ARGUS_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
+    void (*poison)(void) = NULL;
+    if (lib)
+      *(void **)(&poison) = dlsym(lib, "fake_cuda_poison");
+    if (poison)
+      poison();
+  }
+  return rc;
+}

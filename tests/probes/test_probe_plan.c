@@ -1,0 +1,243 @@
+/*
+ * test_probe_plan.c — discovery-driven probe expansion: the plan of the
+ * paper's multi-run workload (examples/tma_probe: 2 TMA loads x 8
+ * iterations) has 16 isolated probe collections and one reference, all
+ * feeding the synthesis; the count is checked against brute force (the TMA
+ * and wgmma instructions in the PTX text times the iterations); a plan in
+ * which two probes share a run is rejected by the same checker (the check can
+ * fail); a query without iterations and one too large are errors that say
+ * why. Discovery runs for real on the example's PTX, through the scheduler
+ * with only Control tasks run (what `argus plan` does).
+ */
+#include "check.h"
+
+#include "argus/ptx.h"
+#include "argus/run.h"
+#include "../trace/trace_util.h"
+
+static json_t *discovery;
+
+static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
+  (void)cx;
+  t->outputs = json_pack("{s:s}", "regions", "in-memory");
+  return 0;
+}
+
+static int expand(ag_plan *p, ag_task *control, void *ud) {
+  (void)ud;
+  ag_str why = AG_STR_INIT;
+  int rc = ag_probe_expand(p, control, discovery, &why);
+  if (rc)
+    fprintf(stderr, "expand: %s\n", ag_str_cstr(&why));
+  ag_str_release(&why);
+  return rc;
+}
+
+static json_t *discover_file(const char *rel) {
+  size_t len = 0;
+  char *ptx = tu_read_build_file(rel, &len);
+  if (!ptx)
+    return NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ptx_module *m = NULL;
+  ag_ptx_regions *r = NULL;
+  json_t *j = NULL;
+  if (ag_ptx_parse(ptx, len, rel, &d, &m) == 0 && ag_ptx_discover(m, &d, &r) == 0)
+    j = ag_ptx_regions_to_json(m, r);
+  else
+    tu_print_diags(&d);
+  ag_ptx_module_free(m);
+  ag_diags_release(&d);
+  ag_free(ptx);
+  return j;
+}
+
+static ag_plan *plan_and_expand(const char *region, const char *scope, int *rc_out) {
+  const char *sigs[] = {"async_latency"};
+  ag_query q = {.region = region, .signals = sigs, .nsignals = 1};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_plan *p = NULL;
+  int rc = ag_scope_parse(scope, &q.scope, &d);
+  if (!rc)
+    rc = ag_plan_build(&q, "tma_probe@test", &d, &p);
+  ag_diags_release(&d);
+  if (rc) {
+    *rc_out = rc;
+    return NULL;
+  }
+  p->expand = expand;
+  ag_executor ex[] = {{"discover", ex_discover}};
+  ag_run_opts o = {.cpu_workers = 1, .ndevices = 0, .execs = ex, .nexecs = 1,
+                   .types = 1u << AG_TASK_CONTROL};
+  ag_run_stats st;
+  rc = ag_run_plan(p, &o, &st);
+  ag_task *c = NULL;
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (p->tasks.v[i]->type == AG_TASK_CONTROL)
+      c = p->tasks.v[i];
+  *rc_out = rc ? rc : c && c->status == AG_TS_OK ? 0 : AG_EINVAL;
+  return p;
+}
+
+/* The plan's measurement validity for async_latency: every probe collect
+ * forces completion and has a run of its own, one reference run, and the
+ * synthesis depends on all of them. Returns the number of probe runs, or -1
+ * when the plan is invalid. */
+static int probe_runs(const ag_plan *p, int *refs) {
+  int probes = 0, bad = 0;
+  *refs = 0;
+  const ag_task *synth = NULL;
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (!strcmp(p->tasks.v[i]->op, "synth.async_latency"))
+      synth = p->tasks.v[i];
+  if (!synth)
+    return -1;
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    if (t->type != AG_TASK_COLLECT)
+      continue;
+    const char *v = json_string_value(json_object_get(t->config, "variant"));
+    int feeds = 0;
+    for (size_t k = 0; k < synth->deps.n; k++)
+      feeds |= synth->deps.v[k] == t->id;
+    if (!feeds || t->run < 0)
+      bad = 1;
+    for (size_t j = 0; j < p->tasks.n; j++) /* nobody shares its run */
+      if (j != i && p->tasks.v[j]->type == AG_TASK_COLLECT && p->tasks.v[j]->run == t->run)
+        bad = 1;
+    if (v && !strcmp(v, "probe")) {
+      probes++;
+      bad |= !(t->effects & AG_EFF_FORCES_COMPLETION) || !t->needs_gpu;
+    } else {
+      (*refs)++;
+    }
+  }
+  return bad ? -1 : probes;
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *q = strstr(hay, needle); q; q = strstr(q + 1, needle))
+    n++;
+  return n;
+}
+
+TEST(sixteen_isolated_probes_and_one_reference) {
+  discovery = discover_file("tests/data/ptx/tma_probe.ptx");
+  CHECK(discovery != NULL);
+  size_t len = 0;
+  char *ptx = tu_read_build_file("tests/data/ptx/tma_probe.ptx", &len);
+  CHECK(ptx != NULL);
+  if (!discovery || !ptx)
+    return;
+  int rc = 0;
+  ag_plan *p = plan_and_expand("tma_probe/mainloop/loads", "iter=0:8", &rc);
+  CHECK_EQ_INT(rc, 0);
+  int refs = 0;
+  size_t tma = count(ptx, "cp.async.bulk.tensor"); /* brute force: the text */
+  CHECK_EQ_U64(tma, 2);
+  CHECK_EQ_INT(p ? probe_runs(p, &refs) : -2, (int)(tma * 8));
+  CHECK_EQ_INT(refs, 1);
+  CHECK_EQ_INT(p ? p->nruns : 0, (int)(tma * 8) + 1);
+  /* every (site, iteration) once */
+  int seen[2][8] = {{0}};
+  const char *ops[2] = {NULL, NULL};
+  for (size_t i = 0; p && i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    if (strcmp(t->op, "transform.probe"))
+      continue;
+    const char *op = json_string_value(json_object_get(t->config, "op"));
+    int occ = (int)json_integer_value(json_object_get(t->config, "occurrence"));
+    int k = ops[0] && !strcmp(ops[0], op) ? 0 : ops[1] && !strcmp(ops[1], op) ? 1 : !ops[0] ? 0 : 1;
+    if (!ops[k])
+      ops[k] = op;
+    CHECK(occ >= 0 && occ < 8);
+    if (occ >= 0 && occ < 8)
+      seen[k][occ]++;
+  }
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 8; i++)
+      CHECK_EQ_INT(seen[k][i], 1);
+  /* the printed plan shows every branch */
+  ag_str txt = AG_STR_INIT;
+  if (p)
+    ag_plan_print_text(p, &txt);
+  CHECK_EQ_U64(count(ag_str_cstr(&txt), "transform.probe"), 16);
+  CHECK_EQ_U64(count(ag_str_cstr(&txt), "effects=forces_completion"), 16);
+  ag_str_release(&txt);
+  /* deliberately wrong: two probes in one run must be caught */
+  if (p) {
+    ag_task *a = NULL, *b = NULL;
+    for (size_t i = 0; i < p->tasks.n; i++)
+      if (p->tasks.v[i]->type == AG_TASK_COLLECT &&
+          json_object_get(p->tasks.v[i]->config, "op"))
+        (a ? (b ? (void)0 : (void)(b = p->tasks.v[i])) : (void)(a = p->tasks.v[i]));
+    CHECK(a && b);
+    if (a && b) {
+      b->run = a->run;
+      CHECK_EQ_INT(probe_runs(p, &refs), -1);
+    }
+  }
+  ag_plan_free(p);
+  /* the whole mainloop: the wgmma sites too (4 of them), brute force again */
+  p = plan_and_expand("mainloop", "iter=0:8", &rc);
+  CHECK_EQ_INT(rc, 0);
+  size_t wgmma = count(ptx, "wgmma.mma_async");
+  CHECK_EQ_INT(p ? probe_runs(p, &refs) : -2, (int)((tma + wgmma) * 8));
+  ag_plan_free(p);
+  /* a window: iterations 2, 3 and 6 */
+  p = plan_and_expand("loads", "iter=2:4,iter=6", &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(p ? probe_runs(p, &refs) : -2, (int)(tma * 3));
+  ag_plan_free(p);
+  ag_free(ptx);
+}
+
+TEST(probe_plan_errors) {
+  int rc = 0;
+  /* no iteration window */
+  const char *sigs[] = {"async_latency"};
+  ag_query q = {.region = "loads", .signals = sigs, .nsignals = 1};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_plan *p = NULL;
+  CHECK_EQ_INT(ag_plan_build(&q, "x", &d, &p), AG_EINVAL);
+  CHECK(p == NULL);
+  CHECK(d.items.n > 0);
+  if (d.items.n)
+    CHECK_CONTAINS(d.items.v[0].msg, "--scope iter=0:8");
+  ag_diags_release(&d);
+  /* too many branches: the Control task fails, saying why */
+  p = plan_and_expand("loads", "iter=0:5000", &rc);
+  CHECK(rc != 0);
+  int probes = 0;
+  for (size_t i = 0; p && i < p->tasks.n; i++)
+    probes += !strcmp(p->tasks.v[i]->op, "transform.probe");
+  CHECK_EQ_INT(probes, 0);
+  for (size_t i = 0; p && i < p->tasks.n; i++)
+    if (p->tasks.v[i]->type == AG_TASK_CONTROL)
+      CHECK_CONTAINS(p->tasks.v[i]->error, "expanding discovered branches failed");
+  ag_plan_free(p);
+  /* a region without async sites: no probe, the plan still has its reference */
+  p = plan_and_expand("epilogue", "iter=0:8", &rc);
+  CHECK_EQ_INT(rc, 0);
+  int refs = 0;
+  CHECK_EQ_INT(p ? probe_runs(p, &refs) : -2, 0);
+  CHECK_EQ_INT(refs, 1);
+  ag_plan_free(p);
+  /* a bad discovery output */
+  ag_str why = AG_STR_INIT;
+  json_t *bad = json_object();
+  p = plan_and_expand("loads", "iter=0:1", &rc);
+  if (p)
+    CHECK_EQ_INT(ag_probe_expand(p, p->tasks.v[0], bad, &why), AG_EINVAL);
+  CHECK_CONTAINS(ag_str_cstr(&why), "no region or site table");
+  ag_str_release(&why);
+  json_decref(bad);
+  ag_plan_free(p);
+  json_decref(discovery);
+}
+
+RUN_TESTS(T(sixteen_isolated_probes_and_one_reference), T(probe_plan_errors))
