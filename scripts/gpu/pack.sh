@@ -35,8 +35,12 @@ DEST="$DEST_ROOT/.carry/gpu"
 rm -rf "$DEST"
 mkdir -p "$DEST"
 (cd "$STAGE" && tar --exclude='CMakeFiles' --exclude='*.o' --exclude='*.a' --exclude='*.d' \
+  --exclude='fuzz_*' \
   --exclude='.ninja_*' --exclude='Testing' --exclude='.argus' -cf - src build lib) |
   (cd "$DEST" && tar -xf -)
+# what travels is capped at 64 MiB: no debug info (the fuzzers stay behind too)
+find "$DEST/build" "$DEST/lib" -type f \( -perm -u+x -o -name '*.so*' \) \
+  -exec strip --strip-debug {} + 2>/dev/null || true
 # run.sh is started as .carry/gpu/scripts/gpu/run.sh
 mkdir -p "$DEST/scripts/gpu"
 cp "$REPO/scripts/gpu/run.sh" "$DEST/scripts/gpu/run.sh"

@@ -486,7 +486,7 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
     const char *name = json_string_value(json_object_get(f, "name"));
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
       json_t *v = json_object_get(f, keys[k][0]);
-      if (json_is_integer(v))
+      if (json_is_integer(v) && json_integer_value(v) >= 0) /* -1: not in the log */
         value(vals, name, "static", keys[k][1], json_incref(v), keys[k][2], "observed");
     }
   }
@@ -821,8 +821,12 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   json_decref(origin);
   if (rc)
     goto store_err;
-  ag_str_printf(&tmp, "%s/runs", o->workspace);
-  ob.rundir = ag_str_detach(&tmp);
+  { /* absolute: harnesses run in the spec's directory */
+    char *abs = realpath(o->workspace, NULL);
+    ag_str_printf(&tmp, "%s/runs", abs ? abs : o->workspace);
+    free(abs);
+    ob.rundir = ag_str_detach(&tmp);
+  }
   /* bind the plan to the program version */
   p->program = ag_arena_strdup(&p->arena, ob.ptx_hash);
   for (size_t i = 0; i < p->tasks.n; i++)

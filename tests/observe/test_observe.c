@@ -234,5 +234,31 @@ TEST(test_cli) {
   ag_str_release(&err);
 }
 
-RUN_TESTS(T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
+TEST(test_relative_workspace) {
+  /* a relative workspace path: harnesses run in the spec's directory, so the
+   * run directory must not be relative (regression seen on the H200) */
+  setup();
+  char cwd[4096];
+  CHECK(getcwd(cwd, sizeof cwd) != NULL);
+  char sub[128];
+  snprintf(sub, sizeof sub, "%s/sub", ws);
+  ag_mkdir_p(sub, 0755);
+  CHECK_EQ_INT(chdir(sub), 0); /* the spec's directory is not the current one */
+  const char *sigs[] = {"duration"};
+  ag_observe_opts o = {.spec = "../spec.json", .workspace = "rel/.argus", .region = "work",
+                       .signals = sigs, .nsignals = 1, .ndevices = 1, .timeout_s = 30};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  CHECK_EQ_INT(ag_observe(&o, &d, &r), 0);
+  ag_task *col = find(r.plan, "collect");
+  CHECK_EQ_INT(col->status, AG_TS_FAILED);
+  CHECK(col->error && !strstr(col->error, "cannot start the harness"));
+  printf("collect error with a relative workspace: %.200s\n", col->error ? col->error : "");
+  ag_observe_result_release(&r);
+  ag_diags_release(&d);
+  CHECK_EQ_INT(chdir(cwd), 0);
+}
+
+RUN_TESTS(T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))
