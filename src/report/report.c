@@ -148,6 +148,8 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
       ag_str_printf(out, "%.3f ms", x / 1e6);
     else if (!strcmp(unit, "ns") && x >= 1e3)
       ag_str_printf(out, "%.2f us", x / 1e3);
+    else if (!strcmp(unit, "ns"))
+      ag_str_printf(out, "%.1f ns", x);
     else
       ag_str_printf(out, "%.4g", x);
     return;
