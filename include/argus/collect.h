@@ -69,6 +69,9 @@ int ag_jit_version(unsigned *major, unsigned *minor);
  * device); otherwise AG_ENODEV with the reason in why. Loads the driver with
  * dlopen: argus itself never links it. */
 int ag_collect_gpu_probe(ag_str *why);
+/* The number of devices the driver sees (the GPU lanes of a plan), or
+ * AG_ENODEV with the reason in why. */
+int ag_collect_gpu_count(ag_str *why);
 
 /* ------------------------------------------------- a traced harness run */
 

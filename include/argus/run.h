@@ -36,7 +36,8 @@ typedef struct ag_executor {
 } ag_executor;
 
 /* Memoization: lookup returns 1 and sets *outputs (new reference) when a task
- * with this key already succeeded (it may also record that the task starts);
+ * with the same identity already succeeded (it may also record that the task
+ * starts, and set t->key: ag_task_compute_key or the workspace's own key);
  * publish records how a task that ran ended (t->status is AG_TS_OK or
  * AG_TS_FAILED). Both may be NULL (no memoization). */
 typedef struct ag_memo {

@@ -9,7 +9,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
-int ag_collect_gpu_probe(ag_str *why) {
+int ag_collect_gpu_count(ag_str *why) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     if (why)
@@ -42,8 +42,13 @@ int ag_collect_gpu_probe(ag_str *why) {
       ag_str_puts(why, "the CUDA driver sees no GPU");
     goto out;
   }
-  rc = 0;
+  rc = n;
 out:
   dlclose(lib);
   return rc;
+}
+
+int ag_collect_gpu_probe(ag_str *why) {
+  int n = ag_collect_gpu_count(why);
+  return n > 0 ? 0 : n;
 }

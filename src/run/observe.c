@@ -20,7 +20,6 @@
 #include "argus/spec.h"
 #include "argus/store.h"
 #include "argus/synth.h"
-#include "argus/sysinfo.h"
 #include "argus/variant.h"
 
 typedef struct obs {
@@ -848,11 +847,9 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   int ndev = o->ndevices;
   if (ndev < 0) { /* one lane per device the driver sees */
     ag_str why = AG_STR_INIT;
-    ndev = 0;
-    json_t *info = NULL;
-    if (ag_collect_gpu_probe(&why) == 0 && ag_sysinfo_collect(NULL, &info) == 0)
-      ndev = (int)json_array_size(json_object_get(info, "devices"));
-    json_decref(info);
+    ndev = ag_collect_gpu_count(&why);
+    if (ndev < 0)
+      ndev = 0;
     if (!ndev)
       snprintf(res->nogpu_reason, sizeof res->nogpu_reason, "%s",
                why.len ? ag_str_cstr(&why) : "the CUDA driver lists no device");

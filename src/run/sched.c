@@ -227,10 +227,8 @@ static void make_ready(sched *s, ag_task *t) {
     finish(s, t);
     return;
   }
-  if (s->o->memo.lookup || s->o->memo.publish)
-    ag_task_compute_key(s->plan, t);
   json_t *out = NULL;
-  if (s->o->memo.lookup && t->key[0] && s->o->memo.lookup(s->o->memo.ud, t, &out) == 1) {
+  if (s->o->memo.lookup && s->o->memo.lookup(s->o->memo.ud, t, &out) == 1) {
     json_decref(t->outputs);
     t->outputs = out;
     t->status = AG_TS_CACHED;
