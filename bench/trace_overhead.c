@@ -20,6 +20,11 @@
  * dropped, and the records are the expected sequence.
  *
  *   trace_overhead [--ptx FILE] [--samples N] [--batch B] [--dump DIR]
+ *                  [--inners N,N,...] [--candidate NAME=FILE[:check]]...
+ * A candidate is a ready-made traced module (PTX with the descriptor
+ * `__argus_trace`), e.g. a probe design from bench/explore/probe_designs.py:
+ * it is compiled as is, bound like the traced build and timed in the same
+ * rotation; `:check` also checks its records (the evidence layout).
  * Exit 0: figures printed and all checks passed; 1: a check failed;
  * 77: no GPU.
  */
@@ -41,8 +46,9 @@
 #define CAP 256
 #define TABLE 4096
 #define NB 4
+#define MAXB (NB + 12)
 
-static const char *bname[NB] = {"trace-free", "anchors", "traced", "traced-nostore"};
+static const char *bname[MAXB] = {"trace-free", "anchors", "traced", "traced-nostore"};
 
 #define CK(call)                                                                   \
   do {                                                                             \
@@ -71,6 +77,8 @@ typedef struct build {
   int regs[2];
 } build;
 
+/* which < NB: a build of the module's PTX; otherwise a candidate whose PTX
+ * is used as is */
 static void make_build(build *b, const char *ptx, size_t len, int which, const char *dump) {
   ag_variant_opts o = {which == 0 ? AG_VARIANT_TRACE_FREE : AG_VARIANT_TRACED, NULL, 0,
                        which == 1};
@@ -80,8 +88,17 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
   ag_cubin *c = NULL;
   ag_diags d;
   ag_diags_init(&d);
-  if (ag_variant_make(ptx, len, "overhead.ptx", &o, &d, &v) ||
-      ag_jit_compile(v->ptx, v->len, bname[which], "sm_90a", &d, &c)) {
+  const char *vptx = ptx;
+  size_t vlen = len;
+  int bad = 0;
+  if (which < NB) {
+    bad = ag_variant_make(ptx, len, "overhead.ptx", &o, &d, &v) != AG_OK;
+    if (!bad) {
+      vptx = v->ptx;
+      vlen = v->len;
+    }
+  }
+  if (bad || ag_jit_compile(vptx, vlen, bname[which], "sm_90a", &d, &c)) {
     ag_str s = AG_STR_INIT;
     ag_diags_format(&d, &s);
     fprintf(stderr, "trace_overhead: cannot build %s:\n%s", bname[which], ag_str_cstr(&s));
@@ -94,14 +111,18 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
     snprintf(path, sizeof path, "%s/overhead.%s.cubin", dump, bname[which]);
     ag_file_write_atomic(path, c->data, c->len);
     snprintf(path, sizeof path, "%s/overhead.%s.ptx", dump, bname[which]);
-    ag_file_write_atomic(path, v->ptx, v->len);
+    ag_file_write_atomic(path, vptx, vlen);
   }
   CK(cudaLibraryLoadData(&b->lib, c->data, NULL, NULL, 0, NULL, NULL, 0));
   CK(cudaLibraryGetKernel(&b->k[0], b->lib, "overhead_compute"));
   CK(cudaLibraryGetKernel(&b->k[1], b->lib, "overhead_memory"));
+  void *desc = NULL;
+  size_t bytes = 0;
+  if (which >= NB && cudaLibraryGetGlobal(&desc, &bytes, b->lib, AG_EV_DESC_SYMBOL)) {
+    cudaGetLastError(); /* a candidate without probes (code placement) */
+    which = 0;
+  }
   if (which) {
-    void *desc = NULL;
-    size_t bytes = 0;
     CK(cudaLibraryGetGlobal(&desc, &bytes, b->lib, AG_EV_DESC_SYMBOL));
     if (bytes != AG_EV_DESC_BYTES) {
       fprintf(stderr, "trace_overhead: descriptor is %zu bytes\n", bytes);
@@ -154,11 +175,11 @@ static double check_records(build *b, int type, int *bad) {
       continue;
     }
     const ag_ev_record *r = &rec[(size_t)w * CAP];
-    int ok = r[OCC].site == s0 + 1 && r[OCC].iter == AG_EV_NO_ITER &&
+    int ok = r[OCC].site == s0 + 1 && ag_ev_record_iter(&r[OCC]) == AG_EV_NO_ITER &&
              (uint32_t)(r[0].begin - r[OCC].begin) < (1u << 31) &&
              (uint32_t)(r[OCC].end - r[OCC - 1].end) < (1u << 31);
     for (int i = 0; i < OCC && ok; i++)
-      ok = r[i].site == s0 && r[i].iter == (uint32_t)i &&
+      ok = r[i].site == s0 && ag_ev_record_iter(&r[i]) == (uint32_t)i &&
            (uint32_t)(r[i].end - r[i].begin) < (1u << 31) &&
            (i == 0 || (uint32_t)(r[i].begin - r[i - 1].end) < (1u << 31));
     if (!ok) {
@@ -173,6 +194,9 @@ static double check_records(build *b, int type, int *bad) {
 int main(int argc, char **argv) {
   const char *ptxpath = NULL, *dump = NULL;
   int samples = 41, batch = 10;
+  int inners[16] = {8, 16, 32, 64, 128, 256, 512, 1024, 4096}, ninner = 9;
+  const char *cpath[MAXB] = {0};
+  int ccheck[MAXB] = {0}, nb = NB;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--ptx") && i + 1 < argc)
       ptxpath = argv[++i];
@@ -182,8 +206,29 @@ int main(int argc, char **argv) {
       batch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc)
       dump = argv[++i];
-    else {
-      fprintf(stderr, "usage: %s [--ptx FILE] [--samples N] [--batch B] [--dump DIR]\n",
+    else if (!strcmp(argv[i], "--inners") && i + 1 < argc) {
+      char *p = argv[++i];
+      for (ninner = 0; *p && ninner < 16; ninner++) {
+        inners[ninner] = (int)strtol(p, &p, 10);
+        if (inners[ninner] < 1 || (*p && *p++ != ','))
+          return 2;
+      }
+    } else if (!strcmp(argv[i], "--candidate") && i + 1 < argc && nb < MAXB) {
+      char *spec = argv[++i], *eq = strchr(spec, '=');
+      if (!eq)
+        return 2;
+      *eq = 0;
+      char *colon = strrchr(eq + 1, ':');
+      if (colon && !strcmp(colon, ":check")) {
+        *colon = 0;
+        ccheck[nb] = 1;
+      }
+      bname[nb] = spec;
+      cpath[nb++] = eq + 1;
+    } else {
+      fprintf(stderr,
+              "usage: %s [--ptx FILE] [--samples N] [--batch B] [--dump DIR] "
+              "[--inners N,...] [--candidate NAME=FILE[:check]]...\n",
               argv[0]);
       return 2;
     }
@@ -211,10 +256,20 @@ int main(int argc, char **argv) {
   }
   struct cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  build b[NB];
+  build b[MAXB];
   memset(b, 0, sizeof b);
   for (int i = 0; i < NB; i++)
     make_build(&b[i], ptx, len, i, dump);
+  for (int i = NB; i < nb; i++) {
+    char *cp = NULL;
+    size_t cl = 0;
+    if (ag_file_read(cpath[i], &cp, &cl)) {
+      fprintf(stderr, "trace_overhead: cannot read %s\n", cpath[i]);
+      return 1;
+    }
+    make_build(&b[i], cp, cl, i, dump);
+    ag_free(cp);
+  }
   printf("device: %s, %d SMs; %d CTAs x %d threads, %d occurrences, %d records per warp; "
          "%d samples x %d launches per build; registers compute %d/%d/%d memory %d/%d/%d\n",
          prop.name, prop.multiProcessorCount, CTAS, THREADS, OCC, RECS, samples, batch,
@@ -223,17 +278,17 @@ int main(int argc, char **argv) {
   const int n = CTAS * THREADS;
   float *seed = malloc(sizeof(float) * n), *table = malloc(sizeof(float) * TABLE);
   float *out0 = malloc(sizeof(float) * n), *out1 = malloc(sizeof(float) * n);
-  double *t[NB];
-  for (int i = 0; i < NB; i++)
+  double *t[MAXB];
+  for (int i = 0; i < nb; i++)
     t[i] = malloc(sizeof(double) * (size_t)samples);
   for (int i = 0; i < n; i++)
     seed[i] = (float)((i * 37) % 101) / 101.0f;
   for (int i = 0; i < TABLE; i++)
     table[i] = (float)((i * 53) % 97) / 97.0f;
-  float *d_seed, *d_table, *d_out[NB];
+  float *d_seed, *d_table, *d_out[MAXB];
   CK(cudaMalloc((void **)&d_seed, sizeof(float) * n));
   CK(cudaMalloc((void **)&d_table, sizeof(float) * TABLE));
-  for (int i = 0; i < NB; i++)
+  for (int i = 0; i < nb; i++)
     CK(cudaMalloc((void **)&d_out[i], sizeof(float) * n));
   CK(cudaMemcpy(d_seed, seed, sizeof(float) * n, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d_table, table, sizeof(float) * TABLE, cudaMemcpyHostToDevice));
@@ -241,8 +296,6 @@ int main(int argc, char **argv) {
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
 
-  static const int inners[] = {8, 16, 32, 64, 128, 256, 512, 1024, 4096};
-  const int ninner = (int)(sizeof inners / sizeof *inners);
   int bad = 0;
   double worst_small = 0, worst_big_pct = 0;
   dim3 grid = {CTAS, 1, 1}, block = {THREADS, 1, 1};
@@ -252,8 +305,8 @@ int main(int argc, char **argv) {
   for (int type = 0; type < 2; type++) {
     for (int ii = 0; ii < ninner; ii++) {
       int inner = inners[ii], tsize = TABLE;
-      void *args[NB][4];
-      for (int i = 0; i < NB; i++) {
+      void *args[MAXB][4];
+      for (int i = 0; i < nb; i++) {
         args[i][0] = &d_out[i];
         args[i][1] = type == 0 ? (void *)&d_seed : (void *)&d_table;
         args[i][2] = type == 0 ? (void *)&inner : (void *)&tsize;
@@ -261,8 +314,8 @@ int main(int argc, char **argv) {
       }
       int bt = inner >= 1024 ? (batch + 4) / 5 : batch;
       for (int s = -3; s < samples; s++) { /* 3 warm-up rounds */
-        for (int j = 0; j < NB; j++) {
-          int i = (s + 3 + j) % NB; /* rotate which build goes first */
+        for (int j = 0; j < nb; j++) {
+          int i = (s + 3 + j) % nb; /* rotate which build goes first */
           CK(cudaEventRecord(e0, 0));
           for (int k = 0; k < bt; k++)
             CK(cudaLaunchKernel((const void *)b[i].k[type], grid, block, args[i], 0, 0));
@@ -277,7 +330,7 @@ int main(int argc, char **argv) {
       CK(cudaGetLastError());
       /* the probes must not change what the kernel computes */
       CK(cudaMemcpy(out0, d_out[0], sizeof(float) * n, cudaMemcpyDeviceToHost));
-      for (int i = 1; i < NB; i++) {
+      for (int i = 1; i < nb; i++) {
         CK(cudaMemcpy(out1, d_out[i], sizeof(float) * n, cudaMemcpyDeviceToHost));
         if (memcmp(out0, out1, sizeof(float) * n)) {
           fprintf(stderr, "trace_overhead: %s output differs from trace-free (%s inner %d)\n",
@@ -286,6 +339,9 @@ int main(int argc, char **argv) {
         }
       }
       double hz = check_records(&b[2], type, &bad);
+      for (int i = NB; i < nb; i++)
+        if (ccheck[i])
+          check_records(&b[i], type, &bad);
       /* noise: the two halves of the trace-free samples */
       int h = samples / 2;
       double *half = malloc(sizeof(double) * (size_t)samples);
@@ -294,8 +350,8 @@ int main(int argc, char **argv) {
       memcpy(half, t[0] + h, sizeof(double) * (size_t)(samples - h));
       double m2 = median(half, samples - h);
       free(half);
-      double med[NB];
-      for (int i = 0; i < NB; i++)
+      double med[MAXB];
+      for (int i = 0; i < nb; i++)
         med[i] = median(t[i], samples);
       double added = med[2] - med[0], anch = med[1] - med[0];
       /* all added time charged to the records: an upper bound per record */
@@ -309,6 +365,13 @@ int main(int argc, char **argv) {
              "\"added_pct\":%.4f,\"cycles_per_record\":%.3f,\"noise_us\":%.4f,\"sm_mhz\":%.1f}\n",
              type ? "memory" : "compute", inner, med[0], anch, med[3] - med[0], added, pct, cyc,
              fabs(m1 - m2), hz / 1e6);
+      for (int i = NB; i < nb; i++) {
+        printf("  candidate %-16s added %8.3f us  (%6.3f %%)\n", bname[i], med[i] - med[0],
+               100.0 * (med[i] - med[0]) / med[0]);
+        printf("@json {\"bench\":\"trace_overhead\",\"type\":\"%s\",\"inner\":%d,"
+               "\"candidate\":\"%s\",\"added_us\":%.4f}\n",
+               type ? "memory" : "compute", inner, bname[i], med[i] - med[0]);
+      }
       if (inner <= 512 && added > worst_small)
         worst_small = added;
       if (med[0] >= 500.0 && pct > worst_big_pct)
@@ -321,7 +384,7 @@ int main(int argc, char **argv) {
          worst_big_pct, worst_big_pct <= 0.1 ? "met" : "NOT met");
   printf("checks: %s\n", bad ? "FAILED" : "traced outputs equal trace-free, 65 records per "
                                           "warp, none dropped, sequences as expected");
-  for (int i = 0; i < NB; i++) {
+  for (int i = 0; i < nb; i++) {
     cudaFree(d_out[i]);
     cudaFree(b[i].records);
     cudaFree(b[i].meta);

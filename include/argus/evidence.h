@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define AG_EV_MAGIC "ARGUSEV1" /* 8 bytes, no terminator in the file */
-#define AG_EV_VERSION 1u
+#define AG_EV_VERSION 2u /* 2: records hold the complement of the iteration */
 #define AG_EV_FILE_NAME "trace.agev"
 
 /* The constant the host binds before each recorded launch. enabled == 0:
@@ -57,20 +57,24 @@ typedef struct ag_ev_desc {
 /* One record per region occurrence, written when the region ends (and one
  * per role marker): the low 32 bits of %clock64 at the begin and at the end
  * marker, the site (the end or role marker's index in the variant's probe
- * table) and the iteration operand of the ARGUS_BEGIN_AT that opened it
- * (AG_EV_NO_ITER otherwise). A role record has begin == end. The decoder
+ * table) and the complement (~) of the iteration operand of the
+ * ARGUS_BEGIN_AT that opened it (0, i.e. ~AG_EV_NO_ITER, otherwise): the
+ * probe keeps the iteration in a register of its own, and the complement is
+ * how it gets one for one instruction. Read it with ag_ev_record_iter. A
+ * role record has begin == end. The decoder
  * restores 64-bit times: records of a warp are in the order their regions
  * ended, starting from the warp's 64-bit entry anchor, and no gap between
  * successive ends (nor a region) may reach 2^32 cycles (2.1 s at 2 GHz;
  * checked against the 64-bit exit anchor). */
 typedef struct ag_ev_record {
-  uint32_t begin; /* %clock64 & 0xffffffff at the begin marker */
-  uint32_t end;   /* ... at the end marker */
-  uint32_t site;  /* index into the header's "probes.sites" */
-  uint32_t iter;
+  uint32_t begin;    /* %clock64 & 0xffffffff at the begin marker */
+  uint32_t end;      /* ... at the end marker */
+  uint32_t site;     /* index into the header's "probes.sites" */
+  uint32_t iter_inv; /* ~iteration */
 } ag_ev_record;
 #define AG_EV_RECORD_BYTES 16u
 #define AG_EV_NO_ITER 0xffffffffu
+static inline uint32_t ag_ev_record_iter(const ag_ev_record *r) { return ~r->iter_inv; }
 
 /* Exposed-wait regions (docs/probes.md): a traced variant made with waits
  * times each wait that completes an asynchronous operation as a synthetic
@@ -78,9 +82,10 @@ typedef struct ag_ev_record {
  * wait's op ID is "<that region's id in hex>:<ordinal>". */
 #define AG_EV_WAIT_PREFIX "argus_wait_"
 
-/* Per-warp metadata: lane 0 writes the entry anchors when the warp starts,
- * and the exit anchors and its count when it exits; every lane folds its
- * count into max_count. A slot
+/* Per-warp metadata: lane 0 writes it when the warp exits (the entry
+ * anchors are rebuilt there from their low 32 bits, read at entry: a warp
+ * lives less than 2^32 cycles and 2^32 ns); every lane folds its count into
+ * max_count. A slot
  * whose flags lack AG_EV_EXITED belongs to a warp that never reached an exit
  * (it did not run, or the kernel faulted). */
 typedef struct ag_ev_meta {

@@ -19,4 +19,12 @@ int ag__ptx_is_terminator(const ag_ptx_stmt *s); /* ret, exit, trap */
  * ("%r<12>" covers %r0..%r11; ".pred" is 1); 0 when undeclared. */
 int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg);
 
+/* The reference-trace record store (xform_trace.c), for probes that record
+ * through the traced variant's pipeline: appends PTX that stores the record
+ * {begin, end, site, iter_inv} (register names or constants; iter_inv is the
+ * complement of the iteration) when the warp's predicate allows, advances
+ * the pointer and computes the predicate for the next record. */
+void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
+                          const char *iter_inv);
+
 #endif

@@ -5,7 +5,7 @@
  *                   occurrence): a timestamp at issue, a forced completion
  *                   right after issue, a timestamp at completion, stored as
  *                   one 16-byte record {issue clock, completion clock, site 0,
- *                   occurrence} through the reference trace's record pipeline
+ *                   ~occurrence} through the reference trace's record pipeline
  *                   (per-warp buffers, anchors, descriptor: xform_trace.c with
  *                   anchors_only), so the host runtime, the evidence file and
  *                   the decoder are the ones reference tracing uses;
@@ -329,19 +329,11 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
     ag_str_puts(&post, "\tcp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group 0;\n");
     break;
   }
-  ag_str_printf(&post, "\tmov.u32 %%agp_t1, %%clock;\n"
-                       "\tmov.u32 %%agt_r0, %%agp_t0;\n"
-                       "\tmov.u32 %%agt_r1, %%agp_t1;\n"
-                       "\tmov.u32 %%agt_r2, 0;\n"
-                       "\tmov.u32 %%agt_r3, %u;\n"
-                       "\tsetp.lt.u32 %%agt_q, %%agt_plo, %%agt_lim;\n"
-                       "\tmov.b64 %%agt_a, {%%agt_plo, %%agt_phi};\n"
-                       "\t@%%agt_q st.global.v4.u32 [%%agt_a], {%%agt_r0, %%agt_r1, %%agt_r2, "
-                       "%%agt_r3};\n"
-                       "\tadd.u32 %%agt_plo, %%agt_plo, 16;\n"
-                       "\tsetp.ne.u32 %%agt_q, %%agt_plo, %%agt_plo;\n"
-                       "$agp_done:\n",
-                occ);
+  ag_str_puts(&post, "\tmov.u32 %agp_t1, %clock;\n");
+  char occ_inv[16];
+  snprintf(occ_inv, sizeof occ_inv, "%u", ~occ);
+  ag__ptx_trace_record(&post, "%agp_t0", "%agp_t1", 0, occ_inv);
+  ag_str_puts(&post, "$agp_done:\n");
   if (pre.oom || post.oom || bar.oom)
     goto oom_or_out;
   if ((rc = insert(&x, f, done_at, 0, ag_str_cstr(&post), site->line)) ||

@@ -3,26 +3,30 @@
  * region markers, on the parsed PTX.
  *
  * The probe is the product's hot path. It is built for few instructions
- * (two warps share each scheduler: in issue-bound code every instruction
- * costs) and so that no probe waits on anything it does (docs/tracing.md has
- * the design and the measured cost):
- *   - kernel entry, once per thread: the warp's record pointer (its low word
- *     is also the record counter), a limit that is the end of the warp's
- *     buffer for lane 0 and its start for the other lanes (one compare per
- *     record serves "one lane records" and "the buffer is full"), and the
- *     entry anchors (%clock64, %globaltimer) stored by lane 0;
- *   - begin marker of region R: the iteration operand and the low 32 bits of
- *     the clock into R's own registers (clock last);
- *   - end marker of R: the clock first; R's record {begin, end, site, iter}
- *     is prepared in four registers, with its predicate, and the pointer
- *     advances by 16 bytes. The record is stored later, where its data is
- *     long ready: at the next begin marker, or at the next end/role marker or
- *     exit when no begin comes between. A static analysis over the CFG puts
- *     each store where a record may be pending, and nowhere else;
- *   - exit, once per warp: the exit anchors, lane 0's count (from the
- *     pointer; records past the capacity are counted, never written), the
- *     largest count over the lanes (redux.sync + red.max: divergent markers
- *     are detected), %smid and the launch index.
+ * (two warps share each scheduler: in latency-bound code every instruction
+ * and every wait lands on the warp's own path) and so that nothing it does
+ * waits on its own results (docs/tracing.md has the design and the measured
+ * cost):
+ *   - kernel entry, once per thread: the low 32 bits of the entry anchors
+ *     (%clock, %globaltimer_lo) in two registers, the warp's record pointer
+ *     (its low word is also the record counter), a limit that is the end of
+ *     the warp's buffer for lane 0 and its start for the other lanes (one
+ *     compare serves "one lane records" and "the buffer is full") and the
+ *     store predicate. The prologue stores nothing: a store there would
+ *     hold the kernel's own first loads behind the descriptor's load;
+ *   - begin marker of region R: the complement of the iteration operand into
+ *     R's own register (a fresh register, so the program's induction update
+ *     stays free to move and nothing rewrites a stored register right after
+ *     the store), then the low 32 bits of the clock;
+ *   - end marker of R: the clock first, then R's record {begin, end, site,
+ *     ~iteration} is stored at once (its data is ready: the clock read is a
+ *     fixed-latency instruction), the pointer advances by 16 bytes and the
+ *     predicate for the next record is computed, long before it is needed;
+ *   - exit, once per warp: the exit anchors (the 64-bit entry anchors are
+ *     rebuilt from them and the low words kept at entry), lane 0's count
+ *     (from the pointer; records past the capacity are counted, never
+ *     written), the largest count over the lanes (redux.sync + red.max:
+ *     divergent markers are detected), %smid and the launch index.
  * The record area of a launch never crosses a 4 GiB boundary (the host
  * runtime places it so), so only the pointer's low word ever changes.
  * The descriptor (record area, metadata area, capacity, enabled, launch) is
@@ -79,9 +83,9 @@ static const char slot_tail[] =
     "\tand.b32 " P "t2, " P "t2, 31;\n";
 
 static const char prologue_head[] =
-    "\tmov.u64 " P "c, %clock64;\n"
-    "\tmov.u64 " P "y, %globaltimer;\n"
-    "\tld.const.v2.u64 {" P "a, " P "x}, [__argus_trace];\n"
+    "\tmov.u32 " P "ce, %clock;\n"
+    "\tmov.u32 " P "ge, %globaltimer_lo;\n"
+    "\tld.const.u64 " P "a, [__argus_trace];\n"
     "\tld.const.v2.u32 {" P "t0, " P "t1}, [__argus_trace+16];\n";
 
 static const char prologue_tail[] =
@@ -93,24 +97,18 @@ static const char prologue_tail[] =
     "\tshl.b32 " P "t7, " P "t0, 4;\n"
     "\tselp.u32 " P "t7, " P "t7, 0, " P "p;\n"
     "\tadd.u32 " P "lim, " P "plo, " P "t7;\n"
-    "\tmad.wide.u32 " P "x, " P "t8, 64, " P "x;\n"
-    "\t@" P "p st.global.v2.u64 [" P "x], {" P "c, " P "y};\n"
-    "\tsetp.ne.u32 " P "q, " P "t1, " P "t1;\n";
-
-/* The pending record, stored (where the analysis says one may be pending). */
-static const char flush_text[] =
-    "\tmov.b64 " P "a, {" P "plo, " P "phi};\n"
-    "\t@" P "q st.global.v4.u32 [" P "a+-16], {" P "r0, " P "r1, " P "r2, " P "r3};\n";
+    "\tsetp.lt.u32 " P "q, " P "plo, " P "lim;\n";
 
 static const char epilogue_head[] =
     "\t// argus: warp exit anchors and counts\n"
     "\tmov.u64 " P "c, %clock64;\n"
-    "\tmov.u64 " P "y, %globaltimer;\n";
-
-static const char epilogue_mid[] =
+    "\tmov.u64 " P "y, %globaltimer;\n"
     "\tld.const.v2.u64 {" P "a, " P "x}, [__argus_trace];\n"
     "\tld.const.v4.u32 {" P "t0, " P "t1, " P "t13, " P "t14}, [__argus_trace+16];\n";
 
+/* after the slot (t8) and lane (t2): the count, the lanes' largest count,
+ * the entry anchors rebuilt from their low words (a warp lives < 2^32
+ * cycles and ns: docs/tracing.md), the metadata */
 static const char epilogue_tail[] =
     "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
     "\tmad.wide.u32 " P "a, " P "t6, 16, " P "a;\n"
@@ -127,17 +125,36 @@ static const char epilogue_tail[] =
     "\tsetp.eq.and.u32 " P "q, " P "t5, " P "t10, " P "p;\n"
     "\t@" P "q red.global.max.u32 [" P "x+48], " P "t4;\n"
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
+    "\tcvt.u32.u64 " P "t9, " P "c;\n"
+    "\tsub.u32 " P "t9, " P "t9, " P "ce;\n"
+    "\tcvt.u64.u32 " P "c0, " P "t9;\n"
+    "\tsub.u64 " P "c0, " P "c, " P "c0;\n"
+    "\tcvt.u32.u64 " P "t9, " P "y;\n"
+    "\tsub.u32 " P "t9, " P "t9, " P "ge;\n"
+    "\tcvt.u64.u32 " P "g0, " P "t9;\n"
+    "\tsub.u64 " P "g0, " P "y, " P "g0;\n"
     "\tmov.u32 " P "t7, %smid;\n"
     "\tmov.u32 " P "t9, 1;\n"
+    "\t@" P "p st.global.v2.u64 [" P "x], {" P "c0, " P "g0};\n"
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
     "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
+
+void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
+                          const char *iter_inv) {
+  ag_str_printf(o,
+                "\tadd.u32 " PF "plo, " PF "plo, 16;\n"
+                "\tmov.b64 " PF "a, {" PF "plo, " PF "phi};\n"
+                "\t@" PF "q st.global.v4.u32 [" PF "a+-16], {%s, %s, %d, %s};\n"
+                "\tsetp.lt.u32 " PF "q, " PF "plo, " PF "lim;\n",
+                begin, end, site, iter_inv);
+}
 
 /* Declarations: nreg regions get a begin-clock and an iteration register. */
 static void decls(ag_str *o, int nreg) {
   ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
-                   "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y;\n"
-                   "\t.reg .b32 " PF "plo, " PF "phi, " PF "lim, " PF "r0, " PF "r1, " PF
-                   "r2, " PF "r3, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
+                   "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y, " PF "c0, " PF "g0;\n"
+                   "\t.reg .b32 " PF "plo, " PF "phi, " PF "lim, " PF "ce, " PF "ge, " PF
+                   "e, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
                    "\t.reg .pred " PF "p, " PF "q;\n",
                 nreg > 0 ? nreg : 1, nreg > 0 ? nreg : 1);
 }
@@ -211,24 +228,25 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
 }
 
 /* The probe for one marker. site: the record's site index (end and role
- * markers); has_iter: the region has an iteration register; flush: a record
- * may be pending here (store it first). */
-static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, int flush,
-                      ag_str *o) {
+ * markers); has_iter: the region has an iteration register. */
+static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
   int R = mk->region;
+  char b[32], it[32];
   if (mk->kind == AG_PTX_MARK_BEGIN) {
     ag_str_printf(o, "\n\t// argus: begin %s\n", mk->name);
-    if (flush)
-      ag_str_puts(o, flush_text);
     if (has_iter) {
       const char *op = NULL;
       if (mk->iter) {
         int rc = iter_operand(x, mk, o, &op);
         if (rc)
           return rc;
-        ag_str_printf(o, "\tmov.u32 " PF "i%d, %s;\n", R, op);
+        if (is_int_text(op)) { /* a constant: not.b32 takes registers */
+          ag_str_printf(o, "\tmov.u32 " PF "t15, %s;\n", op);
+          op = P "t15";
+        }
+        ag_str_printf(o, "\tnot.b32 " PF "i%d, %s;\n", R, op);
       } else {
-        ag_str_printf(o, "\tmov.u32 " PF "i%d, -1;\n", R);
+        ag_str_printf(o, "\tmov.u32 " PF "i%d, 0;\n", R); /* ~AG_EV_NO_ITER */
       }
     }
     ag_str_printf(o, "\tmov.u32 " PF "b%d, %%clock;\n", R);
@@ -236,71 +254,19 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, in
   }
   ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
                 mk->kind == AG_PTX_MARK_END ? "end" : "role", mk->name);
-  if (flush) { /* clock first, then the pending record, then the new one */
-    ag_str_puts(o, "\tmov.u32 " P "t15, %clock;\n");
-    ag_str_puts(o, flush_text);
-    ag_str_puts(o, "\tmov.u32 " P "r1, " P "t15;\n");
-  } else {
-    ag_str_puts(o, "\tmov.u32 " P "r1, %clock;\n");
+  ag_str_puts(o, "\tmov.u32 " P "e, %clock;\n");
+  if (mk->kind == AG_PTX_MARK_END) {
+    snprintf(b, sizeof b, PF "b%d", R);
+    if (has_iter)
+      snprintf(it, sizeof it, PF "i%d", R);
+    else
+      snprintf(it, sizeof it, "0");
+  } else { /* a role record: begin == end, no iteration */
+    snprintf(b, sizeof b, "%s", P "e");
+    snprintf(it, sizeof it, "0");
   }
-  if (mk->kind == AG_PTX_MARK_END)
-    ag_str_printf(o, "\tmov.u32 " PF "r0, " PF "b%d;\n", R);
-  else
-    ag_str_puts(o, "\tmov.u32 " P "r0, " P "r1;\n");
-  ag_str_printf(o, "\tmov.u32 " PF "r2, %d;\n", site);
-  if (mk->kind == AG_PTX_MARK_END && has_iter)
-    ag_str_printf(o, "\tmov.u32 " PF "r3, " PF "i%d;\n", R);
-  else
-    ag_str_puts(o, "\tmov.u32 " P "r3, -1;\n");
-  ag_str_puts(o, "\tsetp.lt.u32 " P "q, " P "plo, " P "lim;\n"
-                 "\tadd.u32 " P "plo, " P "plo, 16;\n");
+  ag__ptx_trace_record(o, b, P "e", site, it);
   return o->oom ? AG_ENOMEM : 0;
-}
-
-/* Where may a record be pending? A forward "may" analysis over the CFG:
- * an end or role marker leaves one pending, a begin marker stores it. The
- * result, per statement index: 1 when a probe or exit there must store. */
-static int flush_plan(const ag_ptx_cfg *g, const char *kind_at, int nstmts, char *need) {
-  int nb = g->nblocks, rc = 0;
-  char *in = ag_calloc((size_t)nb + 1, 1), *out = ag_calloc((size_t)nb + 1, 1);
-  if (!in || !out) {
-    rc = AG_ENOMEM;
-    goto done;
-  }
-  for (int pass = 0; pass < 2; pass++) { /* fixpoint, then the recording pass */
-    int changed = 1;
-    while (changed) {
-      changed = 0;
-      for (int b = 0; b < nb; b++) {
-        const ag_ptx_block *B = &g->blocks[b];
-        char st = 0;
-        for (int k = 0; k < B->npred; k++)
-          st |= out[B->pred[k]];
-        in[b] = st;
-        for (ag_ptx_stmt *s = B->first; s; s = s == B->last ? NULL : s->next) {
-          if (s->index < 0 || s->index >= nstmts)
-            continue;
-          char k = kind_at[s->index];
-          if (k && pass)
-            need[s->index] = st;
-          if (k == 'b')
-            st = 0;
-          else if (k == 'e')
-            st = 1;
-        }
-        if (st != out[b]) {
-          out[b] = st;
-          changed = 1;
-        }
-      }
-      if (pass)
-        break;
-    }
-  }
-done:
-  ag_free(in);
-  ag_free(out);
-  return rc;
 }
 
 static int is_exit(const ag_ptx_stmt *s) {
@@ -338,11 +304,9 @@ static int block_is_1d(const ag_ptx_func *f) {
   return 0;
 }
 
-/* The exit sequence: anchors, the pending record, counts, metadata. */
+/* The exit sequence: anchors, counts, metadata. */
 static void epilogue(ag_str *t, const char *slot_head) {
   ag_str_puts(t, epilogue_head);
-  ag_str_puts(t, flush_text);
-  ag_str_puts(t, epilogue_mid);
   ag_str_puts(t, slot_head);
   ag_str_puts(t, slot_tail);
   ag_str_puts(t, epilogue_tail);
@@ -514,36 +478,6 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     if (r->markers[i].kind == AG_PTX_MARK_BEGIN && r->markers[i].iter &&
         r->markers[i].region >= 0)
       has_iter[r->markers[i].region] = 1;
-  /* where a record may be pending, per kernel (before anything is inserted) */
-  char **need = ag_calloc((size_t)m->nfuncs + 1, sizeof *need);
-  if (!need) {
-    ag_free(has_iter);
-    rc = AG_ENOMEM;
-    goto out;
-  }
-  for (int fi = 0; fi < m->nfuncs && rc == 0 && !o->anchors_only; fi++) {
-    ag_ptx_func *f = m->funcs[fi];
-    if (!f->is_entry || !f->body_open || !r->cfgs || !r->cfgs[fi])
-      continue;
-    ag_ptx_func_renumber(f);
-    int ns = f->nstmts + 1;
-    char *kind_at = ag_calloc((size_t)ns, 1);
-    need[fi] = ag_calloc((size_t)ns, 1);
-    if (!kind_at || !need[fi]) {
-      ag_free(kind_at);
-      rc = AG_ENOMEM;
-      break;
-    }
-    for (int i = 0; i < r->nmarkers; i++) {
-      const ag_ptx_marker *mk = &r->markers[i];
-      if (mk->stmt->func != f || mk->stmt->index < 0 || mk->stmt->index >= ns)
-        continue;
-      if (mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]))
-        kind_at[mk->stmt->index] = mk->kind == AG_PTX_MARK_BEGIN ? 'b' : 'e';
-    }
-    rc = flush_plan(r->cfgs[fi], kind_at, ns, need[fi]);
-    ag_free(kind_at);
-  }
   /* probes; record sites are the end and role markers */
   int site = 0;
   for (int i = 0; i < r->nmarkers && rc == 0; i++) {
@@ -560,15 +494,10 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
                    mk->name, f ? f->name : "?");
       break;
     }
-    int fi = 0;
-    while (fi < m->nfuncs && m->funcs[fi] != f)
-      fi++;
-    int flush = fi < m->nfuncs && need[fi] && mk->stmt->index >= 0 &&
-                mk->stmt->index <= f->nstmts ? need[fi][mk->stmt->index] : 1;
     int is_begin = mk->kind == AG_PTX_MARK_BEGIN;
     ag_str_clear(&t);
     if ((rc = probe_text(&x, mk, is_begin ? -1 : site, mk->region >= 0 && has_iter[mk->region],
-                         flush, &t)) ||
+                         &t)) ||
         (rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
       break;
     if (is_begin)
@@ -587,9 +516,6 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     json_array_append_new(sites, js);
     site++;
   }
-  for (int fi = 0; fi < m->nfuncs; fi++)
-    ag_free(need[fi]);
-  ag_free(need);
   ag_free(has_iter);
   if (rc)
     goto out;

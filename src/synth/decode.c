@@ -196,6 +196,13 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
               L->launch, cta, warp);
       continue;
     }
+    /* the entry anchors are rebuilt on the device from their low words:
+     * right only for warps that lived < 2^32 cycles (seen from the
+     * globaltimer's span, itself good to 2^32 ns) */
+    if ((double)(m->gtime_exit - m->gtime_entry) / ns_per_cycle >= 4294967296.0)
+      anomaly(t, "launch %u cta %u warp %u: the warp ran for %.2f s, 2^32 cycles or more: "
+                 "its entry anchor and timestamps are ambiguous",
+              L->launch, cta, warp, (double)(m->gtime_exit - m->gtime_entry) / 1e9);
     if (m->launch != L->launch)
       anomaly(t, "launch %u cta %u warp %u: the warp saw launch index %u in its descriptor "
                  "(launches overlapped on different streams?)",
@@ -223,7 +230,7 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
         continue;
       }
       if (s->kind == AG_SITE_ASYNC) {
-        ag_probe_rec pr = {(int)r[j].site, L->launch, m->smid, cta, warp, r[j].iter, b, e};
+        ag_probe_rec pr = {(int)r[j].site, L->launch, m->smid, cta, warp, ag_ev_record_iter(&r[j]), b, e};
         if ((rc = push_probe(t, &pr)))
           goto out;
         continue;
@@ -235,7 +242,7 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
                 L->launch, cta, warp, j, ev->regions[s->region].qname);
         continue;
       }
-      if ((rc = ag_vec_push(&occ, ((wocc){s->region, r[j].iter, b, e}))))
+      if ((rc = ag_vec_push(&occ, ((wocc){s->region, ag_ev_record_iter(&r[j]), b, e}))))
         goto out;
     }
     uint64_t exit_unwrapped = prev + (uint32_t)((uint32_t)m->clock_exit - (uint32_t)prev);

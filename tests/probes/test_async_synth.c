@@ -93,7 +93,7 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
       m->gtime_entry = (uint64_t)((double)clk / HZ * 1e9);
       uint32_t n = 0;
       ag_ev_record *r = &rec[(size_t)s * cap];
-#define PUT(b_, e_, site_, it_) r[n++] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (uint32_t)(site_), (it_)}
+#define PUT(b_, e_, site_, it_) r[n++] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (uint32_t)(site_), ~(uint32_t)(it_)}
       clk += 10;
       if (probe) {
         if (wp == 0) { /* the producer's record of the probed instance */

@@ -87,7 +87,7 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int a
 #define PUT(b_, e_, site_, it_)                                                \
   do {                                                                         \
     if (n < cap)                                                               \
-      r[n] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (site_), (it_)};  \
+      r[n] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (site_), ~(uint32_t)(it_)}; \
     n++;                                                                       \
   } while (0)
       clk += 10;

@@ -58,7 +58,7 @@ TEST(overhead_structure_and_brute_force) {
     const ag_ev_record *r = L->records + L->first[w];
     CHECK_EQ_U64(L->first[w + 1] - L->first[w], 65);
     for (uint32_t i = 0; i < 64; i++) {
-      order_ok &= ev->sites[r[i].site].region == step && r[i].iter == i;
+      order_ok &= ev->sites[r[i].site].region == step && ag_ev_record_iter(&r[i]) == i;
       double d = (double)(uint32_t)(r[i].end - r[i].begin);
       sum += d;
       mn = fmin(mn, d);

@@ -151,6 +151,59 @@ TEST(broken_variant_fails_ptxas) {
   ag_free(ptx);
 }
 
+static size_t count_of(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+/* The probe's shape (docs/tracing.md): one record store per record site,
+ * right after that site's clock read; no store in a kernel's prologue (it
+ * would hold the kernel's first loads behind the descriptor's load); the
+ * iteration captured as its complement at the begin marker. */
+TEST(probe_shape) {
+  size_t len = 0;
+  char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
+  CHECK(ptx != NULL);
+  if (!ptx)
+    return;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
+  if (v) {
+    CHECK_EQ_INT(v->nsites, 4); /* step and work, in two kernels */
+    CHECK_EQ_U64(count_of(v->ptx, "st.global.v4.u32 [%agt_a+-16]"), 4);
+    CHECK_EQ_U64(count_of(v->ptx, "not.b32 %agt_i"), 2); /* step's begin, per kernel */
+    /* each record site: clock, advance, address, store, next predicate */
+    const char *site = strstr(v->ptx, "// argus: record site 0 (end step)");
+    CHECK(site != NULL);
+    static const char want[] =
+        "\tmov.u32 %agt_e, %clock;\n"
+        "\tadd.u32 %agt_plo, %agt_plo, 16;\n"
+        "\tmov.b64 %agt_a, {%agt_plo, %agt_phi};\n"
+        "\t@%agt_q st.global.v4.u32 [%agt_a+-16], {%agt_b2, %agt_e, 0, %agt_i2};\n"
+        "\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n";
+    if (site)
+      CHECK(strncmp(strchr(site, '\n') + 1, want, sizeof want - 1) == 0);
+    /* the prologue (from the probe state to the kernel's first parameter
+     * load) stores nothing */
+    const char *pro = strstr(v->ptx, "reference-trace probe state");
+    const char *body = pro ? strstr(pro, "ld.param") : NULL;
+    CHECK(pro && body);
+    if (pro && body) {
+      char *cut = strndup(pro, (size_t)(body - pro));
+      CHECK(cut && !strstr(cut, "st.global") && !strstr(cut, "red.global"));
+      free(cut);
+    }
+  }
+  ag_variant_free(v);
+  ag_diags_release(&d);
+  ag_free(ptx);
+}
+
 static const char *func_ptx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".func helper()\n{\n\t// @argus begin - inner\n\t// @argus end - inner\n\tret;\n}\n"
@@ -202,4 +255,5 @@ TEST(variant_errors) {
   ag_free(ptx);
 }
 
-RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(variant_errors))
+RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(probe_shape),
+          T(variant_errors))
