@@ -14,7 +14,9 @@
  * workspace lock exclusive (a writer holding it shared is finishing a put;
  * gc lets go and tries again), deletes the unreachable artifact rows, commits,
  * and only then unlinks their files — a crash in between leaves orphan files,
- * never a row without its file. Cost: check reads every stored byte once;
+ * never a row without its file. That transaction always writes (gc_fence), so
+ * the commit of a writer killed half-way through it is settled before gc takes
+ * its blob file for an orphan. Cost: check reads every stored byte once;
  * gc is a few indexed queries plus a directory scan.
  */
 #include "store_int.h"
@@ -401,17 +403,47 @@ typedef struct gc_ctx {
   int lockfd;
 } gc_ctx;
 
+/* A writer killed inside its commit (the commit frame is in workspace.db-wal,
+ * the shared WAL index not yet updated) leaves that commit in doubt: live
+ * connections do not see it, but the next WAL recovery (the first open after
+ * every connection has gone) finds it committed, unless a later commit has
+ * overwritten those frames first. Its blob file was published before the
+ * commit and its shared lock died with it, so gc would take the file for an
+ * orphan and the recovered row would have no file. gc therefore commits a
+ * change of its own before it unlinks anything: it bumps PRAGMA user_version
+ * (Argus does not use it otherwise), which always writes a page, so its
+ * frames take the place of the dead writer's and a commit gc cannot see is
+ * then lost for good. */
+static int gc_fence(ag_store *st) {
+  static const char get[] = "PRAGMA user_version";
+  sqlite3_stmt *s;
+  int rc = ag__stmt(st, get, &s);
+  if (rc)
+    return rc;
+  if ((rc = AG__SQL(st, sqlite3_step(s))) < 0)
+    return rc;
+  int64_t v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+  sqlite3_reset(s);
+  char set[64];
+  snprintf(set, sizeof set, "PRAGMA user_version = %d", (int)((v + 1) & 0x7fffffff));
+  rc = AG__SQL(st, sqlite3_exec(st->db, set, NULL, NULL, NULL));
+  return rc < 0 ? rc : 0;
+}
+
 static int gc_body(ag_store *st, void *vctx) {
   gc_ctx *c = vctx;
   c->r->nremoved = 0;
   c->r->removed_bytes = 0;
+  int rc;
   if (c->lockfd < 0) {
     /* we hold the write lock: now the file lock, without waiting (a writer
      * holding it shared may be waiting for our write lock) */
-    int rc = ag__lock(st, 1, 1, &c->lockfd);
-    if (rc)
+    if ((rc = ag__lock(st, 1, 1, &c->lockfd)))
       return rc; /* AG__RETRY: let go of everything and try again */
   }
+  /* every writer that held the lock has finished or died: settle its commit */
+  if (!c->o->dry_run && (rc = gc_fence(st)))
+    return rc;
   int64_t cutoff = (int64_t)ag_wall_time_ns() - c->o->grace_s * 1000000000ll;
   sqlite3_stmt *s;
   static const char sql[] =
@@ -423,7 +455,6 @@ static int gc_body(ag_store *st, void *vctx) {
       " AND NOT EXISTS (SELECT 1 FROM task_outputs o WHERE o.hash = a.hash)"
       " AND NOT EXISTS (SELECT 1 FROM reports p WHERE p.artifact = a.hash)"
       " ORDER BY hash";
-  int rc;
   if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_i64(st, s, 1, cutoff)))
     return rc;
   while ((rc = AG__SQL(st, sqlite3_step(s))) == SQLITE_ROW) {

@@ -11,13 +11,16 @@
  * a process while it creates the workspace. ag_store_check must pass
  * throughout. ARGUS_CRASH_ROUNDS overrides the number of rounds (200). The
  * kill comes 0–15 ms after the writer opened the workspace and reported 0–7
- * commits, so a slow (loaded, sanitized) machine still kills it mid-work. */
+ * commits, so a slow (loaded, sanitized) machine still kills it mid-work.
+ * test_kill_in_commit and test_gc_after_kill_in_commit kill a writer at one
+ * exact instant instead: inside SQLite's commit (see below). */
 #include "util.h"
 
 #include "argus/core.h"
 #include "check.h"
 
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -443,4 +446,188 @@ TEST(test_kill_writers) {
   free(dir);
 }
 
-RUN_TESTS(T(test_kill_during_create), T(test_kill_writers))
+/* ------------------------------------------- a kill inside SQLite's commit
+ * A process killed between writing its commit frame to workspace.db-wal and
+ * publishing it in the shared WAL index leaves a commit in doubt: live
+ * connections do not see it, but the next connection to open the workspace
+ * after every other one has gone runs WAL recovery from the file and finds
+ * it committed, unless a later commit overwrote those frames first. The
+ * writer's shared lock on `lock` died with it, so gc may run in between.
+ * These tests kill a writer at exactly that point through the unix VFS's
+ * system-call hooks (in the child only). */
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+static write_fn real_write;
+static pwrite_fn real_pwrite, real_pwrite64;
+static int commit_frame_started;
+
+static int is_wal_fd(int fd) {
+  char link[64], target[1024];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n < 4)
+    return 0;
+  target[n] = 0;
+  return strcmp(target + n - 4, "-wal") == 0;
+}
+
+/* A WAL frame is written as a 24-byte header (bytes 4..7: the database size
+ * in pages on a commit frame, else 0) and then the page: die once the page of
+ * the commit frame is in the file, before SQLite updates the WAL index. */
+static void after_write(int fd, const void *p, size_t n, ssize_t k) {
+  if (k <= 0 || !is_wal_fd(fd))
+    return;
+  const unsigned char *b = p;
+  if (commit_frame_started)
+    raise(SIGKILL);
+  if (n == 24 && (b[4] | b[5] | b[6] | b[7]))
+    commit_frame_started = 1;
+}
+static ssize_t hook_write(int fd, const void *p, size_t n) {
+  ssize_t k = real_write(fd, p, n);
+  after_write(fd, p, n, k);
+  return k;
+}
+static ssize_t hook_pwrite(int fd, const void *p, size_t n, off_t off) {
+  ssize_t k = real_pwrite(fd, p, n, off);
+  after_write(fd, p, n, k);
+  return k;
+}
+static ssize_t hook_pwrite64(int fd, const void *p, size_t n, off_t off) {
+  ssize_t k = real_pwrite64(fd, p, n, off);
+  after_write(fd, p, n, k);
+  return k;
+}
+
+/* Arms the hooks: the next commit of this process dies half-way. Call after
+ * ag_store_open (SQLite is initialized then). */
+static void die_in_next_commit(void) {
+  sqlite3_vfs *v = sqlite3_vfs_find(NULL);
+  if (!v || v->iVersion < 3 || !v->xSetSystemCall)
+    _exit(5);
+  /* SQLite writes through one of these, depending on how it was built */
+  real_write = (write_fn)v->xGetSystemCall(v, "write");
+  real_pwrite = (pwrite_fn)v->xGetSystemCall(v, "pwrite");
+  real_pwrite64 = (pwrite_fn)v->xGetSystemCall(v, "pwrite64");
+  if (!real_write ||
+      v->xSetSystemCall(v, "write", (sqlite3_syscall_ptr)hook_write) != SQLITE_OK ||
+      (real_pwrite &&
+       v->xSetSystemCall(v, "pwrite", (sqlite3_syscall_ptr)hook_pwrite) != SQLITE_OK) ||
+      (real_pwrite64 &&
+       v->xSetSystemCall(v, "pwrite64", (sqlite3_syscall_ptr)hook_pwrite64) != SQLITE_OK))
+    _exit(5);
+}
+
+/* Forks a writer that puts `data` (a file-stored blob) and is killed inside
+ * the commit of its artifact row; returns 1 when it died that way. */
+static int put_killed_in_commit(const char *ws, const void *data, size_t n) {
+  pid_t w = fork();
+  if (w == 0) {
+    ag_store *st = NULL;
+    if (ag_store_open(ws, 0, &st))
+      _exit(3);
+    die_in_next_commit();
+    char h[65];
+    ag_store_put(st, data, n, NULL, h);
+    _exit(4); /* the commit went by without the hook firing */
+  }
+  int status = 0;
+  waitpid(w, &status, 0);
+  if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
+    fprintf(stderr, "writer was not killed in its commit (status %#x)\n", status);
+    return 0;
+  }
+  return 1;
+}
+
+/* After a reopen: the artifact is either absent or intact, and check is clean.
+ * Returns whether it is present. */
+static int absent_or_intact(const char *ws, const char *hash) {
+  ag_store *st = NULL;
+  CHECK_EQ_INT(ag_store_open(ws, 0, &st), 0);
+  if (!st)
+    return 0;
+  ag_artifact a;
+  int rc = ag_store_artifact(st, hash, &a);
+  CHECK(rc == 0 || rc == AG_ENOTFOUND);
+  if (rc == 0)
+    CHECK(blob_intact(st, hash));
+  CHECK_EQ_INT(problems(st), 0);
+  ag_store_close(st);
+  return rc == 0;
+}
+
+/* The control: with nobody else around, the commit in doubt becomes a commit
+ * when the workspace is opened again, and the blob is there. */
+TEST(test_kill_in_commit) {
+  char *dir = scratch_dir("crash-commit");
+  char ws[600];
+  snprintf(ws, sizeof ws, "%s/ws", dir);
+  ag_store *st = NULL;
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
+  ag_store_close(st);
+  size_t n = 64 << 10;
+  unsigned char *p = malloc(n);
+  fill_random(p, n, 11);
+  char h[65];
+  ag_sha256_hex(p, n, h);
+  CHECK(put_killed_in_commit(ws, p, n));
+  CHECK_EQ_INT(absent_or_intact(ws, h), 1); /* recovered: the kill landed after the commit frame */
+  free(p);
+  rm_rf(dir);
+  free(dir);
+}
+
+/* gc in a process that had the workspace open before the writer died: it does
+ * not see the row in doubt, and must not delete the blob file of a row that
+ * the next recovery brings back. The gc process then dies too (no clean close,
+ * which would checkpoint and drop the frames in doubt). */
+TEST(test_gc_after_kill_in_commit) {
+  char *dir = scratch_dir("crash-gc-commit");
+  char ws[600];
+  snprintf(ws, sizeof ws, "%s/ws", dir);
+  ag_store *st = NULL;
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
+  ag_store_close(st);
+  size_t n = 64 << 10;
+  unsigned char *p = malloc(n);
+  fill_random(p, n, 12);
+  char h[65];
+  ag_sha256_hex(p, n, h);
+  int go[2], done[2];
+  if (pipe(go) != 0 || pipe(done) != 0)
+    abort();
+  pid_t g = fork();
+  if (g == 0) { /* the collector: open now, gc when told, then die */
+    close(go[1]);
+    close(done[0]);
+    ag_store *gs = NULL;
+    char r = ag_store_open(ws, 0, &gs) ? 'E' : 'O';
+    if (write(done[1], &r, 1) != 1 || r != 'O' || read(go[0], &r, 1) != 1)
+      _exit(3);
+    ag_gc_opts o = {0, 0};
+    ag_gc_report rep;
+    r = ag_store_gc(gs, &o, &rep) ? 'E' : 'G';
+    if (write(done[1], &r, 1) != 1)
+      _exit(3);
+    _exit(0); /* as if killed: no ag_store_close */
+  }
+  close(go[0]);
+  close(done[1]);
+  char r = 0;
+  CHECK(read(done[0], &r, 1) == 1 && r == 'O');
+  CHECK(put_killed_in_commit(ws, p, n));
+  CHECK(write(go[1], "g", 1) == 1);
+  CHECK(read(done[0], &r, 1) == 1 && r == 'G');
+  int status;
+  waitpid(g, &status, 0);
+  close(go[1]);
+  close(done[0]);
+  absent_or_intact(ws, h);
+  free(p);
+  rm_rf(dir);
+  free(dir);
+}
+
+RUN_TESTS(T(test_kill_during_create), T(test_kill_writers), T(test_kill_in_commit),
+          T(test_gc_after_kill_in_commit))
