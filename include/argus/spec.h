@@ -48,12 +48,17 @@ void ag_spec_free(ag_spec *s);
  * Owned result, or NULL when none exists. */
 char *ag_spec_nvcc(void);
 
-/* Compiles a CUDA source to PTX with `nvcc -ptx FLAGS -I<argus include>`
- * (argv, never a shell) and returns the PTX text in *ptx. On failure the
- * compiler's messages are a diagnostic. flags may be NULL (then
- * -arch=sm_90a). */
+/* Compiles a CUDA source to PTX with `nvcc -ptx FLAGS -DARGUS_MARKERS=1
+ * -I<argus include>` (argv, never a shell) and returns the PTX text in *ptx.
+ * On failure the compiler's messages are a diagnostic. flags may be NULL
+ * (then -arch=sm_90a). Results are cached: the PTX is reused while nvcc, the
+ * arguments and every file the compilation read (nvcc -MD) are unchanged
+ * (docs/observe.md, "The PTX cache"; ARGUS_PTX_CACHE=0 turns it off,
+ * ARGUS_CACHE_DIR moves it). _ex also says whether the cache served it. */
 int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diags,
                         ag_str *ptx);
+int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
+                           ag_str *ptx, int *cached);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,7 @@
  * (locate()). Specs are tiny and read once per command.
  */
 #include "argus/spec.h"
+#include "ptxcache.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -383,7 +384,14 @@ char *ag_spec_nvcc(void) {
 
 int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diags,
                         ag_str *ptx) {
+  return ag_spec_compile_ptx_ex(cu, flags, diags, ptx, NULL);
+}
+
+int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
+                           ag_str *ptx, int *cached) {
   static const char *const default_flags[] = {"-arch=sm_90a", NULL};
+  if (cached)
+    *cached = 0;
   char *nvcc = ag_spec_nvcc();
   if (!nvcc) {
     ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
@@ -396,15 +404,17 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
   while (flags[nfl])
     nfl++;
   char tmpl[] = "/tmp/argus-ptx-XXXXXX.ptx";
-  int fd = mkstemps(tmpl, 4);
-  const char **argv = ag_calloc((size_t)nfl + 10, sizeof *argv);
+  char dep[sizeof tmpl + 2] = "";
+  int fd = -1;
+  const char **argv = ag_calloc((size_t)nfl + 14, sizeof *argv);
   ag_str err = AG_STR_INIT;
+  char *cdir = ag__ptxc_dir(), key[65] = "";
   int rc = 0;
-  if (fd < 0 || !argv) {
-    rc = fd < 0 ? AG_EIO : AG_ENOMEM;
+  if (!argv) {
+    rc = AG_ENOMEM;
     goto out;
   }
-  close(fd);
+  /* what names the compilation (the key), then the output options */
   int a = 0;
   argv[a++] = nvcc;
   argv[a++] = "-ptx";
@@ -412,6 +422,25 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
     argv[a++] = flags[i];
   argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
   argv[a++] = "-I" ARGUS_INCLUDE_DIR;
+  argv[a] = NULL;
+  if (cdir && ag__ptxc_key(nvcc, cu, argv + 1, key) == 0 && ag__ptxc_lookup(cdir, key, ptx)) {
+    if (cached)
+      *cached = 1;
+    AG_LOG(AG_LOG_DEBUG, "PTX of %s from the cache (%s)", cu, cdir);
+    goto out;
+  }
+  fd = mkstemps(tmpl, 4);
+  if (fd < 0) {
+    rc = AG_EIO;
+    goto out;
+  }
+  close(fd);
+  if (key[0]) { /* nvcc lists the files it read, for the cache */
+    snprintf(dep, sizeof dep, "%.*s.d", (int)(sizeof tmpl - 5), tmpl);
+    argv[a++] = "-MD";
+    argv[a++] = "-MF";
+    argv[a++] = dep;
+  }
   argv[a++] = "-o";
   argv[a++] = tmpl;
   argv[a++] = cu;
@@ -442,13 +471,21 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
   if ((rc = ag_file_read(tmpl, &data, &len)))
     goto out;
   ag_str_append(ptx, data, len);
+  if (key[0] && !ptx->oom) {
+    int src = ag__ptxc_store(cdir, key, dep, data, len);
+    if (src)
+      AG_LOG(AG_LOG_DEBUG, "PTX of %s not cached in %s: %s", cu, cdir, ag_strerror(src));
+  }
   ag_free(data);
   rc = ptx->oom ? AG_ENOMEM : 0;
 out:
   if (fd >= 0)
     unlink(tmpl);
+  if (dep[0])
+    unlink(dep);
   ag_free(argv);
   ag_free(nvcc);
+  ag_free(cdir);
   ag_str_release(&err);
   return rc;
 }

@@ -1,10 +1,16 @@
 /*
  * test_spec.c — program specs: a valid spec with paths resolved against the
  * spec's directory, and each kind of malformed spec with its diagnostic at
- * the right line and column.
+ * the right line and column; the PTX cache of ag_spec_compile_ptx (hits,
+ * and a miss for each thing that must miss).
  */
 #include "argus/spec.h"
 #include "check.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 TEST(valid) {
   const char *t = "{\n  \"name\": \"gemm\",\n  \"module\": {\"cuda\": \"k.cu\", \"flags\": [\"-arch=sm_90a\", \"-O3\"]},\n"
@@ -86,4 +92,109 @@ TEST(missing_file) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(valid), T(invalid), T(missing_file))
+static void put(const char *path, const char *text) {
+  CHECK_EQ_INT(ag_file_write_atomic(path, text, strlen(text)), 0);
+}
+
+/* Compiles dir/k.cu with flags; returns whether the cache served it, -1 on
+ * a failed compile; *has: the PTX contains `want`. */
+static int compile(const char *dir, const char *const *flags, const char *want, int *has) {
+  char cu[600];
+  snprintf(cu, sizeof cu, "%s/k.cu", dir);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_str ptx = AG_STR_INIT;
+  int cached = -1;
+  int rc = ag_spec_compile_ptx_ex(cu, flags, &d, &ptx, &cached);
+  *has = rc == 0 && strstr(ag_str_cstr(&ptx), want) != NULL;
+  ag_str_release(&ptx);
+  ag_diags_release(&d);
+  return rc ? -1 : cached;
+}
+
+TEST(ptx_cache) {
+  char *nvcc = ag_spec_nvcc();
+  if (!nvcc) {
+    printf("no nvcc: PTX cache not tested\n");
+    return;
+  }
+  ag_free(nvcc);
+  char dir[] = "/tmp/argus-ptxc-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char p[1400], inc[600], cache[600], flag[700];
+  snprintf(inc, sizeof inc, "%s/inc dir", dir); /* a space: escaped in nvcc's -MD output */
+  CHECK_EQ_INT(ag_mkdir_p(inc, 0755), 0);
+  snprintf(p, sizeof p, "%s/k.cu", dir);
+  put(p, "#include \"k.h\"\n"
+         "extern \"C\" __global__ void k(unsigned *o) { o[0] = SCALE; o[1] = OFFSET; }\n");
+  snprintf(p, sizeof p, "%s/k.h", dir);
+  put(p, "#include \"off.h\"\n#define SCALE 12345u\n");
+  snprintf(p, sizeof p, "%s/off.h", inc);
+  put(p, "#define OFFSET 777u\n");
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  setenv("ARGUS_CACHE_DIR", cache, 1);
+  unsetenv("ARGUS_PTX_CACHE");
+  snprintf(flag, sizeof flag, "-I%s", inc);
+  const char *fl[] = {"-arch=sm_90a", flag, NULL};
+  const char *fl2[] = {"-arch=sm_90a", flag, "-DEXTRA=1", NULL};
+  int has = 0;
+  CHECK_EQ_INT(compile(dir, fl, "12345", &has), 0); /* first: compiled */
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "12345", &has), 1); /* unchanged: the cache */
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "777", &has), 1);
+  CHECK(has);
+  snprintf(p, sizeof p, "%s/k.h", dir); /* an edited header misses */
+  put(p, "#include \"off.h\"\n#define SCALE 54321u\n");
+  CHECK_EQ_INT(compile(dir, fl, "54321", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "54321", &has), 1);
+  snprintf(p, sizeof p, "%s/off.h", inc); /* ... also in a directory with a space */
+  put(p, "#define OFFSET 888u\n");
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl2, "888", &has), 0); /* other arguments: another entry */
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 1); /* the first entry is still there */
+  /* a damaged cached PTX is a miss, and the result is right */
+  ag_str ptxdir = AG_STR_INIT;
+  ag_str_printf(&ptxdir, "%s/ptx", cache);
+  DIR *dp = opendir(ag_str_cstr(&ptxdir));
+  CHECK(dp != NULL);
+  struct dirent *e;
+  int damaged = 0;
+  while (dp && (e = readdir(dp)))
+    if (strstr(e->d_name, ".ptx")) {
+      snprintf(p, sizeof p, "%s/%s", ag_str_cstr(&ptxdir), e->d_name);
+      put(p, "garbage");
+      damaged++;
+    }
+  if (dp)
+    closedir(dp);
+  CHECK(damaged >= 2);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 1);
+  /* off: never served */
+  setenv("ARGUS_PTX_CACHE", "0", 1);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  unsetenv("ARGUS_PTX_CACHE");
+  /* a cache that cannot be written: compiled all the same */
+  setenv("ARGUS_CACHE_DIR", "/proc/argus-cannot-write", 1);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  /* a compile error is reported, and not cached */
+  setenv("ARGUS_CACHE_DIR", cache, 1);
+  snprintf(p, sizeof p, "%s/k.h", dir);
+  put(p, "#define SCALE this is not C\n");
+  CHECK_EQ_INT(compile(dir, fl, "", &has), -1);
+  CHECK_EQ_INT(compile(dir, fl, "", &has), -1);
+  unsetenv("ARGUS_CACHE_DIR");
+  ag_str_release(&ptxdir);
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_INT(system(cmd), 0);
+}
+
+RUN_TESTS(T(valid), T(invalid), T(missing_file), T(ptx_cache))

@@ -1,0 +1,257 @@
+/*
+ * ptxcache.c — the cache of ag_spec_compile_ptx: CUDA source → PTX without
+ * running nvcc again when nothing it read has changed (docs/observe.md,
+ * "The PTX cache").
+ *
+ * "Direct mode", as ccache calls it. An entry is found by a key over what
+ * names the compilation: the nvcc executable (its real path, size and
+ * modification time: a toolkit installed over the old one changes them),
+ * the source's real path and every argument. The entry is a manifest that
+ * lists every file the compilation read, from nvcc's own dependency output
+ * (-MD: the source, its headers, Argus's region.cuh, the system and CUDA
+ * headers), each with the SHA-256 of its content, and the SHA-256 of the
+ * PTX, stored beside it. A lookup hashes the listed files again: the entry
+ * is used only when every one is unchanged and the stored PTX still has
+ * its hash. So an edited header, a changed -D or a new nvcc all miss, and a
+ * damaged cache file is a miss, never an error.
+ *
+ * Layout under <cache>/ptx: <key>.json (manifests) and <sha256>.ptx. Writes
+ * are atomic (temp file + rename), so concurrent argus processes share the
+ * cache. At most AG_PTXC_KEEP PTX files are kept: a store past that removes
+ * the least recently written ones. Any failure to use the cache (no
+ * directory, no permission, a full disk) only costs the compilation.
+ */
+#include "ptxcache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define AG_PTXC_KEEP 256
+
+char *ag__ptxc_dir(void) {
+  const char *off = getenv("ARGUS_PTX_CACHE");
+  if (off && (!strcmp(off, "0") || !strcmp(off, "off") || !strcmp(off, "no")))
+    return NULL;
+  const char *d = getenv("ARGUS_CACHE_DIR");
+  ag_str p = AG_STR_INIT;
+  if (d && *d) {
+    ag_str_printf(&p, "%s/ptx", d);
+  } else {
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    if (x && *x)
+      ag_str_printf(&p, "%s/argus/ptx", x);
+    else if (h && *h)
+      ag_str_printf(&p, "%s/.cache/argus/ptx", h);
+    else
+      return NULL;
+  }
+  if (p.oom) {
+    ag_str_release(&p);
+    return NULL;
+  }
+  return ag_str_detach(&p);
+}
+
+int ag__ptxc_key(const char *nvcc, const char *cu, const char *const *args, char key[65]) {
+  char nv[PATH_MAX], src[PATH_MAX];
+  struct stat st;
+  if (!realpath(nvcc, nv) || stat(nv, &st) || !realpath(cu, src))
+    return AG_ENOTFOUND;
+  ag_str k = AG_STR_INIT;
+  ag_str_printf(&k, "argus-ptx-cache 1\nnvcc %s %lld %lld.%09ld\nsource %s\n", nv,
+                (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, src);
+  for (int i = 0; args[i]; i++)
+    ag_str_printf(&k, "arg %s\n", args[i]);
+  int rc = k.oom ? AG_ENOMEM : ag_sha256_hex(k.p, k.len, key);
+  ag_str_release(&k);
+  return rc;
+}
+
+static int file_sha(const char *path, char hex[65]) {
+  char *data = NULL;
+  size_t len = 0;
+  int rc = ag_file_read(path, &data, &len);
+  if (rc == 0)
+    rc = ag_sha256_hex(data, len, hex);
+  ag_free(data);
+  return rc;
+}
+
+int ag__ptxc_lookup(const char *dir, const char key[65], ag_str *ptx) {
+  ag_str p = AG_STR_INIT;
+  json_t *m = NULL;
+  char *data = NULL;
+  size_t len = 0;
+  int hit = 0;
+  ag_str_printf(&p, "%s/%s.json", dir, key);
+  if (p.oom || ag_file_read(ag_str_cstr(&p), &data, &len))
+    goto out;
+  m = json_loadb(data, len, 0, NULL);
+  ag_free(data);
+  data = NULL;
+  json_t *deps = json_object_get(m, "deps");
+  const char *want = json_string_value(json_object_get(m, "ptx_sha256"));
+  if (!json_is_array(deps) || json_array_size(deps) == 0 || !want || strlen(want) != 64)
+    goto out;
+  size_t i;
+  json_t *d;
+  json_array_foreach(deps, i, d) {
+    const char *path = json_string_value(json_object_get(d, "path"));
+    const char *sha = json_string_value(json_object_get(d, "sha256"));
+    char now[65];
+    if (!path || !sha || file_sha(path, now) || strcmp(now, sha))
+      goto out; /* a file the compilation read has changed (or is gone) */
+  }
+  ag_str_clear(&p);
+  ag_str_printf(&p, "%s/%s.ptx", dir, want);
+  char got[65];
+  if (p.oom || ag_file_read(ag_str_cstr(&p), &data, &len) || ag_sha256_hex(data, len, got) ||
+      strcmp(got, want))
+    goto out; /* missing or damaged: compile again */
+  if (ag_str_append(ptx, data, len))
+    goto out;
+  hit = 1;
+out:
+  ag_free(data);
+  json_decref(m);
+  ag_str_release(&p);
+  return hit;
+}
+
+/* The prerequisites of a make rule as nvcc -MD writes it: "target: a b \
+ * c", where a backslash before a space escapes it. */
+static json_t *parse_deps(const char *text) {
+  const char *s = strchr(text, ':');
+  while (s && s[1] && s[1] != ' ' && s[1] != '\t' && s[1] != '\n' && s[1] != '\\')
+    s = strchr(s + 1, ':'); /* a ':' inside the target's path */
+  if (!s)
+    return NULL;
+  json_t *a = json_array();
+  ag_str w = AG_STR_INIT;
+  for (s++;; s++) {
+    if (*s == '\\' && (s[1] == '\n' || (s[1] == '\r' && s[2] == '\n'))) {
+      s += s[1] == '\r' ? 2 : 1;
+      continue;
+    }
+    if (*s == '\\' && s[1] == ' ') {
+      ag_str_append(&w, " ", 1);
+      s++;
+      continue;
+    }
+    if (*s == 0 || *s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') {
+      if (w.len) {
+        char sha[65], abs[PATH_MAX];
+        /* absolute (nvcc names some relative to its cwd): argus runs from
+         * anywhere */
+        const char *path = realpath(ag_str_cstr(&w), abs) ? abs : ag_str_cstr(&w);
+        if (w.oom || !a || file_sha(path, sha) ||
+            json_array_append_new(a, json_pack("{s:s,s:s}", "path", path, "sha256", sha))) {
+          json_decref(a);
+          a = NULL;
+          break;
+        }
+        ag_str_clear(&w);
+      }
+      if (*s == 0 || *s == '\n')
+        break; /* one rule: nvcc writes no phony targets without -MP */
+      continue;
+    }
+    ag_str_append(&w, s, 1);
+  }
+  ag_str_release(&w);
+  return a;
+}
+
+/* Keeps the newest AG_PTXC_KEEP PTX files (by modification time). */
+static void trim(const char *dir) {
+  DIR *dp = opendir(dir);
+  if (!dp)
+    return;
+  struct ent {
+    char name[80];
+    long long t;
+  } *v = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *e;
+  while ((e = readdir(dp))) {
+    size_t l = strlen(e->d_name);
+    if (l != 68 || strcmp(e->d_name + 64, ".ptx"))
+      continue;
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (stat(p, &st))
+      continue;
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      struct ent *nv = ag_realloc(v, nc * sizeof *v);
+      if (!nv)
+        break;
+      v = nv;
+      cap = nc;
+    }
+    snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+    v[n++].t = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  }
+  closedir(dp);
+  while (n > AG_PTXC_KEEP) { /* drop the oldest, one at a time (n is small) */
+    size_t old = 0;
+    for (size_t i = 1; i < n; i++)
+      if (v[i].t < v[old].t)
+        old = i;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, v[old].name);
+    unlink(p);
+    v[old] = v[--n];
+  }
+  ag_free(v);
+}
+
+int ag__ptxc_store(const char *dir, const char key[65], const char *depfile, const char *ptx,
+                   size_t len) {
+  char *dtext = NULL;
+  size_t dlen = 0;
+  char sha[65];
+  json_t *deps = NULL, *m = NULL;
+  char *js = NULL;
+  ag_str p = AG_STR_INIT;
+  int rc = ag_mkdir_p(dir, 0755);
+  if (rc == 0)
+    rc = ag_file_read(depfile, &dtext, &dlen);
+  if (rc == 0)
+    rc = ag_sha256_hex(ptx, len, sha);
+  if (rc)
+    goto out;
+  deps = parse_deps(dtext);
+  if (!deps || json_array_size(deps) == 0) {
+    rc = AG_EPARSE;
+    goto out;
+  }
+  m = json_pack("{s:i,s:O,s:s}", "version", 1, "deps", deps, "ptx_sha256", sha);
+  js = m ? json_dumps(m, JSON_INDENT(1)) : NULL;
+  ag_str_printf(&p, "%s/%s.ptx", dir, sha);
+  if (!js || p.oom) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  /* the PTX first: a manifest never names a PTX file that is not there */
+  if ((rc = ag_file_write_atomic(ag_str_cstr(&p), ptx, len)))
+    goto out;
+  ag_str_clear(&p);
+  ag_str_printf(&p, "%s/%s.json", dir, key);
+  if (p.oom || (rc = ag_file_write_atomic(ag_str_cstr(&p), js, strlen(js))))
+    goto out;
+  trim(dir);
+out:
+  free(js);
+  json_decref(m);
+  json_decref(deps);
+  ag_free(dtext);
+  ag_str_release(&p);
+  return rc;
+}
