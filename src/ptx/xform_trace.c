@@ -22,7 +22,8 @@
  *     ~iteration} is stored at once (its data is ready: the clock read is a
  *     fixed-latency instruction), the pointer advances by 16 bytes and the
  *     predicate for the next record is computed, long before it is needed;
- *   - exit, once per warp: the exit anchors (the 64-bit entry anchors are
+ *   - exit, once per warp (with the slot kept from entry): the exit anchors
+ *     (the 64-bit entry anchors are
  *     rebuilt from them and the low words kept at entry), lane 0's count
  *     (from the pointer; records past the capacity are counted, never
  *     written), the largest count over the lanes (redux.sync + red.max:
@@ -97,7 +98,8 @@ static const char prologue_tail[] =
     "\tshl.b32 " P "t7, " P "t0, 4;\n"
     "\tselp.u32 " P "t7, " P "t7, 0, " P "p;\n"
     "\tadd.u32 " P "lim, " P "plo, " P "t7;\n"
-    "\tsetp.lt.u32 " P "q, " P "plo, " P "lim;\n";
+    "\tsetp.lt.u32 " P "q, " P "plo, " P "lim;\n"
+    "\tmov.u32 " P "sl, " P "t8;\n";
 
 static const char epilogue_head[] =
     "\t// argus: warp exit anchors and counts\n"
@@ -154,7 +156,7 @@ static void decls(ag_str *o, int nreg) {
   ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
                    "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y, " PF "c0, " PF "g0;\n"
                    "\t.reg .b32 " PF "plo, " PF "phi, " PF "lim, " PF "ce, " PF "ge, " PF
-                   "e, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
+                   "sl, " PF "e, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
                    "\t.reg .pred " PF "p, " PF "q;\n",
                 nreg > 0 ? nreg : 1, nreg > 0 ? nreg : 1);
 }
@@ -304,11 +306,13 @@ static int block_is_1d(const ag_ptx_func *f) {
   return 0;
 }
 
-/* The exit sequence: anchors, counts, metadata. */
-static void epilogue(ag_str *t, const char *slot_head) {
+/* The exit sequence: anchors, counts, metadata. The slot was kept from
+ * the prologue (one register: recomputing it here put some 15 instructions
+ * on every warp's way out). */
+static void epilogue(ag_str *t) {
   ag_str_puts(t, epilogue_head);
-  ag_str_puts(t, slot_head);
-  ag_str_puts(t, slot_tail);
+  ag_str_puts(t, "\tmov.u32 " P "t8, " P "sl;\n"
+                 "\tmov.u32 " P "t2, %laneid;\n");
   ag_str_puts(t, epilogue_tail);
 }
 
@@ -334,7 +338,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
         ag_ptx_replace(x->m, s, a, b);
       } else {
         ag_str_puts(&t, "\n");
-        epilogue(&t, slot_head);
+        epilogue(&t);
         if (t.oom || (rc = insert_text(x, f, s, 1, ag_str_cstr(&t))))
           goto out;
       }
@@ -344,7 +348,7 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   if (guarded) {
     ag_str_clear(&t);
     ag_str_puts(&t, "\n$__argus_exit:\n");
-    epilogue(&t, slot_head);
+    epilogue(&t);
     ag_str_puts(&t, "\tret;\n");
     if (t.oom || (rc = insert_text(x, f, f->body_close, 1, ag_str_cstr(&t))))
       goto out;
