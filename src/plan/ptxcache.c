@@ -195,7 +195,7 @@ static void trim(const char *dir) {
       v = nv;
       cap = nc;
     }
-    snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+    memcpy(v[n].name, e->d_name, l + 1); /* l == 68 */
     v[n++].t = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
   }
   closedir(dp);
