@@ -17,8 +17,8 @@
  *
  * Layout under <cache>/ptx: <key>.json (manifests) and <sha256>.ptx. Writes
  * are atomic (temp file + rename), so concurrent argus processes share the
- * cache. At most AG_PTXC_KEEP PTX files are kept: a store past that removes
- * the least recently written ones. Any failure to use the cache (no
+ * cache. At most AG_PTXC_KEEP PTX files are kept (ARGUS_PTX_CACHE_KEEP
+ * changes it): a store past that removes the least recently written ones. Any failure to use the cache (no
  * directory, no permission, a full disk) only costs the compilation.
  */
 #include "ptxcache.h"
@@ -167,8 +167,15 @@ static json_t *parse_deps(const char *text) {
   return a;
 }
 
-/* Keeps the newest AG_PTXC_KEEP PTX files (by modification time). */
+static size_t keep_max(void) {
+  const char *e = getenv("ARGUS_PTX_CACHE_KEEP");
+  long v = e && *e ? strtol(e, NULL, 10) : 0;
+  return v >= 1 && v <= 1000000 ? (size_t)v : AG_PTXC_KEEP;
+}
+
+/* Keeps the newest keep_max() PTX files (by modification time). */
 static void trim(const char *dir) {
+  size_t keep = keep_max();
   DIR *dp = opendir(dir);
   if (!dp)
     return;
@@ -199,7 +206,7 @@ static void trim(const char *dir) {
     v[n++].t = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
   }
   closedir(dp);
-  while (n > AG_PTXC_KEEP) { /* drop the oldest, one at a time (n is small) */
+  while (n > keep) { /* drop the oldest, one at a time (n is small) */
     size_t old = 0;
     for (size_t i = 1; i < n; i++)
       if (v[i].t < v[old].t)

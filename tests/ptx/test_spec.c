@@ -184,6 +184,28 @@ TEST(ptx_cache) {
   CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
   CHECK(has);
   CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  /* the cache keeps the newest ARGUS_PTX_CACHE_KEEP PTX files */
+  setenv("ARGUS_CACHE_DIR", cache, 1);
+  setenv("ARGUS_PTX_CACHE_KEEP", "2", 1);
+  const char *fl3[] = {"-arch=sm_90a", flag, "-DEXTRA=3", NULL};
+  const char *fl4[] = {"-arch=sm_90a", flag, "-DEXTRA=4", NULL};
+  snprintf(p, sizeof p, "%s/k.cu", dir); /* different PTX for each -DEXTRA */
+  put(p, "#include \"k.h\"\n"
+         "extern \"C\" __global__ void k(unsigned *o) { o[0] = SCALE; o[1] = OFFSET; "
+         "o[2] = EXTRA; }\n");
+  CHECK_EQ_INT(compile(dir, fl2, "888", &has), 0);
+  CHECK_EQ_INT(compile(dir, fl3, "888", &has), 0);
+  CHECK_EQ_INT(compile(dir, fl4, "888", &has), 0);
+  int nptx = 0;
+  dp = opendir(ag_str_cstr(&ptxdir));
+  while (dp && (e = readdir(dp)))
+    nptx += strstr(e->d_name, ".ptx") != NULL;
+  if (dp)
+    closedir(dp);
+  CHECK_EQ_INT(nptx, 2);
+  CHECK_EQ_INT(compile(dir, fl4, "888", &has), 1); /* the newest is still served */
+  CHECK_EQ_INT(compile(dir, fl2, "888", &has), 0); /* the oldest was removed */
+  unsetenv("ARGUS_PTX_CACHE_KEEP");
   /* a compile error is reported, and not cached */
   setenv("ARGUS_CACHE_DIR", cache, 1);
   snprintf(p, sizeof p, "%s/k.h", dir);
