@@ -13,7 +13,13 @@
  * PTX, stored beside it. A lookup hashes the listed files again: the entry
  * is used only when every one is unchanged and the stored PTX still has
  * its hash. So an edited header, a changed -D or a new nvcc all miss, and a
- * damaged cache file is a miss, never an error.
+ * damaged cache file is a miss, never an error. A header that did not
+ * exist at store time could shadow one the compilation read (a new util.h
+ * beside the source, found before the -I directory's): the manifest also
+ * keeps the modification time of every directory the search could look in
+ * first (the source's, each -I, and each dependency's), and a directory
+ * that gained or lost an entry is a miss. Not covered: a new header in a
+ * default system directory that held no dependency (docs/observe.md).
  *
  * Layout under <cache>/ptx: <key>.json (manifests) and <sha256>.ptx. Writes
  * are atomic (temp file + rename), so concurrent argus processes share the
@@ -63,7 +69,7 @@ int ag__ptxc_key(const char *nvcc, const char *cu, const char *const *args, char
   if (!realpath(nvcc, nv) || stat(nv, &st) || !realpath(cu, src))
     return AG_ENOTFOUND;
   ag_str k = AG_STR_INIT;
-  ag_str_printf(&k, "argus-ptx-cache 1\nnvcc %s %lld %lld.%09ld\nsource %s\n", nv,
+  ag_str_printf(&k, "argus-ptx-cache 2\nnvcc %s %lld %lld.%09ld\nsource %s\n", nv,
                 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, src);
   for (int i = 0; args[i]; i++)
     ag_str_printf(&k, "arg %s\n", args[i]);
@@ -80,6 +86,42 @@ static int file_sha(const char *path, char hex[65]) {
     rc = ag_sha256_hex(data, len, hex);
   ag_free(data);
   return rc;
+}
+
+static int dir_mtime(const char *d, char out[40]) {
+  struct stat st;
+  if (stat(d, &st) || !S_ISDIR(st.st_mode))
+    return AG_ENOTFOUND;
+  snprintf(out, 40, "%lld.%09ld", (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  return 0;
+}
+
+/* Adds directory d (made absolute) with its mtime, once. */
+static int add_dir(json_t *dirs, const char *d) {
+  char abs[PATH_MAX], mt[40];
+  if (!realpath(d, abs) || dir_mtime(abs, mt))
+    return 0; /* gone or not a directory: nothing to watch */
+  size_t i;
+  json_t *x;
+  json_array_foreach(dirs, i, x) {
+    if (!strcmp(json_string_value(json_object_get(x, "path")), abs))
+      return 0;
+  }
+  return json_array_append_new(dirs, json_pack("{s:s,s:s}", "path", abs, "mtime", mt)) ? AG_ENOMEM
+                                                                                          : 0;
+}
+
+static int add_parent(json_t *dirs, const char *file) {
+  const char *sl = strrchr(file, '/');
+  if (!sl)
+    return add_dir(dirs, ".");
+  char d[PATH_MAX];
+  size_t n = (size_t)(sl - file);
+  if (n >= sizeof d)
+    return 0;
+  memcpy(d, file, n ? n : 1);
+  d[n ? n : 1] = 0;
+  return add_dir(dirs, d);
 }
 
 int ag__ptxc_lookup(const char *dir, const char key[65], ag_str *ptx) {
@@ -106,6 +148,16 @@ int ag__ptxc_lookup(const char *dir, const char key[65], ag_str *ptx) {
     char now[65];
     if (!path || !sha || file_sha(path, now) || strcmp(now, sha))
       goto out; /* a file the compilation read has changed (or is gone) */
+  }
+  json_t *dirs = json_object_get(m, "dirs");
+  if (!json_is_array(dirs))
+    goto out;
+  json_array_foreach(dirs, i, d) {
+    const char *path = json_string_value(json_object_get(d, "path"));
+    const char *mt = json_string_value(json_object_get(d, "mtime"));
+    char now[40];
+    if (!path || !mt || dir_mtime(path, now) || strcmp(now, mt))
+      goto out; /* an entry was added or removed: a header may now shadow another */
   }
   ag_str_clear(&p);
   ag_str_printf(&p, "%s/%s.ptx", dir, want);
@@ -219,15 +271,15 @@ static void trim(const char *dir) {
   ag_free(v);
 }
 
-int ag__ptxc_store(const char *dir, const char key[65], const char *depfile, const char *ptx,
-                   size_t len) {
+int ag__ptxc_store(const char *dir, const char key[65], const char *cu,
+                   const char *const *args, const char *depfile, const char *ptx, size_t len) {
   char *dtext = NULL;
   size_t dlen = 0;
   char sha[65];
-  json_t *deps = NULL, *m = NULL;
+  json_t *deps = NULL, *dirs = json_array(), *m = NULL;
   char *js = NULL;
   ag_str p = AG_STR_INIT;
-  int rc = ag_mkdir_p(dir, 0755);
+  int rc = dirs ? ag_mkdir_p(dir, 0755) : AG_ENOMEM;
   if (rc == 0)
     rc = ag_file_read(depfile, &dtext, &dlen);
   if (rc == 0)
@@ -239,7 +291,26 @@ int ag__ptxc_store(const char *dir, const char key[65], const char *depfile, con
     rc = AG_EPARSE;
     goto out;
   }
-  m = json_pack("{s:i,s:O,s:s}", "version", 1, "deps", deps, "ptx_sha256", sha);
+  /* the directories a header search could look in before the one it used */
+  rc = add_parent(dirs, cu);
+  for (int i = 0; args[i] && rc == 0; i++) {
+    if (!strcmp(args[i], "-I") && args[i + 1])
+      rc = add_dir(dirs, args[++i]);
+    else if (!strncmp(args[i], "-I", 2))
+      rc = add_dir(dirs, args[i] + 2);
+    else if (!strncmp(args[i], "--include-path=", 15))
+      rc = add_dir(dirs, args[i] + 15);
+  }
+  size_t k;
+  json_t *dp;
+  json_array_foreach(deps, k, dp) {
+    if (rc == 0)
+      rc = add_parent(dirs, json_string_value(json_object_get(dp, "path")));
+  }
+  if (rc)
+    goto out;
+  m = json_pack("{s:i,s:O,s:O,s:s}", "version", 2, "deps", deps, "dirs", dirs, "ptx_sha256",
+                sha);
   js = m ? json_dumps(m, JSON_INDENT(1)) : NULL;
   ag_str_printf(&p, "%s/%s.ptx", dir, sha);
   if (!js || p.oom) {
@@ -258,6 +329,7 @@ out:
   free(js);
   json_decref(m);
   json_decref(deps);
+  json_decref(dirs);
   ag_free(dtext);
   ag_str_release(&p);
   return rc;

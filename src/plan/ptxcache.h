@@ -18,8 +18,10 @@ int ag__ptxc_key(const char *nvcc, const char *cu, const char *const *args, char
  * lists is unchanged and the stored PTX is intact; 0 otherwise. */
 int ag__ptxc_lookup(const char *dir, const char key[65], ag_str *ptx);
 /* Stores the PTX under key with the files listed in nvcc's dependency
- * output `depfile`. Errors only mean nothing was stored. */
-int ag__ptxc_store(const char *dir, const char key[65], const char *depfile, const char *ptx,
-                   size_t len);
+ * output `depfile` and the directories a header search could use first
+ * (the source's, the -I arguments in args, the dependencies'). Errors only
+ * mean nothing was stored. */
+int ag__ptxc_store(const char *dir, const char key[65], const char *cu,
+                   const char *const *args, const char *depfile, const char *ptx, size_t len);
 
 #endif

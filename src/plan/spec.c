@@ -472,7 +472,7 @@ int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *d
     goto out;
   ag_str_append(ptx, data, len);
   if (key[0] && !ptx->oom) {
-    int src = ag__ptxc_store(cdir, key, dep, data, len);
+    int src = ag__ptxc_store(cdir, key, cu, argv + 1, dep, data, len);
     if (src)
       AG_LOG(AG_LOG_DEBUG, "PTX of %s not cached in %s: %s", cu, cdir, ag_strerror(src));
   }

@@ -153,6 +153,16 @@ TEST(ptx_cache) {
   put(p, "#define OFFSET 888u\n");
   CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
   CHECK(has);
+  /* a new header that shadows the one used (k.h's "off.h" is now found
+   * beside k.h, before the -I directory): a miss */
+  snprintf(p, sizeof p, "%s/off.h", dir);
+  put(p, "#define OFFSET 999u\n");
+  CHECK_EQ_INT(compile(dir, fl, "999", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "999", &has), 1);
+  CHECK_EQ_INT(unlink(p), 0); /* and gone again: a miss, back to 888 */
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0);
+  CHECK(has);
   CHECK_EQ_INT(compile(dir, fl2, "888", &has), 0); /* other arguments: another entry */
   CHECK(has);
   CHECK_EQ_INT(compile(dir, fl, "888", &has), 1); /* the first entry is still there */
