@@ -128,20 +128,8 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
       fprintf(stderr, "trace_overhead: descriptor is %zu bytes\n", bytes);
       exit(1);
     }
-    /* the probe advances only the low word of its pointer: the record area
-     * must not cross a 4 GiB boundary (the host runtime ensures the same) */
     size_t rb = (size_t)WARPS * CAP * AG_EV_RECORD_BYTES;
-    void *spare[8];
-    int ns = 0;
-    for (;;) {
-      CK(cudaMalloc(&b->records, rb));
-      uint64_t r0 = (uint64_t)(uintptr_t)b->records;
-      if ((r0 >> 32) == ((r0 + rb - 1) >> 32) || ns == 8)
-        break;
-      spare[ns++] = b->records;
-    }
-    while (ns)
-      cudaFree(spare[--ns]);
+    CK(cudaMalloc(&b->records, rb));
     CK(cudaMalloc(&b->meta, (size_t)WARPS * AG_EV_META_BYTES));
     ag_ev_desc dd = {(uint64_t)(uintptr_t)b->records, (uint64_t)(uintptr_t)b->meta,
                      which == 3 ? 0u : CAP, 1, 0, 0};

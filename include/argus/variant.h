@@ -30,6 +30,14 @@
 extern "C" {
 #endif
 
+/* The version of what the transforms emit (probe code, record layout). It is
+ * part of every memoized task's identity in a workspace (src/run/observe.c),
+ * so evidence and variants made by an older probe are never reused by a
+ * newer argus: bump it whenever a transform's output or the evidence it
+ * leads to changes meaning. 3: records stored at their end marker through a
+ * bounded record counter, iteration complemented (evidence format 2). */
+#define AG_VARIANT_XFORM_VERSION 3
+
 typedef enum ag_variant_kind {
   AG_VARIANT_TRACE_FREE,
   AG_VARIANT_TRACED,

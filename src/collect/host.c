@@ -712,20 +712,7 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   lr->cap = cap;
   lr->meta = h->pool + h->pool_used;
   h->pool_used += (warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255;
-  /* the probe advances only the low word of its record pointer: the record
-   * area must not cross a 4 GiB boundary */
-  uint64_t rbytes = warps * cap * AG_EV_RECORD_BYTES, r0 = h->pool + h->pool_used;
-  if ((r0 >> 32) != ((r0 + rbytes - 1) >> 32)) {
-    uint64_t r1 = ((r0 >> 32) + 1) << 32;
-    if (r1 + rbytes > h->pool + h->pool_size) {
-      h->nlaunch--; /* retried as an unrecorded launch */
-      h->pool_used = h->pool_size;
-      snprintf(h->budget_note, sizeof h->budget_note,
-               "trace buffer budget exhausted at launch %u (4 GiB boundary)", idx);
-      return prepare_launch(k, g, b, smem, stream);
-    }
-    h->pool_used = r1 - h->pool;
-  }
+  uint64_t rbytes = warps * cap * AG_EV_RECORD_BYTES;
   lr->records = h->pool + h->pool_used;
   h->pool_used += (rbytes + 255) & ~(uint64_t)255;
   ag_ev_desc *slot = &h->pinned[h->nrecs];

@@ -8,28 +8,27 @@
  * waits on its own results (docs/tracing.md has the design and the measured
  * cost):
  *   - kernel entry, once per thread: the low 32 bits of the entry anchors
- *     (%clock, %globaltimer_lo) in two registers, the warp's record pointer
- *     (its low word is also the record counter), a limit that is the end of
- *     the warp's buffer for lane 0 and its start for the other lanes (one
- *     compare serves "one lane records" and "the buffer is full") and the
- *     store predicate. The prologue stores nothing: a store there would
- *     hold the kernel's own first loads behind the descriptor's load;
+ *     (%clock, %globaltimer_lo) in two registers, the warp's record base,
+ *     its record counter k, a capacity that is the buffer's for lane 0 and
+ *     0 for the other lanes (one compare serves "one lane records" and "the
+ *     buffer is full") and the store predicate k < capacity. The prologue
+ *     stores nothing: a store there would hold the kernel's own first loads
+ *     behind the descriptor's load;
  *   - begin marker of region R: the complement of the iteration operand into
  *     R's own register (a fresh register, so the program's induction update
- *     stays free to move and nothing rewrites a stored register right after
- *     the store), then the low 32 bits of the clock;
+ *     stays free to move), then the low 32 bits of the clock;
  *   - end marker of R: the clock first, then R's record {begin, end, site,
- *     ~iteration} is stored at once (its data is ready: the clock read is a
- *     fixed-latency instruction), the pointer advances by 16 bytes and the
- *     predicate for the next record is computed, long before it is needed;
+ *     ~iteration} is stored at once at base + 16 k (its data is ready: the
+ *     clock read is a fixed-latency instruction), k advances and the
+ *     predicate for the next record is computed, long before it is needed.
+ *     A store can only land in the warp's own buffer: the address is formed
+ *     from k, which the predicate bounds (k itself counts every record, past
+ *     the capacity too, and wraps only after 2^32 of them);
  *   - exit, once per warp (with the slot kept from entry): the exit anchors
- *     (the 64-bit entry anchors are
- *     rebuilt from them and the low words kept at entry), lane 0's count
- *     (from the pointer; records past the capacity are counted, never
- *     written), the largest count over the lanes (redux.sync + red.max:
- *     divergent markers are detected), %smid and the launch index.
- * The record area of a launch never crosses a 4 GiB boundary (the host
- * runtime places it so), so only the pointer's low word ever changes.
+ *     (the 64-bit entry anchors are rebuilt from them and the low words kept
+ *     at entry), lane 0's count k (records past the capacity are counted,
+ *     never written), the largest count over the lanes (redux.sync +
+ *     red.max: divergent markers are detected), %smid and the launch index.
  * The descriptor (record area, metadata area, capacity, enabled, launch) is
  * the module constant __argus_trace, bound by the host runtime before each
  * launch; enabled = 0 (a traced module loaded outside Argus) stores nothing.
@@ -93,33 +92,26 @@ static const char prologue_tail[] =
     "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
     "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
-    "\tmad.wide.u32 " P "a, " P "t6, 16, " P "a;\n"
-    "\tmov.b64 {" P "plo, " P "phi}, " P "a;\n"
-    "\tshl.b32 " P "t7, " P "t0, 4;\n"
-    "\tselp.u32 " P "t7, " P "t7, 0, " P "p;\n"
-    "\tadd.u32 " P "lim, " P "plo, " P "t7;\n"
-    "\tsetp.lt.u32 " P "q, " P "plo, " P "lim;\n"
+    "\tmad.wide.u32 " P "rb, " P "t6, 16, " P "a;\n"
+    "\tselp.u32 " P "cl, " P "t0, 0, " P "p;\n"
+    "\tmov.u32 " P "k, 0;\n"
+    "\tsetp.lt.u32 " P "q, " P "k, " P "cl;\n"
     "\tmov.u32 " P "sl, " P "t8;\n";
 
 static const char epilogue_head[] =
     "\t// argus: warp exit anchors and counts\n"
     "\tmov.u64 " P "c, %clock64;\n"
     "\tmov.u64 " P "y, %globaltimer;\n"
-    "\tld.const.v2.u64 {" P "a, " P "x}, [__argus_trace];\n"
+    "\tld.const.u64 " P "x, [__argus_trace+8];\n"
     "\tld.const.v4.u32 {" P "t0, " P "t1, " P "t13, " P "t14}, [__argus_trace+16];\n";
 
 /* after the slot (t8) and lane (t2): the count, the lanes' largest count,
  * the entry anchors rebuilt from their low words (a warp lives < 2^32
  * cycles and ns: docs/tracing.md), the metadata */
 static const char epilogue_tail[] =
-    "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
-    "\tmad.wide.u32 " P "a, " P "t6, 16, " P "a;\n"
-    "\tcvt.u32.u64 " P "t6, " P "a;\n"
-    "\tsub.u32 " P "t6, " P "plo, " P "t6;\n"
-    "\tshr.u32 " P "t6, " P "t6, 4;\n"
     "\tmad.wide.u32 " P "x, " P "t8, 64, " P "x;\n"
     "\tactivemask.b32 " P "t3;\n"
-    "\tredux.sync.max.u32 " P "t4, " P "t6, " P "t3;\n"
+    "\tredux.sync.max.u32 " P "t4, " P "k, " P "t3;\n"
     "\tneg.s32 " P "t5, " P "t3;\n"
     "\tand.b32 " P "t5, " P "t5, " P "t3;\n"
     "\tmov.u32 " P "t10, %lanemask_eq;\n"
@@ -139,23 +131,24 @@ static const char epilogue_tail[] =
     "\tmov.u32 " P "t9, 1;\n"
     "\t@" P "p st.global.v2.u64 [" P "x], {" P "c0, " P "g0};\n"
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
-    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
+    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "k, " P "t9, " P "t13};\n";
 
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
                           const char *iter_inv) {
   ag_str_printf(o,
-                "\tadd.u32 " PF "plo, " PF "plo, 16;\n"
-                "\tmov.b64 " PF "a, {" PF "plo, " PF "phi};\n"
-                "\t@" PF "q st.global.v4.u32 [" PF "a+-16], {%s, %s, %d, %s};\n"
-                "\tsetp.lt.u32 " PF "q, " PF "plo, " PF "lim;\n",
+                "\tmad.wide.u32 " PF "a, " PF "k, 16, " PF "rb;\n"
+                "\tadd.u32 " PF "k, " PF "k, 1;\n"
+                "\t@" PF "q st.global.v4.u32 [" PF "a], {%s, %s, %d, %s};\n"
+                "\tsetp.lt.u32 " PF "q, " PF "k, " PF "cl;\n",
                 begin, end, site, iter_inv);
 }
 
 /* Declarations: nreg regions get a begin-clock and an iteration register. */
 static void decls(ag_str *o, int nreg) {
   ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
-                   "\t.reg .b64 " PF "a, " PF "c, " PF "x, " PF "y, " PF "c0, " PF "g0;\n"
-                   "\t.reg .b32 " PF "plo, " PF "phi, " PF "lim, " PF "ce, " PF "ge, " PF
+                   "\t.reg .b64 " PF "a, " PF "rb, " PF "c, " PF "x, " PF "y, " PF "c0, " PF
+                   "g0;\n"
+                   "\t.reg .b32 " PF "k, " PF "cl, " PF "ce, " PF "ge, " PF
                    "sl, " PF "e, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
                    "\t.reg .pred " PF "p, " PF "q;\n",
                 nreg > 0 ? nreg : 1, nreg > 0 ? nreg : 1);

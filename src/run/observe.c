@@ -690,11 +690,12 @@ static const ag_executor executors[] = {
 
 /* ------------------------------------------------ memoization (store) */
 
-/* The workspace's task identity: type, op + configuration + program, and
- * the artifacts the dependencies produced. */
+/* The workspace's task identity: type, op + configuration + program, the
+ * transforms' version (a newer probe never reuses an older one's variants or
+ * evidence), and the artifacts the dependencies produced. */
 static int store_spec(obs *ob, const ag_task *t, json_t **cfg, const char **ins, size_t *nin) {
-  *cfg = json_pack("{s:s,s:O,s:s}", "op", t->op, "config", t->config, "program",
-                   t->program ? t->program : "");
+  *cfg = json_pack("{s:s,s:O,s:s,s:i}", "op", t->op, "config", t->config, "program",
+                   t->program ? t->program : "", "xform", AG_VARIANT_XFORM_VERSION);
   *nin = 0;
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(ob->plan, t->deps.v[i]);

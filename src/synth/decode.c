@@ -102,6 +102,15 @@ static int root_of(const ag_evidence *ev, const char *kernel) {
   return -1;
 }
 
+/* 1 when a warp lived 2^32 cycles or more (by its globaltimer span and the
+ * session's calibrated clock, which does not depend on the anchors): the
+ * probe rebuilds its 64-bit entry anchors from their low words, so they and
+ * its timestamps are then ambiguous. The span itself is good to 2^32 ns
+ * (4.3 s); 2 % of margin covers the calibration. */
+static int long_lived(const ag_evidence *ev, const ag_ev_meta *m) {
+  return (double)(m->gtime_exit - m->gtime_entry) * ev->sm_hz / 1e9 >= 0.98 * 4294967296.0;
+}
+
 /* The launch's clock: the median over warps of cycles per globaltimer ns
  * between the entry and exit anchors, when the median span is long enough
  * that the 32 ns timer step is under 0.2 %; otherwise the calibration. */
@@ -117,7 +126,7 @@ static int launch_clock(const ag_evidence *ev, const ag_ev_launch *L, ag_launch_
   for (uint32_t w = 0; w < L->warps; w++) {
     const ag_ev_meta *m = &L->meta[w];
     if (!(m->flags & AG_EV_EXITED) || m->gtime_exit <= m->gtime_entry ||
-        m->clock_exit <= m->clock_entry)
+        m->clock_exit <= m->clock_entry || long_lived(ev, m))
       continue;
     span[n] = (double)(m->gtime_exit - m->gtime_entry);
     hz[n] = (double)(m->clock_exit - m->clock_entry) * 1e9 / span[n];
@@ -196,10 +205,7 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
               L->launch, cta, warp);
       continue;
     }
-    /* the entry anchors are rebuilt on the device from their low words:
-     * right only for warps that lived < 2^32 cycles (seen from the
-     * globaltimer's span, itself good to 2^32 ns) */
-    if ((double)(m->gtime_exit - m->gtime_entry) / ns_per_cycle >= 4294967296.0)
+    if (long_lived(ev, m))
       anomaly(t, "launch %u cta %u warp %u: the warp ran for %.2f s, 2^32 cycles or more: "
                  "its entry anchor and timestamps are ambiguous",
               L->launch, cta, warp, (double)(m->gtime_exit - m->gtime_entry) / 1e9);

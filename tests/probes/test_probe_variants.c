@@ -194,7 +194,7 @@ static void probe_all(const char *path) {
     /* one probe, one forced completion of the site's kind, one record */
     CHECK_EQ_U64(count(v->ptx, "// argus: probe "), 1);
     CHECK_EQ_U64(count(v->ptx, "$agp_done:"), 1);
-    CHECK_EQ_U64(count(v->ptx, "st.global.v4.u32 [%agt_a+-16]"), 1);
+    CHECK_EQ_U64(count(v->ptx, "st.global.v4.u32 [%agt_a]"), 1);
     if (s->completion == AG_PTX_DONE_MBARRIER)
       CHECK_EQ_U64(count(v->ptx, "mbarrier.test_wait.parity"), count(ptx, "mbarrier.test_wait.parity") + 1);
     if (s->completion == AG_PTX_DONE_WGMMA_GROUP)

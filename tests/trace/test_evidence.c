@@ -64,6 +64,7 @@ static uint64_t next(void) {
  * divergent: warp 2's lanes made more records than lane 0; ambiguous: warp 3's
  * exit anchor is 2^32 cycles later than its records allow. */
 static char path[256];
+static int long_lived; /* every warp idles 3 s after entry (see below) */
 static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int ambiguous) {
   ntruth = 0;
   snprintf(path, sizeof path, "/tmp/argus-test-ev-%ld.agev", (long)getpid());
@@ -90,7 +91,7 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int a
       r[n] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (site_), ~(uint32_t)(it_)}; \
     n++;                                                                       \
   } while (0)
-      clk += 10;
+      clk += 10 + (long_lived ? (uint64_t)(3.0 * HZ) : 0);
       PUT(clk, clk, 0, AG_EV_NO_ITER);
       clk += 20;
       uint64_t ostart = clk, in2 = 0;
@@ -113,6 +114,8 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int a
       clk += 40;
       m->clock_exit = clk + (ambiguous && s == 3 ? (1ull << 32) : 0);
       m->gtime_exit = m->gtime_entry + (uint64_t)((double)(clk - m->clock_entry) / HZ * 1e9);
+      if (long_lived) /* what the probe writes: entry rebuilt from its low 32 bits */
+        m->clock_entry = m->clock_exit - (uint32_t)(m->clock_exit - m->clock_entry);
       m->smid = sm;
       m->count = n;
       m->max_count = n + (divergent && s == 2 ? 3u : 0u);
@@ -363,6 +366,34 @@ TEST(nesting_divergence_and_ambiguity_are_anomalies) {
   unlink(path);
 }
 
+/* Warps that lived 3 s (2^32 cycles or more at HZ): the probe's entry
+ * anchors, rebuilt from their low words, are wrong for them. Every such warp
+ * is an anomaly, and the launch clock comes from the calibration, not from
+ * anchors those warps would bend. */
+TEST(long_lived_warps_are_anomalies) {
+  long_lived = 1;
+  simulate(1, 64, 0, 0, 0);
+  long_lived = 0;
+  ag_evidence *ev = NULL;
+  CHECK_EQ_INT(ag_evidence_load(path, NULL, &ev), 0);
+  ag_trace *t = NULL;
+  CHECK_EQ_INT(ag_trace_decode(ev, &t), 0);
+  if (t) {
+    CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 0 warp 0: the warp ran for 3.00 s, 2^32 "
+                                               "cycles or more");
+    size_t n = 0;
+    for (const char *p = strstr(ag_str_cstr(&t->anomalies), "2^32 cycles or more: its entry");
+         p; p = strstr(p + 1, "2^32 cycles or more: its entry"))
+      n++;
+    CHECK_EQ_U64(n, WARPS);
+    CHECK_EQ_STR(t->clocks[0].source, "calibration");
+    CHECK(fabs(t->clocks[0].hz - HZ) < 1.0);
+  }
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
 /* ----------------------------------------------------------- damage */
 
 static char *file;
@@ -558,5 +589,5 @@ TEST(reports_and_timeline) {
 
 RUN_TESTS(T(decode_gives_back_the_simulated_occurrences), T(stats_equal_brute_force),
           T(scope_matching), T(full_buffer_reports_drops),
-          T(nesting_divergence_and_ambiguity_are_anomalies), T(damaged_files_get_clear_errors),
+          T(nesting_divergence_and_ambiguity_are_anomalies), T(long_lived_warps_are_anomalies), T(damaged_files_get_clear_errors),
           T(record_with_unknown_site_is_an_error), T(reports_and_timeline))

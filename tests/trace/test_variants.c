@@ -140,7 +140,7 @@ TEST(broken_variant_fails_ptxas) {
   ag_variant *v = NULL;
   CHECK_EQ_INT(ag_variant_make(ptx, len, p, &tr, &d, &v), 0);
   if (v) { /* drop the probe's register declarations */
-    char *decl = strstr(v->ptx, ".reg .b32 %agt_plo");
+    char *decl = strstr(v->ptx, ".reg .b32 %agt_k");
     CHECK(decl != NULL);
     if (decl)
       memcpy(decl, "//", 2);
@@ -175,17 +175,17 @@ TEST(probe_shape) {
   CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
   if (v) {
     CHECK_EQ_INT(v->nsites, 4); /* step and work, in two kernels */
-    CHECK_EQ_U64(count_of(v->ptx, "st.global.v4.u32 [%agt_a+-16]"), 4);
+    CHECK_EQ_U64(count_of(v->ptx, "st.global.v4.u32 [%agt_a]"), 4);
     CHECK_EQ_U64(count_of(v->ptx, "not.b32 %agt_i"), 2); /* step's begin, per kernel */
     /* each record site: clock, advance, address, store, next predicate */
     const char *site = strstr(v->ptx, "// argus: record site 0 (end step)");
     CHECK(site != NULL);
     static const char want[] =
         "\tmov.u32 %agt_e, %clock;\n"
-        "\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-        "\tmov.b64 %agt_a, {%agt_plo, %agt_phi};\n"
-        "\t@%agt_q st.global.v4.u32 [%agt_a+-16], {%agt_b2, %agt_e, 0, %agt_i2};\n"
-        "\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n";
+        "\tmad.wide.u32 %agt_a, %agt_k, 16, %agt_rb;\n"
+        "\tadd.u32 %agt_k, %agt_k, 1;\n"
+        "\t@%agt_q st.global.v4.u32 [%agt_a], {%agt_b2, %agt_e, 0, %agt_i2};\n"
+        "\tsetp.lt.u32 %agt_q, %agt_k, %agt_cl;\n";
     if (site)
       CHECK(strncmp(strchr(site, '\n') + 1, want, sizeof want - 1) == 0);
     /* the prologue (from the probe state to the kernel's first parameter
