@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define AG_PTXC_KEEP 256
@@ -63,16 +64,43 @@ char *ag__ptxc_dir(void) {
   return ag_str_detach(&p);
 }
 
+/* Arguments after which a compile is not cached: an options file (its
+ * contents would have to be part of the key) and host-compiler options,
+ * which can add include directories nvcc does not report as such. */
+static int uncacheable(const char *a) {
+  static const char *const no[] = {"-optf", "--options-file", "-Xcompiler", "--compiler-options",
+                                   NULL};
+  for (int i = 0; no[i]; i++) {
+    size_t n = strlen(no[i]);
+    if (!strncmp(a, no[i], n) && (a[n] == 0 || a[n] == '='))
+      return 1;
+  }
+  return 0;
+}
+
+/* Environment that changes what nvcc compiles or where it finds headers. */
+static const char *const key_env[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH",
+                                      "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_CCBIN",
+                                      NULL};
+
 int ag__ptxc_key(const char *nvcc, const char *cu, const char *const *args, char key[65]) {
-  char nv[PATH_MAX], src[PATH_MAX];
+  char nv[PATH_MAX], src[PATH_MAX], cwd[PATH_MAX];
   struct stat st;
-  if (!realpath(nvcc, nv) || stat(nv, &st) || !realpath(cu, src))
+  if (!realpath(nvcc, nv) || stat(nv, &st) || !realpath(cu, src) || !getcwd(cwd, sizeof cwd))
     return AG_ENOTFOUND;
+  for (int i = 0; args[i]; i++)
+    if (uncacheable(args[i]))
+      return AG_EUNSUPPORTED;
   ag_str k = AG_STR_INIT;
-  ag_str_printf(&k, "argus-ptx-cache 2\nnvcc %s %lld %lld.%09ld\nsource %s\n", nv,
-                (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, src);
+  ag_str_printf(&k, "argus-ptx-cache 3\nnvcc %s %lld %lld.%09ld\nsource %s\ncwd %s\n", nv,
+                (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, src, cwd);
   for (int i = 0; args[i]; i++)
     ag_str_printf(&k, "arg %s\n", args[i]);
+  for (int i = 0; key_env[i]; i++) {
+    const char *v = getenv(key_env[i]);
+    if (v)
+      ag_str_printf(&k, "env %s=%s\n", key_env[i], v);
+  }
   int rc = k.oom ? AG_ENOMEM : ag_sha256_hex(k.p, k.len, key);
   ag_str_release(&k);
   return rc;
@@ -225,40 +253,14 @@ static size_t keep_max(void) {
   return v >= 1 && v <= 1000000 ? (size_t)v : AG_PTXC_KEEP;
 }
 
-/* Keeps the newest keep_max() PTX files (by modification time). */
-static void trim(const char *dir) {
-  size_t keep = keep_max();
-  DIR *dp = opendir(dir);
-  if (!dp)
-    return;
-  struct ent {
-    char name[80];
-    long long t;
-  } *v = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *e;
-  while ((e = readdir(dp))) {
-    size_t l = strlen(e->d_name);
-    if (l != 68 || strcmp(e->d_name + 64, ".ptx"))
-      continue;
-    char p[PATH_MAX];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    if (stat(p, &st))
-      continue;
-    if (n == cap) {
-      size_t nc = cap ? cap * 2 : 64;
-      struct ent *nv = ag_realloc(v, nc * sizeof *v);
-      if (!nv)
-        break;
-      v = nv;
-      cap = nc;
-    }
-    memcpy(v[n].name, e->d_name, l + 1); /* l == 68 */
-    v[n++].t = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-  }
-  closedir(dp);
-  while (n > keep) { /* drop the oldest, one at a time (n is small) */
+struct ent {
+  char name[80];
+  long long t;
+};
+
+/* Removes the oldest entries of v beyond keep. */
+static void drop_oldest(const char *dir, struct ent *v, size_t n, size_t keep) {
+  while (n > keep) { /* one at a time: n is small */
     size_t old = 0;
     for (size_t i = 1; i < n; i++)
       if (v[i].t < v[old].t)
@@ -268,11 +270,59 @@ static void trim(const char *dir) {
     unlink(p);
     v[old] = v[--n];
   }
-  ag_free(v);
+}
+
+/* Keeps the newest keep_max() PTX files and 4 times as many manifests (by
+ * modification time), and removes the temporary files of writes that died
+ * more than an hour ago. */
+static void trim(const char *dir) {
+  size_t keep = keep_max();
+  DIR *dp = opendir(dir);
+  if (!dp)
+    return;
+  struct ent *v[2] = {NULL, NULL};
+  size_t n[2] = {0, 0}, cap[2] = {0, 0};
+  struct dirent *e;
+  time_t now = time(NULL);
+  while ((e = readdir(dp))) {
+    size_t l = strlen(e->d_name);
+    int kind = l == 68 && !strcmp(e->d_name + 64, ".ptx")    ? 0
+               : l == 69 && !strcmp(e->d_name + 64, ".json") ? 1
+               : strstr(e->d_name, ".tmp.")                  ? 2
+                                                             : -1;
+    if (kind < 0)
+      continue;
+    char p[PATH_MAX];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (stat(p, &st))
+      continue;
+    if (kind == 2) {
+      if (st.st_mtim.tv_sec < now - 3600)
+        unlink(p);
+      continue;
+    }
+    if (n[kind] == cap[kind]) {
+      size_t nc = cap[kind] ? cap[kind] * 2 : 64;
+      struct ent *nv = ag_realloc(v[kind], nc * sizeof *nv);
+      if (!nv)
+        break;
+      v[kind] = nv;
+      cap[kind] = nc;
+    }
+    memcpy(v[kind][n[kind]].name, e->d_name, l + 1); /* l <= 69 */
+    v[kind][n[kind]++].t = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  }
+  closedir(dp);
+  drop_oldest(dir, v[0], n[0], keep);
+  drop_oldest(dir, v[1], n[1], 4 * keep);
+  ag_free(v[0]);
+  ag_free(v[1]);
 }
 
 int ag__ptxc_store(const char *dir, const char key[65], const char *cu,
-                   const char *const *args, const char *depfile, const char *ptx, size_t len) {
+                   const char *const *args, long long started, const char *depfile,
+                   const char *ptx, size_t len) {
   char *dtext = NULL;
   size_t dlen = 0;
   char sha[65];
@@ -291,21 +341,69 @@ int ag__ptxc_store(const char *dir, const char key[65], const char *cu,
     rc = AG_EPARSE;
     goto out;
   }
-  /* the directories a header search could look in before the one it used */
-  rc = add_parent(dirs, cu);
-  for (int i = 0; args[i] && rc == 0; i++) {
-    if (!strcmp(args[i], "-I") && args[i + 1])
-      rc = add_dir(dirs, args[++i]);
-    else if (!strncmp(args[i], "-I", 2))
-      rc = add_dir(dirs, args[i] + 2);
-    else if (!strncmp(args[i], "--include-path=", 15))
-      rc = add_dir(dirs, args[i] + 15);
-  }
+  /* the directories a header search could look in before the one it used:
+   * the search path (the source's directory, then -I, -isystem, ...), and in
+   * each of them the subdirectories an include such as "cfg/opts.h" goes
+   * through (found under one search directory, it could appear under
+   * another one earlier in the path) */
+  const char *sdirs[128];
+  int ns = 0;
+  char srcdir[PATH_MAX];
+  snprintf(srcdir, sizeof srcdir, "%s", cu);
+  char *sl = strrchr(srcdir, '/');
+  if (sl)
+    *(sl == srcdir ? sl + 1 : sl) = 0;
+  else
+    snprintf(srcdir, sizeof srcdir, ".");
+  sdirs[ns++] = srcdir;
+  static const char *const iopt[] = {"-I", "-isystem", "-iquote", "--include-path",
+                                     "--system-include", NULL};
+  for (int i = 0; args[i] && ns < 128; i++)
+    for (int o = 0; iopt[o]; o++) {
+      size_t n = strlen(iopt[o]);
+      if (strncmp(args[i], iopt[o], n))
+        continue;
+      const char *d = args[i][n] == '=' ? args[i] + n + 1 : args[i][n] ? args[i] + n : args[i + 1];
+      if (!args[i][n] && args[i + 1])
+        i++;
+      if (d && *d)
+        sdirs[ns++] = d;
+      break;
+    }
+  char abs[128][PATH_MAX];
+  int na = 0;
+  for (int i = 0; i < ns; i++)
+    if (realpath(sdirs[i], abs[na]))
+      rc = rc ? rc : add_dir(dirs, abs[na++]);
   size_t k;
   json_t *dp;
   json_array_foreach(deps, k, dp) {
+    const char *path = json_string_value(json_object_get(dp, "path"));
     if (rc == 0)
-      rc = add_parent(dirs, json_string_value(json_object_get(dp, "path")));
+      rc = add_parent(dirs, path);
+    for (int i = 0; i < na && rc == 0; i++) {
+      size_t n = strlen(abs[i]);
+      if (strncmp(path, abs[i], n) || path[n] != '/')
+        continue;
+      const char *rel = path + n + 1, *last = strrchr(rel, '/');
+      for (const char *q = rel; last && q <= last && rc == 0; q++) {
+        if (*q != '/')
+          continue; /* each directory prefix of rel, in every search directory */
+        for (int j = 0; j < na && rc == 0; j++) {
+          char d[PATH_MAX];
+          if (snprintf(d, sizeof d, "%s/%.*s", abs[j], (int)(q - rel), rel) < (int)sizeof d)
+            rc = add_dir(dirs, d);
+        }
+      }
+    }
+  }
+  /* a dependency written while nvcc ran (or within a second of its start:
+   * timestamps are coarse) may not be what nvcc read: store nothing */
+  json_array_foreach(deps, k, dp) {
+    struct stat st;
+    const char *path = json_string_value(json_object_get(dp, "path"));
+    if (rc == 0 && !stat(path, &st) && st.st_mtim.tv_sec >= started - 1)
+      rc = AG_EBUSY;
   }
   if (rc)
     goto out;

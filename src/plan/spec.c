@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef ARGUS_INCLUDE_DIR
@@ -429,6 +430,7 @@ int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *d
     AG_LOG(AG_LOG_DEBUG, "PTX of %s from the cache (%s)", cu, cdir);
     goto out;
   }
+  long long started = (long long)time(NULL);
   fd = mkstemps(tmpl, 4);
   if (fd < 0) {
     rc = AG_EIO;
@@ -472,7 +474,7 @@ int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *d
     goto out;
   ag_str_append(ptx, data, len);
   if (key[0] && !ptx->oom) {
-    int src = ag__ptxc_store(cdir, key, cu, argv + 1, dep, data, len);
+    int src = ag__ptxc_store(cdir, key, cu, argv + 1, started, dep, data, len);
     if (src)
       AG_LOG(AG_LOG_DEBUG, "PTX of %s not cached in %s: %s", cu, cdir, ag_strerror(src));
   }

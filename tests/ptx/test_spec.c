@@ -8,6 +8,8 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <time.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -92,8 +94,15 @@ TEST(missing_file) {
   ag_diags_release(&d);
 }
 
+/* Writes a file dated 10 s ago: the cache stores nothing that changed
+ * within a second of the compile's start (it may have changed under nvcc). */
 static void put(const char *path, const char *text) {
   CHECK_EQ_INT(ag_file_write_atomic(path, text, strlen(text)), 0);
+  struct timespec t[2];
+  clock_gettime(CLOCK_REALTIME, &t[0]);
+  t[0].tv_sec -= 10;
+  t[1] = t[0];
+  CHECK_EQ_INT(utimensat(AT_FDCWD, path, t, 0), 0);
 }
 
 /* Compiles dir/k.cu with flags; returns whether the cache served it, -1 on
@@ -216,6 +225,63 @@ TEST(ptx_cache) {
   CHECK_EQ_INT(compile(dir, fl4, "888", &has), 1); /* the newest is still served */
   CHECK_EQ_INT(compile(dir, fl2, "888", &has), 0); /* the oldest was removed */
   unsetenv("ARGUS_PTX_CACHE_KEEP");
+  /* a header edited while nvcc runs (an nvcc that edits it when done):
+   * nothing is stored, and the next compile sees the edit */
+  unsetenv("ARGUS_PTX_CACHE_KEEP");
+  snprintf(p, sizeof p, "%s/k.cu", dir);
+  put(p, "#include \"k.h\"\n"
+         "extern \"C\" __global__ void k(unsigned *o) { o[0] = SCALE; o[1] = OFFSET; }\n");
+  char *real = ag_spec_nvcc(), wrap[700];
+  snprintf(wrap, sizeof wrap, "%s/nvcc-editing", dir);
+  ag_str sh = AG_STR_INIT;
+  ag_str_printf(&sh, "#!/bin/sh\n'%s' \"$@\" || exit $?\nprintf '#define OFFSET 4242u\\n' > '%s/off.h'\n",
+                real, inc);
+  CHECK_EQ_INT(ag_file_write_atomic(wrap, sh.p, sh.len), 0);
+  CHECK_EQ_INT(chmod(wrap, 0755), 0);
+  setenv("ARGUS_NVCC", wrap, 1);
+  CHECK_EQ_INT(compile(dir, fl, "888", &has), 0); /* nvcc read 888, then the edit */
+  CHECK(has);
+  setenv("ARGUS_NVCC", real, 1);
+  CHECK_EQ_INT(compile(dir, fl, "4242", &has), 0); /* not served the stale 888 */
+  CHECK(has);
+  snprintf(p, sizeof p, "%s/off.h", inc); /* the same content, dated back */
+  put(p, "#define OFFSET 4242u\n");
+  unsetenv("ARGUS_NVCC");
+  ag_free(real);
+  ag_str_release(&sh);
+  /* the working directory is part of the entry (relative -I paths) */
+  char here[1024];
+  CHECK(getcwd(here, sizeof here) != NULL);
+  CHECK_EQ_INT(chdir(dir), 0);
+  CHECK_EQ_INT(compile(dir, fl, "4242", &has), 0);
+  CHECK_EQ_INT(chdir(here), 0);
+  /* an options file makes the compile uncacheable */
+  snprintf(p, sizeof p, "%s/opts", dir);
+  put(p, "-DEXTRA=7\n");
+  char optf[1500];
+  snprintf(optf, sizeof optf, "%s", p);
+  const char *flo[] = {"-arch=sm_90a", flag, "-optf", optf, NULL};
+  CHECK_EQ_INT(compile(dir, flo, "4242", &has), 0);
+  CHECK_EQ_INT(compile(dir, flo, "4242", &has), 0);
+  /* shadowing through a subdirectory: "cfg/opts.h" is found in the -I
+   * directory; a new cfg/opts.h beside the source (cfg/ already there)
+   * must be seen */
+  snprintf(p, sizeof p, "%s/cfg", inc);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/cfg/opts.h", inc);
+  put(p, "#define OPT 31337u\n");
+  snprintf(p, sizeof p, "%s/cfg", dir);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/k.cu", dir);
+  put(p, "#include \"k.h\"\n#include \"cfg/opts.h\"\n"
+         "extern \"C\" __global__ void k(unsigned *o) { o[0] = SCALE; o[1] = OPT; }\n");
+  CHECK_EQ_INT(compile(dir, fl, "31337", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, fl, "31337", &has), 1);
+  snprintf(p, sizeof p, "%s/cfg/opts.h", dir);
+  put(p, "#define OPT 27182u\n");
+  CHECK_EQ_INT(compile(dir, fl, "27182", &has), 0);
+  CHECK(has);
   /* a compile error is reported, and not cached */
   setenv("ARGUS_CACHE_DIR", cache, 1);
   snprintf(p, sizeof p, "%s/k.h", dir);
