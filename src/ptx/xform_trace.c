@@ -9,26 +9,30 @@
  * cost):
  *   - kernel entry, once per thread: the low 32 bits of the entry anchors
  *     (%clock, %globaltimer_lo) in two registers, the warp's record base,
- *     its record counter k, a capacity that is the buffer's for lane 0 and
- *     0 for the other lanes (one compare serves "one lane records" and "the
- *     buffer is full") and the store predicate k < capacity. The prologue
- *     stores nothing: a store there would hold the kernel's own first loads
- *     behind the descriptor's load;
+ *     its record offset k (bytes), a capacity (bytes) that is the buffer's
+ *     for lane 0 and 0 for the other lanes (one compare serves "one lane
+ *     records" and "the buffer is full") and the store predicate
+ *     k < capacity. The prologue stores nothing: a store there would hold
+ *     the kernel's own first loads behind the descriptor's load;
  *   - begin marker of region R: the complement of the iteration operand into
  *     R's own register (a fresh register, so the program's induction update
  *     stays free to move), then the low 32 bits of the clock;
  *   - end marker of R: the clock first, then R's record {begin, end, site,
- *     ~iteration} is stored at once at base + 16 k (its data is ready: the
- *     clock read is a fixed-latency instruction), k advances and the
+ *     ~iteration} is stored at once at base + k (its data is ready: the
+ *     clock read is a fixed-latency instruction), k advances by 16 and the
  *     predicate for the next record is computed, long before it is needed.
- *     A store can only land in the warp's own buffer: the address is formed
- *     from k, which the predicate bounds (k itself counts every record, past
- *     the capacity too, and wraps only after 2^32 of them);
+ *     A store can only land in the warp's own buffer: the address is base +
+ *     k, 64-bit, and the predicate bounds k (k counts every record, past
+ *     the capacity too, and wraps only after 2^28 records);
  *   - exit, once per warp (with the slot kept from entry): the exit anchors
  *     (the 64-bit entry anchors are rebuilt from them and the low words kept
- *     at entry), lane 0's count k (records past the capacity are counted,
- *     never written), the largest count over the lanes (redux.sync +
- *     red.max: divergent markers are detected), %smid and the launch index.
+ *     at entry), lane 0's count k / 16 (records past the capacity are
+ *     counted, never written), the largest count over the lanes (redux.sync
+ *     + red.max: divergent markers are detected), %smid and the launch index.
+ *   Two equally correct encodings of the record address (k in records with
+ *   mad.wide, or in bytes) moved the overhead benchmark's inner loop by 16
+ *   bytes and its cost by up to 3x (bench/RESULTS.md): code placement, not
+ *   the probe; this one is the measured better.
  * The descriptor (record area, metadata area, capacity, enabled, launch) is
  * the module constant __argus_trace, bound by the host runtime before each
  * launch; enabled = 0 (a traced module loaded outside Argus) stores nothing.
@@ -93,7 +97,8 @@ static const char prologue_tail[] =
     "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
     "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
     "\tmad.wide.u32 " P "rb, " P "t6, 16, " P "a;\n"
-    "\tselp.u32 " P "cl, " P "t0, 0, " P "p;\n"
+    "\tshl.b32 " P "t7, " P "t0, 4;\n"
+    "\tselp.u32 " P "cl, " P "t7, 0, " P "p;\n"
     "\tmov.u32 " P "k, 0;\n"
     "\tsetp.lt.u32 " P "q, " P "k, " P "cl;\n"
     "\tmov.u32 " P "sl, " P "t8;\n";
@@ -111,7 +116,8 @@ static const char epilogue_head[] =
 static const char epilogue_tail[] =
     "\tmad.wide.u32 " P "x, " P "t8, 64, " P "x;\n"
     "\tactivemask.b32 " P "t3;\n"
-    "\tredux.sync.max.u32 " P "t4, " P "k, " P "t3;\n"
+    "\tshr.u32 " P "t6, " P "k, 4;\n"
+    "\tredux.sync.max.u32 " P "t4, " P "t6, " P "t3;\n"
     "\tneg.s32 " P "t5, " P "t3;\n"
     "\tand.b32 " P "t5, " P "t5, " P "t3;\n"
     "\tmov.u32 " P "t10, %lanemask_eq;\n"
@@ -131,13 +137,14 @@ static const char epilogue_tail[] =
     "\tmov.u32 " P "t9, 1;\n"
     "\t@" P "p st.global.v2.u64 [" P "x], {" P "c0, " P "g0};\n"
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
-    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "k, " P "t9, " P "t13};\n";
+    "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
 
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
                           const char *iter_inv) {
   ag_str_printf(o,
-                "\tmad.wide.u32 " PF "a, " PF "k, 16, " PF "rb;\n"
-                "\tadd.u32 " PF "k, " PF "k, 1;\n"
+                "\tcvt.u64.u32 " PF "a, " PF "k;\n"
+                "\tadd.u64 " PF "a, " PF "a, " PF "rb;\n"
+                "\tadd.u32 " PF "k, " PF "k, 16;\n"
                 "\t@" PF "q st.global.v4.u32 [" PF "a], {%s, %s, %d, %s};\n"
                 "\tsetp.lt.u32 " PF "q, " PF "k, " PF "cl;\n",
                 begin, end, site, iter_inv);

@@ -182,8 +182,9 @@ TEST(probe_shape) {
     CHECK(site != NULL);
     static const char want[] =
         "\tmov.u32 %agt_e, %clock;\n"
-        "\tmad.wide.u32 %agt_a, %agt_k, 16, %agt_rb;\n"
-        "\tadd.u32 %agt_k, %agt_k, 1;\n"
+        "\tcvt.u64.u32 %agt_a, %agt_k;\n"
+        "\tadd.u64 %agt_a, %agt_a, %agt_rb;\n"
+        "\tadd.u32 %agt_k, %agt_k, 16;\n"
         "\t@%agt_q st.global.v4.u32 [%agt_a], {%agt_b2, %agt_e, 0, %agt_i2};\n"
         "\tsetp.lt.u32 %agt_q, %agt_k, %agt_cl;\n";
     if (site)
