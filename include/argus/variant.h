@@ -34,9 +34,9 @@ extern "C" {
  * part of every memoized task's identity in a workspace (src/run/observe.c),
  * so evidence and variants made by an older probe are never reused by a
  * newer argus: bump it whenever a transform's output or the evidence it
- * leads to changes meaning. 3: records stored at their end marker through a
- * bounded record counter, iteration complemented (evidence format 2). */
-#define AG_VARIANT_XFORM_VERSION 3
+ * leads to changes meaning. 4: records stored at their end marker at base +
+ * a bounded byte offset, iteration complemented (evidence format 2). */
+#define AG_VARIANT_XFORM_VERSION 4
 
 typedef enum ag_variant_kind {
   AG_VARIANT_TRACE_FREE,

@@ -670,6 +670,15 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   uint64_t left = h->pool_size - h->pool_used;
   int record = idx >= h->skip && h->nrecs < h->max_launches && warps > 0 &&
                warps <= 0xffffffffu;
+  if (record && warps * cap > 0xffffffffu) {
+    cap = (uint32_t)(0xffffffffu / warps); /* the probe forms slot * cap in 32 bits */
+    if (cap < 16) {
+      record = 0;
+      snprintf(h->budget_note, sizeof h->budget_note,
+               "launch %u has %llu warps: too many to record 16 records each", idx,
+               (unsigned long long)warps);
+    }
+  }
   if (record) {
     uint64_t per = (uint64_t)cap * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
     if (warps * per > left) {
