@@ -78,10 +78,12 @@ static int uncacheable(const char *a) {
   return 0;
 }
 
-/* Environment that changes what nvcc compiles or where it finds headers. */
-static const char *const key_env[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH",
-                                      "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "NVCC_CCBIN",
-                                      NULL};
+/* Environment that changes what nvcc compiles: part of the key. */
+static const char *const key_env[] = {"NVCC_CCBIN", NULL};
+/* Environment that adds flags or include directories nvcc does not report
+ * as such: a compile under it is not cached. */
+static const char *const no_env[] = {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH",
+                                     "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", NULL};
 
 int ag__ptxc_key(const char *nvcc, const char *cu, const char *const *args, char key[65]) {
   char nv[PATH_MAX], src[PATH_MAX], cwd[PATH_MAX];
@@ -91,6 +93,11 @@ int ag__ptxc_key(const char *nvcc, const char *cu, const char *const *args, char
   for (int i = 0; args[i]; i++)
     if (uncacheable(args[i]))
       return AG_EUNSUPPORTED;
+  for (int i = 0; no_env[i]; i++) {
+    const char *v = getenv(no_env[i]);
+    if (v && *v)
+      return AG_EUNSUPPORTED;
+  }
   ag_str k = AG_STR_INIT;
   ag_str_printf(&k, "argus-ptx-cache 3\nnvcc %s %lld %lld.%09ld\nsource %s\ncwd %s\n", nv,
                 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, src, cwd);
@@ -139,18 +146,6 @@ static int add_dir(json_t *dirs, const char *d) {
                                                                                           : 0;
 }
 
-static int add_parent(json_t *dirs, const char *file) {
-  const char *sl = strrchr(file, '/');
-  if (!sl)
-    return add_dir(dirs, ".");
-  char d[PATH_MAX];
-  size_t n = (size_t)(sl - file);
-  if (n >= sizeof d)
-    return 0;
-  memcpy(d, file, n ? n : 1);
-  d[n ? n : 1] = 0;
-  return add_dir(dirs, d);
-}
 
 int ag__ptxc_lookup(const char *dir, const char key[65], ag_str *ptx) {
   ag_str p = AG_STR_INIT;
@@ -320,8 +315,134 @@ static void trim(const char *dir) {
   ag_free(v[1]);
 }
 
+/* 1 when path's content or metadata changed at or after t_ns (less the
+ * coarse clock's lag): mtime can be set back by cp -p or tar, ctime not. */
+static int changed_since(const char *path, long long t_ns) {
+  struct stat st;
+  if (!path || stat(path, &st))
+    return 1;
+  long long slack = 20000000LL; /* 20 ms: file times lag the real-time clock */
+  long long m = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  long long c = (long long)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+  return m >= t_ns - slack || c >= t_ns - slack;
+}
+
+typedef struct dlist {
+  char **v;
+  size_t n, cap;
+} dlist;
+
+static int dl_push(dlist *l, const char *abs) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->v[i], abs))
+      return 0;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 32;
+    char **nv = ag_realloc(l->v, nc * sizeof *nv);
+    if (!nv)
+      return AG_ENOMEM;
+    l->v = nv;
+    l->cap = nc;
+  }
+  return (l->v[l->n] = ag_strdup(abs)) ? (l->n++, 0) : AG_ENOMEM;
+}
+
+/* Adds search directory d (absolute, to l) and watches it; a directory
+ * that does not exist yet is watched through its nearest existing ancestor
+ * (creating it changes that ancestor). */
+static int add_search(json_t *dirs, dlist *l, const char *d) {
+  char abs[PATH_MAX];
+  if (realpath(d, abs)) {
+    int rc = dl_push(l, abs);
+    return rc ? rc : add_dir(dirs, abs);
+  }
+  char up[PATH_MAX];
+  snprintf(up, sizeof up, "%s", d);
+  for (char *sl = strrchr(up, '/'); sl; sl = strrchr(up, '/')) {
+    *(sl == up ? sl + 1 : sl) = 0;
+    if (realpath(up, abs))
+      return add_dir(dirs, abs);
+    if (sl == up)
+      break;
+  }
+  return add_dir(dirs, ".");
+}
+
+/* The directories a header search could look in before the one it used:
+ * the search path (the source's directory, each include option's
+ * directories, comma lists split as nvcc does), every dependency's
+ * directory (a quoted include looks beside its includer first), and under
+ * each of these the subdirectories an include such as "cfg/opts.h" goes
+ * through. */
+static int watch_search_dirs(json_t *dirs, const char *cu, const char *const *args,
+                             json_t *deps) {
+  static const char *const iopt[] = {"-I", "-isystem", "-iquote", "--include-path",
+                                     "--system-include", NULL};
+  dlist l = {0};
+  char d[PATH_MAX];
+  snprintf(d, sizeof d, "%s", cu);
+  char *sl = strrchr(d, '/');
+  if (sl)
+    *(sl == d ? sl + 1 : sl) = 0;
+  else
+    snprintf(d, sizeof d, ".");
+  int rc = add_search(dirs, &l, d);
+  for (int i = 0; args[i] && rc == 0; i++)
+    for (int o = 0; iopt[o]; o++) {
+      size_t n = strlen(iopt[o]);
+      if (strncmp(args[i], iopt[o], n))
+        continue;
+      const char *v = args[i][n] == '=' ? args[i] + n + 1 : args[i][n] ? args[i] + n : args[i + 1];
+      if (!args[i][n] && args[i + 1])
+        i++;
+      for (const char *p = v; p && *p && rc == 0;) { /* "a,b,c" */
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len && len < sizeof d) {
+          memcpy(d, p, len);
+          d[len] = 0;
+          rc = add_search(dirs, &l, d);
+        }
+        p = c ? c + 1 : NULL;
+      }
+      break;
+    }
+  size_t k;
+  json_t *dp;
+  json_array_foreach(deps, k, dp) {
+    const char *path = json_string_value(json_object_get(dp, "path"));
+    snprintf(d, sizeof d, "%s", path);
+    if ((sl = strrchr(d, '/')) && sl != d) {
+      *sl = 0;
+      if (rc == 0)
+        rc = add_search(dirs, &l, d);
+    }
+  }
+  size_t nbase = l.n;
+  json_array_foreach(deps, k, dp) {
+    const char *path = json_string_value(json_object_get(dp, "path"));
+    for (size_t i = 0; i < nbase && rc == 0; i++) {
+      size_t n = strlen(l.v[i]);
+      if (strncmp(path, l.v[i], n) || path[n] != '/')
+        continue;
+      const char *rel = path + n + 1, *last = strrchr(rel, '/');
+      for (const char *q = rel; last && q <= last && rc == 0; q++) {
+        if (*q != '/')
+          continue; /* each directory prefix of rel, under every search directory */
+        for (size_t j = 0; j < nbase && rc == 0; j++)
+          if (snprintf(d, sizeof d, "%s/%.*s", l.v[j], (int)(q - rel), rel) < (int)sizeof d)
+            rc = add_dir(dirs, d);
+      }
+    }
+  }
+  for (size_t i = 0; i < l.n; i++)
+    ag_free(l.v[i]);
+  ag_free(l.v);
+  return rc;
+}
+
 int ag__ptxc_store(const char *dir, const char key[65], const char *cu,
-                   const char *const *args, long long started, const char *depfile,
+                   const char *const *args, long long started_ns, const char *depfile,
                    const char *ptx, size_t len) {
   char *dtext = NULL;
   size_t dlen = 0;
@@ -341,68 +462,18 @@ int ag__ptxc_store(const char *dir, const char key[65], const char *cu,
     rc = AG_EPARSE;
     goto out;
   }
-  /* the directories a header search could look in before the one it used:
-   * the search path (the source's directory, then -I, -isystem, ...), and in
-   * each of them the subdirectories an include such as "cfg/opts.h" goes
-   * through (found under one search directory, it could appear under
-   * another one earlier in the path) */
-  const char *sdirs[128];
-  int ns = 0;
-  char srcdir[PATH_MAX];
-  snprintf(srcdir, sizeof srcdir, "%s", cu);
-  char *sl = strrchr(srcdir, '/');
-  if (sl)
-    *(sl == srcdir ? sl + 1 : sl) = 0;
-  else
-    snprintf(srcdir, sizeof srcdir, ".");
-  sdirs[ns++] = srcdir;
-  static const char *const iopt[] = {"-I", "-isystem", "-iquote", "--include-path",
-                                     "--system-include", NULL};
-  for (int i = 0; args[i] && ns < 128; i++)
-    for (int o = 0; iopt[o]; o++) {
-      size_t n = strlen(iopt[o]);
-      if (strncmp(args[i], iopt[o], n))
-        continue;
-      const char *d = args[i][n] == '=' ? args[i] + n + 1 : args[i][n] ? args[i] + n : args[i + 1];
-      if (!args[i][n] && args[i + 1])
-        i++;
-      if (d && *d)
-        sdirs[ns++] = d;
-      break;
-    }
-  char abs[128][PATH_MAX];
-  int na = 0;
-  for (int i = 0; i < ns; i++)
-    if (realpath(sdirs[i], abs[na]))
-      rc = rc ? rc : add_dir(dirs, abs[na++]);
+  rc = watch_search_dirs(dirs, cu, args, deps);
+  /* a dependency or watched directory changed while nvcc ran (or just
+   * before: file timestamps come from a coarse clock) may not be what nvcc
+   * saw: store nothing */
   size_t k;
   json_t *dp;
   json_array_foreach(deps, k, dp) {
-    const char *path = json_string_value(json_object_get(dp, "path"));
-    if (rc == 0)
-      rc = add_parent(dirs, path);
-    for (int i = 0; i < na && rc == 0; i++) {
-      size_t n = strlen(abs[i]);
-      if (strncmp(path, abs[i], n) || path[n] != '/')
-        continue;
-      const char *rel = path + n + 1, *last = strrchr(rel, '/');
-      for (const char *q = rel; last && q <= last && rc == 0; q++) {
-        if (*q != '/')
-          continue; /* each directory prefix of rel, in every search directory */
-        for (int j = 0; j < na && rc == 0; j++) {
-          char d[PATH_MAX];
-          if (snprintf(d, sizeof d, "%s/%.*s", abs[j], (int)(q - rel), rel) < (int)sizeof d)
-            rc = add_dir(dirs, d);
-        }
-      }
-    }
+    if (rc == 0 && changed_since(json_string_value(json_object_get(dp, "path")), started_ns))
+      rc = AG_EBUSY;
   }
-  /* a dependency written while nvcc ran (or within a second of its start:
-   * timestamps are coarse) may not be what nvcc read: store nothing */
-  json_array_foreach(deps, k, dp) {
-    struct stat st;
-    const char *path = json_string_value(json_object_get(dp, "path"));
-    if (rc == 0 && !stat(path, &st) && st.st_mtim.tv_sec >= started - 1)
+  json_array_foreach(dirs, k, dp) {
+    if (rc == 0 && changed_since(json_string_value(json_object_get(dp, "path")), started_ns))
       rc = AG_EBUSY;
   }
   if (rc)

@@ -430,7 +430,9 @@ int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *d
     AG_LOG(AG_LOG_DEBUG, "PTX of %s from the cache (%s)", cu, cdir);
     goto out;
   }
-  long long started = (long long)time(NULL);
+  struct timespec t0;
+  clock_gettime(CLOCK_REALTIME, &t0);
+  long long started = (long long)t0.tv_sec * 1000000000LL + t0.tv_nsec;
   fd = mkstemps(tmpl, 4);
   if (fd < 0) {
     rc = AG_EIO;

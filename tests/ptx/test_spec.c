@@ -108,6 +108,11 @@ static void put(const char *path, const char *text) {
 /* Compiles dir/k.cu with flags; returns whether the cache served it, -1 on
  * a failed compile; *has: the PTX contains `want`. */
 static int compile(const char *dir, const char *const *flags, const char *want, int *has) {
+  /* file times come from a coarse clock: the cache stores nothing that
+   * changed within 20 ms of a compile's start, so let what the test just
+   * wrote age past that */
+  struct timespec ts = {0, 40000000};
+  nanosleep(&ts, NULL);
   char cu[600];
   snprintf(cu, sizeof cu, "%s/k.cu", dir);
   ag_diags d;
@@ -116,6 +121,8 @@ static int compile(const char *dir, const char *const *flags, const char *want, 
   int cached = -1;
   int rc = ag_spec_compile_ptx_ex(cu, flags, &d, &ptx, &cached);
   *has = rc == 0 && strstr(ag_str_cstr(&ptx), want) != NULL;
+  if (rc == 0 && !*has && getenv("DBG_PTX"))
+    fprintf(stderr, "want %s in:\n%s\n", want, ag_str_cstr(&ptx));
   ag_str_release(&ptx);
   ag_diags_release(&d);
   return rc ? -1 : cached;
@@ -141,6 +148,8 @@ TEST(ptx_cache) {
   snprintf(p, sizeof p, "%s/off.h", inc);
   put(p, "#define OFFSET 777u\n");
   snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(p, sizeof p, "%s/ptx", cache); /* made beforehand: as usual, not in a */
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);   /* directory the compile searches      */
   setenv("ARGUS_CACHE_DIR", cache, 1);
   unsetenv("ARGUS_PTX_CACHE");
   snprintf(flag, sizeof flag, "-I%s", inc);
@@ -281,6 +290,44 @@ TEST(ptx_cache) {
   snprintf(p, sizeof p, "%s/cfg/opts.h", dir);
   put(p, "#define OPT 27182u\n");
   CHECK_EQ_INT(compile(dir, fl, "27182", &has), 0);
+  CHECK(has);
+  /* environment that adds flags or include directories: not cached */
+  setenv("NVCC_APPEND_FLAGS", "-DUNUSED_BY_K=1", 1);
+  CHECK_EQ_INT(compile(dir, fl, "27182", &has), 0);
+  CHECK_EQ_INT(compile(dir, fl, "27182", &has), 0);
+  unsetenv("NVCC_APPEND_FLAGS");
+  /* an include directory in a comma list, and one that does not exist yet:
+   * a header later appearing in either is seen. First the source directory's
+   * cfg/opts.h goes, so "cfg/opts.h" resolves through the -I list. */
+  snprintf(p, sizeof p, "%s/cfg/opts.h", dir);
+  CHECK_EQ_INT(unlink(p), 0);
+  char over[700], later[700], list[1500];
+  snprintf(over, sizeof over, "%s/over", dir);
+  snprintf(later, sizeof later, "%s/later/deeper", dir);
+  CHECK_EQ_INT(ag_mkdir_p(over, 0755), 0);
+  snprintf(list, sizeof list, "-I%s,%s", over, later);
+  const char *flc[] = {"-arch=sm_90a", list, flag, NULL};
+  CHECK_EQ_INT(compile(dir, flc, "31337", &has), 0); /* inc dir/cfg/opts.h */
+  CHECK(has);
+  CHECK_EQ_INT(compile(dir, flc, "31337", &has), 1);
+  snprintf(p, sizeof p, "%s/unrelated.h", over); /* any new entry in a searched directory */
+  put(p, "#error never read\n");
+  CHECK_EQ_INT(compile(dir, flc, "31337", &has), 0);
+  CHECK_EQ_INT(compile(dir, flc, "31337", &has), 1);
+  snprintf(p, sizeof p, "%s/cfg", over); /* over/cfg/opts.h now shadows inc's */
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/cfg/opts.h", over);
+  put(p, "#define OPT 16180u\n");
+  CHECK_EQ_INT(compile(dir, flc, "16180", &has), 0);
+  CHECK(has);
+  CHECK_EQ_INT(unlink(p), 0);
+  CHECK_EQ_INT(compile(dir, flc, "31337", &has), 0);
+  CHECK_EQ_INT(compile(dir, flc, "31337", &has), 1);
+  snprintf(p, sizeof p, "%s/cfg", later); /* the missing directory appears, with a shadow */
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/cfg/opts.h", later);
+  put(p, "#define OPT 14142u\n");
+  CHECK_EQ_INT(compile(dir, flc, "14142", &has), 0);
   CHECK(has);
   /* a compile error is reported, and not cached */
   setenv("ARGUS_CACHE_DIR", cache, 1);
