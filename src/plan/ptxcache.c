@@ -6,26 +6,31 @@
  * "Direct mode", as ccache calls it. An entry is found by a key over what
  * names the compilation: the nvcc executable (its real path, size and
  * modification time: a toolkit installed over the old one changes them),
- * the source's real path and every argument. The entry is a manifest that
- * lists every file the compilation read, from nvcc's own dependency output
- * (-MD: the source, its headers, Argus's region.cuh, the system and CUDA
- * headers), each with the SHA-256 of its content, and the SHA-256 of the
- * PTX, stored beside it. A lookup hashes the listed files again: the entry
- * is used only when every one is unchanged and the stored PTX still has
- * its hash. So an edited header, a changed -D or a new nvcc all miss, and a
- * damaged cache file is a miss, never an error. A header that did not
- * exist at store time could shadow one the compilation read (a new util.h
- * beside the source, found before the -I directory's): the manifest also
- * keeps the modification time of every directory the search could look in
- * first (the source's, each -I, and each dependency's), and a directory
- * that gained or lost an entry is a miss. Not covered: a new header in a
- * default system directory that held no dependency (docs/observe.md).
+ * the source's real path, the working directory, every argument and
+ * NVCC_CCBIN; compiles whose flags or include paths come from elsewhere
+ * (-optf, -Xcompiler, NVCC_PREPEND_FLAGS and friends) are not cached. The
+ * entry is a manifest that lists every file the compilation read, from
+ * nvcc's own dependency output (-MD: the source, its headers, Argus's
+ * region.cuh, the system and CUDA headers), each with the SHA-256 of its
+ * content, and the SHA-256 of the PTX, stored beside it. A lookup hashes
+ * the listed files again: the entry is used only when every one is
+ * unchanged and the stored PTX still has its hash. So an edited header, a
+ * changed -D or a new nvcc all miss, and a damaged cache file is a miss,
+ * never an error. A header that did not exist at store time could shadow
+ * one the compilation read (a new util.h beside the source, found before
+ * the -I directory's): the manifest also keeps the modification time of
+ * every directory the search could look in first (watch_search_dirs), and
+ * a directory that gained or lost an entry is a miss. Nothing is stored
+ * when a dependency or watched directory changed around the compile. Not
+ * covered: a new header in a default system directory that held no
+ * dependency (docs/observe.md).
  *
  * Layout under <cache>/ptx: <key>.json (manifests) and <sha256>.ptx. Writes
  * are atomic (temp file + rename), so concurrent argus processes share the
  * cache. At most AG_PTXC_KEEP PTX files are kept (ARGUS_PTX_CACHE_KEEP
- * changes it): a store past that removes the least recently written ones. Any failure to use the cache (no
- * directory, no permission, a full disk) only costs the compilation.
+ * changes it): a store past that removes the least recently written ones.
+ * Any failure to use the cache (no directory, no permission, a full disk)
+ * only costs the compilation.
  */
 #include "ptxcache.h"
 
