@@ -18,12 +18,6 @@
 #include "../trace/trace_util.h"
 
 
-static size_t count(const char *hay, const char *needle) {
-  size_t n = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-    n++;
-  return n;
-}
 
 static char *read_ptx(const char *path, size_t *len) {
   char *t = NULL;
@@ -192,16 +186,16 @@ static void probe_all(const char *path) {
     CHECK_EQ_INT(tu_assemble(v->ptx, v->len, tag), 0);
     nvariants++;
     /* one probe, one forced completion of the site's kind, one record */
-    CHECK_EQ_U64(count(v->ptx, "// argus: probe "), 1);
-    CHECK_EQ_U64(count(v->ptx, "$agp_done:"), 1);
-    CHECK_EQ_U64(count(v->ptx, "st.global.v4.u32 [%agt_a]"), 1);
+    CHECK_EQ_U64(tu_count(v->ptx, "// argus: probe "), 1);
+    CHECK_EQ_U64(tu_count(v->ptx, "$agp_done:"), 1);
+    CHECK_EQ_U64(tu_count(v->ptx, "st.global.v4.u32 [%agt_a]"), 1);
     if (s->completion == AG_PTX_DONE_MBARRIER)
-      CHECK_EQ_U64(count(v->ptx, "mbarrier.test_wait.parity"), count(ptx, "mbarrier.test_wait.parity") + 1);
+      CHECK_EQ_U64(tu_count(v->ptx, "mbarrier.test_wait.parity"), tu_count(ptx, "mbarrier.test_wait.parity") + 1);
     if (s->completion == AG_PTX_DONE_WGMMA_GROUP)
-      CHECK_EQ_U64(count(v->ptx, "wgmma.wait_group.sync.aligned 0;"),
-                   count(ptx, "wgmma.wait_group.sync.aligned 0;") + 1);
+      CHECK_EQ_U64(tu_count(v->ptx, "wgmma.wait_group.sync.aligned 0;"),
+                   tu_count(ptx, "wgmma.wait_group.sync.aligned 0;") + 1);
     if (s->completion == AG_PTX_DONE_CP_GROUP)
-      CHECK_EQ_U64(count(v->ptx, "cp.async.wait_group 0;"), count(ptx, "cp.async.wait_group 0;") + 1);
+      CHECK_EQ_U64(tu_count(v->ptx, "cp.async.wait_group 0;"), tu_count(ptx, "cp.async.wait_group 0;") + 1);
     json_t *sites = json_object_get(v->probes, "sites");
     CHECK_EQ_U64(json_array_size(sites), 1);
     json_t *js = json_array_get(sites, 0);
@@ -221,10 +215,10 @@ static void probe_all(const char *path) {
     snprintf(tag, sizeof tag, "%s-waits", base);
     CHECK_EQ_INT(tu_assemble(w->ptx, w->len, tag), 0);
     /* each timed wait is one synthetic region: a begin and an end marker */
-    size_t begins = count(w->ptx, "// @argus begin") - count(ptx, "// @argus begin");
-    size_t ends = count(w->ptx, "// @argus end") - count(ptx, "// @argus end");
+    size_t begins = tu_count(w->ptx, "// @argus begin") - tu_count(ptx, "// @argus begin");
+    size_t ends = tu_count(w->ptx, "// @argus end") - tu_count(ptx, "// @argus end");
     CHECK_EQ_U64(begins, ends);
-    CHECK_EQ_U64(begins, count(w->ptx, "// argus: begin " AG_EV_WAIT_PREFIX));
+    CHECK_EQ_U64(begins, tu_count(w->ptx, "// argus: begin " AG_EV_WAIT_PREFIX));
     if (!strcmp(base, "tma_probe.ptx"))
       CHECK_EQ_U64(begins, 2); /* the consumer's full_bar wait and its wgmma wait */
   }

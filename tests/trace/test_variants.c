@@ -17,12 +17,6 @@
 #include "trace_util.h"
 
 
-static size_t count(const char *hay, const char *needle) {
-  size_t n = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-    n++;
-  return n;
-}
 
 static int nfiles;
 
@@ -55,8 +49,8 @@ static void check_file(const char *path) {
     snprintf(tag, sizeof tag, "%s-traced", base);
     CHECK_EQ_INT(tu_assemble(v->ptx, v->len, tag), 0);
     /* one record probe per end and role marker of the parent */
-    size_t marks = count(ptx, "@argus end ") + count(ptx, "@argus role ");
-    CHECK_EQ_U64(count(v->ptx, "// argus: record site "), marks);
+    size_t marks = tu_count(ptx, "@argus end ") + tu_count(ptx, "@argus role ");
+    CHECK_EQ_U64(tu_count(v->ptx, "// argus: record site "), marks);
     CHECK_EQ_U64((size_t)v->nsites, marks);
     CHECK_EQ_U64(json_array_size(json_object_get(v->probes, "sites")), marks);
     CHECK(strcmp(v->id, v->parent) != 0);
@@ -151,13 +145,6 @@ TEST(broken_variant_fails_ptxas) {
   ag_free(ptx);
 }
 
-static size_t count_of(const char *hay, const char *needle) {
-  size_t n = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-    n++;
-  return n;
-}
-
 /* The probe's shape (docs/tracing.md): one record store per record site,
  * right after that site's clock read; no store in a kernel's prologue (it
  * would hold the kernel's first loads behind the descriptor's load); the
@@ -175,8 +162,8 @@ TEST(probe_shape) {
   CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
   if (v) {
     CHECK_EQ_INT(v->nsites, 4); /* step and work, in two kernels */
-    CHECK_EQ_U64(count_of(v->ptx, "st.global.v4.u32 [%agt_a]"), 4);
-    CHECK_EQ_U64(count_of(v->ptx, "not.b32 %agt_i"), 2); /* step's begin, per kernel */
+    CHECK_EQ_U64(tu_count(v->ptx, "st.global.v4.u32 [%agt_a]"), 4);
+    CHECK_EQ_U64(tu_count(v->ptx, "not.b32 %agt_i"), 2); /* step's begin, per kernel */
     /* each record site: clock, advance, address, store, next predicate */
     const char *site = strstr(v->ptx, "// argus: record site 0 (end step)");
     CHECK(site != NULL);

@@ -1,7 +1,8 @@
 /*
  * trace_util.h — small helpers shared by the reference-tracing tests: print
  * diagnostics, load an evidence file (printing why it failed), read a PTX
- * file of the build's corpus, remove a scratch directory.
+ * file of the build's corpus, count a string's occurrences, remove a
+ * scratch directory.
  */
 #ifndef ARGUS_TEST_TRACE_UTIL_H
 #define ARGUS_TEST_TRACE_UTIL_H
@@ -46,6 +47,14 @@ __attribute__((unused)) static char *tu_read_build_file(const char *rel, size_t 
   if (len)
     *len = n;
   return t;
+}
+
+/* How many times needle occurs in hay (overlaps counted). */
+__attribute__((unused)) static size_t tu_count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
 }
 
 __attribute__((unused)) static void tu_rm_rf(const char *dir) {
