@@ -94,12 +94,18 @@ EPILOGUE = """\tmov.u64 %agt_c, %clock64;
 def begin_clock(k, it):
     return f"\tmov.u32 %agt_b{k}, %clock;\n"
 
+def record(vals, w="", pre=False, setp=True, vec="v4"):
+    """the end marker of most designs: the clock, `w` (the iteration word's
+    computation, if any), then the store of `vals` with the pointer advanced
+    before (pre) or after it, and the next record's predicate (setp)"""
+    st = f"\t@%agt_q st.global.{vec}.u32 [%agt_a{'+-16' if pre else ''}], {{{vals}}};\n"
+    adv = "\tadd.u32 %agt_plo, %agt_plo, 16;\n"
+    addr = "\tmov.b64 %agt_a, {%agt_plo, %agt_phi};\n"
+    return ("\tmov.u32 %agt_e, %clock;\n" + w + (adv + addr + st if pre else addr + st + adv) +
+            ("\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n" if setp else ""))
+
 def end_v4(k, sreg, site, it):
-    return (f"\tmov.u32 %agt_e, %clock;\n"
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_b{k}, %agt_e, {sreg}, {it or '%agt_ni'}}};\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-            f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
+    return record(f"%agt_b{k}, %agt_e, {sreg}, {it or '%agt_ni'}")
 
 def begin_itcopy(k, it):
     return ((f"\tmov.u32 %agt_t{k + 12}, {it};\n" if it else "") +
@@ -119,17 +125,7 @@ def end_x4(k, sreg, site, it, ptr="lo", pre=False):
                 f"\tadd.u64 %agt_d, %agt_d, 16;\n"
                 f"\tmov.b64 {{%agt_plo, %agt_phi}}, %agt_d;\n"
                 f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
-    if pre:
-        return (f"\tmov.u32 %agt_e, %clock;\n" + w +
-                f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-                f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-                f"\t@%agt_q st.global.v4.u32 [%agt_a+-16], {{%agt_b{k}, %agt_e, {sreg}, %agt_w}};\n"
-                f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
-    return (f"\tmov.u32 %agt_e, %clock;\n" + w +
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_b{k}, %agt_e, {sreg}, %agt_w}};\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-            f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
+    return record(f"%agt_b{k}, %agt_e, {sreg}, %agt_w", w, pre)
 
 def end_x4_64(k, sreg, site, it):
     return end_x4(k, sreg, site, it, ptr="64")
@@ -145,17 +141,7 @@ def begin_x4b(k, it):
 
 def end_x4b(k, sreg, site, it, pre=True):
     w = f"%agt_t{k + 12}" if it else "%agt_ni"
-    if pre:
-        return (f"\tmov.u32 %agt_e, %clock;\n"
-                f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-                f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-                f"\t@%agt_q st.global.v4.u32 [%agt_a+-16], {{%agt_b{k}, %agt_e, {sreg}, {w}}};\n"
-                f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
-    return (f"\tmov.u32 %agt_e, %clock;\n"
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_b{k}, %agt_e, {sreg}, {w}}};\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-            f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
+    return record(f"%agt_b{k}, %agt_e, {sreg}, {w}", pre=pre)
 
 def end_x4b_post(k, sreg, site, it):
     return end_x4b(k, sreg, site, it, pre=False)
@@ -168,18 +154,12 @@ def begin_x4c(k, it):
 
 def end_x4c(k, sreg, site, it):
     w = f"%agt_t{k + 12}" if it else "%agt_ni"
-    return (f"\tmov.u32 %agt_e, %clock;\n"
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_b{k}, %agt_e, {sreg}, {w}}};\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n")
+    return record(f"%agt_b{k}, %agt_e, {sreg}, {w}", setp=False)
 
 def end_x4d(k, sreg, site, it):
     """x4c with the pointer advanced before the store"""
     w = f"%agt_t{k + 12}" if it else "%agt_ni"
-    return (f"\tmov.u32 %agt_e, %clock;\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v4.u32 [%agt_a+-16], {{%agt_b{k}, %agt_e, {sreg}, {w}}};\n")
+    return record(f"%agt_b{k}, %agt_e, {sreg}, {w}", pre=True, setp=False)
 
 def end_clk2v(k, sreg, site, it):
     return (f"\tmov.u32 %agt_e, %clock;\n"
@@ -189,18 +169,10 @@ def end_clk2v(k, sreg, site, it):
 def end_pack(k, sreg, site, it):
     w = (f"\tadd.u32 %agt_w, {it}, {site << 24};\n" if it else
          f"\tmov.u32 %agt_w, {(site << 24) | 0xffffff};\n")
-    return (f"\tmov.u32 %agt_e, %clock;\n" + w +
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_b{k}, %agt_e, %agt_w, %agt_z}};\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-            f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
+    return record(f"%agt_b{k}, %agt_e, %agt_w, %agt_z", w)
 
 def end_v2(k, sreg, site, it):
-    return (f"\tmov.u32 %agt_e, %clock;\n"
-            f"\tmov.b64 %agt_a, {{%agt_plo, %agt_phi}};\n"
-            f"\t@%agt_q st.global.v2.u32 [%agt_a], {{%agt_b{k}, %agt_e}};\n"
-            f"\tadd.u32 %agt_plo, %agt_plo, 16;\n"
-            f"\tsetp.lt.u32 %agt_q, %agt_plo, %agt_lim;\n")
+    return record(f"%agt_b{k}, %agt_e", vec="v2")
 
 def end_clk(k, sreg, site, it):
     return (f"\tmov.u32 %agt_e, %clock;\n"
