@@ -35,7 +35,6 @@
 #include "ptxcache.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
