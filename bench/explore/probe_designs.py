@@ -9,6 +9,11 @@ src/ptx/xform_trace.c; this script is how its design was chosen
 (bench/RESULTS.md, "Probe designs").
 
   probe_designs.py TRACE_FREE.ptx OUTDIR
+  probe_designs.py --from-traced TRACED.ptx OUTDIR
+
+The second form edits the product's own traced PTX (`argus variant --kind
+traced`) at its end markers, so a design differs from the shipped probe in
+the end marker only and the rest of the code sits where it sits there.
 """
 import re
 import sys
@@ -263,7 +268,205 @@ def make(src, design):
         out.append("\n".join(res))
     return "".join(out)
 
+# --from-traced designs: the shipped end marker is
+#   mov.u32 %agt_e, %clock; <address>; @%agt_q st.global.v4.u32 [%agt_a], {B, %agt_e, SITE, I};
+# The begin marker wrote B (and I) right after the previous record's store,
+# so it waits until that store has read its registers. A design below gives
+# the store fresh registers written at the end marker, by a select on the
+# store's own predicate (a value ptxas cannot fold: when %agt_q is false
+# nothing is stored, so the select's other arm is never seen).
+STORE = re.compile(r"\t@%agt_q st\.global\.v4\.u32 \[%agt_a\], \{(%agt_b\d+), %agt_e, (\w+), (%?\w+)\};\n")
+
+def traced_sel(which):
+    def edit(m):
+        b, site, it = m.group(1), m.group(2), m.group(3)
+        pre = ""
+        if "b" in which:
+            pre += f"\tselp.b32 %agt_t14, {b}, 0, %agt_q;\n"
+            b = "%agt_t14"
+        if "i" in which and it.startswith("%"):
+            pre += f"\tselp.b32 %agt_t15, {it}, 0, %agt_q;\n"
+            it = "%agt_t15"
+        return pre + f"\t@%agt_q st.global.v4.u32 [%agt_a], {{{b}, %agt_e, {site}, {it}}};\n"
+    return edit
+
+def traced_acc(which):
+    """the selects of traced_sel, and the begin values folded into an
+    accumulator after the store, so each stays live past its select and
+    ptxas cannot give the select's result the begin value's register (it
+    did in traced_sel: SEL R4, R4, RZ, P0); the accumulator is stored in the
+    warp's metadata (pad[0]) at exit"""
+    sel = traced_sel(which)
+    def edit(m):
+        b, it = m.group(1), m.group(3)
+        folds = [b] if "b" in which else []
+        if "i" in which and it.startswith("%"):
+            folds.append(it)
+        return sel(m) + "".join(f"\txor.b32 %agt_acc, %agt_acc, {v};\n" for v in folds)
+    return edit
+
+def traced_acc_iter_end(m):
+    """acc-b, and the iteration's complement computed at the end marker from
+    a plain copy taken at the begin marker (see iter_at_begin_copy)"""
+    b, site, it = m.group(1), m.group(2), m.group(3)
+    pre = f"\tselp.b32 %agt_t14, {b}, 0, %agt_q;\n"
+    if it.startswith("%"):
+        pre += (f"\tnot.b32 %agt_t15, {it};\n"
+                f"\tselp.b32 %agt_t15, %agt_t15, 0, %agt_q;\n")
+        it = "%agt_t15"
+    return (pre + f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_t14, %agt_e, {site}, {it}}};\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {b};\n")
+
+def traced_sticky(m):
+    """every register the store reads stays live until the next record of
+    the same site, so ptxas cannot hand it to other code right after the
+    store (in acc-b-ie it gave one to the loop's next constant load, which
+    then waited for the store): the previous record's words are folded into
+    the accumulator just before they are rewritten; the site word is a
+    register set once (from the descriptor's zero pad word, a value ptxas
+    cannot fold) instead of a constant it rematerializes"""
+    b, site, it = m.group(1), m.group(2), m.group(3)
+    n = b[len("%agt_b"):]
+    w = [f"%agt_w{n}_{j}" for j in range(4)]
+    i = it if it.startswith("%") else "%agt_z"
+    return (f"\t// sticky {n} {site}\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {w[0]};\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {w[1]};\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {w[3]};\n"
+            f"\tmov.u32 {w[1]}, %clock;\n"
+            f"\tselp.b32 {w[0]}, {b}, 0, %agt_q;\n"
+            f"\tselp.b32 {w[3]}, {i}, 0, %agt_q;\n"
+            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{{w[0]}, {w[1]}, {w[2]}, {w[3]}}};\n")
+
+STICKY_STORE = re.compile(r"\tmov\.u32 %agt_e, %clock;\n((?:\t(?:cvt|add)[^\n]*\n)*)"
+                          r"(\t@%agt_q st\.global\.v4\.u32 [^\n]*\n)")
+
+def sticky(src):
+    """rewrite the product's end markers for traced_sticky and declare and
+    set the per-site words in each kernel's prologue"""
+    src = STICKY_STORE.sub(lambda m: m.group(1) + STORE.sub(traced_sticky, m.group(2)), src)
+    out = []
+    for kt in re.split(r"(?=\.visible \.entry )", src):
+        bs = sorted(set(re.findall(r"%agt_w(\d+)_0", kt)), key=int)
+        if bs:
+            decl = "".join(f"\t.reg .b32 %agt_w{n}_<4>;\n" for n in bs) + "\t.reg .b32 %agt_z;\n"
+            sites = dict(re.findall(r"// sticky (\d+) (\w+)", kt))
+            init = "\tld.const.u32 %agt_z, [__argus_trace+28];\n"
+            for n in bs:
+                init += (f"\tmov.u32 %agt_w{n}_0, 0;\n\tmov.u32 %agt_w{n}_1, 0;\n"
+                         f"\tmov.u32 %agt_w{n}_3, 0;\n"
+                         f"\tadd.u32 %agt_w{n}_2, %agt_z, {sites[n]};\n")
+            kt = kt.replace(ACC_DECL[1], ACC_DECL[1] + decl, 1)
+            kt = kt.replace(ACC_INIT[1], ACC_INIT[1] + init, 1)
+        out.append(kt)
+    return "".join(out)
+
+def traced_opaque(m):
+    """acc-bi with an iteration word ptxas cannot recompute from the loop's
+    induction register: the begin marker computes ~(iter ^ m), m being a
+    value that is 0 at run time but unknown to ptxas (the record capacity
+    in bytes shifted right by 31; the host keeps it under 2^31), see
+    iter_opaque"""
+    b, site, it = m.group(1), m.group(2), m.group(3)
+    pre = f"\tselp.b32 %agt_t14, {b}, 0, %agt_q;\n"
+    post = f"\txor.b32 %agt_acc, %agt_acc, {b};\n"
+    if it.startswith("%"):
+        pre += f"\tselp.b32 %agt_t15, {it}, 0, %agt_q;\n"
+        post += f"\txor.b32 %agt_acc, %agt_acc, {it};\n"
+        it = "%agt_t15"
+    return (pre + f"\t@%agt_q st.global.v4.u32 [%agt_a], {{%agt_t14, %agt_e, {site}, {it}}};\n"
+            + post)
+
+def iter_opaque(src):
+    src = src.replace("\tmov.u32 %agt_k, 0;\n",
+                      "\tmov.u32 %agt_k, 0;\n\t.reg .b32 %agt_m;\n\tshr.u32 %agt_m, %agt_cl, 31;\n", 1)
+    src = re.sub(r"\tnot\.b32 (%agt_i\d+), ([^;]+);",
+                 lambda m: f"\tlop3.b32 {m.group(1)}, {m.group(2)}, %agt_m, 0, 0xC3;", src)
+    return src
+
+def traced_sticky2(m):
+    """traced_sticky with acc-opaque's words: the select sources (begin
+    clock, opaque iteration) cannot be recomputed, and the site word is
+    m + site, set once per site"""
+    b, site, it = m.group(1), m.group(2), m.group(3)
+    n = b[len("%agt_b"):]
+    w = [f"%agt_w{n}_{j}" for j in range(4)]
+    i = it if it.startswith("%") else "%agt_m"
+    return (f"\t// sticky {n} {site}\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {w[0]};\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {w[1]};\n"
+            f"\txor.b32 %agt_acc, %agt_acc, {w[3]};\n"
+            f"\tmov.u32 {w[1]}, %clock;\n"
+            f"\tselp.b32 {w[0]}, {b}, 0, %agt_q;\n"
+            f"\tselp.b32 {w[3]}, {i}, 0, %agt_q;\n"
+            f"\t@%agt_q st.global.v4.u32 [%agt_a], {{{w[0]}, {w[1]}, {w[2]}, {w[3]}}};\n")
+
+def sticky2(src):
+    out = []
+    for kt in re.split(r"(?=\.visible \.entry )", src):
+        kt = iter_opaque(kt)
+        kt = STICKY_STORE.sub(lambda m: m.group(1) + STORE.sub(traced_sticky2, m.group(2)), kt)
+        bs = sorted(set(re.findall(r"%agt_w(\d+)_0", kt)), key=int)
+        if bs:
+            decl = "".join(f"\t.reg .b32 %agt_w{n}_<4>;\n" for n in bs)
+            sites = dict(re.findall(r"// sticky (\d+) (\w+)", kt))
+            init = ""
+            for n in bs:
+                init += (f"\tmov.u32 %agt_w{n}_0, 0;\n\tmov.u32 %agt_w{n}_1, 0;\n"
+                         f"\tmov.u32 %agt_w{n}_3, 0;\n"
+                         f"\tadd.u32 %agt_w{n}_2, %agt_m, {sites[n]};\n")
+            kt = kt.replace(ACC_DECL[1], ACC_DECL[1] + decl, 1)
+            kt = kt.replace("\tshr.u32 %agt_m, %agt_cl, 31;\n", "\tshr.u32 %agt_m, %agt_cl, 31;\n" + init, 1)
+        out.append(kt)
+    return "".join(out)
+
+BEGIN_NOT = re.compile(r"\tnot\.b32 (%agt_i\d+), ")
+
+def iter_at_begin_copy(src):
+    return BEGIN_NOT.sub(lambda m: f"\tmov.b32 {m.group(1)}, ", src)
+
+ACC_DECL = ("\t.reg .pred %agt_p, %agt_q;\n",
+            "\t.reg .pred %agt_p, %agt_q;\n\t.reg .b32 %agt_acc;\n")
+ACC_INIT = ("\tmov.u32 %agt_k, 0;\n", "\tmov.u32 %agt_k, 0;\n\tmov.u32 %agt_acc, 0;\n")
+ACC_EXIT = re.compile(r"(\t@%agt_p st\.global\.v4\.u32 \[%agt_x\+32\], [^\n]*\n)")
+
+def with_acc(src):
+    src = src.replace(*ACC_DECL).replace(*ACC_INIT)
+    return ACC_EXIT.sub(lambda m: m.group(1) + "\t@%agt_p st.global.u32 [%agt_x+52], %agt_acc;\n", src)
+
+TRACED_DESIGNS = {
+    "shipped": None,
+    "sel-bi": traced_sel("bi"),
+    "sel-b": traced_sel("b"),
+    "sel-i": traced_sel("i"),
+    "acc-bi": traced_acc("bi"),
+    "acc-b": traced_acc("b"),
+    "acc-b-ie": traced_acc_iter_end,
+    "acc-sticky": "sticky",
+    "acc-opaque": traced_opaque,
+    "sticky2": "sticky2",
+}
+
 def main():
+    if sys.argv[1] == "--from-traced":
+        src = open(sys.argv[2]).read()
+        for d, fn in TRACED_DESIGNS.items():
+            if fn == "sticky":
+                out = sticky(with_acc(src))
+            elif fn == "sticky2":
+                out = sticky2(with_acc(src))
+            else:
+                out = src if fn is None else STORE.sub(fn, src)
+                if d.startswith("acc"):
+                    out = with_acc(out)
+            if d == "acc-opaque":
+                out = "".join(iter_opaque(k) for k in re.split(r"(?=\.visible \.entry )", out))
+            if d.endswith("-ie"):
+                out = iter_at_begin_copy(out)
+            assert fn is None or out != src, "no end marker matched"
+            with open(f"{sys.argv[3]}/{d}.ptx", "w") as f:
+                f.write(out)
+        return
     src = open(sys.argv[1]).read()
     for d in DESIGNS:
         with open(f"{sys.argv[2]}/{d}.ptx", "w") as f:

@@ -35,8 +35,10 @@ extern "C" {
  * so evidence and variants made by an older probe are never reused by a
  * newer argus: bump it whenever a transform's output or the evidence it
  * leads to changes meaning. 4: records stored at their end marker at base +
- * a bounded byte offset, iteration complemented (evidence format 2). */
-#define AG_VARIANT_XFORM_VERSION 4
+ * a bounded byte offset, iteration complemented (evidence format 2). 5: the
+ * record address computed at the begin marker and reused by the end marker
+ * when no record comes between (same records). */
+#define AG_VARIANT_XFORM_VERSION 5
 
 typedef enum ag_variant_kind {
   AG_VARIANT_TRACE_FREE,

@@ -23,8 +23,11 @@ int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg);
  * through the traced variant's pipeline: appends PTX that stores the record
  * {begin, end, site, iter_inv} (register names or constants; iter_inv is the
  * complement of the iteration) when the warp's predicate allows, advances
- * the pointer and computes the predicate for the next record. */
+ * the pointer and computes the predicate for the next record. addr_ready:
+ * the record's address (%agt_a = base + k) was computed since the last
+ * record on every path here (xform_trace.c: at a begin marker); 0 computes
+ * it first. */
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
-                          const char *iter_inv);
+                          const char *iter_inv, int addr_ready);
 
 #endif

@@ -332,7 +332,7 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
   ag_str_puts(&post, "\tmov.u32 %agp_t1, %clock;\n");
   char occ_inv[16];
   snprintf(occ_inv, sizeof occ_inv, "%u", ~occ);
-  ag__ptx_trace_record(&post, "%agp_t0", "%agp_t1", 0, occ_inv);
+  ag__ptx_trace_record(&post, "%agp_t0", "%agp_t1", 0, occ_inv, 0);
   ag_str_puts(&post, "$agp_done:\n");
   if (pre.oom || post.oom || bar.oom)
     goto oom_or_out;

@@ -16,11 +16,14 @@
  *     the kernel's own first loads behind the descriptor's load;
  *   - begin marker of region R: the complement of the iteration operand into
  *     R's own register (a fresh register, so the program's induction update
- *     stays free to move), then the low 32 bits of the clock;
+ *     stays free to move), then the low 32 bits of the clock, then the next
+ *     record's address base + k (address_ready below);
  *   - end marker of R: the clock first, then R's record {begin, end, site,
  *     ~iteration} is stored at once at base + k (its data is ready: the
- *     clock read is a fixed-latency instruction), k advances by 16 and the
- *     predicate for the next record is computed, long before it is needed.
+ *     clock read is a fixed-latency instruction; the address too when no
+ *     record came after the last begin marker, otherwise it is computed
+ *     here), k advances by 16 and the predicate for the next record is
+ *     computed, long before it is needed.
  *     A store can only land in the warp's own buffer: the address is base +
  *     k, 64-bit, and the predicate bounds k (k counts every record, past
  *     the capacity too, and wraps only after 2^28 records);
@@ -100,6 +103,7 @@ static const char prologue_tail[] =
     "\tshl.b32 " P "t7, " P "t0, 4;\n"
     "\tselp.u32 " P "cl, " P "t7, 0, " P "p;\n"
     "\tmov.u32 " P "k, 0;\n"
+    "\tmov.b64 " P "a, " P "rb;\n"
     "\tsetp.lt.u32 " P "q, " P "k, " P "cl;\n"
     "\tmov.u32 " P "sl, " P "t8;\n";
 
@@ -139,11 +143,17 @@ static const char epilogue_tail[] =
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
     "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
 
+/* The next record's address, base + k, into a. */
+static void record_address(ag_str *o) {
+  ag_str_puts(o, "\tcvt.u64.u32 " P "a, " P "k;\n"
+                 "\tadd.u64 " P "a, " P "a, " P "rb;\n");
+}
+
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
-                          const char *iter_inv) {
+                          const char *iter_inv, int addr_ready) {
+  if (!addr_ready)
+    record_address(o);
   ag_str_printf(o,
-                "\tcvt.u64.u32 " PF "a, " PF "k;\n"
-                "\tadd.u64 " PF "a, " PF "a, " PF "rb;\n"
                 "\tadd.u32 " PF "k, " PF "k, 16;\n"
                 "\t@" PF "q st.global.v4.u32 [" PF "a], {%s, %s, %d, %s};\n"
                 "\tsetp.lt.u32 " PF "q, " PF "k, " PF "cl;\n",
@@ -229,9 +239,89 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
                  mk->iter, mk->name, f->name);
 }
 
+/* Where the record address is ready. Each begin marker computes the next
+ * record's address (base + k) after its clock read, where the wait for the
+ * previous record's store to read its registers has already been paid, so
+ * that the end marker stores right after its clock read instead of waiting
+ * for the address arithmetic (bench/RESULTS.md, "Probe designs": 0.15-0.2
+ * µs of the overhead benchmark's 1.2). The address stays right until the
+ * next record advances k, so an end or role marker reuses it when a begin
+ * marker comes after the last record on every path to it: a forward "must"
+ * dataflow over the kernel's CFG, with the prologue as a begin (a = base,
+ * k = 0). probed[i]: marker i gets a probe. Sets ready[i] for the end and
+ * role markers that may reuse the address; the others compute it. */
+static int address_ready(const ag_ptx_regions *r, const ag_ptx_module *m, const char *probed,
+                         char *ready) {
+  int rc = 0;
+  for (int fi = 0; fi < m->nfuncs && rc == 0; fi++) {
+    const ag_ptx_cfg *g = r->cfgs ? r->cfgs[fi] : NULL;
+    const ag_ptx_func *f = m->funcs[fi];
+    if (!g || !f->is_entry || f->nstmts <= 0)
+      continue;
+    int *mk_at = ag_malloc(sizeof(int) * (size_t)f->nstmts);
+    char *in = ag_malloc((size_t)g->nblocks), *out = ag_malloc((size_t)g->nblocks);
+    if (!mk_at || !in || !out) {
+      rc = AG_ENOMEM;
+    } else {
+      for (int i = 0; i < f->nstmts; i++)
+        mk_at[i] = -1;
+      for (int i = 0; i < r->nmarkers; i++) {
+        const ag_ptx_stmt *st = r->markers[i].stmt;
+        if (probed[i] && st->func == f && st->index >= 0 && st->index < f->nstmts)
+          mk_at[st->index] = i;
+      }
+      /* optimistic start (an unreachable block never runs: neutral for AND);
+       * iterate to the greatest fixed point */
+      memset(out, 1, (size_t)g->nblocks);
+      for (int changed = 1; changed;) {
+        changed = 0;
+        for (int b = 0; b < g->nblocks; b++) {
+          const ag_ptx_block *bl = &g->blocks[b];
+          if (b == g->exit || !bl->reachable)
+            continue;
+          int v = 1; /* the entry block starts after the prologue */
+          for (int p = 0; p < bl->npred; p++)
+            if (g->blocks[bl->pred[p]].reachable && !out[bl->pred[p]])
+              v = 0;
+          in[b] = (char)v;
+          for (const ag_ptx_stmt *st = bl->first; st; st = st == bl->last ? NULL : st->next) {
+            int i = st->index >= 0 && st->index < f->nstmts ? mk_at[st->index] : -1;
+            if (i < 0)
+              continue;
+            v = r->markers[i].kind == AG_PTX_MARK_BEGIN;
+          }
+          if (out[b] != v)
+            out[b] = (char)v, changed = 1;
+        }
+      }
+      for (int b = 0; b < g->nblocks; b++) {
+        const ag_ptx_block *bl = &g->blocks[b];
+        if (b == g->exit || !bl->reachable)
+          continue;
+        int v = in[b];
+        for (const ag_ptx_stmt *st = bl->first; st; st = st == bl->last ? NULL : st->next) {
+          int i = st->index >= 0 && st->index < f->nstmts ? mk_at[st->index] : -1;
+          if (i < 0)
+            continue;
+          int begin = r->markers[i].kind == AG_PTX_MARK_BEGIN;
+          if (!begin)
+            ready[i] = (char)v;
+          v = begin;
+        }
+      }
+    }
+    ag_free(mk_at);
+    ag_free(in);
+    ag_free(out);
+  }
+  return rc;
+}
+
 /* The probe for one marker. site: the record's site index (end and role
- * markers); has_iter: the region has an iteration register. */
-static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
+ * markers); has_iter: the region has an iteration register; ready: the
+ * record address is ready (address_ready). */
+static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, int ready,
+                      ag_str *o) {
   int R = mk->region;
   char b[32], it[32];
   if (mk->kind == AG_PTX_MARK_BEGIN) {
@@ -252,6 +342,7 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
       }
     }
     ag_str_printf(o, "\tmov.u32 " PF "b%d, %%clock;\n", R);
+    record_address(o);
     return o->oom ? AG_ENOMEM : 0;
   }
   ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
@@ -267,7 +358,7 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
     snprintf(b, sizeof b, "%s", P "e");
     snprintf(it, sizeof it, "0");
   }
-  ag__ptx_trace_record(o, b, P "e", site, it);
+  ag__ptx_trace_record(o, b, P "e", site, it, ready);
   return o->oom ? AG_ENOMEM : 0;
 }
 
@@ -482,12 +573,24 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     if (r->markers[i].kind == AG_PTX_MARK_BEGIN && r->markers[i].iter &&
         r->markers[i].region >= 0)
       has_iter[r->markers[i].region] = 1;
+  /* which markers get probes, and where the record address is ready */
+  char *probed = ag_calloc((size_t)r->nmarkers + 1, 1);
+  char *ready = ag_calloc((size_t)r->nmarkers + 1, 1);
+  if (!probed || !ready) {
+    rc = AG_ENOMEM;
+  } else {
+    for (int i = 0; i < r->nmarkers; i++) {
+      const ag_ptx_marker *mk = &r->markers[i];
+      probed[i] = !o->anchors_only && (mk->kind == AG_PTX_MARK_ROLE ||
+                                       (mk->region >= 0 && sel[mk->region]));
+    }
+    rc = address_ready(r, m, probed, ready);
+  }
   /* probes; record sites are the end and role markers */
   int site = 0;
   for (int i = 0; i < r->nmarkers && rc == 0; i++) {
     const ag_ptx_marker *mk = &r->markers[i];
-    int want = mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]);
-    if (!want || o->anchors_only)
+    if (!probed[i])
       continue;
     ag_ptx_func *f = mk->stmt->func;
     if (!f || !f->is_entry) {
@@ -501,7 +604,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     int is_begin = mk->kind == AG_PTX_MARK_BEGIN;
     ag_str_clear(&t);
     if ((rc = probe_text(&x, mk, is_begin ? -1 : site, mk->region >= 0 && has_iter[mk->region],
-                         &t)) ||
+                         ready[i], &t)) ||
         (rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
       break;
     if (is_begin)
@@ -521,6 +624,8 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     site++;
   }
   ag_free(has_iter);
+  ag_free(probed);
+  ag_free(ready);
   if (rc)
     goto out;
   /* every kernel: prologue and epilogues (the kernel's root region) */

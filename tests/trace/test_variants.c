@@ -148,7 +148,9 @@ TEST(broken_variant_fails_ptxas) {
 /* The probe's shape (docs/tracing.md): one record store per record site,
  * right after that site's clock read; no store in a kernel's prologue (it
  * would hold the kernel's first loads behind the descriptor's load); the
- * iteration captured as its complement at the begin marker. */
+ * iteration captured as its complement at the begin marker, the record
+ * address computed there after the clock; an end marker with a record
+ * between it and the last begin (work, around step) computes it again. */
 TEST(probe_shape) {
   size_t len = 0;
   char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
@@ -164,18 +166,37 @@ TEST(probe_shape) {
     CHECK_EQ_INT(v->nsites, 4); /* step and work, in two kernels */
     CHECK_EQ_U64(tu_count(v->ptx, "st.global.v4.u32 [%agt_a]"), 4);
     CHECK_EQ_U64(tu_count(v->ptx, "not.b32 %agt_i"), 2); /* step's begin, per kernel */
-    /* each record site: clock, advance, address, store, next predicate */
+    /* step's begin: iteration, clock, the next record's address */
+    const char *beg = strstr(v->ptx, "// argus: begin step");
+    CHECK(beg != NULL);
+    static const char want_begin[] = "\tnot.b32 %agt_i2, %r";
+    static const char want_begin2[] = "\tmov.u32 %agt_b2, %clock;\n"
+                                      "\tcvt.u64.u32 %agt_a, %agt_k;\n"
+                                      "\tadd.u64 %agt_a, %agt_a, %agt_rb;\n";
+    if (beg) {
+      const char *l1 = strchr(beg, '\n') + 1, *l2 = strchr(l1, '\n') + 1;
+      CHECK(strncmp(l1, want_begin, sizeof want_begin - 1) == 0);
+      CHECK(strncmp(l2, want_begin2, sizeof want_begin2 - 1) == 0);
+    }
+    /* step's end (its begin is the last marker before it): clock, advance,
+     * store, next predicate; work's end computes the address first */
     const char *site = strstr(v->ptx, "// argus: record site 0 (end step)");
     CHECK(site != NULL);
     static const char want[] =
         "\tmov.u32 %agt_e, %clock;\n"
-        "\tcvt.u64.u32 %agt_a, %agt_k;\n"
-        "\tadd.u64 %agt_a, %agt_a, %agt_rb;\n"
         "\tadd.u32 %agt_k, %agt_k, 16;\n"
         "\t@%agt_q st.global.v4.u32 [%agt_a], {%agt_b2, %agt_e, 0, %agt_i2};\n"
         "\tsetp.lt.u32 %agt_q, %agt_k, %agt_cl;\n";
     if (site)
       CHECK(strncmp(strchr(site, '\n') + 1, want, sizeof want - 1) == 0);
+    const char *wsite = strstr(v->ptx, "// argus: record site 1 (end work)");
+    static const char want_work[] = "\tmov.u32 %agt_e, %clock;\n"
+                                    "\tcvt.u64.u32 %agt_a, %agt_k;\n"
+                                    "\tadd.u64 %agt_a, %agt_a, %agt_rb;\n"
+                                    "\tadd.u32 %agt_k, %agt_k, 16;\n";
+    CHECK(wsite != NULL);
+    if (wsite)
+      CHECK(strncmp(strchr(wsite, '\n') + 1, want_work, sizeof want_work - 1) == 0);
     /* the prologue (from the probe state to the kernel's first parameter
      * load) stores nothing */
     const char *pro = strstr(v->ptx, "reference-trace probe state");
@@ -190,6 +211,83 @@ TEST(probe_shape) {
   ag_variant_free(v);
   ag_diags_release(&d);
   ag_free(ptx);
+}
+
+/* Each record site of a traced variant: 1 if it computes the record
+ * address itself, 0 if it reuses the one its begin marker computed; sites
+ * in order, up to max. Returns the number of sites. */
+static int site_computes(const char *ptx, int *out, int max) {
+  int n = 0;
+  for (const char *p = strstr(ptx, "// argus: record site "); p && n < max;
+       p = strstr(p + 1, "// argus: record site ")) {
+    const char *st = strstr(p, "st.global.v4.u32 [%agt_a]");
+    const char *ad = strstr(p, "cvt.u64.u32 %agt_a, %agt_k");
+    out[n++] = ad && st && ad < st;
+  }
+  return n;
+}
+
+/* Where the end and role markers reuse the address (address_ready in
+ * xform_trace.c): only when a begin marker comes after the last record on
+ * every path. step's end follows its begin in the loop body (reuses);
+ * cond's end follows its begin (reuses); the role producer after the
+ * branch is reached from cond's record and from step's (computes); the
+ * role consumer right after last's begin reuses, the producer after it
+ * and the ends of last and outer come after records (compute). The
+ * variant assembles. */
+static const char *reuse_ptx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry k(.param .u32 n)\n{\n"
+    "\t.reg .pred %p<3>;\n\t.reg .b32 %r<4>;\n"
+    "\tld.param.u32 %r1, [n];\n\tmov.u32 %r2, 0;\n"
+    "\t// @argus begin - outer\n"
+    "$L_loop:\n"
+    "\t// @argus begin - step %r2\n"
+    "\tadd.u32 %r2, %r2, 1;\n"
+    "\t// @argus end - step\n"
+    "\tsetp.lt.u32 %p1, %r2, %r1;\n"
+    "\t@%p1 bra $L_loop;\n"
+    "\tsetp.eq.u32 %p2, %r1, 7;\n"
+    "\t@%p2 bra $L_skip;\n"
+    "\t// @argus begin - cond\n"
+    "\t// @argus end - cond\n"
+    "$L_skip:\n"
+    "\t// @argus role - producer\n"
+    "\t// @argus begin - last\n"
+    "\t// @argus role - consumer\n"
+    "\t// @argus role - producer\n"
+    "\t// @argus end - last\n"
+    "\t// @argus end - outer\n"
+    "\tret;\n}\n";
+
+TEST(address_reuse) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(reuse_ptx, strlen(reuse_ptx), "reuse.ptx", &tr, &d, &v), 0);
+  if (!v) {
+    tu_print_diags(&d);
+    ag_diags_release(&d);
+    return;
+  }
+  /* the sites are the end and role markers in order: step, cond,
+   * producer, consumer, producer, last, outer */
+  int c[8] = {0};
+  static const int want[7] = {0, 0, 1, 0, 1, 1, 1};
+  CHECK_EQ_INT(v->nsites, 7);
+  CHECK_EQ_INT(site_computes(v->ptx, c, 8), 7);
+  for (int i = 0; i < 7; i++)
+    if (c[i] != want[i]) {
+      fprintf(stderr, "site %d: computes the address %d, expected %d\n", i, c[i], want[i]);
+      CHECK(0);
+    }
+  /* the prologue's address (base, k = 0) and each begin marker's */
+  CHECK_EQ_U64(tu_count(v->ptx, "mov.b64 %agt_a, %agt_rb;"), 1);
+  CHECK_EQ_U64(tu_count(v->ptx, "cvt.u64.u32 %agt_a, %agt_k;"), 4 + 4);
+  CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "reuse"), 0);
+  ag_variant_free(v);
+  ag_diags_release(&d);
 }
 
 static const char *func_ptx =
@@ -244,4 +342,5 @@ TEST(variant_errors) {
 }
 
 RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(probe_shape),
+          T(address_reuse),
           T(variant_errors))
