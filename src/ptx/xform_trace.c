@@ -243,78 +243,90 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
  * record's address (base + k) after its clock read, where the wait for the
  * previous record's store to read its registers has already been paid, so
  * that the end marker stores right after its clock read instead of waiting
- * for the address arithmetic (bench/RESULTS.md, "Probe designs": 0.15-0.2
- * µs of the overhead benchmark's 1.2). The address stays right until the
- * next record advances k, so an end or role marker reuses it when a begin
- * marker comes after the last record on every path to it: a forward "must"
- * dataflow over the kernel's CFG, with the prologue as a begin (a = base,
- * k = 0). probed[i]: marker i gets a probe. Sets ready[i] for the end and
- * role markers that may reuse the address; the others compute it. */
+ * for the address arithmetic (bench/RESULTS.md, "Probe designs, second
+ * round": 0.07-0.22 µs of the overhead benchmark's 1.05-1.33). The address
+ * stays right until the next record advances k, so an end or role marker
+ * reuses it when a begin marker comes after the last record on every path
+ * to it: a forward "must" dataflow over the kernel's CFG, with the prologue
+ * as a begin (a = base, k = 0). */
+
+/* The markers of f that get probes, by statement index (-1: none). */
+static int *probed_at(const ag_ptx_regions *r, const ag_ptx_func *f, const char *probed) {
+  int *at = ag_malloc(sizeof(int) * (size_t)f->nstmts);
+  if (!at)
+    return NULL;
+  for (int i = 0; i < f->nstmts; i++)
+    at[i] = -1;
+  for (int i = 0; i < r->nmarkers; i++) {
+    const ag_ptx_stmt *st = r->markers[i].stmt;
+    if (probed[i] && st->func == f && st->index >= 0 && st->index < f->nstmts)
+      at[st->index] = i;
+  }
+  return at;
+}
+
+/* 1 when the address is ready on entry to block b: on every reachable
+ * predecessor's exit (the entry block also starts after the prologue). */
+static int ready_in(const ag_ptx_cfg *g, const char *out, int b) {
+  const ag_ptx_block *bl = &g->blocks[b];
+  for (int p = 0; p < bl->npred; p++)
+    if (g->blocks[bl->pred[p]].reachable && !out[bl->pred[p]])
+      return 0;
+  return 1;
+}
+
+/* Runs block bl's markers from state v (1: ready); records the state at
+ * each end and role marker in ready[] when given; returns the exit state. */
+static int ready_through(const ag_ptx_regions *r, const ag_ptx_func *f, const int *at,
+                         const ag_ptx_block *bl, int v, char *ready) {
+  for (const ag_ptx_stmt *st = bl->first; st; st = st == bl->last ? NULL : st->next) {
+    int i = st->index >= 0 && st->index < f->nstmts ? at[st->index] : -1;
+    if (i < 0)
+      continue;
+    int begin = r->markers[i].kind == AG_PTX_MARK_BEGIN;
+    if (!begin && ready)
+      ready[i] = (char)v;
+    v = begin;
+  }
+  return v;
+}
+
+/* probed[i]: marker i gets a probe. Sets ready[i] (zeroed by the caller)
+ * for the end and role markers that may reuse the address. */
 static int address_ready(const ag_ptx_regions *r, const ag_ptx_module *m, const char *probed,
                          char *ready) {
-  int rc = 0;
-  for (int fi = 0; fi < m->nfuncs && rc == 0; fi++) {
+  for (int fi = 0; fi < m->nfuncs; fi++) {
     const ag_ptx_cfg *g = r->cfgs ? r->cfgs[fi] : NULL;
     const ag_ptx_func *f = m->funcs[fi];
     if (!g || !f->is_entry || f->nstmts <= 0)
       continue;
-    int *mk_at = ag_malloc(sizeof(int) * (size_t)f->nstmts);
-    char *in = ag_malloc((size_t)g->nblocks), *out = ag_malloc((size_t)g->nblocks);
-    if (!mk_at || !in || !out) {
-      rc = AG_ENOMEM;
-    } else {
-      for (int i = 0; i < f->nstmts; i++)
-        mk_at[i] = -1;
-      for (int i = 0; i < r->nmarkers; i++) {
-        const ag_ptx_stmt *st = r->markers[i].stmt;
-        if (probed[i] && st->func == f && st->index >= 0 && st->index < f->nstmts)
-          mk_at[st->index] = i;
-      }
-      /* optimistic start (an unreachable block never runs: neutral for AND);
-       * iterate to the greatest fixed point */
-      memset(out, 1, (size_t)g->nblocks);
-      for (int changed = 1; changed;) {
-        changed = 0;
-        for (int b = 0; b < g->nblocks; b++) {
-          const ag_ptx_block *bl = &g->blocks[b];
-          if (b == g->exit || !bl->reachable)
-            continue;
-          int v = 1; /* the entry block starts after the prologue */
-          for (int p = 0; p < bl->npred; p++)
-            if (g->blocks[bl->pred[p]].reachable && !out[bl->pred[p]])
-              v = 0;
-          in[b] = (char)v;
-          for (const ag_ptx_stmt *st = bl->first; st; st = st == bl->last ? NULL : st->next) {
-            int i = st->index >= 0 && st->index < f->nstmts ? mk_at[st->index] : -1;
-            if (i < 0)
-              continue;
-            v = r->markers[i].kind == AG_PTX_MARK_BEGIN;
-          }
-          if (out[b] != v)
-            out[b] = (char)v, changed = 1;
-        }
-      }
+    int *at = probed_at(r, f, probed);
+    char *out = ag_malloc((size_t)g->nblocks);
+    if (!at || !out) {
+      ag_free(at);
+      ag_free(out);
+      return AG_ENOMEM;
+    }
+    /* optimistic start (an unreachable block never runs: neutral for the
+     * AND), iterated down to the greatest fixed point */
+    memset(out, 1, (size_t)g->nblocks);
+    for (int changed = 1; changed;) {
+      changed = 0;
       for (int b = 0; b < g->nblocks; b++) {
-        const ag_ptx_block *bl = &g->blocks[b];
-        if (b == g->exit || !bl->reachable)
+        if (b == g->exit || !g->blocks[b].reachable)
           continue;
-        int v = in[b];
-        for (const ag_ptx_stmt *st = bl->first; st; st = st == bl->last ? NULL : st->next) {
-          int i = st->index >= 0 && st->index < f->nstmts ? mk_at[st->index] : -1;
-          if (i < 0)
-            continue;
-          int begin = r->markers[i].kind == AG_PTX_MARK_BEGIN;
-          if (!begin)
-            ready[i] = (char)v;
-          v = begin;
-        }
+        int v = ready_through(r, f, at, &g->blocks[b], ready_in(g, out, b), NULL);
+        if (out[b] != v)
+          out[b] = (char)v, changed = 1;
       }
     }
-    ag_free(mk_at);
-    ag_free(in);
+    for (int b = 0; b < g->nblocks; b++)
+      if (b != g->exit && g->blocks[b].reachable)
+        ready_through(r, f, at, &g->blocks[b], ready_in(g, out, b), ready);
+    ag_free(at);
     ag_free(out);
   }
-  return rc;
+  return 0;
 }
 
 /* The probe for one marker. site: the record's site index (end and role
