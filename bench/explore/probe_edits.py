@@ -244,6 +244,40 @@ def padded(n, base=None):
         return src.replace(anchor, anchor + pad)
     return edit
 
+def clock_source(src_text):
+    """noclk / gt: the markers' clock reads replaced by an ALU value (no
+    clock read at all: records are garbage, timing only) or by
+    %globaltimer_lo"""
+    def edit(src):
+        return re.sub(r"\tmov\.u32 (%agt_(?:b\d+|e)), %clock;\n",
+                      lambda m: f"\t{src_text.format(m.group(1))};\n", src)
+    return edit
+
+def deferred(kt):
+    """dfr: the record of the region with an iteration (step) prepared at its
+    end marker in registers of its own and stored by the next marker after
+    that marker's clock read (step's next begin, or work's end), so that the
+    store's register read overlaps the loop's own latencies"""
+    m = re.search(r"\tnot\.b32 %agt_i(\d+), [^;]+;\n\tmov\.u32 %agt_b(\d+), %clock;\n", kt)
+    if not m:
+        return kt
+    r = m.group(2)
+    kt = kt.replace("\t.reg .pred %agt_p, %agt_q;\n", "\t.reg .pred %agt_p, %agt_q, %agt_qp;\n"
+                    "\t.reg .b32 %agt_Q<4>;\n\t.reg .b64 %agt_ap;\n", 1)
+    kt = kt.replace("\tmov.u32 %agt_k, 0;\n", "\tmov.u32 %agt_k, 0;\n\tsetp.ne.u32 %agt_qp, %agt_k, %agt_k;\n", 1)
+    flush = "\t@%agt_qp st.global.v4.u32 [%agt_ap], {%agt_Q0, %agt_Q1, %agt_Q2, %agt_Q3};\n"
+    end = re.compile(r"\tmov\.u32 %agt_e, %clock;\n\tadd\.u32 %agt_k, %agt_k, 16;\n\t@%agt_q "
+                     r"st\.global\.v4\.u32 \[%agt_a\], \{%agt_b" + r + r", %agt_e, (\d+), %agt_i" + r +
+                     r"\};\n\tsetp\.lt\.u32 %agt_q, %agt_k, %agt_cl;\n")
+    kt = end.sub(lambda e: f"\tmov.u32 %agt_Q1, %clock;\n\tmov.u32 %agt_Q0, %agt_b{r};\n"
+                 f"\tmov.u32 %agt_Q2, {e.group(1)};\n\tmov.u32 %agt_Q3, %agt_i{r};\n"
+                 "\tmov.b64 %agt_ap, %agt_a;\n\tmov.pred %agt_qp, %agt_q;\n"
+                 "\tadd.u32 %agt_k, %agt_k, 16;\n\tsetp.lt.u32 %agt_q, %agt_k, %agt_cl;\n", kt)
+    at = f"\tmov.u32 %agt_b{r}, %clock;\n" + ADDR
+    kt = kt.replace(at, at + flush)
+    return re.sub(r"(// argus: record site \d+ \(end work\)\n\tmov\.u32 %agt_e, %clock;\n)",
+                  lambda e: e.group(1) + flush, kt)
+
 def on_stores(fn):
     return lambda src: STORE.sub(fn, src)
 
@@ -268,6 +302,9 @@ ROUND2 = {
     "w2": eight_bytes,
     "sr": per_kernel(site_registers),
     "sw": per_kernel(site_at_begin),
+    "noclk": clock_source("add.u32 {}, %agt_k, 7"),
+    "gt": clock_source("mov.u32 {}, %globaltimer_lo"),
+    "dfr": per_kernel(deferred),
 }
 for _n in range(1, 5):
     ROUND2[f"new-p{_n}"] = padded(_n)
