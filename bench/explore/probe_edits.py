@@ -111,24 +111,21 @@ def traced_sticky2(m):
 STICKY_STORE = re.compile(r"\tmov\.u32 %agt_e, %clock;\n((?:\t(?:cvt|add)[^\n]*\n)*)"
                           r"(\t@%agt_q st\.global\.v4\.u32 [^\n]*\n)")
 
-def sticky2(src):
-    out = []
-    for kt in re.split(r"(?=\.visible \.entry )", src):
-        kt = iter_opaque(kt)
-        kt = STICKY_STORE.sub(lambda m: m.group(1) + STORE.sub(traced_sticky2, m.group(2)), kt)
-        bs = sorted(set(re.findall(r"%agt_w(\d+)_0", kt)), key=int)
-        if bs:
-            decl = "".join(f"\t.reg .b32 %agt_w{n}_<4>;\n" for n in bs)
-            sites = dict(re.findall(r"// sticky (\d+) (\w+)", kt))
-            init = ""
-            for n in bs:
-                init += (f"\tmov.u32 %agt_w{n}_0, 0;\n\tmov.u32 %agt_w{n}_1, 0;\n"
-                         f"\tmov.u32 %agt_w{n}_3, 0;\n"
-                         f"\tadd.u32 %agt_w{n}_2, %agt_m, {sites[n]};\n")
-            kt = kt.replace(ACC_DECL[1], ACC_DECL[1] + decl, 1)
-            kt = kt.replace("\tshr.u32 %agt_m, %agt_cl, 31;\n", "\tshr.u32 %agt_m, %agt_cl, 31;\n" + init, 1)
-        out.append(kt)
-    return "".join(out)
+def sticky2(kt):
+    """one kernel's end markers rewritten for traced_sticky2, its per-site
+    words declared and set after the prologue's opaque zero"""
+    kt = iter_opaque(kt)
+    kt = STICKY_STORE.sub(lambda m: m.group(1) + STORE.sub(traced_sticky2, m.group(2)), kt)
+    bs = sorted(set(re.findall(r"%agt_w(\d+)_0", kt)), key=int)
+    if not bs:
+        return kt
+    decl = "".join(f"\t.reg .b32 %agt_w{n}_<4>;\n" for n in bs)
+    sites = dict(re.findall(r"// sticky (\d+) (\w+)", kt))
+    init = "".join(f"\tmov.u32 %agt_w{n}_0, 0;\n\tmov.u32 %agt_w{n}_1, 0;\n"
+                   f"\tmov.u32 %agt_w{n}_3, 0;\n"
+                   f"\tadd.u32 %agt_w{n}_2, %agt_m, {sites[n]};\n" for n in bs)
+    kt = kt.replace(ACC_DECL[1], ACC_DECL[1] + decl, 1)
+    return kt.replace("\tshr.u32 %agt_m, %agt_cl, 31;\n", "\tshr.u32 %agt_m, %agt_cl, 31;\n" + init, 1)
 
 BEGIN_NOT = re.compile(r"\tnot\.b32 (%agt_i\d+), ")
 
@@ -287,7 +284,7 @@ ROUND1 = {
     "acc-bi": lambda s: with_acc(STORE.sub(traced_acc("bi"), s)),
     "acc-b-ie": lambda s: iter_at_begin_copy(with_acc(STORE.sub(traced_acc_iter_end, s))),
     "acc-opaque": lambda s: per_kernel(iter_opaque)(with_acc(STORE.sub(traced_opaque, s))),
-    "sticky2": lambda s: sticky2(with_acc(s)),
+    "sticky2": lambda s: per_kernel(sticky2)(with_acc(s)),
     "st-cs": store_kind("st.global.cs"),
     "st-wt": store_kind("st.global.wt"),
     "st-L1": store_kind("st.global.L1::no_allocate"),
