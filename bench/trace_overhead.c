@@ -130,6 +130,7 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
     }
     size_t rb = (size_t)WARPS * CAP * AG_EV_RECORD_BYTES;
     CK(cudaMalloc(&b->records, rb));
+    CK(cudaMemset(b->records, 0, rb));
     CK(cudaMalloc(&b->meta, (size_t)WARPS * AG_EV_META_BYTES));
     ag_ev_desc dd = {(uint64_t)(uintptr_t)b->records, (uint64_t)(uintptr_t)b->meta,
                      which == 3 ? 0u : CAP, 1, 0, 0};
@@ -141,7 +142,8 @@ static void make_build(build *b, const char *ptx, size_t len, int which, const c
 }
 
 /* Checks the last launch's records: 65 per warp, none dropped, step's 64
- * occurrences with iterations 0..63 in order, then work, which contains them.
+ * occurrences with iterations 0..63 in order after work's record (records
+ * are taken when occurrences begin), work containing them.
  * Returns the median SM clock from the anchors (Hz). */
 static double check_records(build *b, int type, int *bad) {
   static ag_ev_meta meta[WARPS];
@@ -149,7 +151,7 @@ static double check_records(build *b, int type, int *bad) {
   CK(cudaMemcpy(meta, b->meta, sizeof meta, cudaMemcpyDeviceToHost));
   CK(cudaMemcpy(rec, b->records, sizeof rec, cudaMemcpyDeviceToHost));
   static double hz[WARPS];
-  /* sites (end markers): compute's step 0, work 1; memory's step 2, work 3 */
+  /* sites (begin markers): compute's work 0, step 1; memory's work 2, step 3 */
   uint32_t s0 = type == 0 ? 0 : 2;
   for (int w = 0; w < WARPS; w++) {
     const ag_ev_meta *m = &meta[w];
@@ -162,13 +164,13 @@ static double check_records(build *b, int type, int *bad) {
       ++*bad;
       continue;
     }
-    const ag_ev_record *r = &rec[(size_t)w * CAP];
-    int ok = r[OCC].site == s0 + 1 && ag_ev_record_iter(&r[OCC]) == AG_EV_NO_ITER &&
-             (uint32_t)(r[0].begin - r[OCC].begin) < (1u << 31) &&
-             (uint32_t)(r[OCC].end - r[OCC - 1].end) < (1u << 31);
+    const ag_ev_record *wk = &rec[(size_t)w * CAP], *r = wk + 1;
+    int ok = wk->site == s0 && ag_ev_record_iter(wk) == AG_EV_NO_ITER &&
+             ag_ev_record_ended(wk) && (uint32_t)(r[0].begin - wk->begin) < (1u << 31) &&
+             (uint32_t)(wk->end - r[OCC - 1].end) < (1u << 31);
     for (int i = 0; i < OCC && ok; i++)
-      ok = r[i].site == s0 && ag_ev_record_iter(&r[i]) == (uint32_t)i &&
-           (uint32_t)(r[i].end - r[i].begin) < (1u << 31) &&
+      ok = r[i].site == s0 + 1 && ag_ev_record_iter(&r[i]) == (uint32_t)i &&
+           ag_ev_record_ended(&r[i]) && (uint32_t)(r[i].end - r[i].begin) < (1u << 31) &&
            (i == 0 || (uint32_t)(r[i].begin - r[i - 1].end) < (1u << 31));
     if (!ok) {
       if (*bad < 5)

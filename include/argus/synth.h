@@ -127,6 +127,7 @@ typedef struct ag_trace {
   size_t nanomalies;
   uint64_t dropped;       /* records lost to full buffers, all launches */
   uint64_t nesting_errors;
+  uint64_t unended;       /* occurrences that began and never ended */
   uint32_t divergent_warps;
 } ag_trace;
 

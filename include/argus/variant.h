@@ -37,8 +37,10 @@ extern "C" {
  * leads to changes meaning. 4: records stored at their end marker at base +
  * a bounded byte offset, iteration complemented (evidence format 2). 5: the
  * record address computed at the begin marker and reused by the end marker
- * when no record comes between (same records). */
-#define AG_VARIANT_XFORM_VERSION 5
+ * when no record comes between (same records). 6: records taken at the
+ * begin marker and written in two halves, a trash slot instead of a store
+ * predicate per record (evidence format 3). */
+#define AG_VARIANT_XFORM_VERSION 6
 
 typedef enum ag_variant_kind {
   AG_VARIANT_TRACE_FREE,

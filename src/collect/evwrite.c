@@ -197,7 +197,7 @@ int ag_evw_launch_add(ag_evw *w, const ag_evw_launch *l, char *err, size_t errle
     if (m->max_count > m->count)
       divergent++;
     if (keep) {
-      rc = put(w, l->records + (size_t)s * l->cap, (size_t)keep * AG_EV_RECORD_BYTES,
+      rc = put(w, l->records + (size_t)s * l->stride, (size_t)keep * AG_EV_RECORD_BYTES,
                err, errlen);
       if (rc)
         return rc;

@@ -43,9 +43,10 @@ typedef struct ag_evw_launch {
   unsigned shared_bytes;
   uint32_t warps;           /* slots: ctas * warps_per_cta */
   uint32_t warps_per_cta;
-  uint32_t cap;             /* records per warp */
+  uint32_t cap;             /* records a warp keeps */
+  uint32_t stride;          /* records between warps' first records (>= cap) */
   const ag_ev_meta *meta;   /* warps entries */
-  const ag_ev_record *records; /* warps * cap entries */
+  const ag_ev_record *records; /* warps * stride entries */
 } ag_evw_launch;
 
 typedef struct ag_evw ag_evw;

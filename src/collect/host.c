@@ -84,8 +84,8 @@ typedef struct launch_rec {
   uint32_t launch;
   const char *kernel; /* borrowed from the kernel object */
   unsigned grid[3], block[3], shared_bytes;
-  uint32_t warps, warps_per_cta, cap;
-  CUdeviceptr records, meta;
+  uint32_t warps, warps_per_cta, cap; /* cap: records a warp keeps */
+  CUdeviceptr records, meta;          /* records: cap + 1 slots per warp */
 } launch_rec;
 
 struct ag_host_kernel {
@@ -670,8 +670,9 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   uint64_t left = h->pool_size - h->pool_used;
   int record = idx >= h->skip && h->nrecs < h->max_launches && warps > 0 &&
                warps <= 0xffffffffu;
-  if (record && warps * cap > 0xffffffffu) {
-    cap = (uint32_t)(0xffffffffu / warps); /* the probe forms slot * cap in 32 bits */
+  /* each warp gets cap + 1 record slots: the last is the probe's trash slot */
+  if (record && warps * ((uint64_t)cap + 1) > 0xffffffffu) {
+    cap = (uint32_t)(0xffffffffu / warps) - 1; /* the probe forms slot * slots in 32 bits */
     if (cap < 16) {
       record = 0;
       snprintf(h->budget_note, sizeof h->budget_note,
@@ -680,10 +681,12 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
     }
   }
   if (record) {
-    uint64_t per = (uint64_t)cap * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
+    uint64_t per = ((uint64_t)cap + 1) * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
     if (warps * per > left) {
       uint64_t c = left / warps;
-      c = c > AG_EV_META_BYTES ? (c - AG_EV_META_BYTES) / AG_EV_RECORD_BYTES : 0;
+      c = c > AG_EV_META_BYTES + AG_EV_RECORD_BYTES
+              ? (c - AG_EV_META_BYTES) / AG_EV_RECORD_BYTES - 1
+              : 0;
       if (c < 16) {
         record = 0;
         snprintf(h->budget_note, sizeof h->budget_note,
@@ -721,16 +724,18 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   lr->cap = cap;
   lr->meta = h->pool + h->pool_used;
   h->pool_used += (warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255;
-  uint64_t rbytes = warps * cap * AG_EV_RECORD_BYTES;
+  uint64_t rbytes = warps * ((uint64_t)cap + 1) * AG_EV_RECORD_BYTES;
   lr->records = h->pool + h->pool_used;
   h->pool_used += (rbytes + 255) & ~(uint64_t)255;
   ag_ev_desc *slot = &h->pinned[h->nrecs];
   slot->records = lr->records;
   slot->meta = lr->meta;
-  slot->cap = cap;
+  slot->cap = cap + 1;
   slot->enabled = 1;
   slot->launch = idx;
   CU(h, cuMemsetD8Async(lr->meta, 0, warps * AG_EV_META_BYTES, (CUstream)stream));
+  /* zero records: an occurrence that never ends keeps a zero second half */
+  CU(h, cuMemsetD8Async(lr->records, 0, rbytes, (CUstream)stream));
   if ((rc = bind_desc(h, m, slot, stream)))
     return rc;
   h->bound_off = 0;
@@ -846,7 +851,7 @@ static int write_evidence(ag_host *h) {
   for (uint32_t i = 0; i < h->nrecs; i++) {
     launch_rec *lr = &h->recs[i];
     size_t mb = (size_t)lr->warps * AG_EV_META_BYTES;
-    size_t rb = (size_t)lr->warps * lr->cap * AG_EV_RECORD_BYTES;
+    size_t rb = (size_t)lr->warps * ((size_t)lr->cap + 1) * AG_EV_RECORD_BYTES;
     free(meta);
     free(recs);
     meta = malloc(mb ? mb : 1);
@@ -873,6 +878,7 @@ static int write_evidence(ag_host *h) {
     L.warps = lr->warps;
     L.warps_per_cta = lr->warps_per_cta;
     L.cap = lr->cap;
+    L.stride = lr->cap + 1;
     L.meta = meta;
     L.records = recs;
     if ((rc = ag_evw_launch_add(w, &L, err, sizeof err))) {

@@ -20,14 +20,11 @@ int ag__ptx_is_terminator(const ag_ptx_stmt *s); /* ret, exit, trap */
 int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg);
 
 /* The reference-trace record store (xform_trace.c), for probes that record
- * through the traced variant's pipeline: appends PTX that stores the record
- * {begin, end, site, iter_inv} (register names or constants; iter_inv is the
- * complement of the iteration) when the warp's predicate allows, advances
- * the pointer and computes the predicate for the next record. addr_ready:
- * the record's address (%agt_a = base + k) was computed since the last
- * record on every path here (xform_trace.c: at a begin marker); 0 computes
- * it first. */
+ * through the traced variant's pipeline: appends PTX that stores a whole
+ * record {begin, site, end, iter_x} (register names or constants; iter_x is
+ * the iteration XOR AG_EV_ITER_BIAS) into the warp's next record when its
+ * predicate allows, then advances to the record after it. */
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
-                          const char *iter_inv, int addr_ready);
+                          const char *iter_x);
 
 #endif

@@ -4,8 +4,8 @@
  *   ag_xform_probe  the probe variant of one dynamic instance (site,
  *                   occurrence): a timestamp at issue, a forced completion
  *                   right after issue, a timestamp at completion, stored as
- *                   one 16-byte record {issue clock, completion clock, site 0,
- *                   ~occurrence} through the reference trace's record pipeline
+ *                   one 16-byte record {issue clock, site 0, completion clock,
+ *                   occurrence ^ bias} through the reference trace's record pipeline
  *                   (per-warp buffers, anchors, descriptor: xform_trace.c with
  *                   anchors_only), so the host runtime, the evidence file and
  *                   the decoder are the ones reference tracing uses;
@@ -330,9 +330,9 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
     break;
   }
   ag_str_puts(&post, "\tmov.u32 %agp_t1, %clock;\n");
-  char occ_inv[16];
-  snprintf(occ_inv, sizeof occ_inv, "%u", ~occ);
-  ag__ptx_trace_record(&post, "%agp_t0", "%agp_t1", 0, occ_inv, 0);
+  char occ_x[16];
+  snprintf(occ_x, sizeof occ_x, "%u", (uint32_t)occ ^ AG_EV_ITER_BIAS);
+  ag__ptx_trace_record(&post, "%agp_t0", "%agp_t1", 0, occ_x);
   ag_str_puts(&post, "$agp_done:\n");
   if (pre.oom || post.oom || bar.oom)
     goto oom_or_out;

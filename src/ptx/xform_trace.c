@@ -9,33 +9,32 @@
  * cost):
  *   - kernel entry, once per thread: the low 32 bits of the entry anchors
  *     (%clock, %globaltimer_lo) in two registers, the warp's record base,
- *     its record offset k (bytes), a capacity (bytes) that is the buffer's
- *     for lane 0 and 0 for the other lanes (one compare serves "one lane
- *     records" and "the buffer is full") and the store predicate
- *     k < capacity. The prologue stores nothing: a store there would hold
- *     the kernel's own first loads behind the descriptor's load;
- *   - begin marker of region R: the complement of the iteration operand into
+ *     its record offset k (bytes), the offset of its trash slot (the last
+ *     of its cap slots), the address of its next record, base + k, and the
+ *     store predicate: lane 0, recording on, a buffer bound. The prologue
+ *     stores nothing: a store there would hold the kernel's own first loads
+ *     behind the descriptor's load;
+ *   - begin marker of region R: the iteration operand XOR 0x80000000 into
  *     R's own register (a fresh register, so the program's induction update
- *     stays free to move), then the low 32 bits of the clock, then the next
- *     record's address base + k (address_ready below);
- *   - end marker of R: the clock first, then R's record {begin, end, site,
- *     ~iteration} is stored at once at base + k (its data is ready: the
- *     clock read is a fixed-latency instruction; the address too when no
- *     record came after the last begin marker, otherwise it is computed
- *     here), k advances by 16 and the predicate for the next record is
- *     computed, long before it is needed.
- *     A store can only land in the warp's own buffer: the address is base +
- *     k, 64-bit, and the predicate bounds k (k counts every record, past
- *     the capacity too, and wraps only after 2^28 records);
+ *     stays free to move), the low 32 bits of the clock, then the record's
+ *     first half {begin, site} stored at once at the next record's address,
+ *     which R keeps for its end; then the next record's address,
+ *     base + min(k, trash), k counting every record;
+ *   - end marker of R: the clock, then the record's second half {end,
+ *     iteration} stored into R's record. Nothing else: no address, no count,
+ *     no predicate, so the end marker's store is the only instruction on
+ *     the warp's way from the region's last instruction to the next;
+ *   - role marker (and an async probe, xform_probe.c): a whole record at
+ *     once, then the next address as at a begin marker.
+ *   A store can only land in the warp's own buffer: every record address is
+ *   base + min(k, trash), 64-bit, and an end marker's is one of those (or
+ *   the trash slot, set at entry, when no begin came first);
  *   - exit, once per warp (with the slot kept from entry): the exit anchors
  *     (the 64-bit entry anchors are rebuilt from them and the low words kept
- *     at entry), lane 0's count k / 16 (records past the capacity are
- *     counted, never written), the largest count over the lanes (redux.sync
- *     + red.max: divergent markers are detected), %smid and the launch index.
- *   Two equally correct encodings of the record address (k in records with
- *   mad.wide, or in bytes) moved the overhead benchmark's inner loop by 16
- *   bytes and its cost by up to 3x (bench/RESULTS.md): code placement, not
- *   the probe; this one is the measured better.
+ *     at entry), lane 0's count k / 16 (records past the trash slot are
+ *     counted, never kept; exact up to 2^28 records per warp), the largest
+ *     count over the lanes (redux.sync + red.max: divergent markers are
+ *     detected), %smid and the launch index.
  * The descriptor (record area, metadata area, capacity, enabled, launch) is
  * the module constant __argus_trace, bound by the host runtime before each
  * launch; enabled = 0 (a traced module loaded outside Argus) stores nothing.
@@ -45,6 +44,7 @@
  * Load: linear in the module; called once per traced variant.
  */
 #include "argus/variant.h"
+#include "argus/evidence.h"
 
 #include <inttypes.h>
 
@@ -95,16 +95,19 @@ static const char prologue_head[] =
     "\tld.const.u64 " P "a, [__argus_trace];\n"
     "\tld.const.v2.u32 {" P "t0, " P "t1}, [__argus_trace+16];\n";
 
+/* the store predicate (lane 0, recording on, slots bound), the warp's
+ * base, its trash slot's offset (the last of cap slots) and its first
+ * record's address */
 static const char prologue_tail[] =
     "\tsetp.ne.u32 " P "p, " P "t1, 0;\n"
-    "\tsetp.eq.and.u32 " P "p, " P "t2, 0, " P "p;\n"
+    "\tsetp.ne.and.u32 " P "p, " P "t0, 0, " P "p;\n"
+    "\tsetp.eq.and.u32 " P "q, " P "t2, 0, " P "p;\n"
     "\tmul.lo.u32 " P "t6, " P "t8, " P "t0;\n"
     "\tmad.wide.u32 " P "rb, " P "t6, 16, " P "a;\n"
     "\tshl.b32 " P "t7, " P "t0, 4;\n"
-    "\tselp.u32 " P "cl, " P "t7, 0, " P "p;\n"
+    "\tadd.u32 " P "cl, " P "t7, -16;\n"
     "\tmov.u32 " P "k, 0;\n"
     "\tmov.b64 " P "a, " P "rb;\n"
-    "\tsetp.lt.u32 " P "q, " P "k, " P "cl;\n"
     "\tmov.u32 " P "sl, " P "t8;\n";
 
 static const char epilogue_head[] =
@@ -143,32 +146,33 @@ static const char epilogue_tail[] =
     "\t@" P "p st.global.v2.u64 [" P "x+16], {" P "c, " P "y};\n"
     "\t@" P "p st.global.v4.u32 [" P "x+32], {" P "t7, " P "t6, " P "t9, " P "t13};\n";
 
-/* The next record's address, base + k, into a. */
-static void record_address(ag_str *o) {
-  ag_str_puts(o, "\tcvt.u64.u32 " P "a, " P "k;\n"
+/* After a record is taken: k counts it, and a becomes the next record's
+ * address, base + min(k, trash offset). */
+static void advance(ag_str *o) {
+  ag_str_puts(o, "\tadd.u32 " P "k, " P "k, 16;\n"
+                 "\tmin.u32 " P "m, " P "k, " P "cl;\n"
+                 "\tcvt.u64.u32 " P "a, " P "m;\n"
                  "\tadd.u64 " P "a, " P "a, " P "rb;\n");
 }
 
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
-                          const char *iter_inv, int addr_ready) {
-  if (!addr_ready)
-    record_address(o);
-  ag_str_printf(o,
-                "\tadd.u32 " PF "k, " PF "k, 16;\n"
-                "\t@" PF "q st.global.v4.u32 [" PF "a], {%s, %s, %d, %s};\n"
-                "\tsetp.lt.u32 " PF "q, " PF "k, " PF "cl;\n",
-                begin, end, site, iter_inv);
+                          const char *iter_x) {
+  ag_str_printf(o, "\t@" PF "q st.global.v4.u32 [" PF "a], {%s, %d, %s, %s};\n", begin, site,
+                end, iter_x);
+  advance(o);
 }
 
-/* Declarations: nreg regions get a begin-clock and an iteration register. */
+/* Declarations: nreg regions get a begin-clock, an iteration and a record
+ * address register. */
 static void decls(ag_str *o, int nreg) {
+  int n = nreg > 0 ? nreg : 1;
   ag_str_printf(o, "\n\t// argus: reference-trace probe state (docs/tracing.md)\n"
                    "\t.reg .b64 " PF "a, " PF "rb, " PF "c, " PF "x, " PF "y, " PF "c0, " PF
-                   "g0;\n"
-                   "\t.reg .b32 " PF "k, " PF "cl, " PF "ce, " PF "ge, " PF
+                   "g0, " PF "s<%d>;\n"
+                   "\t.reg .b32 " PF "k, " PF "cl, " PF "m, " PF "ce, " PF "ge, " PF
                    "sl, " PF "e, " PF "t<16>, " PF "b<%d>, " PF "i<%d>;\n"
                    "\t.reg .pred " PF "p, " PF "q;\n",
-                nreg > 0 ? nreg : 1, nreg > 0 ? nreg : 1);
+                n, n, n);
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -177,6 +181,7 @@ typedef struct xf {
   ag_ptx_module *m;
   const ag_ptx_regions *r;
   ag_diags *diags;
+  const char *ended; /* ended[R]: a probed end marker of region R exists */
 } xf;
 
 static int insert_text(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before, const char *text) {
@@ -239,138 +244,54 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
                  mk->iter, mk->name, f->name);
 }
 
-/* Where the record address is ready. Each begin marker computes the next
- * record's address (base + k) after its clock read, where the wait for the
- * previous record's store to read its registers has already been paid, so
- * that the end marker stores right after its clock read instead of waiting
- * for the address arithmetic (bench/RESULTS.md, "Probe designs, second
- * round": 0.07-0.22 µs of the overhead benchmark's 1.05-1.33). The address
- * stays right until the next record advances k, so an end or role marker
- * reuses it when a begin marker comes after the last record on every path
- * to it: a forward "must" dataflow over the kernel's CFG, with the prologue
- * as a begin (a = base, k = 0). */
-
-/* The markers of f that get probes, by statement index (-1: none). */
-static int *probed_at(const ag_ptx_regions *r, const ag_ptx_func *f, const char *probed) {
-  int *at = ag_malloc(sizeof(int) * (size_t)f->nstmts);
-  if (!at)
-    return NULL;
-  for (int i = 0; i < f->nstmts; i++)
-    at[i] = -1;
-  for (int i = 0; i < r->nmarkers; i++) {
-    const ag_ptx_stmt *st = r->markers[i].stmt;
-    if (probed[i] && st->func == f && st->index >= 0 && st->index < f->nstmts)
-      at[st->index] = i;
-  }
-  return at;
-}
-
-/* 1 when the address is ready on entry to block b: on every reachable
- * predecessor's exit (the entry block also starts after the prologue). */
-static int ready_in(const ag_ptx_cfg *g, const char *out, int b) {
-  const ag_ptx_block *bl = &g->blocks[b];
-  for (int p = 0; p < bl->npred; p++)
-    if (g->blocks[bl->pred[p]].reachable && !out[bl->pred[p]])
-      return 0;
-  return 1;
-}
-
-/* Runs block bl's markers from state v (1: ready); records the state at
- * each end and role marker in ready[] when given; returns the exit state. */
-static int ready_through(const ag_ptx_regions *r, const ag_ptx_func *f, const int *at,
-                         const ag_ptx_block *bl, int v, char *ready) {
-  for (const ag_ptx_stmt *st = bl->first; st; st = st == bl->last ? NULL : st->next) {
-    int i = st->index >= 0 && st->index < f->nstmts ? at[st->index] : -1;
-    if (i < 0)
-      continue;
-    int begin = r->markers[i].kind == AG_PTX_MARK_BEGIN;
-    if (!begin && ready)
-      ready[i] = (char)v;
-    v = begin;
-  }
-  return v;
-}
-
-/* probed[i]: marker i gets a probe. Sets ready[i] (zeroed by the caller)
- * for the end and role markers that may reuse the address. */
-static int address_ready(const ag_ptx_regions *r, const ag_ptx_module *m, const char *probed,
-                         char *ready) {
-  for (int fi = 0; fi < m->nfuncs; fi++) {
-    const ag_ptx_cfg *g = r->cfgs ? r->cfgs[fi] : NULL;
-    const ag_ptx_func *f = m->funcs[fi];
-    if (!g || !f->is_entry || f->nstmts <= 0)
-      continue;
-    int *at = probed_at(r, f, probed);
-    char *out = ag_malloc((size_t)g->nblocks);
-    if (!at || !out) {
-      ag_free(at);
-      ag_free(out);
-      return AG_ENOMEM;
-    }
-    /* optimistic start (an unreachable block never runs: neutral for the
-     * AND), iterated down to the greatest fixed point */
-    memset(out, 1, (size_t)g->nblocks);
-    for (int changed = 1; changed;) {
-      changed = 0;
-      for (int b = 0; b < g->nblocks; b++) {
-        if (b == g->exit || !g->blocks[b].reachable)
-          continue;
-        int v = ready_through(r, f, at, &g->blocks[b], ready_in(g, out, b), NULL);
-        if (out[b] != v)
-          out[b] = (char)v, changed = 1;
-      }
-    }
-    for (int b = 0; b < g->nblocks; b++)
-      if (b != g->exit && g->blocks[b].reachable)
-        ready_through(r, f, at, &g->blocks[b], ready_in(g, out, b), ready);
-    ag_free(at);
-    ag_free(out);
-  }
-  return 0;
-}
-
-/* The probe for one marker. site: the record's site index (end and role
- * markers); has_iter: the region has an iteration register; ready: the
- * record address is ready (address_ready). */
-static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, int ready,
-                      ag_str *o) {
+/* The probe for one marker. site: the record's site index (begin and role
+ * markers); has_iter: the region has an iteration register. */
+static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
   int R = mk->region;
-  char b[32], it[32];
   if (mk->kind == AG_PTX_MARK_BEGIN) {
-    ag_str_printf(o, "\n\t// argus: begin %s\n", mk->name);
+    ag_str_printf(o, "\n\t// argus: begin %s (record site %d)\n", mk->name, site);
     if (has_iter) {
       const char *op = NULL;
-      if (mk->iter) {
+      if (!mk->iter) {
+        ag_str_printf(o, "\tmov.u32 " PF "i%d, %u;\n", R, AG_EV_NO_ITER ^ AG_EV_ITER_BIAS);
+      } else {
         int rc = iter_operand(x, mk, o, &op);
         if (rc)
           return rc;
-        if (is_int_text(op)) { /* a constant: not.b32 takes registers */
-          ag_str_printf(o, "\tmov.u32 " PF "t15, %s;\n", op);
-          op = P "t15";
-        }
-        ag_str_printf(o, "\tnot.b32 " PF "i%d, %s;\n", R, op);
-      } else {
-        ag_str_printf(o, "\tmov.u32 " PF "i%d, 0;\n", R); /* ~AG_EV_NO_ITER */
+        if (is_int_text(op))
+          ag_str_printf(o, "\tmov.u32 " PF "i%d, %u;\n", R,
+                        (uint32_t)strtoll(op, NULL, 0) ^ AG_EV_ITER_BIAS);
+        else
+          ag_str_printf(o, "\txor.b32 " PF "i%d, %s, %u;\n", R, op, AG_EV_ITER_BIAS);
       }
     }
-    ag_str_printf(o, "\tmov.u32 " PF "b%d, %%clock;\n", R);
-    record_address(o);
+    ag_str_printf(o,
+                  "\tmov.u32 " PF "b%d, %%clock;\n"
+                  "\t@" PF "q st.global.v2.u32 [" PF "a], {" PF "b%d, %d};\n"
+                  "\tmov.b64 " PF "s%d, " PF "a;\n",
+                  R, R, site, R);
+    advance(o);
     return o->oom ? AG_ENOMEM : 0;
   }
-  ag_str_printf(o, "\n\t// argus: record site %d (%s %s)\n", site,
-                mk->kind == AG_PTX_MARK_END ? "end" : "role", mk->name);
-  ag_str_puts(o, "\tmov.u32 " P "e, %clock;\n");
   if (mk->kind == AG_PTX_MARK_END) {
-    snprintf(b, sizeof b, PF "b%d", R);
+    char it[32];
     if (has_iter)
       snprintf(it, sizeof it, PF "i%d", R);
     else
-      snprintf(it, sizeof it, "0");
-  } else { /* a role record: begin == end, no iteration */
-    snprintf(b, sizeof b, "%s", P "e");
-    snprintf(it, sizeof it, "0");
+      snprintf(it, sizeof it, "%u", AG_EV_NO_ITER ^ AG_EV_ITER_BIAS);
+    ag_str_printf(o,
+                  "\n\t// argus: end %s\n"
+                  "\tmov.u32 " PF "e, %%clock;\n"
+                  "\t@" PF "q st.global.v2.u32 [" PF "s%d+8], {" PF "e, %s};\n",
+                  mk->name, R, it);
+    return o->oom ? AG_ENOMEM : 0;
   }
-  ag__ptx_trace_record(o, b, P "e", site, it, ready);
+  /* a role record: begin == end, no iteration */
+  char it[16];
+  snprintf(it, sizeof it, "%u", AG_EV_NO_ITER ^ AG_EV_ITER_BIAS);
+  ag_str_printf(o, "\n\t// argus: role %s (record site %d)\n\tmov.u32 " PF "e, %%clock;\n",
+                mk->name, site);
+  ag__ptx_trace_record(o, P "e", P "e", site, it);
   return o->oom ? AG_ENOMEM : 0;
 }
 
@@ -463,6 +384,16 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   ag_str_puts(&t, slot_head);
   ag_str_puts(&t, slot_tail);
   ag_str_puts(&t, prologue_tail);
+  /* an end marker stores into its region's record, whose address the
+   * begin marker sets; until one has run, the trash slot's (ptxas drops
+   * this where every path to the end passes a begin) */
+  int trash = 0;
+  for (int R = 0; R < nreg; R++)
+    if (x->ended[R] && x->r->regions[R].func == f) {
+      if (!trash++)
+        ag_str_puts(&t, "\tcvt.u64.u32 " P "x, " P "cl;\n\tadd.u64 " P "x, " P "x, " P "rb;\n");
+      ag_str_printf(&t, "\tmov.b64 " PF "s%d, " PF "x;\n", R);
+    }
   if (t.oom) {
     rc = AG_ENOMEM;
     goto out;
@@ -512,7 +443,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
   int nregions = o->nregions;
   *probes = NULL;
   *nsites = 0;
-  xf x = {m, r, diags};
+  xf x = {m, r, diags, NULL};
   int rc = 0;
   char *sel = ag_calloc((size_t)r->nregions + 1, 1);
   json_t *sites = json_array(), *roles = json_array();
@@ -585,20 +516,20 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     if (r->markers[i].kind == AG_PTX_MARK_BEGIN && r->markers[i].iter &&
         r->markers[i].region >= 0)
       has_iter[r->markers[i].region] = 1;
-  /* which markers get probes, and where the record address is ready */
+  /* which markers get probes; which regions have an end marker probed */
   char *probed = ag_calloc((size_t)r->nmarkers + 1, 1);
-  char *ready = ag_calloc((size_t)r->nmarkers + 1, 1);
-  if (!probed || !ready) {
+  char *ended = ag_calloc((size_t)r->nregions + 1, 1);
+  if (!probed || !ended)
     rc = AG_ENOMEM;
-  } else {
-    for (int i = 0; i < r->nmarkers; i++) {
-      const ag_ptx_marker *mk = &r->markers[i];
-      probed[i] = !o->anchors_only && (mk->kind == AG_PTX_MARK_ROLE ||
-                                       (mk->region >= 0 && sel[mk->region]));
-    }
-    rc = address_ready(r, m, probed, ready);
+  for (int i = 0; i < r->nmarkers && rc == 0; i++) {
+    const ag_ptx_marker *mk = &r->markers[i];
+    probed[i] = !o->anchors_only &&
+                (mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]));
+    if (probed[i] && mk->kind == AG_PTX_MARK_END)
+      ended[mk->region] = 1;
   }
-  /* probes; record sites are the end and role markers */
+  x.ended = ended;
+  /* probes; record sites are the begin and role markers */
   int site = 0;
   for (int i = 0; i < r->nmarkers && rc == 0; i++) {
     const ag_ptx_marker *mk = &r->markers[i];
@@ -613,16 +544,16 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
                    mk->name, f ? f->name : "?");
       break;
     }
-    int is_begin = mk->kind == AG_PTX_MARK_BEGIN;
+    int is_end = mk->kind == AG_PTX_MARK_END;
     ag_str_clear(&t);
-    if ((rc = probe_text(&x, mk, is_begin ? -1 : site, mk->region >= 0 && has_iter[mk->region],
-                         ready[i], &t)) ||
+    if ((rc = probe_text(&x, mk, is_end ? -1 : site, mk->region >= 0 && has_iter[mk->region],
+                         &t)) ||
         (rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
       break;
-    if (is_begin)
+    if (is_end)
       continue;
     json_t *js = json_pack("{s:i,s:s,s:i,s:s}", "site", site, "kind",
-                           mk->kind == AG_PTX_MARK_END ? "region" : "role", "line", mk->line,
+                           mk->kind == AG_PTX_MARK_BEGIN ? "region" : "role", "line", mk->line,
                            "function", f->name);
     if (mk->kind == AG_PTX_MARK_ROLE) {
       for (size_t k = 0; k < json_array_size(roles); k++)
@@ -637,15 +568,20 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
   }
   ag_free(has_iter);
   ag_free(probed);
-  ag_free(ready);
-  if (rc)
+  if (rc) {
+    ag_free(ended);
     goto out;
+  }
   /* every kernel: prologue and epilogues (the kernel's root region) */
   for (int i = 0; i < m->nfuncs; i++) {
     ag_ptx_func *f = m->funcs[i];
     if (f->is_entry && !f->is_decl && f->body_open && (rc = instrument_entry(&x, f)))
-      goto out;
+      break;
   }
+  ag_free(ended);
+  x.ended = NULL;
+  if (rc)
+    goto out;
   /* the descriptor, before the first function */
   ag_ptx_stmt *at = m->first;
   while (at && at->kind != AG_PTX_FUNC)

@@ -60,6 +60,10 @@ int ag_report_trace_text(const ag_trace *t, const ag_scope *scope,
     ag_str_printf(out, "warning: %" PRIu64 " records dropped (buffers full): some occurrences "
                        "are missing; raise ARGUS_TRACE_RECORDS or narrow --region\n",
                   t->dropped);
+  if (t->unended)
+    ag_str_printf(out, "warning: %" PRIu64 " occurrence%s began and never ended (not in the "
+                       "table; the anomalies say where)\n",
+                  t->unended, t->unended == 1 ? "" : "s");
   if (t->nanomalies)
     ag_str_printf(out, "%zu anomal%s:\n%s", t->nanomalies, t->nanomalies == 1 ? "y" : "ies",
                   ag_str_cstr(&t->anomalies));
@@ -130,11 +134,12 @@ json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
     json_object_set(prov, "variant", vj);
   if (provenance)
     json_object_update(prov, provenance);
-  json_t *j = json_pack("{s:s,s:s,s:f,s:s,s:o,s:o,s:{s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
+  json_t *j = json_pack("{s:s,s:s,s:f,s:s,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:o,s:o}", "schema",
                    "argus.trace/1", "device", ev->device, "sm_hz_calibrated", ev->sm_hz,
                    "scope", ag_str_cstr(&sc), "regions",
                    regions, "launches", launches, "losses", "dropped_records",
-                   (json_int_t)t->dropped, "nesting_errors", (json_int_t)t->nesting_errors, "divergent_warps",
+                   (json_int_t)t->dropped, "nesting_errors", (json_int_t)t->nesting_errors,
+                   "unended", (json_int_t)t->unended, "divergent_warps",
                    (json_int_t)t->divergent_warps, "anomalies", (json_int_t)t->nanomalies,
                    "anomalies", anom, "provenance", prov);
   ag_str_release(&sc);

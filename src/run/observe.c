@@ -447,6 +447,7 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
   vals = NULL;
   json_object_set_new(out, "dropped", json_integer((json_int_t)tr->dropped));
   json_object_set_new(out, "nesting_errors", json_integer((json_int_t)tr->nesting_errors));
+  json_object_set_new(out, "unended", json_integer((json_int_t)tr->unended));
   json_object_set_new(out, "anomalies", json_string(ag_str_cstr(&tr->anomalies)));
   json_object_set_new(out, "sm_hz", json_real(ev->sm_hz));
   rc = put_json(ob, t, "values", out, "json");

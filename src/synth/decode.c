@@ -1,17 +1,21 @@
 /*
  * decode.c — raw trace records to region occurrences.
  *
- * A warp's records are in the order its regions ended (one lane wrote them):
- * each holds the low 32 bits of the begin and end clocks. 64-bit times are
- * restored by unwrapping from the warp's 64-bit entry anchor; the exit anchor
- * checks that no gap reached 2^32 cycles. Occurrences are then sorted by
+ * A warp's records are in the order its regions began (one lane wrote them;
+ * a role record when its marker ran, an async probe's record right after
+ * its end): each holds the low 32 bits of the begin and end clocks. 64-bit
+ * times are restored by unwrapping each record's first clock from the
+ * previous one (from the warp's 64-bit entry anchor on), the other from it;
+ * the exit anchor checks that no gap reached 2^32 cycles. A region record
+ * whose second half was never written began and did not end (the warp left
+ * the region another way, or faulted in it): an anomaly. Occurrences are then sorted by
  * begin and nested with a stack: each must lie inside the innermost open one
  * (crossing regions are anomalies), which gives each its depth. Role records
  * set the warp's role for occurrences that begin after them. The kernel is a
  * root occurrence from the warp's entry anchor to its exit anchor.
  * Everything that breaks the picture is an anomaly line naming the launch,
  * CTA and warp: a full buffer (and from which cycle on occurrences are
- * missing), crossing regions, ambiguous timestamps, warps that never exited,
+ * missing), occurrences that never ended, crossing regions, ambiguous timestamps, warps that never exited,
  * warps whose lanes made different numbers of records.
  *
  * Time line: each launch's clock (anchors when warps span >= 20 us, else the
@@ -222,14 +226,23 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
     double base = m->smid <= maxsm ? off[m->smid] - t_first : 0.0;
     uint64_t n = L->first[w + 1] - L->first[w];
     const ag_ev_record *r = L->records + L->first[w];
-    /* unwrap: ends are in time order from the entry anchor */
+    /* unwrap: records are in the order they were taken, each at its first
+     * clock (a probe's: its end) */
     uint64_t prev = m->clock_entry;
     occ.n = roles.n = 0;
     for (uint64_t j = 0; j < n; j++) {
       const ag_ev_site *s = &ev->sites[r[j].site];
-      uint64_t e = prev + (uint32_t)(r[j].end - (uint32_t)prev);
-      uint64_t b = e - (uint32_t)(r[j].end - r[j].begin);
-      prev = e;
+      uint32_t len = r[j].end - r[j].begin;
+      uint64_t b, e;
+      if (s->kind == AG_SITE_ASYNC) {
+        e = prev + (uint32_t)(r[j].end - (uint32_t)prev);
+        b = e - len;
+        prev = e;
+      } else {
+        b = prev + (uint32_t)(r[j].begin - (uint32_t)prev);
+        e = b + len;
+        prev = b;
+      }
       if (s->kind == AG_SITE_ROLE) {
         if ((rc = ag_vec_push(&roles, ((role_at){e, s->role}))))
           goto out;
@@ -239,6 +252,15 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
         ag_probe_rec pr = {(int)r[j].site, L->launch, m->smid, cta, warp, ag_ev_record_iter(&r[j]), b, e};
         if ((rc = push_probe(t, &pr)))
           goto out;
+        continue;
+      }
+      if (!ag_ev_record_ended(&r[j])) {
+        t->unended++;
+        anomaly(t, "launch %u cta %u warp %u: '%s' began at cycle %" PRIu64 " (%.1f us into "
+                   "the warp) and never ended: the warp left the region without its end "
+                   "marker, or faulted in it",
+                L->launch, cta, warp, ev->regions[s->region].qname, b,
+                (double)(b - m->clock_entry) * ns_per_cycle / 1e3);
         continue;
       }
       if (b < m->clock_entry) {
@@ -255,13 +277,13 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
     if (exit_unwrapped != m->clock_exit)
       anomaly(t, "launch %u cta %u warp %u: %" PRIu64 " cycles are missing between the "
                  "records and the exit anchor: the warp spent 2^32 cycles or more between "
-                 "two region ends, so its timestamps are ambiguous",
+                 "two records, so its timestamps are ambiguous",
               L->launch, cta, warp, m->clock_exit - exit_unwrapped);
     if (m->count > L->cap) {
       uint64_t lost = m->count - L->cap;
       t->dropped += lost;
       anomaly(t, "launch %u cta %u warp %u: trace buffer full (%u records): %" PRIu64
-                 " records were dropped; every occurrence that ended after cycle %" PRIu64
+                 " records were dropped; every occurrence that began after cycle %" PRIu64
                  " (%.1f us into the warp) is missing",
               L->launch, cta, warp, L->cap, lost, prev,
               (double)(prev - m->clock_entry) * ns_per_cycle / 1e3);

@@ -280,8 +280,8 @@ static int parse(rd *r, ag_evidence *ev) {
                AG_EV_MAGIC);
   if (h.version != AG_EV_VERSION)
     return bad(r, AG_EPARSE,
-               "evidence format version %u; this argus reads version %u (rerun the trace "
-               "with this argus)",
+               "evidence format version %u; this argus reads version %u (record it again "
+               "with this argus: argus trace or argus observe)",
                h.version, AG_EV_VERSION);
   uint64_t want = AG_EV_FILE_HEADER_BYTES + h.data_len + (uint64_t)h.header_len;
   if (h.data_len > n || want > n)

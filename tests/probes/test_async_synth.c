@@ -93,7 +93,9 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
       m->gtime_entry = (uint64_t)((double)clk / HZ * 1e9);
       uint32_t n = 0;
       ag_ev_record *r = &rec[(size_t)s * cap];
-#define PUT(b_, e_, site_, it_) r[n++] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (uint32_t)(site_), ~(uint32_t)(it_)}
+#define PUT(b_, e_, site_, it_)                                                    \
+  r[n++] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(site_), (uint32_t)(e_),          \
+                          (uint32_t)(it_) ^ AG_EV_ITER_BIAS}
       clk += 10;
       if (probe) {
         if (wp == 0) { /* the producer's record of the probed instance */
@@ -117,9 +119,9 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
           uint64_t we = wb + exposed[l][cta][wp - 4][it];
           uint64_t gb = we + 300, ge = gb + 40 + next() % 30;
           clk = ge + 30;
+          PUT(b, clk, s_mma, (uint32_t)it); /* records in begin order */
           PUT(wb, we, s_w0, AG_EV_NO_ITER);
           PUT(gb, ge, s_w7, AG_EV_NO_ITER);
-          PUT(b, clk, s_mma, (uint32_t)it);
         }
       }
       clk += 50;
@@ -131,7 +133,7 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
       m->launch = (uint32_t)l;
     }
     ag_evw_launch L = {(uint32_t)l, "tma_probe", {CTAS, 1, 1}, {WPC * 32, 1, 1}, 0, WARPS, WPC,
-                       cap, meta, rec};
+                       cap, cap, meta, rec};
     CHECK_EQ_INT(ag_evw_launch_add(w, &L, err, sizeof err), 0);
   }
   ag_jb j = {0};

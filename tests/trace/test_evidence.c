@@ -25,7 +25,7 @@
 #define INNER 5
 
 /* regions: 0 kern (root), 1 kern/outer, 2 kern/outer/inner
- * sites (record makers): 0 role producer, 1 end of inner, 2 end of outer */
+ * sites (record makers): 0 role producer, 1 begin of inner, 2 begin of outer */
 static const char *probes_json =
     "{\"format\":\"argus-probes\",\"version\":1,"
     "\"regions\":[{\"index\":0,\"id\":\"0x1\",\"name\":\"kern\",\"qname\":\"kern\",\"parent\":-1,"
@@ -58,13 +58,25 @@ static uint64_t next(void) {
 #define HZ 1.5e9
 
 /* Simulates `nl` launches the way the probe records them: one record per
- * occurrence, written when it ends (inner ones before their outer one),
- * 32-bit clocks, each warp's clock crossing a 2^32 boundary. cap = records
- * per warp. bad_nesting: warp 1's outer begins inside inner 2 (crossing);
- * divergent: warp 2's lanes made more records than lane 0; ambiguous: warp 3's
- * exit anchor is 2^32 cycles later than its records allow. */
+ * occurrence, taken when it begins (so in begin order: the role, outer,
+ * then the inner ones) and holding both clocks, 32-bit, each warp's clock
+ * crossing a 2^32 boundary. cap = records a warp keeps. bad_nesting: warp
+ * 1's outer begins inside inner 2 (crossing); divergent: warp 2's lanes
+ * made more records than lane 0; ambiguous: warp 3's exit anchor is 2^32
+ * cycles later than its records allow; unended: warp 4's last inner never
+ * ends (its record keeps a zero second half). */
 static char path[256];
 static int long_lived; /* every warp idles 3 s after entry (see below) */
+static int unended;
+typedef struct sim_rec {
+  uint64_t b, e;
+  uint32_t site, iter;
+  int region; /* -1: a role record */
+} sim_rec;
+static int cmp_sim(const void *a, const void *b) {
+  const sim_rec *x = a, *y = b;
+  return x->b != y->b ? (x->b < y->b ? -1 : 1) : x->region - y->region; /* outer first */
+}
 static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int ambiguous) {
   ntruth = 0;
   snprintf(path, sizeof path, "/tmp/argus-test-ev-%ld.agev", (long)getpid());
@@ -83,34 +95,34 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int a
       ag_ev_meta *m = &meta[s];
       m->clock_entry = clk;
       m->gtime_entry = gt;
+      sim_rec sr[INNER + 2];
       uint32_t n = 0;
-      ag_ev_record *r = &rec[(size_t)s * cap];
-#define PUT(b_, e_, site_, it_)                                                \
-  do {                                                                         \
-    if (n < cap)                                                               \
-      r[n] = (ag_ev_record){(uint32_t)(b_), (uint32_t)(e_), (site_), ~(uint32_t)(it_)}; \
-    n++;                                                                       \
-  } while (0)
       clk += 10 + (long_lived ? (uint64_t)(3.0 * HZ) : 0);
-      PUT(clk, clk, 0, AG_EV_NO_ITER);
+      sr[n++] = (sim_rec){clk, clk, 0, AG_EV_NO_ITER, -1};
       clk += 20;
       uint64_t ostart = clk, in2 = 0;
       for (uint32_t i = 0; i < INNER; i++) {
         clk += 5 + next() % 50;
         uint64_t st = clk;
         clk += 100 + next() % 1000;
-        PUT(st, clk, 1, i);
-        if (n <= cap)
-          truth[ntruth++] = (truth_occ){2, (uint32_t)l, cta, wp, i, sm, st, clk};
+        sr[n++] = (sim_rec){st, clk, 1, i, 2};
         if (i == 2)
           in2 = st;
       }
       clk += 30;
       if (bad_nesting && s == 1)
         ostart = in2 + 1;
-      PUT(ostart, clk, 2, AG_EV_NO_ITER);
-      if (n <= cap)
-        truth[ntruth++] = (truth_occ){1, (uint32_t)l, cta, wp, AG_EV_NO_ITER, sm, ostart, clk};
+      sr[n++] = (sim_rec){ostart, clk, 2, AG_EV_NO_ITER, 1};
+      qsort(sr, n, sizeof *sr, cmp_sim);
+      for (uint32_t j = 0; j < n && j < cap; j++) {
+        int open = unended && s == 4 && sr[j].region == 2 && sr[j].iter == INNER - 1;
+        rec[(size_t)s * cap + j] = (ag_ev_record){
+            (uint32_t)sr[j].b, sr[j].site, open ? 0 : (uint32_t)sr[j].e,
+            open ? 0 : sr[j].iter ^ AG_EV_ITER_BIAS};
+        if (sr[j].region >= 0 && !open)
+          truth[ntruth++] = (truth_occ){sr[j].region, (uint32_t)l, cta, wp, sr[j].iter, sm,
+                                        sr[j].b, sr[j].e};
+      }
       clk += 40;
       m->clock_exit = clk + (ambiguous && s == 3 ? (1ull << 32) : 0);
       m->gtime_exit = m->gtime_entry + (uint64_t)((double)(clk - m->clock_entry) / HZ * 1e9);
@@ -125,7 +137,7 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int a
                                     m->clock_exit};
     }
     ag_evw_launch L = {(uint32_t)l, "kern", {GRID, 1, 1}, {WPC * 32, 1, 1}, 0, WARPS, WPC, cap,
-                       meta, rec};
+                       cap, meta, rec};
     CHECK_EQ_INT(ag_evw_launch_add(w, &L, err, sizeof err), 0);
   }
   ag_jb j = {0};
@@ -323,8 +335,23 @@ TEST(scope_matching) {
   unlink(path);
 }
 
+/* 1 when the text report of t contains `what`. */
+static int report_says(const ag_trace *t, const char *what) {
+  ag_str txt = AG_STR_INIT;
+  ag_region_stats *rs = NULL;
+  int n = 0;
+  ag_trace_stats(t, NULL, NULL, 0, &rs, &n);
+  ag_report_trace_text(t, NULL, rs, n, &txt);
+  int ok = strstr(ag_str_cstr(&txt), what) != NULL;
+  if (!ok)
+    fprintf(stderr, "'%s' not in the report:\n%s", what, ag_str_cstr(&txt));
+  ag_str_release(&txt);
+  ag_region_stats_free(rs, n);
+  return ok;
+}
+
 TEST(full_buffer_reports_drops) {
-  simulate(1, 4, 0, 0, 0); /* 7 records per warp: role, inner x 5, outer */
+  simulate(1, 4, 0, 0, 0); /* 7 records per warp: role, outer, inner x 5 */
   ag_evidence *ev = NULL;
   ag_trace *t = decode_ok(&ev);
   if (!t)
@@ -333,15 +360,8 @@ TEST(full_buffer_reports_drops) {
   CHECK_EQ_U64(ev->launches[0].dropped, (uint64_t)WARPS * 3);
   CHECK_EQ_INT(compare(t, truth, ntruth), 0); /* what was kept decodes exactly */
   CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "trace buffer full (4 records): 3 records were "
-                                             "dropped; every occurrence that ended after cycle");
-  ag_str txt = AG_STR_INIT;
-  ag_region_stats *rs = NULL;
-  int n = 0;
-  ag_trace_stats(t, NULL, NULL, 0, &rs, &n);
-  ag_report_trace_text(t, NULL, rs, n, &txt);
-  CHECK_CONTAINS(ag_str_cstr(&txt), "records dropped (buffers full)");
-  ag_str_release(&txt);
-  ag_region_stats_free(rs, n);
+                                             "dropped; every occurrence that began after cycle");
+  CHECK(report_says(t, "records dropped (buffers full)"));
   ag_trace_free(t);
   ag_evidence_free(ev);
   unlink(path);
@@ -366,16 +386,40 @@ TEST(nesting_divergence_and_ambiguity_are_anomalies) {
   unlink(path);
 }
 
+/* One launch simulated with *flag set (unended, long_lived), decoded. */
+static ag_trace *simulate_flagged(int *flag, ag_evidence **ev) {
+  *flag = 1;
+  simulate(1, 64, 0, 0, 0);
+  *flag = 0;
+  return decode_ok(ev);
+}
+
+/* An occurrence whose end marker never ran (its record's second half is
+ * still zero) is not an occurrence: it is an anomaly naming the region and
+ * when it began, counted, and said in the report. */
+TEST(unended_occurrences_are_anomalies) {
+  ag_evidence *ev = NULL;
+  ag_trace *t = simulate_flagged(&unended, &ev);
+  if (!t)
+    return;
+  CHECK_EQ_U64(t->unended, 1);
+  CHECK_EQ_INT(t->nanomalies, 1);
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 1 warp 1: 'kern/outer/inner' began at cycle");
+  CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "and never ended");
+  CHECK_EQ_INT(compare(t, truth, ntruth), 0); /* every other occurrence decodes exactly */
+  CHECK(report_says(t, "1 occurrence began and never ended"));
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  unlink(path);
+}
+
 /* Warps that lived 3 s (2^32 cycles or more at HZ): the probe's entry
  * anchors, rebuilt from their low words, are wrong for them. Every such warp
  * is an anomaly, and the launch clock comes from the calibration, not from
  * anchors those warps would bend. */
 TEST(long_lived_warps_are_anomalies) {
-  long_lived = 1;
-  simulate(1, 64, 0, 0, 0);
-  long_lived = 0;
   ag_evidence *ev = NULL;
-  ag_trace *t = decode_ok(&ev);
+  ag_trace *t = simulate_flagged(&long_lived, &ev);
   if (!t)
     return;
   CHECK_CONTAINS(ag_str_cstr(&t->anomalies), "cta 0 warp 0: the warp ran for 3.00 s, 2^32 "
@@ -583,5 +627,6 @@ TEST(reports_and_timeline) {
 
 RUN_TESTS(T(decode_gives_back_the_simulated_occurrences), T(stats_equal_brute_force),
           T(scope_matching), T(full_buffer_reports_drops),
-          T(nesting_divergence_and_ambiguity_are_anomalies), T(long_lived_warps_are_anomalies), T(damaged_files_get_clear_errors),
+          T(nesting_divergence_and_ambiguity_are_anomalies), T(unended_occurrences_are_anomalies),
+          T(long_lived_warps_are_anomalies), T(damaged_files_get_clear_errors),
           T(record_with_unknown_site_is_an_error), T(reports_and_timeline))

@@ -49,23 +49,26 @@ TEST(overhead_structure_and_brute_force) {
   int step = ag_evidence_find_region(ev, "overhead_compute/work/step");
   int work = ag_evidence_find_region(ev, "overhead_compute/work");
   CHECK(step >= 0 && work >= 0);
-  /* brute force from the raw records: per warp, 64 step records with
-   * iterations 0..63, then work; durations are end - begin (mod 2^32) */
+  /* brute force from the raw records: per warp, work's record (taken at
+   * its begin), then 64 step records with iterations 0..63; durations are
+   * end - begin (mod 2^32) */
   double sum = 0, mn = INFINITY, mx = 0;
   uint64_t n = 0;
   int order_ok = 1;
   for (uint32_t w = 0; w < L->warps; w++) {
     const ag_ev_record *r = L->records + L->first[w];
     CHECK_EQ_U64(L->first[w + 1] - L->first[w], 65);
+    order_ok &= ev->sites[r[0].site].region == work && ag_ev_record_ended(&r[0]);
     for (uint32_t i = 0; i < 64; i++) {
-      order_ok &= ev->sites[r[i].site].region == step && ag_ev_record_iter(&r[i]) == i;
-      double d = (double)(uint32_t)(r[i].end - r[i].begin);
+      const ag_ev_record *q = &r[i + 1];
+      order_ok &= ev->sites[q->site].region == step && ag_ev_record_iter(q) == i &&
+                  ag_ev_record_ended(q);
+      double d = (double)(uint32_t)(q->end - q->begin);
       sum += d;
       mn = fmin(mn, d);
       mx = fmax(mx, d);
       n++;
     }
-    order_ok &= ev->sites[r[64].site].region == work;
   }
   CHECK(order_ok);
   ag_region_stats *rs = NULL;

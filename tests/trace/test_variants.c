@@ -48,9 +48,11 @@ static void check_file(const char *path) {
     char tag[2400];
     snprintf(tag, sizeof tag, "%s-traced", base);
     CHECK_EQ_INT(tu_assemble(v->ptx, v->len, tag), 0);
-    /* one record probe per end and role marker of the parent */
-    size_t marks = tu_count(ptx, "@argus end ") + tu_count(ptx, "@argus role ");
-    CHECK_EQ_U64(tu_count(v->ptx, "// argus: record site "), marks);
+    /* one record site per begin and role marker of the parent, and a
+     * probe at every end marker */
+    size_t marks = tu_count(ptx, "@argus begin ") + tu_count(ptx, "@argus role ");
+    CHECK_EQ_U64(tu_count(v->ptx, "(record site "), marks);
+    CHECK_EQ_U64(tu_count(v->ptx, "// argus: end "), tu_count(ptx, "@argus end "));
     CHECK_EQ_U64((size_t)v->nsites, marks);
     CHECK_EQ_U64(json_array_size(json_object_get(v->probes, "sites")), marks);
     CHECK(strcmp(v->id, v->parent) != 0);
@@ -151,6 +153,17 @@ TEST(broken_variant_fails_ptxas) {
  * iteration captured as its complement at the begin marker, the record
  * address computed there after the clock; an end marker with a record
  * between it and the last begin (work, around step) computes it again. */
+/* 1 when the line after the first `tag` in ptx starts with `want`. */
+static int follows(const char *ptx, const char *tag, const char *want) {
+  const char *at = strstr(ptx, tag);
+  const char *nl = at ? strchr(at, '\n') : NULL;
+  if (!nl || strncmp(nl + 1, want, strlen(want)) != 0) {
+    fprintf(stderr, "after '%s' expected:\n%s\ngot:\n%.300s\n", tag, want, nl ? nl + 1 : "(none)");
+    return 0;
+  }
+  return 1;
+}
+
 TEST(probe_shape) {
   size_t len = 0;
   char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
@@ -163,40 +176,38 @@ TEST(probe_shape) {
   ag_variant *v = NULL;
   CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
   if (v) {
-    CHECK_EQ_INT(v->nsites, 4); /* step and work, in two kernels */
-    CHECK_EQ_U64(tu_count(v->ptx, "st.global.v4.u32 [%agt_a]"), 4);
-    CHECK_EQ_U64(tu_count(v->ptx, "not.b32 %agt_i"), 2); /* step's begin, per kernel */
-    /* step's begin: iteration, clock, the next record's address */
-    const char *beg = strstr(v->ptx, "// argus: begin step");
+    CHECK_EQ_INT(v->nsites, 4); /* the begins of work and step, in two kernels */
+    CHECK_EQ_U64(tu_count(v->ptx, "st.global.v2.u32 [%agt_a], {%agt_b"), 4);
+    CHECK_EQ_U64(tu_count(v->ptx, "st.global.v4.u32 [%agt_a]"), 0); /* no role markers */
+    CHECK_EQ_U64(tu_count(v->ptx, "xor.b32 %agt_i"), 2); /* step's begin, per kernel */
+    /* step's begin (site 1): iteration, clock, the record's first half, its
+     * address kept for the end, then the next record's address */
+    const char *beg = strstr(v->ptx, "// argus: begin step (record site 1)");
     CHECK(beg != NULL);
-    static const char want_begin[] = "\tnot.b32 %agt_i2, %r";
-    static const char want_begin2[] = "\tmov.u32 %agt_b2, %clock;\n"
-                                      "\tcvt.u64.u32 %agt_a, %agt_k;\n"
+    static const char want_begin[] = "\txor.b32 %agt_i2, %r";
+    static const char want_begin2[] = ", 2147483648;\n"
+                                      "\tmov.u32 %agt_b2, %clock;\n"
+                                      "\t@%agt_q st.global.v2.u32 [%agt_a], {%agt_b2, 1};\n"
+                                      "\tmov.b64 %agt_s2, %agt_a;\n"
+                                      "\tadd.u32 %agt_k, %agt_k, 16;\n"
+                                      "\tmin.u32 %agt_m, %agt_k, %agt_cl;\n"
+                                      "\tcvt.u64.u32 %agt_a, %agt_m;\n"
                                       "\tadd.u64 %agt_a, %agt_a, %agt_rb;\n";
     if (beg) {
-      const char *l1 = strchr(beg, '\n') + 1, *l2 = strchr(l1, '\n') + 1;
+      const char *l1 = strchr(beg, '\n') + 1;
       CHECK(strncmp(l1, want_begin, sizeof want_begin - 1) == 0);
-      CHECK(strncmp(l2, want_begin2, sizeof want_begin2 - 1) == 0);
+      const char *l2 = strstr(l1, ", 2147483648;\n");
+      CHECK(l2 && strncmp(l2, want_begin2, sizeof want_begin2 - 1) == 0);
     }
-    /* step's end (its begin is the last marker before it): clock, advance,
-     * store, next predicate; work's end computes the address first */
-    const char *site = strstr(v->ptx, "// argus: record site 0 (end step)");
-    CHECK(site != NULL);
-    static const char want[] =
-        "\tmov.u32 %agt_e, %clock;\n"
-        "\tadd.u32 %agt_k, %agt_k, 16;\n"
-        "\t@%agt_q st.global.v4.u32 [%agt_a], {%agt_b2, %agt_e, 0, %agt_i2};\n"
-        "\tsetp.lt.u32 %agt_q, %agt_k, %agt_cl;\n";
-    if (site)
-      CHECK(strncmp(strchr(site, '\n') + 1, want, sizeof want - 1) == 0);
-    const char *wsite = strstr(v->ptx, "// argus: record site 1 (end work)");
-    static const char want_work[] = "\tmov.u32 %agt_e, %clock;\n"
-                                    "\tcvt.u64.u32 %agt_a, %agt_k;\n"
-                                    "\tadd.u64 %agt_a, %agt_a, %agt_rb;\n"
-                                    "\tadd.u32 %agt_k, %agt_k, 16;\n";
-    CHECK(wsite != NULL);
-    if (wsite)
-      CHECK(strncmp(strchr(wsite, '\n') + 1, want_work, sizeof want_work - 1) == 0);
+    /* step's end: the clock and the second half, nothing else; work's end
+     * the same with "no iteration" */
+    CHECK(follows(v->ptx, "// argus: end step\n",
+                  "\tmov.u32 %agt_e, %clock;\n"
+                  "\t@%agt_q st.global.v2.u32 [%agt_s2+8], {%agt_e, %agt_i2};\n"
+                  "\t// end inline asm"));
+    CHECK(follows(v->ptx, "// argus: end work\n",
+                  "\tmov.u32 %agt_e, %clock;\n"
+                  "\t@%agt_q st.global.v2.u32 [%agt_s1+8], {%agt_e, 2147483647};\n"));
     /* the prologue (from the probe state to the kernel's first parameter
      * load) stores nothing */
     const char *pro = strstr(v->ptx, "reference-trace probe state");
@@ -213,29 +224,14 @@ TEST(probe_shape) {
   ag_free(ptx);
 }
 
-/* Each record site of a traced variant: 1 if it computes the record
- * address itself, 0 if it reuses the one its begin marker computed; sites
- * in order, up to max. Returns the number of sites. */
-static int site_computes(const char *ptx, int *out, int max) {
-  int n = 0;
-  for (const char *p = strstr(ptx, "// argus: record site "); p && n < max;
-       p = strstr(p + 1, "// argus: record site ")) {
-    const char *st = strstr(p, "st.global.v4.u32 [%agt_a]");
-    const char *ad = strstr(p, "cvt.u64.u32 %agt_a, %agt_k");
-    out[n++] = ad && st && ad < st;
-  }
-  return n;
-}
-
-/* Where the end and role markers reuse the address (address_ready in
- * xform_trace.c): only when a begin marker comes after the last record on
- * every path. step's end follows its begin in the loop body (reuses);
- * cond's end follows its begin (reuses); the role producer after the
- * branch is reached from cond's record and from step's (computes); the
- * role consumer right after last's begin reuses, the producer after it
- * and the ends of last and outer come after records (compute). The
- * variant assembles. */
-static const char *reuse_ptx =
+/* Where each record goes, on a kernel with a loop, a branch, role markers
+ * and nesting: every begin and role marker is a record site, in marker
+ * order, and takes the next record (the advance after it); a begin marker
+ * writes the first half at that address and keeps it in its region's
+ * register, and every end marker writes the second half through its own
+ * region's register, which the prologue points at the trash slot until a
+ * begin has run. The variant assembles. */
+static const char *record_ptx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry k(.param .u32 n)\n{\n"
     "\t.reg .pred %p<3>;\n\t.reg .b32 %r<4>;\n"
@@ -260,32 +256,57 @@ static const char *reuse_ptx =
     "\t// @argus end - outer\n"
     "\tret;\n}\n";
 
-TEST(address_reuse) {
+TEST(record_sites) {
   ag_diags d;
   ag_diags_init(&d);
   ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
   ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make(reuse_ptx, strlen(reuse_ptx), "reuse.ptx", &tr, &d, &v), 0);
+  CHECK_EQ_INT(ag_variant_make(record_ptx, strlen(record_ptx), "records.ptx", &tr, &d, &v), 0);
   if (!v) {
     tu_print_diags(&d);
     ag_diags_release(&d);
     return;
   }
-  /* the sites are the end and role markers in order: step, cond,
-   * producer, consumer, producer, last, outer */
-  int c[8] = {0};
-  static const int want[7] = {0, 0, 1, 0, 1, 1, 1};
+  /* sites: outer, step, cond, producer, last, consumer, producer */
+  static const char *kinds[7] = {"region", "region", "region", "role",
+                                 "region", "role",   "role"};
+  json_t *sites = json_object_get(v->probes, "sites");
   CHECK_EQ_INT(v->nsites, 7);
-  CHECK_EQ_INT(site_computes(v->ptx, c, 8), 7);
-  for (int i = 0; i < 7; i++)
-    if (c[i] != want[i]) {
-      fprintf(stderr, "site %d: computes the address %d, expected %d\n", i, c[i], want[i]);
-      CHECK(0);
-    }
-  /* the prologue's address (base, k = 0) and each begin marker's */
-  CHECK_EQ_U64(tu_count(v->ptx, "mov.b64 %agt_a, %agt_rb;"), 1);
-  CHECK_EQ_U64(tu_count(v->ptx, "cvt.u64.u32 %agt_a, %agt_k;"), 4 + 4);
-  CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "reuse"), 0);
+  CHECK_EQ_U64(json_array_size(sites), 7);
+  for (size_t i = 0; i < 7 && i < json_array_size(sites); i++)
+    CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(sites, i), "kind")), kinds[i]);
+  /* four begins write first halves, three roles whole records; each takes
+   * the next record */
+  CHECK_EQ_U64(tu_count(v->ptx, "st.global.v2.u32 [%agt_a]"), 4);
+  CHECK_EQ_U64(tu_count(v->ptx, "st.global.v4.u32 [%agt_a]"), 3);
+  CHECK_EQ_U64(tu_count(v->ptx, "min.u32 %agt_m, %agt_k, %agt_cl;"), 7);
+  /* the site numbers stored are the markers' own, in order */
+  const char *p = v->ptx;
+  for (int i = 0; i < 7 && p; i++) {
+    char tag[48];
+    snprintf(tag, sizeof tag, "(record site %d)", i);
+    p = strstr(p, tag);
+    CHECK(p != NULL);
+    char st[24];
+    snprintf(st, sizeof st, ", %d", i);
+    const char *store = p ? strstr(p, "st.global.v") : NULL;
+    CHECK(store && strstr(store, st) && strstr(store, st) < strchr(store, '\n'));
+  }
+  /* each end writes through its own region's register (regions: 1 outer,
+   * 2 step, 3 cond, 4 last), set at entry to the trash slot */
+  static const char *names[4] = {"outer", "step", "cond", "last"};
+  for (int r = 0; r < 4; r++) {
+    char tag[32], want[48], init[48];
+    snprintf(tag, sizeof tag, "// argus: end %s\n", names[r]);
+    snprintf(want, sizeof want, "st.global.v2.u32 [%%agt_s%d+8], {%%agt_e, ", r + 1);
+    snprintf(init, sizeof init, "mov.b64 %%agt_s%d, %%agt_x;", r + 1);
+    const char *e = strstr(v->ptx, tag);
+    CHECK(e != NULL);
+    const char *st = e ? strstr(e, "st.global") : NULL;
+    CHECK(st && strncmp(st, want, strlen(want)) == 0);
+    CHECK_EQ_U64(tu_count(v->ptx, init), 1);
+  }
+  CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "records"), 0);
   ag_variant_free(v);
   ag_diags_release(&d);
 }
@@ -342,5 +363,5 @@ TEST(variant_errors) {
 }
 
 RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(probe_shape),
-          T(address_reuse),
+          T(record_sites),
           T(variant_errors))
