@@ -11,8 +11,10 @@ exactly that change side by side with the product (bench/RESULTS.md,
 "Probe designs, second round"). Exploration only: the product's probe is
 src/ptx/xform_trace.c. The designs of round 1 edit the probe of commit
 f6bd823 (the record address computed at the end marker: the argus of
-701948d makes it); those of round 2 the probe of 49e9e45 (the address at
-the begin marker). The script writes the designs that fit the input.
+701948d makes it); those of rounds 2 and 3 the probe of 49e9e45 (the
+address at the begin marker: the argus of c44c1f1 makes it); those of
+round 4 the probe of b96d648 (evidence format 3, round 3's spbs). The
+script writes the designs that fit the input.
 """
 import re
 import sys
@@ -307,16 +309,178 @@ for _n in range(1, 5):
     ROUND2[f"new-p{_n}"] = padded(_n)
     ROUND2[f"sw-p{_n}"] = padded(_n, per_kernel(site_at_begin))
 
+# ---- round 3 (base: the 49e9e45 probe, as round 2; this session's designs).
+# What the store predicate, the per-record store and the record's shape cost.
+PRED = "\tsetp.lt.u32 %agt_q, %agt_k, %agt_cl;\n"
+REC = re.compile(r"\tmov\.u32 %agt_e, %clock;\n(?:" + re.escape(ADDR) + r")?\tadd\.u32 %agt_k, %agt_k, 16;\n"
+                 r"\t@%agt_q st\.global\.v4\.u32 \[%agt_a\], \{%agt_b(\d+), %agt_e, (\d+), ([^}]+)\};\n" +
+                 re.escape(PRED))
+PRO_PRED = "\tmov.u32 %agt_k, 0;\n\tmov.b64 %agt_a, %agt_rb;\n" + PRED
+
+def clamp_records(src):
+    """clamp: no store predicate per record: the record address is
+    base + min(k, trash), the warp's last slot a trash slot, and the store
+    predicate (lane 0, bound) is set once at entry"""
+    src = src.replace("selp.u32 %agt_cl, %agt_t7, 0, %agt_p;", "add.u32 %agt_cl, %agt_t7, -16;")
+    src = src.replace(PRO_PRED, PRO_PRED.replace(PRED, "\tmov.pred %agt_q, %agt_p;\n"))
+    src = src.replace("cvt.u64.u32 %agt_a, %agt_k;", "min.u32 %agt_t15, %agt_k, %agt_cl;\n\tcvt.u64.u32 %agt_a, %agt_t15;")
+    return src.replace(PRED, "")
+
+def clamp_sr(src):
+    """clampsr: clamp with sr's site registers (their zero from the
+    capacity, cap * 16 >> 31)"""
+    out = per_kernel(site_registers)(clamp_records(src))
+    return out.replace("shr.u32 %agt_m, %agt_cl, 31;", "shr.u32 %agt_m, %agt_t7, 31;")
+
+def lane_records(src):
+    """lanes: no store per record: record n is held in registers by lane
+    n % 32 (predicated moves), and the warp stores 32 records at once (one
+    coalesced 16-byte store per lane) when the 32nd is complete, and the
+    partial group at exit"""
+    labels = iter(range(1, 1000))
+    def flush():
+        n = next(labels)
+        return ("\tadd.u32 %agt_k, %agt_k, 16;\n\tand.b32 %agt_sk, %agt_k, 496;\n"
+                "\tsetp.eq.u32 %agt_s, %agt_sk, %agt_ln;\n\tsetp.ne.u32 %agt_f, %agt_sk, 0;\n"
+                f"\t@%agt_f bra $Lagt_sk{n};\n\tadd.u32 %agt_fo, %agt_k, %agt_ln;\n"
+                "\tsub.u32 %agt_fo, %agt_fo, 512;\n\tsetp.lt.u32 %agt_fq, %agt_fo, %agt_cl;\n"
+                "\tcvt.u64.u32 %agt_fa, %agt_fo;\n\tadd.u64 %agt_fa, %agt_fa, %agt_rb;\n"
+                "\t@%agt_fq st.global.v4.u32 [%agt_fa], {%agt_r0, %agt_r1, %agt_r2, %agt_r3};\n"
+                f"$Lagt_sk{n}:\n")
+    def kern(k):
+        k = k.replace("\t.reg .pred %agt_p, %agt_q;\n",
+                      "\t.reg .pred %agt_p, %agt_q, %agt_s, %agt_f, %agt_fq, %agt_p2;\n"
+                      "\t.reg .b32 %agt_r<4>, %agt_ln, %agt_sk, %agt_fo;\n\t.reg .b64 %agt_fa;\n")
+        k = k.replace("selp.u32 %agt_cl, %agt_t7, 0, %agt_p;",
+                      "setp.ne.u32 %agt_p2, %agt_t1, 0;\n\tselp.u32 %agt_cl, %agt_t7, 0, %agt_p2;\n"
+                      "\tmov.u32 %agt_ln, %laneid;\n\tshl.b32 %agt_ln, %agt_ln, 4;\n"
+                      "\tmov.u32 %agt_sk, 0;\n\tsetp.eq.u32 %agt_s, %agt_ln, 0;")
+        k = re.sub(r"\tnot\.b32 %agt_i\d+, ([^;]+);\n\tmov\.u32 %agt_b\d+, %clock;\n" + re.escape(ADDR),
+                   r"\t@%agt_s not.b32 %agt_r3, \1;\n\t@%agt_s mov.u32 %agt_r0, %clock;\n", k)
+        k = re.sub(r"\tmov\.u32 (%agt_b\d+), %clock;\n" + re.escape(ADDR), r"\tmov.u32 \1, %clock;\n", k)
+        def rec(m):
+            if m.group(3).startswith("%agt_i"):
+                return ("\t@%agt_s mov.u32 %agt_r1, %clock;\n"
+                        f"\t@%agt_s mov.u32 %agt_r2, {m.group(2)};\n" + flush())
+            return (f"\tmov.u32 %agt_e, %clock;\n\t@%agt_s mov.u32 %agt_r0, %agt_b{m.group(1)};\n"
+                    f"\t@%agt_s mov.u32 %agt_r1, %agt_e;\n\t@%agt_s mov.u32 %agt_r2, {m.group(2)};\n"
+                    f"\t@%agt_s mov.u32 %agt_r3, {m.group(3)};\n" + flush())
+        k = REC.sub(rec, k)
+        return k.replace("\t// argus: warp exit anchors and counts\n",
+                         "\tsetp.lt.u32 %agt_fq, %agt_ln, %agt_sk;\n\tsub.u32 %agt_fo, %agt_k, %agt_sk;\n"
+                         "\tadd.u32 %agt_fo, %agt_fo, %agt_ln;\n"
+                         "\tsetp.lt.and.u32 %agt_fq, %agt_fo, %agt_cl, %agt_fq;\n"
+                         "\tcvt.u64.u32 %agt_fa, %agt_fo;\n\tadd.u64 %agt_fa, %agt_fa, %agt_rb;\n"
+                         "\t@%agt_fq st.global.v4.u32 [%agt_fa], {%agt_r0, %agt_r1, %agt_r2, %agt_r3};\n"
+                         "\t// argus: warp exit anchors and counts\n")
+    return per_kernel(kern)(src)
+
+def war_bound(src):
+    """war0: timing bound on the store's register read: every record store
+    reads loop-invariant registers only (the base, an opaque zero), while
+    the clocks and the iteration fold into an accumulator stored at exit
+    (records garbage: timing only)"""
+    def kern(k):
+        k = k.replace("\t.reg .pred %agt_p, %agt_q;\n", "\t.reg .pred %agt_p, %agt_q;\n\t.reg .b32 %agt_z, %agt_acc;\n")
+        k = k.replace("\tmov.u32 %agt_sl, %agt_t8;\n",
+                      "\tmov.u32 %agt_sl, %agt_t8;\n\tshr.u32 %agt_z, %agt_cl, 31;\n\tmov.u32 %agt_acc, 0;\n")
+        def rec(m):
+            out = f"\txor.b32 %agt_acc, %agt_acc, {m.group(1)};\n\txor.b32 %agt_acc, %agt_acc, %agt_e;\n"
+            if m.group(3).startswith("%"):
+                out += f"\txor.b32 %agt_acc, %agt_acc, {m.group(3)};\n"
+            return out + "\t@%agt_q st.global.v4.u32 [%agt_rb], {%agt_z, %agt_z, %agt_z, %agt_z};\n"
+        k = STORE.sub(rec, k)
+        return k.replace("\t// argus: warp exit anchors and counts\n",
+                         "\t@%agt_q st.global.u32 [%agt_rb+4], %agt_acc;\n\t// argus: warp exit anchors and counts\n")
+    return per_kernel(kern)(src)
+
+def split_records(half, opaque):
+    """sp<half>[z]: each record taken at its begin marker, which stores one
+    half of it, the end marker the other half into the same record (the
+    address kept per region); no predicate per record (clamp's trash slot).
+    half 'bi': begin {begin, ~iteration}, end {end, site}; 'bs': begin
+    {begin, site}, end {end, ~iteration} (evidence format 3 is 'bs').
+    opaque: the end's address an opaque copy (a + 0) instead of a move.
+    The record layout differs from format 2: timing only"""
+    def kern(k):
+        k = k.replace("\t.reg .pred %agt_p, %agt_q;\n",
+                      "\t.reg .pred %agt_p, %agt_q;\n\t.reg .b64 %agt_s<8>, %agt_z;\n\t.reg .b32 %agt_m;\n")
+        k = k.replace("selp.u32 %agt_cl, %agt_t7, 0, %agt_p;", "add.u32 %agt_cl, %agt_t7, -16;")
+        k = k.replace(PRO_PRED, PRO_PRED.replace(PRED, "\tmov.pred %agt_q, %agt_p;\n"
+                      "\tshr.u32 %agt_m, %agt_t7, 31;\n\tcvt.u64.u32 %agt_z, %agt_m;\n"))
+        nxt = ("\tadd.u32 %agt_k, %agt_k, 16;\n\tmin.u32 %agt_m, %agt_k, %agt_cl;\n"
+               "\tcvt.u64.u32 %agt_a, %agt_m;\n\tadd.u64 %agt_a, %agt_a, %agt_rb;\n")
+        sites = {m.group(1)[len("%agt_b"):]: (m.group(2), m.group(3)) for m in STORE.finditer(k)}
+        def begin(r, iline):
+            site, it = sites[r]
+            first = f"{{%agt_b{r}, {it}}}" if half == "bi" else f"{{%agt_b{r}, {site}}}"
+            keep = f"\tadd.u64 %agt_s{r}, %agt_a, %agt_z;\n" if opaque else f"\tmov.b64 %agt_s{r}, %agt_a;\n"
+            return (iline + f"\tmov.u32 %agt_b{r}, %clock;\n\t@%agt_q st.global.v2.u32 [%agt_a], {first};\n"
+                    + keep + nxt)
+        k = re.sub(r"(\tnot\.b32 %agt_i\d+, [^;]+;\n)\tmov\.u32 %agt_b(\d+), %clock;\n" + re.escape(ADDR),
+                   lambda m: begin(m.group(2), m.group(1)), k)
+        k = re.sub(r"\tmov\.u32 %agt_b(\d+), %clock;\n" + re.escape(ADDR), lambda m: begin(m.group(1), ""), k)
+        def end(m):
+            second = f"{{%agt_e, {m.group(2)}}}" if half == "bi" else f"{{%agt_e, {m.group(3)}}}"
+            return f"\tmov.u32 %agt_e, %clock;\n\t@%agt_q st.global.v2.u32 [%agt_s{m.group(1)}+8], {second};\n"
+        return REC.sub(end, k)
+    return per_kernel(kern)
+
+ROUND3 = {
+    "lanes": lane_records,
+    "clamp": clamp_records,
+    "clampsr": clamp_sr,
+    "war0": war_bound,
+    "spbi": split_records("bi", False),
+    "spbs": split_records("bs", False),
+    "spbiz": split_records("bi", True),
+    "spbsz": split_records("bs", True),
+}
+for _d in ("clamp", "clampsr", "spbi", "spbs", "spbiz", "spbsz", "war0"):
+    for _n in (1, 2, 3):
+        ROUND3[f"{_d}-p{_n}"] = padded(_n, ROUND3[_d])
+for _n in (1, 2, 3):
+    ROUND3[f"tr-p{_n}"] = padded(_n)
+    ROUND3[f"sr-p{_n}"] = padded(_n, per_kernel(site_registers))
+
+# ---- round 4 (base: the format-3 probe of b96d648: records taken at the
+# begin marker, written in two halves; the round-3 design spbs made product)
+ADV = ("\tadd.u32 %agt_k, %agt_k, 16;\n\tmin.u32 %agt_m, %agt_k, %agt_cl;\n"
+       "\tcvt.u64.u32 %agt_a, %agt_m;\n\tadd.u64 %agt_a, %agt_a, %agt_rb;\n")
+
+def advance_first(src):
+    """pre: the next record's address computed before the begin clock (into
+    a register of its own) instead of after the first half's store"""
+    src = src.replace("\t.reg .pred %agt_p, %agt_q;\n", "\t.reg .pred %agt_p, %agt_q;\n\t.reg .b64 %agt_an;\n")
+    pat = re.compile(r"(\t(?:xor\.b32|mov\.u32) %agt_i\d+, [^;]+;\n)?\tmov\.u32 (%agt_b\d+), %clock;\n"
+                     r"(\t@%agt_q st\.global\.v2\.u32 \[%agt_a\], \{%agt_b\d+, \d+\};\n)"
+                     r"\tmov\.b64 (%agt_s\d+), %agt_a;\n" + re.escape(ADV))
+    return pat.sub(lambda m: (m.group(1) or "") + ADV.replace("cvt.u64.u32 %agt_a", "cvt.u64.u32 %agt_an")
+                   .replace("add.u64 %agt_a, %agt_a", "add.u64 %agt_an, %agt_an") +
+                   f"\tmov.u32 {m.group(2)}, %clock;\n" + m.group(3) +
+                   f"\tmov.b64 {m.group(4)}, %agt_a;\n\tmov.b64 %agt_a, %agt_an;\n", src)
+
+ROUND4 = {"pre": advance_first}
+for _n in (1, 2, 3):
+    ROUND4[f"new-p{_n}"] = padded(_n)
+    ROUND4[f"pre-p{_n}"] = padded(_n, advance_first)
+
 def main():
     src = open(sys.argv[1]).read()
-    round2 = "\tmov.b64 %agt_a, %agt_rb;\n" in src
-    for name, fn in (ROUND2 if round2 else ROUND1).items():
-        out = fn(src)
-        if out == src:
-            sys.exit(f"probe_edits.py: design {name} changed nothing: not the probe it expects")
-        with open(f"{sys.argv[2]}/{name}.ptx", "w") as f:
-            f.write(out)
-    print(f"round {2 if round2 else 1}: {len(ROUND2 if round2 else ROUND1)} designs in {sys.argv[2]}")
+    if "st.global.v2.u32 [%agt_a]" in src:
+        rounds = {4: ROUND4}
+    elif "\tmov.b64 %agt_a, %agt_rb;\n" in src:
+        rounds = {2: ROUND2, 3: ROUND3}
+    else:
+        rounds = {1: ROUND1}
+    for r, designs in rounds.items():
+        for name, fn in designs.items():
+            out = fn(src)
+            if out == src:
+                sys.exit(f"probe_edits.py: design {name} changed nothing: not the probe it expects")
+            with open(f"{sys.argv[2]}/{name}.ptx", "w") as f:
+                f.write(out)
+        print(f"round {r}: {len(designs)} designs in {sys.argv[2]}")
 
 if __name__ == "__main__":
     main()
