@@ -460,10 +460,41 @@ def advance_first(src):
                    f"\tmov.u32 {m.group(2)}, %clock;\n" + m.group(3) +
                    f"\tmov.b64 {m.group(4)}, %agt_a;\n\tmov.b64 %agt_a, %agt_an;\n", src)
 
-ROUND4 = {"pre": advance_first}
+def leaf_advance_at_end(src):
+    """leafend: for a region with nothing between its begin and its end
+    (step), the begin marker only stores the first half at the next
+    record's address, and the end marker stores the second half at that
+    address + 8 and then advances (no address copy per record)"""
+    pat = re.compile(r"(\txor\.b32 %agt_i\d+, [^;]+;\n\tmov\.u32 %agt_b\d+, %clock;\n"
+                     r"\t@%agt_q st\.global\.v2\.u32 \[%agt_a\], \{%agt_b\d+, \d+\};\n)"
+                     r"\tmov\.b64 (%agt_s\d+), %agt_a;\n" + re.escape(ADV))
+    regs = [m.group(2) for m in pat.finditer(src)]
+    src = pat.sub(lambda m: m.group(1), src)
+    for r in regs:
+        src = re.sub(r"\t@%agt_q st\.global\.v2\.u32 \[" + r + r"\+8\], (\{[^}]+\});\n",
+                     lambda m: f"\t@%agt_q st.global.v2.u32 [%agt_a+8], {m.group(1)};\n" + ADV, src)
+    return src
+
+def site_words(src):
+    """sreg: each begin marker's site word a register set at entry from a
+    value ptxas cannot fold (cap * 16 >> 31, 0 at run time)"""
+    def kern(k):
+        sites = sorted(set(int(x) for x in re.findall(r"\(record site (\d+)\)", k)))
+        if not sites:
+            return k
+        k = k.replace("\tmov.u32 %agt_sl, %agt_t8;\n", "\tmov.u32 %agt_sl, %agt_t8;\n\t.reg .b32 %agt_w, %agt_sr<64>;\n"
+                      "\tshr.u32 %agt_w, %agt_t7, 31;\n" +
+                      "".join(f"\tadd.u32 %agt_sr{n}, %agt_w, {n};\n" for n in sites), 1)
+        return re.sub(r"(st\.global\.v2\.u32 \[%agt_a\], \{%agt_b\d+, )(\d+)\}",
+                      lambda m: m.group(1) + "%agt_sr" + m.group(2) + "}", k)
+    return per_kernel(kern)(src)
+
+ROUND4 = {"pre": advance_first, "leafend": leaf_advance_at_end, "sreg": site_words,
+          "leafsreg": lambda s: site_words(leaf_advance_at_end(s))}
 for _n in (1, 2, 3):
     ROUND4[f"new-p{_n}"] = padded(_n)
-    ROUND4[f"pre-p{_n}"] = padded(_n, advance_first)
+    for _d in ("pre", "leafend", "sreg", "leafsreg"):
+        ROUND4[f"{_d}-p{_n}"] = padded(_n, ROUND4[_d])
 
 def main():
     src = open(sys.argv[1]).read()
