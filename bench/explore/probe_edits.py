@@ -13,8 +13,10 @@ src/ptx/xform_trace.c. The designs of round 1 edit the probe of commit
 f6bd823 (the record address computed at the end marker: the argus of
 701948d makes it); those of rounds 2 and 3 the probe of 49e9e45 (the
 address at the begin marker: the argus of c44c1f1 makes it); those of
-round 4 the probe of b96d648 (evidence format 3, round 3's spbs). The
-script writes the designs that fit the input.
+round 4 the probe of b96d648 (evidence format 3, round 3's spbs). Given
+the trace-free PTX (`--kind trace-free`), it writes round 0: the trace-free
+build moved by 1-8 never-taken stores (placement alone). The script writes
+the designs that fit the input.
 """
 import re
 import sys
@@ -496,9 +498,25 @@ for _n in (1, 2, 3):
     for _d in ("pre", "leafend", "sreg", "leafsreg"):
         ROUND4[f"{_d}-p{_n}"] = padded(_n, ROUND4[_d])
 
+# ---- placement of the trace-free build (input: the trace-free PTX): tfp<n>
+# moves each kernel's code by n never-taken stores after its first
+# parameter load, to measure how much placement alone moves the benchmark
+def trace_free_padded(n):
+    def kern(k):
+        m = re.search(r"\tld\.param\.u64 \t(%rd\d+), \[\w+_param_0\];\n", k)
+        ins = ("\t.reg .pred %pz;\n\t.reg .b32 %rz;\n\tmov.u32 %rz, %nctaid.y;\n"
+               "\tsetp.eq.u32 %pz, %rz, 77777;\n" +
+               "".join(f"\t@%pz st.global.u32 [{m.group(1)}+{4 * i}], %rz;\n" for i in range(n)))
+        return k[:m.end()] + ins + k[m.end():]
+    return per_kernel(lambda k: kern(k) if ".entry" in k else k)
+
+ROUND0 = {f"tfp{_n}": trace_free_padded(_n) for _n in range(1, 9)}
+
 def main():
     src = open(sys.argv[1]).read()
-    if "st.global.v2.u32 [%agt_a]" in src:
+    if "__argus_trace" not in src:
+        rounds = {0: ROUND0}
+    elif "st.global.v2.u32 [%agt_a]" in src:
         rounds = {4: ROUND4}
     elif "\tmov.b64 %agt_a, %agt_rb;\n" in src:
         rounds = {2: ROUND2, 3: ROUND3}
