@@ -491,11 +491,17 @@ def site_words(src):
                       lambda m: m.group(1) + "%agt_sr" + m.group(2) + "}", k)
     return per_kernel(kern)(src)
 
+def iteration_after_clock(src):
+    """xafter: the begin marker reads the clock first, then takes the
+    iteration"""
+    return re.sub(r"(\txor\.b32 %agt_i\d+, [^;]+;\n)(\tmov\.u32 %agt_b\d+, %clock;\n)", r"\2\1", src)
+
 ROUND4 = {"pre": advance_first, "leafend": leaf_advance_at_end, "sreg": site_words,
+          "xafter": iteration_after_clock,
           "leafsreg": lambda s: site_words(leaf_advance_at_end(s))}
 for _n in (1, 2, 3):
     ROUND4[f"new-p{_n}"] = padded(_n)
-    for _d in ("pre", "leafend", "sreg", "leafsreg"):
+    for _d in ("pre", "leafend", "sreg", "leafsreg", "xafter"):
         ROUND4[f"{_d}-p{_n}"] = padded(_n, ROUND4[_d])
 
 # ---- placement of the trace-free build (input: the trace-free PTX): tfp<n>
