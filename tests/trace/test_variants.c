@@ -147,12 +147,6 @@ TEST(broken_variant_fails_ptxas) {
   ag_free(ptx);
 }
 
-/* The probe's shape (docs/tracing.md): one record store per record site,
- * right after that site's clock read; no store in a kernel's prologue (it
- * would hold the kernel's first loads behind the descriptor's load); the
- * iteration captured as its complement at the begin marker, the record
- * address computed there after the clock; an end marker with a record
- * between it and the last begin (work, around step) computes it again. */
 /* 1 when the line after the first `tag` in ptx starts with `want`. */
 static int follows(const char *ptx, const char *tag, const char *want) {
   const char *at = strstr(ptx, tag);
@@ -164,6 +158,12 @@ static int follows(const char *ptx, const char *tag, const char *want) {
   return 1;
 }
 
+/* The probe's shape (docs/tracing.md): at a begin marker the iteration
+ * (XOR the bias), the clock, the record's first half stored at once, its
+ * address kept for the region's end, then the next record's address; at an
+ * end marker the clock and the second half, nothing else; no store in a
+ * kernel's prologue (it would hold the kernel's first loads behind the
+ * descriptor's load). */
 TEST(probe_shape) {
   size_t len = 0;
   char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
