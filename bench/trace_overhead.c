@@ -211,7 +211,9 @@ static double check_records(build *b, int type, int *bad) {
 int main(int argc, char **argv) {
   const char *ptxpath = NULL, *dump = NULL;
   int samples = 41, batch = 10;
-  int inners[16] = {8, 16, 32, 64, 128, 256, 512, 1024, 4096}, ninner = 9;
+  /* 544: the compute kernel's shortest of 0.5 ms or more (0.51 ms), where
+   * the 0.1 % target is hardest */
+  int inners[16] = {8, 16, 32, 64, 128, 256, 512, 544, 1024, 4096}, ninner = 10;
   const char *cpath[MAXB] = {0};
   int ccheck[MAXB] = {0}, nb = NB;
   for (int i = 1; i < argc; i++) {
