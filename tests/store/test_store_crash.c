@@ -557,25 +557,42 @@ static int absent_or_intact(const char *ws, const char *hash) {
   return rc == 0;
 }
 
+/* The kill-in-commit tests' setup: a fresh workspace in a scratch directory
+ * and a 64 KiB random blob (from seed) with its hash. */
+typedef struct commit_case {
+  char *dir;
+  char ws[600];
+  unsigned char *p;
+  size_t n;
+  char h[65];
+} commit_case;
+
+static void commit_case_init(commit_case *c, const char *tag, uint64_t seed) {
+  c->dir = scratch_dir(tag);
+  snprintf(c->ws, sizeof c->ws, "%s/ws", c->dir);
+  ag_store *st = NULL;
+  CHECK_EQ_INT(ag_store_open(c->ws, AG_STORE_CREATE, &st), 0);
+  ag_store_close(st);
+  c->n = 64 << 10;
+  c->p = malloc(c->n);
+  fill_random(c->p, c->n, seed);
+  ag_sha256_hex(c->p, c->n, c->h);
+}
+
+static void commit_case_free(commit_case *c) {
+  free(c->p);
+  rm_rf(c->dir);
+  free(c->dir);
+}
+
 /* The control: with nobody else around, the commit in doubt becomes a commit
  * when the workspace is opened again, and the blob is there. */
 TEST(test_kill_in_commit) {
-  char *dir = scratch_dir("crash-commit");
-  char ws[600];
-  snprintf(ws, sizeof ws, "%s/ws", dir);
-  ag_store *st = NULL;
-  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
-  ag_store_close(st);
-  size_t n = 64 << 10;
-  unsigned char *p = malloc(n);
-  fill_random(p, n, 11);
-  char h[65];
-  ag_sha256_hex(p, n, h);
-  CHECK(put_killed_in_commit(ws, p, n));
-  CHECK_EQ_INT(absent_or_intact(ws, h), 1); /* recovered: the kill landed after the commit frame */
-  free(p);
-  rm_rf(dir);
-  free(dir);
+  commit_case c;
+  commit_case_init(&c, "crash-commit", 11);
+  CHECK(put_killed_in_commit(c.ws, c.p, c.n));
+  CHECK_EQ_INT(absent_or_intact(c.ws, c.h), 1); /* recovered: the kill landed after the commit frame */
+  commit_case_free(&c);
 }
 
 /* gc in a process that had the workspace open before the writer died: it does
@@ -583,17 +600,8 @@ TEST(test_kill_in_commit) {
  * the next recovery brings back. The gc process then dies too (no clean close,
  * which would checkpoint and drop the frames in doubt). */
 TEST(test_gc_after_kill_in_commit) {
-  char *dir = scratch_dir("crash-gc-commit");
-  char ws[600];
-  snprintf(ws, sizeof ws, "%s/ws", dir);
-  ag_store *st = NULL;
-  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
-  ag_store_close(st);
-  size_t n = 64 << 10;
-  unsigned char *p = malloc(n);
-  fill_random(p, n, 12);
-  char h[65];
-  ag_sha256_hex(p, n, h);
+  commit_case c;
+  commit_case_init(&c, "crash-gc-commit", 12);
   int go[2], done[2];
   if (pipe(go) != 0 || pipe(done) != 0)
     abort();
@@ -602,7 +610,7 @@ TEST(test_gc_after_kill_in_commit) {
     close(go[1]);
     close(done[0]);
     ag_store *gs = NULL;
-    char r = ag_store_open(ws, 0, &gs) ? 'E' : 'O';
+    char r = ag_store_open(c.ws, 0, &gs) ? 'E' : 'O';
     if (write(done[1], &r, 1) != 1 || r != 'O' || read(go[0], &r, 1) != 1)
       _exit(3);
     ag_gc_opts o = {0, 0};
@@ -616,17 +624,15 @@ TEST(test_gc_after_kill_in_commit) {
   close(done[1]);
   char r = 0;
   CHECK(read(done[0], &r, 1) == 1 && r == 'O');
-  CHECK(put_killed_in_commit(ws, p, n));
+  CHECK(put_killed_in_commit(c.ws, c.p, c.n));
   CHECK(write(go[1], "g", 1) == 1);
   CHECK(read(done[0], &r, 1) == 1 && r == 'G');
   int status;
   waitpid(g, &status, 0);
   close(go[1]);
   close(done[0]);
-  absent_or_intact(ws, h);
-  free(p);
-  rm_rf(dir);
-  free(dir);
+  absent_or_intact(c.ws, c.h);
+  commit_case_free(&c);
 }
 
 RUN_TESTS(T(test_kill_during_create), T(test_kill_writers), T(test_kill_in_commit),

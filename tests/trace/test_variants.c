@@ -123,18 +123,26 @@ TEST(every_variant_assembles) {
   printf("%d modules, every variant assembled\n", nfiles);
 }
 
-TEST(broken_variant_fails_ptxas) {
-  const char *p = "overhead.ptx";
+/* The overhead benchmark's PTX (from the build) and its traced variant, all
+ * regions; NULL, with a failed check, when either is missing. */
+static ag_variant *traced_overhead(void) {
   size_t len = 0;
   char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
   CHECK(ptx != NULL);
   if (!ptx)
-    return;
+    return NULL;
   ag_diags d;
   ag_diags_init(&d);
   ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
   ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make(ptx, len, p, &tr, &d, &v), 0);
+  CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
+  ag_diags_release(&d);
+  ag_free(ptx);
+  return v;
+}
+
+TEST(broken_variant_fails_ptxas) {
+  ag_variant *v = traced_overhead();
   if (v) { /* drop the probe's register declarations */
     char *decl = strstr(v->ptx, ".reg .b32 %agt_k");
     CHECK(decl != NULL);
@@ -143,8 +151,6 @@ TEST(broken_variant_fails_ptxas) {
     CHECK(tu_assemble(v->ptx, v->len, "broken") != 0);
   }
   ag_variant_free(v);
-  ag_diags_release(&d);
-  ag_free(ptx);
 }
 
 /* 1 when the line after the first `tag` in ptx starts with `want`. */
@@ -165,16 +171,7 @@ static int follows(const char *ptx, const char *tag, const char *want) {
  * kernel's prologue (it would hold the kernel's first loads behind the
  * descriptor's load). */
 TEST(probe_shape) {
-  size_t len = 0;
-  char *ptx = tu_read_build_file("tests/data/ptx/overhead.ptx", &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
-    return;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
-  ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
+  ag_variant *v = traced_overhead();
   if (v) {
     CHECK_EQ_INT(v->nsites, 4); /* the begins of work and step, in two kernels */
     CHECK_EQ_U64(tu_count(v->ptx, "st.global.v2.u32 [%agt_a], {%agt_b"), 4);
@@ -220,8 +217,6 @@ TEST(probe_shape) {
     }
   }
   ag_variant_free(v);
-  ag_diags_release(&d);
-  ag_free(ptx);
 }
 
 /* Where each record goes, on a kernel with a loop, a branch, role markers
