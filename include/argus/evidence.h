@@ -63,7 +63,8 @@ typedef struct ag_ev_desc {
  * made). The begin marker of a region takes the warp's next record and
  * writes its first half, {begin, site}; the end marker writes the second
  * half, {end, iter_x}, into the same record. So an occurrence that began
- * but never ended (the warp left the region another way, or faulted) keeps
+ * but never ended (lane 0 did not run the end marker, or the kernel
+ * faulted in the region) keeps
  * a zero second half: ag_ev_record_ended is 0 (the host zeroes the record
  * area before each recorded launch). begin and end are the low 32 bits of
  * %clock64 at the markers; site is the begin (or role, or probe) marker's

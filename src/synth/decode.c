@@ -7,16 +7,17 @@
  * times are restored by unwrapping each record's first clock from the
  * previous one (from the warp's 64-bit entry anchor on), the other from it;
  * the exit anchor checks that no gap reached 2^32 cycles. A region record
- * whose second half was never written began and did not end (the warp left
- * the region another way, or faulted in it): an anomaly. Occurrences are then sorted by
- * begin and nested with a stack: each must lie inside the innermost open one
+ * whose second half was never written began and did not end (lane 0 did not
+ * run the end marker, or the kernel faulted in the region): an anomaly.
+ * Occurrences are then sorted by begin and nested with a stack: each must lie inside the innermost open one
  * (crossing regions are anomalies), which gives each its depth. Role records
  * set the warp's role for occurrences that begin after them. The kernel is a
  * root occurrence from the warp's entry anchor to its exit anchor.
  * Everything that breaks the picture is an anomaly line naming the launch,
  * CTA and warp: a full buffer (and from which cycle on occurrences are
- * missing), occurrences that never ended, crossing regions, ambiguous timestamps, warps that never exited,
- * warps whose lanes made different numbers of records.
+ * missing), occurrences that never ended, crossing regions, ambiguous
+ * timestamps, warps that never exited, warps whose lanes made different
+ * numbers of records.
  *
  * Time line: each launch's clock (anchors when warps span >= 20 us, else the
  * session's calibration); per (launch, SM) an offset from the warps'
@@ -257,8 +258,8 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
       if (!ag_ev_record_ended(&r[j])) {
         t->unended++;
         anomaly(t, "launch %u cta %u warp %u: '%s' began at cycle %" PRIu64 " (%.1f us into "
-                   "the warp) and never ended: the warp left the region without its end "
-                   "marker, or faulted in it",
+                   "the warp) and never ended: lane 0 did not run its end marker (divergent "
+                   "control flow), or the kernel faulted in the region",
                 L->launch, cta, warp, ev->regions[s->region].qname, b,
                 (double)(b - m->clock_entry) * ns_per_cycle / 1e3);
         continue;
