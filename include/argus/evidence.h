@@ -107,7 +107,7 @@ static inline int ag_ev_record_ended(const ag_ev_record *r) { return r->end || r
  * whose flags lack AG_EV_EXITED belongs to a warp that never reached an exit
  * (it did not run, or the kernel faulted). */
 typedef struct ag_ev_meta {
-  uint64_t clock_entry;  /* %clock64 at kernel entry */
+  uint64_t clock_entry;  /* %clock64 at the prologue (after the leading code) */
   uint64_t gtime_entry;  /* %globaltimer (ns) read beside it */
   uint64_t clock_exit;   /* %clock64 at exit */
   uint64_t gtime_exit;   /* %globaltimer at exit */

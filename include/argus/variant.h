@@ -39,8 +39,10 @@ extern "C" {
  * record address computed at the begin marker and reused by the end marker
  * when no record comes between (same records). 6: records taken at the
  * begin marker and written in two halves, a trash slot instead of a store
- * predicate per record (evidence format 3). */
-#define AG_VARIANT_XFORM_VERSION 6
+ * predicate per record (evidence format 3). 7: the prologue after the
+ * kernel's leading straight-line code (same records; the entry anchors a
+ * few instructions later). */
+#define AG_VARIANT_XFORM_VERSION 7
 
 typedef enum ag_variant_kind {
   AG_VARIANT_TRACE_FREE,

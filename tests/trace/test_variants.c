@@ -205,11 +205,12 @@ TEST(probe_shape) {
     CHECK(follows(v->ptx, "// argus: end work\n",
                   "\tmov.u32 %agt_e, %clock;\n"
                   "\t@%agt_q st.global.v2.u32 [%agt_s1+8], {%agt_e, 2147483647};\n"));
-    /* the prologue (from the probe state to the kernel's first parameter
-     * load) stores nothing */
-    const char *pro = strstr(v->ptx, "reference-trace probe state");
-    const char *body = pro ? strstr(pro, "ld.param") : NULL;
-    CHECK(pro && body);
+    /* the prologue comes after the kernel's first global load and stores
+     * nothing before the first marker's probe */
+    const char *load = strstr(v->ptx, "ld.global.f32");
+    const char *pro = strstr(v->ptx, "// argus: reference-trace prologue");
+    const char *body = pro ? strstr(pro, "// argus: begin") : NULL;
+    CHECK(load && pro && body && load < pro);
     if (pro && body) {
       char *cut = strndup(pro, (size_t)(body - pro));
       CHECK(cut && !strstr(cut, "st.global") && !strstr(cut, "red.global"));
@@ -306,6 +307,86 @@ TEST(record_sites) {
   ag_diags_release(&d);
 }
 
+/* Where the prologue goes: after the entry block's leading straight-line
+ * code (parameter and global loads, arithmetic, compares), before the
+ * first control flow, label, barrier or marker; an exit there gets its
+ * epilogue after the prologue. Each variant assembles. */
+static const char *point_ptx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    /* a guarded early exit ends the leading code */
+    ".visible .entry early(.param .u64 p, .param .u32 n)\n{\n"
+    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n"
+    "\tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [n];\n\tmov.u32 %r2, %tid.x;\n"
+    "\tcvta.to.global.u64 %rd2, %rd1;\n\tld.global.u32 %r3, [%rd2];\n"
+    "\tsetp.ge.u32 %p1, %r2, %r1;\n\t@%p1 ret;\n"
+    "\t// @argus begin - body\n\tadd.u32 %r3, %r3, 1;\n\t// @argus end - body\n"
+    "\tst.global.u32 [%rd2], %r3;\n\tret;\n}\n"
+    /* a label first: the prologue right after the declarations */
+    ".visible .entry looped(.param .u32 n)\n{\n"
+    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<3>;\n\tmov.u32 %r2, 0;\n"
+    "$L_top:\n\t// @argus begin - it\n\tadd.u32 %r2, %r2, 1;\n\t// @argus end - it\n"
+    "\tld.param.u32 %r1, [n];\n\tsetp.lt.u32 %p1, %r2, %r1;\n\t@%p1 bra $L_top;\n\tret;\n}\n"
+    /* a barrier ends the leading code */
+    ".visible .entry synced()\n{\n"
+    "\t.reg .b32 %r<2>;\n\tmov.u32 %r1, %tid.x;\n\tbar.sync 0;\n"
+    "\t// @argus begin - after\n\t// @argus end - after\n\tret;\n}\n"
+    /* no marker, no branch: the prologue, then the exit's epilogue */
+    ".visible .entry plain(.param .u64 p)\n{\n"
+    "\t.reg .b64 %rd<2>;\n\tld.param.u64 %rd1, [p];\n\tret;\n}\n";
+
+/* the text of kernel `name` in a variant */
+static char *kernel_text(const char *ptx, const char *name) {
+  char head[64];
+  snprintf(head, sizeof head, ".entry %s(", name);
+  const char *a = strstr(ptx, head);
+  const char *b = a ? strstr(a + 1, ".entry ") : NULL;
+  return a ? strndup(a, b ? (size_t)(b - a) : strlen(a)) : NULL;
+}
+
+/* 1 when `first` occurs in `k` and `then` occurs after it */
+static int before(const char *k, const char *first, const char *then) {
+  const char *a = k ? strstr(k, first) : NULL;
+  const char *b = a ? strstr(a, then) : NULL;
+  if (!b)
+    fprintf(stderr, "expected '%s' before '%s' in:\n%.2000s\n", first, then, k ? k : "(none)");
+  return b != NULL;
+}
+
+TEST(prologue_point) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(point_ptx, strlen(point_ptx), "point.ptx", &tr, &d, &v), 0);
+  if (!v) {
+    tu_print_diags(&d);
+    ag_diags_release(&d);
+    return;
+  }
+  static const char pro[] = "// argus: reference-trace prologue";
+  CHECK_EQ_U64(tu_count(v->ptx, pro), 4);
+  char *k = kernel_text(v->ptx, "early");
+  CHECK(before(k, "setp.ge.u32 %p1, %r2, %r1;", pro));
+  CHECK(before(k, pro, "@%p1 bra $__argus_exit;"));
+  CHECK(before(k, "$__argus_exit:", "warp exit anchors"));
+  free(k);
+  k = kernel_text(v->ptx, "looped");
+  CHECK(before(k, "mov.u32 %r2, 0;", pro));
+  CHECK(before(k, pro, "$L_top:"));
+  free(k);
+  k = kernel_text(v->ptx, "synced");
+  CHECK(before(k, "mov.u32 %r1, %tid.x;", pro));
+  CHECK(before(k, pro, "bar.sync 0;"));
+  free(k);
+  k = kernel_text(v->ptx, "plain");
+  CHECK(before(k, "ld.param.u64 %rd1, [p];", pro));
+  CHECK(before(k, pro, "warp exit anchors"));
+  free(k);
+  CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "point"), 0);
+  ag_variant_free(v);
+  ag_diags_release(&d);
+}
+
 static const char *func_ptx =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".func helper()\n{\n\t// @argus begin - inner\n\t// @argus end - inner\n\tret;\n}\n"
@@ -358,5 +439,4 @@ TEST(variant_errors) {
 }
 
 RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(probe_shape),
-          T(record_sites),
-          T(variant_errors))
+          T(record_sites), T(prologue_point), T(variant_errors))
