@@ -123,6 +123,20 @@ TEST(every_variant_assembles) {
   printf("%d modules, every variant assembled\n", nfiles);
 }
 
+/* The traced variant of a module, all regions; NULL, with a failed check and
+ * the diagnostics printed, when the transform refuses it. */
+static ag_variant *traced_of(const char *ptx, size_t len, const char *name) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(ptx, len, name, &tr, &d, &v), 0);
+  if (!v)
+    tu_print_diags(&d);
+  ag_diags_release(&d);
+  return v;
+}
+
 /* The overhead benchmark's PTX (from the build) and its traced variant, all
  * regions; NULL, with a failed check, when either is missing. */
 static ag_variant *traced_overhead(void) {
@@ -131,12 +145,7 @@ static ag_variant *traced_overhead(void) {
   CHECK(ptx != NULL);
   if (!ptx)
     return NULL;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
-  ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make(ptx, len, "overhead.ptx", &tr, &d, &v), 0);
-  ag_diags_release(&d);
+  ag_variant *v = traced_of(ptx, len, "overhead.ptx");
   ag_free(ptx);
   return v;
 }
@@ -253,16 +262,9 @@ static const char *record_ptx =
     "\tret;\n}\n";
 
 TEST(record_sites) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
-  ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make(record_ptx, strlen(record_ptx), "records.ptx", &tr, &d, &v), 0);
-  if (!v) {
-    tu_print_diags(&d);
-    ag_diags_release(&d);
+  ag_variant *v = traced_of(record_ptx, strlen(record_ptx), "records.ptx");
+  if (!v)
     return;
-  }
   /* sites: outer, step, cond, producer, last, consumer, producer */
   static const char *kinds[7] = {"region", "region", "region", "role",
                                  "region", "role",   "role"};
@@ -304,7 +306,6 @@ TEST(record_sites) {
   }
   CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "records"), 0);
   ag_variant_free(v);
-  ag_diags_release(&d);
 }
 
 /* Where the prologue goes: after the entry block's leading straight-line
@@ -353,16 +354,9 @@ static int before(const char *k, const char *first, const char *then) {
 }
 
 TEST(prologue_point) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
-  ag_variant *v = NULL;
-  CHECK_EQ_INT(ag_variant_make(point_ptx, strlen(point_ptx), "point.ptx", &tr, &d, &v), 0);
-  if (!v) {
-    tu_print_diags(&d);
-    ag_diags_release(&d);
+  ag_variant *v = traced_of(point_ptx, strlen(point_ptx), "point.ptx");
+  if (!v)
     return;
-  }
   static const char pro[] = "// argus: reference-trace prologue";
   CHECK_EQ_U64(tu_count(v->ptx, pro), 4);
   char *k = kernel_text(v->ptx, "early");
@@ -384,7 +378,6 @@ TEST(prologue_point) {
   free(k);
   CHECK_EQ_INT(tu_assemble(v->ptx, v->len, "point"), 0);
   ag_variant_free(v);
-  ag_diags_release(&d);
 }
 
 static const char *func_ptx =
