@@ -666,7 +666,7 @@ ROUND5 = {
 }
 
 # ---- round 6 (base: the probe of d45e800, its prologue after the kernel's
-# leading code; the SASS of these was read, they were not timed)
+# leading code; dfe and dfe2: SASS read, not timed; endz*: timed)
 BIAS = 2147483648
 END_RE = re.compile(r"\tmov\.u32 %agt_e, %clock;\n\t@%agt_q st\.global\.v2\.u32 \[%agt_s(\d+)\+8\], "
                     r"\{%agt_e, ([^}]+)\};\n")
@@ -710,7 +710,36 @@ def deferred_end(xend):
         return k.replace("\t// argus: warp exit anchors and counts\n", fl + "\t// argus: warp exit anchors and counts\n")
     return kern
 
-ROUND6 = {"dfe": kernels(deferred_end(False)), "dfe2": kernels(deferred_end(True))}
+def end_word_fresh(clock_first, fresh_address=False):
+    """endz/endz2: the end marker stores the iteration word through an add of
+    a value that is 0 at run time but opaque to ptxas (cap >> 31), so the
+    begin's XOR no longer writes a register the end store still reads
+    (clock first / the add first); endz3: endz2 with the record's address
+    made the same way, for the same reason"""
+    def edit(s):
+        s = s.replace("\t.reg .pred %agt_p, %agt_q;\n",
+                      "\t.reg .pred %agt_p, %agt_q;\n\t.reg .b32 %agt_z, %agt_w;\n")
+        s = s.replace("\tmov.u32 %agt_sl, %agt_t8;\n", "\tmov.u32 %agt_sl, %agt_t8;\n\tshr.u32 %agt_z, %agt_t0, 31;\n")
+        if fresh_address:
+            s = s.replace("\t.reg .b32 %agt_z, %agt_w;\n", "\t.reg .b32 %agt_z, %agt_w;\n\t.reg .b64 %agt_z64, %agt_ea;\n")
+            s = s.replace("\tshr.u32 %agt_z, %agt_t0, 31;\n",
+                          "\tshr.u32 %agt_z, %agt_t0, 31;\n\tcvt.u64.u32 %agt_z64, %agt_z;\n")
+        def sub(m):
+            clk = "\tmov.u32 %agt_e, %clock;\n"
+            add = f"\tadd.u32 %agt_w, {m.group(2)}, %agt_z;\n"
+            addr = m.group(1)
+            if fresh_address:
+                add += f"\tadd.u64 %agt_ea, {addr}, %agt_z64;\n"
+                addr = "%agt_ea"
+            return ((clk + add) if clock_first else (add + clk)) + \
+                f"\t@%agt_q st.global.v2.u32 [{addr}+8], {{%agt_e, %agt_w}};\n"
+        return re.sub(r"\tmov\.u32 %agt_e, %clock;\n\t@%agt_q st\.global\.v2\.u32 \[(%agt_s\d+)\+8\], "
+                      r"\{%agt_e, (%agt_i\d+)\};\n", sub, s)
+    return edit
+
+ROUND6 = {"dfe": kernels(deferred_end(False)), "dfe2": kernels(deferred_end(True)),
+          "endz": end_word_fresh(True), "endz2": end_word_fresh(False),
+          "endz3": end_word_fresh(False, True)}
 
 # ---- placement of the trace-free build (input: the trace-free PTX): tfp<n>
 # moves each kernel's code by n never-taken stores after its first
