@@ -741,6 +741,72 @@ ROUND6 = {"dfe": kernels(deferred_end(False)), "dfe2": kernels(deferred_end(True
           "endz": end_word_fresh(True), "endz2": end_word_fresh(False),
           "endz3": end_word_fresh(False, True)}
 
+# ---- round 7 (base: the probe of d45e800 or later): the floor. Each design
+# keeps the product's prologue and exit and gives every marker less work
+# than any real probe can do, so its added time is a lower bound for all
+# probes that do at least that much per occurrence. Timing only: the
+# records are garbage (no :check).
+BEGIN_RE = re.compile(r"(\t// argus: begin \S+ \(record site (\d+)\)\n)(.*?)(?=\t// end inline asm\n)", re.S)
+ENDM_RE = re.compile(r"(\t// argus: end \S+\n)(.*?)(?=\t// end inline asm\n)", re.S)
+ACC = "\t.reg .pred %agt_p, %agt_q;\n"
+
+def floor(begin, end, acc=False):
+    """begin(site) and end(site) give each marker's whole code; %agt_rb is
+    the warp's first record, %agt_F<site> the begin's clock; with acc, the
+    clocks are XORed into one register that the exit stores (so ptxas keeps
+    the reads; but ptxas then reads those clocks with S2UR into uniform
+    registers, variable latency, so flclk is not a floor: timed, 1.9-54 µs)"""
+    def kern(k):
+        if "// argus: begin" not in k:
+            return k
+        k = k.replace(ACC, ACC + "\t.reg .b32 %agt_F<8>, %agt_g, %agt_acc;\n", 1)
+        k = k.replace("\tmov.u32 %agt_sl, %agt_t8;\n", "\tmov.u32 %agt_sl, %agt_t8;\n\tmov.u32 %agt_acc, 0;\n", 1)
+        site = dict(re.findall(r"\t// argus: begin (\S+) \(record site (\d+)\)", k))
+        k = BEGIN_RE.sub(lambda m: m.group(1) + begin(m.group(2)), k)
+        k = ENDM_RE.sub(lambda m: m.group(1) + end(site[m.group(1).split()[3]]), k)
+        if acc:
+            k = k.replace("\t// argus: warp exit anchors and counts\n",
+                          "\t// argus: warp exit anchors and counts\n"
+                          "\t@%agt_q st.global.u32 [%agt_rb+4], %agt_acc;\n", 1)
+        return k
+    return kernels(kern)
+
+def clk_f(s):
+    return f"\tmov.u32 %agt_F{s}, %clock;\n"
+CLK_G = "\tmov.u32 %agt_g, %clock;\n"
+ROUND7 = {
+    # two clock reads per occurrence, nothing stored (XORed into a register)
+    "flclk": floor(lambda s: clk_f(s) + f"\txor.b32 %agt_acc, %agt_acc, %agt_F{s};\n",
+                   lambda s: CLK_G + "\txor.b32 %agt_acc, %agt_acc, %agt_g;\n", acc=True),
+    # two clock reads and two 8-byte stores to one fixed address each
+    # (no record addressing, no iteration word)
+    "flc2s2": floor(lambda s: clk_f(s) + f"\t@%agt_q st.global.v2.u32 [%agt_rb], {{%agt_F{s}, {s}}};\n",
+                    lambda s: CLK_G + f"\t@%agt_q st.global.v2.u32 [%agt_rb+8], {{%agt_g, {BIAS}}};\n"),
+    # two clock reads, one 16-byte store at the end (record at the end)
+    "flc2s1": floor(clk_f, lambda s: CLK_G + f"\t@%agt_q st.global.v4.u32 [%agt_rb], "
+                                             f"{{%agt_F{s}, {s}, %agt_g, {BIAS}}};\n"),
+    # one clock read and one 8-byte store per occurrence (the end's only)
+    "flc1s1": floor(lambda s: "",
+                    lambda s: CLK_G + f"\t@%agt_q st.global.v2.u32 [%agt_rb+8], {{%agt_g, {BIAS}}};\n"),
+    # nothing at the markers (the prologue and exit only)
+    "fl0": floor(lambda s: "", lambda s: ""),
+    # the end's clock alone: a 4-byte store; with a register as the second
+    # word (no constant to materialize); %clock64 stored whole
+    "flc1w": floor(lambda s: "", lambda s: CLK_G + "\t@%agt_q st.global.u32 [%agt_rb+8], %agt_g;\n"),
+    "flc1r": floor(lambda s: "", lambda s: CLK_G + "\t@%agt_q st.global.v2.u32 [%agt_rb+8], {%agt_g, %agt_sl};\n"),
+    "flc64": floor(lambda s: "", lambda s: "\tmov.u64 %agt_c, %clock64;\n\t@%agt_q st.global.u64 [%agt_rb+8], %agt_c;\n"),
+    # the same at the begin marker only
+    "flc1s1b": floor(lambda s: clk_f(s) + f"\t@%agt_q st.global.v2.u32 [%agt_rb], {{%agt_F{s}, {s}}};\n",
+                     lambda s: ""),
+    # one 8-byte store per occurrence, no clock (loop-invariant words)
+    "fls1": floor(lambda s: "", lambda s: f"\t@%agt_q st.global.v2.u32 [%agt_rb+8], {{%agt_sl, {BIAS}}};\n"),
+    # one ALU instruction per occurrence (acc = 3 acc + 1, stored at exit)
+    "flalu": floor(lambda s: "", lambda s: "\tmad.lo.u32 %agt_acc, %agt_acc, 3, 1;\n", acc=True),
+}
+for _n in (1, 2):
+    for _d in ("flclk", "flc2s2", "flc2s1", "flc1s1", "flc1s1b", "fls1", "flalu", "flc1w", "flc1r", "flc64", "fl0"):
+        ROUND7[f"{_d}-p{_n}"] = padded(_n, ROUND7[_d])
+
 # ---- placement of the trace-free build (input: the trace-free PTX): tfp<n>
 # moves each kernel's code by n never-taken stores after its first
 # parameter load, to measure how much placement alone moves the benchmark
@@ -760,7 +826,7 @@ def main():
     if "__argus_trace" not in src:
         rounds = {0: ROUND0}
     elif "reference-trace prologue" in src:
-        rounds = {6: ROUND6}
+        rounds = {6: ROUND6, 7: ROUND7}
     elif "st.global.v2.u32 [%agt_a]" in src and "reference-trace prologue" not in src:
         rounds = {4: ROUND4, 5: ROUND5}
     elif "\tmov.b64 %agt_a, %agt_rb;\n" in src:
