@@ -774,6 +774,32 @@ def floor(begin, end, acc=False):
 def clk_f(s):
     return f"\tmov.u32 %agt_F{s}, %clock;\n"
 CLK_G = "\tmov.u32 %agt_g, %clock;\n"
+def end_word_at_begin(quad):
+    """e4a / e4b: records {begin, site, iteration word, end}: the begin
+    marker stores the iteration word too (e4a: a second, 4-byte store;
+    e4b: one 16-byte store {begin, site, word, begin}, an end word equal to
+    the begin's meaning not ended), so the end marker stores its clock
+    alone, 4 bytes (timing only: not the bench's record layout)"""
+    def kern(k):
+        words = {r: w for r, w in END_RE.findall(k)}
+        if not words:
+            return k
+        k = END_RE.sub(lambda m: f"\tmov.u32 %agt_e, %clock;\n\t@%agt_q st.global.u32 [%agt_s{m.group(1)}+12], %agt_e;\n", k)
+        def beg(m):
+            b, site, r = m.group(1), m.group(2), m.group(3)
+            w = words.get(r)
+            if w is None:
+                return m.group(0)
+            if quad:
+                st = f"\t@%agt_q st.global.v4.u32 [%agt_a], {{{b}, {site}, {w}, {b}}};\n"
+            else:
+                st = (f"\t@%agt_q st.global.v2.u32 [%agt_a], {{{b}, {site}}};\n"
+                      f"\t@%agt_q st.global.u32 [%agt_a+8], {w};\n")
+            return f"\tmov.u32 {b}, %clock;\n" + st + f"\tmov.b64 %agt_s{r}, %agt_a;\n"
+        return re.sub(r"\tmov\.u32 (%agt_b\d+), %clock;\n\t@%agt_q st\.global\.v2\.u32 \[%agt_a\], "
+                      r"\{%agt_b\d+, (\d+)\};\n\tmov\.b64 %agt_s(\d+), %agt_a;\n", beg, k)
+    return kernels(kern)
+
 ROUND7 = {
     # two clock reads per occurrence, nothing stored (XORed into a register)
     "flclk": floor(lambda s: clk_f(s) + f"\txor.b32 %agt_acc, %agt_acc, %agt_F{s};\n",
@@ -788,6 +814,12 @@ ROUND7 = {
     # one clock read and one 8-byte store per occurrence (the end's only)
     "flc1s1": floor(lambda s: "",
                     lambda s: CLK_G + f"\t@%agt_q st.global.v2.u32 [%agt_rb+8], {{%agt_g, {BIAS}}};\n"),
+    # flc2s2 with the end's store 4 bytes (the least a probe recording both can do)
+    "flc2w": floor(lambda s: clk_f(s) + f"\t@%agt_q st.global.v2.u32 [%agt_rb], {{%agt_F{s}, {s}}};\n",
+                   lambda s: CLK_G + "\t@%agt_q st.global.u32 [%agt_rb+8], %agt_g;\n"),
+    # the product with a 4-byte end store (its iteration word stored at the begin)
+    "e4a": end_word_at_begin(False),
+    "e4b": end_word_at_begin(True),
     # nothing at the markers (the prologue and exit only)
     "fl0": floor(lambda s: "", lambda s: ""),
     # the end's clock alone: a 4-byte store; with a register as the second
@@ -804,7 +836,7 @@ ROUND7 = {
     "flalu": floor(lambda s: "", lambda s: "\tmad.lo.u32 %agt_acc, %agt_acc, 3, 1;\n", acc=True),
 }
 for _n in (1, 2):
-    for _d in ("flclk", "flc2s2", "flc2s1", "flc1s1", "flc1s1b", "fls1", "flalu", "flc1w", "flc1r", "flc64", "fl0"):
+    for _d in ("flclk", "flc2s2", "flc2s1", "flc1s1", "flc1s1b", "fls1", "flalu", "flc1w", "flc1r", "flc64", "fl0", "flc2w", "e4a", "e4b"):
         ROUND7[f"{_d}-p{_n}"] = padded(_n, ROUND7[_d])
 
 # ---- placement of the trace-free build (input: the trace-free PTX): tfp<n>
