@@ -744,8 +744,11 @@ ROUND6 = {"dfe": kernels(deferred_end(False)), "dfe2": kernels(deferred_end(True
 # ---- round 7 (base: the probe of d45e800 or later): the floor. Each design
 # keeps the product's prologue and exit and gives every marker less work
 # than any real probe can do, so its added time is a lower bound for all
-# probes that do at least that much per occurrence. Timing only: the
-# records are garbage (no :check).
+# probes that do at least that much per occurrence; e4a and e4b are the
+# product with its record layout changed. Timing only: the records are
+# garbage or not the bench's layout (no :check). -p1: moved by one store.
+# Also round 6's deferred end as timed now (dfeL, dfe-p1, dfe2-p1: valid
+# records, :check).
 BEGIN_RE = re.compile(r"(\t// argus: begin \S+ \(record site (\d+)\)\n)(.*?)(?=\t// end inline asm\n)", re.S)
 ENDM_RE = re.compile(r"(\t// argus: end \S+\n)(.*?)(?=\t// end inline asm\n)", re.S)
 ACC = "\t.reg .pred %agt_p, %agt_q;\n"
@@ -753,9 +756,8 @@ ACC = "\t.reg .pred %agt_p, %agt_q;\n"
 def floor(begin, end, acc=False):
     """begin(site) and end(site) give each marker's whole code; %agt_rb is
     the warp's first record, %agt_F<site> the begin's clock; with acc, the
-    clocks are XORed into one register that the exit stores (so ptxas keeps
-    the reads; but ptxas then reads those clocks with S2UR into uniform
-    registers, variable latency, so flclk is not a floor: timed, 1.9-54 µs)"""
+    clocks are XORed into one register that the exit stores (so that ptxas
+    keeps the reads)"""
     def kern(k):
         if "// argus: begin" not in k:
             return k
@@ -800,8 +802,18 @@ def end_word_at_begin(quad):
                       r"\{%agt_b\d+, (\d+)\};\n\tmov\.b64 %agt_s(\d+), %agt_a;\n", beg, k)
     return kernels(kern)
 
+def flush_after_store(src):
+    """dfeL: dfe with the flush of the region's previous end after this
+    begin's own first-half store (that store first after the clock read)"""
+    pat = re.compile(r"(\t@%agt_q st\.global\.v2\.u32 \[%agt_s\d+\+8\], \{%agt_E\d+, [^}]+\};\n)"
+                     r"(\tmov\.u32 %agt_E\d+, 0;\n)((?:\txor\.b32 %agt_i\d+, [^;]+;\n)?)"
+                     r"(\tmov\.u32 %agt_b\d+, %clock;\n\t@%agt_q st\.global\.v2\.u32 \[%agt_a\], \{%agt_b\d+, \d+\};\n)")
+    return pat.sub(lambda m: m.group(4) + m.group(1) + m.group(2) + m.group(3), src)
+
 ROUND7 = {
-    # two clock reads per occurrence, nothing stored (XORed into a register)
+    # two clock reads per occurrence, nothing stored (XORed into a register;
+    # ptxas reads these clocks with S2UR into uniform registers, variable
+    # latency, so this is not a floor: timed, 1.9-54 µs)
     "flclk": floor(lambda s: clk_f(s) + f"\txor.b32 %agt_acc, %agt_acc, %agt_F{s};\n",
                    lambda s: CLK_G + "\txor.b32 %agt_acc, %agt_acc, %agt_g;\n", acc=True),
     # two clock reads and two 8-byte stores to one fixed address each
@@ -835,9 +847,12 @@ ROUND7 = {
     # one ALU instruction per occurrence (acc = 3 acc + 1, stored at exit)
     "flalu": floor(lambda s: "", lambda s: "\tmad.lo.u32 %agt_acc, %agt_acc, 3, 1;\n", acc=True),
 }
-for _n in (1, 2):
-    for _d in ("flclk", "flc2s2", "flc2s1", "flc1s1", "flc1s1b", "fls1", "flalu", "flc1w", "flc1r", "flc64", "fl0", "flc2w", "e4a", "e4b"):
-        ROUND7[f"{_d}-p{_n}"] = padded(_n, ROUND7[_d])
+for _d in list(ROUND7):
+    ROUND7[f"{_d}-p1"] = padded(1, ROUND7[_d])
+# the deferred end of round 6, timed now
+ROUND7["dfeL"] = lambda src: flush_after_store(ROUND6["dfe"](src))
+for _d in ("dfe", "dfe2"):
+    ROUND7[f"{_d}-p1"] = padded(1, ROUND6[_d])
 
 # ---- placement of the trace-free build (input: the trace-free PTX): tfp<n>
 # moves each kernel's code by n never-taken stores after its first
