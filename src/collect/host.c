@@ -85,8 +85,14 @@ typedef struct launch_rec {
   const char *kernel; /* borrowed from the kernel object */
   unsigned grid[3], block[3], shared_bytes;
   uint32_t warps, warps_per_cta, cap; /* cap: records a warp keeps */
-  CUdeviceptr records, meta;          /* records: cap + 1 slots per warp */
+  CUdeviceptr records, meta;          /* records: warp_slots(cap) per warp */
 } launch_rec;
+
+/* Record slots per warp for cap kept records: the last is the probe's
+ * trash slot, where records past the capacity go. */
+static uint64_t warp_slots(uint32_t cap) {
+  return (uint64_t)cap + 1;
+}
 
 struct ag_host_kernel {
   ag_host_module *mod;
@@ -670,8 +676,7 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   uint64_t left = h->pool_size - h->pool_used;
   int record = idx >= h->skip && h->nrecs < h->max_launches && warps > 0 &&
                warps <= 0xffffffffu;
-  /* each warp gets cap + 1 record slots: the last is the probe's trash slot */
-  if (record && warps * ((uint64_t)cap + 1) > 0xffffffffu) {
+  if (record && warps * warp_slots(cap) > 0xffffffffu) {
     cap = (uint32_t)(0xffffffffu / warps) - 1; /* the probe forms slot * slots in 32 bits */
     if (cap < 16) {
       record = 0;
@@ -681,7 +686,7 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
     }
   }
   if (record) {
-    uint64_t per = ((uint64_t)cap + 1) * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
+    uint64_t per = warp_slots(cap) * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
     if (warps * per > left) {
       uint64_t c = left / warps;
       c = c > AG_EV_META_BYTES + AG_EV_RECORD_BYTES
@@ -724,13 +729,13 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   lr->cap = cap;
   lr->meta = h->pool + h->pool_used;
   h->pool_used += (warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255;
-  uint64_t rbytes = warps * ((uint64_t)cap + 1) * AG_EV_RECORD_BYTES;
+  uint64_t rbytes = warps * warp_slots(cap) * AG_EV_RECORD_BYTES;
   lr->records = h->pool + h->pool_used;
   h->pool_used += (rbytes + 255) & ~(uint64_t)255;
   ag_ev_desc *slot = &h->pinned[h->nrecs];
   slot->records = lr->records;
   slot->meta = lr->meta;
-  slot->cap = cap + 1;
+  slot->cap = (uint32_t)warp_slots(cap);
   slot->enabled = 1;
   slot->launch = idx;
   CU(h, cuMemsetD8Async(lr->meta, 0, warps * AG_EV_META_BYTES, (CUstream)stream));
@@ -851,7 +856,7 @@ static int write_evidence(ag_host *h) {
   for (uint32_t i = 0; i < h->nrecs; i++) {
     launch_rec *lr = &h->recs[i];
     size_t mb = (size_t)lr->warps * AG_EV_META_BYTES;
-    size_t rb = (size_t)lr->warps * ((size_t)lr->cap + 1) * AG_EV_RECORD_BYTES;
+    size_t rb = (size_t)lr->warps * (size_t)warp_slots(lr->cap) * AG_EV_RECORD_BYTES;
     free(meta);
     free(recs);
     meta = malloc(mb ? mb : 1);
@@ -878,7 +883,7 @@ static int write_evidence(ag_host *h) {
     L.warps = lr->warps;
     L.warps_per_cta = lr->warps_per_cta;
     L.cap = lr->cap;
-    L.stride = lr->cap + 1;
+    L.stride = (uint32_t)warp_slots(lr->cap);
     L.meta = meta;
     L.records = recs;
     if ((rc = ag_evw_launch_add(w, &L, err, sizeof err))) {

@@ -150,7 +150,6 @@ static int add_dir(json_t *dirs, const char *d) {
                                                                                           : 0;
 }
 
-
 int ag__ptxc_lookup(const char *dir, const char key[65], ag_str *ptx) {
   ag_str p = AG_STR_INIT;
   json_t *m = NULL;
@@ -331,24 +330,19 @@ static int changed_since(const char *path, long long t_ns) {
   return m >= t_ns - slack || c >= t_ns - slack;
 }
 
-typedef struct dlist {
-  char **v;
-  size_t n, cap;
-} dlist;
+/* distinct absolute directories, owned */
+typedef AG_VEC(char *) dlist;
 
 static int dl_push(dlist *l, const char *abs) {
   for (size_t i = 0; i < l->n; i++)
     if (!strcmp(l->v[i], abs))
       return 0;
-  if (l->n == l->cap) {
-    size_t nc = l->cap ? l->cap * 2 : 32;
-    char **nv = ag_realloc(l->v, nc * sizeof *nv);
-    if (!nv)
-      return AG_ENOMEM;
-    l->v = nv;
-    l->cap = nc;
+  char *d = ag_strdup(abs);
+  if (!d || ag_vec_push(l, d)) {
+    ag_free(d);
+    return AG_ENOMEM;
   }
-  return (l->v[l->n] = ag_strdup(abs)) ? (l->n++, 0) : AG_ENOMEM;
+  return 0;
 }
 
 /* Adds search directory d (absolute, to l) and watches it; a directory
@@ -441,7 +435,7 @@ static int watch_search_dirs(json_t *dirs, const char *cu, const char *const *ar
   }
   for (size_t i = 0; i < l.n; i++)
     ag_free(l.v[i]);
-  ag_free(l.v);
+  ag_vec_free(&l);
   return rc;
 }
 

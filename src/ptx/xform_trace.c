@@ -163,6 +163,9 @@ void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int sit
   advance(o);
 }
 
+/* The iteration word of a record without an iteration. */
+#define NO_ITER_WORD (AG_EV_NO_ITER ^ AG_EV_ITER_BIAS)
+
 /* Declarations: nreg regions get a begin-clock, an iteration and a record
  * address register. */
 static void decls(ag_str *o, int nreg) {
@@ -254,7 +257,7 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
     if (has_iter) {
       const char *op = NULL;
       if (!mk->iter) {
-        ag_str_printf(o, "\tmov.u32 " PF "i%d, %u;\n", R, AG_EV_NO_ITER ^ AG_EV_ITER_BIAS);
+        ag_str_printf(o, "\tmov.u32 " PF "i%d, %u;\n", R, NO_ITER_WORD);
       } else {
         int rc = iter_operand(x, mk, o, &op);
         if (rc)
@@ -279,7 +282,7 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
     if (has_iter)
       snprintf(it, sizeof it, PF "i%d", R);
     else
-      snprintf(it, sizeof it, "%u", AG_EV_NO_ITER ^ AG_EV_ITER_BIAS);
+      snprintf(it, sizeof it, "%u", NO_ITER_WORD);
     ag_str_printf(o,
                   "\n\t// argus: end %s\n"
                   "\tmov.u32 " PF "e, %%clock;\n"
@@ -289,7 +292,7 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
   }
   /* a role record: begin == end, no iteration */
   char it[16];
-  snprintf(it, sizeof it, "%u", AG_EV_NO_ITER ^ AG_EV_ITER_BIAS);
+  snprintf(it, sizeof it, "%u", NO_ITER_WORD);
   ag_str_printf(o, "\n\t// argus: role %s (record site %d)\n\tmov.u32 " PF "e, %%clock;\n",
                 mk->name, site);
   ag__ptx_trace_record(o, P "e", P "e", site, it);
@@ -397,7 +400,6 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   /* the prologue's place; then the exits' epilogues (an exit may be the point) */
   ag_ptx_stmt *at = prologue_point(x, f);
   /* declarations right after '{', the prologue at its point */
-  ag_str_clear(&t);
   decls(&t, nreg);
   if (t.oom || (rc = insert_text(x, f, f->body_open, 0, ag_str_cstr(&t))))
     goto out;
@@ -502,6 +504,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
   xf x = {m, r, diags, NULL};
   int rc = 0;
   char *sel = ag_calloc((size_t)r->nregions + 1, 1);
+  char *has_iter = NULL, *probed = NULL, *ended = NULL;
   json_t *sites = json_array(), *roles = json_array();
   ag_str t = AG_STR_INIT;
   if (!sel || !sites || !roles) {
@@ -563,8 +566,10 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
       json_array_append_new(roles, json_string(mk->name));
   }
   /* regions with an iteration operand on any begin marker */
-  char *has_iter = ag_calloc((size_t)r->nregions + 1, 1);
-  if (!has_iter) {
+  has_iter = ag_calloc((size_t)r->nregions + 1, 1);
+  probed = ag_calloc((size_t)r->nmarkers + 1, 1);
+  ended = ag_calloc((size_t)r->nregions + 1, 1);
+  if (!has_iter || !probed || !ended) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -573,11 +578,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
         r->markers[i].region >= 0)
       has_iter[r->markers[i].region] = 1;
   /* which markers get probes; which regions have an end marker probed */
-  char *probed = ag_calloc((size_t)r->nmarkers + 1, 1);
-  char *ended = ag_calloc((size_t)r->nregions + 1, 1);
-  if (!probed || !ended)
-    rc = AG_ENOMEM;
-  for (int i = 0; i < r->nmarkers && rc == 0; i++) {
+  for (int i = 0; i < r->nmarkers; i++) {
     const ag_ptx_marker *mk = &r->markers[i];
     probed[i] = !o->anchors_only &&
                 (mk->kind == AG_PTX_MARK_ROLE || (mk->region >= 0 && sel[mk->region]));
@@ -622,22 +623,14 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     json_array_append_new(sites, js);
     site++;
   }
-  ag_free(has_iter);
-  ag_free(probed);
-  if (rc) {
-    ag_free(ended);
+  if (rc)
     goto out;
-  }
   /* every kernel: prologue and epilogues (the kernel's root region) */
   for (int i = 0; i < m->nfuncs; i++) {
     ag_ptx_func *f = m->funcs[i];
     if (f->is_entry && !f->is_decl && f->body_open && (rc = instrument_entry(&x, f)))
-      break;
+      goto out;
   }
-  ag_free(ended);
-  x.ended = NULL;
-  if (rc)
-    goto out;
   /* the descriptor, before the first function */
   ag_ptx_stmt *at = m->first;
   while (at && at->kind != AG_PTX_FUNC)
@@ -665,6 +658,9 @@ out:
   json_decref(sites);
   json_decref(roles);
   ag_free(sel);
+  ag_free(has_iter);
+  ag_free(probed);
+  ag_free(ended);
   ag_str_release(&t);
   return rc;
 }

@@ -9,10 +9,11 @@
  * the exit anchor checks that no gap reached 2^32 cycles. A region record
  * whose second half was never written began and did not end (lane 0 did not
  * run the end marker, or the kernel faulted in the region): an anomaly.
- * Occurrences are then sorted by begin and nested with a stack: each must lie inside the innermost open one
- * (crossing regions are anomalies), which gives each its depth. Role records
- * set the warp's role for occurrences that begin after them. The kernel is a
- * root occurrence from the warp's entry anchor to its exit anchor.
+ * Occurrences are then sorted by begin and nested with a stack: each must
+ * lie inside the innermost open one (crossing regions are anomalies), which
+ * gives each its depth. Role records set the warp's role for occurrences
+ * that begin after them. The kernel is a root occurrence from the warp's
+ * entry anchor to its exit anchor.
  * Everything that breaks the picture is an anomaly line naming the launch,
  * CTA and warp: a full buffer (and from which cycle on occurrences are
  * missing), occurrences that never ended, crossing regions, ambiguous
