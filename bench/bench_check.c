@@ -1,13 +1,16 @@
 /*
  * bench_check.c — how long `argus check` takes on the tile examples, on one
  * core: parse, interpret and prove (all assertions must be proved). Prints
- * the best and median of several runs, wall and CPU time, and fails when the
- * flash-attention example takes 2 s or more of CPU (the target of issue 8).
+ * the best and median of several runs, wall and CPU time. Goal (issue 8):
+ * the flash-attention example checked in under 2 s of CPU (best run); its
+ * line is printed (goal.h) and the benchmark exits 1 when it is not met or
+ * an assertion is not proved. The gemm example states no goal.
  *
  *   bench_check [RUNS]      (ctest -L bench; ARGUS_SOURCE_DIR locates examples)
  */
 #define _GNU_SOURCE
 #include "argus/tile_check.h"
+#include "goal.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -62,11 +65,9 @@ static int bench(const char *rel, int runs, double limit_cpu) {
          "wall best %.3f s median %.3f s\n",
          rel, (long long)instances, (long long)queries, cpu[0], cpu[runs / 2], wall[0],
          wall[runs / 2]);
-  if (limit_cpu > 0 && cpu[0] >= limit_cpu) {
-    fprintf(stderr, "%s: %.3f s of CPU, the target is under %.1f s\n", rel, cpu[0], limit_cpu);
-    return 1;
-  }
-  return 0;
+  char goal[160];
+  snprintf(goal, sizeof goal, "%.100s checked, CPU of the best run", rel);
+  return limit_cpu > 0 && !bench_goal(goal, cpu[0], 1, limit_cpu, "s");
 }
 
 int main(int argc, char **argv) {

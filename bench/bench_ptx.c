@@ -2,15 +2,20 @@
  * bench_ptx.c — speed of the PTX front end: parse + CFG + discovery of a
  * PTX module of at least 200,000 lines, made by replicating the functions of
  * real corpus files (the examples' nvcc output and the hand-written PTX)
- * with renamed symbols. Single-threaded; prints the best of several runs.
+ * with renamed symbols. Single-threaded; prints the best of several runs,
+ * in the thread's CPU time.
  *
  *   bench_ptx [LINES] [--write FILE]     (defaults: 200000)
- * Target (issue 3): under 0.2 s on one core of the CPU machine.
+ * Goal (issue 3): under 0.2 s per 200,000 lines on one core of the CPU
+ * machine; prints its line (goal.h) and exits 1 when it is not met, 77 when
+ * the nvcc-built corpus files are missing (no nvcc at build time).
  */
 #include "argus/ptx.h"
+#include "goal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void append_renamed(ag_str *out, const char *p, size_t n, const char *name,
                            const char *suffix) {
@@ -70,6 +75,10 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 3; k++) {
     ag_diags d;
     ag_diags_init(&d);
+    if (k < 2 && access(paths[k], R_OK)) { /* built by nvcc: a missing precondition */
+      printf("bench_ptx: skipped: no %s (nvcc absent at build time)\n", paths[k]);
+      return 77;
+    }
     if (ag_ptx_parse_file(paths[k], &d, &mods[k])) {
       fprintf(stderr, "bench_ptx: cannot read corpus file %s (build the examples first)\n",
               paths[k]);
@@ -120,14 +129,14 @@ int main(int argc, char **argv) {
     ag_diags d;
     ag_diags_init(&d);
     ag_ptx_module *m;
-    uint64_t t0 = ag_now_ns();
+    uint64_t t0 = bench_cpu_ns();
     if (ag_ptx_parse(out.p, out.len, "bench.ptx", &d, &m)) {
       ag_str s = AG_STR_INIT;
       ag_diags_format(&d, &s);
       fprintf(stderr, "bench_ptx: generated module does not parse:\n%s", ag_str_cstr(&s));
       return 1;
     }
-    uint64_t t1 = ag_now_ns();
+    uint64_t t1 = bench_cpu_ns();
     ag_ptx_regions *R;
     if (ag_ptx_discover(m, &d, &R)) {
       ag_str s = AG_STR_INIT;
@@ -135,7 +144,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_ptx: discovery failed:\n%s", ag_str_cstr(&s));
       return 1;
     }
-    uint64_t t2 = ag_now_ns();
+    uint64_t t2 = bench_cpu_ns();
     double tp = (double)(t1 - t0) / 1e9, tt = (double)(t2 - t0) / 1e9;
     if (tp < best_parse)
       best_parse = tp;
@@ -150,10 +159,12 @@ int main(int argc, char **argv) {
   printf("bench_ptx: %ld lines, %.1f MB, %d functions, %d regions, %d sites\n", lines,
          (double)out.len / 1e6, nfuncs, nregions, nsites);
   printf("parse:                 %.4f s (%.0f lines/s)\n", best_parse, lines / best_parse);
-  printf("parse + CFG + discovery: %.4f s (%.0f lines/s)  target < 0.2 s: %s\n", best_total,
-         lines / best_total, best_total < 0.2 ? "met" : "NOT met");
+  printf("parse + CFG + discovery: %.4f s (%.0f lines/s)\n", best_total, lines / best_total);
+  /* the goal is for 200,000 lines: the time scaled to that many */
+  int met = bench_goal("parse + CFG + discovery, per 200,000 lines, best",
+                       best_total * 200000.0 / (double)lines, 1, 0.2, "s");
   for (int k = 0; k < 3; k++)
     ag_ptx_module_free(mods[k]);
   ag_str_release(&out);
-  return 0;
+  return met ? 0 : 1;
 }

@@ -19,9 +19,14 @@
  * tracing's added time: the median of the per-sample differences traced -
  * trace-free (the two run back to back in every sample, so drift over the
  * run cancels) with its 95 % confidence interval. The verdicts on the
- * targets are given for both estimates. Results are checked: traced outputs
+ * goal are given for both estimates. Results are checked: traced outputs
  * equal trace-free outputs bit for bit, every warp wrote 65 records, none
  * dropped, and the records are the expected sequence.
+ *
+ * Goal (issue 4), one line each (goal.h): full tracing adds at most 1.1 us
+ * at inner 8..512, by the difference of medians and by the paired
+ * estimate. The added share on kernels of 0.5 ms or more is printed with no
+ * goal: the former 0.1 % target is retired (issue 17; docs/tracing.md).
  *
  *   trace_overhead [--ptx FILE] [--samples N] [--batch B] [--dump DIR]
  *                  [--inners N,N,...] [--candidate NAME=FILE[:check]]...
@@ -29,8 +34,8 @@
  * `__argus_trace`), e.g. a probe design from bench/explore/probe_designs.py:
  * it is compiled as is, bound like the traced build and timed in the same
  * rotation; `:check` also checks its records (the evidence layout).
- * Exit 0: figures printed and all checks passed; 1: a check failed;
- * 77: no GPU.
+ * Exit 0: figures printed, all checks passed and the goal met; 1: a check
+ * failed or the goal was not met; 77: no GPU.
  */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -41,6 +46,7 @@
 #include "argus/collect.h"
 #include "argus/evidence.h"
 #include "argus/variant.h"
+#include "goal.h"
 
 #define CTAS 128
 #define THREADS 256
@@ -95,13 +101,6 @@ static void paired(const double *a, const double *b, int n, double *med, double 
   *lo = d[k];
   *hi = d[n - 1 - k];
   free(d);
-}
-
-/* The verdict of the paired estimate p (95 % CI upper bound hi) on a
- * target: met when the interval is under it, "within noise" when only the
- * estimate is. */
-static const char *paired_verdict(double p, double hi, double target) {
-  return hi <= target ? "met" : p <= target ? "met, within noise" : "NOT met";
 }
 
 typedef struct build {
@@ -219,7 +218,7 @@ int main(int argc, char **argv) {
   const char *ptxpath = NULL, *dump = NULL;
   int samples = 41, batch = 10;
   /* 544: the compute kernel's shortest of 0.5 ms or more (0.51 ms), where
-   * the 0.1 % target is hardest */
+   * the added share is largest */
   int inners[16] = {8, 16, 32, 64, 128, 256, 512, 544, 1024, 4096}, ninner = 10;
   const char *cpath[MAXB] = {0};
   int ccheck[MAXB] = {0}, nb = NB;
@@ -416,14 +415,23 @@ int main(int argc, char **argv) {
       }
     }
   }
-  printf("\nworst added time at inner 8..512: %.3f us (target <= 1.1 us): %s; paired: %.3f "
-         "us, 95%% CI upper %.3f us: %s\n",
-         worst_small, worst_small <= 1.1 ? "met" : "NOT met", worst_small_p, worst_small_hi,
-         paired_verdict(worst_small_p, worst_small_hi, 1.1));
-  printf("worst added share on kernels >= 0.5 ms: %.4f %% (target <= 0.1 %%): %s; paired: "
-         "%.4f %%, 95%% CI upper %.4f %%: %s\n",
-         worst_big_pct, worst_big_pct <= 0.1 ? "met" : "NOT met", worst_big_p, worst_big_hi,
-         paired_verdict(worst_big_p, worst_big_hi, 0.1));
+  /* the goal (issue 4): at most 1.1 us added at inner 8..512, by both the
+   * difference of medians and the paired estimate; the paired interval's
+   * upper end is reported beside it. The former "<= 0.1 % on kernels of
+   * 0.5 ms or more" is retired (docs/tracing.md, bench/RESULTS.md "The
+   * floor"): no probe that records both ends of each occurrence meets it
+   * here; the share is printed as a figure, with no goal. */
+  printf("\nworst added time at inner 8..512: %.3f us; paired: %.3f us, 95%% CI upper %.3f us "
+         "(%s)\n",
+         worst_small, worst_small_p, worst_small_hi,
+         bench_paired_verdict(worst_small_p, worst_small_hi, 1.1));
+  printf("worst added share on kernels >= 0.5 ms: %.4f %%; paired: %.4f %%, 95%% CI upper "
+         "%.4f %% (no goal)\n",
+         worst_big_pct, worst_big_p, worst_big_hi);
+  int met = bench_goal("traced added time at inner 8..512, difference of medians", worst_small,
+                       0, 1.1, "us");
+  met &= bench_goal("traced added time at inner 8..512, paired estimate", worst_small_p, 0, 1.1,
+                    "us");
   printf("checks: %s\n", bad ? "FAILED" : "traced outputs equal trace-free, 65 records per "
                                           "warp, none dropped, sequences as expected");
   for (int i = 0; i < nb; i++) {
@@ -440,5 +448,5 @@ int main(int argc, char **argv) {
   free(out0);
   free(out1);
   ag_free(ptx);
-  return bad ? 1 : 0;
+  return bad || !met ? 1 : 0;
 }

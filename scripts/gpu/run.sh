@@ -7,8 +7,9 @@
 # Writes under $OUT (at most 8 files come back): summary.txt (the figures),
 # gpu-tests.log, bench.log, sass.txt (the traced kernels' SASS), env.txt,
 # and evidence/ (evidence files recorded by the GPU tests, for
-# tests/data/evidence). Prints a short summary last. Exit status: 0 when all
-# tests and benchmarks passed.
+# tests/data/evidence). Prints a short summary last, which lists every goal
+# line the benchmarks printed and every goal NOT met. Exit status: 0 when all
+# tests and benchmarks passed (a benchmark whose goal is not met fails).
 set -u
 CARRY=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/argus-gpu-out}
@@ -44,6 +45,13 @@ rm -rf "$ARGUS_BENCH_DUMP"
   grep -hE "^[0-9]+: (@|Test|[0-9]+ passed)|tests passed|tests failed|Failed|Skipped|\*\*\*" "$OUT/gpu-tests.log"
   sed -n '/^[0-9]*: device:/,/^[0-9]*: checks:/p' "$OUT/bench.log" | grep -v '@json'
   grep -hE "tests passed|tests failed" "$OUT/bench.log"
+  # every goal a benchmark states prints "goal: NAME: met|NOT met (...)" (bench/goal.h)
+  echo "goals:"
+  grep -hE "^[0-9]+: goal: " "$OUT/bench.log" "$OUT/gpu-tests.log" | sed 's/^[0-9]*: /  /'
+  unmet=$(grep -chE "^[0-9]+: goal: .*: NOT met" "$OUT/bench.log" "$OUT/gpu-tests.log" |
+    awk '{n += $1} END {print n + 0}')
+  echo "unmet goals: $unmet"
+  grep -hE "^[0-9]+: goal: .*: NOT met" "$OUT/bench.log" "$OUT/gpu-tests.log" | sed 's/^[0-9]*: /  /'
   ls -l "$OUT/evidence"
 } > "$OUT/summary.txt"
 cat "$OUT/summary.txt"

@@ -1,0 +1,62 @@
+/*
+ * goal.h — a benchmark's verdict on a goal it states, one uniform line each:
+ *
+ *   goal: <name>: met (<figure> <unit>, goal <= <limit> <unit>)
+ *   goal: <name>: NOT met (<figure> <unit>, goal <= <limit> <unit>)
+ *
+ * A benchmark that states a goal prints its line through bench_goal() and
+ * exits non-zero when any goal is not met; one that prints no such line
+ * states no goal. scripts/gpu/run.sh lists every "NOT met" line in the GPU
+ * suite's summary. The verdict functions are pure and have a CPU unit test
+ * (tests/unit/test_bench_goal.c), so a benchmark that only runs on the GPU
+ * still has its verdict tested.
+ */
+#ifndef ARGUS_BENCH_GOAL_H
+#define ARGUS_BENCH_GOAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+/* CPU time of the calling thread in ns: the clock the CPU benchmarks' goals
+ * ("on one core") are measured on; the machine is shared, and wall time
+ * would count the other processes' turns too. */
+static inline uint64_t bench_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* 1 when value meets "value < limit" (strict) or "value <= limit". A NaN
+ * never meets a goal. */
+static inline int bench_goal_met(double value, double limit, int strict) {
+  return strict ? value < limit : value <= limit;
+}
+
+/* Formats the goal line (no newline) into buf and returns 1 when met. */
+static inline int bench_goal_line(char *buf, size_t n, const char *name, double value,
+                                  int strict, double limit, const char *unit) {
+  int met = bench_goal_met(value, limit, strict);
+  snprintf(buf, n, "goal: %.200s: %s (%.4g %.40s, goal %s %.4g %.40s)", name, met ? "met" : "NOT met", value,
+           unit, strict ? "<" : "<=", limit, unit);
+  return met;
+}
+
+/* Prints the goal line on stdout; returns 1 when met. */
+static inline int bench_goal(const char *name, double value, int strict, double limit,
+                             const char *unit) {
+  char line[512];
+  int met = bench_goal_line(line, sizeof line, name, value, strict, limit, unit);
+  printf("%s\n", line);
+  fflush(stdout);
+  return met;
+}
+
+/* The verdict of a paired estimate p (95 % confidence interval upper bound
+ * hi) on an upper limit: "met" when the whole interval is under it, "met,
+ * within noise" when only the estimate is, else "NOT met". */
+static inline const char *bench_paired_verdict(double p, double hi, double limit) {
+  return hi <= limit ? "met" : p <= limit ? "met, within noise" : "NOT met";
+}
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * test_bench_goal.c — the benchmarks' goal verdicts (bench/goal.h) on the
+ * CPU: the comparison at, under and over a limit (strict or not), NaN never
+ * meeting a goal, the uniform line scripts/gpu/run.sh greps, and the paired
+ * estimate's three verdicts. A benchmark that runs only on the GPU
+ * (trace_overhead, bench_probes) has its verdict tested here.
+ */
+#include "check.h"
+
+#include <math.h>
+
+#include "goal.h"
+
+TEST(test_goal_comparison) {
+  CHECK(bench_goal_met(0.9, 1.0, 1));
+  CHECK(!bench_goal_met(1.0, 1.0, 1)); /* "< limit": the limit itself fails */
+  CHECK(!bench_goal_met(1.1, 1.0, 1));
+  CHECK(bench_goal_met(0.9, 1.1, 0));
+  CHECK(bench_goal_met(1.1, 1.1, 0)); /* "<= limit": the limit itself meets it */
+  CHECK(!bench_goal_met(1.2, 1.1, 0));
+  CHECK(!bench_goal_met(NAN, 1.0, 1));
+  CHECK(!bench_goal_met(NAN, 1.0, 0));
+  CHECK(bench_goal_met(-5.0, 1.0, 0)); /* a negative added time meets an upper limit */
+}
+
+TEST(test_goal_line) {
+  char line[256];
+  CHECK_EQ_INT(bench_goal_line(line, sizeof line, "x", 0.75, 0, 1.1, "us"), 1);
+  CHECK_EQ_STR(line, "goal: x: met (0.75 us, goal <= 1.1 us)");
+  CHECK_EQ_INT(bench_goal_line(line, sizeof line, "plan, median", 51.25, 1, 50, "ms"), 0);
+  CHECK_EQ_STR(line, "goal: plan, median: NOT met (51.25 ms, goal < 50 ms)");
+  CHECK_EQ_INT(bench_goal_line(line, sizeof line, "y", 50, 1, 50, "ms"), 0);
+  CHECK_EQ_STR(line, "goal: y: NOT met (50 ms, goal < 50 ms)");
+  /* a long name is cut, the verdict is still there */
+  char name[400];
+  memset(name, 'n', sizeof name - 1);
+  name[sizeof name - 1] = 0;
+  CHECK_EQ_INT(bench_goal_line(line, sizeof line, name, 2, 0, 1, "s"), 0);
+  CHECK_CONTAINS(line, ": NOT met (2 s, goal <= 1 s)");
+  /* the printed line is the formatted one, and the return value the verdict */
+  CHECK_EQ_INT(bench_goal("printed", 3, 1, 2, "s"), 0);
+  CHECK_EQ_INT(bench_goal("printed", 1, 1, 2, "s"), 1);
+}
+
+TEST(test_paired_verdict) {
+  CHECK_EQ_STR(bench_paired_verdict(0.80, 0.90, 1.1), "met");
+  CHECK_EQ_STR(bench_paired_verdict(0.80, 1.10, 1.1), "met");
+  CHECK_EQ_STR(bench_paired_verdict(1.00, 1.20, 1.1), "met, within noise");
+  CHECK_EQ_STR(bench_paired_verdict(1.10, 1.20, 1.1), "met, within noise");
+  CHECK_EQ_STR(bench_paired_verdict(1.20, 1.30, 1.1), "NOT met");
+}
+
+RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict))
