@@ -46,8 +46,7 @@ TEST(gemm_tma) {
   char *text;
   size_t len;
   if (ag_file_read(path, &text, &len)) {
-    printf("no gemm_tma.ptx (nvcc absent at build time): skipped\n");
-    return;
+    SKIP("no %s (nvcc absent at build time)", path);
   }
   ag_diags d;
   ag_diags_init(&d);
@@ -151,8 +150,7 @@ out:
 TEST(overhead) {
   const char *path = corpus_path("tests/data/ptx/overhead.ptx", 1);
   if (access(path, R_OK)) {
-    printf("no overhead.ptx: skipped\n");
-    return;
+    SKIP("no %s (nvcc absent at build time)", path);
   }
   ag_diags d;
   ag_diags_init(&d);

@@ -2,7 +2,8 @@
  * trace_util.h — small helpers shared by the reference-tracing tests: print
  * diagnostics, load an evidence file (printing why it failed), read a PTX
  * file of the build's corpus, count a string's occurrences, remove a
- * scratch directory.
+ * scratch directory, compare statistics to a brute-force oracle (and check
+ * that the comparison rejects deliberately wrong oracles).
  */
 #ifndef ARGUS_TEST_TRACE_UTIL_H
 #define ARGUS_TEST_TRACE_UTIL_H
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <math.h>
 
 #include "argus/core.h"
 #include "argus/synth.h"
@@ -47,6 +50,60 @@ __attribute__((unused)) static char *tu_read_build_file(const char *rel, size_t 
   if (len)
     *len = n;
   return t;
+}
+
+/* The brute-force oracle's comparison of statistics: 1 when got equals want
+ * field by field, the count and the order statistics (p50, p95, min, max)
+ * exactly, the total within tol and the mean within tol / count (the mean
+ * of a total off by tol). Prints the first field that differs when loud. */
+__attribute__((unused)) static int tu_dstats_match(const ag_dstats *got, const ag_dstats *want,
+                                                   double tol, int loud) {
+  const char *bad = NULL;
+  double g = 0, w = 0;
+#define TU_FIELD(f, ok)                                                                            \
+  if (!bad && !(ok)) {                                                                             \
+    bad = #f;                                                                                      \
+    g = (double)got->f;                                                                            \
+    w = (double)want->f;                                                                           \
+  }
+  TU_FIELD(count, got->count == want->count)
+  TU_FIELD(total, fabs(got->total - want->total) <= tol)
+  TU_FIELD(mean, want->count && fabs(got->mean - want->mean) * (double)want->count <= tol)
+  TU_FIELD(p50, got->p50 == want->p50)
+  TU_FIELD(p95, got->p95 == want->p95)
+  TU_FIELD(min, got->min == want->min)
+  TU_FIELD(max, got->max == want->max)
+#undef TU_FIELD
+  if (bad && loud)
+    fprintf(stderr, "statistics differ from the oracle in %s: %.17g vs %.17g\n", bad, g, w);
+  return bad == NULL;
+}
+
+/* The deliberately wrong oracles: want with one field moved by the least
+ * the statistics resolve (one cycle in a total, an order statistic or the
+ * count; a total one cycle larger in the mean). Returns how many of them
+ * tu_dstats_match accepts against got: 0 unless the comparison has lost a
+ * field or its tolerance has grown to a cycle (tol must be under 1). */
+__attribute__((unused)) static int tu_dstats_wrong_accepted(const ag_dstats *got,
+                                                            const ag_dstats *want, double tol) {
+  int accepted = 0;
+  for (int f = 0; f < 7; f++) {
+    ag_dstats w = *want;
+    switch (f) {
+    case 0: w.count++; break;
+    case 1: w.total += 1; break;
+    case 2: w.mean += 1.0 / (double)(w.count ? w.count : 1); break;
+    case 3: w.p50 += 1; break;
+    case 4: w.p95 += 1; break;
+    case 5: w.min -= 1; break;
+    case 6: w.max += 1; break;
+    }
+    if (tu_dstats_match(got, &w, tol, 0)) {
+      fprintf(stderr, "a wrong oracle (field %d moved by one) was accepted\n", f);
+      accepted++;
+    }
+  }
+  return accepted;
 }
 
 /* How many times needle occurs in hay (overlaps counted). */

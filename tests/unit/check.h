@@ -1,6 +1,9 @@
 /*
  * check.h — the unit-test harness: assertion macros that print both sides,
- * a test registry run from main, and the closing "N passed, N failed" line.
+ * a test registry run from main, SKIP for a case whose precondition is
+ * missing here, and the closing "N passed, N failed, N skipped" line. The
+ * program exits 1 when a case failed, else 77 (ctest: Skipped) when a case
+ * skipped, else 0: a test that could not run never reads as passed.
  * Include once per test program (it defines main).
  */
 #ifndef ARGUS_TEST_CHECK_H
@@ -13,6 +16,20 @@
 
 static int chk__failed_asserts;
 static int chk__cur_failed;
+static int chk__cur_skipped;
+
+/* SKIP("no nvcc") in a case: its precondition is missing on this machine
+ * (no GPU, no nvcc, a corpus file nvcc builds). Prints why and returns from
+ * the case; the other cases still run, and the program exits 77 unless one
+ * of them failed. */
+#define SKIP(...)                                                              \
+  do {                                                                         \
+    printf("skipped: ");                                                       \
+    printf(__VA_ARGS__);                                                       \
+    printf("\n");                                                              \
+    chk__cur_skipped = 1;                                                      \
+    return;                                                                    \
+  } while (0)
 
 #define CHECK(cond)                                                            \
   do {                                                                         \
@@ -77,25 +94,29 @@ typedef struct {
 #define TEST(name) static void name(void)
 
 /* RUN_TESTS({"name", fn}, ...) runs each case, prints a line per failing
- * case and the closing summary; exit 1 when anything failed. */
+ * or skipped case and the closing summary; exit 1 when anything failed, 77
+ * when nothing failed but a case skipped. */
 #define RUN_TESTS(...)                                                         \
   int main(int argc, char **argv) {                                            \
     static const chk_case cases[] = {__VA_ARGS__};                             \
-    int passed = 0, failed = 0;                                                \
+    int passed = 0, failed = 0, skipped = 0;                                   \
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {              \
       if (argc > 1 && strcmp(argv[1], cases[i].name) != 0)                     \
         continue;                                                              \
-      chk__cur_failed = 0;                                                     \
+      chk__cur_failed = chk__cur_skipped = 0;                                  \
       cases[i].fn();                                                           \
       if (chk__cur_failed) {                                                   \
         failed++;                                                              \
         fprintf(stderr, "FAIL %s\n", cases[i].name);                          \
+      } else if (chk__cur_skipped) {                                           \
+        skipped++;                                                             \
+        printf("SKIP %s\n", cases[i].name);                                    \
       } else {                                                                 \
         passed++;                                                              \
       }                                                                        \
     }                                                                          \
-    printf("%d passed, %d failed\n", passed, failed);                          \
-    return failed ? 1 : 0;                                                     \
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);     \
+    return failed ? 1 : skipped ? 77 : 0;                                      \
   }
 
 #define T(fn) {#fn, fn}

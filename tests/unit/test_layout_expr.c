@@ -2,7 +2,9 @@
  * test_layout_expr.c — symbolic expressions and symbolic layout evaluation.
  * Random expression trees are built twice: as ag_exprs (hash-consed, folded,
  * simplified) and as a plain reference tree evaluated here with C's
- * semantics; wherever the reference is defined the two must agree. Symbolic
+ * semantics; wherever the reference is defined the two must agree, and
+ * references with a deliberate slip in one operator (division rounding
+ * down, a logical shift right, ...) must each disagree somewhere. Symbolic
  * evaluation of random layouts, with every symbol bound, must equal the
  * library's concrete evaluation and the independent reference evaluator;
  * a perturbed layout must be caught by the same comparison.
@@ -47,24 +49,58 @@ typedef struct rnode {
 
 static const char *syms[] = {"x", "y", "z"};
 
-/* C's semantics, written independently of expr.c. 1 = undefined. */
-static int ref_op(int op, int64_t a, int64_t b, int64_t *r) {
+/* Deliberately wrong semantics, each a plausible slip in an implementation
+ * of one operator. The reference evaluated with one of them must disagree
+ * with the library somewhere in the random trees: otherwise the trees never
+ * exercise what tells the right semantics from that slip, and the
+ * comparison with the right reference could not catch it. */
+enum { W_NONE = -1, W_DIV_FLOOR, W_MOD_FLOOR, W_SHR_LOGICAL, W_SHL_32, W_SUB_SWAPPED, NWRONG };
+static const char *wrong_name[NWRONG] = {"division rounding down", "modulo taking the divisor's sign",
+                                         "logical shift right", "shift left in 32 bits",
+                                         "subtraction operands swapped"};
+
+/* C's semantics, written independently of expr.c, or with the slip `wrong`
+ * (W_NONE: none). 1 = undefined. */
+static int ref_op(int op, int64_t a, int64_t b, int wrong, int64_t *r) {
   switch (op) {
   case AG_X_ADD: *r = (int64_t)((uint64_t)a + (uint64_t)b); return 0;
-  case AG_X_SUB: *r = (int64_t)((uint64_t)a - (uint64_t)b); return 0;
+  case AG_X_SUB:
+    *r = wrong == W_SUB_SWAPPED ? (int64_t)((uint64_t)b - (uint64_t)a)
+                                : (int64_t)((uint64_t)a - (uint64_t)b);
+    return 0;
   case AG_X_MUL: *r = (int64_t)((uint64_t)a * (uint64_t)b); return 0;
-  case AG_X_DIV: if (!b || (a == INT64_MIN && b == -1)) return 1; *r = a / b; return 0;
-  case AG_X_MOD: if (!b || (a == INT64_MIN && b == -1)) return 1; *r = a % b; return 0;
+  case AG_X_DIV:
+    if (!b || (a == INT64_MIN && b == -1))
+      return 1;
+    *r = a / b - (wrong == W_DIV_FLOOR && a % b != 0 && (a < 0) != (b < 0));
+    return 0;
+  case AG_X_MOD:
+    if (!b || (a == INT64_MIN && b == -1))
+      return 1;
+    *r = a % b;
+    if (wrong == W_MOD_FLOOR && *r != 0 && (*r < 0) != (b < 0))
+      *r += b;
+    return 0;
   case AG_X_XOR: *r = a ^ b; return 0;
   case AG_X_AND: *r = a & b; return 0;
   case AG_X_OR: *r = a | b; return 0;
-  case AG_X_SHL: if (b < 0 || b > 63) return 1; *r = (int64_t)((uint64_t)a << b); return 0;
-  case AG_X_SHR: if (b < 0 || b > 63) return 1; *r = a >> b; return 0; /* gcc: arithmetic */
+  case AG_X_SHL:
+    if (b < 0 || b > 63)
+      return 1;
+    *r = (int64_t)((uint64_t)a << b);
+    if (wrong == W_SHL_32)
+      *r = (int64_t)(int32_t)(uint32_t)*r;
+    return 0;
+  case AG_X_SHR:
+    if (b < 0 || b > 63)
+      return 1;
+    *r = wrong == W_SHR_LOGICAL ? (int64_t)((uint64_t)a >> b) : a >> b; /* gcc: arithmetic */
+    return 0;
   }
   return 1;
 }
 
-static int ref_eval_tree(const rnode *n, const int64_t *vals, int64_t *out) {
+static int ref_eval_tree(const rnode *n, const int64_t *vals, int wrong, int64_t *out) {
   if (n->op == AG_X_CONST) {
     *out = n->v;
     return 0;
@@ -74,9 +110,9 @@ static int ref_eval_tree(const rnode *n, const int64_t *vals, int64_t *out) {
     return 0;
   }
   int64_t a, b;
-  if (ref_eval_tree(n->a, vals, &a) || ref_eval_tree(n->b, vals, &b))
+  if (ref_eval_tree(n->a, vals, wrong, &a) || ref_eval_tree(n->b, vals, wrong, &b))
     return 1;
-  return ref_op(n->op, a, b, out);
+  return ref_op(n->op, a, b, wrong, out);
 }
 
 static int64_t pick_const(void) {
@@ -108,7 +144,7 @@ static rnode *gen_tree(ag_layout_ctx *c, int depth, int nsym, const ag_expr **e)
 
 TEST(test_expr_matches_reference) {
   rng_seed(21);
-  int compared = 0, folded = 0, caught = 0;
+  int compared = 0, folded = 0, caught[NWRONG] = {0};
   for (int it = 0; it < 20000; it++) {
     lctx t;
     lctx_init(&t);
@@ -122,7 +158,7 @@ TEST(test_expr_matches_reference) {
       for (int i = 0; i < 3; i++)
         en.value[i] = vals[i] = rnd(0, 1) ? rnd(-20, 20) : pick_const();
       int64_t want, got;
-      if (ref_eval_tree(n, vals, &want))
+      if (ref_eval_tree(n, vals, W_NONE, &want))
         continue; /* undefined: simplification may remove the culprit (x*0) */
       int rc = ag_expr_eval(e, lookup, &en, &got);
       if (rc || got != want)
@@ -132,13 +168,16 @@ TEST(test_expr_matches_reference) {
       CHECK_EQ_INT(rc, 0);
       CHECK_EQ_INT(got, want);
       compared++;
-      /* the deliberately wrong oracle: want + 1 must not match */
-      if (got != (int64_t)((uint64_t)want + 1))
-        caught++;
+      /* the deliberately wrong oracles: where one is defined and differs
+       * from the library, the comparison would have caught that slip */
+      for (int w = 0; w < NWRONG; w++) {
+        int64_t bad;
+        caught[w] += !ref_eval_tree(n, vals, w, &bad) && bad != got;
+      }
     }
     if (nsym == 0) {
       int64_t want;
-      if (!ref_eval_tree(n, NULL, &want)) {
+      if (!ref_eval_tree(n, NULL, W_NONE, &want)) {
         int64_t v;
         CHECK(ag_expr_is_const(e, &v)); /* constants fold completely */
         CHECK_EQ_INT(v, want);
@@ -150,7 +189,12 @@ TEST(test_expr_matches_reference) {
   printf("expressions: %d evaluations compared, %d constant trees folded\n", compared, folded);
   CHECK(compared > 50000);
   CHECK(folded > 1000);
-  CHECK_EQ_INT(caught, compared);
+  for (int w = 0; w < NWRONG; w++) {
+    printf("  wrong oracle '%s': caught in %d evaluations\n", wrong_name[w], caught[w]);
+    if (caught[w] < 10)
+      fprintf(stderr, "the trees barely tell %s from C's semantics\n", wrong_name[w]);
+    CHECK(caught[w] >= 10);
+  }
 }
 
 TEST(test_hash_consing) {
