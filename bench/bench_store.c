@@ -26,7 +26,7 @@
  * alone is 4.7 %. Measured (dbstat, 1,000 artifacts): ~105 bytes of row
  * metadata (the 64-character hex hash, kind, sizes, times), ~80 bytes of
  * the hash's unique index entry and ~100 bytes of B-tree page slack, ~300
- * bytes a record in all, plus ~100 KiB for the empty workspace (a page per
+ * bytes a record in all, plus ~110 KiB for the empty workspace (a page per
  * table and index). So the small-artifact goal is a bound per record:
  * at most 512 bytes beyond its payload, over the empty workspace.
  */
