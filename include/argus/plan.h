@@ -133,6 +133,7 @@ struct ag_task {
   char *error;         /* why it failed or was skipped (owned) */
   char key[65];        /* memoization key (hex), "" until computed */
   int64_t memo_id;     /* the workspace's record of this run of the task, 0 if none */
+  int64_t memo_busy;   /* another process's running attempt of the same key, 0 if none */
   double wall_s;
   int ran;             /* 1 when an executor ran it in this process */
 };

@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "argus/collect.h"
@@ -37,6 +39,9 @@ typedef struct obs {
    * or NULL: a harness process per collection */
   ag_worker **workers;
   int nworkers;
+  /* everything besides the variant that can change what a collection
+   * measures (harness_identity): part of every Collect task's key */
+  json_t *harness;
 } obs;
 
 /* ------------------------------------------------------------ helpers */
@@ -691,21 +696,149 @@ static const ag_executor executors[] = {
 
 /* ------------------------------------------------ memoization (store) */
 
+/* The environment variables a harness sees that are part of a collection's
+ * key (docs/observe.md, "What a collection's key holds"): the CUDA driver's
+ * and runtime's settings, the dynamic loader's, and those of the Python,
+ * Torch and Triton stacks a harness may run; ARGUS_KEY_ENV names more
+ * (comma-separated). Argus's own ARGUS_* variables are set per run and are
+ * never inherited into a key. */
+static const char *const key_env_prefixes[] = {"CUDA_",  "NVIDIA_", "CUBLAS",  "CUDNN_",
+                                               "NCCL_",  "LD_",     "OMP_",    "PYTHON",
+                                               "TORCH_", "PYTORCH_", "TRITON_", NULL};
+
+static int key_env(const char *name, size_t n, const char *extra) {
+  for (const char *const *p = key_env_prefixes; *p; p++)
+    if (n >= strlen(*p) && !strncmp(name, *p, strlen(*p)))
+      return 1;
+  for (const char *e = extra; e && *e;) {
+    size_t k = strcspn(e, ",");
+    if (k == n && !strncmp(e, name, n))
+      return 1;
+    e += k + (e[k] == ',');
+  }
+  return 0;
+}
+
+/* The content hash of a regular file, or 0 (not a file: no hash). */
+static int file_hash(const char *path, char hex[65]) {
+  struct stat sb;
+  char *data = NULL;
+  size_t len = 0;
+  if (stat(path, &sb) || !S_ISREG(sb.st_mode) || ag_file_read(path, &data, &len))
+    return 0;
+  int ok = ag_sha256_hex(data, len, hex) == 0;
+  ag_free(data);
+  return ok;
+}
+
+/* A harness argv word as the harness's process finds it: the program as
+ * ag_proc_run finds it, any other word with '/' relative to the spec's
+ * directory (where the harness runs). Owned, or NULL. */
+static char *harness_path(const char *dir, const char *w, int program) {
+  if (program)
+    return ag_which(w);
+  if (!strchr(w, '/'))
+    return NULL;
+  ag_str p = AG_STR_INIT;
+  if (w[0] == '/' || !dir)
+    ag_str_puts(&p, w);
+  else
+    ag_str_printf(&p, "%s/%s", dir, w);
+  return p.oom ? (ag_str_release(&p), NULL) : ag_str_detach(&p);
+}
+
+/* What, besides the variant, decides what a collection measures: the
+ * harness argv, the content of the harness program, of every argv word that
+ * names a file (a script, an input) and of the run library, the directory it
+ * runs in, --records, --timeout and the environment variables above. */
+static json_t *harness_identity(const obs *ob) {
+  const ag_spec *sp = ob->spec;
+  json_t *h = json_object(), *argv = json_array(), *files = json_object(), *env = json_object();
+  char hex[65];
+  for (int i = 0; sp->run && sp->run[i]; i++) {
+    json_array_append_new(argv, json_string(sp->run[i]));
+    char *path = harness_path(sp->dir, sp->run[i], i == 0);
+    if (path && file_hash(path, hex))
+      json_object_set_new(files, sp->run[i], json_string(hex));
+    ag_free(path);
+  }
+  if (sp->run_library) {
+    char *path = strchr(sp->run_library, '/') ? ag_strdup(sp->run_library)
+                                              : ag_which(sp->run_library);
+    if (path && file_hash(path, hex))
+      json_object_set_new(files, "run_library", json_string(hex));
+    ag_free(path);
+  }
+  extern char **environ;
+  const char *extra = getenv("ARGUS_KEY_ENV");
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (!eq || !key_env(*e, (size_t)(eq - *e), extra))
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
+    json_object_set_new(env, name, json_string(eq + 1));
+  }
+  json_object_set_new(h, "argv", argv);
+  json_object_set_new(h, "files", files);
+  json_object_set_new(h, "env", env);
+  json_object_set_new(h, "run_library", sp->run_library ? json_string(sp->run_library)
+                                                        : json_null());
+  json_object_set_new(h, "cwd", json_string(sp->dir ? sp->dir : ""));
+  json_object_set_new(h, "records", json_integer((json_int_t)ob->o->records_per_warp));
+  json_object_set_new(h, "timeout_s", json_real(ob->o->timeout_s > 0 ? ob->o->timeout_s : 300));
+  return h;
+}
+
+/* Outputs that record how a step ran, not what it made (the compiler's log
+ * with its own timing, the resource report that quotes it, the harness's
+ * output): never part of a dependent's key, so identical requests make
+ * identical keys. */
+static int key_input(const char *name) {
+  return strcmp(name, "log") && strcmp(name, "resources");
+}
+
 /* The workspace's task identity: type, op + configuration + program, the
  * transforms' version (a newer probe never reuses an older one's variants or
  * evidence), and the artifacts the dependencies produced. */
 static int store_spec(obs *ob, const ag_task *t, json_t **cfg, const char **ins, size_t *nin) {
   *cfg = json_pack("{s:s,s:O,s:s,s:i}", "op", t->op, "config", t->config, "program",
                    t->program ? t->program : "", "xform", AG_VARIANT_XFORM_VERSION);
+  if (*cfg && t->type == AG_TASK_COLLECT && ob->harness)
+    json_object_set(*cfg, "harness", ob->harness);
   *nin = 0;
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(ob->plan, t->deps.v[i]);
     const char *k;
     json_t *v;
-    json_object_foreach(d->outputs, k, v) if (json_is_string(v) && *nin < 64) ins[(*nin)++] =
-        json_string_value(v);
+    json_object_foreach(d->outputs, k, v) if (json_is_string(v) && key_input(k) && *nin < 64)
+        ins[(*nin)++] = json_string_value(v);
   }
   return *cfg ? 0 : AG_ENOMEM;
+}
+
+/* Records that t starts in the workspace, or finds how its key ended. */
+static int memo_begin(obs *ob, const ag_task *t, ag_store_claim *cl, char key[65]) {
+  json_t *cfg;
+  const char *ins[64];
+  size_t nin;
+  memset(cl, 0, sizeof *cl);
+  if (store_spec(ob, t, &cfg, ins, &nin))
+    return AG_ENOMEM;
+  ag_store_task_spec sp = {t->type, cfg, ins, nin, t->needs_gpu ? "gpu" : "cpu", ob->query_id,
+                           NULL};
+  int rc = ag_store_task_begin(ob->st, &sp, 0, cl);
+  if (rc == 0 || rc == AG_EBUSY)
+    ag_store_task_key(&sp, key);
+  json_decref(cfg);
+  return rc;
+}
+
+static json_t *claim_outputs(const ag_store_claim *cl) {
+  json_t *o = json_object();
+  for (size_t i = 0; o && i < cl->noutputs; i++)
+    json_object_set_new(o, cl->outputs[i].name, json_string(cl->outputs[i].hash));
+  return o;
 }
 
 static int memo_lookup(void *ud, const ag_task *ct, json_t **outputs) {
@@ -713,29 +846,78 @@ static int memo_lookup(void *ud, const ag_task *ct, json_t **outputs) {
   ag_task *t = (ag_task *)ct;
   if (!strcmp(t->op, "report")) /* joined afresh every time: it shows this run's plan */
     return 0;
-  json_t *cfg;
-  const char *ins[64];
-  size_t nin;
-  if (store_spec(ob, t, &cfg, ins, &nin))
-    return 0;
-  ag_store_task_spec sp = {t->type, cfg, ins, nin, t->needs_gpu ? "gpu" : "cpu", ob->query_id,
-                           NULL};
   ag_store_claim cl;
-  int hit = 0;
-  if (ag_store_task_begin(ob->st, &sp, 0, &cl) == 0) {
-    memcpy(t->key, cl.key, sizeof t->key);
-    if (cl.status == AG_STORE_TASK_OK) {
-      *outputs = json_object();
-      for (size_t i = 0; i < cl.noutputs; i++)
-        json_object_set_new(*outputs, cl.outputs[i].name, json_string(cl.outputs[i].hash));
-      hit = 1;
-    } else {
-      t->memo_id = cl.task_id;
-    }
-    ag_free(cl.outputs);
+  int hit = 0, rc = memo_begin(ob, t, &cl, t->key);
+  if (rc == 0 && cl.status == AG_STORE_TASK_OK) {
+    *outputs = claim_outputs(&cl);
+    hit = 1;
+  } else if (rc == 0) {
+    t->memo_id = cl.task_id;
+  } else if (rc == AG_EBUSY && cl.task_id > 0) { /* an identical request runs it now */
+    t->memo_busy = cl.task_id;
   }
-  json_decref(cfg);
+  ag_free(cl.outputs);
   return hit;
+}
+
+/* Waits for another process's attempt of t's key (memo_lookup found it
+ * running), so identical concurrent observes run each task once: that
+ * attempt's success is t's result (returns 1); its failure is t's failure,
+ * with its reason (returns 1 with t->error set and no outputs). When its
+ * process dies, t is claimed and runs here (returns 0). Gives up waiting
+ * (and runs t unrecorded) after the harness timeout and a minute. Called in
+ * a worker thread. */
+static int memo_wait(void *ud, ag_task *t, json_t **outputs) {
+  obs *ob = ud;
+  double limit = (ob->o->timeout_s > 0 ? ob->o->timeout_s : 300) + 60;
+  uint64_t start = ag_now_ns(), until = start + (uint64_t)(limit * 1e9), probe = start;
+  int64_t other = t->memo_busy;
+  long nap_ms = 5;
+  t->memo_busy = 0;
+  while (ag_now_ns() < until) {
+    struct timespec ts = {0, nap_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    nap_ms = nap_ms < 100 ? nap_ms * 2 : 100;
+    ag_store_task rec;
+    if (ag_store_task_get(ob->st, other, &rec))
+      return 0;
+    ag_store_task_status st = rec.status;
+    int abandoned = rec.error && !strncmp(rec.error, "abandoned", 9);
+    if (st == AG_STORE_TASK_OK) {
+      ag_store_claim cl = {0};
+      cl.outputs = rec.outputs;
+      cl.noutputs = rec.noutputs;
+      *outputs = claim_outputs(&cl);
+    } else if (st == AG_STORE_TASK_FAILED && !abandoned) {
+      ag_str e = AG_STR_INIT;
+      ag_str_printf(&e, "the identical run t%lld of another observe failed: %s",
+                    (long long)other, rec.error ? rec.error : "no reason recorded");
+      ag_free(t->error);
+      t->error = ag_str_detach(&e);
+    }
+    ag_store_task_release(&rec);
+    if (st == AG_STORE_TASK_OK || (st == AG_STORE_TASK_FAILED && !abandoned))
+      return 1;
+    if (st == AG_STORE_TASK_FAILED || ag_now_ns() - probe > 1000000000ull) {
+      /* abandoned, or still running: is its process alive? (begin claims
+       * the key when it is not) */
+      probe = ag_now_ns();
+      ag_store_claim cl;
+      char key[65];
+      int rc = memo_begin(ob, t, &cl, key), hit = rc == 0 && cl.status == AG_STORE_TASK_OK;
+      if (hit)
+        *outputs = claim_outputs(&cl);
+      else if (rc == 0)
+        t->memo_id = cl.task_id;
+      ag_free(cl.outputs);
+      if (rc != AG_EBUSY)
+        return hit;
+      other = cl.task_id > 0 ? cl.task_id : other;
+    }
+  }
+  AG_LOG(AG_LOG_WARN, "task '%s' waited %.0f s for another process's identical run: runs again",
+         t->label, limit);
+  return 0;
 }
 
 static int memo_publish(void *ud, const ag_task *t) {
@@ -801,6 +983,10 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
     goto out;
   if ((rc = ag_spec_load(o->spec, d, &ob.spec)))
     goto out;
+  if (!(ob.harness = harness_identity(&ob))) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
   ag_trace_begin("build module");
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
@@ -878,7 +1064,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
                     .execs = executors,
                     .nexecs = sizeof executors / sizeof executors[0],
                     .ud = &ob,
-                    .memo = {memo_lookup, memo_publish, &ob},
+                    .memo = {memo_lookup, memo_publish, &ob, memo_wait},
                     .progress = o->progress,
                     .progress_ud = o->progress_ud,
                     .types = o->plan_only ? 1u << AG_TASK_CONTROL : 0};
@@ -914,6 +1100,7 @@ out:
   ag_free(ob.workers);
   ag_store_close(ob.st);
   ag_spec_free(ob.spec);
+  json_decref(ob.harness);
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);
