@@ -351,6 +351,33 @@ static void value(json_t *vals, const char *region, const char *signal, const ch
                                         qual));
 }
 
+/* The first dependency of t of this type, or NULL. */
+static const ag_task *dep_of(const ag_plan *p, const ag_task *t, ag_task_type type) {
+  for (size_t i = 0; i < t->deps.n; i++) {
+    const ag_task *d = ag_plan_task(p, t->deps.v[i]);
+    if (d && d->type == type)
+      return d;
+  }
+  return NULL;
+}
+
+/* The program version a collection's evidence belongs to: this plan's
+ * program when the variant the evidence names is the cubin that collection
+ * ran; otherwise the variant it names (evidence of another build, which is
+ * never joined with this program's: docs/report.md). */
+static void evidence_program(const obs *ob, const ag_plan *p, const ag_task *collect,
+                             const ag_evidence *ev, ag_str *out) {
+  const char *want = collect ? input(p, collect, "cubin") : NULL;
+  const char *got =
+      json_string_value(json_object_get(json_object_get(ev->header, "variant"), "id"));
+  if (want && got && !strcmp(want, got))
+    ag_str_puts(out, ob->program);
+  else if (got && *got)
+    ag_str_printf(out, "the build of variant %.12s", got);
+  else
+    ag_str_puts(out, "a build that names no variant");
+}
+
 static int scope_of(const ag_task *t, ag_scope *s) {
   const char *sc = json_string_value(json_object_get(t->config, "scope"));
   return ag_scope_parse(sc ? sc : "", s, NULL);
@@ -455,6 +482,12 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
   json_object_set_new(out, "unended", json_integer((json_int_t)tr->unended));
   json_object_set_new(out, "anomalies", json_string(ag_str_cstr(&tr->anomalies)));
   json_object_set_new(out, "sm_hz", json_real(ev->sm_hz));
+  { /* the evidence's own program version: the report joins only this plan's */
+    ag_str prog = AG_STR_INIT;
+    evidence_program(ob, cx->plan, dep_of(cx->plan, t, AG_TASK_COLLECT), ev, &prog);
+    json_object_set_new(out, "program", json_string(ag_str_cstr(&prog)));
+    ag_str_release(&prog);
+  }
   rc = put_json(ob, t, "values", out, "json");
 out:
   json_decref(vals);
@@ -510,6 +543,10 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
   if (!r)
     return fail(t, AG_ENOMEM, "out of memory");
   int rc = 0;
+  /* what every joined value must share: this program version, the query's scope */
+  ag_str qs = AG_STR_INIT;
+  ag_scope_format(&ob->query.scope, &qs);
+  ag_provenance want = {NULL, 0, ob->program, NULL, ag_str_cstr(&qs)};
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *s = ag_plan_task(cx->plan, t->deps.v[i]);
     const char *signal = json_string_value(json_object_get(s->config, "signal"));
@@ -534,8 +571,27 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
         variant = a->op + 10;
     }
     const char *sc = json_string_value(json_object_get(s->config, "scope"));
-    ag_provenance pv = {tasks, nt, ob->program, variant, sc ? sc : ""};
+    const char *prog = json_string_value(json_object_get(out, "program"));
+    ag_provenance pv = {tasks, nt, prog ? prog : ob->program, variant, sc ? sc : ""};
     json_t *v;
+    /* the synthesis's own not-joined evidence (e.g. a probe of another build) */
+    json_array_foreach(json_object_get(out, "not_joined"), k, v)
+        ag_report_not_joined(r, json_string_value(json_object_get(v, "what")),
+                             json_string_value(json_object_get(v, "why")));
+    ag_str apart = AG_STR_INIT;
+    if (!ag_report_joinable(&want, &pv, &apart)) { /* never joined silently */
+      ag_str what = AG_STR_INIT;
+      ag_str_printf(&what, "%s of '%s' (t%d)", signal ? signal : s->op,
+                    s->region ? s->region : "", s->id);
+      ag_report_not_joined(r, ag_str_cstr(&what), ag_str_cstr(&apart));
+      ag_report_missing(r, s->region, signal,
+                        "its evidence is not this program's: see not_joined");
+      ag_str_release(&what);
+      ag_str_release(&apart);
+      json_decref(out);
+      continue;
+    }
+    ag_str_release(&apart);
     json_array_foreach(json_object_get(out, "values"), k, v) {
       json_t *val = json_object_get(v, "value");
       const char *q = json_string_value(json_object_get(v, "qual"));
@@ -577,6 +633,7 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
     json_decref(j);
   }
   ag_report_free(r);
+  ag_str_release(&qs);
   return rc;
 }
 
@@ -586,12 +643,12 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
  * succeeded; the others are reported missing, with their reason. */
 static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
-  json_t *disc = NULL, *out = NULL, *missing = json_array();
+  json_t *disc = NULL, *out = NULL, *missing = json_array(), *not_joined = json_array();
   ag_evidence *ref = NULL, **probes = ag_calloc(t->deps.n + 1, sizeof *probes);
   int np = 0, rc = 0;
   ag_diags d;
   ag_diags_init(&d);
-  if (!probes || !missing) {
+  if (!probes || !missing || !not_joined) {
     rc = fail(t, AG_ENOMEM, "out of memory");
     goto out;
   }
@@ -625,7 +682,19 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
       rc = fail_diags(t, rc, "cannot read the evidence", &d);
       goto out;
     }
-    if (is_probe)
+    ag_str prog = AG_STR_INIT, why = AG_STR_INIT;
+    evidence_program(ob, cx->plan, dt, ev, &prog);
+    ag_provenance mine = {NULL, 0, ob->program, NULL, ""},
+                  theirs = {NULL, 0, ag_str_cstr(&prog), NULL, ""};
+    int joinable = ag_report_joinable(&mine, &theirs, &why);
+    if (!joinable) /* another build's evidence: listed, never joined */
+      json_array_append_new(not_joined, json_pack("{s:s,s:s}", "what", dt->label, "why",
+                                                  ag_str_cstr(&why)));
+    ag_str_release(&prog);
+    ag_str_release(&why);
+    if (!joinable)
+      ag_evidence_free(ev);
+    else if (is_probe)
       probes[np++] = ev;
     else if (!ref)
       ref = ev;
@@ -643,7 +712,8 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
     goto out;
   }
   json_object_set_new(out, "missing", missing);
-  missing = NULL;
+  json_object_set_new(out, "not_joined", not_joined);
+  missing = not_joined = NULL;
   rc = put_json(ob, t, "values", out, "json");
 out:
   for (int i = 0; i < np; i++)
@@ -653,6 +723,7 @@ out:
   json_decref(disc);
   json_decref(out);
   json_decref(missing);
+  json_decref(not_joined);
   ag_diags_release(&d);
   return rc;
 }

@@ -3,9 +3,11 @@
  * a shell script that fails (there is no GPU here), so collections run for
  * real and end in failure: the keys, the task records and the sharing of
  * one execution among concurrent observes are checked on that. */
+#include "argus/evidence.h"
 #include "argus/observe.h"
 #include "argus/store.h"
 #include "check.h"
+#include "../../src/collect/evwrite.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -249,6 +251,126 @@ TEST(test_concurrent_identical_observes_share_one_run) {
   ag_free(text);
 }
 
+/* ------------------------------------------------------------------
+ * This program as a harness (argv[1] = as_harness or as_other_harness,
+ * under a collection's environment): it writes evidence the way the host
+ * runtime does, one warp with one occurrence of each region of the probe
+ * table, naming the variant it was given, or, as another build would, a
+ * variant that is not this plan's. Outside a collection both do nothing. */
+static void write_evidence(int other_build) {
+  const char *out = getenv("ARGUS_OUT"), *sites = getenv("ARGUS_SITES");
+  const char *vid = getenv("ARGUS_VARIANT_ID");
+  if (!out || !sites)
+    return;
+  char *pj = NULL;
+  size_t pl = 0;
+  if (ag_file_read(sites, &pj, &pl))
+    exit(20);
+  json_t *pt = json_loadb(pj, pl, 0, NULL);
+  static ag_ev_meta meta[1];
+  static ag_ev_record rec[64];
+  uint32_t n = 0;
+  uint64_t clk = 1000000;
+  size_t i;
+  json_t *x;
+  json_array_foreach(json_object_get(pt, "sites"), i, x) {
+    const char *k = json_string_value(json_object_get(x, "kind"));
+    if (k && !strcmp(k, "region") && n < 63) {
+      rec[n++] = (ag_ev_record){(uint32_t)clk, (uint32_t)i, (uint32_t)(clk + 900),
+                                AG_EV_NO_ITER ^ AG_EV_ITER_BIAS};
+      clk += 1000;
+    }
+  }
+  meta[0] = (ag_ev_meta){0};
+  meta[0].clock_entry = 1000000 - 10;
+  meta[0].gtime_entry = 5000000;
+  meta[0].clock_exit = clk + 10;
+  meta[0].gtime_exit = 5000000 + (clk - 1000000 + 20) / 2;
+  meta[0].count = meta[0].max_count = n;
+  meta[0].flags = AG_EV_EXITED;
+  char path[1024], err[256];
+  snprintf(path, sizeof path, "%s/%s", out, AG_EV_FILE_NAME);
+  ag_evw *w = NULL;
+  ag_evw_launch L = {0, "overhead_compute", {1, 1, 1}, {32, 1, 1}, 0, 1, 1, 64, 64, meta, rec};
+  ag_str h = AG_STR_INIT;
+  ag_str_printf(&h,
+                "\"device\":{\"name\":\"Simulated\"},\"clock\":{\"sm_hz\":2000000000.0},"
+                "\"variant\":{\"id\":\"%s\"},\"probes\":%.*s",
+                other_build ? "feedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface"
+                            : (vid ? vid : ""),
+                (int)pl, pj);
+  if (ag_evw_open(path, &w, err, sizeof err) || ag_evw_launch_add(w, &L, err, sizeof err) ||
+      ag_evw_close(w, ag_str_cstr(&h), 1, err, sizeof err)) {
+    fprintf(stderr, "harness: %s\n", err);
+    exit(21);
+  }
+  ag_str_release(&h);
+  json_decref(pt);
+  ag_free(pj);
+  exit(0);
+}
+
+TEST(as_harness) { write_evidence(0); }
+TEST(as_other_harness) { write_evidence(1); }
+
+static void harness_spec(const char *name, const char *mode) {
+  char self[1024] = "";
+  ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[k > 0 ? k : 0] = 0;
+  char path[256];
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": [\"%s\", "
+                    "\"%s\"]}",
+                ptx, self, mode);
+  snprintf(path, sizeof path, "%s/%s.json", ws, name);
+  ag_file_write_atomic(path, s.p, s.len);
+  ag_str_release(&s);
+}
+
+/* The report joins only evidence of this program version: evidence that
+ * names another build's variant is listed in not_joined with the reason,
+ * its values are not reported, and the signal is missing; this program's
+ * own evidence is joined. */
+TEST(test_report_lists_evidence_not_joined) {
+  setup();
+  harness_spec("mine", "as_harness");
+  harness_spec("other", "as_other_harness");
+  req q = {"mine", "ws-join", "duration", 1, 0, 0};
+  ag_observe_result r;
+  CHECK_EQ_INT(observe(&q, &r), 0);
+  ag_task *c = find(r.plan, "collect");
+  CHECK(c && c->status == AG_TS_OK);
+  if (c && c->error)
+    fprintf(stderr, "collect: %s\n", c->error);
+  CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "not_joined")), 0);
+  size_t i;
+  json_t *v;
+  int counts = 0;
+  json_array_foreach(json_object_get(r.report, "values"), i, v) counts +=
+      !strcmp(json_string_value(json_object_get(v, "stat")), "count") &&
+      json_integer_value(json_object_get(v, "value")) == 1;
+  CHECK(counts >= 1);
+  ag_observe_result_release(&r);
+  q.spec = "other";
+  CHECK_EQ_INT(observe(&q, &r), 0);
+  c = find(r.plan, "collect");
+  CHECK(c && c->status == AG_TS_OK);
+  json_t *nj = json_object_get(r.report, "not_joined");
+  CHECK_EQ_INT((int)json_array_size(nj), 1);
+  CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(nj, 0), "why")),
+                 "different program versions");
+  CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(nj, 0), "why")),
+                 "variant feedfacefeed");
+  CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(nj, 0), "what")), "duration");
+  CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "values")), 0);
+  CHECK_CONTAINS(
+      json_string_value(json_object_get(json_array_get(json_object_get(r.report, "missing"), 0),
+                                        "why")),
+      "not this program's");
+  ag_observe_result_release(&r);
+}
+
 RUN_TESTS(T(test_collect_key_holds_every_harness_input), T(test_keys_are_canonical),
           T(test_no_gpu_task_ends_with_its_reason),
-          T(test_concurrent_identical_observes_share_one_run))
+          T(test_concurrent_identical_observes_share_one_run),
+          T(test_report_lists_evidence_not_joined), T(as_harness), T(as_other_harness))
