@@ -55,6 +55,7 @@ typedef struct req {
   int ndev;
   unsigned records;
   double timeout;
+  const char *region, *scope; /* NULL: "work", everything */
 } req;
 
 static int observe(const req *q, ag_observe_result *r) {
@@ -62,8 +63,10 @@ static int observe(const req *q, ag_observe_result *r) {
   snprintf(spec, sizeof spec, "%s/%s.json", ws, q->spec);
   snprintf(wsdir, sizeof wsdir, "%s/%s", ws, q->workspace);
   const char *sigs[] = {q->signals ? q->signals : "duration"};
-  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
-                       .nsignals = 1, .ndevices = q->ndev, .records_per_warp = q->records,
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir,
+                       .region = q->region ? q->region : "work", .scope = q->scope,
+                       .signals = sigs, .nsignals = 1, .ndevices = q->ndev,
+                       .records_per_warp = q->records,
                        .timeout_s = q->timeout > 0 ? q->timeout : 30};
   ag_diags d;
   ag_diags_init(&d);
@@ -97,7 +100,7 @@ TEST(test_collect_key_holds_every_harness_input) {
   setup();
   write_spec("base", "h.sh", "exit 3", "");
   write_spec("size", "h.sh", "exit 3", ", \"--size\", \"1024\"");
-  req q = {"base", "ws-key", NULL, 1, 0, 0};
+  req q = {"base", "ws-key", NULL, 1, 0, 0, NULL, NULL};
   char k0[65], k1[65];
   collect_key(&q, k0);
   collect_key(&q, k1);
@@ -143,7 +146,8 @@ TEST(test_collect_key_holds_every_harness_input) {
 TEST(test_keys_are_canonical) {
   setup();
   write_spec("canon", "c.sh", "exit 3", "");
-  req a = {"canon", "ws-canon-a", NULL, 1, 0, 0}, b = {"canon", "ws-canon-b", NULL, 1, 0, 0};
+  req a = {"canon", "ws-canon-a", NULL, 1, 0, 0, NULL, NULL};
+  req b = {"canon", "ws-canon-b", NULL, 1, 0, 0, NULL, NULL};
   ag_observe_result ra, rb;
   CHECK_EQ_INT(observe(&a, &ra), 0);
   CHECK_EQ_INT(observe(&b, &rb), 0);
@@ -164,7 +168,7 @@ TEST(test_keys_are_canonical) {
 TEST(test_no_gpu_task_ends_with_its_reason) {
   setup();
   write_spec("nogpu", "n.sh", "exit 3", "");
-  req q = {"nogpu", "ws-nogpu", "duration", 0, 0, 0};
+  req q = {"nogpu", "ws-nogpu", "duration", 0, 0, 0, NULL, NULL};
   ag_observe_result r;
   for (int round = 0; round < 2; round++) {
     CHECK_EQ_INT(observe(&q, &r), 0);
@@ -213,7 +217,7 @@ TEST(test_concurrent_identical_observes_share_one_run) {
       close(go[1]);
       if (read(go[0], &c, 1) < 0)
         _exit(90);
-      req q = {"conc", "ws-conc", "duration", 1, 0, 0};
+      req q = {"conc", "ws-conc", "duration", 1, 0, 0, NULL, NULL};
       ag_observe_result r;
       if (observe(&q, &r))
         _exit(91);
@@ -313,7 +317,7 @@ static void write_evidence(int other_build) {
 TEST(as_harness) { write_evidence(0); }
 TEST(as_other_harness) { write_evidence(1); }
 
-static void harness_spec(const char *name, const char *mode) {
+static void harness_spec_of(const char *name, const char *mode, const char *module) {
   char self[1024] = "";
   ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
   self[k > 0 ? k : 0] = 0;
@@ -321,11 +325,13 @@ static void harness_spec(const char *name, const char *mode) {
   ag_str s = AG_STR_INIT;
   ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": [\"%s\", "
                     "\"%s\"]}",
-                ptx, self, mode);
+                module, self, mode);
   snprintf(path, sizeof path, "%s/%s.json", ws, name);
   ag_file_write_atomic(path, s.p, s.len);
   ag_str_release(&s);
 }
+
+static void harness_spec(const char *name, const char *mode) { harness_spec_of(name, mode, ptx); }
 
 /* The report joins only evidence of this program version: evidence that
  * names another build's variant is listed in not_joined with the reason,
@@ -335,7 +341,7 @@ TEST(test_report_lists_evidence_not_joined) {
   setup();
   harness_spec("mine", "as_harness");
   harness_spec("other", "as_other_harness");
-  req q = {"mine", "ws-join", "duration", 1, 0, 0};
+  req q = {"mine", "ws-join", "duration", 1, 0, 0, NULL, NULL};
   ag_observe_result r;
   CHECK_EQ_INT(observe(&q, &r), 0);
   ag_task *c = find(r.plan, "collect");
@@ -370,7 +376,45 @@ TEST(test_report_lists_evidence_not_joined) {
   ag_observe_result_release(&r);
 }
 
+/* async_latency joins a reference run and a probe run per (site,
+ * iteration): each run whose evidence is another build's is listed in
+ * not_joined and left out; this program's own runs are joined. */
+TEST(test_async_runs_of_another_build_not_joined) {
+  setup();
+  char tma[600];
+  snprintf(tma, sizeof tma, "%.*s/tma_probe.ptx", (int)(strrchr(ptx, '/') - ptx), ptx);
+  if (access(tma, R_OK) != 0) {
+    printf("no %s: skipped\n", tma);
+    exit(77);
+  }
+  harness_spec_of("amine", "as_harness", tma);
+  harness_spec_of("aother", "as_other_harness", tma);
+  req q = {"amine", "ws-async", "async_latency", 1, 0, 0, "mainloop", "iter=0:1"};
+  ag_observe_result r;
+  CHECK_EQ_INT(observe(&q, &r), 0);
+  int runs = 0, ok = 0;
+  for (size_t i = 0; r.plan && i < r.plan->tasks.n; i++)
+    if (r.plan->tasks.v[i]->type == AG_TASK_COLLECT) {
+      runs++;
+      ok += r.plan->tasks.v[i]->status == AG_TS_OK;
+    }
+  CHECK(runs >= 2 && ok == runs); /* the reference and at least one probe */
+  CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "not_joined")), 0);
+  ag_observe_result_release(&r);
+  q.spec = "aother";
+  CHECK_EQ_INT(observe(&q, &r), 0);
+  json_t *nj = json_object_get(r.report, "not_joined");
+  CHECK_EQ_INT((int)json_array_size(nj), runs);
+  size_t i;
+  json_t *v;
+  json_array_foreach(nj, i, v) {
+    CHECK_CONTAINS(json_string_value(json_object_get(v, "why")), "different program versions");
+  }
+  ag_observe_result_release(&r);
+}
+
 RUN_TESTS(T(test_collect_key_holds_every_harness_input), T(test_keys_are_canonical),
           T(test_no_gpu_task_ends_with_its_reason),
           T(test_concurrent_identical_observes_share_one_run),
-          T(test_report_lists_evidence_not_joined), T(as_harness), T(as_other_harness))
+          T(test_report_lists_evidence_not_joined),
+          T(test_async_runs_of_another_build_not_joined), T(as_harness), T(as_other_harness))
