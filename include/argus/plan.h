@@ -100,6 +100,19 @@ const ag_evidence_kind *ag_evidence_find(const char *name);
 /* Iterates the table: returns NULL past the end. */
 const ag_recipe *ag_recipe_at(size_t i);
 
+/* A recipe table: rows of recipes and evidence kinds. The planner reads the
+ * built-in one (ag_recipe_builtin); a test may plan with rows of its own to
+ * exercise combinations the built-in table does not have yet. */
+typedef struct ag_recipe_table {
+  const ag_recipe *recipes;
+  size_t nrecipes;
+  const ag_evidence_kind *kinds;
+  size_t nkinds;
+} ag_recipe_table;
+const ag_recipe_table *ag_recipe_builtin(void);
+const ag_recipe *ag_recipe_table_find(const ag_recipe_table *t, const char *signal);
+const ag_evidence_kind *ag_evidence_table_find(const ag_recipe_table *t, const char *name);
+
 /* ------------------------------------------------------------------ tasks */
 typedef enum ag_task_status {
   AG_TS_PENDING, AG_TS_RUNNING, AG_TS_OK, AG_TS_FAILED, AG_TS_SKIPPED, AG_TS_CACHED
@@ -133,6 +146,7 @@ struct ag_task {
   char *error;         /* why it failed or was skipped (owned) */
   char key[65];        /* memoization key (hex), "" until computed */
   int64_t memo_id;     /* the workspace's record of this run of the task, 0 if none */
+  int64_t memo_busy;   /* another process's running attempt of the same key, 0 if none */
   double wall_s;
   int ran;             /* 1 when an executor ran it in this process */
 };
@@ -163,6 +177,9 @@ struct ag_plan {
 /* Builds the plan for a query on a program version. Unknown signals and
  * empty scopes give diagnostics and AG_EINVAL. */
 int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan **out);
+/* The same with a recipe table of the caller's (it must outlive the plan). */
+int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_table *tbl,
+                        ag_diags *d, ag_plan **out);
 void ag_plan_free(ag_plan *p);
 
 /* Adds a task (deduplicated: an identical op + config + deps returns the
@@ -173,9 +190,12 @@ ag_task *ag_plan_add(ag_plan *p, ag_task_type type, const char *op, const char *
 int ag_plan_add_dep(ag_plan *p, ag_task *t, int dep);
 ag_task *ag_plan_task(const ag_plan *p, int id);
 
-/* Assigns Collect tasks to runs: identical variants with non-conflicting
- * effects share a run; conflicting ones and per-instance probes get their
- * own. Called by ag_plan_build and again after expansion. */
+/* Numbers the runs: one per Collect task, each one execution of the harness.
+ * The planner has already merged the collections that can share a run into
+ * one Collect task (same compiled variant, effects that do not conflict:
+ * its "backends" lists them all); collections whose effects conflict, and
+ * per-instance probes, are Collect tasks of their own. Called by
+ * ag_plan_build and again after expansion. */
 void ag_plan_partition(ag_plan *p);
 
 /* Async probes (docs/probes.md). The expansion of a Control(discover) task

@@ -38,12 +38,20 @@ typedef struct ag_executor {
 /* Memoization: lookup returns 1 and sets *outputs (new reference) when a task
  * with the same identity already succeeded (it may also record that the task
  * starts, and set t->key: ag_task_compute_key or the workspace's own key);
- * publish records how a task that ran ended (t->status is AG_TS_OK or
- * AG_TS_FAILED). Both may be NULL (no memoization). */
+ * publish records how a task that lookup recorded as started ended
+ * (t->status is AG_TS_OK or AG_TS_FAILED: it ran, or the scheduler failed
+ * it, e.g. a GPU task without a GPU). When lookup found the same identity
+ * being run by another process it sets t->memo_busy; the worker thread then
+ * calls wait before running the task, which returns 1 with *outputs when
+ * that run succeeded (the task is cached: one execution serves both), 1
+ * with *outputs NULL and t->error set when it failed (the task fails with
+ * that reason), or 0 when this task is to run after all (it may have
+ * recorded its start). Any of them may be NULL (no memoization). */
 typedef struct ag_memo {
   int (*lookup)(void *ud, const ag_task *t, json_t **outputs);
   int (*publish)(void *ud, const ag_task *t);
   void *ud;
+  int (*wait)(void *ud, ag_task *t, json_t **outputs);
 } ag_memo;
 
 typedef void (*ag_progress_fn)(void *ud, const ag_plan *p, const ag_task *t, int done,

@@ -153,9 +153,15 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
     size_t k;
     json_t *v;
     int have = 0;
-    json_array_foreach(b, k, v) have |= !strcmp(json_string_value(v), ek->backend);
-    if (!have)
-      json_array_append_new(b, json_string(ek->backend));
+    size_t at = json_array_size(b);
+    json_array_foreach(b, k, v) {
+      int c = strcmp(json_string_value(v), ek->backend);
+      have |= c == 0;
+      if (c > 0 && at > k)
+        at = k;
+    }
+    if (!have) /* kept sorted: the same backends make the same key, in any signal order */
+      json_array_insert_new(b, at, json_string(ek->backend));
     t->effects |= ek->effects;
     return t;
   }
@@ -201,11 +207,11 @@ static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
 }
 
 /* Per-instance evidence needs the iteration window its branches cover. */
-static int check_instances(const ag_query *q, ag_diags *d) {
+static int check_instances(const ag_query *q, const ag_recipe_table *tb, ag_diags *d) {
   int bad = 0;
   for (int i = 0; i < q->nsignals; i++) {
-    const ag_recipe *r = ag_recipe_find(q->signals[i]);
-    const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
+    const ag_recipe *r = ag_recipe_table_find(tb, q->signals[i]);
+    const ag_evidence_kind *ek = r ? ag_evidence_table_find(tb, r->evidence) : NULL;
     if (ek && ek->per_instance && q->scope.dim[AG_SCOPE_ITER].n == 0) {
       ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
                    "signal '%s' runs one probe per site and iteration: give the iterations "
@@ -218,6 +224,11 @@ static int check_instances(const ag_query *q, ag_diags *d) {
 }
 
 int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan **out) {
+  return ag_plan_build_table(q, program, ag_recipe_builtin(), d, out);
+}
+
+int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_table *tb,
+                        ag_diags *d, ag_plan **out) {
   *out = NULL;
   if (!q->region || !*q->region) {
     ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "a query needs a region (--region NAME)");
@@ -230,16 +241,16 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
   }
   int bad = 0;
   for (int i = 0; i < q->nsignals; i++)
-    if (!ag_recipe_find(q->signals[i])) {
+    if (!ag_recipe_table_find(tb, q->signals[i])) {
       ag_str known = AG_STR_INIT;
-      for (size_t k = 0; ag_recipe_at(k); k++)
-        ag_str_printf(&known, "%s%s", k ? ", " : "", ag_recipe_at(k)->signal);
+      for (size_t k = 0; k < tb->nrecipes; k++)
+        ag_str_printf(&known, "%s%s", k ? ", " : "", tb->recipes[k].signal);
       ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "unknown signal '%s' (known: %s)",
                    q->signals[i], ag_str_cstr(&known));
       ag_str_release(&known);
       bad = 1;
     }
-  if (bad || check_instances(q, d))
+  if (bad || check_instances(q, tb, d))
     return AG_EINVAL;
   plan_impl *pi = ag_calloc(1, sizeof *pi);
   if (!pi)
@@ -262,9 +273,16 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
 
   AG_VEC(int) synths = {0};
   for (int i = 0; i < q->nsignals; i++) {
-    const ag_recipe *r = ag_recipe_find(q->signals[i]);
-    const ag_evidence_kind *ek = ag_evidence_find(r->evidence);
+    const ag_recipe *r = ag_recipe_table_find(tb, q->signals[i]);
+    const ag_evidence_kind *ek = ag_evidence_table_find(tb, r->evidence);
     int prereq = -1;
+    if (!ek) {
+      ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
+                   "signal '%s' names evidence '%s' that the recipe table does not have",
+                   r->signal, r->evidence);
+      rc = AG_EINVAL;
+      goto fail_vec;
+    }
     if (ek->prereq) {
       /* discovery validates the queried region (part of its identity) and
        * lists its sites */
@@ -285,7 +303,7 @@ int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan *
       goto fail_vec;
     }
     if (r->reference) {
-      const ag_evidence_kind *rk = ag_evidence_find(r->reference);
+      const ag_evidence_kind *rk = ag_evidence_table_find(tb, r->reference);
       if (!rk || (deps[nd++] = source_for(p, rk, prereq)) < 0)
         goto fail_vec;
     }

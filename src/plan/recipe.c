@@ -40,22 +40,34 @@ static const ag_recipe recipes[] = {
      "async_ref"},
 };
 
-const ag_recipe *ag_recipe_find(const char *signal) {
-  for (size_t i = 0; i < sizeof recipes / sizeof recipes[0]; i++)
-    if (!strcmp(recipes[i].signal, signal))
-      return &recipes[i];
+static const ag_recipe_table builtin = {recipes, sizeof recipes / sizeof recipes[0],
+                                        evidence_kinds,
+                                        sizeof evidence_kinds / sizeof evidence_kinds[0]};
+
+const ag_recipe_table *ag_recipe_builtin(void) { return &builtin; }
+
+const ag_recipe *ag_recipe_table_find(const ag_recipe_table *t, const char *signal) {
+  for (size_t i = 0; signal && i < t->nrecipes; i++)
+    if (!strcmp(t->recipes[i].signal, signal))
+      return &t->recipes[i];
   return NULL;
 }
 
-const ag_recipe *ag_recipe_at(size_t i) {
-  return i < sizeof recipes / sizeof recipes[0] ? &recipes[i] : NULL;
+const ag_evidence_kind *ag_evidence_table_find(const ag_recipe_table *t, const char *name) {
+  for (size_t i = 0; name && i < t->nkinds; i++)
+    if (!strcmp(t->kinds[i].name, name))
+      return &t->kinds[i];
+  return NULL;
 }
+
+const ag_recipe *ag_recipe_find(const char *signal) {
+  return ag_recipe_table_find(&builtin, signal);
+}
+
+const ag_recipe *ag_recipe_at(size_t i) { return i < builtin.nrecipes ? &recipes[i] : NULL; }
 
 const ag_evidence_kind *ag_evidence_find(const char *name) {
-  for (size_t i = 0; i < sizeof evidence_kinds / sizeof evidence_kinds[0]; i++)
-    if (!strcmp(evidence_kinds[i].name, name))
-      return &evidence_kinds[i];
-  return NULL;
+  return ag_evidence_table_find(&builtin, name);
 }
 
 const char *ag_qual_name(ag_qual q) {

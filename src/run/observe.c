@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "argus/collect.h"
@@ -37,6 +39,9 @@ typedef struct obs {
    * or NULL: a harness process per collection */
   ag_worker **workers;
   int nworkers;
+  /* everything besides the variant that can change what a collection
+   * measures (harness_identity): part of every Collect task's key */
+  json_t *harness;
 } obs;
 
 /* ------------------------------------------------------------ helpers */
@@ -346,6 +351,33 @@ static void value(json_t *vals, const char *region, const char *signal, const ch
                                         qual));
 }
 
+/* The first dependency of t of this type, or NULL. */
+static const ag_task *dep_of(const ag_plan *p, const ag_task *t, ag_task_type type) {
+  for (size_t i = 0; i < t->deps.n; i++) {
+    const ag_task *d = ag_plan_task(p, t->deps.v[i]);
+    if (d && d->type == type)
+      return d;
+  }
+  return NULL;
+}
+
+/* The program version a collection's evidence belongs to: this plan's
+ * program when the variant the evidence names is the cubin that collection
+ * ran; otherwise the variant it names (evidence of another build, which is
+ * never joined with this program's: docs/report.md). */
+static void evidence_program(const obs *ob, const ag_plan *p, const ag_task *collect,
+                             const ag_evidence *ev, ag_str *out) {
+  const char *want = collect ? input(p, collect, "cubin") : NULL;
+  const char *got =
+      json_string_value(json_object_get(json_object_get(ev->header, "variant"), "id"));
+  if (want && got && !strcmp(want, got))
+    ag_str_puts(out, ob->program);
+  else if (got && *got)
+    ag_str_printf(out, "the build of variant %.12s", got);
+  else
+    ag_str_puts(out, "a build that names no variant");
+}
+
 static int scope_of(const ag_task *t, ag_scope *s) {
   const char *sc = json_string_value(json_object_get(t->config, "scope"));
   return ag_scope_parse(sc ? sc : "", s, NULL);
@@ -450,6 +482,12 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
   json_object_set_new(out, "unended", json_integer((json_int_t)tr->unended));
   json_object_set_new(out, "anomalies", json_string(ag_str_cstr(&tr->anomalies)));
   json_object_set_new(out, "sm_hz", json_real(ev->sm_hz));
+  { /* the evidence's own program version: the report joins only this plan's */
+    ag_str prog = AG_STR_INIT;
+    evidence_program(ob, cx->plan, dep_of(cx->plan, t, AG_TASK_COLLECT), ev, &prog);
+    json_object_set_new(out, "program", json_string(ag_str_cstr(&prog)));
+    ag_str_release(&prog);
+  }
   rc = put_json(ob, t, "values", out, "json");
 out:
   json_decref(vals);
@@ -505,6 +543,10 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
   if (!r)
     return fail(t, AG_ENOMEM, "out of memory");
   int rc = 0;
+  /* what every joined value must share: this program version, the query's scope */
+  ag_str qs = AG_STR_INIT;
+  ag_scope_format(&ob->query.scope, &qs);
+  ag_provenance want = {NULL, 0, ob->program, NULL, ag_str_cstr(&qs)};
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *s = ag_plan_task(cx->plan, t->deps.v[i]);
     const char *signal = json_string_value(json_object_get(s->config, "signal"));
@@ -529,8 +571,27 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
         variant = a->op + 10;
     }
     const char *sc = json_string_value(json_object_get(s->config, "scope"));
-    ag_provenance pv = {tasks, nt, ob->program, variant, sc ? sc : ""};
+    const char *prog = json_string_value(json_object_get(out, "program"));
+    ag_provenance pv = {tasks, nt, prog ? prog : ob->program, variant, sc ? sc : ""};
     json_t *v;
+    /* the synthesis's own not-joined evidence (e.g. a probe of another build) */
+    json_array_foreach(json_object_get(out, "not_joined"), k, v)
+        ag_report_not_joined(r, json_string_value(json_object_get(v, "what")),
+                             json_string_value(json_object_get(v, "why")));
+    ag_str apart = AG_STR_INIT;
+    if (!ag_report_joinable(&want, &pv, &apart)) { /* never joined silently */
+      ag_str what = AG_STR_INIT;
+      ag_str_printf(&what, "%s of '%s' (t%d)", signal ? signal : s->op,
+                    s->region ? s->region : "", s->id);
+      ag_report_not_joined(r, ag_str_cstr(&what), ag_str_cstr(&apart));
+      ag_report_missing(r, s->region, signal,
+                        "its evidence is not this program's: see not_joined");
+      ag_str_release(&what);
+      ag_str_release(&apart);
+      json_decref(out);
+      continue;
+    }
+    ag_str_release(&apart);
     json_array_foreach(json_object_get(out, "values"), k, v) {
       json_t *val = json_object_get(v, "value");
       const char *q = json_string_value(json_object_get(v, "qual"));
@@ -572,6 +633,7 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
     json_decref(j);
   }
   ag_report_free(r);
+  ag_str_release(&qs);
   return rc;
 }
 
@@ -581,12 +643,12 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
  * succeeded; the others are reported missing, with their reason. */
 static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
-  json_t *disc = NULL, *out = NULL, *missing = json_array();
+  json_t *disc = NULL, *out = NULL, *missing = json_array(), *not_joined = json_array();
   ag_evidence *ref = NULL, **probes = ag_calloc(t->deps.n + 1, sizeof *probes);
   int np = 0, rc = 0;
   ag_diags d;
   ag_diags_init(&d);
-  if (!probes || !missing) {
+  if (!probes || !missing || !not_joined) {
     rc = fail(t, AG_ENOMEM, "out of memory");
     goto out;
   }
@@ -620,7 +682,19 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
       rc = fail_diags(t, rc, "cannot read the evidence", &d);
       goto out;
     }
-    if (is_probe)
+    ag_str prog = AG_STR_INIT, why = AG_STR_INIT;
+    evidence_program(ob, cx->plan, dt, ev, &prog);
+    ag_provenance mine = {NULL, 0, ob->program, NULL, ""},
+                  theirs = {NULL, 0, ag_str_cstr(&prog), NULL, ""};
+    int joinable = ag_report_joinable(&mine, &theirs, &why);
+    if (!joinable) /* another build's evidence: listed, never joined */
+      json_array_append_new(not_joined, json_pack("{s:s,s:s}", "what", dt->label, "why",
+                                                  ag_str_cstr(&why)));
+    ag_str_release(&prog);
+    ag_str_release(&why);
+    if (!joinable)
+      ag_evidence_free(ev);
+    else if (is_probe)
       probes[np++] = ev;
     else if (!ref)
       ref = ev;
@@ -638,7 +712,8 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
     goto out;
   }
   json_object_set_new(out, "missing", missing);
-  missing = NULL;
+  json_object_set_new(out, "not_joined", not_joined);
+  missing = not_joined = NULL;
   rc = put_json(ob, t, "values", out, "json");
 out:
   for (int i = 0; i < np; i++)
@@ -648,6 +723,7 @@ out:
   json_decref(disc);
   json_decref(out);
   json_decref(missing);
+  json_decref(not_joined);
   ag_diags_release(&d);
   return rc;
 }
@@ -691,21 +767,158 @@ static const ag_executor executors[] = {
 
 /* ------------------------------------------------ memoization (store) */
 
+/* The environment variables a harness sees that are part of a collection's
+ * key (docs/observe.md, "What a collection's key holds"): the CUDA driver's
+ * and runtime's settings, the dynamic loader's, and those of the Python,
+ * Torch and Triton stacks a harness may run; ARGUS_KEY_ENV names more
+ * (comma-separated). Argus's own ARGUS_* variables are set per run and are
+ * never inherited into a key. */
+static const char *const key_env_prefixes[] = {"CUDA_",  "NVIDIA_", "CUBLAS",  "CUDNN_",
+                                               "NCCL_",  "LD_",     "OMP_",    "PYTHON",
+                                               "TORCH_", "PYTORCH_", "TRITON_", NULL};
+
+static int key_env(const char *name, size_t n, const char *extra) {
+  for (const char *const *p = key_env_prefixes; *p; p++)
+    if (n >= strlen(*p) && !strncmp(name, *p, strlen(*p)))
+      return 1;
+  for (const char *e = extra; e && *e;) {
+    size_t k = strcspn(e, ",");
+    if (k == n && !strncmp(e, name, n))
+      return 1;
+    e += k + (e[k] == ',');
+  }
+  return 0;
+}
+
+/* The content hash of a regular file, or 0 (not a file: no hash). A file
+ * over 64 MiB (a large input) stands for itself by size and modification
+ * time instead, so a key never reads gigabytes. */
+static int file_hash(const char *path, char hex[65]) {
+  struct stat sb;
+  char *data = NULL;
+  size_t len = 0;
+  if (stat(path, &sb) || !S_ISREG(sb.st_mode))
+    return 0;
+  if (sb.st_size > (64 << 20)) {
+    snprintf(hex, 65, "size %lld mtime %lld.%09ld", (long long)sb.st_size,
+             (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
+    return 1;
+  }
+  if (ag_file_read(path, &data, &len))
+    return 0;
+  int ok = ag_sha256_hex(data, len, hex) == 0;
+  ag_free(data);
+  return ok;
+}
+
+/* A harness argv word as the harness's process finds it: the program as
+ * ag_proc_run finds it, any other word with '/' relative to the spec's
+ * directory (where the harness runs). Owned, or NULL. */
+static char *harness_path(const char *dir, const char *w, int program) {
+  if (program)
+    return ag_which(w);
+  if (!strchr(w, '/'))
+    return NULL;
+  ag_str p = AG_STR_INIT;
+  if (w[0] == '/' || !dir)
+    ag_str_puts(&p, w);
+  else
+    ag_str_printf(&p, "%s/%s", dir, w);
+  return p.oom ? (ag_str_release(&p), NULL) : ag_str_detach(&p);
+}
+
+/* What, besides the variant, decides what a collection measures: the
+ * harness argv, the content of the harness program, of every argv word that
+ * names a file (a script, an input) and of the run library, the directory it
+ * runs in, --records, --timeout and the environment variables above. */
+static json_t *harness_identity(const obs *ob) {
+  const ag_spec *sp = ob->spec;
+  json_t *h = json_object(), *argv = json_array(), *files = json_object(), *env = json_object();
+  char hex[65];
+  for (int i = 0; sp->run && sp->run[i]; i++) {
+    json_array_append_new(argv, json_string(sp->run[i]));
+    char *path = harness_path(sp->dir, sp->run[i], i == 0);
+    if (path && file_hash(path, hex))
+      json_object_set_new(files, sp->run[i], json_string(hex));
+    ag_free(path);
+  }
+  if (sp->run_library) {
+    char *path = strchr(sp->run_library, '/') ? ag_strdup(sp->run_library)
+                                              : ag_which(sp->run_library);
+    if (path && file_hash(path, hex))
+      json_object_set_new(files, "run_library", json_string(hex));
+    ag_free(path);
+  }
+  extern char **environ;
+  const char *extra = getenv("ARGUS_KEY_ENV");
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (!eq || !key_env(*e, (size_t)(eq - *e), extra))
+      continue;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
+    json_object_set_new(env, name, json_string(eq + 1));
+  }
+  json_object_set_new(h, "argv", argv);
+  json_object_set_new(h, "files", files);
+  json_object_set_new(h, "env", env);
+  json_object_set_new(h, "run_library", sp->run_library ? json_string(sp->run_library)
+                                                        : json_null());
+  json_object_set_new(h, "cwd", json_string(sp->dir ? sp->dir : ""));
+  json_object_set_new(h, "records", json_integer((json_int_t)ob->o->records_per_warp));
+  json_object_set_new(h, "timeout_s", json_real(ob->o->timeout_s > 0 ? ob->o->timeout_s : 300));
+  return h;
+}
+
+/* Outputs that record how a step ran, not what it made (the compiler's log
+ * with its own timing, the resource report that quotes it, the harness's
+ * output): never part of a dependent's key, so identical requests make
+ * identical keys. */
+static int key_input(const char *name) {
+  return strcmp(name, "log") && strcmp(name, "resources");
+}
+
 /* The workspace's task identity: type, op + configuration + program, the
  * transforms' version (a newer probe never reuses an older one's variants or
  * evidence), and the artifacts the dependencies produced. */
 static int store_spec(obs *ob, const ag_task *t, json_t **cfg, const char **ins, size_t *nin) {
   *cfg = json_pack("{s:s,s:O,s:s,s:i}", "op", t->op, "config", t->config, "program",
                    t->program ? t->program : "", "xform", AG_VARIANT_XFORM_VERSION);
+  if (*cfg && t->type == AG_TASK_COLLECT && ob->harness)
+    json_object_set(*cfg, "harness", ob->harness);
   *nin = 0;
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(ob->plan, t->deps.v[i]);
     const char *k;
     json_t *v;
-    json_object_foreach(d->outputs, k, v) if (json_is_string(v) && *nin < 64) ins[(*nin)++] =
-        json_string_value(v);
+    json_object_foreach(d->outputs, k, v) if (json_is_string(v) && key_input(k) && *nin < 64)
+        ins[(*nin)++] = json_string_value(v);
   }
   return *cfg ? 0 : AG_ENOMEM;
+}
+
+/* Records that t starts in the workspace, or finds how its key ended. */
+static int memo_begin(obs *ob, const ag_task *t, ag_store_claim *cl, char key[65]) {
+  json_t *cfg;
+  const char *ins[64];
+  size_t nin;
+  memset(cl, 0, sizeof *cl);
+  if (store_spec(ob, t, &cfg, ins, &nin))
+    return AG_ENOMEM;
+  ag_store_task_spec sp = {t->type, cfg, ins, nin, t->needs_gpu ? "gpu" : "cpu", ob->query_id,
+                           NULL};
+  int rc = ag_store_task_begin(ob->st, &sp, 0, cl);
+  if (rc == 0 || rc == AG_EBUSY)
+    ag_store_task_key(&sp, key);
+  json_decref(cfg);
+  return rc;
+}
+
+static json_t *claim_outputs(const ag_store_claim *cl) {
+  json_t *o = json_object();
+  for (size_t i = 0; o && i < cl->noutputs; i++)
+    json_object_set_new(o, cl->outputs[i].name, json_string(cl->outputs[i].hash));
+  return o;
 }
 
 static int memo_lookup(void *ud, const ag_task *ct, json_t **outputs) {
@@ -713,29 +926,78 @@ static int memo_lookup(void *ud, const ag_task *ct, json_t **outputs) {
   ag_task *t = (ag_task *)ct;
   if (!strcmp(t->op, "report")) /* joined afresh every time: it shows this run's plan */
     return 0;
-  json_t *cfg;
-  const char *ins[64];
-  size_t nin;
-  if (store_spec(ob, t, &cfg, ins, &nin))
-    return 0;
-  ag_store_task_spec sp = {t->type, cfg, ins, nin, t->needs_gpu ? "gpu" : "cpu", ob->query_id,
-                           NULL};
   ag_store_claim cl;
-  int hit = 0;
-  if (ag_store_task_begin(ob->st, &sp, 0, &cl) == 0) {
-    memcpy(t->key, cl.key, sizeof t->key);
-    if (cl.status == AG_STORE_TASK_OK) {
-      *outputs = json_object();
-      for (size_t i = 0; i < cl.noutputs; i++)
-        json_object_set_new(*outputs, cl.outputs[i].name, json_string(cl.outputs[i].hash));
-      hit = 1;
-    } else {
-      t->memo_id = cl.task_id;
-    }
-    ag_free(cl.outputs);
+  int hit = 0, rc = memo_begin(ob, t, &cl, t->key);
+  if (rc == 0 && cl.status == AG_STORE_TASK_OK) {
+    *outputs = claim_outputs(&cl);
+    hit = 1;
+  } else if (rc == 0) {
+    t->memo_id = cl.task_id;
+  } else if (rc == AG_EBUSY && cl.task_id > 0) { /* an identical request runs it now */
+    t->memo_busy = cl.task_id;
   }
-  json_decref(cfg);
+  ag_free(cl.outputs);
   return hit;
+}
+
+/* Waits for another process's attempt of t's key (memo_lookup found it
+ * running), so identical concurrent observes run each task once: that
+ * attempt's success is t's result (returns 1); its failure is t's failure,
+ * with its reason (returns 1 with t->error set and no outputs). When its
+ * process dies, t is claimed and runs here (returns 0). Gives up waiting
+ * (and runs t unrecorded) after the harness timeout and a minute. Called in
+ * a worker thread. */
+static int memo_wait(void *ud, ag_task *t, json_t **outputs) {
+  obs *ob = ud;
+  double limit = (ob->o->timeout_s > 0 ? ob->o->timeout_s : 300) + 60;
+  uint64_t start = ag_now_ns(), until = start + (uint64_t)(limit * 1e9), probe = start;
+  int64_t other = t->memo_busy;
+  long nap_ms = 5;
+  t->memo_busy = 0;
+  while (ag_now_ns() < until) {
+    struct timespec ts = {0, nap_ms * 1000000L};
+    nanosleep(&ts, NULL);
+    nap_ms = nap_ms < 100 ? nap_ms * 2 : 100;
+    ag_store_task rec;
+    if (ag_store_task_get(ob->st, other, &rec))
+      return 0;
+    ag_store_task_status st = rec.status;
+    int abandoned = rec.error && !strncmp(rec.error, "abandoned", 9);
+    if (st == AG_STORE_TASK_OK) {
+      ag_store_claim cl = {0};
+      cl.outputs = rec.outputs;
+      cl.noutputs = rec.noutputs;
+      *outputs = claim_outputs(&cl);
+    } else if (st == AG_STORE_TASK_FAILED && !abandoned) {
+      ag_str e = AG_STR_INIT;
+      ag_str_printf(&e, "the identical run t%lld of another observe failed: %s",
+                    (long long)other, rec.error ? rec.error : "no reason recorded");
+      ag_free(t->error);
+      t->error = ag_str_detach(&e);
+    }
+    ag_store_task_release(&rec);
+    if (st == AG_STORE_TASK_OK || (st == AG_STORE_TASK_FAILED && !abandoned))
+      return 1;
+    if (st == AG_STORE_TASK_FAILED || ag_now_ns() - probe > 1000000000ull) {
+      /* abandoned, or still running: is its process alive? (begin claims
+       * the key when it is not) */
+      probe = ag_now_ns();
+      ag_store_claim cl;
+      char key[65];
+      int rc = memo_begin(ob, t, &cl, key), hit = rc == 0 && cl.status == AG_STORE_TASK_OK;
+      if (hit)
+        *outputs = claim_outputs(&cl);
+      else if (rc == 0)
+        t->memo_id = cl.task_id;
+      ag_free(cl.outputs);
+      if (rc != AG_EBUSY)
+        return hit;
+      other = cl.task_id > 0 ? cl.task_id : other;
+    }
+  }
+  AG_LOG(AG_LOG_WARN, "task '%s' waited %.0f s for another process's identical run: runs again",
+         t->label, limit);
+  return 0;
 }
 
 static int memo_publish(void *ud, const ag_task *t) {
@@ -801,6 +1063,10 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
     goto out;
   if ((rc = ag_spec_load(o->spec, d, &ob.spec)))
     goto out;
+  if (!(ob.harness = harness_identity(&ob))) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
   ag_trace_begin("build module");
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
@@ -878,7 +1144,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
                     .execs = executors,
                     .nexecs = sizeof executors / sizeof executors[0],
                     .ud = &ob,
-                    .memo = {memo_lookup, memo_publish, &ob},
+                    .memo = {memo_lookup, memo_publish, &ob, memo_wait},
                     .progress = o->progress,
                     .progress_ud = o->progress_ud,
                     .types = o->plan_only ? 1u << AG_TASK_CONTROL : 0};
@@ -914,6 +1180,7 @@ out:
   ag_free(ob.workers);
   ag_store_close(ob.st);
   ag_spec_free(ob.spec);
+  json_decref(ob.harness);
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);

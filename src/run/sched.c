@@ -108,6 +108,16 @@ static void run_one(sched *s, ag_task *t, int device) {
   uint64_t t0 = ag_now_ns();
   ag_exec_fn fn = find_exec(s->o, t->op);
   int rc;
+  json_t *shared = NULL;
+  if (t->memo_busy && s->o->memo.wait && s->o->memo.wait(s->o->memo.ud, t, &shared) == 1) {
+    json_decref(t->outputs); /* another process ran it: its result is this task's */
+    t->outputs = shared;
+    t->wall_s = (double)(ag_now_ns() - t0) / 1e9;
+    t->status = shared ? AG_TS_CACHED : AG_TS_FAILED;
+    if (!shared && !t->error)
+      set_error(t, "%s", "an identical run of another process failed");
+    return;
+  }
   if (!fn) {
     set_error(t, "no executor for task op '%s'", t->op);
     rc = AG_EUNSUPPORTED;
@@ -258,7 +268,10 @@ static void make_ready(sched *s, ag_task *t) {
 
 static void finish(sched *s, ag_task *t) {
   s->finished++;
-  if ((t->status == AG_TS_OK || t->status == AG_TS_FAILED) && t->ran && s->o->memo.publish)
+  /* every attempt the workspace recorded ends with its true status and
+   * reason, also one the scheduler failed without running it (no GPU) */
+  if ((t->status == AG_TS_OK || t->status == AG_TS_FAILED) && (t->ran || t->memo_id) &&
+      s->o->memo.publish)
     s->o->memo.publish(s->o->memo.ud, t);
   /* a Control task taken from the workspace (cached) expands too: its
    * branches are this plan's */

@@ -303,8 +303,8 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
                         : !timed ? "the reference did not time the waits of this site"
                                  : "no wait of this site ran at this occurrence in the scope"));
       }
+      double hidden = lat.mean - exp.mean; /* meaningful when n && m */
       if (n && m) {
-        double hidden = lat.mean - exp.mean;
         json_object_set_new(inst, "hidden",
                             json_pack("{s:f,s:s,s:s}", "mean", hidden, "unit", "ns", "qual",
                                       "derived"));
@@ -316,7 +316,7 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
       if (m)
         add_value(values, rq, "exposed", es, exp.mean, "observed");
       if (n && m)
-        add_value(values, rq, "hidden", es, lat.mean - exp.mean, "derived");
+        add_value(values, rq, "hidden", es, hidden, "derived");
       json_array_append_new(insts, inst);
     }
     ag_trace_free(pt);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../src/collect/evwrite.h"
+#include "argus/report_trace.h"
 #include "argus/synth.h"
 #include "argus/variant.h"
 #include "../trace/trace_util.h"
@@ -42,6 +43,8 @@ static uint64_t next(void) {
 /* truth: exposed[launch][cta][consumer warp 0..3][iter], latency[load][iter][cta] (cycles) */
 static uint32_t exposed[LAUNCHES][CTAS][4][ITERS];
 static uint32_t latency[2][ITERS][CTAS];
+/* globaltimer minus clock (ns) of each CTA's SM: 0 unless a test skews it */
+static double skew_ns[CTAS];
 
 static int site_of(json_t *probes, const char *qname) {
   json_t *regs = json_object_get(probes, "regions"), *sites = json_object_get(probes, "sites");
@@ -90,7 +93,7 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
       uint64_t clk = ((uint64_t)(cta + 1) << 32) - 5000 + (uint64_t)l * 1000000;
       ag_ev_meta *m = &meta[s];
       m->clock_entry = clk;
-      m->gtime_entry = (uint64_t)((double)clk / HZ * 1e9);
+      m->gtime_entry = (uint64_t)((double)clk / HZ * 1e9 + skew_ns[cta]);
       uint32_t n = 0;
       ag_ev_record *r = &rec[(size_t)s * cap];
 #define PUT(b_, e_, site_, it_)                                                    \
@@ -126,7 +129,7 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
       }
       clk += 50;
       m->clock_exit = clk;
-      m->gtime_exit = (uint64_t)((double)clk / HZ * 1e9);
+      m->gtime_exit = (uint64_t)((double)clk / HZ * 1e9 + skew_ns[cta]);
       m->smid = (uint32_t)cta;
       m->count = m->max_count = n;
       m->flags = AG_EV_EXITED;
@@ -221,6 +224,8 @@ TEST(synthesis_matches_brute_force) {
   int checked = 0, wrong_caught = 0;
   size_t i;
   json_t *x;
+  /* the brute-force figures per instance, for the report's flat values */
+  json_t *want = json_object();
   json_array_foreach(insts, i, x) {
     const char *op = json_string_value(json_object_get(x, "op_id"));
     int k = !strcmp(op, loads[0]) ? 0 : 1;
@@ -243,6 +248,13 @@ TEST(synthesis_matches_brute_force) {
     CHECK(fabs(gl - lat) < 1e-6 * lat);
     CHECK(fabs(ge - exp) < 1e-6 * exp);
     CHECK(fabs(gh - (lat - exp)) < 1e-6 * lat);
+    char key[96];
+    static const char *const what[] = {"latency", "exposed", "hidden"};
+    double fig[3] = {lat, exp, lat - exp};
+    for (int q = 0; q < 3; q++) {
+      snprintf(key, sizeof key, "%s[%s@%d]", what[q], op, it);
+      json_object_set_new(want, key, json_real(fig[q]));
+    }
     CHECK_EQ_INT(json_integer_value(json_object_get(L, "count")), CTAS);
     CHECK_EQ_INT(json_integer_value(json_object_get(E, "count")), CTAS * 4);
     CHECK_EQ_STR(json_string_value(json_object_get(L, "qual")), "derived");
@@ -261,12 +273,21 @@ TEST(synthesis_matches_brute_force) {
   json_array_foreach(json_object_get(out, "values"), i, x) {
     const char *stat = json_string_value(json_object_get(x, "stat"));
     const char *q = json_string_value(json_object_get(x, "qual"));
+    /* each flat value is the brute-force figure: hidden = latency - exposed */
+    json_t *w = json_object_get(want, stat);
+    double got = json_number_value(json_object_get(x, "value"));
+    CHECK(w != NULL);
+    if (w && fabs(got - json_number_value(w)) > 1e-6 * 1000) {
+      fprintf(stderr, "%s: %f, brute force %f\n", stat, got, json_number_value(w));
+      CHECK(0);
+    }
     nv[0] += !strncmp(stat, "latency[", 8) && !strcmp(q, "derived");
     nv[1] += !strncmp(stat, "exposed[", 8) && !strcmp(q, "observed");
     nv[2] += !strncmp(stat, "hidden[", 7) && !strcmp(q, "derived");
     CHECK_EQ_STR(json_string_value(json_object_get(x, "region")), "tma_probe/mainloop/loads");
   }
   CHECK(nv[0] == 16 && nv[1] == 16 && nv[2] == 16);
+  json_decref(want);
   json_decref(out);
   /* a scope: iterations 2 and 3 only */
   ag_scope sc;
@@ -301,4 +322,101 @@ TEST(synthesis_matches_brute_force) {
   ag_free(ptx);
 }
 
-RUN_TESTS(T(synthesis_matches_brute_force))
+/* Cross-SM time alignment: each SM's %clock64 has its own origin; the
+ * decoder maps it to globaltimer ns with the SM's mean anchor offset, so
+ * an occurrence's place on the time line (t0_ns, and the timeline's "ts")
+ * is its true globaltimer time after the launch's first warp entered. The
+ * simulated SMs' clocks are 2^32 cycles apart and their globaltimer offsets
+ * differ by microseconds; a sum of the anchors instead of their mean, or
+ * one SM's offset for all, puts the occurrences elsewhere. */
+TEST(timeline_aligns_sms) {
+  size_t len = 0;
+  char *ptx = tu_read_build_file("tests/data/ptx/tma_probe.ptx", &len);
+  CHECK(ptx != NULL);
+  if (!ptx)
+    return;
+  ag_diags d;
+  ag_diags_init(&d);
+  for (int c = 0; c < CTAS; c++)
+    skew_ns[c] = 1e9 + 2500.0 * c * (c % 2 ? 1 : -1);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_variant_async wa = {1, NULL, 0, 0};
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make_ex(ptx, len, "tma_probe", &tr, &wa, &d, &v), 0);
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/argus-align-%ld.agev", (long)getpid());
+  char *pj = v ? json_dumps(v->probes, JSON_COMPACT) : NULL;
+  if (pj)
+    write_ev(path, pj, 0, 0, 0);
+  free(pj);
+  ag_variant_free(v);
+  memset(skew_ns, 0, sizeof skew_ns);
+  ag_evidence *ev = load(path);
+  unlink(path);
+  ag_trace *t = NULL;
+  CHECK(ev != NULL);
+  if (ev)
+    CHECK_EQ_INT(ag_trace_decode(ev, &t), 0);
+  if (!t) {
+    ag_evidence_free(ev);
+    ag_free(ptx);
+    ag_diags_release(&d);
+    return;
+  }
+  /* the truth: globaltimer = clock / HZ + the SM's skew, by construction */
+  const ag_ev_launch *L0 = &ev->launches[0];
+  double t_first = INFINITY;
+  for (uint32_t w = 0; w < L0->warps; w++)
+    if ((double)L0->meta[w].gtime_entry < t_first)
+      t_first = (double)L0->meta[w].gtime_entry;
+  double skew[CTAS];
+  for (int c = 0; c < CTAS; c++)
+    skew[c] = 1e9 + 2500.0 * c * (c % 2 ? 1 : -1);
+  ag_str ct = AG_STR_INIT;
+  ag_scope sc;
+  CHECK_EQ_INT(ag_scope_parse("launch=0", &sc, &d), 0);
+  CHECK_EQ_INT(ag_report_chrome_trace(t, &sc, &ct), 0);
+  json_t *tl = json_loads(ag_str_cstr(&ct), 0, NULL);
+  json_t *evs = json_object_get(tl, "traceEvents");
+  size_t k = 0, checked = 0, sms = 0;
+  uint32_t seen_sm = 0;
+  for (size_t i = 0; i < t->nocc; i++) {
+    const ag_occ *o = &t->occ[i];
+    if (o->launch != 0)
+      continue;
+    double want = (double)o->start / HZ * 1e9 + skew[o->sm] - t_first;
+    if (fabs(o->t0_ns - want) > 2.0) {
+      fprintf(stderr, "sm %u occurrence at %.1f ns on the time line, truth %.1f ns\n", o->sm,
+              o->t0_ns, want);
+      CHECK(0);
+    }
+    /* the timeline's events are the launch's occurrences, in order */
+    json_t *e = NULL;
+    while ((e = json_array_get(evs, k)) && strcmp(json_string_value(json_object_get(e, "ph")), "X"))
+      k++;
+    CHECK(e != NULL);
+    if (e) {
+      double ts_ns = json_number_value(json_object_get(e, "ts")) * 1e3;
+      CHECK_EQ_INT((int)json_integer_value(json_object_get(e, "pid")), (int)o->sm);
+      if (fabs(ts_ns - want) > 2.0) {
+        fprintf(stderr, "sm %u timeline ts %.1f ns, truth %.1f ns\n", o->sm, ts_ns, want);
+        CHECK(0);
+      }
+      k++;
+    }
+    if (!(seen_sm >> o->sm & 1))
+      sms++;
+    seen_sm |= 1u << o->sm;
+    checked++;
+  }
+  CHECK(checked > 100);
+  CHECK_EQ_INT((int)sms, CTAS);
+  json_decref(tl);
+  ag_str_release(&ct);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  ag_free(ptx);
+  ag_diags_release(&d);
+}
+
+RUN_TESTS(T(synthesis_matches_brute_force), T(timeline_aligns_sms))

@@ -136,38 +136,162 @@ TEST(test_dag_shared_evidence) {
   ag_diags_release(&d);
 }
 
+/* A recipe table of the test's own: kinds on one traced variant with
+ * compatible effects (timing instrumentation, a passive counter read), with
+ * conflicting ones (SASS patching, kernel serialization), and one on
+ * another variant. The planner must merge the compatible ones into one run
+ * and keep every conflicting one apart, as the built-in table will once it
+ * has such rows. */
+static const ag_evidence_kind test_kinds[] = {
+    {"k_trace", "traced", "trace", "discover", 0, AG_EFF_PERTURBS_TIMING, 0, NULL},
+    {"k_counters", "traced", "counters", "discover", 0, 0, 0, NULL},
+    {"k_sass", "traced", "sass", "discover", 0, AG_EFF_PATCHES_SASS, 0, NULL},
+    {"k_range", "traced", "range", "discover", 0, AG_EFF_SERIALIZES_KERNELS, 0, NULL},
+    {"k_plain", "trace-free", "counters", "discover", 0, 0, 0, NULL},
+};
+static const ag_recipe test_recipes[] = {
+    {"dur", "k_trace", "synth.duration", AG_QUAL_OBSERVED, "ns", "", NULL},
+    {"cnt", "k_counters", "synth.cnt", AG_QUAL_OBSERVED, "count", "", NULL},
+    {"sass", "k_sass", "synth.sass", AG_QUAL_OBSERVED, "count", "", NULL},
+    {"rng", "k_range", "synth.rng", AG_QUAL_OBSERVED, "count", "", NULL},
+    {"plain", "k_plain", "synth.plain", AG_QUAL_OBSERVED, "count", "", NULL},
+    {"lost", "k_nowhere", "synth.lost", AG_QUAL_OBSERVED, "count", "", NULL},
+};
+static const ag_recipe_table test_table = {test_recipes, 6, test_kinds, 5};
+
+static ag_plan *plan_table(const char *sigs_csv, ag_diags *d, int *rc) {
+  static char buf[256];
+  static const char *sigs[16];
+  int n = 0;
+  snprintf(buf, sizeof buf, "%s", sigs_csv);
+  for (char *t = strtok(buf, ","); t && n < 16; t = strtok(NULL, ","))
+    sigs[n++] = t;
+  ag_query q = {.region = "gemm", .signals = sigs, .nsignals = n};
+  ag_plan *p = NULL;
+  *rc = ag_plan_build_table(&q, "prog@v1", &test_table, d, &p);
+  return p;
+}
+
+/* The Collect task whose backends include `backend` (NULL if none). */
+static ag_task *collect_with(const ag_plan *p, const char *backend) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    size_t k;
+    json_t *v;
+    if (t->type == AG_TASK_COLLECT)
+      json_array_foreach(json_object_get(t->config, "backends"), k, v) if (
+          !strcmp(json_string_value(v), backend)) return t;
+  }
+  return NULL;
+}
+
+/* No two collections whose effects conflict share a run; each run's effects
+ * are its collections'. */
+static void check_measurement_valid(const ag_plan *p) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    if (t->type != AG_TASK_COLLECT)
+      continue;
+    CHECK(t->run >= 0 && t->run < p->nruns);
+    json_t *b = json_object_get(t->config, "backends");
+    for (size_t x = 0; x < json_array_size(b); x++)
+      for (size_t y = x + 1; y < json_array_size(b); y++) {
+        unsigned ex = 0, ey = 0;
+        for (size_t k = 0; k < 5; k++) {
+          if (!strcmp(test_kinds[k].backend, json_string_value(json_array_get(b, x))))
+            ex |= test_kinds[k].effects;
+          if (!strcmp(test_kinds[k].backend, json_string_value(json_array_get(b, y))))
+            ey |= test_kinds[k].effects;
+        }
+        CHECK(!ag_effects_conflict(ex, ey));
+      }
+    for (size_t k = i + 1; k < p->tasks.n; k++)
+      if (p->tasks.v[k]->type == AG_TASK_COLLECT)
+        CHECK(p->tasks.v[k]->run != t->run);
+  }
+}
+
+TEST(test_compatible_collections_share_a_run) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  /* timing and counters on the same traced variant: one run, both backends */
+  ag_plan *p = plan_table("dur,cnt", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  if (!p)
+    return;
+  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, "collect"), 1);
+  CHECK_EQ_INT(p->nruns, 1);
+  ag_task *c = collect_with(p, "trace");
+  CHECK(c && c == collect_with(p, "counters"));
+  CHECK(c && c->effects == AG_EFF_PERTURBS_TIMING);
+  char *k1 = c ? ag_json_canonical(c->config) : NULL;
+  check_measurement_valid(p);
+  ag_plan_free(p);
+  /* the signals' order does not change the run's configuration (its key) */
+  p = plan_table("cnt,dur", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  c = p ? collect_with(p, "trace") : NULL;
+  char *k2 = c ? ag_json_canonical(c->config) : NULL;
+  CHECK(k1 && k2);
+  if (k1 && k2)
+    CHECK_EQ_STR(k1, k2);
+  CHECK_CONTAINS(k1, "\"backends\":[\"counters\",\"trace\"]");
+  ag_free(k1);
+  ag_free(k2);
+  ag_plan_free(p);
+  /* the same backend on another variant is another run */
+  p = plan_table("cnt,plain", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  if (p) {
+    CHECK_EQ_INT(count(p, AG_TASK_COLLECT, "collect"), 2);
+    CHECK_EQ_INT(p->nruns, 2);
+    check_measurement_valid(p);
+  }
+  ag_plan_free(p);
+  /* a recipe naming evidence the table lacks is an error, not a crash */
+  CHECK(plan_table("dur,lost", &d, &rc) == NULL);
+  CHECK_EQ_INT(rc, AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "evidence 'k_nowhere'");
+  ag_diags_release(&d);
+}
+
 TEST(test_conflicting_collections_separate) {
   ag_diags d;
   ag_diags_init(&d);
   int rc;
-  ag_plan *p = plan_for("gemm", "duration", "", &d, &rc);
+  /* SASS patching and kernel serialization each run alone, apart from the
+   * timing run (which still takes the counters) and from each other */
+  ag_plan *p = plan_table("dur,sass,cnt,rng", &d, &rc);
   CHECK_EQ_INT(rc, 0);
   if (!p)
     return;
-  /* add collections on the same compiled variant: a compatible one merges,
-   * a forced-completion probe and a SASS-patching collector run apart */
-  ag_task *col = NULL;
-  for (size_t i = 0; i < p->tasks.n; i++)
-    if (p->tasks.v[i]->type == AG_TASK_COLLECT)
-      col = p->tasks.v[i];
-  int compiled = col->deps.v[0];
-  ag_task *probe = ag_plan_add(p, AG_TASK_COLLECT, "collect", "probe", "gemm", NULL,
-                               json_pack("{s:[s]}", "backends", "probe"), &compiled, 1);
-  probe->effects = AG_EFF_FORCES_COMPLETION;
-  ag_task *sass = ag_plan_add(p, AG_TASK_COLLECT, "collect", "sass", "gemm", NULL,
-                              json_pack("{s:[s]}", "backends", "sass"), &compiled, 1);
-  sass->effects = AG_EFF_PATCHES_SASS;
-  ag_plan_partition(p);
+  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, "collect"), 3);
   CHECK_EQ_INT(p->nruns, 3);
-  CHECK(probe->run != sass->run && probe->run != col->run && sass->run != col->run);
-  /* the invariant: no two collections whose effects conflict share a run */
-  for (size_t i = 0; i < p->tasks.n; i++)
-    for (size_t k = i + 1; k < p->tasks.n; k++) {
-      ag_task *a = p->tasks.v[i], *b = p->tasks.v[k];
-      if (a->type == AG_TASK_COLLECT && b->type == AG_TASK_COLLECT &&
-          ag_effects_conflict(a->effects, b->effects))
-        CHECK(a->run != b->run);
-    }
+  ag_task *tr = collect_with(p, "trace"), *sa = collect_with(p, "sass"),
+          *rg = collect_with(p, "range");
+  CHECK(tr && sa && rg);
+  if (tr && sa && rg) {
+    CHECK(tr == collect_with(p, "counters"));
+    CHECK(tr != sa && tr != rg && sa != rg);
+    CHECK(tr->run != sa->run && tr->run != rg->run && sa->run != rg->run);
+    CHECK_EQ_INT(sa->effects, AG_EFF_PATCHES_SASS);
+    CHECK_EQ_INT(rg->effects, AG_EFF_SERIALIZES_KERNELS);
+    CHECK_EQ_INT((int)json_array_size(json_object_get(sa->config, "backends")), 1);
+    /* all three on the same compiled variant */
+    CHECK(tr->deps.v[0] == sa->deps.v[0] && sa->deps.v[0] == rg->deps.v[0]);
+  }
+  check_measurement_valid(p);
+  ag_plan_free(p);
+  /* in the signals' other order, the same runs */
+  p = plan_table("sass,rng,cnt,dur", &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  if (p) {
+    CHECK_EQ_INT(p->nruns, 3);
+    CHECK(collect_with(p, "trace") == collect_with(p, "counters"));
+    check_measurement_valid(p);
+  }
+  ag_plan_free(p);
   CHECK(ag_effects_conflict(AG_EFF_FORCES_COMPLETION, AG_EFF_PERTURBS_TIMING));
   CHECK(ag_effects_conflict(AG_EFF_SERIALIZES_KERNELS, 0));
   CHECK(!ag_effects_conflict(AG_EFF_PERTURBS_TIMING, AG_EFF_PERTURBS_TIMING));
@@ -175,7 +299,6 @@ TEST(test_conflicting_collections_separate) {
   ag_effects_format(AG_EFF_PERTURBS_TIMING | AG_EFF_PATCHES_SASS, &e);
   CHECK_EQ_STR(ag_str_cstr(&e), "perturbs_timing|patches_sass");
   ag_str_release(&e);
-  ag_plan_free(p);
   ag_diags_release(&d);
 }
 
@@ -266,5 +389,6 @@ TEST(test_plan_oom) {
 }
 
 RUN_TESTS(T(test_scope_parse), T(test_dag_duration), T(test_dag_shared_evidence),
-          T(test_conflicting_collections_separate), T(test_zoom_in_shares_evidence), T(test_dedup), T(test_bad_queries),
+          T(test_compatible_collections_share_a_run), T(test_conflicting_collections_separate),
+          T(test_zoom_in_shares_evidence), T(test_dedup), T(test_bad_queries),
           T(test_plan_oom))
