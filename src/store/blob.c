@@ -202,6 +202,7 @@ typedef struct put_ctx {
   const void *data; /* inline bytes, or NULL */
   size_t dlen;
   int exists; /* out of exists_body */
+  int repair; /* the existing record's blob failed verification: replace it */
 } put_ctx;
 
 static int exists_body(ag_store *st, void *vc) {
@@ -231,7 +232,14 @@ static int insert_body(ag_store *st, void *vc) {
       "last_put_ns, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) "
       "ON CONFLICT(hash) DO UPDATE SET last_put_ns = excluded.last_put_ns, "
       "task_id = IFNULL(task_id, excluded.task_id)";
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->hash)) ||
+  /* a repair also replaces how the content is stored */
+  static const char repair_sql[] =
+      "INSERT INTO artifacts(hash, kind, size, stored_size, codec, task_id, created_ns, "
+      "last_put_ns, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) "
+      "ON CONFLICT(hash) DO UPDATE SET last_put_ns = excluded.last_put_ns, "
+      "task_id = IFNULL(task_id, excluded.task_id), size = excluded.size, "
+      "stored_size = excluded.stored_size, codec = excluded.codec, data = excluded.data";
+  if ((rc = ag__stmt(st, c->repair ? repair_sql : sql, &s)) || (rc = ag__bind_text(st, s, 1, c->hash)) ||
       (rc = ag__bind_text(st, s, 2, c->kind)) || (rc = ag__bind_i64(st, s, 3, (int64_t)c->size)) ||
       (rc = ag__bind_i64(st, s, 4, (int64_t)c->stored)) ||
       (rc = ag__bind_i64(st, s, 5, c->codec)) || (rc = ag__bind_id(st, s, 6, c->task_id)) ||
@@ -286,6 +294,8 @@ out:
   ag_free(path);
   return rc;
 }
+
+static int blob_sound(ag_store *st, const char *hash);
 
 /* The source of a put: memory or a descriptor. */
 typedef struct put_src {
@@ -368,16 +378,19 @@ static int put_common(ag_store *st, const put_src *src, const ag_put_opts *opts,
     rc = ag__fail(rc, "sha-256 failed");
     goto out;
   }
-  put_ctx c = {hex, kind, task_id, w.size, w.stored, w.mode == 2, NULL, 0, 0};
-  if (w.fd >= 0) {
-    if ((rc = ag__txn(st, AG__READ, exists_body, &c)))
+  put_ctx c = {hex, kind, task_id, w.size, w.stored, w.mode == 2, NULL, 0, 0, 0};
+  if ((rc = ag__txn(st, AG__READ, exists_body, &c)))
+    goto out;
+  /* content that is stored already: a put of it repairs a blob that went
+   * missing or fails verification (the new copy replaces it atomically) */
+  if (c.exists && (rc = blob_sound(st, hex)) != 0) {
+    if (rc != AG_ECORRUPT)
       goto out;
-    if (c.exists) { /* a put of content whose blob file went missing restores it */
-      char *p = ag__object_path(st, hex);
-      c.exists = p && access(p, F_OK) == 0;
-      ag_free(p);
-    }
-    if (!c.exists && (rc = publish_file(st, &w, hex)))
+    c.repair = 1;
+    rc = 0;
+  }
+  if (w.fd >= 0) {
+    if ((!c.exists || c.repair) && (rc = publish_file(st, &w, hex)))
       goto out;
   } else {
     c.data = w.mem ? (const void *)w.mem : (const void *)""; /* non-NULL: inline */
@@ -693,6 +706,23 @@ static int load_for_read(ag_store *st, const char *hash, ag_artifact *a, void **
   *inl = NULL;
   int rc = check_hash_arg(hash);
   return rc ? rc : load_row(st, hash, a, inl);
+}
+
+static int discard(void *ctx, const void *p, size_t n) { return 0; }
+
+/* 0 when the stored blob of `hash` (which has a record) reads back intact,
+ * AG_ECORRUPT when it does not (missing file, wrong size or hash), or
+ * another error. Reads every stored byte once. */
+static int blob_sound(ag_store *st, const char *hash) {
+  ag_artifact a;
+  void *inl = NULL;
+  int rc = load_row(st, hash, &a, &inl);
+  if (rc)
+    return rc;
+  rc = ag__blob_read(st, hash, a.size, a.stored_size, a.compressed, inl, a.inline_db, discard,
+                     NULL);
+  ag_free(inl);
+  return rc;
 }
 
 int ag_store_get(ag_store *st, const char *hash, void **data, size_t *len) {

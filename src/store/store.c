@@ -13,6 +13,7 @@
 #include "store_int.h"
 #include "store_test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -478,6 +479,8 @@ static int read_version(ag_store *st, void *vc) {
   return rc;
 }
 
+static int refuse_unless_fresh(const ag_store *st);
+
 static int migrate_body(ag_store *st, void *vc) {
   ver_ctx *c = vc;
   int rc = read_version(st, c); /* again, under the write lock */
@@ -485,6 +488,11 @@ static int migrate_body(ag_store *st, void *vc) {
     return rc;
   if (c->foreign || c->version >= c->mig.n)
     return 0;
+  /* the first migration creates the workspace: only in a fresh directory
+   * (checked under the write lock, so a concurrent creator's first puts are
+   * never mistaken for an older workspace's data) */
+  if (c->version == 0 && (rc = refuse_unless_fresh(st)))
+    return rc;
   for (int v = c->version; v < c->mig.n; v++) {
     if ((rc = exec(st, c->mig.sql[v])))
       return rc;
@@ -500,6 +508,106 @@ static int migrate_body(ag_store *st, void *vc) {
   }
   c->version = c->mig.n;
   return 0;
+}
+
+/* ----------------------------------------------------- fresh workspaces */
+/* What a creation leaves, even one killed half-way: the database (and its
+ * WAL files), empty objects/ and tmp/. cache/, trace/ and runs/ hold scratch
+ * files of commands that ran before the workspace existed (argus trace) and
+ * no records. Anything else — a blob file, the lock file that every put and
+ * check creates, a file of the user's — means the directory held data. */
+static int creation_entry(const char *name) {
+  static const char *const ok[] = {"workspace.db", "workspace.db-wal", "workspace.db-shm",
+                                   "workspace.db-journal", "cache", "trace", "runs"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    if (!strcmp(name, ok[i]))
+      return 1;
+  return 0;
+}
+
+/* Counts the entries of dir (recursively for objects/: the blob files). */
+static size_t count_entries(const char *dir, int depth) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  size_t n = 0;
+  struct dirent *de;
+  char sub[4096];
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+      continue;
+    struct stat sb;
+    if (depth > 0 && snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) < (int)sizeof sub &&
+        lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+      n += count_entries(sub, depth - 1);
+    else
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* 0 when the workspace directory holds nothing but what a creation leaves
+ * (so creating the workspace there loses nothing). Otherwise a message that
+ * says what is there: AG_ECORRUPT when it holds a workspace's traces (blob
+ * or temp files, the lock file) — with what is wrong with the database and
+ * how to recover —, AG_EEXISTS when it holds only files of someone else's.
+ * Never changes anything. */
+static int db_has_content(const ag_store *st) {
+  struct stat sb;
+  return stat(st->db_path, &sb) == 0 && sb.st_size > 0;
+}
+
+static int refuse_unless_fresh(const ag_store *st) {
+  DIR *d = opendir(st->path);
+  if (!d)
+    return errno == ENOENT ? 0 : ag__fail(AG_EIO, "cannot read workspace '%s': %s", st->path,
+                                          strerror(errno));
+  ag_str what = AG_STR_INIT;
+  size_t blobs = count_entries(st->objects, 1), tmps = count_entries(st->tmp, 0), others = 0;
+  int lock = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    const char *n = de->d_name;
+    lock |= !strcmp(n, "lock");
+    if (!strcmp(n, ".") || !strcmp(n, "..") || creation_entry(n) || !strcmp(n, "objects") ||
+        !strcmp(n, "tmp"))
+      continue;
+    if (others++ < 3)
+      ag_str_printf(&what, "%s'%s'", what.len ? ", " : "", n);
+  }
+  closedir(d);
+  if (!blobs && !tmps && !others) {
+    ag_str_release(&what);
+    return 0;
+  }
+  if (others > 3)
+    ag_str_printf(&what, " and %zu more", others - 3);
+  if (blobs)
+    ag_str_printf(&what, "%s%zu file(s) in objects/", what.len ? ", " : "", blobs);
+  if (tmps)
+    ag_str_printf(&what, "%s%zu file(s) in tmp/", what.len ? ", " : "", tmps);
+  const char *w = what.oom ? "files" : ag_str_cstr(&what);
+  int rc;
+  if (!blobs && !tmps && !lock) {
+    rc = ag__fail(AG_EEXISTS,
+                  "'%s' is not an argus workspace and is not empty (it holds %s): a workspace "
+                  "is created only in a new or empty directory; choose another --workspace",
+                  st->path, w);
+  } else {
+    struct stat sb;
+    const char *db = stat(st->db_path, &sb) != 0 ? "is missing"
+                     : sb.st_size == 0           ? "is empty (0 bytes)"
+                                                 : "holds no argus schema (never initialized)";
+    rc = ag__fail(AG_ECORRUPT,
+                  "workspace '%s' holds data (%s) but its database '%s' %s; argus will not "
+                  "initialize over it. To recover: restore workspace.db from a backup, or move "
+                  "the directory aside (mv '%s' '%s.damaged'), run 'argus ws init' and re-add "
+                  "the blob files with 'argus ws put' (docs/workspace.md, \"Recovery\")",
+                  st->path, w, st->db_path, db, st->path, st->path);
+  }
+  ag_str_release(&what);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -638,6 +746,17 @@ int ag__store_open_with(const char *path, unsigned flags, const char *const *mig
     proc_start((long)getpid(), &start, &state);
     snprintf(st->owner, sizeof st->owner, "%s:%ld:%llu", st->host, (long)getpid(), start);
   }
+  /* before SQLite makes a database file there, or writes a header into an
+   * empty one. A creator running alongside writes the header (enabling WAL)
+   * before anything else, so a database that has content by the time the
+   * directory was read is that creator's: go on and open it. */
+  if (!db_has_content(st) && (rc = refuse_unless_fresh(st)) && !db_has_content(st)) {
+    if (!create && rc != AG_ECORRUPT) /* someone else's directory */
+      rc = ag__fail(AG_ENOTFOUND, "'%s' is not an argus workspace (%s; run 'argus ws init')", path,
+                    access(st->db_path, F_OK) ? "no workspace.db" : "workspace.db is empty");
+    goto fail;
+  }
+  rc = 0;
   if (create) {
     if ((rc = ag_mkdir_p(path, 0755))) {
       rc = ag__fail(rc, "cannot create workspace directory '%s': %s", path, ag_strerror(rc));
@@ -708,7 +827,9 @@ int ag__store_open_with(const char *path, unsigned flags, const char *const *mig
     goto fail;
   }
   if (vc.version == 0 && !create) {
-    rc = ag__fail(AG_ENOTFOUND, "workspace '%s' was never initialized (run 'argus ws init')", path);
+    if (!(rc = refuse_unless_fresh(st)))
+      rc = ag__fail(AG_ENOTFOUND, "workspace '%s' was never initialized (run 'argus ws init')",
+                    path);
     goto fail;
   }
   if (vc.version < nmig) {

@@ -414,6 +414,141 @@ TEST(test_corruption) {
   done(st, dir);
 }
 
+/* A put of content whose stored blob is damaged repairs it (issue 16): the
+ * file is replaced atomically, an inline copy is rewritten, and check is
+ * clean again. */
+TEST(test_reput_repairs) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  size_t n = 1u << 20;
+  unsigned char *trace = malloc(n), *rnd = malloc(n);
+  fill_trace(trace, n, 15);
+  fill_random(rnd, n, 16);
+  char hz[65], hr[65], hi[65], ht[65], again[65];
+  CHECK_EQ_INT(ag_store_put(st, trace, n, NULL, hz), 0); /* zstd file */
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, hr), 0);   /* raw file */
+  CHECK_EQ_INT(ag_store_put(st, "inline blob content", 19, NULL, hi), 0);
+  CHECK_EQ_INT(ag_store_put(st, rnd, 200000, NULL, ht), 0); /* to truncate */
+  flip_byte(object_path(dir, hz), 5000);
+  flip_byte(object_path(dir, hr), 777);
+  CHECK_EQ_INT(truncate(object_path(dir, ht), 10), 0);
+  CHECK_EQ_INT(ag__store_exec(st, "UPDATE artifacts SET data = CAST('inline blob CONTENT' AS BLOB) "
+                                  "WHERE length(data) = 19"),
+               0);
+  CHECK_EQ_INT(check_problems(st, 0), 4);
+  const struct {
+    const void *p;
+    size_t n;
+    const char *h;
+  } c[] = {{trace, n, hz}, {rnd, n, hr}, {"inline blob content", 19, hi}, {rnd, 200000, ht}};
+  for (int i = 0; i < 4; i++) {
+    void *d = NULL;
+    size_t dl = 0;
+    CHECK_EQ_INT(ag_store_get(st, c[i].h, &d, &dl), AG_ECORRUPT);
+    CHECK_EQ_INT(ag_store_put(st, c[i].p, c[i].n, NULL, again), 0);
+    CHECK_EQ_STR(again, c[i].h);
+    CHECK_EQ_INT(ag_store_get(st, c[i].h, &d, &dl), 0);
+    CHECK(dl == c[i].n && memcmp(d, c[i].p, dl) == 0);
+    ag_free(d);
+    CHECK_EQ_INT(check_problems(st, 1), (size_t)(3 - i));
+  }
+  /* a repaired file is still read-only and nothing is left in tmp/ */
+  struct stat sb;
+  CHECK_EQ_INT(stat(object_path(dir, hr), &sb), 0);
+  CHECK_EQ_INT(sb.st_mode & 0777, 0444);
+  char tmp[700];
+  snprintf(tmp, sizeof tmp, "%s/tmp", ws_path(dir));
+  DIR *td = opendir(tmp);
+  int left = 0;
+  for (struct dirent *de; td && (de = readdir(td));)
+    left += de->d_name[0] != '.';
+  if (td)
+    closedir(td);
+  CHECK_EQ_INT(left, 0);
+  free(trace);
+  free(rnd);
+  done(st, dir);
+}
+
+/* Never initialize over a directory that holds a workspace's data (issue 16):
+ * a zero-length or missing workspace.db beside blob files is refused, with
+ * what is there and how to recover, whether or not the opener may create; a
+ * directory of someone else's files is refused; what a killed creation leaves
+ * is finished. */
+TEST(test_no_init_over_data) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  char ws[600], db[700];
+  snprintf(ws, sizeof ws, "%s", ws_path(dir));
+  snprintf(db, sizeof db, "%s/workspace.db", ws);
+  size_t n = 300000;
+  unsigned char *rnd = malloc(n);
+  fill_random(rnd, n, 21);
+  char h[65];
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, h), 0);
+  ag_obj t = {AG_OBJ_ARTIFACT, 0, ""};
+  memcpy(t.hash, h, 65);
+  CHECK_EQ_INT(ag_store_ref_set(st, "kept", &t), 0);
+  ag_store_close(st);
+  st = NULL;
+  CHECK_EQ_INT(truncate(db, 0), 0);
+  for (int create = 1; create >= 0; create--) {
+    CHECK_EQ_INT(ag_store_open(ws, create ? AG_STORE_CREATE : 0, &st), AG_ECORRUPT);
+    CHECK(st == NULL);
+    CHECK_CONTAINS(ag_store_errmsg(), "will not initialize over it");
+    CHECK_CONTAINS(ag_store_errmsg(), "is empty (0 bytes)");
+    CHECK_CONTAINS(ag_store_errmsg(), "1 file(s) in objects/");
+    CHECK_CONTAINS(ag_store_errmsg(), "restore workspace.db from a backup");
+  }
+  struct stat sb;
+  CHECK_EQ_INT(stat(db, &sb), 0);
+  CHECK_EQ_INT(sb.st_size, 0); /* nothing was written into it */
+  CHECK_EQ_INT(access(object_path(dir, h), F_OK), 0);
+  /* no database at all */
+  CHECK_EQ_INT(unlink(db), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "is missing");
+  CHECK(access(db, F_OK) != 0);
+  CHECK_EQ_INT(ag_store_open(ws, 0, &st), AG_ECORRUPT);
+  /* a database that holds no schema, beside the lock file only */
+  rm_rf(ws);
+  CHECK_EQ_INT(ag_mkdir_p(ws, 0755), 0);
+  char lock[700];
+  snprintf(lock, sizeof lock, "%s/lock", ws);
+  CHECK_EQ_INT(ag_file_write_atomic(lock, "", 0), 0);
+  CHECK_EQ_INT(ag_file_write_atomic(db, "", 0), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), AG_ECORRUPT);
+  /* someone else's files */
+  rm_rf(ws);
+  CHECK_EQ_INT(ag_mkdir_p(ws, 0755), 0);
+  char other[700];
+  snprintf(other, sizeof other, "%s/notes.txt", ws);
+  CHECK_EQ_INT(ag_file_write_atomic(other, "mine", 4), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), AG_EEXISTS);
+  CHECK_CONTAINS(ag_store_errmsg(), "'notes.txt'");
+  CHECK_CONTAINS(ag_store_errmsg(), "new or empty directory");
+  CHECK_EQ_INT(ag_store_open(ws, 0, &st), AG_ENOTFOUND);
+  /* what a killed creation leaves (an empty database, empty objects/ and
+   * tmp/), and an empty directory, are created */
+  rm_rf(ws);
+  CHECK_EQ_INT(ag_mkdir_p(ws, 0755), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
+  ag_store_close(st);
+  st = NULL;
+  rm_rf(ws);
+  snprintf(other, sizeof other, "%s/objects", ws);
+  CHECK_EQ_INT(ag_mkdir_p(other, 0755), 0);
+  snprintf(other, sizeof other, "%s/tmp", ws);
+  CHECK_EQ_INT(ag_mkdir_p(other, 0755), 0);
+  CHECK_EQ_INT(ag_file_write_atomic(db, "", 0), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
+  CHECK_EQ_INT(check_problems(st, 1), 0);
+  ag_store_close(st);
+  free(rnd);
+  rm_rf(dir);
+  free(dir);
+}
+
 /* ------------------------------------------------------------ versions */
 TEST(test_versions) {
   char *dir;
@@ -1206,7 +1341,8 @@ TEST(test_threads_share_a_handle) {
 }
 
 RUN_TESTS(T(test_open_errors), T(test_newer_schema), T(test_migration), T(test_roundtrip),
-          T(test_put_file_and_dedup), T(test_corruption), T(test_versions), T(test_task_keys),
+          T(test_put_file_and_dedup), T(test_corruption), T(test_reput_repairs),
+          T(test_no_init_over_data), T(test_versions), T(test_task_keys),
           T(test_memoization), T(test_task_lifecycle), T(test_abandoned_task),
           T(test_queries_refs_log), T(test_gc), T(test_gc_leaves_no_snapshot),
           T(test_check_finds_damage), T(test_batch),
