@@ -377,11 +377,17 @@ typedef struct ag_gc_report {
   uint64_t removed_bytes;  /* stored bytes freed */
   size_t orphan_files;     /* blob files without a record (from crashed puts) */
   size_t temp_files;       /* leftovers in tmp/ */
+  char **run_dirs;         /* owned; failed run directories (to be) removed */
+  size_t nrun_dirs;
 } ag_gc_report;
 
 /* Deletes artifacts that nothing reaches: not a ref target, not a version's
  * module, not a task's input or output, not produced by a task, not a report
- * — plus orphan blob files and stale temp files. */
+ * — plus orphan blob files, stale temp files, and the run directories of
+ * failed runs: trace/ and runs/ hold one directory per harness run
+ * (`argus trace`, observe's collections), named …-PID; one that holds no
+ * evidence file, whose process is gone and that is older than the grace
+ * period is removed (a successful run's directory keeps its evidence). */
 int ag_store_gc(ag_store *st, const ag_gc_opts *opts, ag_gc_report *report);
 void ag_store_gc_release(ag_gc_report *report);
 

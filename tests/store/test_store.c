@@ -1165,6 +1165,72 @@ TEST(test_gc) {
 /* gc scans objects/ outside a transaction; a statement it left open would pin
  * an old snapshot and the handle's next write would wait forever once another
  * process had committed (found by the concurrency test). */
+/* gc removes the run directories of failed runs (issue 16): under trace/ and
+ * runs/, a directory named …-PID without evidence whose process is gone and
+ * that is older than the grace period; it keeps a successful run's, a live
+ * run's, and anything not named like a run. */
+static void make_run_dir(const char *ws, const char *sub, const char *file) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/%s", ws, sub);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/%s/%s", ws, sub, file);
+  CHECK_EQ_INT(ag_file_write_atomic(p, "x", 1), 0);
+}
+
+TEST(test_gc_run_dirs) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  const char *ws = ws_path(dir);
+  pid_t dead = fork(); /* a pid that is gone */
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  char failed[200], failed2[200], ok[200], live[200];
+  snprintf(failed, sizeof failed, "trace/0123456789abcdef-1700000000-%ld", (long)dead);
+  snprintf(failed2, sizeof failed2, "runs/fedcba9876543210-3-%ld", (long)dead);
+  snprintf(ok, sizeof ok, "trace/00112233aabbccdd-1700000001-%ld", (long)dead);
+  snprintf(live, sizeof live, "trace/0123456789abcdef-1700000002-%ld", (long)getpid());
+  make_run_dir(ws, failed, "variant.ptx");
+  char p[1200];
+  snprintf(p, sizeof p, "%s/sub", failed);
+  make_run_dir(ws, p, "harness.log");
+  make_run_dir(ws, failed2, "variant.cubin");
+  make_run_dir(ws, ok, "trace.agev");
+  make_run_dir(ws, live, "variant.ptx");
+  make_run_dir(ws, "trace/notes", "mine.txt");
+  ag_gc_opts o = {0, 3600};
+  ag_gc_report r;
+  CHECK_EQ_INT(ag_store_gc(st, &o, &r), 0); /* too young */
+  CHECK_EQ_INT(r.nrun_dirs, 0);
+  ag_store_gc_release(&r);
+  ag_gc_opts dry = {1, 0};
+  CHECK_EQ_INT(ag_store_gc(st, &dry, &r), 0);
+  CHECK_EQ_INT(r.nrun_dirs, 2);
+  ag_store_gc_release(&r);
+  snprintf(p, sizeof p, "%s/%s", ws, failed);
+  CHECK_EQ_INT(access(p, F_OK), 0); /* a dry run removes nothing */
+  ag_gc_opts now = {0, 0};
+  CHECK_EQ_INT(ag_store_gc(st, &now, &r), 0);
+  CHECK_EQ_INT(r.nrun_dirs, 2);
+  ag_str all = AG_STR_INIT;
+  for (size_t i = 0; i < r.nrun_dirs; i++)
+    ag_str_printf(&all, "%s\n", r.run_dirs[i]);
+  CHECK_CONTAINS(ag_str_cstr(&all), failed);
+  CHECK_CONTAINS(ag_str_cstr(&all), failed2);
+  ag_str_release(&all);
+  ag_store_gc_release(&r);
+  CHECK(access(p, F_OK) != 0);
+  snprintf(p, sizeof p, "%s/%s", ws, failed2);
+  CHECK(access(p, F_OK) != 0);
+  const char *kept[] = {ok, live, "trace/notes"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", ws, kept[i]);
+    CHECK_EQ_INT(access(p, F_OK), 0);
+  }
+  CHECK_EQ_INT(check_problems(st, 1), 0);
+  done(st, dir);
+}
+
 TEST(test_gc_leaves_no_snapshot) {
   char *dir;
   ag_store *st = fresh(&dir), *other = NULL;
@@ -1344,6 +1410,6 @@ RUN_TESTS(T(test_open_errors), T(test_newer_schema), T(test_migration), T(test_r
           T(test_put_file_and_dedup), T(test_corruption), T(test_reput_repairs),
           T(test_no_init_over_data), T(test_versions), T(test_task_keys),
           T(test_memoization), T(test_task_lifecycle), T(test_abandoned_task),
-          T(test_queries_refs_log), T(test_gc), T(test_gc_leaves_no_snapshot),
+          T(test_queries_refs_log), T(test_gc), T(test_gc_run_dirs), T(test_gc_leaves_no_snapshot),
           T(test_check_finds_damage), T(test_batch),
           T(test_threads_share_a_handle))
