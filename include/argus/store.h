@@ -68,6 +68,14 @@ const char *ag_store_path(const ag_store *st);
  * ("" if none). Borrowed; valid until the next failing call in this thread. */
 const char *ag_store_errmsg(void);
 
+/* The quick check that commands run before they write to a workspace
+ * (observe, plan; docs/workspace.md "Health"): the database opened (its header
+ * and schema version were read), and no read or check since the last sound
+ * ag_store_check found damage (a corrupted blob, a damaged database page).
+ * Costs one stat and no database page. 0, or AG_ECORRUPT with a message that
+ * says what was found and points at `argus ws check`. */
+int ag_store_health(ag_store *st);
+
 /* Versions of the SQLite and zstd libraries in use (for `argus doctor`;
  * their headers stay inside src/store). Static text. */
 const char *ag_store_sqlite_version(void);

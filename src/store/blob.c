@@ -683,6 +683,7 @@ static int recheck_gone(ag_store *st, const char *hash, int rc) {
   int rc2 = load_row(st, hash, &a, NULL);
   if (rc2 == AG_ENOTFOUND)
     return rc2;
+  ag__mark_damaged(st, saved); /* until a sound check: commands refuse to write */
   ag__fail(rc, "%s", saved);
   return rc;
 }

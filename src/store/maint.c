@@ -394,9 +394,25 @@ int ag_store_check(ag_store *st, ag_check_report *report) {
   chk c = {report, 0, 0, 0};
   rc = ag__txn(st, AG__READ, check_body, &c);
   ag__unlock(lockfd);
-  if (rc)
+  if (rc) {
     ag_store_check_release(report);
-  return rc;
+    return rc;
+  }
+  /* the verdict is what ag_store_health reports until the next check */
+  if (report->nproblems) {
+    ag_str what = AG_STR_INIT;
+    ag_str_printf(&what, "%zu problem(s) found by 'argus ws check', the first: %s",
+                  report->nproblems, report->problems[0]);
+    if (!what.oom)
+      ag__mark_damaged(st, ag_str_cstr(&what));
+    ag_str_release(&what);
+  } else {
+    char *p = ag__damaged_path(st);
+    if (p)
+      unlink(p);
+    ag_free(p);
+  }
+  return 0;
 }
 
 /* ------------------------------------------------------------------- gc */

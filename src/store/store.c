@@ -65,7 +65,67 @@ int ag__sqlrc(ag_store *st, int src, const char *call) {
     shortcall[k] = call[k];
   shortcall[k] = 0;
   const char *msg = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(src);
-  ag__fail(rc, "sqlite: %s…): %s", shortcall, msg ? msg : sqlite3_errstr(src));
+  msg = msg ? msg : sqlite3_errstr(src);
+  if (rc == AG_ECORRUPT && st && st->schema) { /* an open workspace's database is damaged */
+    char what[300];
+    snprintf(what, sizeof what, "its database is damaged (sqlite: %s)", msg);
+    ag__mark_damaged(st, what);
+    ag__fail(rc, "workspace '%s': the database is damaged (sqlite: %s…): %s); run 'argus ws "
+                 "check' to see how far, and recover as docs/workspace.md, \"Recovery\" says",
+             st->path, shortcall, msg);
+  } else {
+    ag__fail(rc, "sqlite: %s…): %s", shortcall, msg);
+  }
+  return rc;
+}
+
+/* ---------------------------------------------------------- damage marker */
+char *ag__damaged_path(const ag_store *st) {
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "%s/damaged", st->path);
+  if (s.oom) {
+    ag_str_release(&s);
+    return NULL;
+  }
+  return ag_str_detach(&s);
+}
+
+void ag__mark_damaged(ag_store *st, const char *what) {
+  char *p = ag__damaged_path(st);
+  if (!p)
+    return;
+  ag_str s = AG_STR_INIT;
+  char t[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  strftime(t, sizeof t, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+  ag_str_printf(&s, "%s (found %s)\n", what, t);
+  if (!s.oom)
+    ag_file_write_atomic(p, s.p, s.len); /* best effort: the caller reports the damage anyway */
+  ag_str_release(&s);
+  ag_free(p);
+}
+
+int ag_store_health(ag_store *st) {
+  char *p = ag__damaged_path(st);
+  if (!p)
+    return ag__fail(AG_ENOMEM, "out of memory checking workspace '%s'", st->path);
+  char *text = NULL;
+  size_t n = 0;
+  int rc = ag_file_read(p, &text, &n);
+  ag_free(p);
+  if (rc == AG_ENOTFOUND)
+    return 0;
+  if (rc)
+    return ag__fail(rc, "cannot read '%s/damaged': %s", st->path, ag_strerror(rc));
+  while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+    text[--n] = 0;
+  rc = ag__fail(AG_ECORRUPT,
+                "workspace '%s' is damaged: %s; run 'argus ws check' to list every problem "
+                "(putting the original content again repairs a damaged blob; a sound check "
+                "clears this), and see docs/workspace.md, \"Recovery\"",
+                st->path, text);
+  ag_free(text);
   return rc;
 }
 

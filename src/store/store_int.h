@@ -90,6 +90,13 @@ enum { AG__READ = 0, AG__WRITE = 1 };
  * reset what it outputs. */
 int ag__txn(ag_store *st, int mode, ag__txn_fn fn, void *ctx);
 
+/* ----------------------------------------------------- damage marker */
+/* path/damaged: one line saying what damage a read or a check found; kept
+ * until a check finds the workspace sound (ag_store_health reads it). */
+char *ag__damaged_path(const ag_store *st); /* owned */
+/* Records the damage (best effort; keeps this thread's error message). */
+void ag__mark_damaged(ag_store *st, const char *what);
+
 /* ------------------------------------------------------------ files */
 /* flock on path/lock: shared for blob writers and check, exclusive for gc.
  * Sets *fd_out (pass it to ag__unlock) and returns 0, or a negative error;

@@ -470,6 +470,73 @@ TEST(test_reput_repairs) {
   done(st, dir);
 }
 
+/* The quick health check (issue 16): damage found by a read or a check is
+ * remembered in the workspace until a check finds it sound; a damaged
+ * database page says what to do next. */
+TEST(test_health) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  CHECK_EQ_INT(ag_store_health(st), 0);
+  size_t n = 300000;
+  unsigned char *rnd = malloc(n);
+  fill_random(rnd, n, 31);
+  char h[65], again[65];
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, h), 0);
+  flip_byte(object_path(dir, h), 4321);
+  void *d = NULL;
+  size_t dl = 0;
+  CHECK_EQ_INT(ag_store_get(st, h, &d, &dl), AG_ECORRUPT);
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "is damaged");
+  CHECK_CONTAINS(ag_store_errmsg(), h);
+  CHECK_CONTAINS(ag_store_errmsg(), "argus ws check");
+  ag_store_close(st); /* remembered across processes */
+  st = NULL;
+  CHECK_EQ_INT(ag_store_open(ws_path(dir), 0, &st), 0);
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+  CHECK_EQ_INT(check_problems(st, 0), 1);
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "1 problem(s) found by 'argus ws check'");
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, again), 0); /* repairs */
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT); /* until a check says so */
+  CHECK_EQ_INT(check_problems(st, 1), 0);
+  CHECK_EQ_INT(ag_store_health(st), 0);
+  /* a damaged database page */
+  for (int i = 0; i < 60; i++) {
+    fill_random(rnd, 12000, 100 + (uint64_t)i);
+    CHECK_EQ_INT(ag_store_put(st, rnd, 12000, NULL, again), 0);
+  }
+  ag_store_close(st);
+  st = NULL;
+  char db[700];
+  snprintf(db, sizeof db, "%s/workspace.db", ws_path(dir));
+  struct stat sb;
+  CHECK_EQ_INT(stat(db, &sb), 0);
+  int fd = open(db, O_WRONLY);
+  CHECK(fd >= 0);
+  memset(rnd, 0xa5, 4096);
+  for (off_t off = 4 * 4096; off + 4096 <= sb.st_size; off += 3 * 4096)
+    CHECK(pwrite(fd, rnd, 4096, off) == 4096);
+  close(fd);
+  int rc = ag_store_open(ws_path(dir), 0, &st);
+  if (rc == 0) {
+    ag_artifact *a = NULL;
+    size_t na = 0;
+    rc = ag_store_artifacts(st, NULL, &a, &na);
+    ag_free(a);
+  }
+  CHECK_EQ_INT(rc, AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "database is damaged");
+  CHECK_CONTAINS(ag_store_errmsg(), "Recovery");
+  if (st) {
+    CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+    ag_store_close(st);
+  }
+  free(rnd);
+  rm_rf(dir);
+  free(dir);
+}
+
 /* Never initialize over a directory that holds a workspace's data (issue 16):
  * a zero-length or missing workspace.db beside blob files is refused, with
  * what is there and how to recover, whether or not the opener may create; a
@@ -1407,7 +1474,7 @@ TEST(test_threads_share_a_handle) {
 }
 
 RUN_TESTS(T(test_open_errors), T(test_newer_schema), T(test_migration), T(test_roundtrip),
-          T(test_put_file_and_dedup), T(test_corruption), T(test_reput_repairs),
+          T(test_put_file_and_dedup), T(test_corruption), T(test_reput_repairs), T(test_health),
           T(test_no_init_over_data), T(test_versions), T(test_task_keys),
           T(test_memoization), T(test_task_lifecycle), T(test_abandoned_task),
           T(test_queries_refs_log), T(test_gc), T(test_gc_run_dirs), T(test_gc_leaves_no_snapshot),
