@@ -78,8 +78,8 @@ static int sink_write(bw *w, const void *p, size_t n) {
     w->tmp_path = ag_str_detach(&t);
     if (!w->tmp_path)
       return ag__fail(AG_ENOMEM, "out of memory naming a temp file");
-    mkdir(w->st->tmp, 0755); /* recreated if someone removed it */
-    w->fd = mkstemp(w->tmp_path);
+    ag__io->mkdir(w->st->tmp, 0755); /* recreated if someone removed it */
+    w->fd = ag__io->mkstemp(w->tmp_path);
     if (w->fd < 0) {
       int e = errno;
       ag_free(w->tmp_path);
@@ -97,7 +97,7 @@ static int sink_write(bw *w, const void *p, size_t n) {
   const unsigned char *q = p;
   size_t left = n;
   while (left) {
-    ssize_t k = write(w->fd, q, left);
+    ssize_t k = ag__io->write(w->fd, q, left);
     if (k < 0) {
       if (errno == EINTR)
         continue;
@@ -115,7 +115,7 @@ static void sink_reset(bw *w) {
   w->mlen = 0;
   w->stored = 0;
   if (w->fd >= 0) {
-    close(w->fd);
+    ag__io->close(w->fd);
     w->fd = -1;
     unlink(w->tmp_path);
     ag_free(w->tmp_path);
@@ -185,7 +185,7 @@ static void bw_release(bw *w) {
   ag_free(w->mem);
   ag_free(w->zout);
   if (w->fd >= 0)
-    close(w->fd);
+    ag__io->close(w->fd);
   if (w->tmp_path) {
     unlink(w->tmp_path);
     ag_free(w->tmp_path);
@@ -258,10 +258,10 @@ static int insert_body(ag_store *st, void *vc) {
 
 /* Moves the finished temp file to objects/ab/cdef…, durably. */
 static int publish_file(ag_store *st, bw *w, const char *hash) {
-  if (fsync(w->fd) != 0)
+  if (ag__io->fsync(w->fd) != 0)
     return ag__fail(AG_EIO, "cannot sync temp file '%s': %s", w->tmp_path, strerror(errno));
   fchmod(w->fd, 0444); /* blobs are immutable */
-  close(w->fd);
+  ag__io->close(w->fd);
   w->fd = -1;
   char *path = ag__object_path(st, hash);
   if (!path)
@@ -269,10 +269,10 @@ static int publish_file(ag_store *st, bw *w, const char *hash) {
   int rc = 0;
   char *slash = strrchr(path, '/');
   *slash = 0;
-  int made = mkdir(path, 0755) == 0;
+  int made = ag__io->mkdir(path, 0755) == 0;
   if (!made && errno == ENOENT) { /* objects/ itself was removed */
-    mkdir(st->objects, 0755);
-    made = mkdir(path, 0755) == 0;
+    ag__io->mkdir(st->objects, 0755);
+    made = ag__io->mkdir(path, 0755) == 0;
   }
   if (made) {
     if ((rc = ag__fsync_dir(st->objects)))
@@ -282,7 +282,7 @@ static int publish_file(ag_store *st, bw *w, const char *hash) {
     goto out;
   }
   *slash = '/';
-  if (rename(w->tmp_path, path) != 0) {
+  if (ag__io->rename(w->tmp_path, path) != 0) {
     rc = ag__fail(AG_EIO, "cannot move '%s' to '%s': %s", w->tmp_path, path, strerror(errno));
     goto out;
   }

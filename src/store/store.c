@@ -760,11 +760,13 @@ const char *const *ag__store_migrations(int *n) {
   return migrations;
 }
 
+void ag__sqlite_setup(void) { pthread_once(&sqlite_once, sqlite_setup); }
+
 int ag__store_open_with(const char *path, unsigned flags, const char *const *mig, int nmig,
                         ag_store **out) {
   *out = NULL;
   errbuf[0] = 0;
-  pthread_once(&sqlite_once, sqlite_setup);
+  ag__sqlite_setup();
   if (!path || !*path)
     return ag__fail(AG_EINVAL, "workspace path is empty");
   int create = (flags & AG_STORE_CREATE) != 0;
@@ -976,15 +978,23 @@ char *ag__object_path(const ag_store *st, const char *hash) {
 }
 
 int ag__fsync_dir(const char *path) {
-  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ag__io->open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (fd < 0)
     return ag__fail(AG_EIO, "cannot open directory '%s': %s", path, strerror(errno));
   int rc = 0;
-  if (fsync(fd) != 0)
+  if (ag__io->fsync(fd) != 0)
     rc = ag__fail(AG_EIO, "cannot sync directory '%s': %s", path, strerror(errno));
-  close(fd);
+  ag__io->close(fd);
   return rc;
 }
+
+/* ------------------------------------------------------ the I/O hook */
+static int sys_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+static int sys_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
+static const ag__io_ops sys_io = {mkstemp, sys_open, write, fsync, close, sys_mkdir, rename};
+const ag__io_ops *ag__io = &sys_io;
+
+void ag__store_set_io(const ag__io_ops *ops) { ag__io = ops ? ops : &sys_io; }
 
 /* --------------------------------------------------------------- checks */
 int ag__hash_valid(const char *h) {

@@ -8,6 +8,7 @@
 #define ARGUS_STORE_INT_H
 
 #include "argus/store.h"
+#include "store_test.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -106,6 +107,11 @@ void ag__unlock(int fd);
 /* "objects/ab/cdef…" under the workspace; owned. */
 char *ag__object_path(const ag_store *st, const char *hash);
 int ag__fsync_dir(const char *path);
+/* The file-system calls of blob writes (store_test.h): the system calls,
+ * unless a test substituted them. Never NULL. */
+extern const ag__io_ops *ag__io;
+/* Configures SQLite (memory through ag_malloc) once per process. */
+void ag__sqlite_setup(void);
 
 /* ------------------------------------------------------------ checks */
 int ag__hash_valid(const char *h); /* 64 lowercase hex */
