@@ -28,7 +28,13 @@
  * Crash safety: a process killed at any instant leaves a workspace that opens
  * and passes ag_store_check, and every call that returned 0 before the kill
  * is durable (blob files are written to tmp/, fsynced, renamed, the directory
- * fsynced; metadata is committed in SQLite transactions with synchronous=FULL).
+ * fsynced; metadata is committed in SQLite transactions with synchronous=FULL),
+ * also across a power loss (tested by dropping every unsynced write).
+ *
+ * Creation: AG_STORE_CREATE creates a workspace only in a new or empty
+ * directory (or finishes one a killed creation left); a directory holding a
+ * workspace's data with a missing, empty or uninitialized database is
+ * AG_ECORRUPT, never initialized over.
  */
 #ifndef ARGUS_STORE_H
 #define ARGUS_STORE_H

@@ -10,8 +10,15 @@
  * Blob writers hold the workspace lock shared, so gc (exclusive) never sees
  * a file whose row is about to be committed.
  *
+ * A put of content that has a record already reads the stored blob back
+ * through the same verification, and when it is missing or damaged the new
+ * copy replaces it (renamed over the file, or rewritten in the row): a
+ * re-put repairs. Every file-system call of a blob write goes through
+ * ag__io (store_test.h), so the power-loss test can order and drop them.
+ *
  * A get streams the stored bytes back through zstd and SHA-256 and hands
- * nothing to the caller unless size and hash match. Memory use is bounded
+ * nothing to the caller unless size and hash match; damage it finds is
+ * remembered (ag__mark_damaged) for ag_store_health. Memory use is bounded
  * by two chunks (1 MiB each) plus, for ag_store_get, the content itself.
  * Load: 10^4 small puts take a few seconds (one fsync'd commit each); large
  * blobs run at the speed of SHA-256 + zstd (see bench/RESULTS.md).

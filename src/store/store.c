@@ -94,12 +94,16 @@ void ag__mark_damaged(ag_store *st, const char *what) {
   char *p = ag__damaged_path(st);
   if (!p)
     return;
+  static const char tail[] = "; run 'argus ws check'"; /* said once, by ag_store_health */
+  size_t n = strlen(what);
+  if (n >= sizeof tail - 1 && !strcmp(what + n - (sizeof tail - 1), tail))
+    n -= sizeof tail - 1;
   ag_str s = AG_STR_INIT;
   char t[32];
   time_t now = time(NULL);
   struct tm tm;
   strftime(t, sizeof t, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
-  ag_str_printf(&s, "%s (found %s)\n", what, t);
+  ag_str_printf(&s, "%.*s (found %s)\n", (int)n, what, t);
   if (!s.oom)
     ag_file_write_atomic(p, s.p, s.len); /* best effort: the caller reports the damage anyway */
   ag_str_release(&s);
