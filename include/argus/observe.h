@@ -24,6 +24,7 @@ typedef struct ag_observe_opts {
   int nsignals;
   const char *scope; /* scope text; NULL = everything */
   int plan_only;     /* run only Control tasks (argus plan) */
+  int ignore_damage; /* write even to a workspace ag_store_health calls damaged */
   int ndevices;      /* -1: probe the CUDA driver; 0: no GPU */
   double timeout_s;  /* per harness run; <= 0: 300 s */
   unsigned records_per_warp; /* 0: the host runtime's default */

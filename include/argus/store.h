@@ -28,7 +28,13 @@
  * Crash safety: a process killed at any instant leaves a workspace that opens
  * and passes ag_store_check, and every call that returned 0 before the kill
  * is durable (blob files are written to tmp/, fsynced, renamed, the directory
- * fsynced; metadata is committed in SQLite transactions with synchronous=FULL).
+ * fsynced; metadata is committed in SQLite transactions with synchronous=FULL),
+ * also across a power loss (tested by dropping every unsynced write).
+ *
+ * Creation: AG_STORE_CREATE creates a workspace only in a new or empty
+ * directory (or finishes one a killed creation left); a directory holding a
+ * workspace's data with a missing, empty or uninitialized database is
+ * AG_ECORRUPT, never initialized over.
  */
 #ifndef ARGUS_STORE_H
 #define ARGUS_STORE_H
@@ -67,6 +73,14 @@ const char *ag_store_path(const ag_store *st);
 /* Text describing the last failure of an ag_store_* call in this thread
  * ("" if none). Borrowed; valid until the next failing call in this thread. */
 const char *ag_store_errmsg(void);
+
+/* The quick check that commands run before they write to a workspace
+ * (observe, plan; docs/workspace.md "Health"): the database opened (its header
+ * and schema version were read), and no read or check since the last sound
+ * ag_store_check found damage (a corrupted blob, a damaged database page).
+ * Costs one stat and no database page. 0, or AG_ECORRUPT with a message that
+ * says what was found and points at `argus ws check`. */
+int ag_store_health(ag_store *st);
 
 /* Versions of the SQLite and zstd libraries in use (for `argus doctor`;
  * their headers stay inside src/store). Static text. */
@@ -377,11 +391,17 @@ typedef struct ag_gc_report {
   uint64_t removed_bytes;  /* stored bytes freed */
   size_t orphan_files;     /* blob files without a record (from crashed puts) */
   size_t temp_files;       /* leftovers in tmp/ */
+  char **run_dirs;         /* owned; failed run directories (to be) removed */
+  size_t nrun_dirs;
 } ag_gc_report;
 
 /* Deletes artifacts that nothing reaches: not a ref target, not a version's
  * module, not a task's input or output, not produced by a task, not a report
- * — plus orphan blob files and stale temp files. */
+ * — plus orphan blob files, stale temp files, and the run directories of
+ * failed runs: trace/ and runs/ hold one directory per harness run
+ * (`argus trace`, observe's collections), named …-PID; one that holds no
+ * evidence file, whose process is gone and that is older than the grace
+ * period is removed (a successful run's directory keeps its evidence). */
 int ag_store_gc(ag_store *st, const ag_gc_opts *opts, ag_gc_report *report);
 void ag_store_gc_release(ag_gc_report *report);
 

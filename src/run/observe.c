@@ -1077,6 +1077,19 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
                  ag_store_errmsg());
     goto out;
   }
+  /* the quick check (docs/workspace.md "Health"): never write evidence into a
+   * workspace known to be damaged, unless told to */
+  if ((rc = ag_store_health(ob.st))) {
+    if (!o->ignore_damage) {
+      ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0,
+                   "refusing to write to the workspace: %s (--ignore-damage writes anyway)",
+                   ag_store_errmsg());
+      goto out;
+    }
+    ag_diags_add(d, AG_SEV_WARNING, o->workspace, 0, 0, NULL, 0,
+                 "writing to a damaged workspace (--ignore-damage): %s", ag_store_errmsg());
+    rc = 0;
+  }
   ag_put_opts po = {"ptx", 0};
   if ((rc = ag_store_put(ob.st, ptx.p, ptx.len, &po, ob.ptx_hash)))
     goto store_err;

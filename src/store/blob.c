@@ -10,8 +10,15 @@
  * Blob writers hold the workspace lock shared, so gc (exclusive) never sees
  * a file whose row is about to be committed.
  *
+ * A put of content that has a record already reads the stored blob back
+ * through the same verification, and when it is missing or damaged the new
+ * copy replaces it (renamed over the file, or rewritten in the row): a
+ * re-put repairs. Every file-system call of a blob write goes through
+ * ag__io (store_test.h), so the power-loss test can order and drop them.
+ *
  * A get streams the stored bytes back through zstd and SHA-256 and hands
- * nothing to the caller unless size and hash match. Memory use is bounded
+ * nothing to the caller unless size and hash match; damage it finds is
+ * remembered (ag__mark_damaged) for ag_store_health. Memory use is bounded
  * by two chunks (1 MiB each) plus, for ag_store_get, the content itself.
  * Load: 10^4 small puts take a few seconds (one fsync'd commit each); large
  * blobs run at the speed of SHA-256 + zstd (see bench/RESULTS.md).
@@ -78,8 +85,8 @@ static int sink_write(bw *w, const void *p, size_t n) {
     w->tmp_path = ag_str_detach(&t);
     if (!w->tmp_path)
       return ag__fail(AG_ENOMEM, "out of memory naming a temp file");
-    mkdir(w->st->tmp, 0755); /* recreated if someone removed it */
-    w->fd = mkstemp(w->tmp_path);
+    ag__io->mkdir(w->st->tmp, 0755); /* recreated if someone removed it */
+    w->fd = ag__io->mkstemp(w->tmp_path);
     if (w->fd < 0) {
       int e = errno;
       ag_free(w->tmp_path);
@@ -97,7 +104,7 @@ static int sink_write(bw *w, const void *p, size_t n) {
   const unsigned char *q = p;
   size_t left = n;
   while (left) {
-    ssize_t k = write(w->fd, q, left);
+    ssize_t k = ag__io->write(w->fd, q, left);
     if (k < 0) {
       if (errno == EINTR)
         continue;
@@ -115,7 +122,7 @@ static void sink_reset(bw *w) {
   w->mlen = 0;
   w->stored = 0;
   if (w->fd >= 0) {
-    close(w->fd);
+    ag__io->close(w->fd);
     w->fd = -1;
     unlink(w->tmp_path);
     ag_free(w->tmp_path);
@@ -185,7 +192,7 @@ static void bw_release(bw *w) {
   ag_free(w->mem);
   ag_free(w->zout);
   if (w->fd >= 0)
-    close(w->fd);
+    ag__io->close(w->fd);
   if (w->tmp_path) {
     unlink(w->tmp_path);
     ag_free(w->tmp_path);
@@ -202,6 +209,7 @@ typedef struct put_ctx {
   const void *data; /* inline bytes, or NULL */
   size_t dlen;
   int exists; /* out of exists_body */
+  int repair; /* the existing record's blob failed verification: replace it */
 } put_ctx;
 
 static int exists_body(ag_store *st, void *vc) {
@@ -231,7 +239,14 @@ static int insert_body(ag_store *st, void *vc) {
       "last_put_ns, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) "
       "ON CONFLICT(hash) DO UPDATE SET last_put_ns = excluded.last_put_ns, "
       "task_id = IFNULL(task_id, excluded.task_id)";
-  if ((rc = ag__stmt(st, sql, &s)) || (rc = ag__bind_text(st, s, 1, c->hash)) ||
+  /* a repair also replaces how the content is stored */
+  static const char repair_sql[] =
+      "INSERT INTO artifacts(hash, kind, size, stored_size, codec, task_id, created_ns, "
+      "last_put_ns, data) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8) "
+      "ON CONFLICT(hash) DO UPDATE SET last_put_ns = excluded.last_put_ns, "
+      "task_id = IFNULL(task_id, excluded.task_id), size = excluded.size, "
+      "stored_size = excluded.stored_size, codec = excluded.codec, data = excluded.data";
+  if ((rc = ag__stmt(st, c->repair ? repair_sql : sql, &s)) || (rc = ag__bind_text(st, s, 1, c->hash)) ||
       (rc = ag__bind_text(st, s, 2, c->kind)) || (rc = ag__bind_i64(st, s, 3, (int64_t)c->size)) ||
       (rc = ag__bind_i64(st, s, 4, (int64_t)c->stored)) ||
       (rc = ag__bind_i64(st, s, 5, c->codec)) || (rc = ag__bind_id(st, s, 6, c->task_id)) ||
@@ -250,10 +265,10 @@ static int insert_body(ag_store *st, void *vc) {
 
 /* Moves the finished temp file to objects/ab/cdef…, durably. */
 static int publish_file(ag_store *st, bw *w, const char *hash) {
-  if (fsync(w->fd) != 0)
+  if (ag__io->fsync(w->fd) != 0)
     return ag__fail(AG_EIO, "cannot sync temp file '%s': %s", w->tmp_path, strerror(errno));
   fchmod(w->fd, 0444); /* blobs are immutable */
-  close(w->fd);
+  ag__io->close(w->fd);
   w->fd = -1;
   char *path = ag__object_path(st, hash);
   if (!path)
@@ -261,10 +276,10 @@ static int publish_file(ag_store *st, bw *w, const char *hash) {
   int rc = 0;
   char *slash = strrchr(path, '/');
   *slash = 0;
-  int made = mkdir(path, 0755) == 0;
+  int made = ag__io->mkdir(path, 0755) == 0;
   if (!made && errno == ENOENT) { /* objects/ itself was removed */
-    mkdir(st->objects, 0755);
-    made = mkdir(path, 0755) == 0;
+    ag__io->mkdir(st->objects, 0755);
+    made = ag__io->mkdir(path, 0755) == 0;
   }
   if (made) {
     if ((rc = ag__fsync_dir(st->objects)))
@@ -274,7 +289,7 @@ static int publish_file(ag_store *st, bw *w, const char *hash) {
     goto out;
   }
   *slash = '/';
-  if (rename(w->tmp_path, path) != 0) {
+  if (ag__io->rename(w->tmp_path, path) != 0) {
     rc = ag__fail(AG_EIO, "cannot move '%s' to '%s': %s", w->tmp_path, path, strerror(errno));
     goto out;
   }
@@ -286,6 +301,8 @@ out:
   ag_free(path);
   return rc;
 }
+
+static int blob_sound(ag_store *st, const char *hash);
 
 /* The source of a put: memory or a descriptor. */
 typedef struct put_src {
@@ -368,16 +385,19 @@ static int put_common(ag_store *st, const put_src *src, const ag_put_opts *opts,
     rc = ag__fail(rc, "sha-256 failed");
     goto out;
   }
-  put_ctx c = {hex, kind, task_id, w.size, w.stored, w.mode == 2, NULL, 0, 0};
-  if (w.fd >= 0) {
-    if ((rc = ag__txn(st, AG__READ, exists_body, &c)))
+  put_ctx c = {hex, kind, task_id, w.size, w.stored, w.mode == 2, NULL, 0, 0, 0};
+  if ((rc = ag__txn(st, AG__READ, exists_body, &c)))
+    goto out;
+  /* content that is stored already: a put of it repairs a blob that went
+   * missing or fails verification (the new copy replaces it atomically) */
+  if (c.exists && (rc = blob_sound(st, hex)) != 0) {
+    if (rc != AG_ECORRUPT)
       goto out;
-    if (c.exists) { /* a put of content whose blob file went missing restores it */
-      char *p = ag__object_path(st, hex);
-      c.exists = p && access(p, F_OK) == 0;
-      ag_free(p);
-    }
-    if (!c.exists && (rc = publish_file(st, &w, hex)))
+    c.repair = 1;
+    rc = 0;
+  }
+  if (w.fd >= 0) {
+    if ((!c.exists || c.repair) && (rc = publish_file(st, &w, hex)))
       goto out;
   } else {
     c.data = w.mem ? (const void *)w.mem : (const void *)""; /* non-NULL: inline */
@@ -670,6 +690,7 @@ static int recheck_gone(ag_store *st, const char *hash, int rc) {
   int rc2 = load_row(st, hash, &a, NULL);
   if (rc2 == AG_ENOTFOUND)
     return rc2;
+  ag__mark_damaged(st, saved); /* until a sound check: commands refuse to write */
   ag__fail(rc, "%s", saved);
   return rc;
 }
@@ -693,6 +714,23 @@ static int load_for_read(ag_store *st, const char *hash, ag_artifact *a, void **
   *inl = NULL;
   int rc = check_hash_arg(hash);
   return rc ? rc : load_row(st, hash, a, inl);
+}
+
+static int discard(void *ctx, const void *p, size_t n) { return 0; }
+
+/* 0 when the stored blob of `hash` (which has a record) reads back intact,
+ * AG_ECORRUPT when it does not (missing file, wrong size or hash), or
+ * another error. Reads every stored byte once. */
+static int blob_sound(ag_store *st, const char *hash) {
+  ag_artifact a;
+  void *inl = NULL;
+  int rc = load_row(st, hash, &a, &inl);
+  if (rc)
+    return rc;
+  rc = ag__blob_read(st, hash, a.size, a.stored_size, a.compressed, inl, a.inline_db, discard,
+                     NULL);
+  ag_free(inl);
+  return rc;
 }
 
 int ag_store_get(ag_store *st, const char *hash, void **data, size_t *len) {

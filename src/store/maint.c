@@ -16,16 +16,21 @@
  * and only then unlinks their files — a crash in between leaves orphan files,
  * never a row without its file. That transaction always writes (gc_fence), so
  * the commit of a writer killed half-way through it is settled before gc takes
- * its blob file for an orphan. Cost: check reads every stored byte once;
- * gc is a few indexed queries plus a directory scan.
+ * its blob file for an orphan. gc also removes the run directories of failed
+ * runs (trace/, runs/: no evidence file, process gone). Cost: check reads
+ * every stored byte once; gc is a few indexed queries plus directory scans.
  */
 #include "store_int.h"
+
+#include "argus/evidence.h" /* AG_EV_FILE_NAME: a run directory's evidence */
 
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- check */
@@ -389,9 +394,25 @@ int ag_store_check(ag_store *st, ag_check_report *report) {
   chk c = {report, 0, 0, 0};
   rc = ag__txn(st, AG__READ, check_body, &c);
   ag__unlock(lockfd);
-  if (rc)
+  if (rc) {
     ag_store_check_release(report);
-  return rc;
+    return rc;
+  }
+  /* the verdict is what ag_store_health reports until the next check */
+  if (report->nproblems) {
+    ag_str what = AG_STR_INIT;
+    ag_str_printf(&what, "%zu problem(s) found by 'argus ws check', the first: %s",
+                  report->nproblems, report->problems[0]);
+    if (!what.oom)
+      ag__mark_damaged(st, ag_str_cstr(&what));
+    ag_str_release(&what);
+  } else {
+    char *p = ag__damaged_path(st);
+    if (p)
+      unlink(p);
+    ag_free(p);
+  }
+  return 0;
 }
 
 /* ------------------------------------------------------------------- gc */
@@ -511,9 +532,86 @@ static int gc_obj(ag_store *st, void *ctx, const char *hash, const char *path) {
 
 static void gc_odd(void *ctx, const char *path) {}
 
+/* ---------------------------------------------------- run directories */
+/* rm -rf of a run directory (plain files and directories only: a symbolic
+ * link is removed, never followed). */
+static int remove_tree(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0)
+    return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(sb.st_mode))
+    return unlink(path);
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  int rc = 0;
+  struct dirent *de;
+  char sub[4096];
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+      continue;
+    if (snprintf(sub, sizeof sub, "%s/%s", path, de->d_name) >= (int)sizeof sub ||
+        remove_tree(sub) != 0)
+      rc = -1;
+  }
+  closedir(d);
+  return rmdir(path) == 0 ? rc : -1;
+}
+
+/* The pid a run directory's name ends with (…-PID), or 0. */
+static long run_pid(const char *name) {
+  const char *dash = strrchr(name, '-');
+  if (!dash || !dash[1])
+    return 0;
+  char *e = NULL;
+  long pid = strtol(dash + 1, &e, 10);
+  return *e || pid <= 0 ? 0 : pid;
+}
+
+/* Removes (or lists, dry_run) the failed run directories under trace/ and
+ * runs/: no evidence file, process gone, older than the grace period. */
+static int gc_runs(ag_store *st, const ag_gc_opts *o, ag_gc_report *r) {
+  static const char *const parents[] = {"trace", "runs"};
+  size_t cap = 0;
+  int rc = 0;
+  time_t cutoff = time(NULL) - (time_t)o->grace_s;
+  for (size_t k = 0; k < sizeof parents / sizeof parents[0] && !rc; k++) {
+    char dir[4096], sub[4096 + 256], ev[4096 + 300];
+    if (snprintf(dir, sizeof dir, "%s/%s", st->path, parents[k]) >= (int)sizeof dir)
+      continue;
+    DIR *d = opendir(dir);
+    if (!d)
+      continue;
+    struct dirent *de;
+    while (!rc && (de = readdir(d))) {
+      long pid = run_pid(de->d_name);
+      struct stat sb;
+      if (!pid || snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) >= (int)sizeof sub ||
+          lstat(sub, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_mtime > cutoff)
+        continue;
+      snprintf(ev, sizeof ev, "%s/" AG_EV_FILE_NAME, sub);
+      if (access(ev, F_OK) == 0 || kill((pid_t)pid, 0) == 0 || errno == EPERM)
+        continue; /* evidence of a run that succeeded, or a run still going */
+      if (ag__grow(&r->run_dirs, &cap, r->nrun_dirs, sizeof *r->run_dirs))
+        rc = AG_ENOMEM;
+      else if (!(r->run_dirs[r->nrun_dirs] = ag_strdup(sub)))
+        rc = ag__fail(AG_ENOMEM, "out of memory collecting garbage");
+      else if (!o->dry_run && remove_tree(sub) != 0)
+        rc = ag__fail(AG_EIO, "cannot remove the run directory '%s': %s", sub, strerror(errno));
+      else
+        r->nrun_dirs++;
+    }
+    closedir(d);
+  }
+  return rc;
+}
+
 void ag_store_gc_release(ag_gc_report *r) {
   if (!r)
     return;
+  for (size_t i = 0; i < r->nrun_dirs; i++)
+    ag_free(r->run_dirs[i]);
+  ag_free(r->run_dirs);
   ag_free(r->removed);
   memset(r, 0, sizeof *r);
 }
@@ -547,6 +645,8 @@ int ag_store_gc(ag_store *st, const ag_gc_opts *opts, ag_gc_report *report) {
   report->orphan_files = o.n;
   if (!rc)
     count_dir(st->tmp, &report->temp_files, !opts->dry_run);
+  if (!rc)
+    rc = gc_runs(st, opts, report);
 out:
   ag__unlock(c.lockfd);
   ag_free(c.file);

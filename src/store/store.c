@@ -13,6 +13,7 @@
 #include "store_int.h"
 #include "store_test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -64,7 +65,71 @@ int ag__sqlrc(ag_store *st, int src, const char *call) {
     shortcall[k] = call[k];
   shortcall[k] = 0;
   const char *msg = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(src);
-  ag__fail(rc, "sqlite: %s…): %s", shortcall, msg ? msg : sqlite3_errstr(src));
+  msg = msg ? msg : sqlite3_errstr(src);
+  if (rc == AG_ECORRUPT && st && st->schema) { /* an open workspace's database is damaged */
+    char what[300];
+    snprintf(what, sizeof what, "its database is damaged (sqlite: %s)", msg);
+    ag__mark_damaged(st, what);
+    ag__fail(rc, "workspace '%s': the database is damaged (sqlite: %s…): %s); run 'argus ws "
+                 "check' to see how far, and recover as docs/workspace.md, \"Recovery\" says",
+             st->path, shortcall, msg);
+  } else {
+    ag__fail(rc, "sqlite: %s…): %s", shortcall, msg);
+  }
+  return rc;
+}
+
+/* ---------------------------------------------------------- damage marker */
+char *ag__damaged_path(const ag_store *st) {
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "%s/damaged", st->path);
+  if (s.oom) {
+    ag_str_release(&s);
+    return NULL;
+  }
+  return ag_str_detach(&s);
+}
+
+void ag__mark_damaged(ag_store *st, const char *what) {
+  char *p = ag__damaged_path(st);
+  if (!p)
+    return;
+  static const char tail[] = "; run 'argus ws check'"; /* said once, by ag_store_health */
+  size_t n = strlen(what);
+  if (n >= sizeof tail - 1 && !strcmp(what + n - (sizeof tail - 1), tail))
+    n -= sizeof tail - 1;
+  ag_str s = AG_STR_INIT;
+  char t[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  strftime(t, sizeof t, "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+  ag_str_printf(&s, "%.*s (found %s)\n", (int)n, what, t);
+  if (!s.oom)
+    ag_file_write_atomic(p, s.p, s.len); /* best effort: the caller reports the damage anyway */
+  ag_str_release(&s);
+  ag_free(p);
+}
+
+int ag_store_health(ag_store *st) {
+  char *p = ag__damaged_path(st);
+  if (!p)
+    return ag__fail(AG_ENOMEM, "out of memory checking workspace '%s'", st->path);
+  char *text = NULL;
+  size_t n = 0;
+  int rc = ag_file_read(p, &text, &n);
+  ag_free(p);
+  if (rc == AG_ENOTFOUND)
+    return 0;
+  if (rc)
+    return ag__fail(rc, "cannot read '%s/damaged': %s", st->path, ag_strerror(rc));
+  while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+    text[--n] = 0;
+  rc = ag__fail(AG_ECORRUPT,
+                "workspace '%s' is damaged: %s; run 'argus ws check' to list every problem "
+                "(putting the original content again repairs a damaged blob; a sound check "
+                "clears this), and see docs/workspace.md, \"Recovery\"",
+                st->path, text);
+  ag_free(text);
   return rc;
 }
 
@@ -478,6 +543,8 @@ static int read_version(ag_store *st, void *vc) {
   return rc;
 }
 
+static int refuse_unless_fresh(const ag_store *st);
+
 static int migrate_body(ag_store *st, void *vc) {
   ver_ctx *c = vc;
   int rc = read_version(st, c); /* again, under the write lock */
@@ -485,6 +552,11 @@ static int migrate_body(ag_store *st, void *vc) {
     return rc;
   if (c->foreign || c->version >= c->mig.n)
     return 0;
+  /* the first migration creates the workspace: only in a fresh directory
+   * (checked under the write lock, so a concurrent creator's first puts are
+   * never mistaken for an older workspace's data) */
+  if (c->version == 0 && (rc = refuse_unless_fresh(st)))
+    return rc;
   for (int v = c->version; v < c->mig.n; v++) {
     if ((rc = exec(st, c->mig.sql[v])))
       return rc;
@@ -500,6 +572,106 @@ static int migrate_body(ag_store *st, void *vc) {
   }
   c->version = c->mig.n;
   return 0;
+}
+
+/* ----------------------------------------------------- fresh workspaces */
+/* What a creation leaves, even one killed half-way: the database (and its
+ * WAL files), empty objects/ and tmp/. cache/, trace/ and runs/ hold scratch
+ * files of commands that ran before the workspace existed (argus trace) and
+ * no records. Anything else — a blob file, the lock file that every put and
+ * check creates, a file of the user's — means the directory held data. */
+static int creation_entry(const char *name) {
+  static const char *const ok[] = {"workspace.db", "workspace.db-wal", "workspace.db-shm",
+                                   "workspace.db-journal", "cache", "trace", "runs"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    if (!strcmp(name, ok[i]))
+      return 1;
+  return 0;
+}
+
+/* Counts the entries of dir (recursively for objects/: the blob files). */
+static size_t count_entries(const char *dir, int depth) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  size_t n = 0;
+  struct dirent *de;
+  char sub[4096];
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+      continue;
+    struct stat sb;
+    if (depth > 0 && snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name) < (int)sizeof sub &&
+        lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
+      n += count_entries(sub, depth - 1);
+    else
+      n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* 0 when the workspace directory holds nothing but what a creation leaves
+ * (so creating the workspace there loses nothing). Otherwise a message that
+ * says what is there: AG_ECORRUPT when it holds a workspace's traces (blob
+ * or temp files, the lock file) — with what is wrong with the database and
+ * how to recover —, AG_EEXISTS when it holds only files of someone else's.
+ * Never changes anything. */
+static int db_has_content(const ag_store *st) {
+  struct stat sb;
+  return stat(st->db_path, &sb) == 0 && sb.st_size > 0;
+}
+
+static int refuse_unless_fresh(const ag_store *st) {
+  DIR *d = opendir(st->path);
+  if (!d)
+    return errno == ENOENT ? 0 : ag__fail(AG_EIO, "cannot read workspace '%s': %s", st->path,
+                                          strerror(errno));
+  ag_str what = AG_STR_INIT;
+  size_t blobs = count_entries(st->objects, 1), tmps = count_entries(st->tmp, 0), others = 0;
+  int lock = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    const char *n = de->d_name;
+    lock |= !strcmp(n, "lock");
+    if (!strcmp(n, ".") || !strcmp(n, "..") || creation_entry(n) || !strcmp(n, "objects") ||
+        !strcmp(n, "tmp"))
+      continue;
+    if (others++ < 3)
+      ag_str_printf(&what, "%s'%s'", what.len ? ", " : "", n);
+  }
+  closedir(d);
+  if (!blobs && !tmps && !others) {
+    ag_str_release(&what);
+    return 0;
+  }
+  if (others > 3)
+    ag_str_printf(&what, " and %zu more", others - 3);
+  if (blobs)
+    ag_str_printf(&what, "%s%zu file(s) in objects/", what.len ? ", " : "", blobs);
+  if (tmps)
+    ag_str_printf(&what, "%s%zu file(s) in tmp/", what.len ? ", " : "", tmps);
+  const char *w = what.oom ? "files" : ag_str_cstr(&what);
+  int rc;
+  if (!blobs && !tmps && !lock) {
+    rc = ag__fail(AG_EEXISTS,
+                  "'%s' is not an argus workspace and is not empty (it holds %s): a workspace "
+                  "is created only in a new or empty directory; choose another --workspace",
+                  st->path, w);
+  } else {
+    struct stat sb;
+    const char *db = stat(st->db_path, &sb) != 0 ? "is missing"
+                     : sb.st_size == 0           ? "is empty (0 bytes)"
+                                                 : "holds no argus schema (never initialized)";
+    rc = ag__fail(AG_ECORRUPT,
+                  "workspace '%s' holds data (%s) but its database '%s' %s; argus will not "
+                  "initialize over it. To recover: restore workspace.db from a backup, or move "
+                  "the directory aside (mv '%s' '%s.damaged'), run 'argus ws init' and re-add "
+                  "the blob files with 'argus ws put' (docs/workspace.md, \"Recovery\")",
+                  st->path, w, st->db_path, db, st->path, st->path);
+  }
+  ag_str_release(&what);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- open */
@@ -592,11 +764,13 @@ const char *const *ag__store_migrations(int *n) {
   return migrations;
 }
 
+void ag__sqlite_setup(void) { pthread_once(&sqlite_once, sqlite_setup); }
+
 int ag__store_open_with(const char *path, unsigned flags, const char *const *mig, int nmig,
                         ag_store **out) {
   *out = NULL;
   errbuf[0] = 0;
-  pthread_once(&sqlite_once, sqlite_setup);
+  ag__sqlite_setup();
   if (!path || !*path)
     return ag__fail(AG_EINVAL, "workspace path is empty");
   int create = (flags & AG_STORE_CREATE) != 0;
@@ -638,6 +812,17 @@ int ag__store_open_with(const char *path, unsigned flags, const char *const *mig
     proc_start((long)getpid(), &start, &state);
     snprintf(st->owner, sizeof st->owner, "%s:%ld:%llu", st->host, (long)getpid(), start);
   }
+  /* before SQLite makes a database file there, or writes a header into an
+   * empty one. A creator running alongside writes the header (enabling WAL)
+   * before anything else, so a database that has content by the time the
+   * directory was read is that creator's: go on and open it. */
+  if (!db_has_content(st) && (rc = refuse_unless_fresh(st)) && !db_has_content(st)) {
+    if (!create && rc != AG_ECORRUPT) /* someone else's directory */
+      rc = ag__fail(AG_ENOTFOUND, "'%s' is not an argus workspace (%s; run 'argus ws init')", path,
+                    access(st->db_path, F_OK) ? "no workspace.db" : "workspace.db is empty");
+    goto fail;
+  }
+  rc = 0;
   if (create) {
     if ((rc = ag_mkdir_p(path, 0755))) {
       rc = ag__fail(rc, "cannot create workspace directory '%s': %s", path, ag_strerror(rc));
@@ -708,7 +893,9 @@ int ag__store_open_with(const char *path, unsigned flags, const char *const *mig
     goto fail;
   }
   if (vc.version == 0 && !create) {
-    rc = ag__fail(AG_ENOTFOUND, "workspace '%s' was never initialized (run 'argus ws init')", path);
+    if (!(rc = refuse_unless_fresh(st)))
+      rc = ag__fail(AG_ENOTFOUND, "workspace '%s' was never initialized (run 'argus ws init')",
+                    path);
     goto fail;
   }
   if (vc.version < nmig) {
@@ -795,15 +982,23 @@ char *ag__object_path(const ag_store *st, const char *hash) {
 }
 
 int ag__fsync_dir(const char *path) {
-  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ag__io->open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (fd < 0)
     return ag__fail(AG_EIO, "cannot open directory '%s': %s", path, strerror(errno));
   int rc = 0;
-  if (fsync(fd) != 0)
+  if (ag__io->fsync(fd) != 0)
     rc = ag__fail(AG_EIO, "cannot sync directory '%s': %s", path, strerror(errno));
-  close(fd);
+  ag__io->close(fd);
   return rc;
 }
+
+/* ------------------------------------------------------ the I/O hook */
+static int sys_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+static int sys_mkdir(const char *path, mode_t mode) { return mkdir(path, mode); }
+static const ag__io_ops sys_io = {mkstemp, sys_open, write, fsync, close, sys_mkdir, rename};
+const ag__io_ops *ag__io = &sys_io;
+
+void ag__store_set_io(const ag__io_ops *ops) { ag__io = ops ? ops : &sys_io; }
 
 /* --------------------------------------------------------------- checks */
 int ag__hash_valid(const char *h) {

@@ -8,6 +8,7 @@
 #define ARGUS_STORE_INT_H
 
 #include "argus/store.h"
+#include "store_test.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -90,6 +91,13 @@ enum { AG__READ = 0, AG__WRITE = 1 };
  * reset what it outputs. */
 int ag__txn(ag_store *st, int mode, ag__txn_fn fn, void *ctx);
 
+/* ----------------------------------------------------- damage marker */
+/* path/damaged: one line saying what damage a read or a check found; kept
+ * until a check finds the workspace sound (ag_store_health reads it). */
+char *ag__damaged_path(const ag_store *st); /* owned */
+/* Records the damage (best effort; keeps this thread's error message). */
+void ag__mark_damaged(ag_store *st, const char *what);
+
 /* ------------------------------------------------------------ files */
 /* flock on path/lock: shared for blob writers and check, exclusive for gc.
  * Sets *fd_out (pass it to ag__unlock) and returns 0, or a negative error;
@@ -99,6 +107,11 @@ void ag__unlock(int fd);
 /* "objects/ab/cdef…" under the workspace; owned. */
 char *ag__object_path(const ag_store *st, const char *hash);
 int ag__fsync_dir(const char *path);
+/* The file-system calls of blob writes (store_test.h): the system calls,
+ * unless a test substituted them. Never NULL. */
+extern const ag__io_ops *ag__io;
+/* Configures SQLite (memory through ag_malloc) once per process. */
+void ag__sqlite_setup(void);
 
 /* ------------------------------------------------------------ checks */
 int ag__hash_valid(const char *h); /* 64 lowercase hex */

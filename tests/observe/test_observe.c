@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 static char ws[64], specpath[256], badspec[256];
 
@@ -230,6 +231,38 @@ TEST(test_cli) {
   j = json_loads(ag_str_cstr(&out), 0, NULL);
   CHECK(j && !strcmp(json_string_value(json_object_get(j, "schema")), "argus.report/1"));
   json_decref(j);
+  /* a workspace known to be damaged: observe and plan refuse to write to it
+   * (issue 16), unless told to */
+  char path[256];
+  snprintf(path, sizeof path, "%s/cli-ws/damaged", ws);
+  CHECK_EQ_INT(ag_file_write_atomic(path, "artifact 00ff is corrupted\n", 27), 0);
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals", "static",
+                   NULL),
+               1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "refusing to write to the workspace");
+  CHECK_CONTAINS(ag_str_cstr(&err), "artifact 00ff is corrupted");
+  CHECK_CONTAINS(ag_str_cstr(&err), "argus ws check");
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "step", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "refusing to write to the workspace");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals", "static",
+                   "--ignore-damage", NULL),
+               0);
+  CHECK_CONTAINS(ag_str_cstr(&err), "writing to a damaged workspace");
+  /* a sound check clears it */
+  CHECK_EQ_INT(cli(&out, &err, "ws", "check", NULL), 0);
+  CHECK(access(path, F_OK) != 0);
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "step", NULL), 0);
+  /* a zero-length database beside the blobs: never initialized over */
+  snprintf(path, sizeof path, "%s/cli-ws/workspace.db", ws);
+  CHECK_EQ_INT(truncate(path, 0), 0);
+  CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "step", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "will not initialize over it");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals", "static",
+                   NULL),
+               1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "will not initialize over it");
+  struct stat sb;
+  CHECK(stat(path, &sb) == 0 && sb.st_size == 0);
   ag_str_release(&out);
   ag_str_release(&err);
 }

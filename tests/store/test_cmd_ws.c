@@ -213,6 +213,15 @@ TEST(test_ws_cli) {
   json_decref(j);
   CHECK_EQ_INT(RUN("ws", "get", strayh), 1);
   CHECK_EQ_INT(RUN("ws", "gc", "--grace", "-1"), 2);
+  /* gc says which failed run directories it removed */
+  char rund[800];
+  snprintf(rund, sizeof rund, "%s/trace/0123456789abcdef-1700000000-999999999", ws);
+  CHECK_EQ_INT(ag_mkdir_p(rund, 0755), 0);
+  CHECK_EQ_INT(RUN("ws", "gc", "--grace", "0"), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "removed failed run directory");
+  CHECK_CONTAINS(ag_str_cstr(&out), "0123456789abcdef-1700000000-999999999");
+  CHECK_CONTAINS(ag_str_cstr(&out), "1 failed run directory");
+  CHECK(access(rund, F_OK) != 0);
   /* corruption: check exits 1, get prints nothing and fails */
   char obj[800];
   snprintf(obj, sizeof obj, "%s/objects/%.2s/%s", ws, bigh, bigh + 2);
@@ -243,6 +252,17 @@ TEST(test_ws_cli) {
   ag_store_close(st);
   CHECK_EQ_INT(RUN("ws", "ls"), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "workspace schema 7 is newer than this argus");
+  /* a zero-length database beside blob files: nothing initializes over it */
+  char db[800];
+  snprintf(db, sizeof db, "%s/workspace.db", ws);
+  CHECK_EQ_INT(truncate(db, 0), 0);
+  const char *cmds[][2] = {{"init", NULL}, {"ls", NULL}, {"check", NULL}};
+  for (int i = 0; i < 3; i++) {
+    CHECK_EQ_INT(RUN("ws", cmds[i][0]), 1);
+    CHECK_CONTAINS(ag_str_cstr(&err), "will not initialize over it");
+  }
+  struct stat sb;
+  CHECK(stat(db, &sb) == 0 && sb.st_size == 0);
   free(bb);
   ag_str_release(&out);
   ag_str_release(&err);

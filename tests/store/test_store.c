@@ -414,6 +414,208 @@ TEST(test_corruption) {
   done(st, dir);
 }
 
+/* A put of content whose stored blob is damaged repairs it (issue 16): the
+ * file is replaced atomically, an inline copy is rewritten, and check is
+ * clean again. */
+TEST(test_reput_repairs) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  size_t n = 1u << 20;
+  unsigned char *trace = malloc(n), *rnd = malloc(n);
+  fill_trace(trace, n, 15);
+  fill_random(rnd, n, 16);
+  char hz[65], hr[65], hi[65], ht[65], again[65];
+  CHECK_EQ_INT(ag_store_put(st, trace, n, NULL, hz), 0); /* zstd file */
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, hr), 0);   /* raw file */
+  CHECK_EQ_INT(ag_store_put(st, "inline blob content", 19, NULL, hi), 0);
+  CHECK_EQ_INT(ag_store_put(st, rnd, 200000, NULL, ht), 0); /* to truncate */
+  flip_byte(object_path(dir, hz), 5000);
+  flip_byte(object_path(dir, hr), 777);
+  CHECK_EQ_INT(truncate(object_path(dir, ht), 10), 0);
+  CHECK_EQ_INT(ag__store_exec(st, "UPDATE artifacts SET data = CAST('inline blob CONTENT' AS BLOB) "
+                                  "WHERE length(data) = 19"),
+               0);
+  CHECK_EQ_INT(check_problems(st, 0), 4);
+  const struct {
+    const void *p;
+    size_t n;
+    const char *h;
+  } c[] = {{trace, n, hz}, {rnd, n, hr}, {"inline blob content", 19, hi}, {rnd, 200000, ht}};
+  for (int i = 0; i < 4; i++) {
+    void *d = NULL;
+    size_t dl = 0;
+    CHECK_EQ_INT(ag_store_get(st, c[i].h, &d, &dl), AG_ECORRUPT);
+    CHECK_EQ_INT(ag_store_put(st, c[i].p, c[i].n, NULL, again), 0);
+    CHECK_EQ_STR(again, c[i].h);
+    CHECK_EQ_INT(ag_store_get(st, c[i].h, &d, &dl), 0);
+    CHECK(dl == c[i].n && memcmp(d, c[i].p, dl) == 0);
+    ag_free(d);
+    CHECK_EQ_INT(check_problems(st, 1), (size_t)(3 - i));
+  }
+  /* a repaired file is still read-only and nothing is left in tmp/ */
+  struct stat sb;
+  CHECK_EQ_INT(stat(object_path(dir, hr), &sb), 0);
+  CHECK_EQ_INT(sb.st_mode & 0777, 0444);
+  char tmp[700];
+  snprintf(tmp, sizeof tmp, "%s/tmp", ws_path(dir));
+  DIR *td = opendir(tmp);
+  int left = 0;
+  for (struct dirent *de; td && (de = readdir(td));)
+    left += de->d_name[0] != '.';
+  if (td)
+    closedir(td);
+  CHECK_EQ_INT(left, 0);
+  free(trace);
+  free(rnd);
+  done(st, dir);
+}
+
+/* The quick health check (issue 16): damage found by a read or a check is
+ * remembered in the workspace until a check finds it sound; a damaged
+ * database page says what to do next. */
+TEST(test_health) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  CHECK_EQ_INT(ag_store_health(st), 0);
+  size_t n = 300000;
+  unsigned char *rnd = malloc(n);
+  fill_random(rnd, n, 31);
+  char h[65], again[65];
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, h), 0);
+  flip_byte(object_path(dir, h), 4321);
+  void *d = NULL;
+  size_t dl = 0;
+  CHECK_EQ_INT(ag_store_get(st, h, &d, &dl), AG_ECORRUPT);
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "is damaged");
+  CHECK_CONTAINS(ag_store_errmsg(), h);
+  CHECK_CONTAINS(ag_store_errmsg(), "argus ws check");
+  ag_store_close(st); /* remembered across processes */
+  st = NULL;
+  CHECK_EQ_INT(ag_store_open(ws_path(dir), 0, &st), 0);
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+  CHECK_EQ_INT(check_problems(st, 0), 1);
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "1 problem(s) found by 'argus ws check'");
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, again), 0); /* repairs */
+  CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT); /* until a check says so */
+  CHECK_EQ_INT(check_problems(st, 1), 0);
+  CHECK_EQ_INT(ag_store_health(st), 0);
+  /* a damaged database page */
+  for (int i = 0; i < 60; i++) {
+    fill_random(rnd, 12000, 100 + (uint64_t)i);
+    CHECK_EQ_INT(ag_store_put(st, rnd, 12000, NULL, again), 0);
+  }
+  ag_store_close(st);
+  st = NULL;
+  char db[700];
+  snprintf(db, sizeof db, "%s/workspace.db", ws_path(dir));
+  struct stat sb;
+  CHECK_EQ_INT(stat(db, &sb), 0);
+  int fd = open(db, O_WRONLY);
+  CHECK(fd >= 0);
+  memset(rnd, 0xa5, 4096);
+  for (off_t off = 4 * 4096; off + 4096 <= sb.st_size; off += 3 * 4096)
+    CHECK(pwrite(fd, rnd, 4096, off) == 4096);
+  close(fd);
+  int rc = ag_store_open(ws_path(dir), 0, &st);
+  if (rc == 0) {
+    ag_artifact *a = NULL;
+    size_t na = 0;
+    rc = ag_store_artifacts(st, NULL, &a, &na);
+    ag_free(a);
+  }
+  CHECK_EQ_INT(rc, AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "database is damaged");
+  CHECK_CONTAINS(ag_store_errmsg(), "Recovery");
+  if (st) {
+    CHECK_EQ_INT(ag_store_health(st), AG_ECORRUPT);
+    ag_store_close(st);
+  }
+  free(rnd);
+  rm_rf(dir);
+  free(dir);
+}
+
+/* Never initialize over a directory that holds a workspace's data (issue 16):
+ * a zero-length or missing workspace.db beside blob files is refused, with
+ * what is there and how to recover, whether or not the opener may create; a
+ * directory of someone else's files is refused; what a killed creation leaves
+ * is finished. */
+TEST(test_no_init_over_data) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  char ws[600], db[700];
+  snprintf(ws, sizeof ws, "%s", ws_path(dir));
+  snprintf(db, sizeof db, "%s/workspace.db", ws);
+  size_t n = 300000;
+  unsigned char *rnd = malloc(n);
+  fill_random(rnd, n, 21);
+  char h[65];
+  CHECK_EQ_INT(ag_store_put(st, rnd, n, NULL, h), 0);
+  ag_obj t = {AG_OBJ_ARTIFACT, 0, ""};
+  memcpy(t.hash, h, 65);
+  CHECK_EQ_INT(ag_store_ref_set(st, "kept", &t), 0);
+  ag_store_close(st);
+  st = NULL;
+  CHECK_EQ_INT(truncate(db, 0), 0);
+  for (int create = 1; create >= 0; create--) {
+    CHECK_EQ_INT(ag_store_open(ws, create ? AG_STORE_CREATE : 0, &st), AG_ECORRUPT);
+    CHECK(st == NULL);
+    CHECK_CONTAINS(ag_store_errmsg(), "will not initialize over it");
+    CHECK_CONTAINS(ag_store_errmsg(), "is empty (0 bytes)");
+    CHECK_CONTAINS(ag_store_errmsg(), "1 file(s) in objects/");
+    CHECK_CONTAINS(ag_store_errmsg(), "restore workspace.db from a backup");
+  }
+  struct stat sb;
+  CHECK_EQ_INT(stat(db, &sb), 0);
+  CHECK_EQ_INT(sb.st_size, 0); /* nothing was written into it */
+  CHECK_EQ_INT(access(object_path(dir, h), F_OK), 0);
+  /* no database at all */
+  CHECK_EQ_INT(unlink(db), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), AG_ECORRUPT);
+  CHECK_CONTAINS(ag_store_errmsg(), "is missing");
+  CHECK(access(db, F_OK) != 0);
+  CHECK_EQ_INT(ag_store_open(ws, 0, &st), AG_ECORRUPT);
+  /* a database that holds no schema, beside the lock file only */
+  rm_rf(ws);
+  CHECK_EQ_INT(ag_mkdir_p(ws, 0755), 0);
+  char lock[700];
+  snprintf(lock, sizeof lock, "%s/lock", ws);
+  CHECK_EQ_INT(ag_file_write_atomic(lock, "", 0), 0);
+  CHECK_EQ_INT(ag_file_write_atomic(db, "", 0), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), AG_ECORRUPT);
+  /* someone else's files */
+  rm_rf(ws);
+  CHECK_EQ_INT(ag_mkdir_p(ws, 0755), 0);
+  char other[700];
+  snprintf(other, sizeof other, "%s/notes.txt", ws);
+  CHECK_EQ_INT(ag_file_write_atomic(other, "mine", 4), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), AG_EEXISTS);
+  CHECK_CONTAINS(ag_store_errmsg(), "'notes.txt'");
+  CHECK_CONTAINS(ag_store_errmsg(), "new or empty directory");
+  CHECK_EQ_INT(ag_store_open(ws, 0, &st), AG_ENOTFOUND);
+  /* what a killed creation leaves (an empty database, empty objects/ and
+   * tmp/), and an empty directory, are created */
+  rm_rf(ws);
+  CHECK_EQ_INT(ag_mkdir_p(ws, 0755), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
+  ag_store_close(st);
+  st = NULL;
+  rm_rf(ws);
+  snprintf(other, sizeof other, "%s/objects", ws);
+  CHECK_EQ_INT(ag_mkdir_p(other, 0755), 0);
+  snprintf(other, sizeof other, "%s/tmp", ws);
+  CHECK_EQ_INT(ag_mkdir_p(other, 0755), 0);
+  CHECK_EQ_INT(ag_file_write_atomic(db, "", 0), 0);
+  CHECK_EQ_INT(ag_store_open(ws, AG_STORE_CREATE, &st), 0);
+  CHECK_EQ_INT(check_problems(st, 1), 0);
+  ag_store_close(st);
+  free(rnd);
+  rm_rf(dir);
+  free(dir);
+}
+
 /* ------------------------------------------------------------ versions */
 TEST(test_versions) {
   char *dir;
@@ -1030,6 +1232,72 @@ TEST(test_gc) {
 /* gc scans objects/ outside a transaction; a statement it left open would pin
  * an old snapshot and the handle's next write would wait forever once another
  * process had committed (found by the concurrency test). */
+/* gc removes the run directories of failed runs (issue 16): under trace/ and
+ * runs/, a directory named …-PID without evidence whose process is gone and
+ * that is older than the grace period; it keeps a successful run's, a live
+ * run's, and anything not named like a run. */
+static void make_run_dir(const char *ws, const char *sub, const char *file) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/%s", ws, sub);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/%s/%s", ws, sub, file);
+  CHECK_EQ_INT(ag_file_write_atomic(p, "x", 1), 0);
+}
+
+TEST(test_gc_run_dirs) {
+  char *dir;
+  ag_store *st = fresh(&dir);
+  const char *ws = ws_path(dir);
+  pid_t dead = fork(); /* a pid that is gone */
+  if (dead == 0)
+    _exit(0);
+  waitpid(dead, NULL, 0);
+  char failed[200], failed2[200], ok[200], live[200];
+  snprintf(failed, sizeof failed, "trace/0123456789abcdef-1700000000-%ld", (long)dead);
+  snprintf(failed2, sizeof failed2, "runs/fedcba9876543210-3-%ld", (long)dead);
+  snprintf(ok, sizeof ok, "trace/00112233aabbccdd-1700000001-%ld", (long)dead);
+  snprintf(live, sizeof live, "trace/0123456789abcdef-1700000002-%ld", (long)getpid());
+  make_run_dir(ws, failed, "variant.ptx");
+  char p[1200];
+  snprintf(p, sizeof p, "%s/sub", failed);
+  make_run_dir(ws, p, "harness.log");
+  make_run_dir(ws, failed2, "variant.cubin");
+  make_run_dir(ws, ok, "trace.agev");
+  make_run_dir(ws, live, "variant.ptx");
+  make_run_dir(ws, "trace/notes", "mine.txt");
+  ag_gc_opts o = {0, 3600};
+  ag_gc_report r;
+  CHECK_EQ_INT(ag_store_gc(st, &o, &r), 0); /* too young */
+  CHECK_EQ_INT(r.nrun_dirs, 0);
+  ag_store_gc_release(&r);
+  ag_gc_opts dry = {1, 0};
+  CHECK_EQ_INT(ag_store_gc(st, &dry, &r), 0);
+  CHECK_EQ_INT(r.nrun_dirs, 2);
+  ag_store_gc_release(&r);
+  snprintf(p, sizeof p, "%s/%s", ws, failed);
+  CHECK_EQ_INT(access(p, F_OK), 0); /* a dry run removes nothing */
+  ag_gc_opts now = {0, 0};
+  CHECK_EQ_INT(ag_store_gc(st, &now, &r), 0);
+  CHECK_EQ_INT(r.nrun_dirs, 2);
+  ag_str all = AG_STR_INIT;
+  for (size_t i = 0; i < r.nrun_dirs; i++)
+    ag_str_printf(&all, "%s\n", r.run_dirs[i]);
+  CHECK_CONTAINS(ag_str_cstr(&all), failed);
+  CHECK_CONTAINS(ag_str_cstr(&all), failed2);
+  ag_str_release(&all);
+  ag_store_gc_release(&r);
+  CHECK(access(p, F_OK) != 0);
+  snprintf(p, sizeof p, "%s/%s", ws, failed2);
+  CHECK(access(p, F_OK) != 0);
+  const char *kept[] = {ok, live, "trace/notes"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", ws, kept[i]);
+    CHECK_EQ_INT(access(p, F_OK), 0);
+  }
+  CHECK_EQ_INT(check_problems(st, 1), 0);
+  done(st, dir);
+}
+
 TEST(test_gc_leaves_no_snapshot) {
   char *dir;
   ag_store *st = fresh(&dir), *other = NULL;
@@ -1206,8 +1474,9 @@ TEST(test_threads_share_a_handle) {
 }
 
 RUN_TESTS(T(test_open_errors), T(test_newer_schema), T(test_migration), T(test_roundtrip),
-          T(test_put_file_and_dedup), T(test_corruption), T(test_versions), T(test_task_keys),
+          T(test_put_file_and_dedup), T(test_corruption), T(test_reput_repairs), T(test_health),
+          T(test_no_init_over_data), T(test_versions), T(test_task_keys),
           T(test_memoization), T(test_task_lifecycle), T(test_abandoned_task),
-          T(test_queries_refs_log), T(test_gc), T(test_gc_leaves_no_snapshot),
+          T(test_queries_refs_log), T(test_gc), T(test_gc_run_dirs), T(test_gc_leaves_no_snapshot),
           T(test_check_finds_damage), T(test_batch),
           T(test_threads_share_a_handle))

@@ -23,6 +23,7 @@ const ag_cli_opt cmd_observe_opts[] = {
     {"records", 0, "N", "trace records per warp (default: the host runtime's)"},
     {"timeline", 't', "FILE", "write the timeline signal's Chrome trace to FILE"},
     {"retry-failed", 0, NULL, "rerun the workspace's last query; only what failed runs again"},
+    {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
     {0},
 };
 
@@ -38,6 +39,7 @@ int ag_cli_query(ag_cli *cli, int plan_only, ag_observe_opts *o, char ***sigs_ou
   memset(o, 0, sizeof *o);
   o->workspace = cli->workspace;
   o->plan_only = plan_only;
+  o->ignore_damage = ag_cli_flag(cli, "ignore-damage");
   o->ndevices = plan_only ? 0 : -1;
   o->progress = progress;
   *sigs_out = NULL;
@@ -91,6 +93,7 @@ static int last_query(ag_cli *cli, ag_observe_opts *o, json_t **keep, char ***si
     (*sigs)[i] = ag_strdup(json_string_value(json_array_get(js, i)));
   memset(o, 0, sizeof *o);
   o->workspace = cli->workspace;
+  o->ignore_damage = ag_cli_flag(cli, "ignore-damage");
   o->ndevices = -1;
   o->progress = progress;
   o->spec = spec;

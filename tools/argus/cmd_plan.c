@@ -13,6 +13,7 @@ const ag_cli_opt cmd_plan_opts[] = {
     {"signals", 's', "LIST", "signals, comma-separated (default duration)"},
     {"scope", 0, "K=V,...", "role, iter, sm, cta, warp, launch (N or a:b)"},
     {"dot", 0, NULL, "print the DAG in Graphviz dot"},
+    {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
     {0},
 };
 

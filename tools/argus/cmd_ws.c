@@ -40,7 +40,8 @@ const char cmd_ws_details[] =
     "                        unique prefix of one (artifact), or a ref name\n"
     "  log                   history of tasks, versions, queries, reports and ref changes\n"
     "  check                 verify the database, every blob's hash and every task key\n"
-    "  gc [--dry-run]        remove artifacts no ref, version, task or report reaches\n"
+    "  gc [--dry-run]        remove artifacts no ref, version, task or report reaches,\n"
+    "                        and the directories of failed trace/observe runs\n"
     "  put FILE|-            store a file (or standard input); prints its SHA-256\n"
     "  get HASH [-o FILE]    write an artifact, verified, to stdout or FILE\n"
     "  ref [NAME [TARGET]]   list refs, show one, or point NAME at a version or artifact\n"
@@ -686,16 +687,25 @@ static int ws_gc(ag_cli *cli) {
     json_t *arr = json_array();
     for (size_t i = 0; i < r.nremoved; i++)
       json_array_append_new(arr, json_string(r.removed[i]));
-    print_json(json_pack("{s:b,s:o,s:I,s:I,s:I}", "dry_run", o.dry_run, "artifacts", arr,
+    json_t *runs = json_array();
+    for (size_t i = 0; i < r.nrun_dirs; i++)
+      json_array_append_new(runs, json_string(r.run_dirs[i]));
+    print_json(json_pack("{s:b,s:o,s:I,s:I,s:I,s:o}", "dry_run", o.dry_run, "artifacts", arr,
                          "bytes", (json_int_t)r.removed_bytes, "orphan_files",
-                         (json_int_t)r.orphan_files, "temp_files", (json_int_t)r.temp_files));
+                         (json_int_t)r.orphan_files, "temp_files", (json_int_t)r.temp_files,
+                         "run_dirs", runs));
   } else {
+    const char *verb = o.dry_run ? "would remove" : "removed";
     for (size_t i = 0; i < r.nremoved; i++)
-      printf("%s %s\n", o.dry_run ? "would remove" : "removed", r.removed[i]);
+      printf("%s %s\n", verb, r.removed[i]);
+    for (size_t i = 0; i < r.nrun_dirs; i++)
+      printf("%s failed run directory %s\n", verb, r.run_dirs[i]);
     char b[32];
     human(r.removed_bytes, b);
-    printf("%s %zu artifact(s) (%s stored), %zu orphan blob file(s), %zu temp file(s)\n",
-           o.dry_run ? "would remove" : "removed", r.nremoved, b, r.orphan_files, r.temp_files);
+    printf("%s %zu artifact(s) (%s stored), %zu orphan blob file(s), %zu temp file(s), %zu failed "
+           "run director%s\n",
+           verb, r.nremoved, b, r.orphan_files, r.temp_files, r.nrun_dirs,
+           r.nrun_dirs == 1 ? "y" : "ies");
   }
   ag_store_gc_release(&r);
   return AG_EXIT_OK;
