@@ -90,6 +90,11 @@ TEST(trace_on_recorded_evidence) {
   CHECK(!strstr(ag_str_cstr(&o), "overhead_compute/work "));
   const char *a3[] = {"trace", "--evidence", ev, "--scope", "core=1", NULL};
   CHECK_EQ_INT(argus(a3, &o, &e), 2);
+  /* a region the evidence lacks is bad input, as in 'argus variant' */
+  const char *a5[] = {"trace", "--evidence", ev, "--region", "nosuch", NULL};
+  ag_str_clear(&e);
+  CHECK_EQ_INT(argus(a5, &o, &e), 2);
+  CHECK_CONTAINS(ag_str_cstr(&e), "no region 'nosuch' in the evidence");
   const char *a4[] = {"trace", "--evidence", "/nonexistent.agev", NULL};
   ag_str_clear(&e);
   CHECK_EQ_INT(argus(a4, &o, &e), 2);

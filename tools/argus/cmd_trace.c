@@ -216,7 +216,8 @@ int cmd_trace(ag_cli *cli) {
           sel[i] = 1, any = 1;
       if (!any) {
         ag_free(sel);
-        exit_code = ag_cli_fail(cli, AG_ENOTFOUND, "no region '%s' in the evidence", regs[k]);
+        exit_code = ag_cli_fail_input(cli, AG_ENOTFOUND, "no region '%s' in the evidence",
+                                      regs[k]);
         goto out;
       }
     }
