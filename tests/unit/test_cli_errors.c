@@ -106,6 +106,14 @@ static int run_argv(ag_str *out, ag_str *err, const char **argv) {
   return r.exit_code;
 }
 
+/* Case i, argv a, exits with code (says which case when not). */
+static void expect_exit(ag_str *out, ag_str *err, const char *const *a, int code, size_t i) {
+  int rc = argus_case(out, err, NULL, a, NULL);
+  if (rc != code)
+    fprintf(stderr, "case %zu (%s): exit %d\n%s", i, a[0], rc, ag_str_cstr(err));
+  CHECK_EQ_INT(rc, code);
+}
+
 /* The --json error object on stdout: the schema, the exit code, an error
  * message containing want; returns it (owned) for more checks. */
 static json_t *error_object(const ag_str *out, int code, const char *want) {
@@ -153,10 +161,7 @@ TEST(missing_file_every_command) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *const *a = cases[i].argv;
-    int rc = argus_case(&out, &err, NULL, a, NULL);
-    if (rc != 2)
-      fprintf(stderr, "case %zu (%s): exit %d\n%s", i, a[0], rc, ag_str_cstr(&err));
-    CHECK_EQ_INT(rc, 2);
+    expect_exit(&out, &err, a, 2, i);
     const char *f = cases[i].file ? cases[i].file : a[1];
     char want[700];
     snprintf(want, sizeof want, "cannot read '%s': %s", f,
@@ -164,7 +169,7 @@ TEST(missing_file_every_command) {
     CHECK_CONTAINS(ag_str_cstr(&err), want);
     CHECK_EQ_INT(out.len, 0);
     /* the same with --json: the object on stdout */
-    rc = argus_case(&out, &err, "--json", a, NULL);
+    int rc = argus_case(&out, &err, "--json", a, NULL);
     CHECK_EQ_INT(rc, 2);
     json_t *j = error_object(&out, 2, want);
     CHECK_EQ_STR(json_string_value(json_object_get(j, "command")), a[0]);
@@ -213,12 +218,9 @@ TEST(malformed_input_exits_2) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const char *const *a = cases[i].argv;
-    int rc = argus_case(&out, &err, NULL, a, NULL);
-    if (rc != 2)
-      fprintf(stderr, "case %zu (%s): exit %d\n%s", i, a[0], rc, ag_str_cstr(&err));
-    CHECK_EQ_INT(rc, 2);
+    expect_exit(&out, &err, a, 2, i);
     CHECK_CONTAINS(ag_str_cstr(&err), cases[i].err);
-    rc = argus_case(&out, &err, "--json", a, NULL);
+    int rc = argus_case(&out, &err, "--json", a, NULL);
     CHECK_EQ_INT(rc, 2);
     json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
     if (!json_is_object(j))
