@@ -53,7 +53,8 @@ extern "C" {
   X(SOLVER, "solver error")                                                    \
   X(UNDEFINED, "operation undefined for these operands")                       \
   X(VIOLATION, "assertion violated")                                           \
-  X(FULL, "buffer full")
+  X(FULL, "buffer full")                                                       \
+  X(ISDIR, "is a directory")
 
 enum {
   AG_OK = 0,
@@ -173,8 +174,16 @@ typedef struct ag_diag {
   char *file;    /* may be NULL */
   int line, col; /* 1-based; 0 = unknown */
   char *msg;
-  char *srcline; /* the offending source line without newline; may be NULL */
+  char *srcline; /* the offending source line without newline, or a window of
+                    at most AG_DIAG_SRC_MAX bytes around col with "..." where
+                    cut; may be NULL */
+  int caret;     /* 1-based position of col in srcline (col itself when the
+                    line is whole); 0 = none */
 } ag_diag;
+
+/* Longest source line a diagnostic echoes whole; a longer one is cut to a
+ * window of this many bytes around the column. */
+#define AG_DIAG_SRC_MAX 160
 
 typedef struct ag_diags {
   AG_VEC(ag_diag) items;
@@ -185,7 +194,8 @@ typedef struct ag_diags {
 void ag_diags_init(ag_diags *d);
 void ag_diags_release(ag_diags *d);
 /* srcline may point into a larger buffer: srclen bytes are copied (stopping
- * at a newline). Returns 0 or AG_ENOMEM. */
+ * at a newline), cut to a window around col when longer than
+ * AG_DIAG_SRC_MAX. Returns 0 or AG_ENOMEM. */
 int ag_diags_add(ag_diags *d, ag_severity sev, const char *file, int line,
                  int col, const char *srcline, size_t srclen, const char *fmt,
                  ...) AG_PRINTF(8, 9);

@@ -401,6 +401,11 @@ int ag_ptx_regions_format(const ag_ptx_module *m, const ag_ptx_regions *r,
                           ag_str *out);
 /* A function's CFG as text (blocks, edges, idom, loops). */
 int ag_ptx_cfg_format(const ag_ptx_cfg *g, ag_str *out);
+/* The same as JSON: {function, exit, blocks: [{id, lines: [first, last],
+ * reachable, idom, loop, succ: [{to, kind: fall|branch|exit}]}], loops:
+ * [{id, header, depth, parent, blocks}]} (the exit block has only its id).
+ * New reference; NULL when out of memory. */
+json_t *ag_ptx_cfg_to_json(const ag_ptx_cfg *g);
 
 #ifdef __cplusplus
 }

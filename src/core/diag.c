@@ -18,6 +18,39 @@ void ag_diags_release(ag_diags *d) {
   d->nerrors = 0;
 }
 
+/* The source line at src (up to a newline), or a window of AG_DIAG_SRC_MAX
+ * bytes of it around column col, marked "..." where cut; *caret is col's
+ * position in the result. */
+static char *src_window(const char *src, size_t srclen, int col, int *caret) {
+  size_t n = 0;
+  while (n < srclen && src[n] != '\n' && src[n] != '\r')
+    n++;
+  *caret = col;
+  if (n <= AG_DIAG_SRC_MAX)
+    return ag_strndup(src, n);
+  size_t at = col > 0 ? (size_t)col - 1 : 0, lo = 0;
+  if (at > n)
+    at = n;
+  if (at > AG_DIAG_SRC_MAX / 2)
+    lo = at - AG_DIAG_SRC_MAX / 2;
+  if (lo + AG_DIAG_SRC_MAX > n)
+    lo = n - AG_DIAG_SRC_MAX;
+  size_t hi = lo + AG_DIAG_SRC_MAX;
+  ag_str w = AG_STR_INIT;
+  if (lo)
+    ag_str_puts(&w, "...");
+  ag_str_append(&w, src + lo, hi - lo);
+  if (hi < n)
+    ag_str_puts(&w, "...");
+  if (col > 0)
+    *caret = (int)(at - lo) + 1 + (lo ? 3 : 0);
+  if (w.oom) {
+    ag_str_release(&w);
+    return NULL;
+  }
+  return ag_str_detach(&w);
+}
+
 int ag_diags_add(ag_diags *d, ag_severity sev, const char *file, int line,
                  int col, const char *src, size_t srclen, const char *fmt, ...) {
   if (sev == AG_SEV_ERROR)
@@ -25,7 +58,7 @@ int ag_diags_add(ag_diags *d, ag_severity sev, const char *file, int line,
   size_t max = d->max ? (size_t)d->max : 100;
   if (d->items.n >= max)
     return 0;
-  ag_diag g = {sev, NULL, line, col, NULL, NULL};
+  ag_diag g = {sev, NULL, line, col, NULL, NULL, 0};
   ag_str m = AG_STR_INIT;
   va_list ap;
   va_start(ap, fmt);
@@ -36,13 +69,8 @@ int ag_diags_add(ag_diags *d, ag_severity sev, const char *file, int line,
   g.msg = ag_str_detach(&m);
   if (file && !(g.file = ag_strdup(file)))
     goto oom;
-  if (src) {
-    size_t n = 0;
-    while (n < srclen && src[n] != '\n' && src[n] != '\r')
-      n++;
-    if (!(g.srcline = ag_strndup(src, n)))
-      goto oom;
-  }
+  if (src && !(g.srcline = src_window(src, srclen, col, &g.caret)))
+    goto oom;
   if (ag_vec_push(&d->items, g))
     goto oom;
   return 0;
@@ -74,7 +102,7 @@ int ag_diags_format(const ag_diags *d, ag_str *out) {
     if (g->srcline) {
       ag_str_printf(out, "    %s\n    ", g->srcline);
       /* keep tabs so the caret lines up under tab-indented source */
-      for (int c = 1; c < g->col && g->srcline[c - 1]; c++)
+      for (int c = 1; c < g->caret && g->srcline[c - 1]; c++)
         ag_str_putc(out, g->srcline[c - 1] == '\t' ? '\t' : ' ');
       ag_str_puts(out, "^\n");
     }

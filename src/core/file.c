@@ -15,6 +15,7 @@ static int err_from_errno(int e) {
   switch (e) {
   case ENOENT: return AG_ENOTFOUND;
   case EEXIST: return AG_EEXISTS;
+  case EISDIR: return AG_EISDIR;
   case ENOMEM: return AG_ENOMEM;
   default: return AG_EIO;
   }
@@ -30,7 +31,7 @@ int ag_file_read(const char *path, char **data, size_t *len) {
   int rc = 0;
   struct stat st;
   if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    rc = AG_EINVAL;
+    rc = AG_EISDIR;
     goto out;
   }
   if (fstat(fd, &st) == 0 && st.st_size > 0 && ag_str_reserve(&s, (size_t)st.st_size)) {

@@ -514,3 +514,43 @@ int ag_ptx_cfg_format(const ag_ptx_cfg *g, ag_str *out) {
   }
   return out->oom ? AG_ENOMEM : 0;
 }
+
+static json_t *int_or_null(int v) { return v >= 0 ? json_integer(v) : json_null(); }
+
+json_t *ag_ptx_cfg_to_json(const ag_ptx_cfg *g) {
+  static const char *const kinds[] = {"fall", "branch", "exit"};
+  json_t *blocks = json_array(), *loops = json_array();
+  json_t *j = json_pack("{s:s,s:i,s:o,s:o}", "function", g->func->name, "exit", g->exit,
+                        "blocks", blocks, "loops", loops);
+  if (!j)
+    return NULL;
+  for (int b = 0; b < g->nblocks; b++) {
+    const ag_ptx_block *B = &g->blocks[b];
+    json_t *o = json_pack("{s:i}", "id", b);
+    if (!o || json_array_append_new(blocks, o)) {
+      json_decref(j);
+      return NULL;
+    }
+    if (b == g->exit)
+      continue;
+    json_t *succ = json_array();
+    for (int i = 0; i < B->nsucc; i++)
+      json_array_append_new(succ, json_pack("{s:i,s:s}", "to", B->succ[i].to, "kind",
+                                            kinds[B->succ[i].kind]));
+    json_object_set_new(o, "lines", json_pack("[i,i]", B->first->line, B->last->line));
+    json_object_set_new(o, "reachable", json_boolean(B->reachable));
+    json_object_set_new(o, "idom", int_or_null(B->idom));
+    json_object_set_new(o, "loop", int_or_null(B->loop));
+    json_object_set_new(o, "succ", succ);
+  }
+  for (int l = 0; l < g->nloops; l++) {
+    const ag_ptx_loop *L = &g->loops[l];
+    json_t *mb = json_array();
+    for (int k = 0; k < L->nblocks; k++)
+      json_array_append_new(mb, json_integer(L->blocks[k]));
+    json_array_append_new(loops, json_pack("{s:i,s:i,s:i,s:o,s:o}", "id", l, "header",
+                                           L->header, "depth", L->depth, "parent",
+                                           int_or_null(L->parent), "blocks", mb));
+  }
+  return j;
+}

@@ -70,6 +70,26 @@ static int valid_name(const char *w, size_t n) {
   return 1;
 }
 
+/* A decimal or 0x integer, optionally negative. */
+static int valid_int(const char *w) {
+  w += *w == '-';
+  int hex = w[0] == '0' && (w[1] == 'x' || w[1] == 'X');
+  w += 2 * hex;
+  if (!*w)
+    return 0;
+  for (; *w; w++)
+    if (!(hex ? isxdigit((unsigned char)*w) : isdigit((unsigned char)*w)))
+      return 0;
+  return 1;
+}
+
+/* The register an iteration is read from: 16, 32 or 64 bits (what the
+ * probes convert to 32), declared in the function. */
+static int iter_bits_ok(const ag_ptx_func *f, const char *reg) {
+  int bits = ag__ptx_reg_bits(f, reg);
+  return bits == 16 || bits == 32 || bits == 64;
+}
+
 int ag_ptx_marker_parse(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *diags,
                         ag_ptx_marker *mk) {
   if (s->kind != AG_PTX_COMMENT || s->block_comment || s->text_len < 2)
@@ -141,6 +161,11 @@ int ag_ptx_marker_parse(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *
       return AG_ENOMEM;
     if (word(&p, end, &n))
       return mark_err(m, s, diags, "malformed marker: too many fields");
+    if (mk->iter[0] != '%' ? !valid_int(mk->iter) : !s->func || !iter_bits_ok(s->func, mk->iter))
+      return mark_err(m, s, diags,
+                      "iteration operand '%s' of region '%s' is not an integer or a 16-, 32- "
+                      "or 64-bit register declared in '%s'",
+                      mk->iter, mk->name, s->func ? s->func->name : "its function");
   }
   return 1;
 }

@@ -104,6 +104,23 @@ json_t *ag_ptx_regions_to_json(const ag_ptx_module *m, const ag_ptx_regions *R) 
       json_array_append_new(db, json_string(R->sites[s->done_by[k]].op_id));
     json_object_set_new(o, "done_by", db);
   }
+  /* the warp roles the role markers name, once each, in module order */
+  json_t *roles = json_array();
+  for (int i = 0; roles && i < R->nmarkers; i++) {
+    if (R->markers[i].kind != AG_PTX_MARK_ROLE)
+      continue;
+    size_t k = 0;
+    while (k < json_array_size(roles) &&
+           strcmp(json_string_value(json_array_get(roles, k)), R->markers[i].name))
+      k++;
+    if (k == json_array_size(roles))
+      json_array_append_new(roles, json_string(R->markers[i].name));
+  }
+  if (!roles) { /* root owns regs and sites now */
+    json_decref(root);
+    return NULL;
+  }
+  json_object_set_new(root, "roles", roles);
   return root;
 fail:
   json_decref(root);

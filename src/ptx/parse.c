@@ -34,18 +34,19 @@ static int fail_at(ps *s, const char *at, const char *fmt, ...) AG_PRINTF(3, 4);
 static int fail_at(ps *s, const char *at, const char *fmt, ...) {
   if (s->err)
     return s->err;
-  /* locate line and column of `at` (at >= s->ls in all callers, but be safe) */
+  /* locate line and column of `at`: from the current line when at is on or
+   * after it, else from the start */
   int line = s->line;
   const char *ls = s->ls;
   if (at < ls) {
     line = 1;
     ls = s->src;
-    for (const char *q = s->src; q < at; q++)
-      if (*q == '\n') {
-        line++;
-        ls = q + 1;
-      }
   }
+  for (const char *q = ls; q < at; q++)
+    if (*q == '\n') {
+      line++;
+      ls = q + 1;
+    }
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -1094,6 +1095,15 @@ static int try_label(ps *s, const char *lead, int *rc) {
   return 1;
 }
 
+/* The innermost '{' of the current function that is still open (the most
+ * recent one at the current depth); NULL when none. Error paths only. */
+static const ag_ptx_stmt *open_brace(const ps *s) {
+  for (const ag_ptx_stmt *st = s->m->last; st && st->func == s->func; st = st->prev)
+    if (st->kind == AG_PTX_BLOCK_BEGIN && st->depth == s->depth)
+      return st;
+  return NULL;
+}
+
 /* One body-level statement at s->p (after its leading whitespace `lead`):
  * comment, '{', '}', declaration, directive, label or instruction. '{' and
  * '}' move s->depth; a '}' that would go below `floor` is not consumed and
@@ -1121,6 +1131,12 @@ static int body_stmt(ps *s, const char *lead, int floor) {
   }
   if (c == '.') {
     size_t n = scan_ident(s->p, s->end);
+    const ag_ptx_stmt *ob;
+    if (s->func && (is_linkage(s->p, n) || span_is(s->p, n, ".entry") ||
+                    span_is(s->p, n, ".func")) && (ob = open_brace(s)))
+      return fail_at(s, s->p, "'{' opened at %d:%d in function '%s' is not closed before "
+                     "'%.*s' starts another function", ob->line, ob->col, s->func->name,
+                     (int)n, s->p);
     int decl = n && is_space_dir(s->p, n);
     ag_ptx_stmt *st = new_stmt(s, decl ? AG_PTX_DECL : AG_PTX_DIRECTIVE, lead, s->p);
     if (!st)
@@ -1152,9 +1168,16 @@ static int body(ps *s) {
   for (;;) {
     const char *lead = s->p;
     skip_ws(s);
-    if (s->p >= s->end)
+    if (s->p >= s->end) {
+      const ag_ptx_stmt *ob = open_brace(s);
+      if (ob)
+        return fail_at(s, s->func->header->text,
+                       "function '%s' has no closing '}' for its body: the '{' opened at "
+                       "%d:%d is not closed at the end of the text", s->func->name,
+                       ob->line, ob->col);
       return fail_at(s, s->func->header->text,
                      "function '%s' has no closing '}' for its body", s->func->name);
+    }
     int open = s->depth == 0 && *s->p == '{';
     if (s->depth == 0 && !open && !(*s->p == '/' && s->p + 1 < s->end &&
                                     (s->p[1] == '/' || s->p[1] == '*')))
@@ -1282,6 +1305,15 @@ int ag_ptx_parse(const char *text, size_t len, const char *name, ag_diags *diags
     return rc;
   }
   int rc = module(&s);
+  const ag_ptx_stmt *st = m->first;
+  while (!rc && st && st->kind == AG_PTX_COMMENT)
+    st = st->next;
+  if (!rc && !st) {
+    s.p = s.ls = src;
+    s.line = 1;
+    rc = fail_at(&s, src, "no PTX module here: the text has no directive, declaration or "
+                 "function (an empty file?)");
+  }
   ps_release(&s);
   if (rc) {
     ag_ptx_module_free(m);

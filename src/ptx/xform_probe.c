@@ -212,6 +212,9 @@ static int bar_operand(px *x, const ag_ptx_site *site, ag_str *pre, ag_str *bar)
   return 0;
 }
 
+/* Sites listed when --op names none. */
+enum { PROBE_SITES_LISTED = 12 };
+
 int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_async *o,
                    ag_diags *diags, json_t **probes) {
   *probes = NULL;
@@ -224,15 +227,24 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
     if (!strcmp(r->sites[i].op_id, o->probe_op))
       site = &r->sites[i];
   if (!site) {
-    ag_str known = AG_STR_INIT;
+    /* the error, then one note per site a probe can take (a few, then a count) */
     int n = 0;
     for (int i = 0; i < r->nsites; i++)
-      if (ag_probe_site_supported(&r->sites[i]) && n++ < 24)
-        ag_str_printf(&known, "%s%s (%s line %d)", n > 1 ? ", " : "", r->sites[i].op_id,
-                      ag_ptx_site_kind_name(r->sites[i].kind), r->sites[i].line);
-    rc = err_at(&x, NULL, AG_ENOTFOUND, "no site '%s' in the module (probe sites: %s)",
-                o->probe_op ? o->probe_op : "(none given)", n ? ag_str_cstr(&known) : "none");
-    ag_str_release(&known);
+      n += ag_probe_site_supported(&r->sites[i]);
+    rc = err_at(&x, NULL, AG_ENOTFOUND, "no site '%s' in the module; %s",
+                o->probe_op ? o->probe_op : "(none given)",
+                n ? "the sites a probe can take follow ('argus regions' lists every site)"
+                  : "it has no asynchronous site a probe can take");
+    for (int i = 0, k = 0; i < r->nsites && k <= PROBE_SITES_LISTED; i++) {
+      if (!ag_probe_site_supported(&r->sites[i]))
+        continue;
+      if (k++ == PROBE_SITES_LISTED)
+        ag_diags_add(diags, AG_SEV_NOTE, NULL, 0, 0, NULL, 0, "... and %d more", n - k + 1);
+      else
+        ag_diags_add(diags, AG_SEV_NOTE, NULL, 0, 0, NULL, 0, "probe site %s: %s at line %d",
+                     r->sites[i].op_id, ag_ptx_site_kind_name(r->sites[i].kind),
+                     r->sites[i].line);
+    }
     goto out;
   }
   if (!ag_probe_site_supported(site)) {

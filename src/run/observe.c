@@ -728,8 +728,35 @@ out:
   return rc;
 }
 
-/* The Control task's expansion: one probe branch per (async site, iteration)
- * of each per-instance signal (ag_probe_expand, docs/probes.md). */
+/* A scope's role must be one the module's role markers name (the discovery
+ * lists them; one recorded before it did is not checked). */
+static int check_role(obs *ob, ag_task *control, const json_t *disc) {
+  const char *want = ob->query.scope.role;
+  const json_t *roles = json_object_get(disc, "roles");
+  if (!want[0] || !json_is_array(roles))
+    return 0;
+  ag_str known = AG_STR_INIT;
+  for (size_t i = 0; i < json_array_size(roles); i++) {
+    const char *r = json_string_value(json_array_get(roles, i));
+    if (r && !strcmp(r, want)) {
+      ag_str_release(&known);
+      return 0;
+    }
+    ag_str_printf(&known, "%s%s", i ? ", " : "", r ? r : "");
+  }
+  int rc = json_array_size(roles)
+               ? fail(control, AG_EINVAL, "unknown role '%s' in the scope: the roles of %s are %s",
+                      want, ob->spec->name, ag_str_cstr(&known))
+               : fail(control, AG_EINVAL,
+                      "unknown role '%s' in the scope: %s has no role markers (ARGUS_ROLE)",
+                      want, ob->spec->name);
+  ag_str_release(&known);
+  return rc;
+}
+
+/* The Control task's expansion: the scope's role checked against the
+ * module's, then one probe branch per (async site, iteration) of each
+ * per-instance signal (ag_probe_expand, docs/probes.md). */
 static int expand(ag_plan *p, ag_task *control, void *ud) {
   obs *ob = ud;
   if (strcmp(control->op, "discover"))
@@ -741,7 +768,7 @@ static int expand(ag_plan *p, ag_task *control, void *ud) {
     const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
     any |= ek && ek->per_instance;
   }
-  if (!any)
+  if (!any && !ob->query.scope.role[0])
     return 0;
   json_t *disc = NULL;
   int rc = get_json(ob, control, json_string_value(json_object_get(control->outputs, "regions")),
@@ -749,7 +776,8 @@ static int expand(ag_plan *p, ag_task *control, void *ud) {
   if (rc)
     return rc;
   ag_str why = AG_STR_INIT;
-  if ((rc = ag_probe_expand(p, control, disc, &why)))
+  if (!(rc = check_role(ob, control, disc)) && any &&
+      (rc = ag_probe_expand(p, control, disc, &why)))
     fail(control, rc, "%s", ag_str_cstr(&why));
   ag_str_release(&why);
   json_decref(disc);

@@ -398,7 +398,7 @@ TEST(probe_errors) {
   ag_str s = AG_STR_INIT;
   ag_diags_format(&d, &s);
   CHECK_CONTAINS(ag_str_cstr(&s), "no site 'deadbeef:7'");
-  CHECK_CONTAINS(ag_str_cstr(&s), "tma_load line");
+  CHECK_CONTAINS(ag_str_cstr(&s), ": tma_load at line ");
   ag_str_clear(&s);
   ag_diags_release(&d);
   ag_diags_init(&d);

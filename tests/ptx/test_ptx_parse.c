@@ -140,6 +140,16 @@ static const bad bad_inputs[] = {
     {HDR ".entry f()\n{\n\tadd.s32 %r1, %r2, ;\n}\n", 6, 20, "unexpected ';' in operand"},
     {HDR ".entry f()\n.maxntid 128\n", 4, 1, "has neither a body nor ';'"},
     {HDR ".entry f()\n{\n\tfoo %r1 %r2;\n}\n", 6, 10, "expected ';'"},
+    /* an unclosed '{' is named where it was opened */
+    {HDR ".visible .entry k()\n{\n\t{\n\tret;\n}\n.visible .entry k2()\n{\n\tret;\n}\n", 9, 1,
+     "'{' opened at 5:1 in function 'k' is not closed before '.visible' starts another function"},
+    {HDR ".entry k()\n{\n\t{\n\tret;\n\t.entry k2()\n", 8, 2,
+     "'{' opened at 6:2 in function 'k' is not closed before '.entry'"},
+    {HDR ".entry f()\n{\n\t{\n\tret;\n}\n", 4, 1,
+     "the '{' opened at 5:1 is not closed at the end of the text"},
+    /* no module at all */
+    {"", 1, 1, "no PTX module here"},
+    {"// a comment\n\n/* and another */\n", 1, 1, "no PTX module here"},
 };
 
 TEST(malformed_table) {
@@ -173,7 +183,7 @@ TEST(malformed_table) {
     }
     ag_diags_release(&d);
   }
-  /* NUL byte */
+  /* NUL byte: at its own line and column */
   {
     const char t[] = ".version 8.4\n\0x";
     ag_diags d;
@@ -181,7 +191,24 @@ TEST(malformed_table) {
     ag_ptx_module *m;
     CHECK_EQ_INT(ag_ptx_parse(t, sizeof t - 1, "nul.ptx", &d, &m), AG_EPARSE);
     CHECK(d.items.n && strstr(d.items.v[0].msg, "NUL"));
+    CHECK(d.items.n && d.items.v[0].line == 2 && d.items.v[0].col == 1);
     ag_diags_release(&d);
+    ag_str u = AG_STR_INIT;
+    ag_str_puts(&u, HDR ".entry f()\n{\n");
+    for (int l = 6; l < 30; l++)
+      ag_str_puts(&u, "\tret;\n");
+    ag_str_puts(&u, "\tre");
+    ag_str_putc(&u, 0);
+    ag_str_puts(&u, "t;\n}\n");
+    ag_diags_init(&d);
+    CHECK_EQ_INT(ag_ptx_parse(u.p, u.len, "nul.ptx", &d, &m), AG_EPARSE);
+    CHECK(d.items.n == 1);
+    if (d.items.n) {
+      CHECK_EQ_INT(d.items.v[0].line, 30);
+      CHECK_EQ_INT(d.items.v[0].col, 4);
+    }
+    ag_diags_release(&d);
+    ag_str_release(&u);
   }
   /* deep block nesting is an error, not a stack overflow */
   {
@@ -234,10 +261,24 @@ TEST(markers) {
       {"// @argus end - step %r1", AG_EPARSE, 0, NULL, NULL, "unexpected '%r1'"},
       {"// @argus begin - step %r1 extra", AG_EPARSE, 0, NULL, NULL, "too many fields"},
       {"// @argus begin - 9lives", AG_EPARSE, 0, NULL, NULL, "invalid region name"},
+      /* the iteration operand: an integer or a declared 16/32/64-bit register */
+      {"// @argus begin - a 7", 1, AG_PTX_MARK_BEGIN, "a", "7", NULL},
+      {"// @argus begin - a -0x1F", 1, AG_PTX_MARK_BEGIN, "a", "-0x1F", NULL},
+      {"// @argus begin - a %rd3", 1, AG_PTX_MARK_BEGIN, "a", "%rd3", NULL},
+      {"// @argus begin - a notareg", AG_EPARSE, 0, NULL, NULL,
+       "iteration operand 'notareg' of region 'a' is not an integer or a 16-, 32- or 64-bit "
+       "register declared in 'f'"},
+      {"// @argus begin - a 12z", AG_EPARSE, 0, NULL, NULL, "iteration operand '12z'"},
+      {"// @argus begin - a %r20", AG_EPARSE, 0, NULL, NULL, "iteration operand '%r20'"},
+      {"// @argus begin - a %p1", AG_EPARSE, 0, NULL, NULL, "iteration operand '%p1'"},
+      {"// @argus begin - a %q", AG_EPARSE, 0, NULL, NULL, "iteration operand '%q'"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[512];
-    snprintf(text, sizeof text, HDR ".entry f()\n{\n\t%s\n\tret;\n}\n", cases[i].comment);
+    snprintf(text, sizeof text,
+             HDR ".entry f()\n{\n\t.reg .b32 %%r<20>;\n\t.reg .b64 %%rd<4>;\n"
+                 "\t.reg .pred %%p<2>;\n\t%s\n\tret;\n}\n",
+             cases[i].comment);
     ag_ptx_module *m = parse_ok(text);
     if (!m)
       continue;
@@ -264,7 +305,7 @@ TEST(markers) {
       CHECK(d.items.n == 1);
       if (d.items.n) {
         CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
-        CHECK_EQ_INT(d.items.v[0].line, 6);
+        CHECK_EQ_INT(d.items.v[0].line, 9);
       }
     }
     ag_diags_release(&d);

@@ -50,7 +50,7 @@ TEST(variant_command) {
   CHECK_EQ_INT(argus(a3, &o, &e), 2);
   ag_str_clear(&e);
   const char *a4[] = {"variant", "--kind", "traced", "--region", "nosuch", ptx, NULL};
-  CHECK_EQ_INT(argus(a4, &o, &e), 1);
+  CHECK_EQ_INT(argus(a4, &o, &e), 2); /* a name the module lacks: bad input */
   CHECK_CONTAINS(ag_str_cstr(&e), "no region 'nosuch' in the module");
   ag_str_clear(&e);
   ag_str_clear(&o);
@@ -90,10 +90,15 @@ TEST(trace_on_recorded_evidence) {
   CHECK(!strstr(ag_str_cstr(&o), "overhead_compute/work "));
   const char *a3[] = {"trace", "--evidence", ev, "--scope", "core=1", NULL};
   CHECK_EQ_INT(argus(a3, &o, &e), 2);
+  /* a region the evidence lacks is bad input, as in 'argus variant' */
+  const char *a5[] = {"trace", "--evidence", ev, "--region", "nosuch", NULL};
+  ag_str_clear(&e);
+  CHECK_EQ_INT(argus(a5, &o, &e), 2);
+  CHECK_CONTAINS(ag_str_cstr(&e), "no region 'nosuch' in the evidence");
   const char *a4[] = {"trace", "--evidence", "/nonexistent.agev", NULL};
   ag_str_clear(&e);
-  CHECK_EQ_INT(argus(a4, &o, &e), 1);
-  CHECK_CONTAINS(ag_str_cstr(&e), "cannot read evidence");
+  CHECK_EQ_INT(argus(a4, &o, &e), 2);
+  CHECK_CONTAINS(ag_str_cstr(&e), "cannot read '/nonexistent.agev': no such file");
   ag_str_release(&o);
   ag_str_release(&e);
 }

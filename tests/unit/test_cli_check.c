@@ -116,7 +116,7 @@ TEST(test_usage) {
   CHECK_CONTAINS(ag_str_cstr(&err), "expected a FILE");
   const char *b[] = {bin(), "check", "/nonexistent/x.tile", NULL};
   CHECK_EQ_INT(run(b, &out, &err), 2);
-  CHECK_CONTAINS(ag_str_cstr(&err), "cannot read the file");
+  CHECK_CONTAINS(ag_str_cstr(&err), "cannot read '/nonexistent/x.tile': no such file");
   const char *c[] = {bin(), "check", "--batch", "0", src_path(0, "examples/tile/gemm.tile"), NULL};
   CHECK_EQ_INT(run(c, &out, &err), 2);
   const char *d[] = {bin(), "check", "--set", "K", src_path(0, "examples/tile/gemm.tile"), NULL};

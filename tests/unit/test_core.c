@@ -147,6 +147,51 @@ TEST(test_diags) {
   ag_diags_release(&d);
 }
 
+/* A long source line is echoed as a window around the column, marked where
+ * cut, with the caret under the column; the column itself stays true. */
+TEST(test_diags_long_line) {
+  ag_str line = AG_STR_INIT;
+  for (int i = 0; i < 20000; i++)
+    ag_str_putc(&line, (char)('a' + i % 26));
+  line.p[10000] = '@';
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_diags_add(&d, AG_SEV_ERROR, "k.ptx", 3, 10001, line.p, line.len, "bad '@'");
+  const ag_diag *g = &d.items.v[0];
+  CHECK_EQ_INT(g->col, 10001);
+  CHECK_EQ_INT(strlen(g->srcline), AG_DIAG_SRC_MAX + 6);
+  CHECK(!strncmp(g->srcline, "...", 3));
+  CHECK(!strcmp(g->srcline + strlen(g->srcline) - 3, "..."));
+  CHECK_EQ_INT(g->srcline[g->caret - 1], '@');
+  ag_str out = AG_STR_INIT;
+  ag_diags_format(&d, &out);
+  CHECK_CONTAINS(ag_str_cstr(&out), "k.ptx:3:10001: error: bad '@'");
+  CHECK(out.len < 2 * AG_DIAG_SRC_MAX + 80);
+  /* the caret line puts '^' under the '@' */
+  const char *src = strstr(out.p, "\n    ") + 5, *caret = strstr(src, "\n    ") + 5;
+  CHECK_EQ_INT(src[strchr(caret, '^') - caret], '@');
+  ag_str_release(&out);
+  ag_diags_release(&d);
+  /* at the start and at the end: cut on one side only */
+  ag_diags_init(&d);
+  ag_diags_add(&d, AG_SEV_ERROR, "k.ptx", 1, 1, line.p, line.len, "first");
+  ag_diags_add(&d, AG_SEV_ERROR, "k.ptx", 1, (int)line.len, line.p, line.len, "last");
+  CHECK(strncmp(d.items.v[0].srcline, "...", 3) != 0);
+  CHECK_EQ_INT(d.items.v[0].caret, 1);
+  CHECK_EQ_INT(strlen(d.items.v[0].srcline), AG_DIAG_SRC_MAX + 3);
+  CHECK(!strncmp(d.items.v[1].srcline, "...", 3));
+  CHECK_EQ_INT(d.items.v[1].srcline[d.items.v[1].caret - 1], line.p[line.len - 1]);
+  CHECK_EQ_INT(d.items.v[1].caret, AG_DIAG_SRC_MAX + 3);
+  ag_diags_release(&d);
+  /* deliberately right: a short line is kept whole */
+  ag_diags_init(&d);
+  ag_diags_add(&d, AG_SEV_ERROR, "k.ptx", 1, 5, "abc def", 7, "short");
+  CHECK_EQ_STR(d.items.v[0].srcline, "abc def");
+  CHECK_EQ_INT(d.items.v[0].caret, 5);
+  ag_diags_release(&d);
+  ag_str_release(&line);
+}
+
 TEST(test_sha256) {
   char hex[65];
   ag_sha256_hex("abc", 3, hex);
@@ -196,6 +241,10 @@ TEST(test_files) {
   CHECK_EQ_STR(data, "data\n");
   ag_free(data);
   CHECK_EQ_INT(ag_file_read("/nonexistent/zz", &data, &len), AG_ENOTFOUND);
+  /* a directory is said to be one */
+  CHECK_EQ_INT(ag_file_read(dir, &data, &len), AG_EISDIR);
+  CHECK(data == NULL);
+  CHECK_EQ_STR(ag_strerror(AG_EISDIR), "is a directory");
   ag_str_clear(&p);
   ag_str_printf(&p, "rm -rf %s", dir);
   CHECK_EQ_INT(system(p.p), 0);
@@ -266,5 +315,5 @@ TEST(test_log_level) {
 }
 
 RUN_TESTS(T(test_errors), T(test_alloc_fail), T(test_arena), T(test_str), T(test_vec),
-          T(test_map), T(test_diags), T(test_sha256), T(test_json), T(test_files),
-          T(test_proc), T(test_fnv1a), T(test_log_level))
+          T(test_map), T(test_diags), T(test_diags_long_line), T(test_sha256), T(test_json),
+          T(test_files), T(test_proc), T(test_fnv1a), T(test_log_level))

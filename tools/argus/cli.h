@@ -54,9 +54,29 @@ void ag_cli_usage(const ag_cli_cmd *cmd, FILE *f);
 int ag_cli_usage_error(const ag_cli *cli, const char *fmt, ...) AG_PRINTF(2, 3);
 /* Reports a failure: "argus CMD: msg: error text", returns AG_EXIT_FAIL. */
 int ag_cli_fail(const ag_cli *cli, int err, const char *fmt, ...) AG_PRINTF(3, 4);
-/* Prints diagnostics to stderr. */
+/* Reports a failure over what the user gave (a file that cannot be read, is
+ * a directory or is malformed; an unknown name): like ag_cli_fail, but
+ * returns ag_cli_input_exit(err). */
+int ag_cli_fail_input(const ag_cli *cli, int err, const char *fmt, ...) AG_PRINTF(3, 4);
+/* AG_EXIT_USAGE for an error that means the input is wrong (AG_EPARSE,
+ * AG_EINVAL, AG_ENOTFOUND, AG_EISDIR, AG_EIO, AG_ERANGE, AG_ECORRUPT), else
+ * AG_EXIT_FAIL. */
+int ag_cli_input_exit(int err);
+/* Reports "argus CMD: msg" on stderr (and for --json). */
+void ag_cli_error(const ag_cli *cli, const char *fmt, ...) AG_PRINTF(2, 3);
+/* Records an error message already printed, for the --json error object. */
+void ag_cli_note_error(const char *msg);
+/* 0 when path names a readable file that is not a directory; else
+ * AG_ENOTFOUND, AG_EISDIR or AG_EIO with *why saying it ("no such file"). */
+int ag_cli_file_problem(const char *path, const char **why);
+/* 0 when path names a readable file; else reports why ("cannot read 'x': no
+ * such file") and returns AG_EXIT_USAGE. */
+int ag_cli_input_file(const ag_cli *cli, const char *path);
+/* Prints diagnostics to stderr (and keeps them for the --json error). */
 void ag_cli_print_diags(const ag_diags *d);
-/* Prints a JSON value to stdout (indented), with a newline. */
+/* Prints a JSON value to stdout (indented), with a newline. With --json, a
+ * command that fails without printing JSON gets the error object instead:
+ * {"schema": "argus.error/1", "command", "exit_code", "error", "diagnostics"}. */
 int ag_cli_print_json(json_t *j);
 
 /* Subcommands (one file each). */
@@ -77,8 +97,12 @@ extern const ag_cli_opt cmd_variant_opts[];
 extern const ag_cli_opt cmd_trace_opts[];
 
 struct ag_spec;
-/* Shared by variant and trace (cmd_variant.c): the PTX of a spec, .ptx or .cu. */
-int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, struct ag_spec **spec_out);
+/* Shared by regions, variant and trace (cmd_variant.c): the PTX of a spec,
+ * .ptx or .cu (compiled with cu_flags when not NULL, else the spec's or the
+ * default flags). Returns an exit code: 0, or the failure reported (2 for a
+ * file that cannot be read or a malformed spec, 1 for a failed compilation). */
+int ag_cli_module_ptx(const ag_cli *cli, const char *in, const char *const *cu_flags,
+                      ag_diags *d, ag_str *ptx, struct ag_spec **spec_out);
 char **ag_cli_split_list(const char *s, int *n);
 void ag_cli_free_list(char **v);
 int cmd_ws(ag_cli *cli); extern const ag_cli_opt cmd_ws_opts[]; extern const char cmd_ws_details[];

@@ -75,12 +75,17 @@ int cmd_check(ag_cli *cli) {
     o.batch = (int)v;
   o.all = ag_cli_flag(cli, "all");
 
+  int exit_code = ag_cli_input_file(cli, cli->pos[0]);
+  if (exit_code) {
+    ag_free(setcopy);
+    return exit_code;
+  }
   ag_diags d;
   ag_diags_init(&d);
   ag_tile_program *p = NULL;
   ag_tile_report *r = NULL;
   int rc = ag_tile_parse_file(cli->pos[0], &d, &p);
-  int exit_code = AG_EXIT_USAGE;
+  exit_code = AG_EXIT_USAGE;
   if (rc == 0)
     rc = ag_tile_check(p, &o, &d, &r);
   if (rc == AG_ENOMEM || rc == AG_ESOLVER || rc == AG_EIO) {
@@ -93,8 +98,9 @@ int cmd_check(ag_cli *cli) {
   if (rc) {
     /* malformed program */
     if (cli->json) {
-      json_t *j = json_pack("{s:i,s:s,s:s,s:o}", "schema", 1, "file", cli->pos[0], "verdict",
-                            "malformed", "diagnostics", ag_diags_to_json(&d));
+      const char *first = d.items.n ? d.items.v[0].msg : "malformed";
+      json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:o}", "schema", 1, "file", cli->pos[0], "verdict",
+                            "malformed", "error", first, "diagnostics", ag_diags_to_json(&d));
       if (j)
         ag_cli_print_json(j);
       json_decref(j);

@@ -60,12 +60,12 @@ static int parse_fail(S *s) {
   if (s->d.items.n)
     ag_cli_print_diags(&s->d);
   else
-    fprintf(stderr, "argus layout: %s\n", ag_str_cstr(&s->c.err));
+    ag_cli_error(s->cli, "%s", ag_str_cstr(&s->c.err));
   return AG_EXIT_USAGE;
 }
 
 static int op_fail(S *s) {
-  fprintf(stderr, "argus layout: %s\n", ag_str_cstr(&s->c.err));
+  ag_cli_error(s->cli, "%s", ag_str_cstr(&s->c.err));
   return AG_EXIT_FAIL;
 }
 
@@ -76,7 +76,7 @@ static int arg_layout(S *s, const char *role, const char *text, ag_layout *out,
     ag_atom_info tmp;
     int rc = ag_atom_layout(&s->c, text + 1, out, info ? info : &tmp);
     if (rc) {
-      fprintf(stderr, "argus layout: %s: %s\n", role, ag_str_cstr(&s->c.err));
+      ag_cli_error(s->cli, "%s: %s", role, ag_str_cstr(&s->c.err));
       return AG_EXIT_USAGE;
     }
     return 0;
@@ -200,8 +200,8 @@ static int do_eval(S *s, const char **a, int n) {
   ag_tuple *crd = x;
   if (x->is_leaf) {
     if (x->value < 0 || x->value >= size) {
-      fprintf(stderr, "argus layout: index %lld is outside the domain [0,%lld) of the layout\n",
-              (long long)x->value, (long long)size);
+      ag_cli_error(s->cli, "index %lld is outside the domain [0,%lld) of the layout",
+                   (long long)x->value, (long long)size);
       return AG_EXIT_FAIL;
     }
     if (ag_idx2crd(&s->c, x->value, l.shape, &crd))
@@ -213,7 +213,7 @@ static int do_eval(S *s, const char **a, int n) {
     rc = ag_layout_eval_coord(&l, x, &off);
   }
   if (rc) {
-    fprintf(stderr, "argus layout: eval: %s\n", ag_strerror(rc));
+    ag_cli_error(s->cli, "eval: %s", ag_strerror(rc));
     return AG_EXIT_FAIL;
   }
   int64_t res = have_sw ? ag_swizzle_apply(sw, off) : off;
@@ -308,7 +308,7 @@ static int do_swizzle(S *s, const char **a, int n) {
     return rc;
   ag_swizzle sw = {(int)b, (int)m, (int)sh};
   if (ag_swizzle_check(&s->c, sw)) {
-    fprintf(stderr, "argus layout: %s\n", ag_str_cstr(&s->c.err));
+    ag_cli_error(s->cli, "%s", ag_str_cstr(&s->c.err));
     return AG_EXIT_USAGE;
   }
   int64_t r = ag_swizzle_apply(sw, x);
@@ -358,15 +358,15 @@ typedef struct cell {
 static int print_tv(S *s, const ag_layout *l, const char *text, int64_t rows, int64_t cols,
                     int have_sw, ag_swizzle sw) {
   if (ag_layout_rank(l) != 2) {
-    fprintf(stderr,
-            "argus layout: print --tv: a thread-value layout has rank 2 (threads, values); "
-            "this one has rank %d\n",
-            ag_layout_rank(l));
+    ag_cli_error(s->cli,
+                 "print --tv: a thread-value layout has rank 2 (threads, values); "
+                 "this one has rank %d",
+                 ag_layout_rank(l));
     return AG_EXIT_FAIL;
   }
   if (rows > MAX_CELLS || cols > MAX_CELLS || rows * cols > MAX_CELLS) {
-    fprintf(stderr, "argus layout: print: a %lldx%lld tile is too large to draw\n",
-            (long long)rows, (long long)cols);
+    ag_cli_error(s->cli, "print: a %lldx%lld tile is too large to draw",
+                 (long long)rows, (long long)cols);
     return AG_EXIT_FAIL;
   }
   ag_layout tm = {l->shape->child[0], l->stride->child[0]};
@@ -388,10 +388,10 @@ static int print_tv(S *s, const ag_layout *l, const char *text, int64_t rows, in
       if (have_sw)
         o = ag_swizzle_apply(sw, o);
       if (o < 0 || o >= ncell) {
-        fprintf(stderr,
-                "argus layout: print --tv: thread %lld value %lld maps to offset %lld, "
-                "outside the %lldx%lld tile\n",
-                (long long)t, (long long)v, (long long)o, (long long)rows, (long long)cols);
+        ag_cli_error(s->cli,
+                     "print --tv: thread %lld value %lld maps to offset %lld, "
+                     "outside the %lldx%lld tile",
+                     (long long)t, (long long)v, (long long)o, (long long)rows, (long long)cols);
         rc = AG_EXIT_FAIL;
         break;
       }
@@ -472,10 +472,10 @@ static int print_plain(S *s, const ag_layout *l, const char *text, int have_sw,
                        ag_swizzle sw) {
   int rank = ag_layout_rank(l);
   if (rank > 2) {
-    fprintf(stderr,
-            "argus layout: print draws layouts of rank 1 or 2; this one has rank %d (group "
-            "modes with parentheses to draw it)\n",
-            rank);
+    ag_cli_error(s->cli,
+                 "print draws layouts of rank 1 or 2; this one has rank %d (group "
+                 "modes with parentheses to draw it)",
+                 rank);
     return AG_EXIT_FAIL;
   }
   ag_layout rm = *l, cm = {NULL, NULL};
@@ -485,8 +485,8 @@ static int print_plain(S *s, const ag_layout *l, const char *text, int have_sw,
   }
   int64_t rows = ag_layout_size(&rm), cols = rank == 2 ? ag_layout_size(&cm) : 1;
   if (rows > MAX_CELLS || cols > MAX_CELLS || rows * cols > MAX_CELLS) {
-    fprintf(stderr, "argus layout: print: a %lldx%lld layout is too large to draw\n",
-            (long long)rows, (long long)cols);
+    ag_cli_error(s->cli, "print: a %lldx%lld layout is too large to draw",
+                 (long long)rows, (long long)cols);
     return AG_EXIT_FAIL;
   }
   int64_t *v = malloc((size_t)(rows * cols) * sizeof *v);

@@ -13,6 +13,7 @@
 
 #include "argus/observe.h"
 #include "argus/report.h"
+#include "argus/spec.h"
 #include "argus/store.h"
 
 const ag_cli_opt cmd_observe_opts[] = {
@@ -32,6 +33,30 @@ static void progress(void *ud, const ag_plan *p, const ag_task *t, int done, int
     return;
   fprintf(stderr, "\r\033[K[%d/%d] %s %s%s", done, total, t->op, ag_task_status_name(t->status),
           done >= total ? "\n" : "");
+}
+
+/* The spec and the module file it names can be read, and the spec is well
+ * formed: a bad path is the usage error it is in every command. */
+static int spec_files(ag_cli *cli, const char *path) {
+  int ec = ag_cli_input_file(cli, path);
+  if (ec)
+    return ec;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_spec *sp = NULL;
+  const char *why;
+  int rc = ag_spec_load(path, &d, &sp);
+  if (rc) {
+    ag_cli_print_diags(&d);
+    ec = ag_cli_fail_input(cli, rc, "invalid program spec '%s'", path);
+  } else if ((sp->ptx || sp->cuda) && ag_cli_file_problem(sp->ptx ? sp->ptx : sp->cuda, &why)) {
+    ag_cli_error(cli, "cannot read '%s', the module of '%s': %s", sp->ptx ? sp->ptx : sp->cuda,
+                 path, why);
+    ec = AG_EXIT_USAGE;
+  }
+  ag_spec_free(sp);
+  ag_diags_release(&d);
+  return ec;
 }
 
 int ag_cli_query(ag_cli *cli, int plan_only, ag_observe_opts *o, char ***sigs_out,
@@ -61,7 +86,7 @@ int ag_cli_query(ag_cli *cli, int plan_only, ag_observe_opts *o, char ***sigs_ou
   o->signals = (const char *const *)s;
   o->nsignals = n;
   o->scope = ag_cli_get(cli, "scope");
-  return 0;
+  return spec_files(cli, o->spec);
 }
 
 /* Fills the query from the workspace's most recent one (--retry-failed). */
@@ -101,7 +126,7 @@ static int last_query(ag_cli *cli, ag_observe_opts *o, json_t **keep, char ***si
   o->signals = (const char *const *)*sigs;
   o->nsignals = (int)json_array_size(js);
   o->scope = json_string_value(json_object_get(*keep, "scope"));
-  return 0;
+  return spec_files(cli, spec);
 }
 
 static void print_summary(const ag_observe_result *r) {

@@ -56,8 +56,8 @@ int cmd_plan(ag_cli *cli) {
   /* a discovery failure (unknown region, bad markers) is a failed plan */
   for (size_t i = 0; i < r.plan->tasks.n; i++)
     if (r.plan->tasks.v[i]->status == AG_TS_FAILED) {
-      fprintf(stderr, "argus plan: %s failed: %s\n", r.plan->tasks.v[i]->op,
-              r.plan->tasks.v[i]->error ? r.plan->tasks.v[i]->error : "");
+      ag_cli_error(cli, "%s failed: %s", r.plan->tasks.v[i]->op,
+                   r.plan->tasks.v[i]->error ? r.plan->tasks.v[i]->error : "");
       ec = AG_EXIT_FAIL;
     }
   ag_observe_result_release(&r);

@@ -16,15 +16,11 @@ const ag_cli_opt cmd_regions_opts[] = {
     {0},
 };
 
-static int ends_with(const char *s, const char *suf) {
-  size_t n = strlen(s), m = strlen(suf);
-  return n >= m && !strcmp(s + n - m, suf);
-}
-
 int cmd_regions(ag_cli *cli) {
   if (cli->npos != 1)
     return ag_cli_usage_error(cli, "expected one program spec, .ptx or .cu file");
   const char *in = cli->pos[0];
+  int exit_code = AG_EXIT_OK, rc;
   ag_diags d;
   ag_diags_init(&d);
   ag_spec *spec = NULL;
@@ -32,24 +28,7 @@ int cmd_regions(ag_cli *cli) {
   ag_str text = AG_STR_INIT, out = AG_STR_INIT;
   char *flagbuf = NULL;
   const char **flags = NULL;
-  int exit_code = AG_EXIT_OK, rc;
-  const char *ptx_path = NULL, *cu_path = NULL;
-
-  if (ends_with(in, ".json")) {
-    if ((rc = ag_spec_load(in, &d, &spec))) {
-      ag_cli_print_diags(&d);
-      exit_code = ag_cli_fail(cli, rc, "invalid program spec '%s'", in);
-      goto out;
-    }
-    ptx_path = spec->ptx;
-    cu_path = spec->cuda;
-    flags = (const char **)spec->flags;
-  } else if (ends_with(in, ".cu")) {
-    cu_path = in;
-  } else {
-    ptx_path = in;
-  }
-  if (cu_path && ag_cli_get(cli, "flags")) {
+  if (ag_cli_get(cli, "flags")) {
     /* split --flags on blanks: argv for nvcc, never a shell */
     const char *f = ag_cli_get(cli, "flags");
     flagbuf = ag_strdup(f);
@@ -63,25 +42,26 @@ int cmd_regions(ag_cli *cli) {
       flags[n++] = tok;
     flags[n] = NULL;
   }
-  if (cu_path) {
-    if ((rc = ag_spec_compile_ptx(cu_path, flags, &d, &text))) {
-      ag_cli_print_diags(&d);
-      exit_code = ag_cli_fail(cli, rc, "cannot compile '%s' to PTX", cu_path);
-      goto out;
-    }
-    rc = ag_ptx_parse(text.p ? text.p : "", text.len, cu_path, &d, &m);
-  } else {
-    rc = ag_ptx_parse_file(ptx_path, &d, &m);
-  }
-  if (rc) {
+  if ((exit_code = ag_cli_module_ptx(cli, in, flags, &d, &text, &spec)))
+    goto out;
+  const char *name = spec ? (spec->ptx ? spec->ptx : spec->cuda) : in;
+  if ((rc = ag_ptx_parse(text.p ? text.p : "", text.len, name, &d, &m))) {
     ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "cannot parse the PTX of '%s'", in);
+    exit_code = ag_cli_fail_input(cli, rc, "cannot parse the PTX of '%s'", in);
+    goto out;
+  }
+  int kernels = 0;
+  for (int i = 0; i < m->nfuncs; i++)
+    kernels += m->funcs[i]->is_entry;
+  if (!kernels) {
+    ag_cli_error(cli, "no kernel in '%s': the module has no .entry function", in);
+    exit_code = AG_EXIT_USAGE;
     goto out;
   }
   ag_ptx_regions *R;
   if ((rc = ag_ptx_discover(m, &d, &R))) {
     ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "invalid region markers in '%s'", in);
+    exit_code = ag_cli_fail_input(cli, rc, "invalid region markers in '%s'", in);
     goto out;
   }
   if (cli->json) {
@@ -102,10 +82,8 @@ int cmd_regions(ag_cli *cli) {
   if (d.items.n)
     ag_cli_print_diags(&d); /* warnings */
 out:
-  if (flagbuf) {
-    ag_free(flagbuf);
-    ag_free(flags);
-  }
+  ag_free(flagbuf);
+  ag_free(flags);
   ag_str_release(&text);
   ag_str_release(&out);
   ag_ptx_module_free(m);

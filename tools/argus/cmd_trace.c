@@ -62,11 +62,9 @@ static int collect(ag_cli *cli, const char *specpath, char **regs, int nreg, jso
     return AG_EXIT_USAGE;
   if (!ag_cli_get(cli, "timeout"))
     timeout = 300;
-  if ((rc = ag_cli_module_ptx(specpath, &d, &ptx, &spec))) {
-    ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "cannot get the module of '%s'", specpath);
+  if ((exit_code = ag_cli_module_ptx(cli, specpath, NULL, &d, &ptx, &spec)))
     goto out;
-  }
+  exit_code = AG_EXIT_FAIL;
   if (!spec || !spec->run) {
     exit_code = ag_cli_usage_error(cli, "'%s' is not a program spec with a \"run\" harness",
                                    specpath);
@@ -78,7 +76,7 @@ static int collect(ag_cli *cli, const char *specpath, char **regs, int nreg, jso
   ag_trace_end("variant");
   if (rc) {
     ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "cannot make the traced variant");
+    exit_code = ag_cli_fail_input(cli, rc, "cannot make the traced variant");
     goto out;
   }
   ag_str_printf(&dir, "%s/cache/cubin", cli->workspace);
@@ -197,10 +195,14 @@ int cmd_trace(ag_cli *cli) {
     evpath = ev_owned;
   }
   ag_trace_begin("decode");
+  if ((exit_code = ag_cli_input_file(cli, evpath))) {
+    ag_trace_end("decode");
+    goto out;
+  }
   if ((rc = ag_evidence_load(evpath, &d, &ev)) || (rc = ag_trace_decode(ev, &t))) {
     ag_trace_end("decode");
     ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "cannot decode the evidence '%s'", evpath);
+    exit_code = ag_cli_fail_input(cli, rc, "cannot decode the evidence '%s'", evpath);
     goto out;
   }
   ag_trace_end("decode");
@@ -214,7 +216,8 @@ int cmd_trace(ag_cli *cli) {
           sel[i] = 1, any = 1;
       if (!any) {
         ag_free(sel);
-        exit_code = ag_cli_fail(cli, AG_ENOTFOUND, "no region '%s' in the evidence", regs[k]);
+        exit_code = ag_cli_fail_input(cli, AG_ENOTFOUND, "no region '%s' in the evidence",
+                                      regs[k]);
         goto out;
       }
     }

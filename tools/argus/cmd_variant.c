@@ -30,16 +30,21 @@ static int ends_with(const char *s, const char *suf) {
   return n >= m && !strcmp(s + n - m, suf);
 }
 
-int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, ag_spec **spec_out) {
+int ag_cli_module_ptx(const ag_cli *cli, const char *in, const char *const *cu_flags,
+                      ag_diags *d, ag_str *ptx, ag_spec **spec_out) {
   ag_spec *spec = NULL;
-  const char *ptx_path = NULL, *cu_path = NULL;
+  const char *ptx_path = NULL, *cu_path = NULL, *why;
   const char *const *flags = NULL;
-  int rc = 0;
+  int rc = ag_cli_input_file(cli, in), compiled = 0;
   if (spec_out)
     *spec_out = NULL;
+  if (rc)
+    return rc;
   if (ends_with(in, ".json")) {
-    if ((rc = ag_spec_load(in, d, &spec)))
-      return rc;
+    if ((rc = ag_spec_load(in, d, &spec))) {
+      ag_cli_print_diags(d);
+      return ag_cli_fail_input(cli, rc, "invalid program spec '%s'", in);
+    }
     ptx_path = spec->ptx;
     cu_path = spec->cuda;
     flags = (const char *const *)spec->flags;
@@ -48,7 +53,13 @@ int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, ag_spec **spec_o
   } else {
     ptx_path = in;
   }
-  if (ptx_path) {
+  if (cu_flags)
+    flags = cu_flags;
+  const char *file = ptx_path ? ptx_path : cu_path;
+  if (file && (rc = ag_cli_file_problem(file, &why))) {
+    ag_diags_add(d, AG_SEV_ERROR, file, 0, 0, NULL, 0, "cannot read the %s: %s",
+                 ptx_path ? "PTX" : "CUDA source", why);
+  } else if (ptx_path) {
     char *text = NULL;
     size_t len = 0;
     if ((rc = ag_file_read(ptx_path, &text, &len))) {
@@ -60,6 +71,7 @@ int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, ag_spec **spec_o
     }
   } else if (cu_path) {
     rc = ag_spec_compile_ptx(cu_path, flags, d, ptx);
+    compiled = 1;
   } else {
     ag_diags_add(d, AG_SEV_ERROR, in, 0, 0, NULL, 0, "the spec names no module");
     rc = AG_EINVAL;
@@ -70,7 +82,13 @@ int ag_cli_module_ptx(const char *in, ag_diags *d, ag_str *ptx, ag_spec **spec_o
     *spec_out = spec;
   else
     ag_spec_free(spec);
-  return rc;
+  if (!rc)
+    return AG_EXIT_OK;
+  ag_cli_print_diags(d);
+  /* a compilation that fails is a failure (exit 1); a bad file is bad input */
+  if (compiled)
+    return ag_cli_fail(cli, rc, "cannot compile '%s' to PTX", cu_path);
+  return ag_cli_fail_input(cli, rc, "cannot get the PTX of '%s'", in);
 }
 
 /* Splits "a,b,c" into a NULL-terminated array of owned strings. */
@@ -146,14 +164,11 @@ int cmd_variant(ag_cli *cli) {
   ag_variant *v = NULL;
   int rc, exit_code = AG_EXIT_OK;
   const char *in = cli->pos[0];
-  if ((rc = ag_cli_module_ptx(in, &d, &ptx, NULL))) {
-    ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "cannot get the PTX of '%s'", in);
+  if ((exit_code = ag_cli_module_ptx(cli, in, NULL, &d, &ptx, NULL)))
     goto out;
-  }
   if ((rc = ag_variant_make_ex(ptx.p, ptx.len, in, &o, &as, &d, &v))) {
     ag_cli_print_diags(&d);
-    exit_code = ag_cli_fail(cli, rc, "cannot make the %s variant of '%s'", kind, in);
+    exit_code = ag_cli_fail_input(cli, rc, "cannot make the %s variant of '%s'", kind, in);
     goto out;
   }
   const char *outp = ag_cli_get(cli, "output");

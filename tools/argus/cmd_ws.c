@@ -51,9 +51,22 @@ const char cmd_ws_details[] =
 
 static const char *sub = "";
 
+/* "argus ws SUB: msg" on stderr (noted for the --json error object). */
+static void say(const char *fmt, ...) AG_PRINTF(1, 2);
+static void say(const char *fmt, ...) {
+  ag_str m = AG_STR_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  ag_str_vprintf(&m, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "argus ws %s: %s\n", sub, ag_str_cstr(&m));
+  ag_cli_note_error(ag_str_cstr(&m));
+  ag_str_release(&m);
+}
+
 static int fail(int rc) {
   const char *m = ag_store_errmsg();
-  fprintf(stderr, "argus ws %s: %s\n", sub, m && *m ? m : ag_strerror(rc));
+  say("%s", m && *m ? m : ag_strerror(rc));
   return AG_EXIT_FAIL;
 }
 
@@ -123,7 +136,7 @@ static int open_ws(ag_cli *cli, unsigned flags, ag_store **st) {
 
 static int print_json(json_t *j) {
   if (!j) {
-    fprintf(stderr, "argus ws %s: out of memory\n", sub);
+    say("out of memory");
     return AG_EXIT_FAIL;
   }
   ag_cli_print_json(j);
@@ -731,6 +744,8 @@ static int ws_put(ag_cli *cli) {
   if ((rc = only_opts(cli, ok)) || (rc = nargs(cli, 1, 1, "a FILE (or - for standard input)")))
     return rc;
   const char *path = cli->pos[1];
+  if (strcmp(path, "-") && (rc = ag_cli_input_file(cli, path)))
+    return rc;
   const char *kind = ag_cli_get(cli, "kind");
   ag_put_opts o = {kind ? kind : kind_from_name(path), 0};
   ag_store *st = NULL;
@@ -766,8 +781,7 @@ static int ws_get(ag_cli *cli) {
   rc = ag_store_resolve(st, cli->pos[1], &o);
   if (!rc && o.kind != AG_OBJ_ARTIFACT) {
     ag_store_close(st);
-    fprintf(stderr, "argus ws get: '%s' is not an artifact (try 'argus ws show %s')\n",
-            cli->pos[1], cli->pos[1]);
+    say("'%s' is not an artifact (try 'argus ws show %s')", cli->pos[1], cli->pos[1]);
     return AG_EXIT_FAIL;
   }
   void *data = NULL;
@@ -791,7 +805,7 @@ static int ws_get(ag_cli *cli) {
   size_t w = fwrite(data, 1, len, stdout);
   ag_free(data);
   if (w != len || fflush(stdout) != 0) {
-    fprintf(stderr, "argus ws get: cannot write standard output\n");
+    say("cannot write standard output");
     return AG_EXIT_FAIL;
   }
   return AG_EXIT_OK;
@@ -842,8 +856,7 @@ static int ws_ref(ag_cli *cli) {
     rc = ag_store_resolve(st, cli->pos[2], &t);
     if (!rc && t.kind != AG_OBJ_VERSION && t.kind != AG_OBJ_ARTIFACT) {
       ag_store_close(st);
-      fprintf(stderr, "argus ws ref: a ref points at a version (v12) or an artifact, not '%s'\n",
-              cli->pos[2]);
+      say("a ref points at a version (v12) or an artifact, not '%s'", cli->pos[2]);
       return AG_EXIT_FAIL;
     }
     if (!rc)

@@ -5,8 +5,11 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
@@ -23,7 +26,11 @@ static const ag_cli_cmd commands[] = {
      "say what this machine can do: GPUs, CUDA tools, profiling permission, libraries",
      "Works on a machine without a GPU too: it then says what is missing.", cmd_doctor_opts},
     {"regions", cmd_regions, 0, "[--flags F] SPEC.json|FILE.ptx|FILE.cu", "show the regions of a kernel and the operation sites in each", NULL, cmd_regions_opts},
-    {"variant", cmd_variant, 0, "--kind trace-free|traced [--region R] [-o OUT] SPEC|FILE.ptx|FILE.cu", "write a measurement variant's PTX (trace-free or traced)", NULL, cmd_variant_opts},
+    {"variant", cmd_variant, 0,
+     "--kind trace-free|traced|probe [--region R,...] [--op OPID [--occurrence N]] [-o OUT] "
+     "SPEC|FILE.ptx|FILE.cu",
+     "write a measurement variant's PTX (trace-free, traced, or the probe of one async site)",
+     NULL, cmd_variant_opts},
     {"trace", cmd_trace, 0, "[--region R] [--scope K=V,...] [--timeline FILE] SPEC | --evidence FILE", "run the traced variant once and print the per-region timing table", NULL, cmd_trace_opts},
     {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
@@ -85,26 +92,108 @@ const char *ag_cli_get(const ag_cli *cli, const char *name) {
 
 int ag_cli_flag(const ag_cli *cli, const char *name) { return ag_cli_get(cli, name) != NULL; }
 
+/* What a failing command said, for the --json error object. */
+static struct {
+  ag_str msg;       /* the first error message */
+  json_t *diags;    /* the diagnostics printed */
+  int printed_json; /* the command printed JSON on stdout */
+} errs = {AG_STR_INIT, NULL, 0};
+
+void ag_cli_note_error(const char *msg) {
+  if (!errs.msg.len && msg)
+    ag_str_puts(&errs.msg, msg);
+}
+
+/* "argus CMD: msg[: error text]" on stderr, noted for --json. */
+static void vreport(const ag_cli *cli, int err, const char *fmt, va_list ap) {
+  ag_str m = AG_STR_INIT;
+  ag_str_vprintf(&m, fmt, ap);
+  if (err)
+    ag_str_printf(&m, ": %s", ag_strerror(err));
+  if (cli && cli->cmd)
+    fprintf(stderr, "argus %s: %s\n", cli->cmd->name, ag_str_cstr(&m));
+  else
+    fprintf(stderr, "argus: %s\n", ag_str_cstr(&m));
+  ag_cli_note_error(ag_str_cstr(&m));
+  ag_str_release(&m);
+}
+
 int ag_cli_usage_error(const ag_cli *cli, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "argus %s: ", cli && cli->cmd ? cli->cmd->name : "");
-  vfprintf(stderr, fmt, ap);
+  vreport(cli, 0, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\n(see 'argus %s --help')\n", cli && cli->cmd ? cli->cmd->name : "");
+  fprintf(stderr, "(see 'argus %s --help')\n", cli && cli->cmd ? cli->cmd->name : "");
   return AG_EXIT_USAGE;
 }
 
 int ag_cli_fail(const ag_cli *cli, int err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "argus %s: ", cli->cmd->name);
-  vfprintf(stderr, fmt, ap);
+  vreport(cli, err, fmt, ap);
   va_end(ap);
-  if (err)
-    fprintf(stderr, ": %s", ag_strerror(err));
-  fprintf(stderr, "\n");
   return AG_EXIT_FAIL;
+}
+
+int ag_cli_input_exit(int err) {
+  switch (err) {
+  case AG_EPARSE:
+  case AG_EINVAL:
+  case AG_ENOTFOUND:
+  case AG_EISDIR:
+  case AG_EIO:
+  case AG_ERANGE:
+  case AG_ECORRUPT:
+    return AG_EXIT_USAGE;
+  default:
+    return AG_EXIT_FAIL;
+  }
+}
+
+int ag_cli_fail_input(const ag_cli *cli, int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(cli, err, fmt, ap);
+  va_end(ap);
+  return ag_cli_input_exit(err);
+}
+
+void ag_cli_error(const ag_cli *cli, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(cli, 0, fmt, ap);
+  va_end(ap);
+}
+
+static const char *errno_text(int e) {
+  return e == ENOENT ? "no such file" : e == EACCES ? "permission denied" : strerror(e);
+}
+
+int ag_cli_file_problem(const char *path, const char **why) {
+  struct stat st;
+  *why = NULL;
+  if (stat(path, &st) != 0) {
+    int e = errno;
+    *why = errno_text(e);
+    return e == ENOENT ? AG_ENOTFOUND : AG_EIO;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = "it is a directory, not a file";
+    return AG_EISDIR;
+  }
+  if (access(path, R_OK) != 0) {
+    *why = errno_text(errno);
+    return AG_EIO;
+  }
+  return 0;
+}
+
+int ag_cli_input_file(const ag_cli *cli, const char *path) {
+  const char *why;
+  if (!ag_cli_file_problem(path, &why))
+    return 0;
+  ag_cli_error(cli, "cannot read '%s': %s", path, why);
+  return AG_EXIT_USAGE;
 }
 
 void ag_cli_print_diags(const ag_diags *d) {
@@ -112,6 +201,11 @@ void ag_cli_print_diags(const ag_diags *d) {
   ag_diags_format(d, &s);
   fputs(ag_str_cstr(&s), stderr);
   ag_str_release(&s);
+  json_t *a = ag_diags_to_json(d);
+  if (!errs.diags)
+    errs.diags = json_array();
+  json_array_extend(errs.diags, a);
+  json_decref(a);
 }
 
 int ag_cli_print_json(json_t *j) {
@@ -120,7 +214,36 @@ int ag_cli_print_json(json_t *j) {
     return AG_ENOMEM;
   puts(s);
   free(s);
+  errs.printed_json = 1;
   return 0;
+}
+
+/* The command's end: with --json, a failure that printed no JSON prints the
+ * error object (what it said on stderr) on stdout. Returns rc. */
+static int finish(const ag_cli *cli, int rc) {
+  if (cli->json && rc != AG_EXIT_OK && !errs.printed_json) {
+    const char *msg = errs.msg.len ? ag_str_cstr(&errs.msg) : NULL;
+    for (size_t i = 0; !msg && i < json_array_size(errs.diags); i++)
+      msg = json_string_value(json_object_get(json_array_get(errs.diags, i), "message"));
+    json_t *j = json_pack("{s:s,s:s?,s:i,s:s,s:O?}", "schema", "argus.error/1", "command",
+                          cli->cmd ? cli->cmd->name : NULL, "exit_code", rc, "error",
+                          msg ? msg : "failed", "diagnostics", errs.diags);
+    if (j && !errs.diags)
+      json_object_set_new(j, "diagnostics", json_array());
+    if (j)
+      ag_cli_print_json(j);
+    json_decref(j);
+  }
+  json_decref(errs.diags);
+  errs.diags = NULL;
+  ag_str_release(&errs.msg);
+  fflush(stdout);
+  return rc;
+}
+
+/* A negative number ("-3") is an operand, not an option. */
+static int is_negative_number(const char *a) {
+  return a[0] == '-' && a[1] >= '0' && a[1] <= '9';
 }
 
 static void stderr_sink(ag_log_level lvl, const char *file, int line, const char *msg,
@@ -171,15 +294,19 @@ int main(int argc, char **argv) {
   ag_cli cli;
   memset(&cli, 0, sizeof cli);
   int i = 1;
+  /* --json anywhere before "--" asks for JSON errors too, even about the
+   * options that precede it */
+  for (int k = 1; k < argc && strcmp(argv[k], "--"); k++)
+    cli.json |= !strcmp(argv[k], "--json");
   /* global options before the command */
   for (; i < argc && argv[i][0] == '-'; i++) {
     const char *val = NULL;
     int err = 0;
     int k = match_opt(global_opts, argc, argv, &i, &val, &err);
     if (k < 0 || err) {
-      fprintf(stderr, "argus: unknown or incomplete option '%s'\n", argv[i]);
+      ag_cli_error(NULL, "unknown or incomplete option '%s'", argv[i]);
       main_usage(stderr);
-      return AG_EXIT_USAGE;
+      return finish(&cli, AG_EXIT_USAGE);
     }
     if (!strcmp(global_opts[k].name, "json")) cli.json = 1;
     else if (!strcmp(global_opts[k].name, "workspace")) cli.workspace = val;
@@ -187,8 +314,9 @@ int main(int argc, char **argv) {
     else { main_usage(stdout); return AG_EXIT_OK; }
   }
   if (i >= argc) {
+    ag_cli_note_error("no command given");
     main_usage(stderr);
-    return AG_EXIT_USAGE;
+    return finish(&cli, AG_EXIT_USAGE);
   }
   if (!strcmp(argv[i], "help")) {
     main_usage(stdout);
@@ -198,17 +326,17 @@ int main(int argc, char **argv) {
     if (!strcmp(commands[c].name, argv[i]))
       cli.cmd = &commands[c];
   if (!cli.cmd) {
-    fprintf(stderr, "argus: unknown command '%s'\n", argv[i]);
+    ag_cli_error(NULL, "unknown command '%s'", argv[i]);
     main_usage(stderr);
-    return AG_EXIT_USAGE;
+    return finish(&cli, AG_EXIT_USAGE);
   }
   prog_cmd = cli.cmd->name;
   int only_pos = 0;
   for (i++; i < argc; i++) {
     const char *a = argv[i];
-    if (only_pos || a[0] != '-' || a[1] == 0) {
+    if (only_pos || a[0] != '-' || a[1] == 0 || is_negative_number(a)) {
       if (cli.npos >= AG_CLI_MAX_POS)
-        return ag_cli_usage_error(&cli, "too many arguments");
+        return finish(&cli, ag_cli_usage_error(&cli, "too many arguments"));
       cli.pos[cli.npos++] = a;
       continue;
     }
@@ -221,15 +349,17 @@ int main(int argc, char **argv) {
     int k = match_opt(cli.cmd->opts, argc, argv, &i, &val, &err);
     if (k >= 0) {
       if (err == 1)
-        return ag_cli_usage_error(&cli, "option '--%s' takes no value", cli.cmd->opts[k].name);
+        return finish(&cli, ag_cli_usage_error(&cli, "option '--%s' takes no value",
+                                               cli.cmd->opts[k].name));
       if (err == 2)
-        return ag_cli_usage_error(&cli, "option '%s' needs a value (%s)", a, cli.cmd->opts[k].arg);
+        return finish(&cli, ag_cli_usage_error(&cli, "option '%s' needs a value (%s)", a,
+                                               cli.cmd->opts[k].arg));
       cli.values[k] = val;
       continue;
     }
     k = match_opt(global_opts, argc, argv, &i, &val, &err);
     if (k < 0 || err)
-      return ag_cli_usage_error(&cli, "unknown or incomplete option '%s'", a);
+      return finish(&cli, ag_cli_usage_error(&cli, "unknown or incomplete option '%s'", a));
     if (!strcmp(global_opts[k].name, "json")) cli.json = 1;
     else if (!strcmp(global_opts[k].name, "workspace")) cli.workspace = val;
     else if (!strcmp(global_opts[k].name, "verbose")) cli.verbose++;
@@ -244,6 +374,5 @@ int main(int argc, char **argv) {
   int rc = cli.cmd->fn(&cli);
   ag_trace_end(cli.cmd->name);
   ag_trace_flush();
-  fflush(stdout);
-  return rc;
+  return finish(&cli, rc);
 }
