@@ -41,10 +41,25 @@ enum {
  * Returns the length, or a negative code (out is then ""). */
 int ag_demangle(const char *mangled, char *out, size_t cap, int form);
 
+/* A region path ("<kernel>/mainloop/loads") for people: its kernel part in
+ * the short form when it is a mangled name, the rest as is; the path
+ * unchanged (truncated to cap) when it is not mangled or not demangled.
+ * Returns the length written. */
+size_t ag_demangle_path(const char *qname, char *out, size_t cap);
+
 /* How many leading bytes of `query` name the kernel `mangled`: the mangled
  * name itself, its full or its short demangling, followed in query by '/'
  * (a region path) or its end. 0 when query does not start with that kernel. */
 size_t ag_demangle_prefix(const char *mangled, const char *query);
+
+/* A region path as the user wrote it ("gemm::sgemm<128, 128, 8, float>/loads",
+ * or the full demangled signature) rewritten with the mangled kernel name
+ * of kernels[0..n) whose spelling it starts with, into out. Returns 1 when
+ * it rewrote, 0 when the query names no kernel by a demangled spelling (out
+ * is then a copy of query; a mangled or plain name needs no rewriting), or
+ * AG_DEMANGLE_EFULL when out is too small. */
+int ag_demangle_resolve(const char *query, const char *const *kernels, int n, char *out,
+                        size_t cap);
 
 #ifdef __cplusplus
 }

@@ -84,6 +84,10 @@ int ag_evidence_load(const char *path, ag_diags *diags, ag_evidence **out);
 int ag_evidence_load_mem(const void *data, size_t len, const char *name,
                          ag_diags *diags, ag_evidence **out);
 void ag_evidence_free(ag_evidence *ev);
+/* The name reports give role index `role`: ev->roles[role], or "all" for -1
+ * (code that no role marker dominates: what every warp runs before the roles
+ * split, e.g. a kernel's prologue). Borrowed, never NULL. */
+const char *ag_evidence_role_name(const ag_evidence *ev, int role);
 
 /* ---------------------------------------------------------- occurrences */
 

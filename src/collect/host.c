@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "argus/demangle.h"
 #include "argus/evidence.h"
 #include "evwrite.h"
 
@@ -71,10 +72,18 @@
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)
 
+/* Optional (CUDA 12.4+): the kernel lookup by a demangled name lists the
+ * module's functions; without them only exact names are found. */
+#define AG_CU_OPTIONAL(X)                                                      \
+  X(cuModuleGetFunctionCount)                                                  \
+  X(cuModuleEnumerateFunctions)                                                \
+  X(cuFuncGetName)
+
 typedef struct cu_api {
   void *lib;
 #define AG__FP(fn) __typeof__(&fn) fn;
   AG_CU_FUNCS(AG__FP)
+  AG_CU_OPTIONAL(AG__FP)
 #undef AG__FP
 } cu_api;
 
@@ -199,6 +208,9 @@ static int load_driver(ag_host *h) {
   }
   AG_CU_FUNCS(AG__LOAD)
 #undef AG__LOAD
+#define AG__LOAD_OPT(fn) *(void **)(&h->cu.fn) = dlsym(h->cu.lib, AG__STR(fn));
+  AG_CU_OPTIONAL(AG__LOAD_OPT)
+#undef AG__LOAD_OPT
   return 0;
 }
 
@@ -586,26 +598,64 @@ int ag_host_load_image(ag_host *h, const void *image, const char *name,
 
 int ag_host_module_traced(const ag_host_module *m) { return m && m->traced; }
 
+/* 1 when `name` is the mangled `sym` or one of its demangled spellings. */
+static int names_kernel(const char *sym, const char *name) {
+  return sym && (strcmp(sym, name) == 0 || ag_demangle_prefix(sym, name) == strlen(name));
+}
+
+/* The module's function whose mangled name demangles to `name`
+ * ("gemm::sgemm<128, 128, 8, float>" or the full signature). */
+static CUresult find_demangled(ag_host *h, CUmodule mod, const char *name, CUfunction *fn,
+                               const char **sym) {
+  unsigned n = 0;
+  if (!h->cu.cuModuleGetFunctionCount || !h->cu.cuModuleEnumerateFunctions ||
+      !h->cu.cuFuncGetName || h->cu.cuModuleGetFunctionCount(&n, mod) != CUDA_SUCCESS ||
+      n == 0 || n > 65536)
+    return CUDA_ERROR_NOT_FOUND;
+  CUfunction *fs = calloc(n, sizeof *fs);
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  if (fs && h->cu.cuModuleEnumerateFunctions(fs, n, mod) == CUDA_SUCCESS)
+    for (unsigned i = 0; i < n && r != CUDA_SUCCESS; i++) {
+      const char *s = NULL;
+      if (h->cu.cuFuncGetName(&s, fs[i]) == CUDA_SUCCESS && names_kernel(s, name)) {
+        *fn = fs[i];
+        *sym = s;
+        r = CUDA_SUCCESS;
+      }
+    }
+  free(fs);
+  return r;
+}
+
 int ag_host_kernel_get(ag_host_module *m, const char *name, ag_host_kernel **out) {
   ag_host *h = m->h;
   *out = NULL;
   for (ag_host_kernel *k = m->kernels; k; k = k->next)
-    if (strcmp(k->name, name) == 0) {
+    if (names_kernel(k->name, name)) {
       *out = k;
       return 0;
     }
   ag_host_kernel *k = calloc(1, sizeof *k);
-  if (!k || !(k->name = strdup(name))) {
+  if (!k) {
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  const char *sym = name; /* the evidence names kernels by their symbol */
+  CUresult r = h->cu.cuModuleGetFunction(&k->fn, m->mod, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    r = find_demangled(h, m->mod, name, &k->fn, &sym);
+  if (r == CUDA_SUCCESS && !(k->name = strdup(sym))) {
     free(k);
     setmsg(h, "out of memory");
     return AG_HOST_ENOMEM;
   }
-  CUresult r = h->cu.cuModuleGetFunction(&k->fn, m->mod, name);
   if (r != CUDA_SUCCESS) {
     free(k->name);
     free(k);
     if (r == CUDA_ERROR_NOT_FOUND) {
-      setmsg(h, "kernel '%s' not found in module '%s'", name, m->name);
+      setmsg(h, "kernel '%s' not found in module '%s' (give its symbol or its demangled name, "
+                "e.g. 'ns::kern<128>')",
+             name, m->name);
       return fail(h, AG_HOST_ENOTFOUND);
     }
     return fail(h, cu_fail(h, r, "cuModuleGetFunction"));

@@ -562,3 +562,50 @@ size_t ag_demangle_prefix(const char *mangled, const char *query) {
   }
   return 0;
 }
+
+size_t ag_demangle_path(const char *qname, char *out, size_t cap) {
+  if (!out || !cap)
+    return 0;
+  out[0] = 0;
+  if (!qname)
+    return 0;
+  const char *slash = strchr(qname, '/'); /* a mangled name has no '/' */
+  size_t rl = slash ? (size_t)(slash - qname) : strlen(qname);
+  char root[4096];
+  int n = -1;
+  if (rl < sizeof root && !strncmp(qname, "_Z", 2)) {
+    memcpy(root, qname, rl);
+    root[rl] = 0;
+    n = ag_demangle(root, out, cap, AG_DEMANGLE_SHORT);
+  }
+  if (n < 0) {
+    n = 0;
+    rl = 0;
+  }
+  size_t k = (size_t)n, rest = strlen(qname + rl);
+  if (k + rest >= cap)
+    rest = cap - 1 - k;
+  memcpy(out + k, qname + rl, rest);
+  out[k + rest] = 0;
+  return k + rest;
+}
+
+int ag_demangle_resolve(const char *query, const char *const *kernels, int n, char *out,
+                        size_t cap) {
+  if (!query || !out || !cap)
+    return AG_DEMANGLE_EINVAL;
+  int hit = -1;
+  size_t at = 0;
+  for (int i = 0; i < n && hit < 0; i++) {
+    size_t k = kernels[i] ? ag_demangle_prefix(kernels[i], query) : 0;
+    if (k && strncmp(query, kernels[i], k)) /* by a demangled spelling */
+      hit = i, at = k;
+  }
+  const char *head = hit >= 0 ? kernels[hit] : "";
+  size_t hl = strlen(head), rest = strlen(query + at);
+  if (hl + rest + 1 > cap)
+    return AG_DEMANGLE_EFULL;
+  memcpy(out, head, hl);
+  memcpy(out + hl, query + at, rest + 1);
+  return hit >= 0;
+}

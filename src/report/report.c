@@ -6,6 +6,8 @@
  */
 #include "argus/report.h"
 
+#include "argus/demangle.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -207,14 +209,17 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
   }
   qsort(rk, nr, sizeof *rk, cmp_rank);
   json_t *q = json_object_get(root, "query");
-  ag_str_printf(out, "observe %s on %s", json_string_value(json_object_get(q, "region")),
-                json_string_value(json_object_get(root, "program")));
+  char qd[512];
+  ag_demangle_path(json_string_value(json_object_get(q, "region")), qd, sizeof qd);
+  ag_str_printf(out, "observe %s on %s", qd, json_string_value(json_object_get(root, "program")));
   const char *sc = json_string_value(json_object_get(q, "scope"));
   if (sc && *sc)
     ag_str_printf(out, " {%s}", sc);
   ag_str_putc(out, '\n');
   for (size_t k = 0; k < nr; k++) {
-    ag_str_printf(out, "%s\n", rk[k].name);
+    char disp[512];
+    ag_demangle_path(rk[k].name, disp, sizeof disp);
+    ag_str_printf(out, "%s\n", disp);
     for (size_t i = 0; i < n; i++) {
       json_t *v = json_array_get(values, i);
       const char *reg = json_string_value(json_object_get(v, "region"));

@@ -433,7 +433,7 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
       }
       for (int k = 0; k < rs[i].nrole; k++) {
         int ri = rs[i].by_role[k].key;
-        json_object_set_new(by_role, ri >= 0 ? ev->roles[ri] : "(none)",
+        json_object_set_new(by_role, ag_evidence_role_name(ev, ri),
                             json_pack("{s:I,s:f,s:f}", "count",
                                       (json_int_t)rs[i].by_role[k].ns.count, "total",
                                       rs[i].by_role[k].ns.total, "mean",
@@ -785,6 +785,26 @@ static int module_ptx(const ag_spec *spec, ag_diags *d, ag_str *ptx) {
   return ag_spec_compile_ptx(spec->cuda, (const char *const *)spec->flags, d, ptx);
 }
 
+/* A region named with a demangled kernel spelling ("gemm::sgemm<128, 128,
+ * 8, float>/loads"): the plan is rebuilt for the mangled name the PTX uses. */
+static int resolve_region(const ag_str *ptx, ag_query *q, ag_diags *d, ag_plan **p,
+                          char **region) {
+  ag_ptx_module *m = NULL;
+  ag_diags pd;
+  ag_diags_init(&pd);
+  int rc = 0;
+  if (ag_ptx_parse(ptx->p, ptx->len, "module", &pd, &m) == 0 &&
+      (rc = ag_ptx_resolve_region(m, q->region, region)) == 0 && strcmp(*region, q->region)) {
+    q->region = *region;
+    ag_plan_free(*p);
+    *p = NULL;
+    rc = ag_plan_build(q, "", d, p);
+  }
+  ag_ptx_module_free(m); /* (a parse error is discovery's to report) */
+  ag_diags_release(&pd);
+  return rc;
+}
+
 int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   memset(res, 0, sizeof *res);
   obs ob;
@@ -792,6 +812,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ob.o = o;
   ag_str ptx = AG_STR_INIT, tmp = AG_STR_INIT;
   ag_plan *p = NULL;
+  char *region = NULL;
   int rc;
   ag_query q = {o->region, o->signals, o->nsignals, {{0}, {{0}}}};
   if ((rc = ag_scope_parse(o->scope, &q.scope, d)))
@@ -804,7 +825,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_trace_begin("build module");
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
-  if (rc)
+  if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)))
     goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",
@@ -917,5 +938,6 @@ out:
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);
+  ag_free(region);
   return rc;
 }

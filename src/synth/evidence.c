@@ -431,3 +431,7 @@ int ag_evidence_find_region(const ag_evidence *ev, const char *name) {
     }
   return found;
 }
+
+const char *ag_evidence_role_name(const ag_evidence *ev, int role) {
+  return ev && role >= 0 && role < ev->nroles ? ev->roles[role] : "all";
+}

@@ -5,13 +5,16 @@
  * from the repository root, with the stand-in driver (fake_cuda.c, as
  * libcuda.so.1 through LD_LIBRARY_PATH) and the fake harness built as a
  * program. Also the spec loader's rule for "run"'s argv[0] and the process
- * runner's rule for relative paths when the child changes directory.
+ * runner's rule for relative paths when the child changes directory; and
+ * template kernels by their demangled names: in --region (argus trace, argus
+ * observe's plan), in the host runtime's kernel lookup, in the reports.
  */
 #include "check.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "argus/observe.h"
 #include "argus/spec.h"
 #include "../trace/trace_util.h"
 
@@ -124,6 +127,129 @@ TEST(trace_from_the_repository_root) {
   ag_str_release(&e);
 }
 
+static const char *const TMPL = "_ZN4gemm5sgemmILi128ELi128ELi8EfEEvPT2_PKS1_S4_i";
+
+/* root/tmpl/: overhead.ptx with its first kernel renamed to a template
+ * kernel's mangled name, the fake harness launching `kernel` */
+static void template_project(const char *kernel) {
+  char p[600], from[1024];
+  snprintf(p, sizeof p, "%s/tmpl/bin", root);
+  ag_mkdir_p(p, 0755);
+  build_path(from, sizeof from, "tests/probes/fake_harness_exe");
+  snprintf(p, sizeof p, "%s/tmpl/bin/fake_harness_exe", root);
+  CHECK_EQ_INT(copy_file(from, p), 0);
+  CHECK_EQ_INT(chmod(p, 0755), 0);
+  build_path(from, sizeof from, "tests/data/ptx/overhead.ptx");
+  char *ptx = NULL;
+  size_t n = 0;
+  CHECK_EQ_INT(ag_file_read(from, &ptx, &n), 0);
+  ag_str m = AG_STR_INIT;
+  for (const char *q = ptx ? ptx : ""; *q;) {
+    const char *hit = strstr(q, "overhead_compute");
+    if (!hit) {
+      ag_str_puts(&m, q);
+      break;
+    }
+    ag_str_append(&m, q, (size_t)(hit - q));
+    ag_str_puts(&m, "_Z4workILi64EEvPfi");
+    q = hit + strlen("overhead_compute");
+  }
+  snprintf(p, sizeof p, "%s/tmpl/m.ptx", root);
+  CHECK_EQ_INT(ag_file_write_atomic(p, m.p, m.len), 0);
+  ag_str_release(&m);
+  ag_free(ptx);
+  ag_str spec = AG_STR_INIT;
+  ag_str_printf(&spec, "{\"name\": \"t\", \"module\": {\"ptx\": \"m.ptx\"},\n"
+                       " \"run\": [\"./bin/fake_harness_exe\", \"template\", \"x\", \"%s\"]}\n",
+                kernel);
+  snprintf(p, sizeof p, "%s/tmpl/spec.json", root);
+  CHECK_EQ_INT(ag_file_write_atomic(p, spec.p, spec.len), 0);
+  ag_str_release(&spec);
+}
+
+TEST(template_kernels_by_demangled_name) {
+  template_project("gemm::sgemm<128, 128, 8, float>");
+  ag_str o = AG_STR_INIT, e = AG_STR_INIT;
+  /* --region with the kernel demangled; the harness asks for its kernel
+   * demangled too, and the host runtime finds the mangled symbol */
+  const char *a[] = {"--json", "trace", "tmpl/spec.json", "--region", "work<64>/work", NULL};
+  int rc = argus_in(root, a, &o, &e);
+  if (rc)
+    fprintf(stderr, "%s\n", ag_str_cstr(&e));
+  CHECK_EQ_INT(rc, 0);
+  json_t *j = json_loads(ag_str_cstr(&o), 0, NULL);
+  CHECK(j != NULL);
+  json_t *L = json_array_get(json_object_get(j, "launches"), 0);
+  CHECK_EQ_STR(json_string_value(json_object_get(L, "kernel")), TMPL); /* JSON keeps it */
+  CHECK_EQ_STR(json_string_value(json_object_get(L, "demangled")),
+               "void gemm::sgemm<128, 128, 8, float>(float*, float const*, float const*, int)");
+  size_t i;
+  json_t *g;
+  int seen = 0;
+  json_array_foreach(json_object_get(j, "regions"), i, g) {
+    const char *q = json_string_value(json_object_get(g, "region"));
+    const char *dp = json_string_value(json_object_get(g, "display"));
+    CHECK(q && !strncmp(q, "_Z4workILi64EEvPfi/work", 23)); /* only the selected subtree */
+    CHECK(dp && !strncmp(dp, "work<64>/work", 13));
+    seen++;
+  }
+  CHECK_EQ_INT(seen, 2); /* work and work/step */
+  const char *rd = json_string_value(json_object_get(json_object_get(j, "provenance"), "run_dir"));
+  char ev[1400];
+  snprintf(ev, sizeof ev, "%s%s%s/trace.agev", rd && rd[0] == '/' ? "" : root,
+           rd && rd[0] == '/' ? "" : "/", rd ? rd : "");
+  json_decref(j);
+  /* the text report on that evidence: demangled names, --region demangled */
+  ag_str_clear(&o);
+  ag_str_clear(&e);
+  const char *a2[] = {"trace", "--evidence", ev, "--region", "gemm::sgemm<128, 128, 8, float>",
+                      NULL};
+  CHECK_EQ_INT(argus_in(root, a2, &o, &e), 1); /* a launch's kernel, not a region */
+  CHECK_CONTAINS(ag_str_cstr(&e), "no region 'gemm::sgemm<128, 128, 8, float>'");
+  ag_str_clear(&o);
+  ag_str_clear(&e);
+  const char *a3[] = {"trace", "--evidence", ev, "--region", "void work<64>(float*, int)", NULL};
+  CHECK_EQ_INT(argus_in(root, a3, &o, &e), 0);
+  CHECK_CONTAINS(ag_str_cstr(&o), "\nwork<64>/work/step ");
+  CHECK_CONTAINS(ag_str_cstr(&o), "launch 0: gemm::sgemm<128, 128, 8, float> ");
+  { /* the table and the launch lines (the anomalies quote the evidence) */
+    const char *an = strstr(ag_str_cstr(&o), "anomal");
+    const char *z = strstr(ag_str_cstr(&o), "_Z");
+    if (z && (!an || z < an))
+      fprintf(stderr, "a mangled name in the text report:\n%s", ag_str_cstr(&o));
+    CHECK(!z || (an && z > an));
+  }
+  /* a kernel the module does not have, by a demangled name: the harness
+   * fails saying so */
+  template_project("gemm::sgemm<64, 32, 16, double>");
+  ag_str_clear(&o);
+  ag_str_clear(&e);
+  const char *a4[] = {"trace", "tmpl/spec.json", NULL};
+  CHECK_EQ_INT(argus_in(root, a4, &o, &e), 1);
+  CHECK_CONTAINS(ag_str_cstr(&e), "kernel 'gemm::sgemm<64, 32, 16, double>' not found");
+  ag_str_release(&o);
+  ag_str_release(&e);
+  /* argus observe / plan: the region by its demangled kernel name */
+  char spec[700], wsd[700];
+  snprintf(spec, sizeof spec, "%s/tmpl/spec.json", root);
+  snprintf(wsd, sizeof wsd, "%s/ws", root);
+  const char *sigs[] = {"duration"};
+  ag_observe_opts oo = {.spec = spec, .workspace = wsd, .region = "work<64>/work/step",
+                        .signals = sigs, .nsignals = 1, .plan_only = 1, .ndevices = 0,
+                        .timeout_s = 30};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  CHECK_EQ_INT(ag_observe(&oo, &d, &r), 0);
+  for (size_t k = 0; r.plan && k < r.plan->tasks.n; k++)
+    if (!strcmp(r.plan->tasks.v[k]->op, "discover")) {
+      CHECK_EQ_INT(r.plan->tasks.v[k]->status, AG_TS_OK);
+      CHECK_EQ_STR(r.plan->tasks.v[k]->region, "_Z4workILi64EEvPfi/work/step");
+    }
+  ag_observe_result_release(&r);
+  ag_diags_release(&d);
+}
+
 TEST(spec_resolves_the_harness_path) {
   ag_diags d;
   ag_diags_init(&d);
@@ -191,5 +317,6 @@ static void setup(void) {
 static void teardown(void) __attribute__((destructor));
 static void teardown(void) { tu_rm_rf(root); }
 
-RUN_TESTS(T(trace_from_the_repository_root), T(spec_resolves_the_harness_path),
+RUN_TESTS(T(trace_from_the_repository_root), T(template_kernels_by_demangled_name),
+          T(spec_resolves_the_harness_path),
           T(proc_paths_are_the_callers))
