@@ -541,7 +541,10 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       const char *sig = json_string_value(json_object_get(v, "signal"));
       const char *stat = json_string_value(json_object_get(v, "stat"));
       const char *unit = json_string_value(json_object_get(v, "unit"));
-      if (json_is_number(val))
+      const char *flag = json_string_value(json_object_get(v, "flag"));
+      if (flag && json_is_number(val))
+        ag_report_add_flagged(r, reg, sig, stat, json_number_value(val), unit, qual, flag, &pv);
+      else if (json_is_number(val))
         ag_report_add(r, reg, sig, stat, json_number_value(val), unit, qual, -1, &pv);
       else
         ag_report_add_json(r, reg, sig, stat, json_incref(val), unit, qual, &pv);

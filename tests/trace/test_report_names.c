@@ -6,7 +6,10 @@
  */
 #include "check.h"
 
+#include <math.h>
+
 #include "argus/demangle.h"
+#include "argus/report.h"
 #include "argus/report_trace.h"
 #include "argus/synth.h"
 #include "trace_util.h"
@@ -55,4 +58,31 @@ TEST(region_paths_demangled) {
   CHECK_EQ_STR(b, "plain/w");
 }
 
-RUN_TESTS(T(unroled_code_reads_all), T(region_paths_demangled))
+TEST(flagged_values_are_not_numbers) {
+  const char *sigs[] = {"async_latency"};
+  ag_query q = {"loads", sigs, 1, {{0}, {{0}}}};
+  ag_report *r = ag_report_new(&q, "p@1");
+  CHECK(r != NULL);
+  if (!r)
+    return;
+  CHECK_EQ_INT(ag_report_add(r, "k/loads", "async_latency", "latency[a@0]", 512.5, "ns",
+                             AG_QUAL_DERIVED, -1, NULL),
+               0);
+  CHECK_EQ_INT(ag_report_add_flagged(r, "k/loads", "async_latency", "hidden[a@0]", -54.25, "ns",
+                                     AG_QUAL_DERIVED, "negative: exposed > latency", NULL),
+               0);
+  json_t *j = ag_report_to_json(r);
+  json_t *v = json_array_get(json_object_get(j, "values"), 1);
+  CHECK(json_is_null(json_object_get(v, "value"))); /* never a plain number */
+  CHECK(fabs(json_number_value(json_object_get(v, "raw")) + 54.25) < 1e-9);
+  CHECK_EQ_STR(json_string_value(json_object_get(v, "flag")), "negative: exposed > latency");
+  ag_str t = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_json_text(j, &t), 0);
+  CHECK_CONTAINS(ag_str_cstr(&t), "hidden[a@0] flagged (raw -54.2 ns): negative: exposed > latency");
+  CHECK_CONTAINS(ag_str_cstr(&t), "latency[a@0] 512.5 ns");
+  ag_str_release(&t);
+  json_decref(j);
+  ag_report_free(r);
+}
+
+RUN_TESTS(T(unroled_code_reads_all), T(region_paths_demangled), T(flagged_values_are_not_numbers))
