@@ -72,12 +72,16 @@
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)
 
-/* Optional (CUDA 12.4+): the kernel lookup by a demangled name lists the
- * module's functions; without them only exact names are found. */
+/* Optional: the kernel lookup by a demangled name lists the module's
+ * functions (CUDA 12.4+; without them only exact names are found), and a
+ * recorded launch notes its kernel's registers, static shared memory and
+ * the driver's occupancy (without them the evidence omits them). */
 #define AG_CU_OPTIONAL(X)                                                      \
   X(cuModuleGetFunctionCount)                                                  \
   X(cuModuleEnumerateFunctions)                                                \
-  X(cuFuncGetName)
+  X(cuFuncGetName)                                                             \
+  X(cuFuncGetAttribute)                                                        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 typedef struct cu_api {
   void *lib;
@@ -95,6 +99,7 @@ typedef struct launch_rec {
   unsigned grid[3], block[3], shared_bytes;
   uint32_t warps, warps_per_cta, cap; /* cap: records a warp keeps */
   CUdeviceptr records, meta;          /* records: warp_slots(cap) per warp */
+  int have_attrs, registers, static_smem, have_occ, occ_ctas; /* as the driver says */
 } launch_rec;
 
 /* Record slots per warp for cap kept records: the last is the probe's
@@ -710,6 +715,23 @@ static int bind_desc(ag_host *h, ag_host_module *m, ag_ev_desc *slot, void *stre
   return 0;
 }
 
+/* The kernel's registers and static shared memory and the driver's CTAs
+ * per SM for this launch's block and dynamic shared memory, when the driver
+ * has the calls (the report computes occupancy and compares). */
+static void note_resources(ag_host *h, ag_host_kernel *k, unsigned threads, unsigned smem,
+                           launch_rec *lr) {
+  int regs = 0, st = 0, n = 0;
+  lr->have_attrs = h->cu.cuFuncGetAttribute &&
+                   h->cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn) == 0 &&
+                   h->cu.cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn) == 0;
+  lr->registers = regs;
+  lr->static_smem = st;
+  lr->have_occ = h->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+                 h->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, k->fn, (int)threads,
+                                                                   smem) == 0;
+  lr->occ_ctas = n;
+}
+
 /* Binds the descriptor of a recorded launch, or the "off" descriptor. */
 static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsigned smem,
                           void *stream) {
@@ -774,6 +796,7 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   lr->grid[0] = g.x, lr->grid[1] = g.y, lr->grid[2] = g.z;
   lr->block[0] = b.x, lr->block[1] = b.y, lr->block[2] = b.z;
   lr->shared_bytes = smem;
+  note_resources(h, k, (unsigned)threads, smem, lr);
   lr->warps = (uint32_t)warps;
   lr->warps_per_cta = (uint32_t)wpc;
   lr->cap = cap;
@@ -936,6 +959,11 @@ static int write_evidence(ag_host *h) {
     L.stride = (uint32_t)warp_slots(lr->cap);
     L.meta = meta;
     L.records = recs;
+    L.have_attrs = lr->have_attrs;
+    L.registers = lr->registers;
+    L.static_shared_bytes = lr->static_smem;
+    L.have_driver_ctas = lr->have_occ;
+    L.driver_ctas_per_sm = lr->occ_ctas;
     if ((rc = ag_evw_launch_add(w, &L, err, sizeof err))) {
       setmsg(h, "%s", err);
       goto out;

@@ -20,6 +20,48 @@ static void fmt_ns(char *buf, size_t n, double ns) {
     snprintf(buf, n, "%.1f ns", ns);
 }
 
+/* A launch's shared memory and the occupancy it and the registers allow
+ * (computed with the H100/H200 limits; the driver's own figure beside it).
+ * Nothing when the evidence did not record the kernel's resources. */
+static void launch_resources(const ag_ev_launch *L, ag_str *out) {
+  if (L->registers < 0)
+    return;
+  ag_occupancy_result oc;
+  unsigned threads = L->block[0] * L->block[1] * L->block[2];
+  ag_str_printf(out, "  shared memory %d B static + %u B dynamic, %d registers",
+                L->static_shared_bytes < 0 ? 0 : L->static_shared_bytes, L->shared_bytes,
+                L->registers);
+  unsigned st = (unsigned)(L->static_shared_bytes < 0 ? 0 : L->static_shared_bytes);
+  if (ag_occupancy(NULL, L->registers, threads, st, L->shared_bytes, &oc) == 0)
+    ag_str_printf(out, ": %d CTA%s per SM (limited by %s; %.0f %% of the warps)", oc.ctas,
+                  oc.ctas == 1 ? "" : "s", oc.limit, oc.occupancy * 100);
+  if (L->driver_ctas_per_sm >= 0)
+    ag_str_printf(out, "; the driver says %d%s", L->driver_ctas_per_sm,
+                  oc.ctas == L->driver_ctas_per_sm ? "" : " (differs: check the limits)");
+  ag_str_putc(out, '\n');
+}
+
+static json_t *launch_resources_json(const ag_ev_launch *L) {
+  if (L->registers < 0)
+    return json_null();
+  ag_occupancy_result oc;
+  unsigned threads = L->block[0] * L->block[1] * L->block[2];
+  unsigned st = (unsigned)(L->static_shared_bytes < 0 ? 0 : L->static_shared_bytes);
+  json_t *j = json_pack("{s:i,s:i,s:i}", "registers", L->registers, "static_shared_bytes", (int)st,
+                        "dynamic_shared_bytes", (int)L->shared_bytes);
+  if (ag_occupancy(NULL, L->registers, threads, st, L->shared_bytes, &oc) == 0)
+    json_object_set_new(j, "occupancy",
+                        json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:f,s:s}", "ctas_per_sm", oc.ctas,
+                                  "limit", oc.limit, "by_registers", oc.by_regs,
+                                  "by_shared_memory", oc.by_smem, "by_threads", oc.by_threads,
+                                  "by_ctas", oc.by_ctas, "warps_fraction", oc.occupancy,
+                                  "limits", "sm_90 (H100, H200)"));
+  json_object_set_new(j, "ctas_per_sm_driver",
+                      L->driver_ctas_per_sm >= 0 ? json_integer(L->driver_ctas_per_sm)
+                                                 : json_null());
+  return j;
+}
+
 int ag_report_trace_text(const ag_trace *t, const ag_scope *scope,
                          const ag_region_stats *rs, int n, ag_str *out) {
   const ag_evidence *ev = t->ev;
@@ -61,6 +103,7 @@ int ag_report_trace_text(const ag_trace *t, const ag_scope *scope,
                   ev->launches[i].grid[1], ev->launches[i].grid[2], ev->launches[i].block[0],
                   ev->launches[i].block[1], ev->launches[i].block[2], t->clocks[i].hz / 1e6,
                   t->clocks[i].source, ev->launches[i].dropped ? ", records dropped" : "");
+    launch_resources(&ev->launches[i], out);
   }
   if (t->dropped)
     ag_str_printf(out, "warning: %" PRIu64 " records dropped (buffers full): some occurrences "
@@ -128,8 +171,9 @@ json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
                   (json_int_t)L->nrecords, "dropped", (json_int_t)L->dropped, "clock_hz",
                   t->clocks[i].hz, "clock_source", t->clocks[i].source, "anchor_hz",
                   t->clocks[i].anchor_hz, "median_warp_span_ns", t->clocks[i].span_ns));
-    json_object_set_new(json_array_get(launches, json_array_size(launches) - 1), "demangled",
-                        dm);
+    json_t *lj = json_array_get(launches, json_array_size(launches) - 1);
+    json_object_set_new(lj, "demangled", dm);
+    json_object_set_new(lj, "resources", launch_resources_json(L));
   }
   json_t *anom = json_array();
   const char *a = ag_str_cstr(&t->anomalies);

@@ -479,7 +479,7 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
   static const char *const keys[][3] = {{"registers", "registers", "registers"},
                                         {"spill_store_bytes", "spill_stores", "bytes"},
                                         {"spill_load_bytes", "spill_loads", "bytes"},
-                                        {"smem_bytes", "shared_memory", "bytes"},
+                                        {"smem_bytes", "shared_memory_static", "bytes"},
                                         {"stack_bytes", "stack", "bytes"},
                                         {"barriers", "barriers", "count"}};
   json_array_foreach(funcs, i, f) {
@@ -489,6 +489,11 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
       if (json_is_integer(v) && json_integer_value(v) >= 0) /* -1: not in the log */
         value(vals, name, "static", keys[k][1], json_incref(v), keys[k][2], "observed");
     }
+    /* the compiler knows the static part only */
+    value(vals, name, "static", "shared_memory_dynamic",
+          json_string("set by each launch: 'argus trace' reports each recorded launch's "
+                      "dynamic shared memory and the CTAs per SM it allows"),
+          "", "observed");
   }
   json_decref(res);
   json_t *out = json_pack("{s:o}", "values", vals);

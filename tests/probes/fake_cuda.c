@@ -187,3 +187,22 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   *ms = 0.01f;
   OK;
 }
+
+/* a template kernel of 168 registers and 1,072 bytes of static shared memory
+ * (the issue's figures); the driver's occupancy by the same rules, so the
+ * report's computed and driver figures can be compared */
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+  (void)f;
+  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 168 : a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES ? 1072 : 0;
+  OK;
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads,
+                                                     size_t smem) {
+  (void)f;
+  /* 168 regs: 5376 per warp, 3 warps per sub-partition: 12 warps */
+  int warps = (threads + 31) / 32;
+  int by_regs = warps ? 12 / warps : 0;
+  int by_smem = (int)(233472 / (((size_t)1072 + smem + 1024 + 127) / 128 * 128));
+  *n = by_regs < by_smem ? by_regs : by_smem;
+  OK;
+}

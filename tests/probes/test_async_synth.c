@@ -133,7 +133,7 @@ static void write_ev(const char *path, const char *probes_json, int probe, int l
       m->launch = (uint32_t)l;
     }
     ag_evw_launch L = {(uint32_t)l, "tma_probe", {CTAS, 1, 1}, {WPC * 32, 1, 1}, 0, WARPS, WPC,
-                       cap, cap, meta, rec};
+                       cap, cap, meta, rec, 0, 0, 0, 0, 0};
     CHECK_EQ_INT(ag_evw_launch_add(w, &L, err, sizeof err), 0);
   }
   ag_jb j = {0};

@@ -183,6 +183,13 @@ TEST(template_kernels_by_demangled_name) {
   CHECK_EQ_STR(json_string_value(json_object_get(L, "kernel")), TMPL); /* JSON keeps it */
   CHECK_EQ_STR(json_string_value(json_object_get(L, "demangled")),
                "void gemm::sgemm<128, 128, 8, float>(float*, float const*, float const*, int)");
+  json_t *res = json_object_get(L, "resources");
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(res, "dynamic_shared_bytes")), 99328);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(res, "static_shared_bytes")), 1072);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(json_object_get(res, "occupancy"),
+                                                       "ctas_per_sm")),
+               2);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(res, "ctas_per_sm_driver")), 2);
   size_t i;
   json_t *g;
   int seen = 0;
@@ -212,6 +219,11 @@ TEST(template_kernels_by_demangled_name) {
   CHECK_EQ_INT(argus_in(root, a3, &o, &e), 0);
   CHECK_CONTAINS(ag_str_cstr(&o), "\nwork<64>/work/step ");
   CHECK_CONTAINS(ag_str_cstr(&o), "launch 0: gemm::sgemm<128, 128, 8, float> ");
+  /* the launch's shared memory as the harness made it, and the occupancy
+   * (the fake driver's kernel: 168 registers, 1,072 B static) */
+  CHECK_CONTAINS(ag_str_cstr(&o), "  shared memory 1072 B static + 99328 B dynamic, 168 "
+                                  "registers: 2 CTAs per SM (limited by shared memory; 6 % of "
+                                  "the warps); the driver says 2\n");
   { /* the table and the launch lines (the anomalies quote the evidence) */
     const char *an = strstr(ag_str_cstr(&o), "anomal");
     const char *z = strstr(ag_str_cstr(&o), "_Z");
