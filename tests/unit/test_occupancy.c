@@ -44,6 +44,12 @@ TEST(known_values) {
       {32, 128, 0, 49152, 4, "shared memory"},
       /* 64 regs x 256 threads: 2048/warp, 8 per sub-partition, 32 warps / 8 = 4 */
       {64, 256, 0, 0, 4, "registers"},
+      /* sub-partitions: 40 regs -> 1280/warp; 16384 / 1280 = 12 per sub-partition,
+       * 48 warps, 24 CTAs of 2 warps (65536 / 1280 = 51 would give 25) */
+      {40, 64, 0, 0, 24, "registers"},
+      /* the allocation unit: 33 regs -> 1056 rounded to 1280/warp: 24 CTAs
+       * (unrounded, 15 per sub-partition would give 30) */
+      {33, 64, 0, 0, 24, "registers"},
       /* 255 regs, 32 threads: 8160 -> 8192/warp, 2 per sub-partition, 8 warps */
       {255, 32, 0, 0, 8, "registers"},
       /* the largest CTA shared memory: 227 KB + 1 KB reserved = one CTA */
