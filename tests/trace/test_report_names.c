@@ -45,6 +45,36 @@ TEST(unroled_code_reads_all) {
   ag_evidence_free(ev);
 }
 
+TEST(timeline_and_table_demangled) {
+  /* the recorded gemm_tma evidence, its kernel renamed as a template's */
+  char p[1024];
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  snprintf(p, sizeof p, "%s/tests/data/evidence/gemm_tma.agev", src ? src : ".");
+  ag_evidence *ev = tu_load_evidence(p);
+  ag_trace *t = NULL;
+  CHECK(ev && ag_trace_decode(ev, &t) == 0);
+  if (!t)
+    return;
+  int ml = ag_evidence_find_region(ev, "gemm_tma/mainloop");
+  CHECK(ml >= 0);
+  ev->regions[ml].qname = "_ZN4gemm5sgemmILi128ELi128ELi8EfEEvPT2_PKS1_S4_i/mainloop";
+  ag_str ct = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_chrome_trace(t, NULL, &ct), 0);
+  CHECK_CONTAINS(ag_str_cstr(&ct), "{\"name\":\"gemm::sgemm<128, 128, 8, float>/mainloop\"");
+  CHECK(!strstr(ag_str_cstr(&ct), "_ZN4gemm"));
+  ag_region_stats *rs = NULL;
+  int n = 0;
+  CHECK_EQ_INT(ag_trace_stats(t, NULL, NULL, 0, &rs, &n), 0);
+  ag_str out = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_trace_text(t, NULL, rs, n, &out), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "\ngemm::sgemm<128, 128, 8, float>/mainloop ");
+  ag_str_release(&out);
+  ag_str_release(&ct);
+  ag_region_stats_free(rs, n);
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+}
+
 TEST(region_paths_demangled) {
   char b[256];
   ag_demangle_path("_ZN4gemm5sgemmILi128ELi128ELi8EfEEvPT2_PKS1_S4_i/mainloop/loads", b,
@@ -85,4 +115,4 @@ TEST(flagged_values_are_not_numbers) {
   ag_report_free(r);
 }
 
-RUN_TESTS(T(unroled_code_reads_all), T(region_paths_demangled), T(flagged_values_are_not_numbers))
+RUN_TESTS(T(unroled_code_reads_all), T(timeline_and_table_demangled), T(region_paths_demangled), T(flagged_values_are_not_numbers))
