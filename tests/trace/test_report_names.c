@@ -14,17 +14,30 @@
 #include "argus/synth.h"
 #include "trace_util.h"
 
-TEST(unroled_code_reads_all) {
+/* The recorded gemm_tma evidence, decoded; returns its mainloop's index
+ * (-1 after a failed check). */
+static int load_gemm(ag_evidence **ev, ag_trace **t) {
   char p[1024];
   const char *src = getenv("ARGUS_SOURCE_DIR");
   snprintf(p, sizeof p, "%s/tests/data/evidence/gemm_tma.agev", src ? src : ".");
-  ag_evidence *ev = tu_load_evidence(p);
-  ag_trace *t = NULL;
-  CHECK(ev && ag_trace_decode(ev, &t) == 0);
-  if (!t)
-    return;
-  int ml = ag_evidence_find_region(ev, "gemm_tma/mainloop");
+  *ev = tu_load_evidence(p);
+  *t = NULL;
+  CHECK(*ev && ag_trace_decode(*ev, t) == 0);
+  int ml = *t ? ag_evidence_find_region(*ev, "gemm_tma/mainloop") : -1;
   CHECK(ml >= 0);
+  if (ml < 0) {
+    ag_trace_free(*t);
+    ag_evidence_free(*ev);
+  }
+  return ml;
+}
+
+TEST(unroled_code_reads_all) {
+  ag_evidence *ev = NULL;
+  ag_trace *t = NULL;
+  int ml = load_gemm(&ev, &t);
+  if (ml < 0)
+    return;
   size_t moved = 0;
   for (size_t i = 0; i < t->nocc && moved < 10; i++)
     if (t->occ[i].region == ml && t->occ[i].role >= 0)
@@ -47,16 +60,11 @@ TEST(unroled_code_reads_all) {
 
 TEST(timeline_and_table_demangled) {
   /* the recorded gemm_tma evidence, its kernel renamed as a template's */
-  char p[1024];
-  const char *src = getenv("ARGUS_SOURCE_DIR");
-  snprintf(p, sizeof p, "%s/tests/data/evidence/gemm_tma.agev", src ? src : ".");
-  ag_evidence *ev = tu_load_evidence(p);
+  ag_evidence *ev = NULL;
   ag_trace *t = NULL;
-  CHECK(ev && ag_trace_decode(ev, &t) == 0);
-  if (!t)
+  int ml = load_gemm(&ev, &t);
+  if (ml < 0)
     return;
-  int ml = ag_evidence_find_region(ev, "gemm_tma/mainloop");
-  CHECK(ml >= 0);
   ev->regions[ml].qname = "_ZN4gemm5sgemmILi128ELi128ELi8EfEEvPT2_PKS1_S4_i/mainloop";
   ag_str ct = AG_STR_INIT;
   CHECK_EQ_INT(ag_report_chrome_trace(t, NULL, &ct), 0);
