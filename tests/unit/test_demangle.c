@@ -103,6 +103,34 @@ TEST(refuses_what_it_does_not_know) {
   CHECK_EQ_INT(ag_demangle(deep, buf, sizeof buf, 0), AG_DEMANGLE_EFULL);
 }
 
+/* every truncation and every one-byte change of the table's names gets an
+ * answer (a name or a code), NUL-terminated, never a crash or an overrun
+ * (the ASan build runs this too) */
+TEST(damaged_names) {
+  char m[512], buf[256];
+  static const char alphabet[] = "_Z0123456789NEILSTKPRVOXJDbcfijlmstvxyz";
+  int answers = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    size_t n = strlen(names[i][0]);
+    for (size_t cut = 0; cut <= n; cut++) {
+      memcpy(m, names[i][0], cut);
+      m[cut] = 0;
+      int rc = ag_demangle(m, buf, sizeof buf, AG_DEMANGLE_FULL);
+      CHECK(rc == AG_DEMANGLE_EINVAL || rc == AG_DEMANGLE_EFULL || (rc >= 0 && (size_t)rc == strlen(buf)));
+      answers++;
+    }
+    for (size_t at = 2; at < n; at++)
+      for (const char *a = alphabet; *a; a++) {
+        memcpy(m, names[i][0], n + 1);
+        m[at] = *a;
+        int rc = ag_demangle(m, buf, 16, AG_DEMANGLE_FULL); /* a small buffer too */
+        CHECK(rc == AG_DEMANGLE_EINVAL || rc == AG_DEMANGLE_EFULL || (rc >= 0 && rc < 16));
+        answers++;
+      }
+  }
+  CHECK(answers > 10000);
+}
+
 TEST(small_buffers) {
   const char *m = "_ZN4gemm5sgemmILi128ELi128ELi8EfEEvPT2_PKS1_S4_i";
   const char *full = "void gemm::sgemm<128, 128, 8, float>(float*, float const*, float const*, int)";
@@ -190,5 +218,6 @@ TEST(fresh_nvcc_names) {
   ag_free(filt);
 }
 
-RUN_TESTS(T(matches_cxxfilt), T(refuses_what_it_does_not_know), T(small_buffers),
+RUN_TESTS(T(matches_cxxfilt), T(refuses_what_it_does_not_know), T(damaged_names),
+          T(small_buffers),
           T(region_prefix), T(fresh_nvcc_names))
