@@ -257,13 +257,21 @@ int ag_file_read(const char *path, char **data, size_t *len);
  * of the directory. A crash leaves either the old file or the new one. */
 int ag_file_write_atomic(const char *path, const void *data, size_t len);
 int ag_mkdir_p(const char *path, int mode);
+/* path made absolute against the current directory (not normalized: "a/../b"
+ * stays as written); an absolute path is copied. Owned, or NULL (out of
+ * memory, or no current directory). For paths handed to a process that runs
+ * in another directory. */
+char *ag_path_abs(const char *path);
 
 /* --------------------------------------------------------------- processes */
 typedef struct ag_proc_opts {
   const char *const *argv;    /* argv[0] is looked up in PATH if it has no '/' */
   const char *const *envp;    /* NULL: inherit */
   const char *const *env_add; /* "K=V" entries added to the environment */
-  const char *cwd;            /* NULL: inherit */
+  const char *cwd;            /* NULL: inherit. Relative paths in these options
+                                 (argv[0], stdout_path, stderr_path) are the
+                                 caller's, not cwd's: they are made absolute
+                                 before the child changes directory */
   const char *stdout_path;    /* NULL: inherit; file is created/truncated */
   const char *stderr_path;    /* NULL: inherit; may equal stdout_path */
   ag_str *capture_out;        /* if set, stdout is captured here (and stdout_path ignored) */

@@ -394,6 +394,12 @@ int ag_ptx_discover(ag_ptx_module *m, ag_diags *diags, ag_ptx_regions **out);
 const char *ag_ptx_site_kind_name(ag_ptx_site_kind k); /* "tma_load" */
 const char *ag_ptx_completion_name(ag_ptx_completion c); /* "mbarrier" */
 
+/* A region path as the user wrote it, with its kernel part in a demangled
+ * spelling ("gemm::sgemm<128, 128, 8, float>/loads", the full signature, or
+ * "plain" for _Z5plainPf), rewritten with the mangled kernel name of one of
+ * the module's kernels; other paths are copied. *out is owned. */
+int ag_ptx_resolve_region(const ag_ptx_module *m, const char *query, char **out);
+
 /* The region table with sites as JSON (new reference). */
 json_t *ag_ptx_regions_to_json(const ag_ptx_module *m, const ag_ptx_regions *r);
 /* The region tree as text, one region per line with its sites. */

@@ -36,6 +36,12 @@ void ag_report_free(ag_report *r);
 int ag_report_add(ag_report *r, const char *region, const char *signal, const char *stat,
                   double value, const char *unit, ag_qual qual, double entropy,
                   const ag_provenance *prov);
+/* Adds a value that must not be read as a plain number (a derived value
+ * that came out negative, ...): "value" is null, the number is "raw" and
+ * "flag" says why; the text summary shows the flag. */
+int ag_report_add_flagged(ag_report *r, const char *region, const char *signal,
+                          const char *stat, double raw, const char *unit, ag_qual qual,
+                          const char *why, const ag_provenance *prov);
 /* Adds structured data that is not a single number (a breakdown, a file):
  * value is stolen. */
 int ag_report_add_json(ag_report *r, const char *region, const char *signal, const char *stat,

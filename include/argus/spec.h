@@ -8,7 +8,11 @@
  *    "run": ["./gemm_tma_harness", "--size", "1024"],
  *    "run_library": "libgemm_tma_harness.so"}   (optional)
  *
- * Paths in "module" are relative to the spec file's directory.
+ * Paths in "module" are relative to the spec file's directory, and so is
+ * "run"'s argv[0] when it contains a '/' ("./harness", "bin/harness"): it
+ * is resolved when the spec is loaded, so argus may start anywhere. A bare
+ * argv[0] ("gemm_tma_harness") is looked up in PATH. The harness runs in
+ * the spec's directory.
  * "run_library" is the same harness built as a shared library exporting
  * argus_harness_main (ARGUS_HARNESS_MAIN in argus/host.h): collections of
  * many variants then run in one GPU worker process that keeps its CUDA

@@ -49,7 +49,11 @@ typedef struct ag_ev_site {
 typedef struct ag_ev_launch {
   uint32_t launch;
   const char *kernel;
-  unsigned grid[3], block[3], shared_bytes;
+  unsigned grid[3], block[3], shared_bytes; /* shared_bytes: the launch's dynamic shared memory */
+  /* the kernel as the driver saw it at this launch (-1: not recorded, older
+   * evidence or a driver without the call): registers per thread, static
+   * shared memory, and cuOccupancyMaxActiveBlocksPerMultiprocessor */
+  int registers, static_shared_bytes, driver_ctas_per_sm;
   uint32_t warps, warps_per_cta, cap;
   uint64_t nrecords, dropped;
   const ag_ev_meta *meta;       /* warps entries, into the file's data */
@@ -84,6 +88,37 @@ int ag_evidence_load(const char *path, ag_diags *diags, ag_evidence **out);
 int ag_evidence_load_mem(const void *data, size_t len, const char *name,
                          ag_diags *diags, ag_evidence **out);
 void ag_evidence_free(ag_evidence *ev);
+/* The name reports give role index `role`: ev->roles[role], or "all" for -1
+ * (code that no role marker dominates: what every warp runs before the roles
+ * split, e.g. a kernel's prologue). Borrowed, never NULL. */
+const char *ag_evidence_role_name(const ag_evidence *ev, int role);
+
+/* ----------------------------------------------------------- occupancy */
+
+/* An SM's limits (src/synth/occupancy.c). */
+typedef struct ag_sm_limits {
+  int regs_per_sm, regs_per_cta, max_regs_per_thread, reg_unit, subpartitions;
+  int max_threads_per_sm, max_threads_per_cta, max_ctas_per_sm;
+  int smem_per_sm, smem_per_cta, smem_reserved_per_cta, smem_unit;
+} ag_sm_limits;
+extern const ag_sm_limits AG_SM90_LIMITS; /* H100 / H200 */
+
+typedef struct ag_occupancy_result {
+  int ctas;           /* CTAs per SM: the least of the four below */
+  const char *limit;  /* what sets it: "registers", "shared memory", "threads", "CTAs" */
+  int by_regs, by_smem, by_threads, by_ctas;
+  int warps_per_cta;
+  long regs_per_cta;  /* allocated */
+  long smem_per_cta;  /* allocated: static + dynamic + reserved, rounded */
+  double occupancy;   /* resident warps / the SM's 64 */
+} ag_occupancy_result;
+
+/* CTAs per SM for a kernel with `regs` registers per thread, `threads` per
+ * CTA and the shared memory given (lim NULL: AG_SM90_LIMITS). A CTA that
+ * cannot fit gives ctas = 0 and the limit it breaks. AG_EINVAL for no
+ * threads. */
+int ag_occupancy(const ag_sm_limits *lim, int regs, unsigned threads, unsigned static_smem,
+                 unsigned dynamic_smem, ag_occupancy_result *out);
 
 /* ---------------------------------------------------------- occurrences */
 

@@ -213,11 +213,17 @@ int ag_evw_launch_add(ag_evw *w, const ag_evw_launch *l, char *err, size_t errle
                ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared_bytes\":%u,"
                "\"warps\":%u,\"warps_per_cta\":%u,\"records_per_warp\":%u,"
                "\"meta_offset\":%llu,\"records_offset\":%llu,\"records\":%llu,"
-               "\"dropped\":%llu,\"warps_exited\":%u,\"warps_divergent\":%u}",
+               "\"dropped\":%llu,\"warps_exited\":%u,\"warps_divergent\":%u",
                l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
                l->shared_bytes, l->warps, l->warps_per_cta, l->cap,
                (unsigned long long)meta_off, (unsigned long long)rec_off,
                (unsigned long long)nrec, (unsigned long long)dropped, exited, divergent);
+  if (l->have_attrs)
+    ag_jb_printf(b, ",\"registers\":%d,\"static_shared_bytes\":%d", l->registers,
+                 l->static_shared_bytes);
+  if (l->have_driver_ctas)
+    ag_jb_printf(b, ",\"ctas_per_sm_driver\":%d", l->driver_ctas_per_sm);
+  ag_jb_puts(b, "}");
   if (b->oom) {
     seterr(err, errlen, "out of memory");
     return -999;

@@ -47,6 +47,10 @@ typedef struct ag_evw_launch {
   uint32_t stride;          /* records between warps' first records (>= cap) */
   const ag_ev_meta *meta;   /* warps entries */
   const ag_ev_record *records; /* warps * stride entries */
+  /* the function as the driver reports it (written when have_attrs), and
+   * the driver's CTAs per SM for this launch (when have_driver_ctas) */
+  int have_attrs, registers, static_shared_bytes;
+  int have_driver_ctas, driver_ctas_per_sm;
 } ag_evw_launch;
 
 typedef struct ag_evw ag_evw;

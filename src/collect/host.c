@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "argus/demangle.h"
 #include "argus/evidence.h"
 #include "evwrite.h"
 
@@ -71,10 +72,22 @@
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)
 
+/* Optional: the kernel lookup by a demangled name lists the module's
+ * functions (CUDA 12.4+; without them only exact names are found), and a
+ * recorded launch notes its kernel's registers, static shared memory and
+ * the driver's occupancy (without them the evidence omits them). */
+#define AG_CU_OPTIONAL(X)                                                      \
+  X(cuModuleGetFunctionCount)                                                  \
+  X(cuModuleEnumerateFunctions)                                                \
+  X(cuFuncGetName)                                                             \
+  X(cuFuncGetAttribute)                                                        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+
 typedef struct cu_api {
   void *lib;
 #define AG__FP(fn) __typeof__(&fn) fn;
   AG_CU_FUNCS(AG__FP)
+  AG_CU_OPTIONAL(AG__FP)
 #undef AG__FP
 } cu_api;
 
@@ -86,6 +99,7 @@ typedef struct launch_rec {
   unsigned grid[3], block[3], shared_bytes;
   uint32_t warps, warps_per_cta, cap; /* cap: records a warp keeps */
   CUdeviceptr records, meta;          /* records: warp_slots(cap) per warp */
+  int have_attrs, registers, static_smem, have_occ, occ_ctas; /* as the driver says */
 } launch_rec;
 
 /* Record slots per warp for cap kept records: the last is the probe's
@@ -199,6 +213,9 @@ static int load_driver(ag_host *h) {
   }
   AG_CU_FUNCS(AG__LOAD)
 #undef AG__LOAD
+#define AG__LOAD_OPT(fn) *(void **)(&h->cu.fn) = dlsym(h->cu.lib, AG__STR(fn));
+  AG_CU_OPTIONAL(AG__LOAD_OPT)
+#undef AG__LOAD_OPT
   return 0;
 }
 
@@ -586,26 +603,64 @@ int ag_host_load_image(ag_host *h, const void *image, const char *name,
 
 int ag_host_module_traced(const ag_host_module *m) { return m && m->traced; }
 
+/* 1 when `name` is the mangled `sym` or one of its demangled spellings. */
+static int names_kernel(const char *sym, const char *name) {
+  return sym && (strcmp(sym, name) == 0 || ag_demangle_prefix(sym, name) == strlen(name));
+}
+
+/* The module's function whose mangled name demangles to `name`
+ * ("gemm::sgemm<128, 128, 8, float>" or the full signature). */
+static CUresult find_demangled(ag_host *h, CUmodule mod, const char *name, CUfunction *fn,
+                               const char **sym) {
+  unsigned n = 0;
+  if (!h->cu.cuModuleGetFunctionCount || !h->cu.cuModuleEnumerateFunctions ||
+      !h->cu.cuFuncGetName || h->cu.cuModuleGetFunctionCount(&n, mod) != CUDA_SUCCESS ||
+      n == 0 || n > 65536)
+    return CUDA_ERROR_NOT_FOUND;
+  CUfunction *fs = calloc(n, sizeof *fs);
+  CUresult r = CUDA_ERROR_NOT_FOUND;
+  if (fs && h->cu.cuModuleEnumerateFunctions(fs, n, mod) == CUDA_SUCCESS)
+    for (unsigned i = 0; i < n && r != CUDA_SUCCESS; i++) {
+      const char *s = NULL;
+      if (h->cu.cuFuncGetName(&s, fs[i]) == CUDA_SUCCESS && names_kernel(s, name)) {
+        *fn = fs[i];
+        *sym = s;
+        r = CUDA_SUCCESS;
+      }
+    }
+  free(fs);
+  return r;
+}
+
 int ag_host_kernel_get(ag_host_module *m, const char *name, ag_host_kernel **out) {
   ag_host *h = m->h;
   *out = NULL;
   for (ag_host_kernel *k = m->kernels; k; k = k->next)
-    if (strcmp(k->name, name) == 0) {
+    if (names_kernel(k->name, name)) {
       *out = k;
       return 0;
     }
   ag_host_kernel *k = calloc(1, sizeof *k);
-  if (!k || !(k->name = strdup(name))) {
+  if (!k) {
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  const char *sym = name; /* the evidence names kernels by their symbol */
+  CUresult r = h->cu.cuModuleGetFunction(&k->fn, m->mod, name);
+  if (r == CUDA_ERROR_NOT_FOUND)
+    r = find_demangled(h, m->mod, name, &k->fn, &sym);
+  if (r == CUDA_SUCCESS && !(k->name = strdup(sym))) {
     free(k);
     setmsg(h, "out of memory");
     return AG_HOST_ENOMEM;
   }
-  CUresult r = h->cu.cuModuleGetFunction(&k->fn, m->mod, name);
   if (r != CUDA_SUCCESS) {
     free(k->name);
     free(k);
     if (r == CUDA_ERROR_NOT_FOUND) {
-      setmsg(h, "kernel '%s' not found in module '%s'", name, m->name);
+      setmsg(h, "kernel '%s' not found in module '%s' (give its symbol or its demangled name, "
+                "e.g. 'ns::kern<128>')",
+             name, m->name);
       return fail(h, AG_HOST_ENOTFOUND);
     }
     return fail(h, cu_fail(h, r, "cuModuleGetFunction"));
@@ -658,6 +713,23 @@ static int ensure_pool(ag_host *h) {
 static int bind_desc(ag_host *h, ag_host_module *m, ag_ev_desc *slot, void *stream) {
   CU(h, cuMemcpyHtoDAsync(m->desc, slot, sizeof *slot, (CUstream)stream));
   return 0;
+}
+
+/* The kernel's registers and static shared memory and the driver's CTAs
+ * per SM for this launch's block and dynamic shared memory, when the driver
+ * has the calls (the report computes occupancy and compares). */
+static void note_resources(ag_host *h, ag_host_kernel *k, unsigned threads, unsigned smem,
+                           launch_rec *lr) {
+  int regs = 0, st = 0, n = 0;
+  lr->have_attrs = h->cu.cuFuncGetAttribute &&
+                   h->cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, k->fn) == 0 &&
+                   h->cu.cuFuncGetAttribute(&st, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, k->fn) == 0;
+  lr->registers = regs;
+  lr->static_smem = st;
+  lr->have_occ = h->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor &&
+                 h->cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, k->fn, (int)threads,
+                                                                   smem) == 0;
+  lr->occ_ctas = n;
 }
 
 /* Binds the descriptor of a recorded launch, or the "off" descriptor. */
@@ -724,6 +796,7 @@ static int prepare_launch(ag_host_kernel *k, ag_host_dim g, ag_host_dim b, unsig
   lr->grid[0] = g.x, lr->grid[1] = g.y, lr->grid[2] = g.z;
   lr->block[0] = b.x, lr->block[1] = b.y, lr->block[2] = b.z;
   lr->shared_bytes = smem;
+  note_resources(h, k, (unsigned)threads, smem, lr);
   lr->warps = (uint32_t)warps;
   lr->warps_per_cta = (uint32_t)wpc;
   lr->cap = cap;
@@ -886,6 +959,11 @@ static int write_evidence(ag_host *h) {
     L.stride = (uint32_t)warp_slots(lr->cap);
     L.meta = meta;
     L.records = recs;
+    L.have_attrs = lr->have_attrs;
+    L.registers = lr->registers;
+    L.static_shared_bytes = lr->static_smem;
+    L.have_driver_ctas = lr->have_occ;
+    L.driver_ctas_per_sm = lr->occ_ctas;
     if ((rc = ag_evw_launch_add(w, &L, err, sizeof err))) {
       setmsg(h, "%s", err);
       goto out;

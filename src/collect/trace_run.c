@@ -39,15 +39,26 @@ static void tail_of(const char *path, ag_str *why) {
   ag_free(text);
 }
 
+/* The harness runs in the spec's directory: every path it is given is
+ * absolute (a relative workspace is the caller's, not the harness's). */
+static int put_path(ag_str *e, const char *key, const char *path) {
+  char *abs = ag_path_abs(path);
+  if (!abs)
+    return AG_ENOMEM;
+  ag_str_printf(e, "%s=%s", key, abs);
+  ag_free(abs);
+  return 0;
+}
+
 int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
-  int ne = 0;
+  int ne = 0, rc = 0;
   for (int i = 0; i < AG__RUN_ENV_MAX; i++)
     ag_str_init(&e[i]);
   ag_str_printf(&e[ne++], "ARGUS_COLLECT=trace");
-  ag_str_printf(&e[ne++], "ARGUS_OUT=%s", o->out_dir);
-  ag_str_printf(&e[ne++], "ARGUS_VARIANT=%s", o->cubin_path);
+  rc |= put_path(&e[ne++], "ARGUS_OUT", o->out_dir);
+  rc |= put_path(&e[ne++], "ARGUS_VARIANT", o->cubin_path);
   if (o->sites_path)
-    ag_str_printf(&e[ne++], "ARGUS_SITES=%s", o->sites_path);
+    rc |= put_path(&e[ne++], "ARGUS_SITES", o->sites_path);
   if (o->variant_id)
     ag_str_printf(&e[ne++], "ARGUS_VARIANT_ID=%s", o->variant_id);
   if (o->module_match)
@@ -64,11 +75,12 @@ int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
   for (int i = 0; i < ne; i++)
     if (e[i].oom)
       return AG_ENOMEM;
-  return 0;
+  return rc ? AG_ENOMEM : 0;
 }
 
 /* Prepares the output directory: evidence and errors of an earlier run are
- * not this run's. Sets the three paths (owned by the caller's strings). */
+ * not this run's. Sets the three paths (owned by the caller's strings),
+ * absolute: the worker opens the log after entering the spec's directory. */
 int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str *logp,
                     ag_str *why) {
   int rc = ag_mkdir_p(o->out_dir, 0755);
@@ -77,9 +89,13 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
                   ag_strerror(rc));
     return rc;
   }
-  ag_str_printf(ev, "%s/%s", o->out_dir, AG_EV_FILE_NAME);
-  ag_str_printf(herr, "%s/host-error.txt", o->out_dir);
-  ag_str_printf(logp, "%s/harness.log", o->out_dir);
+  char *out = ag_path_abs(o->out_dir);
+  if (!out)
+    return AG_ENOMEM;
+  ag_str_printf(ev, "%s/%s", out, AG_EV_FILE_NAME);
+  ag_str_printf(herr, "%s/host-error.txt", out);
+  ag_str_printf(logp, "%s/harness.log", out);
+  ag_free(out);
   if (ev->oom || herr->oom || logp->oom)
     return AG_ENOMEM;
   unlink(ag_str_cstr(ev));

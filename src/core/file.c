@@ -117,6 +117,23 @@ out:
   return rc;
 }
 
+char *ag_path_abs(const char *path) {
+  if (!path)
+    return NULL;
+  if (path[0] == '/')
+    return ag_strdup(path);
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd))
+    return NULL;
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "%s/%s", cwd, path);
+  if (s.oom) {
+    ag_str_release(&s);
+    return NULL;
+  }
+  return ag_str_detach(&s);
+}
+
 int ag_mkdir_p(const char *path, int mode) {
   char *p = ag_strdup(path);
   if (!p)

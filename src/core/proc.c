@@ -101,13 +101,29 @@ int ag_proc_run(const ag_proc_opts *o, ag_proc_result *res) {
     return AG_EINVAL;
   int rc = 0;
   char *prog = ag_which(o->argv[0]);
-  char **env = NULL;
+  char **env = NULL, *outp = NULL, *errp = NULL;
+  const char *out_path = o->stdout_path, *err_path = o->stderr_path;
   int pout[2] = {-1, -1}, perr[2] = {-1, -1};
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   int fa_ok = 0, at_ok = 0;
   if (!prog)
     return AG_ENOTFOUND;
+  if (o->cwd) { /* the child changes directory before it opens or execs these */
+    char *abs = prog[0] == '/' ? NULL : ag_path_abs(prog);
+    if (abs) {
+      ag_free(prog);
+      prog = abs;
+    }
+    outp = o->stdout_path ? ag_path_abs(o->stdout_path) : NULL;
+    errp = o->stderr_path ? ag_path_abs(o->stderr_path) : NULL;
+    if (prog[0] != '/' || (o->stdout_path && !outp) || (o->stderr_path && !errp)) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    out_path = outp ? outp : out_path;
+    err_path = errp ? errp : err_path;
+  }
   if (!(env = build_env(o))) {
     rc = AG_ENOMEM;
     goto out;
@@ -133,17 +149,14 @@ int ag_proc_run(const ag_proc_opts *o, ag_proc_result *res) {
     posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
   if (o->capture_out)
     posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
-  else if (o->stdout_path)
-    posix_spawn_file_actions_addopen(&fa, 1, o->stdout_path,
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  else if (out_path)
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (o->capture_err)
     posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
-  else if (o->stderr_path && o->stdout_path && !o->capture_out &&
-           strcmp(o->stderr_path, o->stdout_path) == 0)
+  else if (err_path && out_path && !o->capture_out && strcmp(err_path, out_path) == 0)
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  else if (o->stderr_path)
-    posix_spawn_file_actions_addopen(&fa, 2, o->stderr_path,
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  else if (err_path)
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 
   uint64_t t0 = ag_now_ns();
@@ -226,6 +239,8 @@ out:
     posix_spawnattr_destroy(&at);
   ag_free(env);
   ag_free(prog);
+  ag_free(outp);
+  ag_free(errp);
   return rc;
 }
 

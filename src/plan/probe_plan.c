@@ -76,6 +76,47 @@ static int add_branch(ag_plan *p, const ag_task *control, ag_task *synth, const 
   return ag_plan_add_dep(p, synth, k->id);
 }
 
+/* The signal does not apply (no site to probe): the synthesis is skipped
+ * with the reason before anything runs, and so is every pending task that
+ * only it needed (the reference run with timed waits). The scheduler
+ * finishes such tasks when their inputs are done, without running them. */
+static int not_applicable(ag_plan *p, ag_task *synth, const char *signal) {
+  ag_str e = AG_STR_INIT;
+  ag_str_printf(&e, "%s does not apply to '%s': it has no asynchronous site (TMA load, "
+                    "store or reduce, bulk copy, cp.async, wgmma) in it or its subregions "
+                    "(see 'argus regions'); nothing was run for it",
+                signal, synth->region);
+  if (e.oom) {
+    ag_str_release(&e);
+    return AG_ENOMEM;
+  }
+  ag_free(synth->error);
+  synth->error = ag_str_detach(&e);
+  synth->status = AG_TS_SKIPPED;
+  for (int changed = 1; changed;) { /* upstream, to a fixpoint */
+    changed = 0;
+    for (size_t i = 0; i < p->tasks.n; i++) {
+      ag_task *t = p->tasks.v[i];
+      if (t->status != AG_TS_PENDING || t->type == AG_TASK_CONTROL)
+        continue;
+      int users = 0, skipped = 0;
+      for (size_t k = 0; k < p->tasks.n; k++)
+        for (size_t j = 0; j < p->tasks.v[k]->deps.n; j++)
+          if (p->tasks.v[k]->deps.v[j] == t->id) {
+            users++;
+            skipped += p->tasks.v[k]->status == AG_TS_SKIPPED;
+          }
+      if (!users || users != skipped)
+        continue;
+      ag_free(t->error);
+      t->error = ag_strdup("not needed: the only signal that needed it does not apply");
+      t->status = AG_TS_SKIPPED;
+      changed = 1;
+    }
+  }
+  return 0;
+}
+
 int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery, ag_str *why) {
   const json_t *regions = json_object_get(discovery, "regions");
   const json_t *sites = json_object_get(discovery, "sites");
@@ -102,12 +143,21 @@ int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
       per_site += it->r[k].hi - it->r[k].lo;
     /* count first: refuse a plan too large to run before adding anything */
     int64_t total = 0;
+    int nasync = 0;
     size_t i;
     json_t *x;
     json_array_foreach(sites, i, x) {
-      if (probe_kind(jstr(x, "kind")) && in_subtree(regions, jstr(x, "region"), s->region))
+      if (probe_kind(jstr(x, "kind")) && in_subtree(regions, jstr(x, "region"), s->region)) {
+        nasync++;
         total += json_is_object(json_object_get(x, "loop")) ? per_site
                                                              : ag_scope_contains(&s->scope, AG_SCOPE_ITER, 0);
+      }
+    }
+    if (!nasync) {
+      int rc = not_applicable(p, s, signal);
+      if (rc)
+        return rc;
+      continue;
     }
     if (total > AG_PROBE_MAX_BRANCHES) {
       ag_str_printf(why, "'%s' over the scope's iterations makes %lld probe runs (at most %d): "

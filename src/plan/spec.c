@@ -175,8 +175,9 @@ static char *resolve_path(const char *dir, const char *p) {
   return r;
 }
 
-/* "run_library": a path with '/' is relative to the spec; a bare name stays
- * as is and is looked up in PATH when a collection uses it, like "run". */
+/* "run"'s argv[0] and "run_library": a path with '/' is relative to the
+ * spec; a bare name stays as is and is looked up in PATH when a collection
+ * uses it. */
 static char *resolve_lib(const char *dir, const char *p) {
   return strchr(p, '/') ? resolve_path(dir, p) : ag_strdup(p);
 }
@@ -307,6 +308,13 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
                "\"run\" must be a non-empty array of strings (the harness argv)");
     else if (str_array(run, &s->run, &s->nrun))
       goto out;
+    else if (strchr(s->run[0], '/')) { /* a path: the spec's, like "module" */
+      char *h = resolve_lib(s->dir, s->run[0]);
+      if (!h)
+        goto out;
+      ag_free(s->run[0]);
+      s->run[0] = h;
+    }
   }
   json_t *lib = json_object_get(j, "run_library");
   if (lib) {

@@ -17,6 +17,8 @@
  */
 #include "ptx_internal.h"
 
+#include "argus/demangle.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -1066,4 +1068,21 @@ int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg) {
       break;
   }
   return 0;
+}
+
+int ag_ptx_resolve_region(const ag_ptx_module *m, const char *query, char **out) {
+  const char **names = ag_calloc((size_t)m->nfuncs + 1, sizeof *names);
+  char buf[4096];
+  int n = 0, rc;
+  *out = NULL;
+  for (int i = 0; names && i < m->nfuncs; i++)
+    if (m->funcs[i]->is_entry)
+      names[n++] = m->funcs[i]->name;
+  rc = names ? ag_demangle_resolve(query, names, n, buf, sizeof buf) : AG_ENOMEM;
+  ag_free(names);
+  if (rc == AG_DEMANGLE_EFULL || rc == AG_DEMANGLE_EINVAL)
+    return rc == AG_DEMANGLE_EFULL ? AG_EFULL : AG_EINVAL;
+  if (rc < 0)
+    return rc;
+  return (*out = ag_strdup(buf)) ? 0 : AG_ENOMEM;
 }

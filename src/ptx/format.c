@@ -5,6 +5,8 @@
  */
 #include "ptx_internal.h"
 
+#include "argus/demangle.h"
+
 #include <string.h>
 
 static json_t *idstr(uint64_t id) {
@@ -143,10 +145,12 @@ static void region_text(const ag_ptx_regions *R, int i, int depth, ag_str *out) 
   const ag_ptx_region *r = &R->regions[i];
   for (int d = 0; d < depth; d++)
     ag_str_puts(out, "  ");
-  ag_str_printf(out, "%s  id 0x%016llx", r->is_root ? r->qname : r->name,
-                (unsigned long long)r->id);
+  char disp[512];
+  ag_demangle_path(r->is_root ? r->qname : r->name, disp, sizeof disp);
+  ag_str_printf(out, "%s  id 0x%016llx", disp, (unsigned long long)r->id);
   if (r->is_root)
-    ag_str_puts(out, r->func->is_entry ? "  (kernel)" : "  (function)");
+    ag_str_printf(out, "  (%s%s%s)", r->func->is_entry ? "kernel" : "function",
+                  strcmp(disp, r->qname) ? " " : "", strcmp(disp, r->qname) ? r->qname : "");
   if (r->nbegins) {
     ag_str_puts(out, "  begin");
     for (int k = 0; k < r->nbegins; k++)

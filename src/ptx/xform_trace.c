@@ -45,6 +45,7 @@
  * Load: linear in the module; called once per traced variant.
  */
 #include "argus/variant.h"
+#include "argus/demangle.h"
 #include "argus/evidence.h"
 
 #include <inttypes.h>
@@ -475,9 +476,16 @@ static int uses_probe_names(const ag_ptx_module *m) {
   return 0;
 }
 
+/* By qualified or local name; the kernel part of a qualified name may be
+ * spelled demangled ("gemm::sgemm<128, 128, 8, float>/loads"). */
 static int selected_by(const ag_ptx_regions *r, int reg, const char *sel) {
   const ag_ptx_region *g = &r->regions[reg];
-  return !strcmp(g->qname, sel) || !strcmp(g->name, sel);
+  if (!strcmp(g->qname, sel) || !strcmp(g->name, sel))
+    return 1;
+  const char *root = g->func ? g->func->name : NULL;
+  size_t rl = root ? strlen(root) : 0;
+  size_t k = rl && !strncmp(g->qname, root, rl) ? ag_demangle_prefix(root, sel) : 0;
+  return k && !strcmp(sel + k, g->qname + rl);
 }
 
 static json_t *probes_regions(const ag_ptx_regions *r) {

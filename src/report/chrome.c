@@ -9,6 +9,8 @@
  */
 #include "argus/report_trace.h"
 
+#include "argus/demangle.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +66,10 @@ int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out
     }
     double ts = (base[l] + o->t0_ns) / 1e3;
     double dur = (double)(o->end - o->start) * 1e9 / t->clocks[l].hz / 1e3;
+    char name[512]; /* a C++ kernel's part demangled: what Perfetto shows */
+    ag_demangle_path(ev->regions[o->region].qname, name, sizeof name);
     ag_str_printf(out, "%s{\"name\":", first ? "" : ",\n");
-    ag_str_json_quote(out, ev->regions[o->region].qname);
+    ag_str_json_quote(out, name);
     ag_str_printf(out,
                   ",\"cat\":\"region\",\"ph\":\"X\",\"ts\":%.4f,\"dur\":%.4f,\"pid\":%u,"
                   "\"tid\":%" PRIu64 ",\"args\":{\"cycles\":%" PRIu64,

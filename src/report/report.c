@@ -6,6 +6,8 @@
  */
 #include "argus/report.h"
 
+#include "argus/demangle.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -83,6 +85,18 @@ int ag_report_add(ag_report *r, const char *region, const char *signal, const ch
   if (value == floor(value) && fabs(value) < 9e15)
     v = (json_decref(v), json_integer((json_int_t)value));
   return add_obj(r, region, signal, stat, v, unit, qual, entropy, prov);
+}
+
+int ag_report_add_flagged(ag_report *r, const char *region, const char *signal,
+                          const char *stat, double raw, const char *unit, ag_qual qual,
+                          const char *why, const ag_provenance *prov) {
+  int rc = add_obj(r, region, signal, stat, json_null(), unit, qual, -1, prov);
+  json_t *o = rc ? NULL : json_array_get(r->values, json_array_size(r->values) - 1);
+  if (o) {
+    json_object_set_new(o, "raw", isfinite(raw) ? json_real(raw) : json_null());
+    json_object_set_new(o, "flag", json_string(why ? why : "flagged"));
+  }
+  return rc;
 }
 
 int ag_report_add_json(ag_report *r, const char *region, const char *signal, const char *stat,
@@ -207,14 +221,17 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
   }
   qsort(rk, nr, sizeof *rk, cmp_rank);
   json_t *q = json_object_get(root, "query");
-  ag_str_printf(out, "observe %s on %s", json_string_value(json_object_get(q, "region")),
-                json_string_value(json_object_get(root, "program")));
+  char qd[512];
+  ag_demangle_path(json_string_value(json_object_get(q, "region")), qd, sizeof qd);
+  ag_str_printf(out, "observe %s on %s", qd, json_string_value(json_object_get(root, "program")));
   const char *sc = json_string_value(json_object_get(q, "scope"));
   if (sc && *sc)
     ag_str_printf(out, " {%s}", sc);
   ag_str_putc(out, '\n');
   for (size_t k = 0; k < nr; k++) {
-    ag_str_printf(out, "%s\n", rk[k].name);
+    char disp[512];
+    ag_demangle_path(rk[k].name, disp, sizeof disp);
+    ag_str_printf(out, "%s\n", disp);
     for (size_t i = 0; i < n; i++) {
       json_t *v = json_array_get(values, i);
       const char *reg = json_string_value(json_object_get(v, "region"));
@@ -224,7 +241,14 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
       const char *unit = json_string_value(json_object_get(v, "unit"));
       ag_str_printf(out, "  %-12s %-10s ", json_string_value(json_object_get(v, "signal")),
                     stat ? stat : "");
-      fmt_value(json_object_get(v, "value"), unit ? unit : "", out);
+      const char *flag = json_string_value(json_object_get(v, "flag"));
+      if (flag) { /* not a plain number: the flag first, the raw figure beside it */
+        ag_str_printf(out, "flagged (raw ");
+        fmt_value(json_object_get(v, "raw"), unit ? unit : "", out);
+        ag_str_printf(out, "): %s", flag);
+      } else {
+        fmt_value(json_object_get(v, "value"), unit ? unit : "", out);
+      }
       ag_str_printf(out, "  [%s", json_string_value(json_object_get(v, "qual")));
       json_t *e = json_object_get(v, "entropy");
       if (e)

@@ -465,7 +465,7 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
       }
       for (int k = 0; k < rs[i].nrole; k++) {
         int ri = rs[i].by_role[k].key;
-        json_object_set_new(by_role, ri >= 0 ? ev->roles[ri] : "(none)",
+        json_object_set_new(by_role, ag_evidence_role_name(ev, ri),
                             json_pack("{s:I,s:f,s:f}", "count",
                                       (json_int_t)rs[i].by_role[k].ns.count, "total",
                                       rs[i].by_role[k].ns.total, "mean",
@@ -517,7 +517,7 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
   static const char *const keys[][3] = {{"registers", "registers", "registers"},
                                         {"spill_store_bytes", "spill_stores", "bytes"},
                                         {"spill_load_bytes", "spill_loads", "bytes"},
-                                        {"smem_bytes", "shared_memory", "bytes"},
+                                        {"smem_bytes", "shared_memory_static", "bytes"},
                                         {"stack_bytes", "stack", "bytes"},
                                         {"barriers", "barriers", "count"}};
   json_array_foreach(funcs, i, f) {
@@ -527,6 +527,11 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
       if (json_is_integer(v) && json_integer_value(v) >= 0) /* -1: not in the log */
         value(vals, name, "static", keys[k][1], json_incref(v), keys[k][2], "observed");
     }
+    /* the compiler knows the static part only */
+    value(vals, name, "static", "shared_memory_dynamic",
+          json_string("set by each launch: 'argus trace' reports each recorded launch's "
+                      "dynamic shared memory and the CTAs per SM it allows"),
+          "", "observed");
   }
   json_decref(res);
   json_t *out = json_pack("{s:o}", "values", vals);
@@ -602,7 +607,10 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       const char *sig = json_string_value(json_object_get(v, "signal"));
       const char *stat = json_string_value(json_object_get(v, "stat"));
       const char *unit = json_string_value(json_object_get(v, "unit"));
-      if (json_is_number(val))
+      const char *flag = json_string_value(json_object_get(v, "flag"));
+      if (flag && json_is_number(val))
+        ag_report_add_flagged(r, reg, sig, stat, json_number_value(val), unit, qual, flag, &pv);
+      else if (json_is_number(val))
         ag_report_add(r, reg, sig, stat, json_number_value(val), unit, qual, -1, &pv);
       else
         ag_report_add_json(r, reg, sig, stat, json_incref(val), unit, qual, &pv);
@@ -1075,6 +1083,26 @@ static int module_ptx(const ag_spec *spec, ag_diags *d, ag_str *ptx) {
   return ag_spec_compile_ptx(spec->cuda, (const char *const *)spec->flags, d, ptx);
 }
 
+/* A region named with a demangled kernel spelling ("gemm::sgemm<128, 128,
+ * 8, float>/loads"): the plan is rebuilt for the mangled name the PTX uses. */
+static int resolve_region(const ag_str *ptx, ag_query *q, ag_diags *d, ag_plan **p,
+                          char **region) {
+  ag_ptx_module *m = NULL;
+  ag_diags pd;
+  ag_diags_init(&pd);
+  int rc = 0;
+  if (ag_ptx_parse(ptx->p, ptx->len, "module", &pd, &m) == 0 &&
+      (rc = ag_ptx_resolve_region(m, q->region, region)) == 0 && strcmp(*region, q->region)) {
+    q->region = *region;
+    ag_plan_free(*p);
+    *p = NULL;
+    rc = ag_plan_build(q, "", d, p);
+  }
+  ag_ptx_module_free(m); /* (a parse error is discovery's to report) */
+  ag_diags_release(&pd);
+  return rc;
+}
+
 int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   memset(res, 0, sizeof *res);
   obs ob;
@@ -1082,6 +1110,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ob.o = o;
   ag_str ptx = AG_STR_INIT, tmp = AG_STR_INIT;
   ag_plan *p = NULL;
+  char *region = NULL;
   int rc;
   ag_query q = {o->region, o->signals, o->nsignals, {{0}, {{0}}}};
   if ((rc = ag_scope_parse(o->scope, &q.scope, d)))
@@ -1098,7 +1127,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_trace_begin("build module");
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
-  if (rc)
+  if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)))
     goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",
@@ -1225,5 +1254,6 @@ out:
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);
+  ag_free(region);
   return rc;
 }

@@ -301,9 +301,13 @@ static void finish(sched *s, ag_task *t) {
     int d = deps->v[k];
     if (bad)
       s->failed_deps.v[d]++;
-    if (--s->remaining.v[d] == 0 && ag_plan_task(s->plan, d)->status == AG_TS_PENDING &&
-        !s->deferred.v[d])
-      make_ready(s, ag_plan_task(s->plan, d));
+    ag_task *dt = ag_plan_task(s->plan, d);
+    if (--s->remaining.v[d] == 0 && !s->deferred.v[d]) {
+      if (dt->status == AG_TS_PENDING)
+        make_ready(s, dt);
+      else if (dt->status == AG_TS_SKIPPED) /* skipped by an expansion: not run */
+        finish(s, dt);
+    }
   }
 }
 

@@ -139,13 +139,20 @@ static void stats_json(json_t *o, const char *key, const ag_dstats *s, const cha
 }
 
 /* One report value: {region, signal, stat "<what>[<op>@<occurrence>]", value, unit, qual}. */
+#define NEGATIVE_HIDDEN                                                                     \
+  "negative: the exposed wait exceeds the latency, so the consumer began waiting before the " \
+  "operation was issued (a pipeline's first iterations, or no prefetch distance); nothing "   \
+  "of the latency was hidden, and the difference is not a latency"
+
+/* One flat value; flag: why it is not to be read as a plain number (the
+ * report keeps it apart), or NULL. */
 static void add_value(json_t *values, const char *region, const char *what, const ag_ev_site *es,
-                      double v, const char *qual) {
+                      double v, const char *qual, const char *flag) {
   char stat[96];
   snprintf(stat, sizeof stat, "%s[%s@%u]", what, es->op_id, es->occurrence);
-  json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s}", "region", region,
+  json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s,s:s?}", "region", region,
                                           "signal", "async_latency", "stat", stat, "value", v,
-                                          "unit", "ns", "qual", qual));
+                                          "unit", "ns", "qual", qual, "flag", flag));
 }
 
 int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
@@ -304,19 +311,23 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
                                  : "no wait of this site ran at this occurrence in the scope"));
       }
       double hidden = lat.mean - exp.mean; /* meaningful when n && m */
+      /* a negative hidden part is no latency: the consumer began waiting
+       * before the operation was issued; flagged, never a plain number */
+      const char *neg = n && m && hidden < 0 ? NEGATIVE_HIDDEN : NULL;
       if (n && m) {
-        json_object_set_new(inst, "hidden",
-                            json_pack("{s:f,s:s,s:s}", "mean", hidden, "unit", "ns", "qual",
-                                      "derived"));
+        json_t *h = json_pack("{s:f,s:s,s:s}", "mean", hidden, "unit", "ns", "qual", "derived");
+        if (neg)
+          json_object_set_new(h, "flag", json_string(neg));
+        json_object_set_new(inst, "hidden", h);
       }
       /* flat values for the report */
       const char *rq = qname ? qname : "?";
       if (n)
-        add_value(values, rq, "latency", es, lat.mean, "derived");
+        add_value(values, rq, "latency", es, lat.mean, "derived", NULL);
       if (m)
-        add_value(values, rq, "exposed", es, exp.mean, "observed");
+        add_value(values, rq, "exposed", es, exp.mean, "observed", NULL);
       if (n && m)
-        add_value(values, rq, "hidden", es, hidden, "derived");
+        add_value(values, rq, "hidden", es, hidden, "derived", neg);
       json_array_append_new(insts, inst);
     }
     ag_trace_free(pt);

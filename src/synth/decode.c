@@ -27,6 +27,8 @@
  */
 #include "argus/synth.h"
 
+#include "argus/demangle.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -198,10 +200,13 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
     if (noff[s])
       off[s] /= noff[s];
   int root = root_of(ev, L->kernel);
-  if (root < 0)
+  if (root < 0) {
+    char name[512];
+    ag_demangle_path(L->kernel, name, sizeof name);
     anomaly(t, "launch %u: kernel '%s' is not in the probe table; its root region is not "
                "reported",
-            L->launch, L->kernel);
+            L->launch, name);
+  }
   for (uint32_t w = 0; w < L->warps; w++) {
     const ag_ev_meta *m = &L->meta[w];
     uint32_t cta = w / L->warps_per_cta, warp = w % L->warps_per_cta;

@@ -199,6 +199,17 @@ static int load_launch(rd *r, ag_evidence *ev, json_t *o, int i, const unsigned 
   if ((rc = get_u64(r, o, "shared_bytes", where, UINT32_MAX, &v)))
     return rc;
   L->shared_bytes = (unsigned)v;
+  /* optional (evidence written by a host runtime that asked the driver) */
+  static const char *const opt[] = {"registers", "static_shared_bytes", "ctas_per_sm_driver"};
+  int *dst[] = {&L->registers, &L->static_shared_bytes, &L->driver_ctas_per_sm};
+  for (int f = 0; f < 3; f++) {
+    *dst[f] = -1;
+    if (json_object_get(o, opt[f])) {
+      if ((rc = get_u64(r, o, opt[f], where, INT32_MAX, &v)))
+        return rc;
+      *dst[f] = (int)v;
+    }
+  }
   if ((rc = get_u64(r, o, "warps", where, UINT32_MAX, &v)))
     return rc;
   L->warps = (uint32_t)v;
@@ -430,4 +441,8 @@ int ag_evidence_find_region(const ag_evidence *ev, const char *name) {
       found = i;
     }
   return found;
+}
+
+const char *ag_evidence_role_name(const ag_evidence *ev, int role) {
+  return ev && role >= 0 && role < ev->nroles ? ev->roles[role] : "all";
 }

@@ -137,7 +137,7 @@ static void simulate(int nl, uint32_t cap, int bad_nesting, int divergent, int a
                                     m->clock_exit};
     }
     ag_evw_launch L = {(uint32_t)l, "kern", {GRID, 1, 1}, {WPC * 32, 1, 1}, 0, WARPS, WPC, cap,
-                       cap, meta, rec};
+                       cap, meta, rec, 0, 0, 0, 0, 0};
     CHECK_EQ_INT(ag_evw_launch_add(w, &L, err, sizeof err), 0);
   }
   ag_jb j = {0};

@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include "argus/collect.h"
+#include "argus/demangle.h"
 #include "argus/report_trace.h"
 #include "argus/spec.h"
 #include "argus/synth.h"
@@ -41,6 +42,25 @@ static int num_opt(ag_cli *cli, const char *name, unsigned lo, unsigned hi, unsi
   if (!*v || *e || x < lo || x > hi)
     return ag_cli_usage_error(cli, "--%s must be a whole number in [%u, %u]", name, lo, hi);
   *out = (unsigned)x;
+  return 0;
+}
+
+/* --region names may spell a kernel demangled ("gemm::sgemm<128, 128, 8,
+ * float>/loads"): rewritten in place with the mangled kernel names. */
+static int resolve_regs(char **regs, int nreg, const char *const *kernels, int nk) {
+  char buf[4096];
+  for (int k = 0; k < nreg; k++) {
+    int rc = ag_demangle_resolve(regs[k], kernels, nk, buf, sizeof buf);
+    if (rc < 0)
+      return rc == AG_DEMANGLE_EFULL ? AG_EFULL : AG_EINVAL;
+    char *r = rc ? ag_strdup(buf) : NULL;
+    if (rc && !r)
+      return AG_ENOMEM;
+    if (r) {
+      ag_free(regs[k]);
+      regs[k] = r;
+    }
+  }
   return 0;
 }
 
@@ -207,6 +227,17 @@ int cmd_trace(ag_cli *cli) {
   }
   ag_trace_end("decode");
   if (nreg) { /* report the selected regions and their subtrees */
+    const char **kn = ag_calloc((size_t)ev->nregions + 1, sizeof *kn);
+    int nk = 0;
+    for (int i = 0; kn && i < ev->nregions; i++)
+      if (ev->regions[i].parent < 0)
+        kn[nk++] = ev->regions[i].qname;
+    rc = kn ? resolve_regs(regs, nreg, kn, nk) : AG_ENOMEM;
+    ag_free(kn);
+    if (rc) {
+      exit_code = ag_cli_fail(cli, rc, "--region");
+      goto out;
+    }
     only = ag_calloc((size_t)ev->nregions + 1, sizeof *only);
     char *sel = ag_calloc((size_t)ev->nregions + 1, 1);
     for (int k = 0; only && sel && k < nreg; k++) {

@@ -103,7 +103,11 @@ char **ag_cli_split_list(const char *s, int *n) {
   if (!v)
     return NULL;
   for (const char *p = s; *p;) {
-    const char *e = strchr(p, ',');
+    /* a comma inside <...> or (...) is a demangled kernel name's, not a separator */
+    const char *e = p;
+    for (int depth = 0; *e && (*e != ',' || depth > 0); e++)
+      depth += (*e == '<' || *e == '(') - (depth > 0 && (*e == '>' || *e == ')'));
+    e = *e ? e : NULL;
     size_t l = e ? (size_t)(e - p) : strlen(p);
     if (l && !(v[(*n)++] = ag_strndup(p, l))) {
       ag_cli_free_list(v);
