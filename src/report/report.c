@@ -14,6 +14,7 @@ struct ag_report {
   json_t *values;
   json_t *missing;
   json_t *not_joined;
+  json_t *warnings;
 };
 
 ag_report *ag_report_new(const ag_query *q, const char *program) {
@@ -31,13 +32,15 @@ ag_report *ag_report_new(const ag_query *q, const char *program) {
   r->values = json_array();
   r->missing = json_array();
   r->not_joined = json_array();
-  r->root = json_pack("{s:s,s:s,s:s,s:{s:s?,s:o,s:s},s:s,s:O,s:O,s:O}", "schema",
+  r->warnings = json_array();
+  r->root = json_pack("{s:s,s:s,s:s,s:{s:s?,s:o,s:s},s:s,s:O,s:O,s:O,s:O}", "schema",
                       AG_REPORT_SCHEMA, "argus", AG_VERSION_STRING, "created", ts, "query",
                       "region", q ? q->region : NULL, "signals", sigs, "scope",
                       ag_str_cstr(&sc), "program", program ? program : "", "values",
-                      r->values, "missing", r->missing, "not_joined", r->not_joined);
+                      r->values, "missing", r->missing, "not_joined", r->not_joined,
+                      "warnings", r->warnings);
   ag_str_release(&sc);
-  if (!r->root || !r->values || !r->missing || !r->not_joined) {
+  if (!r->root || !r->values || !r->missing || !r->not_joined || !r->warnings) {
     ag_report_free(r);
     return NULL;
   }
@@ -50,6 +53,7 @@ void ag_report_free(ag_report *r) {
   json_decref(r->values);
   json_decref(r->missing);
   json_decref(r->not_joined);
+  json_decref(r->warnings);
   json_decref(r->root);
   ag_free(r);
 }
@@ -94,6 +98,11 @@ int ag_report_add_json(ag_report *r, const char *region, const char *signal, con
 int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why) {
   json_t *o = json_pack("{s:s?,s:s?,s:s}", "region", region, "signal", signal, "why", why);
   return !o || json_array_append_new(r->missing, o) ? AG_ENOMEM : 0;
+}
+
+int ag_report_warning(ag_report *r, const char *what) {
+  json_t *o = json_string(what ? what : "?");
+  return !o || json_array_append_new(r->warnings, o) ? AG_ENOMEM : 0;
 }
 
 int ag_report_not_joined(ag_report *r, const char *what, const char *why) {
@@ -238,6 +247,8 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
     const char *sig = json_string_value(json_object_get(m, "signal"));
     ag_str_printf(out, "missing %s: %s\n", sig ? sig : "", json_string_value(json_object_get(m, "why")));
   }
+  json_array_foreach(json_object_get(root, "warnings"), i, m)
+      ag_str_printf(out, "warning: %s\n", json_string_value(m));
   json_array_foreach(not_joined, i, m) ag_str_printf(
       out, "not joined %s: %s\n", json_string_value(json_object_get(m, "what")),
       json_string_value(json_object_get(m, "why")));

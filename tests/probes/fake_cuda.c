@@ -9,6 +9,7 @@
  */
 #include <cuda.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,8 +161,29 @@ CUresult cuEventDestroy(CUevent e) {
 }
 CUresult cuEventRecord(CUevent e, CUstream s) { (void)e, (void)s; OK; }
 CUresult cuEventSynchronize(CUevent e) { (void)e; OK; }
+/* Kernel times and occupancy for CPU tests of the perturbation report: from
+ * FAKE_CUDA_<WHAT>_<COLLECT> (COLLECT: TIME or TRACE, from the run's
+ * ARGUS_COLLECT), else the default. */
+static double fake_num(const char *what, double dflt) {
+  const char *c = getenv("ARGUS_COLLECT");
+  char k[64];
+  snprintf(k, sizeof k, "FAKE_CUDA_%s_%s", what, c && !strcmp(c, "time") ? "TIME" : "TRACE");
+  const char *v = getenv(k);
+  return v && *v ? atof(v) : dflt;
+}
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   (void)a, (void)b;
-  *ms = 0.01f;
+  *ms = (float)(fake_num("NS", 10000.0) / 1e6);
+  OK;
+}
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+  (void)f;
+  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? (int)fake_num("REGS", 32) : 0;
+  OK;
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads,
+                                                     size_t smem) {
+  (void)f, (void)threads, (void)smem;
+  *n = (int)fake_num("CTAS", 8);
   OK;
 }

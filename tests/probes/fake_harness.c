@@ -1,7 +1,7 @@
 /*
  * fake_harness.c — a harness library for CPU tests of the multi-variant
  * worker (with fake_cuda.c as the driver). argv[1] says how it behaves:
- * ok (loads argv[2], launches, finishes), fail (returns 3), crash (SIGSEGV),
+ * ok (loads argv[2], launches argv[3] times (default once), finishes), fail (returns 3), crash (SIGSEGV),
  * exit (calls exit(5)), hang (sleeps), poison (ok, then a "GPU fault"),
  * noevidence (returns 0 without loading anything), env (returns 4 unless the
  * job's Argus environment is set). Built as a library (ARGUS_HARNESS_MAIN).
@@ -15,14 +15,15 @@
 
 #include "argus/host.h"
 
-static int run_ok(const char *module) {
+static int run_ok(const char *module, int launches) {
   ag_host *h = NULL;
   ag_host_module *m = NULL;
   ag_host_kernel *k = NULL;
   int rc = 1;
-  if (ag_host_open(&h) || ag_host_load(h, module, &m) || ag_host_kernel_get(m, "kern", &k) ||
-      ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, 0, NULL, NULL) ||
-      ag_host_finish(h)) {
+  int bad = ag_host_open(&h) || ag_host_load(h, module, &m) || ag_host_kernel_get(m, "kern", &k);
+  for (int i = 0; !bad && i < launches; i++)
+    bad = ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, 0, NULL, NULL);
+  if (bad || ag_host_finish(h)) {
     fprintf(stderr, "fake harness: %s\n", ag_host_errmsg(h));
   } else {
     printf("fake harness: ok\n");
@@ -52,7 +53,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     if (!getenv("ARGUS_OUT") || !c || strcmp(c, "trace"))
       return 4;
   }
-  int rc = run_ok(module);
+  int rc = run_ok(module, argc > 3 ? atoi(argv[3]) : 1);
   if (!strcmp(mode, "poison")) {
     void *lib = dlopen(getenv("ARGUS_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
     void (*poison)(void) = NULL;
