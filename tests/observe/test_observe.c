@@ -3,9 +3,12 @@
  * example's PTX (built at build time by nvcc). Collection needs a GPU; here
  * the harness is a program that fails, or there is no GPU lane, so the
  * failure paths run for real. */
+#include "argus/collect.h"
 #include "argus/observe.h"
+#include "argus/report.h"
 #include "check.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -264,5 +267,168 @@ TEST(test_relative_workspace) {
   CHECK_EQ_INT(chdir(cwd), 0);
 }
 
-RUN_TESTS(T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
+/* The perturbation value `stat` of a report (no region), -1 if absent. */
+static double pval(json_t *rep, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *sg = json_string_value(json_object_get(v, "signal"));
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (sg && st && !strcmp(sg, "perturbation") && !strcmp(st, stat))
+      return json_number_value(json_object_get(v, "value"));
+  }
+  return -1;
+}
+
+static json_t *pjson(json_t *rep, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (st && !strcmp(st, stat))
+      return json_object_get(v, "value");
+  }
+  return NULL;
+}
+
+static int has_warning(json_t *rep, const char *needle) {
+  size_t i;
+  json_t *w;
+  json_array_foreach(json_object_get(rep, "warnings"), i, w) if (strstr(json_string_value(w),
+                                                                        needle)) return 1;
+  return 0;
+}
+
+/* observe on the fake driver (tests/probes/fake_cuda.c) through the worker
+ * and the fake harness, launching `launches` times; the fake's kernel times
+ * and occupancy come from FAKE_CUDA_* (the caller sets them). */
+static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char *abs = realpath(bd ? bd : "build", NULL);
+  char fake[512], lib[512], ptx[512], spec[256], wsdir[160];
+  snprintf(fake, sizeof fake, "%s/tests/probes/libfake_cuda.so", abs ? abs : "build");
+  snprintf(lib, sizeof lib, "%s/tests/probes/libfake_harness.so", abs ? abs : "build");
+  snprintf(ptx, sizeof ptx, "%s/tests/data/ptx/overhead.ptx", abs ? abs : "build");
+  free(abs);
+  setenv("ARGUS_LIBCUDA", fake, 1);
+  snprintf(spec, sizeof spec, "%s/fake-spec.json", ws);
+  snprintf(wsdir, sizeof wsdir, "%s/fake-%s-%s", ws, launches_arg, sel ? sel : "default");
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": "
+                    "[\"fake\", \"ok\", \"/dev/null\", \"%s\"], \"run_library\": \"%s\"}",
+                ptx, launches_arg, lib);
+  ag_file_write_atomic(spec, s.p, s.len);
+  ag_str_release(&s);
+  const char *sigs[] = {"duration"};
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
+                       .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel};
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc = ag_observe(&o, &d, r);
+  ag_diags_release(&d);
+  return rc;
+}
+
+TEST(test_perturbation_report) {
+  setup();
+  ag_observe_result r;
+  /* the traced build 3 us (3 %) slower and at half the CTAs per SM */
+  setenv("FAKE_CUDA_NS_TIME", "100000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "103000", 1);
+  setenv("FAKE_CUDA_REGS_TIME", "40", 1);
+  setenv("FAKE_CUDA_REGS_TRACE", "72", 1);
+  setenv("FAKE_CUDA_CTAS_TIME", "8", 1);
+  setenv("FAKE_CUDA_CTAS_TRACE", "4", 1);
+  CHECK_EQ_INT(fake_observe("5", NULL, &r), 0);
+  CHECK(r.report != NULL);
+  if (r.report) {
+    CHECK(fabs(pval(r.report, "trace_free_kernel_time") - 100000) < 1);
+    CHECK(fabs(pval(r.report, "traced_kernel_time") - 103000) < 1);
+    CHECK(fabs(pval(r.report, "added_time") - 3000) < 1);
+    CHECK(fabs(pval(r.report, "added_share") - 3.0) < 0.01);
+    CHECK_EQ_INT((int)pval(r.report, "registers.trace_free"), 40);
+    CHECK_EQ_INT((int)pval(r.report, "registers.traced"), 72);
+    CHECK_EQ_INT((int)pval(r.report, "ctas_per_sm.trace_free"), 8);
+    CHECK_EQ_INT((int)pval(r.report, "ctas_per_sm.traced"), 4);
+    /* the default: launch 0 is the warm-up, 1-4 are recorded (4 launches compared) */
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 4);
+    json_t *ln = pjson(r.report, "launches");
+    CHECK_EQ_INT((int)json_array_size(json_object_get(ln, "recorded")), 4);
+    CHECK_EQ_INT((int)json_integer_value(json_array_get(json_object_get(ln, "recorded"), 0)), 1);
+    json_t *un = json_object_get(ln, "unrecorded");
+    CHECK_EQ_INT((int)json_array_size(json_object_get(un, "before the selection (ARGUS_TRACE_SKIP)")), 1);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ln, "total")), 5);
+    CHECK(has_warning(r.report, "changed occupancy: 4 CTAs per SM against the trace-free "
+                                "build's 8"));
+    CHECK(has_warning(r.report, "tracing added 3.00 us (3.0 %)"));
+    ag_str t = AG_STR_INIT;
+    ag_report_json_text(r.report, &t);
+    CHECK_CONTAINS(ag_str_cstr(&t), "warning: the traced build changed occupancy");
+    CHECK_CONTAINS(ag_str_cstr(&t), "traced_kernel_time");
+    ag_str_release(&t);
+  }
+  ag_observe_result_release(&r);
+  /* within the bounds: no warning; 1.5 % and 0.9 us over a 60 us kernel */
+  setenv("FAKE_CUDA_NS_TIME", "60000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "60900", 1);
+  setenv("FAKE_CUDA_CTAS_TRACE", "8", 1);
+  CHECK_EQ_INT(fake_observe("3", "last", &r), 0);
+  if (r.report) {
+    CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "warnings")), 0);
+    json_t *ln = pjson(r.report, "launches");
+    CHECK_EQ_INT((int)json_array_size(json_object_get(ln, "recorded")), 1);
+    CHECK_EQ_INT((int)json_integer_value(json_array_get(json_object_get(ln, "recorded"), 0)), 2);
+  }
+  ag_observe_result_release(&r);
+  /* 3 % but under 1 us: the timer's resolution, no warning either */
+  setenv("FAKE_CUDA_NS_TIME", "20000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "20600", 1);
+  CHECK_EQ_INT(fake_observe("3", "all", &r), 0);
+  if (r.report) {
+    CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "warnings")), 0);
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 3);
+  }
+  ag_observe_result_release(&r);
+  /* one launch: nothing to skip, it is recorded */
+  CHECK_EQ_INT(fake_observe("1", NULL, &r), 0);
+  if (r.report)
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 1);
+  ag_observe_result_release(&r);
+  /* a selection past the harness's launches: a warning, nothing recorded */
+  CHECK_EQ_INT(fake_observe("2", "5:7", &r), 0);
+  if (r.report) {
+    CHECK(has_warning(r.report, "--launches 5:7 selects no launch: the harness made 2"));
+    CHECK(has_warning(r.report, "no launch was recorded"));
+  }
+  ag_observe_result_release(&r);
+  /* a bad selection is refused before anything runs */
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_launch_sel sel;
+  CHECK_EQ_INT(ag_launch_sel_parse("5:3", &sel, &d), AG_EPARSE);
+  CHECK_CONTAINS(d.items.v[0].msg, "--launches '5:3' is not a launch selection");
+  CHECK_EQ_INT(ag_launch_sel_parse("x", &sel, NULL), AG_EPARSE);
+  CHECK_EQ_INT(ag_launch_sel_parse("2:", &sel, NULL), AG_EPARSE);
+  CHECK_EQ_INT(ag_launch_sel_parse("3", &sel, NULL), 0);
+  CHECK(sel.kind == AG_LAUNCH_RANGE && sel.lo == 3 && sel.hi == 4);
+  CHECK_EQ_INT(ag_launch_sel_parse("2:5", &sel, NULL), 0);
+  CHECK(sel.lo == 2 && sel.hi == 5);
+  ag_diags_release(&d);
+  unsetenv("ARGUS_LIBCUDA");
+}
+
+TEST(test_occupancy_buckets) {
+  /* Hopper: 65,536 registers per SM, 8 per thread at a time, 64 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(90), 96);   /* gemm_tma: 21 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(168), 168); /* the SGEMM of issue 17: 12 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(179), 184); /* nvJitLink's 179: 11 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(10), 32);   /* 64 warps, the SM's limit */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(255), 255);
+  CHECK_EQ_INT(ag_occ_reg_warps(168), 12);
+  CHECK_EQ_INT(ag_occ_reg_warps(169), 11);
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(0), -1);
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
+}
+
+RUN_TESTS(T(test_perturbation_report), T(test_occupancy_buckets), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))
