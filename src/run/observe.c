@@ -574,6 +574,11 @@ static int scope_of(const ag_task *t, ag_scope *s) {
   return ag_scope_parse(sc ? sc : "", s, NULL);
 }
 
+/* A record's bias on its region's duration, measured on spin regions by
+ * tests/trace/test_gpu_fidelity (docs/tracing.md, "Fidelity"). */
+#define RECORD_BIAS_MIN 15
+#define RECORD_BIAS_MAX 20
+
 /* Synthesize duration / occurrences / timeline from reference-trace
  * evidence: decode, select the queried region's subtree and the scope. */
 static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
@@ -663,6 +668,16 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
                                       rs[i].by_role[k].ns.mean));
       }
       value(vals, q, signal, "by_sm", by_sm, "ns", "observed");
+      /* the fixed cost a record adds to its own region (docs/tracing.md,
+       * "Fidelity"): reported, never subtracted */
+      value(vals, q, signal, "bias",
+            json_pack("{s:i,s:i,s:f,s:b,s:s}", "cycles_min", RECORD_BIAS_MIN, "cycles_max",
+                      RECORD_BIAS_MAX, "ns_max",
+                      ev->sm_hz > 0 ? RECORD_BIAS_MAX * 1e9 / ev->sm_hz : 0.0, "subtracted", 0,
+                      "why", "not subtracted: exact only on code that cannot hide it (+15 to "
+                             "+20 cycles on spin regions); loop bodies hide it in their slack, "
+                             "and records of nested regions add their own"),
+            "ns", "derived");
       value(vals, q, signal, "by_role", by_role, "ns", "observed");
     }
   }

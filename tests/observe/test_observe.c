@@ -361,6 +361,11 @@ TEST(test_perturbation_report) {
     CHECK(has_warning(r.report, "changed occupancy: 4 CTAs per SM against the trace-free "
                                 "build's 8"));
     CHECK(has_warning(r.report, "tracing added 3.00 us (3.0 %)"));
+    /* each duration carries its record bias, never subtracted */
+    json_t *bias = pjson(r.report, "bias");
+    CHECK(bias != NULL);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(bias, "cycles_max")), 20);
+    CHECK(json_is_false(json_object_get(bias, "subtracted")));
     ag_str t = AG_STR_INIT;
     ag_report_json_text(r.report, &t);
     CHECK_CONTAINS(ag_str_cstr(&t), "warning: the traced build changed occupancy");
