@@ -74,6 +74,8 @@
   X(cuEventDestroy)                                                            \
   X(cuFuncGetAttribute)                                                        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
+  X(cuStreamWaitValue32)                                                       \
+  X(cuMemHostGetDevicePointer)                                                 \
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)
 
@@ -180,6 +182,14 @@ struct ag_host {
   char budget_note[160];
   launch_time *times; /* every timed launch of the variant, in launch order */
   uint32_t ntimes, times_cap;
+  /* the gate: a stream wait the host releases once the start event, the
+   * kernel and the end event are all queued, so the events hold the kernel
+   * and not the host's submission gap (a harness that synchronizes after
+   * every launch leaves the GPU idle while the host submits) */
+  volatile uint32_t *gate;
+  CUdeviceptr gate_dev;
+  uint32_t gate_seq;
+  int gate_state; /* 0 untried, 1 usable, -1 unavailable */
 };
 
 static void setmsg(ag_host *h, const char *fmt, ...)
@@ -494,6 +504,8 @@ void ag_host_close(ag_host *h) {
       h->cu.cuEventDestroy(h->times[i].b);
   }
   free(h->times);
+  if (h->ok && h->gate)
+    h->cu.cuMemFreeHost((void *)h->gate);
   free(h->recs);
   free(h->replaced_name);
   free(h);
@@ -846,6 +858,35 @@ static int time_slot(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_host_dim
   return 0;
 }
 
+/* Queues the gate on the stream (see ag_host); 1 when it was queued and must
+ * be released with open_gate, 0 when timing goes without it. */
+static int close_gate(ag_host *h, void *stream) {
+  if (h->gate_state == 0) {
+    void *p = NULL;
+    h->gate_state = -1;
+    if (h->cu.cuMemHostAlloc(&p, 64, CU_MEMHOSTALLOC_DEVICEMAP) == CUDA_SUCCESS) {
+      h->gate = p;
+      *h->gate = 0;
+      if (h->cu.cuMemHostGetDevicePointer(&h->gate_dev, p, 0) == CUDA_SUCCESS)
+        h->gate_state = 1;
+    }
+  }
+  if (h->gate_state != 1)
+    return 0;
+  uint32_t seq = h->gate_seq + 1;
+  if (h->cu.cuStreamWaitValue32((CUstream)stream, h->gate_dev, seq, CU_STREAM_WAIT_VALUE_GEQ) !=
+      CUDA_SUCCESS) {
+    h->gate_state = -1; /* stream memory operations unsupported: time without it */
+    return 0;
+  }
+  h->gate_seq = seq;
+  return 1;
+}
+
+static void open_gate(ag_host *h) {
+  __atomic_store_n(h->gate, h->gate_seq, __ATOMIC_SEQ_CST);
+}
+
 int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
                    unsigned shared_bytes, void *stream, void **args) {
   ag_host *h = k->mod->h;
@@ -862,17 +903,19 @@ int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
       return fail(h, rc);
     if ((rc = time_slot(k, idx, grid, block, shared_bytes, &lt)))
       return fail(h, rc);
-    if (lt) { /* after the descriptor's copies: the events hold the kernel alone */
+    if (lt)
       lt->why = why;
-      CUresult er = h->cu.cuEventRecord(lt->a, (CUstream)stream);
-      if (er != CUDA_SUCCESS)
-        return fail(h, cu_fail(h, er, "cuEventRecord"));
-    }
   }
-  CUresult r = h->cu.cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y,
-                                    block.z, shared_bytes, (CUstream)stream, args, NULL);
+  /* after the descriptor's copies, behind the gate: the events hold the kernel */
+  int gated = lt && close_gate(h, stream);
+  CUresult r = lt ? h->cu.cuEventRecord(lt->a, (CUstream)stream) : CUDA_SUCCESS;
+  if (r == CUDA_SUCCESS)
+    r = h->cu.cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                             shared_bytes, (CUstream)stream, args, NULL);
   if (r == CUDA_SUCCESS && lt)
     r = h->cu.cuEventRecord(lt->b, (CUstream)stream);
+  if (gated)
+    open_gate(h); /* on every path: a closed gate would hold the stream forever */
   if (r != CUDA_SUCCESS) {
     char call[300];
     snprintf(call, sizeof call, "cuLaunchKernel('%s', grid %ux%ux%u, block %ux%ux%u)",
@@ -1033,8 +1076,14 @@ static int write_timing(ag_host *h) {
   h->cu.cuDeviceGetName(name, sizeof name, h->dev);
   ag_jb_printf(&j, "{\"format\":\"argus-timing\",\"version\":1,\"collect\":\"%s\","
                    "\"method\":\"cuEventRecord before and after each launch of the variant, "
-                   "on its stream (resolution about 0.5 us)\",\"device\":",
-               h->collect == 2 ? "time" : "trace");
+                   "on its stream (resolution about 0.5 us)%s\",\"device\":",
+               h->collect == 2 ? "time" : "trace",
+               h->gate_state == 1 ? ", both queued behind a stream wait the host releases after "
+                                    "the launch (no submission gap)"
+                                  : h->gate_state < 0 ? "; no stream wait (unsupported): a "
+                                                        "launch on an idle stream includes "
+                                                        "the host's submission gap"
+                                                      : "");
   ag_jb_str(&j, name);
   ag_jb_puts(&j, ",\"variant\":");
   ag_jb_str(&j, h->variant_id);

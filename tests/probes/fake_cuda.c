@@ -44,7 +44,15 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice d) { (void)d; OK; }
 CUresult cuCtxSetCurrent(CUcontext c) { (void)c; OK; }
-CUresult cuCtxSynchronize(void) { return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
+/* the last stream wait queued (host.c's gate): a synchronization while it is
+ * still closed would wait forever on a real GPU, so here it fails */
+static volatile uint32_t *gate_addr;
+static uint32_t gate_expect;
+CUresult cuCtxSynchronize(void) {
+  if (gate_addr && *gate_addr < gate_expect)
+    return CUDA_ERROR_LAUNCH_TIMEOUT;
+  return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   (void)image;
   *m = (CUmodule)calloc(1, 64); /* holds the module's 32-byte descriptor */
@@ -185,5 +193,18 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int t
                                                      size_t smem) {
   (void)f, (void)threads, (void)smem;
   *n = (int)fake_num("CTAS", 8);
+  OK;
+}
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned f) {
+  (void)f;
+  *d = (CUdeviceptr)(uintptr_t)p;
+  OK;
+}
+/* the gate: a real driver waits; the fake checks the host released the last
+ * one before this one is queued (never waits: the harness is single-threaded) */
+CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f) {
+  (void)s, (void)f;
+  gate_addr = (volatile uint32_t *)(uintptr_t)a;
+  gate_expect = v;
   OK;
 }
