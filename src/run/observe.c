@@ -626,11 +626,30 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
   }
   if (!strcmp(signal, "timeline")) {
     ag_str ct = AG_STR_INIT;
-    if ((rc = ag_report_chrome_trace(tr, &scope, &ct)) == 0)
+    ag_timeline_info ti;
+    uint64_t lim = json_integer_value(json_object_get(t->config, "max_events"));
+    if ((rc = ag_report_chrome_trace_ex(tr, &scope, lim ? lim : AG_TIMELINE_MAX_EVENTS, &ct,
+                                        &ti)) == 0)
       rc = put(ob, t, "timeline", ct.p, ct.len, "timeline");
     ag_str_release(&ct);
     if (rc)
       goto out;
+    if (ti.every_nth > 1) {
+      json_t *w = json_array();
+      json_array_append_new(w, json_sprintf("the timeline holds %llu events, more than a viewer "
+                                            "opens (%llu): it is sampled, every %u-th warp of "
+                                            "each launch (%llu events); narrow --scope (cta, "
+                                            "warp, launch, iter) for all of a part",
+                                            (unsigned long long)ti.events,
+                                            (unsigned long long)(lim ? lim
+                                                                     : AG_TIMELINE_MAX_EVENTS),
+                                            ti.every_nth, (unsigned long long)ti.written));
+      json_object_set_new(out, "warnings", w);
+    }
+    value(vals, t->region, signal, "events_in_scope", json_integer((json_int_t)ti.events),
+          "count", "observed");
+    value(vals, t->region, signal, "events_written", json_integer((json_int_t)ti.written),
+          "count", "observed");
     value(vals, t->region, signal, "file", json_string(json_string_value(
                                                 json_object_get(t->outputs, "timeline"))),
           "chrome-trace", "observed");
