@@ -50,11 +50,6 @@ int ag_jit_target(const char *ptx, size_t len, char arch[16]);
  * line it names, with the source line; returns AG_EJIT. *out is owned. */
 int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
                    ag_diags *diags, ag_cubin **out);
-/* As ag_jit_compile; maxrreg > 0 caps every function's registers per thread
- * (-maxrregcount), as the traced variant is capped to its trace-free build's
- * occupancy bucket (ag_occ_reg_bucket_max). */
-int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char *arch,
-                      int maxrreg, ag_diags *diags, ag_cubin **out);
 /* The occupancy bucket of a register count on Hopper (sm_90): the highest
  * registers per thread that allow as many warps per SM as `registers` does
  * (65,536 registers per SM allocated 256 per warp, i.e. 8 per thread; at

@@ -230,11 +230,6 @@ static char *get_log(nvJitLinkHandle h, int info) {
 
 int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
                    ag_diags *diags, ag_cubin **out) {
-  return ag_jit_compile_ex(ptx, len, name, arch, 0, diags, out);
-}
-
-int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char *arch,
-                      int maxrreg, ag_diags *diags, ag_cubin **out) {
   *out = NULL;
   int rc = 0;
   nvJitLinkResult nvj_fail = NVJITLINK_SUCCESS;
@@ -261,10 +256,8 @@ int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char 
   }
   char archopt[32];
   snprintf(archopt, sizeof archopt, "-arch=%s", c->arch);
-  char regopt[32];
-  snprintf(regopt, sizeof regopt, "-maxrregcount=%d", maxrreg);
-  const char *opts[] = {archopt, "-verbose", regopt};
-  NVJ(nvJitLinkCreate(&h, maxrreg > 0 ? 3 : 2, opts));
+  const char *opts[] = {archopt, "-verbose"};
+  NVJ(nvJitLinkCreate(&h, 2, opts));
   /* nvJitLink wants the PTX NUL-terminated within the given size */
   char *text = ag_malloc(len + 1);
   if (!text) {

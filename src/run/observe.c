@@ -247,12 +247,14 @@ static const char *dep_output(const ag_plan *p, const ag_task *t, const char *op
 
 /* The register bound of a variant compiled within its baseline's occupancy
  * (docs/tracing.md, "Perturbation"): each function's trace-free registers
- * and bucket, its registers as compiled, and the -maxrregcount applied.
- * Returns the cap to compile again with (0: none needed or none possible,
- * with the reason in the note). */
-static int occupancy_cap(const json_t *base, const ag_cubin *cb, json_t *note) {
+ * and bucket and its registers as compiled. Appends to *capped the PTX with
+ * `.maxnreg` set on every function above its bucket; returns how many. */
+static int occupancy_cap(const json_t *base, const ag_cubin *cb, const char *ptx, size_t len,
+                         json_t *note, ag_str *capped) {
   json_t *fs = json_array();
-  int cap = 0, max_tf = 0, over = 0;
+  int over = 0;
+  ag_str cur = AG_STR_INIT, next = AG_STR_INIT;
+  ag_str_append(&cur, ptx, len);
   for (int i = 0; i < cb->nfuncs; i++) {
     const ag_jit_func *f = &cb->funcs[i];
     int tf = -1;
@@ -262,32 +264,34 @@ static int occupancy_cap(const json_t *base, const ag_cubin *cb, json_t *note) {
         !strcmp(json_string_value(json_object_get(bf, "name")), f->name)) tf =
         (int)json_integer_value(json_object_get(bf, "registers"));
     int hi = ag_occ_reg_bucket_max(tf);
-    json_array_append_new(fs, json_pack("{s:s,s:i,s:i,s:i}", "name", f->name,
-                                        "trace_free_registers", tf, "bucket_max", hi,
-                                        "registers_uncapped", f->registers));
-    if (tf > max_tf)
-      max_tf = tf;
+    json_t *fj = json_pack("{s:s,s:i,s:i,s:i,s:i}", "name", f->name, "trace_free_registers", tf,
+                           "bucket_max", hi, "registers_uncapped", f->registers, "maxnreg", 0);
     if (hi > 0 && f->registers > hi) {
-      over = 1;
-      if (!cap || hi < cap)
-        cap = hi;
+      ag_str_clear(&next);
+      if (ag_ptx_set_maxnreg(ag_str_cstr(&cur), cur.len, f->name, hi, &next) == 0) {
+        ag_str t = cur;
+        cur = next;
+        next = t;
+        json_object_set_new(fj, "maxnreg", json_integer(hi));
+        over++;
+      }
     }
+    json_array_append_new(fs, fj);
   }
   json_object_set_new(note, "functions", fs);
-  if (over && cap < max_tf) { /* one cap for the module would squeeze another kernel */
-    json_object_set_new(note, "why", json_string("the module's kernels have different "
-                                                 "occupancy buckets: one -maxrregcount "
-                                                 "cannot keep them all"));
-    return 0;
-  }
-  return over ? cap : 0;
+  if (over)
+    ag_str_append(capped, cur.p, cur.len);
+  ag_str_release(&cur);
+  ag_str_release(&next);
+  return over;
 }
 
 /* Transform: PTX -> cubin through nvJitLink; the compiler's report becomes
  * the `resources` artifact (registers, spills, shared memory, stack). A
- * variant with "occupancy_of" is kept within that build's occupancy: when
- * it needs more registers than the trace-free build's bucket allows it is
- * compiled again with -maxrregcount, and its report says so ("occupancy"). */
+ * variant with "occupancy_of" is kept within that build's occupancy: a
+ * function that needs more registers than its trace-free build's bucket
+ * allows is compiled again with `.maxnreg` at the bucket's top, and the
+ * report says so ("occupancy"). */
 static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   char *ptx;
@@ -305,26 +309,28 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
     goto out;
   }
   if (of) {
-    occ = json_pack("{s:s,s:i,s:b,s:n}", "of", of, "maxrregcount", 0, "kept", 1, "why");
+    occ = json_pack("{s:s,s:i,s:b,s:n}", "of", of, "capped", 0, "kept", 1, "why");
     const char *bh = dep_output(cx->plan, t, "compile", "resources");
     if (!bh || get_json(ob, t, bh, "the trace-free build's compiler report", &base)) {
       json_object_set_new(occ, "kept", json_false());
       json_object_set_new(occ, "why", json_string("the trace-free build's register counts "
                                                   "are not known"));
     } else {
-      int cap = occupancy_cap(base, cb, occ);
-      if (cap > 0) {
+      ag_str capped = AG_STR_INIT;
+      int ncap = occupancy_cap(base, cb, ptx, len, occ, &capped);
+      if (ncap > 0) {
         ag_cubin *c2 = NULL;
         ag_diags_release(&d);
         ag_diags_init(&d);
-        if (ag_jit_compile_ex(ptx, len, ob->spec->name, NULL, cap, &d, &c2) == 0) {
+        if (ag_jit_compile(capped.p, capped.len, ob->spec->name, NULL, &d, &c2) == 0) {
           ag_cubin_free(cb);
           cb = c2;
-          json_object_set_new(occ, "maxrregcount", json_integer(cap));
+          json_object_set_new(occ, "capped", json_integer(ncap));
         } else {
-          json_object_set_new(occ, "why", json_string("the compile with -maxrregcount failed"));
+          json_object_set_new(occ, "why", json_string("the compile with .maxnreg failed"));
         }
       }
+      ag_str_release(&capped);
       /* what was compiled: is every function within its bucket? */
       size_t k;
       json_t *f;
@@ -788,12 +794,23 @@ static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
     json_array_append_new(warn, json_sprintf("the traced build could not be kept within the "
                                              "trace-free build's occupancy: %s",
                                              json_string_value(json_object_get(occ, "why"))));
-  else if (occ && json_integer_value(json_object_get(occ, "maxrregcount")) > 0)
-    json_array_append_new(warn, json_sprintf(
-                                    "the traced build was compiled with -maxrregcount=%lld to "
-                                    "keep the trace-free build's occupancy",
-                                    (long long)json_integer_value(
-                                        json_object_get(occ, "maxrregcount"))));
+  else if (occ && json_integer_value(json_object_get(occ, "capped")) > 0) {
+    size_t k;
+    json_t *f;
+    json_array_foreach(json_object_get(occ, "functions"), k, f) {
+      json_int_t cap = json_integer_value(json_object_get(f, "maxnreg"));
+      if (cap > 0)
+        json_array_append_new(
+            warn, json_sprintf("the traced build of '%s' was capped at %lld registers "
+                               "(.maxnreg; it needed %lld) to keep the trace-free build's "
+                               "occupancy (%lld bytes of spill stores)",
+                               json_string_value(json_object_get(f, "name")), (long long)cap,
+                               (long long)json_integer_value(
+                                   json_object_get(f, "registers_uncapped")),
+                               (long long)json_integer_value(
+                                   json_object_get(f, "spill_store_bytes"))));
+    }
+  }
   const char *lw = json_string_value(json_object_get(lp, "warning"));
   if (lw)
     json_array_append_new(warn, json_string(lw));

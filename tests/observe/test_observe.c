@@ -6,6 +6,8 @@
 #include "argus/collect.h"
 #include "argus/observe.h"
 #include "argus/report.h"
+#include "argus/store.h"
+#include "argus/variant.h"
 #include "check.h"
 
 #include <math.h>
@@ -422,6 +424,90 @@ TEST(test_perturbation_report) {
   unsetenv("ARGUS_LIBCUDA");
 }
 
+/* The traced build of tests/observe/occupancy.cu needs 37 registers where
+ * the trace-free one needs 27 (bucket up to 32): observe compiles it again
+ * with .maxnreg 32 (ptxas ignores -maxrregcount under launch bounds) and
+ * says so, also without a GPU. */
+TEST(test_traced_build_keeps_occupancy) {
+  setup();
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  char *abs = realpath(src ? src : ".", NULL);
+  char spec[256], wsdir[160];
+  snprintf(spec, sizeof spec, "%s/occ-spec.json", ws);
+  snprintf(wsdir, sizeof wsdir, "%s/occ-ws", ws);
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "{\"name\": \"occ\", \"module\": {\"cuda\": \"%s/tests/observe/occupancy.cu\", "
+                    "\"flags\": [\"-arch=sm_90a\"]}, \"run\": [\"false\"]}",
+                abs ? abs : ".");
+  free(abs);
+  ag_file_write_atomic(spec, s.p, s.len);
+  ag_str_release(&s);
+  const char *sigs[] = {"duration"};
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "body", .signals = sigs,
+                       .nsignals = 1, .ndevices = 0, .timeout_s = 30};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  int rc = ag_observe(&o, &d, &r);
+  ag_diags_release(&d);
+  if (rc == AG_ENOTFOUND || rc == AG_ECHILD) { /* no nvcc here */
+    printf("cannot build occupancy.cu (%s): skipped\n", ag_strerror(rc));
+    exit(77);
+  }
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    return;
+  ag_task *cc = NULL;
+  for (size_t i = 0; i < r.plan->tasks.n; i++)
+    if (!strcmp(r.plan->tasks.v[i]->op, "compile") &&
+        json_object_get(r.plan->tasks.v[i]->config, "occupancy_of"))
+      cc = r.plan->tasks.v[i];
+  CHECK(cc && cc->status == AG_TS_OK);
+  ag_store *st = NULL;
+  void *data = NULL;
+  size_t len = 0;
+  json_t *res = NULL;
+  if (cc && ag_store_open(wsdir, 0, &st) == 0 &&
+      ag_store_get(st, json_string_value(json_object_get(cc->outputs, "resources")), &data,
+                   &len) == 0)
+    res = json_loadb(data, len, 0, NULL);
+  ag_free(data);
+  ag_store_close(st);
+  json_t *occ = json_object_get(res, "occupancy");
+  CHECK(occ != NULL);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(occ, "capped")), 1);
+  CHECK(json_is_true(json_object_get(occ, "kept")));
+  json_t *f = json_array_get(json_object_get(occ, "functions"), 0);
+  int tf = (int)json_integer_value(json_object_get(f, "trace_free_registers"));
+  int unc = (int)json_integer_value(json_object_get(f, "registers_uncapped"));
+  int got = (int)json_integer_value(json_object_get(f, "registers"));
+  printf("occupancy.cu: trace-free %d registers, traced %d uncapped, %d capped\n", tf, unc, got);
+  CHECK(tf > 0 && ag_occ_reg_bucket_max(tf) == 32);
+  CHECK(unc > 32 && got <= 32 && got > 0);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(f, "maxnreg")), 32);
+  CHECK(has_warning(r.report, "'occ_kernel' was capped at 32 registers (.maxnreg; it needed"));
+  json_decref(res);
+  ag_observe_result_release(&r);
+}
+
+TEST(test_set_maxnreg) {
+  const char *ptx = ".visible .entry k(\n.param .u64 a\n)\n.maxntid 256, 1, 1\n{\nret;\n}\n"
+                    ".visible .entry k2(.param .u64 a)\n.maxnreg 40\n{\nret;\n}\n";
+  ag_str out = AG_STR_INIT;
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "k", 32, &out), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), ".maxntid 256, 1, 1\n.maxnreg 32\n{");
+  CHECK(strstr(ag_str_cstr(&out), "k2(.param .u64 a)\n.maxnreg 40\n{") != NULL);
+  ag_str_clear(&out);
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "k2", 32, &out), 0); /* the smaller */
+  CHECK_CONTAINS(ag_str_cstr(&out), "k2(.param .u64 a)\n.maxnreg 32\n{");
+  ag_str_clear(&out);
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "k2", 48, &out), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), ".maxnreg 40\n{");
+  ag_str_clear(&out);
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "nope", 32, &out), AG_ENOTFOUND);
+  ag_str_release(&out);
+}
+
 TEST(test_occupancy_buckets) {
   /* Hopper: 65,536 registers per SM, 8 per thread at a time, 64 warps */
   CHECK_EQ_INT(ag_occ_reg_bucket_max(90), 96);   /* gemm_tma: 21 warps */
@@ -435,5 +521,6 @@ TEST(test_occupancy_buckets) {
   CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
 }
 
-RUN_TESTS(T(test_perturbation_report), T(test_occupancy_buckets), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
+RUN_TESTS(T(test_perturbation_report), T(test_occupancy_buckets),
+          T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))
