@@ -415,6 +415,8 @@ TEST(test_perturbation_report) {
   CHECK_EQ_INT(ag_launch_sel_parse("5:3", &sel, &d), AG_EPARSE);
   CHECK_CONTAINS(d.items.v[0].msg, "--launches '5:3' is not a launch selection");
   CHECK_EQ_INT(ag_launch_sel_parse("x", &sel, NULL), AG_EPARSE);
+  CHECK_EQ_INT(ag_launch_sel_parse("4:4", &sel, NULL), AG_EPARSE); /* empty */
+  CHECK_EQ_INT(ag_launch_sel_parse("-1", &sel, NULL), AG_EPARSE);
   CHECK_EQ_INT(ag_launch_sel_parse("2:", &sel, NULL), AG_EPARSE);
   CHECK_EQ_INT(ag_launch_sel_parse("3", &sel, NULL), 0);
   CHECK(sel.kind == AG_LAUNCH_RANGE && sel.lo == 3 && sel.hi == 4);
