@@ -223,6 +223,9 @@ TEST(test_cli) {
   CHECK_CONTAINS(ag_str_cstr(&err), "unknown signal 'nope'");
   CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "no earlier query");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--launches", "5:3", NULL),
+               2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--launches '5:3' is not a launch selection");
   /* no GPU (or a failing harness): exit 1, the report says what is missing */
   CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals",
                    "duration,static", NULL),
