@@ -459,7 +459,8 @@ static void size_launches(const ag_observe_opts *o, const json_t *timing, unsign
     ag_str_printf(&w, "the record budget (%llu MiB at %u records per warp) cannot hold one "
                       "whole launch (launch %u needs %llu MiB): lower --records",
                   HOST_BUDGET_BYTES >> 20, cap, *skip,
-                  (unsigned long long)(launch_bytes(json_array_get(ls, *skip), cap) >> 20));
+                  (unsigned long long)((launch_bytes(json_array_get(ls, *skip), cap) +
+                                        (1u << 20) - 1) >> 20));
   else if (fit < *max && sel.kind != AG_LAUNCH_DEFAULT)
     ag_str_printf(&w, "the record budget holds %u of the %u selected launches", fit, *max);
   if (w.len) {

@@ -307,6 +307,8 @@ static int has_warning(json_t *rep, const char *needle) {
 /* observe on the fake driver (tests/probes/fake_cuda.c) through the worker
  * and the fake harness, launching `launches` times; the fake's kernel times
  * and occupancy come from FAKE_CUDA_* (the caller sets them). */
+static unsigned fake_records; /* --records for fake_observe (0: the default) */
+
 static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
   const char *bd = getenv("ARGUS_BUILD_DIR");
   char *abs = realpath(bd ? bd : "build", NULL);
@@ -326,7 +328,8 @@ static int fake_observe(const char *launches_arg, const char *sel, ag_observe_re
   ag_str_release(&s);
   const char *sigs[] = {"duration"};
   ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
-                       .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel};
+                       .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel,
+                       .records_per_warp = fake_records};
   ag_diags d;
   ag_diags_init(&d);
   int rc = ag_observe(&o, &d, r);
@@ -409,6 +412,19 @@ TEST(test_perturbation_report) {
   if (r.report) {
     CHECK(has_warning(r.report, "--launches 5:7 selects no launch: the harness made 2"));
     CHECK(has_warning(r.report, "no launch was recorded"));
+  }
+  ag_observe_result_release(&r);
+  /* a budget that cannot hold one whole launch: a warning before the run
+   * (the host runtime then records the launch with fewer records per warp,
+   * and the report counts what it dropped) */
+  fake_records = 1u << 24; /* 4 warps x 2^24 records x 16 B: more than 1 GiB */
+  CHECK_EQ_INT(fake_observe("2", NULL, &r), 0);
+  fake_records = 0;
+  if (r.report) {
+    CHECK(has_warning(r.report, "cannot hold one whole launch"));
+    CHECK(has_warning(r.report, "(launch 1 needs 1025 MiB): lower --records"));
+    json_t *lp = json_object_get(pjson(r.report, "launches"), "plan");
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(lp, "fits")), 0);
   }
   ag_observe_result_release(&r);
   /* a bad selection is refused before anything runs */
