@@ -148,6 +148,21 @@ static int cmp_rank(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+/* [1,2,3,5] -> "1-3, 5" */
+static void fmt_ranges(json_t *a, ag_str *out) {
+  size_t n = json_array_size(a);
+  for (size_t i = 0; i < n;) {
+    json_int_t lo = json_integer_value(json_array_get(a, i)), hi = lo;
+    size_t k = i + 1;
+    while (k < n && json_integer_value(json_array_get(a, k)) == hi + 1)
+      hi++, k++;
+    ag_str_printf(out, "%s%lld", i ? ", " : "", (long long)lo);
+    if (hi > lo)
+      ag_str_printf(out, "-%lld", (long long)hi);
+    i = k;
+  }
+}
+
 static void fmt_value(json_t *v, const char *unit, ag_str *out) {
   if (json_is_integer(v)) {
     ag_str_printf(out, "%lld", (long long)json_integer_value(v));
@@ -164,6 +179,21 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
     return;
   } else if (json_is_string(v)) {
     ag_str_puts(out, json_string_value(v));
+    return;
+  } else if (json_is_object(v) && json_is_array(json_object_get(v, "recorded"))) {
+    /* the launches of a traced run: which were recorded, and why not the others */
+    ag_str_puts(out, "recorded ");
+    fmt_ranges(json_object_get(v, "recorded"), out);
+    if (!json_array_size(json_object_get(v, "recorded")))
+      ag_str_puts(out, "none");
+    ag_str_printf(out, " of %lld", (long long)json_integer_value(json_object_get(v, "total")));
+    const char *k;
+    json_t *e;
+    json_object_foreach(json_object_get(v, "unrecorded"), k, e) {
+      ag_str_puts(out, "; ");
+      fmt_ranges(e, out);
+      ag_str_printf(out, ": %s", k);
+    }
     return;
   } else if (json_is_object(v)) { /* a breakdown: key: count / mean, at most 6 keys */
     const char *k;

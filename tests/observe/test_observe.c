@@ -378,6 +378,7 @@ TEST(test_perturbation_report) {
     ag_report_json_text(r.report, &t);
     CHECK_CONTAINS(ag_str_cstr(&t), "warning: the traced build changed occupancy");
     CHECK_CONTAINS(ag_str_cstr(&t), "traced_kernel_time");
+    CHECK_CONTAINS(ag_str_cstr(&t), "launches   recorded 1-4 of 5; 0: before the selection");
     ag_str_release(&t);
   }
   ag_observe_result_release(&r);
