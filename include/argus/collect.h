@@ -50,6 +50,14 @@ int ag_jit_target(const char *ptx, size_t len, char arch[16]);
  * line it names, with the source line; returns AG_EJIT. *out is owned. */
 int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
                    ag_diags *diags, ag_cubin **out);
+/* The occupancy bucket of a register count on Hopper (sm_90): the highest
+ * registers per thread that allow as many warps per SM as `registers` does
+ * (65,536 registers per SM allocated 256 per warp, i.e. 8 per thread; at
+ * most 64 warps and 255 registers). Every block size then gets the same CTAs
+ * per SM from registers at either count. -1 for registers outside 1..255. */
+int ag_occ_reg_bucket_max(int registers);
+/* Warps per SM that `registers` per thread allow (the same model). */
+int ag_occ_reg_warps(int registers);
 /* As ag_jit_compile, through the cache under cache_dir (NULL: no cache):
  * a hit returns the stored cubin and report without compiling. */
 int ag_jit_compile_cached(const char *cache_dir, const char *ptx, size_t len,
@@ -88,12 +96,15 @@ typedef struct ag_trace_run_opts {
   unsigned max_launches;    /* 0: default */
   unsigned skip_launches;
   int device;               /* bind the run to this GPU (CUDA_VISIBLE_DEVICES); -1: any */
+  int time_only;            /* 1: ARGUS_COLLECT=time: the variant (trace-free) is run and
+                               each launch timed; the evidence is the timing file */
 } ag_trace_run_opts;
 
 typedef struct ag_trace_run_result {
   char *evidence_path; /* owned; NULL when the run failed */
   ag_proc_result proc;
   char *log_path;      /* the harness's stdout+stderr (owned) */
+  char *timing_path;   /* the kernel times (AG_EV_TIMING_FILE; owned), or NULL */
 } ag_trace_run_result;
 
 /* Runs the harness once under Argus (ARGUS_COLLECT=trace) with a timeout.

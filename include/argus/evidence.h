@@ -43,6 +43,9 @@ extern "C" {
 #define AG_EV_MAGIC "ARGUSEV1" /* 8 bytes, no terminator in the file */
 #define AG_EV_VERSION 3u /* 3: records in begin order, written in two halves */
 #define AG_EV_FILE_NAME "trace.agev"
+/* Beside it (and alone in a timing run, ARGUS_COLLECT=time): every launch of
+ * the variant with its kernel time and occupancy (JSON; docs/evidence.md). */
+#define AG_EV_TIMING_FILE "timing.json"
 
 /* The constant the host binds before each recorded launch. enabled == 0:
  * the probes store nothing (a traced module loaded outside Argus, or a launch

@@ -15,6 +15,10 @@
  *   each recorded launch, and ag_host_finish writes the evidence file (device,
  *   measured SM clock, launches, records, drop counts) into the task's output
  *   directory. Each launch is a scope coordinate `launch` (0, 1, ...).
+ *   Every launch of the variant is timed (cuEvents behind a stream wait the
+ *   host releases after the launch) with its registers and CTAs per SM,
+ *   into timing.json; ARGUS_COLLECT=time does only that, on the trace-free
+ *   build (docs/tracing.md, "Perturbation").
  *
  * libargus_host depends on libc alone: the driver (libcuda.so.1) is opened at
  * run time, so a harness starts on a machine without a GPU and gets

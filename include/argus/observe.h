@@ -28,6 +28,7 @@ typedef struct ag_observe_opts {
   int ndevices;      /* -1: probe the CUDA driver; 0: no GPU */
   double timeout_s;  /* per harness run; <= 0: 300 s */
   unsigned records_per_warp; /* 0: the host runtime's default */
+  const char *launches;      /* --launches SPEC (ag_launch_sel_parse); NULL: the default */
   ag_progress_fn progress;
   void *progress_ud;
 } ag_observe_opts;

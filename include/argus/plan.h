@@ -54,6 +54,21 @@ int ag_scope_format(const ag_scope *s, ag_str *out);
 int ag_scope_contains(const ag_scope *s, ag_scope_key k, int64_t v);
 const char *ag_scope_key_name(ag_scope_key k);
 
+/* ------------------------------------------------------- launch selection */
+/* `--launches SPEC`: which launches a traced run records. "all", "last",
+ * "N" (launch N) or "a:b" (launches a..b-1, half-open as scope ranges);
+ * NULL or "" is the default: skip the first (warm-up) launch when there are
+ * others and record as many whole launches as the record budget holds. */
+typedef enum ag_launch_kind {
+  AG_LAUNCH_DEFAULT, AG_LAUNCH_ALL, AG_LAUNCH_LAST, AG_LAUNCH_RANGE
+} ag_launch_kind;
+typedef struct ag_launch_sel {
+  ag_launch_kind kind;
+  int64_t lo, hi; /* AG_LAUNCH_RANGE: [lo, hi) */
+} ag_launch_sel;
+/* Malformed or empty ranges give a diagnostic (d may be NULL) and AG_EPARSE. */
+int ag_launch_sel_parse(const char *text, ag_launch_sel *out, ag_diags *d);
+
 /* ---------------------------------------------------------------- effects */
 typedef enum ag_effect {
   AG_EFF_PERTURBS_TIMING = 1u << 0,    /* instrumentation adds work */
@@ -82,6 +97,11 @@ typedef struct ag_evidence_kind {
   int per_instance;        /* 1: one isolated collection per discovered instance */
   const char *transform;   /* extra transform configuration (JSON object text) or NULL:
                               "{\"waits\":true}" makes a traced variant time the waits */
+  const char *baseline;    /* evidence kind of the unperturbed run this collection's cost
+                              is measured against ("kernel_time"), or NULL: its variant is
+                              compiled within the baseline's occupancy, its run is sized
+                              from the baseline's launches, and synth.perturbation
+                              compares the two (docs/tracing.md, "Perturbation") */
 } ag_evidence_kind;
 
 typedef struct ag_recipe {

@@ -49,6 +49,9 @@ int ag_report_add_json(ag_report *r, const char *region, const char *signal, con
                        const ag_provenance *prov);
 /* Something asked for and not delivered: signal (or NULL) and why. */
 int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why);
+/* Something the reader must know before trusting the values (the traced
+ * build changed occupancy, tracing added more than the bound, ...). */
+int ag_report_warning(ag_report *r, const char *what);
 /* Two pieces of evidence not joined (incompatible program versions or scope
  * coordinates), and why. */
 int ag_report_not_joined(ag_report *r, const char *what, const char *why);

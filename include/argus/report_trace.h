@@ -28,6 +28,25 @@ json_t *ag_report_trace_json(const ag_trace *t, const ag_scope *scope,
  * each launch's common time line; launches follow one another. */
 int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out);
 
+/* At most this many events by default: about 150 MB of JSON, which
+ * Perfetto's UI opens in a browser tab (its JSON import holds the whole file
+ * and its parse in the tab's memory; several million events exhaust it, and
+ * chrome://tracing is slow well before). */
+#define AG_TIMELINE_MAX_EVENTS 1000000u
+
+typedef struct ag_timeline_info {
+  uint64_t events;      /* occurrences in scope */
+  uint64_t written;     /* events written */
+  uint32_t every_nth;   /* 1: all warps; k: warp tracks whose slot % k == 0 */
+} ag_timeline_info;
+
+/* As ag_report_chrome_trace, sampled when the scope holds more than
+ * max_events occurrences (0: no limit): whole warp tracks are kept, every
+ * k-th warp slot of each launch, k the smallest that fits. info says what
+ * was written (may be NULL). */
+int ag_report_chrome_trace_ex(const ag_trace *t, const ag_scope *scope, uint64_t max_events,
+                              ag_str *out, ag_timeline_info *info);
+
 #ifdef __cplusplus
 }
 #endif

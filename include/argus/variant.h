@@ -109,6 +109,15 @@ int ag_variant_make_ex(const char *ptx, size_t len, const char *name, const ag_v
                        const ag_variant_async *a, ag_diags *diags, ag_variant **out);
 void ag_variant_free(ag_variant *v);
 
+/* Caps the registers of the entry `func` at n per thread: sets its
+ * `.maxnreg n` performance directive (replacing a larger one), in a copy of
+ * the PTX text appended to out. This is how a traced variant is kept within
+ * its trace-free build's occupancy bucket: ptxas ignores -maxrregcount for
+ * an entry with `.maxntid` (launch bounds), `.maxnreg` it honours per entry
+ * (docs/tracing.md, "Perturbation"). AG_ENOTFOUND when there is no such
+ * entry. Text in, text out: no parse, linear in the PTX. */
+int ag_ptx_set_maxnreg(const char *ptx, size_t len, const char *func, int n, ag_str *out);
+
 /* Inserts the traced probes into a parsed, discovered module in place and
  * returns the probe table (new reference) in *probes. Exposed for tests. */
 int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_opts *o,

@@ -22,6 +22,7 @@
 void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
   ag_free(r->log_path);
+  ag_free(r->timing_path);
   memset(r, 0, sizeof *r);
 }
 
@@ -54,7 +55,7 @@ int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
   int ne = 0, rc = 0;
   for (int i = 0; i < AG__RUN_ENV_MAX; i++)
     ag_str_init(&e[i]);
-  ag_str_printf(&e[ne++], "ARGUS_COLLECT=trace");
+  ag_str_printf(&e[ne++], "ARGUS_COLLECT=%s", o->time_only ? "time" : "trace");
   rc |= put_path(&e[ne++], "ARGUS_OUT", o->out_dir);
   rc |= put_path(&e[ne++], "ARGUS_VARIANT", o->cubin_path);
   if (o->sites_path)
@@ -92,15 +93,21 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
   char *out = ag_path_abs(o->out_dir);
   if (!out)
     return AG_ENOMEM;
-  ag_str_printf(ev, "%s/%s", out, AG_EV_FILE_NAME);
+  ag_str tp = AG_STR_INIT;
+  ag_str_printf(&tp, "%s/%s", out, AG_EV_TIMING_FILE);
+  /* a timing run's evidence is its timing file */
+  ag_str_printf(ev, "%s/%s", out, o->time_only ? AG_EV_TIMING_FILE : AG_EV_FILE_NAME);
   ag_str_printf(herr, "%s/host-error.txt", out);
   ag_str_printf(logp, "%s/harness.log", out);
   ag_free(out);
-  if (ev->oom || herr->oom || logp->oom)
-    return AG_ENOMEM;
-  unlink(ag_str_cstr(ev));
-  unlink(ag_str_cstr(herr));
-  return 0;
+  int oom = ev->oom || herr->oom || logp->oom || tp.oom;
+  if (!oom) {
+    unlink(ag_str_cstr(ev));
+    unlink(ag_str_cstr(&tp));
+    unlink(ag_str_cstr(herr));
+  }
+  ag_str_release(&tp);
+  return oom ? AG_ENOMEM : 0;
 }
 
 int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, double timeout_s,
@@ -142,6 +149,13 @@ int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, 
     res->evidence_path = ag_strdup(ev);
     if (!res->evidence_path)
       rc = AG_ENOMEM;
+    /* the kernel times beside a trace (absent from an older host runtime) */
+    const char *slash = strrchr(ev, '/');
+    ag_str tp = AG_STR_INIT;
+    ag_str_printf(&tp, "%.*s%s", slash ? (int)(slash - ev + 1) : 0, ev, AG_EV_TIMING_FILE);
+    if (!rc && !tp.oom && access(ag_str_cstr(&tp), R_OK) == 0)
+      res->timing_path = ag_str_detach(&tp);
+    ag_str_release(&tp);
   }
   ag_free(hosterr);
   return rc;

@@ -354,6 +354,8 @@ int ag_worker_collect(ag_worker *w, const char *library, const ag_trace_run_opts
         rc = AG_ECUDA;
         ag_free(res->evidence_path);
         res->evidence_path = NULL;
+        ag_free(res->timing_path);
+        res->timing_path = NULL;
       }
     }
     goto out;

@@ -145,7 +145,7 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
                             const ag_scope *scope) {
   for (size_t i = 0; i < p->tasks.n; i++) {
     ag_task *t = p->tasks.v[i];
-    if (t->type != AG_TASK_COLLECT || t->deps.n != 1 || t->deps.v[0] != compiled->id)
+    if (t->type != AG_TASK_COLLECT || t->deps.n < 1 || t->deps.v[0] != compiled->id)
       continue;
     if (ag_effects_conflict(t->effects, ek->effects) || ek->per_instance)
       continue;
@@ -196,13 +196,33 @@ static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
   ag_str_release(&op);
   if (!v)
     return -1;
+  /* a variant with a baseline is compiled within the baseline build's
+   * occupancy: its compile reads the baseline's compile report */
+  const ag_evidence_kind *bk = ek->baseline ? ag_evidence_find(ek->baseline) : NULL;
+  int cdeps[2] = {v->id, -1}, ncd = 1;
+  int base_run = -1;
+  if (bk) {
+    if ((base_run = source_for(p, bk, prereq)) < 0)
+      return -1;
+    ag_task *br = ag_plan_task(p, base_run);
+    cdeps[ncd++] = br->type == AG_TASK_COLLECT ? br->deps.v[0] : br->id;
+  }
+  json_t *ccfg = json_pack("{s:s}", "arch", "sm_90a");
+  if (bk && ccfg)
+    json_object_set_new(ccfg, "occupancy_of", json_string(bk->variant));
   ag_task *cc = ag_plan_add(p, AG_TASK_TRANSFORM, "compile", "compile PTX to cubin", NULL,
-                            NULL, json_pack("{s:s}", "arch", "sm_90a"), &v->id, 1);
+                            NULL, ccfg, cdeps, ncd);
   if (!cc)
     return -1;
   if (!ek->backend)
     return cc->id;
   ag_task *col = collect_for(p, cc, ek, NULL);
+  /* the baseline runs first: its launches size this run's record budget */
+  if (col && base_run >= 0 && ag_plan_task(p, base_run)->type == AG_TASK_COLLECT) {
+    if (ag_plan_add_dep(p, col, base_run))
+      return -1;
+    col->partial_ok = 1; /* without the baseline it runs with the default sizing */
+  }
   return col ? col->id : -1;
 }
 
@@ -314,6 +334,25 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
       goto fail_vec;
     /* one failed probe branch leaves the other instances' synthesis standing */
     s->partial_ok = ek->per_instance;
+    /* a perturbing collection with a baseline: what it cost, beside the values */
+    const ag_evidence_kind *bk = ek->baseline ? ag_evidence_find(ek->baseline) : NULL;
+    if (bk && !ek->per_instance) {
+      int pd[2] = {deps[0], source_for(p, bk, prereq)};
+      if (pd[1] < 0)
+        goto fail_vec;
+      ag_task *pt = ag_plan_add(p, AG_TASK_SYNTHESIZE, "synth.perturbation",
+                                "measure what tracing cost", NULL, NULL,
+                                json_pack("{s:s,s:s}", "signal", "perturbation", "unit", "ns"),
+                                pd, 2);
+      if (!pt)
+        goto fail_vec;
+      pt->partial_ok = 1; /* says what it lacks */
+      int have = 0;
+      for (size_t k = 0; k < synths.n; k++)
+        have |= synths.v[k] == pt->id;
+      if (!have && ag_vec_push(&synths, pt->id))
+        goto fail_vec;
+    }
   }
   ag_task *rep = ag_plan_add(p, AG_TASK_SYNTHESIZE, "report", "join into the report",
                              q->region, &q->scope, NULL, synths.v, (int)synths.n);

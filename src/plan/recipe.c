@@ -14,15 +14,20 @@
 
 static const ag_evidence_kind evidence_kinds[] = {
     /* region tracing: probes at the markers of the selected regions */
-    {"trace", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0, NULL},
+    {"trace", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0, NULL,
+     "kernel_time"},
+    /* the trace-free build's kernel time and occupancy, every launch timed,
+     * in a run of its own: the baseline of every trace */
+    {"kernel_time", "trace-free", "time", "discover", 1u << AG_SCOPE_LAUNCH, 0, 0, NULL, NULL},
     /* the compiler's resource report for the unmodified module */
-    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0, NULL},
+    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0, NULL, NULL},
     /* async_latency's observed baseline: a reference trace whose variant also
      * times every wait that completes an async operation (docs/probes.md) */
     {"async_ref", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0,
-     "{\"waits\":true}"},
+     "{\"waits\":true}", NULL},
     /* one forced-completion probe per (async site, iteration): its own run */
-    {"async_probe", "probe", "trace", "discover", ALL_SCOPE, AG_EFF_FORCES_COMPLETION, 1, NULL},
+    {"async_probe", "probe", "trace", "discover", ALL_SCOPE, AG_EFF_FORCES_COMPLETION, 1, NULL,
+     NULL},
 };
 
 static const ag_recipe recipes[] = {

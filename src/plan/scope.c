@@ -130,3 +130,38 @@ int ag_scope_contains(const ag_scope *s, ag_scope_key k, int64_t v) {
       return 1;
   return 0;
 }
+
+int ag_launch_sel_parse(const char *text, ag_launch_sel *out, ag_diags *d) {
+  memset(out, 0, sizeof *out);
+  if (!text || !*text || !strcmp(text, "default"))
+    return 0;
+  if (!strcmp(text, "all")) {
+    out->kind = AG_LAUNCH_ALL;
+    return 0;
+  }
+  if (!strcmp(text, "last")) {
+    out->kind = AG_LAUNCH_LAST;
+    return 0;
+  }
+  char *end = NULL;
+  errno = 0;
+  long long lo = strtoll(text, &end, 10), hi = lo + 1;
+  int ok = end != text && !errno && lo >= 0 && lo < (1ll << 30);
+  if (ok && *end == ':') {
+    const char *b = end + 1;
+    hi = strtoll(b, &end, 10);
+    ok = end != b && !errno && hi <= (1ll << 30);
+  }
+  if (!ok || *end || hi <= lo) {
+    if (d)
+      ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
+                   "--launches '%s' is not a launch selection: give all, last, N or a:b "
+                   "with a < b (launches a to b-1, counted from 0)",
+                   text);
+    return AG_EPARSE;
+  }
+  out->kind = AG_LAUNCH_RANGE;
+  out->lo = lo;
+  out->hi = hi;
+  return 0;
+}

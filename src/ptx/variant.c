@@ -8,6 +8,7 @@
  */
 #include "argus/variant.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *ag_variant_kind_name(ag_variant_kind k) {
@@ -119,4 +120,52 @@ out:
   }
   *out = v;
   return 0;
+}
+
+static const char *find_text(const char *p, size_t n, const char *what, size_t wl) {
+  for (size_t i = 0; i + wl <= n; i++)
+    if (p[i] == what[0] && !memcmp(p + i, what, wl))
+      return p + i;
+  return NULL;
+}
+
+int ag_ptx_set_maxnreg(const char *ptx, size_t len, const char *func, int n, ag_str *out) {
+  const char *end = ptx + len, *p = ptx;
+  size_t fl = strlen(func);
+  while (p < end) { /* ".entry func(" or ".entry func (" */
+    const char *e = find_text(p, (size_t)(end - p), ".entry", 6);
+    if (!e)
+      return AG_ENOTFOUND;
+    const char *q = e + 6;
+    while (q < end && (*q == ' ' || *q == '\t'))
+      q++;
+    if ((size_t)(end - q) > fl && !memcmp(q, func, fl) &&
+        (q[fl] == '(' || q[fl] == ' ' || q[fl] == '\t' || q[fl] == '\n' || q[fl] == '\r')) {
+      /* the body opens at the first '{' after the parameter list's ')' */
+      const char *rp = memchr(q, ')', (size_t)(end - q));
+      const char *lb = rp ? memchr(rp, '{', (size_t)(end - rp)) : NULL;
+      if (!lb)
+        return AG_EPARSE;
+      const char *mx = find_text(rp, (size_t)(lb - rp), ".maxnreg", 8);
+      if (mx) { /* an existing directive: the smaller of the two */
+        const char *d = mx + 8;
+        while (d < lb && (*d == ' ' || *d == '\t'))
+          d++;
+        int old = atoi(d);
+        const char *de = d;
+        while (de < lb && *de >= '0' && *de <= '9')
+          de++;
+        ag_str_append(out, ptx, (size_t)(d - ptx));
+        ag_str_printf(out, "%d", old > 0 && old < n ? old : n);
+        ag_str_append(out, de, (size_t)(end - de));
+      } else {
+        ag_str_append(out, ptx, (size_t)(lb - ptx));
+        ag_str_printf(out, ".maxnreg %d\n", n);
+        ag_str_append(out, lb, (size_t)(end - lb));
+      }
+      return out->oom ? AG_ENOMEM : 0;
+    }
+    p = q;
+  }
+  return AG_ENOTFOUND;
 }

@@ -5,7 +5,8 @@
  * warp 2"); each occurrence is a complete ("X") event with its cycles,
  * iteration and role in args. Launches are laid end to end with a 1 us gap,
  * each on its own globaltimer-aligned time line, so tracks of different SMs
- * line up within a launch. ~150 bytes per occurrence.
+ * line up within a launch. ~150 bytes per occurrence. Above a limit
+ * (AG_TIMELINE_MAX_EVENTS in observe) whole warp tracks are sampled.
  */
 #include "argus/report_trace.h"
 
@@ -28,8 +29,30 @@ static int launch_index(const ag_evidence *ev, uint32_t launch) {
 }
 
 int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out) {
+  return ag_report_chrome_trace_ex(t, scope, 0, out, NULL);
+}
+
+int ag_report_chrome_trace_ex(const ag_trace *t, const ag_scope *scope, uint64_t max_events,
+                              ag_str *out, ag_timeline_info *info) {
   const ag_evidence *ev = t->ev;
   int rc = 0;
+  uint64_t inscope = 0, written = 0;
+  for (size_t i = 0; i < t->nocc; i++)
+    inscope += !scope || ag_scope_match(scope, ev, &t->occ[i]);
+  uint32_t every = 1;
+  if (max_events && inscope > max_events) { /* the smallest stride that fits */
+    for (every = (uint32_t)((inscope + max_events - 1) / max_events);; every++) {
+      uint64_t kept = 0;
+      for (size_t i = 0; i < t->nocc; i++) {
+        const ag_occ *o = &t->occ[i];
+        int l = launch_index(ev, o->launch);
+        kept += l >= 0 && (!scope || ag_scope_match(scope, ev, o)) &&
+                ((uint64_t)o->cta * ev->launches[l].warps_per_cta + o->warp) % every == 0;
+      }
+      if (kept <= max_events)
+        break;
+    }
+  }
   double *base = ag_calloc((size_t)ev->nlaunches + 1, sizeof *base);
   double *len = ag_calloc((size_t)ev->nlaunches + 1, sizeof *len);
   AG_VEC(uint64_t) seen = {0}; /* launch << 48 | sm << 32 | slot: names, once */
@@ -59,6 +82,9 @@ int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out
       continue;
     const ag_ev_launch *L = &ev->launches[l];
     uint64_t slot = (uint64_t)o->cta * L->warps_per_cta + o->warp;
+    if (slot % every)
+      continue;
+    written++;
     uint64_t tid = ((uint64_t)l << 32) | slot;
     if (ag_vec_push(&seen, ((uint64_t)l << 48) | ((uint64_t)(o->sm & 0xffff) << 32) | slot)) {
       rc = AG_ENOMEM;
@@ -108,7 +134,18 @@ int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out
                   sm, ((uint64_t)l << 32) | slot, L->launch, slot / L->warps_per_cta,
                   slot % L->warps_per_cta);
   }
-  ag_str_puts(out, "\n]}\n");
+  ag_str_puts(out, "\n]");
+  if (every > 1)
+    ag_str_printf(out, ",\"metadata\":{\"argus-sampled\":\"every %u-th warp of each launch: "
+                       "%llu of %llu events (more than %llu); narrow with --scope\"}",
+                  every, (unsigned long long)written, (unsigned long long)inscope,
+                  (unsigned long long)max_events);
+  ag_str_puts(out, "}\n");
+  if (info) {
+    info->events = inscope;
+    info->written = written;
+    info->every_nth = every;
+  }
   if (out->oom)
     rc = AG_ENOMEM;
 out:

@@ -16,6 +16,7 @@ struct ag_report {
   json_t *values;
   json_t *missing;
   json_t *not_joined;
+  json_t *warnings;
 };
 
 ag_report *ag_report_new(const ag_query *q, const char *program) {
@@ -33,13 +34,15 @@ ag_report *ag_report_new(const ag_query *q, const char *program) {
   r->values = json_array();
   r->missing = json_array();
   r->not_joined = json_array();
-  r->root = json_pack("{s:s,s:s,s:s,s:{s:s?,s:o,s:s},s:s,s:O,s:O,s:O}", "schema",
+  r->warnings = json_array();
+  r->root = json_pack("{s:s,s:s,s:s,s:{s:s?,s:o,s:s},s:s,s:O,s:O,s:O,s:O}", "schema",
                       AG_REPORT_SCHEMA, "argus", AG_VERSION_STRING, "created", ts, "query",
                       "region", q ? q->region : NULL, "signals", sigs, "scope",
                       ag_str_cstr(&sc), "program", program ? program : "", "values",
-                      r->values, "missing", r->missing, "not_joined", r->not_joined);
+                      r->values, "missing", r->missing, "not_joined", r->not_joined,
+                      "warnings", r->warnings);
   ag_str_release(&sc);
-  if (!r->root || !r->values || !r->missing || !r->not_joined) {
+  if (!r->root || !r->values || !r->missing || !r->not_joined || !r->warnings) {
     ag_report_free(r);
     return NULL;
   }
@@ -52,6 +55,7 @@ void ag_report_free(ag_report *r) {
   json_decref(r->values);
   json_decref(r->missing);
   json_decref(r->not_joined);
+  json_decref(r->warnings);
   json_decref(r->root);
   ag_free(r);
 }
@@ -110,6 +114,11 @@ int ag_report_missing(ag_report *r, const char *region, const char *signal, cons
   return !o || json_array_append_new(r->missing, o) ? AG_ENOMEM : 0;
 }
 
+int ag_report_warning(ag_report *r, const char *what) {
+  json_t *o = json_string(what ? what : "?");
+  return !o || json_array_append_new(r->warnings, o) ? AG_ENOMEM : 0;
+}
+
 int ag_report_not_joined(ag_report *r, const char *what, const char *why) {
   json_t *o = json_pack("{s:s,s:s}", "what", what, "why", why);
   return !o || json_array_append_new(r->not_joined, o) ? AG_ENOMEM : 0;
@@ -153,6 +162,21 @@ static int cmp_rank(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+/* [1,2,3,5] -> "1-3, 5" */
+static void fmt_ranges(json_t *a, ag_str *out) {
+  size_t n = json_array_size(a);
+  for (size_t i = 0; i < n;) {
+    json_int_t lo = json_integer_value(json_array_get(a, i)), hi = lo;
+    size_t k = i + 1;
+    while (k < n && json_integer_value(json_array_get(a, k)) == hi + 1)
+      hi++, k++;
+    ag_str_printf(out, "%s%lld", i ? ", " : "", (long long)lo);
+    if (hi > lo)
+      ag_str_printf(out, "-%lld", (long long)hi);
+    i = k;
+  }
+}
+
 static void fmt_value(json_t *v, const char *unit, ag_str *out) {
   if (json_is_integer(v)) {
     ag_str_printf(out, "%lld", (long long)json_integer_value(v));
@@ -169,6 +193,21 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
     return;
   } else if (json_is_string(v)) {
     ag_str_puts(out, json_string_value(v));
+    return;
+  } else if (json_is_object(v) && json_is_array(json_object_get(v, "recorded"))) {
+    /* the launches of a traced run: which were recorded, and why not the others */
+    ag_str_puts(out, "recorded ");
+    fmt_ranges(json_object_get(v, "recorded"), out);
+    if (!json_array_size(json_object_get(v, "recorded")))
+      ag_str_puts(out, "none");
+    ag_str_printf(out, " of %lld", (long long)json_integer_value(json_object_get(v, "total")));
+    const char *k;
+    json_t *e;
+    json_object_foreach(json_object_get(v, "unrecorded"), k, e) {
+      ag_str_puts(out, "; ");
+      fmt_ranges(e, out);
+      ag_str_printf(out, ": %s", k);
+    }
     return;
   } else if (json_is_object(v)) { /* a breakdown: key: count / mean, at most 6 keys */
     const char *k;
@@ -262,6 +301,8 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
     const char *sig = json_string_value(json_object_get(m, "signal"));
     ag_str_printf(out, "missing %s: %s\n", sig ? sig : "", json_string_value(json_object_get(m, "why")));
   }
+  json_array_foreach(json_object_get(root, "warnings"), i, m)
+      ag_str_printf(out, "warning: %s\n", json_string_value(m));
   json_array_foreach(not_joined, i, m) ag_str_printf(
       out, "not joined %s: %s\n", json_string_value(json_object_get(m, "what")),
       json_string_value(json_object_get(m, "why")));

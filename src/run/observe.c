@@ -239,8 +239,64 @@ out:
   return rc;
 }
 
+/* The outputs[name] of the first dependency of t whose op is `op`. */
+static const char *dep_output(const ag_plan *p, const ag_task *t, const char *op,
+                              const char *name) {
+  for (size_t i = 0; i < t->deps.n; i++) {
+    const ag_task *d = ag_plan_task(p, t->deps.v[i]);
+    if (d && !strcmp(d->op, op) && d->outputs)
+      return json_string_value(json_object_get(d->outputs, name));
+  }
+  return NULL;
+}
+
+/* The register bound of a variant compiled within its baseline's occupancy
+ * (docs/tracing.md, "Perturbation"): each function's trace-free registers
+ * and bucket and its registers as compiled. Appends to *capped the PTX with
+ * `.maxnreg` set on every function above its bucket; returns how many. */
+static int occupancy_cap(const json_t *base, const ag_cubin *cb, const char *ptx, size_t len,
+                         json_t *note, ag_str *capped) {
+  json_t *fs = json_array();
+  int over = 0;
+  ag_str cur = AG_STR_INIT, next = AG_STR_INIT;
+  ag_str_append(&cur, ptx, len);
+  for (int i = 0; i < cb->nfuncs; i++) {
+    const ag_jit_func *f = &cb->funcs[i];
+    int tf = -1;
+    size_t k;
+    json_t *bf;
+    json_array_foreach(json_object_get(base, "functions"), k, bf) if (
+        !strcmp(json_string_value(json_object_get(bf, "name")), f->name)) tf =
+        (int)json_integer_value(json_object_get(bf, "registers"));
+    int hi = ag_occ_reg_bucket_max(tf);
+    json_t *fj = json_pack("{s:s,s:i,s:i,s:i,s:i}", "name", f->name, "trace_free_registers", tf,
+                           "bucket_max", hi, "registers_uncapped", f->registers, "maxnreg", 0);
+    if (hi > 0 && f->registers > hi) {
+      ag_str_clear(&next);
+      if (ag_ptx_set_maxnreg(ag_str_cstr(&cur), cur.len, f->name, hi, &next) == 0) {
+        ag_str t = cur;
+        cur = next;
+        next = t;
+        json_object_set_new(fj, "maxnreg", json_integer(hi));
+        over++;
+      }
+    }
+    json_array_append_new(fs, fj);
+  }
+  json_object_set_new(note, "functions", fs);
+  if (over)
+    ag_str_append(capped, cur.p, cur.len);
+  ag_str_release(&cur);
+  ag_str_release(&next);
+  return over;
+}
+
 /* Transform: PTX -> cubin through nvJitLink; the compiler's report becomes
- * the `resources` artifact (registers, spills, shared memory, stack). */
+ * the `resources` artifact (registers, spills, shared memory, stack). A
+ * variant with "occupancy_of" is kept within that build's occupancy: a
+ * function that needs more registers than its trace-free build's bucket
+ * allows is compiled again with `.maxnreg` at the bucket's top, and the
+ * report says so ("occupancy"). */
 static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   char *ptx;
@@ -251,11 +307,59 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   ag_diags d;
   ag_diags_init(&d);
   ag_cubin *cb = NULL;
+  json_t *base = NULL, *occ = NULL;
+  const char *of = json_string_value(json_object_get(t->config, "occupancy_of"));
   if ((rc = ag_jit_compile(ptx, len, ob->spec->name, NULL, &d, &cb))) {
     rc = fail_diags(t, rc, "compilation failed", &d);
     goto out;
   }
+  if (of) {
+    occ = json_pack("{s:s,s:i,s:b,s:n}", "of", of, "capped", 0, "kept", 1, "why");
+    const char *bh = dep_output(cx->plan, t, "compile", "resources");
+    if (!bh || get_json(ob, t, bh, "the trace-free build's compiler report", &base)) {
+      json_object_set_new(occ, "kept", json_false());
+      json_object_set_new(occ, "why", json_string("the trace-free build's register counts "
+                                                  "are not known"));
+    } else {
+      ag_str capped = AG_STR_INIT;
+      int ncap = occupancy_cap(base, cb, ptx, len, occ, &capped);
+      if (ncap > 0) {
+        ag_cubin *c2 = NULL;
+        ag_diags_release(&d);
+        ag_diags_init(&d);
+        if (ag_jit_compile(capped.p, capped.len, ob->spec->name, NULL, &d, &c2) == 0) {
+          ag_cubin_free(cb);
+          cb = c2;
+          json_object_set_new(occ, "capped", json_integer(ncap));
+        } else {
+          json_object_set_new(occ, "why", json_string("the compile with .maxnreg failed"));
+        }
+      }
+      ag_str_release(&capped);
+      /* what was compiled: is every function within its bucket? */
+      size_t k;
+      json_t *f;
+      json_array_foreach(json_object_get(occ, "functions"), k, f) {
+        int hi = (int)json_integer_value(json_object_get(f, "bucket_max"));
+        const char *nm = json_string_value(json_object_get(f, "name"));
+        for (int i = 0; i < cb->nfuncs; i++)
+          if (!strcmp(cb->funcs[i].name, nm)) {
+            json_object_set_new(f, "registers", json_integer(cb->funcs[i].registers));
+            json_object_set_new(f, "spill_store_bytes",
+                                json_integer(cb->funcs[i].spill_store_bytes));
+            if (hi > 0 && cb->funcs[i].registers > hi)
+              json_object_set_new(occ, "kept", json_false());
+          }
+      }
+      if (!json_is_true(json_object_get(occ, "kept")) &&
+          json_is_null(json_object_get(occ, "why")))
+        json_object_set_new(occ, "why", json_string("the capped compile still needs more "
+                                                    "registers than the bucket allows"));
+    }
+  }
   json_t *res = ag_cubin_to_json(cb);
+  if (occ)
+    json_object_set(res, "occupancy", occ);
   if (!(rc = put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
       !(rc = put(ob, t, "log", cb->info_log ? cb->info_log : "",
                  cb->info_log ? strlen(cb->info_log) : 0, "log")))
@@ -268,14 +372,119 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   if (!rc && variant)
     json_object_set_new(t->outputs, "variant", json_string(variant));
 out:
+  json_decref(base);
+  json_decref(occ);
   ag_cubin_free(cb);
   ag_diags_release(&d);
   ag_free(ptx);
   return rc;
 }
 
+static int has_backend(const ag_task *t, const char *b) {
+  size_t k;
+  json_t *v;
+  json_array_foreach(json_object_get(t->config, "backends"), k, v) if (
+      !strcmp(json_string_value(v), b)) return 1;
+  return 0;
+}
+
+/* The first dependency of t that is a Collect task with backend `b`. */
+static const ag_task *collect_dep(const ag_plan *p, const ag_task *t, const char *b) {
+  for (size_t i = 0; i < t->deps.n; i++) {
+    const ag_task *d = ag_plan_task(p, t->deps.v[i]);
+    if (d && d->type == AG_TASK_COLLECT && has_backend(d, b))
+      return d;
+  }
+  return NULL;
+}
+
+/* The host runtime's defaults (src/collect/host.c) */
+#define HOST_RECORDS 4096u
+#define HOST_BUDGET_BYTES (1024ull << 20)
+#define HOST_LAUNCHES 8u
+
+/* Device bytes a whole recorded launch takes (host.c's pool layout). */
+static uint64_t launch_bytes(const json_t *l, unsigned cap) {
+  uint64_t w = 1, ctas = 1;
+  for (int i = 0; i < 3; i++) {
+    w *= (uint64_t)json_integer_value(json_array_get(json_object_get(l, "block"), (size_t)i));
+    ctas *= (uint64_t)json_integer_value(json_array_get(json_object_get(l, "grid"), (size_t)i));
+  }
+  uint64_t warps = ctas * ((w + 31) / 32);
+  return ((warps * 64 + 255) & ~255ull) + ((warps * (cap + 1ull) * 16 + 255) & ~255ull);
+}
+
+/* The launches a traced run records (docs/tracing.md, "Launches"): from
+ * --launches and the baseline run's launches (their number and geometry),
+ * as many whole launches as the record budget holds. Fills skip and max
+ * and the plan's JSON (what was chosen, from what, and any warning). */
+static void size_launches(const ag_observe_opts *o, const json_t *timing, unsigned *skip,
+                          unsigned *max, json_t *lp) {
+  ag_launch_sel sel;
+  ag_launch_sel_parse(o->launches, &sel, NULL); /* checked when the query was made */
+  unsigned cap = o->records_per_warp ? o->records_per_warp : HOST_RECORDS;
+  json_t *ls = json_object_get(timing, "launches");
+  size_t n = json_array_size(ls);
+  json_object_set_new(lp, "select", json_string(o->launches ? o->launches : "default"));
+  json_object_set_new(lp, "records_per_warp", json_integer(cap));
+  json_object_set_new(lp, "budget_bytes", json_integer((json_int_t)HOST_BUDGET_BYTES));
+  if (!timing) { /* no baseline: the host runtime's defaults after the warm-up */
+    *skip = sel.kind == AG_LAUNCH_RANGE ? (unsigned)sel.lo : 0;
+    *max = sel.kind == AG_LAUNCH_RANGE ? (unsigned)(sel.hi - sel.lo) : HOST_LAUNCHES;
+    json_object_set_new(lp, "sized_from", json_string("nothing: the trace-free run gave no "
+                                                      "launches; the host runtime's defaults"));
+    goto done;
+  }
+  json_object_set_new(lp, "launches_seen", json_integer((json_int_t)n));
+  switch (sel.kind) {
+  case AG_LAUNCH_ALL: *skip = 0, *max = (unsigned)n; break;
+  case AG_LAUNCH_LAST: *skip = n ? (unsigned)n - 1 : 0, *max = 1; break;
+  case AG_LAUNCH_RANGE: *skip = (unsigned)sel.lo, *max = (unsigned)(sel.hi - sel.lo); break;
+  default: /* the first launch is a warm-up when there are others */
+    *skip = n > 1 ? 1 : 0;
+    *max = n > *skip ? (unsigned)(n - *skip) : 1;
+  }
+  uint64_t used = 0;
+  unsigned fit = 0;
+  for (size_t i = *skip; i < n && i < (size_t)*skip + *max; i++) {
+    uint64_t b = launch_bytes(json_array_get(ls, i), cap);
+    if (used + b > HOST_BUDGET_BYTES)
+      break;
+    used += b;
+    fit++;
+  }
+  json_object_set_new(lp, "sized_from",
+                      json_string("the trace-free run's launches (their number and geometry) "
+                                  "and the records per warp"));
+  ag_str w = AG_STR_INIT;
+  if (*skip >= n)
+    ag_str_printf(&w, "--launches %s selects no launch: the harness made %zu", o->launches,
+                  n);
+  else if (!fit)
+    ag_str_printf(&w, "the record budget (%llu MiB at %u records per warp) cannot hold one "
+                      "whole launch (launch %u needs %llu MiB): lower --records",
+                  HOST_BUDGET_BYTES >> 20, cap, *skip,
+                  (unsigned long long)((launch_bytes(json_array_get(ls, *skip), cap) +
+                                        (1u << 20) - 1) >> 20));
+  else if (fit < *max && sel.kind != AG_LAUNCH_DEFAULT)
+    ag_str_printf(&w, "the record budget holds %u of the %u selected launches", fit, *max);
+  if (w.len) {
+    AG_LOG(AG_LOG_WARN, "%s", ag_str_cstr(&w));
+    json_object_set_new(lp, "warning", json_string(ag_str_cstr(&w)));
+  }
+  ag_str_release(&w);
+  if (sel.kind == AG_LAUNCH_DEFAULT && fit)
+    *max = fit; /* whole launches only */
+  json_object_set_new(lp, "fits", json_integer(fit));
+done:
+  json_object_set_new(lp, "skip", json_integer(*skip));
+  json_object_set_new(lp, "max_launches", json_integer(*max));
+}
+
 /* Collect: runs the spec's harness once on the compiled variant, in its own
- * process with a timeout; the evidence file becomes an artifact. */
+ * process with a timeout; the evidence file becomes an artifact. The
+ * "time" backend runs the trace-free build with every launch timed; a
+ * traced run after it records the launches size_launches chose. */
 static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   if (!ob->spec->run)
@@ -284,6 +493,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ag_str dir = AG_STR_INIT, cubin = AG_STR_INIT, sites = AG_STR_INIT, why = AG_STR_INIT;
   ag_trace_run_result res;
   memset(&res, 0, sizeof res);
+  json_t *base = NULL, *lp = NULL;
   const char *ch = input(cx->plan, t, "cubin"), *ph = input(cx->plan, t, "probes");
   ag_str_printf(&dir, "%s/%.16s-%d-%ld", ob->rundir, ch ? ch : "x", t->id, (long)getpid());
   ag_str_printf(&cubin, "%s/variant.cubin", ag_str_cstr(&dir));
@@ -295,7 +505,8 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   }
   if (!ch || !ph || ag_store_get_file(ob->st, ch, ag_str_cstr(&cubin)) ||
       ag_store_get_file(ob->st, ph, ag_str_cstr(&sites))) {
-    rc = fail(t, AG_ENOTFOUND, "cannot fetch the variant for the run: %s", ag_store_errmsg());
+    rc = fail(t, AG_ENOTFOUND, "cannot fetch the variant for the run: %s",
+              ch ? ag_store_errmsg() : "it was not compiled");
     goto out;
   }
   ag_trace_run_opts ro;
@@ -310,6 +521,18 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.records_per_warp = ob->o->records_per_warp;
   ro.max_launches = (unsigned)json_integer_value(json_object_get(t->config, "launches"));
   ro.skip_launches = (unsigned)json_integer_value(json_object_get(t->config, "skip"));
+  ro.time_only = has_backend(t, "time");
+  const ag_task *bt = collect_dep(cx->plan, t, "time");
+  if (bt) { /* a traced run with a baseline: size it from the baseline's launches */
+    const char *th = bt->outputs ? json_string_value(json_object_get(bt->outputs, "timing"))
+                                 : NULL;
+    if (th && get_json(ob, t, th, "the trace-free run's timing", &base))
+      goto out;
+    lp = json_object();
+    size_launches(ob->o, base, &ro.skip_launches, &ro.max_launches, lp);
+    if (ro.max_launches == 0)
+      ro.max_launches = 1;
+  }
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
   ag_worker *wk = ob->workers && cx->device >= 0 && cx->device < ob->nworkers
                       ? ob->workers[cx->device]
@@ -325,16 +548,23 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
     goto out;
   }
   char h[65];
-  ag_put_opts po = {"evidence", 0};
+  ag_put_opts po = {ro.time_only ? "timing" : "evidence", 0};
   if ((rc = ag_store_put_file(ob->st, res.evidence_path, &po, h))) {
     rc = fail(t, rc, "cannot store the evidence: %s", ag_store_errmsg());
     goto out;
   }
-  t->outputs = json_pack("{s:s}", "evidence", h);
+  t->outputs = json_pack("{s:s}", ro.time_only ? "timing" : "evidence", h);
+  po.kind = "timing";
+  if (!ro.time_only && res.timing_path && ag_store_put_file(ob->st, res.timing_path, &po, h) == 0)
+    json_object_set_new(t->outputs, "timing", json_string(h));
   po.kind = "log";
   if (res.log_path && ag_store_put_file(ob->st, res.log_path, &po, h) == 0)
     json_object_set_new(t->outputs, "log", json_string(h));
+  if (lp)
+    rc = put_json(ob, t, "launch_plan", lp, "json");
 out:
+  json_decref(base);
+  json_decref(lp);
   ag_trace_run_result_release(&res);
   ag_str_release(&dir);
   ag_str_release(&cubin);
@@ -383,6 +613,11 @@ static int scope_of(const ag_task *t, ag_scope *s) {
   return ag_scope_parse(sc ? sc : "", s, NULL);
 }
 
+/* A record's bias on its region's duration, measured on spin regions by
+ * tests/trace/test_gpu_fidelity (docs/tracing.md, "Fidelity"). */
+#define RECORD_BIAS_MIN 15
+#define RECORD_BIAS_MAX 20
+
 /* Synthesize duration / occurrences / timeline from reference-trace
  * evidence: decode, select the queried region's subtree and the scope. */
 static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
@@ -430,11 +665,30 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
   }
   if (!strcmp(signal, "timeline")) {
     ag_str ct = AG_STR_INIT;
-    if ((rc = ag_report_chrome_trace(tr, &scope, &ct)) == 0)
+    ag_timeline_info ti;
+    uint64_t lim = json_integer_value(json_object_get(t->config, "max_events"));
+    if ((rc = ag_report_chrome_trace_ex(tr, &scope, lim ? lim : AG_TIMELINE_MAX_EVENTS, &ct,
+                                        &ti)) == 0)
       rc = put(ob, t, "timeline", ct.p, ct.len, "timeline");
     ag_str_release(&ct);
     if (rc)
       goto out;
+    if (ti.every_nth > 1) {
+      json_t *w = json_array();
+      json_array_append_new(w, json_sprintf("the timeline holds %llu events, more than a viewer "
+                                            "opens (%llu): it is sampled, every %u-th warp of "
+                                            "each launch (%llu events); narrow --scope (cta, "
+                                            "warp, launch, iter) for all of a part",
+                                            (unsigned long long)ti.events,
+                                            (unsigned long long)(lim ? lim
+                                                                     : AG_TIMELINE_MAX_EVENTS),
+                                            ti.every_nth, (unsigned long long)ti.written));
+      json_object_set_new(out, "warnings", w);
+    }
+    value(vals, t->region, signal, "events_in_scope", json_integer((json_int_t)ti.events),
+          "count", "observed");
+    value(vals, t->region, signal, "events_written", json_integer((json_int_t)ti.written),
+          "count", "observed");
     value(vals, t->region, signal, "file", json_string(json_string_value(
                                                 json_object_get(t->outputs, "timeline"))),
           "chrome-trace", "observed");
@@ -472,6 +726,16 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
                                       rs[i].by_role[k].ns.mean));
       }
       value(vals, q, signal, "by_sm", by_sm, "ns", "observed");
+      /* the fixed cost a record adds to its own region (docs/tracing.md,
+       * "Fidelity"): reported, never subtracted */
+      value(vals, q, signal, "bias",
+            json_pack("{s:i,s:i,s:f,s:b,s:s}", "cycles_min", RECORD_BIAS_MIN, "cycles_max",
+                      RECORD_BIAS_MAX, "ns_max",
+                      ev->sm_hz > 0 ? RECORD_BIAS_MAX * 1e9 / ev->sm_hz : 0.0, "subtracted", 0,
+                      "why", "not subtracted: exact only on code that cannot hide it (+15 to "
+                             "+20 cycles on spin regions); loop bodies hide it in their slack, "
+                             "and records of nested regions add their own"),
+            "ns", "derived");
       value(vals, q, signal, "by_role", by_role, "ns", "observed");
     }
   }
@@ -499,6 +763,198 @@ out:
   ag_free(sel);
   ag_diags_release(&d);
   ag_free(data);
+  return rc;
+}
+
+/* Tracing cost thresholds (docs/tracing.md, "Perturbation"). */
+#define PERTURB_WARN_SHARE 0.02 /* the bound for a trace to stand for the program */
+#define PERTURB_WARN_NS 1000.0  /* twice the event timer's resolution (about 0.5 us) */
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of xs[0..n) (sorted in place); 0 for n == 0. */
+static double median(double *xs, size_t n) {
+  if (!n)
+    return 0;
+  qsort(xs, n, sizeof *xs, cmp_dbl);
+  return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+}
+
+static const json_t *launch_at(const json_t *timing, json_int_t launch) {
+  size_t i;
+  json_t *l;
+  json_array_foreach(json_object_get(timing, "launches"), i, l) if (
+      json_integer_value(json_object_get(l, "launch")) == launch) return l;
+  return NULL;
+}
+
+/* Synthesize `perturbation`: what the traced build cost, from the traced
+ * run's kernel times on the launches it recorded against the trace-free
+ * run's on the same launches, with each build's registers and CTAs per SM,
+ * which launches were recorded and why the others were not; warnings when
+ * the traced build changed occupancy or added more than the thresholds. */
+static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
+  obs *ob = cx->ud;
+  json_t *tr = NULL, *tf = NULL, *lp = NULL, *res = NULL;
+  json_t *vals = json_array(), *missing = json_array(), *warn = json_array();
+  double *a = NULL, *b = NULL;
+  int rc = 0;
+  const ag_task *tc = collect_dep(cx->plan, t, "trace"), *bc = collect_dep(cx->plan, t, "time");
+  const char *th = tc && tc->outputs ? json_string_value(json_object_get(tc->outputs, "timing"))
+                                     : NULL;
+  const char *bh = bc && bc->outputs ? json_string_value(json_object_get(bc->outputs, "timing"))
+                                     : NULL;
+  const char *lh = tc && tc->outputs
+                       ? json_string_value(json_object_get(tc->outputs, "launch_plan"))
+                       : NULL;
+  const char *rh = tc ? dep_output(cx->plan, tc, "compile", "resources") : NULL;
+  if ((th && (rc = get_json(ob, t, th, "the traced run's timing", &tr))) ||
+      (bh && (rc = get_json(ob, t, bh, "the trace-free run's timing", &tf))) ||
+      (lh && (rc = get_json(ob, t, lh, "the launch plan", &lp))) ||
+      (rh && (rc = get_json(ob, t, rh, "the traced build's compiler report", &res))))
+    goto out;
+  if (!tr || !tf) {
+    ag_str why = AG_STR_INIT;
+    if (!tr)
+      ag_str_printf(&why, "the traced run timed no launch (%s)",
+                    tc && tc->error ? tc->error : "it did not run");
+    if (!tf)
+      ag_str_printf(&why, "%sthe trace-free run timed no launch (%s)", tr ? "" : "; ",
+                    bc && bc->error ? bc->error : "it did not run");
+    json_array_append_new(missing, json_pack("{s:s,s:s}", "what", "the tracing cost", "why",
+                                             ag_str_cstr(&why)));
+    ag_str_release(&why);
+  }
+  json_t *occ = json_object_get(res, "occupancy");
+  if (occ && !json_is_true(json_object_get(occ, "kept")))
+    json_array_append_new(warn, json_sprintf("the traced build could not be kept within the "
+                                             "trace-free build's occupancy: %s",
+                                             json_string_value(json_object_get(occ, "why"))));
+  else if (occ && json_integer_value(json_object_get(occ, "capped")) > 0) {
+    size_t k;
+    json_t *f;
+    json_array_foreach(json_object_get(occ, "functions"), k, f) {
+      json_int_t cap = json_integer_value(json_object_get(f, "maxnreg"));
+      if (cap > 0)
+        json_array_append_new(
+            warn, json_sprintf("the traced build of '%s' was capped at %lld registers "
+                               "(.maxnreg; it needed %lld) to keep the trace-free build's "
+                               "occupancy (%lld bytes of spill stores)",
+                               json_string_value(json_object_get(f, "name")), (long long)cap,
+                               (long long)json_integer_value(
+                                   json_object_get(f, "registers_uncapped")),
+                               (long long)json_integer_value(
+                                   json_object_get(f, "spill_store_bytes"))));
+    }
+  }
+  const char *lw = json_string_value(json_object_get(lp, "warning"));
+  if (lw)
+    json_array_append_new(warn, json_string(lw));
+  if (tr) { /* which launches were recorded, and why the others were not */
+    json_t *rec = json_array(), *unrec = json_object();
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(tr, "launches"), i, l) {
+      json_t *id = json_object_get(l, "launch");
+      if (json_is_true(json_object_get(l, "recorded"))) {
+        json_array_append(rec, id);
+        continue;
+      }
+      const char *why = json_string_value(json_object_get(l, "why"));
+      json_t *lst = json_object_get(unrec, why ? why : "?");
+      if (!lst)
+        json_object_set_new(unrec, why ? why : "?", lst = json_array());
+      json_array_append(lst, id);
+    }
+    json_t *ln = json_pack("{s:o,s:o,s:I,s:O?}", "recorded", rec, "unrecorded", unrec, "total",
+                           json_integer_value(json_object_get(tr, "launches_total")),
+                           "plan", lp);
+    value(vals, NULL, "perturbation", "launches", ln, "", "observed");
+    if (!json_array_size(rec))
+      json_array_append_new(warn, json_string("no launch was recorded: the region values are "
+                                              "empty (see the launches value)"));
+  }
+  if (tr && tf) {
+    size_t n = json_array_size(json_object_get(tr, "launches"));
+    a = ag_calloc(n + 1, sizeof *a);
+    b = ag_calloc(n + 1, sizeof *b);
+    if (!a || !b) {
+      rc = fail(t, AG_ENOMEM, "out of memory");
+      goto out;
+    }
+    size_t m = 0;
+    const json_t *l0 = NULL, *b0 = NULL;
+    size_t i;
+    json_t *l;
+    json_array_foreach(json_object_get(tr, "launches"), i, l) {
+      const json_t *bl = launch_at(tf, json_integer_value(json_object_get(l, "launch")));
+      if (!json_is_true(json_object_get(l, "recorded")) || !bl)
+        continue;
+      a[m] = json_number_value(json_object_get(l, "ns"));
+      b[m++] = json_number_value(json_object_get(bl, "ns"));
+      if (!l0)
+        l0 = l, b0 = bl;
+    }
+    if (!m) {
+      json_array_append_new(missing, json_pack("{s:s,s:s}", "what", "added time", "why",
+                                               "no recorded launch has a trace-free twin"));
+    } else {
+      double lo_a = a[0], hi_a = a[0];
+      for (size_t k = 0; k < m; k++)
+        lo_a = a[k] < lo_a ? a[k] : lo_a, hi_a = a[k] > hi_a ? a[k] : hi_a;
+      double mt = median(a, m), mb = median(b, m), add = mt - mb;
+      value(vals, NULL, "perturbation", "trace_free_kernel_time", json_real(mb), "ns",
+            "observed");
+      value(vals, NULL, "perturbation", "traced_kernel_time", json_real(mt), "ns", "observed");
+      value(vals, NULL, "perturbation", "added_time", json_real(add), "ns", "derived");
+      value(vals, NULL, "perturbation", "added_share", json_real(mb > 0 ? 100.0 * add / mb : 0),
+            "%", "derived");
+      value(vals, NULL, "perturbation", "launches_compared", json_integer((json_int_t)m),
+            "count", "observed");
+      const char *keys[] = {"registers", "ctas_per_sm"};
+      for (int k = 0; k < 2; k++) {
+        json_int_t x = json_integer_value(json_object_get(b0, keys[k]));
+        json_int_t y = json_integer_value(json_object_get(l0, keys[k]));
+        char st[48];
+        snprintf(st, sizeof st, "%s.trace_free", keys[k]);
+        value(vals, NULL, "perturbation", st, json_integer(x), "count", "observed");
+        snprintf(st, sizeof st, "%s.traced", keys[k]);
+        value(vals, NULL, "perturbation", st, json_integer(y), "count", "observed");
+      }
+      json_int_t cf = json_integer_value(json_object_get(b0, "ctas_per_sm"));
+      json_int_t ct = json_integer_value(json_object_get(l0, "ctas_per_sm"));
+      if (cf != ct)
+        json_array_append_new(warn, json_sprintf("the traced build changed occupancy: %lld "
+                                                 "CTAs per SM against the trace-free build's "
+                                                 "%lld",
+                                                 (long long)ct, (long long)cf));
+      if (mb > 0 && add > PERTURB_WARN_SHARE * mb && add > PERTURB_WARN_NS)
+        json_array_append_new(
+            warn, json_sprintf("tracing added %.2f us (%.1f %%) to the kernel (trace-free %.2f "
+                               "us, traced %.2f us over %zu launches, traced spread %.2f-%.2f "
+                               "us): above the %.0f %% bound, region values describe a slower "
+                               "program; trace fewer regions (--region) to lower it",
+                               add / 1e3, 100.0 * add / mb, mb / 1e3, mt / 1e3, m, lo_a / 1e3,
+                               hi_a / 1e3, PERTURB_WARN_SHARE * 100));
+    }
+  }
+  json_t *out = json_pack("{s:o,s:o,s:o}", "values", vals, "missing", missing, "warnings", warn);
+  vals = missing = warn = NULL;
+  rc = put_json(ob, t, "values", out, "json");
+  json_decref(out);
+out:
+  ag_free(a);
+  ag_free(b);
+  json_decref(tr);
+  json_decref(tf);
+  json_decref(lp);
+  json_decref(res);
+  json_decref(vals);
+  json_decref(missing);
+  json_decref(warn);
   return rc;
 }
 
@@ -623,6 +1079,9 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       ag_report_missing(r, s->region, signal, ag_str_cstr(&why));
       ag_str_release(&why);
     }
+    json_t *w;
+    json_array_foreach(json_object_get(out, "warnings"), k, w)
+        ag_report_warning(r, json_string_value(w));
     json_int_t dropped = json_integer_value(json_object_get(out, "dropped"));
     if (dropped > 0) {
       char why[160];
@@ -798,7 +1257,8 @@ static const ag_executor executors[] = {
     {"synth.async_latency", ex_synth_async}, {"compile", ex_compile},
     {"collect", ex_collect},           {"synth.duration", ex_synth_trace},
     {"synth.occurrences", ex_synth_trace}, {"synth.timeline", ex_synth_trace},
-    {"synth.static", ex_synth_static}, {"report", ex_report},
+    {"synth.static", ex_synth_static}, {"synth.perturbation", ex_synth_perturbation},
+    {"report", ex_report},
 };
 
 /* ------------------------------------------------ memoization (store) */
@@ -1115,6 +1575,9 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_query q = {o->region, o->signals, o->nsignals, {{0}, {{0}}}};
   if ((rc = ag_scope_parse(o->scope, &q.scope, d)))
     goto out;
+  ag_launch_sel lsel;
+  if ((rc = ag_launch_sel_parse(o->launches, &lsel, d)))
+    goto out;
   /* plan first: a bad query fails before anything is built */
   if ((rc = ag_plan_build(&q, "", d, &p)))
     goto out;
@@ -1163,6 +1626,16 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
     ag_str_printf(&tmp, "%s/runs", abs ? abs : o->workspace);
     free(abs);
     ob.rundir = ag_str_detach(&tmp);
+  }
+  /* what a traced run records is part of its identity */
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    if (t->type == AG_TASK_COLLECT && has_backend(t, "trace") && !json_object_get(t->config, "skip")) {
+      if (o->launches && *o->launches)
+        json_object_set_new(t->config, "select", json_string(o->launches));
+      if (o->records_per_warp)
+        json_object_set_new(t->config, "records", json_integer(o->records_per_warp));
+    }
   }
   /* bind the plan to the program version */
   p->program = ag_arena_strdup(&p->arena, ob.ptx_hash);

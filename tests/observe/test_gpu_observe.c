@@ -68,9 +68,38 @@ static double role_count(json_t *rep, const char *region, const char *role) {
 
 static ag_task *find(const ag_plan *p, const char *op) {
   for (size_t i = 0; i < p->tasks.n; i++)
-    if (!strcmp(p->tasks.v[i]->op, op))
-      return p->tasks.v[i];
+    if (!strcmp(p->tasks.v[i]->op, op) &&
+        (strcmp(op, "collect") || !strcmp(json_string_value(json_array_get(
+                                              json_object_get(p->tasks.v[i]->config, "backends"), 0)),
+                                          "trace")))
+      return p->tasks.v[i]; /* "collect": the traced run */
   return NULL;
+}
+
+/* The perturbation value `stat` (no region), -1 if absent. */
+static double pval(json_t *rep, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *sg = json_string_value(json_object_get(v, "signal"));
+    const char *s = json_string_value(json_object_get(v, "stat"));
+    if (sg && s && !strcmp(sg, "perturbation") && !strcmp(s, stat))
+      return json_number_value(json_object_get(v, "value"));
+  }
+  return -1;
+}
+
+static void gpu_setup(void) {
+  ag_str why = AG_STR_INIT;
+  if (ag_collect_gpu_probe(&why)) {
+    printf("no GPU (%s): skipped\n", ag_str_cstr(&why));
+    exit(77);
+  }
+  ag_str_release(&why);
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/examples:%s", bd ? bd : "build", getenv("PATH"));
+  setenv("PATH", path, 1);
 }
 
 TEST(test_observe_gemm_and_zoom_in) {
@@ -171,4 +200,42 @@ TEST(test_observe_overhead_iterations) {
   ag_observe_result_release(&b);
 }
 
-RUN_TESTS(T(test_observe_gemm_and_zoom_in), T(test_observe_overhead_iterations))
+/* What tracing costs (docs/tracing.md, "Perturbation"): every observe that
+ * traces also times the trace-free build on the same launches; three fresh
+ * workspaces per example give the spread (bench/RESULTS.md). The traced
+ * build keeps the trace-free build's CTAs per SM, or the report warns. */
+TEST(test_observe_perturbation) {
+  gpu_setup();
+  static const char *const ex[][2] = {{"gemm_tma", "gemm_tma"},
+                                      {"overhead", "overhead_compute/work"}};
+  for (int e = 0; e < 2; e++)
+    for (int rep = 0; rep < 3; rep++) {
+      snprintf(ws, sizeof ws, "/tmp/argus-gpupt-XXXXXX");
+      CHECK(mkdtemp(ws) != NULL);
+      example = ex[e][0];
+      ag_observe_result a;
+      CHECK_EQ_INT(run_query(ex[e][1], "duration", NULL, &a), 0);
+      if (!a.report)
+        continue;
+      double tf = pval(a.report, "trace_free_kernel_time"), tr = pval(a.report, "traced_kernel_time");
+      double rf = pval(a.report, "registers.trace_free"), rt = pval(a.report, "registers.traced");
+      double cf = pval(a.report, "ctas_per_sm.trace_free"), ct = pval(a.report, "ctas_per_sm.traced");
+      double n = pval(a.report, "launches_compared");
+      size_t nw = json_array_size(json_object_get(a.report, "warnings"));
+      printf("@perturb %s rep %d: trace-free %.2f us traced %.2f us added %.2f us (%.2f %%) over "
+             "%g launches; registers %g -> %g; CTAs/SM %g -> %g; %zu warnings\n",
+             ex[e][0], rep, tf / 1e3, tr / 1e3, pval(a.report, "added_time") / 1e3,
+             pval(a.report, "added_share"), n, rf, rt, cf, ct, nw);
+      size_t i;
+      json_t *w;
+      json_array_foreach(json_object_get(a.report, "warnings"), i, w)
+          printf("  warning: %s\n", json_string_value(w));
+      CHECK(tf > 0 && tr > 0 && n >= 1);
+      CHECK(rf > 0 && rt > 0 && cf > 0);
+      CHECK(ct == cf || nw > 0); /* never silently */
+      ag_observe_result_release(&a);
+    }
+}
+
+RUN_TESTS(T(test_observe_gemm_and_zoom_in), T(test_observe_overhead_iterations),
+          T(test_observe_perturbation))

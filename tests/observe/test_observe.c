@@ -3,9 +3,14 @@
  * example's PTX (built at build time by nvcc). Collection needs a GPU; here
  * the harness is a program that fails, or there is no GPU lane, so the
  * failure paths run for real. */
+#include "argus/collect.h"
 #include "argus/observe.h"
+#include "argus/report.h"
+#include "argus/store.h"
+#include "argus/variant.h"
 #include "check.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -114,9 +119,11 @@ TEST(test_observe_without_gpu_and_memoization) {
   }
   CHECK(regs > 0 && regs <= 255);
   json_t *miss = json_object_get(r.report, "missing");
-  CHECK_EQ_INT(json_array_size(miss), 1);
+  CHECK_EQ_INT(json_array_size(miss), 2); /* the duration and the tracing cost */
   CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(miss, 0), "why")),
                  "needs a GPU");
+  CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(miss, 1), "why")),
+                 "the traced run timed no launch");
   CHECK_EQ_INT(find(r.plan, "synth.duration")->status, AG_TS_SKIPPED);
   CHECK_EQ_INT(find(r.plan, "transform.traced")->status, AG_TS_OK); /* variants compiled */
   CHECK_EQ_INT(find(r.plan, "synth.static")->status, AG_TS_OK);
@@ -147,9 +154,9 @@ TEST(test_failing_harness_fails_alone) {
   CHECK(find(r.plan, "synth.static")->status == AG_TS_OK ||
         find(r.plan, "synth.static")->status == AG_TS_CACHED);
   json_t *miss = json_object_get(r.report, "missing");
-  CHECK_EQ_INT(json_array_size(miss), 2);
+  CHECK_EQ_INT(json_array_size(miss), 3); /* duration, occurrences, the tracing cost */
   CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(miss, 0), "why")),
-                 "input #3 (collect) failed");
+                 "(collect) failed");
   ag_observe_result_release(&r);
   ag_diags_release(&d);
 }
@@ -204,7 +211,9 @@ TEST(test_cli) {
   CHECK_CONTAINS(ag_str_cstr(&out), "digraph plan");
   CHECK_EQ_INT(cli(&out, &err, "--json", "plan", specpath, "--region", "step", NULL), 0);
   json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
-  CHECK(j && json_array_size(json_object_get(j, "tasks")) == 6);
+  /* discover, both variants and compiles, the timing and traced runs, the
+   * duration and its tracing cost, the report */
+  CHECK(j && json_array_size(json_object_get(j, "tasks")) == 10);
   json_decref(j);
   CHECK_EQ_INT(cli(&out, &err, "plan", specpath, "--region", "nope", NULL), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "unknown region 'nope'");
@@ -215,6 +224,9 @@ TEST(test_cli) {
   CHECK_CONTAINS(ag_str_cstr(&err), "unknown signal 'nope'");
   CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "no earlier query");
+  CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--launches", "5:3", NULL),
+               2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--launches '5:3' is not a launch selection");
   /* no GPU (or a failing harness): exit 1, the report says what is missing */
   CHECK_EQ_INT(cli(&out, &err, "observe", specpath, "--region", "work", "--signals",
                    "duration,static", NULL),
@@ -293,5 +305,277 @@ TEST(test_relative_workspace) {
   CHECK_EQ_INT(chdir(cwd), 0);
 }
 
-RUN_TESTS(T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
+/* The perturbation value `stat` of a report (no region), -1 if absent. */
+static double pval(json_t *rep, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *sg = json_string_value(json_object_get(v, "signal"));
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (sg && st && !strcmp(sg, "perturbation") && !strcmp(st, stat))
+      return json_number_value(json_object_get(v, "value"));
+  }
+  return -1;
+}
+
+static json_t *pjson(json_t *rep, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (st && !strcmp(st, stat))
+      return json_object_get(v, "value");
+  }
+  return NULL;
+}
+
+static int has_warning(json_t *rep, const char *needle) {
+  size_t i;
+  json_t *w;
+  json_array_foreach(json_object_get(rep, "warnings"), i, w) if (strstr(json_string_value(w),
+                                                                        needle)) return 1;
+  return 0;
+}
+
+/* observe on the fake driver (tests/probes/fake_cuda.c) through the worker
+ * and the fake harness, launching `launches` times; the fake's kernel times
+ * and occupancy come from FAKE_CUDA_* (the caller sets them). */
+static unsigned fake_records; /* --records for fake_observe (0: the default) */
+
+static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char *abs = realpath(bd ? bd : "build", NULL);
+  char fake[512], lib[512], ptx[512], spec[256], wsdir[160];
+  snprintf(fake, sizeof fake, "%s/tests/probes/libfake_cuda.so", abs ? abs : "build");
+  snprintf(lib, sizeof lib, "%s/tests/probes/libfake_harness.so", abs ? abs : "build");
+  snprintf(ptx, sizeof ptx, "%s/tests/data/ptx/overhead.ptx", abs ? abs : "build");
+  free(abs);
+  setenv("ARGUS_LIBCUDA", fake, 1);
+  snprintf(spec, sizeof spec, "%s/fake-spec.json", ws);
+  snprintf(wsdir, sizeof wsdir, "%s/fake-%s-%s", ws, launches_arg, sel ? sel : "default");
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": "
+                    "[\"fake\", \"ok\", \"/dev/null\", \"%s\"], \"run_library\": \"%s\"}",
+                ptx, launches_arg, lib);
+  ag_file_write_atomic(spec, s.p, s.len);
+  ag_str_release(&s);
+  const char *sigs[] = {"duration"};
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
+                       .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel,
+                       .records_per_warp = fake_records};
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc = ag_observe(&o, &d, r);
+  ag_diags_release(&d);
+  return rc;
+}
+
+TEST(test_perturbation_report) {
+  setup();
+  ag_observe_result r;
+  /* the traced build 3 us (3 %) slower and at half the CTAs per SM */
+  setenv("FAKE_CUDA_NS_TIME", "100000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "103000", 1);
+  setenv("FAKE_CUDA_REGS_TIME", "40", 1);
+  setenv("FAKE_CUDA_REGS_TRACE", "72", 1);
+  setenv("FAKE_CUDA_CTAS_TIME", "8", 1);
+  setenv("FAKE_CUDA_CTAS_TRACE", "4", 1);
+  CHECK_EQ_INT(fake_observe("5", NULL, &r), 0);
+  CHECK(r.report != NULL);
+  if (r.report) {
+    CHECK(fabs(pval(r.report, "trace_free_kernel_time") - 100000) < 1);
+    CHECK(fabs(pval(r.report, "traced_kernel_time") - 103000) < 1);
+    CHECK(fabs(pval(r.report, "added_time") - 3000) < 1);
+    CHECK(fabs(pval(r.report, "added_share") - 3.0) < 0.01);
+    CHECK_EQ_INT((int)pval(r.report, "registers.trace_free"), 40);
+    CHECK_EQ_INT((int)pval(r.report, "registers.traced"), 72);
+    CHECK_EQ_INT((int)pval(r.report, "ctas_per_sm.trace_free"), 8);
+    CHECK_EQ_INT((int)pval(r.report, "ctas_per_sm.traced"), 4);
+    /* the default: launch 0 is the warm-up, 1-4 are recorded (4 launches compared) */
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 4);
+    json_t *ln = pjson(r.report, "launches");
+    CHECK_EQ_INT((int)json_array_size(json_object_get(ln, "recorded")), 4);
+    CHECK_EQ_INT((int)json_integer_value(json_array_get(json_object_get(ln, "recorded"), 0)), 1);
+    json_t *un = json_object_get(ln, "unrecorded");
+    CHECK_EQ_INT((int)json_array_size(json_object_get(un, "before the selection (ARGUS_TRACE_SKIP)")), 1);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ln, "total")), 5);
+    CHECK(has_warning(r.report, "changed occupancy: 4 CTAs per SM against the trace-free "
+                                "build's 8"));
+    CHECK(has_warning(r.report, "tracing added 3.00 us (3.0 %)"));
+    /* each duration carries its record bias, never subtracted */
+    json_t *bias = pjson(r.report, "bias");
+    CHECK(bias != NULL);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(bias, "cycles_max")), 20);
+    CHECK(json_is_false(json_object_get(bias, "subtracted")));
+    ag_str t = AG_STR_INIT;
+    ag_report_json_text(r.report, &t);
+    CHECK_CONTAINS(ag_str_cstr(&t), "warning: the traced build changed occupancy");
+    CHECK_CONTAINS(ag_str_cstr(&t), "traced_kernel_time");
+    CHECK_CONTAINS(ag_str_cstr(&t), "launches   recorded 1-4 of 5; 0: before the selection");
+    ag_str_release(&t);
+  }
+  ag_observe_result_release(&r);
+  /* within the bounds: no warning; 1.5 % and 0.9 us over a 60 us kernel */
+  setenv("FAKE_CUDA_NS_TIME", "60000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "60900", 1);
+  setenv("FAKE_CUDA_CTAS_TRACE", "8", 1);
+  CHECK_EQ_INT(fake_observe("3", "last", &r), 0);
+  if (r.report) {
+    CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "warnings")), 0);
+    json_t *ln = pjson(r.report, "launches");
+    CHECK_EQ_INT((int)json_array_size(json_object_get(ln, "recorded")), 1);
+    CHECK_EQ_INT((int)json_integer_value(json_array_get(json_object_get(ln, "recorded"), 0)), 2);
+  }
+  ag_observe_result_release(&r);
+  /* 3 % but under 1 us: the timer's resolution, no warning either */
+  setenv("FAKE_CUDA_NS_TIME", "20000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "20600", 1);
+  CHECK_EQ_INT(fake_observe("3", "all", &r), 0);
+  if (r.report) {
+    CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "warnings")), 0);
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 3);
+  }
+  ag_observe_result_release(&r);
+  /* one launch: nothing to skip, it is recorded */
+  CHECK_EQ_INT(fake_observe("1", NULL, &r), 0);
+  if (r.report)
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 1);
+  ag_observe_result_release(&r);
+  /* a selection past the harness's launches: a warning, nothing recorded */
+  CHECK_EQ_INT(fake_observe("2", "5:7", &r), 0);
+  if (r.report) {
+    CHECK(has_warning(r.report, "--launches 5:7 selects no launch: the harness made 2"));
+    CHECK(has_warning(r.report, "no launch was recorded"));
+  }
+  ag_observe_result_release(&r);
+  /* a budget that cannot hold one whole launch: a warning before the run
+   * (the host runtime then records the launch with fewer records per warp,
+   * and the report counts what it dropped) */
+  fake_records = 1u << 24; /* 4 warps x 2^24 records x 16 B: more than 1 GiB */
+  CHECK_EQ_INT(fake_observe("2", NULL, &r), 0);
+  fake_records = 0;
+  if (r.report) {
+    CHECK(has_warning(r.report, "cannot hold one whole launch"));
+    CHECK(has_warning(r.report, "(launch 1 needs 1025 MiB): lower --records"));
+    json_t *lp = json_object_get(pjson(r.report, "launches"), "plan");
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(lp, "fits")), 0);
+  }
+  ag_observe_result_release(&r);
+  /* a bad selection is refused before anything runs */
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_launch_sel sel;
+  CHECK_EQ_INT(ag_launch_sel_parse("5:3", &sel, &d), AG_EPARSE);
+  CHECK_CONTAINS(d.items.v[0].msg, "--launches '5:3' is not a launch selection");
+  CHECK_EQ_INT(ag_launch_sel_parse("x", &sel, NULL), AG_EPARSE);
+  CHECK_EQ_INT(ag_launch_sel_parse("4:4", &sel, NULL), AG_EPARSE); /* empty */
+  CHECK_EQ_INT(ag_launch_sel_parse("-1", &sel, NULL), AG_EPARSE);
+  CHECK_EQ_INT(ag_launch_sel_parse("2:", &sel, NULL), AG_EPARSE);
+  CHECK_EQ_INT(ag_launch_sel_parse("3", &sel, NULL), 0);
+  CHECK(sel.kind == AG_LAUNCH_RANGE && sel.lo == 3 && sel.hi == 4);
+  CHECK_EQ_INT(ag_launch_sel_parse("2:5", &sel, NULL), 0);
+  CHECK(sel.lo == 2 && sel.hi == 5);
+  ag_diags_release(&d);
+  unsetenv("ARGUS_LIBCUDA");
+}
+
+/* The traced build of tests/observe/occupancy.cu needs 37 registers where
+ * the trace-free one needs 27 (bucket up to 32): observe compiles it again
+ * with .maxnreg 32 (ptxas ignores -maxrregcount under launch bounds) and
+ * says so, also without a GPU. */
+TEST(test_traced_build_keeps_occupancy) {
+  setup();
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  char *abs = realpath(src ? src : ".", NULL);
+  char spec[256], wsdir[160];
+  snprintf(spec, sizeof spec, "%s/occ-spec.json", ws);
+  snprintf(wsdir, sizeof wsdir, "%s/occ-ws", ws);
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "{\"name\": \"occ\", \"module\": {\"cuda\": \"%s/tests/observe/occupancy.cu\", "
+                    "\"flags\": [\"-arch=sm_90a\"]}, \"run\": [\"false\"]}",
+                abs ? abs : ".");
+  free(abs);
+  ag_file_write_atomic(spec, s.p, s.len);
+  ag_str_release(&s);
+  const char *sigs[] = {"duration"};
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "body", .signals = sigs,
+                       .nsignals = 1, .ndevices = 0, .timeout_s = 30};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  int rc = ag_observe(&o, &d, &r);
+  ag_diags_release(&d);
+  if (rc == AG_ENOTFOUND || rc == AG_ECHILD) { /* no nvcc here */
+    printf("cannot build occupancy.cu (%s): skipped\n", ag_strerror(rc));
+    exit(77);
+  }
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    return;
+  ag_task *cc = NULL;
+  for (size_t i = 0; i < r.plan->tasks.n; i++)
+    if (!strcmp(r.plan->tasks.v[i]->op, "compile") &&
+        json_object_get(r.plan->tasks.v[i]->config, "occupancy_of"))
+      cc = r.plan->tasks.v[i];
+  CHECK(cc && cc->status == AG_TS_OK);
+  ag_store *st = NULL;
+  void *data = NULL;
+  size_t len = 0;
+  json_t *res = NULL;
+  if (cc && ag_store_open(wsdir, 0, &st) == 0 &&
+      ag_store_get(st, json_string_value(json_object_get(cc->outputs, "resources")), &data,
+                   &len) == 0)
+    res = json_loadb(data, len, 0, NULL);
+  ag_free(data);
+  ag_store_close(st);
+  json_t *occ = json_object_get(res, "occupancy");
+  CHECK(occ != NULL);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(occ, "capped")), 1);
+  CHECK(json_is_true(json_object_get(occ, "kept")));
+  json_t *f = json_array_get(json_object_get(occ, "functions"), 0);
+  int tf = (int)json_integer_value(json_object_get(f, "trace_free_registers"));
+  int unc = (int)json_integer_value(json_object_get(f, "registers_uncapped"));
+  int got = (int)json_integer_value(json_object_get(f, "registers"));
+  printf("occupancy.cu: trace-free %d registers, traced %d uncapped, %d capped\n", tf, unc, got);
+  CHECK(tf > 0 && ag_occ_reg_bucket_max(tf) == 32);
+  CHECK(unc > 32 && got <= 32 && got > 0);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(f, "maxnreg")), 32);
+  CHECK(has_warning(r.report, "'occ_kernel' was capped at 32 registers (.maxnreg; it needed"));
+  json_decref(res);
+  ag_observe_result_release(&r);
+}
+
+TEST(test_set_maxnreg) {
+  const char *ptx = ".visible .entry k(\n.param .u64 a\n)\n.maxntid 256, 1, 1\n{\nret;\n}\n"
+                    ".visible .entry k2(.param .u64 a)\n.maxnreg 40\n{\nret;\n}\n";
+  ag_str out = AG_STR_INIT;
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "k", 32, &out), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), ".maxntid 256, 1, 1\n.maxnreg 32\n{");
+  CHECK(strstr(ag_str_cstr(&out), "k2(.param .u64 a)\n.maxnreg 40\n{") != NULL);
+  ag_str_clear(&out);
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "k2", 32, &out), 0); /* the smaller */
+  CHECK_CONTAINS(ag_str_cstr(&out), "k2(.param .u64 a)\n.maxnreg 32\n{");
+  ag_str_clear(&out);
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "k2", 48, &out), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), ".maxnreg 40\n{");
+  ag_str_clear(&out);
+  CHECK_EQ_INT(ag_ptx_set_maxnreg(ptx, strlen(ptx), "nope", 32, &out), AG_ENOTFOUND);
+  ag_str_release(&out);
+}
+
+TEST(test_occupancy_buckets) {
+  /* Hopper: 65,536 registers per SM, 8 per thread at a time, 64 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(90), 96);   /* gemm_tma: 21 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(168), 168); /* the SGEMM of issue 17: 12 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(179), 184); /* nvJitLink's 179: 11 warps */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(10), 32);   /* 64 warps, the SM's limit */
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(255), 255);
+  CHECK_EQ_INT(ag_occ_reg_warps(168), 12);
+  CHECK_EQ_INT(ag_occ_reg_warps(169), 11);
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(0), -1);
+  CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
+}
+
+RUN_TESTS(T(test_perturbation_report), T(test_occupancy_buckets),
+          T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))

@@ -9,6 +9,7 @@
  */
 #include <cuda.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,7 +44,15 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice d) { (void)d; OK; }
 CUresult cuCtxSetCurrent(CUcontext c) { (void)c; OK; }
-CUresult cuCtxSynchronize(void) { return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
+/* the last stream wait queued (host.c's gate): a synchronization while it is
+ * still closed would wait forever on a real GPU, so here it fails */
+static volatile uint32_t *gate_addr;
+static uint32_t gate_expect;
+CUresult cuCtxSynchronize(void) {
+  if (gate_addr && *gate_addr < gate_expect)
+    return CUDA_ERROR_LAUNCH_TIMEOUT;
+  return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
+}
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   (void)image;
   *m = (CUmodule)calloc(1, 64); /* holds the module's 32-byte descriptor */
@@ -182,9 +191,43 @@ CUresult cuEventDestroy(CUevent e) {
 }
 CUresult cuEventRecord(CUevent e, CUstream s) { (void)e, (void)s; OK; }
 CUresult cuEventSynchronize(CUevent e) { (void)e; OK; }
+/* Kernel times and occupancy for CPU tests of the perturbation report: from
+ * FAKE_CUDA_<WHAT>_<COLLECT> (COLLECT: TIME or TRACE, from the run's
+ * ARGUS_COLLECT), else the default. */
+static double fake_num(const char *what, double dflt) {
+  const char *c = getenv("ARGUS_COLLECT");
+  char k[64];
+  snprintf(k, sizeof k, "FAKE_CUDA_%s_%s", what, c && !strcmp(c, "time") ? "TIME" : "TRACE");
+  const char *v = getenv(k);
+  return v && *v ? atof(v) : dflt;
+}
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   (void)a, (void)b;
-  *ms = 0.01f;
+  *ms = (float)(fake_num("NS", 10000.0) / 1e6);
+  OK;
+}
+CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
+  (void)f;
+  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? (int)fake_num("REGS", 32) : 0;
+  OK;
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads,
+                                                     size_t smem) {
+  (void)f, (void)threads, (void)smem;
+  *n = (int)fake_num("CTAS", 8);
+  OK;
+}
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned f) {
+  (void)f;
+  *d = (CUdeviceptr)(uintptr_t)p;
+  OK;
+}
+/* the gate: a real driver waits; the fake checks the host released the last
+ * one before this one is queued (never waits: the harness is single-threaded) */
+CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f) {
+  (void)s, (void)f;
+  gate_addr = (volatile uint32_t *)(uintptr_t)a;
+  gate_expect = v;
   OK;
 }
 

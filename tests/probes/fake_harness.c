@@ -1,11 +1,12 @@
 /*
  * fake_harness.c — a harness library for CPU tests of the multi-variant
  * worker (with fake_cuda.c as the driver). argv[1] says how it behaves:
- * ok (loads argv[2], launches, finishes), fail (returns 3), crash (SIGSEGV),
- * exit (calls exit(5)), hang (sleeps), poison (ok, then a "GPU fault"),
+ * ok (loads argv[2], launches argv[3] times (default once), finishes), fail
+ * (returns 3), crash (SIGSEGV), exit (calls exit(5)), hang (sleeps), poison (ok, then a "GPU fault"),
  * noevidence (returns 0 without loading anything), env (returns 4 unless the
  * job's Argus environment is set), template (ok, launching the kernel named
- * argv[3], e.g. by its demangled name, with dynamic shared memory). Built as a library (ARGUS_HARNESS_MAIN).
+ * argv[3], e.g. by its demangled name, with dynamic shared memory). Built as
+ * a library (ARGUS_HARNESS_MAIN).
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -16,14 +17,15 @@
 
 #include "argus/host.h"
 
-static int run_ok(const char *module, const char *kernel, unsigned smem) {
+static int run_ok(const char *module, const char *kernel, unsigned smem, int launches) {
   ag_host *h = NULL;
   ag_host_module *m = NULL;
   ag_host_kernel *k = NULL;
   int rc = 1;
-  if (ag_host_open(&h) || ag_host_load(h, module, &m) || ag_host_kernel_get(m, kernel, &k) ||
-      ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, smem, NULL, NULL) ||
-      ag_host_finish(h)) {
+  int bad = ag_host_open(&h) || ag_host_load(h, module, &m) || ag_host_kernel_get(m, kernel, &k);
+  for (int i = 0; !bad && i < launches; i++)
+    bad = ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, smem, NULL, NULL);
+  if (bad || ag_host_finish(h)) {
     fprintf(stderr, "fake harness: %s\n", ag_host_errmsg(h));
   } else {
     printf("fake harness: ok\n");
@@ -54,9 +56,11 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
       return 4;
   }
   /* template: the kernel by its demangled name (argv[3]), with 99,328
-   * bytes of dynamic shared memory (examples/tma_probe's) */
+   * bytes of dynamic shared memory (examples/tma_probe's); otherwise
+   * argv[3] is the number of launches */
   int tmpl = !strcmp(mode, "template") && argc > 3;
-  int rc = run_ok(module, tmpl ? argv[3] : "kern", tmpl ? 99328 : 0);
+  int rc = run_ok(module, tmpl ? argv[3] : "kern", tmpl ? 99328 : 0,
+                  !tmpl && argc > 3 ? atoi(argv[3]) : 1);
   if (!strcmp(mode, "poison")) {
     void *lib = dlopen(getenv("ARGUS_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
     void (*poison)(void) = NULL;

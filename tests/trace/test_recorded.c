@@ -143,6 +143,36 @@ TEST(overhead_structure_and_brute_force) {
       !strcmp(json_string_value(json_object_get(e, "ph")), "X");
   CHECK_EQ_U64(xs, t->nocc);
   json_decref(j);
+  /* more events than the limit: whole warp tracks, every k-th slot, and the
+   * file says so (docs/tracing.md, "Launches") */
+  ag_str_clear(&ct);
+  ag_timeline_info ti;
+  uint64_t lim = t->nocc / 3;
+  CHECK_EQ_INT(ag_report_chrome_trace_ex(t, NULL, lim, &ct, &ti), 0);
+  CHECK_EQ_U64(ti.events, t->nocc);
+  CHECK((uint64_t)ti.every_nth >= (t->nocc + lim - 1) / lim);
+  CHECK(ti.written <= lim && ti.written > 0);
+  j = json_loads(ag_str_cstr(&ct), 0, NULL);
+  CHECK(j != NULL);
+  xs = 0;
+  int bad_slot = 0;
+  json_array_foreach(json_object_get(j, "traceEvents"), i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "ph")), "X"))
+      continue;
+    xs++;
+    bad_slot |= (json_integer_value(json_object_get(e, "tid")) & 0xffffffff) % ti.every_nth != 0;
+  }
+  CHECK_EQ_U64(xs, ti.written);
+  CHECK(!bad_slot);
+  CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(j, "metadata"),
+                                                   "argus-sampled")),
+                 "narrow with --scope");
+  json_decref(j);
+  /* within the limit: everything, no note */
+  ag_str_clear(&ct);
+  CHECK_EQ_INT(ag_report_chrome_trace_ex(t, NULL, t->nocc, &ct, &ti), 0);
+  CHECK_EQ_U64(ti.written, t->nocc);
+  CHECK(strstr(ag_str_cstr(&ct), "argus-sampled") == NULL);
   ag_str_release(&ct);
   ag_region_stats_free(rs, nrs);
   ag_trace_free(t);

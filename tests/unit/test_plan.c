@@ -70,14 +70,37 @@ TEST(test_dag_duration) {
   CHECK(p != NULL);
   if (!p)
     return;
-  /* discover -> transform.traced -> compile -> collect -> synth.duration -> report */
-  CHECK_EQ_INT(p->tasks.n, 6);
+  /* discover -> transform.traced -> compile -> collect -> synth.duration -> report,
+   * and the baseline: transform.trace-free -> compile -> collect (time), which
+   * the traced compile (occupancy) and run (launches) read, and
+   * synth.perturbation over both runs */
+  CHECK_EQ_INT(p->tasks.n, 10);
   CHECK_EQ_INT(count(p, AG_TASK_CONTROL, "discover"), 1);
   CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.traced"), 1);
-  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "compile"), 1);
-  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, NULL), 1);
-  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, NULL), 2);
-  CHECK_EQ_INT(p->nruns, 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.trace-free"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "compile"), 2);
+  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, NULL), 2);
+  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, "synth.perturbation"), 1);
+  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, NULL), 3);
+  CHECK_EQ_INT(p->nruns, 2);
+  {
+    ag_task *tc = NULL, *bc = NULL, *cc = NULL;
+    for (size_t i = 0; i < p->tasks.n; i++) {
+      ag_task *t = p->tasks.v[i];
+      const char *b0 = json_string_value(json_array_get(json_object_get(t->config, "backends"), 0));
+      if (t->type == AG_TASK_COLLECT && !strcmp(b0, "trace"))
+        tc = t;
+      if (t->type == AG_TASK_COLLECT && !strcmp(b0, "time"))
+        bc = t;
+      if (!strcmp(t->op, "compile") && json_object_get(t->config, "occupancy_of"))
+        cc = t;
+    }
+    CHECK(tc && bc && cc);
+    /* the traced run reads the timing run; the traced compile the trace-free one */
+    CHECK(tc && bc && tc->deps.n == 2 && tc->deps.v[1] == bc->id && tc->partial_ok);
+    CHECK(cc && bc && cc->deps.n == 2 && cc->deps.v[1] == bc->deps.v[0]);
+    CHECK(bc && bc->effects == 0);
+  }
   ag_task *rep = ag_plan_task(p, p->report_task);
   CHECK(rep && rep->partial_ok && !strcmp(rep->op, "report"));
   /* every dependency points backwards (a DAG in topological order) */
@@ -114,22 +137,22 @@ TEST(test_dag_shared_evidence) {
   CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.traced"), 1);
   CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "transform.trace-free"), 1);
   CHECK_EQ_INT(count(p, AG_TASK_TRANSFORM, "compile"), 2);
-  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, NULL), 1);
-  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, NULL), 5);
-  CHECK_EQ_INT(p->nruns, 1);
+  CHECK_EQ_INT(count(p, AG_TASK_COLLECT, NULL), 2);
+  CHECK_EQ_INT(count(p, AG_TASK_SYNTHESIZE, NULL), 6); /* one synth.perturbation */
+  CHECK_EQ_INT(p->nruns, 2);
   ag_task *rep = ag_plan_task(p, p->report_task);
-  CHECK_EQ_INT(rep->deps.n, 4);
+  CHECK_EQ_INT(rep->deps.n, 5);
   /* printing */
   ag_str s = AG_STR_INIT;
   ag_plan_print_text(p, &s);
-  CHECK_CONTAINS(ag_str_cstr(&s), "11 tasks, 1 run");
+  CHECK_CONTAINS(ag_str_cstr(&s), "13 tasks, 2 runs");
   ag_str_clear(&s);
   ag_plan_print_dot(p, &s);
   CHECK_CONTAINS(ag_str_cstr(&s), "digraph plan");
   CHECK_CONTAINS(ag_str_cstr(&s), "t0 -> t1;");
   json_t *j = ag_plan_to_json(p);
-  CHECK_EQ_INT(json_array_size(json_object_get(j, "tasks")), 11);
-  CHECK_EQ_INT(json_integer_value(json_object_get(j, "runs")), 1);
+  CHECK_EQ_INT(json_array_size(json_object_get(j, "tasks")), 13);
+  CHECK_EQ_INT(json_integer_value(json_object_get(j, "runs")), 2);
   json_decref(j);
   ag_str_release(&s);
   ag_plan_free(p);

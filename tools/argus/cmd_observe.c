@@ -22,6 +22,8 @@ const ag_cli_opt cmd_observe_opts[] = {
     {"scope", 0, "K=V,...", "role, iter, sm, cta, warp, launch (N or a:b)"},
     {"timeout", 0, "SECONDS", "kill a harness run after this long (default 300)"},
     {"records", 0, "N", "trace records per warp (default: the host runtime's)"},
+    {"launches", 0, "SPEC", "launches to record: all, last, N or a:b (default: after the "
+                            "warm-up, as many whole launches as the budget holds)"},
     {"timeline", 't', "FILE", "write the timeline signal's Chrome trace to FILE"},
     {"retry-failed", 0, NULL, "rerun the workspace's last query; only what failed runs again"},
     {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
@@ -160,6 +162,7 @@ int cmd_observe(ag_cli *cli) {
     ag_cli_free_list(sigs);
     return ag_cli_usage_error(cli, "--records needs a number >= 16");
   }
+  o.launches = ag_cli_get(cli, "launches");
   ag_diags d;
   ag_diags_init(&d);
   ag_observe_result r;
