@@ -87,9 +87,7 @@
 #define AG_CU_OPTIONAL(X)                                                      \
   X(cuModuleGetFunctionCount)                                                  \
   X(cuModuleEnumerateFunctions)                                                \
-  X(cuFuncGetName)                                                             \
-  X(cuFuncGetAttribute)                                                        \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuFuncGetName)
 
 typedef struct cu_api {
   void *lib;
@@ -510,10 +508,8 @@ void ag_host_close(ag_host *h) {
       h->cu.cuMemFree(h->pool);
     if (h->pinned)
       h->cu.cuMemFreeHost(h->pinned);
-    h->cu.cuDevicePrimaryCtxRelease(h->dev);
   }
-  if (h->cu.lib)
-    dlclose(h->cu.lib);
+  /* every driver call before the context goes and the library is closed */
   for (uint32_t i = 0; h->ok && i < h->ntimes; i++) {
     if (h->times[i].a)
       h->cu.cuEventDestroy(h->times[i].a);
@@ -523,6 +519,10 @@ void ag_host_close(ag_host *h) {
   free(h->times);
   if (h->ok && h->gate)
     h->cu.cuMemFreeHost((void *)h->gate);
+  if (h->ok)
+    h->cu.cuDevicePrimaryCtxRelease(h->dev);
+  if (h->cu.lib)
+    dlclose(h->cu.lib);
   free(h->recs);
   free(h->replaced_name);
   free(h);

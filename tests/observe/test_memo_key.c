@@ -82,6 +82,18 @@ static ag_task *find(const ag_plan *p, const char *op) {
   return NULL;
 }
 
+/* The traced run's collect (a duration query also has the trace-free
+ * timing run, backend "time"). */
+static ag_task *find_trace_collect(const ag_plan *p) {
+  for (size_t i = 0; p && i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    json_t *b = json_array_get(json_object_get(t->config, "backends"), 0);
+    if (!strcmp(t->op, "collect") && b && !strcmp(json_string_value(b), "trace"))
+      return t;
+  }
+  return NULL;
+}
+
 /* The collect task's key of one observe (the collection fails: no GPU
  * harness here, but it is keyed and recorded first). */
 static void collect_key(const req *q, char key[65]) {
@@ -201,12 +213,22 @@ TEST(test_no_gpu_task_ends_with_its_reason) {
 
 /* Three identical observes at once on one workspace: each task runs once;
  * the others take its result, here the harness's failure with its reason
- * (the harness counts its runs in a file and takes 2 s, so they overlap). */
+ * (the harness counts its runs in a file and takes 4 s, so they overlap;
+ * the trace-free timing run before it succeeds). */
 TEST(test_concurrent_identical_observes_share_one_run) {
   setup();
-  char count[256], body[512];
+  char count[256], body[1024];
   snprintf(count, sizeof count, "%s/runs.txt", ws);
-  snprintf(body, sizeof body, "echo run >> '%s'\nsleep 2\nexit 3", count);
+  /* the trace-free timing run succeeds (one timed launch); the trace fails */
+  snprintf(body, sizeof body,
+           "if [ \"$ARGUS_COLLECT\" = time ]; then echo '{\"format\":\"argus-timing\","
+           "\"version\":1,\"collect\":\"time\",\"launches_total\":1,\"timed\":1,"
+           "\"launches\":[{\"launch\":0,\"kernel\":\"overhead_compute\",\"grid\":[1,1,1],"
+           "\"block\":[32,1,1],\"shared_bytes\":0,\"ns\":1000.0,\"registers\":8,"
+           "\"ctas_per_sm\":8,\"recorded\":false,\"why\":\"timing run (nothing is "
+           "recorded)\"}]}' > \"$ARGUS_OUT/timing.json\"; exit 0; fi\n"
+           "echo run >> '%s'\nsleep 4\nexit 3",
+           count);
   write_spec("conc", "k.sh", body, "");
   int go[2];
   CHECK_EQ_INT(pipe(go), 0);
@@ -221,7 +243,7 @@ TEST(test_concurrent_identical_observes_share_one_run) {
       ag_observe_result r;
       if (observe(&q, &r))
         _exit(91);
-      ag_task *col = find(r.plan, "collect"), *cc = find(r.plan, "compile");
+      ag_task *col = find_trace_collect(r.plan), *cc = find(r.plan, "compile");
       /* 10 + 1 if this process ran the collection, + 2 if it ran the compile */
       int code = 10 + (col && col->ran) + 2 * (cc && cc->ran);
       if (!col || col->status != AG_TS_FAILED || !col->error || !strstr(col->error, "exit 3")) {
@@ -295,7 +317,7 @@ static void write_evidence(int other_build) {
   char path[1024], err[256];
   snprintf(path, sizeof path, "%s/%s", out, AG_EV_FILE_NAME);
   ag_evw *w = NULL;
-  ag_evw_launch L = {0, "overhead_compute", {1, 1, 1}, {32, 1, 1}, 0, 1, 1, 64, 64, meta, rec};
+  ag_evw_launch L = {0, "overhead_compute", {1, 1, 1}, {32, 1, 1}, 0, 1, 1, 64, 64, meta, rec, 0, 0, 0, 0, 0};
   ag_str h = AG_STR_INIT;
   ag_str_printf(&h,
                 "\"device\":{\"name\":\"Simulated\"},\"clock\":{\"sm_hz\":2000000000.0},"
@@ -344,7 +366,7 @@ TEST(test_report_lists_evidence_not_joined) {
   req q = {"mine", "ws-join", "duration", 1, 0, 0, NULL, NULL};
   ag_observe_result r;
   CHECK_EQ_INT(observe(&q, &r), 0);
-  ag_task *c = find(r.plan, "collect");
+  ag_task *c = find_trace_collect(r.plan);
   CHECK(c && c->status == AG_TS_OK);
   if (c && c->error)
     fprintf(stderr, "collect: %s\n", c->error);
@@ -359,7 +381,7 @@ TEST(test_report_lists_evidence_not_joined) {
   ag_observe_result_release(&r);
   q.spec = "other";
   CHECK_EQ_INT(observe(&q, &r), 0);
-  c = find(r.plan, "collect");
+  c = find_trace_collect(r.plan);
   CHECK(c && c->status == AG_TS_OK);
   json_t *nj = json_object_get(r.report, "not_joined");
   CHECK_EQ_INT((int)json_array_size(nj), 1);

@@ -142,6 +142,8 @@ CUresult cuMemHostAlloc(void **p, size_t n, unsigned f) {
   return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult cuMemFreeHost(void *p) {
+  if ((void *)gate_addr == p) /* the gate goes with its memory */
+    gate_addr = NULL;
   free(p);
   OK;
 }
@@ -206,17 +208,6 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   *ms = (float)(fake_num("NS", 10000.0) / 1e6);
   OK;
 }
-CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
-  (void)f;
-  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? (int)fake_num("REGS", 32) : 0;
-  OK;
-}
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads,
-                                                     size_t smem) {
-  (void)f, (void)threads, (void)smem;
-  *n = (int)fake_num("CTAS", 8);
-  OK;
-}
 CUresult cuMemHostGetDevicePointer(CUdeviceptr *d, void *p, unsigned f) {
   (void)f;
   *d = (CUdeviceptr)(uintptr_t)p;
@@ -233,10 +224,14 @@ CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr a, cuuint32_t v, unsigned f
 
 /* a template kernel of 168 registers and 1,072 bytes of static shared memory
  * (the issue's figures); the driver's occupancy by the same rules, so the
- * report's computed and driver figures can be compared */
+ * report's computed and driver figures can be compared. FAKE_CUDA_REGS_<RUN>
+ * and FAKE_CUDA_CTAS_<RUN> (RUN: TIME or TRACE, the collection mode) set
+ * other figures per run. */
 CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f) {
   (void)f;
-  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 168 : a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES ? 1072 : 0;
+  *v = a == CU_FUNC_ATTRIBUTE_NUM_REGS              ? (int)fake_num("REGS", 168)
+       : a == CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES ? 1072
+                                                  : 0;
   OK;
 }
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int threads,
@@ -246,6 +241,6 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int t
   int warps = (threads + 31) / 32;
   int by_regs = warps ? 12 / warps : 0;
   int by_smem = (int)(233472 / (((size_t)1072 + smem + 1024 + 127) / 128 * 128));
-  *n = by_regs < by_smem ? by_regs : by_smem;
+  *n = (int)fake_num("CTAS", by_regs < by_smem ? by_regs : by_smem);
   OK;
 }

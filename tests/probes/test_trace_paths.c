@@ -211,7 +211,7 @@ TEST(template_kernels_by_demangled_name) {
   ag_str_clear(&e);
   const char *a2[] = {"trace", "--evidence", ev, "--region", "gemm::sgemm<128, 128, 8, float>",
                       NULL};
-  CHECK_EQ_INT(argus_in(root, a2, &o, &e), 1); /* a launch's kernel, not a region */
+  CHECK_EQ_INT(argus_in(root, a2, &o, &e), 2); /* unknown region: exit 2 (docs/cli.md); a launch's kernel, not a region */
   CHECK_CONTAINS(ag_str_cstr(&e), "no region 'gemm::sgemm<128, 128, 8, float>'");
   ag_str_clear(&o);
   ag_str_clear(&e);
