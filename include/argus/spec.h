@@ -8,6 +8,9 @@
  *    "run": ["./gemm_tma_harness", "--size", "1024"],
  *    "run_library": "libgemm_tma_harness.so"}   (optional)
  *
+ * "module" may also name "production": the cubin or fatbin of the user's
+ * own build, which the trace-free variant's code is compared with
+ * (docs/build-fidelity.md).
  * Paths in "module" are relative to the spec file's directory.
  * "run_library" is the same harness built as a shared library exporting
  * argus_harness_main (ARGUS_HARNESS_MAIN in argus/host.h): collections of
@@ -32,6 +35,7 @@ typedef struct ag_spec {
   char *cuda;    /* resolved path of the CUDA source, or NULL */
   char *ptx;     /* resolved path of the PTX module, or NULL */
   char **flags;  /* nvcc flags (NULL-terminated), for "cuda" */
+  char *production; /* resolved path of the user's own build (cubin or fatbin), or NULL */
   int nflags;
   char **run;    /* harness argv (NULL-terminated); NULL when absent */
   int nrun;
@@ -59,6 +63,18 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
                         ag_str *ptx);
 int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
                            ag_str *ptx, int *cached);
+
+/* The options nvcc passes to ptxas when it builds a cubin of `cu` with
+ * `flags` (NULL: -arch=sm_90a), read from `nvcc -dryrun -cubin FLAGS`:
+ * optimization level, -arch, -maxrregcount, -Xptxas options, -lineinfo
+ * (--generate-line-info), -G (-g ...), -rdc (--compile-only). The input,
+ * the output and nvcc's own steps are left out. With several ptxas steps,
+ * the one for `arch` (NULL: the only one). *out is owned
+ * (ag_spec_options_free); on failure a diagnostic says why. Nothing is
+ * compiled: nvcc only prints its steps. */
+int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *arch,
+                          ag_diags *diags, char ***out);
+void ag_spec_options_free(char **opts);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,11 @@ typedef struct obs {
   int64_t query_id;
   char *rundir; /* <workspace>/runs */
   ag_plan *plan;
+  /* how every variant is compiled: the ptxas options nvcc passes for the
+   * spec's flags (NULL: nvcc's default for the PTX's .target), and the
+   * build's identity for the memo key (compiler, options, production) */
+  char **ptxas_opts;
+  json_t *build;
   /* multi-variant GPU workers, one per device lane (spec "run_library"),
    * or NULL: a harness process per collection */
   ag_worker **workers;
@@ -234,8 +239,35 @@ out:
   return rc;
 }
 
-/* Transform: PTX -> cubin through nvJitLink; the compiler's report becomes
- * the `resources` artifact (registers, spills, shared memory, stack). */
+/* The trace-free build against the spec's "production" build: how they
+ * compare, into res["production"]. */
+static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *res) {
+  char *prod;
+  size_t plen;
+  int rc = ag_file_read(ob->spec->production, &prod, &plen);
+  if (rc)
+    return fail(t, rc, "cannot read the production build '%s' named in %s: %s",
+                ob->spec->production, ob->spec->path, ag_strerror(rc));
+  ag_build_cmp cmp;
+  rc = ag_build_compare(cb->data, cb->len, prod, plen, cb->arch, &cmp);
+  ag_free(prod);
+  if (rc == AG_ENOMEM) {
+    ag_str_release(&cmp.summary);
+    return fail(t, rc, "out of memory");
+  }
+  json_object_set_new(res, "production",
+                      json_pack("{s:s,s:b,s:b,s:s}", "path", ob->spec->production, "compared",
+                                rc == 0, "identical", rc == 0 && cmp.identical, "summary",
+                                ag_str_cstr(&cmp.summary)));
+  ag_str_release(&cmp.summary);
+  return 0;
+}
+
+/* Transform: PTX -> cubin with ptxas and the options of the user's build
+ * (every variant alike); the compiler's report becomes the `resources`
+ * artifact (registers, spills, shared memory, stack, how it was built and,
+ * for the trace-free variant, how it compares with the spec's production
+ * build). */
 static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   char *ptx;
@@ -246,23 +278,29 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   ag_diags d;
   ag_diags_init(&d);
   ag_cubin *cb = NULL;
-  if ((rc = ag_jit_compile(ptx, len, ob->spec->name, NULL, &d, &cb))) {
+  json_t *res = NULL;
+  if ((rc = ag_jit_compile_ex(ptx, len, ob->spec->name, NULL,
+                              (const char *const *)ob->ptxas_opts, &d, &cb))) {
     rc = fail_diags(t, rc, "compilation failed", &d);
     goto out;
   }
-  json_t *res = ag_cubin_to_json(cb);
+  res = ag_cubin_to_json(cb);
+  json_object_set(json_object_get(res, "build"), "as",
+                  json_object_get(ob->build, "as"));
+  const char *variant = input(cx->plan, t, "variant");
+  if (!variant && ob->spec->production && (rc = compare_production(ob, t, cb, res)))
+    goto out;
   if (!(rc = put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
       !(rc = put(ob, t, "log", cb->info_log ? cb->info_log : "",
                  cb->info_log ? strlen(cb->info_log) : 0, "log")))
     rc = put_json(ob, t, "resources", res, "json");
-  json_decref(res);
   const char *probes = input(cx->plan, t, "probes");
   if (!rc && probes)
     json_object_set_new(t->outputs, "probes", json_string(probes));
-  const char *variant = input(cx->plan, t, "variant");
   if (!rc && variant)
     json_object_set_new(t->outputs, "variant", json_string(variant));
 out:
+  json_decref(res);
   ag_cubin_free(cb);
   ag_diags_release(&d);
   ag_free(ptx);
@@ -482,6 +520,39 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
                                         {"smem_bytes", "shared_memory", "bytes"},
                                         {"stack_bytes", "stack", "bytes"},
                                         {"barriers", "barriers", "count"}};
+  /* how the module was built, and whether that is the user's code */
+  json_t *build = json_object_get(res, "build"), *prod = json_object_get(res, "production");
+  if (build) {
+    ag_str b = AG_STR_INIT;
+    ag_str_printf(&b, "%s", json_string_value(json_object_get(build, "compiler")));
+    size_t k;
+    json_t *o;
+    json_array_foreach(json_object_get(build, "options"), k, o)
+        ag_str_printf(&b, " %s", json_string_value(o));
+    ag_str_printf(&b, ", %s", json_is_true(json_object_get(build, "whole_program"))
+                                  ? "whole program"
+                                  : "relocatable (--compile-only)");
+    const char *as = json_string_value(json_object_get(build, "as"));
+    if (as)
+      ag_str_printf(&b, ": %s", as);
+    value(vals, "(module)", "static", "build", json_string(ag_str_cstr(&b)), "", "observed");
+    ag_str_release(&b);
+  }
+  if (prod) {
+    ag_str b = AG_STR_INIT;
+    const char *sum = json_string_value(json_object_get(prod, "summary"));
+    if (json_is_true(json_object_get(prod, "identical")))
+      ag_str_printf(&b, "matches %s: %s", json_string_value(json_object_get(prod, "path")), sum);
+    else if (json_is_true(json_object_get(prod, "compared")))
+      ag_str_printf(&b, "warning: the measured build differs from %s: %s",
+                    json_string_value(json_object_get(prod, "path")), sum);
+    else
+      ag_str_printf(&b, "warning: cannot compare with %s: %s",
+                    json_string_value(json_object_get(prod, "path")), sum);
+    value(vals, "(module)", "static", "production", json_string(ag_str_cstr(&b)), "",
+          "observed");
+    ag_str_release(&b);
+  }
   json_array_foreach(funcs, i, f) {
     const char *name = json_string_value(json_object_get(f, "name"));
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -697,6 +768,8 @@ static const ag_executor executors[] = {
 static int store_spec(obs *ob, const ag_task *t, json_t **cfg, const char **ins, size_t *nin) {
   *cfg = json_pack("{s:s,s:O,s:s,s:i}", "op", t->op, "config", t->config, "program",
                    t->program ? t->program : "", "xform", AG_VARIANT_XFORM_VERSION);
+  if (*cfg && !strcmp(t->op, "compile")) /* the compiler, its options, production */
+    json_object_set(*cfg, "build", ob->build);
   *nin = 0;
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(ob->plan, t->deps.v[i]);
@@ -785,6 +858,62 @@ static int module_ptx(const ag_spec *spec, ag_diags *d, ag_str *ptx) {
   return ag_spec_compile_ptx(spec->cuda, (const char *const *)spec->flags, d, ptx);
 }
 
+/* How the variants are compiled: the ptxas options of the user's build of
+ * the spec's module (nvcc -dryrun with the spec's flags; a PTX module gets
+ * nvcc's default for its .target), and the build's identity. */
+static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
+  char target[16];
+  int rc = ag_jit_target(ptx, len, target);
+  if (rc) {
+    ag_diags_add(d, AG_SEV_ERROR, ob->spec->name, 0, 0, NULL, 0,
+                 "the module's PTX has no .target directive: cannot tell which GPU to compile "
+                 "for");
+    return AG_EPARSE;
+  }
+  ag_str as = AG_STR_INIT;
+  if (ob->spec->cuda) {
+    if ((rc = ag_spec_ptxas_options(ob->spec->cuda, (const char *const *)ob->spec->flags,
+                                    target, d, &ob->ptxas_opts)))
+      return rc;
+    ag_str_printf(&as, "as nvcc -cubin");
+    for (int i = 0; i < ob->spec->nflags; i++)
+      ag_str_printf(&as, " %s", ob->spec->flags[i]);
+    if (!ob->spec->nflags)
+      ag_str_printf(&as, " -arch=sm_90a");
+    ag_str_printf(&as, " -DARGUS_MARKERS=1 compiles it");
+  } else {
+    ag_str_printf(&as, "as nvcc -arch=%s compiles PTX", target);
+  }
+  char **full = NULL;
+  if ((rc = ag_jit_options(ptx, len, NULL, (const char *const *)ob->ptxas_opts, &full))) {
+    ag_str_release(&as);
+    return rc;
+  }
+  json_t *opts = json_array();
+  for (int i = 0; full[i]; i++)
+    json_array_append_new(opts, json_string(full[i]));
+  ag_jit_options_free(full);
+  char hash[65] = "";
+  if (ob->spec->production) {
+    char *data;
+    size_t plen;
+    if ((rc = ag_file_read(ob->spec->production, &data, &plen))) {
+      ag_diags_add(d, AG_SEV_ERROR, ob->spec->path, 0, 0, NULL, 0,
+                   "cannot read the production build '%s': %s", ob->spec->production,
+                   ag_strerror(rc));
+      json_decref(opts);
+      ag_str_release(&as);
+      return rc;
+    }
+    rc = ag_sha256_hex(data, plen, hash);
+    ag_free(data);
+  }
+  ob->build = json_pack("{s:s,s:o,s:s,s:s?}", "compiler", ag_jit_compiler_version(), "options",
+                        opts, "as", ag_str_cstr(&as), "production", hash[0] ? hash : NULL);
+  ag_str_release(&as);
+  return rc ? rc : ob->build ? 0 : AG_ENOMEM;
+}
+
 int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   memset(res, 0, sizeof *res);
   obs ob;
@@ -804,7 +933,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_trace_begin("build module");
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
-  if (rc)
+  if (rc || (rc = build_options(&ob, ptx.p, ptx.len, d)))
     goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",
@@ -914,6 +1043,8 @@ out:
   ag_free(ob.workers);
   ag_store_close(ob.st);
   ag_spec_free(ob.spec);
+  ag_spec_options_free(ob.ptxas_opts);
+  json_decref(ob.build);
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);
