@@ -353,25 +353,33 @@ TEST(ptxas_options_from_nvcc) {
 
 static char ws[64];
 
-static void write_spec(const char *name, const char *production) {
+/* All the overhead specs have one name and module: only their production
+ * differs, so the memo key must tell them apart. */
+static void write_spec_for(const char *file, const char *cu, const char *flags,
+                           const char *production) {
   ag_str s = AG_STR_INIT, p = AG_STR_INIT;
   ag_str_printf(&s,
-                "{\"name\": \"overhead\", \"module\": {\"cuda\": \"%s/examples/overhead/overhead.cu\", "
-                "\"flags\": [\"-arch=sm_90a\"], \"production\": \"%s\"}}",
-                srcdir, production);
-  ag_str_printf(&p, "%s/%s", ws, name);
+                "{\"name\": \"%s\", \"module\": {\"cuda\": \"%s/%s\", "
+                "\"flags\": [%s], \"production\": \"%s\"}}",
+                strstr(cu, "overhead") ? "overhead" : "sgemm", srcdir, cu, flags, production);
+  ag_str_printf(&p, "%s/%s", ws, file);
   CHECK_EQ_INT(ag_file_write_atomic(ag_str_cstr(&p), s.p, s.len), 0);
   ag_str_release(&s);
   ag_str_release(&p);
 }
 
+static void write_spec(const char *name, const char *production) {
+  write_spec_for(name, "examples/overhead/overhead.cu", "\"-arch=sm_90a\"", production);
+}
+
 /* `static` on a spec with a production build; returns the report's text. */
-static void observe_static(const char *spec, ag_str *text, int *rc) {
+static void observe_static_region(const char *spec, const char *region, ag_str *text,
+                                  int *rc) {
   char sp[256], wsdir[128];
   snprintf(sp, sizeof sp, "%s/%s", ws, spec);
   snprintf(wsdir, sizeof wsdir, "%s/.argus", ws);
   static const char *sigs[] = {"static"};
-  ag_observe_opts o = {.spec = sp, .workspace = wsdir, .region = "overhead_compute",
+  ag_observe_opts o = {.spec = sp, .workspace = wsdir, .region = region,
                        .signals = sigs, .nsignals = 1, .ndevices = 0, .timeout_s = 30};
   ag_diags d;
   ag_diags_init(&d);
@@ -383,6 +391,10 @@ static void observe_static(const char *spec, ag_str *text, int *rc) {
     ag_report_json_text(r.report, text);
   ag_observe_result_release(&r);
   ag_diags_release(&d);
+}
+
+static void observe_static(const char *spec, ag_str *text, int *rc) {
+  observe_static_region(spec, "overhead_compute", text, rc);
 }
 
 TEST(production_is_compared) {
@@ -452,6 +464,21 @@ TEST(production_is_compared) {
   CHECK_CONTAINS(ag_str_cstr(&t), "cannot read the production build '/nonexistent/prod.cubin'");
   ag_str_release(&t);
   ag_spec_free(s);
+  /* observe compiles with the spec's options: -maxrregcount matches only so */
+  ag_spec *mr = load("tests/data/cuda/sgemm_maxrreg.json");
+  char mprod[256];
+  snprintf(mprod, sizeof mprod, "%s/maxrreg.cubin", ws);
+  if (mr && nvcc_cubin(mr, "-DARGUS_MARKERS=1", mprod)) {
+    write_spec_for("mr.json", "tests/data/cuda/sgemm_warptile.cu",
+                   "\"-arch=sm_90a\", \"-maxrregcount=128\", \"-DSGEMM_NO_BOUNDS\"", mprod);
+    ag_str m = AG_STR_INIT;
+    observe_static_region("mr.json", "sgemm_warptile", &m, &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_CONTAINS(ag_str_cstr(&m), "-maxrregcount=128, whole program");
+    CHECK_CONTAINS(ag_str_cstr(&m), "production matches");
+    ag_str_release(&m);
+  }
+  ag_spec_free(mr);
   const char *rm[] = {"rm", "-rf", ws, NULL};
   run_capture(rm, NULL, NULL, NULL);
 }
