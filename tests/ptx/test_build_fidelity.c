@@ -11,7 +11,8 @@
  * (what nvJitLink does) and without the spec's ptxas options must differ
  * where the flags matter. And a spec's "production" build is compared in
  * `static`: identical, different (how), a compressed fatbin, garbage.
- * CPU only; exits 77 without nvcc / ptxas.
+ * ARGUS_FIDELITY_SPECS=DIR adds the specs in DIR (kernels that may not be
+ * committed). CPU only; exits 77 without nvcc / ptxas.
  */
 #include "argus/collect.h"
 #include "argus/observe.h"
@@ -97,6 +98,10 @@ static corpus_list specs(void) {
   ag_str_printf(&ex, "%s/tests/data/cuda", srcdir);
   add_specs(&l, ag_str_cstr(&ex), "");
   ag_str_release(&ex);
+  /* kernels kept out of the tree (public ones: docs/build-fidelity.md) */
+  const char *extra = getenv("ARGUS_FIDELITY_SPECS");
+  if (extra && *extra)
+    add_specs(&l, extra, "");
   return l;
 }
 
@@ -176,7 +181,9 @@ static void check_spec(const char *path) {
     ag_str o = AG_STR_INIT;
     for (int i = 0; c->options[i]; i++)
       ag_str_printf(&o, " %s", c->options[i]);
-    printf("%s: ptxas%s: %s\n", path + strlen(srcdir) + 1, ag_str_cstr(&o),
+    printf("%s: ptxas%s: %s\n",
+           strncmp(path, srcdir, strlen(srcdir)) ? path : path + strlen(srcdir) + 1,
+           ag_str_cstr(&o),
            ag_str_cstr(&cmp.summary));
     if (!cmp.identical)
       fprintf(stderr, "FAIL %s: trace-free build is not nvcc's: %s\n", path,
@@ -483,5 +490,60 @@ TEST(production_is_compared) {
   run_capture(rm, NULL, NULL, NULL);
 }
 
-RUN_TESTS(T(trace_free_is_nvcc_build), T(other_builds_differ), T(ptxas_options_from_nvcc),
+/* "production" in a spec: a file name, resolved against the spec's directory */
+TEST(production_in_spec) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_spec *s = NULL;
+  CHECK_EQ_INT(ag_spec_load_str("{\"name\": \"k\", \"module\": {\"cuda\": \"k.cu\", "
+                                "\"production\": \"out/k.cubin\"}}",
+                                "/x/y/spec.json", &d, &s),
+               0);
+  CHECK(s && s->production && !strcmp(s->production, "/x/y/out/k.cubin"));
+  ag_spec_free(s);
+  s = NULL;
+  CHECK_EQ_INT(ag_spec_load_str("{\"name\": \"k\",\n \"module\": {\"cuda\": \"k.cu\", "
+                                "\"production\": 3}}",
+                                "spec.json", &d, &s),
+               AG_EPARSE);
+  CHECK(s == NULL);
+  ag_str m = AG_STR_INIT;
+  ag_diags_format(&d, &m);
+  CHECK_CONTAINS(ag_str_cstr(&m), "spec.json:2:");
+  CHECK_CONTAINS(ag_str_cstr(&m), "\"production\" must be a file name (string)");
+  ag_str_release(&m);
+  ag_diags_release(&d);
+}
+
+/* no ptxas, a bad nvcc flag: clear errors, nothing compiled */
+TEST(toolchain_errors) {
+  setup();
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_cubin *c = NULL;
+  const char *ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n";
+  setenv("ARGUS_PTXAS", "/nonexistent/ptxas", 1);
+  CHECK_EQ_INT(ag_jit_compile(ptx, strlen(ptx), "t.ptx", NULL, &d, &c), AG_ENOTFOUND);
+  unsetenv("ARGUS_PTXAS");
+  CHECK(c == NULL);
+  ag_str m = AG_STR_INIT;
+  ag_diags_format(&d, &m);
+  CHECK_CONTAINS(ag_str_cstr(&m), "cannot compile: no ptxas found (set ARGUS_PTXAS");
+  ag_diags_release(&d);
+  ag_diags_init(&d);
+  char cu[4096];
+  snprintf(cu, sizeof cu, "%s/examples/overhead/overhead.cu", srcdir);
+  const char *bad[] = {"-arch=sm_90a", "--no-such-flag", NULL};
+  char **o = NULL;
+  CHECK(ag_spec_ptxas_options(cu, bad, "sm_90a", &d, &o) != 0);
+  CHECK(o == NULL);
+  ag_str_clear(&m);
+  ag_diags_format(&d, &m);
+  CHECK_CONTAINS(ag_str_cstr(&m), "nvcc -dryrun failed");
+  CHECK_CONTAINS(ag_str_cstr(&m), "no-such-flag");
+  ag_str_release(&m);
+  ag_diags_release(&d);
+}
+
+RUN_TESTS(T(production_in_spec), T(toolchain_errors), T(trace_free_is_nvcc_build), T(other_builds_differ), T(ptxas_options_from_nvcc),
           T(production_is_compared))
