@@ -63,6 +63,10 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
                         ag_str *ptx);
 int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
                            ag_str *ptx, int *cached);
+/* As ag_spec_compile_ptx without -DARGUS_MARKERS=1: the PTX of the user's
+ * own build, markers off (cached alike). */
+int ag_spec_compile_user_ptx(const char *cu, const char *const *flags, ag_diags *diags,
+                             ag_str *ptx);
 
 /* The options nvcc passes to ptxas when it builds a cubin of `cu` with
  * `flags` (NULL: -arch=sm_90a), read from `nvcc -dryrun -cubin FLAGS`:

@@ -400,8 +400,21 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
   return ag_spec_compile_ptx_ex(cu, flags, diags, ptx, NULL);
 }
 
+static int compile_ptx(const char *cu, const char *const *flags, int markers, ag_diags *diags,
+                       ag_str *ptx, int *cached);
+
 int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
                            ag_str *ptx, int *cached) {
+  return compile_ptx(cu, flags, 1, diags, ptx, cached);
+}
+
+int ag_spec_compile_user_ptx(const char *cu, const char *const *flags, ag_diags *diags,
+                             ag_str *ptx) {
+  return compile_ptx(cu, flags, 0, diags, ptx, NULL);
+}
+
+static int compile_ptx(const char *cu, const char *const *flags, int markers, ag_diags *diags,
+                       ag_str *ptx, int *cached) {
   static const char *const default_flags[] = {"-arch=sm_90a", NULL};
   if (cached)
     *cached = 0;
@@ -433,7 +446,8 @@ int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *d
   argv[a++] = "-ptx";
   for (int i = 0; i < nfl; i++)
     argv[a++] = flags[i];
-  argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
+  if (markers)
+    argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
   argv[a++] = "-I" ARGUS_INCLUDE_DIR;
   argv[a] = NULL;
   if (cdir && ag__ptxc_key(nvcc, cu, argv + 1, key) == 0 && ag__ptxc_lookup(cdir, key, ptx)) {

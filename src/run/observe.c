@@ -38,6 +38,9 @@ typedef struct obs {
    * build's identity for the memo key (compiler, options, production) */
   char **ptxas_opts;
   json_t *build;
+  /* a CUDA module without a "production" file: the PTX of the user's own
+   * build (markers off), which the trace-free variant is compared with */
+  ag_str user_ptx;
   /* multi-variant GPU workers, one per device lane (spec "run_library"),
    * or NULL: a harness process per collection */
   ag_worker **workers;
@@ -239,27 +242,51 @@ out:
   return rc;
 }
 
-/* The trace-free build against the spec's "production" build: how they
- * compare, into res["production"]. */
+/* The trace-free build against the user's: the spec's "production" file,
+ * or else the module compiled without markers with the same options. How
+ * they compare goes into res["production"]. */
 static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *res) {
-  char *prod;
-  size_t plen;
-  int rc = ag_file_read(ob->spec->production, &prod, &plen);
-  if (rc)
-    return fail(t, rc, "cannot read the production build '%s' named in %s: %s",
-                ob->spec->production, ob->spec->path, ag_strerror(rc));
+  char *prod = NULL;
+  size_t plen = 0;
+  ag_cubin *user = NULL;
+  ag_str label = AG_STR_INIT;
+  int rc = 0;
+  if (ob->spec->production) {
+    if ((rc = ag_file_read(ob->spec->production, &prod, &plen)))
+      return fail(t, rc, "cannot read the production build '%s' named in %s: %s",
+                  ob->spec->production, ob->spec->path, ag_strerror(rc));
+    ag_str_puts(&label, ob->spec->production);
+  } else {
+    ag_diags d;
+    ag_diags_init(&d);
+    rc = ag_jit_compile_ex(ob->user_ptx.p, ob->user_ptx.len, ob->spec->name, NULL,
+                           (const char *const *)ob->ptxas_opts, &d, &user);
+    ag_diags_release(&d);
+    if (rc) /* the variant compiled: say it, but measure on */
+      return 0;
+    prod = (char *)user->data;
+    plen = user->len;
+    ag_str_puts(&label, "the user's build (nvcc -cubin");
+    for (int i = 0; i < ob->spec->nflags; i++)
+      ag_str_printf(&label, " %s", ob->spec->flags[i]);
+    ag_str_puts(&label, ob->spec->nflags ? ", markers off)" : " -arch=sm_90a, markers off)");
+  }
   ag_build_cmp cmp;
   rc = ag_build_compare(cb->data, cb->len, prod, plen, cb->arch, &cmp);
-  ag_free(prod);
+  if (!user)
+    ag_free(prod);
+  ag_cubin_free(user);
   if (rc == AG_ENOMEM) {
     ag_str_release(&cmp.summary);
+    ag_str_release(&label);
     return fail(t, rc, "out of memory");
   }
   json_object_set_new(res, "production",
-                      json_pack("{s:s,s:b,s:b,s:s}", "path", ob->spec->production, "compared",
+                      json_pack("{s:s,s:b,s:b,s:s,s:b}", "path", ag_str_cstr(&label), "compared",
                                 rc == 0, "identical", rc == 0 && cmp.identical, "summary",
-                                ag_str_cstr(&cmp.summary)));
+                                ag_str_cstr(&cmp.summary), "file", ob->spec->production != NULL));
   ag_str_release(&cmp.summary);
+  ag_str_release(&label);
   return 0;
 }
 
@@ -288,7 +315,8 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   json_object_set(json_object_get(res, "build"), "as",
                   json_object_get(ob->build, "as"));
   const char *variant = input(cx->plan, t, "variant");
-  if (!variant && ob->spec->production && (rc = compare_production(ob, t, cb, res)))
+  if (!variant && (ob->spec->production || ob->user_ptx.len) &&
+      (rc = compare_production(ob, t, cb, res)))
     goto out;
   if (!(rc = put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
       !(rc = put(ob, t, "log", cb->info_log ? cb->info_log : "",
@@ -544,8 +572,11 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
     if (json_is_true(json_object_get(prod, "identical")))
       ag_str_printf(&b, "matches %s: %s", json_string_value(json_object_get(prod, "path")), sum);
     else if (json_is_true(json_object_get(prod, "compared")))
-      ag_str_printf(&b, "warning: the measured build differs from %s: %s",
-                    json_string_value(json_object_get(prod, "path")), sum);
+      ag_str_printf(&b, "warning: the measured build differs from %s: %s%s",
+                    json_string_value(json_object_get(prod, "path")), sum,
+                    json_is_true(json_object_get(prod, "file"))
+                        ? ""
+                        : " (the markers' asm comments moved code: docs/markers.md)");
     else
       ag_str_printf(&b, "warning: cannot compare with %s: %s",
                     json_string_value(json_object_get(prod, "path")), sum);
@@ -881,6 +912,14 @@ static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
     if (!ob->spec->nflags)
       ag_str_printf(&as, " -arch=sm_90a");
     ag_str_printf(&as, " -DARGUS_MARKERS=1 compiles it");
+    if (!ob->spec->production) { /* the user's build to compare with: markers off */
+      ag_diags ud;
+      ag_diags_init(&ud);
+      if (ag_spec_compile_user_ptx(ob->spec->cuda, (const char *const *)ob->spec->flags, &ud,
+                                   &ob->user_ptx))
+        ag_str_clear(&ob->user_ptx); /* no comparison; the query goes on */
+      ag_diags_release(&ud);
+    }
   } else {
     ag_str_printf(&as, "as nvcc -arch=%s compiles PTX", target);
   }
@@ -894,6 +933,8 @@ static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
     json_array_append_new(opts, json_string(full[i]));
   ag_jit_options_free(full);
   char hash[65] = "";
+  if (ob->user_ptx.len && (rc = ag_sha256_hex(ob->user_ptx.p, ob->user_ptx.len, hash)))
+    return rc;
   if (ob->spec->production) {
     char *data;
     size_t plen;
@@ -1045,6 +1086,7 @@ out:
   ag_spec_free(ob.spec);
   ag_spec_options_free(ob.ptxas_opts);
   json_decref(ob.build);
+  ag_str_release(&ob.user_ptx);
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);

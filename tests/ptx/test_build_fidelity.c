@@ -469,7 +469,6 @@ TEST(production_is_compared) {
   observe_static("gone.json", &t, &rc);
   CHECK(rc != 0);
   CHECK_CONTAINS(ag_str_cstr(&t), "cannot read the production build '/nonexistent/prod.cubin'");
-  ag_str_release(&t);
   ag_spec_free(s);
   /* observe compiles with the spec's options: -maxrregcount matches only so */
   ag_spec *mr = load("tests/data/cuda/sgemm_maxrreg.json");
@@ -486,6 +485,34 @@ TEST(production_is_compared) {
     ag_str_release(&m);
   }
   ag_spec_free(mr);
+  /* no "production": compared with the module built without markers */
+  ag_str np = AG_STR_INIT, sp = AG_STR_INIT;
+  ag_str_printf(&np, "%s/noprod.json", ws);
+  ag_str_printf(&sp, "{\"name\": \"overhead\", \"module\": {\"cuda\": "
+                     "\"%s/examples/overhead/overhead.cu\", \"flags\": [\"-arch=sm_90a\"]}}",
+                srcdir);
+  CHECK_EQ_INT(ag_file_write_atomic(ag_str_cstr(&np), sp.p, sp.len), 0);
+  ag_str_clear(&t);
+  observe_static("noprod.json", &t, &rc);
+  CHECK_EQ_INT(rc, 0);
+  printf("%s", ag_str_cstr(&t));
+  CHECK_CONTAINS(ag_str_cstr(&t), "production warning: the measured build differs from the "
+                                  "user's build (nvcc -cubin -arch=sm_90a, markers off)");
+  CHECK_CONTAINS(ag_str_cstr(&t), "24 of 40 instruction words differ");
+  CHECK_CONTAINS(ag_str_cstr(&t), "the markers' asm comments moved code");
+  ag_str_clear(&sp);
+  ag_str_printf(&sp, "{\"name\": \"sgemm\", \"module\": {\"cuda\": "
+                     "\"%s/tests/data/cuda/sgemm_warptile.cu\", \"flags\": [\"-arch=sm_90a\"]}}",
+                srcdir);
+  CHECK_EQ_INT(ag_file_write_atomic(ag_str_cstr(&np), sp.p, sp.len), 0);
+  ag_str_clear(&t);
+  observe_static_region("noprod.json", "sgemm_warptile", &t, &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_CONTAINS(ag_str_cstr(&t), "production matches the user's build (nvcc -cubin "
+                                  "-arch=sm_90a, markers off): identical code (1 function)");
+  ag_str_release(&t);
+  ag_str_release(&np);
+  ag_str_release(&sp);
   const char *rm[] = {"rm", "-rf", ws, NULL};
   run_capture(rm, NULL, NULL, NULL);
 }
