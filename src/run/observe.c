@@ -38,9 +38,6 @@ typedef struct obs {
    * build's identity for the memo key (compiler, options, production) */
   char **ptxas_opts;
   json_t *build;
-  /* a CUDA module without a "production" file: the PTX of the user's own
-   * build (markers off), which the trace-free variant is compared with */
-  ag_str user_ptx;
   /* multi-variant GPU workers, one per device lane (spec "run_library"),
    * or NULL: a harness process per collection */
   ag_worker **workers;
@@ -256,14 +253,28 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
       return fail(t, rc, "cannot read the production build '%s' named in %s: %s",
                   ob->spec->production, ob->spec->path, ag_strerror(rc));
     ag_str_puts(&label, ob->spec->production);
-  } else {
+  } else { /* the same source, flags and options, markers off */
     ag_diags d;
     ag_diags_init(&d);
-    rc = ag_jit_compile_ex(ob->user_ptx.p, ob->user_ptx.len, ob->spec->name, NULL,
-                           (const char *const *)ob->ptxas_opts, &d, &user);
-    ag_diags_release(&d);
-    if (rc) /* the variant compiled: say it, but measure on */
+    ag_str uptx = AG_STR_INIT;
+    rc = ag_spec_compile_user_ptx(ob->spec->cuda, (const char *const *)ob->spec->flags, &d,
+                                  &uptx);
+    if (!rc)
+      rc = ag_jit_compile_ex(uptx.p, uptx.len, ob->spec->name, NULL,
+                             (const char *const *)ob->ptxas_opts, &d, &user);
+    ag_str_release(&uptx);
+    if (rc) { /* the variant compiled: say why there is no comparison, measure on */
+      ag_str why = AG_STR_INIT;
+      ag_diags_format(&d, &why);
+      json_object_set_new(res, "production",
+                          json_pack("{s:s,s:b,s:b,s:s,s:b}", "path", "the user's build",
+                                    "compared", 0, "identical", 0, "summary",
+                                    ag_str_cstr(&why), "file", 0));
+      ag_str_release(&why);
+      ag_diags_release(&d);
       return 0;
+    }
+    ag_diags_release(&d);
     prod = (char *)user->data;
     plen = user->len;
     ag_str_puts(&label, "the user's build (nvcc -cubin");
@@ -315,7 +326,7 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   json_object_set(json_object_get(res, "build"), "as",
                   json_object_get(ob->build, "as"));
   const char *variant = input(cx->plan, t, "variant");
-  if (!variant && (ob->spec->production || ob->user_ptx.len) &&
+  if (!variant && (ob->spec->production || ob->spec->cuda) &&
       (rc = compare_production(ob, t, cb, res)))
     goto out;
   if (!(rc = put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
@@ -912,14 +923,6 @@ static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
     if (!ob->spec->nflags)
       ag_str_printf(&as, " -arch=sm_90a");
     ag_str_printf(&as, " -DARGUS_MARKERS=1 compiles it");
-    if (!ob->spec->production) { /* the user's build to compare with: markers off */
-      ag_diags ud;
-      ag_diags_init(&ud);
-      if (ag_spec_compile_user_ptx(ob->spec->cuda, (const char *const *)ob->spec->flags, &ud,
-                                   &ob->user_ptx))
-        ag_str_clear(&ob->user_ptx); /* no comparison; the query goes on */
-      ag_diags_release(&ud);
-    }
   } else {
     ag_str_printf(&as, "as nvcc -arch=%s compiles PTX", target);
   }
@@ -932,9 +935,11 @@ static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
   for (int i = 0; full[i]; i++)
     json_array_append_new(opts, json_string(full[i]));
   ag_jit_options_free(full);
+  /* production: the file's hash; or the markers-off build of the module,
+   * which the program's PTX (in every memo key) already identifies */
   char hash[65] = "";
-  if (ob->user_ptx.len && (rc = ag_sha256_hex(ob->user_ptx.p, ob->user_ptx.len, hash)))
-    return rc;
+  if (!ob->spec->production && ob->spec->cuda)
+    snprintf(hash, sizeof hash, "markers-off build");
   if (ob->spec->production) {
     char *data;
     size_t plen;
@@ -1086,7 +1091,6 @@ out:
   ag_spec_free(ob.spec);
   ag_spec_options_free(ob.ptxas_opts);
   json_decref(ob.build);
-  ag_str_release(&ob.user_ptx);
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);
