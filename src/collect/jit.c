@@ -436,7 +436,10 @@ int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char 
     rc = AG_EJIT;
     goto out;
   }
-  if ((rc = ag_file_read(cub, (char **)&c->data, &c->len)) || c->len == 0) {
+  char *bin = NULL;
+  rc = ag_file_read(cub, &bin, &c->len);
+  c->data = (unsigned char *)bin;
+  if (rc || c->len == 0) {
     ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
                  "ptxas wrote no cubin to '%s'", cub);
     rc = AG_EJIT;
