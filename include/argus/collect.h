@@ -1,11 +1,12 @@
 /*
  * argus/collect.h — turning a variant into evidence on the CPU side:
- * PTX -> cubin in-process through nvJitLink (with the compiler's resource
- * report kept as evidence and a cache keyed by content hash), and running a
+ * PTX -> cubin with ptxas, as nvcc compiles the user's build (with the
+ * compiler's resource report kept as evidence and a cache keyed by content
+ * hash; docs/build-fidelity.md), and running a
  * harness under Argus for a reference trace (the Collect task of a traced
  * variant). The harness side of the contract is include/argus/host.h.
  *
- * Nothing here needs a GPU to build; nvJitLink runs on the CPU. Running a
+ * Nothing here needs a GPU to build; ptxas runs on the CPU. Running a
  * harness needs one: ag_collect_gpu_probe says whether this machine has it.
  */
 #ifndef ARGUS_COLLECT_H
@@ -35,19 +36,31 @@ typedef struct ag_cubin {
   unsigned char *data; /* the cubin image (owned) */
   size_t len;
   char arch[16];       /* "sm_90a" */
-  char key[65];        /* SHA-256 over PTX, arch, options, nvJitLink version */
-  char *info_log;      /* nvJitLink's info log, verbatim (owned) */
+  char key[65];        /* SHA-256 over PTX, options, ptxas version */
+  char *info_log;      /* ptxas's info log (-v), verbatim (owned) */
   ag_jit_func *funcs;  /* parsed from the info log */
   int nfuncs;
   int from_cache;      /* 1 when ag_jit_compile_cached found it */
+  char compiler[80];   /* "ptxas 13.0.88" */
+  char **options;      /* the ptxas options it was compiled with, NULL-terminated
+                          (owned; input, output and the added -v left out) */
 } ag_cubin;
 
 /* The target of a PTX module (".target sm_90a, debug" -> "sm_90a"). */
 int ag_jit_target(const char *ptx, size_t len, char arch[16]);
 
-/* Compiles PTX to a cubin for `arch` (NULL: the module's .target). `name`
- * names the PTX in diagnostics. A ptxas error becomes a diagnostic at the PTX
- * line it names, with the source line; returns AG_EJIT. *out is owned. */
+/* Compiles PTX to a cubin with ptxas (ag_jit_ptxas) and the ptxas options
+ * `opts` (NULL-terminated; NULL: none), as nvcc runs it: the options nvcc
+ * passes for the user's flags come from ag_spec_ptxas_options. Without an
+ * -arch in opts, `-arch=ARCH -m64` is added (what nvcc passes for
+ * -arch=ARCH), ARCH being `arch` or (NULL) the module's .target. Whole
+ * program unless opts say --compile-only. `name` names the PTX in
+ * diagnostics. A ptxas error becomes a diagnostic at the PTX line it names,
+ * with the source line; returns AG_EJIT (AG_ENOTFOUND: no ptxas). *out is
+ * owned. */
+int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char *arch,
+                      const char *const *opts, ag_diags *diags, ag_cubin **out);
+/* ag_jit_compile_ex with no options: `-arch=ARCH -m64`, nvcc's default. */
 int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
                    ag_diags *diags, ag_cubin **out);
 /* The occupancy bucket of a register count on Hopper (sm_90): the highest
@@ -58,18 +71,47 @@ int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *ar
 int ag_occ_reg_bucket_max(int registers);
 /* Warps per SM that `registers` per thread allow (the same model). */
 int ag_occ_reg_warps(int registers);
-/* As ag_jit_compile, through the cache under cache_dir (NULL: no cache):
+/* The full option list ag_jit_compile_ex gives ptxas (without input, output
+ * and -v): *out is owned (ag_jit_options_free). AG_ENOTFOUND / AG_EPARSE
+ * when the architecture must come from a .target the PTX lacks. */
+int ag_jit_options(const char *ptx, size_t len, const char *arch, const char *const *opts,
+                   char ***out);
+void ag_jit_options_free(char **opts);
+/* As ag_jit_compile_ex, through the cache under cache_dir (NULL: no cache):
  * a hit returns the stored cubin and report without compiling. */
+int ag_jit_compile_cached_ex(const char *cache_dir, const char *ptx, size_t len,
+                             const char *name, const char *arch, const char *const *opts,
+                             ag_diags *diags, ag_cubin **out);
 int ag_jit_compile_cached(const char *cache_dir, const char *ptx, size_t len,
                           const char *name, const char *arch, ag_diags *diags,
                           ag_cubin **out);
 void ag_cubin_free(ag_cubin *c);
-/* {"arch","key","bytes","functions":[{name,registers,...}],"info_log"} */
+/* {"arch","key","bytes","functions":[{name,registers,...}],"info_log",
+ *  "from_cache","build":{"compiler","options":[...],"whole_program"}} */
 json_t *ag_cubin_to_json(const ag_cubin *c);
 /* Parses a ptxas/nvJitLink info log into functions (exposed for tests). */
 int ag_jit_parse_info(const char *log, ag_jit_func **funcs, int *nfuncs);
-/* "13.0" */
+/* The ptxas Argus compiles with: $ARGUS_PTXAS, the ptxas beside the nvcc
+ * Argus uses ($ARGUS_NVCC or nvcc in PATH: the one nvcc itself runs), ptxas
+ * in PATH, or /usr/local/cuda/bin/ptxas. Owned, or NULL when none exists. */
+char *ag_jit_ptxas(void);
+/* Its version ("13.0.88"; "" when it cannot be run), read once. Borrowed. */
+const char *ag_jit_compiler_version(void);
+/* 13, 0 */
 int ag_jit_version(unsigned *major, unsigned *minor);
+
+/* How a cubin's code compares with another build of the same module (the
+ * spec's "production"): identical when every executable section (.text.*)
+ * is byte-identical. */
+typedef struct ag_build_cmp {
+  int identical;   /* 1: every .text section is byte-identical */
+  ag_str summary;  /* what differs, for people: registers, sizes, words */
+} ag_build_cmp;
+/* Compares the .text sections of `ours` (a cubin) with `prod` (a cubin or a
+ * fatbin holding an uncompressed ELF for arch). AG_EPARSE with the reason in
+ * cmp->summary when prod is neither. Release cmp->summary. */
+int ag_build_compare(const void *ours, size_t olen, const void *prod, size_t plen,
+                     const char *arch, ag_build_cmp *cmp);
 
 /* ------------------------------------------------------------ the GPU */
 

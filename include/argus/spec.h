@@ -8,6 +8,9 @@
  *    "run": ["./gemm_tma_harness", "--size", "1024"],
  *    "run_library": "libgemm_tma_harness.so"}   (optional)
  *
+ * "module" may also name "production": the cubin or fatbin of the user's
+ * own build, which the trace-free variant's code is compared with
+ * (docs/build-fidelity.md).
  * Paths in "module" are relative to the spec file's directory, and so is
  * "run"'s argv[0] when it contains a '/' ("./harness", "bin/harness"): it
  * is resolved when the spec is loaded, so argus may start anywhere. A bare
@@ -36,6 +39,7 @@ typedef struct ag_spec {
   char *cuda;    /* resolved path of the CUDA source, or NULL */
   char *ptx;     /* resolved path of the PTX module, or NULL */
   char **flags;  /* nvcc flags (NULL-terminated), for "cuda" */
+  char *production; /* resolved path of the user's own build (cubin or fatbin), or NULL */
   int nflags;
   char **run;    /* harness argv (NULL-terminated); NULL when absent */
   int nrun;
@@ -63,6 +67,22 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
                         ag_str *ptx);
 int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
                            ag_str *ptx, int *cached);
+/* As ag_spec_compile_ptx without -DARGUS_MARKERS=1: the PTX of the user's
+ * own build, markers off (cached alike). */
+int ag_spec_compile_user_ptx(const char *cu, const char *const *flags, ag_diags *diags,
+                             ag_str *ptx);
+
+/* The options nvcc passes to ptxas when it builds a cubin of `cu` with
+ * `flags` (NULL: -arch=sm_90a), read from `nvcc -dryrun -cubin FLAGS`:
+ * optimization level, -arch, -maxrregcount, -Xptxas options, -lineinfo
+ * (--generate-line-info), -G (-g ...), -rdc (--compile-only). The input,
+ * the output and nvcc's own steps are left out. With several ptxas steps,
+ * the one for `arch` (NULL: the only one). *out is owned
+ * (ag_spec_options_free); on failure a diagnostic says why. Nothing is
+ * compiled: nvcc only prints its steps. */
+int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *arch,
+                          ag_diags *diags, char ***out);
+void ag_spec_options_free(char **opts);
 
 #ifdef __cplusplus
 }

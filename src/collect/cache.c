@@ -1,8 +1,8 @@
 /*
  * cache.c — the cubin cache: the one adapter between compilation and where
  * compiled artifacts are kept. The key is SHA-256 over the PTX, the target,
- * the compile options and the nvJitLink version, so a hit is the same cubin
- * nvJitLink would make. Entries are <dir>/<key>.cubin and <key>.log (the
+ * the ptxas options (the target among them) and the ptxas version, so a hit
+ * is the same cubin ptxas would make. Entries are <dir>/<key>.cubin and <key>.log (the
  * info log), each written atomically; a damaged or half-present entry is a
  * miss. When the versioned workspace (include/argus/store.h) lands, these
  * two functions put and get through it instead.
@@ -12,20 +12,24 @@
 #include <stdio.h>
 #include <string.h>
 
-static int make_key(const char *ptx, size_t len, const char *arch, char key[65]) {
-  unsigned maj = 0, min = 0;
-  ag_jit_version(&maj, &min);
-  char tail[96];
-  int tl = snprintf(tail, sizeof tail, "%c-arch=%s -verbose%cnvJitLink %u.%u", 0, arch, 0,
-                    maj, min);
+static int make_key(const char *ptx, size_t len, char *const *opts, char key[65]) {
   ag_sha256 h;
   int rc = ag_sha256_begin(&h);
   if (rc)
     return rc;
-  if ((rc = ag_sha256_update(&h, ptx, len)) || (rc = ag_sha256_update(&h, tail, (size_t)tl))) {
+  ag_str tail = AG_STR_INIT;
+  for (int i = 0; opts[i]; i++)
+    ag_str_printf(&tail, "%c%s", 0, opts[i]);
+  ag_str_printf(&tail, "%cptxas %s", 0, ag_jit_compiler_version());
+  if (tail.oom)
+    rc = AG_ENOMEM;
+  if (rc || (rc = ag_sha256_update(&h, ptx, len)) ||
+      (rc = ag_sha256_update(&h, tail.p, tail.len))) {
     ag_sha256_abort(&h);
+    ag_str_release(&tail);
     return rc;
   }
+  ag_str_release(&tail);
   return ag_sha256_end(&h, NULL, key);
 }
 
@@ -63,45 +67,58 @@ static int cache_put(const char *dir, const ag_cubin *c) {
 int ag_jit_compile_cached(const char *cache_dir, const char *ptx, size_t len,
                           const char *name, const char *arch, ag_diags *diags,
                           ag_cubin **out) {
+  return ag_jit_compile_cached_ex(cache_dir, ptx, len, name, arch, NULL, diags, out);
+}
+
+int ag_jit_compile_cached_ex(const char *cache_dir, const char *ptx, size_t len,
+                             const char *name, const char *arch, const char *const *opts,
+                             ag_diags *diags, ag_cubin **out) {
   *out = NULL;
-  char target[16];
-  if (!arch) {
-    if (ag_jit_target(ptx, len, target)) {
-      ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
-                   "the PTX has no .target directive: cannot tell which GPU to compile for");
-      return AG_EPARSE;
-    }
-    arch = target;
-  }
-  char key[65];
-  int rc = make_key(ptx, len, arch, key);
-  if (rc)
+  char **full = NULL;
+  int rc = ag_jit_options(ptx, len, arch, opts, &full);
+  if (rc == AG_ENOMEM)
     return rc;
+  if (rc) /* the compile says why */
+    return ag_jit_compile_ex(ptx, len, name, arch, opts, diags, out);
+  char key[65];
+  if ((rc = make_key(ptx, len, full, key)))
+    goto out;
   if (cache_dir) {
     ag_cubin *c = ag_calloc(1, sizeof *c);
-    if (!c)
-      return AG_ENOMEM;
-    if (cache_get(cache_dir, key, c) == 0 && strlen(arch) < sizeof c->arch) {
-      strcpy(c->arch, arch);
+    if (!c) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    const char *a = NULL;
+    for (int i = 0; full[i]; i++)
+      if (!strncmp(full[i], "-arch=", 6))
+        a = full[i] + 6;
+    if (cache_get(cache_dir, key, c) == 0 && a && strlen(a) < sizeof c->arch) {
+      strcpy(c->arch, a);
       memcpy(c->key, key, sizeof c->key);
+      snprintf(c->compiler, sizeof c->compiler, "ptxas %s", ag_jit_compiler_version());
+      c->options = full;
+      full = NULL;
       c->from_cache = 1;
       if ((rc = ag_jit_parse_info(c->info_log, &c->funcs, &c->nfuncs))) {
         ag_cubin_free(c);
-        return rc;
+        goto out;
       }
       *out = c;
-      return 0;
+      goto out;
     }
     ag_cubin_free(c);
   }
   ag_cubin *c = NULL;
-  if ((rc = ag_jit_compile(ptx, len, name, arch, diags, &c)))
-    return rc;
+  if ((rc = ag_jit_compile_ex(ptx, len, name, arch, opts, diags, &c)))
+    goto out;
   memcpy(c->key, key, sizeof c->key);
-  if (cache_dir && (rc = cache_put(cache_dir, c))) {
+  int wrc = cache_dir ? cache_put(cache_dir, c) : 0;
+  if (wrc)
     ag_diags_add(diags, AG_SEV_WARNING, cache_dir, 0, 0, NULL, 0,
-                 "cannot write the cubin cache: %s", ag_strerror(rc));
-  }
+                 "cannot write the cubin cache: %s", ag_strerror(wrc));
   *out = c;
-  return 0;
+out:
+  ag_jit_options_free(full);
+  return rc;
 }

@@ -1,50 +1,92 @@
 /*
- * jit.c — PTX -> cubin in-process through nvJitLink.
+ * jit.c — PTX -> cubin with ptxas, compiled as the user's own build does.
  *
- * One handle per compile: create with -arch and -verbose, add the PTX, link,
- * take the cubin and both logs. The info log (registers, barriers, stack,
- * spills, shared and constant memory per function) is kept verbatim and
- * parsed; a ptxas error ("ptxas application ptx input, line 42; error : ...")
- * becomes a diagnostic at that PTX line with its source text. Every
- * nvJitLink call goes through NVJ(), which records the call and the result.
+ * nvcc compiles a .cu file by running ptxas on its PTX with options it
+ * derives from the user's flags (`nvcc -dryrun` prints them); a variant is
+ * compiled by the same ptxas binary with the same options, so the trace-free
+ * variant's machine code is the user's (docs/build-fidelity.md). ptxas runs
+ * as a process (argv, never a shell) on a temporary copy of the PTX: whole
+ * program unless the options say --compile-only, never relocatable by
+ * accident as nvJitLink compiles PTX input. `-v` is added when absent (it
+ * changes no code, tests/ptx/test_build_fidelity checks the bytes); its info
+ * log (registers, barriers, stack, spills, shared memory per function) is
+ * kept verbatim and parsed; a ptxas error ("ptxas /tmp/x.ptx, line 42;
+ * error : ...") becomes a diagnostic at that PTX line with its source text.
  *
- * Load: one compile per variant (tens of ms for a kernel, dominated by
- * ptxas); ag_jit_compile_cached skips it on a content-hash hit.
+ * Load: one compile per variant (tens of ms to seconds, all ptxas; the
+ * process costs a few ms more than the in-process library, measured in
+ * docs/build-fidelity.md); ag_jit_compile_cached skips it on a hit.
  */
 #include "argus/collect.h"
 
-#include <nvJitLink.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static const char *nvj_name(nvJitLinkResult r) {
-  switch (r) {
-  case NVJITLINK_SUCCESS: return "NVJITLINK_SUCCESS";
-  case NVJITLINK_ERROR_UNRECOGNIZED_OPTION: return "NVJITLINK_ERROR_UNRECOGNIZED_OPTION";
-  case NVJITLINK_ERROR_MISSING_ARCH: return "NVJITLINK_ERROR_MISSING_ARCH";
-  case NVJITLINK_ERROR_INVALID_INPUT: return "NVJITLINK_ERROR_INVALID_INPUT";
-  case NVJITLINK_ERROR_PTX_COMPILE: return "NVJITLINK_ERROR_PTX_COMPILE";
-  case NVJITLINK_ERROR_NVVM_COMPILE: return "NVJITLINK_ERROR_NVVM_COMPILE";
-  case NVJITLINK_ERROR_INTERNAL: return "NVJITLINK_ERROR_INTERNAL";
-  default: return "NVJITLINK_ERROR";
+/* -------------------------------------------------------- the compiler */
+
+char *ag_jit_ptxas(void) {
+  const char *e = getenv("ARGUS_PTXAS");
+  if (e && *e)
+    return access(e, X_OK) == 0 ? ag_strdup(e) : NULL;
+  /* beside the nvcc that made the PTX: the ptxas nvcc itself runs */
+  const char *nv = getenv("ARGUS_NVCC");
+  char *w = nv && *nv ? ag_strdup(nv) : ag_which("nvcc");
+  if (w) {
+    char *slash = strrchr(w, '/');
+    if (slash) {
+      ag_str p = AG_STR_INIT;
+      ag_str_printf(&p, "%.*s/ptxas", (int)(slash - w), w);
+      ag_free(w);
+      if (!p.oom && access(ag_str_cstr(&p), X_OK) == 0)
+        return ag_str_detach(&p);
+      ag_str_release(&p);
+    } else {
+      ag_free(w);
+    }
   }
+  if ((w = ag_which("ptxas")))
+    return w;
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? ag_strdup("/usr/local/cuda/bin/ptxas")
+                                                        : NULL;
 }
 
-/* The one checking macro for nvJitLink: on failure records the call's text
- * and result as a diagnostic and jumps to `out` with rc = AG_EJIT. */
-#define NVJ(call)                                                              \
-  do {                                                                         \
-    nvJitLinkResult nvj_r_ = (call);                                           \
-    if (nvj_r_ != NVJITLINK_SUCCESS) {                                         \
-      nvj_fail = nvj_r_;                                                       \
-      nvj_call = #call;                                                        \
-      rc = AG_EJIT;                                                            \
-      goto out;                                                                \
-    }                                                                          \
-  } while (0)
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static char version_text[64];
+
+/* "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88" */
+static void read_version(void) {
+  char *ptxas = ag_jit_ptxas();
+  if (!ptxas)
+    return;
+  const char *argv[] = {ptxas, "--version", NULL};
+  ag_str out = AG_STR_INIT;
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.capture_out = &out;
+  o.timeout_s = 60;
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) == 0 && r.exited && r.exit_code == 0) {
+    const char *v = strstr(ag_str_cstr(&out), ", V");
+    if (v)
+      snprintf(version_text, sizeof version_text, "%.*s", (int)strcspn(v + 3, " \r\n"), v + 3);
+  }
+  ag_str_release(&out);
+  ag_free(ptxas);
+}
+
+const char *ag_jit_compiler_version(void) {
+  pthread_once(&version_once, read_version);
+  return version_text;
+}
 
 int ag_jit_version(unsigned *major, unsigned *minor) {
-  return nvJitLinkVersion(major, minor) == NVJITLINK_SUCCESS ? 0 : AG_EJIT;
+  *major = *minor = 0;
+  const char *v = ag_jit_compiler_version();
+  return sscanf(v, "%u.%u", major, minor) == 2 ? 0 : AG_EJIT;
 }
 
 int ag_jit_target(const char *ptx, size_t len, char arch[16]) {
@@ -86,15 +128,17 @@ static int next_line(const char **l, char line[1024]) {
   return 1;
 }
 
-/* "ptxas application ptx input, line 42; error   : Unknown modifier '.f33'" */
+/* "ptxas /tmp/argus-jit-1a2b3c.ptx, line 42; error   : Unknown modifier '.f33'"
+ * (nvJitLink and the PTX compiler library write "ptxas application ptx
+ * input, line 42; ..."): the file name is ours, the line is the PTX's. */
 static void log_to_diags(const char *log, const char *ptx, size_t len, const char *name,
                          ag_diags *diags) {
   int any = 0;
   char line[1024];
   for (const char *l = log; next_line(&l, line);) {
     int lno = 0;
-    const char *at = strstr(line, "ptx input, line ");
-    if (at && sscanf(at, "ptx input, line %d;", &lno) == 1) {
+    const char *at = strncmp(line, "ptxas ", 6) == 0 ? strstr(line, ", line ") : NULL;
+    if (at && sscanf(at, ", line %d;", &lno) == 1) {
       const char *msg = strchr(at, ';');
       ag_severity sev = strstr(line, "; warning") ? AG_SEV_WARNING : AG_SEV_ERROR;
       msg = msg ? strchr(msg, ':') : NULL;
@@ -212,101 +256,228 @@ oom:
   return AG_ENOMEM;
 }
 
-static char *get_log(nvJitLinkHandle h, int info) {
-  size_t n = 0;
-  if ((info ? nvJitLinkGetInfoLogSize(h, &n) : nvJitLinkGetErrorLogSize(h, &n)) !=
-      NVJITLINK_SUCCESS)
-    return ag_strdup("");
-  char *s = ag_malloc(n + 1);
-  if (!s)
-    return NULL;
-  s[0] = 0;
-  if (n && (info ? nvJitLinkGetInfoLog(h, s) : nvJitLinkGetErrorLog(h, s)) !=
-               NVJITLINK_SUCCESS)
-    s[0] = 0;
-  s[n] = 0;
-  return s;
+/* The -arch of an option list ("-arch=sm_90a", "-arch", "sm_90a",
+ * "--gpu-name=sm_90a"), or NULL. */
+static const char *opts_arch(const char *const *opts) {
+  for (int i = 0; opts && opts[i]; i++) {
+    const char *o = opts[i];
+    if (!strncmp(o, "-arch=", 6))
+      return o + 6;
+    if (!strncmp(o, "--gpu-name=", 11))
+      return o + 11;
+    if ((!strcmp(o, "-arch") || !strcmp(o, "--gpu-name")) && opts[i + 1])
+      return opts[i + 1];
+  }
+  return NULL;
 }
 
-int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
-                   ag_diags *diags, ag_cubin **out) {
+static int has_opt(const char *const *opts, const char *a, const char *b) {
+  for (int i = 0; opts && opts[i]; i++)
+    if (!strcmp(opts[i], a) || (b && !strcmp(opts[i], b)))
+      return 1;
+  return 0;
+}
+
+int ag_jit_options(const char *ptx, size_t len, const char *arch, const char *const *opts,
+                   char ***out) {
+  *out = NULL;
+  char target[16];
+  const char *oa = opts_arch(opts);
+  if (!arch && !oa) {
+    int rc = ag_jit_target(ptx, len, target);
+    if (rc)
+      return rc;
+    arch = target;
+  }
+  int n = 0;
+  while (opts && opts[n])
+    n++;
+  char **v = ag_calloc((size_t)n + 4, sizeof *v);
+  if (!v)
+    return AG_ENOMEM;
+  int k = 0, rc = AG_ENOMEM;
+  ag_str a = AG_STR_INIT;
+  if (!oa) { /* what nvcc passes for -arch=X: -arch=X -m64 */
+    ag_str_printf(&a, "-arch=%s", arch);
+    if (a.oom || !(v[k++] = ag_str_detach(&a)))
+      goto out;
+    if (!has_opt(opts, "-m64", "-m32") && !(v[k++] = ag_strdup("-m64")))
+      goto out;
+  }
+  for (int i = 0; i < n; i++)
+    if (!(v[k++] = ag_strdup(opts[i])))
+      goto out;
+  rc = 0;
+out:
+  ag_str_release(&a);
+  if (rc) {
+    ag_jit_options_free(v);
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+void ag_jit_options_free(char **opts) {
+  if (!opts)
+    return;
+  for (char **p = opts; *p; p++)
+    ag_free(*p);
+  ag_free(opts);
+}
+
+/* A temporary file /tmp/argus-jit-XXXXXX<suffix> holding data (NULL: empty). */
+static int temp_file(const char *suffix, const void *data, size_t len, char path[64]) {
+  snprintf(path, 64, "/tmp/argus-jit-XXXXXX%s", suffix);
+  int fd = mkstemps(path, (int)strlen(suffix));
+  if (fd < 0) {
+    path[0] = 0;
+    return AG_EIO;
+  }
+  const char *p = data;
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w <= 0) {
+      close(fd);
+      return AG_EIO;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return close(fd) ? AG_EIO : 0;
+}
+
+int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char *arch,
+                      const char *const *opts, ag_diags *diags, ag_cubin **out) {
   *out = NULL;
   int rc = 0;
-  nvJitLinkResult nvj_fail = NVJITLINK_SUCCESS;
-  const char *nvj_call = NULL;
-  nvJitLinkHandle h = NULL;
-  char *errlog = NULL;
+  char in[64] = "", cub[64] = "";
+  char *ptxas = NULL, **o = NULL;
+  const char **argv = NULL;
+  ag_str log = AG_STR_INIT, err = AG_STR_INIT;
   ag_cubin *c = ag_calloc(1, sizeof *c);
   if (!c)
     return AG_ENOMEM;
   if (!name)
     name = "module.ptx";
-  if (arch) {
-    if (strlen(arch) >= sizeof c->arch) {
-      ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0, "bad architecture '%s'", arch);
-      rc = AG_EINVAL;
+  if ((rc = ag_jit_options(ptx, len, arch, opts, &o))) {
+    if (rc == AG_ENOMEM)
       goto out;
-    }
-    strcpy(c->arch, arch);
-  } else if (ag_jit_target(ptx, len, c->arch)) {
     ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
-                 "the PTX has no .target directive: cannot tell which GPU to compile for");
+                 rc == AG_ENOTFOUND
+                     ? "the PTX has no .target directive: cannot tell which GPU to compile for"
+                     : "the PTX's .target directive names no architecture");
     rc = AG_EPARSE;
     goto out;
   }
-  char archopt[32];
-  snprintf(archopt, sizeof archopt, "-arch=%s", c->arch);
-  const char *opts[] = {archopt, "-verbose"};
-  NVJ(nvJitLinkCreate(&h, 2, opts));
-  /* nvJitLink wants the PTX NUL-terminated within the given size */
-  char *text = ag_malloc(len + 1);
-  if (!text) {
+  const char *oa = opts_arch((const char *const *)o);
+  if (!oa || strlen(oa) >= sizeof c->arch) {
+    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0, "bad architecture '%s'",
+                 oa ? oa : "");
+    rc = AG_EINVAL;
+    goto out;
+  }
+  strcpy(c->arch, oa);
+  if (!(ptxas = ag_jit_ptxas())) {
+    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
+                 "cannot compile: no ptxas found (set ARGUS_PTXAS, or put the CUDA "
+                 "toolkit's bin directory in PATH)");
+    rc = AG_ENOTFOUND;
+    goto out;
+  }
+  int n = 0;
+  while (o[n])
+    n++;
+  if (!(argv = ag_calloc((size_t)n + 8, sizeof *argv))) {
     rc = AG_ENOMEM;
     goto out;
   }
-  memcpy(text, ptx, len);
-  text[len] = 0;
-  nvJitLinkResult ar = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, text, len + 1, name);
-  ag_free(text);
-  if (ar == NVJITLINK_SUCCESS)
-    ar = nvJitLinkComplete(h);
-  if (ar != NVJITLINK_SUCCESS) {
-    errlog = get_log(h, 0);
-    if (ar == NVJITLINK_ERROR_PTX_COMPILE || ar == NVJITLINK_ERROR_INVALID_INPUT) {
-      log_to_diags(errlog ? errlog : "", ptx, len, name, diags);
-      rc = AG_EJIT;
-      goto out;
-    }
-    nvj_fail = ar;
-    nvj_call = "nvJitLinkAddData/nvJitLinkComplete";
+  if ((rc = temp_file(".ptx", ptx, len, in)) || (rc = temp_file(".cubin", NULL, 0, cub))) {
+    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
+                 "cannot write a temporary file in /tmp for ptxas: %s", ag_strerror(rc));
+    goto out;
+  }
+  int a = 0;
+  argv[a++] = ptxas;
+  for (int i = 0; i < n; i++)
+    argv[a++] = o[i];
+  if (!has_opt((const char *const *)o, "-v", "--verbose"))
+    argv[a++] = "-v"; /* the info log; no change to the code */
+  argv[a++] = in;
+  argv[a++] = "-o";
+  argv[a++] = cub;
+  argv[a] = NULL;
+  ag_proc_opts po;
+  memset(&po, 0, sizeof po);
+  po.argv = argv;
+  po.capture_out = &log;
+  po.capture_err = &err;
+  po.timeout_s = 600;
+  ag_proc_result pr;
+  if ((rc = ag_proc_run(&po, &pr))) {
+    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0, "cannot run '%s': %s", ptxas,
+                 ag_strerror(rc));
     rc = AG_EJIT;
     goto out;
   }
-  NVJ(nvJitLinkGetLinkedCubinSize(h, &c->len));
-  if (!(c->data = ag_malloc(c->len ? c->len : 1))) {
-    rc = AG_ENOMEM;
+  if (!pr.exited || pr.exit_code) {
+    ag_str both = AG_STR_INIT;
+    ag_str_printf(&both, "%s%s", ag_str_cstr(&err), ag_str_cstr(&log));
+    if (pr.exited)
+      log_to_diags(ag_str_cstr(&both), ptx, len, name, diags);
+    else {
+      ag_str how = AG_STR_INIT;
+      ag_proc_describe(&pr, &how);
+      ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0, "ptxas did not finish (%s)",
+                   ag_str_cstr(&how));
+      ag_str_release(&how);
+    }
+    ag_str_release(&both);
+    rc = AG_EJIT;
     goto out;
   }
-  NVJ(nvJitLinkGetLinkedCubin(h, c->data));
-  if (!(c->info_log = get_log(h, 1))) {
+  char *bin = NULL;
+  rc = ag_file_read(cub, &bin, &c->len);
+  c->data = (unsigned char *)bin;
+  if (rc || c->len == 0) {
+    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
+                 "ptxas wrote no cubin to '%s'", cub);
+    rc = AG_EJIT;
+    goto out;
+  }
+  /* the log: ptxas writes it to stdout; warnings go to stderr */
+  if (err.len)
+    ag_str_printf(&log, "%s", ag_str_cstr(&err));
+  if (log.oom || !(c->info_log = ag_str_detach(&log))) {
     rc = AG_ENOMEM;
     goto out;
   }
   if ((rc = ag_jit_parse_info(c->info_log, &c->funcs, &c->nfuncs)))
     goto out;
+  c->options = o;
+  o = NULL;
+  snprintf(c->compiler, sizeof c->compiler, "ptxas %s", ag_jit_compiler_version());
 out:
-  if (nvj_call)
-    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0, "%s failed: %s%s%s", nvj_call,
-                 nvj_name(nvj_fail), errlog && *errlog ? ": " : "", errlog ? errlog : "");
-  if (h)
-    nvJitLinkDestroy(&h);
-  ag_free(errlog);
+  if (in[0])
+    unlink(in);
+  if (cub[0])
+    unlink(cub);
+  ag_free(argv);
+  ag_free(ptxas);
+  ag_jit_options_free(o);
+  ag_str_release(&log);
+  ag_str_release(&err);
   if (rc) {
     ag_cubin_free(c);
     return rc;
   }
   *out = c;
   return 0;
+}
+
+int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
+                   ag_diags *diags, ag_cubin **out) {
+  return ag_jit_compile_ex(ptx, len, name, arch, NULL, diags, out);
 }
 
 void ag_cubin_free(ag_cubin *c) {
@@ -317,6 +488,7 @@ void ag_cubin_free(ag_cubin *c) {
   ag_free(c->funcs);
   ag_free(c->data);
   ag_free(c->info_log);
+  ag_jit_options_free(c->options);
   ag_free(c);
 }
 
@@ -331,7 +503,14 @@ json_t *ag_cubin_to_json(const ag_cubin *c) {
                       f->spill_load_bytes, "smem_bytes", f->smem_bytes, "cmem0_bytes",
                       f->cmem0_bytes));
   }
-  return json_pack("{s:s,s:s,s:I,s:o,s:s,s:b}", "arch", c->arch, "key", c->key, "bytes",
+  json_t *opts = json_array();
+  for (int i = 0; c->options && c->options[i]; i++)
+    json_array_append_new(opts, json_string(c->options[i]));
+  const char *const *o = (const char *const *)c->options;
+  json_t *build = json_pack("{s:s,s:o,s:b}", "compiler", c->compiler, "options", opts,
+                            "whole_program", !has_opt(o, "--compile-only", "-c"));
+  return json_pack("{s:s,s:s,s:I,s:o,s:s,s:b,s:o}", "arch", c->arch, "key", c->key, "bytes",
                    (json_int_t)c->len, "functions", fs, "info_log",
-                   c->info_log ? c->info_log : "", "from_cache", c->from_cache);
+                   c->info_log ? c->info_log : "", "from_cache", c->from_cache, "build",
+                   build);
 }

@@ -264,12 +264,14 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   } else {
     json_object_foreach(mod, key, v) {
       pm[1] = key;
-      if (strcmp(key, "cuda") && strcmp(key, "ptx") && strcmp(key, "flags"))
+      if (strcmp(key, "cuda") && strcmp(key, "ptx") && strcmp(key, "flags") &&
+          strcmp(key, "production"))
         spec_err(diags, text, path, pm, 2, 0,
-                 "unknown key '%s' in \"module\" (expected cuda, ptx, flags)", key);
+                 "unknown key '%s' in \"module\" (expected cuda, ptx, flags, production)",
+                 key);
     }
     json_t *cu = json_object_get(mod, "cuda"), *px = json_object_get(mod, "ptx"),
-           *fl = json_object_get(mod, "flags");
+           *fl = json_object_get(mod, "flags"), *pr = json_object_get(mod, "production");
     if (cu && px) {
       pm[1] = "ptx";
       spec_err(diags, text, path, pm, 2, 0, "\"module\" has both \"cuda\" and \"ptx\": give one");
@@ -288,6 +290,15 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
       if (!json_is_string(px))
         spec_err(diags, text, path, pm, 2, 1, "\"ptx\" must be a file name (string)");
       else if (!(s->ptx = resolve_path(s->dir, json_string_value(px))))
+        goto out;
+    }
+    if (pr) {
+      pm[1] = "production";
+      if (!json_is_string(pr) || !*json_string_value(pr))
+        spec_err(diags, text, path, pm, 2, 1,
+                 "\"production\" must be a file name (string): the cubin or fatbin of the "
+                 "user's own build");
+      else if (!(s->production = resolve_path(s->dir, json_string_value(pr))))
         goto out;
     }
     if (fl) {
@@ -373,6 +384,7 @@ void ag_spec_free(ag_spec *s) {
   ag_free(s->run_library);
   ag_free(s->cuda);
   ag_free(s->ptx);
+  ag_free(s->production);
   free_strv(s->flags);
   free_strv(s->run);
   ag_free(s);
@@ -396,8 +408,21 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
   return ag_spec_compile_ptx_ex(cu, flags, diags, ptx, NULL);
 }
 
+static int compile_ptx(const char *cu, const char *const *flags, int markers, ag_diags *diags,
+                       ag_str *ptx, int *cached);
+
 int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *diags,
                            ag_str *ptx, int *cached) {
+  return compile_ptx(cu, flags, 1, diags, ptx, cached);
+}
+
+int ag_spec_compile_user_ptx(const char *cu, const char *const *flags, ag_diags *diags,
+                             ag_str *ptx) {
+  return compile_ptx(cu, flags, 0, diags, ptx, NULL);
+}
+
+static int compile_ptx(const char *cu, const char *const *flags, int markers, ag_diags *diags,
+                       ag_str *ptx, int *cached) {
   static const char *const default_flags[] = {"-arch=sm_90a", NULL};
   if (cached)
     *cached = 0;
@@ -429,7 +454,8 @@ int ag_spec_compile_ptx_ex(const char *cu, const char *const *flags, ag_diags *d
   argv[a++] = "-ptx";
   for (int i = 0; i < nfl; i++)
     argv[a++] = flags[i];
-  argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
+  if (markers)
+    argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
   argv[a++] = "-I" ARGUS_INCLUDE_DIR;
   argv[a] = NULL;
   if (cdir && ag__ptxc_key(nvcc, cu, argv + 1, key) == 0 && ag__ptxc_lookup(cdir, key, ptx)) {
@@ -501,3 +527,184 @@ out:
   ag_str_release(&err);
   return rc;
 }
+
+/* ------------------------------------------- what nvcc passes to ptxas */
+
+/* Splits one line of `nvcc -dryrun` ("#$ ptxas -arch=sm_90a -m64 "x.ptx" -o
+ * "x.cubin"") into words, unquoting. */
+static int split_words(const char *line, char ***out, int *n) {
+  *out = NULL;
+  *n = 0;
+  char **v = NULL;
+  int cap = 0, rc = 0;
+  for (const char *p = line; *p;) {
+    while (*p == ' ' || *p == '\t')
+      p++;
+    if (!*p)
+      break;
+    ag_str w = AG_STR_INIT;
+    while (*p && *p != ' ' && *p != '\t') {
+      if (*p == '"') {
+        for (p++; *p && *p != '"'; p++)
+          ag_str_putc(&w, *p == '\\' && p[1] ? *++p : *p);
+        if (*p)
+          p++;
+      } else {
+        ag_str_putc(&w, *p++);
+      }
+    }
+    if (*n + 2 > cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nv = ag_realloc(v, (size_t)cap * sizeof *nv);
+      if (!nv) {
+        ag_str_release(&w);
+        rc = AG_ENOMEM;
+        break;
+      }
+      v = nv;
+    }
+    if (w.oom || !(v[*n] = ag_str_detach(&w))) {
+      rc = AG_ENOMEM;
+      break;
+    }
+    v[++*n] = NULL;
+  }
+  if (rc) {
+    free_strv(v);
+    *n = 0;
+    return rc;
+  }
+  *out = v;
+  return 0;
+}
+
+int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *arch,
+                          ag_diags *diags, char ***out) {
+  static const char *const default_flags[] = {"-arch=sm_90a", NULL};
+  *out = NULL;
+  char *nvcc = ag_spec_nvcc();
+  if (!nvcc) {
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
+                 "cannot tell how nvcc compiles it: no nvcc found (set ARGUS_NVCC or put "
+                 "nvcc in PATH)");
+    return AG_ENOTFOUND;
+  }
+  if (!flags)
+    flags = default_flags;
+  int nfl = 0;
+  while (flags[nfl])
+    nfl++;
+  const char **argv = ag_calloc((size_t)nfl + 8, sizeof *argv);
+  ag_str so = AG_STR_INIT, se = AG_STR_INIT;
+  char **words = NULL, **opts = NULL;
+  int rc = 0, found = 0, nlines = 0;
+  if (!argv) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  /* the same command as the user's build of a cubin, printed, not run */
+  int a = 0;
+  argv[a++] = nvcc;
+  argv[a++] = "-dryrun";
+  argv[a++] = "-cubin";
+  for (int i = 0; i < nfl; i++)
+    argv[a++] = flags[i];
+  argv[a++] = "-o";
+  argv[a++] = "argus-dryrun.cubin";
+  argv[a++] = cu;
+  argv[a] = NULL;
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.capture_out = &so;
+  o.capture_err = &se;
+  o.timeout_s = 120;
+  ag_proc_result res;
+  if ((rc = ag_proc_run(&o, &res))) {
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0, "cannot run %s: %s", nvcc,
+                 ag_strerror(rc));
+    goto out;
+  }
+  if (!res.exited || res.exit_code) {
+    ag_str how = AG_STR_INIT;
+    ag_proc_describe(&res, &how);
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0, "nvcc -dryrun failed (%s):\n%s%s",
+                 ag_str_cstr(&how), ag_str_cstr(&se), ag_str_cstr(&so));
+    ag_str_release(&how);
+    rc = AG_ECHILD;
+    goto out;
+  }
+  /* nvcc prints its steps ("#$ ptxas ...") on stderr */
+  ag_str_printf(&se, "\n%s", ag_str_cstr(&so));
+  for (const char *l = ag_str_cstr(&se); l && *l;) {
+    const char *nl = strchr(l, '\n');
+    size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+    if (ll > 3 && !strncmp(l, "#$ ", 3)) {
+      char *line = ag_strndup(l + 3, ll - 3);
+      int n = 0;
+      if (!line || (rc = split_words(line, &words, &n))) {
+        ag_free(line);
+        rc = rc ? rc : AG_ENOMEM;
+        goto out;
+      }
+      ag_free(line);
+      const char *tool = n ? strrchr(words[0], '/') : NULL;
+      tool = tool ? tool + 1 : n ? words[0] : "";
+      if (!strcmp(tool, "ptxas")) {
+        nlines++;
+        /* keep the options: drop the program, the input (.ptx) and -o FILE */
+        char **v = ag_calloc((size_t)n + 1, sizeof *v);
+        int k = 0, arch_ok = !arch;
+        if (!v) {
+          rc = AG_ENOMEM;
+          goto out;
+        }
+        for (int i = 1; i < n; i++) {
+          size_t wl = strlen(words[i]);
+          if (!strcmp(words[i], "-o") || !strcmp(words[i], "--output-file")) {
+            i++;
+            continue;
+          }
+          if (words[i][0] != '-' && wl > 4 && !strcmp(words[i] + wl - 4, ".ptx"))
+            continue;
+          if (arch && ((!strncmp(words[i], "-arch=", 6) && !strcmp(words[i] + 6, arch)) ||
+                       (!strcmp(words[i], "-arch") && i + 1 < n && !strcmp(words[i + 1], arch))))
+            arch_ok = 1;
+          v[k++] = words[i];
+          words[i] = NULL;
+        }
+        if (arch_ok && !found) {
+          opts = v;
+          found = 1;
+        } else {
+          free_strv(v);
+        }
+      }
+      free_strv(words);
+      words = NULL;
+    }
+    l = nl ? nl + 1 : NULL;
+  }
+  if (!found) {
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
+                 nlines ? "nvcc with these flags runs ptxas for other architectures than "
+                          "the PTX's .target '%s': give the flags of one build"
+                        : "nvcc with these flags runs no ptxas (%s): a spec's flags must "
+                          "build machine code for one architecture",
+                 nlines ? (arch ? arch : "") : "no sm_ architecture");
+    rc = AG_EINVAL;
+    goto out;
+  }
+  *out = opts;
+  opts = NULL;
+out:
+  free_strv(words);
+  free_strv(opts);
+  ag_free(argv);
+  ag_free(nvcc);
+  ag_str_release(&so);
+  ag_str_release(&se);
+  return rc;
+}
+
+void ag_spec_options_free(char **opts) { free_strv(opts); }

@@ -35,6 +35,11 @@ typedef struct obs {
   int64_t query_id;
   char *rundir; /* <workspace>/runs */
   ag_plan *plan;
+  /* how every variant is compiled: the ptxas options nvcc passes for the
+   * spec's flags (NULL: nvcc's default for the PTX's .target), and the
+   * build's identity for the memo key (compiler, options, production) */
+  char **ptxas_opts;
+  json_t *build;
   /* multi-variant GPU workers, one per device lane (spec "run_library"),
    * or NULL: a harness process per collection */
   ag_worker **workers;
@@ -291,12 +296,76 @@ static int occupancy_cap(const json_t *base, const ag_cubin *cb, const char *ptx
   return over;
 }
 
-/* Transform: PTX -> cubin through nvJitLink; the compiler's report becomes
- * the `resources` artifact (registers, spills, shared memory, stack). A
- * variant with "occupancy_of" is kept within that build's occupancy: a
- * function that needs more registers than its trace-free build's bucket
- * allows is compiled again with `.maxnreg` at the bucket's top, and the
- * report says so ("occupancy"). */
+/* The trace-free build against the user's: the spec's "production" file,
+ * or else the module compiled without markers with the same options. How
+ * they compare goes into res["production"]. */
+static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *res) {
+  char *prod = NULL;
+  size_t plen = 0;
+  ag_cubin *user = NULL;
+  ag_str label = AG_STR_INIT;
+  int rc = 0;
+  if (ob->spec->production) {
+    if ((rc = ag_file_read(ob->spec->production, &prod, &plen)))
+      return fail(t, rc, "cannot read the production build '%s' named in %s: %s",
+                  ob->spec->production, ob->spec->path, ag_strerror(rc));
+    ag_str_puts(&label, ob->spec->production);
+  } else { /* the same source, flags and options, markers off */
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_str uptx = AG_STR_INIT;
+    rc = ag_spec_compile_user_ptx(ob->spec->cuda, (const char *const *)ob->spec->flags, &d,
+                                  &uptx);
+    if (!rc)
+      rc = ag_jit_compile_ex(uptx.p, uptx.len, ob->spec->name, NULL,
+                             (const char *const *)ob->ptxas_opts, &d, &user);
+    ag_str_release(&uptx);
+    if (rc) { /* the variant compiled: say why there is no comparison, measure on */
+      ag_str why = AG_STR_INIT;
+      ag_diags_format(&d, &why);
+      json_object_set_new(res, "production",
+                          json_pack("{s:s,s:b,s:b,s:s,s:b}", "path", "the user's build",
+                                    "compared", 0, "identical", 0, "summary",
+                                    ag_str_cstr(&why), "file", 0));
+      ag_str_release(&why);
+      ag_diags_release(&d);
+      return 0;
+    }
+    ag_diags_release(&d);
+    prod = (char *)user->data;
+    plen = user->len;
+    ag_str_puts(&label, "the user's build (nvcc -cubin");
+    for (int i = 0; i < ob->spec->nflags; i++)
+      ag_str_printf(&label, " %s", ob->spec->flags[i]);
+    ag_str_puts(&label, ob->spec->nflags ? ", markers off)" : " -arch=sm_90a, markers off)");
+  }
+  ag_build_cmp cmp;
+  rc = ag_build_compare(cb->data, cb->len, prod, plen, cb->arch, &cmp);
+  if (!user)
+    ag_free(prod);
+  ag_cubin_free(user);
+  if (rc == AG_ENOMEM) {
+    ag_str_release(&cmp.summary);
+    ag_str_release(&label);
+    return fail(t, rc, "out of memory");
+  }
+  json_object_set_new(res, "production",
+                      json_pack("{s:s,s:b,s:b,s:s,s:b}", "path", ag_str_cstr(&label), "compared",
+                                rc == 0, "identical", rc == 0 && cmp.identical, "summary",
+                                ag_str_cstr(&cmp.summary), "file", ob->spec->production != NULL));
+  ag_str_release(&cmp.summary);
+  ag_str_release(&label);
+  return 0;
+}
+
+/* Transform: PTX -> cubin with ptxas and the options of the user's build
+ * (every variant alike); the compiler's report becomes the `resources`
+ * artifact (registers, spills, shared memory, stack, how it was built and,
+ * for the trace-free variant, how it compares with the spec's production
+ * build). A variant with "occupancy_of" is kept within that build's
+ * occupancy: a function that needs more registers than its trace-free
+ * build's bucket allows is compiled again with `.maxnreg` at the bucket's
+ * top, and the report says so ("occupancy"). */
 static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   char *ptx;
@@ -309,7 +378,9 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   ag_cubin *cb = NULL;
   json_t *base = NULL, *occ = NULL;
   const char *of = json_string_value(json_object_get(t->config, "occupancy_of"));
-  if ((rc = ag_jit_compile(ptx, len, ob->spec->name, NULL, &d, &cb))) {
+  json_t *res = NULL;
+  if ((rc = ag_jit_compile_ex(ptx, len, ob->spec->name, NULL,
+                              (const char *const *)ob->ptxas_opts, &d, &cb))) {
     rc = fail_diags(t, rc, "compilation failed", &d);
     goto out;
   }
@@ -327,7 +398,8 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
         ag_cubin *c2 = NULL;
         ag_diags_release(&d);
         ag_diags_init(&d);
-        if (ag_jit_compile(capped.p, capped.len, ob->spec->name, NULL, &d, &c2) == 0) {
+        if (ag_jit_compile_ex(capped.p, capped.len, ob->spec->name, NULL,
+                              (const char *const *)ob->ptxas_opts, &d, &c2) == 0) {
           ag_cubin_free(cb);
           cb = c2;
           json_object_set_new(occ, "capped", json_integer(ncap));
@@ -357,21 +429,25 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
                                                     "registers than the bucket allows"));
     }
   }
-  json_t *res = ag_cubin_to_json(cb);
+  res = ag_cubin_to_json(cb);
   if (occ)
     json_object_set(res, "occupancy", occ);
+  json_object_set(json_object_get(res, "build"), "as", json_object_get(ob->build, "as"));
+  const char *variant = input(cx->plan, t, "variant");
+  if (!variant && (ob->spec->production || ob->spec->cuda) &&
+      (rc = compare_production(ob, t, cb, res)))
+    goto out;
   if (!(rc = put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
       !(rc = put(ob, t, "log", cb->info_log ? cb->info_log : "",
                  cb->info_log ? strlen(cb->info_log) : 0, "log")))
     rc = put_json(ob, t, "resources", res, "json");
-  json_decref(res);
   const char *probes = input(cx->plan, t, "probes");
   if (!rc && probes)
     json_object_set_new(t->outputs, "probes", json_string(probes));
-  const char *variant = input(cx->plan, t, "variant");
   if (!rc && variant)
     json_object_set_new(t->outputs, "variant", json_string(variant));
 out:
+  json_decref(res);
   json_decref(base);
   json_decref(occ);
   ag_cubin_free(cb);
@@ -976,6 +1052,42 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
                                         {"smem_bytes", "shared_memory_static", "bytes"},
                                         {"stack_bytes", "stack", "bytes"},
                                         {"barriers", "barriers", "count"}};
+  /* how the module was built, and whether that is the user's code */
+  json_t *build = json_object_get(res, "build"), *prod = json_object_get(res, "production");
+  if (build) {
+    ag_str b = AG_STR_INIT;
+    ag_str_printf(&b, "%s", json_string_value(json_object_get(build, "compiler")));
+    size_t k;
+    json_t *o;
+    json_array_foreach(json_object_get(build, "options"), k, o)
+        ag_str_printf(&b, " %s", json_string_value(o));
+    ag_str_printf(&b, ", %s", json_is_true(json_object_get(build, "whole_program"))
+                                  ? "whole program"
+                                  : "relocatable (--compile-only)");
+    const char *as = json_string_value(json_object_get(build, "as"));
+    if (as)
+      ag_str_printf(&b, ": %s", as);
+    value(vals, "(module)", "static", "build", json_string(ag_str_cstr(&b)), "", "observed");
+    ag_str_release(&b);
+  }
+  if (prod) {
+    ag_str b = AG_STR_INIT;
+    const char *sum = json_string_value(json_object_get(prod, "summary"));
+    if (json_is_true(json_object_get(prod, "identical")))
+      ag_str_printf(&b, "matches %s: %s", json_string_value(json_object_get(prod, "path")), sum);
+    else if (json_is_true(json_object_get(prod, "compared")))
+      ag_str_printf(&b, "warning: the measured build differs from %s: %s%s",
+                    json_string_value(json_object_get(prod, "path")), sum,
+                    json_is_true(json_object_get(prod, "file"))
+                        ? ""
+                        : " (the markers' asm comments moved code: docs/markers.md)");
+    else
+      ag_str_printf(&b, "warning: cannot compare with %s: %s",
+                    json_string_value(json_object_get(prod, "path")), sum);
+    value(vals, "(module)", "static", "production", json_string(ag_str_cstr(&b)), "",
+          "observed");
+    ag_str_release(&b);
+  }
   json_array_foreach(funcs, i, f) {
     const char *name = json_string_value(json_object_get(f, "name"));
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -1369,7 +1481,8 @@ static json_t *harness_identity(const obs *ob) {
 /* Outputs that record how a step ran, not what it made (the compiler's log
  * with its own timing, the resource report that quotes it, the harness's
  * output): never part of a dependent's key, so identical requests make
- * identical keys. */
+ * identical keys. A dependent that reads one is keyed by the key of the
+ * task that made it instead ("via"), which holds everything it depends on. */
 static int key_input(const char *name) {
   return strcmp(name, "log") && strcmp(name, "resources");
 }
@@ -1382,14 +1495,29 @@ static int store_spec(obs *ob, const ag_task *t, json_t **cfg, const char **ins,
                    t->program ? t->program : "", "xform", AG_VARIANT_XFORM_VERSION);
   if (*cfg && t->type == AG_TASK_COLLECT && ob->harness)
     json_object_set(*cfg, "harness", ob->harness);
+  if (*cfg && !strcmp(t->op, "compile")) /* the compiler, its options, production */
+    json_object_set(*cfg, "build", ob->build);
   *nin = 0;
+  json_t *via = json_array(); /* what a left-out output depends on: its task's key */
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(ob->plan, t->deps.v[i]);
     const char *k;
     json_t *v;
-    json_object_foreach(d->outputs, k, v) if (json_is_string(v) && key_input(k) && *nin < 64)
+    int left_out = 0;
+    json_object_foreach(d->outputs, k, v) {
+      if (!json_is_string(v))
+        continue;
+      if (!key_input(k))
+        left_out = 1;
+      else if (*nin < 64)
         ins[(*nin)++] = json_string_value(v);
+    }
+    if (left_out && d->key[0])
+      json_array_append_new(via, json_string(d->key));
   }
+  if (*cfg && json_array_size(via))
+    json_object_set(*cfg, "via", via);
+  json_decref(via);
   return *cfg ? 0 : AG_ENOMEM;
 }
 
@@ -1563,6 +1691,66 @@ static int resolve_region(const ag_str *ptx, ag_query *q, ag_diags *d, ag_plan *
   return rc;
 }
 
+/* How the variants are compiled: the ptxas options of the user's build of
+ * the spec's module (nvcc -dryrun with the spec's flags; a PTX module gets
+ * nvcc's default for its .target), and the build's identity. */
+static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
+  char target[16];
+  int rc = ag_jit_target(ptx, len, target);
+  if (rc) {
+    ag_diags_add(d, AG_SEV_ERROR, ob->spec->name, 0, 0, NULL, 0,
+                 "the module's PTX has no .target directive: cannot tell which GPU to compile "
+                 "for");
+    return AG_EPARSE;
+  }
+  ag_str as = AG_STR_INIT;
+  if (ob->spec->cuda) {
+    if ((rc = ag_spec_ptxas_options(ob->spec->cuda, (const char *const *)ob->spec->flags,
+                                    target, d, &ob->ptxas_opts)))
+      return rc;
+    ag_str_printf(&as, "as nvcc -cubin");
+    for (int i = 0; i < ob->spec->nflags; i++)
+      ag_str_printf(&as, " %s", ob->spec->flags[i]);
+    if (!ob->spec->nflags)
+      ag_str_printf(&as, " -arch=sm_90a");
+    ag_str_printf(&as, " -DARGUS_MARKERS=1 compiles it");
+  } else {
+    ag_str_printf(&as, "as nvcc -arch=%s compiles PTX", target);
+  }
+  char **full = NULL;
+  if ((rc = ag_jit_options(ptx, len, NULL, (const char *const *)ob->ptxas_opts, &full))) {
+    ag_str_release(&as);
+    return rc;
+  }
+  json_t *opts = json_array();
+  for (int i = 0; full[i]; i++)
+    json_array_append_new(opts, json_string(full[i]));
+  ag_jit_options_free(full);
+  /* production: the file's hash; or the markers-off build of the module,
+   * which the program's PTX (in every memo key) already identifies */
+  char hash[65] = "";
+  if (!ob->spec->production && ob->spec->cuda)
+    snprintf(hash, sizeof hash, "markers-off build");
+  if (ob->spec->production) {
+    char *data;
+    size_t plen;
+    if ((rc = ag_file_read(ob->spec->production, &data, &plen))) {
+      ag_diags_add(d, AG_SEV_ERROR, ob->spec->path, 0, 0, NULL, 0,
+                   "cannot read the production build '%s': %s", ob->spec->production,
+                   ag_strerror(rc));
+      json_decref(opts);
+      ag_str_release(&as);
+      return rc;
+    }
+    rc = ag_sha256_hex(data, plen, hash);
+    ag_free(data);
+  }
+  ob->build = json_pack("{s:s,s:o,s:s,s:s?}", "compiler", ag_jit_compiler_version(), "options",
+                        opts, "as", ag_str_cstr(&as), "production", hash[0] ? hash : NULL);
+  ag_str_release(&as);
+  return rc ? rc : ob->build ? 0 : AG_ENOMEM;
+}
+
 int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   memset(res, 0, sizeof *res);
   obs ob;
@@ -1590,7 +1778,8 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_trace_begin("build module");
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
-  if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)))
+  if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)) ||
+      (rc = build_options(&ob, ptx.p, ptx.len, d)))
     goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",
@@ -1724,6 +1913,8 @@ out:
   ag_store_close(ob.st);
   ag_spec_free(ob.spec);
   json_decref(ob.harness);
+  ag_spec_options_free(ob.ptxas_opts);
+  json_decref(ob.build);
   ag_free(ob.rundir);
   ag_str_release(&ptx);
   ag_str_release(&tmp);

@@ -1,7 +1,8 @@
 /*
  * cmd_trace.c — `argus trace SPEC [--region R] [--scope k=v,...]`: builds the
- * traced variant of the spec's module, compiles it in-process (nvJitLink,
- * cached by content hash), runs the spec's harness once under Argus with a
+ * traced variant of the spec's module, compiles it with ptxas and the
+ * options of the user's build (docs/build-fidelity.md; cached by content
+ * hash), runs the spec's harness once under Argus with a
  * timeout, decodes the evidence and prints the per-region table (--json:
  * the argus.trace/1 report; --timeline FILE: Chrome-trace JSON).
  * `argus trace --evidence FILE` reports on recorded evidence without a GPU.
@@ -101,7 +102,15 @@ static int collect(ag_cli *cli, const char *specpath, char **regs, int nreg, jso
   }
   ag_str_printf(&dir, "%s/cache/cubin", cli->workspace);
   ag_trace_begin("compile");
-  rc = ag_jit_compile_cached(ag_str_cstr(&dir), v->ptx, v->len, "traced.ptx", NULL, &d, &cb);
+  char target[16], **opts = NULL;
+  rc = spec->cuda && ag_jit_target(ptx.p, ptx.len, target) == 0
+           ? ag_spec_ptxas_options(spec->cuda, (const char *const *)spec->flags, target, &d,
+                                   &opts)
+           : 0;
+  if (!rc)
+    rc = ag_jit_compile_cached_ex(ag_str_cstr(&dir), v->ptx, v->len, "traced.ptx", NULL,
+                                  (const char *const *)opts, &d, &cb);
+  ag_spec_options_free(opts);
   ag_trace_end("compile");
   if (rc) {
     ag_cli_print_diags(&d);
