@@ -154,6 +154,8 @@ int cmd_variant(ag_cli *cli) {
   if ((rc = ag_variant_make_ex(ptx.p, ptx.len, in, &o, &as, &d, &v))) {
     ag_cli_print_diags(&d);
     exit_code = ag_cli_fail(cli, rc, "cannot make the %s variant of '%s'", kind, in);
+    if (rc == AG_EINVAL) /* bad input: a module that is a variant already */
+      exit_code = AG_EXIT_USAGE;
     goto out;
   }
   const char *outp = ag_cli_get(cli, "output");

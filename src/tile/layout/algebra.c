@@ -83,6 +83,7 @@ static int coalesce_modes(int n, const int64_t *s, const int64_t *d, int64_t *os
 static int flat_coalesced(ag_layout_ctx *c, const ag_layout *l, ag__flat *f, int **idx,
                           int unbounded) {
   int n = ag_tuple_leaves(l->shape);
+  *f = (ag__flat){0, NULL, NULL}; /* set on every path, failures included */
   /* one block: raw extents and strides, the coalesced ones, and idx */
   int64_t *m = ag_arena_alloc(c->arena, 4 * (size_t)n * sizeof *m + (size_t)n * sizeof(int));
   if (!m)
