@@ -494,6 +494,49 @@ TEST(variant_of_variant_text) {
   }
 }
 
+/* The traced variant of hand-written kernels (roles in a block and from a
+ * dominator, nested regions, iteration operands of 32 and 64 bits and a
+ * constant, a loop, a guarded exit, two kernels) is byte for byte the
+ * golden file made before issue 16's rewrite of the transform (verbatim
+ * probes), and so is its probe table. */
+TEST(golden_traced) {
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  char in[1024], gold[1024], gp[1024];
+  snprintf(in, sizeof in, "%s/tests/data/ptx/hand/traced_cases.ptx", src ? src : ".");
+  snprintf(gold, sizeof gold, "%s/tests/data/ptx/golden/traced_cases.traced.ptx", src ? src : ".");
+  snprintf(gp, sizeof gp, "%s/tests/data/ptx/golden/traced_cases.probes.json", src ? src : ".");
+  char *ptx = NULL, *want = NULL, *wantp = NULL;
+  size_t len = 0, wlen = 0, wplen = 0;
+  CHECK_EQ_INT(ag_file_read(in, &ptx, &len), 0);
+  CHECK_EQ_INT(ag_file_read(gold, &want, &wlen), 0);
+  CHECK_EQ_INT(ag_file_read(gp, &wantp, &wplen), 0);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(ptx, len, "traced_cases.ptx", &tr, &d, &v), 0);
+  if (v && want) {
+    CHECK_EQ_U64(v->len, wlen);
+    size_t i = 0;
+    while (i < v->len && i < wlen && v->ptx[i] == want[i])
+      i++;
+    if (i < v->len || i < wlen)
+      fprintf(stderr, "traced variant differs from the golden file at byte %zu: ...%.60s\n", i,
+              v->ptx + (i > 20 ? i - 20 : 0));
+    CHECK(i == v->len && i == wlen);
+  }
+  if (v && wantp) {
+    json_t *g = json_loadb(wantp, wplen, 0, NULL);
+    CHECK(g && json_equal(g, v->probes));
+    json_decref(g);
+  }
+  ag_variant_free(v);
+  ag_diags_release(&d);
+  ag_free(ptx);
+  ag_free(want);
+  ag_free(wantp);
+}
+
 RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(probe_shape),
-          T(record_sites), T(prologue_point), T(variant_errors), T(variant_of_variant_text))
+          T(record_sites), T(prologue_point), T(variant_errors), T(variant_of_variant_text), T(golden_traced))
 
