@@ -19,9 +19,11 @@
  * shared, so this is the verdict) and of the wall time. It also times a
  * traced variant of the traced 20,000-region module, which must be refused
  * (exit 2) at once. Goal: <= 0.3 s CPU each at 20,000 regions. Exits 1 when
- * the goal is not met, 2 on a usage or set-up error.
+ * the goal is not met (or a run fails), 2 on a usage or set-up error;
+ * with --report-only (ctest's bench_ptx_scale, on a shared CI machine whose
+ * load moves the times) a missed goal is reported but exits 0.
  *
- *   bench_ptx --scale [--runs N] [--argus PATH] [--results FILE]
+ *   bench_ptx --scale [--runs N] [--argus PATH] [--results FILE] [--report-only]
  * With --results, the figures replace the section between the
  * "bench_ptx --scale" markers of FILE (bench/RESULTS.md), with the date,
  * the commit and the machine.
@@ -190,17 +192,20 @@ static int write_results(const char *file, const char *section) {
 }
 
 static int scale(int argc, char **argv) {
-  int runs = 5;
+  int runs = 5, report_only = 0;
   const char *argus = ARGUS_BIN_DEFAULT, *results = NULL;
   for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+    if (!strcmp(argv[i], "--report-only"))
+      report_only = 1;
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
       runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--argus") && i + 1 < argc)
       argus = argv[++i];
     else if (!strcmp(argv[i], "--results") && i + 1 < argc)
       results = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_ptx --scale [--runs N] [--argus PATH] [--results FILE]\n");
+      fprintf(stderr, "usage: bench_ptx --scale [--runs N] [--argus PATH] [--results FILE] "
+                      "[--report-only]\n");
       return 2;
     }
   }
@@ -348,8 +353,9 @@ static int scale(int argc, char **argv) {
     rmdir(dir);
   }
   if (failed)
-    fprintf(stderr, "bench_ptx: goal (<= %.1f s CPU at 20,000 regions) NOT met\n", GOAL_S);
-  return failed ? 1 : 0;
+    fprintf(stderr, "bench_ptx: goal (<= %.1f s CPU at 20,000 regions) NOT met%s\n", GOAL_S,
+            report_only ? " (--report-only: exit 0)" : "");
+  return failed && !report_only ? 1 : 0;
 }
 
 int main(int argc, char **argv) {
@@ -384,6 +390,11 @@ int main(int argc, char **argv) {
   for (int k = 0; k < 3; k++) {
     ag_diags d;
     ag_diags_init(&d);
+    if (access(paths[k], R_OK)) { /* the nvcc-built corpus: not there without nvcc */
+      fprintf(stderr, "bench_ptx: skipped: no corpus file %s (nvcc and the CUDA toolkit build "
+                      "it with the examples)\n", paths[k]);
+      return 77;
+    }
     if (ag_ptx_parse_file(paths[k], &d, &mods[k])) {
       fprintf(stderr, "bench_ptx: cannot read corpus file %s (build the examples first)\n",
               paths[k]);
