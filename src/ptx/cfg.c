@@ -419,8 +419,7 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
       L.blocks = ag_arena_alloc(A, sizeof(int) * (size_t)members);
       if (!L.blocks)
         goto nomem_loops;
-      /* ascending, in time linear in the loop's size (not the function's) */
-      qsort(memb, (size_t)members, sizeof *memb, cmp_int);
+      /* in time linear in the loop's size, not the function's (sorted below) */
       memcpy(L.blocks, memb, sizeof(int) * (size_t)members);
       L.nblocks = members;
       L.id = (int)loops.n;
