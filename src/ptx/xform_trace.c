@@ -290,12 +290,31 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
                  mk->iter, mk->name, f->name);
 }
 
+/* Appends the decimal text of v: the probe text of 20,000 regions is some
+ * 100,000 numbers, and printf's format parsing was a tenth of the
+ * transform's time. */
+static void put_num(ag_str *o, long long v) {
+  char b[24];
+  int n = 0;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do
+    b[sizeof b - 1 - n++] = (char)('0' + u % 10);
+  while ((u /= 10) && n < 22);
+  if (v < 0)
+    b[sizeof b - 1 - n++] = '-';
+  ag_str_append(o, b + sizeof b - n, (size_t)n);
+}
+
 /* The probe for one marker. site: the record's site index (begin and role
  * markers); has_iter: the region has an iteration register. */
 static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
   int R = mk->region;
   if (mk->kind == AG_PTX_MARK_BEGIN) {
-    ag_str_printf(o, "\n\t// argus: begin %s (record site %d)\n", mk->name, site);
+    ag_str_puts(o, "\n\t// argus: begin ");
+    ag_str_puts(o, mk->name);
+    ag_str_puts(o, " (record site ");
+    put_num(o, site);
+    ag_str_puts(o, ")\n");
     if (has_iter) {
       const char *op = NULL;
       if (!mk->iter) {
@@ -307,15 +326,28 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
         if (is_int_text(op))
           ag_str_printf(o, "\tmov.u32 " PF "i%d, %u;\n", R,
                         (uint32_t)strtoll(op, NULL, 0) ^ AG_EV_ITER_BIAS);
-        else
-          ag_str_printf(o, "\txor.b32 " PF "i%d, %s, %u;\n", R, op, AG_EV_ITER_BIAS);
+        else {
+          ag_str_puts(o, "\txor.b32 " P "i");
+          put_num(o, R);
+          ag_str_puts(o, ", ");
+          ag_str_puts(o, op);
+          ag_str_puts(o, ", ");
+          put_num(o, AG_EV_ITER_BIAS);
+          ag_str_puts(o, ";\n");
+        }
       }
     }
-    ag_str_printf(o,
-                  "\tmov.u32 " PF "b%d, %%clock;\n"
-                  "\t@" PF "q st.global.v2.u32 [" PF "a], {" PF "b%d, %d};\n"
-                  "\tmov.b64 " PF "s%d, " PF "a;\n",
-                  R, R, site, R);
+    /* mov.u32 %agt_bR, %clock; @%agt_q st.global.v2.u32 [%agt_a],
+     * {%agt_bR, site}; mov.b64 %agt_sR, %agt_a */
+    ag_str_puts(o, "\tmov.u32 " P "b");
+    put_num(o, R);
+    ag_str_puts(o, ", %clock;\n\t@" P "q st.global.v2.u32 [" P "a], {" P "b");
+    put_num(o, R);
+    ag_str_puts(o, ", ");
+    put_num(o, site);
+    ag_str_puts(o, "};\n\tmov.b64 " P "s");
+    put_num(o, R);
+    ag_str_puts(o, ", " P "a;\n");
     advance(o);
     return o->oom ? AG_ENOMEM : 0;
   }
@@ -325,11 +357,13 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
       snprintf(it, sizeof it, PF "i%d", R);
     else
       snprintf(it, sizeof it, "%u", NO_ITER_WORD);
-    ag_str_printf(o,
-                  "\n\t// argus: end %s\n"
-                  "\tmov.u32 " PF "e, %%clock;\n"
-                  "\t@" PF "q st.global.v2.u32 [" PF "s%d+8], {" PF "e, %s};\n",
-                  mk->name, R, it);
+    ag_str_puts(o, "\n\t// argus: end ");
+    ag_str_puts(o, mk->name);
+    ag_str_puts(o, "\n\tmov.u32 " P "e, %clock;\n\t@" P "q st.global.v2.u32 [" P "s");
+    put_num(o, R);
+    ag_str_puts(o, "+8], {" P "e, ");
+    ag_str_puts(o, it);
+    ag_str_puts(o, "};\n");
     return o->oom ? AG_ENOMEM : 0;
   }
   /* a role record: begin == end, no iteration */
@@ -462,7 +496,11 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
     if (x->ended[R] && x->r->regions[R].func == f) {
       if (!mv.len)
         ag_str_puts(&t, "\tcvt.u64.u32 " P "x, " P "cl;\n\tadd.u64 " P "x, " P "x, " P "rb;\n");
-      ag_str_printf(&mv, "\tmov.b64 " PF "s%d, " PF "x;\n", R);
+    {
+      ag_str_puts(&mv, "\tmov.b64 " P "s");
+      put_num(&mv, R);
+      ag_str_puts(&mv, ", " P "x;\n");
+    }
     }
   if (t.oom || mv.oom)
     rc = AG_ENOMEM;
