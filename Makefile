@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test test-unit asan gpu clean
+.PHONY: all deps build run test test-unit asan configs gpu clean
 
 all: build
 
@@ -30,5 +30,18 @@ asan: deps
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L unit
 
+# Build only, in build dirs of their own: the configurations `make build`
+# (RelWithDebInfo, cc) does not cover: Release with cc, and Release and
+# RelWithDebInfo with clang where it is installed (CI, .ci/run).
+configs: deps
+	cmake -S . -B $(BUILD)-release -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-release -j $(JOBS)
+	@if command -v clang >/dev/null 2>&1; then \
+	  for t in Release RelWithDebInfo; do \
+	    cmake -S . -B $(BUILD)-clang-$$t -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=$$t $(CMAKE_FLAGS) && \
+	    cmake --build $(BUILD)-clang-$$t -j $(JOBS) || exit 1; \
+	  done; \
+	else echo "configs: clang not installed: the clang builds are skipped"; fi
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-release $(BUILD)-clang-Release $(BUILD)-clang-RelWithDebInfo

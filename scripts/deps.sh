@@ -10,8 +10,24 @@ missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+# The CUDA toolkit is not a Debian package here: check it, say what to do.
+cuda_home="${ARGUS_CUDA_HOME:-/usr/local/cuda}"
+cuda_ok=1
+for f in include/cuda.h bin/ptxas bin/nvcc; do
+  [ -e "$cuda_home/$f" ] || cuda_ok=0
+done
+if [ "$cuda_ok" -eq 0 ]; then
+  echo "deps: no CUDA toolkit at $cuda_home (needs include/cuda.h, bin/ptxas," \
+       "bin/nvcc): install CUDA 12.x or 13.x (https://developer.nvidia.com/cuda-downloads)," \
+       "or set ARGUS_CUDA_HOME and configure with -DARGUS_CUDA_HOME=DIR; without it only the" \
+       "CPU parts build (README, 'Prerequisites')" >&2
+fi
 if [ -z "$missing" ]; then
-  echo "deps: all packages present"
+  if [ "$cuda_ok" -eq 1 ]; then
+    echo "deps: all packages present, CUDA toolkit at $cuda_home"
+  else
+    echo "deps: all packages present; the CUDA toolkit is missing (see above)"
+  fi
   exit 0
 fi
 echo "deps: missing:$missing"

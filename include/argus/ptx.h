@@ -35,6 +35,10 @@ typedef enum ag_ptx_kind {
   AG_PTX_INSTR,       /* [@[!]p] opcode operands ; */
   AG_PTX_BLOCK_BEGIN, /* '{' (a function body or a nested scope) */
   AG_PTX_BLOCK_END,   /* '}' */
+  AG_PTX_VERBATIM,    /* text a transform inserted as is, never parsed: the
+                         traced variant's marker probes (xform_trace.c). It
+                         prints like the statements it holds; analyses see
+                         none of them (parse the printed module to analyze) */
 } ag_ptx_kind;
 
 typedef enum ag_ptx_opnd_kind {

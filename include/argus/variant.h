@@ -100,7 +100,9 @@ typedef struct ag_variant_async {
 /* Makes a variant of PTX text. `name` names it in diagnostics. Errors
  * (unknown or ambiguous --region, markers the probe cannot serve, PTX that
  * does not parse or whose markers are invalid) are diagnostics; returns
- * AG_EPARSE / AG_ENOTFOUND / AG_EUNSUPPORTED. */
+ * AG_EPARSE / AG_ENOTFOUND / AG_EUNSUPPORTED. A traced or probe variant of
+ * text that is an Argus variant already (it uses the probes' names %agt_,
+ * %agp_, __argus_) is refused before parsing, with AG_EINVAL. */
 int ag_variant_make(const char *ptx, size_t len, const char *name,
                     const ag_variant_opts *o, ag_diags *diags, ag_variant **out);
 /* As ag_variant_make, with the async_latency additions (a may be NULL). A
@@ -119,7 +121,11 @@ void ag_variant_free(ag_variant *v);
 int ag_ptx_set_maxnreg(const char *ptx, size_t len, const char *func, int n, ag_str *out);
 
 /* Inserts the traced probes into a parsed, discovered module in place and
- * returns the probe table (new reference) in *probes. Exposed for tests. */
+ * returns the probe table (new reference) in *probes. Exposed for tests.
+ * The marker probes and the prologue's per-region moves are AG_PTX_VERBATIM
+ * statements (printed, never analyzed): to analyze the variant, parse its
+ * printed text. The module must not be a variant already (the check is
+ * ag_variant_make_ex's). */
 int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_opts *o,
                    ag_diags *diags, json_t **probes, int *nsites);
 

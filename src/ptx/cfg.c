@@ -93,6 +93,20 @@ int ag_ptx_dominates(const ag_ptx_cfg *g, int a, int b) {
   return 0;
 }
 
+/* 1 when u -> h is a back edge (h dominates u). A dominator comes first in
+ * reverse post-order, so only a retreating edge (rpo_num[h] <= rpo_num[u])
+ * can be one: the dominator-chain walk, O(depth), runs for those alone and
+ * loop detection stays linear in the CFG for straight-line code. */
+static int is_back_edge(ag_ptx_block *bl, int nb, const int *rpo_num, int u, int h) {
+  if (!bl[u].reachable)
+    return 0;
+  if (u == h)
+    return 1;
+  if (rpo_num[h] > rpo_num[u])
+    return 0;
+  return ag_ptx_dominates(&(ag_ptx_cfg){.blocks = bl, .nblocks = nb}, h, u);
+}
+
 static int cmp_int(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;
   return (x > y) - (x < y);
@@ -110,7 +124,7 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
   AG_VEC(int) stmt_scope = {0};
   AG_VEC(ag_ptx_block) blocks = {0};
   AG_VEC(ag_ptx_call) calls = {0};
-  int *rpo = NULL, *rpo_num = NULL, *stack = NULL, *mark = NULL;
+  int *rpo = NULL, *rpo_num = NULL, *stack = NULL, *mark = NULL, *memb = NULL;
   ag_ptx_cfg *g = ag_arena_alloc(A, sizeof *g);
   if (!g)
     return AG_ENOMEM;
@@ -358,14 +372,14 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
   {
     AG_VEC(ag_ptx_loop) loops = {0};
     memset(mark, 0, sizeof(int) * (size_t)nb);
+    memb = ag_malloc(sizeof(int) * (size_t)nb);
+    if (!memb)
+      goto nomem_loops;
     for (int i = 0; i < nrpo; i++) {
       int h = rpo[i];
       int nl = 0;
-      for (int k = 0; k < bl[h].npred; k++) {
-        int u = bl[h].pred[k];
-        if (bl[u].reachable && (u == h || ag_ptx_dominates(&(ag_ptx_cfg){.blocks = bl, .nblocks = nb}, h, u)))
-          nl++;
-      }
+      for (int k = 0; k < bl[h].npred; k++)
+        nl += is_back_edge(bl, nb, rpo_num, bl[h].pred[k], h);
       if (!nl)
         continue;
       ag_ptx_loop L;
@@ -378,15 +392,16 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
       int stamp = (int)loops.n + 1;
       int members = 1;
       mark[h] = stamp;
+      memb[0] = h;
       sp = 0;
       for (int k = 0; k < bl[h].npred; k++) {
         int u = bl[h].pred[k];
-        if (!(bl[u].reachable && (u == h || ag_ptx_dominates(&(ag_ptx_cfg){.blocks = bl, .nblocks = nb}, h, u))))
+        if (!is_back_edge(bl, nb, rpo_num, u, h))
           continue;
         L.latches[L.nlatches++] = u;
         if (mark[u] != stamp) {
           mark[u] = stamp;
-          members++;
+          memb[members++] = u;
           stack[sp++] = u;
         }
       }
@@ -396,7 +411,7 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
           int p = bl[x].pred[k];
           if (bl[p].reachable && mark[p] != stamp) {
             mark[p] = stamp;
-            members++;
+            memb[members++] = p;
             stack[sp++] = p;
           }
         }
@@ -404,9 +419,9 @@ int ag_ptx_cfg_build(ag_ptx_module *m, ag_ptx_func *f, ag_diags *diags, ag_ptx_c
       L.blocks = ag_arena_alloc(A, sizeof(int) * (size_t)members);
       if (!L.blocks)
         goto nomem_loops;
-      for (int b = 0; b < nb; b++)
-        if (mark[b] == stamp)
-          L.blocks[L.nblocks++] = b;
+      /* in time linear in the loop's size, not the function's (sorted below) */
+      memcpy(L.blocks, memb, sizeof(int) * (size_t)members);
+      L.nblocks = members;
       L.id = (int)loops.n;
       if (ag_vec_push(&loops, L))
         goto nomem_loops;
@@ -473,6 +488,7 @@ out:
   ag_free(rpo_num);
   ag_free(stack);
   ag_free(mark);
+  ag_free(memb);
   ag_map_release(&labels);
   ag_vec_free(&scopes);
   ag_vec_free(&stmt_scope);

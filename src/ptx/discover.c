@@ -584,6 +584,27 @@ static int bars_match(const ag_ptx_barref *a, const ag_ptx_barref *b) {
 
 /* ---- per-function walk */
 
+/* The role in force at the end of block b: its last role marker, else that
+ * of its nearest dominator with one (NULL for b < 0 or none). Memoized in
+ * last_role (done[b] set once resolved), so all blocks together take time
+ * linear in the CFG. */
+static const ag_ptx_marker *dom_role(const ag_ptx_cfg *g, ag_ptx_marker **last_role, char *done,
+                                     int b, int *stack) {
+  int n = 0;
+  while (b >= 0 && !done[b] && !last_role[b]) {
+    stack[n++] = b;
+    b = g->blocks[b].idom;
+  }
+  ag_ptx_marker *r = b >= 0 ? last_role[b] : NULL;
+  if (b >= 0)
+    done[b] = 1;
+  while (n--) {
+    last_role[stack[n]] = r;
+    done[stack[n]] = 1;
+  }
+  return r;
+}
+
 static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **region_at) {
   ag_ptx_module *m = c->m;
   int rc = 0;
@@ -592,10 +613,14 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
   frame **in = ag_calloc((size_t)g->nblocks, sizeof *in);
   int *work = ag_malloc(sizeof(int) * (size_t)g->nblocks * 2 + sizeof(int));
   char *queued = ag_calloc((size_t)g->nblocks, 1);
-  /* role markers: last one in each block */
+  /* role markers: last one in each block; then (dom_role) the nearest one
+   * in the block or its dominators */
   ag_ptx_marker **last_role = ag_calloc((size_t)g->nblocks, sizeof *last_role);
+  char *dom_done = ag_calloc((size_t)g->nblocks, 1);
+  int *dom_stack = ag_malloc(sizeof(int) * ((size_t)g->nblocks + 1));
+  const ag_ptx_marker **role_in = NULL;
   size_t mk_first = c->markers.n;
-  if (!at || !in || !work || !queued || !last_role) {
+  if (!at || !in || !work || !queued || !last_role || !dom_done || !dom_stack) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -640,8 +665,10 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
         last_role[b] = mk_at[s->index];
   }
 
+  /* the role marker before each begin marker in its block, found by the walk */
+  role_in = ag_calloc(mk_end - mk_first + 1, sizeof *role_in);
   frame *rootf = ag_arena_alloc(c->A, sizeof *rootf);
-  if (!rootf) {
+  if (!rootf || !role_in) {
     rc = AG_ENOMEM;
     goto out_mk;
   }
@@ -655,10 +682,14 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
     const ag_ptx_block *B = &g->blocks[b];
     frame *st = in[b];
     const ag_ptx_stmt *last_instr = NULL;
+    const ag_ptx_marker *brole = NULL;
     for (ag_ptx_stmt *s = B->first; s; s = s == B->last ? NULL : s->next) {
       ag_ptx_marker *mk = mk_at[s->index];
+      if (mk && mk->kind == AG_PTX_MARK_ROLE)
+        brole = mk;
       if (mk && mk->kind == AG_PTX_MARK_BEGIN) {
         int r;
+        role_in[mk - c->markers.v - mk_first] = brole;
         if ((rc = add_region(c, st->region, mk->name, f, &r)))
           goto out_mk;
         mk->region = r;
@@ -746,15 +777,11 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
     ag_ptx_region *r = &c->regions.v[mk->region];
     ag_ptx_region_site rs = {mk->line, mk->iter, NULL};
     if (mk->kind == AG_PTX_MARK_BEGIN) {
-      /* nearest dominating role marker */
-      const ag_ptx_stmt *s = mk->stmt;
-      int b = s->block;
-      const ag_ptx_marker *role = NULL;
-      for (const ag_ptx_stmt *q = s; q && !role; q = q == g->blocks[b].first ? NULL : q->prev)
-        if (mk_at[q->index] && mk_at[q->index]->kind == AG_PTX_MARK_ROLE)
-          role = mk_at[q->index];
-      for (int d = g->blocks[b].idom; !role && d >= 0; d = g->blocks[d].idom)
-        role = last_role[d];
+      /* nearest dominating role marker: before it in its block, else the
+       * last one of the nearest dominator that has one */
+      const ag_ptx_marker *role = role_in[mi - mk_first];
+      if (!role)
+        role = dom_role(g, last_role, dom_done, g->blocks[mk->stmt->block].idom, dom_stack);
       rs.role = role ? role->name : NULL;
       if ((rc = push_rsite(c->A, &r->begins, &r->nbegins, rs)))
         goto out_mk;
@@ -765,11 +792,14 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
   *region_at = at;
 out_mk:
   ag_free(mk_at);
+  ag_free(role_in);
 out:
   ag_free(in);
   ag_free(work);
   ag_free(queued);
   ag_free(last_role);
+  ag_free(dom_done);
+  ag_free(dom_stack);
   return rc;
 }
 

@@ -27,4 +27,12 @@ int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg);
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
                           const char *iter_x);
 
+/* AG_EINVAL with a diagnostic (file:line:col) when PTX text is an Argus
+ * variant already: it uses the probes' names (%agt_, %agp_, __argus_)
+ * outside comments and strings. One pass over the text, before parsing:
+ * ag_variant_make_ex refuses a variant of a variant at once (parsing and
+ * discovering a traced module first took most of the time). */
+int ag__ptx_variant_check_text(const char *text, size_t len, const char *path,
+                               ag_diags *diags);
+
 #endif

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx_internal.h"
+
 const char *ag_variant_kind_name(ag_variant_kind k) {
   return k == AG_VARIANT_TRACED ? "traced" : k == AG_VARIANT_PROBE ? "probe" : "trace-free";
 }
@@ -56,6 +58,11 @@ int ag_variant_make_ex(const char *ptx, size_t len, const char *name, const ag_v
     return AG_ENOMEM;
   v->kind = o->kind;
   if ((rc = ag_sha256_hex(ptx, len, v->parent)))
+    goto out;
+  /* a variant of a variant: refused at once, before parsing and discovery
+   * (which would take the probes for code of the kernel) */
+  if (o->kind != AG_VARIANT_TRACE_FREE &&
+      (rc = ag__ptx_variant_check_text(ptx, len, name, diags)))
     goto out;
   if ((rc = ag_ptx_parse(ptx, len, name, diags, &m)) || (rc = ag_ptx_discover(m, diags, &r)))
     goto out;

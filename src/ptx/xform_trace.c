@@ -203,6 +203,48 @@ static int insert_text(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before, const
   return 0;
 }
 
+/* Places a marker's probe text after the marker as one AG_PTX_VERBATIM
+ * statement: printed exactly as a parse of the text would print (the text's
+ * leading whitespace is its lead, trailing whitespace dropped), without
+ * making IR for it. The traced variant of a 20,000-region kernel has some
+ * 280,000 probe instructions; parsing them was half of the transform's time
+ * and most of its memory. Nothing after the probes are placed reads them:
+ * prologue_point stops at the first marker, before any of them. */
+static int insert_verbatim(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before,
+                           const ag_str *text) {
+  const char *p = ag_str_cstr(text), *e = p + text->len;
+  const char *t = p;
+  while (t < e && (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r'))
+    t++;
+  while (e > t && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+    e--;
+  if (t == e)
+    return 0;
+  int nl = memchr(p, '\n', (size_t)(t - p)) != NULL; /* a parse starts it on a new line */
+  size_t ln = (size_t)(t - p) + !nl, tn = (size_t)(e - t);
+  ag_ptx_stmt *st = ag_arena_alloc(&x->m->arena, sizeof *st);
+  char *buf = ag_arena_alloc(&x->m->arena, ln + tn + 1);
+  if (!st || !buf)
+    return AG_ENOMEM;
+  if (!nl)
+    buf[0] = '\n';
+  memcpy(buf + !nl, p, (size_t)(t - p));
+  memcpy(buf + ln, t, tn);
+  st->kind = AG_PTX_VERBATIM;
+  st->lead = buf;
+  st->lead_len = (uint32_t)ln;
+  st->text = buf + ln;
+  st->text_len = (uint32_t)tn;
+  st->depth = 1;
+  st->func = f;
+  st->block = -1;
+  if (before)
+    ag_ptx_insert_before(x->m, at, st, st);
+  else
+    ag_ptx_insert_after(x->m, at, st, st);
+  return 0;
+}
+
 static int diag_at(xf *x, int line, const ag_ptx_stmt *s, int rc, const char *fmt, ...)
     AG_PRINTF(5, 6);
 static int diag_at(xf *x, int line, const ag_ptx_stmt *s, int rc, const char *fmt, ...) {
@@ -249,12 +291,31 @@ static int iter_operand(xf *x, const ag_ptx_marker *mk, ag_str *pre, const char 
                  mk->iter, mk->name, f->name);
 }
 
+/* Appends the decimal text of v: the probe text of 20,000 regions is some
+ * 100,000 numbers, and printf's format parsing was a tenth of the
+ * transform's time. */
+static void put_num(ag_str *o, long long v) {
+  char b[24];
+  int n = 0;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do
+    b[sizeof b - 1 - n++] = (char)('0' + u % 10);
+  while ((u /= 10) && n < 22);
+  if (v < 0)
+    b[sizeof b - 1 - n++] = '-';
+  ag_str_append(o, b + sizeof b - n, (size_t)n);
+}
+
 /* The probe for one marker. site: the record's site index (begin and role
  * markers); has_iter: the region has an iteration register. */
 static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag_str *o) {
   int R = mk->region;
   if (mk->kind == AG_PTX_MARK_BEGIN) {
-    ag_str_printf(o, "\n\t// argus: begin %s (record site %d)\n", mk->name, site);
+    ag_str_puts(o, "\n\t// argus: begin ");
+    ag_str_puts(o, mk->name);
+    ag_str_puts(o, " (record site ");
+    put_num(o, site);
+    ag_str_puts(o, ")\n");
     if (has_iter) {
       const char *op = NULL;
       if (!mk->iter) {
@@ -266,15 +327,28 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
         if (is_int_text(op))
           ag_str_printf(o, "\tmov.u32 " PF "i%d, %u;\n", R,
                         (uint32_t)strtoll(op, NULL, 0) ^ AG_EV_ITER_BIAS);
-        else
-          ag_str_printf(o, "\txor.b32 " PF "i%d, %s, %u;\n", R, op, AG_EV_ITER_BIAS);
+        else {
+          ag_str_puts(o, "\txor.b32 " P "i");
+          put_num(o, R);
+          ag_str_puts(o, ", ");
+          ag_str_puts(o, op);
+          ag_str_puts(o, ", ");
+          put_num(o, AG_EV_ITER_BIAS);
+          ag_str_puts(o, ";\n");
+        }
       }
     }
-    ag_str_printf(o,
-                  "\tmov.u32 " PF "b%d, %%clock;\n"
-                  "\t@" PF "q st.global.v2.u32 [" PF "a], {" PF "b%d, %d};\n"
-                  "\tmov.b64 " PF "s%d, " PF "a;\n",
-                  R, R, site, R);
+    /* mov.u32 %agt_bR, %clock; @%agt_q st.global.v2.u32 [%agt_a],
+     * {%agt_bR, site}; mov.b64 %agt_sR, %agt_a */
+    ag_str_puts(o, "\tmov.u32 " P "b");
+    put_num(o, R);
+    ag_str_puts(o, ", %clock;\n\t@" P "q st.global.v2.u32 [" P "a], {" P "b");
+    put_num(o, R);
+    ag_str_puts(o, ", ");
+    put_num(o, site);
+    ag_str_puts(o, "};\n\tmov.b64 " P "s");
+    put_num(o, R);
+    ag_str_puts(o, ", " P "a;\n");
     advance(o);
     return o->oom ? AG_ENOMEM : 0;
   }
@@ -284,11 +358,13 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
       snprintf(it, sizeof it, PF "i%d", R);
     else
       snprintf(it, sizeof it, "%u", NO_ITER_WORD);
-    ag_str_printf(o,
-                  "\n\t// argus: end %s\n"
-                  "\tmov.u32 " PF "e, %%clock;\n"
-                  "\t@" PF "q st.global.v2.u32 [" PF "s%d+8], {" PF "e, %s};\n",
-                  mk->name, R, it);
+    ag_str_puts(o, "\n\t// argus: end ");
+    ag_str_puts(o, mk->name);
+    ag_str_puts(o, "\n\tmov.u32 " P "e, %clock;\n\t@" P "q st.global.v2.u32 [" P "s");
+    put_num(o, R);
+    ag_str_puts(o, "+8], {" P "e, ");
+    ag_str_puts(o, it);
+    ag_str_puts(o, "};\n");
     return o->oom ? AG_ENOMEM : 0;
   }
   /* a role record: begin == end, no iteration */
@@ -301,7 +377,9 @@ static int probe_text(xf *x, const ag_ptx_marker *mk, int site, int has_iter, ag
 }
 
 static int is_exit(const ag_ptx_stmt *s) {
-  return s->kind == AG_PTX_INSTR && (ag_ptx_op_is(s, "ret") || ag_ptx_op_is(s, "exit"));
+  /* the first letter first: this runs over every statement of the variant */
+  return s->kind == AG_PTX_INSTR && s->opcode && (s->opcode[0] == 'r' || s->opcode[0] == 'e') &&
+         (ag_ptx_op_is(s, "ret") || ag_ptx_op_is(s, "exit"));
 }
 
 /* Prologue after the body's '{', epilogue before every ret/exit. */
@@ -412,30 +490,34 @@ static int instrument_entry(xf *x, ag_ptx_func *f) {
   ag_str_puts(&t, prologue_tail);
   /* an end marker stores into its region's record, whose address the
    * begin marker sets; until one has run, the trash slot's (ptxas drops
-   * this where every path to the end passes a begin) */
-  int trash = 0;
+   * this where every path to the end passes a begin). One move per region,
+   * placed verbatim after the rest of the prologue (as the marker probes) */
+  ag_str mv = AG_STR_INIT;
   for (int R = 0; R < nreg; R++)
     if (x->ended[R] && x->r->regions[R].func == f) {
-      if (!trash++)
+      if (!mv.len)
         ag_str_puts(&t, "\tcvt.u64.u32 " P "x, " P "cl;\n\tadd.u64 " P "x, " P "x, " P "rb;\n");
-      ag_str_printf(&t, "\tmov.b64 " PF "s%d, " PF "x;\n", R);
+    {
+      ag_str_puts(&mv, "\tmov.b64 " P "s");
+      put_num(&mv, R);
+      ag_str_puts(&mv, ", " P "x;\n");
     }
-  if (t.oom) {
+    }
+  if (t.oom || mv.oom)
     rc = AG_ENOMEM;
-    goto out;
-  }
-  if ((rc = insert_text(x, f, at, 1, ag_str_cstr(&t))))
+  else if (!(rc = insert_text(x, f, at, 1, ag_str_cstr(&t))))
+    rc = insert_verbatim(x, f, at, 1, &mv);
+  ag_str_release(&mv);
+  if (rc)
     goto out;
   /* guarded exits become branches to one exit block at the end */
   int guarded = 0;
-  for (ag_ptx_stmt *s = f->body_open->next; s && s != f->body_close; s = s->next)
-    if (is_exit(s) && s->guard)
-      guarded++;
   for (ag_ptx_stmt *s = f->body_open->next; s && s != f->body_close;) {
     ag_ptx_stmt *next = s->next;
     if (is_exit(s)) {
       ag_str_clear(&t);
       if (s->guard) {
+        guarded++;
         ag_str_printf(&t, "\n\t@%s%s bra $__argus_exit;", s->guard_neg ? "!" : "", s->guard);
         ag_ptx_stmt *a = NULL, *b = NULL;
         if ((rc = ag_ptx_parse_snippet(x->m, f, ag_str_cstr(&t), x->diags, &a, &b)))
@@ -463,15 +545,59 @@ out:
   return rc;
 }
 
-/* 1 when the module already has names the probe uses. */
-static int uses_probe_names(const ag_ptx_module *m) {
-  for (const ag_ptx_stmt *s = m->first; s; s = s->next) {
-    if (s->kind == AG_PTX_COMMENT)
-      continue;
-    for (uint32_t i = 0; i + 5 <= s->text_len; i++)
-      if ((s->text[i] == '%' && !strncmp(s->text + i, P, 5)) ||
-          (s->text[i] == '_' && i + 8 <= s->text_len && !strncmp(s->text + i, "__argus_", 8)))
-        return 1;
+/* The length of the probe name at p (%agt_, %agp_, __argus_), else 0. */
+static size_t probe_name_at(const char *p, const char *end) {
+  if (*p == '%' && end - p >= 5 && p[1] == 'a' && p[2] == 'g' && (p[3] == 't' || p[3] == 'p') &&
+      p[4] == '_')
+    return 5;
+  if (*p == '_' && end - p >= 8 && !memcmp(p, "__argus_", 8))
+    return 8;
+  return 0;
+}
+
+static int variant_diag(ag_diags *diags, const char *path, int line, int col, const char *src,
+                        size_t srclen, const char *name, size_t n) {
+  ag_diags_add(diags, AG_SEV_ERROR, path, line, col, src, srclen,
+               "the module is an Argus variant already (it uses the probe name '%.*s'): make "
+               "variants of the original PTX, not of a traced or probe variant, or rename "
+               "the colliding name",
+               (int)n, name);
+  return AG_EINVAL;
+}
+
+int ag__ptx_variant_check_text(const char *text, size_t len, const char *path,
+                               ag_diags *diags) {
+  const char *p = text, *end = text + len, *ls = text;
+  int line = 1;
+  while (p < end) {
+    char c = *p;
+    if (c == '\n') {
+      line++;
+      ls = ++p;
+    } else if (c == '/' && p + 1 < end && p[1] == '/') { /* a line comment */
+      while (p < end && *p != '\n')
+        p++;
+    } else if (c == '/' && p + 1 < end && p[1] == '*') { /* a block comment */
+      for (p += 2; p < end && !(*p == '*' && p + 1 < end && p[1] == '/'); p++)
+        if (*p == '\n') {
+          line++;
+          ls = p + 1;
+        }
+      p = p < end ? p + 2 : end;
+    } else if (c == '"') { /* a string: .file names */
+      for (p++; p < end && *p != '"' && *p != '\n'; p++)
+        ;
+      if (p < end && *p == '"')
+        p++;
+    } else {
+      size_t n = probe_name_at(p, end);
+      if (n) {
+        const char *le = memchr(p, '\n', (size_t)(end - p));
+        return variant_diag(diags, path, line, (int)(p - ls) + 1, ls,
+                            (size_t)((le ? le : end) - ls), p, n);
+      }
+      p++;
+    }
   }
   return 0;
 }
@@ -494,11 +620,18 @@ static json_t *probes_regions(const ag_ptx_regions *r) {
     const ag_ptx_region *g = &r->regions[i];
     char id[24];
     snprintf(id, sizeof id, "0x%016" PRIx64, g->id);
-    json_array_append_new(a, json_pack("{s:i,s:s,s:s,s:s,s:i,s:s,s:b,s:b}", "index", i, "id",
-                                       id, "name", g->name, "qname", g->qname, "parent",
-                                       g->parent, "function", g->func ? g->func->name : "",
-                                       "root", g->is_root, "entry",
-                                       g->func && g->func->is_entry));
+    /* built key by key: json_pack parses its format for every one of
+     * (with 20,000 regions) 20,000 objects */
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(i));
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "name", json_string(g->name));
+    json_object_set_new(o, "qname", json_string(g->qname));
+    json_object_set_new(o, "parent", json_integer(g->parent));
+    json_object_set_new(o, "function", json_string(g->func ? g->func->name : ""));
+    json_object_set_new(o, "root", json_boolean(g->is_root));
+    json_object_set_new(o, "entry", json_boolean(g->func && g->func->is_entry));
+    json_array_append_new(a, o);
   }
   return a;
 }
@@ -517,13 +650,6 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
   ag_str t = AG_STR_INIT;
   if (!sel || !sites || !roles) {
     rc = AG_ENOMEM;
-    goto out;
-  }
-  if (uses_probe_names(m)) {
-    rc = diag_at(&x, 0, NULL, AG_EUNSUPPORTED,
-                 "the module already uses names starting with '%s' or '__argus_': it is "
-                 "an Argus variant already, or the names collide",
-                 P);
     goto out;
   }
   int tver = 0;
@@ -613,13 +739,15 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     ag_str_clear(&t);
     if ((rc = probe_text(&x, mk, is_end ? -1 : site, mk->region >= 0 && has_iter[mk->region],
                          &t)) ||
-        (rc = insert_text(&x, f, mk->stmt, 0, ag_str_cstr(&t))))
+        (rc = insert_verbatim(&x, f, mk->stmt, 0, &t)))
       break;
     if (is_end)
       continue;
-    json_t *js = json_pack("{s:i,s:s,s:i,s:s}", "site", site, "kind",
-                           mk->kind == AG_PTX_MARK_BEGIN ? "region" : "role", "line", mk->line,
-                           "function", f->name);
+    json_t *js = json_object(); /* key by key, as probes_regions */
+    json_object_set_new(js, "site", json_integer(site));
+    json_object_set_new(js, "kind", json_string(mk->kind == AG_PTX_MARK_BEGIN ? "region" : "role"));
+    json_object_set_new(js, "line", json_integer(mk->line));
+    json_object_set_new(js, "function", json_string(f->name));
     if (mk->kind == AG_PTX_MARK_ROLE) {
       for (size_t k = 0; k < json_array_size(roles); k++)
         if (!strcmp(json_string_value(json_array_get(roles, k)), mk->name))

@@ -109,6 +109,8 @@ static const char *input(const ag_plan *p, const ag_task *t, const char *name) {
 static int get(obs *ob, ag_task *t, const char *hash, const char *what, char **data,
                size_t *len) {
   void *p = NULL;
+  *data = NULL; /* out-parameters set on failure too (and gcc -O3 sees it) */
+  *len = 0;
   int rc = hash ? ag_store_get(ob->st, hash, &p, len) : AG_ENOTFOUND;
   if (rc)
     return fail(t, rc, "cannot read %s (%s) from the workspace: %s", what, hash ? hash : "none",

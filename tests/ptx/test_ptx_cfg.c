@@ -205,5 +205,46 @@ TEST(dominators_brute_force) {
   corpus_free(&files);
 }
 
+/* A loop whose latch is its last block and whose members are found from the
+ * latch backwards (B4, B3, B2): its member list is ascending; a line of
+ * 6,000 blocks has no loop (issue 16: members are collected, not found by
+ * a scan of every block per loop; the back-edge test walks dominators for
+ * retreating edges only). */
+TEST(loop_members_ascending) {
+  ag_str t = AG_STR_INIT;
+  ag_str_puts(&t, ".version 8.0\n.target sm_90\n.address_size 64\n"
+                  ".visible .entry chain(.param .u32 n)\n{\n\t.reg .pred %p<3>;\n"
+                  "\t.reg .b32 %r<4>;\n\tld.param.u32 %r1, [n];\n$L1:\n"
+                  "\tadd.u32 %r2, %r2, 1;\n\tsetp.eq.u32 %p1, %r2, 3;\n\t@%p1 bra $L3;\n"
+                  "$L2:\n\tadd.u32 %r3, %r3, 1;\n$L3:\n\tadd.u32 %r3, %r3, 2;\n"
+                  "$L4:\n\tsetp.lt.u32 %p2, %r2, %r1;\n\t@%p2 bra $L1;\n\tret;\n}\n"
+                  ".visible .entry line()\n{\n\t.reg .pred %p<2>;\n\t.reg .b32 %r<2>;\n");
+  for (int i = 0; i < 3000; i++)
+    ag_str_printf(&t, "\t@%%p1 bra $M%d;\n\tadd.u32 %%r1, %%r1, 1;\n$M%d:\n", i, i);
+  ag_str_puts(&t, "\tret;\n}\n");
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ptx_module *m = NULL;
+  CHECK_EQ_INT(ag_ptx_parse(t.p, t.len, "chain.ptx", &d, &m), 0);
+  ag_ptx_cfg *g = m ? cfg_of(m, "chain") : NULL;
+  if (g) {
+    CHECK_EQ_INT(g->nloops, 1);
+    if (g->nloops == 1) {
+      const ag_ptx_loop *L = &g->loops[0];
+      CHECK(L->nblocks >= 3);
+      for (int k = 1; k < L->nblocks; k++)
+        CHECK(L->blocks[k - 1] < L->blocks[k]);
+    }
+  }
+  ag_ptx_cfg *h = m ? cfg_of(m, "line") : NULL;
+  if (h) {
+    CHECK_EQ_INT(h->nloops, 0);
+    CHECK(h->nblocks > 6000);
+  }
+  ag_ptx_module_free(m);
+  ag_diags_release(&d);
+  ag_str_release(&t);
+}
+
 RUN_TESTS(T(diamond), T(nested_loops), T(scoped_labels), T(jump_table_and_exits),
-          T(unknown_label), T(dominators_brute_force))
+          T(unknown_label), T(dominators_brute_force), T(loop_members_ascending))

@@ -324,5 +324,36 @@ TEST(hand_triton_style) {
   ag_diags_release(&d);
 }
 
+/* Roles (issue 16's linear rewrite): a begin marker takes the role marker
+ * before it in its own block, else the last one of its nearest dominator
+ * that has one; regions no role dominates have none. */
+TEST(hand_roles) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ptx_regions *R;
+  ag_ptx_module *m = load(corpus_path("tests/data/ptx/hand/traced_cases.ptx", 0), &R, 0, &d);
+  if (m && R) {
+    static const char *const want[][2] = {
+        {"roles/mainloop", "consumer"},   /* the role marker is in its block */
+        {"roles/mainloop/step", "consumer"}, /* the loop header: from the dominator */
+        {"roles/load", "producer"},
+        {"roles/load/inner", "producer"},
+        {"plain/whole", NULL},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+      int r = find_region(R, want[i][0]);
+      CHECK(r >= 0);
+      if (r < 0)
+        continue;
+      if (want[i][1])
+        CHECK_EQ_STR(R->regions[r].role, want[i][1]);
+      else
+        CHECK(R->regions[r].role == NULL);
+    }
+  }
+  ag_ptx_module_free(m);
+  ag_diags_release(&d);
+}
+
 RUN_TESTS(T(gemm_tma), T(overhead), T(validation_errors), T(dynamic_ownership),
-          T(hand_triton_style))
+          T(hand_triton_style), T(hand_roles))

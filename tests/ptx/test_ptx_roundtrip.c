@@ -12,8 +12,13 @@
 #define corpus (*the_corpus())
 
 TEST(corpus_present) {
-  /* the examples' PTX must be there whenever nvcc was found at build time */
-  int want = access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? 3 : 0;
+  /* the examples' PTX must be there whenever the build made it (nvcc and
+   * the CUDA toolkit found: CMake's ARGUS_CORPUS_BUILT) */
+#ifdef ARGUS_CORPUS_BUILT
+  int want = 3;
+#else
+  int want = 0;
+#endif
   int built = 0;
   for (size_t i = 0; i < corpus.n; i++)
     built += strstr(corpus.v[i], "/tests/data/ptx/hand/") == NULL &&

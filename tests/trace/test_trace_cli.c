@@ -60,6 +60,14 @@ TEST(variant_command) {
   CHECK_EQ_INT(ag_file_read(ptx, &text, &len), 0);
   CHECK(o.len == len && !memcmp(o.p, text, len));
   ag_free(text);
+  ag_str_clear(&o);
+  ag_str_clear(&e);
+  /* a traced variant of the traced variant: bad input, refused at once
+   * with exit 2 (issue 16: it ran past 100 s on a 20,000-region module) */
+  const char *a6[] = {"variant", "--kind", "traced", out, NULL};
+  CHECK_EQ_INT(argus(a6, &o, &e), 2);
+  CHECK_CONTAINS(ag_str_cstr(&e), "is an Argus variant already (it uses the probe name");
+  CHECK_EQ_INT((int)o.len, 0);
   ag_str_release(&o);
   ag_str_release(&e);
 }

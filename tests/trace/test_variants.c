@@ -411,10 +411,23 @@ TEST(variant_errors) {
   CHECK_EQ_INT(ag_variant_make(ptx, len, p, &tr, &d, &v), 0);
   ag_variant *v2 = NULL;
   if (v) {
-    CHECK_EQ_INT(ag_variant_make(v->ptx, v->len, "traced.ptx", &tr, &d, &v2), AG_EUNSUPPORTED);
+    CHECK_EQ_INT(ag_variant_make(v->ptx, v->len, "traced.ptx", &tr, &d, &v2), AG_EINVAL);
+    ag_diags_format(&d, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), "an Argus variant already");
+    CHECK_CONTAINS(ag_str_cstr(&s), "traced.ptx:");
+    ag_str_clear(&s);
+    ag_diags_release(&d);
+    /* refused before parsing: the variant followed by text that does not
+     * parse still gets the variant error, not a parse error */
+    ag_diags_init(&d);
+    ag_str bad = AG_STR_INIT;
+    ag_str_append(&bad, v->ptx, v->len);
+    ag_str_puts(&bad, "\n{ this is not ptx\n");
+    CHECK_EQ_INT(ag_variant_make(bad.p, bad.len, "bad.ptx", &tr, &d, &v2), AG_EINVAL);
     ag_diags_format(&d, &s);
     CHECK_CONTAINS(ag_str_cstr(&s), "an Argus variant already");
     ag_str_clear(&s);
+    ag_str_release(&bad);
   }
   ag_variant_free(v);
   ag_diags_release(&d);
@@ -431,5 +444,99 @@ TEST(variant_errors) {
   ag_free(ptx);
 }
 
+/* The variant check reads the text before parsing (issue 16): probe names
+ * in code are refused with their line and column, in comments and strings
+ * they are not; a probe variant's %agp_ names are refused as well. */
+static const char *names_ptx =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".file 1 \"/src/__argus_kernel.cu\"\n"
+    "// a comment may name %agt_a and __argus_trace\n"
+    "/* and so may a block comment: %agp_it */\n"
+    ".visible .entry k()\n{\n\t// @argus begin - r\n\t// @argus end - r\n\tret;\n}\n";
+
+TEST(variant_of_variant_text) {
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(names_ptx, strlen(names_ptx), "names.ptx", &tr, &d, &v), 0);
+  ag_variant_free(v);
+  ag_diags_release(&d);
+  static const char *const bad[] = {"\t.reg .b32 %agp_it;\n", "\tmov.u32 %r1, %agt_k;\n",
+                                    "\tld.const.u64 %rd1, [__argus_trace];\n"};
+  static const char *const name[] = {"'%agp_'", "'%agt_'", "'__argus_'"};
+  static const char *const where[] = {"k.ptx:10:12:", "k.ptx:10:15:", "k.ptx:10:22:"};
+  for (int i = 0; i < 3; i++) {
+    ag_str p = AG_STR_INIT, s = AG_STR_INIT;
+    ag_str_puts(&p, ".version 8.0\n.target sm_90\n.address_size 64\n"
+                    "// %agt_ in a comment is fine\n.visible .entry k()\n{\n"
+                    "\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\t// @argus begin - r\n");
+    ag_str_puts(&p, bad[i]);
+    ag_str_puts(&p, "\t// @argus end - r\n\tret;\n}\n");
+    ag_diags_init(&d);
+    v = NULL;
+    CHECK_EQ_INT(ag_variant_make(p.p, p.len, "k.ptx", &tr, &d, &v), AG_EINVAL);
+    CHECK(v == NULL);
+    ag_diags_format(&d, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), name[i]);
+    CHECK_CONTAINS(ag_str_cstr(&s), where[i]);
+    /* the trace-free variant is the module itself: not refused */
+    ag_variant_opts tf = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
+    ag_diags_release(&d);
+    ag_diags_init(&d);
+    if (i == 1) {
+      CHECK_EQ_INT(ag_variant_make(p.p, p.len, "k.ptx", &tf, &d, &v), 0);
+      ag_variant_free(v);
+    }
+    ag_diags_release(&d);
+    ag_str_release(&p);
+    ag_str_release(&s);
+  }
+}
+
+/* The traced variant of hand-written kernels (roles in a block and from a
+ * dominator, nested regions, iteration operands of 32 and 64 bits and a
+ * constant, a loop, a guarded exit, two kernels) is byte for byte the
+ * golden file made before issue 16's rewrite of the transform (verbatim
+ * probes), and so is its probe table. */
+TEST(golden_traced) {
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  char in[1024], gold[1024], gp[1024];
+  snprintf(in, sizeof in, "%s/tests/data/ptx/hand/traced_cases.ptx", src ? src : ".");
+  snprintf(gold, sizeof gold, "%s/tests/data/ptx/golden/traced_cases.traced.ptx", src ? src : ".");
+  snprintf(gp, sizeof gp, "%s/tests/data/ptx/golden/traced_cases.probes.json", src ? src : ".");
+  char *ptx = NULL, *want = NULL, *wantp = NULL;
+  size_t len = 0, wlen = 0, wplen = 0;
+  CHECK_EQ_INT(ag_file_read(in, &ptx, &len), 0);
+  CHECK_EQ_INT(ag_file_read(gold, &want, &wlen), 0);
+  CHECK_EQ_INT(ag_file_read(gp, &wantp, &wplen), 0);
+  ag_variant_opts tr = {AG_VARIANT_TRACED, NULL, 0, 0};
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = NULL;
+  CHECK_EQ_INT(ag_variant_make(ptx, len, "traced_cases.ptx", &tr, &d, &v), 0);
+  if (v && want) {
+    CHECK_EQ_U64(v->len, wlen);
+    size_t i = 0;
+    while (i < v->len && i < wlen && v->ptx[i] == want[i])
+      i++;
+    if (i < v->len || i < wlen)
+      fprintf(stderr, "traced variant differs from the golden file at byte %zu: ...%.60s\n", i,
+              v->ptx + (i > 20 ? i - 20 : 0));
+    CHECK(i == v->len && i == wlen);
+  }
+  if (v && wantp) {
+    json_t *g = json_loadb(wantp, wplen, 0, NULL);
+    CHECK(g && json_equal(g, v->probes));
+    json_decref(g);
+  }
+  ag_variant_free(v);
+  ag_diags_release(&d);
+  ag_free(ptx);
+  ag_free(want);
+  ag_free(wantp);
+}
+
 RUN_TESTS(T(every_variant_assembles), T(broken_variant_fails_ptxas), T(probe_shape),
-          T(record_sites), T(prologue_point), T(variant_errors))
+          T(record_sites), T(prologue_point), T(variant_errors), T(variant_of_variant_text), T(golden_traced))
+

@@ -131,8 +131,8 @@ static inline ag_tuple *gen_shape(ag_layout_ctx *c, int depth, int64_t *budget) 
 static inline ag_tuple *with_leaves(ag_layout_ctx *c, const ag_tuple *shape, const int64_t *v, int *k) {
   if (shape->is_leaf)
     return ag_tuple_leaf(c, v[(*k)++]);
-  ag_tuple *ch[8];
-  for (int i = 0; i < shape->n; i++)
+  ag_tuple *ch[REF_MAX]; /* a flat result (a CuTe left inverse) has many modes */
+  for (int i = 0; i < shape->n && i < REF_MAX; i++)
     ch[i] = with_leaves(c, shape->child[i], v, k);
   return ag_tuple_make(c, shape->n, ch);
 }

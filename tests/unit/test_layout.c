@@ -161,9 +161,27 @@ TEST(test_golden_inverses) {
   CHECK_EQ_STR(lstr(&r), "(2,4):(4,1)");
   CHECK_EQ_INT(ag_layout_left_inverse(&t.c, &l, &r), 0);
   CHECK_EQ_STR(lstr(&r), "(2,4):(4,1)");
-  l = L(&t, "4:2"); /* not onto: the left inverse ignores the odd offsets */
+  /* CuTe's left inverse, right_inverse(make_layout(L, complement(L)))
+   * (cute/layout.hpp), worked by hand: 4:2 has complement 2:1, (4,2):(2,1)
+   * has right inverse (2,4):(4,1); the odd offsets go to the complement's
+   * coordinate (issue 16: was (2,4):(0,1), valid but not CuTe's) */
+  l = L(&t, "4:2");
   CHECK_EQ_INT(ag_layout_left_inverse(&t.c, &l, &r), 0);
-  CHECK_EQ_STR(lstr(&r), "(2,4):(0,1)");
+  CHECK_EQ_STR(lstr(&r), "(2,4):(4,1)");
+  static const char *const cute_left[][2] = {
+      {"((2,2),(2,4)):((1,4),(32,128))", "(2,2,2,4,2,2,4):(1,32,2,64,4,256,8)"},
+      {"(4,2):(0,2)", "(2,2):(8,4)"}, /* complement 2:1 of the stride-2 mode */
+      {"(2,4):(0,1)", "4:2"},
+      {"4:0", "1:0"},
+      {"(2,3):(3,1)", "(3,2):(2,1)"},
+      {"(3,2):(1,4)", "(4,2):(1,3)"}, /* no complement: the mode-by-mode inverse */
+  };
+  for (size_t i = 0; i < sizeof cute_left / sizeof *cute_left; i++) {
+    l = L(&t, cute_left[i][0]);
+    CHECK_EQ_INT(ag_layout_left_inverse(&t.c, &l, &r), 0);
+    CHECK_EQ_STR(lstr(&r), cute_left[i][1]);
+  }
+  l = L(&t, "4:2");
   CHECK_EQ_INT(ag_layout_right_inverse(&t.c, &l, &r), 0);
   CHECK_EQ_STR(lstr(&r), "1:0");
   l = L(&t, "((4,8),(2,2)):((32,1),(16,8))"); /* mma C: a bijection onto 128 */

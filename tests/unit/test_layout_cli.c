@@ -56,7 +56,7 @@ TEST(test_subcommands) {
   OK_LINE("(3,2):(2,12)", "layout", "complement", "(2,2):(1,6)", "24");
   OK_LINE("2:1", "layout", "complement", "(4,2):(2,0)");
   OK_LINE("(2,4):(4,1)", "layout", "right_inverse", "(4,2):(2,1)");
-  OK_LINE("(2,4):(0,1)", "layout", "left_inverse", "4:2");
+  OK_LINE("(2,4):(4,1)", "layout", "left_inverse", "4:2");
   OK_LINE("((2,2),(2,3)):((4,1),(2,8))", "layout", "logical_divide", "(4,2,3):(2,1,8)", "4:2");
   OK_LINE("((3,(2,4)),(3,(2,2))):((177,(13,2)),(59,(26,1)))", "layout", "zipped_divide",
           "(9,(4,8)):(59,(13,1))", "<3:3,(2,4):(1,8)>");

@@ -411,6 +411,37 @@ static int check_left_inverse(const ag_layout *l, const ag_layout *r, int inject
   return 0;
 }
 
+/* CuTe's left inverse (issue 16) is the right inverse of M = (L,
+ * complement(L)): on [0, size(R)) the inverse function of M, where each
+ * offset x maps to the smallest index i with M(i) == x (the one whose
+ * zero-stride coordinates are 0), and size(R) is the number of offsets M
+ * reaches, all of [0, size(R)). Brute force; 0 when r is that. */
+static int check_cute_left(const ag_layout *m, const ag_layout *r) {
+  int64_t n = ref_size(m), top = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (ref_eval(m, i) + 1 > top)
+      top = ref_eval(m, i) + 1;
+  int64_t *inv = malloc(sizeof *inv * (size_t)(top ? top : 1));
+  int rc = 0;
+  for (int64_t x = 0; x < top; x++)
+    inv[x] = -1;
+  int64_t reached = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t x = ref_eval(m, i);
+    if (inv[x] < 0) {
+      inv[x] = i;
+      reached++;
+    }
+  }
+  if (ref_size(r) != reached)
+    rc = 1;
+  for (int64_t x = 0; x < reached && !rc; x++)
+    if (x >= top || inv[x] < 0 || ref_eval(r, x) != inv[x])
+      rc = 2;
+  free(inv);
+  return rc;
+}
+
 /* perturb, but only a leaf with a nonzero stride (the zero-stride modes of
  * a left inverse cover offsets L never produces) */
 static int perturb_nonzero(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
@@ -429,8 +460,28 @@ static int perturb_nonzero(ag_layout_ctx *c, const ag_layout *l, ag_layout *out)
   return 1;
 }
 
+/* wrong for every left inverse of an injective L of size >= 2: every leaf
+ * with a nonzero stride one more. R(L(1)) == 1 needs a leaf with a nonzero
+ * stride and coordinate, so R(L(1)) grows. (CuTe's left inverse maps the
+ * offsets L never reaches through its complement's modes, so perturbing one
+ * leaf may leave it a left inverse.) */
+static int perturb_all_nonzero(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
+  rflat f;
+  rflatten(l, &f);
+  int k = 0;
+  for (int i = 0; i < f.n; i++)
+    if (f.s[i] > 1 && f.d[i] != 0) {
+      f.d[i]++;
+      k++;
+    }
+  int idx = 0;
+  out->shape = l->shape;
+  out->stride = with_leaves(c, l->shape, f.d, &idx);
+  return k > 0;
+}
+
 TEST(test_inverse_props) {
-  int rdef = 0, ldef = 0, lundef = 0, bij = 0, caught = 0;
+  int rdef = 0, ldef = 0, lundef = 0, bij = 0, caught = 0, cute = 0;
   setup();
   rng_seed(SEED0 + 4);
   for (int it = 0; it < ITER; it++) {
@@ -459,9 +510,23 @@ TEST(test_inverse_props) {
       if (e)
         fprintf(stderr, "left_inverse(%s) = %s fails (injective %d)\n", lstr(&l), lstr(&r), inj);
       CHECK_EQ_INT(e, 0);
-      if (inj && perturb_nonzero(&t.c, &r, &bad)) {
+      if (inj && ag_layout_size(&l) > 1 && perturb_all_nonzero(&t.c, &r, &bad)) {
         CHECK(check_left_inverse(&l, &bad, inj) != 0);
         caught++;
+      }
+      /* where L has a complement, the result is CuTe's */
+      ag_layout cm;
+      if (ag_layout_complement(&t.c, &l, 0, &cm) == 0 && ag_layout_cosize(&l) < (1 << 16)) {
+        ag_tuple *ms[2] = {l.shape, cm.shape}, *md[2] = {l.stride, cm.stride};
+        ag_layout m = {ag_tuple_make(&t.c, 2, ms), ag_tuple_make(&t.c, 2, md)};
+        int ce = check_cute_left(&m, &r);
+        if (ce)
+          fprintf(stderr, "left_inverse(%s) = %s is not CuTe's (check %d)\n", lstr(&l), lstr(&r),
+                  ce);
+        CHECK_EQ_INT(ce, 0);
+        cute++;
+        if (perturb_nonzero(&t.c, &r, &bad)) /* the check can fail */
+          CHECK(check_cute_left(&m, &bad) != 0);
       }
     } else {
       lundef++;
@@ -473,9 +538,11 @@ TEST(test_inverse_props) {
     }
     lctx_free(&t);
   }
-  printf("inverses: %d right, %d left defined, %d left undefined, %d bijections, %d wrong caught\n",
-         rdef, ldef, lundef, bij, caught);
+  printf("inverses: %d right, %d left defined (%d checked as CuTe's), %d left undefined, %d "
+         "bijections, %d wrong caught\n",
+         rdef, ldef, cute, lundef, bij, caught);
   CHECK(ldef > ITER / 2);
+  CHECK(cute > ITER / 4);
   CHECK(lundef > ITER / 50);
   CHECK(caught > ITER / 2);
 }

@@ -11,27 +11,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The GPU-facing commands need the CUDA toolkit at build time; built without
+ * it (CMake's ARGUS_HAVE_CUDA), their entries stay, with no function, and
+ * main says why (tools/argus/CMakeLists.txt). */
+#if ARGUS_HAVE_CUDA
+#define CUDA_FN(x) x
+#else
+#define CUDA_FN(x) NULL
+#endif
+
 static const ag_cli_cmd commands[] = {
     {"version", cmd_version, 0, "", "print the version of argus and its libraries",
      NULL, cmd_version_opts},
-    {"observe", cmd_observe, AG_CMD_NEEDS_WORKSPACE, "SPEC --region NAME [--signals LIST] [--scope K=V,...]",
+    {"observe", CUDA_FN(cmd_observe), AG_CMD_NEEDS_WORKSPACE, "SPEC --region NAME [--signals LIST] [--scope K=V,...]",
      "measure a region: plan the query, run it across variants, print the qualified report",
      "Every artifact and result lands in the workspace; a task that already succeeded there is\n"
      "not run again, so a zoom-in query reuses earlier evidence. docs/observe.md.",
-     cmd_observe_opts},
-    {"plan", cmd_plan, AG_CMD_NEEDS_WORKSPACE, "SPEC --region NAME [--signals LIST] [--scope K=V,...]",
+     CUDA_FN(cmd_observe_opts)},
+    {"plan", CUDA_FN(cmd_plan), AG_CMD_NEEDS_WORKSPACE, "SPEC --region NAME [--signals LIST] [--scope K=V,...]",
      "print the measurement plan of a query (runs discovery only; no GPU needed)", NULL,
-     cmd_plan_opts},
-    {"doctor", cmd_doctor, 0, "",
+     CUDA_FN(cmd_plan_opts)},
+    {"doctor", CUDA_FN(cmd_doctor), 0, "",
      "say what this machine can do: GPUs, CUDA tools, profiling permission, libraries",
-     "Works on a machine without a GPU too: it then says what is missing.", cmd_doctor_opts},
+     "Works on a machine without a GPU too: it then says what is missing.", CUDA_FN(cmd_doctor_opts)},
     {"regions", cmd_regions, 0, "[--flags F] SPEC.json|FILE.ptx|FILE.cu", "show the regions of a kernel and the operation sites in each", NULL, cmd_regions_opts},
     {"variant", cmd_variant, 0,
      "--kind trace-free|traced|probe [--region R,...] [--op OPID [--occurrence N]] [-o OUT] "
      "SPEC|FILE.ptx|FILE.cu",
      "write a measurement variant's PTX (trace-free, traced, or the probe of one async site)",
      NULL, cmd_variant_opts},
-    {"trace", cmd_trace, 0, "[--region R] [--scope K=V,...] [--timeline FILE] SPEC | --evidence FILE", "run the traced variant once and print the per-region timing table", NULL, cmd_trace_opts},
+    {"trace", CUDA_FN(cmd_trace), 0, "[--region R] [--scope K=V,...] [--timeline FILE] SPEC | --evidence FILE", "run the traced variant once and print the per-region timing table", NULL, CUDA_FN(cmd_trace_opts)},
     {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
     {"layout", cmd_layout, 0, "SUBCOMMAND ARG...", "CuTe layout algebra: eval, compose, divide, product, print", cmd_layout_details, cmd_layout_opts},
     {"ws", cmd_ws, AG_CMD_NEEDS_WORKSPACE, "init|ls|show|log|check|gc|put|get|ref [ARGS] [options]",
@@ -331,6 +340,15 @@ int main(int argc, char **argv) {
     return finish(&cli, AG_EXIT_USAGE);
   }
   prog_cmd = cli.cmd->name;
+  if (!cli.cmd->fn) { /* built without the CUDA toolkit */
+#ifdef ARGUS_CUDA_HOME_USED
+    fprintf(stderr, "argus %s: this argus was built without the CUDA toolkit (none at %s when it "
+                    "was configured), which '%s' needs; install the toolkit (README, "
+                    "'Prerequisites'), then reconfigure and rebuild\n",
+            cli.cmd->name, ARGUS_CUDA_HOME_USED, cli.cmd->name);
+#endif
+    return AG_EXIT_FAIL;
+  }
   int only_pos = 0;
   for (i++; i < argc; i++) {
     const char *a = argv[i];

@@ -83,6 +83,7 @@ static int coalesce_modes(int n, const int64_t *s, const int64_t *d, int64_t *os
 static int flat_coalesced(ag_layout_ctx *c, const ag_layout *l, ag__flat *f, int **idx,
                           int unbounded) {
   int n = ag_tuple_leaves(l->shape);
+  *f = (ag__flat){0, NULL, NULL}; /* set on every path, failures included */
   /* one block: raw extents and strides, the coalesced ones, and idx */
   int64_t *m = ag_arena_alloc(c->arena, 4 * (size_t)n * sizeof *m + (size_t)n * sizeof(int));
   if (!m)
@@ -692,6 +693,13 @@ static int left_fail(ag_layout_ctx *c, const ag_layout *l, const inv *v, int m, 
   return rc;
 }
 
+static int pair(ag_layout_ctx *c, const ag_layout *x, const ag_layout *y, ag_layout *out);
+
+/* CuTe's left inverse: the right inverse of (L, complement(L, cosize(L))).
+ * Where that complement does not exist though L is injective (a stride no
+ * multiple of the span below it: (3,2):(1,4)), CuTe's result is no left
+ * inverse; then the one built here mode by mode is returned, which agrees
+ * with CuTe's on L's image. The checks first: they give the reasons. */
 int ag_layout_left_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out) {
   inv v;
   int rc = inverse_setup(c, l, &v);
@@ -718,6 +726,13 @@ int ag_layout_left_inverse(ag_layout_ctx *c, const ag_layout *l, ag_layout *out)
     size = v.f.d[m];
     prev = m;
   }
+  ag_layout cl, lc;
+  rc = complement_impl(c, "left_inverse", l, 0, &cl);
+  if (!rc && !(rc = pair(c, l, &cl, &lc)))
+    return ag_layout_right_inverse(c, &lc, out);
+  if (rc != AG_EUNDEFINED)
+    return rc;
+  ag_str_clear(&c->err); /* no complement: the construction above */
   v.rs[ns++] = v.f.s[v.ord[v.f.n - 1]];
   return inverse_finish(c, "left_inverse", &v, ns, out);
 }
