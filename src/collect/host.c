@@ -185,6 +185,7 @@ struct ag_host {
   uint32_t nrecs;
   CUdeviceptr pool;
   uint64_t pool_size, pool_used;
+  uint64_t pool_zeroed; /* the pool is zeroed up to here (bytes) */
   ag_ev_desc *pinned; /* max_launches + 1 slots; the last binds "off" */
   int bound_off;
   void *last_stream;
@@ -861,6 +862,7 @@ static int prepare_launch(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_hos
   lr->warps = (uint32_t)warps;
   lr->warps_per_cta = (uint32_t)wpc;
   lr->cap = cap;
+  uint64_t start = h->pool_used;
   lr->meta = h->pool + h->pool_used;
   h->pool_used += (warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255;
   uint64_t rbytes = warps * warp_slots(cap) * AG_EV_RECORD_BYTES;
@@ -872,9 +874,27 @@ static int prepare_launch(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_hos
   slot->cap = (uint32_t)warp_slots(cap);
   slot->enabled = 1;
   slot->launch = idx;
-  CU(h, cuMemsetD8Async(lr->meta, 0, warps * AG_EV_META_BYTES, (CUstream)stream));
-  /* zero records: an occurrence that never ends keeps a zero second half */
-  CU(h, cuMemsetD8Async(lr->records, 0, rbytes, (CUstream)stream));
+  /* Zero metadata and records (an occurrence that never ends keeps a zero
+   * second half). The pool is carved, never reused, so its areas are zeroed
+   * ahead: at the first recorded launch, as much as the launches still to
+   * record need at this launch's size (within the pool), on its stream;
+   * a later launch past that extent zeroes its own area. Zeroing each
+   * launch's area just before it ran the kernel with its inputs evicted
+   * from L2: on examples/gemm_tma, 67 MB per launch made the traced kernel
+   * 18-22 % slower instead of 2-4 % (bench/RESULTS.md, "The record area's
+   * memset"). Zeroing the whole 1 GiB pool instead slowed the loads of a
+   * small kernel's probe runs twofold (the dirty lines' write-back). */
+  if (h->pool_used > h->pool_zeroed) {
+    uint64_t each = h->pool_used - start, todo = h->max_launches - h->nrecs;
+    uint64_t end = start + each * todo;
+    if (end > h->pool_size || end < start)
+      end = h->pool_size;
+    if (end < h->pool_used)
+      end = h->pool_used;
+    uint64_t from = h->pool_zeroed > start ? h->pool_zeroed : start;
+    CU(h, cuMemsetD8Async(h->pool + from, 0, end - from, (CUstream)stream));
+    h->pool_zeroed = end;
+  }
   if ((rc = bind_desc(h, m, slot, stream)))
     return rc;
   h->bound_off = 0;
