@@ -10,6 +10,9 @@
 #include "check.h"
 #include "tile_util.h"
 
+#include <sys/resource.h>
+#include <time.h>
+
 static ag_tile_report *check_file(const char *rel, ag_diags *d, int *rc) {
   char *src = tu_read(rel, NULL);
   if (!src) {
@@ -484,6 +487,110 @@ TEST(test_set_overrides) {
   free(src);
 }
 
-RUN_TESTS(T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
+/* Resource limits: inputs that crashed the checker (a stack overflow on long
+ * chains) or ran for a minute and many gigabytes before a limit fired are
+ * refused up front with the construct, the limit and how to raise it, in
+ * well under a second and a bounded amount of memory. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static char *chain_src(const char *head, const char *link, const char *tail, int n) {
+  ag_str s = AG_STR_INIT;
+  ag_str_puts(&s, HDR32);
+  ag_str_puts(&s, head);
+  for (int i = 0; i < n; i++)
+    ag_str_puts(&s, i ? link : "tid");
+  ag_str_puts(&s, tail);
+  char *out = ag_strdup(ag_str_cstr(&s));
+  ag_str_release(&s);
+  return out;
+}
+
+TEST(test_resource_limits) {
+  static const struct {
+    const char *head, *link, *tail; /* a chain of n links, or a fixed text (n = 0) */
+    int n, line, col;
+    const char *msg;
+  } cases[] = {
+      {"    x = ", " + tid", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    x = A[", "][0", "]\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    assert ", " < tid", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    x = ", " and tid", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    x = ", " .a", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    for kt in range(100000000):\n        pass\n", NULL, NULL, 0, 5, 15,
+       "unrolls to 100000000 iterations"},
+      {"    K = 128\n    BK = 32\n    for kt in range(K << BK):\n        x = kt\n", NULL, NULL, 0,
+       7, 15, "--max-steps"},
+      {"    for i in range(1000):\n        for j in range(1000):\n            for k in range(10):"
+       "\n                pass\n",
+       NULL, NULL, 0, 5, 14, "limit of 1000000 interpreted statements"},
+      {"    s = make_shared((32,), f32)\n    for kt in range(100000):\n        s[tid] = A[tid]\n"
+       "        syncthreads()\n        assert tag(s[tid]) != top\n",
+       NULL, NULL, 0, 7, 9, "more than 4096 shared-memory writes"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *src = cases[i].n ? chain_src(cases[i].head, cases[i].link, cases[i].tail, cases[i].n)
+                           : chain_src(cases[i].head, "", "", 0);
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    double t0 = now_s();
+    ag_tile_report *r = tu_check(src, "limits.tile", &d, &rc, NULL);
+    double dt = now_s() - t0;
+    CHECK_EQ_INT(rc, AG_EPARSE);
+    CHECK(r == NULL);
+    if (dt >= 1.0)
+      fprintf(stderr, "case %zu took %.2f s\n", i, dt);
+    CHECK(dt < 1.0);
+    if (cases[i].col)
+      tu_expect_diag(&d, i, cases[i].line, cases[i].col, cases[i].msg);
+    else if (d.items.n >= 1) {
+      CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
+      CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+    } else
+      CHECK(0);
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+    ag_free(src);
+  }
+  /* just under the limits: chains of 150 links and a loop of 1000 statements check */
+  const char *ok[] = {"    x = ", " + tid", "\n    assert x == 150 * tid\n"};
+  char *src = chain_src(ok[0], ok[1], ok[2], 150);
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(src, "limits.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && ag_tile_report_ok(r));
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  ag_free(src);
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.max_steps = 1000;
+  src = chain_src("    for i in range(997):\n        pass\n", "", "", 0);
+  ag_diags_init(&d);
+  r = tu_check(src, "limits.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, 0); /* 2 statements of the header, the loop and 997: 1000 */
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  ag_free(src);
+  src = chain_src("    for i in range(998):\n        pass\n", "", "", 0);
+  ag_diags_init(&d);
+  r = tu_check(src, "limits.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, AG_EPARSE);
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  ag_free(src);
+  /* the memory bound of docs/check.md: all of the above within 256 MiB */
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  CHECK(ru.ru_maxrss < 256 * 1024);
+}
+
+RUN_TESTS(T(test_resource_limits), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
           T(test_set_overrides))

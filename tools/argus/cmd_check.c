@@ -15,6 +15,8 @@ const ag_cli_opt cmd_check_opts[] = {
     {"rlimit", 0, "N", "solver resource limit per query (default 20000000)"},
     {"batch", 0, "N", "assertion instances per solver query (default 32)"},
     {"all", 0, NULL, "look for a counterexample in every instance, not just the first"},
+    {"max-steps", 0, "N", "interpreted statements per kernel after unrolling (default 1000000)"},
+    {"max-writes", 0, "N", "shared-memory writes per kernel after unrolling (default 4096)"},
     {0},
 };
 
@@ -74,6 +76,17 @@ int cmd_check(ag_cli *cli) {
   if (bt)
     o.batch = (int)v;
   o.all = ag_cli_flag(cli, "all");
+  static const char *const limits[] = {"max-steps", "max-writes"};
+  for (int i = 0; i < 2; i++) {
+    const char *lv = ag_cli_get(cli, limits[i]);
+    if (lv && (parse_u64(lv, &v) || v == 0 || v > (uint64_t)1 << 40)) {
+      ag_free(setcopy);
+      return ag_cli_usage_error(cli, "--%s takes an integer from 1 to 2^40, not '%s'",
+                                limits[i], lv);
+    }
+    if (lv)
+      *(i ? &o.max_writes : &o.max_steps) = (int64_t)v;
+  }
 
   ag_diags d;
   ag_diags_init(&d);

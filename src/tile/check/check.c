@@ -239,7 +239,9 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
   if (!opts.batch)
     opts.batch = 32;
   if (!opts.max_steps)
-    opts.max_steps = 5000000;
+    opts.max_steps = AG_TILE_MAX_STEPS;
+  if (!opts.max_writes)
+    opts.max_writes = AG_TILE_MAX_WRITES;
   ag_tile_report *r = ag_calloc(1, sizeof *r);
   if (!r)
     return AG_ENOMEM;

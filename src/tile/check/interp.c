@@ -985,6 +985,13 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
                    c->sbufs.v[buf].name, (long long)w.lo, (long long)w.hi,
                    (long long)c->sbufs.v[buf].size);
   }
+  int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
+  if ((int64_t)c->wrecs.n >= max_writes)
+    ag__ck_error(c, at,
+                 "more than %lld shared-memory writes after unrolling (each store or cp.async "
+                 "instance is one, and each read is checked against all of them); make the "
+                 "compile-time sizes smaller for checking or raise the limit with --max-writes",
+                 (long long)max_writes);
   if (ag_vec_push(&c->wrecs, w))
     ag__ck_oom(c);
 }
@@ -1818,7 +1825,7 @@ static void step(ag__ck *c, const ag_tile_node *n) {
   if (++c->steps > c->opts->max_steps)
     ag__ck_error(c, n,
                  "the program runs more than %lld statements after unrolling; make the "
-                 "compile-time sizes smaller for checking",
+                 "compile-time sizes smaller for checking or raise the limit with --max-steps",
                  (long long)c->opts->max_steps);
 }
 
@@ -2152,6 +2159,53 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   }
 }
 
+/* a * b, saturating at INT64_MAX (both >= 0) */
+static int64_t sat_mul(int64_t a, int64_t b) {
+  return a && b > INT64_MAX / a ? INT64_MAX : a * b;
+}
+static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+/* A lower bound on the statements one run of body interprets, known before
+ * running it: every statement counts one, a nested loop whose bounds are
+ * integer literals counts its trips times its body, an if its cheaper
+ * branch. Blocks nest at most AG_TILE_MAX_DEPTH deep (the parser). */
+static int64_t trips_of(int64_t start, int64_t stop, int64_t stepv) {
+  if (stepv > 0 ? start >= stop : start <= stop)
+    return 0;
+  /* in unsigned arithmetic: stop - start may not fit in int64 */
+  uint64_t span = stepv > 0 ? (uint64_t)stop - (uint64_t)start : (uint64_t)start - (uint64_t)stop;
+  uint64_t st = stepv > 0 ? (uint64_t)stepv : 0 - (uint64_t)stepv;
+  uint64_t t = (span - 1) / st + 1;
+  return t > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)t;
+}
+static int64_t block_cost(const ag_tile_list *body) {
+  int64_t sum = 0;
+  for (int i = 0; i < body->n; i++) {
+    const ag_tile_node *s = body->v[i];
+    int64_t k = 1;
+    if (s->kind == AG_TN_FOR && s->a->kind == AG_TN_CALL && s->a->list.n >= 1 &&
+        s->a->list.n <= 3) {
+      int64_t a[3] = {0, 0, 1}, lit = 1;
+      for (int j = 0; j < s->a->list.n; j++) {
+        const ag_tile_node *x = s->a->list.v[j];
+        if (x->kind == AG_TN_INT)
+          a[j] = x->ival;
+        else
+          lit = 0;
+      }
+      if (lit && s->a->list.n == 1)
+        a[1] = a[0], a[0] = 0;
+      if (lit && a[2] != 0)
+        k = sat_add(1, sat_mul(trips_of(a[0], a[1], a[2]), block_cost(&s->list)));
+    } else if (s->kind == AG_TN_IF) {
+      int64_t t = block_cost(&s->list), e = block_cost(&s->list2);
+      k = sat_add(1, t < e ? t : e);
+    }
+    sum = sat_add(sum, k);
+  }
+  return sum;
+}
+
 static void exec_for(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range"))
@@ -2173,6 +2227,18 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
   }
   if (stepv == 0)
     ag__ck_error(c, it, "range() step must not be zero");
+  /* the whole unrolled loop must fit the statement limit: refuse it before
+   * running any of it */
+  int64_t trips = trips_of(start, stop, stepv);
+  int64_t need = sat_mul(trips, block_cost(&n->list));
+  if (need > c->opts->max_steps - c->steps)
+    ag__ck_error(c, it,
+                 "loop 'for %s in range(...)' unrolls to %lld iterations of at least %lld "
+                 "statements each, more than the limit of %lld interpreted statements (%lld "
+                 "already run); make the compile-time sizes smaller for checking or raise the "
+                 "limit with --max-steps",
+                 n->name, (long long)trips, (long long)block_cost(&n->list),
+                 (long long)c->opts->max_steps, (long long)c->steps);
   ag__loopvar lv = {n->name, 0};
   if (ag_vec_push(&c->loops, lv))
     ag__ck_oom(c);
