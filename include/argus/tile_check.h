@@ -75,6 +75,9 @@ typedef struct ag_tile_assert_result {
   ag_tile_status status;
   int64_t instances;       /* unrolled instances checked */
   ag_tile_cex *cex;        /* when violated (the first found) */
+  int bounds;              /* 1: not an assert statement but the implicit "every index is
+                              within its mode" obligation of an access (listed only when
+                              not proved; the proved ones are counted in bounds_proved) */
   char *detail;            /* unknown: why */
 } ag_tile_assert_result;
 
@@ -84,6 +87,7 @@ typedef struct ag_tile_report {
   int nasserts;
   int nkernels;
   int64_t queries;         /* solver calls */
+  int64_t bounds_proved;   /* global and shared access sites proved in bounds */
   double interp_s, solve_s;
 } ag_tile_report;
 

@@ -98,6 +98,8 @@ static const bug bugs[] = {
     {"attention-overlap", "assert tag(sVt[st, 2 * (u % 32), 4", "top", NULL, NULL, "'smem'", -1,
      -1},
     {"attention-ldmatrix", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", 2, 1},
+    {"gemm-oob", "gA[bm + 1, r, 0, c]", "out of bounds: index 0 of 'gA'", NULL, NULL, "", -1, -1},
+    {"gemm-alias", "sA[0, r + 32,", "out of bounds: index 1 of 'sA'", NULL, NULL, "", -1, -1},
 };
 
 TEST(test_planted_bugs) {
@@ -179,9 +181,26 @@ typedef struct prog {
   const char *reason;     /* for the first violated one */
 } prog;
 
-#define HDR32 "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+#define HDR32 "@threads(32)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
 
 static const prog progs[] = {
+    {"constant indices past the end are refuted",
+     "@threads(32)\ndef k(A: Tensor(64, f32), B: Tensor(64, f32)):\n    T = A[i] -> (i,)\n"
+     "    tid = threadIdx.x\n    B[70] = A[100]\n    B[tid] = A[tid + 32]\n",
+     {AG_TILE_VIOLATED, AG_TILE_VIOLATED, AG_TILE_VIOLATED}, "index 0 of 'B' is 70,"},
+    {"a row past the end in the last block",
+     "@threads(32)\n@grid(M / 32)\ndef k(A: Tensor(M, 8, f32)):\n    assume M % 32 == 0\n"
+     "    T = A[i, j] -> (i, j)\n    row = blockIdx.x * 32 + threadIdx.x\n"
+     "    x = A[row, 7]\n    y = A[row + 5, 0]\n",
+     {AG_TILE_VIOLATED}, "index 0 of 'A' is "},
+    {"an index past its mode does not alias the next row",
+     HDR32 "    s = make_shared((2, 32), f32)\n    s[1, tid] = A[tid]\n    s[0, tid + 32] = A[tid]\n",
+     {AG_TILE_VIOLATED}, "index 1 of 's' is "},
+    {"guarded accesses are in bounds",
+     "@threads(32)\ndef k(A: Tensor(64, f32), B: Tensor(64, f32)):\n    T = A[i] -> (i,)\n"
+     "    tid = threadIdx.x\n    if tid < 16:\n        B[tid + 48] = A[tid * 4 + 3]\n"
+     "    assert tid < 32\n",
+     {AG_TILE_PROVED}, NULL},
     {"constants are bot",
      HDR32 "    r = make_local((2,), f32)\n    fill(r, 0)\n    assert tag(r[0]) == bot\n"
            "    assert tag(r[1]) == (1,)\n",
@@ -201,7 +220,7 @@ static const prog progs[] = {
            "    assert tag(s[tid]) != top\n",
      {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_PROVED}, NULL},
     {"a 16-byte load reassembles 2-byte writes",
-     "@threads(32)\ndef k(A: Tensor(N, bf16)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "@threads(32)\ndef k(A: Tensor(4096, bf16)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
      "    s = make_shared((32, 8), bf16)\n    for j in range(8):\n"
      "        s[tid, j] = A[tid * 8 + j]\n    syncthreads()\n    s16 = s.view((32,), u128)\n"
      "    v = s16[(tid + 5) % 32]\n    vh = v.view((8,), bf16)\n    for j in range(8):\n"
@@ -213,7 +232,7 @@ static const prog progs[] = {
            "    assert tag(s[(tid + 1) % 32]) == ((tid + 1) % 32,)\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED}, "not settled"},
     {"guarded writes",
-     "@threads(128)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "@threads(128)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
      "    s = make_shared((128,), f32)\n    if tid < 64:\n        s[tid] = A[tid]\n"
      "    syncthreads()\n    assert tag(s[tid % 64]) == (tid % 64,)\n"
      "    assert tag(s[tid]) == (tid,)\n",
@@ -225,12 +244,13 @@ static const prog progs[] = {
      HDR32 "    assert tag(A[tid]) != tag(A[tid + 1])\n    assert tag(A[tid]) != tag(A[tid])\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED}, "same tag"},
     {"a view the checker addresses linearly",
-     "@threads(32)\ndef k(A: Tensor(M, N, f32)):\n    T = A[i, j] -> (i, j)\n"
+     "@threads(32)\n@grid(M * N / 32)\ndef k(A: Tensor(M, N, f32)):\n"
+     "    assume M * N % 32 == 0\n    T = A[i, j] -> (i, j)\n"
      "    Af = A.view((M * N,), f32)\n    g = blockIdx.x * 32 + threadIdx.x\n"
      "    assert tag(Af[g]) == (g / N, g % N)\n    assert tag(Af[g]) == (g / N, g % M)\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
     {"vector loads from global carry one tag per element",
-     "@threads(32)\ndef k(A: Tensor(M, 64, bf16)):\n    T = A[i, j] -> (i, j)\n"
+     "@threads(32)\n@grid(M)\ndef k(A: Tensor(M, 64, bf16)):\n    T = A[i, j] -> (i, j)\n"
      "    Av = A.view((M, 8), u128)\n    x = Av[blockIdx.x, threadIdx.x % 8]\n"
      "    xh = x.view((8,), bf16)\n    for j in range(8):\n"
      "        assert tag(xh[j]) == (blockIdx.x, threadIdx.x % 8 * 8 + j)\n",
@@ -241,7 +261,7 @@ static const prog progs[] = {
            "        assert tag(r[v])[1] == tag(r[(v + 1) % 4])[1]\n",
      {AG_TILE_PROVED, AG_TILE_PROVED}, NULL},
     {"an unwaited cp.async is top",
-     "@threads(32)\ndef k(A: Tensor(N, u32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "@threads(32)\ndef k(A: Tensor(4096, u32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
      "    s = make_shared((32,), u32)\n    cp_async(s[tid], A[tid])\n    cp_async_commit()\n"
      "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n    cp_async_wait(0)\n"
      "    syncthreads()\n    assert tag(s[(tid + 3) % 32]) == ((tid + 3) % 32,)\n",
@@ -306,7 +326,7 @@ TEST(test_counterexample_values) {
   ag_diags d;
   ag_diags_init(&d);
   int rc;
-  const char *text = "@threads(128)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n"
+  const char *text = "@threads(128)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i,)\n"
                      "    tid = threadIdx.x\n    s = make_shared((128,), f32)\n"
                      "    if tid < 64:\n        s[tid] = A[tid]\n    syncthreads()\n"
                      "    assert tag(s[tid]) == (tid,)\n";
@@ -326,7 +346,7 @@ TEST(test_counterexample_values) {
   ag_diags_release(&d);
   /* the element and the writer of a wrong read */
   ag_diags_init(&d);
-  const char *t2 = "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i * 10,)\n"
+  const char *t2 = "@threads(32)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i * 10,)\n"
                    "    tid = threadIdx.x\n    s = make_shared((32,), f32)\n"
                    "    s[(tid + 1) % 32] = A[tid + 100]\n    syncthreads()\n"
                    "    assert tag(s[tid]) == (tid * 10 + 1000,)\n";

@@ -35,16 +35,18 @@ void ag__tile_cex_free(ag_tile_cex *x) {
   ag_free(x);
 }
 
+static void result_free(ag_tile_assert_result *a) {
+  ag_free(a->kernel);
+  ag_free(a->text);
+  ag_free(a->detail);
+  ag__tile_cex_free(a->cex);
+}
+
 void ag_tile_report_free(ag_tile_report *r) {
   if (!r)
     return;
-  for (int i = 0; i < r->nasserts; i++) {
-    ag_tile_assert_result *a = &r->asserts[i];
-    ag_free(a->kernel);
-    ag_free(a->text);
-    ag_free(a->detail);
-    ag__tile_cex_free(a->cex);
-  }
+  for (int i = 0; i < r->nasserts; i++)
+    result_free(&r->asserts[i]);
   ag_free(r->asserts);
   ag_free(r->file);
   ag_free(r);
@@ -55,6 +57,16 @@ int ag_tile_report_ok(const ag_tile_report *r) {
     if (r->asserts[i].status != AG_TILE_PROVED)
       return 0;
   return 1;
+}
+
+/* "B[70] is in bounds" for the implicit obligation of an access */
+static char *bounds_text(const ag_tile_node *n) {
+  ag_str s = AG_STR_INIT;
+  ag_tile_print(n, 0, &s);
+  ag_str_puts(&s, " is in bounds");
+  char *t = s.oom ? NULL : ag_strdup(ag_str_cstr(&s));
+  ag_str_release(&s);
+  return t;
 }
 
 static char *assert_text(const ag_tile_program *p, const ag_tile_node *n) {
@@ -179,7 +191,8 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     a->kernel = ag_strdup(k->name);
     a->line = c->asserts.v[i].at->line;
     a->col = c->asserts.v[i].at->col;
-    a->text = assert_text(p, c->asserts.v[i].at);
+    a->bounds = c->asserts.v[i].bounds;
+    a->text = a->bounds ? bounds_text(c->asserts.v[i].at) : assert_text(p, c->asserts.v[i].at);
     a->instances = c->asserts.v[i].instances;
     r->nasserts++;
     if (!a->kernel || !a->text) {
@@ -193,6 +206,18 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   r->solve_s += (double)(ag_now_ns() - t1) / 1e9;
   if (rc)
     goto out;
+  /* accesses proved in bounds are counted, not listed */
+  int kept = (int)n0;
+  for (int i = (int)n0; i < r->nasserts; i++) {
+    ag_tile_assert_result *a = &r->asserts[i];
+    if (a->bounds && a->status == AG_TILE_PROVED && !a->cex) {
+      r->bounds_proved++;
+      result_free(a);
+      continue;
+    }
+    r->asserts[kept++] = *a;
+  }
+  r->nasserts = kept;
   /* assertions never reached (a loop of zero trips, a constant-false if) */
   nodevec all = {0};
   int oom = 0;
@@ -328,6 +353,9 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
     if (x->rhs.expr || x->rhs.tag)
       side_text("right:", &x->rhs, o);
   }
+  if (r->bounds_proved)
+    ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
+                  (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
   ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown (%lld solver queries, %.2f s)\n",
                 nv ? "FAIL" : nu ? "UNKNOWN" : "OK", r->nasserts, r->nasserts == 1 ? "" : "s",
                 nv, nu, (long long)r->queries, r->interp_s + r->solve_s);
@@ -347,9 +375,10 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
     const ag_tile_assert_result *a = &r->asserts[i];
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
-    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?}", "kernel", a->kernel, "line", a->line,
-                          "col", a->col, "text", a->text, "status", status_name(a->status),
-                          "instances", (json_int_t)a->instances, "detail", a->detail);
+    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b}", "kernel", a->kernel, "line",
+                          a->line, "col", a->col, "text", a->text, "status",
+                          status_name(a->status), "instances", (json_int_t)a->instances,
+                          "detail", a->detail, "bounds", a->bounds);
     if (j && a->cex) {
       const ag_tile_cex *x = a->cex;
       json_t *sizes = json_object(), *loops = json_object();
@@ -376,8 +405,8 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
   if (!arr)
     return NULL;
   const char *verdict = nv ? "violated" : nu ? "unknown" : "proved";
-  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f}}", "schema", 1, "file", r->file,
+  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f,s:I}}", "schema", 1, "file", r->file,
                    "verdict", verdict, "assertions", arr, "stats", "kernels", r->nkernels,
                    "queries", (json_int_t)r->queries, "interpret_s", r->interp_s, "solve_s",
-                   r->solve_s);
+                   r->solve_s, "bounds_proved", (json_int_t)r->bounds_proved);
 }

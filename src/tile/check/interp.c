@@ -391,6 +391,42 @@ static const ag_expr *mode_offset(ag__ck *c, const ag_tile_node *n, const ag_lay
   return off;
 }
 
+static int assert_index(ag__ck *c, const ag_tile_node *n);
+
+/* Memory safety: index idx of mode `mode` of `name` (extent ext) at node ix
+ * of the access `site` must lie in [0, ext). Decided here when the index's
+ * range is known (it depends on the thread and constants only); otherwise an
+ * obligation for the solver, checked like an integer assertion under the
+ * current path, so an index past its mode is a violation and never an alias
+ * of the next row. */
+static void in_bounds(ag__ck *c, const ag_tile_node *site, const char *name, int mode,
+                      const ag_expr *idx, const ag_expr *ext) {
+  int64_t lo, hi, e;
+  if (ag_expr_is_const(ext, &e) && !ag__xbounds(c, idx, &lo, &hi) && lo >= 0 && hi < e)
+    return;
+  const ag__bx *cond = ag__bcmp(c, AG_OP_LT, idx, ext);
+  int v;
+  if (ag__bis_const(cond, &v) && v)
+    return;
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.k = OB_INT;
+  o.at = site;
+  o.path = c->path;
+  o.cond = cond;
+  o.bidx = idx;
+  o.bext = ext;
+  o.bmode = mode;
+  o.bname = site->a && site->a->kind == AG_TN_NAME ? site->a->name : name ? name : "?";
+  o.stmt = assert_index(c, site);
+  c->asserts.v[o.stmt].bounds = 1;
+  o.nloops = (int)c->loops.n;
+  o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
+  ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
+  if (ag_vec_push(&c->obligs, o))
+    ag__ck_oom(c);
+}
+
 /* Indexes a shared or register tile; returns an element (every mode fixed)
  * or a sub-tile (modes given as ':' or 'a:b' kept). */
 static ag__value *index_local(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
@@ -434,6 +470,8 @@ static ag__value *index_local(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
     if (ag_expr_is_const(idx, &iv) && (iv < 0 || iv >= ext))
       ag__ck_error(c, ix, "index %lld is out of range for mode %d of extent %lld",
                    (long long)iv, i, (long long)ext);
+    if (t->sp == SP_SHARED)
+      in_bounds(c, n, t->name, i, idx, ag__xc(c, ext));
     off = ag__x(c, AG_X_ADD, off, mode_offset(c, ix, &mode, idx));
   }
   int esz = ag__dt_size(t->dt);
@@ -508,6 +546,7 @@ static ag__value *index_global(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
       continue;
     }
     const ag_expr *idx = as_int(c, ix, eval(c, ix), "a tensor index");
+    in_bounds(c, n, t->name, i, idx, g->dims[i]);
     if (g->linear) {
       h->lbase = ag__x(c, AG_X_ADD, h->lbase, ag__x(c, AG_X_MUL, idx, g->lstride[i]));
     } else {
@@ -2022,7 +2061,7 @@ static int assert_index(ag__ck *c, const ag_tile_node *n) {
       c->asserts.v[i].instances++;
       return (int)i;
     }
-  ag__stmt_info s = {n, 1};
+  ag__stmt_info s = {n, 1, 0};
   if (ag_vec_push(&c->asserts, s))
     ag__ck_oom(c);
   return (int)c->asserts.n - 1;
