@@ -31,12 +31,16 @@ typedef struct ag_tile_check_opts {
   const char *const *defines; /* "NAME=VALUE" overrides of const parameters */
   int ndefines;
   int all;                /* keep checking an assertion after its first counterexample */
+  int strict;             /* an assertion never reached is an error, not a warning */
 } ag_tile_check_opts;
 
 typedef enum ag_tile_status {
   AG_TILE_PROVED = 0,     /* holds for every block, thread and problem size */
   AG_TILE_VIOLATED,       /* a counterexample exists */
-  AG_TILE_UNKNOWN         /* the solver hit its resource limit */
+  AG_TILE_UNKNOWN,        /* the solver hit its resource limit */
+  AG_TILE_VACUOUS         /* never reached under these sizes and assumptions, and that is an
+                             error: under `strict`, or when no assertion of the kernel is
+                             reached (otherwise it is proved, with a warning) */
 } ag_tile_status;
 
 typedef struct ag_tile_kv {

@@ -410,6 +410,7 @@ static const sbad sbads[] = {
     {H "    s = make_shared((64,), bf16)\n    v = s.view((8,), u128, swizzle(3, 0, 3))\n", 4, 9,
      "swizzle period"},
     {H "    assert tag(A[0]) == top\n", 3, 22, "not supported"},
+    {H "    assume N % 64 == 0\n    assume N < 64\n", 2, 1, "contradict each other"},
 };
 
 TEST(test_semantic_errors) {
@@ -611,6 +612,71 @@ TEST(test_resource_limits) {
   CHECK(ru.ru_maxrss < 256 * 1024);
 }
 
-RUN_TESTS(T(test_resource_limits), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
+/* Vacuity: an assertion no instance reaches is a warning by default, an
+ * error under strict, and a kernel whose assertions are all unreached (the
+ * loops of --set K=0) is never OK. */
+static const ag_tile_assert_result *at_line(const ag_tile_report *r, int line) {
+  return tu_find(r, line);
+}
+
+TEST(test_vacuity) {
+  const char *text = "@threads(32)\ndef k(A: Tensor(M, f32), K: const = 4):\n"
+                     "    for i in range(K):\n        assert threadIdx.x < 32\n"
+                     "    assert threadIdx.x < 32\n    if K > 100:\n"
+                     "        assert threadIdx.x < 3\n";
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  for (int strict = 0; strict < 2; strict++) {
+    o.strict = strict;
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(text, "vac.tile", &d, &rc, &o);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_assert_result *a = at_line(r, 7);
+    CHECK(a != NULL);
+    if (a)
+      CHECK_EQ_INT(a->status, strict ? AG_TILE_VACUOUS : AG_TILE_PROVED);
+    CHECK(at_line(r, 4) && at_line(r, 4)->status == AG_TILE_PROVED);
+    CHECK_EQ_INT(r ? ag_tile_report_ok(r) : -1, !strict);
+    CHECK(d.items.n == 1);
+    if (d.items.n >= 1) {
+      CHECK_EQ_INT(d.items.v[0].sev, strict ? AG_SEV_ERROR : AG_SEV_WARNING);
+      CHECK_EQ_INT(d.items.v[0].line, 7);
+      CHECK_EQ_INT(d.items.v[0].col, 9);
+      CHECK_CONTAINS(d.items.v[0].msg, "assertion never reached");
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+  /* every assertion unreached: not OK even without strict */
+  char *src = tu_read("examples/tile/gemm.tile", NULL);
+  CHECK(src != NULL);
+  const char *defs[] = {"K=0"};
+  memset(&o, 0, sizeof o);
+  o.defines = defs;
+  o.ndefines = 1;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = src ? tu_check(src, "gemm.tile", &d, &rc, &o) : NULL;
+  CHECK(r != NULL);
+  if (r) {
+    CHECK(!ag_tile_report_ok(r));
+    int nvac = 0;
+    for (int i = 0; i < r->nasserts; i++)
+      nvac += r->asserts[i].status == AG_TILE_VACUOUS;
+    CHECK_EQ_INT(nvac, 4);
+    ag_str s = AG_STR_INIT;
+    ag_tile_report_text(r, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), "4 never reached");
+    ag_str_release(&s);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+}
+
+RUN_TESTS(T(test_resource_limits), T(test_vacuity), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
           T(test_set_overrides))

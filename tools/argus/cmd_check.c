@@ -15,6 +15,7 @@ const ag_cli_opt cmd_check_opts[] = {
     {"rlimit", 0, "N", "solver resource limit per query (default 20000000)"},
     {"batch", 0, "N", "assertion instances per solver query (default 32)"},
     {"all", 0, NULL, "look for a counterexample in every instance, not just the first"},
+    {"strict", 0, NULL, "an assertion never reached under the sizes is an error, not a warning"},
     {"max-steps", 0, "N", "interpreted statements per kernel after unrolling (default 1000000)"},
     {"max-writes", 0, "N", "shared-memory writes per kernel after unrolling (default 4096)"},
     {0},
@@ -76,6 +77,7 @@ int cmd_check(ag_cli *cli) {
   if (bt)
     o.batch = (int)v;
   o.all = ag_cli_flag(cli, "all");
+  o.strict = ag_cli_flag(cli, "strict");
   static const char *const limits[] = {"max-steps", "max-writes"};
   for (int i = 0; i < 2; i++) {
     const char *lv = ag_cli_get(cli, limits[i]);

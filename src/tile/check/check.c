@@ -222,6 +222,9 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   nodevec all = {0};
   int oom = 0;
   find_asserts(&k->list2, &all, &oom);
+  size_t first = (size_t)r->nasserts, nvac = 0, nuser = 0;
+  for (size_t j = 0; j < c->asserts.n; j++)
+    nuser += !c->asserts.v[j].bounds;
   for (size_t i = 0; i < all.n && !oom; i++) {
     int reached = 0;
     for (size_t j = 0; j < c->asserts.n; j++)
@@ -243,7 +246,21 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     a->detail = ag_strdup("never reached (no instance to check)");
     if (!a->kernel || !a->text || !a->detail)
       oom = 1;
+    nvac++;
+    a->status = o->strict ? AG_TILE_VACUOUS : AG_TILE_PROVED;
+    size_t ll = 0;
+    const char *src = ag_tile_srcline(p, a->line, &ll);
+    if (ag_diags_add(d, o->strict ? AG_SEV_ERROR : AG_SEV_WARNING, p->file, a->line, a->col,
+                     src, ll,
+                     "assertion never reached: no loop iteration or branch gets to it under "
+                     "these sizes and assumptions, so it checks nothing%s",
+                     o->strict ? "" : " (an error under --strict)"))
+      oom = 1;
   }
+  /* a kernel whose assertions are all unreached proves nothing */
+  if (!oom && nvac && nuser == 0)
+    for (size_t i = first; i < (size_t)r->nasserts; i++)
+      r->asserts[i].status = AG_TILE_VACUOUS;
   ag_vec_free(&all);
   if (oom)
     rc = AG_ENOMEM;
@@ -300,7 +317,10 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
 
 /* ------------------------------------------------------------- rendering */
 static const char *status_name(ag_tile_status s) {
-  return s == AG_TILE_PROVED ? "proved" : s == AG_TILE_VIOLATED ? "violated" : "unknown";
+  return s == AG_TILE_PROVED     ? "proved"
+         : s == AG_TILE_VIOLATED ? "violated"
+         : s == AG_TILE_VACUOUS  ? "vacuous"
+                                 : "unknown";
 }
 
 static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
@@ -324,11 +344,12 @@ static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
 }
 
 int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
-  int nv = 0, nu = 0;
+  int nv = 0, nu = 0, nvac = 0;
   for (int i = 0; i < r->nasserts; i++) {
     const ag_tile_assert_result *a = &r->asserts[i];
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
+    nvac += a->status == AG_TILE_VACUOUS;
     ag_str_printf(o, "%s:%d:%d: %s: %s", r->file, a->line, a->col, status_name(a->status),
                   a->text);
     ag_str_printf(o, "  [%s, %lld instance%s]\n", a->kernel, (long long)a->instances,
@@ -356,9 +377,15 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
   if (r->bounds_proved)
     ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
                   (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
-  ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown (%lld solver queries, %.2f s)\n",
-                nv ? "FAIL" : nu ? "UNKNOWN" : "OK", r->nasserts, r->nasserts == 1 ? "" : "s",
-                nv, nu, (long long)r->queries, r->interp_s + r->solve_s);
+  ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown", nv ? "FAIL"
+                                                                : nvac ? "VACUOUS"
+                                                                : nu   ? "UNKNOWN"
+                                                                       : "OK",
+                r->nasserts, r->nasserts == 1 ? "" : "s", nv, nu);
+  if (nvac)
+    ag_str_printf(o, ", %d never reached", nvac);
+  ag_str_printf(o, " (%lld solver queries, %.2f s)\n", (long long)r->queries,
+                r->interp_s + r->solve_s);
   return o->oom ? AG_ENOMEM : 0;
 }
 
@@ -370,11 +397,12 @@ static json_t *side_json(const ag_tile_cex_side *s) {
 
 json_t *ag_tile_report_json(const ag_tile_report *r) {
   json_t *arr = json_array();
-  int nv = 0, nu = 0;
+  int nv = 0, nu = 0, nvac = 0;
   for (int i = 0; arr && i < r->nasserts; i++) {
     const ag_tile_assert_result *a = &r->asserts[i];
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
+    nvac += a->status == AG_TILE_VACUOUS;
     json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b}", "kernel", a->kernel, "line",
                           a->line, "col", a->col, "text", a->text, "status",
                           status_name(a->status), "instances", (json_int_t)a->instances,
@@ -404,7 +432,7 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
   }
   if (!arr)
     return NULL;
-  const char *verdict = nv ? "violated" : nu ? "unknown" : "proved";
+  const char *verdict = nv ? "violated" : nvac ? "vacuous" : nu ? "unknown" : "proved";
   return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f,s:I}}", "schema", 1, "file", r->file,
                    "verdict", verdict, "assertions", arr, "stats", "kernels", r->nkernels,
                    "queries", (json_int_t)r->queries, "interpret_s", r->interp_s, "solve_s",
