@@ -411,6 +411,14 @@ static const sbad sbads[] = {
      "swizzle period"},
     {H "    assert tag(A[0]) == top\n", 3, 22, "not supported"},
     {H "    assume N % 64 == 0\n    assume N < 64\n", 2, 1, "contradict each other"},
+    {H "    x = threadIdx.x % (1 << 70)\n", 3, 26, "'<<' by 70 overflows"},
+    {"@threads(32)\ndef k(A: Tensor(N, f32), A: Tensor(N, f32)):\n    pass\n", 2, 26,
+     "parameter 'A' is declared twice"},
+    {"@threads(32)\ndef k(A: Tensor(N, f32)):\n    pass\n@threads(32)\ndef k(A: Tensor(N, f32)):"
+     "\n    pass\n",
+     5, 1, "kernel 'k' is defined twice (first at line 2)"},
+    {H "    x = threadIdx.x >> 64\n", 3, 21, "'>>' by 64 overflows"},
+    {H "    x = (1 << 40) << 30\n", 3, 19, "'<<' by 30 overflows"},
 };
 
 TEST(test_semantic_errors) {

@@ -296,6 +296,21 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
   for (int i = 0; i < p->top.n && !rc; i++) {
     if (p->top.v[i]->kind != AG_TN_KERNEL)
       continue;
+    const ag_tile_node *k = p->top.v[i];
+    for (int j = 0; j < i && !rc; j++) {
+      const ag_tile_node *e = p->top.v[j];
+      if (e->kind == AG_TN_KERNEL && !strcmp(e->name, k->name)) {
+        size_t ll = 0;
+        const char *src = ag_tile_srcline(p, k->line, &ll);
+        rc = ag_diags_add(d, AG_SEV_ERROR, p->file, k->line, k->col, src, ll,
+                          "kernel '%s' is defined twice (first at line %d); rename one",
+                          k->name, e->line)
+                 ? AG_ENOMEM
+                 : AG_EPARSE;
+      }
+    }
+    if (rc)
+      break;
     r->nkernels++;
     rc = check_kernel(p, p->top.v[i], &opts, d, r);
   }

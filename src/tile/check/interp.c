@@ -1721,6 +1721,14 @@ static ag__value *binop(ag__ck *c, const ag_tile_node *n) {
     if ((n->op == AG_OP_DIV || n->op == AG_OP_FLOORDIV || n->op == AG_OP_MOD) &&
         ag_expr_is_const(y, &yv) && yv == 0)
       ag__ck_error(c, n, "division by zero");
+    int64_t xv;
+    if ((n->op == AG_OP_SHL || n->op == AG_OP_SHR) && ag_expr_is_const(y, &yv) &&
+        (yv < 0 || yv > 62 ||
+         (n->op == AG_OP_SHL && ag_expr_is_const(x, &xv) && (xv < 0 || xv > (INT64_MAX >> yv)))))
+      ag__ck_error(c, n,
+                   "'%s' by %lld overflows: compile-time integers have 63 bits and a shift "
+                   "count must be in 0..62 with a result below 2^63",
+                   ag_tile_op_text(n->op), (long long)yv);
     return vint(c, ag__x(c, xop(n->op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
@@ -2341,6 +2349,11 @@ static int64_t define_value(ag__ck *c, const char *name, int *found) {
 
 static void setup_params(ag__ck *c) {
   const ag_tile_node *k = c->kernel;
+  for (int i = 0; i < k->list.n; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(k->list.v[i]->name, k->list.v[j]->name))
+        ag__ck_error(c, k->list.v[i], "parameter '%s' is declared twice (first at column %d)",
+                     k->list.v[i]->name, k->list.v[j]->col);
   /* constants first: tensor shapes may name them */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < k->list.n; i++) {
