@@ -22,12 +22,14 @@ extern "C" {
  * size exceeds the statement limit is refused before it runs. */
 #define AG_TILE_MAX_STEPS 1000000
 #define AG_TILE_MAX_WRITES 4096
+#define AG_TILE_MAX_MEMORY_MIB 128
 
 typedef struct ag_tile_check_opts {
   uint64_t rlimit;        /* Z3 resource limit per query (0: default 20,000,000) */
   int batch;              /* assertion instances per query (0: default 32) */
   int64_t max_steps;      /* interpreted statements per kernel (0: AG_TILE_MAX_STEPS) */
   int64_t max_writes;     /* shared-memory write records per kernel (0: AG_TILE_MAX_WRITES) */
+  int64_t max_memory_mib; /* the interpreter's arena per kernel, MiB (0: AG_TILE_MAX_MEMORY_MIB) */
   const char *const *defines; /* "NAME=VALUE" overrides of const parameters */
   int ndefines;
   int all;                /* keep checking an assertion after its first counterexample */

@@ -614,6 +614,24 @@ TEST(test_resource_limits) {
   ag_tile_report_free(r);
   ag_diags_release(&d);
   ag_free(src);
+  /* attention at a 16k sequence unrolls past the memory limit: refused early */
+  src = tu_read("examples/tile/attention.tile", NULL);
+  CHECK(src != NULL);
+  const char *defs[] = {"skv=16384"};
+  memset(&o, 0, sizeof o);
+  o.defines = defs;
+  o.ndefines = 1;
+  ag_diags_init(&d);
+  double t0 = now_s();
+  r = src ? tu_check(src, "attention.tile", &d, &rc, &o) : NULL;
+  double dt = now_s() - t0;
+  CHECK_EQ_INT(rc, AG_EPARSE);
+  CHECK(dt < 2.0); /* 0.44 s measured on the 2-core machine */
+  CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, "more than 128 MiB") &&
+        strstr(d.items.v[0].msg, "--max-memory"));
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
   /* the memory bound of docs/check.md: all of the above within 256 MiB */
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

@@ -18,6 +18,7 @@ const ag_cli_opt cmd_check_opts[] = {
     {"strict", 0, NULL, "an assertion never reached under the sizes is an error, not a warning"},
     {"max-steps", 0, "N", "interpreted statements per kernel after unrolling (default 1000000)"},
     {"max-writes", 0, "N", "shared-memory writes per kernel after unrolling (default 4096)"},
+    {"max-memory", 0, "MIB", "the interpreter's memory per kernel in MiB (default 128)"},
     {0},
 };
 
@@ -78,8 +79,9 @@ int cmd_check(ag_cli *cli) {
     o.batch = (int)v;
   o.all = ag_cli_flag(cli, "all");
   o.strict = ag_cli_flag(cli, "strict");
-  static const char *const limits[] = {"max-steps", "max-writes"};
-  for (int i = 0; i < 2; i++) {
+  static const char *const limits[] = {"max-steps", "max-writes", "max-memory"};
+  int64_t *limit_of[] = {&o.max_steps, &o.max_writes, &o.max_memory_mib};
+  for (int i = 0; i < 3; i++) {
     const char *lv = ag_cli_get(cli, limits[i]);
     if (lv && (parse_u64(lv, &v) || v == 0 || v > (uint64_t)1 << 40)) {
       ag_free(setcopy);
@@ -87,7 +89,7 @@ int cmd_check(ag_cli *cli) {
                                 limits[i], lv);
     }
     if (lv)
-      *(i ? &o.max_writes : &o.max_steps) = (int64_t)v;
+      *limit_of[i] = (int64_t)v;
   }
 
   ag_diags d;

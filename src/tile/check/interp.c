@@ -1869,6 +1869,13 @@ static ag__value *eval(ag__ck *c, const ag_tile_node *n) {
 /* ----------------------------------------------------------- statements */
 static void step(ag__ck *c, const ag_tile_node *n) {
   c->pc++;
+  int64_t max_mib = c->opts->max_memory_mib ? c->opts->max_memory_mib : AG_TILE_MAX_MEMORY_MIB;
+  if ((int64_t)(c->arena.used_total >> 20) >= max_mib)
+    ag__ck_error(c, n,
+                 "interpreting the kernel takes more than %lld MiB (after %lld statements); "
+                 "make the compile-time sizes smaller for checking or raise the limit with "
+                 "--max-memory",
+                 (long long)max_mib, (long long)c->steps);
   if (++c->steps > c->opts->max_steps)
     ag__ck_error(c, n,
                  "the program runs more than %lld statements after unrolling; make the "
