@@ -18,19 +18,31 @@
 extern "C" {
 #endif
 
+/* Default resource limits (docs/check.md, "Limits"): a loop whose unrolled
+ * size exceeds the statement limit is refused before it runs. */
+#define AG_TILE_MAX_STEPS 1000000
+#define AG_TILE_MAX_WRITES 4096
+#define AG_TILE_MAX_MEMORY_MIB 128
+
 typedef struct ag_tile_check_opts {
   uint64_t rlimit;        /* Z3 resource limit per query (0: default 20,000,000) */
   int batch;              /* assertion instances per query (0: default 32) */
-  int64_t max_steps;      /* interpreted statements per kernel (0: default 5,000,000) */
+  int64_t max_steps;      /* interpreted statements per kernel (0: AG_TILE_MAX_STEPS) */
+  int64_t max_writes;     /* shared-memory write records per kernel (0: AG_TILE_MAX_WRITES) */
+  int64_t max_memory_mib; /* the interpreter's arena per kernel, MiB (0: AG_TILE_MAX_MEMORY_MIB) */
   const char *const *defines; /* "NAME=VALUE" overrides of const parameters */
   int ndefines;
   int all;                /* keep checking an assertion after its first counterexample */
+  int strict;             /* an assertion never reached is an error, not a warning */
 } ag_tile_check_opts;
 
 typedef enum ag_tile_status {
   AG_TILE_PROVED = 0,     /* holds for every block, thread and problem size */
   AG_TILE_VIOLATED,       /* a counterexample exists */
-  AG_TILE_UNKNOWN         /* the solver hit its resource limit */
+  AG_TILE_UNKNOWN,        /* the solver hit its resource limit */
+  AG_TILE_VACUOUS         /* never reached under these sizes and assumptions, and that is an
+                             error: under `strict`, or when no assertion of the kernel is
+                             reached (otherwise it is proved, with a warning) */
 } ag_tile_status;
 
 typedef struct ag_tile_kv {
@@ -69,6 +81,9 @@ typedef struct ag_tile_assert_result {
   ag_tile_status status;
   int64_t instances;       /* unrolled instances checked */
   ag_tile_cex *cex;        /* when violated (the first found) */
+  int bounds;              /* 1: not an assert statement but the implicit "every index is
+                              within its mode" obligation of an access (listed only when
+                              not proved; the proved ones are counted in bounds_proved) */
   char *detail;            /* unknown: why */
 } ag_tile_assert_result;
 
@@ -78,6 +93,7 @@ typedef struct ag_tile_report {
   int nasserts;
   int nkernels;
   int64_t queries;         /* solver calls */
+  int64_t bounds_proved;   /* global and shared access sites proved in bounds */
   double interp_s, solve_s;
 } ag_tile_report;
 

@@ -43,6 +43,7 @@ TEST(test_proved_exit_0) {
   CHECK_EQ_INT(run(a, &out, &err), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "OK: 4 assertions, 0 violated");
   CHECK_CONTAINS(ag_str_cstr(&out), "gemm.tile:");
+  CHECK_CONTAINS(ag_str_cstr(&out), "in bounds: 5 accesses");
   const char *b[] = {bin(), "--json", "check", src_path(0, "examples/tile/attention.tile"), NULL};
   CHECK_EQ_INT(run(b, &out, &err), 0);
   json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
@@ -57,7 +58,7 @@ TEST(test_proved_exit_0) {
 TEST(test_violated_exit_1) {
   ag_str out = AG_STR_INIT, err = AG_STR_INIT;
   const char *f = write_tmp(0, "cli_bad.tile",
-                            "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n"
+                            "@threads(32)\ndef k(A: Tensor(32, f32)):\n    T = A[i] -> (i,)\n"
                             "    s = make_shared((32,), f32)\n"
                             "    s[threadIdx.x] = A[threadIdx.x]\n    syncthreads()\n"
                             "    assert tag(s[(threadIdx.x + 1) % 32]) == (threadIdx.x,)\n");
@@ -128,6 +129,19 @@ TEST(test_usage) {
   const char *g[] = {bin(), "check", "-D", "K=64", src_path(0, "examples/tile/gemm.tile"), NULL};
   CHECK_EQ_INT(run(g, &out, &err), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "64 instances");
+  /* the limits: a bad value is a usage error; a small one is hit and named */
+  const char *h[] = {bin(), "check", "--max-steps", "0", src_path(0, "examples/tile/gemm.tile"),
+                     NULL};
+  CHECK_EQ_INT(run(h, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--max-steps takes an integer");
+  const char *k[] = {bin(), "check", "--max-steps", "100",
+                     src_path(0, "examples/tile/gemm.tile"), NULL};
+  CHECK_EQ_INT(run(k, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "limit of 100 interpreted statements");
+  const char *m[] = {bin(), "check", "--max-writes", "3",
+                     src_path(0, "examples/tile/gemm.tile"), NULL};
+  CHECK_EQ_INT(run(m, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "more than 3 shared-memory writes");
   ag_str_release(&out);
   ag_str_release(&err);
 }

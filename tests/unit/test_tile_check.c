@@ -10,6 +10,9 @@
 #include "check.h"
 #include "tile_util.h"
 
+#include <sys/resource.h>
+#include <time.h>
+
 static ag_tile_report *check_file(const char *rel, ag_diags *d, int *rc) {
   char *src = tu_read(rel, NULL);
   if (!src) {
@@ -95,6 +98,8 @@ static const bug bugs[] = {
     {"attention-overlap", "assert tag(sVt[st, 2 * (u % 32), 4", "top", NULL, NULL, "'smem'", -1,
      -1},
     {"attention-ldmatrix", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", 2, 1},
+    {"gemm-oob", "gA[bm + 1, r, 0, c]", "out of bounds: index 0 of 'gA'", NULL, NULL, "", -1, -1},
+    {"gemm-alias", "sA[0, r + 32,", "out of bounds: index 1 of 'sA'", NULL, NULL, "", -1, -1},
 };
 
 TEST(test_planted_bugs) {
@@ -176,9 +181,26 @@ typedef struct prog {
   const char *reason;     /* for the first violated one */
 } prog;
 
-#define HDR32 "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+#define HDR32 "@threads(32)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
 
 static const prog progs[] = {
+    {"constant indices past the end are refuted",
+     "@threads(32)\ndef k(A: Tensor(64, f32), B: Tensor(64, f32)):\n    T = A[i] -> (i,)\n"
+     "    tid = threadIdx.x\n    B[70] = A[100]\n    B[tid] = A[tid + 32]\n",
+     {AG_TILE_VIOLATED, AG_TILE_VIOLATED, AG_TILE_VIOLATED}, "index 0 of 'B' is 70,"},
+    {"a row past the end in the last block",
+     "@threads(32)\n@grid(M / 32)\ndef k(A: Tensor(M, 8, f32)):\n    assume M % 32 == 0\n"
+     "    T = A[i, j] -> (i, j)\n    row = blockIdx.x * 32 + threadIdx.x\n"
+     "    x = A[row, 7]\n    y = A[row + 5, 0]\n",
+     {AG_TILE_VIOLATED}, "index 0 of 'A' is "},
+    {"an index past its mode does not alias the next row",
+     HDR32 "    s = make_shared((2, 32), f32)\n    s[1, tid] = A[tid]\n    s[0, tid + 32] = A[tid]\n",
+     {AG_TILE_VIOLATED}, "index 1 of 's' is "},
+    {"guarded accesses are in bounds",
+     "@threads(32)\ndef k(A: Tensor(64, f32), B: Tensor(64, f32)):\n    T = A[i] -> (i,)\n"
+     "    tid = threadIdx.x\n    if tid < 16:\n        B[tid + 48] = A[tid * 4 + 3]\n"
+     "    assert tid < 32\n",
+     {AG_TILE_PROVED}, NULL},
     {"constants are bot",
      HDR32 "    r = make_local((2,), f32)\n    fill(r, 0)\n    assert tag(r[0]) == bot\n"
            "    assert tag(r[1]) == (1,)\n",
@@ -198,7 +220,7 @@ static const prog progs[] = {
            "    assert tag(s[tid]) != top\n",
      {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_PROVED}, NULL},
     {"a 16-byte load reassembles 2-byte writes",
-     "@threads(32)\ndef k(A: Tensor(N, bf16)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "@threads(32)\ndef k(A: Tensor(4096, bf16)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
      "    s = make_shared((32, 8), bf16)\n    for j in range(8):\n"
      "        s[tid, j] = A[tid * 8 + j]\n    syncthreads()\n    s16 = s.view((32,), u128)\n"
      "    v = s16[(tid + 5) % 32]\n    vh = v.view((8,), bf16)\n    for j in range(8):\n"
@@ -210,7 +232,7 @@ static const prog progs[] = {
            "    assert tag(s[(tid + 1) % 32]) == ((tid + 1) % 32,)\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED}, "not settled"},
     {"guarded writes",
-     "@threads(128)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "@threads(128)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
      "    s = make_shared((128,), f32)\n    if tid < 64:\n        s[tid] = A[tid]\n"
      "    syncthreads()\n    assert tag(s[tid % 64]) == (tid % 64,)\n"
      "    assert tag(s[tid]) == (tid,)\n",
@@ -222,12 +244,13 @@ static const prog progs[] = {
      HDR32 "    assert tag(A[tid]) != tag(A[tid + 1])\n    assert tag(A[tid]) != tag(A[tid])\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED}, "same tag"},
     {"a view the checker addresses linearly",
-     "@threads(32)\ndef k(A: Tensor(M, N, f32)):\n    T = A[i, j] -> (i, j)\n"
+     "@threads(32)\n@grid(M * N / 32)\ndef k(A: Tensor(M, N, f32)):\n"
+     "    assume M * N % 32 == 0\n    T = A[i, j] -> (i, j)\n"
      "    Af = A.view((M * N,), f32)\n    g = blockIdx.x * 32 + threadIdx.x\n"
      "    assert tag(Af[g]) == (g / N, g % N)\n    assert tag(Af[g]) == (g / N, g % M)\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
     {"vector loads from global carry one tag per element",
-     "@threads(32)\ndef k(A: Tensor(M, 64, bf16)):\n    T = A[i, j] -> (i, j)\n"
+     "@threads(32)\n@grid(M)\ndef k(A: Tensor(M, 64, bf16)):\n    T = A[i, j] -> (i, j)\n"
      "    Av = A.view((M, 8), u128)\n    x = Av[blockIdx.x, threadIdx.x % 8]\n"
      "    xh = x.view((8,), bf16)\n    for j in range(8):\n"
      "        assert tag(xh[j]) == (blockIdx.x, threadIdx.x % 8 * 8 + j)\n",
@@ -238,7 +261,7 @@ static const prog progs[] = {
            "        assert tag(r[v])[1] == tag(r[(v + 1) % 4])[1]\n",
      {AG_TILE_PROVED, AG_TILE_PROVED}, NULL},
     {"an unwaited cp.async is top",
-     "@threads(32)\ndef k(A: Tensor(N, u32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+     "@threads(32)\ndef k(A: Tensor(4096, u32)):\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
      "    s = make_shared((32,), u32)\n    cp_async(s[tid], A[tid])\n    cp_async_commit()\n"
      "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n    cp_async_wait(0)\n"
      "    syncthreads()\n    assert tag(s[(tid + 3) % 32]) == ((tid + 3) % 32,)\n",
@@ -303,7 +326,7 @@ TEST(test_counterexample_values) {
   ag_diags d;
   ag_diags_init(&d);
   int rc;
-  const char *text = "@threads(128)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i,)\n"
+  const char *text = "@threads(128)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i,)\n"
                      "    tid = threadIdx.x\n    s = make_shared((128,), f32)\n"
                      "    if tid < 64:\n        s[tid] = A[tid]\n    syncthreads()\n"
                      "    assert tag(s[tid]) == (tid,)\n";
@@ -323,7 +346,7 @@ TEST(test_counterexample_values) {
   ag_diags_release(&d);
   /* the element and the writer of a wrong read */
   ag_diags_init(&d);
-  const char *t2 = "@threads(32)\ndef k(A: Tensor(N, f32)):\n    T = A[i] -> (i * 10,)\n"
+  const char *t2 = "@threads(32)\ndef k(A: Tensor(4096, f32)):\n    T = A[i] -> (i * 10,)\n"
                    "    tid = threadIdx.x\n    s = make_shared((32,), f32)\n"
                    "    s[(tid + 1) % 32] = A[tid + 100]\n    syncthreads()\n"
                    "    assert tag(s[tid]) == (tid * 10 + 1000,)\n";
@@ -387,6 +410,15 @@ static const sbad sbads[] = {
     {H "    s = make_shared((64,), bf16)\n    v = s.view((8,), u128, swizzle(3, 0, 3))\n", 4, 9,
      "swizzle period"},
     {H "    assert tag(A[0]) == top\n", 3, 22, "not supported"},
+    {H "    assume N % 64 == 0\n    assume N < 64\n", 2, 1, "contradict each other"},
+    {H "    x = threadIdx.x % (1 << 70)\n", 3, 26, "'<<' by 70 overflows"},
+    {"@threads(32)\ndef k(A: Tensor(N, f32), A: Tensor(N, f32)):\n    pass\n", 2, 26,
+     "parameter 'A' is declared twice"},
+    {"@threads(32)\ndef k(A: Tensor(N, f32)):\n    pass\n@threads(32)\ndef k(A: Tensor(N, f32)):"
+     "\n    pass\n",
+     5, 1, "kernel 'k' is defined twice (first at line 2)"},
+    {H "    x = threadIdx.x >> 64\n", 3, 21, "'>>' by 64 overflows"},
+    {H "    x = (1 << 40) << 30\n", 3, 19, "'<<' by 30 overflows"},
 };
 
 TEST(test_semantic_errors) {
@@ -484,6 +516,193 @@ TEST(test_set_overrides) {
   free(src);
 }
 
-RUN_TESTS(T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
+/* Resource limits: inputs that crashed the checker (a stack overflow on long
+ * chains) or ran for a minute and many gigabytes before a limit fired are
+ * refused up front with the construct, the limit and how to raise it, in
+ * well under a second and a bounded amount of memory. */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static char *chain_src(const char *head, const char *link, const char *tail, int n) {
+  ag_str s = AG_STR_INIT;
+  ag_str_puts(&s, HDR32);
+  ag_str_puts(&s, head);
+  for (int i = 0; i < n; i++)
+    ag_str_puts(&s, i ? link : "tid");
+  ag_str_puts(&s, tail);
+  char *out = ag_strdup(ag_str_cstr(&s));
+  ag_str_release(&s);
+  return out;
+}
+
+TEST(test_resource_limits) {
+  static const struct {
+    const char *head, *link, *tail; /* a chain of n links, or a fixed text (n = 0) */
+    int n, line, col;
+    const char *msg;
+  } cases[] = {
+      {"    x = ", " + tid", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    x = A[", "][0", "]\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    assert ", " < tid", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    x = ", " and tid", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    x = ", " .a", "\n", 20000, 5, 0, "nested deeper than 200 levels"},
+      {"    for kt in range(100000000):\n        pass\n", NULL, NULL, 0, 5, 15,
+       "unrolls to 100000000 iterations"},
+      {"    K = 128\n    BK = 32\n    for kt in range(K << BK):\n        x = kt\n", NULL, NULL, 0,
+       7, 15, "--max-steps"},
+      {"    for i in range(1000):\n        for j in range(1000):\n            for k in range(10):"
+       "\n                pass\n",
+       NULL, NULL, 0, 5, 14, "limit of 1000000 interpreted statements"},
+      {"    s = make_shared((32,), f32)\n    for kt in range(100000):\n        s[tid] = A[tid]\n"
+       "        syncthreads()\n        assert tag(s[tid]) != top\n",
+       NULL, NULL, 0, 7, 9, "more than 4096 shared-memory writes"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *src = cases[i].n ? chain_src(cases[i].head, cases[i].link, cases[i].tail, cases[i].n)
+                           : chain_src(cases[i].head, "", "", 0);
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    double t0 = now_s();
+    ag_tile_report *r = tu_check(src, "limits.tile", &d, &rc, NULL);
+    double dt = now_s() - t0;
+    CHECK_EQ_INT(rc, AG_EPARSE);
+    CHECK(r == NULL);
+    if (dt >= 1.0)
+      fprintf(stderr, "case %zu took %.2f s\n", i, dt);
+    CHECK(dt < 1.0);
+    if (cases[i].col)
+      tu_expect_diag(&d, i, cases[i].line, cases[i].col, cases[i].msg);
+    else if (d.items.n >= 1) {
+      CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
+      CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+    } else
+      CHECK(0);
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+    ag_free(src);
+  }
+  /* just under the limits: chains of 150 links and a loop of 1000 statements check */
+  const char *ok[] = {"    x = ", " + tid", "\n    assert x == 150 * tid\n"};
+  char *src = chain_src(ok[0], ok[1], ok[2], 150);
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(src, "limits.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && ag_tile_report_ok(r));
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  ag_free(src);
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.max_steps = 1000;
+  src = chain_src("    for i in range(997):\n        pass\n", "", "", 0);
+  ag_diags_init(&d);
+  r = tu_check(src, "limits.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, 0); /* 2 statements of the header, the loop and 997: 1000 */
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  ag_free(src);
+  src = chain_src("    for i in range(998):\n        pass\n", "", "", 0);
+  ag_diags_init(&d);
+  r = tu_check(src, "limits.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, AG_EPARSE);
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  ag_free(src);
+  /* attention at a 16k sequence unrolls past the memory limit: refused early */
+  src = tu_read("examples/tile/attention.tile", NULL);
+  CHECK(src != NULL);
+  const char *defs[] = {"skv=16384"};
+  memset(&o, 0, sizeof o);
+  o.defines = defs;
+  o.ndefines = 1;
+  ag_diags_init(&d);
+  double t0 = now_s();
+  r = src ? tu_check(src, "attention.tile", &d, &rc, &o) : NULL;
+  double dt = now_s() - t0;
+  CHECK_EQ_INT(rc, AG_EPARSE);
+  CHECK(dt < 2.0); /* 0.44 s measured on the 2-core machine */
+  CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, "more than 128 MiB") &&
+        strstr(d.items.v[0].msg, "--max-memory"));
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+  /* the memory bound of docs/check.md: all of the above within 256 MiB */
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  CHECK(ru.ru_maxrss < 256 * 1024);
+}
+
+/* Vacuity: an assertion no instance reaches is a warning by default, an
+ * error under strict, and a kernel whose assertions are all unreached (the
+ * loops of --set K=0) is never OK. */
+static const ag_tile_assert_result *at_line(const ag_tile_report *r, int line) {
+  return tu_find(r, line);
+}
+
+TEST(test_vacuity) {
+  const char *text = "@threads(32)\ndef k(A: Tensor(M, f32), K: const = 4):\n"
+                     "    for i in range(K):\n        assert threadIdx.x < 32\n"
+                     "    assert threadIdx.x < 32\n    if K > 100:\n"
+                     "        assert threadIdx.x < 3\n";
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  for (int strict = 0; strict < 2; strict++) {
+    o.strict = strict;
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(text, "vac.tile", &d, &rc, &o);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_assert_result *a = at_line(r, 7);
+    CHECK(a != NULL);
+    if (a)
+      CHECK_EQ_INT(a->status, strict ? AG_TILE_VACUOUS : AG_TILE_PROVED);
+    CHECK(at_line(r, 4) && at_line(r, 4)->status == AG_TILE_PROVED);
+    CHECK_EQ_INT(r ? ag_tile_report_ok(r) : -1, !strict);
+    CHECK(d.items.n == 1);
+    if (d.items.n >= 1) {
+      CHECK_EQ_INT(d.items.v[0].sev, strict ? AG_SEV_ERROR : AG_SEV_WARNING);
+      CHECK_EQ_INT(d.items.v[0].line, 7);
+      CHECK_EQ_INT(d.items.v[0].col, 9);
+      CHECK_CONTAINS(d.items.v[0].msg, "assertion never reached");
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+  /* every assertion unreached: not OK even without strict */
+  char *src = tu_read("examples/tile/gemm.tile", NULL);
+  CHECK(src != NULL);
+  const char *defs[] = {"K=0"};
+  memset(&o, 0, sizeof o);
+  o.defines = defs;
+  o.ndefines = 1;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = src ? tu_check(src, "gemm.tile", &d, &rc, &o) : NULL;
+  CHECK(r != NULL);
+  if (r) {
+    CHECK(!ag_tile_report_ok(r));
+    int nvac = 0;
+    for (int i = 0; i < r->nasserts; i++)
+      nvac += r->asserts[i].status == AG_TILE_VACUOUS;
+    CHECK_EQ_INT(nvac, 4);
+    ag_str s = AG_STR_INIT;
+    ag_tile_report_text(r, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), "4 never reached");
+    ag_str_release(&s);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+}
+
+RUN_TESTS(T(test_resource_limits), T(test_vacuity), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
           T(test_set_overrides))

@@ -15,6 +15,10 @@ const ag_cli_opt cmd_check_opts[] = {
     {"rlimit", 0, "N", "solver resource limit per query (default 20000000)"},
     {"batch", 0, "N", "assertion instances per solver query (default 32)"},
     {"all", 0, NULL, "look for a counterexample in every instance, not just the first"},
+    {"strict", 0, NULL, "an assertion never reached under the sizes is an error, not a warning"},
+    {"max-steps", 0, "N", "interpreted statements per kernel after unrolling (default 1000000)"},
+    {"max-writes", 0, "N", "shared-memory writes per kernel after unrolling (default 4096)"},
+    {"max-memory", 0, "MIB", "the interpreter's memory per kernel in MiB (default 128)"},
     {0},
 };
 
@@ -74,6 +78,19 @@ int cmd_check(ag_cli *cli) {
   if (bt)
     o.batch = (int)v;
   o.all = ag_cli_flag(cli, "all");
+  o.strict = ag_cli_flag(cli, "strict");
+  static const char *const limits[] = {"max-steps", "max-writes", "max-memory"};
+  int64_t *limit_of[] = {&o.max_steps, &o.max_writes, &o.max_memory_mib};
+  for (int i = 0; i < 3; i++) {
+    const char *lv = ag_cli_get(cli, limits[i]);
+    if (lv && (parse_u64(lv, &v) || v == 0 || v > (uint64_t)1 << 40)) {
+      ag_free(setcopy);
+      return ag_cli_usage_error(cli, "--%s takes an integer from 1 to 2^40, not '%s'",
+                                limits[i], lv);
+    }
+    if (lv)
+      *limit_of[i] = (int64_t)v;
+  }
 
   int exit_code = ag_cli_input_file(cli, cli->pos[0]);
   if (exit_code) {

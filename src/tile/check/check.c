@@ -35,16 +35,18 @@ void ag__tile_cex_free(ag_tile_cex *x) {
   ag_free(x);
 }
 
+static void result_free(ag_tile_assert_result *a) {
+  ag_free(a->kernel);
+  ag_free(a->text);
+  ag_free(a->detail);
+  ag__tile_cex_free(a->cex);
+}
+
 void ag_tile_report_free(ag_tile_report *r) {
   if (!r)
     return;
-  for (int i = 0; i < r->nasserts; i++) {
-    ag_tile_assert_result *a = &r->asserts[i];
-    ag_free(a->kernel);
-    ag_free(a->text);
-    ag_free(a->detail);
-    ag__tile_cex_free(a->cex);
-  }
+  for (int i = 0; i < r->nasserts; i++)
+    result_free(&r->asserts[i]);
   ag_free(r->asserts);
   ag_free(r->file);
   ag_free(r);
@@ -55,6 +57,16 @@ int ag_tile_report_ok(const ag_tile_report *r) {
     if (r->asserts[i].status != AG_TILE_PROVED)
       return 0;
   return 1;
+}
+
+/* "B[70] is in bounds" for the implicit obligation of an access */
+static char *bounds_text(const ag_tile_node *n) {
+  ag_str s = AG_STR_INIT;
+  ag_tile_print(n, 0, &s);
+  ag_str_puts(&s, " is in bounds");
+  char *t = s.oom ? NULL : ag_strdup(ag_str_cstr(&s));
+  ag_str_release(&s);
+  return t;
 }
 
 static char *assert_text(const ag_tile_program *p, const ag_tile_node *n) {
@@ -179,7 +191,8 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     a->kernel = ag_strdup(k->name);
     a->line = c->asserts.v[i].at->line;
     a->col = c->asserts.v[i].at->col;
-    a->text = assert_text(p, c->asserts.v[i].at);
+    a->bounds = c->asserts.v[i].bounds;
+    a->text = a->bounds ? bounds_text(c->asserts.v[i].at) : assert_text(p, c->asserts.v[i].at);
     a->instances = c->asserts.v[i].instances;
     r->nasserts++;
     if (!a->kernel || !a->text) {
@@ -193,10 +206,25 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   r->solve_s += (double)(ag_now_ns() - t1) / 1e9;
   if (rc)
     goto out;
+  /* accesses proved in bounds are counted, not listed */
+  int kept = (int)n0;
+  for (int i = (int)n0; i < r->nasserts; i++) {
+    ag_tile_assert_result *a = &r->asserts[i];
+    if (a->bounds && a->status == AG_TILE_PROVED && !a->cex) {
+      r->bounds_proved++;
+      result_free(a);
+      continue;
+    }
+    r->asserts[kept++] = *a;
+  }
+  r->nasserts = kept;
   /* assertions never reached (a loop of zero trips, a constant-false if) */
   nodevec all = {0};
   int oom = 0;
   find_asserts(&k->list2, &all, &oom);
+  size_t first = (size_t)r->nasserts, nvac = 0, nuser = 0;
+  for (size_t j = 0; j < c->asserts.n; j++)
+    nuser += !c->asserts.v[j].bounds;
   for (size_t i = 0; i < all.n && !oom; i++) {
     int reached = 0;
     for (size_t j = 0; j < c->asserts.n; j++)
@@ -218,7 +246,21 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     a->detail = ag_strdup("never reached (no instance to check)");
     if (!a->kernel || !a->text || !a->detail)
       oom = 1;
+    nvac++;
+    a->status = o->strict ? AG_TILE_VACUOUS : AG_TILE_PROVED;
+    size_t ll = 0;
+    const char *src = ag_tile_srcline(p, a->line, &ll);
+    if (ag_diags_add(d, o->strict ? AG_SEV_ERROR : AG_SEV_WARNING, p->file, a->line, a->col,
+                     src, ll,
+                     "assertion never reached: no loop iteration or branch gets to it under "
+                     "these sizes and assumptions, so it checks nothing%s",
+                     o->strict ? "" : " (an error under --strict)"))
+      oom = 1;
   }
+  /* a kernel whose assertions are all unreached proves nothing */
+  if (!oom && nvac && nuser == 0)
+    for (size_t i = first; i < (size_t)r->nasserts; i++)
+      r->asserts[i].status = AG_TILE_VACUOUS;
   ag_vec_free(&all);
   if (oom)
     rc = AG_ENOMEM;
@@ -239,7 +281,9 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
   if (!opts.batch)
     opts.batch = 32;
   if (!opts.max_steps)
-    opts.max_steps = 5000000;
+    opts.max_steps = AG_TILE_MAX_STEPS;
+  if (!opts.max_writes)
+    opts.max_writes = AG_TILE_MAX_WRITES;
   ag_tile_report *r = ag_calloc(1, sizeof *r);
   if (!r)
     return AG_ENOMEM;
@@ -252,6 +296,21 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
   for (int i = 0; i < p->top.n && !rc; i++) {
     if (p->top.v[i]->kind != AG_TN_KERNEL)
       continue;
+    const ag_tile_node *k = p->top.v[i];
+    for (int j = 0; j < i && !rc; j++) {
+      const ag_tile_node *e = p->top.v[j];
+      if (e->kind == AG_TN_KERNEL && !strcmp(e->name, k->name)) {
+        size_t ll = 0;
+        const char *src = ag_tile_srcline(p, k->line, &ll);
+        rc = ag_diags_add(d, AG_SEV_ERROR, p->file, k->line, k->col, src, ll,
+                          "kernel '%s' is defined twice (first at line %d); rename one",
+                          k->name, e->line)
+                 ? AG_ENOMEM
+                 : AG_EPARSE;
+      }
+    }
+    if (rc)
+      break;
     r->nkernels++;
     rc = check_kernel(p, p->top.v[i], &opts, d, r);
   }
@@ -273,7 +332,10 @@ int ag_tile_check(const ag_tile_program *p, const ag_tile_check_opts *o, ag_diag
 
 /* ------------------------------------------------------------- rendering */
 static const char *status_name(ag_tile_status s) {
-  return s == AG_TILE_PROVED ? "proved" : s == AG_TILE_VIOLATED ? "violated" : "unknown";
+  return s == AG_TILE_PROVED     ? "proved"
+         : s == AG_TILE_VIOLATED ? "violated"
+         : s == AG_TILE_VACUOUS  ? "vacuous"
+                                 : "unknown";
 }
 
 static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
@@ -297,11 +359,12 @@ static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
 }
 
 int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
-  int nv = 0, nu = 0;
+  int nv = 0, nu = 0, nvac = 0;
   for (int i = 0; i < r->nasserts; i++) {
     const ag_tile_assert_result *a = &r->asserts[i];
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
+    nvac += a->status == AG_TILE_VACUOUS;
     ag_str_printf(o, "%s:%d:%d: %s: %s", r->file, a->line, a->col, status_name(a->status),
                   a->text);
     ag_str_printf(o, "  [%s, %lld instance%s]\n", a->kernel, (long long)a->instances,
@@ -326,9 +389,18 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
     if (x->rhs.expr || x->rhs.tag)
       side_text("right:", &x->rhs, o);
   }
-  ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown (%lld solver queries, %.2f s)\n",
-                nv ? "FAIL" : nu ? "UNKNOWN" : "OK", r->nasserts, r->nasserts == 1 ? "" : "s",
-                nv, nu, (long long)r->queries, r->interp_s + r->solve_s);
+  if (r->bounds_proved)
+    ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
+                  (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
+  ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown", nv ? "FAIL"
+                                                                : nvac ? "VACUOUS"
+                                                                : nu   ? "UNKNOWN"
+                                                                       : "OK",
+                r->nasserts, r->nasserts == 1 ? "" : "s", nv, nu);
+  if (nvac)
+    ag_str_printf(o, ", %d never reached", nvac);
+  ag_str_printf(o, " (%lld solver queries, %.2f s)\n", (long long)r->queries,
+                r->interp_s + r->solve_s);
   return o->oom ? AG_ENOMEM : 0;
 }
 
@@ -340,14 +412,16 @@ static json_t *side_json(const ag_tile_cex_side *s) {
 
 json_t *ag_tile_report_json(const ag_tile_report *r) {
   json_t *arr = json_array();
-  int nv = 0, nu = 0;
+  int nv = 0, nu = 0, nvac = 0;
   for (int i = 0; arr && i < r->nasserts; i++) {
     const ag_tile_assert_result *a = &r->asserts[i];
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
-    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?}", "kernel", a->kernel, "line", a->line,
-                          "col", a->col, "text", a->text, "status", status_name(a->status),
-                          "instances", (json_int_t)a->instances, "detail", a->detail);
+    nvac += a->status == AG_TILE_VACUOUS;
+    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b}", "kernel", a->kernel, "line",
+                          a->line, "col", a->col, "text", a->text, "status",
+                          status_name(a->status), "instances", (json_int_t)a->instances,
+                          "detail", a->detail, "bounds", a->bounds);
     if (j && a->cex) {
       const ag_tile_cex *x = a->cex;
       json_t *sizes = json_object(), *loops = json_object();
@@ -373,9 +447,9 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
   }
   if (!arr)
     return NULL;
-  const char *verdict = nv ? "violated" : nu ? "unknown" : "proved";
-  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f}}", "schema", 1, "file", r->file,
+  const char *verdict = nv ? "violated" : nvac ? "vacuous" : nu ? "unknown" : "proved";
+  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f,s:I}}", "schema", 1, "file", r->file,
                    "verdict", verdict, "assertions", arr, "stats", "kernels", r->nkernels,
                    "queries", (json_int_t)r->queries, "interpret_s", r->interp_s, "solve_s",
-                   r->solve_s);
+                   r->solve_s, "bounds_proved", (json_int_t)r->bounds_proved);
 }

@@ -270,6 +270,11 @@ typedef struct ag__oblig {
   const ag__bx *path;      /* the path condition (NULL: true) */
   int nloops;
   ag__loopvar *loops;
+  /* memory safety (an OB_INT of an access): index bidx of mode bmode of
+   * bname must be below bext (unsigned: a negative index is out too) */
+  const ag_expr *bidx, *bext;
+  int bmode;
+  const char *bname;
 } ag__oblig;
 
 /* ---------------------------------------------------------------- context */
@@ -296,6 +301,7 @@ typedef struct ag__param {
 typedef struct ag__stmt_info {
   const ag_tile_node *at;
   int64_t instances;
+  int bounds;              /* 1: the in-bounds obligation of an access (at: the index) */
 } ag__stmt_info;
 
 typedef struct ag__ck {

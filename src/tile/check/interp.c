@@ -391,6 +391,42 @@ static const ag_expr *mode_offset(ag__ck *c, const ag_tile_node *n, const ag_lay
   return off;
 }
 
+static int assert_index(ag__ck *c, const ag_tile_node *n);
+
+/* Memory safety: index idx of mode `mode` of `name` (extent ext) at node ix
+ * of the access `site` must lie in [0, ext). Decided here when the index's
+ * range is known (it depends on the thread and constants only); otherwise an
+ * obligation for the solver, checked like an integer assertion under the
+ * current path, so an index past its mode is a violation and never an alias
+ * of the next row. */
+static void in_bounds(ag__ck *c, const ag_tile_node *site, const char *name, int mode,
+                      const ag_expr *idx, const ag_expr *ext) {
+  int64_t lo, hi, e;
+  if (ag_expr_is_const(ext, &e) && !ag__xbounds(c, idx, &lo, &hi) && lo >= 0 && hi < e)
+    return;
+  const ag__bx *cond = ag__bcmp(c, AG_OP_LT, idx, ext);
+  int v;
+  if (ag__bis_const(cond, &v) && v)
+    return;
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.k = OB_INT;
+  o.at = site;
+  o.path = c->path;
+  o.cond = cond;
+  o.bidx = idx;
+  o.bext = ext;
+  o.bmode = mode;
+  o.bname = site->a && site->a->kind == AG_TN_NAME ? site->a->name : name ? name : "?";
+  o.stmt = assert_index(c, site);
+  c->asserts.v[o.stmt].bounds = 1;
+  o.nloops = (int)c->loops.n;
+  o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
+  ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
+  if (ag_vec_push(&c->obligs, o))
+    ag__ck_oom(c);
+}
+
 /* Indexes a shared or register tile; returns an element (every mode fixed)
  * or a sub-tile (modes given as ':' or 'a:b' kept). */
 static ag__value *index_local(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
@@ -434,6 +470,8 @@ static ag__value *index_local(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
     if (ag_expr_is_const(idx, &iv) && (iv < 0 || iv >= ext))
       ag__ck_error(c, ix, "index %lld is out of range for mode %d of extent %lld",
                    (long long)iv, i, (long long)ext);
+    if (t->sp == SP_SHARED)
+      in_bounds(c, n, t->name, i, idx, ag__xc(c, ext));
     off = ag__x(c, AG_X_ADD, off, mode_offset(c, ix, &mode, idx));
   }
   int esz = ag__dt_size(t->dt);
@@ -508,6 +546,7 @@ static ag__value *index_global(ag__ck *c, const ag_tile_node *n, ag__tile *t) {
       continue;
     }
     const ag_expr *idx = as_int(c, ix, eval(c, ix), "a tensor index");
+    in_bounds(c, n, t->name, i, idx, g->dims[i]);
     if (g->linear) {
       h->lbase = ag__x(c, AG_X_ADD, h->lbase, ag__x(c, AG_X_MUL, idx, g->lstride[i]));
     } else {
@@ -985,6 +1024,13 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
                    c->sbufs.v[buf].name, (long long)w.lo, (long long)w.hi,
                    (long long)c->sbufs.v[buf].size);
   }
+  int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
+  if ((int64_t)c->wrecs.n >= max_writes)
+    ag__ck_error(c, at,
+                 "more than %lld shared-memory writes after unrolling (each store or cp.async "
+                 "instance is one, and each read is checked against all of them); make the "
+                 "compile-time sizes smaller for checking or raise the limit with --max-writes",
+                 (long long)max_writes);
   if (ag_vec_push(&c->wrecs, w))
     ag__ck_oom(c);
 }
@@ -1675,6 +1721,14 @@ static ag__value *binop(ag__ck *c, const ag_tile_node *n) {
     if ((n->op == AG_OP_DIV || n->op == AG_OP_FLOORDIV || n->op == AG_OP_MOD) &&
         ag_expr_is_const(y, &yv) && yv == 0)
       ag__ck_error(c, n, "division by zero");
+    int64_t xv;
+    if ((n->op == AG_OP_SHL || n->op == AG_OP_SHR) && ag_expr_is_const(y, &yv) &&
+        (yv < 0 || yv > 62 ||
+         (n->op == AG_OP_SHL && ag_expr_is_const(x, &xv) && (xv < 0 || xv > (INT64_MAX >> yv)))))
+      ag__ck_error(c, n,
+                   "'%s' by %lld overflows: compile-time integers have 63 bits and a shift "
+                   "count must be in 0..62 with a result below 2^63",
+                   ag_tile_op_text(n->op), (long long)yv);
     return vint(c, ag__x(c, xop(n->op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
@@ -1815,10 +1869,17 @@ static ag__value *eval(ag__ck *c, const ag_tile_node *n) {
 /* ----------------------------------------------------------- statements */
 static void step(ag__ck *c, const ag_tile_node *n) {
   c->pc++;
+  int64_t max_mib = c->opts->max_memory_mib ? c->opts->max_memory_mib : AG_TILE_MAX_MEMORY_MIB;
+  if ((int64_t)(c->arena.used_total >> 20) >= max_mib)
+    ag__ck_error(c, n,
+                 "interpreting the kernel takes more than %lld MiB (after %lld statements); "
+                 "make the compile-time sizes smaller for checking or raise the limit with "
+                 "--max-memory",
+                 (long long)max_mib, (long long)c->steps);
   if (++c->steps > c->opts->max_steps)
     ag__ck_error(c, n,
                  "the program runs more than %lld statements after unrolling; make the "
-                 "compile-time sizes smaller for checking",
+                 "compile-time sizes smaller for checking or raise the limit with --max-steps",
                  (long long)c->opts->max_steps);
 }
 
@@ -2015,7 +2076,7 @@ static int assert_index(ag__ck *c, const ag_tile_node *n) {
       c->asserts.v[i].instances++;
       return (int)i;
     }
-  ag__stmt_info s = {n, 1};
+  ag__stmt_info s = {n, 1, 0};
   if (ag_vec_push(&c->asserts, s))
     ag__ck_oom(c);
   return (int)c->asserts.n - 1;
@@ -2152,6 +2213,53 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   }
 }
 
+/* a * b, saturating at INT64_MAX (both >= 0) */
+static int64_t sat_mul(int64_t a, int64_t b) {
+  return a && b > INT64_MAX / a ? INT64_MAX : a * b;
+}
+static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+/* A lower bound on the statements one run of body interprets, known before
+ * running it: every statement counts one, a nested loop whose bounds are
+ * integer literals counts its trips times its body, an if its cheaper
+ * branch. Blocks nest at most AG_TILE_MAX_DEPTH deep (the parser). */
+static int64_t trips_of(int64_t start, int64_t stop, int64_t stepv) {
+  if (stepv > 0 ? start >= stop : start <= stop)
+    return 0;
+  /* in unsigned arithmetic: stop - start may not fit in int64 */
+  uint64_t span = stepv > 0 ? (uint64_t)stop - (uint64_t)start : (uint64_t)start - (uint64_t)stop;
+  uint64_t st = stepv > 0 ? (uint64_t)stepv : 0 - (uint64_t)stepv;
+  uint64_t t = (span - 1) / st + 1;
+  return t > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)t;
+}
+static int64_t block_cost(const ag_tile_list *body) {
+  int64_t sum = 0;
+  for (int i = 0; i < body->n; i++) {
+    const ag_tile_node *s = body->v[i];
+    int64_t k = 1;
+    if (s->kind == AG_TN_FOR && s->a->kind == AG_TN_CALL && s->a->list.n >= 1 &&
+        s->a->list.n <= 3) {
+      int64_t a[3] = {0, 0, 1}, lit = 1;
+      for (int j = 0; j < s->a->list.n; j++) {
+        const ag_tile_node *x = s->a->list.v[j];
+        if (x->kind == AG_TN_INT)
+          a[j] = x->ival;
+        else
+          lit = 0;
+      }
+      if (lit && s->a->list.n == 1)
+        a[1] = a[0], a[0] = 0;
+      if (lit && a[2] != 0)
+        k = sat_add(1, sat_mul(trips_of(a[0], a[1], a[2]), block_cost(&s->list)));
+    } else if (s->kind == AG_TN_IF) {
+      int64_t t = block_cost(&s->list), e = block_cost(&s->list2);
+      k = sat_add(1, t < e ? t : e);
+    }
+    sum = sat_add(sum, k);
+  }
+  return sum;
+}
+
 static void exec_for(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range"))
@@ -2173,6 +2281,18 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
   }
   if (stepv == 0)
     ag__ck_error(c, it, "range() step must not be zero");
+  /* the whole unrolled loop must fit the statement limit: refuse it before
+   * running any of it */
+  int64_t trips = trips_of(start, stop, stepv);
+  int64_t need = sat_mul(trips, block_cost(&n->list));
+  if (need > c->opts->max_steps - c->steps)
+    ag__ck_error(c, it,
+                 "loop 'for %s in range(...)' unrolls to %lld iterations of at least %lld "
+                 "statements each, more than the limit of %lld interpreted statements (%lld "
+                 "already run); make the compile-time sizes smaller for checking or raise the "
+                 "limit with --max-steps",
+                 n->name, (long long)trips, (long long)block_cost(&n->list),
+                 (long long)c->opts->max_steps, (long long)c->steps);
   ag__loopvar lv = {n->name, 0};
   if (ag_vec_push(&c->loops, lv))
     ag__ck_oom(c);
@@ -2236,6 +2356,11 @@ static int64_t define_value(ag__ck *c, const char *name, int *found) {
 
 static void setup_params(ag__ck *c) {
   const ag_tile_node *k = c->kernel;
+  for (int i = 0; i < k->list.n; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(k->list.v[i]->name, k->list.v[j]->name))
+        ag__ck_error(c, k->list.v[i], "parameter '%s' is declared twice (first at column %d)",
+                     k->list.v[i]->name, k->list.v[j]->col);
   /* constants first: tensor shapes may name them */
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < k->list.n; i++) {

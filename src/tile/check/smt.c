@@ -956,6 +956,21 @@ static void fill_env(smt *s, ag_tile_cex *x, Z3_model m) {
 static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_model m) {
   ag_tile_cex *x = new_cex(s, o);
   fill_env(s, x, m);
+  if (o->k == OB_INT && o->bidx) {
+    /* an access out of bounds: which index, its value, the extent */
+    char buf[512];
+    ag_str ix = AG_STR_INIT;
+    if (!ag_expr_is_const(o->bidx, NULL)) {
+      ag_str_puts(&ix, " = ");
+      ag__xprint(o->bidx, &ix);
+    }
+    snprintf(buf, sizeof buf, "out of bounds: index %d of '%s' is %lld%s, outside [0, %lld)",
+             o->bmode, o->bname, (long long)(int32_t)mval(s, m, tr(s, o->bidx, s->tid)),
+             ag_str_cstr(&ix), (long long)mval(s, m, tr(s, o->bext, s->tid)));
+    ag_str_release(&ix);
+    x->reason = dupstr(s, buf);
+    return x;
+  }
   if (o->k == OB_INT) {
     x->reason = dupstr(s, "the condition is false");
     return x;

@@ -111,7 +111,11 @@ static const char *tok_str(parser *p, const ag__token *t) {
 static void enter(parser *p) {
   if (++p->depth > AG_TILE_MAX_DEPTH) {
     p->depth = 0; /* reset so the recovery path can parse again */
-    syntax_error(p, "nesting deeper than %d levels", AG_TILE_MAX_DEPTH);
+    syntax_error(p,
+                 "expression or block nested deeper than %d levels (each link of an operator, "
+                 "comparison or subscript chain counts as one); split it with intermediate "
+                 "assignments",
+                 AG_TILE_MAX_DEPTH);
   }
 }
 static void leave(parser *p) { p->depth--; }
@@ -242,8 +246,23 @@ static ag_tile_node *atom(parser *p) {
   }
 }
 
+/* Chains (a.b[c](d)..., a + b + ..., a < b < ..., a and b and ...) build
+ * trees as deep as they are long although the loops that parse them do not
+ * recurse: each link counts as one level of nesting until the chain ends, so
+ * the tree's depth stays within twice AG_TILE_MAX_DEPTH and no later pass
+ * that walks it recursively can overflow the stack. */
+static void chain(parser *p, int *links) {
+  enter(p);
+  ++*links;
+}
+static ag_tile_node *unchain(parser *p, int links, ag_tile_node *n) {
+  p->depth -= links;
+  return n;
+}
+
 static ag_tile_node *postfix(parser *p) {
   ag_tile_node *n = atom(p);
+  int links = 0;
   for (;;) {
     /* calls, indexing and attributes sit where their base starts */
     ag__token pos = *peek(p);
@@ -251,7 +270,8 @@ static ag_tile_node *postfix(parser *p) {
     pos.col = n->col;
     ag__token *t = &pos;
     if (kind(p) != TK_LPAREN && kind(p) != TK_LBRACK && kind(p) != TK_DOT)
-      return n;
+      return unchain(p, links, n);
+    chain(p, &links);
     if (accept(p, TK_LPAREN)) {
       enter(p);
       n = call_args(p, n, t);
@@ -282,7 +302,7 @@ static ag_tile_node *postfix(parser *p) {
       at->name = tok_str(p, nt);
       n = at;
     } else {
-      return n;
+      return unchain(p, links, n);
     }
   }
 }
@@ -323,6 +343,7 @@ static ag_tile_node *binary(parser *p, int level) {
   if (level < 0)
     return unary(p);
   ag_tile_node *lhs = binary(p, level - 1);
+  int links = 0;
   for (;;) {
     ag__token *t = peek(p);
     ag_tile_op op = AG_OP_NONE;
@@ -330,8 +351,9 @@ static ag_tile_node *binary(parser *p, int level) {
       if (t->kind == levels[level].tk[k])
         op = levels[level].op[k];
     if (op == AG_OP_NONE)
-      return lhs;
+      return unchain(p, links, lhs);
     advance(p);
+    chain(p, &links);
     enter(p);
     ag_tile_node *n = node(p, AG_TN_BINOP, t);
     n->op = op;
@@ -358,12 +380,14 @@ static ag_tile_op cmp_op(ag__tk k) {
 static ag_tile_node *comparison(parser *p) {
   ag_tile_node *lhs = binary(p, NLEVELS - 1);
   ag_tile_node *result = NULL;
+  int links = 0;
   for (;;) {
     ag__token *t = peek(p);
     ag_tile_op op = cmp_op(t->kind);
     if (op == AG_OP_NONE)
-      return result ? result : lhs;
+      return unchain(p, links, result ? result : lhs);
     advance(p);
+    chain(p, &links);
     enter(p);
     ag_tile_node *c = node(p, AG_TN_CMP, t);
     c->op = op;
@@ -396,10 +420,12 @@ static ag_tile_node *not_expr(parser *p) {
 /* `and` binds tighter than `or`; both are left-associative. */
 static ag_tile_node *logic_expr(parser *p, int is_or) {
   ag_tile_node *lhs = is_or ? logic_expr(p, 0) : not_expr(p);
+  int links = 0;
   for (;;) {
     ag__token *t = peek(p);
     if (!accept(p, is_or ? TK_OR : TK_AND))
-      return lhs;
+      return unchain(p, links, lhs);
+    chain(p, &links);
     enter(p);
     ag_tile_node *n = node(p, is_or ? AG_TN_LOR : AG_TN_LAND, t);
     n->a = lhs;
