@@ -98,7 +98,8 @@ def sync_tree(tree):
             continue
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if not os.path.exists(dst) or open(src, "rb").read() != open(dst, "rb").read():
-            shutil.copy2(src, dst)
+            shutil.copyfile(src, dst)  # a fresh mtime: ninja rebuilds what changed
+            shutil.copymode(src, dst)
 
 
 def ctest(bdir, tests, jobs):
