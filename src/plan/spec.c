@@ -375,6 +375,13 @@ static void free_strv(char **v) {
   ag_free(v);
 }
 
+/* Frees n words, some of which may have been taken (set to NULL). */
+static void free_words(char **v, int n) {
+  for (int i = 0; v && i < n; i++)
+    ag_free(v[i]);
+  ag_free(v);
+}
+
 void ag_spec_free(ag_spec *s) {
   if (!s)
     return;
@@ -597,6 +604,7 @@ int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *
   const char **argv = ag_calloc((size_t)nfl + 8, sizeof *argv);
   ag_str so = AG_STR_INIT, se = AG_STR_INIT;
   char **words = NULL, **opts = NULL;
+  int n = 0; /* words in `words` */
   int rc = 0, found = 0, nlines = 0;
   if (!argv) {
     rc = AG_ENOMEM;
@@ -641,7 +649,7 @@ int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *
     size_t ll = nl ? (size_t)(nl - l) : strlen(l);
     if (ll > 3 && !strncmp(l, "#$ ", 3)) {
       char *line = ag_strndup(l + 3, ll - 3);
-      int n = 0;
+      n = 0;
       if (!line || (rc = split_words(line, &words, &n))) {
         ag_free(line);
         rc = rc ? rc : AG_ENOMEM;
@@ -680,8 +688,9 @@ int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *
           free_strv(v);
         }
       }
-      free_strv(words);
+      free_words(words, n);
       words = NULL;
+      n = 0;
     }
     l = nl ? nl + 1 : NULL;
   }
@@ -698,7 +707,7 @@ int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *
   *out = opts;
   opts = NULL;
 out:
-  free_strv(words);
+  free_words(words, n);
   free_strv(opts);
   ag_free(argv);
   ag_free(nvcc);

@@ -13,6 +13,10 @@ if [ ! -x "$cuda/bin/nvcc" ]; then
   echo "no nvcc at $cuda/bin/nvcc: skipped"
   exit 77
 fi
+if [ -n "${ARGUS_SANITIZED:-}" ]; then
+  echo "a sanitized build: the page's commands link libargus_host without the sanitizer runtime; the plain build runs this test: skipped"
+  exit 77
+fi
 if [ ! -f "$bld/src/collect/libargus_host.a" ]; then
   echo "no $bld/src/collect/libargus_host.a: build argus first" >&2
   exit 1
