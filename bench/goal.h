@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* CPU time of the calling thread in ns: the clock the CPU benchmarks' goals
@@ -42,14 +43,20 @@ static inline int bench_goal_line(char *buf, size_t n, const char *name, double 
   return met;
 }
 
-/* Prints the goal line on stdout; returns 1 when met. */
+/* Prints the goal line on stdout; returns 1 when met. With
+ * ARGUS_BENCH_REPORT_ONLY set (ctest sets it for the CPU benchmarks, whose
+ * times on the shared 2-core CI machine move with its load) the line says
+ * so and the goal does not fail the run; run the benchmark itself to
+ * enforce it (docs/testing.md). */
 static inline int bench_goal(const char *name, double value, int strict, double limit,
                              const char *unit) {
   char line[512];
   int met = bench_goal_line(line, sizeof line, name, value, strict, limit, unit);
-  printf("%s\n", line);
+  const char *ro = getenv("ARGUS_BENCH_REPORT_ONLY");
+  int report_only = ro && *ro && *ro != '0';
+  printf("%s%s\n", line, !met && report_only ? " [report only: ARGUS_BENCH_REPORT_ONLY]" : "");
   fflush(stdout);
-  return met;
+  return met || report_only;
 }
 
 /* The verdict of a paired estimate p (95 % confidence interval upper bound
