@@ -415,6 +415,25 @@ int ag_spec_compile_ptx(const char *cu, const char *const *flags, ag_diags *diag
   return ag_spec_compile_ptx_ex(cu, flags, diags, ptx, NULL);
 }
 
+/* nvcc and the spec's flags (NULL: nvcc's -arch=sm_90a) with their count,
+ * or NULL with a diagnostic saying what could not be done (`what`). The
+ * returned path is owned. */
+static const char *const default_flags[] = {"-arch=sm_90a", NULL};
+static char *nvcc_and_flags(const char *cu, const char *what, const char *const **flags,
+                            int *nfl, ag_diags *diags) {
+  char *nvcc = ag_spec_nvcc();
+  if (!nvcc) {
+    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
+                 "%s: no nvcc found (set ARGUS_NVCC or put nvcc in PATH)", what);
+    return NULL;
+  }
+  if (!*flags)
+    *flags = default_flags;
+  for (*nfl = 0; (*flags)[*nfl]; (*nfl)++)
+    ;
+  return nvcc;
+}
+
 static int compile_ptx(const char *cu, const char *const *flags, int markers, ag_diags *diags,
                        ag_str *ptx, int *cached);
 
@@ -430,20 +449,12 @@ int ag_spec_compile_user_ptx(const char *cu, const char *const *flags, ag_diags 
 
 static int compile_ptx(const char *cu, const char *const *flags, int markers, ag_diags *diags,
                        ag_str *ptx, int *cached) {
-  static const char *const default_flags[] = {"-arch=sm_90a", NULL};
   if (cached)
     *cached = 0;
-  char *nvcc = ag_spec_nvcc();
-  if (!nvcc) {
-    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
-                 "cannot compile: no nvcc found (set ARGUS_NVCC or put nvcc in PATH)");
+  int nfl;
+  char *nvcc = nvcc_and_flags(cu, "cannot compile", &flags, &nfl, diags);
+  if (!nvcc)
     return AG_ENOTFOUND;
-  }
-  if (!flags)
-    flags = default_flags;
-  int nfl = 0;
-  while (flags[nfl])
-    nfl++;
   char tmpl[] = "/tmp/argus-ptx-XXXXXX.ptx";
   char dep[sizeof tmpl + 2] = "";
   int fd = -1;
@@ -587,20 +598,11 @@ static int split_words(const char *line, char ***out, int *n) {
 
 int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *arch,
                           ag_diags *diags, char ***out) {
-  static const char *const default_flags[] = {"-arch=sm_90a", NULL};
   *out = NULL;
-  char *nvcc = ag_spec_nvcc();
-  if (!nvcc) {
-    ag_diags_add(diags, AG_SEV_ERROR, cu, 0, 0, NULL, 0,
-                 "cannot tell how nvcc compiles it: no nvcc found (set ARGUS_NVCC or put "
-                 "nvcc in PATH)");
+  int nfl;
+  char *nvcc = nvcc_and_flags(cu, "cannot tell how nvcc compiles it", &flags, &nfl, diags);
+  if (!nvcc)
     return AG_ENOTFOUND;
-  }
-  if (!flags)
-    flags = default_flags;
-  int nfl = 0;
-  while (flags[nfl])
-    nfl++;
   const char **argv = ag_calloc((size_t)nfl + 8, sizeof *argv);
   ag_str so = AG_STR_INIT, se = AG_STR_INIT;
   char **words = NULL, **opts = NULL;
