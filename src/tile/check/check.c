@@ -69,6 +69,19 @@ static char *bounds_text(const ag_tile_node *n) {
   return t;
 }
 
+static char *assert_text(const ag_tile_program *p, const ag_tile_node *n);
+
+/* "no write-after-read race: cp_async(sA[...], ...)" for a shared write */
+static char *race_text(const ag_tile_program *p, const ag_tile_node *n) {
+  char *w = assert_text(p, n);
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "no write-after-read race: %s", w ? w : "");
+  ag_free(w);
+  char *t = s.oom ? NULL : ag_strdup(ag_str_cstr(&s));
+  ag_str_release(&s);
+  return t;
+}
+
 static char *assert_text(const ag_tile_program *p, const ag_tile_node *n) {
   size_t len = 0;
   const char *line = ag_tile_srcline(p, n->line, &len);
@@ -115,6 +128,7 @@ void ag__ck_free(ag__ck *c) {
   ag_vec_free(&c->rbufs);
   ag_vec_free(&c->wrecs);
   ag_vec_free(&c->resets);
+  ag_vec_free(&c->reads);
   ag_vec_free(&c->obligs);
   ag_vec_free(&c->asserts);
   ag_vec_free(&c->loops);
@@ -192,7 +206,10 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     a->line = c->asserts.v[i].at->line;
     a->col = c->asserts.v[i].at->col;
     a->bounds = c->asserts.v[i].bounds;
-    a->text = a->bounds ? bounds_text(c->asserts.v[i].at) : assert_text(p, c->asserts.v[i].at);
+    a->race = c->asserts.v[i].race;
+    a->text = a->bounds ? bounds_text(c->asserts.v[i].at)
+              : a->race ? race_text(p, c->asserts.v[i].at)
+                        : assert_text(p, c->asserts.v[i].at);
     a->instances = c->asserts.v[i].instances;
     r->nasserts++;
     if (!a->kernel || !a->text) {
@@ -210,8 +227,11 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   int kept = (int)n0;
   for (int i = (int)n0; i < r->nasserts; i++) {
     ag_tile_assert_result *a = &r->asserts[i];
-    if (a->bounds && a->status == AG_TILE_PROVED && !a->cex) {
-      r->bounds_proved++;
+    if ((a->bounds || a->race) && a->status == AG_TILE_PROVED && !a->cex) {
+      if (a->bounds)
+        r->bounds_proved++;
+      else
+        r->races_proved++;
       result_free(a);
       continue;
     }
@@ -224,7 +244,7 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   find_asserts(&k->list2, &all, &oom);
   size_t first = (size_t)r->nasserts, nvac = 0, nuser = 0;
   for (size_t j = 0; j < c->asserts.n; j++)
-    nuser += !c->asserts.v[j].bounds;
+    nuser += !c->asserts.v[j].bounds && !c->asserts.v[j].race;
   for (size_t i = 0; i < all.n && !oom; i++) {
     int reached = 0;
     for (size_t j = 0; j < c->asserts.n; j++)
@@ -374,9 +394,16 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
     const ag_tile_cex *x = a->cex;
     if (!x)
       continue;
-    ag_str_printf(o, "    counterexample: block (%lld, %lld, %lld), thread %lld (warp %lld, lane %lld)",
+    ag_str_printf(o,
+                  "    counterexample: blockIdx (%lld, %lld, %lld), threadIdx (%lld, %lld, %lld) "
+                  "(thread %lld: warp %lld, lane %lld)",
                   (long long)x->block[0], (long long)x->block[1], (long long)x->block[2],
+                  (long long)x->tidx[0], (long long)x->tidx[1], (long long)x->tidx[2],
                   (long long)x->thread, (long long)x->warp, (long long)x->lane);
+    if (x->other >= 0)
+      ag_str_printf(o, " and threadIdx (%lld, %lld, %lld) (thread %lld)",
+                    (long long)x->other_tidx[0], (long long)x->other_tidx[1],
+                    (long long)x->other_tidx[2], (long long)x->other);
     for (int k = 0; k < x->nsizes; k++)
       ag_str_printf(o, "%s %s=%lld", k ? "," : "; sizes", x->sizes[k].name,
                     (long long)x->sizes[k].value);
@@ -392,6 +419,10 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
   if (r->bounds_proved)
     ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
                   (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
+  if (r->races_proved)
+    ag_str_printf(o, "race-free: %lld shared write%s after reads in the same barrier interval "
+                  "(no write overtakes another thread's read)\n",
+                  (long long)r->races_proved, r->races_proved == 1 ? "" : "s");
   ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown", nv ? "FAIL"
                                                                 : nvac ? "VACUOUS"
                                                                 : nu   ? "UNKNOWN"
@@ -418,10 +449,10 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
     nvac += a->status == AG_TILE_VACUOUS;
-    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b}", "kernel", a->kernel, "line",
+    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b,s:b}", "kernel", a->kernel, "line",
                           a->line, "col", a->col, "text", a->text, "status",
                           status_name(a->status), "instances", (json_int_t)a->instances,
-                          "detail", a->detail, "bounds", a->bounds);
+                          "detail", a->detail, "bounds", a->bounds, "race", a->race);
     if (j && a->cex) {
       const ag_tile_cex *x = a->cex;
       json_t *sizes = json_object(), *loops = json_object();
@@ -435,6 +466,15 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
                              (json_int_t)x->warp, "lane", (json_int_t)x->lane, "sizes", sizes,
                              "loops", loops, "reason", x->reason, "lhs", side_json(&x->lhs),
                              "rhs", side_json(&x->rhs));
+      if (cj)
+        json_object_set_new(cj, "threadIdx",
+                            json_pack("[I,I,I]", (json_int_t)x->tidx[0], (json_int_t)x->tidx[1],
+                                      (json_int_t)x->tidx[2]));
+      if (cj && x->other >= 0)
+        json_object_set_new(cj, "other",
+                            json_pack("{s:I,s:[I,I,I]}", "thread", (json_int_t)x->other,
+                                      "threadIdx", (json_int_t)x->other_tidx[0],
+                                      (json_int_t)x->other_tidx[1], (json_int_t)x->other_tidx[2]));
       if (!cj || json_object_set_new(j, "counterexample", cj)) {
         json_decref(j);
         j = NULL;
@@ -448,8 +488,9 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
   if (!arr)
     return NULL;
   const char *verdict = nv ? "violated" : nvac ? "vacuous" : nu ? "unknown" : "proved";
-  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f,s:I}}", "schema", 1, "file", r->file,
-                   "verdict", verdict, "assertions", arr, "stats", "kernels", r->nkernels,
-                   "queries", (json_int_t)r->queries, "interpret_s", r->interp_s, "solve_s",
-                   r->solve_s, "bounds_proved", (json_int_t)r->bounds_proved);
+  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f,s:I,s:I}}", "schema", 1, "file",
+                   r->file, "verdict", verdict, "assertions", arr, "stats", "kernels",
+                   r->nkernels, "queries", (json_int_t)r->queries, "interpret_s", r->interp_s,
+                   "solve_s", r->solve_s, "bounds_proved", (json_int_t)r->bounds_proved,
+                   "races_proved", (json_int_t)r->races_proved);
 }

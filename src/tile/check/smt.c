@@ -612,6 +612,22 @@ static enc encode(smt *s, const ag__oblig *o) {
   enc e;
   memset(&e, 0, sizeof e);
   Z3_ast path = trb(s, o->path, s->tid);
+  if (o->k == OB_RACE) {
+    /* the reader tid and another thread (the writer) meet a byte:
+     * [Ar, Ar + wr) and [Aw, Aw + ww) intersect */
+    const ag__rrec *rr = o->rr;
+    const ag__wrec *rw = o->rw;
+    e.a.sel = fresh_bv(s, "racer", s->c->nthreads);
+    Z3_ast w = e.a.sel;
+    Z3_ast ar = tr(s, rr->addr, s->tid), aw = tr(s, rw->addr, w);
+    Z3_ast meet = or2(s, Z3_mk_bvult(s->z, Z3_mk_bvsub(s->z, aw, ar), bvnum(s, rr->width)),
+                      Z3_mk_bvult(s->z, Z3_mk_bvsub(s->z, ar, aw), bvnum(s, rw->width)));
+    Z3_ast v[5] = {trb(s, rr->guard, s->tid), trb(s, rw->guard, w),
+                   Z3_mk_bvult(s->z, w, bvnum(s, s->c->nthreads)),
+                   Z3_mk_not(s->z, Z3_mk_eq(s->z, w, s->tid)), meet};
+    e.viol = Z3_mk_and(s->z, 5, v);
+    return e;
+  }
   if (o->k == OB_INT) {
     e.viol = and2(s, path, Z3_mk_not(s->z, trb(s, o->cond, s->tid)));
     return e;
@@ -928,17 +944,31 @@ static ag_tile_cex *new_cex(smt *s, const ag__oblig *o) {
   }
   const ag_tile_node *e = o->at->a;
   (void)e;
-  if (o->k != OB_INT) {
+  if (o->k != OB_INT && o->k != OB_RACE) {
     x->lhs.expr = side_text_of(s, o->at, 0);
     x->rhs.expr = side_text_of(s, o->at, 1);
   }
   return x;
 }
 
+/* threadIdx (x, y, z) of a linear thread index, from the block shape */
+static void thread_idx(smt *s, int64_t t, int64_t out[3]) {
+  const int64_t *d = s->c->tdim;
+  out[0] = d[0] > 0 ? t % d[0] : t;
+  out[1] = d[0] > 0 && d[1] > 0 ? t / d[0] % d[1] : 0;
+  out[2] = d[0] > 0 && d[1] > 0 ? t / (d[0] * d[1]) : 0;
+}
+
+static void set_thread(smt *s, ag_tile_cex *x, int64_t t) {
+  x->thread = t;
+  x->warp = t / 32;
+  x->lane = t % 32;
+  thread_idx(s, t, x->tidx);
+}
+
 static void fill_env(smt *s, ag_tile_cex *x, Z3_model m) {
-  x->thread = mval(s, m, s->tid);
-  x->warp = x->thread / 32;
-  x->lane = x->thread % 32;
+  set_thread(s, x, mval(s, m, s->tid));
+  x->other = -1;
   for (int k = 0; k < 3; k++)
     x->block[k] = mval(s, m, s->bid[k]);
   x->nsizes = s->nsizes;
@@ -951,6 +981,68 @@ static void fill_env(smt *s, ag_tile_cex *x, Z3_model m) {
       x->sizes[i].value = mval(s, m, s->sizes[i]);
     }
   }
+}
+
+/* The statement at n as written (from its column to the end of the line). */
+static char *stmt_text(smt *s, const ag_tile_node *n) {
+  size_t len = 0;
+  const char *line = ag_tile_srcline(s->c->prog, n->line, &len);
+  size_t skip = (size_t)(n->col > 0 ? n->col - 1 : 0);
+  char *r = line && skip < len ? ag_strndup(line + skip, len - skip) : ag_strdup("");
+  if (!r)
+    ag__ck_oom(s->c);
+  return r;
+}
+
+/* "thread 12 (threadIdx (12, 0, 0)) reads bytes [240, 256) at kt=0, kk=1" */
+static void race_side(smt *s, ag_tile_cex_side *sd, const ag_tile_node *at, const char *verb,
+                      int64_t thread, int64_t addr, int width, int buf,
+                      const ag__loopvar *loops, int nloops) {
+  int64_t ti[3];
+  thread_idx(s, thread, ti);
+  char w[256];
+  ag_str t = AG_STR_INIT, v = AG_STR_INIT;
+  ag_str_printf(&t, "thread %lld (threadIdx (%lld, %lld, %lld)) %s bytes [%lld, %lld)",
+                (long long)thread, (long long)ti[0], (long long)ti[1], (long long)ti[2], verb,
+                (long long)addr, (long long)(addr + width));
+  for (int k = 0; k < nloops; k++)
+    ag_str_printf(&t, "%s %s=%lld", k ? "," : " at", loops[k].name, (long long)loops[k].value);
+  const ag__sbuf *sb = &s->c->sbufs.v[buf];
+  ag_str_printf(&v, "shared '%s', the statement at %s", sb->name ? sb->name : "?",
+                where(s, at, w, sizeof w));
+  if (t.oom || v.oom)
+    ag__ck_oom(s->c);
+  sd->expr = stmt_text(s, at);
+  sd->tag = ag_str_detach(&t);
+  sd->via = ag_str_detach(&v);
+  if (!sd->tag || !sd->via)
+    ag__ck_oom(s->c);
+}
+
+/* A write-after-read race: the reader (tid), the writer, the byte. */
+static ag_tile_cex *race_cex(smt *s, const ag__oblig *o, const enc *e, Z3_model m,
+                             ag_tile_cex *x) {
+  const ag__rrec *rr = o->rr;
+  const ag__wrec *rw = o->rw;
+  int64_t w = mval(s, m, e->a.sel);
+  int64_t ar = (int64_t)(uint32_t)mval(s, m, tr(s, rr->addr, s->tid));
+  int64_t aw = (int64_t)(uint32_t)mval(s, m, tr(s, rw->addr, e->a.sel));
+  int64_t byte = ar > aw ? ar : aw;
+  x->other = w;
+  thread_idx(s, w, x->other_tidx);
+  race_side(s, &x->lhs, rr->at, "reads", x->thread, ar, rr->width, rr->buf, rr->loops,
+            rr->nloops);
+  race_side(s, &x->rhs, rw->at, "writes", w, aw, rw->width, rw->buf, o->loops, o->nloops);
+  char buf[900], wr[256], rd[256];
+  const ag__sbuf *sb = &s->c->sbufs.v[rw->buf];
+  snprintf(buf, sizeof buf,
+           "write-after-read race: thread %lld writes shared '%s' byte %lld at %s while thread "
+           "%lld may still be reading it at %s (no barrier between the read and the write); "
+           "add syncthreads() after the last read of these bytes and before the write",
+           (long long)w, sb->name ? sb->name : "?", (long long)byte, where(s, rw->at, wr, sizeof wr),
+           (long long)x->thread, where(s, rr->at, rd, sizeof rd));
+  x->reason = dupstr(s, buf);
+  return x;
 }
 
 static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_model m) {
@@ -975,6 +1067,8 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
     x->reason = dupstr(s, "the condition is false");
     return x;
   }
+  if (o->k == OB_RACE)
+    return race_cex(s, o, e, m, x);
   if (e->kind == 1 || (e->topness && mtrue(s, m, e->topness) && !(e->mismatch && mtrue(s, m, e->mismatch)))) {
     /* a side is top: an unsettled member, or two members that disagree */
     describe(s, m, &e->a, &x->lhs.tag, &x->lhs.element, &x->lhs.via);
@@ -1154,9 +1248,9 @@ static void report_bot(smt *s, const ag__oblig *o, int left, int64_t thread, int
   ag_tile_cex *x = new_cex(s, o);
   if (s->defaults)
     fill_env(s, x, s->defaults);
-  x->thread = thread < 0 ? 0 : thread;
-  x->warp = x->thread / 32;
-  x->lane = x->thread % 32;
+  else
+    x->other = -1;
+  set_thread(s, x, thread < 0 ? 0 : thread);
   ag_tile_cex_side *sd = left ? &x->lhs : &x->rhs, *other = left ? &x->rhs : &x->lhs;
   sd->tag = dupstr(s, "bot");
   if (shr) {
