@@ -70,6 +70,7 @@ typedef struct smt {
   ag_map memo;
   Z3_solver solver;        /* reused across queries */
   Z3_model defaults;       /* a model of the assumptions alone */
+  int min_defaults;        /* defaults has the smallest sizes */
   unsigned char **recbits; /* per write: bytes it may touch (NULL: unknown) */
   unsigned char *recdone;
   ag_map readbits;         /* read address -> bytes it may touch */
@@ -817,18 +818,98 @@ static const char *where(smt *s, const ag_tile_node *n, char *buf, size_t len) {
   return buf;
 }
 
+/* The alternative of a member that model m chooses (NULL: none). */
+static const alt *chosen(smt *s, Z3_model m, const member *mb) {
+  if (mb->nalts == 1)
+    return &mb->alts[0];
+  if (mb->nalts > 1) {
+    int64_t k = mval(s, m, mb->sel);
+    if (k >= 0 && k < mb->nalts)
+      return &mb->alts[k];
+  }
+  return NULL;
+}
+
+/* The shared tile a write statement writes to, as "sA[nst, :, :]": its
+ * first index kept, the others whole (the stage of a staged buffer). */
+static void reset_target(const ag_tile_node *at, ag_str *out) {
+  const ag_tile_node *t = at && (at->kind == AG_TN_CALL || at->kind == AG_TN_ASSIGN) &&
+                                  at->list.n > 0
+                              ? at->list.v[0]
+                              : NULL;
+  if (!t || t->kind != AG_TN_INDEX || !t->a) {
+    ag_str_puts(out, "the tile");
+    return;
+  }
+  ag_tile_print(t->a, 0, out);
+  ag_str_putc(out, '[');
+  for (int i = 0; i < t->list.n; i++) {
+    if (i)
+      ag_str_puts(out, ", :");
+    else
+      ag_tile_print(t->list.v[0], 0, out);
+  }
+  ag_str_putc(out, ']');
+}
+
+/* When the member chosen in m is data of a write that a later write, after
+ * a barrier, puts new data over (a buffer reused without reset(), so both
+ * reach the read), the advice to add one; else NULL. */
+static char *reuse_hint(smt *s, Z3_model m, const member *mb) {
+  const alt *a = chosen(s, m, mb);
+  if (!a || !a->rec || !a->shr)
+    return NULL;
+  ag__ck *c = s->c;
+  int64_t X = (int64_t)(uint32_t)mval(s, m, tr(s, a->shr->addr, a->reader));
+  for (int j = 0; j < a->shr->nrec; j++) {
+    const ag__wrec *n = &c->wrecs.v[j];
+    if (n->buf != a->rec->buf || n->pc <= a->rec->pc || n->epoch <= a->rec->epoch ||
+        X < n->lo || X >= n->hi)
+      continue;
+    char w1[256], w2[256];
+    ag_str t = AG_STR_INIT;
+    ag_str_printf(&t,
+                  "shared '%s' byte %lld still holds the data written at %s before a barrier, "
+                  "and the write at %s puts new data there: shared memory keeps every write "
+                  "until reset(); when a buffer is reused, add reset(",
+                  c->sbufs.v[n->buf].name ? c->sbufs.v[n->buf].name : "?", (long long)X,
+                  where(s, a->rec->at, w1, sizeof w1), where(s, n->at, w2, sizeof w2));
+    reset_target(n->at, &t);
+    ag_str_printf(&t, ") after the barrier that ends the old data's use and before the write "
+                      "at %s",
+                  w2);
+    if (t.oom)
+      ag__ck_oom(c);
+    return ag_str_detach(&t);
+  }
+  return NULL;
+}
+
+/* Appends the reuse advice of the first side that has one to x->reason. */
+static void add_reuse_hint(smt *s, Z3_model m, ag_tile_cex *x, const member *const *mbs,
+                           int n) {
+  for (int i = 0; i < n; i++) {
+    if (!mbs[i])
+      continue;
+    char *h = reuse_hint(s, m, mbs[i]);
+    if (!h)
+      continue;
+    ag_str t = AG_STR_INIT;
+    ag_str_printf(&t, "%s; %s", x->reason ? x->reason : "", h);
+    ag_free(h);
+    if (t.oom)
+      ag__ck_oom(s->c);
+    ag_free(x->reason);
+    x->reason = ag_str_detach(&t);
+    return;
+  }
+}
+
 /* Describes the member chosen in model m. */
 static void describe(smt *s, Z3_model m, const member *mb, char **tag, char **element,
                      char **via) {
   ag_str t = AG_STR_INIT, el = AG_STR_INIT, v = AG_STR_INIT;
-  const alt *a = NULL;
-  if (mb->nalts == 1)
-    a = &mb->alts[0];
-  else if (mb->nalts > 1) {
-    int64_t k = mval(s, m, mb->sel);
-    if (k >= 0 && k < mb->nalts)
-      a = &mb->alts[k];
-  }
+  const alt *a = chosen(s, m, mb);
   if (!a) {
     ag_str_puts(&t, "bot");
   } else if (a->top) {
@@ -1086,6 +1167,10 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
                                      "read"
                                    : "the left side is top: two writes that reach it carry "
                                      "different tags");
+    if (!self_top) {
+      const member *mbs[2] = {&e->a, &e->a2};
+      add_reuse_hint(s, m, x, mbs, 2);
+    }
     return x;
   }
   describe(s, m, &e->a, &x->lhs.tag, &x->lhs.element, &x->lhs.via);
@@ -1105,6 +1190,8 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
     x->reason = dupstr(s, "the left side holds data, not bot");
   else
     x->reason = dupstr(s, "the tags differ");
+  const member *mbs[2] = {&e->a, &e->b};
+  add_reuse_hint(s, m, x, mbs, 2);
   return x;
 }
 
@@ -1180,9 +1267,52 @@ static Z3_solver new_solver(smt *s, Z3_ast q) {
   return sol;
 }
 
+/* The smallest problem sizes of a violation: one size at a time, in
+ * parameter order, by binary search below its value in m (each earlier size
+ * fixed at its minimum, the block indices kept within m's). Returns the model
+ * of the last satisfiable query (m itself when nothing is smaller); m is
+ * released when replaced. */
+static Z3_model minimize_sizes(smt *s, Z3_ast viol, Z3_model m) {
+  int64_t bcap[3];
+  for (int k = 0; k < 3; k++)
+    bcap[k] = mval(s, m, s->bid[k]);
+  for (int i = 0; i < s->nsizes; i++) {
+    int64_t lo = 1, hi = mval(s, m, s->sizes[i]);
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      Z3_solver sol = new_solver(s, viol);
+      Z3_solver_assert(s->z, sol, viol);
+      for (int k = 0; k < 3; k++)
+        Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->bid[k], bvnum(s, bcap[k])));
+      for (int j = 0; j < i; j++)
+        Z3_solver_assert(s->z, sol, Z3_mk_eq(s->z, s->sizes[j], bvnum(s, mval(s, m, s->sizes[j]))));
+      Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->sizes[i], bvnum(s, mid)));
+      Z3_lbool r = Z3_L_UNDEF;
+      Z3CALL(s, r = Z3_solver_check(s->z, sol));
+      s->r->queries++;
+      if (r == Z3_L_TRUE) {
+        Z3_model m2 = Z3_solver_get_model(s->z, sol);
+        Z3_model_inc_ref(s->z, m2);
+        Z3_model_dec_ref(s->z, m);
+        m = m2;
+        hi = mval(s, m, s->sizes[i]);
+        for (int k = 0; k < 3; k++)
+          bcap[k] = mval(s, m, s->bid[k]);
+      } else {
+        lo = mid + 1; /* unsat, or the solver gave up: keep what we have */
+      }
+      Z3_solver_dec_ref(s->z, sol);
+      if (s->failed)
+        return m;
+    }
+  }
+  return m;
+}
+
 /* A counterexample people can read: the same violation with small problem
- * sizes and block indices, when one exists (NULL: keep the first model). */
-static Z3_model small_model(smt *s, Z3_ast viol) {
+ * sizes and block indices, when one exists (NULL: keep the first model);
+ * with `minimal`, the smallest sizes (minimize_sizes). */
+static Z3_model small_model(smt *s, Z3_ast viol, int minimal) {
   static const int64_t caps[] = {64, 1024, 65536};
   for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
     Z3_solver sol = new_solver(s, viol);
@@ -1201,7 +1331,7 @@ static Z3_model small_model(smt *s, Z3_ast viol) {
     }
     Z3_solver_dec_ref(s->z, sol);
     if (m)
-      return m;
+      return minimal && s->nsizes ? minimize_sizes(s, viol, m) : m;
   }
   return NULL;
 }
@@ -1246,6 +1376,16 @@ static int static_bot(const ag__tag *t) { return t->k == TG_BOT; }
 static void report_bot(smt *s, const ag__oblig *o, int left, int64_t thread, int64_t addr,
                        const ag__tag *shr) {
   ag_tile_cex *x = new_cex(s, o);
+  if (!s->min_defaults) {
+    /* the smallest sizes the assumptions allow */
+    s->min_defaults = 1;
+    Z3_model m = small_model(s, ztrue(s), 1);
+    if (m) {
+      if (s->defaults)
+        Z3_model_dec_ref(s->z, s->defaults);
+      s->defaults = m;
+    }
+  }
   if (s->defaults)
     fill_env(s, x, s->defaults);
   else
@@ -1412,7 +1552,7 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
           if (!mtrue(&s, m, vs[k]))
             continue;
           const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
-          Z3_model small = small_model(&s, vs[k]);
+          Z3_model small = small_model(&s, vs[k], result_for(&s, o)->cex == NULL);
           set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
           if (small)
             Z3_model_dec_ref(s.z, small);
