@@ -84,6 +84,10 @@ typedef struct ag_tile_assert_result {
   ag_tile_status status;
   int64_t instances;       /* unrolled instances checked */
   ag_tile_cex *cex;        /* when violated (the first found) */
+  int64_t violations;      /* violating instances found (all of them under `all`) */
+  ag_tile_cex **more;      /* under `all`: the counterexamples of the other violating
+                              instances, in the order found (nmore of them) */
+  int nmore;
   int bounds;              /* 1: not an assert statement but the implicit "every index is
                               within its mode" obligation of an access (listed only when
                               not proved; the proved ones are counted in bounds_proved) */

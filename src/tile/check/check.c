@@ -40,6 +40,9 @@ static void result_free(ag_tile_assert_result *a) {
   ag_free(a->text);
   ag_free(a->detail);
   ag__tile_cex_free(a->cex);
+  for (int i = 0; i < a->nmore; i++)
+    ag__tile_cex_free(a->more[i]);
+  ag_free(a->more);
 }
 
 void ag_tile_report_free(ag_tile_report *r) {
@@ -378,6 +381,30 @@ static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
   }
 }
 
+static void cex_text(const ag_tile_cex *x, ag_str *o) {
+  ag_str_printf(o,
+                "    counterexample: blockIdx (%lld, %lld, %lld), threadIdx (%lld, %lld, %lld) "
+                "(thread %lld: warp %lld, lane %lld)",
+                (long long)x->block[0], (long long)x->block[1], (long long)x->block[2],
+                (long long)x->tidx[0], (long long)x->tidx[1], (long long)x->tidx[2],
+                (long long)x->thread, (long long)x->warp, (long long)x->lane);
+  if (x->other >= 0)
+    ag_str_printf(o, " and threadIdx (%lld, %lld, %lld) (thread %lld)",
+                  (long long)x->other_tidx[0], (long long)x->other_tidx[1],
+                  (long long)x->other_tidx[2], (long long)x->other);
+  for (int k = 0; k < x->nsizes; k++)
+    ag_str_printf(o, "%s %s=%lld", k ? "," : "; sizes", x->sizes[k].name,
+                  (long long)x->sizes[k].value);
+  for (int k = 0; k < x->nloops; k++)
+    ag_str_printf(o, "%s %s=%lld", k ? "," : "; at", x->loops[k].name,
+                  (long long)x->loops[k].value);
+  ag_str_printf(o, "\n    %s\n", x->reason ? x->reason : "");
+  if (x->lhs.expr || x->lhs.tag)
+    side_text("left: ", &x->lhs, o);
+  if (x->rhs.expr || x->rhs.tag)
+    side_text("right:", &x->rhs, o);
+}
+
 int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
   int nv = 0, nu = 0, nvac = 0;
   for (int i = 0; i < r->nasserts; i++) {
@@ -391,30 +418,14 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
                   a->instances == 1 ? "" : "s");
     if (a->detail)
       ag_str_printf(o, "    %s\n", a->detail);
-    const ag_tile_cex *x = a->cex;
-    if (!x)
-      continue;
-    ag_str_printf(o,
-                  "    counterexample: blockIdx (%lld, %lld, %lld), threadIdx (%lld, %lld, %lld) "
-                  "(thread %lld: warp %lld, lane %lld)",
-                  (long long)x->block[0], (long long)x->block[1], (long long)x->block[2],
-                  (long long)x->tidx[0], (long long)x->tidx[1], (long long)x->tidx[2],
-                  (long long)x->thread, (long long)x->warp, (long long)x->lane);
-    if (x->other >= 0)
-      ag_str_printf(o, " and threadIdx (%lld, %lld, %lld) (thread %lld)",
-                    (long long)x->other_tidx[0], (long long)x->other_tidx[1],
-                    (long long)x->other_tidx[2], (long long)x->other);
-    for (int k = 0; k < x->nsizes; k++)
-      ag_str_printf(o, "%s %s=%lld", k ? "," : "; sizes", x->sizes[k].name,
-                    (long long)x->sizes[k].value);
-    for (int k = 0; k < x->nloops; k++)
-      ag_str_printf(o, "%s %s=%lld", k ? "," : "; at", x->loops[k].name,
-                    (long long)x->loops[k].value);
-    ag_str_printf(o, "\n    %s\n", x->reason ? x->reason : "");
-    if (x->lhs.expr || x->lhs.tag)
-      side_text("left: ", &x->lhs, o);
-    if (x->rhs.expr || x->rhs.tag)
-      side_text("right:", &x->rhs, o);
+    if (a->violations > 1 || a->nmore)
+      ag_str_printf(o, "    violated in %lld of %lld instance%s%s\n", (long long)a->violations,
+                    (long long)a->instances, a->instances == 1 ? "" : "s",
+                    a->nmore ? " (a counterexample for each)" : "");
+    if (a->cex)
+      cex_text(a->cex, o);
+    for (int k = 0; k < a->nmore; k++)
+      cex_text(a->more[k], o);
   }
   if (r->bounds_proved)
     ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
@@ -441,6 +452,30 @@ static json_t *side_json(const ag_tile_cex_side *s) {
                    "element_other", s->element_other, "via_other", s->via_other);
 }
 
+static json_t *cex_json(const ag_tile_cex *x) {
+  json_t *sizes = json_object(), *loops = json_object();
+  for (int k = 0; sizes && k < x->nsizes; k++)
+    json_object_set_new(sizes, x->sizes[k].name, json_integer(x->sizes[k].value));
+  for (int k = 0; loops && k < x->nloops; k++)
+    json_object_set_new(loops, x->loops[k].name, json_integer(x->loops[k].value));
+  json_t *cj = json_pack("{s:[I,I,I],s:I,s:I,s:I,s:o,s:o,s:s?,s:o,s:o}", "block",
+                         (json_int_t)x->block[0], (json_int_t)x->block[1],
+                         (json_int_t)x->block[2], "thread", (json_int_t)x->thread, "warp",
+                         (json_int_t)x->warp, "lane", (json_int_t)x->lane, "sizes", sizes,
+                         "loops", loops, "reason", x->reason, "lhs", side_json(&x->lhs),
+                         "rhs", side_json(&x->rhs));
+  if (cj)
+    json_object_set_new(cj, "threadIdx",
+                        json_pack("[I,I,I]", (json_int_t)x->tidx[0], (json_int_t)x->tidx[1],
+                                  (json_int_t)x->tidx[2]));
+  if (cj && x->other >= 0)
+    json_object_set_new(cj, "other",
+                        json_pack("{s:I,s:[I,I,I]}", "thread", (json_int_t)x->other,
+                                  "threadIdx", (json_int_t)x->other_tidx[0],
+                                  (json_int_t)x->other_tidx[1], (json_int_t)x->other_tidx[2]));
+  return cj;
+}
+
 json_t *ag_tile_report_json(const ag_tile_report *r) {
   json_t *arr = json_array();
   int nv = 0, nu = 0, nvac = 0;
@@ -454,28 +489,21 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
                           status_name(a->status), "instances", (json_int_t)a->instances,
                           "detail", a->detail, "bounds", a->bounds, "race", a->race);
     if (j && a->cex) {
-      const ag_tile_cex *x = a->cex;
-      json_t *sizes = json_object(), *loops = json_object();
-      for (int k = 0; sizes && k < x->nsizes; k++)
-        json_object_set_new(sizes, x->sizes[k].name, json_integer(x->sizes[k].value));
-      for (int k = 0; loops && k < x->nloops; k++)
-        json_object_set_new(loops, x->loops[k].name, json_integer(x->loops[k].value));
-      json_t *cj = json_pack("{s:[I,I,I],s:I,s:I,s:I,s:o,s:o,s:s?,s:o,s:o}", "block",
-                             (json_int_t)x->block[0], (json_int_t)x->block[1],
-                             (json_int_t)x->block[2], "thread", (json_int_t)x->thread, "warp",
-                             (json_int_t)x->warp, "lane", (json_int_t)x->lane, "sizes", sizes,
-                             "loops", loops, "reason", x->reason, "lhs", side_json(&x->lhs),
-                             "rhs", side_json(&x->rhs));
-      if (cj)
-        json_object_set_new(cj, "threadIdx",
-                            json_pack("[I,I,I]", (json_int_t)x->tidx[0], (json_int_t)x->tidx[1],
-                                      (json_int_t)x->tidx[2]));
-      if (cj && x->other >= 0)
-        json_object_set_new(cj, "other",
-                            json_pack("{s:I,s:[I,I,I]}", "thread", (json_int_t)x->other,
-                                      "threadIdx", (json_int_t)x->other_tidx[0],
-                                      (json_int_t)x->other_tidx[1], (json_int_t)x->other_tidx[2]));
+      json_t *cj = cex_json(a->cex);
       if (!cj || json_object_set_new(j, "counterexample", cj)) {
+        json_decref(j);
+        j = NULL;
+      }
+    }
+    if (j && a->violations)
+      json_object_set_new(j, "violations", json_integer((json_int_t)a->violations));
+    if (j && a->nmore) {
+      /* --all: every violating instance's counterexample, the first one too */
+      json_t *all = json_array();
+      json_array_append_new(all, cex_json(a->cex));
+      for (int k = 0; all && k < a->nmore; k++)
+        json_array_append_new(all, cex_json(a->more[k]));
+      if (!all || json_object_set_new(j, "counterexamples", all)) {
         json_decref(j);
         j = NULL;
       }

@@ -1340,13 +1340,27 @@ static ag_tile_assert_result *result_for(smt *s, const ag__oblig *o) {
   return &s->r->asserts[s->r->nasserts - (int)s->c->asserts.n + o->stmt];
 }
 
+/* Records a violating instance: the first counterexample of an assertion,
+ * and under --all every further one (in `more`). */
 static void set_cex(smt *s, const ag__oblig *o, ag_tile_cex *x) {
   ag_tile_assert_result *ar = result_for(s, o);
   ar->status = AG_TILE_VIOLATED;
-  if (!ar->cex)
+  ar->violations++;
+  if (!ar->cex) {
     ar->cex = x;
-  else
+    return;
+  }
+  if (!s->c->opts->all) {
     ag__tile_cex_free(x);
+    return;
+  }
+  ag_tile_cex **nm = ag_realloc(ar->more, (size_t)(ar->nmore + 1) * sizeof *nm);
+  if (!nm) {
+    ag__tile_cex_free(x);
+    ag__ck_oom(s->c);
+  }
+  ar->more = nm;
+  ar->more[ar->nmore++] = x;
 }
 
 /* Static shortcuts: 1 proved, 0 unknown. */
@@ -1524,55 +1538,70 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
         es[k] = encode(&s, &c->obligs.v[todo.v[b0 + k]]);
         vs[k] = es[k].viol;
       }
-      Z3_ast q = Z3_mk_or(s.z, (unsigned)nb, vs);
-      Z3_solver sol = new_solver(&s, q);
-      Z3CALL(&s, Z3_solver_assert(s.z, sol, q));
-      const char *dump = getenv("ARGUS_SMT_DUMP");
-      if (dump && *dump) {
-        /* debugging aid: each query as SMT-LIB2 */
-        char path[512];
-        snprintf(path, sizeof path, "%s/q%03lld.smt2", dump, (long long)r->queries);
-        FILE *f = fopen(path, "w");
-        if (f) {
-          fputs(Z3_solver_to_string(s.z, sol), f);
-          fclose(f);
-        }
-      }
-      Z3_lbool res = Z3_L_UNDEF;
-      Z3CALL(&s, res = Z3_solver_check(s.z, sol));
-      r->queries++;
-      if (s.failed) {
-        Z3_solver_dec_ref(s.z, sol);
-        break;
-      }
-      if (res == Z3_L_TRUE) {
-        Z3_model m = Z3_solver_get_model(s.z, sol);
-        Z3_model_inc_ref(s.z, m);
-        for (size_t k = 0; k < nb; k++) {
-          if (!mtrue(&s, m, vs[k]))
-            continue;
-          const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
-          Z3_model small = small_model(&s, vs[k], result_for(&s, o)->cex == NULL);
-          set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
-          if (small)
-            Z3_model_dec_ref(s.z, small);
-          if (!c->opts->all)
-            break;
-        }
-        Z3_model_dec_ref(s.z, m);
-      } else if (res == Z3_L_UNDEF) {
-        ag_tile_assert_result *ar = result_for(&s, first);
-        if (ar->status != AG_TILE_VIOLATED) {
-          ar->status = AG_TILE_UNKNOWN;
-          if (!ar->detail) {
-            char buf[300];
-            snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
-                     Z3_solver_get_reason_unknown(s.z, sol));
-            ar->detail = dupstr(&s, buf);
+      /* under --all, every violating instance: the batch is asked again
+       * without the instances found until nothing more is violated */
+      unsigned char *done = ag__ck_alloc(c, nb);
+      Z3_ast *rest = ag__ck_alloc(c, nb * sizeof *rest);
+      for (int more = 1; more && !s.failed;) {
+        unsigned nr = 0;
+        for (size_t k = 0; k < nb; k++)
+          if (!done[k])
+            rest[nr++] = vs[k];
+        if (!nr)
+          break;
+        more = 0;
+        Z3_ast q = Z3_mk_or(s.z, nr, rest);
+        Z3_solver sol = new_solver(&s, q);
+        Z3CALL(&s, Z3_solver_assert(s.z, sol, q));
+        const char *dump = getenv("ARGUS_SMT_DUMP");
+        if (dump && *dump) {
+          /* debugging aid: each query as SMT-LIB2 */
+          char path[512];
+          snprintf(path, sizeof path, "%s/q%03lld.smt2", dump, (long long)r->queries);
+          FILE *f = fopen(path, "w");
+          if (f) {
+            fputs(Z3_solver_to_string(s.z, sol), f);
+            fclose(f);
           }
         }
+        Z3_lbool res = Z3_L_UNDEF;
+        Z3CALL(&s, res = Z3_solver_check(s.z, sol));
+        r->queries++;
+        if (s.failed) {
+          Z3_solver_dec_ref(s.z, sol);
+          break;
+        }
+        if (res == Z3_L_TRUE) {
+          Z3_model m = Z3_solver_get_model(s.z, sol);
+          Z3_model_inc_ref(s.z, m);
+          for (size_t k = 0; k < nb; k++) {
+            if (done[k] || !mtrue(&s, m, vs[k]))
+              continue;
+            done[k] = 1;
+            more = c->opts->all;
+            const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
+            Z3_model small = small_model(&s, vs[k], result_for(&s, o)->cex == NULL);
+            set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
+            if (small)
+              Z3_model_dec_ref(s.z, small);
+            if (!c->opts->all)
+              break;
+          }
+          Z3_model_dec_ref(s.z, m);
+        } else if (res == Z3_L_UNDEF) {
+          ag_tile_assert_result *ar = result_for(&s, first);
+          if (ar->status != AG_TILE_VIOLATED) {
+            ar->status = AG_TILE_UNKNOWN;
+            if (!ar->detail) {
+              char buf[300];
+              snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
+                       Z3_solver_get_reason_unknown(s.z, sol));
+              ar->detail = dupstr(&s, buf);
+            }
+          }
+        }
+        Z3_solver_dec_ref(s.z, sol);
       }
-      Z3_solver_dec_ref(s.z, sol);
     }
     ag_vec_free(&todo);
   }
