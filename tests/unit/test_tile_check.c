@@ -109,6 +109,8 @@ static const bug bugs[] = {
     {"gemm-oob", "gA[bm + 1, r, 0, c]", "out of bounds: index 0 of 'gA'", NULL, NULL, "", -1, -1},
     {"gemm-alias", "sA[0, r + 32,", "out of bounds: index 1 of 'sA'", NULL, NULL, "", -1, -1},
     {"gemm-war", "cp_async(sA[nst", "write-after-read race: thread", NULL, NULL, "'sA'", -1, -1},
+    {"attention-war", "cp_async(sKw[ls, r", "write-after-read race: thread", NULL, NULL, "'smem'",
+     -1, -1},
     {"gemm-noreset", "assert tag(sAh[", "add reset(sA[nst, :, :]) after the barrier", "A[", NULL,
      "'sA'", -1, -1},
 };

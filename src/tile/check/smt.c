@@ -71,6 +71,7 @@ typedef struct smt {
   Z3_solver solver;        /* reused across queries */
   Z3_model defaults;       /* a model of the assumptions alone */
   int min_defaults;        /* defaults has the smallest sizes */
+  int64_t *floor;          /* per size: its smallest value under the assumptions (0: not yet) */
   unsigned char **recbits; /* per write: bytes it may touch (NULL: unknown) */
   unsigned char *recdone;
   ag_map readbits;         /* read address -> bytes it may touch */
@@ -1267,45 +1268,64 @@ static Z3_solver new_solver(smt *s, Z3_ast q) {
   return sol;
 }
 
-/* The smallest problem sizes of a violation: one size at a time, in
- * parameter order, by binary search below its value in m (each earlier size
- * fixed at its minimum, the block indices kept within m's). Returns the model
- * of the last satisfiable query (m itself when nothing is smaller); m is
- * released when replaced. */
-static Z3_model minimize_sizes(smt *s, Z3_ast viol, Z3_model m) {
+/* The smallest value of size i in [lo, its value in *m] for which viol
+ * stays satisfiable, by binary search (the first probe at lo itself), with
+ * the sizes before i fixed at their values in *m when `fix`, and the block
+ * indices within *m's. *m becomes the last satisfying model (the replaced
+ * one released). */
+static int64_t shrink_size(smt *s, Z3_ast viol, Z3_model *m, int i, int64_t lo, int fix) {
   int64_t bcap[3];
   for (int k = 0; k < 3; k++)
-    bcap[k] = mval(s, m, s->bid[k]);
-  for (int i = 0; i < s->nsizes; i++) {
-    int64_t lo = 1, hi = mval(s, m, s->sizes[i]);
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      Z3_solver sol = new_solver(s, viol);
-      Z3_solver_assert(s->z, sol, viol);
+    bcap[k] = mval(s, *m, s->bid[k]);
+  int64_t hi = mval(s, *m, s->sizes[i]);
+  for (int first = 1; lo < hi && !s->failed; first = 0) {
+    int64_t mid = first ? lo : lo + (hi - lo) / 2;
+    Z3_solver sol = new_solver(s, viol);
+    Z3_solver_assert(s->z, sol, viol);
+    for (int k = 0; k < 3; k++)
+      Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->bid[k], bvnum(s, bcap[k])));
+    for (int j = 0; fix && j < i; j++)
+      Z3_solver_assert(s->z, sol, Z3_mk_eq(s->z, s->sizes[j], bvnum(s, mval(s, *m, s->sizes[j]))));
+    Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->sizes[i], bvnum(s, mid)));
+    Z3_lbool r = Z3_L_UNDEF;
+    Z3CALL(s, r = Z3_solver_check(s->z, sol));
+    s->r->queries++;
+    if (r == Z3_L_TRUE) {
+      Z3_model m2 = Z3_solver_get_model(s->z, sol);
+      Z3_model_inc_ref(s->z, m2);
+      Z3_model_dec_ref(s->z, *m);
+      *m = m2;
+      hi = mval(s, *m, s->sizes[i]);
       for (int k = 0; k < 3; k++)
-        Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->bid[k], bvnum(s, bcap[k])));
-      for (int j = 0; j < i; j++)
-        Z3_solver_assert(s->z, sol, Z3_mk_eq(s->z, s->sizes[j], bvnum(s, mval(s, m, s->sizes[j]))));
-      Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->sizes[i], bvnum(s, mid)));
-      Z3_lbool r = Z3_L_UNDEF;
-      Z3CALL(s, r = Z3_solver_check(s->z, sol));
-      s->r->queries++;
-      if (r == Z3_L_TRUE) {
-        Z3_model m2 = Z3_solver_get_model(s->z, sol);
-        Z3_model_inc_ref(s->z, m2);
-        Z3_model_dec_ref(s->z, m);
-        m = m2;
-        hi = mval(s, m, s->sizes[i]);
-        for (int k = 0; k < 3; k++)
-          bcap[k] = mval(s, m, s->bid[k]);
-      } else {
-        lo = mid + 1; /* unsat, or the solver gave up: keep what we have */
-      }
-      Z3_solver_dec_ref(s->z, sol);
-      if (s->failed)
-        return m;
+        bcap[k] = mval(s, *m, s->bid[k]);
+    } else {
+      lo = mid + 1; /* unsat, or the solver gave up: keep what we have */
     }
+    Z3_solver_dec_ref(s->z, sol);
   }
+  return hi;
+}
+
+/* The smallest value of size i that the assumptions allow (computed once
+ * per kernel, below its value in m, a model of them): no violation has a
+ * smaller one. */
+static int64_t size_floor(smt *s, int i, Z3_model m) {
+  if (!s->floor[i]) {
+    Z3_model_inc_ref(s->z, m);
+    s->floor[i] = shrink_size(s, ztrue(s), &m, i, 1, 0);
+    Z3_model_dec_ref(s->z, m);
+  }
+  return s->floor[i];
+}
+
+/* The smallest problem sizes of a violation: one size at a time, in
+ * parameter order, each earlier size fixed at its minimum (shrink_size,
+ * from the size's floor under the assumptions, so a violation that does
+ * not depend on a size costs one query for it). Returns the model with those
+ * sizes (m itself when nothing is smaller; m is released when replaced). */
+static Z3_model minimize_sizes(smt *s, Z3_ast viol, Z3_model m) {
+  for (int i = 0; i < s->nsizes && !s->failed; i++)
+    shrink_size(s, viol, &m, i, size_floor(s, i, m), 1);
   return m;
 }
 
@@ -1444,6 +1464,8 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
     s.bid[k] = narrow_var(&s, bn[k], 16);
   s.nsizes = (int)c->sizes.n;
   s.sizes = ag__ck_alloc(c, (size_t)(s.nsizes ? s.nsizes : 1) * sizeof *s.sizes);
+  s.floor = ag__ck_alloc(c, (size_t)(s.nsizes ? s.nsizes : 1) * sizeof *s.floor);
+  memset(s.floor, 0, (size_t)(s.nsizes ? s.nsizes : 1) * sizeof *s.floor);
   for (int i = 0; i < s.nsizes; i++)
     s.sizes[i] = narrow_var(&s, c->sizes.v[i], 24);
   zcheck_err(&s, "creating the context");
@@ -1541,6 +1563,7 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
       /* under --all, every violating instance: the batch is asked again
        * without the instances found until nothing more is violated */
       unsigned char *done = ag__ck_alloc(c, nb);
+      memset(done, 0, nb);
       Z3_ast *rest = ag__ck_alloc(c, nb * sizeof *rest);
       for (int more = 1; more && !s.failed;) {
         unsigned nr = 0;
