@@ -819,6 +819,32 @@ TEST(test_cex_minimal) {
   }
 }
 
+/* A side no write reaches (decided by enumeration, no solver model): the
+ * sizes of its counterexample are the smallest the assumptions allow (they
+ * were an arbitrary model, M = 8388608). */
+TEST(test_cex_minimal_bot) {
+  const char *text = "@threads(128)\n@grid(M / 128)\ndef k(A: Tensor(M, f32)):\n"
+                     "    assume M % 128 == 0\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+                     "    s = make_shared((128,), f32)\n    if tid < 64:\n"
+                     "        s[tid] = A[blockIdx.x * 128 + tid]\n    syncthreads()\n"
+                     "    assert tag(s[tid]) == (blockIdx.x * 128 + tid,)\n";
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(text, "bot.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  const ag_tile_cex *x = r && r->nasserts == 1 ? r->asserts[0].cex : NULL;
+  CHECK(x != NULL);
+  if (x) {
+    CHECK_CONTAINS(x->reason, "bot");
+    CHECK_EQ_INT(tu_size(x, "M"), 128);
+    CHECK_EQ_INT(x->tidx[0], x->thread);
+    CHECK(x->thread >= 64);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+}
+
 /* --all: every violating instance, counted, with a counterexample each;
  * without it, the first only. */
 TEST(test_all_instances) {
@@ -988,5 +1014,5 @@ TEST(test_vacuity) {
 
 RUN_TESTS(T(test_resource_limits), T(test_vacuity), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
-          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_all_instances),
+          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_cex_minimal_bot), T(test_all_instances),
           T(test_variants_and_vacuous))
