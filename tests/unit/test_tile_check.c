@@ -753,6 +753,32 @@ TEST(test_races) {
     ag_tile_report_free(r);
     ag_diags_release(&d);
   }
+  /* long barrier intervals are bounded: a racy one by the number of pairs
+   * left to the solver, a race-free one by the enumeration work; both
+   * refused at once with the limit named */
+  static const struct {
+    const char *body, *msg;
+  } heavy[] = {
+      {"        x = s[(tid + i) % 32]\n        s[tid] = A[tid]\n", "--max-writes"},
+      {"        x = s[(tid + 32 * i) % 32]\n        s[tid] = A[tid]\n", "--max-steps"},
+  };
+  for (size_t i = 0; i < sizeof heavy / sizeof heavy[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s    for i in range(3000):\n%s", RACE_HDR, heavy[i].body);
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    clock_t t0 = clock(); /* CPU time: the machine is shared */
+    ag_tile_report *r = tu_check(text, "heavy.tile", &d, &rc, NULL);
+    double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK_EQ_INT(rc, AG_EPARSE);
+    CHECK(r == NULL);
+    CHECK(dt < 1.0 * LIMIT_TIME_SCALE);
+    CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, heavy[i].msg) &&
+          strstr(d.items.v[0].msg, "barrier"));
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
   /* the correct gemm is race-free; without its trailing barrier it is not */
   char *src = tu_read("examples/tile/gemm.tile", NULL);
   CHECK(src != NULL);

@@ -132,6 +132,7 @@ void ag__ck_free(ag__ck *c) {
   ag_vec_free(&c->wrecs);
   ag_vec_free(&c->resets);
   ag_vec_free(&c->reads);
+  ag_map_release(&c->read_seen);
   ag_vec_free(&c->obligs);
   ag_vec_free(&c->asserts);
   ag_vec_free(&c->loops);
@@ -162,6 +163,7 @@ ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_til
   ag_map_init(&c->bounds_memo);
   ag_map_init(&c->align_memo);
   ag_map_init(&c->mask_memo);
+  ag_map_init(&c->read_seen);
   if (setjmp(c->fail)) {
     *rc = c->fail_rc ? c->fail_rc : AG_EPARSE;
     ag__ck_free(c);

@@ -18,7 +18,11 @@
  *
  * Load: a few pairs per write in real kernels (reads and writes of a stage
  * are separated by barriers); each enumeration costs block size x access
- * width. The number of obligations is bounded by --max-writes.
+ * width. A read the interval already holds (same buffer, address, width
+ * and guard, e.g. from another loop iteration) is kept once. The work (pairs
+ * scanned, bytes enumerated) is bounded by 32 x --max-steps, and the race
+ * obligations by --max-writes; past either, the check stops with an error
+ * naming the limit.
  */
 #include "check_int.h"
 
@@ -28,6 +32,21 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
                    const ag__bx *guard) {
   if (c->ghost)
     return;
+  struct {
+    int64_t epoch;
+    const void *addr, *guard;
+    int32_t buf, width;
+  } key;
+  memset(&key, 0, sizeof key);
+  key.epoch = c->epoch;
+  key.addr = addr;
+  key.guard = guard;
+  key.buf = buf;
+  key.width = width;
+  if (ag_map_has(&c->read_seen, &key, sizeof key))
+    return; /* the same bytes read by the same threads in this interval */
+  if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+    ag__ck_oom(c);
   ag__rrec r;
   memset(&r, 0, sizeof r);
   r.buf = buf;
@@ -57,10 +76,22 @@ void ag__race_barrier(ag__ck *c) { c->reads.n = 0; }
 /* 1 when, for every thread, the bytes it writes are read by no other thread
  * (decided by enumerating the block); 0 when some may be, or when the
  * addresses or guards depend on more than the thread index. */
+static void race_work(ag__ck *c, const ag_tile_node *at, int64_t units) {
+  int64_t budget = 32 * (c->opts->max_steps > 0 ? c->opts->max_steps : AG_TILE_MAX_STEPS);
+  c->race_work += units;
+  if (c->race_work > budget)
+    ag__ck_error(c, at,
+                 "checking write-after-read races takes more than %lld steps (shared reads and "
+                 "writes of the same bytes in long barrier intervals); add the barriers the "
+                 "kernel needs or raise the limit with --max-steps (32 steps per statement)",
+                 (long long)budget);
+}
+
 static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__wrec *w) {
   int64_t lo = r->lo, span = r->hi - r->lo;
   if (span <= 0 || span > c->sbufs.v[r->buf].size)
     return 0;
+  race_work(c, w->at, span + c->nthreads * (r->width + w->width));
   int32_t *reader = ag_calloc((size_t)span, sizeof *reader);
   if (!reader)
     ag__ck_oom(c);
@@ -100,6 +131,7 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
   const ag__wrec *copy = NULL;
   for (size_t i = 0; i < c->reads.n; i++) {
     const ag__rrec *r = &c->reads.v[i];
+    race_work(c, w->at, 1);
     if (r->buf != w->buf || r->hi <= w->lo || r->lo >= w->hi)
       continue;
     int stmt = ag__ck_stmt(c, w->at);
@@ -107,12 +139,12 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
     if (enum_race_free(c, r, w))
       continue;
     int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
-    if ((int64_t)c->obligs.n >= 16 * max_writes)
+    if (++c->race_obligs > max_writes)
       ag__ck_error(c, w->at,
-                   "more than %lld proof obligations, many of them pairs of a shared write and "
-                   "an earlier read in the same barrier interval; add the barriers the kernel "
-                   "needs or raise the limit with --max-writes",
-                   (long long)(16 * max_writes));
+                   "more than %lld pairs of a shared write and another thread's earlier read "
+                   "of the same bytes in one barrier interval to prove race-free; add the "
+                   "barriers the kernel needs or raise the limit with --max-writes",
+                   (long long)max_writes);
     if (!copy) {
       ag__wrec *cw = ag__ck_alloc(c, sizeof *cw);
       *cw = *w;
