@@ -871,6 +871,38 @@ TEST(test_cex_minimal_bot) {
   ag_diags_release(&d);
 }
 
+/* A one-mode tile refilled after a barrier without reset(): the advice
+ * names the whole tile; with the reset() it is proved. */
+TEST(test_reset_advice) {
+  for (int with_reset = 0; with_reset < 2; with_reset++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
+                   "    x = s[tid]\n    syncthreads()\n%s    s[tid] = A[tid + 32]\n"
+                   "    syncthreads()\n    assert tag(s[tid]) == (tid + 32,)\n",
+             with_reset ? "    reset(s)\n" : "");
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(text, "reuse.tile", &d, &rc, NULL);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_cex *x = r && r->nasserts == 1 ? r->asserts[0].cex : NULL;
+    if (with_reset) {
+      CHECK(r && ag_tile_report_ok(r));
+    } else {
+      CHECK(x != NULL);
+      if (x) {
+        CHECK_CONTAINS(x->reason, "the tags differ");
+        CHECK_CONTAINS(x->reason, "written at reuse.tile:6:5 before a barrier");
+        CHECK_CONTAINS(x->reason, "add reset(s) after the barrier");
+        CHECK_CONTAINS(x->reason, "before the write at reuse.tile:10:5");
+      }
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
 /* --all: every violating instance, counted, with a counterexample each;
  * without it, the first only. */
 TEST(test_all_instances) {
@@ -1040,5 +1072,5 @@ TEST(test_vacuity) {
 
 RUN_TESTS(T(test_resource_limits), T(test_vacuity), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
-          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_cex_minimal_bot), T(test_all_instances),
+          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_cex_minimal_bot), T(test_reset_advice), T(test_all_instances),
           T(test_variants_and_vacuous))

@@ -832,7 +832,8 @@ static const alt *chosen(smt *s, Z3_model m, const member *mb) {
 }
 
 /* The shared tile a write statement writes to, as "sA[nst, :, :]": its
- * first index kept, the others whole (the stage of a staged buffer). */
+ * first index kept, the others whole (the stage of a staged buffer); a
+ * tile of one mode whole ("s"). */
 static void reset_target(const ag_tile_node *at, ag_str *out) {
   const ag_tile_node *t = at && (at->kind == AG_TN_CALL || at->kind == AG_TN_ASSIGN) &&
                                   at->list.n > 0
@@ -843,6 +844,8 @@ static void reset_target(const ag_tile_node *at, ag_str *out) {
     return;
   }
   ag_tile_print(t->a, 0, out);
+  if (t->list.n < 2)
+    return; /* one mode: the whole tile */
   ag_str_putc(out, '[');
   for (int i = 0; i < t->list.n; i++) {
     if (i)
