@@ -5,6 +5,7 @@
  * and planted-bug variant assembling with ptxas (77 without NVRTC or
  * ptxas), and the PTX cache.
  */
+#include "argus/tile_check.h"
 #include "argus/tile_lower.h"
 #include "check.h"
 
@@ -206,6 +207,72 @@ TEST(test_loop_carried) {
   ag_tile_lowered_free(l);
 }
 
+/* region("name"): markers around the body, qualified by the open regions;
+ * the body is not a scope. A malformed name is a parse error. */
+TEST(test_region_statement) {
+  char err[512];
+  ag_tile_lowered *l = lower_text(
+      "@threads(32)\ndef k(A: Tensor(M, f32)):\n    x = A[threadIdx.x]\n"
+      "    for kt in range(8):\n        region(\"stage\"):\n            y = x * 2.0\n"
+      "        A[kt] = y\n",
+      NULL, err, sizeof err);
+  CHECK(l != NULL);
+  if (!l) {
+    printf("  %s\n", err);
+    return;
+  }
+  CHECK_CONTAINS(l->cuda, "ARGUS_BEGIN_AT(mainloop, kt);");
+  CHECK_CONTAINS(l->cuda, "    ARGUS_BEGIN(stage);\n#line 6 \"t.tile\"\n    float y = (x * 2.0f);\n"
+                          "#line 5 \"t.tile\"\n    ARGUS_END(stage);");
+  CHECK_EQ_INT(l->kernels[0].nregions, 3);
+  CHECK_EQ_STR(l->kernels[0].regions[1], "k/mainloop");
+  CHECK_EQ_STR(l->kernels[0].regions[2], "k/mainloop/stage");
+  ag_tile_lowered_free(l);
+  l = lower_text("@threads(32)\ndef k(A: Tensor(M, f32)):\n    region(\"a/b\"):\n        pass\n",
+                 NULL, err, sizeof err);
+  CHECK(l == NULL);
+  CHECK_CONTAINS(err, "region name 'a/b' must be a name");
+  l = lower_text("@threads(32)\ndef k(A: Tensor(M, f32)):\n    region(\"a\"):\n"
+                 "        region(\"a\"):\n            pass\n",
+                 NULL, err, sizeof err);
+  CHECK(l == NULL);
+  CHECK_CONTAINS(err, "region 'a' inside a region of the same name");
+  /* the checker runs the body in place (its assertions count), the printer keeps it */
+  {
+    ag_diags d0;
+    ag_diags_init(&d0);
+    ag_tile_program *p0 = NULL;
+    ag_tile_report *r = NULL;
+    const char *t0 = "@threads(32)\ndef k(A: Tensor(M, f32)):\n    region(\"a\"):\n"
+                     "        x = threadIdx.x\n    assert x < 32\n";
+    CHECK_EQ_INT(ag_tile_parse(t0, strlen(t0), "t.tile", &d0, &p0), 0);
+    CHECK_EQ_INT(ag_tile_check(p0, NULL, &d0, &r), 0);
+    CHECK(r && r->nasserts == 1 && ag_tile_report_ok(r));
+    ag_str s0 = AG_STR_INIT;
+    ag_tile_print_program(p0, &s0);
+    CHECK_CONTAINS(ag_str_cstr(&s0), "    region(\"a\"):\n        x = threadIdx.x\n");
+    ag_str_release(&s0);
+    ag_tile_report_free(r);
+    ag_tile_program_free(p0);
+    ag_diags_release(&d0);
+  }
+  /* without markers, nothing of it */
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  const char *t = "@threads(32)\ndef k(A: Tensor(M, f32)):\n    region(\"a\"):\n        A[0] = 1.0\n";
+  CHECK_EQ_INT(ag_tile_parse(t, strlen(t), "t.tile", &d, &p), 0);
+  ag_tile_lower_opts o;
+  memset(&o, 0, sizeof o);
+  o.no_markers = 1;
+  CHECK_EQ_INT(ag_tile_lower(p, &o, &d, &l), 0);
+  CHECK(l && !strstr(l->cuda, "ARGUS_BEGIN(a)"));
+  CHECK(l && strstr(l->cuda, "AG_GL(float, A, 0) = 1.0f;"));
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+}
+
 /* ----------------------------------------------------------- PTX, ptxas */
 static int have_ptxas(char *ptxas, size_t n) {
   snprintf(ptxas, n, "%s/bin/ptxas", getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda");
@@ -351,4 +418,5 @@ out:
 
 
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_loop_carried), T(test_examples_assemble), T(test_ptx_cache))
+          T(test_loop_carried), T(test_region_statement), T(test_examples_assemble),
+          T(test_ptx_cache))

@@ -144,6 +144,8 @@ typedef struct lw {
   AG_VEC(char *) assumes;
   AG_VEC(int) assume_lines;
   AG_VEC(char *) regions;
+  const char *rpath[64]; /* the regions open here, outermost first */
+  int nrpath;
 } lw;
 
 static void fail(lw *L, const ag_tile_node *n, const char *fmt, ...) AG_PRINTF(3, 4)
@@ -1576,6 +1578,13 @@ static value *ev(lw *L, const ag_tile_node *n) {
 
 /* ----------------------------------------------------------- statements */
 static void lower_block(lw *L, const ag_tile_list *body);
+static int add_region(lw *L, const char *kernel, const char *name);
+static void push_region(lw *L, const ag_tile_node *at, const char *name) {
+  if (L->nrpath >= 64)
+    fail(L, at, "not lowered: regions nested more than 64 deep");
+  add_region(L, L->k->name, name);
+  L->rpath[L->nrpath++] = name;
+}
 
 /* Binds name to v: a C variable for integers and data, declared here, or
  * an assignment to an enclosing block's variable of the same kind. */
@@ -1692,7 +1701,7 @@ static void assigned_names(const ag_tile_list *b, const char **out, int *n, int 
       for (int j = 0; j < s->list.n && !tagfn; j++)
         if (s->list.v[j]->kind == AG_TN_NAME && *n < max)
           out[(*n)++] = s->list.v[j]->name;
-    } else if (s->kind == AG_TN_FOR || s->kind == AG_TN_IF) {
+    } else if (s->kind == AG_TN_FOR || s->kind == AG_TN_IF || s->kind == AG_TN_REGION) {
       assigned_names(&s->list, out, n, max);
       assigned_names(&s->list2, out, n, max);
     }
@@ -1755,7 +1764,7 @@ static int64_t stmt_cost(const ag_tile_node *s) {
       t = it->list.v[it->list.n > 1]->ival;
     return 1 + (t > 0 ? t : 1) * cost(&s->list);
   }
-  if (s->kind == AG_TN_IF)
+  if (s->kind == AG_TN_IF || s->kind == AG_TN_REGION)
     return 1 + cost(&s->list) + cost(&s->list2);
   return 1;
 }
@@ -1862,11 +1871,15 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
     oom(L);
   value *v = vint(L, xs(L, cv));
   bind(L, n->name, v);
-  if (region && !L->o->no_markers)
+  if (region && !L->o->no_markers) {
     emit(L, n, "ARGUS_BEGIN_AT(%s, %s);", region, cv);
+    push_region(L, n, region);
+  }
   lower_block(L, &n->list);
-  if (region && !L->o->no_markers)
+  if (region && !L->o->no_markers) {
+    L->nrpath--;
     emit(L, n, "ARGUS_END(%s);", region);
+  }
   L->loops.n--;
   L->nested--;
   L->depth--;
@@ -1941,6 +1954,21 @@ static void lower_stmt(lw *L, const ag_tile_node *n, const char *region) {
     break;
   }
   case AG_TN_PASS: break;
+  case AG_TN_REGION:
+    /* the body is not a scope: it is lowered in place, between the markers */
+    if (!L->o->no_markers) {
+      for (int i = 0; i < L->nrpath; i++)
+        if (!strcmp(L->rpath[i], n->name))
+          fail(L, n, "region '%s' inside a region of the same name", n->name);
+      emit(L, n, "ARGUS_BEGIN(%s);", n->name);
+      push_region(L, n, n->name);
+    }
+    lower_block(L, &n->list);
+    if (!L->o->no_markers) {
+      L->nrpath--;
+      emit(L, n, "ARGUS_END(%s);", n->name);
+    }
+    break;
   default: fail(L, n, "not a statement");
   }
 }
@@ -1953,7 +1981,15 @@ static void lower_block(lw *L, const ag_tile_list *b) {
 static int add_region(lw *L, const char *kernel, const char *name) {
   char *q = NULL;
   ag_str s = AG_STR_INIT;
-  ag_str_printf(&s, "%s/%s", kernel, name);
+  ag_str_puts(&s, kernel);
+  for (int i = 0; i < L->nrpath; i++)
+    ag_str_printf(&s, "/%s", L->rpath[i]);
+  ag_str_printf(&s, "/%s", name);
+  for (size_t i = 0; i < L->regions.n; i++)
+    if (!s.oom && !strcmp(L->regions.v[i], ag_str_cstr(&s))) {
+      ag_str_release(&s);
+      return 0; /* the same region again (another marker site) */
+    }
   q = s.oom ? NULL : ag_str_detach(&s);
   ag_str_release(&s);
   if (!q || ag_vec_push(&L->regions, q)) {
@@ -2154,24 +2190,25 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     const ag_tile_node *s = body->v[i];
     if (markers && main_i >= 0 && i == first_code && i < main_i) {
       emit(L, s, "ARGUS_BEGIN(prologue);");
-      add_region(L, k->name, "prologue");
+      push_region(L, s, "prologue");
     }
     if (markers && main_i >= 0 && i == main_i + 1 && i <= last_code) {
       emit(L, s, "ARGUS_BEGIN(epilogue);");
-      add_region(L, k->name, "epilogue");
+      push_region(L, s, "epilogue");
     }
     const char *region = NULL;
-    if (markers && s->kind == AG_TN_FOR) {
+    if (markers && s->kind == AG_TN_FOR)
       region = i == main_i ? "mainloop" : fmt(L, "loop_%s_%d", s->name, s->line);
-      const char *parent = i < main_i ? "prologue/" : i > main_i ? "epilogue/" : "";
-      add_region(L, k->name, fmt(L, "%s%s", parent, region));
-    }
     lower_stmt(L, s, region);
-    if (markers && main_i >= 0 && i == main_i - 1 && first_code >= 0 && first_code < main_i)
+    if (markers && main_i >= 0 && i == main_i - 1 && first_code >= 0 && first_code < main_i) {
+      L->nrpath--;
       emit(L, NULL, "ARGUS_END(prologue);");
+    }
   }
-  if (markers && main_i >= 0 && last_code > main_i)
+  if (markers && main_i >= 0 && last_code > main_i) {
+    L->nrpath--;
     emit(L, NULL, "ARGUS_END(epilogue);");
+  }
   L->ind = 0;
   ag_str_puts(o, "}\n");
   lk->smem_bytes = (L->smem_top + 127) / 128 * 128;
