@@ -61,8 +61,15 @@ int ag_tile_nvrtc_ptx(const char *cuda, size_t len, const char *arch, ag_diags *
     *cached = 0;
   char archopt[64];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch ? arch : "sm_90a");
-  const char *opts[] = {archopt, "-DARGUS_MARKERS=1", "-lineinfo",
-                        "--include-path=" ARGUS_INCLUDE_DIR, "-std=c++17",
+  /* region.cuh: from the source tree this argus was built in, or $ARGUS_INCLUDE_DIR
+   * (an argus moved to another machine) */
+  const char *inc = getenv("ARGUS_INCLUDE_DIR");
+  if (!inc || !*inc)
+    inc = ARGUS_INCLUDE_DIR;
+  char incopt[1024], hdrpath[1100];
+  snprintf(incopt, sizeof incopt, "--include-path=%s", inc);
+  snprintf(hdrpath, sizeof hdrpath, "%s/argus/region.cuh", inc);
+  const char *opts[] = {archopt, "-DARGUS_MARKERS=1", "-lineinfo", incopt, "-std=c++17",
                         "--diag-suppress=68,177,550"};
   int nopts = (int)(sizeof opts / sizeof opts[0]);
   int rc = 0, major = 0, minor = 0;
@@ -80,7 +87,7 @@ int ag_tile_nvrtc_ptx(const char *cuda, size_t len, const char *arch, ag_diags *
   ag_sha256_update(&h, ver, strlen(ver) + 1);
   for (int i = 0; i < nopts; i++)
     ag_sha256_update(&h, opts[i], strlen(opts[i]) + 1);
-  if (ag_file_read(ARGUS_INCLUDE_DIR "/argus/region.cuh", &hdr, &hlen) == 0)
+  if (ag_file_read(hdrpath, &hdr, &hlen) == 0)
     ag_sha256_update(&h, hdr, hlen);
   ag_sha256_update(&h, cuda, len);
   unsigned char digest[32];
