@@ -166,7 +166,80 @@ out:
   ag_tile_lowered_free(low);
 }
 
+/* ARGUS_LOWER_BENCH=N: gemm.tile at N^3 (K = N), timed over 20 launches after
+ * 3 warm-up launches (wall clock around launch + sync: an upper bound),
+ * 512 sampled elements checked. Not part of the suite's verdict otherwise. */
+#include <time.h>
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static void bench_gemm(int n) {
+  char kdef[32];
+  snprintf(kdef, sizeof kdef, "K=%d", n);
+  const char *defs[1] = {kdef};
+  ag_tile_lowered *low = NULL;
+  ag_host_module *mod = NULL;
+  ag_host_kernel *k = NULL;
+  double t0 = now_s();
+  CHECK_EQ_INT(build("gemm.tile", defs, 1, &low, &mod), 0);
+  printf("  bench: lower + NVRTC + module load at K=%d: %.2f s\n", n, now_s() - t0);
+  if (!mod)
+    goto out;
+  CHECK_EQ_INT(ag_host_kernel_get(mod, "gemm", &k), 0);
+  size_t ne = (size_t)n * n;
+  uint16_t *A = malloc(ne * 2), *B = malloc(ne * 2);
+  float *C = malloc(ne * 4);
+  for (size_t i = 0; i < ne; i++) {
+    A[i] = f2bf(urand());
+    B[i] = f2bf(urand());
+  }
+  unsigned long long dA = dev_copy(A, ne * 2), dB = dev_copy(B, ne * 2), dC = dev_copy(NULL, ne * 4);
+  unsigned un = (unsigned)n;
+  void *args[] = {&dA, &dB, &dC, &un, &un};
+  ag_host_dim grid = {un / 64, un / 64, 1}, block = {128, 1, 1};
+  for (int i = 0; i < 3; i++)
+    ag_host_launch(k, grid, block, (unsigned)low->kernels[0].smem_bytes, NULL, args);
+  CHECK_EQ_INT(ag_host_sync(host), 0);
+  double best = 1e9, sum = 0;
+  for (int i = 0; i < 20; i++) {
+    double a = now_s();
+    ag_host_launch(k, grid, block, (unsigned)low->kernels[0].smem_bytes, NULL, args);
+    ag_host_sync(host);
+    double t = now_s() - a;
+    sum += t;
+    best = t < best ? t : best;
+  }
+  CHECK_EQ_INT(p_dtoh(C, dC, ne * 4), 0);
+  long bad = 0;
+  for (int s = 0; s < 512; s++) {
+    long m = (long)((s * 2654435761u) % (unsigned)n), c = (long)((s * 40503u + 7) % (unsigned)n);
+    double r = 0;
+    for (int kk = 0; kk < n; kk++)
+      r += (double)bf2f(A[m * n + kk]) * bf2f(B[c * n + kk]);
+    if (fabs(C[m * n + c] - r) > 1e-3 + 1e-3 * fabs(r))
+      bad++;
+  }
+  CHECK_EQ_INT(bad, 0);
+  double fl = 2.0 * n * (double)n * n;
+  printf("  bench: gemm.tile %d^3 bf16->f32: best %.3f ms (%.1f TFLOP/s), mean %.3f ms, "
+         "%ld of 512 sampled elements wrong\n",
+         n, best * 1e3, fl / best * 1e-12, sum / 20 * 1e3, bad);
+  p_free(dA);
+  p_free(dB);
+  p_free(dC);
+  free(A);
+  free(B);
+  free(C);
+out:
+  ag_tile_lowered_free(low);
+}
+
 TEST(test_gemm_toy) {
+  const char *b = getenv("ARGUS_LOWER_BENCH");
+  if (b && atoi(b) >= 64)
+    bench_gemm(atoi(b));
   run_gemm(128, 128, 128);
   run_gemm(192, 64, 256);
 }

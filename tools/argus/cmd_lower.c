@@ -2,7 +2,7 @@
  * cmd_lower.c — `argus lower FILE.tile`: checks the program, lowers it to
  * CUDA C (docs/lower.md) and writes the CUDA C, or the PTX NVRTC makes of
  * it (-o FILE.ptx). Exit 0 on success, 1 when the program does not check
- * (an assertion is violated or unknown; --unchecked lowers it anyway) or
+ * (an assertion is violated or unknown; --unchecked skips the checker) or
  * NVRTC fails, 2 when it is malformed or does not lower (diagnostics at the
  * DSL line).
  */
@@ -19,17 +19,18 @@ const ag_cli_opt cmd_lower_opts[] = {
     {"output", 'o', "OUT.cu|OUT.ptx", "write CUDA C (.cu) or PTX through NVRTC (.ptx); default: CUDA C to stdout"},
     {"arch", 0, "SM", "the PTX target for .ptx output (default sm_90a)"},
     {"no-markers", 0, NULL, "emit no ARGUS region markers"},
-    {"unchecked", 0, NULL, "lower a program whose assertions do not all hold"},
+    {"unchecked", 0, NULL, "do not run the checker: lower even a program whose assertions do not hold"},
     {0},
 };
 
 const char cmd_lower_details[] =
     "Runs the checker first (argus check) and lowers only a program whose assertions all\n"
-    "hold, unless --unchecked. The CUDA C has one statement per DSL statement where it can,\n"
-    "each under a #line of the .tile file; tags and assertions emit nothing; each 'assume'\n"
-    "becomes <kernel>_preconditions() on the host side. The kernel, its main loop, prologue\n"
-    "and epilogue carry ARGUS region markers. PTX is cached by content (ARGUS_PTX_CACHE=0\n"
-    "turns the cache off). See docs/lower.md.";
+    "hold; --unchecked skips the checker (at real sizes it can take minutes). The CUDA C\n"
+    "has one statement per DSL statement where it can, each under a #line of the .tile\n"
+    "file; tags and assertions emit nothing; each 'assume' becomes <kernel>_preconditions()\n"
+    "on the host side. The main loop, prologue and epilogue, the other top-level loops and\n"
+    "every region(\"name\") block carry ARGUS region markers. PTX is cached by content\n"
+    "(ARGUS_PTX_CACHE=0 turns the cache off). See docs/lower.md.";
 
 static int ends_with(const char *s, const char *suf) {
   size_t a = strlen(s), b = strlen(suf);
@@ -86,8 +87,9 @@ int cmd_lower(ag_cli *cli) {
   ag_tile_report *r = NULL;
   ag_tile_lowered *low = NULL;
   ag_str ptx = AG_STR_INIT;
+  int unchecked = ag_cli_flag(cli, "unchecked");
   int rc = ag_tile_parse_file(cli->pos[0], &d, &p);
-  if (rc == 0)
+  if (rc == 0 && !unchecked)
     rc = ag_tile_check(p, &co, &d, &r);
   if (rc) {
     ag_cli_print_diags(&d);
@@ -96,7 +98,7 @@ int cmd_lower(ag_cli *cli) {
       ag_cli_fail(cli, rc, "checking '%s' failed", cli->pos[0]);
     goto out;
   }
-  if (!ag_tile_report_ok(r) && !ag_cli_flag(cli, "unchecked")) {
+  if (!unchecked && !ag_tile_report_ok(r)) {
     for (int i = 0; i < r->nasserts; i++)
       if (r->asserts[i].status != AG_TILE_PROVED) {
         ag_cli_error(cli,
