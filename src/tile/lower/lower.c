@@ -1389,6 +1389,11 @@ static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value
     if ((op == AG_OP_DIV || op == AG_OP_FLOORDIV || op == AG_OP_MOD) &&
         ag_expr_is_const(y, &yv) && yv == 0)
       fail(L, n, "division by zero");
+    int64_t xv;
+    if ((op == AG_OP_SHL || op == AG_OP_SHR) && !ag_expr_is_const(x, &xv) &&
+        (!ag_expr_is_const(y, &yv) || yv < 0 || yv > 31))
+      fail(L, n, "not lowered: a shift of a run-time integer by a count that is not a constant "
+                 "in 0..31 (32-bit shifts by 32 or more are undefined in C)");
     return vint(L, xb(L, xop(op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
