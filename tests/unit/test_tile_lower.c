@@ -275,6 +275,77 @@ TEST(test_region_statement) {
   ag_diags_release(&d);
 }
 
+/* ----------------------------------------------------------- the CLI */
+static int run_cli(const char *const *argv, ag_str *out, ag_str *err) {
+  ag_str_clear(out);
+  ag_str_clear(err);
+  ag_proc_opts o = {.argv = argv, .capture_out = out, .capture_err = err, .timeout_s = 120};
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+TEST(test_cli_lower) {
+  const char *bin = getenv("ARGUS_BIN");
+  if (!bin) {
+    SKIP("ARGUS_BIN is not set (run under ctest)");
+    return;
+  }
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  char gemm[512], bad[512], tmpf[600], cmd[1400];
+  snprintf(gemm, sizeof gemm, "%s/examples/tile/gemm.tile", srcdir());
+  /* --json: the launch description and the CUDA C */
+  const char *a[] = {bin, "--json", "lower", gemm, NULL};
+  CHECK_EQ_INT(run_cli(a, &out, &err), 0);
+  json_t *j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j != NULL);
+  json_t *k = json_array_get(json_object_get(j, "kernels"), 0);
+  CHECK_EQ_STR(json_string_value(json_object_get(k, "name")), "gemm");
+  CHECK_EQ_INT(json_integer_value(json_object_get(k, "smem_bytes")), 16384);
+  CHECK_EQ_INT(json_array_size(json_object_get(k, "regions")), 5);
+  CHECK_EQ_INT(json_array_size(json_object_get(k, "preconditions")), 2);
+  CHECK_CONTAINS(json_string_value(json_object_get(j, "cuda")), "extern \"C\" __global__");
+  json_decref(j);
+  /* a planted bug does not check: exit 1, naming the assertion; --unchecked lowers it */
+  char tmp[] = "/tmp/test_tile_lower_cli_XXXXXX";
+  CHECK(mkdtemp(tmp) != NULL);
+  snprintf(bad, sizeof bad, "%s/stage.tile", tmp);
+  snprintf(cmd, sizeof cmd, "sh '%s/examples/tile/bugs/apply.sh' '%s/examples/tile/bugs/gemm-stage.mut' '%s' >/dev/null",
+           srcdir(), srcdir(), bad);
+  CHECK(system(cmd) == 0);
+  const char *b[] = {bin, "lower", bad, NULL};
+  CHECK_EQ_INT(run_cli(b, &out, &err), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "does not check");
+  CHECK_CONTAINS(ag_str_cstr(&err), "is violated");
+  snprintf(tmpf, sizeof tmpf, "%s/stage.cu", tmp);
+  const char *c[] = {bin, "lower", "--unchecked", bad, "-o", tmpf, NULL};
+  CHECK_EQ_INT(run_cli(c, &out, &err), 0);
+  CHECK_EQ_INT(access(tmpf, R_OK), 0);
+  /* usage and malformed input: exit 2 */
+  const char *d[] = {bin, "lower", gemm, "-o", "x.txt", NULL};
+  CHECK_EQ_INT(run_cli(d, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "ending in .cu or .ptx");
+  snprintf(tmpf, sizeof tmpf, "%s/bad.tile", tmp);
+  const char *t1 = "@threads(32)\ndef k(A: Tensor(M, f32)):\n    A[0] = = 1\n";
+  ag_file_write_atomic(tmpf, t1, strlen(t1));
+  const char *e[] = {bin, "lower", tmpf, NULL};
+  CHECK_EQ_INT(run_cli(e, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "bad.tile:3:");
+  /* a construct that does not lower: exit 2 at its line */
+  const char *t2 = "@threads(32)\ndef k(A: Tensor(M, f32)):\n    for i in range(2):\n"
+                   "        s = make_shared((32,), f32)\n";
+  ag_file_write_atomic(tmpf, t2, strlen(t2));
+  CHECK_EQ_INT(run_cli(e, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "bad.tile:4:");
+  CHECK_CONTAINS(ag_str_cstr(&err), "make_shared inside a loop");
+  const char *f[] = {bin, "lower", "--kernel", "nope", gemm, NULL};
+  CHECK_EQ_INT(run_cli(f, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "no kernel named 'nope'");
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
 /* ----------------------------------------------------------- PTX, ptxas */
 static int have_ptxas(char *ptxas, size_t n) {
   snprintf(ptxas, n, "%s/bin/ptxas", getenv("CUDA_HOME") ? getenv("CUDA_HOME") : "/usr/local/cuda");
@@ -420,5 +491,6 @@ out:
 
 
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_loop_carried), T(test_region_statement), T(test_examples_assemble),
+          T(test_loop_carried), T(test_region_statement), T(test_cli_lower),
+          T(test_examples_assemble),
           T(test_ptx_cache))
