@@ -141,6 +141,7 @@ typedef struct lw {
   /* the kernel being lowered */
   ag_tile_lkernel *k;
   AG_VEC(ag_tile_lparam) params;
+  AG_VEC(ag_tile_lparam) tensors; /* while the parameters are set up */
   AG_VEC(char *) assumes;
   AG_VEC(int) assume_lines;
   AG_VEC(char *) regions;
@@ -2075,7 +2076,6 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     }
   }
   /* tensors, in order; their free dim names become size parameters, after them */
-  AG_VEC(ag_tile_lparam) tensors = {0};
   for (int i = 0; i < k->list.n; i++) {
     const ag_tile_node *p = k->list.v[i];
     if (!is_tensor_type(p->a))
@@ -2096,11 +2096,11 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     prm.kind = AG_TILE_PARAM_TENSOR;
     prm.rank = t->rank;
     prm.dims = ag_calloc((size_t)t->rank, sizeof *prm.dims);
-    if (!prm.dims || ag_vec_push(&tensors, prm)) {
+    if (!prm.dims || ag_vec_push(&L->tensors, prm)) {
       ag_free(prm.dims);
       oom(L);
     }
-    ag_tile_lparam *tp = &tensors.v[tensors.n - 1];
+    ag_tile_lparam *tp = &L->tensors.v[L->tensors.n - 1];
     tp->dtype = ag_strdup(dts[dt].name);
     for (int j = 0; j < t->rank; j++) {
       free_names(L, ty->list.v[j]);
@@ -2122,22 +2122,20 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
   }
   /* tensors first, then sizes */
   size_t nsizes = L->params.n;
-  for (size_t i = 0; i < tensors.n; i++)
-    if (ag_vec_push(&L->params, tensors.v[i]))
-      oom(L);
-  ag_free(tensors.v);
+  if (ag_vec_reserve(&L->params, L->params.n + L->tensors.n))
+    oom(L);
+  for (size_t i = 0; i < L->tensors.n; i++)
+    L->params.v[L->params.n++] = L->tensors.v[i];
+  L->tensors.n = 0;
   {
-    AG_VEC(ag_tile_lparam) re = {0};
-    for (size_t i = nsizes; i < L->params.n; i++)
-      if (ag_vec_push(&re, L->params.v[i]))
-        oom(L);
-    for (size_t i = 0; i < nsizes; i++)
-      if (ag_vec_push(&re, L->params.v[i]))
-        oom(L);
-    ag_free(L->params.v);
-    L->params.v = re.v;
-    L->params.n = re.n;
-    L->params.cap = re.cap;
+    size_t n = L->params.n;
+    ag_tile_lparam *re = ag_malloc((n ? n : 1) * sizeof *re);
+    if (!re)
+      oom(L);
+    memcpy(re, L->params.v + nsizes, (n - nsizes) * sizeof *re);
+    memcpy(re + (n - nsizes), L->params.v, nsizes * sizeof *re);
+    memcpy(L->params.v, re, n * sizeof *re);
+    ag_free(re);
   }
   /* launch shape */
   ag_tile_lkernel *lk = L->k;
@@ -2312,18 +2310,22 @@ static int lower_one(lw *L, const ag_tile_node *k) {
   return 0;
 }
 
+static void free_params(ag_tile_lparam *p, int n) {
+  for (int i = 0; i < n; i++) {
+    ag_free(p[i].name);
+    ag_free(p[i].dtype);
+    for (int j = 0; j < p[i].rank; j++)
+      ag_free(p[i].dims[j]);
+    ag_free(p[i].dims);
+  }
+  ag_free(p);
+}
+
 static void free_kernel(ag_tile_lkernel *k) {
   ag_free(k->name);
   for (int i = 0; i < 3; i++)
     ag_free(k->grid[i]);
-  for (int i = 0; i < k->nparams; i++) {
-    ag_free(k->params[i].name);
-    ag_free(k->params[i].dtype);
-    for (int j = 0; j < k->params[i].rank; j++)
-      ag_free(k->params[i].dims[j]);
-    ag_free(k->params[i].dims);
-  }
-  ag_free(k->params);
+  free_params(k->params, k->nparams);
   for (int i = 0; i < k->nassumes; i++)
     ag_free(k->assumes[i]);
   ag_free(k->assumes);
@@ -2396,6 +2398,7 @@ int ag_tile_lower(const ag_tile_program *p, const ag_tile_lower_opts *o, ag_diag
     lk->nassumes = (int)L->assumes.n;
     lk->regions = L->regions.v;
     lk->nregions = (int)L->regions.n;
+    free_params(L->tensors.v, (int)L->tensors.n);
     ag_vec_free(&L->env);
     ag_vec_free(&L->cvars);
     ag_vec_free(&L->loops);
