@@ -103,7 +103,7 @@ static void find_asserts(const ag_tile_list *l, nodevec *out, int *oom) {
     const ag_tile_node *n = l->v[i];
     if (n->kind == AG_TN_ASSERT && ag_vec_push(out, n))
       *oom = 1;
-    if (n->kind == AG_TN_FOR || n->kind == AG_TN_IF) {
+    if (n->kind == AG_TN_FOR || n->kind == AG_TN_IF || n->kind == AG_TN_REGION) {
       find_asserts(&n->list, out, oom);
       find_asserts(&n->list2, out, oom);
     }

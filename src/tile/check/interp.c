@@ -2263,6 +2263,8 @@ static int64_t block_cost(const ag_tile_list *body) {
     } else if (s->kind == AG_TN_IF) {
       int64_t t = block_cost(&s->list), e = block_cost(&s->list2);
       k = sat_add(1, t < e ? t : e);
+    } else if (s->kind == AG_TN_REGION) {
+      k = sat_add(1, block_cost(&s->list));
     }
     sum = sat_add(sum, k);
   }
@@ -2326,6 +2328,7 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
   }
   case AG_TN_FOR: exec_for(c, n); break;
   case AG_TN_IF: exec_if(c, n); break;
+  case AG_TN_REGION: exec_block(c, &n->list); break; /* a region only marks code */
   case AG_TN_ASSERT: exec_assert(c, n); break;
   case AG_TN_ASSUME: {
     const ag__bx *b = as_bool(c, n->a, eval(c, n->a));
