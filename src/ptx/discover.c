@@ -715,64 +715,119 @@ static int wait_span(dctx *c, const ag_ptx_cfg *g, ag_ptx_site *w) {
  * is A + S*m everywhere, in the loop's copies and in the remainder copies
  * after it. Exactly which m execute (the trip count) is left to the run. */
 
-typedef struct ival {
-  const char *ind; /* the induction register, or NULL for a constant */
-  int64_t first, step;
-} ival;
-
 static int is_add(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "add"); }
 
-/* 1 when reg is an induction (every definition mov reg, A or one add reg, reg, S). */
-static int induction(ag_ptx_func *f, const char *reg, int64_t *a, int64_t *step) {
-  int ninit = 0, nadd = 0;
+static int64_t gcd64(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* reg as base + *off through single definitions (mov, cvt, add or sub of a
+ * constant); the base is a register defined several times (or not at all),
+ * or `self`, or NULL for a constant. 0 when reg is anything else. */
+static int affine(defs *d, const char *reg, const char *self, const char **base, int64_t *off,
+                  int depth) {
+  ag_ptx_stmt *s = ag_map_get_str(&d->map, reg);
+  if ((self && !strcmp(reg, self)) || !s || s == &multi_def) {
+    *base = reg;
+    *off = 0;
+    return 1;
+  }
+  if (depth > 8 || s->guard || s->nops < 2)
+    return 0;
+  const ag_ptx_operand *x = &s->ops[1], *y = s->nops == 3 ? &s->ops[2] : NULL;
+  if ((ag_ptx_op_is(s, "mov") || ag_ptx_op_is(s, "cvt")) && s->nops == 2) {
+    if (x->kind == AG_PTX_OP_INT) {
+      *base = NULL;
+      *off = x->ival;
+      return 1;
+    }
+    return x->kind == AG_PTX_OP_REG && affine(d, x->base, self, base, off, depth + 1);
+  }
+  int sub = ag_ptx_op_is(s, "sub");
+  if ((!is_add(s) && !sub) || !y)
+    return 0;
+  const ag_ptx_operand *r = x->kind == AG_PTX_OP_REG ? x : y, *k = r == x ? y : x;
+  if (r->kind != AG_PTX_OP_REG || k->kind != AG_PTX_OP_INT || (sub && r != x) ||
+      !affine(d, r->base, self, base, off, depth + 1))
+    return 0;
+  *off += sub ? -k->ival : k->ival;
+  return 1;
+}
+
+/* 1 when reg is an induction: each definition sets it to one constant A,
+ * adds a constant to its own value (through single definitions: nvcc's
+ * unrolled `I = (I + 1) + 3`), or sets it to another induction's value plus
+ * a constant within the same progression. Then reg is A + S*m, m >= 0,
+ * everywhere (S: the steps' gcd, all of one sign). */
+static int induction(defs *d, ag_ptx_func *f, const char *reg, int64_t *a, int64_t *step,
+                     int depth) {
+  int ninit = 0;
+  int64_t st = 0, other[8][2];
+  int nother = 0;
+  *a = *step = 0;
+  if (depth > 2)
+    return 0;
   for (ag_ptx_stmt *s = f->body_open; s; s = s == f->body_close ? NULL : s->next) {
     if (s->kind != AG_PTX_INSTR || !s->nops || s->ops[0].kind != AG_PTX_OP_REG ||
         strcmp(s->ops[0].base, reg))
       continue;
+    if (s->guard)
+      return 0;
     if (ag_ptx_op_is(s, "mov") && s->nops == 2 && s->ops[1].kind == AG_PTX_OP_INT) {
       if (ninit++ && *a != s->ops[1].ival)
         return 0;
       *a = s->ops[1].ival;
-    } else if (is_add(s) && s->nops == 3 && s->ops[1].kind == AG_PTX_OP_REG &&
-               !strcmp(s->ops[1].base, reg) && s->ops[2].kind == AG_PTX_OP_INT &&
-               s->ops[2].ival && !nadd++) {
-      *step = s->ops[2].ival;
+      continue;
+    }
+    /* the rest of the definition as base + offset: the definition itself
+     * with its destination read as a fresh name */
+    const char *b = NULL;
+    int64_t off = 0;
+    int sub = ag_ptx_op_is(s, "sub"), mv = ag_ptx_op_is(s, "mov") || ag_ptx_op_is(s, "cvt");
+    const ag_ptx_operand *x = s->nops >= 2 ? &s->ops[1] : NULL, *y = s->nops == 3 ? &s->ops[2] : NULL;
+    if (mv && s->nops == 2 && x->kind == AG_PTX_OP_REG) {
+      if (!affine(d, x->base, reg, &b, &off, 0))
+        return 0;
+    } else if ((is_add(s) || sub) && y) {
+      const ag_ptx_operand *r = x->kind == AG_PTX_OP_REG ? x : y, *k = r == x ? y : x;
+      if (r->kind != AG_PTX_OP_REG || k->kind != AG_PTX_OP_INT || (sub && r != x) ||
+          !affine(d, r->base, reg, &b, &off, 0))
+        return 0;
+      off += sub ? -k->ival : k->ival;
+    } else {
+      return 0;
+    }
+    if (b && !strcmp(b, reg)) { /* a step */
+      if (!off || (st && (st > 0) != (off > 0)))
+        return 0;
+      st = st ? (st > 0 ? gcd64(st, off) : -gcd64(st, off)) : off;
+    } else if (b && nother < 8) { /* another induction's value */
+      int64_t ja, js;
+      if (!induction(d, f, b, &ja, &js, depth + 1))
+        return 0;
+      other[nother][0] = ja + off;
+      other[nother++][1] = js;
     } else {
       return 0;
     }
   }
-  return ninit && nadd == 1;
-}
-
-/* The value of reg as an induction plus a constant, through single
- * definitions (mov, cvt, add/sub of a constant). */
-static int value_of(defs *d, ag_ptx_func *f, const char *reg, ival *v, int depth) {
-  int64_t a = 0, st = 0;
-  if (induction(f, reg, &a, &st)) {
-    *v = (ival){reg, a, st};
-    return 1;
-  }
-  ag_ptx_stmt *s = ag_map_get_str(&d->map, reg);
-  if (!s || s == &multi_def || depth > 8 || s->guard)
+  if (!ninit || !st)
     return 0;
-  const ag_ptx_operand *x = s->nops >= 2 ? &s->ops[1] : NULL, *y = s->nops == 3 ? &s->ops[2] : NULL;
-  if ((ag_ptx_op_is(s, "mov") || ag_ptx_op_is(s, "cvt")) && s->nops == 2) {
-    if (x->kind == AG_PTX_OP_INT) {
-      *v = (ival){NULL, x->ival, 0};
-      return 1;
-    }
-    return x->kind == AG_PTX_OP_REG && value_of(d, f, x->base, v, depth + 1);
-  }
-  int sub = ag_ptx_op_is(s, "sub");
-  if ((is_add(s) || sub) && y) {
-    const ag_ptx_operand *r = x->kind == AG_PTX_OP_REG ? x : y, *k = r == x ? y : x;
-    if (r->kind != AG_PTX_OP_REG || k->kind != AG_PTX_OP_INT || (sub && r != x) ||
-        !value_of(d, f, r->base, v, depth + 1))
+  for (int k = 0; k < nother; k++) { /* within the progression */
+    int64_t dv = other[k][0] - *a;
+    if (other[k][1] % st || dv % st || (st > 0 ? dv < 0 : dv > 0) ||
+        (st > 0) != (other[k][1] > 0))
       return 0;
-    v->first += sub ? -k->ival : k->ival;
-    return 1;
   }
-  return 0;
+  *step = st;
+  return 1;
 }
 
 /* The innermost region around `reg` whose begin markers carry an iteration
@@ -818,7 +873,6 @@ static void site_iterations(dctx *c, defs *d, size_t mk_first, const ag_ptx_cfg 
     return;
   }
   const ag_ptx_marker *mk = reaching_begin(c, mk_first, g, st->stmt, ireg);
-  ival v = {0};
   if (!mk || !mk->iter) {
     st->iter_from = "no begin marker with an iteration reaches it";
     return;
@@ -830,19 +884,22 @@ static void site_iterations(dctx *c, defs *d, size_t mk_first, const ag_ptx_cfg 
                                     mk->iter, mk->name, mk->line);
     return;
   }
-  if ((!d->built && build_defs(d, st->func)) || !value_of(d, st->func, mk->iter, &v, 0)) {
+  const char *base = NULL;
+  int64_t off = 0, a = 0, step = 0;
+  if ((!d->built && build_defs(d, st->func)) || !affine(d, mk->iter, NULL, &base, &off, 0) ||
+      (base && !induction(d, st->func, base, &a, &step, 0))) {
     st->iter_from = ag_arena_printf(c->A, "iteration %s of '%s' at line %d is not an induction "
                                     "plus a constant", mk->iter, mk->name, mk->line);
     return;
   }
   st->iter_known = 1;
-  st->iter_first = v.first;
-  st->iter_step = v.step;
-  st->iter_from = v.ind ? ag_arena_printf(c->A, "iteration %s of '%s' at line %d: %lld %+lld*m "
-                                          "(induction %s)", mk->iter, mk->name, mk->line,
-                                          (long long)v.first, (long long)v.step, v.ind)
-                        : ag_arena_printf(c->A, "iteration %s of '%s' at line %d: constant",
-                                          mk->iter, mk->name, mk->line);
+  st->iter_first = a + off;
+  st->iter_step = step;
+  st->iter_from = base ? ag_arena_printf(c->A, "iteration %s of '%s' at line %d: %lld %+lld*m "
+                                         "(induction %s)", mk->iter, mk->name, mk->line,
+                                         (long long)(a + off), (long long)step, base)
+                       : ag_arena_printf(c->A, "iteration %s of '%s' at line %d: constant",
+                                         mk->iter, mk->name, mk->line);
 }
 
 /* ---- per-function walk */
