@@ -202,9 +202,9 @@ int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
       continue;
     }
     if (total > AG_PROBE_MAX_BRANCHES) {
-      ag_str_printf(why, "'%s' over the scope's iterations makes %lld probe runs (at most %d): "
+      ag_str_printf(why, "'%s' over the scope's iterations makes more than %d probe runs: "
                          "narrow the region or the iteration window",
-                    s->region, (long long)total, AG_PROBE_MAX_BRANCHES);
+                    s->region, AG_PROBE_MAX_BRANCHES);
       return AG_EINVAL;
     }
     json_array_foreach(sites, i, x) {

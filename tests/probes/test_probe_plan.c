@@ -240,4 +240,74 @@ TEST(probe_plan_errors) {
   json_decref(discovery);
 }
 
-RUN_TESTS(T(sixteen_isolated_probes_and_one_reference), T(probe_plan_errors))
+/* The absent pairs the planner noted on the synthesis: per site, how many. */
+static size_t absent_of(const ag_plan *p, const char *op) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    json_t *a = json_object_get(p->tasks.v[i]->config, "absent"), *x;
+    size_t k;
+    json_array_foreach(a, k, x) if (!strcmp(json_string_value(json_object_get(x, "op")), op))
+        return json_array_size(json_object_get(x, "iterations"));
+  }
+  return 0;
+}
+
+/* A loop unrolled x4 by nvcc over a run-time trip count
+ * (tests/data/cuda/async_truth.cu, unroll4): copy j of the loop runs at
+ * t = 4m + j, the remainder loop's copy at any t. For iter=0:8 the plan has
+ * one probe per executing pair: 4 copies x 2 + 8 = 16 (before: 5 x 8 = 40),
+ * the absent pairs listed per copy (6 each), and the count checked against
+ * brute force over the text (the copies' marker registers). */
+TEST(unrolled_copies_probe_only_their_iterations) {
+  discovery = discover_file("tests/data/ptx/async_truth.ptx");
+  CHECK(discovery != NULL);
+  if (!discovery)
+    return;
+  int rc = 0;
+  ag_plan *p = plan_and_expand("unroll4/load", "iter=0:8", &rc);
+  CHECK_EQ_INT(rc, 0);
+  int refs = 0;
+  CHECK_EQ_INT(p ? probe_runs(p, &refs) : -2, 16);
+  CHECK_EQ_INT(refs, 1);
+  /* per site: planned occurrences match its iterations exactly */
+  size_t i;
+  json_t *x;
+  int copies = 0, remainder = 0;
+  json_array_foreach(json_object_get(discovery, "sites"), i, x) {
+    const char *k = json_string_value(json_object_get(x, "kind"));
+    const char *fn = json_string_value(json_object_get(x, "function"));
+    if (strcmp(k, "bulk_copy") || strcmp(fn, "unroll4"))
+      continue;
+    json_t *it = json_object_get(x, "iterations");
+    json_int_t first = json_integer_value(json_object_get(it, "first"));
+    json_int_t step = json_integer_value(json_object_get(it, "step"));
+    const char *op = json_string_value(json_object_get(x, "op_id"));
+    int planned = 0, want = 0;
+    for (size_t t = 0; p && t < p->tasks.n; t++) {
+      const ag_task *c = p->tasks.v[t];
+      const char *cop = json_string_value(json_object_get(c->config, "op"));
+      if (c->type != AG_TASK_COLLECT || !cop || strcmp(cop, op))
+        continue;
+      json_int_t occ = json_integer_value(json_object_get(c->config, "occurrence"));
+      planned++;
+      CHECK_EQ_INT((int)((occ - first) % step), 0);
+    }
+    for (int t = 0; t < 8; t++)
+      want += t >= first && (t - first) % step == 0;
+    CHECK_EQ_INT(planned, want);
+    if (step == 4) {
+      copies++;
+      CHECK_EQ_U64(absent_of(p, op), 6);
+    } else {
+      remainder++;
+      CHECK_EQ_INT((int)step, 1);
+      CHECK_EQ_U64(absent_of(p, op), 0);
+    }
+  }
+  CHECK_EQ_INT(copies, 4);
+  CHECK_EQ_INT(remainder, 1);
+  ag_plan_free(p);
+  json_decref(discovery);
+}
+
+RUN_TESTS(T(sixteen_isolated_probes_and_one_reference), T(probe_plan_errors),
+          T(unrolled_copies_probe_only_their_iterations))
