@@ -205,6 +205,11 @@ TEST(unrolled_copies_probe_only_their_iterations) {
   }
   CHECK_EQ_INT(copies, 4);
   CHECK_EQ_INT(remainder, 1);
+  /* the site table's format is part of the discovery's identity (its memo
+   * key): a workspace's discovery from before the iterations is not reused */
+  for (size_t t = 0; p && t < p->tasks.n; t++)
+    if (p->tasks.v[t]->type == AG_TASK_CONTROL)
+      CHECK_EQ_INT((int)json_integer_value(json_object_get(p->tasks.v[t]->config, "sites")), 2);
   ag_plan_free(p);
   json_decref(discovery);
 }
