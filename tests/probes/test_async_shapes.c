@@ -17,7 +17,7 @@
 
 static const ag_ptx_site *site_in(const ag_ptx_regions *r, const char *func, ag_ptx_site_kind k,
                                   int nth) {
-  for (int i = 0; i < r->nsites; i++)
+  for (int i = 0; r && i < r->nsites; i++)
     if (r->sites[i].kind == k && !strcmp(r->sites[i].func->name, func) && nth-- == 0)
       return &r->sites[i];
   return NULL;
@@ -30,22 +30,31 @@ static size_t count(const char *hay, const char *needle) {
   return n;
 }
 
+/* The ground truth's PTX from the corpus, parsed and discovered (0), or -1. */
+static int open_truth(char **ptx, size_t *len, ag_ptx_module **m, ag_ptx_regions **r,
+                      ag_diags *d) {
+  *m = NULL;
+  *r = NULL;
+  *ptx = tu_read_build_file("tests/data/ptx/async_truth.ptx", len);
+  CHECK(*ptx != NULL);
+  if (!*ptx)
+    return -1;
+  CHECK_EQ_INT(ag_ptx_parse(*ptx, *len, "async_truth", d, m), 0);
+  CHECK_EQ_INT(*m ? ag_ptx_discover(*m, d, r) : -1, 0);
+  if (!*r)
+    tu_print_diags(d);
+  return *r ? 0 : -1;
+}
+
 TEST(waits_of_every_shape) {
   size_t len = 0;
-  char *ptx = tu_read_build_file("tests/data/ptx/async_truth.ptx", &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
-    return;
+  char *ptx = NULL;
   ag_diags d;
   ag_diags_init(&d);
   ag_ptx_module *m = NULL;
   ag_ptx_regions *r = NULL;
-  CHECK_EQ_INT(ag_ptx_parse(ptx, len, "async_truth", &d, &m), 0);
-  CHECK_EQ_INT(ag_ptx_discover(m, &d, &r), 0);
-  if (!r) {
-    tu_print_diags(&d);
+  if (open_truth(&ptx, &len, &m, &r, &d))
     goto out;
-  }
   /* wait_shapes: the producer's two-block wait, the consumers' hinted one */
   const ag_ptx_site *two = site_in(r, "wait_shapes", AG_PTX_SITE_MBAR_WAIT, 0);
   const ag_ptx_site *hint = site_in(r, "wait_shapes", AG_PTX_SITE_MBAR_WAIT, 1);
@@ -106,16 +115,12 @@ out:
  * the register set to 0 before the loop) */
 TEST(unrolled_copies_know_their_iterations) {
   size_t len = 0;
-  char *ptx = tu_read_build_file("tests/data/ptx/async_truth.ptx", &len);
-  CHECK(ptx != NULL);
-  if (!ptx)
-    return;
+  char *ptx = NULL;
   ag_diags d;
   ag_diags_init(&d);
   ag_ptx_module *m = NULL;
   ag_ptx_regions *r = NULL;
-  CHECK_EQ_INT(ag_ptx_parse(ptx, len, "async_truth", &d, &m), 0);
-  CHECK_EQ_INT(ag_ptx_discover(m, &d, &r), 0);
+  open_truth(&ptx, &len, &m, &r, &d);
   int seen[4] = {0, 0, 0, 0}, rem = 0, n = 0;
   for (int i = 0; r && i < r->nsites; i++) {
     const ag_ptx_site *s = &r->sites[i];

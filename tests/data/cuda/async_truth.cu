@@ -21,30 +21,14 @@
  * Result (every kernel): out[blockIdx.x] = sum of the block's ntiles tiles.
  */
 #include "argus/region.cuh"
+#include "../../../examples/common/hopper.cuh" /* smem_addr, mbar_init/expect_tx/arrive */
 
 #define TILE 1024 /* floats per tile: 4 KB */
 #define STAGES 2
 #define THREADS 128
 
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count));
-}
-
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
-               "r"(bytes));
-}
-
-__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)));
-}
-
 /* two blocks in a scope: CUTLASS's ClusterBarrier::wait */
-__device__ __forceinline__ void wait_two_block(unsigned long long *bar, unsigned phase) {
+__device__ __forceinline__ void wait_two_block(uint64_t *bar, unsigned phase) {
   asm volatile("{\n.reg .pred P1;\nLAB_WAIT:\n"
                "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
                "@P1 bra.uni DONE;\nbra.uni LAB_WAIT;\nDONE:\n}" ::"r"(smem_addr(bar)),
@@ -52,7 +36,7 @@ __device__ __forceinline__ void wait_two_block(unsigned long long *bar, unsigned
 }
 
 /* one block with a suspend-time hint (ns) */
-__device__ __forceinline__ void wait_hint(unsigned long long *bar, unsigned phase) {
+__device__ __forceinline__ void wait_hint(uint64_t *bar, unsigned phase) {
   asm volatile("{\n.reg .pred p;\nW:\n"
                "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1, %2;\n"
                "@!p bra W;\n}" ::"r"(smem_addr(bar)),
@@ -60,7 +44,7 @@ __device__ __forceinline__ void wait_hint(unsigned long long *bar, unsigned phas
 }
 
 /* spins counted: the loop does more than wait */
-__device__ __forceinline__ unsigned wait_counted(unsigned long long *bar, unsigned phase) {
+__device__ __forceinline__ unsigned wait_counted(uint64_t *bar, unsigned phase) {
   unsigned n;
   asm volatile("{\n.reg .pred p;\nmov.u32 %0, 0;\nW:\n"
                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
@@ -71,7 +55,7 @@ __device__ __forceinline__ unsigned wait_counted(unsigned long long *bar, unsign
 }
 
 __device__ __forceinline__ void bulk_load(float *dst, const float *src, unsigned bytes,
-                                          unsigned long long *bar) {
+                                          uint64_t *bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes "
                "[%0], [%1], %2, [%3];" ::"r"(smem_addr(dst)),
                "l"(src), "r"(bytes), "r"(smem_addr(bar))
@@ -80,7 +64,7 @@ __device__ __forceinline__ void bulk_load(float *dst, const float *src, unsigned
 
 #define RING_SETUP()                                                                    \
   __shared__ __align__(128) float ring[STAGES * TILE];                                  \
-  __shared__ unsigned long long full[STAGES], empty[STAGES];                            \
+  __shared__ uint64_t full[STAGES], empty[STAGES];                            \
   __shared__ float partial[THREADS];                                                    \
   if (threadIdx.x == 0)                                                                 \
     for (int s = 0; s < STAGES; s++) {                                                  \
