@@ -207,6 +207,13 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
   ag_variant_opts vo = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
   if (!vk || ag_variant_kind_parse(vk, &vo.kind))
     return fail(t, AG_EINVAL, "unknown variant kind '%s'", vk ? vk : "");
+  /* --trace: the regions the traced variant probes (their subtrees) */
+  const char *sel[64];
+  json_t *rs = json_object_get(t->config, "regions");
+  for (size_t i = 0; i < json_array_size(rs) && i < 64; i++)
+    sel[vo.nregions++] = json_string_value(json_array_get(rs, i));
+  if (vo.nregions)
+    vo.regions = sel;
   char *ptx;
   size_t len;
   int rc = get(ob, t, input(cx->plan, t, "ptx"), "the program's PTX", &ptx, &len);
@@ -1105,7 +1112,7 @@ static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
             warn, json_sprintf("tracing added %.2f us (%.1f %%) to the kernel (trace-free %.2f "
                                "us, traced %.2f us over %zu launches, traced spread %.2f-%.2f "
                                "us): above the %.0f %% bound, region values describe a slower "
-                               "program; trace fewer regions (--region) to lower it",
+                               "program; trace fewer regions (--trace) to lower it",
                                add / 1e3, 100.0 * add / mb, mb / 1e3, mt / 1e3, m, lo_a / 1e3,
                                hi_a / 1e3, PERTURB_WARN_SHARE * 100));
     }
@@ -1785,6 +1792,34 @@ static int resolve_region(const ag_str *ptx, ag_query *q, ag_diags *d, ag_plan *
   return rc;
 }
 
+/* --trace R,...: the traced variant's regions, in its transform's config
+ * (so in its key): at most 64, none empty. */
+static int trace_selection(const char *list, ag_plan *p, ag_diags *d) {
+  if (!list)
+    return 0;
+  json_t *rs = json_array();
+  for (const char *s = list; rs;) {
+    const char *c = strchr(s, ',');
+    size_t n = c ? (size_t)(c - s) : strlen(s);
+    if (!n || json_array_size(rs) == 64) {
+      ag_diags_add(d, AG_SEV_ERROR, "--trace", 0, 0, NULL, 0,
+                   "--trace '%s' %s: give region names separated by commas", list,
+                   n ? "names more than 64 regions" : "has an empty name");
+      json_decref(rs);
+      return AG_EINVAL;
+    }
+    json_array_append_new(rs, json_stringn(s, n));
+    if (!c)
+      break;
+    s = c + 1;
+  }
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (!strcmp(p->tasks.v[i]->op, "transform.traced"))
+      json_object_set(p->tasks.v[i]->config, "regions", rs);
+  json_decref(rs);
+  return 0;
+}
+
 /* How the variants are compiled: the ptxas options of the user's build of
  * the spec's module (nvcc -dryrun with the spec's flags; a PTX module gets
  * nvcc's default for its .target), and the build's identity. */
@@ -1873,7 +1908,8 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
   if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)) ||
-      (rc = build_options(&ob, ptx.p, ptx.len, d)))
+      (rc = build_options(&ob, ptx.p, ptx.len, d)) ||
+      (rc = trace_selection(o->trace_regions, p, d)))
     goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",
