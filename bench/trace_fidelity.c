@@ -182,8 +182,13 @@ static int run_one(cfg *c, const char *spec, const char *root, const char *ws) {
   double ht = harness_us(ws, "time"), hr = harness_us(ws, "trace");
   if (isfinite(ht) && isfinite(hr)) /* beyond the kernel's added time, in % of the kernel */
     c->host[c->nh++] = 100.0 * ((hr - ht) * 1e3 - (b - a)) / a;
-  printf("@run %s: production %.3f us, traced %.3f us (%+.2f %%), harness %.3f -> %.3f us\n",
-         c->name, a / 1e3, b / 1e3, 100.0 * (b - a) / a, ht, hr);
+  printf("@run %s: production %.3f us, traced %.3f us (%+.2f %%), harness %.3f -> %.3f us; "
+         "registers %g -> %g, CTAs/SM %g -> %g\n",
+         c->name, a / 1e3, b / 1e3, 100.0 * (b - a) / a, ht, hr,
+         json_number_value(pval(r.report, "registers.trace_free")),
+         json_number_value(pval(r.report, "registers.traced")),
+         json_number_value(pval(r.report, "ctas_per_sm.trace_free")),
+         json_number_value(pval(r.report, "ctas_per_sm.traced")));
   fflush(stdout);
   ag_observe_result_release(&r);
   return 0;

@@ -343,6 +343,7 @@ static int has_warning(json_t *rep, const char *needle) {
 static unsigned fake_records; /* --records for fake_observe (0: the default) */
 static const char *fake_production; /* the spec's "production" file (NULL: none) */
 static const char *fake_tag = "";   /* a workspace of its own (no memo hits from others) */
+static const char *fake_trace;      /* --trace (NULL: every region) */
 
 static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
   const char *bd = getenv("ARGUS_BUILD_DIR");
@@ -367,7 +368,7 @@ static int fake_observe(const char *launches_arg, const char *sel, ag_observe_re
   const char *sigs[] = {"duration"};
   ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
                        .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel,
-                       .records_per_warp = fake_records};
+                       .records_per_warp = fake_records, .trace_regions = fake_trace};
   ag_diags d;
   ag_diags_init(&d);
   int rc = ag_observe(&o, &d, r);
@@ -480,6 +481,42 @@ TEST(test_timed_build_and_counted_records) {
   ag_observe_result_release(&r);
   unsetenv("FAKE_CUDA_LOG");
   unsetenv("FAKE_CUDA_RECORDS");
+  fake_tag = "";
+}
+
+/* --trace R,...: the traced variant's transform gets the regions (so its
+ * key differs from the all-regions variant's); a name the module lacks is
+ * the transform's clear error, an empty name a usage error before anything
+ * runs. */
+TEST(test_trace_selection) {
+  setup();
+  ag_observe_result r;
+  fake_tag = "-trace";
+  fake_trace = "step";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), 0);
+  int seen = 0;
+  for (size_t i = 0; r.plan && i < r.plan->tasks.n; i++) {
+    ag_task *t = r.plan->tasks.v[i];
+    if (strcmp(t->op, "transform.traced"))
+      continue;
+    json_t *rs = json_object_get(t->config, "regions");
+    CHECK_EQ_INT((int)json_array_size(rs), 1);
+    CHECK_EQ_STR(json_string_value(json_array_get(rs, 0)), "step");
+    CHECK_EQ_INT(t->status, AG_TS_OK);
+    seen++;
+  }
+  CHECK_EQ_INT(seen, 1);
+  ag_observe_result_release(&r);
+  fake_trace = "nope";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), 0);
+  char *js = r.report ? json_dumps(r.report, 0) : NULL; /* the traced transform's error */
+  CHECK_CONTAINS(js ? js : "", "no region 'nope' in the module");
+  free(js);
+  ag_observe_result_release(&r);
+  fake_trace = "step,,work";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), AG_EINVAL);
+  ag_observe_result_release(&r);
+  fake_trace = NULL;
   fake_tag = "";
 }
 
@@ -691,6 +728,6 @@ TEST(test_occupancy_buckets) {
   CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
 }
 
-RUN_TESTS(T(test_perturbation_report), T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
+RUN_TESTS(T(test_perturbation_report), T(test_trace_selection), T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
           T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))
