@@ -19,6 +19,7 @@
 #include "../trace/trace_util.h"
 
 static char root[256];
+static const char *extra_env; /* one more NAME=VALUE for argus, or NULL */
 
 static void build_path(char *buf, size_t n, const char *rel) {
   const char *b = getenv("ARGUS_BUILD_DIR");
@@ -35,7 +36,7 @@ static int argus_in(const char *cwd, const char *const *args, ag_str *out, ag_st
   build_path(fake, sizeof fake, "tests/probes/fakecuda");
   char *fa = ag_path_abs(fake);
   snprintf(ld, sizeof ld, "LD_LIBRARY_PATH=%s", fa);
-  const char *env[] = {ld, "ARGUS_TRACE_BUDGET_MB=4", "ARGUS_WORKSPACE=", NULL};
+  const char *env[] = {ld, "ARGUS_TRACE_BUDGET_MB=4", "ARGUS_WORKSPACE=", extra_env, NULL};
   const char *argv[32];
   int n = 0;
   argv[n++] = b;
@@ -317,6 +318,54 @@ TEST(proc_paths_are_the_callers) {
   CHECK_EQ_INT(chdir(here), 0);
 }
 
+/* Under a profiler (ncu, nsys: CUDA_INJECTION64_PATH) the host runtime
+ * queues no timing gate: ncu replays the kernel inside cuLaunchKernel,
+ * before the host opens the gate, and the stream would wait forever (seen on
+ * the H200; the stand-in driver fails such a launch). timing.json says why
+ * its events include the submission gap. */
+TEST(trace_under_a_profiler) {
+  char p[600], from[1024];
+  snprintf(p, sizeof p, "%s/prof/bin", root);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  build_path(from, sizeof from, "tests/data/ptx/overhead.ptx");
+  snprintf(p, sizeof p, "%s/prof/overhead.ptx", root);
+  CHECK_EQ_INT(copy_file(from, p), 0);
+  build_path(from, sizeof from, "tests/probes/fake_harness_exe");
+  snprintf(p, sizeof p, "%s/prof/bin/fake_harness_exe", root);
+  CHECK_EQ_INT(copy_file(from, p), 0);
+  CHECK_EQ_INT(chmod(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/prof/spec.json", root);
+  const char *spec = "{\"name\": \"prof\", \"module\": {\"ptx\": \"overhead.ptx\"},\n"
+                     " \"run\": [\"./bin/fake_harness_exe\", \"ok\", \"module.cubin\"]}\n";
+  CHECK_EQ_INT(ag_file_write_atomic(p, spec, strlen(spec)), 0);
+  ag_str o = AG_STR_INIT, e = AG_STR_INIT;
+  snprintf(p, sizeof p, "%s/prof", root);
+  extra_env = "CUDA_INJECTION64_PATH=/nonexistent/libprofiler-injection.so";
+  const char *a[] = {"--json", "trace", "spec.json", NULL};
+  int rc = argus_in(p, a, &o, &e);
+  extra_env = NULL;
+  if (rc)
+    fprintf(stderr, "argus trace under a profiler: exit %d\n%s\n", rc, ag_str_cstr(&e));
+  CHECK_EQ_INT(rc, 0);
+  json_t *j = json_loads(ag_str_cstr(&o), 0, NULL);
+  const char *rd = json_string_value(
+      json_object_get(json_object_get(j, "provenance"), "run_dir"));
+  CHECK(rd != NULL);
+  if (rd) {
+    char tp[1400];
+    snprintf(tp, sizeof tp, "%s%s%s/timing.json", rd[0] == '/' ? "" : p,
+             rd[0] == '/' ? "" : "/", rd);
+    char *t = NULL;
+    size_t tl = 0;
+    CHECK_EQ_INT(ag_file_read(tp, &t, &tl), 0);
+    CHECK(t && strstr(t, "a profiler is attached (CUDA_INJECTION64_PATH)"));
+    ag_free(t);
+  }
+  json_decref(j);
+  ag_str_release(&o);
+  ag_str_release(&e);
+}
+
 static void setup(void) __attribute__((constructor));
 static void setup(void) {
   char t[] = "/tmp/argus-paths-XXXXXX";
@@ -329,4 +378,4 @@ static void teardown(void) { tu_rm_rf(root); }
 
 RUN_TESTS(T(trace_from_the_repository_root), T(template_kernels_by_demangled_name),
           T(spec_resolves_the_harness_path),
-          T(proc_paths_are_the_callers))
+          T(proc_paths_are_the_callers), T(trace_under_a_profiler))
