@@ -954,6 +954,31 @@ TEST(test_all_instances) {
     ag_tile_report_free(r);
     ag_diags_release(&d);
   }
+  /* instances that no single model violates together (each needs its own
+   * thread): one batch, asked again until every one is found */
+  const char *excl = HDR32 "    for i in range(4):\n        assert tid != 3 * i + 1\n";
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.all = 1;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(excl, "excl.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, 0);
+  const ag_tile_assert_result *a = r && r->nasserts == 1 ? &r->asserts[0] : NULL;
+  CHECK(a != NULL);
+  if (a) {
+    CHECK_EQ_INT(a->violations, 4);
+    CHECK_EQ_INT(a->nmore, 3);
+    for (int k = -1; k < a->nmore; k++) {
+      const ag_tile_cex *x = k < 0 ? a->cex : a->more[k];
+      CHECK(x && x->nloops == 1);
+      if (x && x->nloops == 1)
+        CHECK_EQ_INT(x->thread, 3 * x->loops[0].value + 1);
+    }
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
 }
 
 /* Planted bug gemm-vacuous: never-reached assertions, an error under
