@@ -284,6 +284,7 @@ static unsigned char *footprint(smt *s, int buf, const ag_expr *addr, int width,
   unsigned char *bits = ag_arena_alloc(&c->arena, (size_t)(size + 7) / 8);
   if (!bits)
     return NULL;
+  memset(bits, 0, (size_t)(size + 7) / 8); /* arena memory is not zeroed */
   for (int64_t t = 0; t < c->nthreads; t++) {
     int g = ag__beval_tid(guard, t);
     if (g == 0)
