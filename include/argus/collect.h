@@ -140,6 +140,10 @@ typedef struct ag_trace_run_opts {
   int device;               /* bind the run to this GPU (CUDA_VISIBLE_DEVICES); -1: any */
   int time_only;            /* 1: ARGUS_COLLECT=time: the variant (trace-free) is run and
                                each launch timed; the evidence is the timing file */
+  int count_records;        /* 1: ARGUS_TRACE_COUNT: the launch before the first recorded
+                               one counts the records per warp that size the others */
+  unsigned warps_hint;      /* ARGUS_TRACE_WARPS: the most warps a launch has (0: unknown);
+                               lets the host runtime zero and bind ahead at the load */
 } ag_trace_run_opts;
 
 typedef struct ag_trace_run_result {

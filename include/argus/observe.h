@@ -29,6 +29,8 @@ typedef struct ag_observe_opts {
   double timeout_s;  /* per harness run; <= 0: 300 s */
   unsigned records_per_warp; /* 0: the host runtime's default */
   const char *launches;      /* --launches SPEC (ag_launch_sel_parse); NULL: the default */
+  const char *trace_regions; /* --trace R,...: the traced variant probes only these regions
+                                and their subtrees; NULL: every region */
   ag_progress_fn progress;
   void *progress_ud;
 } ag_observe_opts;

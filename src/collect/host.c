@@ -73,6 +73,10 @@
   X(cuEventRecord)                                                             \
   X(cuEventElapsedTime)                                                        \
   X(cuEventDestroy)                                                            \
+  X(cuStreamCreate)                                                            \
+  X(cuStreamDestroy)                                                           \
+  X(cuStreamWaitEvent)                                                         \
+  X(cuEventSynchronize)                                                        \
   X(cuFuncGetAttribute)                                                        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
   X(cuStreamWaitValue32)                                                       \
@@ -116,12 +120,13 @@ static uint64_t warp_slots(uint32_t cap) {
 
 /* Why a launch of the variant was or was not recorded (the timing file). */
 typedef enum launch_why {
-  LW_RECORDED, LW_BEFORE, LW_AFTER, LW_BUDGET, LW_WARPS, LW_TIME_ONLY
+  LW_RECORDED, LW_BEFORE, LW_AFTER, LW_BUDGET, LW_WARPS, LW_TIME_ONLY, LW_COUNT
 } launch_why;
 static const char *const launch_why_text[] = {
     "recorded", "before the selection (ARGUS_TRACE_SKIP)",
     "after the selection (ARGUS_TRACE_LAUNCHES)", "the record budget was exhausted",
-    "too many warps to record 16 records each", "timing run (nothing is recorded)"};
+    "too many warps to record 16 records each", "timing run (nothing is recorded)",
+    "count-only: its records per warp sized the record area (ARGUS_TRACE_COUNT)"};
 
 /* One timed launch of the variant: events around the kernel alone, and the
  * occupancy the driver computes for its block and dynamic shared memory. */
@@ -186,8 +191,27 @@ struct ag_host {
   CUdeviceptr pool;
   uint64_t pool_size, pool_used;
   uint64_t pool_zeroed; /* the pool is zeroed up to here (bytes) */
-  ag_ev_desc *pinned; /* max_launches + 1 slots; the last binds "off" */
-  int bound_off;
+  ag_ev_desc *pinned; /* 2 * max_launches + 2 slots (SLOT_* below) */
+  ag_ev_desc cur;     /* what the descriptor holds once the queued copies ran */
+  int cur_known;
+  /* zeroing and binding ahead, on a side stream, off the harness's clock
+   * (docs/tracing.md, "Launches and the record budget") */
+  int ahead;           /* ARGUS_TRACE_AHEAD (default 1; 0: inline, as before) */
+  uint32_t warps_hint; /* ARGUS_TRACE_WARPS: the most warps a launch will have */
+  uint32_t area_warps; /* the warps each recorded launch's area is laid out for */
+  CUstream side;
+  CUevent bound, after; /* the last copy ahead; the kernel it waits for */
+  int side_state;       /* 0 untried, 1 usable, -1 unavailable */
+  int pending;          /* a copy ahead the next launch must wait for */
+  uint32_t ahead_used;  /* 1 + the recorded-launch slot last bound ahead */
+  uint32_t nbound_inline; /* recorded launches whose descriptor was bound inline */
+  /* the count-only launch (ARGUS_TRACE_COUNT): sizes the records per warp */
+  int count_first, counted;
+  uint32_t count_max, count_exited, count_launch;
+  uint64_t count_warps, count_bytes;
+  CUdeviceptr count_area;
+  CUevent spare[2]; /* the next timed launch's events */
+  int nspare;
   void *last_stream;
   int have_last_stream;
   calib cal[2];
@@ -320,6 +344,15 @@ static int read_env(ag_host *h) {
   if ((rc = env_u64(h, "ARGUS_TRACE_BUDGET_MB", 1024, 1, 1u << 20, &v)))
     return rc;
   h->budget = v << 20;
+  if ((rc = env_u64(h, "ARGUS_TRACE_COUNT", 0, 0, 1, &v)))
+    return rc;
+  h->count_first = (int)v;
+  if ((rc = env_u64(h, "ARGUS_TRACE_WARPS", 0, 0, 0xffffffffu, &v)))
+    return rc;
+  h->warps_hint = (uint32_t)v;
+  if ((rc = env_u64(h, "ARGUS_TRACE_AHEAD", 1, 0, 1, &v)))
+    return rc;
+  h->ahead = (int)v;
   return 0;
 }
 
@@ -507,8 +540,20 @@ void ag_host_close(ag_host *h) {
   if (h->ok) {
     if (h->pool)
       h->cu.cuMemFree(h->pool);
+    if (h->count_area)
+      h->cu.cuMemFree(h->count_area);
     if (h->pinned)
       h->cu.cuMemFreeHost(h->pinned);
+    if (h->side_state == 1) {
+      h->cu.cuEventDestroy(h->bound);
+      h->cu.cuEventDestroy(h->after);
+    }
+    if (h->side)
+      h->cu.cuStreamDestroy(h->side);
+    if (h->nspare) {
+      h->cu.cuEventDestroy(h->spare[0]);
+      h->cu.cuEventDestroy(h->spare[1]);
+    }
   }
   /* every driver call before the context goes and the library is closed */
   for (uint32_t i = 0; h->ok && i < h->ntimes; i++) {
@@ -612,6 +657,8 @@ static int load_common(ag_host *h, const void *image, const char *name, int is_v
   return 0;
 }
 
+static int prepare_ahead(ag_host *h, ag_host_module *m);
+
 /* Loads the variant file in place of the module `name`. */
 static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
   char *data = NULL;
@@ -624,6 +671,7 @@ static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
   if (rc == 0) {
     h->replaced = 1;
     h->replaced_name = strdup(name ? name : "(image)");
+    rc = prepare_ahead(h, *out);
   }
   return rc;
 }
@@ -742,12 +790,20 @@ void *ag_host_kernel_cufunction(ag_host_kernel *k) { return k ? (void *)k->fn : 
 
 /* ------------------------------------------------------------ recording */
 
+/* Pinned descriptor slots: two per recordable launch (bound ahead, bound at
+ * the launch when the guess was wrong), the "off" descriptor, the count-only
+ * launch's. A slot is never rewritten while a copy from it may be pending. */
+#define SLOT_AHEAD(h, i) (&(h)->pinned[2 * (size_t)(i)])
+#define SLOT_INLINE(h, i) (&(h)->pinned[2 * (size_t)(i) + 1])
+#define SLOT_OFF(h) (&(h)->pinned[2 * (size_t)(h)->max_launches])
+#define SLOT_COUNT(h) (&(h)->pinned[2 * (size_t)(h)->max_launches + 1])
+
 static int ensure_pool(ag_host *h) {
   if (h->pinned)
     return 0;
-  CU(h, cuMemHostAlloc((void **)&h->pinned,
-                       (h->max_launches + 1) * sizeof(ag_ev_desc), 0));
-  memset(h->pinned, 0, (h->max_launches + 1) * sizeof(ag_ev_desc));
+  size_t nslots = 2 * (size_t)h->max_launches + 2;
+  CU(h, cuMemHostAlloc((void **)&h->pinned, nslots * sizeof(ag_ev_desc), 0));
+  memset(h->pinned, 0, nslots * sizeof(ag_ev_desc));
   size_t free_b = 0, total_b = 0;
   CU(h, cuMemGetInfo(&free_b, &total_b));
   uint64_t size = h->budget;
@@ -768,8 +824,191 @@ static int ensure_pool(ag_host *h) {
   return 0;
 }
 
-static int bind_desc(ag_host *h, ag_host_module *m, ag_ev_desc *slot, void *stream) {
-  CU(h, cuMemcpyHtoDAsync(m->desc, slot, sizeof *slot, (CUstream)stream));
+/* The side stream the host zeroes and binds on ahead of the launches, off
+ * the harness's stream (so off the clock the harness times its launches
+ * with); 0 when it cannot be had (then everything goes inline, as before). */
+static int ensure_side(ag_host *h) {
+  if (h->side_state == 0) {
+    h->side_state = -1;
+    if (h->ahead && h->cu.cuStreamCreate(&h->side, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
+      if (h->cu.cuEventCreate(&h->bound, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS &&
+          h->cu.cuEventCreate(&h->after, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+        h->side_state = 1;
+    }
+  }
+  return h->side_state == 1;
+}
+
+/* Bytes of a recorded launch's areas for `warps` warps: the metadata, then
+ * the records (warp_slots(cap) per warp), each 256-byte aligned. */
+static uint64_t area_bytes(uint64_t warps, uint32_t cap) {
+  return ((warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255) +
+         ((warps * warp_slots(cap) * AG_EV_RECORD_BYTES + 255) & ~(uint64_t)255);
+}
+
+/* The warps the areas are laid out for: ARGUS_TRACE_WARPS, or the first
+ * recorded (or counted) launch's; a launch with more takes its own size. */
+static uint64_t layout_warps(const ag_host *h, uint64_t warps) {
+  return warps > h->area_warps ? warps : h->area_warps;
+}
+
+/* Whether launch idx of `warps` warps is recorded, and with how many
+ * records per warp (*capp). Reads the state, changes nothing, so the host
+ * can ask it for the next launch before that launch is made. Returns 1:
+ * recorded, 2: the count-only launch, 0: not recorded (*why says why;
+ * *note, when given, gets the reason's detail). */
+static int decide(const ag_host *h, uint32_t idx, uint64_t warps, uint32_t *capp,
+                  launch_why *why, char *note, size_t nn) {
+  uint32_t cap = h->cap;
+  *capp = cap;
+  if (h->count_first && !h->counted && idx + 1 == h->skip && warps > 0 &&
+      warps <= 0xffffffffu / 2) {
+    *why = LW_COUNT;
+    *capp = 0;
+    return 2;
+  }
+  int record = idx >= h->skip && h->nrecs < h->max_launches && warps > 0 &&
+               warps <= 0xffffffffu;
+  *why = idx < h->skip ? LW_BEFORE : h->nrecs >= h->max_launches ? LW_AFTER
+         : record                                                 ? LW_RECORDED
+                                                                  : LW_WARPS;
+  if (record && warps * warp_slots(cap) > 0xffffffffu) {
+    cap = (uint32_t)(0xffffffffu / warps) - 1; /* the probe forms slot * slots in 32 bits */
+    if (cap < 16) {
+      *why = LW_WARPS;
+      if (note)
+        snprintf(note, nn, "launch %u has %llu warps: too many to record 16 records each",
+                 idx, (unsigned long long)warps);
+      return 0;
+    }
+  }
+  if (record) {
+    uint64_t left = h->pool_size - h->pool_used, aw = layout_warps(h, warps);
+    if (area_bytes(aw, cap) > left) {
+      uint64_t c = left / aw;
+      c = c > AG_EV_META_BYTES + 2 * AG_EV_RECORD_BYTES + 512 / aw
+              ? (c - AG_EV_META_BYTES - 512 / aw) / AG_EV_RECORD_BYTES - 1
+              : 0;
+      /* records sized from a count: whole launches only */
+      if (c < 16 || h->counted) {
+        *why = LW_BUDGET;
+        if (note)
+          snprintf(note, nn, "trace buffer budget exhausted at launch %u", idx);
+        return 0;
+      }
+      cap = (uint32_t)c;
+    }
+  }
+  *capp = cap;
+  return record;
+}
+
+/* Zeroes the pool ahead, on the side stream and waited for, up to what the
+ * launches still to record need at the layout's size: called where the
+ * layout is known and no launch of the harness is being timed (the module
+ * load, the count-only launch). Zeroing each launch's area just before it
+ * ran the kernel with its inputs evicted from L2: on examples/gemm_tma,
+ * 67 MB per launch made the traced kernel 18-22 % slower instead of 2-4 %
+ * (bench/RESULTS.md, "The record area's memset"). */
+static int zero_ahead(ag_host *h) {
+  if (!h->area_warps || !ensure_side(h))
+    return 0;
+  uint64_t end = h->pool_used + (uint64_t)(h->max_launches - h->nrecs) *
+                                     area_bytes(h->area_warps, h->cap);
+  if (end > h->pool_size || end < h->pool_used)
+    end = h->pool_size;
+  if (end > h->pool_zeroed) {
+    CU(h, cuMemsetD8Async(h->pool + h->pool_zeroed, 0, end - h->pool_zeroed, h->side));
+    CU(h, cuStreamSynchronize(h->side));
+    h->pool_zeroed = end;
+  }
+  return 0;
+}
+
+/* The descriptor launch idx gets (recorded: its areas at the pool's next
+ * free byte; else "off"), as decide says; 1 when it is recorded. */
+static int desc_for(const ag_host *h, uint32_t idx, uint64_t warps, ag_ev_desc *d) {
+  uint32_t cap;
+  launch_why why;
+  memset(d, 0, sizeof *d);
+  int r = decide(h, idx, warps, &cap, &why, NULL, 0);
+  if (r == 1) {
+    uint64_t aw = layout_warps(h, warps);
+    d->meta = h->pool + h->pool_used;
+    d->records = d->meta + ((aw * AG_EV_META_BYTES + 255) & ~(uint64_t)255);
+    d->cap = (uint32_t)warp_slots(cap);
+    d->enabled = 1;
+    d->launch = idx;
+  }
+  return r;
+}
+
+/* Queues a copy of *src into the module's descriptor on `stream`, and notes
+ * what the descriptor holds once the queued copies have run. */
+static int bind_desc(ag_host *h, ag_host_module *m, const ag_ev_desc *src, void *stream) {
+  CU(h, cuMemcpyHtoDAsync(m->desc, src, sizeof *src, (CUstream)stream));
+  h->cur = *src;
+  h->cur_known = 1;
+  return 0;
+}
+
+/* After launch idx's kernel is queued: binds the descriptor launch idx + 1
+ * will most likely need (the same number of warps as the layout's) on the
+ * side stream, behind the kernel, so the next launch finds it bound and only
+ * waits for the copy, which has long run by then. */
+static int bind_ahead(ag_host_kernel *k, uint32_t idx, void *stream, CUevent after) {
+  ag_host *h = k->mod->h;
+  ag_ev_desc d;
+  if (!k->mod->traced || !h->area_warps || !h->cur_known || !ensure_side(h))
+    return 0;
+  int r = desc_for(h, idx + 1, h->area_warps, &d);
+  if (r == 2 || !memcmp(&d, &h->cur, sizeof d))
+    return 0; /* the count-only launch binds its own; or nothing changes */
+  ag_ev_desc *src = r == 1 ? SLOT_AHEAD(h, h->nrecs) : SLOT_OFF(h);
+  if (r == 1 && h->ahead_used == h->nrecs + 1) /* rewritten: its last copy must be done */
+    CU(h, cuEventSynchronize(h->bound));
+  if (r == 1) {
+    *src = d;
+    h->ahead_used = h->nrecs + 1;
+  }
+  if (!after) {
+    CU(h, cuEventRecord(h->after, (CUstream)stream));
+    after = h->after;
+  }
+  CU(h, cuStreamWaitEvent(h->side, after, 0));
+  CU(h, cuMemcpyHtoDAsync(k->mod->desc, src, sizeof *src, h->side));
+  CU(h, cuEventRecord(h->bound, h->side));
+  h->cur = d;
+  h->pending = 1;
+  return 0;
+}
+
+/* At the variant's load (outside every launch the harness times): the pool,
+ * the zeroing ahead and the first launch's descriptor, when the layout is
+ * known (ARGUS_TRACE_WARPS, and no count-only launch to wait for). */
+static int prepare_ahead(ag_host *h, ag_host_module *m) {
+  int rc;
+  if (!m->traced || !h->ahead)
+    return 0;
+  if ((rc = ensure_pool(h)))
+    return rc;
+  h->area_warps = h->warps_hint;
+  if (!h->area_warps || (h->count_first && h->skip > 0) || !ensure_side(h))
+    return 0;
+  if ((rc = zero_ahead(h)))
+    return rc;
+  ag_ev_desc d;
+  int r = desc_for(h, 0, h->area_warps, &d);
+  if (r == 2)
+    return 0;
+  ag_ev_desc *src = r == 1 ? SLOT_AHEAD(h, 0) : SLOT_OFF(h);
+  if (r == 1) {
+    *src = d;
+    h->ahead_used = 1;
+  }
+  if ((rc = bind_desc(h, m, src, h->side)))
+    return rc;
+  CU(h, cuStreamSynchronize(h->side));
   return 0;
 }
 
@@ -790,7 +1029,9 @@ static void note_resources(ag_host *h, ag_host_kernel *k, unsigned threads, unsi
   lr->occ_ctas = n;
 }
 
-/* Binds the descriptor of a recorded launch, or the "off" descriptor. */
+/* Binds the descriptor of a recorded launch, of the count-only launch or
+ * the "off" descriptor: nothing on the launch's stream when the descriptor
+ * bound ahead is the one it needs (a wait for that copy), else a copy. */
 static int prepare_launch(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_host_dim b,
                           unsigned smem, void *stream, launch_why *why) {
   ag_host_module *m = k->mod;
@@ -801,56 +1042,49 @@ static int prepare_launch(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_hos
   uint64_t threads = (uint64_t)b.x * b.y * b.z;
   uint64_t wpc = (threads + 31) / 32;
   uint64_t warps = (uint64_t)g.x * g.y * g.z * wpc;
-  uint32_t cap = h->cap;
-  uint64_t left = h->pool_size - h->pool_used;
-  int record = idx >= h->skip && h->nrecs < h->max_launches && warps > 0 &&
-               warps <= 0xffffffffu;
-  *why = idx < h->skip ? LW_BEFORE : h->nrecs >= h->max_launches ? LW_AFTER
-         : record                                                 ? LW_RECORDED
-                                                                  : LW_WARPS;
-  if (record && warps * warp_slots(cap) > 0xffffffffu) {
-    cap = (uint32_t)(0xffffffffu / warps) - 1; /* the probe forms slot * slots in 32 bits */
-    if (cap < 16) {
-      record = 0;
-      *why = LW_WARPS;
-      snprintf(h->budget_note, sizeof h->budget_note,
-               "launch %u has %llu warps: too many to record 16 records each", idx,
-               (unsigned long long)warps);
-    }
-  }
-  if (record) {
-    uint64_t per = warp_slots(cap) * AG_EV_RECORD_BYTES + AG_EV_META_BYTES;
-    if (warps * per > left) {
-      uint64_t c = left / warps;
-      c = c > AG_EV_META_BYTES + AG_EV_RECORD_BYTES
-              ? (c - AG_EV_META_BYTES) / AG_EV_RECORD_BYTES - 1
-              : 0;
-      if (c < 16) {
-        record = 0;
-        *why = LW_BUDGET;
-        snprintf(h->budget_note, sizeof h->budget_note,
-                 "trace buffer budget exhausted at launch %u", idx);
-      } else {
-        cap = (uint32_t)c;
-      }
-    }
-  }
-  if (!record) {
-    if (!h->bound_off) {
-      ag_ev_desc *off = &h->pinned[h->max_launches];
-      memset(off, 0, sizeof *off);
-      if ((rc = bind_desc(h, m, off, stream)))
-        return rc;
-      h->bound_off = 1;
-    }
-    return 0;
-  }
+  uint32_t cap = 0;
+  char note[160] = "";
+  int record = decide(h, idx, warps, &cap, why, note, sizeof note);
+  if (note[0])
+    snprintf(h->budget_note, sizeof h->budget_note, "%s", note);
   /* Launches on different streams could overlap and share the descriptor:
-   * serialize recorded launches that change stream. */
+   * serialize launches that change stream. */
   if (h->have_last_stream && h->last_stream != stream)
     CU(h, cuStreamSynchronize((CUstream)h->last_stream));
   h->last_stream = stream;
   h->have_last_stream = 1;
+  if (h->pending) { /* the copy bound ahead runs before this kernel */
+    CU(h, cuStreamWaitEvent((CUstream)stream, h->bound, 0));
+    h->pending = 0;
+  }
+  if (record == 2) { /* count-only: one trash slot per warp, counts in the metadata */
+    uint64_t need = ((warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255) +
+                    warps * AG_EV_RECORD_BYTES;
+    if (!h->count_area || h->count_bytes < need) {
+      if (h->count_area)
+        CU(h, cuMemFree(h->count_area));
+      h->count_area = 0;
+      CU(h, cuMemAlloc(&h->count_area, need));
+      h->count_bytes = need;
+    }
+    CU(h, cuMemsetD8Async(h->count_area, 0, need, (CUstream)stream));
+    ag_ev_desc *d = SLOT_COUNT(h);
+    d->meta = h->count_area;
+    d->records = h->count_area + ((warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255);
+    d->cap = 1;
+    d->enabled = 1;
+    d->launch = idx;
+    h->count_warps = warps;
+    h->count_launch = idx;
+    return bind_desc(h, m, d, stream);
+  }
+  if (!record) {
+    if (!h->cur_known || h->cur.enabled)
+      return bind_desc(h, m, SLOT_OFF(h), stream);
+    return 0;
+  }
+  if (!h->area_warps)
+    h->area_warps = warps;
   launch_rec *lr = &h->recs[h->nrecs];
   memset(lr, 0, sizeof *lr);
   lr->launch = idx;
@@ -862,28 +1096,22 @@ static int prepare_launch(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_hos
   lr->warps = (uint32_t)warps;
   lr->warps_per_cta = (uint32_t)wpc;
   lr->cap = cap;
-  uint64_t start = h->pool_used;
-  lr->meta = h->pool + h->pool_used;
-  h->pool_used += (warps * AG_EV_META_BYTES + 255) & ~(uint64_t)255;
-  uint64_t rbytes = warps * warp_slots(cap) * AG_EV_RECORD_BYTES;
-  lr->records = h->pool + h->pool_used;
-  h->pool_used += (rbytes + 255) & ~(uint64_t)255;
-  ag_ev_desc *slot = &h->pinned[h->nrecs];
-  slot->records = lr->records;
-  slot->meta = lr->meta;
-  slot->cap = (uint32_t)warp_slots(cap);
-  slot->enabled = 1;
-  slot->launch = idx;
-  /* Zero metadata and records (an occurrence that never ends keeps a zero
-   * second half). The pool is carved, never reused, so its areas are zeroed
-   * ahead: at the first recorded launch, as much as the launches still to
-   * record need at this launch's size (within the pool), on its stream;
-   * a later launch past that extent zeroes its own area. Zeroing each
-   * launch's area just before it ran the kernel with its inputs evicted
-   * from L2: on examples/gemm_tma, 67 MB per launch made the traced kernel
-   * 18-22 % slower instead of 2-4 % (bench/RESULTS.md, "The record area's
-   * memset"). Zeroing the whole 1 GiB pool instead slowed the loads of a
-   * small kernel's probe runs twofold (the dirty lines' write-back). */
+  uint64_t aw = layout_warps(h, warps), start = h->pool_used;
+  lr->meta = h->pool + start;
+  lr->records = lr->meta + ((aw * AG_EV_META_BYTES + 255) & ~(uint64_t)255);
+  h->pool_used += area_bytes(aw, cap);
+  ag_ev_desc want;
+  memset(&want, 0, sizeof want);
+  want.records = lr->records;
+  want.meta = lr->meta;
+  want.cap = (uint32_t)warp_slots(cap);
+  want.enabled = 1;
+  want.launch = idx;
+  /* Past the extent zeroed ahead (no layout known at the load, or a launch
+   * larger than the layout): zero on the launch's stream, ahead for the
+   * launches still to record at this launch's size (within the pool).
+   * Zeroing the whole 1 GiB pool instead slowed the loads of a small
+   * kernel's probe runs twofold (the dirty lines' write-back). */
   if (h->pool_used > h->pool_zeroed) {
     uint64_t each = h->pool_used - start, todo = h->max_launches - h->nrecs;
     uint64_t end = start + each * todo;
@@ -895,17 +1123,61 @@ static int prepare_launch(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_hos
     CU(h, cuMemsetD8Async(h->pool + from, 0, end - from, (CUstream)stream));
     h->pool_zeroed = end;
   }
-  if ((rc = bind_desc(h, m, slot, stream)))
-    return rc;
-  h->bound_off = 0;
+  if (!h->cur_known || memcmp(&want, &h->cur, sizeof want)) {
+    ag_ev_desc *src = SLOT_INLINE(h, h->nrecs);
+    *src = want;
+    h->nbound_inline++;
+    if ((rc = bind_desc(h, m, src, stream)))
+      return rc;
+  }
   h->nrecs++;
   return 0;
+}
+
+/* After the count-only launch: waits for it, reads its warps' counts and
+ * sizes the records per warp of the launches to record from the largest
+ * (+ 1/8 + 2, at least 16), then zeroes ahead at that size. All within the
+ * count-only launch's call: the harness's warm-up. */
+static int finish_count(ag_host *h, void *stream) {
+  CU(h, cuStreamSynchronize((CUstream)stream));
+  size_t n = (size_t)h->count_warps;
+  ag_ev_meta *meta = malloc(n * sizeof *meta);
+  if (!meta) {
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  CUresult r = h->cu.cuMemcpyDtoH(meta, h->count_area, n * sizeof *meta);
+  if (r != CUDA_SUCCESS) {
+    free(meta);
+    return cu_fail(h, r, "cuMemcpyDtoH(count-only launch)");
+  }
+  uint32_t mx = 0, exited = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!(meta[i].flags & AG_EV_EXITED))
+      continue;
+    exited++;
+    mx = meta[i].count > mx ? meta[i].count : mx;
+    mx = meta[i].max_count > mx ? meta[i].max_count : mx;
+  }
+  free(meta);
+  h->counted = 1;
+  h->count_max = mx;
+  h->count_exited = exited;
+  if (exited) {
+    uint64_t c = (uint64_t)mx + mx / 8 + 2;
+    h->cap = (uint32_t)(c < 16 ? 16 : c > (1u << 24) ? (1u << 24) : c);
+  }
+  if (!h->area_warps)
+    h->area_warps = h->warps_hint > h->count_warps ? h->warps_hint : (uint32_t)h->count_warps;
+  return zero_ahead(h);
 }
 
 /* The timing slot of a variant launch, with its events and occupancy: the
  * registers and CTAs per SM the driver gives this kernel at this block size
  * and dynamic shared memory (asked once per configuration). NULL past
- * AG_HOST_MAX_TIMED launches (the file says how many were not timed). */
+ * AG_HOST_MAX_TIMED launches (the file says how many were not timed). The
+ * events were made after the previous launch (spare_events), not on the
+ * way to this one's kernel. */
 static int time_slot(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_host_dim b,
                      unsigned smem, launch_time **out) {
   ag_host *h = k->mod->h;
@@ -940,14 +1212,34 @@ static int time_slot(ag_host_kernel *k, uint32_t idx, ag_host_dim g, ag_host_dim
   t->smem = smem;
   t->registers = k->registers;
   t->ctas_per_sm = k->occ_ctas;
-  CU(h, cuEventCreate(&t->a, CU_EVENT_DEFAULT));
-  CUresult r = h->cu.cuEventCreate(&t->b, CU_EVENT_DEFAULT);
-  if (r != CUDA_SUCCESS) {
-    h->cu.cuEventDestroy(t->a);
-    return cu_fail(h, r, "cuEventCreate");
+  if (h->nspare) {
+    t->a = h->spare[0];
+    t->b = h->spare[1];
+    h->nspare = 0;
+  } else {
+    CU(h, cuEventCreate(&t->a, CU_EVENT_DEFAULT));
+    CUresult r = h->cu.cuEventCreate(&t->b, CU_EVENT_DEFAULT);
+    if (r != CUDA_SUCCESS) {
+      h->cu.cuEventDestroy(t->a);
+      return cu_fail(h, r, "cuEventCreate");
+    }
   }
   h->ntimes++;
   *out = t;
+  return 0;
+}
+
+/* The next launch's two events, made while this launch's kernel runs. */
+static int spare_events(ag_host *h) {
+  if (h->nspare || h->ntimes >= AG_HOST_MAX_TIMED)
+    return 0;
+  CU(h, cuEventCreate(&h->spare[0], CU_EVENT_DEFAULT));
+  CUresult r = h->cu.cuEventCreate(&h->spare[1], CU_EVENT_DEFAULT);
+  if (r != CUDA_SUCCESS) {
+    h->cu.cuEventDestroy(h->spare[0]);
+    return cu_fail(h, r, "cuEventCreate");
+  }
+  h->nspare = 1;
   return 0;
 }
 
@@ -989,9 +1281,10 @@ int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
     return fail(h, AG_HOST_EINVAL);
   }
   launch_time *lt = NULL;
+  launch_why why = LW_TIME_ONLY;
+  uint32_t idx = 0;
   if (k->mod->variant) {
-    uint32_t idx = h->nlaunch++;
-    launch_why why = LW_TIME_ONLY;
+    idx = h->nlaunch++;
     if (k->mod->traced && (rc = prepare_launch(k, idx, grid, block, shared_bytes, stream, &why)))
       return fail(h, rc);
     if ((rc = time_slot(k, idx, grid, block, shared_bytes, &lt)))
@@ -1015,6 +1308,16 @@ int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
              k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
     return fail(h, cu_fail(h, r, call));
   }
+  /* while the kernel runs: the count's verdict, the next launch's
+   * descriptor and events */
+  if (k->mod->variant) {
+    if (why == LW_COUNT && (rc = finish_count(h, stream)))
+      return fail(h, rc);
+    if (h->ahead && (rc = bind_ahead(k, idx, stream, lt ? lt->b : NULL)))
+      return fail(h, rc);
+    if ((rc = spare_events(h)))
+      return fail(h, rc);
+  }
   return 0;
 }
 
@@ -1026,6 +1329,25 @@ int ag_host_sync(ag_host *h) {
 }
 
 /* --------------------------------------------------------------- finish */
+
+/* How the records per warp were chosen and how the areas were prepared:
+ * ,"records_sized":{...},"ahead":{...} (docs/evidence.md). */
+static void sizing_fields(ag_host *h, ag_jb *j) {
+  if (h->collect != 1)
+    return;
+  if (h->counted)
+    ag_jb_printf(j, ",\"records_sized\":{\"from\":\"count\",\"launch\":%u,\"max_count\":%u,"
+                    "\"warps_exited\":%u,\"records_per_warp\":%u}",
+                 h->count_launch, h->count_max, h->count_exited, h->cap);
+  else
+    ag_jb_printf(j, ",\"records_sized\":{\"from\":\"%s\",\"records_per_warp\":%u}",
+                 h->count_first ? "default (no count-only launch ran)" : "ARGUS_TRACE_RECORDS",
+                 h->cap);
+  ag_jb_printf(j, ",\"ahead\":{\"enabled\":%s,\"side_stream\":%s,\"layout_warps\":%u,"
+                  "\"zeroed_bytes\":%llu,\"bound_inline\":%u}",
+               h->ahead ? "true" : "false", h->side_state == 1 ? "true" : "false",
+               h->area_warps, (unsigned long long)h->pool_zeroed, h->nbound_inline);
+}
 
 static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
   char name[256] = "?";
@@ -1079,6 +1401,7 @@ static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
                   "\"skip\":%u,\"budget_bytes\":%llu,\"note\":",
                h->cap, h->max_launches, h->skip, (unsigned long long)h->pool_size);
   ag_jb_str(j, h->budget_note[0] ? h->budget_note : NULL);
+  sizing_fields(h, j);
   ag_jb_puts(j, "},\"probes\":");
   ag_jb_puts(j, sites ? sites : "null");
 }
@@ -1191,6 +1514,7 @@ static int write_timing(ag_host *h) {
                h->nlaunch, h->ntimes, h->skip, h->max_launches, h->cap,
                (unsigned long long)(h->pool_size ? h->pool_size : h->budget));
   ag_jb_str(&j, h->budget_note[0] ? h->budget_note : NULL);
+  sizing_fields(h, &j);
   ag_jb_puts(&j, ",\"launches\":[");
   for (uint32_t i = 0; i < h->ntimes; i++) {
     launch_time *t = &h->times[i];

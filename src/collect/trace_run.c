@@ -70,6 +70,10 @@ int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
     ag_str_printf(&e[ne++], "ARGUS_TRACE_LAUNCHES=%u", o->max_launches);
   if (o->skip_launches)
     ag_str_printf(&e[ne++], "ARGUS_TRACE_SKIP=%u", o->skip_launches);
+  if (o->count_records)
+    ag_str_printf(&e[ne++], "ARGUS_TRACE_COUNT=1");
+  if (o->warps_hint)
+    ag_str_printf(&e[ne++], "ARGUS_TRACE_WARPS=%u", o->warps_hint);
   if (o->device >= 0)
     ag_str_printf(&e[ne++], "CUDA_VISIBLE_DEVICES=%d", o->device);
   *n = ne;

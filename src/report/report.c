@@ -217,6 +217,12 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
       fmt_ranges(e, out);
       ag_str_printf(out, ": %s", k);
     }
+    json_t *rs = json_object_get(v, "records_sized");
+    const char *from = json_string_value(json_object_get(rs, "from"));
+    if (from) /* the records per warp, and from what */
+      ag_str_printf(out, "; %lld records per warp (%s)",
+                    (long long)json_integer_value(json_object_get(rs, "records_per_warp")),
+                    !strcmp(from, "count") ? "sized from the count-only launch" : from);
     return;
   } else if (json_is_object(v)) { /* a breakdown: key: count / mean, at most 6 keys */
     const char *k;

@@ -207,6 +207,13 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
   ag_variant_opts vo = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
   if (!vk || ag_variant_kind_parse(vk, &vo.kind))
     return fail(t, AG_EINVAL, "unknown variant kind '%s'", vk ? vk : "");
+  /* --trace: the regions the traced variant probes (their subtrees) */
+  const char *sel[64];
+  json_t *rs = json_object_get(t->config, "regions");
+  for (size_t i = 0; i < json_array_size(rs) && i < 64; i++)
+    sel[vo.nregions++] = json_string_value(json_array_get(rs, i));
+  if (vo.nregions)
+    vo.regions = sel;
   char *ptx;
   size_t len;
   int rc = get(ob, t, input(cx->plan, t, "ptx"), "the program's PTX", &ptx, &len);
@@ -298,9 +305,18 @@ static int occupancy_cap(const json_t *base, const ag_cubin *cb, const char *ptx
   return over;
 }
 
+/* "the user's build (nvcc -cubin FLAGS, markers off)" */
+static void user_build_label(const ag_spec *sp, ag_str *w) {
+  ag_str_puts(w, "the user's build (nvcc -cubin");
+  for (int i = 0; i < sp->nflags; i++)
+    ag_str_printf(w, " %s", sp->flags[i]);
+  ag_str_puts(w, sp->nflags ? ", markers off)" : " -arch=sm_90a, markers off)");
+}
+
 /* The trace-free build against the user's: the spec's "production" file,
  * or else the module compiled without markers with the same options. How
- * they compare goes into res["production"]. */
+ * they compare goes into res["production"]; the user's build itself is the
+ * compile's "production" output: the build the timing run loads. */
 static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *res) {
   char *prod = NULL;
   size_t plen = 0;
@@ -336,12 +352,17 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
     ag_diags_release(&d);
     prod = (char *)user->data;
     plen = user->len;
-    ag_str_puts(&label, "the user's build (nvcc -cubin");
-    for (int i = 0; i < ob->spec->nflags; i++)
-      ag_str_printf(&label, " %s", ob->spec->flags[i]);
-    ag_str_puts(&label, ob->spec->nflags ? ", markers off)" : " -arch=sm_90a, markers off)");
+    user_build_label(ob->spec, &label);
   }
   ag_build_cmp cmp;
+  memset(&cmp, 0, sizeof cmp);
+  if ((rc = put(ob, t, "production", prod, plen, "cubin"))) {
+    if (!user)
+      ag_free(prod);
+    ag_cubin_free(user);
+    ag_str_release(&label);
+    return rc;
+  }
   rc = ag_build_compare(cb->data, cb->len, prod, plen, cb->arch, &cmp);
   if (!user)
     ag_free(prod);
@@ -448,6 +469,9 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
     json_object_set_new(t->outputs, "probes", json_string(probes));
   if (!rc && variant)
     json_object_set_new(t->outputs, "variant", json_string(variant));
+  /* a PTX module is shipped as itself: the timing run loads the program's PTX */
+  if (!rc && !variant && !ob->spec->production && !ob->spec->cuda && ob->ptx_hash[0])
+    json_object_set_new(t->outputs, "production", json_string(ob->ptx_hash));
 out:
   json_decref(res);
   json_decref(base);
@@ -481,25 +505,37 @@ static const ag_task *collect_dep(const ag_plan *p, const ag_task *t, const char
 #define HOST_BUDGET_BYTES (1024ull << 20)
 #define HOST_LAUNCHES 8u
 
-/* Device bytes a whole recorded launch takes (host.c's pool layout). */
-static uint64_t launch_bytes(const json_t *l, unsigned cap) {
+/* Warps of a launch in the timing file. */
+static uint64_t launch_warps(const json_t *l) {
   uint64_t w = 1, ctas = 1;
   for (int i = 0; i < 3; i++) {
     w *= (uint64_t)json_integer_value(json_array_get(json_object_get(l, "block"), (size_t)i));
     ctas *= (uint64_t)json_integer_value(json_array_get(json_object_get(l, "grid"), (size_t)i));
   }
-  uint64_t warps = ctas * ((w + 31) / 32);
+  return ctas * ((w + 31) / 32);
+}
+
+/* Device bytes a whole recorded launch takes (host.c's pool layout). */
+static uint64_t launch_bytes(const json_t *l, unsigned cap) {
+  uint64_t warps = launch_warps(l);
   return ((warps * 64 + 255) & ~255ull) + ((warps * (cap + 1ull) * 16 + 255) & ~255ull);
 }
 
 /* The launches a traced run records (docs/tracing.md, "Launches"): from
  * --launches and the baseline run's launches (their number and geometry),
- * as many whole launches as the record budget holds. Fills skip and max
- * and the plan's JSON (what was chosen, from what, and any warning). */
+ * as many whole launches as the record budget holds. Without --records and
+ * with a launch before the selection, that launch is run count-only and
+ * its largest count sizes the records per warp (*count; the budget is then
+ * checked at the smallest size, 16, and the host runtime records as many
+ * whole launches as fit at the counted one). Fills skip, max, the most
+ * warps of a selected launch (*warps) and the plan's JSON (what was
+ * chosen, from what, and any warning). */
 static void size_launches(const ag_observe_opts *o, const json_t *timing, unsigned *skip,
-                          unsigned *max, json_t *lp) {
+                          unsigned *max, int *count, unsigned *warps, json_t *lp) {
   ag_launch_sel sel;
   ag_launch_sel_parse(o->launches, &sel, NULL); /* checked when the query was made */
+  *count = 0;
+  *warps = 0;
   unsigned cap = o->records_per_warp ? o->records_per_warp : HOST_RECORDS;
   json_t *ls = json_object_get(timing, "launches");
   size_t n = json_array_size(ls);
@@ -521,6 +557,18 @@ static void size_launches(const ag_observe_opts *o, const json_t *timing, unsign
   default: /* the first launch is a warm-up when there are others */
     *skip = n > 1 ? 1 : 0;
     *max = n > *skip ? (unsigned)(n - *skip) : 1;
+  }
+  if (!o->records_per_warp && *skip >= 1 && *skip < n) {
+    *count = 1;
+    cap = 16; /* the least a launch is recorded with */
+    json_object_set_new(lp, "records_per_warp",
+                        json_pack("{s:s,s:i}", "sized_from", "a count-only run of the launch "
+                                  "before the selection: its largest count + 1/8 + 2",
+                                  "launch", *skip - 1));
+  }
+  for (size_t i = *skip; i < n && i < (size_t)*skip + *max; i++) {
+    uint64_t w = launch_warps(json_array_get(ls, i));
+    *warps = w > *warps && w <= 0xffffffffu ? (unsigned)w : *warps;
   }
   uint64_t used = 0;
   unsigned fit = 0;
@@ -551,12 +599,36 @@ static void size_launches(const ag_observe_opts *o, const json_t *timing, unsign
     json_object_set_new(lp, "warning", json_string(ag_str_cstr(&w)));
   }
   ag_str_release(&w);
-  if (sel.kind == AG_LAUNCH_DEFAULT && fit)
-    *max = fit; /* whole launches only */
+  if (sel.kind == AG_LAUNCH_DEFAULT && fit && !*count)
+    *max = fit; /* whole launches only (counted: the host runtime keeps to whole ones) */
   json_object_set_new(lp, "fits", json_integer(fit));
 done:
   json_object_set_new(lp, "skip", json_integer(*skip));
   json_object_set_new(lp, "max_launches", json_integer(*max));
+}
+
+/* What the timing run loads, for the report: {"build", "what"}. */
+static json_t *baseline_of(const obs *ob, int have_production) {
+  const ag_spec *sp = ob->spec;
+  ag_str w = AG_STR_INIT;
+  const char *kind;
+  if (!have_production) {
+    kind = "trace-free variant";
+    ag_str_puts(&w, "the trace-free variant (markers on): the user's build could not be made");
+  } else if (sp->production) {
+    kind = "production file";
+    ag_str_printf(&w, "the production build '%s' named in the spec", sp->production);
+  } else if (sp->cuda) {
+    kind = "markers-off build";
+    user_build_label(sp, &w);
+  } else {
+    kind = "ptx module";
+    ag_str_printf(&w, "the PTX module '%s' itself (the driver compiles it at the load)",
+                  sp->ptx ? sp->ptx : "?");
+  }
+  json_t *j = json_pack("{s:s,s:s}", "build", kind, "what", ag_str_cstr(&w));
+  ag_str_release(&w);
+  return j;
 }
 
 /* Collect: runs the spec's harness once on the compiled variant, in its own
@@ -571,8 +643,17 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ag_str dir = AG_STR_INIT, cubin = AG_STR_INIT, sites = AG_STR_INIT, why = AG_STR_INIT;
   ag_trace_run_result res;
   memset(&res, 0, sizeof res);
-  json_t *base = NULL, *lp = NULL;
+  json_t *base = NULL, *lp = NULL, *bl = NULL;
   const char *ch = input(cx->plan, t, "cubin"), *ph = input(cx->plan, t, "probes");
+  int time_only = has_backend(t, "time");
+  /* the timing run times the build the user ships (docs/tracing.md,
+   * "Perturbation"): the compile's "production" output, when it made one */
+  const char *prod = time_only ? input(cx->plan, t, "production") : NULL;
+  if (time_only) {
+    bl = baseline_of(ob, prod != NULL);
+    if (prod)
+      ch = prod;
+  }
   ag_str_printf(&dir, "%s/%.16s-%d-%ld", ob->rundir, ch ? ch : "x", t->id, (long)getpid());
   ag_str_printf(&cubin, "%s/variant.cubin", ag_str_cstr(&dir));
   ag_str_printf(&sites, "%s/probes.json", ag_str_cstr(&dir));
@@ -599,7 +680,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.records_per_warp = ob->o->records_per_warp;
   ro.max_launches = (unsigned)json_integer_value(json_object_get(t->config, "launches"));
   ro.skip_launches = (unsigned)json_integer_value(json_object_get(t->config, "skip"));
-  ro.time_only = has_backend(t, "time");
+  ro.time_only = time_only;
   const ag_task *bt = collect_dep(cx->plan, t, "time");
   if (bt) { /* a traced run with a baseline: size it from the baseline's launches */
     const char *th = bt->outputs ? json_string_value(json_object_get(bt->outputs, "timing"))
@@ -607,7 +688,8 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
     if (th && get_json(ob, t, th, "the trace-free run's timing", &base))
       goto out;
     lp = json_object();
-    size_launches(ob->o, base, &ro.skip_launches, &ro.max_launches, lp);
+    size_launches(ob->o, base, &ro.skip_launches, &ro.max_launches, &ro.count_records,
+                  &ro.warps_hint, lp);
     if (ro.max_launches == 0)
       ro.max_launches = 1;
   }
@@ -640,9 +722,12 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
     json_object_set_new(t->outputs, "log", json_string(h));
   if (lp)
     rc = put_json(ob, t, "launch_plan", lp, "json");
+  if (!rc && bl)
+    rc = put_json(ob, t, "baseline", bl, "json");
 out:
   json_decref(base);
   json_decref(lp);
+  json_decref(bl);
   ag_trace_run_result_release(&res);
   ag_str_release(&dir);
   ag_str_release(&cubin);
@@ -876,7 +961,7 @@ static const json_t *launch_at(const json_t *timing, json_int_t launch) {
  * the traced build changed occupancy or added more than the thresholds. */
 static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
-  json_t *tr = NULL, *tf = NULL, *lp = NULL, *res = NULL;
+  json_t *tr = NULL, *tf = NULL, *lp = NULL, *res = NULL, *tb = NULL;
   json_t *vals = json_array(), *missing = json_array(), *warn = json_array();
   double *a = NULL, *b = NULL;
   int rc = 0;
@@ -889,7 +974,11 @@ static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
                        ? json_string_value(json_object_get(tc->outputs, "launch_plan"))
                        : NULL;
   const char *rh = tc ? dep_output(cx->plan, tc, "compile", "resources") : NULL;
-  if ((th && (rc = get_json(ob, t, th, "the traced run's timing", &tr))) ||
+  const char *blh = bc && bc->outputs
+                        ? json_string_value(json_object_get(bc->outputs, "baseline"))
+                        : NULL;
+  if ((blh && (rc = get_json(ob, t, blh, "the timing run's build", &tb))) ||
+      (th && (rc = get_json(ob, t, th, "the traced run's timing", &tr))) ||
       (bh && (rc = get_json(ob, t, bh, "the trace-free run's timing", &tf))) ||
       (lh && (rc = get_json(ob, t, lh, "the launch plan", &lp))) ||
       (rh && (rc = get_json(ob, t, rh, "the traced build's compiler report", &res))))
@@ -947,9 +1036,10 @@ static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
         json_object_set_new(unrec, why ? why : "?", lst = json_array());
       json_array_append(lst, id);
     }
-    json_t *ln = json_pack("{s:o,s:o,s:I,s:O?}", "recorded", rec, "unrecorded", unrec, "total",
-                           json_integer_value(json_object_get(tr, "launches_total")),
-                           "plan", lp);
+    json_t *ln = json_pack("{s:o,s:o,s:I,s:O?,s:O?,s:O?}", "recorded", rec, "unrecorded", unrec,
+                           "total", json_integer_value(json_object_get(tr, "launches_total")),
+                           "plan", lp, "records_sized", json_object_get(tr, "records_sized"),
+                           "ahead", json_object_get(tr, "ahead"));
     value(vals, NULL, "perturbation", "launches", ln, "", "observed");
     if (!json_array_size(rec))
       json_array_append_new(warn, json_string("no launch was recorded: the region values are "
@@ -986,6 +1076,14 @@ static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
       double mt = median(a, m), mb = median(b, m), add = mt - mb;
       value(vals, NULL, "perturbation", "trace_free_kernel_time", json_real(mb), "ns",
             "observed");
+      if (tb) /* which build that time is of */
+        value(vals, NULL, "perturbation", "timed_build",
+              json_string(json_string_value(json_object_get(tb, "what"))), "", "observed");
+      const char *tbk = json_string_value(json_object_get(tb, "build"));
+      if (tbk && !strcmp(tbk, "trace-free variant"))
+        json_array_append_new(warn, json_string("the trace-free time is of the trace-free "
+                                                "variant (markers on), not of the user's "
+                                                "build, which could not be made"));
       value(vals, NULL, "perturbation", "traced_kernel_time", json_real(mt), "ns", "observed");
       value(vals, NULL, "perturbation", "added_time", json_real(add), "ns", "derived");
       value(vals, NULL, "perturbation", "added_share", json_real(mb > 0 ? 100.0 * add / mb : 0),
@@ -1014,7 +1112,7 @@ static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
             warn, json_sprintf("tracing added %.2f us (%.1f %%) to the kernel (trace-free %.2f "
                                "us, traced %.2f us over %zu launches, traced spread %.2f-%.2f "
                                "us): above the %.0f %% bound, region values describe a slower "
-                               "program; trace fewer regions (--region) to lower it",
+                               "program; trace fewer regions (--trace) to lower it",
                                add / 1e3, 100.0 * add / mb, mb / 1e3, mt / 1e3, m, lo_a / 1e3,
                                hi_a / 1e3, PERTURB_WARN_SHARE * 100));
     }
@@ -1030,6 +1128,7 @@ out:
   json_decref(tf);
   json_decref(lp);
   json_decref(res);
+  json_decref(tb);
   json_decref(vals);
   json_decref(missing);
   json_decref(warn);
@@ -1715,6 +1814,34 @@ static int resolve_region(const ag_str *ptx, ag_query *q, ag_diags *d, ag_plan *
   return rc;
 }
 
+/* --trace R,...: the traced variant's regions, in its transform's config
+ * (so in its key): at most 64, none empty. */
+static int trace_selection(const char *list, ag_plan *p, ag_diags *d) {
+  if (!list)
+    return 0;
+  json_t *rs = json_array();
+  for (const char *s = list; rs;) {
+    const char *c = strchr(s, ',');
+    size_t n = c ? (size_t)(c - s) : strlen(s);
+    if (!n || json_array_size(rs) == 64) {
+      ag_diags_add(d, AG_SEV_ERROR, "--trace", 0, 0, NULL, 0,
+                   "--trace '%s' %s: give region names separated by commas", list,
+                   n ? "names more than 64 regions" : "has an empty name");
+      json_decref(rs);
+      return AG_EINVAL;
+    }
+    json_array_append_new(rs, json_stringn(s, n));
+    if (!c)
+      break;
+    s = c + 1;
+  }
+  for (size_t i = 0; i < p->tasks.n; i++)
+    if (!strcmp(p->tasks.v[i]->op, "transform.traced"))
+      json_object_set(p->tasks.v[i]->config, "regions", rs);
+  json_decref(rs);
+  return 0;
+}
+
 /* How the variants are compiled: the ptxas options of the user's build of
  * the spec's module (nvcc -dryrun with the spec's flags; a PTX module gets
  * nvcc's default for its .target), and the build's identity. */
@@ -1803,7 +1930,8 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
   if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)) ||
-      (rc = build_options(&ob, ptx.p, ptx.len, d)))
+      (rc = build_options(&ob, ptx.p, ptx.len, d)) ||
+      (rc = trace_selection(o->trace_regions, p, d)))
     goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",

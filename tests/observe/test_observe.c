@@ -341,6 +341,9 @@ static int has_warning(json_t *rep, const char *needle) {
  * and the fake harness, launching `launches` times; the fake's kernel times
  * and occupancy come from FAKE_CUDA_* (the caller sets them). */
 static unsigned fake_records; /* --records for fake_observe (0: the default) */
+static const char *fake_production; /* the spec's "production" file (NULL: none) */
+static const char *fake_tag = "";   /* a workspace of its own (no memo hits from others) */
+static const char *fake_trace;      /* --trace (NULL: every region) */
 
 static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
   const char *bd = getenv("ARGUS_BUILD_DIR");
@@ -352,22 +355,169 @@ static int fake_observe(const char *launches_arg, const char *sel, ag_observe_re
   free(abs);
   setenv("ARGUS_LIBCUDA", fake, 1);
   snprintf(spec, sizeof spec, "%s/fake-spec.json", ws);
-  snprintf(wsdir, sizeof wsdir, "%s/fake-%s-%s", ws, launches_arg, sel ? sel : "default");
+  snprintf(wsdir, sizeof wsdir, "%s/fake-%s-%s%s", ws, launches_arg, sel ? sel : "default",
+           fake_tag);
   ag_str s = AG_STR_INIT;
-  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": "
+  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"%s%s%s}, \"run\": "
                     "[\"fake\", \"ok\", \"/dev/null\", \"%s\"], \"run_library\": \"%s\"}",
-                ptx, launches_arg, lib);
+                ptx, fake_production ? ", \"production\": \"" : "",
+                fake_production ? fake_production : "", fake_production ? "\"" : "", launches_arg,
+                lib);
   ag_file_write_atomic(spec, s.p, s.len);
   ag_str_release(&s);
   const char *sigs[] = {"duration"};
   ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
                        .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel,
-                       .records_per_warp = fake_records};
+                       .records_per_warp = fake_records, .trace_regions = fake_trace};
   ag_diags d;
   ag_diags_init(&d);
   int rc = ag_observe(&o, &d, r);
   ag_diags_release(&d);
   return rc;
+}
+
+/* The lines of FAKE_CUDA_LOG that start with `prefix`, joined by '|'. */
+static void fake_lines(const char *log, const char *prefix, ag_str *out) {
+  char *text = NULL;
+  size_t len = 0;
+  ag_str_init(out);
+  if (ag_file_read(log, &text, &len))
+    return;
+  for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+    if (!strncmp(l, prefix, strlen(prefix)))
+      ag_str_printf(out, "%s%s", out->len ? "|" : "", l);
+  ag_free(text);
+}
+
+/* Issue 17: the timing run loads the build the user ships (a PTX module
+ * itself; the spec's production file), and the report says which; the
+ * records per warp come from the count-only warm-up launch (its largest
+ * count + 1/8 + 2) unless --records is given; every recorded launch's
+ * descriptor was bound ahead (none inline) when the layout was known. */
+TEST(test_timed_build_and_counted_records) {
+  setup();
+  ag_observe_result r;
+  char log[256];
+  snprintf(log, sizeof log, "%s/fake-cuda.log", ws);
+  setenv("FAKE_CUDA_LOG", log, 1);
+  setenv("FAKE_CUDA_RECORDS", "40", 1);
+  setenv("FAKE_CUDA_NS_TIME", "100000", 1);
+  setenv("FAKE_CUDA_NS_TRACE", "100500", 1);
+  fake_tag = "-sized";
+  unlink(log);
+  CHECK_EQ_INT(fake_observe("5", NULL, &r), 0);
+  ag_str l = AG_STR_INIT;
+  fake_lines(log, "launch", &l);
+  /* launch 0 count-only (one trash slot per warp), 1-4 at 40 + 5 + 2 = 47 records (48 slots) */
+  CHECK_EQ_STR(ag_str_cstr(&l), "launch 0 enabled 1 cap 1|launch 1 enabled 1 cap 48|"
+                                "launch 2 enabled 1 cap 48|launch 3 enabled 1 cap 48|"
+                                "launch 4 enabled 1 cap 48");
+  ag_str_release(&l);
+  fake_lines(log, "load", &l);
+  /* the timing run loaded the PTX module itself, the traced run a cubin */
+  CHECK_EQ_STR(ag_str_cstr(&l), "load //.// Ge|load .ELF...A");
+  ag_str_release(&l);
+  if (r.report) {
+    json_t *ln = pjson(r.report, "launches");
+    json_t *rs = json_object_get(ln, "records_sized");
+    CHECK_EQ_STR(json_string_value(json_object_get(rs, "from")), "count");
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(rs, "max_count")), 40);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(rs, "records_per_warp")), 47);
+    json_t *ah = json_object_get(ln, "ahead");
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ah, "bound_inline")), 0);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ah, "layout_warps")), 4);
+    json_t *tb = pjson(r.report, "timed_build");
+    CHECK_CONTAINS(json_string_value(tb) ? json_string_value(tb) : "", "the PTX module '");
+    ag_str t = AG_STR_INIT;
+    ag_report_json_text(r.report, &t);
+    CHECK_CONTAINS(ag_str_cstr(&t), "47 records per warp (sized from the count-only launch)");
+    ag_str_release(&t);
+  }
+  ag_observe_result_release(&r);
+  /* --records given: no count-only launch; launch 0 unrecorded, 1-4 at 64 */
+  fake_records = 64;
+  fake_tag = "-sized-64";
+  unlink(log);
+  CHECK_EQ_INT(fake_observe("5", NULL, &r), 0);
+  fake_lines(log, "launch", &l);
+  CHECK_EQ_STR(ag_str_cstr(&l), "launch 0 enabled 0 cap 0|launch 1 enabled 1 cap 65|"
+                                "launch 2 enabled 1 cap 65|launch 3 enabled 1 cap 65|"
+                                "launch 4 enabled 1 cap 65");
+  ag_str_release(&l);
+  if (r.report) {
+    json_t *ah = json_object_get(pjson(r.report, "launches"), "ahead");
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ah, "bound_inline")), 0);
+    CHECK(json_is_true(json_object_get(ah, "side_stream")));
+  }
+  ag_observe_result_release(&r);
+  /* ARGUS_TRACE_AHEAD=0: every descriptor bound at its launch, as before */
+  setenv("ARGUS_TRACE_AHEAD", "0", 1);
+  fake_tag = "-inline";
+  unlink(log);
+  CHECK_EQ_INT(fake_observe("5", "all", &r), 0);
+  unsetenv("ARGUS_TRACE_AHEAD");
+  if (r.report) {
+    json_t *ah = json_object_get(pjson(r.report, "launches"), "ahead");
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ah, "bound_inline")), 5);
+  }
+  ag_observe_result_release(&r);
+  fake_records = 0;
+  /* a spec's production file is what the timing run loads */
+  char prod[256];
+  snprintf(prod, sizeof prod, "%s/prod.bin", ws);
+  ag_file_write_atomic(prod, "FAKEPROD build", 14);
+  fake_production = prod;
+  fake_tag = "-prod";
+  unlink(log);
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), 0);
+  fake_production = NULL;
+  fake_lines(log, "load", &l);
+  CHECK_EQ_STR(ag_str_cstr(&l), "load FAKEPROD|load .ELF...A");
+  ag_str_release(&l);
+  if (r.report) {
+    json_t *tb = pjson(r.report, "timed_build");
+    CHECK_CONTAINS(json_string_value(tb) ? json_string_value(tb) : "", "prod.bin' named in the spec");
+  }
+  ag_observe_result_release(&r);
+  unsetenv("FAKE_CUDA_LOG");
+  unsetenv("FAKE_CUDA_RECORDS");
+  fake_tag = "";
+}
+
+/* --trace R,...: the traced variant's transform gets the regions (so its
+ * key differs from the all-regions variant's); a name the module lacks is
+ * the transform's clear error, an empty name a usage error before anything
+ * runs. */
+TEST(test_trace_selection) {
+  setup();
+  ag_observe_result r;
+  fake_tag = "-trace";
+  fake_trace = "step";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), 0);
+  int seen = 0;
+  for (size_t i = 0; r.plan && i < r.plan->tasks.n; i++) {
+    ag_task *t = r.plan->tasks.v[i];
+    if (strcmp(t->op, "transform.traced"))
+      continue;
+    json_t *rs = json_object_get(t->config, "regions");
+    CHECK_EQ_INT((int)json_array_size(rs), 1);
+    CHECK_EQ_STR(json_string_value(json_array_get(rs, 0)), "step");
+    CHECK_EQ_INT(t->status, AG_TS_OK);
+    seen++;
+  }
+  CHECK_EQ_INT(seen, 1);
+  ag_observe_result_release(&r);
+  fake_trace = "nope";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), 0);
+  char *js = r.report ? json_dumps(r.report, 0) : NULL; /* the traced transform's error */
+  CHECK_CONTAINS(js ? js : "", "no region 'nope' in the module");
+  free(js);
+  ag_observe_result_release(&r);
+  fake_trace = "step,,work";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), AG_EINVAL);
+  ag_observe_result_release(&r);
+  fake_trace = NULL;
+  fake_tag = "";
 }
 
 TEST(test_perturbation_report) {
@@ -397,7 +547,9 @@ TEST(test_perturbation_report) {
     CHECK_EQ_INT((int)json_array_size(json_object_get(ln, "recorded")), 4);
     CHECK_EQ_INT((int)json_integer_value(json_array_get(json_object_get(ln, "recorded"), 0)), 1);
     json_t *un = json_object_get(ln, "unrecorded");
-    CHECK_EQ_INT((int)json_array_size(json_object_get(un, "before the selection (ARGUS_TRACE_SKIP)")), 1);
+    CHECK_EQ_INT((int)json_array_size(json_object_get(un, "count-only: its records per warp "
+                                                         "sized the record area "
+                                                         "(ARGUS_TRACE_COUNT)")), 1);
     CHECK_EQ_INT((int)json_integer_value(json_object_get(ln, "total")), 5);
     CHECK(has_warning(r.report, "changed occupancy: 4 CTAs per SM against the trace-free "
                                 "build's 8"));
@@ -411,7 +563,7 @@ TEST(test_perturbation_report) {
     ag_report_json_text(r.report, &t);
     CHECK_CONTAINS(ag_str_cstr(&t), "warning: the traced build changed occupancy");
     CHECK_CONTAINS(ag_str_cstr(&t), "traced_kernel_time");
-    CHECK_CONTAINS(ag_str_cstr(&t), "launches   recorded 1-4 of 5; 0: before the selection");
+    CHECK_CONTAINS(ag_str_cstr(&t), "launches   recorded 1-4 of 5; 0: count-only");
     ag_str_release(&t);
   }
   ag_observe_result_release(&r);
@@ -518,6 +670,19 @@ TEST(test_traced_build_keeps_occupancy) {
         json_object_get(r.plan->tasks.v[i]->config, "occupancy_of"))
       cc = r.plan->tasks.v[i];
   CHECK(cc && cc->status == AG_TS_OK);
+  /* the trace-free compile's "production" output is the markers-off build
+   * (what the timing run loads; here the markers change no code, so it may
+   * be the same cubin as the trace-free variant's) */
+  for (size_t i = 0; i < r.plan->tasks.n; i++) {
+    ag_task *t = r.plan->tasks.v[i];
+    if (strcmp(t->op, "compile") || json_object_get(t->config, "occupancy_of"))
+      continue;
+    const char *ph = json_string_value(json_object_get(t->outputs, "production"));
+    const char *ch = json_string_value(json_object_get(t->outputs, "cubin"));
+    CHECK(ph && ch);
+    printf("production build %s the trace-free variant's cubin\n",
+           ph && ch && !strcmp(ph, ch) ? "is" : "differs from");
+  }
   ag_store *st = NULL;
   void *data = NULL;
   size_t len = 0;
@@ -576,6 +741,6 @@ TEST(test_occupancy_buckets) {
   CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
 }
 
-RUN_TESTS(T(test_perturbation_report), T(test_occupancy_buckets),
+RUN_TESTS(T(test_perturbation_report), T(test_trace_selection), T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
           T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
           T(test_failing_harness_fails_alone), T(test_bad_queries))

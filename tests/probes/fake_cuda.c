@@ -8,12 +8,32 @@
  * context synchronization fail, like a GPU fault.
  */
 #include <cuda.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int poisoned;
+/* FAKE_CUDA_LOG=FILE: every module load ("load <its first 8 bytes, printable>")
+ * and every launch of a kernel in a traced run ("launch <descriptor launch>
+ * enabled <0|1> cap <slots>") is appended to FILE. FAKE_CUDA_RECORDS=N: each
+ * warp of a launch whose descriptor records reports N records in its
+ * metadata (count and max_count, exited), as the probe would. */
+static void fake_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fake_log(const char *fmt, ...) {
+  const char *p = getenv("FAKE_CUDA_LOG");
+  FILE *f = p && *p ? fopen(p, "a") : NULL;
+  if (!f)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(f, fmt, ap);
+  va_end(ap);
+  fputc('\n', f);
+  fclose(f);
+}
+static unsigned char *fake_desc; /* the last traced module's descriptor */
 void fake_cuda_poison(void);
 void fake_cuda_poison(void) { poisoned = 1; }
 
@@ -54,11 +74,24 @@ CUresult cuCtxSynchronize(void) {
   return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
-  (void)image;
+  char head[9];
+  for (int i = 0; i < 8; i++) {
+    unsigned char c = ((const unsigned char *)image)[i];
+    head[i] = c >= 32 && c < 127 ? (char)c : '.';
+    if (!c) {
+      head[i] = 0;
+      break;
+    }
+  }
+  head[8] = 0;
+  if (strcmp(head, ".version") && strncmp(head, "\t.versi", 8)) /* not the calibration */
+    fake_log("load %s", head);
   *m = (CUmodule)calloc(1, 64); /* holds the module's 32-byte descriptor */
   return *m ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 CUresult cuModuleUnload(CUmodule m) {
+  if ((unsigned char *)m == fake_desc)
+    fake_desc = NULL;
   free(m);
   OK;
 }
@@ -94,6 +127,7 @@ CUresult cuModuleGetGlobal(CUdeviceptr *d, size_t *bytes, CUmodule m, const char
     return CUDA_ERROR_NOT_FOUND;
   *d = (CUdeviceptr)(uintptr_t)m;
   *bytes = 32;
+  fake_desc = (unsigned char *)m;
   OK;
 }
 CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) {
@@ -104,6 +138,29 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
                         unsigned by, unsigned bz, unsigned smem, CUstream s, void **args,
                         void **extra) {
   (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
+  if ((uintptr_t)f != 2 && fake_desc) { /* a traced kernel: what its probes would leave */
+    uint64_t records, meta;
+    uint32_t cap, enabled, launch;
+    memcpy(&records, fake_desc, 8);
+    memcpy(&meta, fake_desc + 8, 8);
+    memcpy(&cap, fake_desc + 16, 4);
+    memcpy(&enabled, fake_desc + 20, 4);
+    memcpy(&launch, fake_desc + 24, 4);
+    const char *c = getenv("ARGUS_COLLECT");
+    if (c && !strcmp(c, "trace"))
+      fake_log("launch %u enabled %u cap %u", launch, enabled, cap);
+    const char *nr = getenv("FAKE_CUDA_RECORDS");
+    uint32_t n = nr && *nr ? (uint32_t)atoi(nr) : 0;
+    uint64_t warps = (uint64_t)gx * gy * gz * ((bx * by * bz + 31) / 32);
+    for (uint64_t w = 0; enabled && n && w < warps; w++) {
+      uint32_t *mw = (uint32_t *)(uintptr_t)(meta + w * 64);
+      mw[9] = n;      /* count */
+      mw[10] = 1;     /* flags: exited */
+      mw[11] = launch;
+      mw[12] = n;     /* max_count */
+    }
+    (void)records;
+  }
   if ((uintptr_t)f == 2) { /* calibration: 10 ms at 1.98 GHz */
     uint64_t *out = (uint64_t *)(uintptr_t)(*(CUdeviceptr *)args[0]);
     out[0] = 1000;
@@ -153,6 +210,16 @@ CUresult cuMemGetInfo(size_t *fr, size_t *total) {
   OK;
 }
 CUresult cuStreamSynchronize(CUstream s) { (void)s; OK; }
+CUresult cuStreamCreate(CUstream *s, unsigned f) {
+  (void)f;
+  *s = (CUstream)calloc(1, 8);
+  return *s ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuStreamDestroy(CUstream s) {
+  free(s);
+  OK;
+}
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { (void)s, (void)e, (void)f; OK; }
 CUresult cuGetErrorName(CUresult e, const char **s) {
   *s = e == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_FAKE";
   OK;

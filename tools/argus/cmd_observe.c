@@ -24,6 +24,8 @@ const ag_cli_opt cmd_observe_opts[] = {
     {"records", 0, "N", "trace records per warp (default: the host runtime's)"},
     {"launches", 0, "SPEC", "launches to record: all, last, N or a:b (default: after the "
                             "warm-up, as many whole launches as the budget holds)"},
+    {"trace", 0, "R,...", "probe only these regions and their subtrees in the traced run "
+                          "(default: every region; fewer regions perturb less)"},
     {"timeline", 't', "FILE", "write the timeline signal's Chrome trace to FILE"},
     {"retry-failed", 0, NULL, "rerun the workspace's last query; only what failed runs again"},
     {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
@@ -163,6 +165,7 @@ int cmd_observe(ag_cli *cli) {
     return ag_cli_usage_error(cli, "--records needs a number >= 16");
   }
   o.launches = ag_cli_get(cli, "launches");
+  o.trace_regions = ag_cli_get(cli, "trace");
   ag_diags d;
   ag_diags_init(&d);
   ag_observe_result r;

@@ -1,0 +1,306 @@
+/*
+ * trace_fidelity.c — what tracing costs against the build the user ships,
+ * as `argus observe` measures and reports it (issue 17): every region traced,
+ * each region alone (`--trace R`), side by side, on examples/gemm_tma by
+ * default or on any spec.
+ *
+ * Each configuration runs `argus observe SPEC --region ROOT --signals
+ * duration` (ag_observe, in a fresh workspace per run, so nothing is served
+ * from a memo) --runs times. Each observe times the production build (the
+ * timing run loads the spec's production file, or the module compiled
+ * without markers, or a PTX module itself) and then the traced build, and
+ * reports the medians over the recorded launches; the figure is the median
+ * over runs of traced / production. Beside it, from the two runs' harness
+ * logs (a harness that prints {"median_us": X} as examples/gemm_tma's does),
+ * what recording added on the harness's own clock beyond the kernel's added
+ * time: the host work around each recorded launch.
+ *
+ * Goals, one line each (goal.h); exit 1 when one is not met, 77 without a GPU:
+ *   - every configuration: traced within 2 % of production (median of runs);
+ *   - every region alone costs no more than all regions, within 0.3
+ *     percentage points (the run-to-run spread of the medians, measured);
+ *   - all regions: the harness's time grows by at most 1 % of the kernel's
+ *     time beyond the traced kernel's own added time.
+ * Figures with no goal: all regions with --records 4096 (the old default)
+ * and with ARGUS_TRACE_AHEAD=0 (zeroing and binding inline, as before).
+ *
+ *   trace_fidelity [--spec SPEC --region ROOT] [--trace R,R;R;...] [--runs N]
+ *                  [--no-old] [--devices N]
+ * --devices: GPUs to use (default: as many as the driver has; a CPU test
+ * with the fake driver gives 1).
+ * --trace: the configurations besides "all", separated by ';' (each a
+ * --trace list); default for gemm_tma: mainloop;mma;loads;epilogue.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "argus/core.h"
+#include "argus/observe.h"
+#include "goal.h"
+
+#ifndef ARGUS_SOURCE_DEFAULT
+#define ARGUS_SOURCE_DEFAULT "."
+#endif
+#ifndef ARGUS_HARNESS_DEFAULT
+#define ARGUS_HARNESS_DEFAULT "gemm_tma_harness"
+#endif
+
+#define MAXC 24
+#define MAXR 9
+
+typedef struct cfg {
+  const char *name;  /* "all" or the --trace list */
+  const char *trace; /* NULL: every region */
+  unsigned records;  /* --records (0: sized from the count) */
+  int inline_old;    /* ARGUS_TRACE_AHEAD=0 */
+  int goal;          /* 1: the 2 % goal applies */
+  double share[MAXR], tf[MAXR], tr[MAXR], host[MAXR];
+  int n, nh;
+  char timed[300];
+} cfg;
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n) {
+  double s[MAXR];
+  if (n <= 0)
+    return NAN;
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_dbl);
+  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static json_t *pval(json_t *rep, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *sg = json_string_value(json_object_get(v, "signal"));
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (sg && st && !strcmp(sg, "perturbation") && !strcmp(st, stat))
+      return json_object_get(v, "value");
+  }
+  return NULL;
+}
+
+/* The harness's median (its last {"median_us": X} line) of the run in
+ * <ws>/runs whose timing file says `collect`; NAN when none. */
+static double harness_us(const char *ws, const char *collect) {
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s/runs", ws);
+  DIR *d = opendir(dir);
+  double us = NAN;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char p[1200], *text = NULL;
+    size_t len = 0;
+    snprintf(p, sizeof p, "%s/%s/timing.json", dir, e->d_name);
+    json_t *t = json_load_file(p, 0, NULL);
+    const char *c = json_string_value(json_object_get(t, "collect"));
+    int match = c && !strcmp(c, collect);
+    json_decref(t);
+    snprintf(p, sizeof p, "%s/%s/harness.log", dir, e->d_name);
+    if (match && ag_file_read(p, &text, &len) == 0) {
+      const char *m = NULL;
+      for (const char *q = text; (q = strstr(q, "\"median_us\":")); q++)
+        m = q;
+      if (m)
+        us = atof(m + strlen("\"median_us\":"));
+    }
+    ag_free(text);
+  }
+  if (d)
+    closedir(d);
+  return us;
+}
+
+static void rm_rf(const char *path) {
+  const char *argv[] = {"rm", "-rf", path, NULL};
+  ag_proc_opts po;
+  ag_proc_result pr;
+  memset(&po, 0, sizeof po);
+  po.argv = argv;
+  po.timeout_s = 60;
+  ag_proc_run(&po, &pr);
+}
+
+/* One observe of configuration c; 77: no GPU, 1: it failed. */
+static int ndevices = -1; /* --devices (-1: ask the driver) */
+
+static int run_one(cfg *c, const char *spec, const char *root, const char *ws) {
+  const char *sigs[] = {"duration"};
+  ag_observe_opts o = {.spec = spec, .workspace = ws, .region = root, .signals = sigs,
+                       .nsignals = 1, .ndevices = ndevices, .timeout_s = 300,
+                       .records_per_warp = c->records, .trace_regions = c->trace};
+  if (c->inline_old)
+    setenv("ARGUS_TRACE_AHEAD", "0", 1);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_observe_result r;
+  int rc = ag_observe(&o, &d, &r);
+  unsetenv("ARGUS_TRACE_AHEAD");
+  if (rc) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "trace_fidelity: %s: observe failed: %s\n", c->name, ag_str_cstr(&s));
+    ag_str_release(&s);
+    ag_diags_release(&d);
+    return 1;
+  }
+  ag_diags_release(&d);
+  if (r.nogpu_reason[0]) {
+    printf("trace_fidelity: skipped: %s\n", r.nogpu_reason);
+    ag_observe_result_release(&r);
+    return 77;
+  }
+  json_t *tf = pval(r.report, "trace_free_kernel_time"), *tr = pval(r.report, "traced_kernel_time");
+  json_t *tb = pval(r.report, "timed_build");
+  if (!tf || !tr) {
+    char *js = r.report ? json_dumps(json_object_get(r.report, "missing"), 0) : NULL;
+    fprintf(stderr, "trace_fidelity: %s: no perturbation figures: %s\n", c->name, js ? js : "");
+    free(js);
+    ag_observe_result_release(&r);
+    return 1;
+  }
+  double a = json_number_value(tf), b = json_number_value(tr);
+  c->tf[c->n] = a;
+  c->tr[c->n] = b;
+  c->share[c->n++] = 100.0 * (b - a) / a;
+  if (tb)
+    snprintf(c->timed, sizeof c->timed, "%s", json_string_value(tb));
+  double ht = harness_us(ws, "time"), hr = harness_us(ws, "trace");
+  if (isfinite(ht) && isfinite(hr)) /* beyond the kernel's added time, in % of the kernel */
+    c->host[c->nh++] = 100.0 * ((hr - ht) * 1e3 - (b - a)) / a;
+  printf("@run %s: production %.3f us, traced %.3f us (%+.2f %%), harness %.3f -> %.3f us; "
+         "registers %g -> %g, CTAs/SM %g -> %g\n",
+         c->name, a / 1e3, b / 1e3, 100.0 * (b - a) / a, ht, hr,
+         json_number_value(pval(r.report, "registers.trace_free")),
+         json_number_value(pval(r.report, "registers.traced")),
+         json_number_value(pval(r.report, "ctas_per_sm.trace_free")),
+         json_number_value(pval(r.report, "ctas_per_sm.traced")));
+  fflush(stdout);
+  ag_observe_result_release(&r);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *spec = NULL, *root = "gemm_tma", *trace = "mainloop;mma;loads;epilogue";
+  int runs = 3, old = 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--spec") && i + 1 < argc)
+      spec = argv[++i];
+    else if (!strcmp(argv[i], "--region") && i + 1 < argc)
+      root = argv[++i];
+    else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+      trace = argv[++i];
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+      runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--devices") && i + 1 < argc)
+      ndevices = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-old"))
+      old = 0;
+    else {
+      fprintf(stderr, "usage: trace_fidelity [--spec SPEC --region ROOT] [--trace R,R;R;...] "
+                      "[--runs N] [--no-old] [--devices N]\n");
+      return 2;
+    }
+  }
+  if (runs < 1 || runs > MAXR) {
+    fprintf(stderr, "trace_fidelity: --runs needs 1..%d\n", MAXR);
+    return 2;
+  }
+  char tmp[] = "/tmp/argus-fidelity-XXXXXX";
+  if (!mkdtemp(tmp)) {
+    perror("trace_fidelity: mkdtemp");
+    return 1;
+  }
+  char specbuf[600];
+  if (!spec) { /* examples/gemm_tma, 200 timed launches after the warm-up */
+    const char *src = getenv("ARGUS_SOURCE_DIR");
+    snprintf(specbuf, sizeof specbuf, "%s/spec.json", tmp);
+    ag_str s = AG_STR_INIT;
+    ag_str_printf(&s, "{\"name\": \"gemm_tma\", \"module\": {\"cuda\": "
+                      "\"%s/examples/gemm_tma/gemm_tma.cu\", \"flags\": "
+                      "[\"-gencode=arch=compute_90a,code=sm_90a\"]}, \"run\": [\"%s\", "
+                      "\"--size\", \"1024\", \"--reps\", \"200\"]}",
+                  src && *src ? src : ARGUS_SOURCE_DEFAULT, ARGUS_HARNESS_DEFAULT);
+    ag_file_write_atomic(specbuf, s.p, s.len);
+    ag_str_release(&s);
+    spec = specbuf;
+  }
+  static cfg cs[MAXC];
+  int nc = 0;
+  char *tl = strdup(trace);
+  cs[nc++] = (cfg){.name = "all", .goal = 1};
+  for (char *t = strtok(tl, ";"); t && nc < MAXC - 2; t = strtok(NULL, ";"))
+    cs[nc++] = (cfg){.name = t, .trace = t, .goal = 1};
+  if (old) {
+    cs[nc++] = (cfg){.name = "all --records 4096", .records = 4096};
+    cs[nc++] = (cfg){.name = "all --records 4096, inline (before)", .records = 4096,
+                     .inline_old = 1};
+  }
+  int rc = 0;
+  for (int k = 0; k < runs && !rc; k++) /* rotate, so drift spreads over all */
+    for (int i = 0; i < nc && !rc; i++) {
+      if (!cs[i].goal && k > 0)
+        continue; /* the old ways: one run each */
+      char ws[700];
+      snprintf(ws, sizeof ws, "%s/ws-%d-%d", tmp, i, k);
+      rc = run_one(&cs[i], spec, root, ws);
+      rm_rf(ws);
+    }
+  if (rc) {
+    rm_rf(tmp);
+    free(tl);
+    return rc;
+  }
+  printf("spec: %s, region %s, %d runs; production: %s\n", spec, root, runs, cs[0].timed);
+  printf("%-38s %12s %12s %10s %22s %14s\n", "traced", "production", "traced", "ratio",
+         "added (runs)", "host beyond");
+  for (int i = 0; i < nc; i++) {
+    cfg *c = &cs[i];
+    double tf = median(c->tf, c->n), tr = median(c->tr, c->n);
+    double lo = c->share[0], hi = c->share[0];
+    for (int k = 1; k < c->n; k++)
+      lo = c->share[k] < lo ? c->share[k] : lo, hi = c->share[k] > hi ? c->share[k] : hi;
+    char range[64];
+    snprintf(range, sizeof range, "%+.2f %% (%+.2f..%+.2f)", median(c->share, c->n), lo, hi);
+    printf("%-38s %9.3f us %9.3f us %10.4f %22s %12.2f %%\n", c->name, tf / 1e3, tr / 1e3,
+           tr / tf, range, median(c->host, c->nh));
+  }
+  int ok = 1;
+  char name[200];
+  double all = median(cs[0].share, cs[0].n);
+  for (int i = 0; i < nc; i++) {
+    if (!cs[i].goal)
+      continue;
+    snprintf(name, sizeof name, "%s: %s traced, added to the production build's kernel time",
+             root, cs[i].name);
+    ok &= bench_goal(name, median(cs[i].share, cs[i].n), 0, 2.0, "%");
+    if (i == 0)
+      continue;
+    snprintf(name, sizeof name, "%s: %s alone against all regions (added share difference)",
+             root, cs[i].name);
+    ok &= bench_goal(name, median(cs[i].share, cs[i].n) - all, 0, 0.3, "pp");
+  }
+  if (cs[0].nh) {
+    snprintf(name, sizeof name, "%s: all traced, harness time added beyond the kernel's", root);
+    ok &= bench_goal(name, median(cs[0].host, cs[0].nh), 0, 1.0, "% of the kernel");
+  } else {
+    printf("host beyond the kernel: not measured (the harness prints no \"median_us\")\n");
+  }
+  rm_rf(tmp);
+  free(tl);
+  return ok ? 0 : 1;
+}
