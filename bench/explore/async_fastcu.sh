@@ -63,6 +63,27 @@ cat > "$out/spec.json" <<J
          "--k7", "--reps", "${REPS:-2}"]}
 J
 argus=$build/tools/argus/argus
+# per query: the runs that fired (probes with a latency, plus the reference),
+# then every value with its instance and spread, every missing entry's reason
+summarize() {
+  python3 - "$1" <<'P'
+import json, sys
+r = json.load(open(sys.argv[1]))
+fired = {v["stat"].split("[", 1)[1] for v in r.get("values", [])
+         if v.get("stat", "").split("[")[0] in ("latency", "group_latency")}
+print("  fired: %d probes + the reference; %d missing entries" % (len(fired), len(r.get("missing", []))))
+for v in r.get("values", []):
+    d = v.get("dist") or {}
+    spread = " (n=%d, min %.0f, p50 %.0f, p95 %.0f, max %.0f)" % (
+        d["count"], d["min"], d["p50"], d["p95"], d["max"]) if d else ""
+    flag = " [flagged: %s]" % v["flag"][:40] if v.get("flag") else ""
+    x = v["value"] if isinstance(v.get("value"), (int, float)) else v.get("raw")
+    print("  %s %s %s [%s]%s%s" % (v["stat"], "%.1f" % x if isinstance(x, (int, float)) else x,
+                                   v.get("unit", ""), v.get("qual"), spread, flag))
+for m in r.get("missing", []):
+    print("  missing: %s" % m.get("why"))
+P
+}
 rc=0
 IFS=';' read -r -a qs <<< "${QUERIES:-load iter=0:5;load iter=32:37}"
 for q in "${qs[@]}"; do
@@ -81,6 +102,7 @@ print(json.load(sys.stdin)["runs"])' 2>&1)
   r=$?
   t1=$(date +%s%N)
   echo "async_fastcu: $region $scope: planned runs $planned, observe rc $r, wall $(( (t1 - t0) / 1000000 )) ms"
+  summarize "$out/$name.json"
   [ $r -le 1 ] || rc=1
 done
 exit $rc
