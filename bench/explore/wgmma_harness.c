@@ -10,7 +10,10 @@
  * allowed) and prints {"median_us": X} over --reps launches after a warm-up.
  *
  *   wgmma_harness --module FILE --kernel NAME [--size S] [--smem BYTES]
- *                 [--threads 256] [--reps R]
+ *                 [--threads 256] [--reps R] [--k7]
+ * --k7: the matmulKernel7 shape of the same repository (issue 27): the maps
+ * by value (__grid_constant__), 5-D (64 x rows x K/64, 128-row A boxes and
+ * 256-row B boxes), 128 persistent CTAs of 384 threads, 3 x 48 KB stages.
  * Exit 0: results match; 1: mismatch or CUDA error; 2: usage.
  */
 #include <cuda.h>
@@ -61,11 +64,16 @@ static float float_of(uint16_t h) {
   return f;
 }
 
-static int make_map(CUtensorMap *m, CUdeviceptr base, int rows, int K) {
-  cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows};
-  cuuint64_t strides[1] = {(cuuint64_t)K * 2};
-  cuuint32_t box[2] = {BK, TILE}, estr[2] = {1, 1};
-  CUresult r = cuTensorMapEncodeTiled(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims,
+static int make_map(CUtensorMap *m, CUdeviceptr base, int rows, int K, int k7, unsigned box_rows) {
+  cuuint64_t dims[5] = {(cuuint64_t)K, (cuuint64_t)rows, 1, 1, 1};
+  cuuint64_t strides[4] = {(cuuint64_t)K * 2, 0, 0, 0};
+  cuuint32_t box[5] = {BK, TILE, 1, 1, 1}, estr[5] = {1, 1, 1, 1, 1};
+  if (k7) { /* 64 x rows x K/64: the K blocks are the outer dimension */
+    dims[0] = BK, dims[2] = (cuuint64_t)K / BK;
+    strides[1] = BK * 2;
+    box[1] = box_rows;
+  }
+  CUresult r = cuTensorMapEncodeTiled(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, k7 ? 5 : 2, (void *)base, dims,
                                       strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -75,11 +83,17 @@ static int make_map(CUtensorMap *m, CUdeviceptr base, int rows, int K) {
 }
 
 int main(int argc, char **argv) {
-  int S = 4096, threads = 256, reps = 20;
+  int S = 4096, threads = 256, reps = 20, k7 = 0;
   unsigned smem = (TILE * BK * 5 + BK * TILE * 5) * 2; /* SMem<128, 128, 64, 5> */
   const char *module = NULL, *kernel = NULL;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--module"))
+  for (int i = 1; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--k7")) {
+      k7 = 1, threads = 384, smem = (TILE * BK * 3 + BK * 256 * 3) * 2, i--;
+      continue;
+    }
+    if (i + 1 >= argc)
+      module = NULL;
+    else if (!strcmp(argv[i], "--module"))
       module = argv[i + 1];
     else if (!strcmp(argv[i], "--kernel"))
       kernel = argv[i + 1];
@@ -94,9 +108,9 @@ int main(int argc, char **argv) {
     else
       module = NULL, i = argc;
   }
-  if (!module || !kernel || S <= 0 || S % TILE || reps < 1 || threads <= 0) {
+  if (!module || !kernel || S <= 0 || S % (k7 ? 256 : TILE) || reps < 1 || threads <= 0) {
     fprintf(stderr, "usage: wgmma_harness --module FILE --kernel NAME [--size S] "
-                    "[--smem BYTES] [--threads N] [--reps R] (S a multiple of 128)\n");
+                    "[--smem BYTES] [--threads N] [--reps R] [--k7] (S a multiple of 128, 256 with --k7)\n");
     return 2;
   }
   size_t n = (size_t)S * S;
@@ -132,14 +146,17 @@ int main(int argc, char **argv) {
   CK(cuMemcpyHtoD(dB, B, n * 2));
   CK(cuMemsetD16(dC, 0x7fc0, n)); /* NaN: unwritten outputs show */
   CUtensorMap ma, mb;
-  if (make_map(&ma, dA, S, S) || make_map(&mb, dB, S, S))
+  if (make_map(&ma, dA, S, S, k7, TILE) || make_map(&mb, dB, S, S, k7, 256))
     return 1;
   CK(cuMemAlloc(&dmA, sizeof ma));
   CK(cuMemAlloc(&dmB, sizeof mb));
   CK(cuMemcpyHtoD(dmA, &ma, sizeof ma));
   CK(cuMemcpyHtoD(dmB, &mb, sizeof mb));
   void *args[] = {&S, &S, &S, &dC, &dmA, &dmB};
-  ag_host_dim grid = {(unsigned)((S / TILE) * (S / TILE)), 1, 1}, block = {(unsigned)threads, 1, 1};
+  if (k7) /* by value */
+    args[4] = &ma, args[5] = &mb;
+  ag_host_dim grid = {k7 ? 128u : (unsigned)((S / TILE) * (S / TILE)), 1, 1},
+              block = {(unsigned)threads, 1, 1};
   CUevent e0, e1;
   CK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
   CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));

@@ -1253,7 +1253,13 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
         ag_report_not_joined(r, json_string_value(json_object_get(v, "what")),
                              json_string_value(json_object_get(v, "why")));
     ag_str apart = AG_STR_INIT;
-    if (!ag_report_joinable(&want, &pv, &apart)) { /* never joined silently */
+    /* a synthesis planned without a scope (what tracing cost) holds
+     * whole-kernel values: joined on the program alone, and its values'
+     * provenance says scope "" (before: every scoped query lost it) */
+    ag_provenance whole = want;
+    if (!sc)
+      whole.scope = "";
+    if (!ag_report_joinable(&whole, &pv, &apart)) { /* never joined silently */
       ag_str what = AG_STR_INIT;
       ag_str_printf(&what, "%s of '%s' (t%d)", signal ? signal : s->op,
                     s->region ? s->region : "", s->id);

@@ -344,6 +344,7 @@ static unsigned fake_records; /* --records for fake_observe (0: the default) */
 static const char *fake_production; /* the spec's "production" file (NULL: none) */
 static const char *fake_tag = "";   /* a workspace of its own (no memo hits from others) */
 static const char *fake_trace;      /* --trace (NULL: every region) */
+static const char *fake_scope;      /* --scope (NULL: everything) */
 
 static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
   const char *bd = getenv("ARGUS_BUILD_DIR");
@@ -368,7 +369,8 @@ static int fake_observe(const char *launches_arg, const char *sel, ag_observe_re
   const char *sigs[] = {"duration"};
   ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
                        .nsignals = 1, .ndevices = 1, .timeout_s = 30, .launches = sel,
-                       .records_per_warp = fake_records, .trace_regions = fake_trace};
+                       .records_per_warp = fake_records, .trace_regions = fake_trace,
+                       .scope = fake_scope};
   ag_diags d;
   ag_diags_init(&d);
   int rc = ag_observe(&o, &d, r);
@@ -588,6 +590,18 @@ TEST(test_perturbation_report) {
     CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 3);
   }
   ag_observe_result_release(&r);
+  /* a scoped query keeps what tracing cost (a whole-kernel figure, joined on
+   * the program alone; before: missing, "its evidence is not this
+   * program's", for every scoped duration query) */
+  fake_scope = "iter=0:2";
+  CHECK_EQ_INT(fake_observe("3", NULL, &r), 0);
+  if (r.report) {
+    CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 2);
+    CHECK_EQ_U64(json_array_size(json_object_get(r.report, "missing")), 0);
+    CHECK_EQ_U64(json_array_size(json_object_get(r.report, "not_joined")), 0);
+  }
+  ag_observe_result_release(&r);
+  fake_scope = NULL;
   /* one launch: nothing to skip, it is recorded */
   CHECK_EQ_INT(fake_observe("1", NULL, &r), 0);
   if (r.report)
