@@ -9,7 +9,7 @@ sanitizer build and fails on anything outside its contract.
 
 Each input (tilegen.program(seed): a generated kernel, or a mutation of an
 example or of a generated kernel) is written to a file and checked once, with
-options drawn from the seed, under a CPU-time bound (--timeout, default 10 s; four times that in wall time)
+options drawn from the seed, under a CPU-time bound (--timeout, default 10 s; 12 times that in wall time)
 and a resident-memory bound (--rss, default 2048 MiB, enforced by the
 sanitizer runtime's hard_rss_limit_mb). An input FAILS when the process
 
@@ -22,7 +22,8 @@ sanitizer runtime's hard_rss_limit_mb). An input FAILS when the process
 Failing inputs are saved to --out (default fuzz-failures/) as seed-N.tile with
 seed-N.log (command line, exit, the end of stderr). The seeds run are the fixed
 range --seeds first, then, with --date-seed, consecutive seeds from a base
-derived from today's date (printed) until --seconds have passed; rerun one with
+derived from today's date (printed) until --seconds have passed since the
+start (the fixed seeds always run to the end); rerun one with
 --seeds N:N+1. The summary gives the share of inputs that got past the parser,
 and past the type checks into the checker (exit 0 or 1).
 
@@ -63,6 +64,9 @@ SANITIZER = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|
                        r"UndefinedBehaviorSanitizer|hard rss limit exceeded|"
                        r"AddressSanitizer:DEADLYSIGNAL")
 ASAN_EXIT, UBSAN_EXIT = 86, 87
+# wall-clock backstop, in CPU bounds: a CPU-starved run (load 10 on 2 cores
+# was seen) must not read as a hang
+WALL_FACTOR = 12
 
 
 def sanitizer_env(rss_mib):
@@ -91,6 +95,10 @@ def options_for(seed):
         o += ["--max-steps", str(r.choice([1, 50, 1000]))]
     if r.random() < 0.05:
         o += ["--max-writes", str(r.choice([1, 8]))]
+    if r.random() < 0.1:
+        o += ["--batch", str(r.choice([1, 2, 4096]))]
+    if r.random() < 0.03:
+        o += ["--max-memory", "1"]
     return o
 
 
@@ -98,7 +106,7 @@ def run_one(argv0, path, opts, timeout, env):
     """Runs one check; returns (outcome, exit code, stderr, CPU seconds, argv).
     outcome: 'checked', 'malformed' or a failure kind. The time bound is on
     CPU time (RLIMIT_CPU: the 2-core CI machine is shared, wall time moves
-    with its load), with 4 times as much wall time as a backstop."""
+    with its load), with WALL_FACTOR times as much wall time as a backstop."""
     cmd = [argv0] + (["--json"] if "--json" in opts else []) + ["check"] + \
           [o for o in opts if o != "--json"] + [path]
     lim = max(1, int(timeout))
@@ -108,7 +116,7 @@ def run_one(argv0, path, opts, timeout, env):
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
         p = subprocess.Popen(cmd, stdout=out, stderr=errf, env=env, preexec_fn=bound)
-        killer = threading.Timer(4 * timeout, p.kill)
+        killer = threading.Timer(WALL_FACTOR * timeout, p.kill)
         killer.start()
         _, status, ru = os.wait4(p.pid, 0)  # its own CPU time, whatever the load
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -118,7 +126,7 @@ def run_one(argv0, path, opts, timeout, env):
     wall = time.monotonic() - t0
     dt = ru.ru_utime + ru.ru_stime
     rc = p.returncode
-    if rc == -signal.SIGKILL and wall >= 4 * timeout * 0.99:
+    if rc == -signal.SIGKILL and wall >= WALL_FACTOR * timeout * 0.99:
         return "hang (wall %.0f s)" % wall, rc, err, dt, cmd
     if rc in (-signal.SIGXCPU, -signal.SIGKILL) and dt >= lim * 0.9 or rc == -signal.SIGXCPU:
         return "hang (over %d s of CPU)" % lim, rc, err, dt, cmd
@@ -152,12 +160,22 @@ def save(outdir, name, text, outcome, rc, err, cmd):
 
 
 def sources():
+    """The programs to mutate: the examples and their planted bugs."""
     out = []
     d = os.path.join(ROOT, "examples", "tile")
     for n in sorted(os.listdir(d)):
         if n.endswith(".tile"):
             with open(os.path.join(d, n)) as f:
                 out.append(f.read())
+    bugs = os.path.join(d, "bugs")
+    with tempfile.TemporaryDirectory(prefix="fuzz_src.") as tmp:
+        for n in sorted(os.listdir(bugs)):
+            if n.endswith(".mut"):
+                o = os.path.join(tmp, n + ".tile")
+                subprocess.run(["sh", os.path.join(bugs, "apply.sh"), os.path.join(bugs, n), o],
+                               check=True, stdout=subprocess.DEVNULL)
+                with open(o) as f:
+                    out.append(f.read())
     return out
 
 
@@ -203,12 +221,14 @@ def fuzz(a):
         exhausted = False
         while True:
             while not exhausted and len(pending) < 2 * a.jobs:
-                if deadline and time.monotonic() > deadline:
-                    exhausted = True
-                    break
                 try:
                     s = next(seeds)
                 except StopIteration:
+                    exhausted = True
+                    break
+                # the fixed seeds always run (CI reruns them exactly); the time
+                # budget bounds what comes after them
+                if deadline and time.monotonic() > deadline and not (a.date_seed and lo <= s < hi):
                     exhausted = True
                     break
                 pending.add(ex.submit(job, s))
@@ -248,6 +268,12 @@ def fuzz(a):
     print("fuzz_check: %d inputs, %d failed%s; slowest %.1f s (seed %s)"
           % (total, len(failures), (" (seeds %s)" % " ".join(map(str, failures[:20])))
              if failures else "", slow[0], slow[1]), flush=True)
+    gen = stats.get("gen", {})
+    ngen = sum(gen.values())
+    if a.min_checked and ngen and 100.0 * gen.get("checked", 0) / ngen < a.min_checked:
+        print("fuzz_check: only %.0f%% of the generated inputs got into the checker (goal %d%%)"
+              % (100.0 * gen.get("checked", 0) / ngen, a.min_checked), flush=True)
+        return 1
     return 1 if failures else 0
 
 
@@ -349,11 +375,16 @@ def main():
     ap.add_argument("--seeds", default="0:200", help="fixed seed range A:B (default 0:200)")
     ap.add_argument("--date-seed", action="store_true",
                     help="after the fixed seeds, seeds derived from today's date until --seconds")
-    ap.add_argument("--seconds", type=float, default=0, help="time budget (0: run the seeds)")
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="time budget: with --date-seed, for the date seeds after the fixed "
+                         "ones; else for the fixed seeds (0: run them all)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=10, help="CPU seconds per input (default 10)")
     ap.add_argument("--rss", type=int, default=2048, help="MiB per input (default 2048)")
     ap.add_argument("--out", default="fuzz-failures", help="directory for failing inputs")
+    ap.add_argument("--min-checked", type=int, default=0,
+                    help="fail when fewer than this percentage of the generated inputs "
+                         "get past the type checks into the checker")
     ap.add_argument("--replay", nargs="+", help="check these files (or directories) only")
     ap.add_argument("--minimize", help="shrink a failing input, keeping its failure kind")
     a = ap.parse_args()

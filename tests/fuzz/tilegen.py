@@ -152,14 +152,16 @@ class Gen:
         r = self.r
         self.threads = r.choice([32, 64, 128, 128, 256])
         lines = []
-        if self.chance(0.5):
-            lines.append("BM = 64")
+        lines.append("BM = 64")
         K = r.choice([32, 64, 128])
         lines.append("")
-        lines.append("@threads(%d)" % self.threads)
+        if self.chance(0.2) and self.threads >= 64:
+            lines.append("@threads(32, %d)" % (self.threads // 32))
+        else:
+            lines.append("@threads(%d)" % self.threads)
         self.gridded = {}
         if self.chance(0.8):
-            lines.append("@grid(M / 64, N / 64)")
+            lines.append(r.choice(["@grid(M / 64, N / 64)", "@grid(M / BM, N / 64, 2)"]))
             self.gridded = {"M": ("blockIdx.x", 64), "N": ("blockIdx.y", 64)}
         adt = r.choice(["bf16", "bf16", "f16", "u32", "f32"])
         params = ["A: Tensor(M, K, %s)" % adt, "B: Tensor(N, K, %s)" % adt,
@@ -187,7 +189,11 @@ class Gen:
         if self.chance(0.2):
             self.out.append("")
             self.out.append("    pass")
-        return "\n".join(lines + self.out) + "\n"
+        text = "\n".join(lines + self.out) + "\n"
+        if self.chance(0.1):
+            other = Gen(r.randrange(1 << 30)).program()
+            text += "\n" + "\n".join(l for l in other.split("\n") if l != "BM = 64")
+        return text
 
     def prologue(self, adt, K):
         r = self.r
@@ -249,6 +255,13 @@ class Gen:
             if self.chance(0.5):
                 self.emit("sX = sm[2048:4096].view((16, 8), u128, swizzle(2, 0, 3))")
                 self.tiles["sX"] = Tile("shared", [16, 8], "u128", "swizzle(2, 0, 3)")
+        if self.chance(0.3):
+            shape, stride, n = r.choice([("(8, 16)", "(16, 1)", [8, 16]), ("(8, 16)", "(1, 8)", [8, 16]),
+                                         ("((2, 4), 8)", "((8, 1), 16)", [8, 8]),
+                                         ("(4, 4)", "(8, 1)", [4, 4]), ("(16,)", "(2,)", [16])])
+            self.emit("sL = make_shared(layout(%s, %s), %s)" % (shape, stride, r.choice(["f32", "u32", "u64"])))
+            self.tiles["sL"] = Tile("shared", n, "f32")
+            self.tiles["sL"].dt = self.out[-1].rsplit(", ", 1)[1].rstrip(")")
         self.emit("acc = make_local((4,), f32)")
         self.tiles["acc"] = Tile("reg", [4], "f32")
         if self.chance(0.8):
@@ -262,14 +275,14 @@ class Gen:
             (5, self.s_sync), (6, self.s_for), (4, self.s_if), (5, self.s_load_store),
             (5, self.s_assert), (3, self.s_ldmatrix), (2, self.s_mma), (2, self.s_reset),
             (3, self.s_data), (1, self.s_tagfn), (2, self.s_global_store), (1, self.s_view),
-            (1, self.s_local),
+            (1, self.s_local), (3, self.s_misc), (1, self.s_slice),
         ]
         if self.depth > 2:
             kinds = [k for k in kinds if k[1] not in (self.s_for, self.s_if)]
         if self.symbolic_if:
             kinds = [k for k in kinds if k[1] not in
                      (self.s_commit, self.s_wait, self.s_sync, self.s_ldmatrix, self.s_mma,
-                      self.s_reset, self.s_local, self.s_view)]
+                      self.s_reset, self.s_local, self.s_view, self.s_slice)]
         tot = sum(w for w, _ in kinds)
         x = r.uniform(0, tot)
         for w, f in kinds:
@@ -533,6 +546,54 @@ class Gen:
             self.emit("%s = %s(%s)" % (self.fresh("q"), self.r.choice(["reduce_max", "reduce_sum", "reduce_min"]), n))
 
 
+    def s_misc(self):
+        r = self.r
+        k = r.random()
+        a, b = self.fresh("p"), self.fresh("q")
+        if k < 0.2:
+            self.emit("%s, %s = %s, %s" % (a, b, self.int_expr(), self.idx(8, oob=0)))
+            self.ints[a], self.ints[b] = None, None if self.symbolic_if else 8
+        elif k < 0.35:
+            self.emit("%s = %s" % (a, self.int_expr()))
+            self.emit("%s %s %s" % (a, r.choice(["+=", "-=", "*="]), self.int_atom()))
+            self.ints[a] = None
+        elif k < 0.5:
+            self.emit("assert %s" % r.choice([
+                "0 <= tid < %d" % self.threads, "not (tid >= %d)" % self.threads, "True",
+                "lane < 32 and wid < %d" % max(1, self.threads // 32), "tid < 64 or tid >= 64",
+                "%s < %s" % (self.int_expr(), self.int_expr()), "blockIdx.x < M / 64",
+                "threadIdx.y == 0", "M >= 64"]))
+        elif k < 0.65:
+            self.emit("%s = %s if %s else %s" % (a, self.int_expr(), r.choice(
+                ["K > 32", "True", "BM == 64", "K // 2 < 32"]), self.int_expr()))
+            self.ints[a] = None
+        elif k < 0.8 and self.data:
+            x = r.choice(list(self.data))
+            self.emit("assert tag(%s)[%d] %s tag(%s)[%d]" % (x, r.randint(0, 1), r.choice(["==", "!="]),
+                                                         r.choice(list(self.data)), r.randint(0, 1)))
+        elif k < 0.9:
+            self.emit("%s = %s" % (a, r.choice(["BM", "K // 2", "max(3, 8)", "min(K, 64)",
+                                                "threadIdx.y", "blockIdx.z", "K * 2 >> 1"])))
+            self.ints[a] = None
+        else:
+            self.emit(r.choice(["pass", "assume K >= 16", "assume M <= 1 << 20",
+                                "assume N % 128 == 0 or N == 64"]))
+
+    def s_slice(self):
+        sh = [n for n, t in self.tiles.items() if t.space == "shared" and len(t.shape) == 3]
+        if not sh:
+            return self.s_int()
+        s = self.r.choice(sh)
+        t = self.tiles[s]
+        n = self.fresh("sl")
+        h = max(1, t.shape[1] // 2)
+        lo = self.r.choice([0, h])
+        self.emit("%s = %s[%s, %d:%d, :]" % (n, s, self.reg_idx(t.shape[0]), lo, lo + h))
+        self.tiles[n] = Tile("shared", [h, t.shape[2]], t.dt, t.swz)
+        if self.chance(0.4):
+            self.emit("reset(%s)" % n)
+
+
 def gen(seed):
     return Gen(seed).program()
 
@@ -575,68 +636,68 @@ def _lines_mut(r, src):
     return "\n".join(lines)
 
 
+def _swap_items(r, toks):
+    """Swaps two top-level items of a subscript or an argument list."""
+    opens = [i for i, t in enumerate(toks) if t in "[("]
+    if not opens:
+        return
+    i = r.choice(opens)
+    depth, items, start = 0, [], i + 1
+    for j in range(i + 1, len(toks)):
+        t = toks[j]
+        if t in "[(":
+            depth += 1
+        elif t in "])":
+            if depth == 0:
+                items.append((start, j))
+                break
+            depth -= 1
+        elif t == "," and depth == 0:
+            items.append((start, j))
+            start = j + 1
+    else:
+        return
+    items = [(a, b) for a, b in items if b > a]
+    if len(items) < 2:
+        return
+    x, y = r.sample(range(len(items)), 2)
+    (a0, a1), (b0, b1) = sorted([items[x], items[y]])
+    toks[a0:b1] = toks[b0:b1] + toks[a1:b0] + toks[a0:a1]
+
+
 def _tok_mut(r, src):
+    """One token-level edit, weighted towards the ones that keep a program
+    well-typed (so the checker, not the type checks, sees it)."""
     toks = TOKEN.findall(src)
     k = r.random()
     ints = [i for i, t in enumerate(toks) if t.isdigit()]
-    if k < 0.3 and ints:
+    if k < 0.4 and ints:
         i = r.choice(ints)
         v = int(toks[i])
-        toks[i] = str(r.choice([v + 1, max(v - 1, 0), 0, 1, v * 2, v // 2, 1 << r.randint(5, 40),
-                                v + 32, 3, 63, 100000000]))
-    elif k < 0.5:
-        # swap two top-level items of a subscript or call
-        opens = [i for i, t in enumerate(toks) if t in "[("]
-        if not opens:
-            return src
-        i = r.choice(opens)
-        close = {"[": "]", "(": ")"}[toks[i]]
-        depth, items, cur = 0, [], [i + 1]
-        for j in range(i + 1, len(toks)):
-            t = toks[j]
-            if t in "[(":
-                depth += 1
-            elif t in "])":
-                if depth == 0:
-                    cur.append(j)
-                    break
-                depth -= 1
-            elif t == "," and depth == 0:
-                cur.append(j)
-                items.append(cur)
-                cur = [j + 1]
-        else:
-            return src
-        items.append(cur)
-        items = [(a, b) for a, b in items if b > a]
-        if len(items) >= 2 and toks[cur[-1]] == close:
-            x, y = r.sample(range(len(items)), 2)
-            (a0, a1), (b0, b1) = sorted([items[x], items[y]])
-            toks[a0:b1] = toks[b0:b1] + toks[a1:b0] + toks[a0:a1]
-    elif k < 0.65:
+        toks[i] = str(r.choice([v + 1, max(v - 1, 0), v + 1, max(v - 1, 0), 0, 1, v * 2, v // 2,
+                                1 << r.randint(5, 40), v + 32, 3, 63, 100000000]))
+    elif k < 0.7:
+        _swap_items(r, toks)
+    elif k < 0.82:
         ops = [i for i, t in enumerate(toks) if t in OPS or t in CMPS]
         if ops:
             i = r.choice(ops)
             toks[i] = r.choice(OPS if toks[i] in OPS else CMPS)
-    elif k < 0.75:
+    elif k < 0.88:
         dts = [i for i, t in enumerate(toks) if t in DTS]
         if dts:
             toks[r.choice(dts)] = r.choice(list(DTS) + ["u256", "i8"])
-    elif k < 0.9:
+    else:
         names = [i for i, t in enumerate(toks) if re.match(r"[A-Za-z_]\w*$", t)]
         if names:
             i, j = r.choice(names), r.choice(names)
             toks[i] = toks[j]
-    else:
-        for t in ["syncthreads()", "cp_async_commit()", "cp_async_wait(0)"]:
-            pass
-        return _lines_mut(r, src)
     return "".join(toks)
 
 
 def mutate(seed, src):
     r = random.Random(seed)
-    for _ in range(r.randint(1, 3)):
+    for _ in range(r.choice([1, 1, 1, 2, 2, 3])):
         src = _lines_mut(r, src) if r.random() < 0.35 else _tok_mut(r, src)
     return src
 
