@@ -29,7 +29,7 @@ and past the type checks into the checker (exit 0 or 1).
 
 --replay runs saved inputs (files, or every *.tile of a directory) with the
 same contract; a file may say what it must do on a line `# expect: exit N` and
-`# expect: stderr TEXT` (a substring). Exit status: 0 when nothing failed.
+`# expect: output TEXT` (a substring of stdout or stderr). Exit status: 0 when nothing failed.
 """
 import argparse
 import concurrent.futures as cf
@@ -123,6 +123,8 @@ def run_one(argv0, path, opts, timeout, env):
         killer.cancel()
         errf.seek(0)
         err = errf.read().decode("utf-8", "replace")
+        out.seek(0)
+        run_one.stdout = out.read().decode("utf-8", "replace")
     wall = time.monotonic() - t0
     dt = ru.ru_utime + ru.ru_stime
     rc = p.returncode
@@ -279,7 +281,7 @@ def fuzz(a):
 
 def expectations(text):
     ex, subs = None, []
-    for m in re.finditer(r"^#\s*expect:\s*(exit|stderr)\s+(.*?)\s*$", text, re.M):
+    for m in re.finditer(r"^#\s*expect:\s*(exit|output)\s+(.*?)\s*$", text, re.M):
         if m.group(1) == "exit":
             ex = int(m.group(2))
         else:
@@ -312,8 +314,8 @@ def replay(a):
         if want is not None and rc != want:
             why.append("exit %s, expected %d" % (rc, want))
         for s in subs:
-            if s not in err:
-                why.append("stderr lacks '%s'" % s)
+            if s not in err and s not in getattr(run_one, "stdout", ""):
+                why.append("the output lacks '%s'" % s)
         if dt > a.timeout / 2:
             why.append("took %.1f s" % dt)
         print("%s %s (exit %s, %.2f s)%s" % ("ok  " if not why else "FAIL", f, rc, dt,

@@ -29,7 +29,7 @@ mkdir "$t/bad" "$t/good"
 for k in CRASH ASAN UBSAN EXIT3 SILENT SPIN; do echo "# $k" > "$t/bad/$k.tile"; done
 echo "# fine" > "$t/good/ok.tile"
 echo "# GOOD1" > "$t/good/violated.tile"
-printf '# BAD2\n# expect: exit 2\n# expect: stderr unknown name\n' > "$t/good/malformed.tile"
+printf '# BAD2\n# expect: exit 2\n# expect: output unknown name\n' > "$t/good/malformed.tile"
 fail=0
 py="python3 $src/tests/fuzz/fuzz_check.py --argus $t/argus --timeout 1"
 if ! $py --replay "$t/good" > "$t/good.out"; then

@@ -1080,6 +1080,10 @@ static Z3_solver new_solver(smt *s, Z3_ast q) {
   Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "rlimit"),
                      (unsigned)(rl > UINT_MAX ? UINT_MAX : rl));
   Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "random_seed"), 0);
+  /* the rlimit does not bound every tactic: bit-blasting hundreds of symbolic
+   * products grew past 3 GB in a minute at rlimit 300000 (found by fuzzing); the
+   * examples need a small part of this */
+  Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "max_memory"), AG_SMT_MAX_MEMORY_MIB);
   Z3_solver_set_params(s->z, sol, p);
   Z3_params_dec_ref(s->z, p);
   global_constraints(s, sol, q);
@@ -1332,8 +1336,14 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
           ar->status = AG_TILE_UNKNOWN;
           if (!ar->detail) {
             char buf[300];
-            snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
-                     Z3_solver_get_reason_unknown(s.z, sol));
+            const char *why = Z3_solver_get_reason_unknown(s.z, sol);
+            if (strstr(why, "memory"))
+              snprintf(buf, sizeof buf, "the solver gave up: %s (%d MiB per query; split the "
+                       "assertion or make its index arithmetic simpler)", why,
+                       AG_SMT_MAX_MEMORY_MIB);
+            else
+              snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
+                       why);
             ar->detail = dupstr(&s, buf);
           }
         }
