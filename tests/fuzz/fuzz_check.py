@@ -29,7 +29,8 @@ and past the type checks into the checker (exit 0 or 1).
 
 --replay runs saved inputs (files, or every *.tile of a directory) with the
 same contract; a file may say what it must do on a line `# expect: exit N` and
-`# expect: output TEXT` (a substring of stdout or stderr). Exit status: 0 when nothing failed.
+`# expect: output TEXT` (a substring of stdout or stderr) and `# expect: cpu below S`
+(default: half of --timeout). Exit status: 0 when nothing failed.
 """
 import argparse
 import concurrent.futures as cf
@@ -316,8 +317,10 @@ def replay(a):
         for s in subs:
             if s not in err and s not in getattr(run_one, "stdout", ""):
                 why.append("the output lacks '%s'" % s)
-        if dt > a.timeout / 2:
-            why.append("took %.1f s" % dt)
+        m = re.search(r"^#\s*expect:\s*cpu below\s+([0-9.]+)", text, re.M)
+        cpu = float(m.group(1)) if m else a.timeout / 2
+        if dt > cpu:
+            why.append("took %.1f s of CPU (at most %g s)" % (dt, cpu))
         print("%s %s (exit %s, %.2f s)%s" % ("ok  " if not why else "FAIL", f, rc, dt,
                                              ": " + "; ".join(why) if why else ""))
         if why:

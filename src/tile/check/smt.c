@@ -76,6 +76,8 @@ typedef struct smt {
   int failed;
   char errtext[256];
   ag_tile_report *r;
+  long alt_steps;          /* alts_of calls for the obligation being encoded */
+  int alt_capped;          /* ... past AG_SMT_MAX_ALT_STEPS: a top member stands for the rest */
 } smt;
 
 /* The Z3 checking macro: runs a call, then records the call's text and
@@ -463,10 +465,26 @@ static int element_group(smt *s, const ag__tag *t, const ag_expr **addr, int *E)
   return 1;
 }
 
+/* steps of alts_of and members per obligation side; the message spells the number */
+#define AG_SMT_MAX_ALT_STEPS 4096
+
 static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast byte, Z3_ast cond,
                     altvec *out, int depth) {
   alt a;
   memset(&a, 0, sizeof a);
+  /* each level of shared memory multiplies the work by the writes that may
+   * reach it: bounded, or a fuzzed kernel spends minutes here */
+  if (++s->alt_steps > AG_SMT_MAX_ALT_STEPS || out->n > AG_SMT_MAX_ALT_STEPS) {
+    if (!s->alt_capped) {
+      s->alt_capped = 1;
+      a.cond = Z3_mk_true(s->z); /* sound: it stands for every member not enumerated */
+      a.top = 1;
+      a.why = "data reaches here through shared memory in more than 4096 ways (not "
+              "tracked further)";
+      push_alt(s, out, a);
+    }
+    return;
+  }
   if (depth > 16) {
     a.cond = cond;
     a.top = 1;
@@ -611,6 +629,8 @@ static Z3_ast topness(smt *s, const ag__tagv *t, member *x1, member *x2) {
 static enc encode(smt *s, const ag__oblig *o) {
   enc e;
   memset(&e, 0, sizeof e);
+  s->alt_steps = 0;
+  s->alt_capped = 0;
   Z3_ast path = trb(s, o->path, s->tid);
   if (o->k == OB_INT) {
     e.viol = and2(s, path, Z3_mk_not(s->z, trb(s, o->cond, s->tid)));
