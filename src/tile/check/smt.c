@@ -329,6 +329,29 @@ static int disjoint(const unsigned char *a, const unsigned char *b, int64_t size
   return 1;
 }
 
+/* Steps of the member enumeration (alts_of calls, writes looked at) and
+ * members, per obligation. Each level of shared memory multiplies the work by
+ * the writes that may reach it: bounded, or a fuzzed kernel spends minutes
+ * here. Past the bound, one top member that always exists stands for every
+ * member not enumerated (sound: the assertion fails, saying why). */
+#define AG_SMT_MAX_ALT_STEPS 4096
+
+static int over_budget(smt *s, altvec *out) {
+  if (++s->alt_steps <= AG_SMT_MAX_ALT_STEPS && out->n <= AG_SMT_MAX_ALT_STEPS)
+    return 0;
+  if (!s->alt_capped) {
+    alt a;
+    memset(&a, 0, sizeof a);
+    s->alt_capped = 1;
+    a.cond = Z3_mk_true(s->z);
+    a.top = 1;
+    a.why = "data reaches here through shared memory in more than 4096 ways (not tracked "
+            "further)";
+    push_alt(s, out, a);
+  }
+  return 1;
+}
+
 /* Members of the E bytes at addr (addr is in terms of the reader) of the
  * shared buffer read by `t` (a TG_SHR giving buffer, time and the writes
  * that existed). When the read and a write are both E-aligned, one write by
@@ -343,7 +366,7 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
   int64_t xal = ag__xalign(c, addr);
   Z3_ast w = fresh_bv(s, "writer", c->nthreads);
   Z3_ast wrange = Z3_mk_bvult(s->z, w, bvnum(s, c->nthreads));
-  for (int i = 0; i < t->nrec; i++) {
+  for (int i = 0; i < t->nrec && !over_budget(s, out); i++) {
     const ag__wrec *rec = &c->wrecs.v[i];
     if (rec->buf != t->buf)
       continue;
@@ -465,26 +488,12 @@ static int element_group(smt *s, const ag__tag *t, const ag_expr **addr, int *E)
   return 1;
 }
 
-/* steps of alts_of and members per obligation side; the message spells the number */
-#define AG_SMT_MAX_ALT_STEPS 4096
-
 static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast byte, Z3_ast cond,
                     altvec *out, int depth) {
   alt a;
   memset(&a, 0, sizeof a);
-  /* each level of shared memory multiplies the work by the writes that may
-   * reach it: bounded, or a fuzzed kernel spends minutes here */
-  if (++s->alt_steps > AG_SMT_MAX_ALT_STEPS || out->n > AG_SMT_MAX_ALT_STEPS) {
-    if (!s->alt_capped) {
-      s->alt_capped = 1;
-      a.cond = Z3_mk_true(s->z); /* sound: it stands for every member not enumerated */
-      a.top = 1;
-      a.why = "data reaches here through shared memory in more than 4096 ways (not "
-              "tracked further)";
-      push_alt(s, out, a);
-    }
+  if (over_budget(s, out))
     return;
-  }
   if (depth > 16) {
     a.cond = cond;
     a.top = 1;
