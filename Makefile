@@ -24,11 +24,18 @@ run: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer, then
+# `argus check` fuzzed under them (docs/testing.md): the fixed seeds, then
+# seeds derived from the date until FUZZ_SECONDS have passed; failing inputs
+# are saved to $(BUILD)-asan/fuzz-failures.
+FUZZ_SEEDS ?= 0:100
+FUZZ_SECONDS ?= 180
 asan: deps
 	cmake -S . -B $(BUILD)-asan -G Ninja -DARGUS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L unit
+	python3 tests/fuzz/fuzz_check.py --argus $(BUILD)-asan/tools/argus/argus --jobs $(JOBS) \
+	  --seeds $(FUZZ_SEEDS) --date-seed --seconds $(FUZZ_SECONDS) --out $(BUILD)-asan/fuzz-failures
 
 # Build only, in build dirs of their own: the configurations `make build`
 # (RelWithDebInfo, cc) does not cover: Release with cc, and Release and

@@ -23,6 +23,7 @@ extern "C" {
 #define AG_TILE_MAX_STEPS 1000000
 #define AG_TILE_MAX_WRITES 4096
 #define AG_TILE_MAX_MEMORY_MIB 128
+#define AG_SMT_MAX_MEMORY_MIB 512 /* Z3's memory per query (its max_memory), MiB */
 
 typedef struct ag_tile_check_opts {
   uint64_t rlimit;        /* Z3 resource limit per query (0: default 20,000,000) */

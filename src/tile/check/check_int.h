@@ -94,6 +94,7 @@ struct ag__tagfn {
   const ag_tile_node *body; /* the tag expression */
   const ag_tile_node *at;
   struct ag__scope *env;   /* the bindings it closes over */
+  int active;              /* being applied: a tag() in its body that comes back is a cycle */
 };
 
 /* ----------------------------------------------------------------- memory */

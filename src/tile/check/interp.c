@@ -891,7 +891,15 @@ static const ag__tag *apply_tagfn(ag__ck *c, const ag_tile_node *at, ag__tagfn *
   for (int i = 0; i < fn->rank; i++)
     bind_in(c, s, fn->vars[i], vint(c, coord[i]));
   c->scope = s;
+  if (fn->active) /* its body reads its own tensor's tags, directly or through others */
+    ag__ck_error(c, fn->body,
+                 "tag function%s%s%s of '%s' depends on the tags of '%s' itself (through "
+                 "tag(...)); compute the tuple from the element's coordinates",
+                 fn->name ? " '" : "", fn->name ? fn->name : "", fn->name ? "'" : "",
+                 fn->target, fn->target);
+  fn->active = 1;
   ag__value *v = eval(c, fn->body);
+  fn->active = 0;
   c->scope = saved;
   const ag__tag *t;
   if (v->k == V_TAGV) {

@@ -78,6 +78,8 @@ typedef struct smt {
   int failed;
   char errtext[256];
   ag_tile_report *r;
+  long alt_steps;          /* alts_of calls for the obligation being encoded */
+  int alt_capped;          /* ... past AG_SMT_MAX_ALT_STEPS: a top member stands for the rest */
 } smt;
 
 /* The Z3 checking macro: runs a call, then records the call's text and
@@ -330,6 +332,29 @@ static int disjoint(const unsigned char *a, const unsigned char *b, int64_t size
   return 1;
 }
 
+/* Steps of the member enumeration (alts_of calls, writes looked at) and
+ * members, per obligation. Each level of shared memory multiplies the work by
+ * the writes that may reach it: bounded, or a fuzzed kernel spends minutes
+ * here. Past the bound, one top member that always exists stands for every
+ * member not enumerated (sound: the assertion fails, saying why). */
+#define AG_SMT_MAX_ALT_STEPS 4096
+
+static int over_budget(smt *s, altvec *out) {
+  if (++s->alt_steps <= AG_SMT_MAX_ALT_STEPS && out->n <= AG_SMT_MAX_ALT_STEPS)
+    return 0;
+  if (!s->alt_capped) {
+    alt a;
+    memset(&a, 0, sizeof a);
+    s->alt_capped = 1;
+    a.cond = Z3_mk_true(s->z);
+    a.top = 1;
+    a.why = "data reaches here through shared memory in more than 4096 ways (not tracked "
+            "further)";
+    push_alt(s, out, a);
+  }
+  return 1;
+}
+
 /* Members of the E bytes at addr (addr is in terms of the reader) of the
  * shared buffer read by `t` (a TG_SHR giving buffer, time and the writes
  * that existed). When the read and a write are both E-aligned, one write by
@@ -344,7 +369,7 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
   int64_t xal = ag__xalign(c, addr);
   Z3_ast w = fresh_bv(s, "writer", c->nthreads);
   Z3_ast wrange = Z3_mk_bvult(s->z, w, bvnum(s, c->nthreads));
-  for (int i = 0; i < t->nrec; i++) {
+  for (int i = 0; i < t->nrec && !over_budget(s, out); i++) {
     const ag__wrec *rec = &c->wrecs.v[i];
     if (rec->buf != t->buf)
       continue;
@@ -470,6 +495,8 @@ static void alts_of(smt *s, const ag__tag *t, Z3_ast thread, Z3_ast byte, Z3_ast
                     altvec *out, int depth) {
   alt a;
   memset(&a, 0, sizeof a);
+  if (over_budget(s, out))
+    return;
   if (depth > 16) {
     a.cond = cond;
     a.top = 1;
@@ -614,6 +641,8 @@ static Z3_ast topness(smt *s, const ag__tagv *t, member *x1, member *x2) {
 static enc encode(smt *s, const ag__oblig *o) {
   enc e;
   memset(&e, 0, sizeof e);
+  s->alt_steps = 0;
+  s->alt_capped = 0;
   Z3_ast path = trb(s, o->path, s->tid);
   if (o->k == OB_RACE) {
     /* the reader tid and another thread (the writer) meet a byte:
@@ -1266,6 +1295,10 @@ static Z3_solver new_solver(smt *s, Z3_ast q) {
   Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "rlimit"),
                      (unsigned)(rl > UINT_MAX ? UINT_MAX : rl));
   Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "random_seed"), 0);
+  /* the rlimit does not bound every tactic: bit-blasting hundreds of symbolic
+   * products grew past 3 GB in a minute at rlimit 300000 (found by fuzzing); the
+   * examples need a small part of this */
+  Z3_params_set_uint(s->z, p, Z3_mk_string_symbol(s->z, "max_memory"), AG_SMT_MAX_MEMORY_MIB);
   Z3_solver_set_params(s->z, sol, p);
   Z3_params_dec_ref(s->z, p);
   global_constraints(s, sol, q);
@@ -1621,8 +1654,14 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
             ar->status = AG_TILE_UNKNOWN;
             if (!ar->detail) {
               char buf[300];
-              snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
-                       Z3_solver_get_reason_unknown(s.z, sol));
+              const char *why = Z3_solver_get_reason_unknown(s.z, sol);
+              if (strstr(why, "memory"))
+                snprintf(buf, sizeof buf, "the solver gave up: %s (%d MiB per query; split the "
+                         "assertion or make its index arithmetic simpler)", why,
+                         AG_SMT_MAX_MEMORY_MIB);
+              else
+                snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
+                         why);
               ar->detail = dupstr(&s, buf);
             }
           }
