@@ -30,6 +30,16 @@ const char *ag__ck_strdup(ag__ck *c, const char *s) {
 }
 
 const ag_expr *ag__x(ag__ck *c, ag_expr_op op, const ag_expr *a, const ag_expr *b) {
+  int64_t m, k, r0;
+  if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && (m & (m - 1)) == 0 &&
+      a->op == AG_X_ADD && ag_expr_is_const(a->b, &r0) && a->a->op == AG_X_MUL &&
+      ag_expr_is_const(a->a->b, &k) && k % m == 0)
+    /* (q * k + r) % m with m | k, m a power of two: r % m, also in wrapping
+     * 32-bit arithmetic (a summarized loop's stage index) */
+    return ag__xc(c, r0 & (m - 1));
+  if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && (m & (m - 1)) == 0 &&
+      a->op == AG_X_MUL && ag_expr_is_const(a->b, &k) && k % m == 0)
+    return ag__xc(c, 0);
   const ag_expr *r = ag_expr_bin(&c->lc, op, a, b);
   if (!r)
     ag__ck_oom(c);
