@@ -162,6 +162,37 @@ TEST(test_long_constant_loop) {
   free(src);
 }
 
+/* The runaway inputs of issue 18 answer at once: a 10^8-iteration loop is
+ * summarized; one past 2^31 iterations is refused. */
+TEST(test_runaway_loops) {
+  static const struct {
+    const char *text;
+    int rc;
+  } cases[] = {
+      {"@threads(32)\ndef k(A: Tensor(M, f32)):\n    assume M >= 32\n    tid = threadIdx.x\n"
+       "    s = make_shared((32,), f32)\n    for kt in range(100000000):\n        reset(s)\n"
+       "        s[tid] = A[tid]\n        syncthreads()\n        assert tag(s[tid]) == (tid,)\n"
+       "        syncthreads()\n",
+       0},
+      {"@threads(32)\ndef k(A: Tensor(M, f32)):\n    K = 128\n    BK = 32\n"
+       "    for kt in range(K << BK):\n        x = kt\n",
+       AG_EPARSE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ag_diags d;
+    int rc;
+    double t0 = cpu_s();
+    ag_tile_report *r = run(cases[i].text, NULL, NULL, &d, &rc);
+    double dt = cpu_s() - t0;
+    CHECK_EQ_INT(rc, cases[i].rc);
+    CHECK(dt < 1.0 * TIME_SCALE);
+    if (!rc)
+      CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
 #define HEAD "@threads(32)\ndef k(A: Tensor(M, f32), B: Tensor(M, f32)):\n" \
              "    T_A = A[m] -> (m,)\n    tid = threadIdx.x\n"
 
@@ -276,4 +307,4 @@ TEST(test_summary_soundness) {
 }
 
 RUN_TESTS(T(test_symbolic_gemm), T(test_last_iteration_bug), T(test_long_constant_loop),
-          T(test_not_summarizable), T(test_summary_soundness))
+          T(test_not_summarizable), T(test_summary_soundness), T(test_runaway_loops))

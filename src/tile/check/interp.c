@@ -2355,8 +2355,9 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
                  n->name, why);
   }
   int64_t trips = trips_of(start, stop, stepv);
-  if (trips >= AG__SUMMARY_TRIPS && stepv == 1 && !c->summarizing && !c->opts->unroll &&
-      ag__loop_summarize(c, n, start, stopx, &why) == 0)
+  /* (iterations past 2^31 do not fit the checker's 32-bit integers) */
+  if (trips >= AG__SUMMARY_TRIPS && stepv == 1 && start >= 0 && stop < ((int64_t)1 << 31) &&
+      !c->summarizing && !c->opts->unroll && ag__loop_summarize(c, n, start, stopx, &why) == 0)
     return;
   /* the whole unrolled loop must fit the statement limit: refuse it before
    * running any of it */
