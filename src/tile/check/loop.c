@@ -324,6 +324,15 @@ static void havoc(ag__ck *c, summ *S) {
   }
 }
 
+/* one of havoc()'s resets (its range is one of S's) */
+static int is_kill(const summ *S, const ag__reset *e) {
+  for (size_t i = 0; i < S->ranges.n; i++)
+    if (S->ranges.v[i].buf == e->buf && S->ranges.v[i].lo == e->lo && S->ranges.v[i].hi == e->hi &&
+        !e->guard)
+      return 1;
+  return 0;
+}
+
 static ag__value *poison(ag__ck *c, const ag_tile_node *n) {
   ag__value *v = ag__ck_alloc(c, sizeof *v);
   v->k = V_POISON;
@@ -388,6 +397,7 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   int group_open = c->group_open;
   size_t wr0 = c->wrecs.n;
   S->group_open = group_open;
+  (void)wr0;
   /* 2. one checked iteration per stage of the ring */
   S->empty_classes = 0;
   for (int r = 0; r < S->P; r++) {
@@ -425,9 +435,15 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     c->facts = NULL;
     compare_rstar(c, S);
   }
-  /* the summary needs shared addresses that do not depend on q */
+  /* the summary needs shared addresses that do not depend on q; the bytes
+   * the loop writes or resets are havoc before a replay and after the loop
+   * (a reset of the prefix that may not run must not kill older data
+   * there) */
   int grew = 0;
-  for (size_t i = wr0; i < c->wrecs.n; i++) {
+  for (size_t i = pre->nresets; i < c->resets.n; i++)
+    if (!(c->resets.v[i].pc > pre->pc && is_kill(S, &c->resets.v[i])))
+      add_range(c, S, c->resets.v[i].buf, c->resets.v[i].lo, c->resets.v[i].hi, &grew);
+  for (size_t i = pre->nwrecs; i < c->wrecs.n; i++) {
     const ag__wrec *w = &c->wrecs.v[i];
     if (w->ptag && w->ptag->k == TG_TOP && w->ptag->why == ag__havoc_why)
       continue;
@@ -577,12 +593,19 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     *why = S->why ? S->why : "its summary did not settle";
     return -1;
   }
-  /* after the loop */
+  /* after the loop: what it may have left, whether it ran or not. Data
+   * from before the loop that was not settled then (a cp.async not waited
+   * for, a store before no barrier) is top too: the loop may run no
+   * iteration, and a record's settledness is one for all its readers */
+  for (size_t i = 0; i < pre->nwrecs; i++)
+    if (pre->done_pc[i] == INT64_MAX || pre->vis_epoch[i] > pre->epoch) {
+      int grew = 0;
+      add_range(c, S, c->wrecs.v[i].buf, c->wrecs.v[i].lo, c->wrecs.v[i].hi, &grew);
+    }
   havoc(c, S);
   set_regs(c, S->nr0, S->rexit);
   head_bindings(c, S, pre);
   c->group_open = S->group_open;
-  c->epoch++;
   c->loops.n--;
   note(c, S);
   ag_vec_free(&S->ranges);
