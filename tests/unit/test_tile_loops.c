@@ -293,6 +293,14 @@ TEST(test_summary_soundness) {
   CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
   ag_tile_report_free(r);
   ag_diags_release(&d);
+  /* a prefix iteration is checked only when it runs (M >= 5 here) */
+  r = run(HEAD "    assume M >= 4\n    for i in range(M - 4):\n        x = A[i + 4]\n"
+               "        assert tag(x) == (i + 4,)\n",
+          NULL, NULL, &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
   /* and the same with A[i + 1]: out of bounds in the last iteration */
   char *oob = edit(ok, "= A[i]", "= A[i + 1]");
   r = run(oob, NULL, NULL, &d, &rc);
