@@ -38,6 +38,12 @@ static char *edit(const char *text, const char *from, const char *to) {
   return r;
 }
 
+static char *gemm_src(void) {
+  char *src = tu_read("examples/tile/gemm.tile", NULL);
+  CHECK(src != NULL);
+  return src;
+}
+
 static const ag_tile_assert_result *first_violated(const ag_tile_report *r) {
   for (int i = 0; r && i < r->nasserts; i++)
     if (r->asserts[i].status == AG_TILE_VIOLATED)
@@ -63,8 +69,7 @@ static ag_tile_report *run(const char *src, const char *sym, const char *set, ag
 }
 
 TEST(test_symbolic_gemm) {
-  char *src = tu_read("examples/tile/gemm.tile", NULL);
-  CHECK(src != NULL);
+  char *src = gemm_src();
   if (!src)
     return;
   ag_diags d;
@@ -99,8 +104,7 @@ TEST(test_symbolic_gemm) {
 /* The prefetch skips the last k-tile: only iteration K / 32 - 1 reads a
  * stage nobody filled for it. */
 TEST(test_last_iteration_bug) {
-  char *src = tu_read("examples/tile/gemm.tile", NULL);
-  CHECK(src != NULL);
+  char *src = gemm_src();
   if (!src)
     return;
   char *bug = edit(src, "if kt + 1 < K / BK:", "if kt + 2 < K / BK:");
@@ -132,8 +136,7 @@ TEST(test_last_iteration_bug) {
 
 /* --set K=8192 is summarized: checked in about the time of K = 128. */
 TEST(test_long_constant_loop) {
-  char *src = tu_read("examples/tile/gemm.tile", NULL);
-  CHECK(src != NULL);
+  char *src = gemm_src();
   if (!src)
     return;
   ag_diags d;
