@@ -79,17 +79,18 @@ static int check_once(const cfg *k, double *wall, double *cpu, int64_t *instance
   return ok ? 0 : 1;
 }
 
-/* The peak resident set of one check, in a child process (MiB), or -1. */
+/* The peak resident set of one check, in a fresh process (this program
+ * again, `bench_check --one FILE SYM SET`), in MiB, or -1. */
 static double peak_mib(const cfg *k) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
-    double w, c;
-    int64_t i, q;
-    int nl;
-    _exit(check_once(k, &w, &c, &i, &q, &nl));
+    char *argv[] = {"bench_check", "--one", (char *)k->rel, (char *)(k->sym ? k->sym : "-"),
+                    (char *)(k->set ? k->set : "-"), NULL};
+    execv("/proc/self/exe", argv);
+    _exit(127);
   }
   int st = 0;
   struct rusage ru;
@@ -136,6 +137,13 @@ static int goal_no_slower(const cfg *big, double cbig, const cfg *small, double 
 }
 
 int main(int argc, char **argv) {
+  if (argc == 5 && !strcmp(argv[1], "--one")) {
+    cfg k = {argv[2], strcmp(argv[3], "-") ? argv[3] : NULL, strcmp(argv[4], "-") ? argv[4] : NULL};
+    double w, c;
+    int64_t i, q;
+    int nl;
+    return check_once(&k, &w, &c, &i, &q, &nl);
+  }
   int runs = argc > 1 ? atoi(argv[1]) : 5;
   if (runs < 1 || runs > 32)
     runs = 5;
