@@ -349,6 +349,20 @@ typedef struct ag_ptx_site {
    * barrier for an mbarrier-completed op */
   int *done_by;
   int ndone_by;
+  /* a wait (kind *_WAIT): the span the reference times, recognized by what
+   * it does (docs/probes.md, "The exposed wait"): the timed region begins
+   * before wait_first and ends after wait_last; both NULL when the wait
+   * cannot be timed, with the reason in wait_why. wait_shape names it. */
+  ag_ptx_stmt *wait_first, *wait_last;
+  const char *wait_shape;
+  const char *wait_why;
+  /* the iterations the site can execute at (its occurrence coordinate, the
+   * probes' rule): iter_first + iter_step * m for m >= 0 (iter_step 0: only
+   * iter_first) when iter_known, with how it was derived in iter_from;
+   * otherwise any iteration may execute it (iter_from says why) */
+  int iter_known;
+  int64_t iter_first, iter_step;
+  const char *iter_from;
 } ag_ptx_site;
 
 typedef struct ag_ptx_region_site {

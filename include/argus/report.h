@@ -54,6 +54,10 @@ int ag_report_missing(ag_report *r, const char *region, const char *signal, cons
 int ag_report_warning(ag_report *r, const char *what);
 /* Two pieces of evidence not joined (incompatible program versions or scope
  * coordinates), and why. */
+/* Attaches `key` (e.g. "dist": the spread of a pooled value, "instance":
+ * the dynamic instance it stands for) to the value added last; takes the
+ * reference to v. AG_EINVAL when no value was added. */
+int ag_report_annotate_last(ag_report *r, const char *key, json_t *v);
 int ag_report_not_joined(ag_report *r, const char *what, const char *why);
 /* Attaches the plan (tasks, statuses, errors) as provenance detail. */
 int ag_report_attach_plan(ag_report *r, const ag_plan *p);

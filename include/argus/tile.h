@@ -66,8 +66,10 @@ typedef enum ag_tile_kind {
   AG_TN_PASS,
   /* declarations */
   AG_TN_PARAM,   /* name, a = type expression, b = default value or NULL */
-  AG_TN_KERNEL   /* name, list = params, list2 = body, a = decorators (an AG_TN_TUPLE of
+  AG_TN_KERNEL,  /* name, list = params, list2 = body, a = decorators (an AG_TN_TUPLE of
                     AG_TN_CALL nodes, in source order) or NULL */
+  AG_TN_REGION   /* region("name"): block — name = the region's name, list = body; the
+                    body runs as if written in place (not a scope); the lowering marks it */
 } ag_tile_kind;
 
 typedef struct ag_tile_node ag_tile_node;

@@ -68,7 +68,10 @@ typedef struct ag_tile_cex_side {
 typedef struct ag_tile_cex {
   int64_t block[3];
   int64_t thread;          /* linear thread index in the block */
+  int64_t tidx[3];         /* the same thread as threadIdx (x, y, z), from @threads */
   int64_t warp, lane;
+  int64_t other;           /* a race: the other (writing) thread; -1: none */
+  int64_t other_tidx[3];
   ag_tile_kv *sizes;       /* problem sizes of the counterexample */
   int nsizes;
   ag_tile_kv *loops;       /* loop variables at the failing instance */
@@ -84,9 +87,16 @@ typedef struct ag_tile_assert_result {
   ag_tile_status status;
   int64_t instances;       /* unrolled instances checked */
   ag_tile_cex *cex;        /* when violated (the first found) */
+  int64_t violations;      /* violating instances found (all of them under `all`) */
+  ag_tile_cex **more;      /* under `all`: the counterexamples of the other violating
+                              instances, in the order found (nmore of them) */
+  int nmore;
   int bounds;              /* 1: not an assert statement but the implicit "every index is
                               within its mode" obligation of an access (listed only when
                               not proved; the proved ones are counted in bounds_proved) */
+  int race;                /* 1: the implicit "no write-after-read race" obligation of a shared
+                              write that follows reads of its buffer in the same barrier
+                              interval (listed only when not proved; see races_proved) */
   char *detail;            /* unknown: why */
 } ag_tile_assert_result;
 
@@ -105,6 +115,7 @@ typedef struct ag_tile_report {
   int nkernels;
   int64_t queries;         /* solver calls */
   int64_t bounds_proved;   /* global and shared access sites proved in bounds */
+  int64_t races_proved;    /* shared writes proved not to overtake an earlier read */
   double interp_s, solve_s;
   ag_tile_loop_note *loops; /* summarized loops */
   int nloops;

@@ -14,9 +14,9 @@ set -u
 CARRY=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/argus-gpu-out}
 mkdir -p "$OUT/evidence"
-if [ ! -e /tmp/argus-gpu ]; then
-  ln -s "$CARRY" /tmp/argus-gpu
-fi
+# Always this call's carry: a link left by an earlier call on a warm machine
+# would run another pack's build.
+ln -sfn "$CARRY" /tmp/argus-gpu
 B=/tmp/argus-gpu/build
 export LD_LIBRARY_PATH=/tmp/argus-gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH

@@ -6,6 +6,11 @@
  *
  *   transform.probe {op, occurrence} -> compile -> collect (forces_completion)
  *
+ * Only the pairs that can execute get a branch: discovery's "iterations" of
+ * a site (an unrolled loop's copy runs at k = first + step*m) say which;
+ * the requested pairs that do not exist are listed on the synthesis task
+ * ("absent") for the report.
+ *
  * Each collect is its own run (ag_plan_partition gives every Collect task
  * one; per-instance collections are never merged): no two probes share a
  * run, and no probe shares the reference's run. Called once per Control
@@ -117,6 +122,44 @@ static int not_applicable(ag_plan *p, ag_task *synth, const char *signal) {
   return 0;
 }
 
+/* 1 when the site can execute at iteration occ (discovery's "iterations":
+ * first + step * m, m >= 0; unknown: any). */
+static int can_execute(const json_t *site, int64_t occ) {
+  const json_t *it = json_object_get(site, "iterations");
+  const json_t *f = json_object_get(it, "first");
+  if (!json_is_integer(f)) /* unknown: any iteration, the run tells */
+    return json_is_object(json_object_get(site, "loop")) || occ == 0;
+  int64_t first = json_integer_value(f), step = json_integer_value(json_object_get(it, "step"));
+  if (!step)
+    return occ == first;
+  int64_t d = occ - first;
+  return (step > 0 ? d >= 0 : d <= 0) && d % step == 0;
+}
+
+/* The requested (site, iteration) pairs that do not exist, one entry per
+ * site: {op, absent: [iterations], why}, kept on the synthesis task's
+ * config ("absent") for the report. */
+static int note_absent(ag_task *synth, const json_t *site, const ag_scope_dim *it) {
+  json_t *list = json_array();
+  for (int k = 0; list && k < it->n; k++)
+    for (int64_t occ = it->r[k].lo; occ < it->r[k].hi; occ++)
+      if (!can_execute(site, occ) && json_array_append_new(list, json_integer((json_int_t)occ)))
+        break;
+  if (!list)
+    return AG_ENOMEM;
+  if (!json_array_size(list)) {
+    json_decref(list);
+    return 0;
+  }
+  json_t *all = json_object_get(synth->config, "absent");
+  if (!all && (all = json_array()) && json_object_set_new(synth->config, "absent", all))
+    all = NULL;
+  const char *from = jstr(json_object_get(site, "iterations"), "from");
+  json_t *e = json_pack("{s:s,s:o,s:s}", "op", jstr(site, "op_id"), "iterations", list, "why",
+                        from ? from : "the site runs outside every loop");
+  return !all || !e || json_array_append_new(all, e) ? AG_ENOMEM : 0;
+}
+
 int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery, ag_str *why) {
   const json_t *regions = json_object_get(discovery, "regions");
   const json_t *sites = json_object_get(discovery, "sites");
@@ -138,9 +181,6 @@ int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
     if (!ek || !ek->per_instance || !on_control || !s->region)
       continue;
     const ag_scope_dim *it = &s->scope.dim[AG_SCOPE_ITER];
-    int64_t per_site = 0;
-    for (int k = 0; k < it->n; k++)
-      per_site += it->r[k].hi - it->r[k].lo;
     /* count first: refuse a plan too large to run before adding anything */
     int64_t total = 0;
     int nasync = 0;
@@ -149,8 +189,10 @@ int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
     json_array_foreach(sites, i, x) {
       if (probe_kind(jstr(x, "kind")) && in_subtree(regions, jstr(x, "region"), s->region)) {
         nasync++;
-        total += json_is_object(json_object_get(x, "loop")) ? per_site
-                                                             : ag_scope_contains(&s->scope, AG_SCOPE_ITER, 0);
+        for (int k = 0; k < it->n; k++)
+          for (int64_t occ = it->r[k].lo; occ < it->r[k].hi && total <= AG_PROBE_MAX_BRANCHES;
+               occ++)
+            total += can_execute(x, occ);
       }
     }
     if (!nasync) {
@@ -160,20 +202,24 @@ int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
       continue;
     }
     if (total > AG_PROBE_MAX_BRANCHES) {
-      ag_str_printf(why, "'%s' over the scope's iterations makes %lld probe runs (at most %d): "
+      ag_str_printf(why, "'%s' over the scope's iterations makes more than %d probe runs: "
                          "narrow the region or the iteration window",
-                    s->region, (long long)total, AG_PROBE_MAX_BRANCHES);
+                    s->region, AG_PROBE_MAX_BRANCHES);
       return AG_EINVAL;
     }
     json_array_foreach(sites, i, x) {
       const char *op = jstr(x, "op_id");
       if (!op || !probe_kind(jstr(x, "kind")) || !in_subtree(regions, jstr(x, "region"), s->region))
         continue;
-      /* a site outside every loop runs once per thread: occurrence 0 */
-      int looped = json_is_object(json_object_get(x, "loop"));
+      /* only the pairs that can execute: an unrolled copy runs at its own
+       * iterations, a site outside every loop at occurrence 0 */
+      if (note_absent(s, x, it)) {
+        ag_str_printf(why, "out of memory noting the absent iterations of %s", op);
+        return AG_ENOMEM;
+      }
       for (int k = 0; k < it->n; k++)
         for (int64_t occ = it->r[k].lo; occ < it->r[k].hi; occ++) {
-          if (!looped && occ != 0)
+          if (!can_execute(x, occ))
             continue;
           int rc = add_branch(p, control, s, op, occ);
           if (rc) {

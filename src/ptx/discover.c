@@ -582,6 +582,326 @@ static int bars_match(const ag_ptx_barref *a, const ag_ptx_barref *b) {
   return 0;
 }
 
+/* ---- the span of a wait (docs/probes.md, "The exposed wait")
+ *
+ * A wait is timed by what it does, whatever its shape: an mbarrier
+ * try_wait/test_wait that writes a predicate P, inside the innermost loop
+ * around it, is a spin loop when that loop does nothing else (more waits of
+ * the same barrier and phase writing P, branches, nanosleep; labels,
+ * declarations and comments) and leaves it exactly once, when P is true
+ * (`@P bra DONE`, or falling out of `@!P bra WAIT`). nvcc's one-block loop,
+ * CUTLASS's two blocks in a `{ }` scope and a try_wait with a suspend-time
+ * hint are all such loops. The span begins before the header (entered by
+ * falling into it, once) and ends right after the exit (after the exiting
+ * block, or after the exit target's label when that target has no other
+ * way in). A wait outside every loop is the instruction itself. */
+
+static int is_nanosleep(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "nanosleep"); }
+
+static int same_wait(const ag_ptx_stmt *a, const ag_ptx_stmt *b) {
+  return a->nops >= 3 && b->nops >= 3 && !strcmp(a->ops[0].text, b->ops[0].text) &&
+         !strcmp(a->ops[1].text, b->ops[1].text) && !strcmp(a->ops[2].text, b->ops[2].text);
+}
+
+static int in_loop(const ag_ptx_loop *L, int b) {
+  for (int k = 0; k < L->nblocks; k++)
+    if (L->blocks[k] == b)
+      return 1;
+  return 0;
+}
+
+static const char *wait_reason(dctx *c, ag_ptx_site *w, const char *fmt, ...) AG_PRINTF(3, 4);
+static const char *wait_reason(dctx *c, ag_ptx_site *w, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  w->wait_first = w->wait_last = NULL;
+  return w->wait_why = ag_arena_strdup(c->A, msg);
+}
+
+static int wait_span(dctx *c, const ag_ptx_cfg *g, ag_ptx_site *w) {
+  ag_ptx_stmt *s = w->stmt;
+  w->wait_first = w->wait_last = s;
+  w->wait_shape = "instruction";
+  if (w->kind != AG_PTX_SITE_MBAR_WAIT || w->loop < 0)
+    return 0;
+  const ag_ptx_loop *L = &g->loops[w->loop];
+  const char *P = s->nops >= 1 && (s->ops[0].kind == AG_PTX_OP_REG || s->ops[0].kind == AG_PTX_OP_SYM)
+                      ? s->ops[0].text
+                      : NULL;
+  if (!P)
+    return wait_reason(c, w, "the wait at line %d writes no predicate to loop on", s->line)
+               ? 0 : AG_ENOMEM;
+  /* what the loop does: only this wait, branches and sleeps */
+  int nexit = 0, exit_from = -1, exit_to = -1, exit_kind = 0;
+  for (int k = 0; k < L->nblocks; k++) {
+    const ag_ptx_block *B = &g->blocks[L->blocks[k]];
+    for (ag_ptx_stmt *x = B->first; x; x = x == B->last ? NULL : x->next) {
+      if (x->kind != AG_PTX_INSTR)
+        continue;
+      int ok = (ag_ptx_op_is(x, "mbarrier.try_wait") || ag_ptx_op_is(x, "mbarrier.test_wait"))
+                   ? same_wait(x, s)
+                   : ag__ptx_is_branch(x) ? !x->guard || !strcmp(x->guard, P)
+                                          : is_nanosleep(x);
+      if (!ok)
+        return wait_reason(c, w, "the loop around the wait at line %d does more than wait "
+                                 "(line %d: '%s'): not a spin loop, so the exposed wait cannot "
+                                 "be timed apart from that work", s->line, x->line,
+                           x->opcode ? x->opcode : "?") ? 0 : AG_ENOMEM;
+    }
+    for (int e = 0; e < B->nsucc; e++)
+      if (B->succ[e].to == g->exit || !in_loop(L, B->succ[e].to)) {
+        nexit++;
+        exit_from = B->id;
+        exit_to = B->succ[e].to;
+        exit_kind = B->succ[e].kind;
+      }
+  }
+  if (nexit != 1 || exit_to == g->exit)
+    return wait_reason(c, w, "the spin loop of the wait at line %d has %d ways out: it must "
+                             "leave once, when the wait succeeds", s->line, nexit) ? 0 : AG_ENOMEM;
+  /* it leaves when P is true: `@P bra OUT` taken, or `@!P bra BACK` not taken */
+  const ag_ptx_block *X = &g->blocks[exit_from];
+  const ag_ptx_stmt *br = X->last;
+  while (br && br != X->first && br->kind != AG_PTX_INSTR)
+    br = br->prev; /* the block's last instruction: its branch */
+  int on_p = br && br->kind == AG_PTX_INSTR && br->guard && !strcmp(br->guard, P) &&
+             (exit_kind == AG_PTX_EDGE_BRANCH ? !br->guard_neg : br->guard_neg);
+  if (!on_p)
+    return wait_reason(c, w, "the spin loop of the wait at line %d leaves at line %d on "
+                             "another condition than the wait's success", s->line,
+                       br ? br->line : 0) ? 0 : AG_ENOMEM;
+  /* one way in, by falling into the header */
+  const ag_ptx_block *H = &g->blocks[L->header];
+  int entries = 0, fall = 1;
+  for (int k = 0; k < H->npred; k++) {
+    if (in_loop(L, H->pred[k]))
+      continue;
+    entries++;
+    const ag_ptx_block *Pb = &g->blocks[H->pred[k]];
+    for (int e = 0; e < Pb->nsucc; e++)
+      if (Pb->succ[e].to == H->id && Pb->succ[e].kind != AG_PTX_EDGE_FALL)
+        fall = 0;
+  }
+  if (entries != 1 || !fall)
+    return wait_reason(c, w, "the spin loop of the wait at line %d is entered %s: its start "
+                             "cannot be marked on the way in only", s->line,
+                       entries != 1 ? "from several places" : "by a branch") ? 0 : AG_ENOMEM;
+  ag_ptx_stmt *last = X->last;
+  if (exit_kind == AG_PTX_EDGE_BRANCH) {
+    const ag_ptx_block *T = &g->blocks[exit_to];
+    if (T->npred != 1 || T->first->kind != AG_PTX_LABEL)
+      return wait_reason(c, w, "the spin loop of the wait at line %d leaves to line %d, "
+                               "which is also reached another way: its end cannot be marked "
+                               "on the way out only", s->line, T->first->line) ? 0 : AG_ENOMEM;
+    last = T->first;
+  }
+  w->wait_first = H->first;
+  w->wait_last = last;
+  w->wait_shape = L->nblocks == 1 ? "spin loop (1 block)" : "spin loop (blocks)";
+  return 0;
+}
+
+/* ---- the iterations a site executes at
+ *
+ * A site's occurrence is the iteration operand of the begin marker of its
+ * iteration region (the innermost region around it with one) that reaches
+ * it. When that operand is an integer, or a register whose only value is an
+ * induction variable plus a constant (an unrolled loop's copy j reads
+ * k + j), the iterations are known: an induction I is a register whose every
+ * definition is `mov I, A` (the same constant A) or one `add I, I, S`, so I
+ * is A + S*m everywhere, in the loop's copies and in the remainder copies
+ * after it. Exactly which m execute (the trip count) is left to the run. */
+
+static int is_add(const ag_ptx_stmt *s) { return ag_ptx_op_is(s, "add"); }
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  a = a < 0 ? -a : a;
+  b = b < 0 ? -b : b;
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* reg as base + *off through single definitions (mov, cvt, add or sub of a
+ * constant); the base is a register defined several times (or not at all),
+ * or `self`, or NULL for a constant. 0 when reg is anything else. */
+static int affine(defs *d, const char *reg, const char *self, const char **base, int64_t *off,
+                  int depth) {
+  ag_ptx_stmt *s = ag_map_get_str(&d->map, reg);
+  if ((self && !strcmp(reg, self)) || !s || s == &multi_def) {
+    *base = reg;
+    *off = 0;
+    return 1;
+  }
+  if (depth > 8 || s->guard || s->nops < 2)
+    return 0;
+  const ag_ptx_operand *x = &s->ops[1], *y = s->nops == 3 ? &s->ops[2] : NULL;
+  if ((ag_ptx_op_is(s, "mov") || ag_ptx_op_is(s, "cvt")) && s->nops == 2) {
+    if (x->kind == AG_PTX_OP_INT) {
+      *base = NULL;
+      *off = x->ival;
+      return 1;
+    }
+    return x->kind == AG_PTX_OP_REG && affine(d, x->base, self, base, off, depth + 1);
+  }
+  int sub = ag_ptx_op_is(s, "sub");
+  if ((!is_add(s) && !sub) || !y)
+    return 0;
+  const ag_ptx_operand *r = x->kind == AG_PTX_OP_REG ? x : y, *k = r == x ? y : x;
+  if (r->kind != AG_PTX_OP_REG || k->kind != AG_PTX_OP_INT || (sub && r != x) ||
+      !affine(d, r->base, self, base, off, depth + 1))
+    return 0;
+  *off += sub ? -k->ival : k->ival;
+  return 1;
+}
+
+/* 1 when reg is an induction: each definition sets it to one constant A,
+ * adds a constant to its own value (through single definitions: nvcc's
+ * unrolled `I = (I + 1) + 3`), or sets it to another induction's value plus
+ * a constant within the same progression. Then reg is A + S*m, m >= 0,
+ * everywhere (S: the steps' gcd, all of one sign). */
+static int induction(defs *d, ag_ptx_func *f, const char *reg, int64_t *a, int64_t *step,
+                     int depth) {
+  int ninit = 0;
+  int64_t st = 0, other[8][2];
+  int nother = 0;
+  *a = *step = 0;
+  if (depth > 2)
+    return 0;
+  for (ag_ptx_stmt *s = f->body_open; s; s = s == f->body_close ? NULL : s->next) {
+    if (s->kind != AG_PTX_INSTR || !s->nops || s->ops[0].kind != AG_PTX_OP_REG ||
+        strcmp(s->ops[0].base, reg))
+      continue;
+    if (s->guard)
+      return 0;
+    if (ag_ptx_op_is(s, "mov") && s->nops == 2 && s->ops[1].kind == AG_PTX_OP_INT) {
+      if (ninit++ && *a != s->ops[1].ival)
+        return 0;
+      *a = s->ops[1].ival;
+      continue;
+    }
+    /* the rest of the definition as base + offset: the definition itself
+     * with its destination read as a fresh name */
+    const char *b = NULL;
+    int64_t off = 0;
+    int sub = ag_ptx_op_is(s, "sub"), mv = ag_ptx_op_is(s, "mov") || ag_ptx_op_is(s, "cvt");
+    const ag_ptx_operand *x = s->nops >= 2 ? &s->ops[1] : NULL, *y = s->nops == 3 ? &s->ops[2] : NULL;
+    if (mv && s->nops == 2 && x->kind == AG_PTX_OP_REG) {
+      if (!affine(d, x->base, reg, &b, &off, 0))
+        return 0;
+    } else if ((is_add(s) || sub) && y) {
+      const ag_ptx_operand *r = x->kind == AG_PTX_OP_REG ? x : y, *k = r == x ? y : x;
+      if (r->kind != AG_PTX_OP_REG || k->kind != AG_PTX_OP_INT || (sub && r != x) ||
+          !affine(d, r->base, reg, &b, &off, 0))
+        return 0;
+      off += sub ? -k->ival : k->ival;
+    } else {
+      return 0;
+    }
+    if (b && !strcmp(b, reg)) { /* a step */
+      if (!off || (st && (st > 0) != (off > 0)))
+        return 0;
+      st = st ? (st > 0 ? gcd64(st, off) : -gcd64(st, off)) : off;
+    } else if (b && nother < 8) { /* another induction's value */
+      int64_t ja, js;
+      if (!induction(d, f, b, &ja, &js, depth + 1))
+        return 0;
+      other[nother][0] = ja + off;
+      other[nother++][1] = js;
+    } else {
+      return 0;
+    }
+  }
+  if (!ninit || !st)
+    return 0;
+  for (int k = 0; k < nother; k++) { /* within the progression */
+    int64_t dv = other[k][0] - *a;
+    if (other[k][1] % st || dv % st || (st > 0 ? dv < 0 : dv > 0) ||
+        (st > 0) != (other[k][1] > 0))
+      return 0;
+  }
+  *step = st;
+  return 1;
+}
+
+/* The innermost region around `reg` whose begin markers carry an iteration
+ * operand, or -1 (the probes' occurrence rule). */
+int ag__ptx_iter_region(const ag_ptx_region *regions, int reg) {
+  for (; reg >= 0; reg = regions[reg].parent)
+    for (int k = 0; k < regions[reg].nbegins; k++)
+      if (regions[reg].begins[k].iter)
+        return reg;
+  return -1;
+}
+
+/* The begin marker of region `reg` that reaches s: the nearest one before
+ * it in its block or in the blocks that dominate it. */
+static const ag_ptx_marker *reaching_begin(const dctx *c, size_t mk_first, const ag_ptx_cfg *g,
+                                           const ag_ptx_stmt *s, int reg) {
+  int b = s->block;
+  for (const ag_ptx_stmt *x = s; b >= 0;) {
+    const ag_ptx_block *B = &g->blocks[b];
+    for (; x; x = x == B->first ? NULL : x->prev)
+      if (x->kind == AG_PTX_COMMENT)
+        for (size_t i = mk_first; i < c->markers.n; i++)
+          if (c->markers.v[i].stmt == x && c->markers.v[i].region == reg &&
+              c->markers.v[i].kind == AG_PTX_MARK_BEGIN)
+            return &c->markers.v[i];
+    b = B->idom;
+    x = b >= 0 ? g->blocks[b].last : NULL;
+  }
+  return NULL;
+}
+
+static void site_iterations(dctx *c, defs *d, size_t mk_first, const ag_ptx_cfg *g,
+                            ag_ptx_site *st) {
+  int ireg = ag__ptx_iter_region(c->regions.v, st->region);
+  st->iter_known = 0;
+  if (ireg < 0) {
+    if (st->loop < 0) { /* counted, and it runs once */
+      st->iter_known = 1;
+      st->iter_from = "outside every loop: its only occurrence is 0";
+    } else {
+      st->iter_from = "no iteration region: occurrences are counted at run time";
+    }
+    return;
+  }
+  const ag_ptx_marker *mk = reaching_begin(c, mk_first, g, st->stmt, ireg);
+  if (!mk || !mk->iter) {
+    st->iter_from = "no begin marker with an iteration reaches it";
+    return;
+  }
+  if (mk->iter[0] != '%') {
+    st->iter_known = 1;
+    st->iter_first = strtoll(mk->iter, NULL, 0);
+    st->iter_from = ag_arena_printf(c->A, "the constant iteration %s of '%s' at line %d",
+                                    mk->iter, mk->name, mk->line);
+    return;
+  }
+  const char *base = NULL;
+  int64_t off = 0, a = 0, step = 0;
+  if ((!d->built && build_defs(d, st->func)) || !affine(d, mk->iter, NULL, &base, &off, 0) ||
+      (base && !induction(d, st->func, base, &a, &step, 0))) {
+    st->iter_from = ag_arena_printf(c->A, "iteration %s of '%s' at line %d is not an induction "
+                                    "plus a constant", mk->iter, mk->name, mk->line);
+    return;
+  }
+  st->iter_known = 1;
+  st->iter_first = a + off;
+  st->iter_step = step;
+  st->iter_from = base ? ag_arena_printf(c->A, "iteration %s of '%s' at line %d: %lld %+lld*m "
+                                         "(induction %s)", mk->iter, mk->name, mk->line,
+                                         (long long)(a + off), (long long)step, base)
+                       : ag_arena_printf(c->A, "iteration %s of '%s' at line %d: constant",
+                                         mk->iter, mk->name, mk->line);
+}
+
 /* ---- per-function walk */
 
 /* The role in force at the end of block b: its last role marker, else that
@@ -895,6 +1215,15 @@ static int func_sites(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, const int *at, int
     }
     if (rc)
       goto out;
+  }
+  /* what the reference times of each wait; the iterations of each site */
+  for (int i = first_site; i < (int)c->sites.n; i++) {
+    ag_ptx_site *st = &c->sites.v[i];
+    if ((st->kind == AG_PTX_SITE_MBAR_WAIT || st->kind == AG_PTX_SITE_CP_ASYNC_WAIT ||
+         st->kind == AG_PTX_SITE_WGMMA_WAIT || st->kind == AG_PTX_SITE_BULK_WAIT) &&
+        (rc = wait_span(c, g, st)))
+      goto out;
+    site_iterations(c, &d, 0, g, st);
   }
 out:
   if (d.built)

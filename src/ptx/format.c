@@ -105,6 +105,15 @@ json_t *ag_ptx_regions_to_json(const ag_ptx_module *m, const ag_ptx_regions *R) 
     for (int k = 0; k < s->ndone_by; k++)
       json_array_append_new(db, json_string(R->sites[s->done_by[k]].op_id));
     json_object_set_new(o, "done_by", db);
+    if (s->wait_shape || s->wait_why)
+      json_object_set_new(o, "wait", json_pack("{s:b,s:s?,s:s?}", "timed", s->wait_first != NULL,
+                                               "shape", s->wait_first ? s->wait_shape : NULL,
+                                               "why", s->wait_why));
+    json_object_set_new(o, "iterations",
+                        s->iter_known ? json_pack("{s:I,s:I,s:s?}", "first",
+                                                  (json_int_t)s->iter_first, "step",
+                                                  (json_int_t)s->iter_step, "from", s->iter_from)
+                                      : json_pack("{s:n,s:s?}", "first", "from", s->iter_from));
   }
   /* the warp roles the role markers name, once each, in module order */
   json_t *roles = json_array();

@@ -18,6 +18,9 @@ int ag__ptx_is_terminator(const ag_ptx_stmt *s); /* ret, exit, trap */
 /* Width in bits of register `reg` from the function's declarations
  * ("%r<12>" covers %r0..%r11; ".pred" is 1); 0 when undeclared. */
 int ag__ptx_reg_bits(const ag_ptx_func *f, const char *reg);
+/* The innermost region around region `reg` (index) whose begin markers
+ * carry an iteration operand, or -1 (discover.c). */
+int ag__ptx_iter_region(const ag_ptx_region *regions, int reg);
 
 /* The reference-trace record store (xform_trace.c), for probes that record
  * through the traced variant's pipeline: appends PTX that stores a whole

@@ -12,7 +12,9 @@
  *   ag_xform_waits  the markers of the exposed-wait regions: every wait that
  *                   completes an asynchronous operation becomes a synthetic
  *                   child region "argus_wait_<ordinal>" of its region, which
- *                   the traced variant then times like any region.
+ *                   the traced variant then times like any region; the span
+ *                   timed is the one discovery recognized (a spin loop of any
+ *                   shape, or the instruction: discover.c, wait_span).
  *
  * Forced completion per kind (what the probe inserts after the issue):
  *   tma_load, bulk_copy with an mbarrier: spin on the barrier for the phase
@@ -151,18 +153,6 @@ static ag_ptx_stmt *completion_point(const ag_ptx_regions *r, const ag_ptx_cfg *
   return p;
 }
 
-/* The innermost region around the site whose begin markers carry an
- * iteration operand, or -1. */
-static int iter_region(const ag_ptx_regions *r, int reg) {
-  for (; reg >= 0; reg = r->regions[reg].parent) {
-    const ag_ptx_region *g = &r->regions[reg];
-    for (int k = 0; k < g->nbegins; k++)
-      if (g->begins[k].iter)
-        return reg;
-  }
-  return -1;
-}
-
 /* The 32-bit form of an iteration operand into %agp_it (text appended). */
 static int copy_iter(px *x, const ag_ptx_marker *mk, ag_str *o) {
   if (!mk->iter) {
@@ -274,7 +264,7 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
   }
   /* plan on the pristine module: where the wait goes, where occurrences come from */
   ag_ptx_stmt *done_at = mbar ? completion_point(r, g, site) : site->stmt;
-  int ireg = iter_region(r, site->region);
+  int ireg = ag__ptx_iter_region(r->regions, site->region);
   uint32_t occ = o->probe_occurrence;
   /* the per-warp anchors and record pipeline the probe stores through */
   ag_variant_opts an = {AG_VARIANT_TRACED, NULL, 0, 1};
@@ -395,40 +385,6 @@ static int completes_async(const ag_ptx_regions *r, int w) {
   return 0;
 }
 
-/* The span to time for a wait: the wait itself, or for an mbarrier wait that
- * spins in its own one-block loop (entered only by falling into it), the
- * whole loop. Returns 0 when the wait has no span that can be timed. */
-static int wait_span(const ag_ptx_module *m, const ag_ptx_regions *r, const ag_ptx_site *w,
-                     ag_ptx_stmt **first, ag_ptx_stmt **last) {
-  *first = *last = w->stmt;
-  if (w->kind != AG_PTX_SITE_MBAR_WAIT || w->loop < 0)
-    return 1;
-  int fi = func_index(m, w->func);
-  const ag_ptx_cfg *g = fi >= 0 && r->cfgs ? r->cfgs[fi] : NULL;
-  if (!g || w->loop >= g->nloops)
-    return 0;
-  const ag_ptx_loop *L = &g->loops[w->loop];
-  if (L->nblocks != 1 || L->header != w->stmt->block)
-    return 0;
-  const ag_ptx_block *H = &g->blocks[L->header];
-  int entries = 0;
-  for (int k = 0; k < H->npred; k++) {
-    int p = H->pred[k];
-    if (p == H->id)
-      continue;
-    const ag_ptx_block *P = &g->blocks[p];
-    for (int e = 0; e < P->nsucc; e++)
-      if (P->succ[e].to == H->id && P->succ[e].kind != AG_PTX_EDGE_FALL)
-        return 0;
-    entries++;
-  }
-  if (entries != 1)
-    return 0;
-  *first = H->first;
-  *last = H->last;
-  return 1;
-}
-
 int ag_xform_waits(ag_ptx_module *m, const ag_ptx_regions *r, ag_diags *diags, int *nwaits) {
   *nwaits = 0;
   px x = {m, r, diags};
@@ -440,9 +396,9 @@ int ag_xform_waits(ag_ptx_module *m, const ag_ptx_regions *r, ag_diags *diags, i
                   w->kind == AG_PTX_SITE_WGMMA_WAIT || w->kind == AG_PTX_SITE_BULK_WAIT;
     if (!is_wait || !w->func || !w->func->is_entry || !completes_async(r, i))
       continue;
-    ag_ptx_stmt *first, *last;
-    if (!wait_span(m, r, w, &first, &last))
-      continue; /* not timed: synthesis says the exposed wait is unknown */
+    ag_ptx_stmt *first = w->wait_first, *last = w->wait_last;
+    if (!first || !last)
+      continue; /* not timed (discovery says why): the synthesis lists it missing */
     char name[48];
     snprintf(name, sizeof name, AG_EV_WAIT_PREFIX "%d", w->ordinal);
     unsigned long long h = (unsigned long long)ag_ptx_fnv1a(name, strlen(name));

@@ -109,6 +109,15 @@ int ag_report_add_json(ag_report *r, const char *region, const char *signal, con
   return add_obj(r, region, signal, stat, value, unit, qual, -1, prov);
 }
 
+int ag_report_annotate_last(ag_report *r, const char *key, json_t *v) {
+  json_t *o = json_array_get(r->values, json_array_size(r->values) - 1);
+  if (!o || !v) {
+    json_decref(v);
+    return o ? AG_ENOMEM : AG_EINVAL;
+  }
+  return json_object_set_new(o, key, v) ? AG_ENOMEM : 0;
+}
+
 int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why) {
   json_t *o = json_pack("{s:s?,s:s?,s:s}", "region", region, "signal", signal, "why", why);
   return !o || json_array_append_new(r->missing, o) ? AG_ENOMEM : 0;
@@ -287,6 +296,18 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
         ag_str_printf(out, "): %s", flag);
       } else {
         fmt_value(json_object_get(v, "value"), unit ? unit : "", out);
+      }
+      json_t *dist = json_object_get(v, "dist");
+      if (json_is_object(dist)) { /* a pooled value: its spread beside it */
+        ag_str_printf(out, " (n=%lld, min ", (long long)json_integer_value(json_object_get(dist, "count")));
+        fmt_value(json_object_get(dist, "min"), unit ? unit : "", out);
+        ag_str_puts(out, ", p50 ");
+        fmt_value(json_object_get(dist, "p50"), unit ? unit : "", out);
+        ag_str_puts(out, ", p95 ");
+        fmt_value(json_object_get(dist, "p95"), unit ? unit : "", out);
+        ag_str_puts(out, ", max ");
+        fmt_value(json_object_get(dist, "max"), unit ? unit : "", out);
+        ag_str_puts(out, ")");
       }
       ag_str_printf(out, "  [%s", json_string_value(json_object_get(v, "qual")));
       json_t *e = json_object_get(v, "entropy");

@@ -1184,6 +1184,8 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
         ag_report_add(r, reg, sig, stat, json_number_value(val), unit, qual, -1, &pv);
       else
         ag_report_add_json(r, reg, sig, stat, json_incref(val), unit, qual, &pv);
+      if (json_object_get(v, "dist")) /* a pooled value's spread */
+        ag_report_annotate_last(r, "dist", json_incref(json_object_get(v, "dist")));
     }
     json_t *miss;
     json_array_foreach(json_object_get(out, "missing"), k, miss) {
@@ -1292,9 +1294,29 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
     rc = fail(t, rc, "async_latency synthesis failed: %s", ag_strerror(rc));
     goto out;
   }
-  json_object_set_new(out, "missing", missing);
+  /* the synthesis's own missing instances, then the runs that failed; the
+   * requested (site, iteration) pairs that do not exist, as warnings */
+  json_t *own = json_object_get(out, "missing");
+  if (json_is_array(own))
+    json_array_extend(own, missing);
+  else
+    json_object_set(out, "missing", missing);
   json_object_set_new(out, "not_joined", not_joined);
-  missing = not_joined = NULL;
+  not_joined = NULL;
+  json_t *absent = json_object_get(t->config, "absent"), *warn = json_array(), *a;
+  size_t ai;
+  json_array_foreach(absent, ai, a) {
+    ag_str w = AG_STR_INIT;
+    ag_str_printf(&w, "async_latency: no probe of %s at %zu requested iteration(s) (first %lld): "
+                      "the site does not execute there (%s)",
+                  json_string_value(json_object_get(a, "op")),
+                  json_array_size(json_object_get(a, "iterations")),
+                  (long long)json_integer_value(json_array_get(json_object_get(a, "iterations"), 0)),
+                  json_string_value(json_object_get(a, "why")));
+    json_array_append_new(warn, json_string(ag_str_cstr(&w)));
+    ag_str_release(&w);
+  }
+  json_object_set_new(out, "warnings", warn);
   rc = put_json(ob, t, "values", out, "json");
 out:
   for (int i = 0; i < np; i++)

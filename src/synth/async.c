@@ -138,6 +138,66 @@ static void stats_json(json_t *o, const char *key, const ag_dstats *s, const cha
                                         "ns", "qual", qual));
 }
 
+/* A wgmma site's group (docs/probes.md, "wgmma groups"): the wgmma sites
+ * closed by the same commit. Sets *last to the group's last op (the one
+ * whose probe spans the whole group) and returns the group's size; 0 for a
+ * site that is not a wgmma or has no commit. */
+static int wgmma_group(const json_t *sites, const json_t *site, const char **last) {
+  *last = NULL;
+  const char *k = jstr(site, "kind");
+  if (!k || strcmp(k, "wgmma"))
+    return 0;
+  const char *commit = NULL;
+  size_t i;
+  json_t *d;
+  json_array_foreach(json_object_get(site, "done_by"), i, d) {
+    const json_t *c = site_by_id(sites, json_string_value(d));
+    if (!commit && c && jstr(c, "kind") && !strcmp(jstr(c, "kind"), "wgmma_commit"))
+      commit = json_string_value(d);
+  }
+  if (!commit)
+    return 0;
+  int n = 0;
+  json_int_t best = -1;
+  json_t *x;
+  json_array_foreach(sites, i, x) {
+    int in = 0;
+    size_t j;
+    if (!jstr(x, "kind") || strcmp(jstr(x, "kind"), "wgmma"))
+      continue;
+    json_array_foreach(json_object_get(x, "done_by"), j, d) in |= !strcmp(json_string_value(d), commit);
+    if (!in)
+      continue;
+    n++;
+    json_int_t line = json_integer_value(json_object_get(x, "line"));
+    if (line >= best) {
+      best = line;
+      *last = jstr(x, "op_id");
+    }
+  }
+  return n;
+}
+
+/* Why the waits of a site were not timed: discovery's reasons, joined. */
+static void untimed_why(const json_t *sites, const json_t *wl, ag_str *out) {
+  size_t i;
+  json_t *d;
+  ag_str_puts(out, "the reference did not time the waits of this site");
+  json_array_foreach(wl, i, d) {
+    const json_t *ws = site_by_id(sites, json_string_value(d));
+    const char *why = jstr(json_object_get(ws, "wait"), "why");
+    if (why)
+      ag_str_printf(out, "; %s: %s", json_string_value(d), why);
+  }
+}
+
+static void add_missing(json_t *missing, const char *what, const ag_ev_site *es,
+                        const char *why) {
+  char stat[128];
+  snprintf(stat, sizeof stat, "%s[%s@%u]", what, es->op_id, es->occurrence);
+  json_array_append_new(missing, json_pack("{s:s,s:s}", "what", stat, "why", why));
+}
+
 /* One report value: {region, signal, stat "<what>[<op>@<occurrence>]", value, unit, qual}. */
 #define NEGATIVE_HIDDEN                                                                     \
   "negative: the exposed wait exceeds the latency, so the consumer began waiting before the " \
@@ -147,12 +207,17 @@ static void stats_json(json_t *o, const char *key, const ag_dstats *s, const cha
 /* One flat value; flag: why it is not to be read as a plain number (the
  * report keeps it apart), or NULL. */
 static void add_value(json_t *values, const char *region, const char *what, const ag_ev_site *es,
-                      double v, const char *qual, const char *flag) {
-  char stat[96];
+                      double v, const char *qual, const char *flag, const ag_dstats *dist) {
+  char stat[128];
   snprintf(stat, sizeof stat, "%s[%s@%u]", what, es->op_id, es->occurrence);
-  json_array_append_new(values, json_pack("{s:s,s:s,s:s,s:f,s:s,s:s,s:s?}", "region", region,
-                                          "signal", "async_latency", "stat", stat, "value", v,
-                                          "unit", "ns", "qual", qual, "flag", flag));
+  json_t *o = json_pack("{s:s,s:s,s:s,s:f,s:s,s:s,s:s?}", "region", region, "signal",
+                        "async_latency", "stat", stat, "value", v, "unit", "ns", "qual", qual,
+                        "flag", flag);
+  if (o && dist) /* a pooled value (over CTAs, warps): its spread */
+    json_object_set_new(o, "dist", json_pack("{s:I,s:f,s:f,s:f,s:f}", "count",
+                                             (json_int_t)dist->count, "min", dist->min, "p50",
+                                             dist->p50, "p95", dist->p95, "max", dist->max));
+  json_array_append_new(values, o);
 }
 
 int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
@@ -167,8 +232,9 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
   char (*wait_ops)[40] = NULL;
   double *buf = NULL;
   json_t *insts = json_array(), *values = json_array(), *notes = json_array();
+  json_t *missing = json_array();
   int rc = 0;
-  if (!insts || !values || !notes) {
+  if (!insts || !values || !notes || !missing) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -260,9 +326,15 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
         stats_json(inst, "latency", &lat, "derived");
         json_object_set_new(inst, "latency_cycles_mean", json_real(cyc / (double)n));
       } else {
-        json_object_set_new(inst, "note",
-                            json_string("no warp ran the probed instance in the scope (the "
-                                        "site did not execute at this occurrence)"));
+        /* it never ran: nothing of it is reported, not even the consumer's
+         * wait at that iteration (which waited for another copy's load) */
+        const char *why = "no warp ran the probed instance in the scope (the site did not "
+                          "execute at this occurrence: another copy of an unrolled loop, or a "
+                          "remainder copy the trip count skips)";
+        json_object_set_new(inst, "note", json_string(why));
+        add_missing(missing, "latency/exposed/hidden", es, why);
+        json_array_append_new(insts, inst);
+        continue;
       }
       /* exposed: the reference's waits that complete this site, same occurrence */
       json_t *wl = json_array();
@@ -300,15 +372,40 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
       if (m) {
         ag_dstats_of(buf, m, &exp);
         stats_json(inst, "exposed", &exp, "observed");
-      } else if (!json_object_get(inst, "note")) {
-        json_object_set_new(
-            inst, "note",
-            json_string(!ref ? "no reference run: the exposed wait is unknown"
-                        : !json_array_size(wl)
-                            ? "no wait completes this site (discovery found none): the "
-                              "exposed wait is unknown"
-                        : !timed ? "the reference did not time the waits of this site"
-                                 : "no wait of this site ran at this occurrence in the scope"));
+      } else {
+        ag_str why = AG_STR_INIT;
+        if (!ref)
+          ag_str_puts(&why, "no reference run: the exposed wait is unknown");
+        else if (!json_array_size(wl))
+          ag_str_puts(&why, "no wait completes this site (discovery found none): the exposed "
+                            "wait is unknown");
+        else if (!timed)
+          untimed_why(sites, wl, &why);
+        else
+          ag_str_puts(&why, "no wait of this site ran at this occurrence and launch in the "
+                            "scope: not joined");
+        json_object_set_new(inst, "note", json_string(ag_str_cstr(&why)));
+        add_missing(missing, "exposed/hidden", es, ag_str_cstr(&why));
+        ag_str_release(&why);
+      }
+      /* a wgmma group completes as one (one wait_group for all its ops): its
+       * exposed wait and hidden part belong to the group, measured against
+       * the last op's probe (issue of the last op to the group's
+       * completion); the other ops keep their latency only */
+      const char *last = NULL;
+      int gsize = wgmma_group(sites, site, &last);
+      int grouped = gsize > 1 && last;
+      int group_last = grouped && !strcmp(last, es->op_id);
+      if (grouped) {
+        json_object_set_new(inst, "group", json_pack("{s:i,s:s}", "ops", gsize, "last", last));
+        if (m && !group_last) {
+          char why[256];
+          snprintf(why, sizeof why, "not separable per op: one wgmma.wait_group completes the "
+                                    "whole group of %d; see group_hidden[%s@%u]", gsize, last,
+                   es->occurrence);
+          add_missing(missing, "exposed/hidden", es, why);
+          m = 0;
+        }
       }
       double hidden = lat.mean - exp.mean; /* meaningful when n && m */
       /* a negative hidden part is no latency: the consumer began waiting
@@ -322,24 +419,28 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
       }
       /* flat values for the report */
       const char *rq = qname ? qname : "?";
-      if (n)
-        add_value(values, rq, "latency", es, lat.mean, "derived", NULL);
+      add_value(values, rq, group_last ? "group_latency" : "latency", es, lat.mean, "derived",
+                NULL, &lat);
       if (m)
-        add_value(values, rq, "exposed", es, exp.mean, "observed", NULL);
-      if (n && m)
-        add_value(values, rq, "hidden", es, hidden, "derived", neg);
+        add_value(values, rq, group_last ? "group_exposed" : "exposed", es, exp.mean,
+                  "observed", NULL, &exp);
+      if (m)
+        add_value(values, rq, group_last ? "group_hidden" : "hidden", es, hidden, "derived",
+                  neg, NULL);
       json_array_append_new(insts, inst);
     }
     ag_trace_free(pt);
   }
-  *out = json_pack("{s:o,s:o,s:o}", "instances", insts, "values", values, "notes", notes);
-  insts = values = notes = NULL;
+  *out = json_pack("{s:o,s:o,s:o,s:o}", "instances", insts, "values", values, "notes", notes,
+                   "missing", missing);
+  insts = values = notes = missing = NULL;
   if (!*out)
     rc = AG_ENOMEM;
 out:
   json_decref(insts);
   json_decref(values);
   json_decref(notes);
+  json_decref(missing);
   ag_trace_free(rt);
   ag_free(waits);
   ag_free(is_wait);

@@ -322,10 +322,16 @@ static int decode_launch(ag_trace *t, int li, size_t *cap) {
       for (size_t q = 0; q < roles.n; q++) /* the latest role set before the begin */
         if (roles.v[q].t <= c->begin)
           role = roles.v[q].role;
-      ag_occ o = {c->region, role, L->launch, m->smid, cta, warp, c->iter,
+      /* a region without its own iteration inherits the one of the
+       * occurrence it lies in (scopes select nested regions by the
+       * iteration they run in); one that crosses it inherits nothing */
+      wocc me = *c;
+      if (me.iter == AG_EV_NO_ITER && stack.n && c->end <= stack.v[stack.n - 1].end)
+        me.iter = stack.v[stack.n - 1].iter;
+      ag_occ o = {c->region, role, L->launch, m->smid, cta, warp, me.iter,
                   (uint32_t)stack.n + 1, c->begin, c->end,
                   (double)c->begin * ns_per_cycle + base};
-      if ((rc = push_occ(t, cap, &o)) || (rc = ag_vec_push(&stack, *c)))
+      if ((rc = push_occ(t, cap, &o)) || (rc = ag_vec_push(&stack, me)))
         goto out;
     }
   }

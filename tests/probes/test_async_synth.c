@@ -323,6 +323,129 @@ TEST(synthesis_matches_brute_force) {
   CHECK_EQ_U64(json_array_size(json_object_get(out, "values")), 0);
   json_decref(out);
   json_decref(other);
+  /* a nested region without its own iteration (the timed wait inside
+   * 'mma[it]') inherits the enclosing iteration: an iteration scope keeps
+   * it (before: count 0) */
+  {
+    ag_trace *rt = NULL;
+    CHECK_EQ_INT(ag_trace_decode(ref, &rt), 0);
+    int w0 = -1;
+    for (int g = 0; rt && g < ref->nregions; g++)
+      if (!strcmp(ref->regions[g].qname, "tma_probe/mainloop/mma/" AG_EV_WAIT_PREFIX "0"))
+        w0 = g;
+    ag_scope s24;
+    CHECK_EQ_INT(ag_scope_parse("iter=2:4", &s24, &d), 0);
+    ag_region_stats *rs = NULL;
+    int nrs = 0;
+    CHECK(w0 >= 0);
+    if (rt && w0 >= 0 && ag_trace_stats(rt, &s24, &w0, 1, &rs, &nrs) == 0) {
+      CHECK_EQ_INT(nrs, 1);
+      CHECK_EQ_U64(nrs ? rs[0].cycles.count : 0, (uint64_t)LAUNCHES * CTAS * 4 * 2);
+      ag_region_stats_free(rs, nrs);
+    }
+    ag_trace_free(rt);
+  }
+  /* the waits untimed (discovery says why): no exposed value, and every
+   * instance is a missing entry with the reason (the report never drops it) */
+  {
+    json_t *d2 = json_deep_copy(disc);
+    json_t *sx;
+    size_t si;
+    json_array_foreach(json_object_get(d2, "sites"), si, sx) {
+      const char *op = json_string_value(json_object_get(sx, "op_id"));
+      if (!strcmp(op, full_wait)) {
+        json_object_set_new(sx, "op_id", json_string("ffffffffffffffff:99"));
+        json_object_set_new(sx, "wait", json_pack("{s:b,s:s}", "timed", 0, "why",
+                                                  "the loop does more than wait"));
+      }
+      json_t *db = json_object_get(sx, "done_by"), *e;
+      size_t di;
+      json_array_foreach(db, di, e) if (!strcmp(json_string_value(e), full_wait))
+          json_array_set_new(db, di, json_string("ffffffffffffffff:99"));
+    }
+    CHECK_EQ_INT(ag_async_synth(d2, ref, (const ag_evidence *const *)pr, np, NULL, &out), 0);
+    size_t nm = 0, ne = 0;
+    json_array_foreach(json_object_get(out, "missing"), i, x) {
+      nm++;
+      CHECK_CONTAINS(json_string_value(json_object_get(x, "why")),
+                     "the reference did not time the waits of this site; "
+                     "ffffffffffffffff:99: the loop does more than wait");
+    }
+    json_array_foreach(json_object_get(out, "values"), i, x) ne +=
+        strncmp(json_string_value(json_object_get(x, "stat")), "latency[", 8) != 0;
+    CHECK_EQ_U64(nm, 16);
+    CHECK_EQ_U64(ne, 0);
+    json_decref(out);
+    json_decref(d2);
+  }
+  /* instances that did not run (no probe record in the scope): nothing of
+   * them is a value, not even the consumer's wait at that iteration */
+  {
+    ag_scope none;
+    CHECK_EQ_INT(ag_scope_parse("cta=99", &none, &d), 0);
+    CHECK_EQ_INT(ag_async_synth(disc, ref, (const ag_evidence *const *)pr, np, &none, &out), 0);
+    CHECK_EQ_U64(json_array_size(json_object_get(out, "values")), 0);
+    CHECK_EQ_U64(json_array_size(json_object_get(out, "missing")), 16);
+    CHECK_CONTAINS(json_string_value(json_object_get(json_array_get(json_object_get(out, "missing"),
+                                                                    0), "why")),
+                   "no warp ran the probed instance");
+    json_decref(out);
+  }
+  /* a wgmma group of four with one wait: per-group exposed and hidden
+   * (against the last op's probe), latency per op, the other ops' exposed
+   * and hidden missing as not separable; no negative per-op hidden */
+  {
+    const char *wg[4];
+    int nw = 0, last_line = -1;
+    const char *last = NULL;
+    for (int q = 0; r && q < r->nsites && nw < 4; q++)
+      if (r->sites[q].kind == AG_PTX_SITE_WGMMA) {
+        wg[nw++] = r->sites[q].op_id;
+        if (r->sites[q].line > last_line) {
+          last_line = r->sites[q].line;
+          last = r->sites[q].op_id;
+        }
+      }
+    CHECK_EQ_INT(nw, 4);
+    ag_evidence *gp[4];
+    int ng = 0;
+    for (int q = 0; q < nw; q++) {
+      ag_variant_async a = {0, wg[q], 3, 0};
+      CHECK_EQ_INT(ag_variant_make_ex(ptx, len, "tma_probe", &po, &a, &d, &v), 0);
+      if (!v)
+        continue;
+      pj = json_dumps(v->probes, JSON_COMPACT);
+      snprintf(path, sizeof path, "/tmp/argus-async-%ld-g%d.agev", (long)getpid(), q);
+      write_ev(path, pj, 1, 0, 3);
+      free(pj);
+      ag_variant_free(v);
+      if ((gp[ng] = load(path)))
+        ng++;
+      unlink(path);
+    }
+    CHECK_EQ_INT(ng, 4);
+    CHECK_EQ_INT(ag_async_synth(disc, ref, (const ag_evidence *const *)gp, ng, NULL, &out), 0);
+    int nlat = 0, ngroup = 0, nhid = 0, nsep = 0;
+    json_array_foreach(json_object_get(out, "values"), i, x) {
+      const char *stat = json_string_value(json_object_get(x, "stat"));
+      nlat += !strncmp(stat, "latency[", 8);
+      nhid += !strncmp(stat, "hidden[", 7) || !strncmp(stat, "exposed[", 8);
+      if (!strncmp(stat, "group_", 6)) {
+        ngroup++;
+        CHECK_CONTAINS(stat, last ? last : "?");
+      }
+      CHECK(json_object_get(x, "dist") != NULL || !strncmp(stat, "group_hidden", 12));
+    }
+    json_array_foreach(json_object_get(out, "missing"), i, x) nsep +=
+        strstr(json_string_value(json_object_get(x, "why")), "not separable per op") != NULL;
+    CHECK_EQ_INT(nlat, 3);
+    CHECK_EQ_INT(ngroup, 3);
+    CHECK_EQ_INT(nhid, 0);
+    CHECK_EQ_INT(nsep, 3);
+    json_decref(out);
+    for (int q = 0; q < ng; q++)
+      ag_evidence_free(gp[q]);
+  }
   /* no site table at all */
   json_t *bad = json_object();
   CHECK_EQ_INT(ag_async_synth(bad, ref, NULL, 0, NULL, &out), AG_EINVAL);

@@ -15,107 +15,7 @@
 #include "argus/run.h"
 #include "../trace/trace_util.h"
 
-static json_t *discovery;
-
-static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
-  (void)cx;
-  t->outputs = json_pack("{s:s}", "regions", "in-memory");
-  return 0;
-}
-
-static int expand(ag_plan *p, ag_task *control, void *ud) {
-  (void)ud;
-  ag_str why = AG_STR_INIT;
-  int rc = ag_probe_expand(p, control, discovery, &why);
-  if (rc)
-    fprintf(stderr, "expand: %s\n", ag_str_cstr(&why));
-  ag_str_release(&why);
-  return rc;
-}
-
-static json_t *discover_file(const char *rel) {
-  size_t len = 0;
-  char *ptx = tu_read_build_file(rel, &len);
-  if (!ptx)
-    return NULL;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_ptx_module *m = NULL;
-  ag_ptx_regions *r = NULL;
-  json_t *j = NULL;
-  if (ag_ptx_parse(ptx, len, rel, &d, &m) == 0 && ag_ptx_discover(m, &d, &r) == 0)
-    j = ag_ptx_regions_to_json(m, r);
-  else
-    tu_print_diags(&d);
-  ag_ptx_module_free(m);
-  ag_diags_release(&d);
-  ag_free(ptx);
-  return j;
-}
-
-static ag_plan *plan_and_expand(const char *region, const char *scope, int *rc_out) {
-  const char *sigs[] = {"async_latency"};
-  ag_query q = {.region = region, .signals = sigs, .nsignals = 1};
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_plan *p = NULL;
-  int rc = ag_scope_parse(scope, &q.scope, &d);
-  if (!rc)
-    rc = ag_plan_build(&q, "tma_probe@test", &d, &p);
-  ag_diags_release(&d);
-  if (rc) {
-    *rc_out = rc;
-    return NULL;
-  }
-  p->expand = expand;
-  ag_executor ex[] = {{"discover", ex_discover}};
-  ag_run_opts o = {.cpu_workers = 1, .ndevices = 0, .execs = ex, .nexecs = 1,
-                   .types = 1u << AG_TASK_CONTROL};
-  ag_run_stats st;
-  rc = ag_run_plan(p, &o, &st);
-  ag_task *c = NULL;
-  for (size_t i = 0; i < p->tasks.n; i++)
-    if (p->tasks.v[i]->type == AG_TASK_CONTROL)
-      c = p->tasks.v[i];
-  *rc_out = rc ? rc : c && c->status == AG_TS_OK ? 0 : AG_EINVAL;
-  return p;
-}
-
-/* The plan's measurement validity for async_latency: every probe collect
- * forces completion and has a run of its own, one reference run, and the
- * synthesis depends on all of them. Returns the number of probe runs, or -1
- * when the plan is invalid. */
-static int probe_runs(const ag_plan *p, int *refs) {
-  int probes = 0, bad = 0;
-  *refs = 0;
-  const ag_task *synth = NULL;
-  for (size_t i = 0; i < p->tasks.n; i++)
-    if (!strcmp(p->tasks.v[i]->op, "synth.async_latency"))
-      synth = p->tasks.v[i];
-  if (!synth)
-    return -1;
-  for (size_t i = 0; i < p->tasks.n; i++) {
-    const ag_task *t = p->tasks.v[i];
-    if (t->type != AG_TASK_COLLECT)
-      continue;
-    const char *v = json_string_value(json_object_get(t->config, "variant"));
-    int feeds = 0;
-    for (size_t k = 0; k < synth->deps.n; k++)
-      feeds |= synth->deps.v[k] == t->id;
-    if (!feeds || t->run < 0)
-      bad = 1;
-    for (size_t j = 0; j < p->tasks.n; j++) /* nobody shares its run */
-      if (j != i && p->tasks.v[j]->type == AG_TASK_COLLECT && p->tasks.v[j]->run == t->run)
-        bad = 1;
-    if (v && !strcmp(v, "probe")) {
-      probes++;
-      bad |= !(t->effects & AG_EFF_FORCES_COMPLETION) || !t->needs_gpu;
-    } else {
-      (*refs)++;
-    }
-  }
-  return bad ? -1 : probes;
-}
+#include "plan_util.h"
 
 static size_t count(const char *hay, const char *needle) {
   size_t n = 0;
@@ -240,4 +140,79 @@ TEST(probe_plan_errors) {
   json_decref(discovery);
 }
 
-RUN_TESTS(T(sixteen_isolated_probes_and_one_reference), T(probe_plan_errors))
+/* The absent pairs the planner noted on the synthesis: per site, how many. */
+static size_t absent_of(const ag_plan *p, const char *op) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    json_t *a = json_object_get(p->tasks.v[i]->config, "absent"), *x;
+    size_t k;
+    json_array_foreach(a, k, x) if (!strcmp(json_string_value(json_object_get(x, "op")), op))
+        return json_array_size(json_object_get(x, "iterations"));
+  }
+  return 0;
+}
+
+/* A loop unrolled x4 by nvcc over a run-time trip count
+ * (tests/data/cuda/async_truth.cu, unroll4): copy j of the loop runs at
+ * t = 4m + j, the remainder loop's copy at any t. For iter=0:8 the plan has
+ * one probe per executing pair: 4 copies x 2 + 8 = 16 (before: 5 x 8 = 40),
+ * the absent pairs listed per copy (6 each), and the count checked against
+ * brute force over the text (the copies' marker registers). */
+TEST(unrolled_copies_probe_only_their_iterations) {
+  discovery = discover_file("tests/data/ptx/async_truth.ptx");
+  CHECK(discovery != NULL);
+  if (!discovery)
+    return;
+  int rc = 0;
+  ag_plan *p = plan_and_expand("unroll4/load", "iter=0:8", &rc);
+  CHECK_EQ_INT(rc, 0);
+  int refs = 0;
+  CHECK_EQ_INT(p ? probe_runs(p, &refs) : -2, 16);
+  CHECK_EQ_INT(refs, 1);
+  /* per site: planned occurrences match its iterations exactly */
+  size_t i;
+  json_t *x;
+  int copies = 0, remainder = 0;
+  json_array_foreach(json_object_get(discovery, "sites"), i, x) {
+    const char *k = json_string_value(json_object_get(x, "kind"));
+    const char *fn = json_string_value(json_object_get(x, "function"));
+    if (strcmp(k, "bulk_copy") || strcmp(fn, "unroll4"))
+      continue;
+    json_t *it = json_object_get(x, "iterations");
+    json_int_t first = json_integer_value(json_object_get(it, "first"));
+    json_int_t step = json_integer_value(json_object_get(it, "step"));
+    const char *op = json_string_value(json_object_get(x, "op_id"));
+    int planned = 0, want = 0;
+    for (size_t t = 0; p && t < p->tasks.n; t++) {
+      const ag_task *c = p->tasks.v[t];
+      const char *cop = json_string_value(json_object_get(c->config, "op"));
+      if (c->type != AG_TASK_COLLECT || !cop || strcmp(cop, op))
+        continue;
+      json_int_t occ = json_integer_value(json_object_get(c->config, "occurrence"));
+      planned++;
+      CHECK_EQ_INT((int)((occ - first) % step), 0);
+    }
+    for (int t = 0; t < 8; t++)
+      want += t >= first && (t - first) % step == 0;
+    CHECK_EQ_INT(planned, want);
+    if (step == 4) {
+      copies++;
+      CHECK_EQ_U64(absent_of(p, op), 6);
+    } else {
+      remainder++;
+      CHECK_EQ_INT((int)step, 1);
+      CHECK_EQ_U64(absent_of(p, op), 0);
+    }
+  }
+  CHECK_EQ_INT(copies, 4);
+  CHECK_EQ_INT(remainder, 1);
+  /* the site table's format is part of the discovery's identity (its memo
+   * key): a workspace's discovery from before the iterations is not reused */
+  for (size_t t = 0; p && t < p->tasks.n; t++)
+    if (p->tasks.v[t]->type == AG_TASK_CONTROL)
+      CHECK_EQ_INT((int)json_integer_value(json_object_get(p->tasks.v[t]->config, "sites")), 2);
+  ag_plan_free(p);
+  json_decref(discovery);
+}
+
+RUN_TESTS(T(sixteen_isolated_probes_and_one_reference), T(probe_plan_errors),
+          T(unrolled_copies_probe_only_their_iterations))

@@ -65,7 +65,7 @@ TEST(test_violated_exit_1) {
   const char *a[] = {bin(), "check", f, NULL};
   CHECK_EQ_INT(run(a, &out, &err), 1);
   CHECK_CONTAINS(ag_str_cstr(&out), "violated:");
-  CHECK_CONTAINS(ag_str_cstr(&out), "counterexample: block (");
+  CHECK_CONTAINS(ag_str_cstr(&out), "counterexample: blockIdx (0, 0, 0), threadIdx (");
   CHECK_CONTAINS(ag_str_cstr(&out), "the tags differ");
   CHECK_CONTAINS(ag_str_cstr(&out), "FAIL: 1 assertion, 1 violated");
   const char *b[] = {bin(), "check", "--json", f, NULL};

@@ -108,6 +108,11 @@ static const bug bugs[] = {
     {"attention-ldmatrix", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", 2, 1},
     {"gemm-oob", "gA[bm + 1, r, 0, c]", "out of bounds: index 0 of 'gA'", NULL, NULL, "", -1, -1},
     {"gemm-alias", "sA[0, r + 32,", "out of bounds: index 1 of 'sA'", NULL, NULL, "", -1, -1},
+    {"gemm-war", "cp_async(sA[nst", "write-after-read race: thread", NULL, NULL, "'sA'", -1, -1},
+    {"attention-war", "cp_async(sKw[ls, r", "write-after-read race: thread", NULL, NULL, "'smem'",
+     -1, -1},
+    {"gemm-noreset", "assert tag(sAh[", "add reset(sA[nst, :, :]) after the barrier", "A[", NULL,
+     "'sA'", -1, -1},
 };
 
 TEST(test_planted_bugs) {
@@ -657,6 +662,359 @@ TEST(test_resource_limits) {
 #endif
 }
 
+/* Write-after-read races: a read, then another thread's write of the same
+ * bytes with no barrier between them; both threads and both statements in
+ * the counterexample. Reading one's own bytes, a barrier between, tag()
+ * observations and writes that miss every read are race-free. */
+typedef struct race_case {
+  const char *name;
+  const char *body;  /* after HDR32 and a shared tile s of 32 f32 written and synced */
+  int violated;      /* 1: the write at write_line races */
+  int write_line, read_line;
+  int64_t proved;    /* races_proved expected */
+} race_case;
+
+#define RACE_HDR HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
+
+static const race_case races[] = {
+    {"the neighbour's element is refilled after it was read",
+     "    x = s[(tid + 1) % 32]\n    s[tid] = A[tid + 32]\n", 1, 9, 8, 0},
+    {"a write in the same statement as the read",
+     "    s[tid] = s[(tid + 1) % 32]\n", 1, 8, 8, 0},
+    {"each thread refills its own element",
+     "    x = s[tid]\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 1},
+    {"a barrier between the read and the write",
+     "    x = s[(tid + 1) % 32]\n    syncthreads()\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 0},
+    {"tag() observes and reads nothing",
+     "    assert tag(s[(tid + 1) % 32]) == ((tid + 1) % 32,)\n    s[tid] = A[tid + 32]\n", 0, 0,
+     0, 0},
+    {"the solver decides an address with the block index (own element)",
+     "    x = s[(tid + blockIdx.x * 32) % 32]\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 1},
+    {"the solver decides an address with the block index (race)",
+     "    x = s[(tid + blockIdx.x) % 32]\n    s[tid] = A[tid + 32]\n", 1, 9, 8, 0},
+    {"a guarded read of the half that other threads refill",
+     "    if tid < 16:\n        x = s[tid + 16]\n    if tid >= 16:\n        s[tid] = A[tid + 32]\n",
+     1, 11, 9, 0},
+    {"a guarded read of the half nobody refills",
+     "    if tid < 16:\n        x = s[tid + 16]\n    if tid >= 16:\n        s[tid - 16] = A[tid]\n",
+     0, 0, 0, 0},
+};
+
+TEST(test_races) {
+  for (size_t i = 0; i < sizeof races / sizeof races[0]; i++) {
+    const race_case *rc_ = &races[i];
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", RACE_HDR, rc_->body);
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(text, "race.tile", &d, &rc, NULL);
+    CHECK_EQ_INT(rc, 0);
+    if (!r) {
+      ag_diags_release(&d);
+      continue;
+    }
+    const ag_tile_assert_result *a = NULL;
+    for (int k = 0; k < r->nasserts; k++)
+      if (r->asserts[k].race)
+        a = &r->asserts[k];
+    if (rc_->violated) {
+      CHECK(a != NULL);
+      if (a && a->cex) {
+        const ag_tile_cex *x = a->cex;
+        CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
+        CHECK_EQ_INT(a->line, rc_->write_line);
+        CHECK_CONTAINS(a->text, "no write-after-read race");
+        CHECK_CONTAINS(x->reason, "write-after-read race");
+        CHECK_CONTAINS(x->reason, "add syncthreads()");
+        CHECK(x->other >= 0 && x->other < 32 && x->other != x->thread);
+        CHECK_EQ_INT(x->other_tidx[0], x->other);
+        CHECK_EQ_INT(x->tidx[0], x->thread);
+        char rl[32], wl[32];
+        snprintf(rl, sizeof rl, "race.tile:%d:", rc_->read_line);
+        snprintf(wl, sizeof wl, "race.tile:%d:", rc_->write_line);
+        CHECK_CONTAINS(x->lhs.via, rl);
+        CHECK_CONTAINS(x->rhs.via, wl);
+        CHECK_CONTAINS(x->lhs.tag, "reads bytes");
+        CHECK_CONTAINS(x->rhs.tag, "writes bytes");
+        /* the two accesses meet: reader's and writer's bytes overlap */
+        long long r0 = 0, w0 = 0;
+        const char *p = strchr(x->lhs.tag, '['), *q = strchr(x->rhs.tag, '[');
+        CHECK(p && q);
+        if (p && q) {
+          r0 = strtoll(p + 1, NULL, 10);
+          w0 = strtoll(q + 1, NULL, 10);
+          CHECK(r0 / 4 == w0 / 4);
+        }
+      } else {
+        fprintf(stderr, "%s: no race found\n", rc_->name);
+        CHECK(0);
+      }
+    } else {
+      if (a)
+        fprintf(stderr, "%s: a race reported\n", rc_->name);
+      CHECK(a == NULL);
+      CHECK(ag_tile_report_ok(r));
+    }
+    CHECK_EQ_INT(r->races_proved, rc_->proved);
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+  /* long barrier intervals are bounded: a racy one by the number of pairs
+   * left to the solver, a race-free one by the enumeration work; both
+   * refused at once with the limit named */
+  static const struct {
+    const char *body, *msg;
+  } heavy[] = {
+      {"        x = s[(tid + i) % 32]\n        s[tid] = A[tid]\n", "--max-writes"},
+      {"        x = s[(tid + 32 * i) % 32]\n        s[tid] = A[tid]\n", "--max-steps"},
+  };
+  for (size_t i = 0; i < sizeof heavy / sizeof heavy[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s    for i in range(3000):\n%s", RACE_HDR, heavy[i].body);
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    clock_t t0 = clock(); /* CPU time: the machine is shared */
+    ag_tile_check_opts uo; /* unrolled (summarized, the loop is one interval's pairs) */
+    memset(&uo, 0, sizeof uo);
+    uo.unroll = 1;
+    ag_tile_report *r = tu_check(text, "heavy.tile", &d, &rc, &uo);
+    double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK_EQ_INT(rc, AG_EPARSE);
+    CHECK(r == NULL);
+    CHECK(dt < 1.0 * LIMIT_TIME_SCALE);
+    CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, heavy[i].msg) &&
+          strstr(d.items.v[0].msg, "barrier"));
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+  /* the correct gemm is race-free; without its trailing barrier it is not */
+  char *src = tu_read("examples/tile/gemm.tile", NULL);
+  CHECK(src != NULL);
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = src ? tu_check(src, "gemm.tile", &d, &rc, NULL) : NULL;
+  CHECK(r && ag_tile_report_ok(r));
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+}
+
+/* Counterexamples: threadIdx (x, y, z) from the block shape, the smallest
+ * sizes that violate (one at a time, in parameter order). */
+TEST(test_cex_minimal) {
+  static const struct {
+    const char *text;
+    int64_t M, N, ty, tx;
+  } cs[] = {
+      {"@threads(32)\ndef k(A: Tensor(M, N, f32)):\n    assert M < 5000\n", 5000, 1, -1, -1},
+      {"@threads(32)\ndef k(A: Tensor(M, N, f32)):\n    assume M % 7 == 3\n    assume N > 20\n"
+       "    assert M + N < 40\n",
+       3, 37, -1, -1},
+      {"@threads(8, 4)\ndef k(A: Tensor(M, N, f32)):\n    assert threadIdx.y < 3\n", 1, 1, 3, -1},
+      {"@threads(8, 4)\ndef k(A: Tensor(M, N, f32)):\n"
+       "    assert threadIdx.x != 5 or threadIdx.y != 2\n",
+       1, 1, 2, 5},
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(cs[i].text, "min.tile", &d, &rc, NULL);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_cex *x = r && r->nasserts == 1 ? r->asserts[0].cex : NULL;
+    CHECK(x != NULL);
+    if (x) {
+      CHECK_EQ_INT(tu_size(x, "M"), cs[i].M);
+      CHECK_EQ_INT(tu_size(x, "N"), cs[i].N);
+      CHECK_EQ_INT(x->thread, x->tidx[0] + 8 * x->tidx[1] * (cs[i].ty >= 0) +
+                                  32 * x->tidx[1] * (cs[i].ty < 0) + 32 * x->tidx[2]);
+      if (cs[i].ty >= 0)
+        CHECK_EQ_INT(x->tidx[1], cs[i].ty);
+      if (cs[i].tx >= 0)
+        CHECK_EQ_INT(x->tidx[0], cs[i].tx);
+      CHECK(x->tidx[0] < (cs[i].ty >= 0 ? 8 : 32));
+      ag_str s = AG_STR_INIT;
+      ag_tile_report_text(r, &s);
+      char want[64];
+      snprintf(want, sizeof want, "threadIdx (%lld, %lld, 0)", (long long)x->tidx[0],
+               (long long)x->tidx[1]);
+      CHECK_CONTAINS(ag_str_cstr(&s), want);
+      ag_str_release(&s);
+      json_t *j = ag_tile_report_json(r);
+      json_t *ti = json_object_get(
+          json_object_get(json_array_get(json_object_get(j, "assertions"), 0), "counterexample"),
+          "threadIdx");
+      CHECK_EQ_INT(json_integer_value(json_array_get(ti, 1)), x->tidx[1]);
+      json_decref(j);
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
+/* A side no write reaches (decided by enumeration, no solver model): the
+ * sizes of its counterexample are the smallest the assumptions allow (they
+ * were an arbitrary model, M = 8388608). */
+TEST(test_cex_minimal_bot) {
+  const char *text = "@threads(128)\n@grid(M / 128)\ndef k(A: Tensor(M, f32)):\n"
+                     "    assume M % 128 == 0\n    T = A[i] -> (i,)\n    tid = threadIdx.x\n"
+                     "    s = make_shared((128,), f32)\n    if tid < 64:\n"
+                     "        s[tid] = A[blockIdx.x * 128 + tid]\n    syncthreads()\n"
+                     "    assert tag(s[tid]) == (blockIdx.x * 128 + tid,)\n";
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(text, "bot.tile", &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  const ag_tile_cex *x = r && r->nasserts == 1 ? r->asserts[0].cex : NULL;
+  CHECK(x != NULL);
+  if (x) {
+    CHECK_CONTAINS(x->reason, "bot");
+    CHECK_EQ_INT(tu_size(x, "M"), 128);
+    CHECK_EQ_INT(x->tidx[0], x->thread);
+    CHECK(x->thread >= 64);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+}
+
+/* A one-mode tile refilled after a barrier without reset(): the advice
+ * names the whole tile; with the reset() it is proved. */
+TEST(test_reset_advice) {
+  for (int with_reset = 0; with_reset < 2; with_reset++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
+                   "    x = s[tid]\n    syncthreads()\n%s    s[tid] = A[tid + 32]\n"
+                   "    syncthreads()\n    assert tag(s[tid]) == (tid + 32,)\n",
+             with_reset ? "    reset(s)\n" : "");
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(text, "reuse.tile", &d, &rc, NULL);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_cex *x = r && r->nasserts == 1 ? r->asserts[0].cex : NULL;
+    if (with_reset) {
+      CHECK(r && ag_tile_report_ok(r));
+    } else {
+      CHECK(x != NULL);
+      if (x) {
+        CHECK_CONTAINS(x->reason, "the tags differ");
+        CHECK_CONTAINS(x->reason, "written at reuse.tile:6:5 before a barrier");
+        CHECK_CONTAINS(x->reason, "add reset(s) after the barrier");
+        CHECK_CONTAINS(x->reason, "before the write at reuse.tile:10:5");
+      }
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
+/* --all: every violating instance, counted, with a counterexample each;
+ * without it, the first only. */
+TEST(test_all_instances) {
+  const char *text = HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
+                           "    for i in range(4):\n"
+                           "        assert tag(s[(tid + i) % 32]) == (tid,)\n";
+  for (int all = 0; all < 2; all++) {
+    ag_tile_check_opts o;
+    memset(&o, 0, sizeof o);
+    o.all = all;
+    o.batch = all ? 2 : 0; /* instances found across batches and within one */
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(text, "all.tile", &d, &rc, &o);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_assert_result *a = r && r->nasserts == 1 ? &r->asserts[0] : NULL;
+    CHECK(a != NULL);
+    if (a) {
+      CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
+      CHECK_EQ_INT(a->instances, 4);
+      CHECK_EQ_INT(a->violations, all ? 3 : 1);
+      CHECK_EQ_INT(a->nmore, all ? 2 : 0);
+      int seen = 0; /* the loop values of the violating instances: 1, 2, 3 */
+      for (int k = -1; k < a->nmore; k++) {
+        const ag_tile_cex *x = k < 0 ? a->cex : a->more[k];
+        CHECK(x && x->nloops == 1);
+        if (x && x->nloops == 1) {
+          CHECK(x->loops[0].value >= 1 && x->loops[0].value <= 3);
+          seen |= 1 << x->loops[0].value;
+        }
+      }
+      if (all)
+        CHECK_EQ_INT(seen, 0xe);
+      ag_str s = AG_STR_INIT;
+      ag_tile_report_text(r, &s);
+      if (all)
+        CHECK_CONTAINS(ag_str_cstr(&s), "violated in 3 of 4 instances");
+      ag_str_release(&s);
+      json_t *j = ag_tile_report_json(r);
+      json_t *aj = json_array_get(json_object_get(j, "assertions"), 0);
+      CHECK_EQ_INT(json_integer_value(json_object_get(aj, "violations")), all ? 3 : 1);
+      CHECK_EQ_INT((int64_t)json_array_size(json_object_get(aj, "counterexamples")), all ? 3 : 0);
+      json_decref(j);
+    }
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+}
+
+/* Planted bug gemm-vacuous: never-reached assertions, an error under
+ * strict; correct variations of gemm (examples/tile/variants) proved. */
+TEST(test_variants_and_vacuous) {
+  static const char *const variants[] = {"gemm-reorder", "gemm-swizzle-rows", "gemm-fragswap"};
+  for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "../variants/%s", variants[i]);
+    char *src = tu_mutate(name);
+    CHECK(src != NULL);
+    if (!src)
+      continue;
+    ag_tile_check_opts o;
+    memset(&o, 0, sizeof o);
+    o.strict = 1;
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(src, variants[i], &d, &rc, &o);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(r && r->nasserts == 4 && ag_tile_report_ok(r));
+    if (r && !ag_tile_report_ok(r))
+      fprintf(stderr, "variant %s is not proved\n", variants[i]);
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+    free(src);
+  }
+  char *src = tu_mutate("gemm-vacuous");
+  CHECK(src != NULL);
+  int line = src ? tu_line_of(src, "assert tag(sAh[") : 0;
+  for (int strict = 0; src && strict < 2; strict++) {
+    ag_tile_check_opts o;
+    memset(&o, 0, sizeof o);
+    o.strict = strict;
+    ag_diags d;
+    ag_diags_init(&d);
+    int rc;
+    ag_tile_report *r = tu_check(src, "gemm-vacuous", &d, &rc, &o);
+    CHECK_EQ_INT(rc, 0);
+    const ag_tile_assert_result *a = r ? tu_find(r, line) : NULL;
+    CHECK(a != NULL);
+    if (a) {
+      CHECK_EQ_INT(a->status, strict ? AG_TILE_VACUOUS : AG_TILE_PROVED);
+      CHECK_EQ_INT(a->instances, 0);
+    }
+    CHECK_EQ_INT(r ? ag_tile_report_ok(r) : -1, !strict);
+    CHECK_EQ_INT((int)d.items.n, 2);
+    ag_tile_report_free(r);
+    ag_diags_release(&d);
+  }
+  free(src);
+}
+
 /* Vacuity: an assertion no instance reaches is a warning by default, an
  * error under strict, and a kernel whose assertions are all unreached (the
  * loops of --set K=0) is never OK. */
@@ -724,4 +1082,5 @@ TEST(test_vacuity) {
 
 RUN_TESTS(T(test_resource_limits), T(test_vacuity), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
-          T(test_set_overrides))
+          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_cex_minimal_bot), T(test_reset_advice), T(test_all_instances),
+          T(test_variants_and_vacuous))

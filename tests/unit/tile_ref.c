@@ -1419,6 +1419,7 @@ static void exec_stmt1(rx *x, const ag_tile_node *n) {
   switch (n->kind) {
   case AG_TN_ASSIGN: exec_assign(x, n); break;
   case AG_TN_EXPR: exec_call(x, n->a); break;
+  case AG_TN_REGION: exec_block(x, &n->list); break;
   case AG_TN_FOR: {
     x->cur = 0;
     const ag_tile_node *it = n->a;

@@ -88,6 +88,10 @@ int cmd_variant(ag_cli *cli);
 int cmd_trace(ag_cli *cli);
 int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern const char cmd_layout_details[];
 int cmd_check(ag_cli *cli); extern const ag_cli_opt cmd_check_opts[]; extern const char cmd_check_details[];
+int cmd_lower(ag_cli *cli); extern const ag_cli_opt cmd_lower_opts[]; extern const char cmd_lower_details[];
+/* Parses --set NAME=INTEGER[,...] into defs (pointers into *copy, which the
+ * caller frees); 0, or the exit code of a usage error already reported. */
+int ag_cli_sets(ag_cli *cli, const char **defs, int max, int *n, char **copy);
 
 extern const ag_cli_opt cmd_version_opts[];
 extern const ag_cli_opt cmd_doctor_opts[];

@@ -39,6 +39,29 @@ static int parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
+int ag_cli_sets(ag_cli *cli, const char **defs, int max, int *n, char **copy) {
+  *n = 0;
+  *copy = NULL;
+  const char *set = ag_cli_get(cli, "set");
+  if (!set)
+    return 0;
+  char *setcopy = ag_strdup(set);
+  if (!setcopy)
+    return ag_cli_fail(cli, AG_ENOMEM, "cannot parse --set");
+  for (char *tok = strtok(setcopy, ","); tok && *n < max; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    char *end = NULL;
+    if (!eq || eq == tok || (strtoll(eq + 1, &end, 0), !eq[1] || *end)) {
+      int rc = ag_cli_usage_error(cli, "--set takes NAME=INTEGER, not '%s'", tok);
+      ag_free(setcopy);
+      return rc;
+    }
+    defs[(*n)++] = tok;
+  }
+  *copy = setcopy;
+  return 0;
+}
+
 int cmd_check(ag_cli *cli) {
   if (cli->npos == 0)
     return ag_cli_usage_error(cli, "expected a FILE to check");
@@ -48,23 +71,10 @@ int cmd_check(ag_cli *cli) {
   memset(&o, 0, sizeof o);
   const char *defs[64];
   char *setcopy = NULL, *symcopy = NULL;
-  const char *set = ag_cli_get(cli, "set");
-  if (set) {
-    setcopy = ag_strdup(set);
-    if (!setcopy)
-      return ag_cli_fail(cli, AG_ENOMEM, "cannot parse --set");
-    for (char *tok = strtok(setcopy, ","); tok && o.ndefines < 64; tok = strtok(NULL, ",")) {
-      char *eq = strchr(tok, '=');
-      char *end = NULL;
-      if (!eq || eq == tok || (strtoll(eq + 1, &end, 0), !eq[1] || *end)) {
-        int rc = ag_cli_usage_error(cli, "--set takes NAME=INTEGER, not '%s'", tok);
-        ag_free(setcopy);
-        return rc;
-      }
-      defs[o.ndefines++] = tok;
-    }
-    o.defines = defs;
-  }
+  int src = ag_cli_sets(cli, defs, 64, &o.ndefines, &setcopy);
+  if (src)
+    return src;
+  o.defines = defs;
   const char *syms[64];
   const char *sy = ag_cli_get(cli, "symbolic");
   if (sy) {

@@ -46,6 +46,7 @@ static const ag_cli_cmd commands[] = {
     {"ws", cmd_ws, AG_CMD_NEEDS_WORKSPACE, "init|ls|show|log|check|gc|put|get|ref [ARGS] [options]",
      "the versioned workspace: artifacts, program versions, tasks, refs", cmd_ws_details, cmd_ws_opts},
     {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
+    {"lower", cmd_lower, 0, "[options] FILE.tile", "lower a tile program to CUDA C or PTX (exit 1: it does not check, 2: malformed)", cmd_lower_details, cmd_lower_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -40,6 +40,9 @@ static void result_free(ag_tile_assert_result *a) {
   ag_free(a->text);
   ag_free(a->detail);
   ag__tile_cex_free(a->cex);
+  for (int i = 0; i < a->nmore; i++)
+    ag__tile_cex_free(a->more[i]);
+  ag_free(a->more);
 }
 
 void ag_tile_report_free(ag_tile_report *r) {
@@ -75,6 +78,19 @@ static char *bounds_text(const ag_tile_node *n) {
   return t;
 }
 
+static char *assert_text(const ag_tile_program *p, const ag_tile_node *n);
+
+/* "no write-after-read race: cp_async(sA[...], ...)" for a shared write */
+static char *race_text(const ag_tile_program *p, const ag_tile_node *n) {
+  char *w = assert_text(p, n);
+  ag_str s = AG_STR_INIT;
+  ag_str_printf(&s, "no write-after-read race: %s", w ? w : "");
+  ag_free(w);
+  char *t = s.oom ? NULL : ag_strdup(ag_str_cstr(&s));
+  ag_str_release(&s);
+  return t;
+}
+
 static char *assert_text(const ag_tile_program *p, const ag_tile_node *n) {
   size_t len = 0;
   const char *line = ag_tile_srcline(p, n->line, &len);
@@ -93,7 +109,7 @@ static void find_asserts(const ag_tile_list *l, nodevec *out, int *oom) {
     const ag_tile_node *n = l->v[i];
     if (n->kind == AG_TN_ASSERT && ag_vec_push(out, n))
       *oom = 1;
-    if (n->kind == AG_TN_FOR || n->kind == AG_TN_IF) {
+    if (n->kind == AG_TN_FOR || n->kind == AG_TN_IF || n->kind == AG_TN_REGION) {
       find_asserts(&n->list, out, oom);
       find_asserts(&n->list2, out, oom);
     }
@@ -128,6 +144,8 @@ void ag__ck_free(ag__ck *c) {
   ag_vec_free(&c->rbufs);
   ag_vec_free(&c->wrecs);
   ag_vec_free(&c->resets);
+  ag_vec_free(&c->reads);
+  ag_map_release(&c->read_seen);
   ag_vec_free(&c->obligs);
   ag_vec_free(&c->asserts);
   ag_vec_free(&c->loops);
@@ -158,6 +176,7 @@ ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_til
   ag_map_init(&c->bounds_memo);
   ag_map_init(&c->align_memo);
   ag_map_init(&c->mask_memo);
+  ag_map_init(&c->read_seen);
   if (setjmp(c->fail)) {
     *rc = c->fail_rc ? c->fail_rc : AG_EPARSE;
     ag__ck_free(c);
@@ -219,7 +238,10 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     a->line = c->asserts.v[i].at->line;
     a->col = c->asserts.v[i].at->col;
     a->bounds = c->asserts.v[i].bounds;
-    a->text = a->bounds ? bounds_text(c->asserts.v[i].at) : assert_text(p, c->asserts.v[i].at);
+    a->race = c->asserts.v[i].race;
+    a->text = a->bounds ? bounds_text(c->asserts.v[i].at)
+              : a->race ? race_text(p, c->asserts.v[i].at)
+                        : assert_text(p, c->asserts.v[i].at);
     a->instances = c->asserts.v[i].instances;
     r->nasserts++;
     if (!a->kernel || !a->text) {
@@ -237,8 +259,11 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   int kept = (int)n0;
   for (int i = (int)n0; i < r->nasserts; i++) {
     ag_tile_assert_result *a = &r->asserts[i];
-    if (a->bounds && a->status == AG_TILE_PROVED && !a->cex) {
-      r->bounds_proved++;
+    if ((a->bounds || a->race) && a->status == AG_TILE_PROVED && !a->cex) {
+      if (a->bounds)
+        r->bounds_proved++;
+      else
+        r->races_proved++;
       result_free(a);
       continue;
     }
@@ -251,7 +276,7 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
   find_asserts(&k->list2, &all, &oom);
   size_t first = (size_t)r->nasserts, nvac = 0, nuser = 0;
   for (size_t j = 0; j < c->asserts.n; j++)
-    nuser += !c->asserts.v[j].bounds;
+    nuser += !c->asserts.v[j].bounds && !c->asserts.v[j].race;
   for (size_t i = 0; i < all.n && !oom; i++) {
     int reached = 0;
     for (size_t j = 0; j < c->asserts.n; j++)
@@ -385,6 +410,30 @@ static void side_text(const char *label, const ag_tile_cex_side *s, ag_str *o) {
   }
 }
 
+static void cex_text(const ag_tile_cex *x, ag_str *o) {
+  ag_str_printf(o,
+                "    counterexample: blockIdx (%lld, %lld, %lld), threadIdx (%lld, %lld, %lld) "
+                "(thread %lld: warp %lld, lane %lld)",
+                (long long)x->block[0], (long long)x->block[1], (long long)x->block[2],
+                (long long)x->tidx[0], (long long)x->tidx[1], (long long)x->tidx[2],
+                (long long)x->thread, (long long)x->warp, (long long)x->lane);
+  if (x->other >= 0)
+    ag_str_printf(o, " and threadIdx (%lld, %lld, %lld) (thread %lld)",
+                  (long long)x->other_tidx[0], (long long)x->other_tidx[1],
+                  (long long)x->other_tidx[2], (long long)x->other);
+  for (int k = 0; k < x->nsizes; k++)
+    ag_str_printf(o, "%s %s=%lld", k ? "," : "; sizes", x->sizes[k].name,
+                  (long long)x->sizes[k].value);
+  for (int k = 0; k < x->nloops; k++)
+    ag_str_printf(o, "%s %s=%lld", k ? "," : "; at", x->loops[k].name,
+                  (long long)x->loops[k].value);
+  ag_str_printf(o, "\n    %s\n", x->reason ? x->reason : "");
+  if (x->lhs.expr || x->lhs.tag)
+    side_text("left: ", &x->lhs, o);
+  if (x->rhs.expr || x->rhs.tag)
+    side_text("right:", &x->rhs, o);
+}
+
 int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
   int nv = 0, nu = 0, nvac = 0;
   for (int i = 0; i < r->nasserts; i++) {
@@ -398,23 +447,14 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
                   a->instances == 1 ? "" : "s");
     if (a->detail)
       ag_str_printf(o, "    %s\n", a->detail);
-    const ag_tile_cex *x = a->cex;
-    if (!x)
-      continue;
-    ag_str_printf(o, "    counterexample: block (%lld, %lld, %lld), thread %lld (warp %lld, lane %lld)",
-                  (long long)x->block[0], (long long)x->block[1], (long long)x->block[2],
-                  (long long)x->thread, (long long)x->warp, (long long)x->lane);
-    for (int k = 0; k < x->nsizes; k++)
-      ag_str_printf(o, "%s %s=%lld", k ? "," : "; sizes", x->sizes[k].name,
-                    (long long)x->sizes[k].value);
-    for (int k = 0; k < x->nloops; k++)
-      ag_str_printf(o, "%s %s=%lld", k ? "," : "; at", x->loops[k].name,
-                    (long long)x->loops[k].value);
-    ag_str_printf(o, "\n    %s\n", x->reason ? x->reason : "");
-    if (x->lhs.expr || x->lhs.tag)
-      side_text("left: ", &x->lhs, o);
-    if (x->rhs.expr || x->rhs.tag)
-      side_text("right:", &x->rhs, o);
+    if (a->violations > 1 || a->nmore)
+      ag_str_printf(o, "    violated in %lld of %lld instance%s%s\n", (long long)a->violations,
+                    (long long)a->instances, a->instances == 1 ? "" : "s",
+                    a->nmore ? " (a counterexample for each)" : "");
+    if (a->cex)
+      cex_text(a->cex, o);
+    for (int k = 0; k < a->nmore; k++)
+      cex_text(a->more[k], o);
   }
   for (int i = 0; i < r->nloops; i++)
     ag_str_printf(o, "%s:%d:%d: summarized: loop '%s' [%s]: %s\n", r->file, r->loops[i].line,
@@ -422,6 +462,10 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
   if (r->bounds_proved)
     ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
                   (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
+  if (r->races_proved)
+    ag_str_printf(o, "race-free: %lld shared write%s after reads in the same barrier interval "
+                  "(no write overtakes another thread's read)\n",
+                  (long long)r->races_proved, r->races_proved == 1 ? "" : "s");
   ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown", nv ? "FAIL"
                                                                 : nvac ? "VACUOUS"
                                                                 : nu   ? "UNKNOWN"
@@ -440,6 +484,30 @@ static json_t *side_json(const ag_tile_cex_side *s) {
                    "element_other", s->element_other, "via_other", s->via_other);
 }
 
+static json_t *cex_json(const ag_tile_cex *x) {
+  json_t *sizes = json_object(), *loops = json_object();
+  for (int k = 0; sizes && k < x->nsizes; k++)
+    json_object_set_new(sizes, x->sizes[k].name, json_integer(x->sizes[k].value));
+  for (int k = 0; loops && k < x->nloops; k++)
+    json_object_set_new(loops, x->loops[k].name, json_integer(x->loops[k].value));
+  json_t *cj = json_pack("{s:[I,I,I],s:I,s:I,s:I,s:o,s:o,s:s?,s:o,s:o}", "block",
+                         (json_int_t)x->block[0], (json_int_t)x->block[1],
+                         (json_int_t)x->block[2], "thread", (json_int_t)x->thread, "warp",
+                         (json_int_t)x->warp, "lane", (json_int_t)x->lane, "sizes", sizes,
+                         "loops", loops, "reason", x->reason, "lhs", side_json(&x->lhs),
+                         "rhs", side_json(&x->rhs));
+  if (cj)
+    json_object_set_new(cj, "threadIdx",
+                        json_pack("[I,I,I]", (json_int_t)x->tidx[0], (json_int_t)x->tidx[1],
+                                  (json_int_t)x->tidx[2]));
+  if (cj && x->other >= 0)
+    json_object_set_new(cj, "other",
+                        json_pack("{s:I,s:[I,I,I]}", "thread", (json_int_t)x->other,
+                                  "threadIdx", (json_int_t)x->other_tidx[0],
+                                  (json_int_t)x->other_tidx[1], (json_int_t)x->other_tidx[2]));
+  return cj;
+}
+
 json_t *ag_tile_report_json(const ag_tile_report *r) {
   json_t *arr = json_array();
   int nv = 0, nu = 0, nvac = 0;
@@ -448,24 +516,26 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
     nv += a->status == AG_TILE_VIOLATED;
     nu += a->status == AG_TILE_UNKNOWN;
     nvac += a->status == AG_TILE_VACUOUS;
-    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b}", "kernel", a->kernel, "line",
+    json_t *j = json_pack("{s:s,s:i,s:i,s:s,s:s,s:I,s:s?,s:b,s:b}", "kernel", a->kernel, "line",
                           a->line, "col", a->col, "text", a->text, "status",
                           status_name(a->status), "instances", (json_int_t)a->instances,
-                          "detail", a->detail, "bounds", a->bounds);
+                          "detail", a->detail, "bounds", a->bounds, "race", a->race);
     if (j && a->cex) {
-      const ag_tile_cex *x = a->cex;
-      json_t *sizes = json_object(), *loops = json_object();
-      for (int k = 0; sizes && k < x->nsizes; k++)
-        json_object_set_new(sizes, x->sizes[k].name, json_integer(x->sizes[k].value));
-      for (int k = 0; loops && k < x->nloops; k++)
-        json_object_set_new(loops, x->loops[k].name, json_integer(x->loops[k].value));
-      json_t *cj = json_pack("{s:[I,I,I],s:I,s:I,s:I,s:o,s:o,s:s?,s:o,s:o}", "block",
-                             (json_int_t)x->block[0], (json_int_t)x->block[1],
-                             (json_int_t)x->block[2], "thread", (json_int_t)x->thread, "warp",
-                             (json_int_t)x->warp, "lane", (json_int_t)x->lane, "sizes", sizes,
-                             "loops", loops, "reason", x->reason, "lhs", side_json(&x->lhs),
-                             "rhs", side_json(&x->rhs));
+      json_t *cj = cex_json(a->cex);
       if (!cj || json_object_set_new(j, "counterexample", cj)) {
+        json_decref(j);
+        j = NULL;
+      }
+    }
+    if (j && a->violations)
+      json_object_set_new(j, "violations", json_integer((json_int_t)a->violations));
+    if (j && a->nmore) {
+      /* --all: every violating instance's counterexample, the first one too */
+      json_t *all = json_array();
+      json_array_append_new(all, cex_json(a->cex));
+      for (int k = 0; all && k < a->nmore; k++)
+        json_array_append_new(all, cex_json(a->more[k]));
+      if (!all || json_object_set_new(j, "counterexamples", all)) {
         json_decref(j);
         j = NULL;
       }
@@ -490,9 +560,9 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
     return NULL;
   }
   const char *verdict = nv ? "violated" : nvac ? "vacuous" : nu ? "unknown" : "proved";
-  return json_pack("{s:i,s:s,s:s,s:o,s:o,s:{s:i,s:I,s:f,s:f,s:I}}", "schema", 1, "file",
+  return json_pack("{s:i,s:s,s:s,s:o,s:o,s:{s:i,s:I,s:f,s:f,s:I,s:I}}", "schema", 1, "file",
                    r->file, "verdict", verdict, "assertions", arr, "summarized_loops", loops,
-                   "stats", "kernels", r->nkernels,
-                   "queries", (json_int_t)r->queries, "interpret_s", r->interp_s, "solve_s",
-                   r->solve_s, "bounds_proved", (json_int_t)r->bounds_proved);
+                   "stats", "kernels", r->nkernels, "queries", (json_int_t)r->queries,
+                   "interpret_s", r->interp_s, "solve_s", r->solve_s, "bounds_proved",
+                   (json_int_t)r->bounds_proved, "races_proved", (json_int_t)r->races_proved);
 }

@@ -127,6 +127,24 @@ typedef struct ag__wrec {
   int64_t lo, hi;        /* bounds of the bytes it may touch (for pruning) */
 } ag__wrec;
 
+/* A read of shared memory (a load or an ldmatrix row; tag() is a ghost and
+ * reads nothing): every thread "tid" satisfying guard reads `width` bytes at
+ * addr, at time pc in barrier interval epoch, in loop iteration `loops`. The
+ * interpreter keeps the reads of the current barrier interval only (race.c):
+ * a later write of another thread in the same interval may overtake them. */
+typedef struct ag__rrec {
+  int buf;
+  const ag_expr *addr;
+  int width;
+  const ag__bx *guard;   /* NULL: all threads */
+  int64_t pc;
+  int epoch;
+  const ag_tile_node *at;
+  int nloops;
+  struct ag__loopvar *loops;
+  int64_t lo, hi;        /* bounds of the bytes it may touch */
+} ag__rrec;
+
 /* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc,
  * when guard holds (NULL: always; a guard is a condition that does not depend
  * on the thread: an undecided 'if' on problem sizes or a summarized loop's
@@ -258,7 +276,7 @@ const ag__intrin *ag__intrin_lookup(const char *name);
 const ag__intrin *ag__intrin_table(int *n);
 
 /* ------------------------------------------------------------- obligations */
-typedef enum { OB_EQ, OB_NE, OB_INT } ag__obk;
+typedef enum { OB_EQ, OB_NE, OB_INT, OB_RACE } ag__obk;
 
 typedef struct ag__loopvar {
   const char *name;
@@ -280,6 +298,11 @@ typedef struct ag__oblig {
   const ag_expr *bidx, *bext;
   int bmode;
   const char *bname;
+  /* OB_RACE: the write rw (a copy of its record, owned by the arena) by
+   * another thread may overtake the earlier read rr in the same barrier
+   * interval (violated when some reader and another writer meet a byte) */
+  const ag__rrec *rr;
+  const ag__wrec *rw;
 } ag__oblig;
 
 /* ---------------------------------------------------------------- context */
@@ -307,6 +330,7 @@ typedef struct ag__stmt_info {
   const ag_tile_node *at;
   int64_t instances;
   int bounds;              /* 1: the in-bounds obligation of an access (at: the index) */
+  int race;                /* 1: the race-freedom obligation of a shared write (at: it) */
 } ag__stmt_info;
 
 typedef struct ag__ck {
@@ -333,6 +357,11 @@ typedef struct ag__ck {
   AG_VEC(ag__rbuf) rbufs;
   AG_VEC(ag__wrec) wrecs;
   AG_VEC(ag__reset) resets;
+  AG_VEC(ag__rrec) reads;  /* shared reads of the current barrier interval (race.c) */
+  ag_map read_seen;        /* (interval, buffer, address, width, guard) of those reads */
+  int64_t race_work;       /* pairs scanned + bytes enumerated for races (bounded) */
+  int64_t race_obligs;     /* race pairs left to the solver (at most --max-writes) */
+  int ghost;               /* inside tag(): accesses are observations, not reads */
   AG_VEC(ag__oblig) obligs;
   AG_VEC(ag__stmt_info) asserts;
   ag_map tagcons;          /* hash-consing of tags */
@@ -347,7 +376,7 @@ typedef struct ag__ck {
   int uniform_if;          /* depth of undecided ifs that do not depend on the thread */
   /* loop summaries (loop.c) */
   const ag__bx *facts;     /* what holds of a summarized iteration (NULL: nothing) */
-  int ghost;               /* > 0: replaying iterations for their state only (no
+  int replay;              /* > 0: replaying iterations for their state only (no
                               obligations, no assumptions) */
   int summarizing;         /* inside a summarized loop's body */
   AG_VEC(ag_tile_loop_note) notes; /* summarized loops, for the report (owned strings) */
@@ -404,6 +433,16 @@ const ag__tag *ag__tag_join(ag__ck *c, const ag__tag *a, const ag__tag *b);
 const ag__tag *ag__tag_shr(ag__ck *c, int buf, const ag_expr *addr, const ag_tile_node *at);
 void ag__tag_print(const ag__tag *t, ag_str *out);
 int ag__tag_has_shr(const ag__tag *t);
+
+/* write-after-read races (race.c): a shared read to remember until the
+ * next barrier, a shared write to check against the reads it may overtake,
+ * and the barrier that orders them */
+void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *addr, int width,
+                   const ag__bx *guard);
+void ag__race_write(ag__ck *c, const ag__wrec *w);
+void ag__race_barrier(ag__ck *c);
+/* A statement's entry in the report (c->asserts), counting one instance. */
+int ag__ck_stmt(ag__ck *c, const ag_tile_node *n);
 
 /* the interpreter (interp.c) */
 int ag__interp_kernel(ag__ck *c);

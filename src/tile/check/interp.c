@@ -391,7 +391,6 @@ static const ag_expr *mode_offset(ag__ck *c, const ag_tile_node *n, const ag_lay
   return off;
 }
 
-static int assert_index(ag__ck *c, const ag_tile_node *n);
 
 /* Memory safety: index idx of mode `mode` of `name` (extent ext) at node ix
  * of the access `site` must lie in [0, ext). Decided here when the index's
@@ -402,7 +401,7 @@ static int assert_index(ag__ck *c, const ag_tile_node *n);
 static void in_bounds(ag__ck *c, const ag_tile_node *site, const char *name, int mode,
                       const ag_expr *idx, const ag_expr *ext) {
   int64_t lo, hi, e;
-  if (c->ghost)
+  if (c->replay)
     return; /* a summary's replayed iteration: checked as its own instance */
   if (ag_expr_is_const(ext, &e) && !ag__xbounds(c, idx, &lo, &hi) && lo >= 0 && hi < e)
     return;
@@ -420,7 +419,7 @@ static void in_bounds(ag__ck *c, const ag_tile_node *site, const char *name, int
   o.bext = ext;
   o.bmode = mode;
   o.bname = site->a && site->a->kind == AG_TN_NAME ? site->a->name : name ? name : "?";
-  o.stmt = assert_index(c, site);
+  o.stmt = ag__ck_stmt(c, site);
   c->asserts.v[o.stmt].bounds = 1;
   o.nloops = (int)c->loops.n;
   o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
@@ -930,6 +929,7 @@ static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e) {
   case SP_SHARED:
     for (int j = 0; j < w; j++)
       d.tags[j] = ag__tag_shr(c, t->buf, ag__x(c, AG_X_ADD, e->addr, ag__xc(c, j)), at);
+    ag__race_read(c, at, t->buf, e->addr, w, c->path);
     break;
   case SP_GLOBAL: {
     const ag__param *p = &c->params.v[t->g.tensor];
@@ -1035,6 +1035,7 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
                  (long long)max_writes);
   if (ag_vec_push(&c->wrecs, w))
     ag__ck_oom(c);
+  ag__race_write(c, &c->wrecs.v[c->wrecs.n - 1]);
 }
 
 static void store(ag__ck *c, const ag_tile_node *at, const ag__elem *e, const ag__data *d) {
@@ -1242,6 +1243,7 @@ static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
 
 static ag__value *tag_of(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 1, 1, "tag(x)");
+  c->ghost++; /* an observation: no read for the race check */
   ag__value *x = eval(c, n->list.v[0]);
   ag__data d;
   if (x->k == V_TILE && x->t->sp == SP_REG && ag_layout_size(&x->t->layout) == 1) {
@@ -1254,6 +1256,7 @@ static ag__value *tag_of(ag__ck *c, const ag_tile_node *n) {
   } else {
     ag__ck_error(c, n, "tag() takes a tile element or a data value, not %s", kind_name(x->k));
   }
+  c->ghost--;
   ag__value *v = newv(c, V_TAGV);
   v->tv.tag = elem_tag(c, &d, 0, d.n);
   v->tv.proj = -1;
@@ -1377,6 +1380,11 @@ static void do_ldmatrix(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
   const ag_expr *lane = ag__x(c, AG_X_MOD, c->tid, ag__xc(c, 32));
   const ag_expr *warp0 = ag__x(c, AG_X_SUB, c->tid, lane);
   c->pc++;
+  /* lane l < 8 * num gives the address of row l: the warp reads 16 bytes there */
+  const ag__bx *rows_given =
+      in->num < 4 ? ag__bcmp(c, AG_OP_LT, lane, ag__xc(c, 8 * in->num)) : NULL;
+  ag__race_read(c, n, st->buf, sv->e.addr, 16,
+                rows_given ? ag__band(c, c->path, rows_given) : c->path);
   for (int v = 0; v < 2 * in->num; v++) {
     ag_xtuple kids[2] = {{1, lane, 0, NULL}, {1, ag__xc(c, v), 0, NULL}};
     ag_xtuple *kp[2] = {&kids[0], &kids[1]};
@@ -1497,6 +1505,7 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
     nargs(c, n, 0, 0, "syncthreads()");
     need_block(c, n, "syncthreads");
     c->epoch++;
+    ag__race_barrier(c);
     c->pc++;
     break;
   }
@@ -2092,13 +2101,13 @@ static void exec_assign(ag__ck *c, const ag_tile_node *n) {
       assign_target(c, n, n->list.v[i], vals[i]);
 }
 
-static int assert_index(ag__ck *c, const ag_tile_node *n) {
+int ag__ck_stmt(ag__ck *c, const ag_tile_node *n) {
   for (size_t i = 0; i < c->asserts.n; i++)
     if (c->asserts.v[i].at == n) {
       c->asserts.v[i].instances++;
       return (int)i;
     }
-  ag__stmt_info s = {n, 1, 0};
+  ag__stmt_info s = {n, 1, 0, 0};
   if (ag_vec_push(&c->asserts, s))
     ag__ck_oom(c);
   return (int)c->asserts.n - 1;
@@ -2151,9 +2160,9 @@ static void exec_assert(ag__ck *c, const ag_tile_node *n) {
     o.k = OB_INT;
     o.cond = as_bool(c, e, eval(c, e));
   }
-  if (c->ghost)
+  if (c->replay)
     return; /* a summary's replayed iteration: checked as its own instance */
-  o.stmt = assert_index(c, n);
+  o.stmt = ag__ck_stmt(c, n);
   o.nloops = (int)c->loops.n;
   o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
   ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
@@ -2301,6 +2310,8 @@ int64_t ag__block_cost(const ag_tile_list *body) {
     } else if (s->kind == AG_TN_IF) {
       int64_t t = ag__block_cost(&s->list), e = ag__block_cost(&s->list2);
       k = sat_add(1, t < e ? t : e);
+    } else if (s->kind == AG_TN_REGION) {
+      k = sat_add(1, ag__block_cost(&s->list));
     }
     sum = sat_add(sum, k);
   }
@@ -2398,6 +2409,7 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
   }
   case AG_TN_FOR: exec_for(c, n); break;
   case AG_TN_IF: exec_if(c, n); break;
+  case AG_TN_REGION: exec_block(c, &n->list); break; /* a region only marks code */
   case AG_TN_ASSERT: exec_assert(c, n); break;
   case AG_TN_ASSUME: {
     const ag__bx *b = as_bool(c, n->a, eval(c, n->a));
@@ -2406,7 +2418,7 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
     int v;
     if (ag__bis_const(b, &v) && !v)
       ag__ck_error(c, n, "this assumption is false");
-    if (c->ghost)
+    if (c->replay)
       break; /* a replayed iteration's assumption is its own instance's */
     if (ag_vec_push(&c->assumes, b))
       ag__ck_oom(c);

@@ -60,6 +60,9 @@ typedef struct snap {
   ag__binding *bind;
   int64_t *done_pc;
   int *vis_epoch;
+  ag__rrec *reads;         /* the barrier interval's reads (race.c) */
+  size_t nreads;
+  int64_t race_obligs;
   int64_t pc, smem_top;
   int epoch, group_open, ngroups, uniform_if, symbolic_if;
   const ag__bx *path;
@@ -87,6 +90,10 @@ static void take(ag__ck *c, snap *s) {
     s->done_pc[i] = c->wrecs.v[i].done_pc;
     s->vis_epoch[i] = c->wrecs.v[i].vis_epoch;
   }
+  s->nreads = c->reads.n;
+  s->reads = ag__ck_alloc(c, (s->nreads + 1) * sizeof *s->reads);
+  ag__mcpy(s->reads, c->reads.v, s->nreads * sizeof *s->reads);
+  s->race_obligs = c->race_obligs;
   s->pc = c->pc;
   s->smem_top = c->smem_top;
   s->epoch = c->epoch;
@@ -127,6 +134,11 @@ static void restore(ag__ck *c, const snap *s) {
     c->wrecs.v[i].done_pc = s->done_pc[i];
     c->wrecs.v[i].vis_epoch = s->vis_epoch[i];
   }
+  c->reads.n = 0;
+  for (size_t i = 0; i < s->nreads; i++)
+    if (ag_vec_push(&c->reads, s->reads[i]))
+      ag__ck_oom(c);
+  c->race_obligs = s->race_obligs;
   c->pc = s->pc;
   c->smem_top = s->smem_top;
   c->epoch = s->epoch;
@@ -134,7 +146,7 @@ static void restore(ag__ck *c, const snap *s) {
   c->ngroups = s->ngroups;
   c->path = s->path;
   c->facts = NULL;
-  c->ghost = 0;
+  c->replay = 0;
   c->uniform_if = s->uniform_if;
   c->symbolic_if = s->symbolic_if;
 }
@@ -248,6 +260,7 @@ typedef struct summ {
   const ag__tag ***rexit;      /* registers after the loop (join) */
   const char *why;
   int empty_classes, group_open;
+  AG_VEC(ag__rrec) end_reads;  /* reads the loop may leave to the code after it */
 } summ;
 
 static const ag__tag *havoc_tag(ag__ck *c) { return ag__tag_top(c, ag__havoc_why); }
@@ -400,6 +413,7 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   (void)wr0;
   /* 2. one checked iteration per stage of the ring */
   S->empty_classes = 0;
+  S->end_reads.n = 0;
   for (int r = 0; r < S->P; r++) {
     /* v = P*q + r0 with q >= qmin: the low bits of v are the stage, so
      * v's bit fields do not overlap (ORs for the solver, no carries) */
@@ -418,17 +432,23 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
       S->empty_classes++;
       continue;
     }
+    /* the reads before a replay are unknown; the pairs they would form
+     * with its writes are the checked iteration's (one iteration later) */
+    for (size_t i = 0; i < c->reads.n; i++)
+      if (ag_vec_push(&S->end_reads, c->reads.v[i]))
+        ag__ck_oom(c);
+    c->reads.n = 0;
     havoc(c, S);
     load_rstar(c, S);
     head_bindings(c, S, pre);
     c->group_open = group_open;
-    c->ghost++;
+    c->replay++;
     for (int d = S->D; d >= 1; d--) {
       run_iteration(c, S, ag__x(c, AG_X_ADD, v, ag__xc(c, -d)), -1);
       if (d == S->D)
         compare_rstar(c, S);
     }
-    c->ghost--;
+    c->replay--;
     c->path = ag__band(c, path0, facts);
     run_iteration(c, S, v, 0);
     c->path = path0;
@@ -590,6 +610,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   if (result) {
     restore(c, pre);
     ag_vec_free(&S->ranges);
+    ag_vec_free(&S->end_reads);
     *why = S->why ? S->why : "its summary did not settle";
     return -1;
   }
@@ -606,6 +627,10 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   set_regs(c, S->nr0, S->rexit);
   head_bindings(c, S, pre);
   c->group_open = S->group_open;
+  for (size_t i = 0; i < S->end_reads.n; i++)
+    if (ag_vec_push(&c->reads, S->end_reads.v[i]))
+      ag__ck_oom(c);
+  ag_vec_free(&S->end_reads);
   c->loops.n--;
   note(c, S);
   ag_vec_free(&S->ranges);

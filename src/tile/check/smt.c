@@ -72,6 +72,8 @@ typedef struct smt {
   Z3_solver solver_bv;     /* the same for queries about summarized iterations */
   int use_bv;              /* the next query is one: Z3's QF_BV solver */
   Z3_model defaults;       /* a model of the assumptions alone */
+  int min_defaults;        /* defaults has the smallest sizes */
+  int64_t *floor;          /* per size: its smallest value under the assumptions (0: not yet) */
   unsigned char **recbits; /* per write: bytes it may touch (NULL: unknown) */
   unsigned char *recdone;
   ag_map readbits;         /* read address -> bytes it may touch */
@@ -620,6 +622,22 @@ static enc encode(smt *s, const ag__oblig *o) {
   enc e;
   memset(&e, 0, sizeof e);
   Z3_ast path = trb(s, o->path, s->tid);
+  if (o->k == OB_RACE) {
+    /* the reader tid and another thread (the writer) meet a byte:
+     * [Ar, Ar + wr) and [Aw, Aw + ww) intersect */
+    const ag__rrec *rr = o->rr;
+    const ag__wrec *rw = o->rw;
+    e.a.sel = fresh_bv(s, "racer", s->c->nthreads);
+    Z3_ast w = e.a.sel;
+    Z3_ast ar = tr(s, rr->addr, s->tid), aw = tr(s, rw->addr, w);
+    Z3_ast meet = or2(s, Z3_mk_bvult(s->z, Z3_mk_bvsub(s->z, aw, ar), bvnum(s, rr->width)),
+                      Z3_mk_bvult(s->z, Z3_mk_bvsub(s->z, ar, aw), bvnum(s, rw->width)));
+    Z3_ast v[5] = {trb(s, rr->guard, s->tid), trb(s, rw->guard, w),
+                   Z3_mk_bvult(s->z, w, bvnum(s, s->c->nthreads)),
+                   Z3_mk_not(s->z, Z3_mk_eq(s->z, w, s->tid)), meet};
+    e.viol = Z3_mk_and(s->z, 5, v);
+    return e;
+  }
   if (o->k == OB_INT) {
     e.viol = and2(s, path, Z3_mk_not(s->z, trb(s, o->cond, s->tid)));
     return e;
@@ -811,18 +829,101 @@ static const char *where(smt *s, const ag_tile_node *n, char *buf, size_t len) {
   return buf;
 }
 
+/* The alternative of a member that model m chooses (NULL: none). */
+static const alt *chosen(smt *s, Z3_model m, const member *mb) {
+  if (mb->nalts == 1)
+    return &mb->alts[0];
+  if (mb->nalts > 1) {
+    int64_t k = mval(s, m, mb->sel);
+    if (k >= 0 && k < mb->nalts)
+      return &mb->alts[k];
+  }
+  return NULL;
+}
+
+/* The shared tile a write statement writes to, as "sA[nst, :, :]": its
+ * first index kept, the others whole (the stage of a staged buffer); a
+ * tile of one mode whole ("s"). */
+static void reset_target(const ag_tile_node *at, ag_str *out) {
+  const ag_tile_node *t = at && (at->kind == AG_TN_CALL || at->kind == AG_TN_ASSIGN) &&
+                                  at->list.n > 0
+                              ? at->list.v[0]
+                              : NULL;
+  if (!t || t->kind != AG_TN_INDEX || !t->a) {
+    ag_str_puts(out, "the tile");
+    return;
+  }
+  ag_tile_print(t->a, 0, out);
+  if (t->list.n < 2)
+    return; /* one mode: the whole tile */
+  ag_str_putc(out, '[');
+  for (int i = 0; i < t->list.n; i++) {
+    if (i)
+      ag_str_puts(out, ", :");
+    else
+      ag_tile_print(t->list.v[0], 0, out);
+  }
+  ag_str_putc(out, ']');
+}
+
+/* When the member chosen in m is data of a write that a later write, after
+ * a barrier, puts new data over (a buffer reused without reset(), so both
+ * reach the read), the advice to add one; else NULL. */
+static char *reuse_hint(smt *s, Z3_model m, const member *mb) {
+  const alt *a = chosen(s, m, mb);
+  if (!a || !a->rec || !a->shr)
+    return NULL;
+  ag__ck *c = s->c;
+  int64_t X = (int64_t)(uint32_t)mval(s, m, tr(s, a->shr->addr, a->reader));
+  for (int j = 0; j < a->shr->nrec; j++) {
+    const ag__wrec *n = &c->wrecs.v[j];
+    if (n->buf != a->rec->buf || n->pc <= a->rec->pc || n->epoch <= a->rec->epoch ||
+        X < n->lo || X >= n->hi)
+      continue;
+    char w1[256], w2[256];
+    ag_str t = AG_STR_INIT;
+    ag_str_printf(&t,
+                  "shared '%s' byte %lld still holds the data written at %s before a barrier, "
+                  "and the write at %s puts new data there: shared memory keeps every write "
+                  "until reset(); when a buffer is reused, add reset(",
+                  c->sbufs.v[n->buf].name ? c->sbufs.v[n->buf].name : "?", (long long)X,
+                  where(s, a->rec->at, w1, sizeof w1), where(s, n->at, w2, sizeof w2));
+    reset_target(n->at, &t);
+    ag_str_printf(&t, ") after the barrier that ends the old data's use and before the write "
+                      "at %s",
+                  w2);
+    if (t.oom)
+      ag__ck_oom(c);
+    return ag_str_detach(&t);
+  }
+  return NULL;
+}
+
+/* Appends the reuse advice of the first side that has one to x->reason. */
+static void add_reuse_hint(smt *s, Z3_model m, ag_tile_cex *x, const member *const *mbs,
+                           int n) {
+  for (int i = 0; i < n; i++) {
+    if (!mbs[i])
+      continue;
+    char *h = reuse_hint(s, m, mbs[i]);
+    if (!h)
+      continue;
+    ag_str t = AG_STR_INIT;
+    ag_str_printf(&t, "%s; %s", x->reason ? x->reason : "", h);
+    ag_free(h);
+    if (t.oom)
+      ag__ck_oom(s->c);
+    ag_free(x->reason);
+    x->reason = ag_str_detach(&t);
+    return;
+  }
+}
+
 /* Describes the member chosen in model m. */
 static void describe(smt *s, Z3_model m, const member *mb, char **tag, char **element,
                      char **via) {
   ag_str t = AG_STR_INIT, el = AG_STR_INIT, v = AG_STR_INIT;
-  const alt *a = NULL;
-  if (mb->nalts == 1)
-    a = &mb->alts[0];
-  else if (mb->nalts > 1) {
-    int64_t k = mval(s, m, mb->sel);
-    if (k >= 0 && k < mb->nalts)
-      a = &mb->alts[k];
-  }
+  const alt *a = chosen(s, m, mb);
   if (!a) {
     ag_str_puts(&t, "bot");
   } else if (a->top) {
@@ -938,17 +1039,31 @@ static ag_tile_cex *new_cex(smt *s, const ag__oblig *o) {
   }
   const ag_tile_node *e = o->at->a;
   (void)e;
-  if (o->k != OB_INT) {
+  if (o->k != OB_INT && o->k != OB_RACE) {
     x->lhs.expr = side_text_of(s, o->at, 0);
     x->rhs.expr = side_text_of(s, o->at, 1);
   }
   return x;
 }
 
+/* threadIdx (x, y, z) of a linear thread index, from the block shape */
+static void thread_idx(smt *s, int64_t t, int64_t out[3]) {
+  const int64_t *d = s->c->tdim;
+  out[0] = d[0] > 0 ? t % d[0] : t;
+  out[1] = d[0] > 0 && d[1] > 0 ? t / d[0] % d[1] : 0;
+  out[2] = d[0] > 0 && d[1] > 0 ? t / (d[0] * d[1]) : 0;
+}
+
+static void set_thread(smt *s, ag_tile_cex *x, int64_t t) {
+  x->thread = t;
+  x->warp = t / 32;
+  x->lane = t % 32;
+  thread_idx(s, t, x->tidx);
+}
+
 static void fill_env(smt *s, ag_tile_cex *x, Z3_model m) {
-  x->thread = mval(s, m, s->tid);
-  x->warp = x->thread / 32;
-  x->lane = x->thread % 32;
+  set_thread(s, x, mval(s, m, s->tid));
+  x->other = -1;
   for (int k = 0; k < 3; k++)
     x->block[k] = mval(s, m, s->bid[k]);
   x->nsizes = s->nsizes;
@@ -969,6 +1084,68 @@ static void loops_from_model(smt *s, ag_tile_cex *x, const ag__oblig *o, Z3_mode
   for (int i = 0; i < o->nloops && i < x->nloops; i++)
     if (o->loops[i].x)
       x->loops[i].value = (int64_t)(uint32_t)mval(s, m, tr(s, o->loops[i].x, s->tid));
+}
+
+/* The statement at n as written (from its column to the end of the line). */
+static char *stmt_text(smt *s, const ag_tile_node *n) {
+  size_t len = 0;
+  const char *line = ag_tile_srcline(s->c->prog, n->line, &len);
+  size_t skip = (size_t)(n->col > 0 ? n->col - 1 : 0);
+  char *r = line && skip < len ? ag_strndup(line + skip, len - skip) : ag_strdup("");
+  if (!r)
+    ag__ck_oom(s->c);
+  return r;
+}
+
+/* "thread 12 (threadIdx (12, 0, 0)) reads bytes [240, 256) at kt=0, kk=1" */
+static void race_side(smt *s, ag_tile_cex_side *sd, const ag_tile_node *at, const char *verb,
+                      int64_t thread, int64_t addr, int width, int buf,
+                      const ag__loopvar *loops, int nloops) {
+  int64_t ti[3];
+  thread_idx(s, thread, ti);
+  char w[256];
+  ag_str t = AG_STR_INIT, v = AG_STR_INIT;
+  ag_str_printf(&t, "thread %lld (threadIdx (%lld, %lld, %lld)) %s bytes [%lld, %lld)",
+                (long long)thread, (long long)ti[0], (long long)ti[1], (long long)ti[2], verb,
+                (long long)addr, (long long)(addr + width));
+  for (int k = 0; k < nloops; k++)
+    ag_str_printf(&t, "%s %s=%lld", k ? "," : " at", loops[k].name, (long long)loops[k].value);
+  const ag__sbuf *sb = &s->c->sbufs.v[buf];
+  ag_str_printf(&v, "shared '%s', the statement at %s", sb->name ? sb->name : "?",
+                where(s, at, w, sizeof w));
+  if (t.oom || v.oom)
+    ag__ck_oom(s->c);
+  sd->expr = stmt_text(s, at);
+  sd->tag = ag_str_detach(&t);
+  sd->via = ag_str_detach(&v);
+  if (!sd->tag || !sd->via)
+    ag__ck_oom(s->c);
+}
+
+/* A write-after-read race: the reader (tid), the writer, the byte. */
+static ag_tile_cex *race_cex(smt *s, const ag__oblig *o, const enc *e, Z3_model m,
+                             ag_tile_cex *x) {
+  const ag__rrec *rr = o->rr;
+  const ag__wrec *rw = o->rw;
+  int64_t w = mval(s, m, e->a.sel);
+  int64_t ar = (int64_t)(uint32_t)mval(s, m, tr(s, rr->addr, s->tid));
+  int64_t aw = (int64_t)(uint32_t)mval(s, m, tr(s, rw->addr, e->a.sel));
+  int64_t byte = ar > aw ? ar : aw;
+  x->other = w;
+  thread_idx(s, w, x->other_tidx);
+  race_side(s, &x->lhs, rr->at, "reads", x->thread, ar, rr->width, rr->buf, rr->loops,
+            rr->nloops);
+  race_side(s, &x->rhs, rw->at, "writes", w, aw, rw->width, rw->buf, o->loops, o->nloops);
+  char buf[900], wr[256], rd[256];
+  const ag__sbuf *sb = &s->c->sbufs.v[rw->buf];
+  snprintf(buf, sizeof buf,
+           "write-after-read race: thread %lld writes shared '%s' byte %lld at %s while thread "
+           "%lld may still be reading it at %s (no barrier between the read and the write); "
+           "add syncthreads() after the last read of these bytes and before the write",
+           (long long)w, sb->name ? sb->name : "?", (long long)byte, where(s, rw->at, wr, sizeof wr),
+           (long long)x->thread, where(s, rr->at, rd, sizeof rd));
+  x->reason = dupstr(s, buf);
+  return x;
 }
 
 static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_model m) {
@@ -994,6 +1171,8 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
     x->reason = dupstr(s, "the condition is false");
     return x;
   }
+  if (o->k == OB_RACE)
+    return race_cex(s, o, e, m, x);
   if (e->kind == 1 || (e->topness && mtrue(s, m, e->topness) && !(e->mismatch && mtrue(s, m, e->mismatch)))) {
     /* a side is top: an unsettled member, or two members that disagree */
     describe(s, m, &e->a, &x->lhs.tag, &x->lhs.element, &x->lhs.via);
@@ -1011,6 +1190,10 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
                                      "read"
                                    : "the left side is top: two writes that reach it carry "
                                      "different tags");
+    if (!self_top) {
+      const member *mbs[2] = {&e->a, &e->a2};
+      add_reuse_hint(s, m, x, mbs, 2);
+    }
     return x;
   }
   describe(s, m, &e->a, &x->lhs.tag, &x->lhs.element, &x->lhs.via);
@@ -1030,6 +1213,8 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
     x->reason = dupstr(s, "the left side holds data, not bot");
   else
     x->reason = dupstr(s, "the tags differ");
+  const member *mbs[2] = {&e->a, &e->b};
+  add_reuse_hint(s, m, x, mbs, 2);
   return x;
 }
 
@@ -1112,9 +1297,71 @@ static Z3_solver new_solver(smt *s, Z3_ast q) {
   return sol;
 }
 
+/* The smallest value of size i in [lo, its value in *m] for which viol
+ * stays satisfiable, by binary search (the first probe at lo itself), with
+ * the sizes before i fixed at their values in *m when `fix`, and the block
+ * indices within *m's. *m becomes the last satisfying model (the replaced
+ * one released). */
+static int64_t shrink_size(smt *s, Z3_ast viol, Z3_model *m, int i, int64_t lo, int fix) {
+  int64_t bcap[3];
+  for (int k = 0; k < 3; k++)
+    bcap[k] = mval(s, *m, s->bid[k]);
+  int64_t hi = mval(s, *m, s->sizes[i]);
+  for (int first = 1; lo < hi && !s->failed; first = 0) {
+    int64_t mid = first ? lo : lo + (hi - lo) / 2;
+    Z3_solver sol = new_solver(s, viol);
+    Z3_solver_assert(s->z, sol, viol);
+    for (int k = 0; k < 3; k++)
+      Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->bid[k], bvnum(s, bcap[k])));
+    for (int j = 0; fix && j < i; j++)
+      Z3_solver_assert(s->z, sol, Z3_mk_eq(s->z, s->sizes[j], bvnum(s, mval(s, *m, s->sizes[j]))));
+    Z3_solver_assert(s->z, sol, Z3_mk_bvule(s->z, s->sizes[i], bvnum(s, mid)));
+    Z3_lbool r = Z3_L_UNDEF;
+    Z3CALL(s, r = Z3_solver_check(s->z, sol));
+    s->r->queries++;
+    if (r == Z3_L_TRUE) {
+      Z3_model m2 = Z3_solver_get_model(s->z, sol);
+      Z3_model_inc_ref(s->z, m2);
+      Z3_model_dec_ref(s->z, *m);
+      *m = m2;
+      hi = mval(s, *m, s->sizes[i]);
+      for (int k = 0; k < 3; k++)
+        bcap[k] = mval(s, *m, s->bid[k]);
+    } else {
+      lo = mid + 1; /* unsat, or the solver gave up: keep what we have */
+    }
+    Z3_solver_dec_ref(s->z, sol);
+  }
+  return hi;
+}
+
+/* The smallest value of size i that the assumptions allow (computed once
+ * per kernel, below its value in m, a model of them): no violation has a
+ * smaller one. */
+static int64_t size_floor(smt *s, int i, Z3_model m) {
+  if (!s->floor[i]) {
+    Z3_model_inc_ref(s->z, m);
+    s->floor[i] = shrink_size(s, ztrue(s), &m, i, 1, 0);
+    Z3_model_dec_ref(s->z, m);
+  }
+  return s->floor[i];
+}
+
+/* The smallest problem sizes of a violation: one size at a time, in
+ * parameter order, each earlier size fixed at its minimum (shrink_size,
+ * from the size's floor under the assumptions, so a violation that does
+ * not depend on a size costs one query for it). Returns the model with those
+ * sizes (m itself when nothing is smaller; m is released when replaced). */
+static Z3_model minimize_sizes(smt *s, Z3_ast viol, Z3_model m) {
+  for (int i = 0; i < s->nsizes && !s->failed; i++)
+    shrink_size(s, viol, &m, i, size_floor(s, i, m), 1);
+  return m;
+}
+
 /* A counterexample people can read: the same violation with small problem
- * sizes and block indices, when one exists (NULL: keep the first model). */
-static Z3_model small_model(smt *s, Z3_ast viol) {
+ * sizes and block indices, when one exists (NULL: keep the first model);
+ * with `minimal`, the smallest sizes (minimize_sizes). */
+static Z3_model small_model(smt *s, Z3_ast viol, int minimal) {
   static const int64_t caps[] = {64, 1024, 65536};
   for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
     Z3_solver sol = new_solver(s, viol);
@@ -1133,7 +1380,7 @@ static Z3_model small_model(smt *s, Z3_ast viol) {
     }
     Z3_solver_dec_ref(s->z, sol);
     if (m)
-      return m;
+      return minimal && s->nsizes ? minimize_sizes(s, viol, m) : m;
   }
   return NULL;
 }
@@ -1142,13 +1389,27 @@ static ag_tile_assert_result *result_for(smt *s, const ag__oblig *o) {
   return &s->r->asserts[s->r->nasserts - (int)s->c->asserts.n + o->stmt];
 }
 
+/* Records a violating instance: the first counterexample of an assertion,
+ * and under --all every further one (in `more`). */
 static void set_cex(smt *s, const ag__oblig *o, ag_tile_cex *x) {
   ag_tile_assert_result *ar = result_for(s, o);
   ar->status = AG_TILE_VIOLATED;
-  if (!ar->cex)
+  ar->violations++;
+  if (!ar->cex) {
     ar->cex = x;
-  else
+    return;
+  }
+  if (!s->c->opts->all) {
     ag__tile_cex_free(x);
+    return;
+  }
+  ag_tile_cex **nm = ag_realloc(ar->more, (size_t)(ar->nmore + 1) * sizeof *nm);
+  if (!nm) {
+    ag__tile_cex_free(x);
+    ag__ck_oom(s->c);
+  }
+  ar->more = nm;
+  ar->more[ar->nmore++] = x;
 }
 
 /* Static shortcuts: 1 proved, 0 unknown. */
@@ -1178,7 +1439,21 @@ static int static_bot(const ag__tag *t) { return t->k == TG_BOT; }
 static void report_bot(smt *s, const ag__oblig *o, int left, int64_t thread, int64_t addr,
                        const ag__tag *shr) {
   ag_tile_cex *x = new_cex(s, o);
-  Z3_model m = s->defaults;
+  if (!s->min_defaults) {
+    /* the smallest sizes the assumptions allow */
+    s->min_defaults = 1;
+    Z3_model m = small_model(s, ztrue(s), 1);
+    if (m) {
+      if (s->defaults)
+        Z3_model_dec_ref(s->z, s->defaults);
+      s->defaults = m;
+    }
+  }
+  if (s->defaults)
+    fill_env(s, x, s->defaults);
+  else
+    x->other = -1;
+  set_thread(s, x, thread < 0 ? 0 : thread);
   int symbolic = 0;
   for (int i = 0; i < o->nloops; i++)
     symbolic |= o->loops[i].x != NULL;
@@ -1191,20 +1466,14 @@ static void report_bot(smt *s, const ag__oblig *o, int left, int64_t thread, int
     Z3CALL(s, r = Z3_solver_check(s->z, sol));
     s->r->queries++;
     if (r == Z3_L_TRUE) {
-      m = Z3_solver_get_model(s->z, sol);
+      Z3_model m = Z3_solver_get_model(s->z, sol);
       Z3_model_inc_ref(s->z, m);
+      fill_env(s, x, m);
+      loops_from_model(s, x, o, m);
+      Z3_model_dec_ref(s->z, m);
     }
     Z3_solver_dec_ref(s->z, sol);
   }
-  if (m) {
-    fill_env(s, x, m);
-    loops_from_model(s, x, o, m);
-  }
-  if (m && m != s->defaults)
-    Z3_model_dec_ref(s->z, m);
-  x->thread = thread < 0 ? 0 : thread;
-  x->warp = x->thread / 32;
-  x->lane = x->thread % 32;
   ag_tile_cex_side *sd = left ? &x->lhs : &x->rhs, *other = left ? &x->rhs : &x->lhs;
   sd->tag = dupstr(s, "bot");
   if (shr) {
@@ -1334,6 +1603,8 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
   s.r = r;
   s.recbits = ag__ck_alloc(c, (c->wrecs.n ? c->wrecs.n : 1) * sizeof *s.recbits);
   s.recdone = ag__ck_alloc(c, c->wrecs.n ? c->wrecs.n : 1);
+  s.floor = ag__ck_alloc(c, (size_t)(s.nsizes ? s.nsizes : 1) * sizeof *s.floor);
+  memset(s.floor, 0, (size_t)(s.nsizes ? s.nsizes : 1) * sizeof *s.floor);
   {
     /* the assumptions and bounds must be satisfiable, or every query would
      * be vacuously proved */
@@ -1433,61 +1704,77 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
         es[k] = encode(&s, &c->obligs.v[todo.v[b0 + k]]);
         vs[k] = es[k].viol;
       }
-      Z3_ast q = Z3_mk_or(s.z, (unsigned)nb, vs);
       s.use_bv = 0;
       for (size_t k = 0; k < nb; k++) {
         const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
         for (int l = 0; l < o->nloops; l++)
           s.use_bv |= o->loops[l].x != NULL;
       }
-      Z3_solver sol = new_solver(&s, q);
-      Z3CALL(&s, Z3_solver_assert(s.z, sol, q));
-      const char *dump = getenv("ARGUS_SMT_DUMP");
-      if (dump && *dump) {
-        /* debugging aid: each query as SMT-LIB2 */
-        char path[512];
-        snprintf(path, sizeof path, "%s/q%03lld.smt2", dump, (long long)r->queries);
-        FILE *f = fopen(path, "w");
-        if (f) {
-          fputs(Z3_solver_to_string(s.z, sol), f);
-          fclose(f);
-        }
-      }
-      Z3_lbool res = Z3_L_UNDEF;
-      Z3CALL(&s, res = Z3_solver_check(s.z, sol));
-      r->queries++;
-      if (s.failed) {
-        Z3_solver_dec_ref(s.z, sol);
-        break;
-      }
-      if (res == Z3_L_TRUE) {
-        Z3_model m = Z3_solver_get_model(s.z, sol);
-        Z3_model_inc_ref(s.z, m);
-        for (size_t k = 0; k < nb; k++) {
-          if (!mtrue(&s, m, vs[k]))
-            continue;
-          const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
-          Z3_model small = small_model(&s, vs[k]);
-          set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
-          if (small)
-            Z3_model_dec_ref(s.z, small);
-          if (!c->opts->all)
-            break;
-        }
-        Z3_model_dec_ref(s.z, m);
-      } else if (res == Z3_L_UNDEF) {
-        ag_tile_assert_result *ar = result_for(&s, first);
-        if (ar->status != AG_TILE_VIOLATED) {
-          ar->status = AG_TILE_UNKNOWN;
-          if (!ar->detail) {
-            char buf[300];
-            snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
-                     Z3_solver_get_reason_unknown(s.z, sol));
-            ar->detail = dupstr(&s, buf);
+      /* under --all, every violating instance: the batch is asked again
+       * without the instances found until nothing more is violated */
+      unsigned char *done = ag__ck_alloc(c, nb);
+      memset(done, 0, nb);
+      Z3_ast *rest = ag__ck_alloc(c, nb * sizeof *rest);
+      for (int more = 1; more && !s.failed;) {
+        unsigned nr = 0;
+        for (size_t k = 0; k < nb; k++)
+          if (!done[k])
+            rest[nr++] = vs[k];
+        if (!nr)
+          break;
+        more = 0;
+        Z3_ast q = Z3_mk_or(s.z, nr, rest);
+        Z3_solver sol = new_solver(&s, q);
+        Z3CALL(&s, Z3_solver_assert(s.z, sol, q));
+        const char *dump = getenv("ARGUS_SMT_DUMP");
+        if (dump && *dump) {
+          /* debugging aid: each query as SMT-LIB2 */
+          char path[512];
+          snprintf(path, sizeof path, "%s/q%03lld.smt2", dump, (long long)r->queries);
+          FILE *f = fopen(path, "w");
+          if (f) {
+            fputs(Z3_solver_to_string(s.z, sol), f);
+            fclose(f);
           }
         }
+        Z3_lbool res = Z3_L_UNDEF;
+        Z3CALL(&s, res = Z3_solver_check(s.z, sol));
+        r->queries++;
+        if (s.failed) {
+          Z3_solver_dec_ref(s.z, sol);
+          break;
+        }
+        if (res == Z3_L_TRUE) {
+          Z3_model m = Z3_solver_get_model(s.z, sol);
+          Z3_model_inc_ref(s.z, m);
+          for (size_t k = 0; k < nb; k++) {
+            if (done[k] || !mtrue(&s, m, vs[k]))
+              continue;
+            done[k] = 1;
+            more = c->opts->all;
+            const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
+            Z3_model small = small_model(&s, vs[k], result_for(&s, o)->cex == NULL);
+            set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
+            if (small)
+              Z3_model_dec_ref(s.z, small);
+            if (!c->opts->all)
+              break;
+          }
+          Z3_model_dec_ref(s.z, m);
+        } else if (res == Z3_L_UNDEF) {
+          ag_tile_assert_result *ar = result_for(&s, first);
+          if (ar->status != AG_TILE_VIOLATED) {
+            ar->status = AG_TILE_UNKNOWN;
+            if (!ar->detail) {
+              char buf[300];
+              snprintf(buf, sizeof buf, "the solver gave up: %s (raise the limit with --rlimit)",
+                       Z3_solver_get_reason_unknown(s.z, sol));
+              ar->detail = dupstr(&s, buf);
+            }
+          }
+        }
+        Z3_solver_dec_ref(s.z, sol);
       }
-      Z3_solver_dec_ref(s.z, sol);
     }
     ag_vec_free(&todo);
   }

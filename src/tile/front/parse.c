@@ -611,6 +611,32 @@ static void statement(parser *p, alist *out) {
     apush(p, out, n);
     return;
   }
+  case TK_NAME:
+    /* region("name"): a block the lowering marks as a region (docs/tile-dsl.md) */
+    if (t->len == 6 && !memcmp(t->start, "region", 6) && p->i + 4 < p->n &&
+        p->t[p->i + 1].kind == TK_LPAREN && p->t[p->i + 2].kind == TK_STR &&
+        p->t[p->i + 3].kind == TK_RPAREN && p->t[p->i + 4].kind == TK_COLON) {
+      ag__token *s = &p->t[p->i + 2];
+      n = node(p, AG_TN_REGION, t);
+      n->name = tok_str(p, s);
+      int ok = n->name[0] == '_' || (unsigned)((n->name[0] | 32) - 'a') < 26u;
+      for (const char *c = n->name; ok && *c; c++)
+        ok = *c == '_' || *c == '.' || *c == '-' || (unsigned)((*c | 32) - 'a') < 26u ||
+             (unsigned)(*c - '0') < 10u;
+      if (!ok) {
+        diag_at(p, s->line, s->col,
+                "region name '%s' must be a name ([A-Za-z_][A-Za-z0-9_.-]*, no '/')", n->name);
+        longjmp(p->stmt, 1);
+      }
+      for (int k = 0; k < 5; k++)
+        advance(p);
+      enter(p);
+      block(p, &n->list);
+      leave(p);
+      apush(p, out, n);
+      return;
+    }
+    break;
   case TK_DEF:
   case TK_AT:
     syntax_error(p, "a kernel ('def') must be at the top level of the file");

@@ -237,6 +237,11 @@ int ag_tile_print(const ag_tile_node *n, int indent, ag_str *o) {
     }
     ag_str_putc(o, '\n');
     break;
+  case AG_TN_REGION:
+    indent_to(indent, o);
+    ag_str_printf(o, "region(\"%s\"):\n", n->name);
+    pr_block(&n->list, indent + 1, o);
+    break;
   case AG_TN_FOR:
     indent_to(indent, o);
     ag_str_printf(o, "for %s in ", n->name);

@@ -1,0 +1,172 @@
+/*
+ * cmd_lower.c — `argus lower FILE.tile`: checks the program, lowers it to
+ * CUDA C (docs/lower.md) and writes the CUDA C, or the PTX NVRTC makes of
+ * it (-o FILE.ptx). Exit 0 on success, 1 when the program does not check
+ * (an assertion is violated or unknown; --unchecked skips the checker) or
+ * NVRTC fails, 2 when it is malformed or does not lower (diagnostics at the
+ * DSL line).
+ */
+#include "argus/tile_check.h"
+#include "argus/tile_lower.h"
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const ag_cli_opt cmd_lower_opts[] = {
+    {"kernel", 'k', "NAME", "lower only this kernel"},
+    {"set", 'D', "NAME=VALUE", "override a const parameter (repeatable: -D a=1,b=2)"},
+    {"output", 'o', "OUT.cu|OUT.ptx", "write CUDA C (.cu) or PTX through NVRTC (.ptx); default: CUDA C to stdout"},
+    {"arch", 0, "SM", "the PTX target for .ptx output (default sm_90a)"},
+    {"no-markers", 0, NULL, "emit no ARGUS region markers"},
+    {"unchecked", 0, NULL, "do not run the checker: lower even a program whose assertions do not hold"},
+    {0},
+};
+
+const char cmd_lower_details[] =
+    "Runs the checker first (argus check) and lowers only a program whose assertions all\n"
+    "hold; --unchecked skips the checker (at real sizes it can take minutes). The CUDA C\n"
+    "has one statement per DSL statement where it can, each under a #line of the .tile\n"
+    "file; tags and assertions emit nothing; each 'assume' becomes <kernel>_preconditions()\n"
+    "on the host side. The main loop, prologue and epilogue, the other top-level loops and\n"
+    "every region(\"name\") block carry ARGUS region markers. PTX is cached by content\n"
+    "(ARGUS_PTX_CACHE=0 turns the cache off). See docs/lower.md.";
+
+static int ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && !strcmp(s + a - b, suf);
+}
+
+static json_t *kernel_json(const ag_tile_lkernel *k) {
+  json_t *params = json_array(), *assumes = json_array(), *regions = json_array();
+  for (int i = 0; i < k->nparams; i++) {
+    const ag_tile_lparam *p = &k->params[i];
+    json_t *dims = json_array();
+    for (int j = 0; j < p->rank; j++)
+      json_array_append_new(dims, json_string(p->dims[j]));
+    json_array_append_new(params, json_pack("{s:s,s:s,s:s?,s:o}", "name", p->name, "kind",
+                                            p->kind == AG_TILE_PARAM_TENSOR ? "tensor" : "size",
+                                            "dtype", p->dtype, "dims", dims));
+  }
+  for (int i = 0; i < k->nassumes; i++)
+    json_array_append_new(assumes, json_pack("{s:s,s:i}", "cond", k->assumes[i], "line",
+                                             k->assume_lines[i]));
+  for (int i = 0; i < k->nregions; i++)
+    json_array_append_new(regions, json_string(k->regions[i]));
+  return json_pack("{s:s,s:[I,I,I],s:[s,s,s],s:I,s:o,s:o,s:o}", "name", k->name, "block",
+                   (json_int_t)k->block[0], (json_int_t)k->block[1], (json_int_t)k->block[2],
+                   "grid", k->grid[0], k->grid[1], k->grid[2], "smem_bytes",
+                   (json_int_t)k->smem_bytes, "params", params, "preconditions", assumes,
+                   "regions", regions);
+}
+
+int cmd_lower(ag_cli *cli) {
+  if (cli->npos != 1)
+    return ag_cli_usage_error(cli, cli->npos ? "expected one FILE, got %d arguments"
+                                             : "expected a FILE.tile to lower%.0d",
+                              cli->npos);
+  const char *outp = ag_cli_get(cli, "output");
+  if (outp && !ends_with(outp, ".cu") && !ends_with(outp, ".ptx"))
+    return ag_cli_usage_error(cli, "-o takes a file ending in .cu or .ptx, not '%s'", outp);
+  const char *defs[64];
+  char *setcopy = NULL;
+  ag_tile_check_opts co;
+  memset(&co, 0, sizeof co);
+  int exit_code = ag_cli_sets(cli, defs, 64, &co.ndefines, &setcopy);
+  if (exit_code)
+    return exit_code;
+  co.defines = defs;
+  exit_code = ag_cli_input_file(cli, cli->pos[0]);
+  if (exit_code) {
+    ag_free(setcopy);
+    return exit_code;
+  }
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  ag_tile_report *r = NULL;
+  ag_tile_lowered *low = NULL;
+  ag_str ptx = AG_STR_INIT;
+  int unchecked = ag_cli_flag(cli, "unchecked");
+  int rc = ag_tile_parse_file(cli->pos[0], &d, &p);
+  if (rc == 0 && !unchecked)
+    rc = ag_tile_check(p, &co, &d, &r);
+  if (rc) {
+    ag_cli_print_diags(&d);
+    exit_code = rc == AG_ENOMEM || rc == AG_ESOLVER ? AG_EXIT_FAIL : AG_EXIT_USAGE;
+    if (rc == AG_ENOMEM || rc == AG_ESOLVER)
+      ag_cli_fail(cli, rc, "checking '%s' failed", cli->pos[0]);
+    goto out;
+  }
+  if (!unchecked && !ag_tile_report_ok(r)) {
+    for (int i = 0; i < r->nasserts; i++)
+      if (r->asserts[i].status != AG_TILE_PROVED) {
+        ag_cli_error(cli,
+                     "'%s' does not check: %s:%d: '%s' is %s (see argus check; --unchecked "
+                     "lowers it anyway)",
+                     cli->pos[0], cli->pos[0], r->asserts[i].line, r->asserts[i].text,
+                     r->asserts[i].status == AG_TILE_VIOLATED ? "violated"
+                     : r->asserts[i].status == AG_TILE_UNKNOWN ? "not proved (unknown)"
+                                                               : "never reached");
+        break;
+      }
+    exit_code = AG_EXIT_FAIL;
+    goto out;
+  }
+  ag_tile_lower_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.kernel = ag_cli_get(cli, "kernel");
+  lo.defines = defs;
+  lo.ndefines = co.ndefines;
+  lo.no_markers = ag_cli_flag(cli, "no-markers");
+  rc = ag_tile_lower(p, &lo, &d, &low);
+  if (rc) {
+    ag_cli_print_diags(&d);
+    exit_code = rc == AG_ENOMEM ? ag_cli_fail(cli, rc, "lowering '%s' failed", cli->pos[0])
+                                : AG_EXIT_USAGE;
+    goto out;
+  }
+  const char *text = low->cuda;
+  size_t len = low->len;
+  int cached = 0;
+  if (outp && ends_with(outp, ".ptx")) {
+    rc = ag_tile_nvrtc_ptx(low->cuda, low->len, ag_cli_get(cli, "arch"), &d, &ptx, &cached);
+    if (rc) {
+      ag_cli_print_diags(&d);
+      exit_code = ag_cli_fail(cli, rc, "compiling the lowered '%s' to PTX failed", cli->pos[0]);
+      goto out;
+    }
+    text = ag_str_cstr(&ptx);
+    len = ptx.len;
+  }
+  if (outp) {
+    rc = ag_file_write_atomic(outp, text, len);
+    if (rc) {
+      exit_code = ag_cli_fail(cli, rc, "cannot write '%s'", outp);
+      goto out;
+    }
+  }
+  if (cli->json) {
+    json_t *ks = json_array();
+    for (int i = 0; i < low->nkernels; i++)
+      json_array_append_new(ks, kernel_json(&low->kernels[i]));
+    json_t *j = json_pack("{s:i,s:s,s:s?,s:b,s:o}", "schema", 1, "file", cli->pos[0], "output",
+                          outp, "ptx_cached", cached, "kernels", ks);
+    if (!outp && j)
+      json_object_set_new(j, "cuda", json_string(low->cuda));
+    if (j)
+      ag_cli_print_json(j);
+    json_decref(j);
+  } else if (!outp) {
+    fwrite(text, 1, len, stdout);
+  }
+  exit_code = AG_EXIT_OK;
+out:
+  ag_str_release(&ptx);
+  ag_tile_lowered_free(low);
+  ag_tile_report_free(r);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+  ag_free(setcopy);
+  return exit_code;
+}
