@@ -310,6 +310,18 @@ TEST(test_summary_soundness) {
     CHECK_EQ_INT(tu_loop(a->cex, "i"), tu_size(a->cex, "M") - 1);
   ag_tile_report_free(r);
   ag_diags_release(&d);
+  /* a register set in iteration 0 only: the summary unrolls one more
+   * iteration so that every later head has it (proved, not a join) */
+  r = run(HEAD "    assume M >= 2\n    r = make_local((1,), f32)\n    r[0] = A[0]\n"
+               "    for i in range(M):\n        if i == 0:\n            r[0] = A[1]\n"
+               "        assert tag(r[0]) == (1,)\n",
+          NULL, NULL, &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
+  if (r && r->nloops == 1)
+    CHECK_CONTAINS(r->loops[0].how, "iterations 0 .. 1 unrolled");
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
   /* a prefix iteration is checked only when it runs (M >= 5 here) */
   r = run(HEAD "    assume M >= 4\n    for i in range(M - 4):\n        x = A[i + 4]\n"
                "        assert tag(x) == (i + 4,)\n",
