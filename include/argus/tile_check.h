@@ -35,6 +35,9 @@ typedef struct ag_tile_check_opts {
   int ndefines;
   int all;                /* keep checking an assertion after its first counterexample */
   int strict;             /* an assertion never reached is an error, not a warning */
+  const char *const *symbolic; /* const parameters checked as problem sizes instead */
+  int nsymbolic;
+  int unroll;             /* unroll every loop with constant bounds (no summaries) */
 } ag_tile_check_opts;
 
 typedef enum ag_tile_status {
@@ -98,6 +101,14 @@ typedef struct ag_tile_assert_result {
   char *detail;            /* unknown: why */
 } ag_tile_assert_result;
 
+/* A loop the checker proved without unrolling it (docs/check.md, "Loops"). */
+typedef struct ag_tile_loop_note {
+  char *kernel;
+  int line, col;
+  char *var;               /* the loop variable */
+  char *how;               /* "K / 32 iterations: 1 unrolled, then 2 + 2q + r for r < 2" */
+} ag_tile_loop_note;
+
 typedef struct ag_tile_report {
   char *file;
   ag_tile_assert_result *asserts;
@@ -107,6 +118,8 @@ typedef struct ag_tile_report {
   int64_t bounds_proved;   /* global and shared access sites proved in bounds */
   int64_t races_proved;    /* shared writes proved not to overtake an earlier read */
   double interp_s, solve_s;
+  ag_tile_loop_note *loops; /* summarized loops */
+  int nloops;
 } ag_tile_report;
 
 /* Checks every kernel of a parsed program. Returns 0 with *out set (owned;

@@ -142,6 +142,20 @@ TEST(test_usage) {
                      src_path(0, "examples/tile/gemm.tile"), NULL};
   CHECK_EQ_INT(run(m, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "more than 3 shared-memory writes");
+  /* --symbolic: a const checked for every value; the summarized loop is listed */
+  const char *sy[] = {bin(), "check", "--symbolic", "K", src_path(0, "examples/tile/gemm.tile"),
+                      NULL};
+  CHECK_EQ_INT(run(sy, &out, &err), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "summarized: loop 'kt' [gemm]: range(K / 32)");
+  const char *sz[] = {bin(), "check", "--symbolic", "Z", src_path(0, "examples/tile/gemm.tile"),
+                      NULL};
+  CHECK_EQ_INT(run(sz, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--symbolic Z: kernel 'gemm' has no constant parameter");
+  /* --unroll: K = 8192 unrolled is over a limit; summarized it is checked */
+  const char *un[] = {bin(), "check", "--unroll", "--set", "K=8192",
+                      src_path(0, "examples/tile/gemm.tile"), NULL};
+  CHECK_EQ_INT(run(un, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "raise the limit with --max-");
   ag_str_release(&out);
   ag_str_release(&err);
 }

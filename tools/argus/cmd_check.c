@@ -12,6 +12,8 @@
 
 const ag_cli_opt cmd_check_opts[] = {
     {"set", 'D', "NAME=VALUE", "override a const parameter (repeatable: -D a=1,b=2)"},
+    {"symbolic", 0, "NAME[,NAME]", "check a const parameter for every value (a problem size)"},
+    {"unroll", 0, NULL, "unroll every loop with constant bounds (no loop summaries)"},
     {"rlimit", 0, "N", "solver resource limit per query (default 20000000)"},
     {"batch", 0, "N", "assertion instances per solver query (default 32)"},
     {"all", 0, NULL, "look for a counterexample in every instance, not just the first"},
@@ -68,21 +70,36 @@ int cmd_check(ag_cli *cli) {
   ag_tile_check_opts o;
   memset(&o, 0, sizeof o);
   const char *defs[64];
-  char *setcopy = NULL;
+  char *setcopy = NULL, *symcopy = NULL;
   int src = ag_cli_sets(cli, defs, 64, &o.ndefines, &setcopy);
   if (src)
     return src;
   o.defines = defs;
+  const char *syms[64];
+  const char *sy = ag_cli_get(cli, "symbolic");
+  if (sy) {
+    symcopy = ag_strdup(sy);
+    if (!symcopy) {
+      ag_free(setcopy);
+      return ag_cli_fail(cli, AG_ENOMEM, "cannot parse --symbolic");
+    }
+    for (char *tok = strtok(symcopy, ","); tok && o.nsymbolic < 64; tok = strtok(NULL, ","))
+      syms[o.nsymbolic++] = tok;
+    o.symbolic = syms;
+  }
+  o.unroll = ag_cli_flag(cli, "unroll");
   uint64_t v;
   const char *rl = ag_cli_get(cli, "rlimit"), *bt = ag_cli_get(cli, "batch");
   if (rl && (parse_u64(rl, &v) || v == 0)) {
     ag_free(setcopy);
+    ag_free(symcopy);
     return ag_cli_usage_error(cli, "--rlimit takes a positive integer, not '%s'", rl);
   }
   if (rl)
     o.rlimit = v;
   if (bt && (parse_u64(bt, &v) || v == 0 || v > 4096)) {
     ag_free(setcopy);
+    ag_free(symcopy);
     return ag_cli_usage_error(cli, "--batch takes an integer from 1 to 4096, not '%s'", bt);
   }
   if (bt)
@@ -95,6 +112,7 @@ int cmd_check(ag_cli *cli) {
     const char *lv = ag_cli_get(cli, limits[i]);
     if (lv && (parse_u64(lv, &v) || v == 0 || v > (uint64_t)1 << 40)) {
       ag_free(setcopy);
+    ag_free(symcopy);
       return ag_cli_usage_error(cli, "--%s takes an integer from 1 to 2^40, not '%s'",
                                 limits[i], lv);
     }
@@ -105,6 +123,7 @@ int cmd_check(ag_cli *cli) {
   int exit_code = ag_cli_input_file(cli, cli->pos[0]);
   if (exit_code) {
     ag_free(setcopy);
+    ag_free(symcopy);
     return exit_code;
   }
   ag_diags d;
@@ -157,5 +176,6 @@ out:
   ag_tile_program_free(p);
   ag_diags_release(&d);
   ag_free(setcopy);
+  ag_free(symcopy);
   return exit_code;
 }

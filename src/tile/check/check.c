@@ -51,6 +51,12 @@ void ag_tile_report_free(ag_tile_report *r) {
   for (int i = 0; i < r->nasserts; i++)
     result_free(&r->asserts[i]);
   ag_free(r->asserts);
+  for (int i = 0; i < r->nloops; i++) {
+    ag_free(r->loops[i].kernel);
+    ag_free(r->loops[i].var);
+    ag_free(r->loops[i].how);
+  }
+  ag_free(r->loops);
   ag_free(r->file);
   ag_free(r);
 }
@@ -124,6 +130,13 @@ void ag__ck_free(ag__ck *c) {
   if (!c)
     return;
   ag__evcache_free(c);
+  ag__smt_decider_free(c);
+  for (size_t i = 0; i < c->notes.n; i++) {
+    ag_free(c->notes.v[i].kernel);
+    ag_free(c->notes.v[i].var);
+    ag_free(c->notes.v[i].how);
+  }
+  ag_vec_free(&c->notes);
   ag_vec_free(&c->params);
   ag_vec_free(&c->sizes);
   ag_vec_free(&c->assumes);
@@ -190,6 +203,20 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     return rc;
   uint64_t t1 = ag_now_ns();
   r->interp_s += (double)(t1 - t0) / 1e9;
+  /* the summarized loops move to the report */
+  if (c->notes.n) {
+    ag_tile_loop_note *nl =
+        ag_realloc(r->loops, ((size_t)r->nloops + c->notes.n) * sizeof *r->loops);
+    if (!nl) {
+      rc = AG_ENOMEM;
+      ag__ck_free(c);
+      return rc;
+    }
+    r->loops = nl;
+    for (size_t i = 0; i < c->notes.n; i++)
+      r->loops[r->nloops++] = c->notes.v[i];
+    c->notes.n = 0;
+  }
   if (setjmp(c->fail)) {
     /* out of memory while solving */
     rc = c->fail_rc ? c->fail_rc : AG_ENOMEM;
@@ -429,6 +456,9 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
     for (int k = 0; k < a->nmore; k++)
       cex_text(a->more[k], o);
   }
+  for (int i = 0; i < r->nloops; i++)
+    ag_str_printf(o, "%s:%d:%d: summarized: loop '%s' [%s]: %s\n", r->file, r->loops[i].line,
+                  r->loops[i].col, r->loops[i].var, r->loops[i].kernel, r->loops[i].how);
   if (r->bounds_proved)
     ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
                   (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
@@ -515,12 +545,24 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
       return NULL;
     }
   }
-  if (!arr)
+  json_t *loops = json_array();
+  for (int i = 0; arr && loops && i < r->nloops; i++)
+    if (json_array_append_new(loops, json_pack("{s:s,s:i,s:i,s:s,s:s}", "kernel",
+                                               r->loops[i].kernel, "line", r->loops[i].line,
+                                               "col", r->loops[i].col, "var", r->loops[i].var,
+                                               "summary", r->loops[i].how))) {
+      json_decref(loops);
+      loops = NULL;
+    }
+  if (!arr || !loops) {
+    json_decref(arr);
+    json_decref(loops);
     return NULL;
+  }
   const char *verdict = nv ? "violated" : nvac ? "vacuous" : nu ? "unknown" : "proved";
-  return json_pack("{s:i,s:s,s:s,s:o,s:{s:i,s:I,s:f,s:f,s:I,s:I}}", "schema", 1, "file",
-                   r->file, "verdict", verdict, "assertions", arr, "stats", "kernels",
-                   r->nkernels, "queries", (json_int_t)r->queries, "interpret_s", r->interp_s,
-                   "solve_s", r->solve_s, "bounds_proved", (json_int_t)r->bounds_proved,
-                   "races_proved", (json_int_t)r->races_proved);
+  return json_pack("{s:i,s:s,s:s,s:o,s:o,s:{s:i,s:I,s:f,s:f,s:I,s:I}}", "schema", 1, "file",
+                   r->file, "verdict", verdict, "assertions", arr, "summarized_loops", loops,
+                   "stats", "kernels", r->nkernels, "queries", (json_int_t)r->queries,
+                   "interpret_s", r->interp_s, "solve_s", r->solve_s, "bounds_proved",
+                   (json_int_t)r->bounds_proved, "races_proved", (json_int_t)r->races_proved);
 }

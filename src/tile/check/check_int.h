@@ -146,10 +146,14 @@ typedef struct ag__rrec {
   int64_t lo, hi;        /* bounds of the bytes it may touch */
 } ag__rrec;
 
-/* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc. */
+/* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc,
+ * when guard holds (NULL: always; a guard is a condition that does not depend
+ * on the thread: an undecided 'if' on problem sizes or a summarized loop's
+ * iteration). */
 typedef struct ag__reset {
   int buf;
   int64_t pc, lo, hi;
+  const ag__bx *guard;
 } ag__reset;
 
 /* ------------------------------------------------------------------ tiles */
@@ -278,6 +282,7 @@ typedef enum { OB_EQ, OB_NE, OB_INT, OB_RACE } ag__obk;
 typedef struct ag__loopvar {
   const char *name;
   int64_t value;
+  const ag_expr *x;        /* the iteration of a summarized loop (symbolic), or NULL */
 } ag__loopvar;
 
 typedef struct ag__oblig {
@@ -369,6 +374,14 @@ typedef struct ag__ck {
   ag__scope *scope;
   const ag__bx *path;      /* current path condition (NULL: true) */
   int symbolic_if;         /* depth of thread-dependent ifs */
+  int uniform_if;          /* depth of undecided ifs that do not depend on the thread */
+  /* loop summaries (loop.c) */
+  const ag__bx *facts;     /* what holds of a summarized iteration (NULL: nothing) */
+  int replay;              /* > 0: replaying iterations for their state only (no
+                              obligations, no assumptions) */
+  int summarizing;         /* inside a summarized loop's body */
+  AG_VEC(ag_tile_loop_note) notes; /* summarized loops, for the report (owned strings) */
+  void *decider;           /* smt.c's context for ag__smt_decide */
   int64_t pc;
   int epoch;
   int group_open;          /* cp.async writes since the last commit */
@@ -469,7 +482,28 @@ int ag__cset_add(ag__cset *s, const ag__ctag *t);
 void ag__evcache_free(ag__ck *c);
 uint32_t ag__u32_op(ag_expr_op op, uint32_t a, uint32_t b);
 
+/* loop summaries (loop.c): the statements of interp.c they reuse */
+void ag__exec_block(ag__ck *c, const ag_tile_list *body);
+void ag__bind(ag__ck *c, const char *name, const ag_expr *value);
+const ag__tag ***ag__snapshot_regs(ag__ck *c);
+int64_t ag__block_cost(const ag_tile_list *body);
+/* Checks loop n (`for v in range(start, stop)`, stop maybe symbolic) without
+ * unrolling it; 0 when done (the loop's effect is in c), or -1 with c back in
+ * its state before the loop and *why set (arena text) when it cannot be
+ * summarized soundly. */
+int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag_expr *stop,
+                       const char **why);
+extern const char ag__havoc_why[];
+/* A summarized iteration v = P*q + r has q < 2^31 / P: every iteration
+ * below 2^31 (integers are 32-bit). */
+#define AG__QBITS 31
+
 /* the solver (smt.c) */
+/* Decides b (a condition that does not depend on the thread) under the
+ * kernel's assumptions so far and c->facts: 1 always true, 0 always false,
+ * -1 undecided (or the solver gave up). */
+int ag__smt_decide(ag__ck *c, const ag__bx *b);
+void ag__smt_decider_free(ag__ck *c);
 void ag__tile_cex_free(ag_tile_cex *x);
 int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index);
 

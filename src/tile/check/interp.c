@@ -401,6 +401,8 @@ static const ag_expr *mode_offset(ag__ck *c, const ag_tile_node *n, const ag_lay
 static void in_bounds(ag__ck *c, const ag_tile_node *site, const char *name, int mode,
                       const ag_expr *idx, const ag_expr *ext) {
   int64_t lo, hi, e;
+  if (c->replay)
+    return; /* a summary's replayed iteration: checked as its own instance */
   if (ag_expr_is_const(ext, &e) && !ag__xbounds(c, idx, &lo, &hi) && lo >= 0 && hi < e)
     return;
   const ag__bx *cond = ag__bcmp(c, AG_OP_LT, idx, ext);
@@ -1215,8 +1217,8 @@ static ag__value *make_local(ag__ck *c, const ag_tile_node *n) {
 
 static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 2, 3, "make_shared(shape, dtype[, swizzle])");
-  if (c->symbolic_if)
-    ag__ck_error(c, n, "make_shared inside a thread-dependent 'if'");
+  if (c->symbolic_if || c->uniform_if)
+    ag__ck_error(c, n, "make_shared inside a thread-dependent or undecided 'if'");
   ag_layout l = layout_of(c, n, eval(c, arg(c, n, 0, "shape", 1)));
   ag__dt dt = as_dtype(c, arg(c, n, 1, "dtype", 1));
   ag__tile *t = tile_new(c);
@@ -1305,6 +1307,19 @@ static void need_uniform(ag__ck *c, const ag_tile_node *n, const char *what) {
     ag__ck_error(c, n,
                  "%s inside a thread-dependent 'if' (it must be reached by every thread of "
                  "the block or warp together)",
+                 what);
+}
+
+/* A barrier, a cp.async group boundary or wait: the interpreter keeps one
+ * timeline for the block, so these cannot be under an 'if' it could not
+ * decide either. */
+static void need_block(ag__ck *c, const ag_tile_node *n, const char *what) {
+  need_uniform(c, n, what);
+  if (c->uniform_if)
+    ag__ck_error(c, n,
+                 "%s inside an 'if' whose condition the checker cannot decide from the "
+                 "assumptions (it depends on problem sizes or a summarized loop's iteration); "
+                 "move it out of the 'if' or add an 'assume' that decides the condition",
                  what);
 }
 
@@ -1421,7 +1436,7 @@ static void do_cp_async(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
 
 static void do_wait(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 1, 1, "cp_async_wait(n)");
-  need_uniform(c, n, "cp_async_wait");
+  need_block(c, n, "cp_async_wait");
   int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "the number of pending groups");
   if (k < 0)
     ag__ck_error(c, n, "cp_async_wait needs a count >= 0");
@@ -1459,7 +1474,8 @@ static void do_reset(ag__ck *c, const ag_tile_node *n) {
   if ((hi - lo) != cnt * esz)
     ag__ck_error(c, n, "reset() needs a tile that covers one contiguous range of bytes");
   c->pc++;
-  ag__reset r = {t->buf, c->pc, lo, hi};
+  /* under an undecided uniform 'if' the reset happens when its path holds */
+  ag__reset r = {t->buf, c->pc, lo, hi, c->uniform_if ? c->path : NULL};
   if (ag_vec_push(&c->resets, r))
     ag__ck_oom(c);
 }
@@ -1488,14 +1504,14 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
   case IK_CP_ASYNC: do_cp_async(c, n, in); break;
   case IK_CP_COMMIT:
     nargs(c, n, 0, 0, "cp_async_commit()");
-    need_uniform(c, n, "cp_async_commit");
+    need_block(c, n, "cp_async_commit");
     c->ngroups++;
     c->group_open = 0;
     break;
   case IK_CP_WAIT: do_wait(c, n); break;
   case IK_SYNC:
     nargs(c, n, 0, 0, "syncthreads()");
-    need_uniform(c, n, "syncthreads");
+    need_block(c, n, "syncthreads");
     c->epoch++;
     ag__race_barrier(c);
     c->pc++;
@@ -1671,6 +1687,12 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
 /* -------------------------------------------------------------- evaluation */
 static ag__value *name_value(ag__ck *c, const ag_tile_node *n) {
   ag__value *v = lookup(c, n->name);
+  if (v && v->k == V_POISON && v->poison_at->kind == AG_TN_FOR)
+    ag__ck_error(c, n,
+                 "'%s' was assigned in loop 'for %s in ...' at line %d, which the checker "
+                 "summarized instead of unrolling: its value from an earlier iteration is not "
+                 "tracked; assign it before use in each iteration (or after the loop)",
+                 n->name, v->poison_at->name, v->poison_at->line);
   if (v && v->k == V_POISON)
     ag__ck_error(c, n,
                  "'%s' was given different values on the two paths of the thread-dependent "
@@ -2146,6 +2168,8 @@ static void exec_assert(ag__ck *c, const ag_tile_node *n) {
     o.k = OB_INT;
     o.cond = as_bool(c, e, eval(c, e));
   }
+  if (c->replay)
+    return; /* a summary's replayed iteration: checked as its own instance */
   o.stmt = ag__ck_stmt(c, n);
   o.nloops = (int)c->loops.n;
   o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
@@ -2155,13 +2179,23 @@ static void exec_assert(ag__ck *c, const ag_tile_node *n) {
 }
 
 /* Register state snapshot for thread-dependent branches. */
-static const ag__tag ***snapshot_regs(ag__ck *c) {
+const ag__tag ***ag__snapshot_regs(ag__ck *c) {
   const ag__tag ***s = ag__ck_alloc(c, (c->rbufs.n ? c->rbufs.n : 1) * sizeof *s);
   for (size_t i = 0; i < c->rbufs.n; i++) {
     s[i] = ag__ck_alloc(c, (size_t)(c->rbufs.v[i].size ? c->rbufs.v[i].size : 1) * sizeof **s);
     ag__mcpy(s[i], c->rbufs.v[i].bytes, (size_t)c->rbufs.v[i].size * sizeof **s);
   }
   return s;
+}
+
+static int bx_depends_tid(const ag__bx *b) {
+  if (!b)
+    return 0;
+  switch (b->k) {
+  case BX_CONST: return 0;
+  case BX_CMP: return ag__xdepends(b->a, "tid") || ag__xdepends(b->b, "tid");
+  default: return bx_depends_tid(b->x) || bx_depends_tid(b->y);
+  }
 }
 
 static void exec_if(ag__ck *c, const ag_tile_node *n) {
@@ -2171,18 +2205,28 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
     exec_block(c, cv ? &n->list : &n->list2);
     return;
   }
+  /* the same for every thread of the block (problem sizes, a summarized
+   * loop's iteration): the assumptions may decide it */
+  int uniform = !bx_depends_tid(cond);
+  if (uniform && (cv = ag__smt_decide(c, cond)) >= 0) {
+    exec_block(c, cv ? &n->list : &n->list2);
+    return;
+  }
   /* both branches; registers merge at the join */
   size_t nbufs = c->rbufs.n;
-  const ag__tag ***before = snapshot_regs(c);
+  const ag__tag ***before = ag__snapshot_regs(c);
   ag__scope *outer = c->scope;
   size_t nbind = outer->b.n;
   ag__binding *saved = ag__ck_alloc(c, (nbind ? nbind : 1) * sizeof *saved);
   ag__mcpy(saved, outer->b.v, nbind * sizeof *saved);
   const ag__bx *path = c->path;
-  c->symbolic_if++;
+  if (uniform)
+    c->uniform_if++;
+  else
+    c->symbolic_if++;
   c->path = ag__band(c, path, cond);
   exec_block(c, &n->list);
-  const ag__tag ***after_then = snapshot_regs(c);
+  const ag__tag ***after_then = ag__snapshot_regs(c);
   size_t nb_then = outer->b.n;
   ag__binding *then_b = ag__ck_alloc(c, (nb_then ? nb_then : 1) * sizeof *then_b);
   ag__mcpy(then_b, outer->b.v, nb_then * sizeof *then_b);
@@ -2194,7 +2238,10 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   c->path = ag__band(c, path, ag__bnot(c, cond));
   exec_block(c, &n->list2);
   c->path = path;
-  c->symbolic_if--;
+  if (uniform)
+    c->uniform_if--;
+  else
+    c->symbolic_if--;
   /* merge registers allocated before the if */
   for (size_t i = 0; i < nbufs; i++)
     for (int64_t j = 0; j < c->rbufs.v[i].size; j++)
@@ -2249,7 +2296,7 @@ static int64_t trips_of(int64_t start, int64_t stop, int64_t stepv) {
   uint64_t t = (span - 1) / st + 1;
   return t > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)t;
 }
-static int64_t block_cost(const ag_tile_list *body) {
+int64_t ag__block_cost(const ag_tile_list *body) {
   int64_t sum = 0;
   for (int i = 0; i < body->n; i++) {
     const ag_tile_node *s = body->v[i];
@@ -2267,17 +2314,24 @@ static int64_t block_cost(const ag_tile_list *body) {
       if (lit && s->a->list.n == 1)
         a[1] = a[0], a[0] = 0;
       if (lit && a[2] != 0)
-        k = sat_add(1, sat_mul(trips_of(a[0], a[1], a[2]), block_cost(&s->list)));
+        k = sat_add(1, sat_mul(trips_of(a[0], a[1], a[2]), ag__block_cost(&s->list)));
     } else if (s->kind == AG_TN_IF) {
-      int64_t t = block_cost(&s->list), e = block_cost(&s->list2);
+      int64_t t = ag__block_cost(&s->list), e = ag__block_cost(&s->list2);
       k = sat_add(1, t < e ? t : e);
     } else if (s->kind == AG_TN_REGION) {
-      k = sat_add(1, block_cost(&s->list));
+      k = sat_add(1, ag__block_cost(&s->list));
     }
     sum = sat_add(sum, k);
   }
   return sum;
 }
+
+/* Loops run over range(start, stop[, step]) with a compile-time start and
+ * step. A loop of constant bounds is unrolled, unless it runs at least
+ * AG__SUMMARY_TRIPS iterations and loop.c can summarize it (cheaper: a few
+ * iterations stand for all); a loop whose stop depends on problem sizes is
+ * summarized or refused, naming the loop and the reason. */
+#define AG__SUMMARY_TRIPS 16
 
 static void exec_for(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *it = n->a;
@@ -2285,34 +2339,58 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
     ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
                         "step)");
   nargs(c, it, 1, 3, "range");
-  int64_t a[3] = {0, 0, 0};
+  const ag_expr *x[3] = {NULL, NULL, NULL};
   for (int i = 0; i < it->list.n; i++)
-    a[i] = as_const(c, it->list.v[i], eval(c, it->list.v[i]),
-                    "a loop bound (loops are unrolled)");
-  int64_t start = 0, stop, stepv = 1;
-  if (it->list.n == 1)
-    stop = a[0];
-  else {
-    start = a[0];
-    stop = a[1];
-    if (it->list.n == 3)
-      stepv = a[2];
-  }
+    x[i] = as_int(c, it->list.v[i], eval(c, it->list.v[i]), "a loop bound");
+  const ag_expr *stopx = it->list.n == 1 ? x[0] : x[1];
+  int64_t start = 0, stop = 0, stepv = 1;
+  if (it->list.n >= 2)
+    start = as_const(c, it->list.v[0], vint(c, x[0]),
+                     "a loop's start (the checker needs compile-time starts and steps)");
+  if (it->list.n == 3)
+    stepv = as_const(c, it->list.v[2], vint(c, x[2]),
+                     "a loop's step (the checker needs compile-time starts and steps)");
   if (stepv == 0)
     ag__ck_error(c, it, "range() step must not be zero");
+  const char *why = NULL;
+  if (!ag_expr_is_const(stopx, &stop)) {
+    /* a trip count that depends on problem sizes: summarized, or refused */
+    if (stepv != 1)
+      ag__ck_error(c, it, "loop 'for %s in range(...)' has a bound that depends on problem "
+                          "sizes and a step other than 1; the checker summarizes such loops "
+                          "only with step 1",
+                   n->name);
+    if (c->summarizing)
+      ag__ck_error(c, it, "loop 'for %s in range(...)' has a bound that depends on problem "
+                          "sizes inside another summarized loop; the checker summarizes one "
+                          "level of such loops (make the inner bound a const)",
+                   n->name);
+    if (ag__loop_summarize(c, n, start, stopx, &why) == 0)
+      return;
+    ag__ck_error(c, it,
+                 "loop 'for %s in range(...)' has a trip count that depends on problem sizes "
+                 "and cannot be summarized soundly: %s; make its bound a const parameter (and "
+                 "check chosen sizes with --set)",
+                 n->name, why);
+  }
+  int64_t trips = trips_of(start, stop, stepv);
+  /* (iterations past 2^31 do not fit the checker's 32-bit integers) */
+  if (trips >= AG__SUMMARY_TRIPS && stepv == 1 && start >= 0 && stop < ((int64_t)1 << 31) &&
+      !c->summarizing && !c->opts->unroll && ag__loop_summarize(c, n, start, stopx, &why) == 0)
+    return;
   /* the whole unrolled loop must fit the statement limit: refuse it before
    * running any of it */
-  int64_t trips = trips_of(start, stop, stepv);
-  int64_t need = sat_mul(trips, block_cost(&n->list));
+  int64_t need = sat_mul(trips, ag__block_cost(&n->list));
   if (need > c->opts->max_steps - c->steps)
     ag__ck_error(c, it,
                  "loop 'for %s in range(...)' unrolls to %lld iterations of at least %lld "
                  "statements each, more than the limit of %lld interpreted statements (%lld "
-                 "already run); make the compile-time sizes smaller for checking or raise the "
-                 "limit with --max-steps",
-                 n->name, (long long)trips, (long long)block_cost(&n->list),
-                 (long long)c->opts->max_steps, (long long)c->steps);
-  ag__loopvar lv = {n->name, 0};
+                 "already run)%s%s; make the compile-time sizes smaller for checking or raise "
+                 "the limit with --max-steps",
+                 n->name, (long long)trips, (long long)ag__block_cost(&n->list),
+                 (long long)c->opts->max_steps, (long long)c->steps,
+                 why ? ", and it cannot be summarized: " : "", why ? why : "");
+  ag__loopvar lv = {n->name, 0, NULL};
   if (ag_vec_push(&c->loops, lv))
     ag__ck_oom(c);
   for (int64_t i = start; stepv > 0 ? i < stop : i > stop; i += stepv) {
@@ -2322,6 +2400,9 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
   }
   c->loops.n--;
 }
+
+void ag__exec_block(ag__ck *c, const ag_tile_list *body) { exec_block(c, body); }
+void ag__bind(ag__ck *c, const char *name, const ag_expr *value) { bind(c, name, vint(c, value)); }
 
 static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
   step(c, n);
@@ -2345,6 +2426,8 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
     int v;
     if (ag__bis_const(b, &v) && !v)
       ag__ck_error(c, n, "this assumption is false");
+    if (c->replay)
+      break; /* a replayed iteration's assumption is its own instance's */
     if (ag_vec_push(&c->assumes, b))
       ag__ck_oom(c);
     break;
@@ -2374,6 +2457,13 @@ static int64_t define_value(ag__ck *c, const char *name, int *found) {
   return 0;
 }
 
+static int is_symbolic(ag__ck *c, const char *name) {
+  for (int i = 0; i < c->opts->nsymbolic; i++)
+    if (!strcmp(c->opts->symbolic[i], name))
+      return 1;
+  return 0;
+}
+
 static void setup_params(ag__ck *c) {
   const ag_tile_node *k = c->kernel;
   for (int i = 0; i < k->list.n; i++)
@@ -2392,7 +2482,24 @@ static void setup_params(ag__ck *c) {
       if (!is_const && !is_tensor)
         ag__ck_error(c, ty, "a parameter is 'name: Tensor(dims..., dtype)' or 'name: const = "
                             "value'");
-      if (is_const && pass == 0) {
+      if (is_const && pass == 0 && is_symbolic(c, p->name)) {
+        /* checked for every value (--symbolic): a problem size */
+        int found;
+        define_value(c, p->name, &found);
+        if (found)
+          ag__ck_error(c, p, "'%s' is given both --set and --symbolic", p->name);
+        const ag_expr *sym = ag_expr_sym(&c->lc, p->name);
+        if (!sym)
+          ag__ck_oom(c);
+        bind(c, p->name, vint(c, sym));
+        if (ag_vec_push(&c->sizes, p->name))
+          ag__ck_oom(c);
+        ag__param pm;
+        memset(&pm, 0, sizeof pm);
+        pm.name = p->name;
+        if (ag_vec_push(&c->params, pm))
+          ag__ck_oom(c);
+      } else if (is_const && pass == 0) {
         int found;
         int64_t v = define_value(c, p->name, &found);
         if (!found) {
@@ -2471,6 +2578,15 @@ static void setup_params(ag__ck *c) {
     if (!ok)
       ag__ck_error(c, k, "--set %s: kernel '%s' has no constant parameter by that name", d,
                    k->name);
+  }
+  for (int i = 0; i < c->opts->nsymbolic; i++) {
+    int ok = 0;
+    for (int j = 0; j < k->list.n; j++)
+      ok |= !strcmp(k->list.v[j]->name, c->opts->symbolic[i]) &&
+            k->list.v[j]->a->kind == AG_TN_NAME && !strcmp(k->list.v[j]->a->name, "const");
+    if (!ok)
+      ag__ck_error(c, k, "--symbolic %s: kernel '%s' has no constant parameter by that name",
+                   c->opts->symbolic[i], k->name);
   }
 }
 

@@ -29,7 +29,34 @@ const char *ag__ck_strdup(ag__ck *c, const char *s) {
   return r;
 }
 
+/* q or q + k, for the iteration counter q of a summarized loop (loop.c) */
+static int is_iteration(const ag_expr *e) {
+  if (e->op == AG_X_ADD && ag_expr_is_const(e->b, NULL))
+    e = e->a;
+  return e->op == AG_X_SYM && strstr(e->name, "#q") != NULL;
+}
+
 const ag_expr *ag__x(ag__ck *c, ag_expr_op op, const ag_expr *a, const ag_expr *b) {
+  int64_t m, k, r0;
+  if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && (m & (m - 1)) == 0 &&
+      a->op == AG_X_ADD && ag_expr_is_const(a->b, &r0) && a->a->op == AG_X_MUL &&
+      ag_expr_is_const(a->a->b, &k) && k % m == 0)
+    /* (q * k + r) % m with m | k, m a power of two: r % m, also in wrapping
+     * 32-bit arithmetic (a summarized loop's stage index) */
+    return ag__xc(c, r0 & (m - 1));
+  if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && (m & (m - 1)) == 0 &&
+      a->op == AG_X_MUL && ag_expr_is_const(a->b, &k) && k % m == 0)
+    return ag__xc(c, 0);
+  if (op == AG_X_ADD && a->op == AG_X_MUL && ag_expr_is_const(b, &r0) &&
+      ag_expr_is_const(a->b, &m) && m > 1 && (m & (m - 1)) == 0 && (r0 < 0 || r0 >= m) &&
+      is_iteration(a->a)) {
+    /* a summarized iteration P*q + c keeps 0 <= c < P: P*(q + k) + c', so
+     * the stage stays in the low bits (ORs for the solver) and equal
+     * iterations are the same expression */
+    int64_t k2 = r0 >= 0 ? r0 / m : -((-r0 + m - 1) / m);
+    return ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, ag__x(c, AG_X_ADD, a->a, ag__xc(c, k2)), a->b),
+                 ag__xc(c, r0 - k2 * m));
+  }
   const ag_expr *r = ag_expr_bin(&c->lc, op, a, b);
   if (!r)
     ag__ck_oom(c);
