@@ -359,7 +359,8 @@ typedef struct ag__ck {
   AG_VEC(ag__wrec) wrecs;
   AG_VEC(ag__reset) resets;
   AG_VEC(ag__rrec) reads;  /* shared reads of the current barrier interval (race.c) */
-  ag_map read_seen;        /* (interval, buffer, address, width, guard) of those reads */
+  ag_map read_seen;        /* (generation, buffer, address, width, guard) of those reads */
+  int64_t read_gen;        /* changes whenever the list of reads is cleared or restored */
   int64_t race_work;       /* pairs scanned + bytes enumerated for races (bounded) */
   int64_t race_obligs;     /* race pairs left to the solver (at most --max-writes) */
   int ghost;               /* inside tag(): accesses are observations, not reads */

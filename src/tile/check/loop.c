@@ -138,6 +138,7 @@ static void restore(ag__ck *c, const snap *s) {
   for (size_t i = 0; i < s->nreads; i++)
     if (ag_vec_push(&c->reads, s->reads[i]))
       ag__ck_oom(c);
+  c->read_gen++; /* race.c: reads seen since the snapshot must be seen again */
   c->race_obligs = s->race_obligs;
   c->pc = s->pc;
   c->smem_top = s->smem_top;
@@ -438,6 +439,7 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
       if (ag_vec_push(&S->end_reads, c->reads.v[i]))
         ag__ck_oom(c);
     c->reads.n = 0;
+    c->read_gen++;
     havoc(c, S);
     load_rstar(c, S);
     head_bindings(c, S, pre);

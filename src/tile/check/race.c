@@ -33,12 +33,14 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
   if (c->ghost)
     return;
   struct {
-    int64_t epoch;
+    int64_t gen;
     const void *addr, *guard;
     int32_t buf, width;
   } key;
   memset(&key, 0, sizeof key);
-  key.epoch = c->epoch;
+  /* not the epoch: a loop summary restores the epoch and the list of reads
+   * (loop.c), and a key of an abandoned attempt would hide the read */
+  key.gen = c->read_gen;
   key.addr = addr;
   key.guard = guard;
   key.buf = buf;
@@ -71,7 +73,10 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
     ag__ck_oom(c);
 }
 
-void ag__race_barrier(ag__ck *c) { c->reads.n = 0; }
+void ag__race_barrier(ag__ck *c) {
+  c->reads.n = 0;
+  c->read_gen++;
+}
 
 /* 1 when, for every thread, the bytes it writes are read by no other thread
  * (decided by enumerating the block); 0 when some may be, or when the
