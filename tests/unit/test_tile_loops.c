@@ -219,6 +219,105 @@ TEST(test_planted_bugs_summarized) {
   }
 }
 
+/* Summaries against the unrolled truth, on small programs a soundness
+ * audit wrote (each was proved under a summary while a size that unrolls
+ * refuted it): a read under a condition on the iteration, or before the loop,
+ * overtaken by a later iteration's write with no barrier between (the live
+ * reads were dropped before the replayed iteration); and a symbolic trip
+ * count below the prefix, whose exit state (registers, live reads) was not
+ * joined into the state after the loop. Each size gives the verdict the
+ * unrolled check gives; "sym" is --symbolic K. */
+typedef struct sumcase {
+  const char *name, *src;
+  struct {
+    const char *size; /* NULL: --symbolic K */
+    int violated;
+  } at[5];
+} sumcase;
+
+static const sumcase sumcases[] = {
+    {"war1",
+      "@threads(128)\n"
+      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((128,), f32)\n"
+      "    s[tid] = A[tid]\n"
+      "    syncthreads()\n"
+      "    for kt in range(K):\n"
+      "        if kt == 0:\n"
+      "            x = s[(tid + 1) % 128]\n"
+      "            O[tid] = x\n"
+      "        if kt >= 5:\n"
+      "            s[tid] = A[tid]\n"
+      "    syncthreads()\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=1", 0}}},
+    {"war2",
+      "@threads(128)\n"
+      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((128,), f32)\n"
+      "    s[tid] = A[tid]\n"
+      "    syncthreads()\n"
+      "    x = s[(tid + 1) % 128]\n"
+      "    O[tid] = x\n"
+      "    for kt in range(K):\n"
+      "        if kt == K - 1:\n"
+      "            s[tid] = A[tid]\n"
+      "    syncthreads()\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=1", 1}}},
+    {"war3",
+      "@threads(128)\n"
+      "def k(A: Tensor(128, f32), O: Tensor(128, 3, f32), K: const = 8):\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((128,), f32)\n"
+      "    s[tid] = A[tid]\n"
+      "    for kt in range(K):\n"
+      "        syncthreads()\n"
+      "        if kt == 0:\n"
+      "            x = s[(tid + 1) % 128]\n"
+      "            O[tid, 0] = x\n"
+      "        j = kt % 3\n"
+      "    s[tid] = A[tid]\n"
+      "    syncthreads()\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 1}, {"K=1", 1}}},
+    {"reg1",
+      "@threads(128)\n"
+      "def k(A: Tensor(128, 4, f32), O: Tensor(128, 2, f32), K: const = 8):\n"
+      "    T_A = A[m, k] -> (m, k)\n"
+      "    tid = threadIdx.x\n"
+      "    r = make_local((2,), f32)\n"
+      "    fill(r, 0)\n"
+      "    for kt in range(K):\n"
+      "        if kt == 0:\n"
+      "            r[0] = A[tid, 0]\n"
+      "            r[1] = A[tid, 2]\n"
+      "        if kt == 1:\n"
+      "            r[0] = A[tid, 1]\n"
+      "    assert tag(r[0]) == (tid, 1)\n"
+      "    O[tid, 0] = r[0]\n"
+      "    O[tid, 1] = r[1]\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 1}, {"K=1", 1}}},
+};
+
+TEST(test_summary_matches_unrolled) {
+  for (size_t i = 0; i < sizeof sumcases / sizeof sumcases[0]; i++)
+    for (int k = 0; k < 5; k++) {
+      const char *size = sumcases[i].at[k].size;
+      ag_diags d;
+      int rc;
+      ag_tile_report *r = run(sumcases[i].src, size ? NULL : "K", size, &d, &rc);
+      CHECK_EQ_INT(rc, 0);
+      int violated = first_violated(r) != NULL;
+      if (violated != sumcases[i].at[k].violated)
+        fprintf(stderr, "%s at %s: %s, expected %s\n", sumcases[i].name,
+                size ? size : "symbolic K", violated ? "violated" : "proved",
+                sumcases[i].at[k].violated ? "violated" : "proved");
+      CHECK_EQ_INT(violated, sumcases[i].at[k].violated);
+      ag_tile_report_free(r);
+      ag_diags_release(&d);
+    }
+}
+
 /* --set K=8192 is summarized: checked in about the time of K = 128. */
 TEST(test_long_constant_loop) {
   char *src = gemm_src();
@@ -429,5 +528,5 @@ TEST(test_summary_soundness) {
 }
 
 RUN_TESTS(T(test_symbolic_gemm), T(test_last_iteration_bug), T(test_race_across_summarized_iterations),
-          T(test_planted_bugs_summarized), T(test_long_constant_loop),
+          T(test_planted_bugs_summarized), T(test_summary_matches_unrolled), T(test_long_constant_loop),
           T(test_not_summarizable), T(test_summary_soundness), T(test_runaway_loops))

@@ -380,6 +380,19 @@ static void run_iteration(ag__ck *c, summ *S, const ag_expr *v, int64_t value) {
 
 enum { A_OK, A_MISMATCH, A_RANGES, A_FAIL };
 
+/* 1 when the loop may stop at head uv (its trip count may be uv - start)
+ * under the assumptions; a constant bound decides it at once */
+static int exit_possible(ag__ck *c, summ *S, const ag_expr *uv) {
+  int64_t sv, u;
+  if (ag_expr_is_const(S->stop, &sv) && ag_expr_is_const(uv, &u))
+    return sv == u;
+  const ag__bx *f0 = c->facts;
+  c->facts = ag__bcmp(c, AG_OP_EQ, S->stop, uv);
+  int never = ag__smt_decide(c, ag__bconst(c, 0)) == 1;
+  c->facts = f0;
+  return !never;
+}
+
 static int attempt(ag__ck *c, summ *S, const snap *pre) {
   int F = S->D + S->h;
   const ag_tile_node *n = S->n;
@@ -389,13 +402,25 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   S->nmiss = 0;
   for (size_t i = 0; i < S->nr0; i++)
     memset(S->miss[i], 0, (size_t)c->rbufs.v[i].size);
-  /* 1. the prefix, iteration u under u < stop */
+  /* 1. the prefix, iteration u under u < stop. Each head u is also a state
+   * the loop may exit in (a trip count of u: the registers and the shared
+   * reads still live then go on after the loop) */
   const ag__bx *path0 = c->path;
+  const ag__tag ****heads = ag__ck_alloc(c, (size_t)(F + 1) * sizeof *heads);
+  int nheads = 0;
+  S->end_reads.n = 0;
   for (int u = 0; u < F; u++) {
     const ag_expr *uv = ag__xc(c, S->start + u);
     const ag__bx *runs = ag__bcmp(c, AG_OP_LT, uv, S->stop);
     if (u == S->h)
       S->rstar = ag__snapshot_regs(c);
+    if (exit_possible(c, S, uv)) {
+      if (u > 0)
+        heads[nheads++] = ag__snapshot_regs(c);
+      for (size_t i = 0; i < c->reads.n; i++)
+        if (ag_vec_push(&S->end_reads, c->reads.v[i]))
+          ag__ck_oom(c);
+    }
     int k;
     if (ag__bis_const(runs, &k) && !k)
       break; /* a constant trip count below F: nothing more to check */
@@ -414,7 +439,6 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   (void)wr0;
   /* 2. one checked iteration per stage of the ring */
   S->empty_classes = 0;
-  S->end_reads.n = 0;
   for (int r = 0; r < S->P; r++) {
     /* v = P*q + r0 with q >= qmin: the low bits of v are the stage, so
      * v's bit fields do not overlap (ORs for the solver, no carries) */
@@ -433,12 +457,13 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
       S->empty_classes++;
       continue;
     }
-    /* the reads before a replay are unknown; the pairs they would form
-     * with its writes are the checked iteration's (one iteration later) */
+    /* the reads live before a replay stay live: a replayed iteration
+     * without a barrier leaves them to the checked iteration's writes (a
+     * read in the prefix, under a condition on the iteration, or before the
+     * loop, overtaken by a later iteration's write) */
     for (size_t i = 0; i < c->reads.n; i++)
       if (ag_vec_push(&S->end_reads, c->reads.v[i]))
         ag__ck_oom(c);
-    c->reads.n = 0;
     c->read_gen++;
     havoc(c, S);
     load_rstar(c, S);
@@ -486,6 +511,8 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     for (int64_t j = 0; j < c->rbufs.v[i].size; j++) {
       const ag__tag *t = S->tops[i][j] ? havoc_tag(c) : S->rstar[i][j];
       t = ag__tag_join(c, t, rpfx[i][j]);
+      for (int h = 0; h < nheads; h++)
+        t = ag__tag_join(c, t, heads[h][i][j]);
       S->rexit[i][j] = ag__tag_join(c, t, pre->regs[i][j]);
     }
   return A_OK;
