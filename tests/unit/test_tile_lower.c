@@ -424,7 +424,7 @@ TEST(test_examples_assemble) {
       if (pass && (l < 5 || strcmp(e->d_name + l - 4, ".mut")))
         continue;
       if (pass) {
-        char cmd[1400];
+        char cmd[2048]; /* two directories of 512, two names of 255 and the text */
         snprintf(cmd, sizeof cmd, "sh '%s/apply.sh' '%s/%s' '%s/%s.tile' > /dev/null", dir, dir,
                  e->d_name, tmp, e->d_name);
         CHECK(system(cmd) == 0);
