@@ -746,8 +746,10 @@ static value *index_global(lw *L, const ag_tile_node *n, tile *t) {
   s->stride = zalloc(L, (size_t)t->rank * sizeof *s->stride);
   s->tidx = zalloc(L, (size_t)(t->nterms + t->rank) * sizeof *s->tidx);
   s->tmul = zalloc(L, (size_t)(t->nterms + t->rank) * sizeof *s->tmul);
-  memcpy(s->tidx, t->tidx, (size_t)t->nterms * sizeof *s->tidx);
-  memcpy(s->tmul, t->tmul, (size_t)t->nterms * sizeof *s->tmul);
+  if (t->nterms) { /* a tile of no terms has no arrays to copy (memcpy from NULL is undefined) */
+    memcpy(s->tidx, t->tidx, (size_t)t->nterms * sizeof *s->tidx);
+    memcpy(s->tmul, t->tmul, (size_t)t->nterms * sizeof *s->tmul);
+  }
   int kept = 0;
   const ag_expr *esz = xc(L, dts[t->dt].size);
   for (int i = 0; i < t->rank; i++) {
