@@ -2134,9 +2134,11 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     ag_tile_lparam *re = ag_malloc((n ? n : 1) * sizeof *re);
     if (!re)
       oom(L);
-    memcpy(re, L->params.v + nsizes, (n - nsizes) * sizeof *re);
-    memcpy(re + (n - nsizes), L->params.v, nsizes * sizeof *re);
-    memcpy(L->params.v, re, n * sizeof *re);
+    if (n) { /* no parameters: no array (memcpy from NULL is undefined) */
+      memcpy(re, L->params.v + nsizes, (n - nsizes) * sizeof *re);
+      memcpy(re + (n - nsizes), L->params.v, nsizes * sizeof *re);
+      memcpy(L->params.v, re, n * sizeof *re);
+    }
     ag_free(re);
   }
   /* launch shape */
