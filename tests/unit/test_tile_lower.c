@@ -43,7 +43,7 @@ static ag_tile_lowered *lower_file(const char *path, char *err, size_t errn) {
   char *text = NULL;
   size_t len = 0;
   if (ag_file_read(path, &text, &len)) {
-    snprintf(err, errn, "cannot read %s", path);
+    snprintf(err, errn, "cannot read %.400s", path); /* bounded: err is 512 bytes at the callers */
     return NULL;
   }
   ag_tile_lowered *l = lower_text(text, NULL, err, errn);
