@@ -68,23 +68,48 @@ static int copy_file(const char *from, const char *to) {
   return rc;
 }
 
-TEST(trace_from_the_repository_root) {
-  /* root/proj/{spec.json, overhead.ptx, bin/fake_harness_exe}; argus runs
-   * in root with the default relative workspace */
+/* root/NAME/{spec.json, overhead.ptx, bin/fake_harness_exe}: a PTX module and
+ * the fake harness, named by a relative path in the spec's run */
+static void make_project(const char *name) {
   char p[600], from[1024];
-  snprintf(p, sizeof p, "%s/proj/bin", root);
+  snprintf(p, sizeof p, "%s/%s/bin", root, name);
   CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
   build_path(from, sizeof from, "tests/data/ptx/overhead.ptx");
-  snprintf(p, sizeof p, "%s/proj/overhead.ptx", root);
+  snprintf(p, sizeof p, "%s/%s/overhead.ptx", root, name);
   CHECK_EQ_INT(copy_file(from, p), 0);
   build_path(from, sizeof from, "tests/probes/fake_harness_exe");
-  snprintf(p, sizeof p, "%s/proj/bin/fake_harness_exe", root);
+  snprintf(p, sizeof p, "%s/%s/bin/fake_harness_exe", root, name);
   CHECK_EQ_INT(copy_file(from, p), 0);
   CHECK_EQ_INT(chmod(p, 0755), 0);
-  snprintf(p, sizeof p, "%s/proj/spec.json", root);
+  snprintf(p, sizeof p, "%s/%s/spec.json", root, name);
   const char *spec = "{\"name\": \"ovh\", \"module\": {\"ptx\": \"overhead.ptx\"},\n"
                      " \"run\": [\"./bin/fake_harness_exe\", \"ok\", \"module.cubin\"]}\n";
   CHECK_EQ_INT(ag_file_write_atomic(p, spec, strlen(spec)), 0);
+}
+
+/* Reads FILE of the run directory named by argus's JSON output (relative
+ * to cwd when it is relative); NULL when there is none. */
+static char *run_file(const char *json, const char *cwd, const char *file) {
+  json_t *j = json_loads(json, 0, NULL);
+  const char *rd = json_string_value(
+      json_object_get(json_object_get(j, "provenance"), "run_dir"));
+  char *d = NULL;
+  if (rd) {
+    char lp[1400];
+    snprintf(lp, sizeof lp, "%s%s%s/%s", rd[0] == '/' ? "" : cwd, rd[0] == '/' ? "" : "/", rd,
+             file);
+    size_t n = 0;
+    if (ag_file_read(lp, &d, &n))
+      d = NULL;
+  }
+  json_decref(j);
+  return d;
+}
+
+TEST(trace_from_the_repository_root) {
+  /* root/proj; argus runs in root with the default relative workspace */
+  char p[600];
+  make_project("proj");
   ag_str o = AG_STR_INIT, e = AG_STR_INIT;
   const char *a[] = {"--json", "trace", "proj/spec.json", NULL};
   int rc = argus_in(root, a, &o, &e);
@@ -93,21 +118,9 @@ TEST(trace_from_the_repository_root) {
   CHECK_EQ_INT(rc, 0);
   CHECK_CONTAINS(ag_str_cstr(&o), "\"argus.trace/1\"");
   /* the run directory is in the relative workspace, the harness's log in it */
-  json_t *j = json_loads(ag_str_cstr(&o), 0, NULL);
-  const char *rd = json_string_value(
-      json_object_get(json_object_get(j, "provenance"), "run_dir"));
-  CHECK(rd != NULL);
-  if (rd) {
-    char lp[1400];
-    snprintf(lp, sizeof lp, "%s%s%s/harness.log", rd[0] == '/' ? "" : root,
-             rd[0] == '/' ? "" : "/", rd);
-    char *log = NULL;
-    size_t ll = 0;
-    CHECK_EQ_INT(ag_file_read(lp, &log, &ll), 0);
-    CHECK(log && strstr(log, "fake harness: ok"));
-    ag_free(log);
-  }
-  json_decref(j);
+  char *log = run_file(ag_str_cstr(&o), root, "harness.log");
+  CHECK(log && strstr(log, "fake harness: ok"));
+  ag_free(log);
   /* the same spec from its own directory runs the same program */
   ag_str_clear(&o);
   ag_str_clear(&e);
@@ -324,20 +337,8 @@ TEST(proc_paths_are_the_callers) {
  * the H200; the stand-in driver fails such a launch). timing.json says why
  * its events include the submission gap. */
 TEST(trace_under_a_profiler) {
-  char p[600], from[1024];
-  snprintf(p, sizeof p, "%s/prof/bin", root);
-  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
-  build_path(from, sizeof from, "tests/data/ptx/overhead.ptx");
-  snprintf(p, sizeof p, "%s/prof/overhead.ptx", root);
-  CHECK_EQ_INT(copy_file(from, p), 0);
-  build_path(from, sizeof from, "tests/probes/fake_harness_exe");
-  snprintf(p, sizeof p, "%s/prof/bin/fake_harness_exe", root);
-  CHECK_EQ_INT(copy_file(from, p), 0);
-  CHECK_EQ_INT(chmod(p, 0755), 0);
-  snprintf(p, sizeof p, "%s/prof/spec.json", root);
-  const char *spec = "{\"name\": \"prof\", \"module\": {\"ptx\": \"overhead.ptx\"},\n"
-                     " \"run\": [\"./bin/fake_harness_exe\", \"ok\", \"module.cubin\"]}\n";
-  CHECK_EQ_INT(ag_file_write_atomic(p, spec, strlen(spec)), 0);
+  char p[600];
+  make_project("prof");
   ag_str o = AG_STR_INIT, e = AG_STR_INIT;
   snprintf(p, sizeof p, "%s/prof", root);
   extra_env = "CUDA_INJECTION64_PATH=/nonexistent/libprofiler-injection.so";
@@ -347,21 +348,9 @@ TEST(trace_under_a_profiler) {
   if (rc)
     fprintf(stderr, "argus trace under a profiler: exit %d\n%s\n", rc, ag_str_cstr(&e));
   CHECK_EQ_INT(rc, 0);
-  json_t *j = json_loads(ag_str_cstr(&o), 0, NULL);
-  const char *rd = json_string_value(
-      json_object_get(json_object_get(j, "provenance"), "run_dir"));
-  CHECK(rd != NULL);
-  if (rd) {
-    char tp[1400];
-    snprintf(tp, sizeof tp, "%s%s%s/timing.json", rd[0] == '/' ? "" : p,
-             rd[0] == '/' ? "" : "/", rd);
-    char *t = NULL;
-    size_t tl = 0;
-    CHECK_EQ_INT(ag_file_read(tp, &t, &tl), 0);
-    CHECK(t && strstr(t, "a profiler is attached (CUDA_INJECTION64_PATH)"));
-    ag_free(t);
-  }
-  json_decref(j);
+  char *t = run_file(ag_str_cstr(&o), p, "timing.json");
+  CHECK(t && strstr(t, "a profiler is attached (CUDA_INJECTION64_PATH)"));
+  ag_free(t);
   ag_str_release(&o);
   ag_str_release(&e);
 }
