@@ -24,6 +24,7 @@
  * Cost: linear in the unrolled program; the flash-attention example runs
  * ~10^4 statements in a few milliseconds.
  */
+#include "../tile_xop.h"
 #include "check_int.h"
 
 #include <limits.h>
@@ -1145,22 +1146,6 @@ static ag__value *data_arith(ag__ck *c, const ag_tile_node *n, ag__value **ops, 
 }
 
 /* -------------------------------------------------------------- builtins */
-static ag_expr_op xop(ag_tile_op op) {
-  switch (op) {
-  case AG_OP_ADD: return AG_X_ADD;
-  case AG_OP_SUB: return AG_X_SUB;
-  case AG_OP_MUL: return AG_X_MUL;
-  case AG_OP_DIV:
-  case AG_OP_FLOORDIV: return AG_X_DIV;
-  case AG_OP_MOD: return AG_X_MOD;
-  case AG_OP_AND: return AG_X_AND;
-  case AG_OP_OR: return AG_X_OR;
-  case AG_OP_XOR: return AG_X_XOR;
-  case AG_OP_SHL: return AG_X_SHL;
-  case AG_OP_SHR: return AG_X_SHR;
-  default: return AG_X_CONST;
-  }
-}
 
 static const ag_tile_node *arg(ag__ck *c, const ag_tile_node *call, int i, const char *name,
                                int required) {
@@ -1768,7 +1753,7 @@ static ag__value *binop(ag__ck *c, const ag_tile_node *n) {
                    "'%s' by %lld overflows: compile-time integers have 63 bits and a shift "
                    "count must be in 0..62 with a result below 2^63",
                    ag_tile_op_text(n->op), (long long)yv);
-    return vint(c, ag__x(c, xop(n->op), x, y));
+    return vint(c, ag__x(c, ag_tile_xop(n->op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
     if (n->op != AG_OP_ADD && n->op != AG_OP_SUB && n->op != AG_OP_MUL && n->op != AG_OP_DIV)
@@ -2070,7 +2055,7 @@ static void exec_assign(ag__ck *c, const ag_tile_node *n) {
     ag__value *rhs = eval(c, n->list2.v[0]);
     ag__value *res;
     if (cur->k == V_INT && rhs->k == V_INT) {
-      res = vint(c, ag__x(c, xop(n->op), cur->i, rhs->i));
+      res = vint(c, ag__x(c, ag_tile_xop(n->op), cur->i, rhs->i));
     } else {
       ag__value *ops[2] = {cur, rhs};
       res = data_arith(c, n, ops, 2);

@@ -20,6 +20,7 @@
  * Load: linear in the program's size (each statement lowered once; the
  * enumeration of loop values is capped at 2^16 combinations).
  */
+#include "../tile_xop.h"
 #include "argus/layout.h"
 #include "argus/layout_atoms.h"
 #include "argus/tile_lower.h"
@@ -1367,22 +1368,6 @@ static value *call(lw *L, const ag_tile_node *n) {
   return NULL;
 }
 
-static ag_expr_op xop(ag_tile_op op) {
-  switch (op) {
-  case AG_OP_ADD: return AG_X_ADD;
-  case AG_OP_SUB: return AG_X_SUB;
-  case AG_OP_MUL: return AG_X_MUL;
-  case AG_OP_DIV:
-  case AG_OP_FLOORDIV: return AG_X_DIV;
-  case AG_OP_MOD: return AG_X_MOD;
-  case AG_OP_AND: return AG_X_AND;
-  case AG_OP_OR: return AG_X_OR;
-  case AG_OP_XOR: return AG_X_XOR;
-  case AG_OP_SHL: return AG_X_SHL;
-  case AG_OP_SHR: return AG_X_SHR;
-  default: return AG_X_CONST;
-  }
-}
 
 static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value *b,
                     const ag_tile_node *na, const ag_tile_node *nb) {
@@ -1397,7 +1382,7 @@ static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value
         (!ag_expr_is_const(y, &yv) || yv < 0 || yv > 31))
       fail(L, n, "not lowered: a shift of a run-time integer by a count that is not a constant "
                  "in 0..31 (32-bit shifts by 32 or more are undefined in C)");
-    return vint(L, xb(L, xop(op), x, y));
+    return vint(L, xb(L, ag_tile_xop(op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
     static const char *const t[] = {[AG_OP_ADD] = "+", [AG_OP_SUB] = "-", [AG_OP_MUL] = "*",
