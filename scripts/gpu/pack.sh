@@ -4,6 +4,10 @@
 #
 #   sh scripts/gpu/pack.sh [CHECKOUT]      # CHECKOUT: where `run` sends from
 #                                          # (default /work/main)
+#   ARGUS_PACK_NAME=NAME sh scripts/gpu/pack.sh ...   # a pack of its own:
+#       staged in /tmp/argus-NAME, put in CHECKOUT/.carry/NAME, started as
+#       .carry/NAME/scripts/gpu/run.sh (default NAME: gpu), so several
+#       worktrees can pack for the same checkout without overwriting each other
 #   then, on the device:  bash .carry/gpu/scripts/gpu/run.sh
 #   (the device tool call names ".carry" in carry).
 #
@@ -17,7 +21,11 @@
 set -eu
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DEST_ROOT=${1:-/work/main}
-STAGE=/tmp/argus-gpu
+NAME=${ARGUS_PACK_NAME:-gpu}
+case "$NAME" in
+  ''|*[!a-z0-9-]*) echo "pack: ARGUS_PACK_NAME '$NAME' must be lowercase letters, digits and '-'" >&2; exit 2 ;;
+esac
+STAGE=/tmp/argus-$NAME
 mkdir -p "$STAGE/src" "$STAGE/lib"
 # sources: tracked and untracked-not-ignored files of this checkout; tar keeps
 # their mtimes, so unchanged files do not rebuild
@@ -31,7 +39,7 @@ for l in libjansson.so.4 libcrypto.so.3 libsqlite3.so.0 libzstd.so.1 libz3.so.4;
   p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ {print $NF; exit}')
   [ -n "$p" ] && cp -L "$p" "$STAGE/lib/$l"
 done
-DEST="$DEST_ROOT/.carry/gpu"
+DEST="$DEST_ROOT/.carry/$NAME"
 rm -rf "$DEST"
 mkdir -p "$DEST"
 (cd "$STAGE" && tar --exclude='CMakeFiles' --exclude='*.o' --exclude='*.a' --exclude='*.d' \
@@ -41,7 +49,7 @@ mkdir -p "$DEST"
 # what travels is capped at 64 MiB: no debug info (the fuzzers stay behind too)
 find "$DEST/build" "$DEST/lib" -type f \( -perm -u+x -o -name '*.so*' \) \
   -exec strip --strip-debug {} + 2>/dev/null || true
-# run.sh is started as .carry/gpu/scripts/gpu/run.sh
+# run.sh is started as .carry/NAME/scripts/gpu/run.sh
 mkdir -p "$DEST/scripts/gpu"
 cp "$REPO/scripts/gpu/run.sh" "$DEST/scripts/gpu/run.sh"
 grep -qx '/.carry/' "$DEST_ROOT/.gitignore" 2>/dev/null ||

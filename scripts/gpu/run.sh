@@ -16,9 +16,12 @@ OUT=${OUT:-/tmp/argus-gpu-out}
 mkdir -p "$OUT/evidence"
 # Always this call's carry: a link left by an earlier call on a warm machine
 # would run another pack's build.
-ln -sfn "$CARRY" /tmp/argus-gpu
-B=/tmp/argus-gpu/build
-export LD_LIBRARY_PATH=/tmp/argus-gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# The build's baked-in paths are /tmp/argus-NAME, NAME the carry folder's name
+# (ARGUS_PACK_NAME at pack time; gpu by default).
+R=/tmp/argus-$(basename "$CARRY")
+ln -sfn "$CARRY" "$R"
+B=$R/build
+export LD_LIBRARY_PATH=$R/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 export ARGUS_EVIDENCE_OUT=$OUT/evidence
 export ARGUS_BENCH_DUMP=$OUT/dump
