@@ -65,6 +65,7 @@ const char ag_sassm_default_metrics[] =
   X(cuptiSubscribe)                                                            \
   X(cuptiUnsubscribe)                                                          \
   X(cuptiProfilerInitialize)                                                   \
+  X(cuptiProfilerDeInitialize)                                                 \
   X(cuptiDeviceGetChipName)                                                    \
   X(cuptiSassMetricsGetNumOfMetrics)                                           \
   X(cuptiSassMetricsGetMetrics)                                                \
@@ -109,7 +110,7 @@ struct ag_sassm {
   int device;
   uint32_t version;
   CUpti_SubscriberHandle sub;
-  int subscribed, configured, enabled;
+  int subscribed, profiler, configured, enabled;
   char chip[64];
   metric m[AG_SASSM_MAX_METRICS];
   int nm;
@@ -339,6 +340,7 @@ int ag_sassm_open(void *ctx, int device, const char *metrics, ag_sassm **out, ch
     rc = cupti_fail(s, r, "cuptiProfilerInitialize", err, errlen);
     goto out;
   }
+  s->profiler = 1;
   CUpti_Device_GetChipName_Params cn = {.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   cn.deviceIndex = (size_t)device;
   if ((r = s->cuptiDeviceGetChipName(&cn)) != CUPTI_SUCCESS) {
@@ -861,6 +863,10 @@ void ag_sassm_close(ag_sassm *s) {
     CUpti_SassMetricsUnsetConfig_Params us = {.structSize = CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE};
     us.deviceIndex = (uint32_t)s->device;
     s->cuptiSassMetricsUnsetConfig(&us);
+  }
+  if (s->profiler) {
+    CUpti_Profiler_DeInitialize_Params pd = {.structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    s->cuptiProfilerDeInitialize(&pd);
   }
   if (s->subscribed)
     s->cuptiUnsubscribe(s->sub);

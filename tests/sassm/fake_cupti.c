@@ -45,6 +45,7 @@ res cuptiProfilerInitialize(void *p) {
   (void)p;
   return 27;
 }
+FAIL_FN(cuptiProfilerDeInitialize)
 FAIL_FN(cuptiDeviceGetChipName)
 FAIL_FN(cuptiSassMetricsGetNumOfMetrics)
 FAIL_FN(cuptiSassMetricsGetMetrics)

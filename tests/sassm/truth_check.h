@@ -34,10 +34,12 @@
 #define TRUTH_KERNEL "attrib_truth"
 #define TRUTH_HELPER "$attrib_truth$_Z3mixff"
 
-static void truth_note(char *why, size_t n, int *bad, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void truth_note(char *why, size_t n, int *bad, const char *fmt, ...) {
-  if ((*bad)++ < 4) {
+/* Appends a violation to why: the first 4 per-PC ones (cap 4), every
+ * summary one (cap 0). */
+static void truth_add(char *why, size_t n, int *bad, int cap, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void truth_add(char *why, size_t n, int *bad, int cap, const char *fmt, ...) {
+  if ((*bad)++ < cap || !cap) {
     size_t len = strlen(why);
     va_list ap;
     va_start(ap, fmt);
@@ -55,13 +57,13 @@ static int truth_check(const ag_sass_ev *e, uint64_t warps, int k1, int k2, int 
   int ct = ag_sass_ev_metric(e, "smsp__sass_thread_inst_executed");
   int cp = ag_sass_ev_metric(e, "smsp__sass_thread_inst_executed_pred_on");
   if (ci < 0 || ct < 0 || cp < 0 || !warps) {
-    truth_note(why, wn, &bad, "the evidence lacks the instruction metrics; ");
+    truth_add(why, wn, &bad, 0, "the evidence lacks the instruction metrics; ");
     return bad;
   }
   if (e->dropped_records)
-    truth_note(why, wn, &bad, "%llu records dropped; ", (unsigned long long)e->dropped_records);
+    truth_add(why, wn, &bad, 0, "%llu records dropped; ", (unsigned long long)e->dropped_records);
   if (e->sass_status)
-    truth_note(why, wn, &bad, "no opcodes: %s; ", e->sass_status);
+    truth_add(why, wn, &bad, 0, "no opcodes: %s; ", e->sass_status);
   size_t helper_rows = 0;
   for (size_t i = 0; i < e->nrows; i++) {
     const ag_sass_row *r = &e->rows[i];
@@ -70,19 +72,19 @@ static int truth_check(const ag_sass_ev *e, uint64_t warps, int k1, int k2, int 
     const ag_sass_insn *in = ag_sass_ev_insn(e, r->function, r->pc);
     uint64_t v = r->v[ci], n = v / warps;
     if (!in) {
-      truth_note(why, wn, &bad, "pc 0x%x has no opcode; ", r->pc);
+      truth_add(why, wn, &bad, 4, "pc 0x%x has no opcode; ", r->pc);
       continue;
     }
     if (v % warps)
-      truth_note(why, wn, &bad, "pc 0x%x (%s): %llu is not a multiple of %llu warps; ", r->pc,
+      truth_add(why, wn, &bad, 4, "pc 0x%x (%s): %llu is not a multiple of %llu warps; ", r->pc,
                  in->op, (unsigned long long)v, (unsigned long long)warps);
     int helper = !strcmp(in->owner, TRUTH_HELPER);
     helper_rows += helper;
     if (helper && n != (uint64_t)(k1 + k2))
-      truth_note(why, wn, &bad, "helper pc 0x%x (%s): %llu per warp, want k1 + k2 = %d; ",
+      truth_add(why, wn, &bad, 4, "helper pc 0x%x (%s): %llu per warp, want k1 + k2 = %d; ",
                  r->pc, in->op, (unsigned long long)n, k1 + k2);
     if (!helper && n != 1 && n != (uint64_t)k1 && n != (uint64_t)k2 && n != (uint64_t)k3)
-      truth_note(why, wn, &bad, "pc 0x%x (%s): %llu per warp, want 1, k1, k2 or k3; ", r->pc,
+      truth_add(why, wn, &bad, 4, "pc 0x%x (%s): %llu per warp, want 1, k1, k2 or k3; ", r->pc,
                  in->op, (unsigned long long)n);
     if (!strncmp(in->op, "CALL", 4)) {
       calls_a += n == (uint64_t)k1;
@@ -90,10 +92,10 @@ static int truth_check(const ag_sass_ev *e, uint64_t warps, int k1, int k2, int 
     }
     ffma_c += !helper && n == (uint64_t)k3 && !strncmp(in->op, "FFMA", 4);
     if (r->v[ct] != 32 * v)
-      truth_note(why, wn, &bad, "pc 0x%x: %llu thread instructions for %llu warp instructions; ",
+      truth_add(why, wn, &bad, 4, "pc 0x%x: %llu thread instructions for %llu warp instructions; ",
                  r->pc, (unsigned long long)r->v[ct], (unsigned long long)v);
     if (in->pred[0] ? r->v[cp] > r->v[ct] : r->v[cp] != r->v[ct])
-      truth_note(why, wn, &bad, "pc 0x%x (%s%s): %llu predicated-on of %llu thread "
+      truth_add(why, wn, &bad, 4, "pc 0x%x (%s%s): %llu predicated-on of %llu thread "
                  "instructions; ", r->pc, in->pred, in->op, (unsigned long long)r->v[cp],
                  (unsigned long long)r->v[ct]);
   }
@@ -110,13 +112,13 @@ static int truth_check(const ag_sass_ev *e, uint64_t warps, int k1, int k2, int 
     in_helper = strncmp(in->op, "RET", 3) ? 1 : -1;
   }
   if (!helper_pcs || helper_rows != helper_pcs)
-    truth_note(why, wn, &bad, "%zu helper PCs executed of %zu through its RET; ", helper_rows,
+    truth_add(why, wn, &bad, 0, "%zu helper PCs executed of %zu through its RET; ", helper_rows,
                helper_pcs);
   if (calls_a != 1 || calls_b != 1)
-    truth_note(why, wn, &bad, "call sites: %d with k1, %d with k2 (want 1 and 1); ", calls_a,
+    truth_add(why, wn, &bad, 0, "call sites: %d with k1, %d with k2 (want 1 and 1); ", calls_a,
                calls_b);
   if (!ffma_c)
-    truth_note(why, wn, &bad, "no FFMA runs k3 times (the inlined step); ");
+    truth_add(why, wn, &bad, 0, "no FFMA runs k3 times (the inlined step); ");
   return bad;
 }
 
