@@ -1598,6 +1598,17 @@ static int write_sass(ag_host *h) {
   int rc = ag_sassm_end(h->sassm, h->msg, sizeof h->msg);
   if (rc)
     return rc;
+  if (h->nlaunch && !ag_sassm_rows(h->sassm)) {
+    char other[300];
+    size_t n = ag_sassm_other(h->sassm, other, sizeof other);
+    setmsg(h, "SASS metrics: CUPTI returned no count for the %u launch%s of variant '%s' (%zu "
+              "record%s of other cubins%s%s): it patches a kernel only at its first launch in a "
+              "process, and not every kernel (a kernel launched before the collection, or one "
+              "CUPTI cannot patch, counts nothing); run the collection in a process of its own",
+           h->nlaunch, h->nlaunch == 1 ? "" : "es", h->variant, n, n == 1 ? "" : "s",
+           n ? ": " : "", other);
+    return AG_HOST_EUNSUPPORTED;
+  }
   ag_sassm_disasm(h->sassm, h->variant);
   ag_jb j = {0};
   ag_jb_printf(&j, "{\"format\":\"%s\",\"version\":%d,", AG_SASSM_FORMAT, AG_SASSM_VERSION);

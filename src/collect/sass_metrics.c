@@ -111,6 +111,7 @@ struct ag_sassm {
   uint32_t version;
   CUpti_SubscriberHandle sub;
   int subscribed, profiler, configured, enabled;
+  int lazy; /* ARGUS_SASS_LAZY (default 1): patch at the first launch, else at the range start */
   char chip[64];
   metric m[AG_SASSM_MAX_METRICS];
   int nm;
@@ -328,6 +329,8 @@ int ag_sassm_open(void *ctx, int device, const char *metrics, ag_sassm **out, ch
   }
   s->ctx = (CUcontext)ctx;
   s->device = device;
+  const char *lz = getenv("ARGUS_SASS_LAZY");
+  s->lazy = !(lz && !strcmp(lz, "0"));
   const char *env = getenv("ARGUS_SASS_METRICS");
   const char *list = metrics ? metrics : env && *env ? env : ag_sassm_default_metrics;
   int rc;
@@ -380,7 +383,7 @@ int ag_sassm_begin(ag_sassm *s, char *err, size_t errlen) {
     return 0;
   CUpti_SassMetricsEnable_Params en = {.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
   en.ctx = s->ctx;
-  en.enableLazyPatching = 1;
+  en.enableLazyPatching = (uint8_t)s->lazy;
   CP(s, cuptiSassMetricsEnable(&en));
   s->enabled = 1;
   return 0;
@@ -523,13 +526,35 @@ out:
   return rc;
 }
 
-size_t ag_sassm_rows(const ag_sassm *s) { return s ? s->nrows : 0; }
-
 static int named_cubin(const ag_sassm *s, uint32_t crc) {
   for (int i = 0; i < s->ncubins; i++)
     if ((uint32_t)s->cubins[i] == crc)
       return 1;
   return 0;
+}
+
+size_t ag_sassm_other(const ag_sassm *s, char *buf, size_t n) {
+  size_t k = 0, len = 0;
+  if (n)
+    buf[0] = 0;
+  for (size_t i = 0; s && i < s->nrows; i++) {
+    if (named_cubin(s, s->rows[i].crc))
+      continue;
+    if (!k++ || !strstr(buf, s->fns[s->rows[i].fn])) {
+      int w = snprintf(buf + len, len < n ? n - len : 0, "%s%s (crc %u)", len ? ", " : "",
+                       s->fns[s->rows[i].fn], s->rows[i].crc);
+      if (w > 0 && len + (size_t)w < n)
+        len += (size_t)w;
+    }
+  }
+  return k;
+}
+
+size_t ag_sassm_rows(const ag_sassm *s) {
+  size_t n = 0;
+  for (size_t i = 0; s && i < s->nrows; i++)
+    n += named_cubin(s, s->rows[i].crc);
+  return n;
 }
 
 uint64_t ag_sassm_total(const ag_sassm *s, const char *name) {
@@ -759,9 +784,9 @@ static int cmp_row(const void *a, const void *b) {
 void ag_sassm_json(const ag_sassm *s, ag_jb *j) {
   ag_jb_puts(j, "\"chip\":");
   ag_jb_str(j, s->chip[0] ? s->chip : NULL);
-  ag_jb_printf(j, ",\"cupti_version\":%u,\"granularity\":\"gpu\",\"lazy_patching\":true,"
+  ag_jb_printf(j, ",\"cupti_version\":%u,\"granularity\":\"gpu\",\"lazy_patching\":%s,"
                   "\"subscriber\":\"argus (the process's one CUPTI subscriber)\",\"metrics\":[",
-               s->version);
+               s->version, s->lazy ? "true" : "false");
   for (int i = 0; i < s->nm; i++) {
     ag_jb_printf(j, "%s{\"name\":", i ? "," : "");
     ag_jb_str(j, s->m[i].name);

@@ -66,9 +66,11 @@ void ag_sassm_disasm(ag_sassm *s, const char *cubin_path);
  * docs/sass-metrics.md) to j, as members of an open JSON object. */
 void ag_sassm_json(const ag_sassm *s, ag_jb *j);
 /* Records, merged over the ranges: the number of distinct (cubin, function,
- * pc) rows, and the sum of metric `name` over the named cubins' rows (for
- * tests and the benchmark; 0 when the metric is not configured). */
+ * pc) rows of the named cubins, and the sum of metric `name` over them (0
+ * when the metric is not configured). */
 size_t ag_sassm_rows(const ag_sassm *s);
+/* Rows of cubins not named, and "function (crc N), ..." of them in buf. */
+size_t ag_sassm_other(const ag_sassm *s, char *buf, size_t n);
 uint64_t ag_sassm_total(const ag_sassm *s, const char *name);
 void ag_sassm_close(ag_sassm *s);
 

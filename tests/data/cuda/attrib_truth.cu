@@ -62,11 +62,6 @@ extern "C" __global__ void attrib_truth(float *out, const float *in, int k1, int
   out[t] = a;
 }
 
-/* bench/bench_sass_metrics.c rewrites this value in the cubin image, so that
- * each of its collections loads a cubin of its own (same code, another CRC):
- * CUPTI patches a function only at its first launch. */
-__device__ unsigned long long attrib_salt = 0x5341524755535341ull;
-
 /* The paper's collector kernel: 8 occurrences of `occ`, each 2,048
  * dependent FMAs (unrolled: the chain, not loop overhead, sets the time),
  * inside `work`. */
