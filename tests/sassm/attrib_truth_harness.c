@@ -8,9 +8,10 @@
  *
  *   attrib_truth_harness [--module FILE] [--kernel attrib_truth|collector]
  *       [--blocks B] [--threads T] [--k1 N] [--k2 N] [--k3 N]
- *       [--hold-cupti]
+ *       [--smem BYTES] [--hold-cupti]
  * --hold-cupti subscribes to CUPTI itself before opening the host runtime,
  * as another tool in the process would (the collector must refuse clearly).
+ * --smem launches with that much dynamic shared memory (unused by the kernel).
  * Exit 0: results match; 1: mismatch or error; 2: usage.
  */
 #include <cuda.h>
@@ -65,7 +66,7 @@ static int hold_cupti(void) {
 
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
   const char *module = "attrib_truth.cubin", *kernel = "attrib_truth";
-  int blocks = 4, threads = 128, k1 = 3, k2 = 5, k3 = 7, hold = 0;
+  int blocks = 4, threads = 128, k1 = 3, k2 = 5, k3 = 7, hold = 0, smem = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
@@ -76,6 +77,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     else if (!strcmp(a, "--k1") && more) k1 = atoi(argv[++i]);
     else if (!strcmp(a, "--k2") && more) k2 = atoi(argv[++i]);
     else if (!strcmp(a, "--k3") && more) k3 = atoi(argv[++i]);
+    else if (!strcmp(a, "--smem") && more) smem = atoi(argv[++i]);
     else if (!strcmp(a, "--hold-cupti")) hold = 1;
     else {
       fprintf(stderr, "attrib_truth: unknown argument '%s'\n", a);
@@ -83,7 +85,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     }
   }
   if (blocks < 1 || threads < 32 || threads % 32 || threads > 1024 || k1 < 1 || k2 < 1 ||
-      k3 < 1) {
+      k3 < 1 || smem < 0) {
     fprintf(stderr, "attrib_truth: needs blocks >= 1, threads a multiple of 32 up to 1024, "
                     "k1, k2, k3 >= 1\n");
     return 2;
@@ -108,7 +110,9 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   }
   for (int t = 0; t < n; t++)
     in[t] = (float)(t % 13) * 0.0625f;
-  if (ag_host_load(host, module, &m) || ag_host_kernel_get(m, kernel, &k)) {
+  if (ag_host_load(host, module, &m) || ag_host_kernel_get(m, kernel, &k) ||
+      (smem > 48 * 1024 &&
+       ag_host_kernel_set_attr(k, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem))) {
     fprintf(stderr, "attrib_truth: %s\n", ag_host_errmsg(host));
     goto out;
   }
@@ -122,7 +126,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   void *args_t[] = {&dout, &din, &k1, &k2, &k3};
   void *args_c[] = {&dout, &din};
   if (ag_host_launch(k, (ag_host_dim){(unsigned)blocks, 1, 1}, (ag_host_dim){(unsigned)threads, 1, 1},
-                     0, NULL, is_coll ? args_c : args_t) ||
+                     (unsigned)smem, NULL, is_coll ? args_c : args_t) ||
       ag_host_sync(host)) {
     fprintf(stderr, "attrib_truth: %s\n", ag_host_errmsg(host));
     goto out;
