@@ -4,9 +4,11 @@
  * --blocks CTAs of --threads threads with trip counts k1, k2, k3 and checks
  * out[] bit for bit against the same float operations on the CPU; or, with
  * --kernel collector, the paper's collector kernel (2,048 FMAs per
- * occurrence; checked the same way).
+ * occurrence; checked the same way); attrib_param and attrib_mbar give
+ * in[t] + 1 (which kernel features CUPTI counts: docs/sass-metrics.md).
  *
- *   attrib_truth_harness [--module FILE] [--kernel attrib_truth|collector]
+ *   attrib_truth_harness [--module FILE]
+ *       [--kernel attrib_truth|collector|attrib_param|attrib_mbar]
  *       [--blocks B] [--threads T] [--k1 N] [--k2 N] [--k3 N]
  *       [--smem BYTES] [--hold-cupti]
  * --hold-cupti subscribes to CUPTI itself before opening the host runtime,
@@ -122,11 +124,19 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     fprintf(stderr, "attrib_truth: device memory\n");
     goto out;
   }
-  int is_coll = !strcmp(kernel, "collector");
+  int is_coll = !strcmp(kernel, "collector"), is_param = !strcmp(kernel, "attrib_param");
+  int is_plus1 = is_param || !strcmp(kernel, "attrib_mbar");
+  struct {
+    _Alignas(64) float v[32];
+  } p128;
+  for (int i = 0; i < 32; i++)
+    p128.v[i] = 1.0f;
   void *args_t[] = {&dout, &din, &k1, &k2, &k3};
   void *args_c[] = {&dout, &din};
+  void *args_p[] = {&p128, &dout, &din};
   if (ag_host_launch(k, (ag_host_dim){(unsigned)blocks, 1, 1}, (ag_host_dim){(unsigned)threads, 1, 1},
-                     (unsigned)smem, NULL, is_coll ? args_c : args_t) ||
+                     (unsigned)smem, NULL,
+                     is_param ? args_p : is_coll || is_plus1 ? args_c : args_t) ||
       ag_host_sync(host)) {
     fprintf(stderr, "attrib_truth: %s\n", ag_host_errmsg(host));
     goto out;
@@ -138,7 +148,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   int wrong = 0;
   float wants[13]; /* in[t] depends on t % 13 only */
   for (int v = 0; v < 13; v++)
-    wants[v] = is_coll ? collector(in[v]) : truth(in[v], k1, k2, k3);
+    wants[v] = is_plus1 ? in[v] + 1.0f : is_coll ? collector(in[v]) : truth(in[v], k1, k2, k3);
   for (int t = 0; t < n; t++) {
     float want = wants[t % 13];
     if (memcmp(&want, &out[t], sizeof want) && wrong++ < 3)

@@ -81,3 +81,36 @@ extern "C" __global__ void __launch_bounds__(256) collector(float *out, const fl
   ARGUS_END(work);
   out[t] = a;
 }
+
+/* Which kernel features CUPTI's SASS patching counts (docs/sass-metrics.md:
+ * TMA kernels returned no record): out[t] = in[t] + 1 through a 128-byte
+ * __grid_constant__ parameter (a CUtensorMap's size and alignment), and
+ * through an mbarrier every thread of the CTA arrives at and waits on. */
+struct __align__(64) attrib_p128 {
+  float v[32];
+};
+
+extern "C" __global__ void attrib_param(const __grid_constant__ attrib_p128 p, float *out,
+                                        const float *in) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  out[t] = in[t] + p.v[threadIdx.x & 31];
+}
+
+extern "C" __global__ void attrib_mbar(float *out, const float *in) {
+  __shared__ __align__(8) unsigned long long bar;
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned a = (unsigned)__cvta_generic_to_shared(&bar);
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(blockDim.x));
+  __syncthreads();
+  unsigned long long st;
+  asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];" : "=l"(st) : "r"(a) : "memory");
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(a), "l"(st)
+                 : "memory");
+  out[t] = in[t] + 1.0f;
+}
