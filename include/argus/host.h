@@ -18,7 +18,9 @@
  *   Every launch of the variant is timed (cuEvents behind a stream wait the
  *   host releases after the launch) with its registers and CTAs per SM,
  *   into timing.json; ARGUS_COLLECT=time does only that, on the trace-free
- *   build (docs/tracing.md, "Perturbation").
+ *   build (docs/tracing.md, "Perturbation"). ARGUS_COLLECT=sass counts every
+ *   SASS instruction of the variant with CUPTI instead and writes
+ *   sass_metrics.json (docs/sass-metrics.md).
  *
  * libargus_host depends on libc alone: the driver (libcuda.so.1) is opened at
  * run time, so a harness starts on a machine without a GPU and gets

@@ -9,7 +9,8 @@
  * metadata and binds the constant descriptor __argus_trace — all stream
  * ordered on the launch's stream, from pinned memory, so recording adds no
  * host synchronization. ag_host_finish copies everything out and writes the
- * evidence file with evwrite.c.
+ * evidence file with evwrite.c. ARGUS_COLLECT=sass hands the variant to the
+ * CUPTI SASS-metrics collector (sass_metrics.c) instead.
  *
  * The driver is opened with dlopen, so this library depends on libc alone
  * and a harness starts on a machine without a GPU (AG_HOST_ENODEV). Every
