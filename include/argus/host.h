@@ -18,7 +18,9 @@
  *   Every launch of the variant is timed (cuEvents behind a stream wait the
  *   host releases after the launch) with its registers and CTAs per SM,
  *   into timing.json; ARGUS_COLLECT=time does only that, on the trace-free
- *   build (docs/tracing.md, "Perturbation").
+ *   build (docs/tracing.md, "Perturbation"). ARGUS_COLLECT=sass counts every
+ *   SASS instruction of the variant with CUPTI instead and writes
+ *   sass_metrics.json (docs/sass-metrics.md).
  *
  * libargus_host depends on libc alone: the driver (libcuda.so.1) is opened at
  * run time, so a harness starts on a machine without a GPU and gets
@@ -47,9 +49,11 @@ enum {
   AG_HOST_EIO = -997,
   AG_HOST_EPARSE = -996,
   AG_HOST_ENOTFOUND = -995,
+  AG_HOST_EBUSY = -992,
   AG_HOST_EUNSUPPORTED = -991,
   AG_HOST_ENODEV = -986,
   AG_HOST_ECUDA = -985,
+  AG_HOST_ECUPTI = -984,
   AG_HOST_EFULL = -978,
 };
 

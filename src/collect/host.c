@@ -9,7 +9,8 @@
  * metadata and binds the constant descriptor __argus_trace — all stream
  * ordered on the launch's stream, from pinned memory, so recording adds no
  * host synchronization. ag_host_finish copies everything out and writes the
- * evidence file with evwrite.c.
+ * evidence file with evwrite.c. ARGUS_COLLECT=sass hands the variant to the
+ * CUPTI SASS-metrics collector (sass_metrics.c) instead.
  *
  * The driver is opened with dlopen, so this library depends on libc alone
  * and a harness starts on a machine without a GPU (AG_HOST_ENODEV). Every
@@ -36,6 +37,7 @@
 #include "argus/demangle.h"
 #include "argus/evidence.h"
 #include "evwrite.h"
+#include "sass_metrics.h"
 
 /* ------------------------------------------------------------ the driver */
 
@@ -177,7 +179,8 @@ struct ag_host {
   int finished;
 
   /* Argus collect configuration (from the environment) */
-  int collect; /* 0: outside Argus; 1: trace; 2: time (the trace-free variant) */
+  int collect; /* 0: outside Argus; 1: trace; 2: time (the trace-free variant); 3: sass */
+  ag_sassm *sassm; /* ARGUS_COLLECT=sass: the SASS-metrics collector (sass_metrics.c) */
   const char *out_dir, *variant, *variant_id, *module_match, *sites_path;
   uint32_t cap, max_launches, skip;
   uint64_t budget;
@@ -314,12 +317,12 @@ static int read_env(ag_host *h) {
   const char *c = env("ARGUS_COLLECT");
   if (!c)
     return 0;
-  if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0) {
+  if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0 && strcmp(c, "sass") != 0) {
     setmsg(h, "ARGUS_COLLECT='%s' is not a collection this host runtime knows "
-              "(known: trace, time)", c);
+              "(known: trace, time, sass)", c);
     return AG_HOST_EUNSUPPORTED;
   }
-  h->collect = strcmp(c, "time") ? 1 : 2;
+  h->collect = !strcmp(c, "trace") ? 1 : !strcmp(c, "time") ? 2 : 3;
   h->out_dir = env("ARGUS_OUT");
   h->variant = env("ARGUS_VARIANT");
   h->variant_id = env("ARGUS_VARIANT_ID");
@@ -507,6 +510,11 @@ int ag_host_open(ag_host **out) {
     if ((rc = calibrate(h, "open", 100000000)))
       return fail(h, rc);
   }
+  if (h->collect == 3 &&
+      (rc = ag_sassm_open(h->ctx, h->device, NULL, &h->sassm, h->msg, sizeof h->msg))) {
+    h->finished = 1; /* nothing to finish: ag_host_close keeps this reason */
+    return fail(h, rc);
+  }
   return 0;
 }
 
@@ -537,6 +545,7 @@ void ag_host_close(ag_host *h) {
     h->modules = m->next;
     free_module(h, m);
   }
+  ag_sassm_close(h->sassm); /* before the context goes */
   if (h->ok) {
     if (h->pool)
       h->cu.cuMemFree(h->pool);
@@ -667,6 +676,12 @@ static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
   if (rc)
     return rc;
   rc = load_common(h, data, h->variant, 1, out);
+  /* SASS metrics: the variant's CRC, and the patching range opened before
+   * its kernels' first launch */
+  if (rc == 0 && h->sassm &&
+      ((rc = ag_sassm_cubin(h->sassm, data, len, h->msg, sizeof h->msg)) ||
+       (rc = ag_sassm_begin(h->sassm, h->msg, sizeof h->msg))))
+    *out = NULL;
   free(data);
   if (rc == 0) {
     h->replaced = 1;
@@ -1251,7 +1266,7 @@ static int close_gate(ag_host *h, void *stream) {
      * may replay the kernel inside cuLaunchKernel, before the host opens the
      * gate: the stream would wait forever */
     const char *inj = getenv("CUDA_INJECTION64_PATH");
-    if (inj && *inj) {
+    if ((inj && *inj) || h->collect == 3) { /* CUPTI patches inside the launch call too */
       h->gate_state = -2;
       return 0;
     }
@@ -1357,7 +1372,8 @@ static void sizing_fields(ag_host *h, ag_jb *j) {
                h->area_warps, (unsigned long long)h->pool_zeroed, h->nbound_inline);
 }
 
-static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
+/* "created", "pid" and "device" (the first fields of every evidence header). */
+static void device_fields(ag_host *h, ag_jb *j) {
   char name[256] = "?";
   h->cu.cuDeviceGetName(name, sizeof name, h->dev);
   int sms = 0, ccmaj = 0, ccmin = 0, khz = 0, drv = 0;
@@ -1389,6 +1405,10 @@ static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
   ag_jb_printf(j, ",\"uuid\":\"%s\",\"sm_count\":%d,\"cc\":[%d,%d],\"max_clock_khz\":%d,"
                   "\"driver_version\":%d}",
                uuid, sms, ccmaj, ccmin, khz, drv);
+}
+
+static void header_fields(ag_host *h, ag_jb *j, const char *sites) {
+  device_fields(h, j);
   /* the measured SM clock: the last calibration (after the launches) */
   const calib *c = h->ncal ? &h->cal[h->ncal - 1] : NULL;
   double hz = c && c->ns ? (double)c->cycles * 1e9 / (double)c->ns : 0.0;
@@ -1496,6 +1516,24 @@ out:
   return rc;
 }
 
+/* Writes j (released here) to <out>/name atomically (a temp file renamed). */
+static int write_json_file(ag_host *h, const char *name, ag_jb *j) {
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof path, "%s/%s", h->out_dir, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  int bad = !f || fwrite(j->p, 1, j->len, f) != j->len;
+  if (f && fclose(f))
+    bad = 1;
+  ag_jb_release(j);
+  if (bad || rename(tmp, path)) {
+    setmsg(h, "cannot write '%s': %s", path, strerror(errno));
+    unlink(tmp);
+    return AG_HOST_EIO;
+  }
+  return 0;
+}
+
 /* <out>/timing.json (AG_EV_TIMING_FILE, docs/evidence.md): every timed
  * launch of the variant with its kernel time, occupancy and whether and why
  * it was recorded. Written by both collections, atomically. */
@@ -1550,20 +1588,60 @@ static int write_timing(ag_host *h) {
     setmsg(h, "out of memory");
     return AG_HOST_ENOMEM;
   }
-  char path[4096], tmp[4200];
-  snprintf(path, sizeof path, "%s/%s", h->out_dir, AG_EV_TIMING_FILE);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  int bad = !f || fwrite(j.p, 1, j.len, f) != j.len;
-  if (f && fclose(f))
-    bad = 1;
-  ag_jb_release(&j);
-  if (bad || rename(tmp, path)) {
-    setmsg(h, "cannot write '%s': %s", path, strerror(errno));
-    unlink(tmp);
-    return AG_HOST_EIO;
+  return write_json_file(h, AG_EV_TIMING_FILE, &j);
+}
+
+/* <out>/sass_metrics.json (AG_SASSM_FILE, docs/sass-metrics.md): the
+ * range's records, the variant's opcodes and the launches, atomically. The
+ * launches' times are those of patched code: kept for the record, never a
+ * timing. */
+static int write_sass(ag_host *h) {
+  int rc = ag_sassm_end(h->sassm, h->msg, sizeof h->msg);
+  if (rc)
+    return rc;
+  if (h->nlaunch && !ag_sassm_rows(h->sassm)) {
+    char other[300];
+    size_t n = ag_sassm_other(h->sassm, other, sizeof other);
+    setmsg(h, "SASS metrics: CUPTI returned no count for the %u launch%s of variant '%s' (%zu "
+              "record%s of other cubins%s%s): it patches a kernel only at its first launch in a "
+              "process, and not every kernel (a kernel launched before the collection, or one "
+              "CUPTI cannot patch, counts nothing); run the collection in a process of its own",
+           h->nlaunch, h->nlaunch == 1 ? "" : "es", h->variant, n, n == 1 ? "" : "s",
+           n ? ": " : "", other);
+    return AG_HOST_EUNSUPPORTED;
   }
-  return 0;
+  ag_sassm_disasm(h->sassm, h->variant);
+  ag_jb j = {0};
+  ag_jb_printf(&j, "{\"format\":\"%s\",\"version\":%d,", AG_SASSM_FORMAT, AG_SASSM_VERSION);
+  device_fields(h, &j);
+  ag_jb_puts(&j, ",\"variant\":{\"id\":");
+  ag_jb_str(&j, h->variant_id);
+  ag_jb_puts(&j, ",\"path\":");
+  ag_jb_str(&j, h->variant);
+  ag_jb_puts(&j, ",\"replaces\":");
+  ag_jb_str(&j, h->replaced_name);
+  ag_jb_printf(&j, "},\"launches_total\":%u,\"launches\":[", h->nlaunch);
+  for (uint32_t i = 0; i < h->ntimes; i++) {
+    launch_time *t = &h->times[i];
+    float ms = 0;
+    if (h->cu.cuEventElapsedTime(&ms, t->a, t->b) != CUDA_SUCCESS)
+      ms = -1;
+    ag_jb_printf(&j, "%s{\"launch\":%u,\"kernel\":", i ? "," : "", t->launch);
+    ag_jb_str(&j, t->kernel);
+    ag_jb_printf(&j, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared_bytes\":%u,"
+                     "\"patched_ns\":%.1f}",
+                 t->grid[0], t->grid[1], t->grid[2], t->block[0], t->block[1], t->block[2],
+                 t->smem, (double)ms * 1e6);
+  }
+  ag_jb_puts(&j, "],");
+  ag_sassm_json(h->sassm, &j);
+  ag_jb_puts(&j, "}\n");
+  if (j.oom) {
+    ag_jb_release(&j);
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  return write_json_file(h, AG_SASSM_FILE, &j);
 }
 
 int ag_host_finish(ag_host *h) {
@@ -1580,6 +1658,8 @@ int ag_host_finish(ag_host *h) {
            h->module_match ? h->module_match : "(first load)");
     return fail(h, AG_HOST_ENOTFOUND);
   }
+  if (h->collect == 3)
+    return fail(h, write_sass(h));
   if ((rc = write_timing(h)))
     return fail(h, rc);
   if (h->collect == 2) /* the timing run records nothing */

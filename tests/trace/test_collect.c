@@ -26,6 +26,8 @@ _Static_assert((int)AG_HOST_EUNSUPPORTED == (int)AG_EUNSUPPORTED, "codes");
 _Static_assert((int)AG_HOST_ENODEV == (int)AG_ENODEV, "codes");
 _Static_assert((int)AG_HOST_ECUDA == (int)AG_ECUDA, "codes");
 _Static_assert((int)AG_HOST_EFULL == (int)AG_EFULL, "codes");
+_Static_assert((int)AG_HOST_EBUSY == (int)AG_EBUSY, "codes");
+_Static_assert((int)AG_HOST_ECUPTI == (int)AG_ECUPTI, "codes");
 _Static_assert(sizeof(ag_ev_record) == AG_EV_RECORD_BYTES, "layout");
 _Static_assert(sizeof(ag_ev_meta) == AG_EV_META_BYTES, "layout");
 _Static_assert(sizeof(ag_ev_desc) == AG_EV_DESC_BYTES, "layout");
