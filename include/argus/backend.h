@@ -93,7 +93,7 @@ typedef struct ag_backend {
    * plan needs one of its evidence kinds: may add branches (ag_plan_add);
    * `discovery` is the site table (ag_ptx_regions_to_json). AG_E* with a
    * message in *why. */
-  int (*expand)(ag_plan *p, ag_task *control, const json_t *discovery, ag_str *why);
+  int (*expand)(ag_plan *p, const ag_task *control, const json_t *discovery, ag_str *why);
 } ag_backend;
 
 /* A set of adapters and the executor table it makes. */
