@@ -41,9 +41,20 @@ static int echo_decode(const void *data, size_t len, const char *what, ag_diags 
   *out = ag_strndup(data, len);
   return *out ? 0 : AG_ENOMEM;
 }
-static const ag_backend echo = {"echo", "a test backend that patches SASS", echo_evidence,
-                                AG_EFF_PATCHES_SASS, "trace-free", "echo", "echo_evidence",
-                                echo_decode, ag_free, echo_execs, 1, NULL, echo_collect, NULL};
+static const ag_backend echo = {"echo",
+                                "a test backend that patches SASS",
+                                echo_evidence,
+                                AG_EFF_PATCHES_SASS,
+                                "trace-free",
+                                "echo",
+                                "echo_evidence",
+                                echo_decode,
+                                ag_free,
+                                echo_execs,
+                                1,
+                                NULL,
+                                echo_collect,
+                                NULL};
 
 /* "tick": a perturbing collector on the same variant */
 static int tick_collect(ag_exec_ctx *cx, ag_task *t, ag_collect_job *job) {
@@ -59,9 +70,20 @@ static int ex_synth_tick(ag_exec_ctx *cx, ag_task *t) {
 }
 static const ag_executor tick_execs[] = {{"synth.tick", ex_synth_tick}};
 static const char *const tick_evidence[] = {"tick_ev", NULL};
-static const ag_backend tick = {"tick", "a test backend that perturbs timing", tick_evidence,
-                                AG_EFF_PERTURBS_TIMING, "trace-free", "tick", "tick_evidence",
-                                NULL, NULL, tick_execs, 1, NULL, tick_collect, NULL};
+static const ag_backend tick = {"tick",
+                                "a test backend that perturbs timing",
+                                tick_evidence,
+                                AG_EFF_PERTURBS_TIMING,
+                                "trace-free",
+                                "tick",
+                                "tick_evidence",
+                                NULL,
+                                NULL,
+                                tick_execs,
+                                1,
+                                NULL,
+                                tick_collect,
+                                NULL};
 
 /* recipe rows of the test backends */
 static const ag_evidence_kind kinds[] = {
@@ -199,8 +221,7 @@ TEST(test_plan_and_schedule) {
   CHECK_EQ_INT(st.failed + st.skipped, 0);
   CHECK_EQ_INT(variant_calls, 1);
   /* the collect hooks ran: each collection stored under its adapter's name */
-  CHECK_EQ_STR(json_string_value(json_object_get(c1->outputs, "echo_evidence")),
-               "evidence-hash");
+  CHECK_EQ_STR(json_string_value(json_object_get(c1->outputs, "echo_evidence")), "evidence-hash");
   CHECK_EQ_STR(json_string_value(json_object_get(c1->outputs, "echo_note")), "hooked");
   CHECK(json_object_get(c0->outputs, "tick_evidence") != NULL);
   CHECK(json_object_get(c0->outputs, "echo_evidence") == NULL);
@@ -242,17 +263,20 @@ TEST(test_check_disagreements) {
   ag_evidence_kind k2[2] = {kinds[0], kinds[1]};
   k2[1].effects |= AG_EFF_FORCES_COMPLETION;
   ag_recipe_table t2 = {recipes, 2, k2, 2};
-  check_bad(both, 2, &t2, "evidence 'tick_ev' has effects perturbs_timing|forces_completion "
-                          "but its backend 'tick' declares only perturbs_timing");
+  check_bad(both, 2, &t2,
+            "evidence 'tick_ev' has effects perturbs_timing|forces_completion "
+            "but its backend 'tick' declares only perturbs_timing");
   /* a row collected by another collector, or on another variant */
   k2[1] = kinds[1];
   k2[1].backend = "echo";
-  check_bad(both, 2, &t2, "evidence 'tick_ev' is collected by 'echo' but its backend 'tick' "
-                          "declares collector 'tick'");
+  check_bad(both, 2, &t2,
+            "evidence 'tick_ev' is collected by 'echo' but its backend 'tick' "
+            "declares collector 'tick'");
   k2[1] = kinds[1];
   k2[1].variant = "traced";
-  check_bad(both, 2, &t2, "evidence 'tick_ev' needs the 'traced' variant but its backend "
-                          "'tick' makes 'trace-free'");
+  check_bad(both, 2, &t2,
+            "evidence 'tick_ev' needs the 'traced' variant but its backend "
+            "'tick' makes 'trace-free'");
   /* one evidence kind, two adapters; one collector, two collect hooks */
   ag_backend echo2 = echo;
   echo2.name = "echo2";
@@ -266,4 +290,40 @@ TEST(test_check_disagreements) {
   check_bad(both, 2, &t3, "signal 'tick' names evidence 'gone'");
 }
 
-RUN_TESTS(T(test_set_executors), T(test_plan_and_schedule), T(test_check_disagreements))
+/* a backend's baseline is found in the plan's own table, not only in the
+ * built-in one: its run comes first, the measured run depends on it, and
+ * what the collection cost is synthesized */
+TEST(test_plan_baseline_from_table) {
+  const ag_evidence_kind k4[] = {
+      {"tick_ev", "traced", "tick", NULL, 0, AG_EFF_PERTURBS_TIMING, 0, NULL, "tick_base"},
+      {"tick_base", "trace-free", "tickbase", NULL, 0, 0, 0, NULL, NULL},
+  };
+  ag_recipe_table t4 = {&recipes[1], 1, k4, 2};
+  const char *sigs[] = {"tick"};
+  ag_query q = {.region = "k", .signals = sigs, .nsignals = 1};
+  ag_plan *p = NULL;
+  CHECK_EQ_INT(ag_plan_build_table(&q, "prog", &t4, NULL, &p), 0);
+  if (!p)
+    return;
+  ag_task *base = NULL, *run = NULL;
+  for (int i = 0; i < 4; i++) {
+    ag_task *c = find_op(p, "collect", i);
+    const char *b =
+        c ? json_string_value(json_array_get(json_object_get(c->config, "backends"), 0)) : NULL;
+    if (b && !strcmp(b, "tickbase"))
+      base = c;
+    if (b && !strcmp(b, "tick"))
+      run = c;
+  }
+  CHECK(base != NULL);
+  CHECK(run != NULL);
+  int dep = 0;
+  for (size_t i = 0; run && base && i < run->deps.n; i++)
+    dep |= run->deps.v[i] == base->id;
+  CHECK(dep);
+  CHECK(find_op(p, "synth.perturbation", 0) != NULL);
+  ag_plan_free(p);
+}
+
+RUN_TESTS(T(test_set_executors), T(test_plan_and_schedule), T(test_check_disagreements),
+          T(test_plan_baseline_from_table))
