@@ -49,7 +49,8 @@ typedef struct ag_collect_job {
   ag_trace_run_opts *ro; /* the run's options; hooks set what their collector needs
                             (time_only, skip/max launches, count_records, ...) */
   const char *output;    /* the name (and artifact kind) the evidence file is stored
-                            under: "evidence" unless a hook says otherwise ("timing") */
+                            under: the adapter's output, "evidence" if none; a hook
+                            may change it */
   json_t *extra;         /* name -> JSON the driver stores beside the evidence as
                             artifacts of kind "json" (owned by the job) */
 } ag_collect_job;
@@ -62,7 +63,7 @@ typedef int (*ag_backend_decode_fn)(const void *data, size_t len, const char *wh
 
 typedef struct ag_backend {
   const char *name;    /* adapter name, unique in a set: "trace", "time", "probe" */
-  const char *summary; /* one line for docs/backends.md and `argus backends` */
+  const char *summary; /* one line for people (docs/backends.md) */
   /* the evidence kinds (recipe-table rows) it provides, NULL-terminated */
   const char *const *evidence;
   unsigned effects;    /* ag_effect bits its collections may have: every row of
@@ -73,7 +74,9 @@ typedef struct ag_backend {
                             when its evidence needs no run (the compiler's report).
                             Two adapters may share a collector (probes run the
                             trace collector); at most one of them has a collect hook */
-  const char *output;  /* the Collect output its evidence is stored under, or NULL */
+  const char *output;  /* the Collect output (and artifact kind) its evidence is stored
+                          under ("evidence", "timing"), or NULL: "evidence". The generic
+                          collect sets job->output from it before the collect hook */
   ag_backend_decode_fn decode; /* its evidence's decoder, or NULL */
   void (*release)(void *decoded);
   /* its executors: synthesis rules ("synth.duration") and, when the generic

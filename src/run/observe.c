@@ -513,6 +513,8 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   json_t *bv;
   json_array_foreach(json_object_get(t->config, "backends"), k, bv) {
     const ag_backend *b = ag_backend_collector(ob->backends, json_string_value(bv));
+    if (b && b->output)
+      job.output = b->output;
     if (b && (rc = b->collect(cx, t, &job)))
       goto out;
   }
