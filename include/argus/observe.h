@@ -1,8 +1,8 @@
 /*
  * argus/observe.h — `argus observe` and `argus plan` as a library: a query on
  * a program spec is planned (plan.h), bound to a program version in the
- * workspace (store.h), and run by the scheduler (run.h) with the executors of
- * src/run/observe.c; the result is a qualified report (report.h) stored in
+ * workspace (store.h), and run by the scheduler (run.h) with the generic
+ * executors of src/run/observe.c and the backend adapters' (backend.h); the result is a qualified report (report.h) stored in
  * the workspace. Every task's outputs are artifacts named by content hash, so
  * a task whose key already succeeded is taken from the workspace.
  */

@@ -181,7 +181,8 @@ static ag_task *collect_for(ag_plan *p, ag_task *compiled, const ag_evidence_kin
 
 /* The task whose output is the evidence of kind ek: its variant, compiled,
  * and (when a run is needed) collected. Returns the task id or -1. */
-static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
+static int source_for(ag_plan *p, const ag_recipe_table *tb, const ag_evidence_kind *ek,
+                      int prereq) {
   /* the variant: a traced variant probes every region of the module, so
    * one reference run serves this query and any zoom-in on a subregion or
    * a narrower scope (synthesis selects); docs/observe.md */
@@ -198,11 +199,11 @@ static int source_for(ag_plan *p, const ag_evidence_kind *ek, int prereq) {
     return -1;
   /* a variant with a baseline is compiled within the baseline build's
    * occupancy: its compile reads the baseline's compile report */
-  const ag_evidence_kind *bk = ek->baseline ? ag_evidence_find(ek->baseline) : NULL;
+  const ag_evidence_kind *bk = ek->baseline ? ag_evidence_table_find(tb, ek->baseline) : NULL;
   int cdeps[2] = {v->id, -1}, ncd = 1;
   int base_run = -1;
   if (bk) {
-    if ((base_run = source_for(p, bk, prereq)) < 0)
+    if ((base_run = source_for(p, tb, bk, prereq)) < 0)
       return -1;
     ag_task *br = ag_plan_task(p, base_run);
     cdeps[ncd++] = br->type == AG_TASK_COLLECT ? br->deps.v[0] : br->id;
@@ -322,12 +323,12 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
     if (ek->per_instance) {
       if (prereq >= 0)
         deps[nd++] = prereq;
-    } else if ((deps[nd++] = source_for(p, ek, prereq)) < 0) {
+    } else if ((deps[nd++] = source_for(p, tb, ek, prereq)) < 0) {
       goto fail_vec;
     }
     if (r->reference) {
       const ag_evidence_kind *rk = ag_evidence_table_find(tb, r->reference);
-      if (!rk || (deps[nd++] = source_for(p, rk, prereq)) < 0)
+      if (!rk || (deps[nd++] = source_for(p, tb, rk, prereq)) < 0)
         goto fail_vec;
     }
     ag_task *s = ag_plan_add(p, AG_TASK_SYNTHESIZE, r->synth, r->synth, q->region, &q->scope,
@@ -338,9 +339,9 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
     /* one failed probe branch leaves the other instances' synthesis standing */
     s->partial_ok = ek->per_instance;
     /* a perturbing collection with a baseline: what it cost, beside the values */
-    const ag_evidence_kind *bk = ek->baseline ? ag_evidence_find(ek->baseline) : NULL;
+    const ag_evidence_kind *bk = ek->baseline ? ag_evidence_table_find(tb, ek->baseline) : NULL;
     if (bk && !ek->per_instance) {
-      int pd[2] = {deps[0], source_for(p, bk, prereq)};
+      int pd[2] = {deps[0], source_for(p, tb, bk, prereq)};
       if (pd[1] < 0)
         goto fail_vec;
       ag_task *pt = ag_plan_add(p, AG_TASK_SYNTHESIZE, "synth.perturbation",

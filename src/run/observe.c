@@ -1,11 +1,15 @@
 /*
- * observe.c — the executors of `argus observe` and the glue that binds a
- * query to a program version in the workspace. Each executor reads its
- * inputs as artifacts (by content hash) from the workspace, does one step —
- * discover, make a variant, compile it, run the harness, synthesize a signal,
- * join the report — and publishes its outputs as artifacts; a task's outputs
- * are {name: artifact hash} only, which is what makes memoization through the
- * workspace exact. Called once per task: the cost is the step itself.
+ * observe.c — the generic driver of `argus observe`: the glue that binds a
+ * query to a program version in the workspace, and the generic executors.
+ * Each executor reads its inputs as artifacts (by content hash) from the
+ * workspace, does one step — discover, make a variant, compile it, run the
+ * harness, join the report — and publishes its outputs as artifacts; a
+ * task's outputs are {name: artifact hash} only, which is what makes
+ * memoization through the workspace exact. What is particular to a backend
+ * (its synthesis rules, what its collector needs, its options, its
+ * expansion) lives in its adapter, src/run/backend_<name>.c, behind
+ * argus/backend.h (docs/backends.md). Called once per task: the cost is the
+ * step itself.
  */
 #include "argus/observe.h"
 
@@ -18,41 +22,15 @@
 #include "argus/collect.h"
 #include "argus/ptx.h"
 #include "argus/report.h"
-#include "argus/report_trace.h"
 #include "argus/spec.h"
 #include "argus/store.h"
 #include "argus/synth.h"
 #include "argus/variant.h"
-
-typedef struct obs {
-  ag_store *st;
-  ag_spec *spec;
-  const ag_observe_opts *o;
-  ag_query query;
-  char ptx_hash[65];
-  char program[80];
-  int64_t root_version;
-  int64_t query_id;
-  char *rundir; /* <workspace>/runs */
-  ag_plan *plan;
-  /* how every variant is compiled: the ptxas options nvcc passes for the
-   * spec's flags (NULL: nvcc's default for the PTX's .target), and the
-   * build's identity for the memo key (compiler, options, production) */
-  char **ptxas_opts;
-  json_t *build;
-  /* multi-variant GPU workers, one per device lane (spec "run_library"),
-   * or NULL: a harness process per collection */
-  ag_worker **workers;
-  int nworkers;
-  /* everything besides the variant that can change what a collection
-   * measures (harness_identity): part of every Collect task's key */
-  json_t *harness;
-} obs;
+#include "observe_int.h"
 
 /* ------------------------------------------------------------ helpers */
 
-static int fail(ag_task *t, int rc, const char *fmt, ...) AG_PRINTF(3, 4);
-static int fail(ag_task *t, int rc, const char *fmt, ...) {
+int ag__obs_fail(ag_task *t, int rc, const char *fmt, ...) {
   ag_str e = AG_STR_INIT;
   va_list ap;
   va_start(ap, fmt);
@@ -63,40 +41,40 @@ static int fail(ag_task *t, int rc, const char *fmt, ...) {
   return rc ? rc : AG_EINVAL;
 }
 
-static int fail_diags(ag_task *t, int rc, const char *what, const ag_diags *d) {
+int ag__obs_fail_diags(ag_task *t, int rc, const char *what, const ag_diags *d) {
   ag_str s = AG_STR_INIT;
   ag_diags_format(d, &s);
   while (s.len && s.p[s.len - 1] == '\n')
     s.p[--s.len] = 0;
-  int r = fail(t, rc, "%s%s%s", what, s.len ? ":\n" : "", ag_str_cstr(&s));
+  int r = ag__obs_fail(t, rc, "%s%s%s", what, s.len ? ":\n" : "", ag_str_cstr(&s));
   ag_str_release(&s);
   return r;
 }
 
-static int put(obs *ob, ag_task *t, const char *name, const void *data, size_t len,
-               const char *kind) {
+int ag__obs_put(obs *ob, ag_task *t, const char *name, const void *data, size_t len,
+                const char *kind) {
   char hash[65];
   ag_put_opts po = {kind, 0};
   int rc = ag_store_put(ob->st, data, len, &po, hash);
   if (rc)
-    return fail(t, rc, "cannot store %s: %s", name, ag_store_errmsg());
+    return ag__obs_fail(t, rc, "cannot store %s: %s", name, ag_store_errmsg());
   if (!t->outputs)
     t->outputs = json_object();
   json_object_set_new(t->outputs, name, json_string(hash));
   return 0;
 }
 
-static int put_json(obs *ob, ag_task *t, const char *name, json_t *j, const char *kind) {
+int ag__obs_put_json(obs *ob, ag_task *t, const char *name, json_t *j, const char *kind) {
   char *s = json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS);
   if (!s)
-    return fail(t, AG_ENOMEM, "cannot serialize %s", name);
-  int rc = put(ob, t, name, s, strlen(s), kind);
+    return ag__obs_fail(t, AG_ENOMEM, "cannot serialize %s", name);
+  int rc = ag__obs_put(ob, t, name, s, strlen(s), kind);
   free(s);
   return rc;
 }
 
 /* The artifact hash named `name` among t's dependencies' outputs. */
-static const char *input(const ag_plan *p, const ag_task *t, const char *name) {
+const char *ag__obs_input(const ag_plan *p, const ag_task *t, const char *name) {
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(p, t->deps.v[i]);
     const char *h = d && d->outputs ? json_string_value(json_object_get(d->outputs, name)) : NULL;
@@ -106,29 +84,35 @@ static const char *input(const ag_plan *p, const ag_task *t, const char *name) {
   return NULL;
 }
 
-static int get(obs *ob, ag_task *t, const char *hash, const char *what, char **data,
-               size_t *len) {
+int ag__obs_get(obs *ob, ag_task *t, const char *hash, const char *what, char **data, size_t *len) {
   void *p = NULL;
   *data = NULL; /* out-parameters set on failure too (and gcc -O3 sees it) */
   *len = 0;
   int rc = hash ? ag_store_get(ob->st, hash, &p, len) : AG_ENOTFOUND;
   if (rc)
-    return fail(t, rc, "cannot read %s (%s) from the workspace: %s", what, hash ? hash : "none",
-                hash ? ag_store_errmsg() : "no such input");
+    return ag__obs_fail(t, rc, "cannot read %s (%s) from the workspace: %s", what,
+                        hash ? hash : "none", hash ? ag_store_errmsg() : "no such input");
   *data = p;
   return 0;
 }
 
-static int get_json(obs *ob, ag_task *t, const char *hash, const char *what, json_t **out) {
+int ag__obs_get_json(obs *ob, ag_task *t, const char *hash, const char *what, json_t **out) {
   char *data;
   size_t len;
-  int rc = get(ob, t, hash, what, &data, &len);
+  int rc = ag__obs_get(ob, t, hash, what, &data, &len);
   if (rc)
     return rc;
   *out = json_loadb(data, len, 0, NULL);
   ag_free(data);
-  return *out ? 0 : fail(t, AG_ECORRUPT, "%s (%s) is not JSON", what, hash);
+  return *out ? 0 : ag__obs_fail(t, AG_ECORRUPT, "%s (%s) is not JSON", what, hash);
 }
+
+int ag__obs_evidence_decode(const void *data, size_t len, const char *what, ag_diags *d,
+                            void **out) {
+  return ag_evidence_load_mem(data, len, what, d, (ag_evidence **)out);
+}
+
+void ag__obs_evidence_release(void *ev) { ag_evidence_free(ev); }
 
 /* Ancestors of t (t included), for provenance. */
 static json_t *lineage(const ag_plan *p, const ag_task *t) {
@@ -162,7 +146,7 @@ static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   char *ptx;
   size_t len;
-  int rc = get(ob, t, ob->ptx_hash, "the program's PTX", &ptx, &len);
+  int rc = ag__obs_get(ob, t, ob->ptx_hash, "the program's PTX", &ptx, &len);
   if (rc)
     return rc;
   ag_diags d;
@@ -171,7 +155,7 @@ static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
   ag_ptx_regions *r = NULL;
   json_t *j = NULL;
   if ((rc = ag_ptx_parse(ptx, len, ob->spec->name, &d, &m)) || (rc = ag_ptx_discover(m, &d, &r))) {
-    rc = fail_diags(t, rc, "discovery failed", &d);
+    rc = ag__obs_fail_diags(t, rc, "discovery failed", &d);
     goto out;
   }
   j = ag_ptx_regions_to_json(m, r);
@@ -186,11 +170,11 @@ static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
     ag_str_printf(&known, "%s%s", i ? ", " : "", g->qname);
   }
   if (!nsel)
-    rc = fail(t, AG_ENOTFOUND, "unknown region '%s' in %s (known: %s)", ob->query.region,
-              ob->spec->name, ag_str_cstr(&known));
+    rc = ag__obs_fail(t, AG_ENOTFOUND, "unknown region '%s' in %s (known: %s)", ob->query.region,
+                      ob->spec->name, ag_str_cstr(&known));
   ag_str_release(&known);
-  if (!rc && !(rc = put(ob, t, "ptx", ptx, len, "ptx")))
-    rc = put_json(ob, t, "regions", j, "json");
+  if (!rc && !(rc = ag__obs_put(ob, t, "ptx", ptx, len, "ptx")))
+    rc = ag__obs_put_json(ob, t, "regions", j, "json");
 out:
   json_decref(j);
   ag_ptx_module_free(m);
@@ -206,7 +190,7 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
   const char *vk = json_string_value(json_object_get(t->config, "variant"));
   ag_variant_opts vo = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
   if (!vk || ag_variant_kind_parse(vk, &vo.kind))
-    return fail(t, AG_EINVAL, "unknown variant kind '%s'", vk ? vk : "");
+    return ag__obs_fail(t, AG_EINVAL, "unknown variant kind '%s'", vk ? vk : "");
   /* --trace: the regions the traced variant probes (their subtrees) */
   const char *sel[64];
   json_t *rs = json_object_get(t->config, "regions");
@@ -216,7 +200,7 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
     vo.regions = sel;
   char *ptx;
   size_t len;
-  int rc = get(ob, t, input(cx->plan, t, "ptx"), "the program's PTX", &ptx, &len);
+  int rc = ag__obs_get(ob, t, ag__obs_input(cx->plan, t, "ptx"), "the program's PTX", &ptx, &len);
   if (rc)
     return rc;
   ag_diags d;
@@ -228,11 +212,11 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
                          (uint32_t)json_integer_value(json_object_get(t->config, "occurrence")),
                          0};
   if ((rc = ag_variant_make_ex(ptx, len, ob->spec->name, &vo, &va, &d, &v))) {
-    rc = fail_diags(t, rc, "cannot make the variant", &d);
+    rc = ag__obs_fail_diags(t, rc, "cannot make the variant", &d);
     goto out;
   }
-  if ((rc = put(ob, t, "ptx", v->ptx, v->len, "ptx")) ||
-      (rc = put_json(ob, t, "probes", v->probes, "json")))
+  if ((rc = ag__obs_put(ob, t, "ptx", v->ptx, v->len, "ptx")) ||
+      (rc = ag__obs_put_json(ob, t, "probes", v->probes, "json")))
     goto out;
   ag_version_spec vs = {ob->root_version,
                               json_string_value(json_object_get(t->outputs, "ptx")), vk,
@@ -243,7 +227,7 @@ static int ex_variant(ag_exec_ctx *cx, ag_task *t) {
     snprintf(buf, sizeof buf, "v%lld", (long long)vid);
     json_t *ver = json_pack("{s:s,s:s,s:i}", "version", buf, "parent", ob->program, "sites",
                             v->nsites);
-    rc = put_json(ob, t, "variant", ver, "json");
+    rc = ag__obs_put_json(ob, t, "variant", ver, "json");
     json_decref(ver);
   }
 out:
@@ -254,8 +238,8 @@ out:
 }
 
 /* The outputs[name] of the first dependency of t whose op is `op`. */
-static const char *dep_output(const ag_plan *p, const ag_task *t, const char *op,
-                              const char *name) {
+const char *ag__obs_dep_output(const ag_plan *p, const ag_task *t, const char *op,
+                               const char *name) {
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(p, t->deps.v[i]);
     if (d && !strcmp(d->op, op) && d->outputs)
@@ -306,7 +290,7 @@ static int occupancy_cap(const json_t *base, const ag_cubin *cb, const char *ptx
 }
 
 /* "the user's build (nvcc -cubin FLAGS, markers off)" */
-static void user_build_label(const ag_spec *sp, ag_str *w) {
+void ag__obs_user_build_label(const ag_spec *sp, ag_str *w) {
   ag_str_puts(w, "the user's build (nvcc -cubin");
   for (int i = 0; i < sp->nflags; i++)
     ag_str_printf(w, " %s", sp->flags[i]);
@@ -325,8 +309,8 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
   int rc = 0;
   if (ob->spec->production) {
     if ((rc = ag_file_read(ob->spec->production, &prod, &plen)))
-      return fail(t, rc, "cannot read the production build '%s' named in %s: %s",
-                  ob->spec->production, ob->spec->path, ag_strerror(rc));
+      return ag__obs_fail(t, rc, "cannot read the production build '%s' named in %s: %s",
+                          ob->spec->production, ob->spec->path, ag_strerror(rc));
     ag_str_puts(&label, ob->spec->production);
   } else { /* the same source, flags and options, markers off */
     ag_diags d;
@@ -352,11 +336,11 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
     ag_diags_release(&d);
     prod = (char *)user->data;
     plen = user->len;
-    user_build_label(ob->spec, &label);
+    ag__obs_user_build_label(ob->spec, &label);
   }
   ag_build_cmp cmp;
   memset(&cmp, 0, sizeof cmp);
-  if ((rc = put(ob, t, "production", prod, plen, "cubin"))) {
+  if ((rc = ag__obs_put(ob, t, "production", prod, plen, "cubin"))) {
     if (!user)
       ag_free(prod);
     ag_cubin_free(user);
@@ -370,7 +354,7 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
   if (rc == AG_ENOMEM) {
     ag_str_release(&cmp.summary);
     ag_str_release(&label);
-    return fail(t, rc, "out of memory");
+    return ag__obs_fail(t, rc, "out of memory");
   }
   json_object_set_new(res, "production",
                       json_pack("{s:s,s:b,s:b,s:s,s:b}", "path", ag_str_cstr(&label), "compared",
@@ -393,7 +377,7 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   char *ptx;
   size_t len;
-  int rc = get(ob, t, input(cx->plan, t, "ptx"), "the variant's PTX", &ptx, &len);
+  int rc = ag__obs_get(ob, t, ag__obs_input(cx->plan, t, "ptx"), "the variant's PTX", &ptx, &len);
   if (rc)
     return rc;
   ag_diags d;
@@ -404,13 +388,13 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   json_t *res = NULL;
   if ((rc = ag_jit_compile_ex(ptx, len, ob->spec->name, NULL,
                               (const char *const *)ob->ptxas_opts, &d, &cb))) {
-    rc = fail_diags(t, rc, "compilation failed", &d);
+    rc = ag__obs_fail_diags(t, rc, "compilation failed", &d);
     goto out;
   }
   if (of) {
     occ = json_pack("{s:s,s:i,s:b,s:n}", "of", of, "capped", 0, "kept", 1, "why");
-    const char *bh = dep_output(cx->plan, t, "compile", "resources");
-    if (!bh || get_json(ob, t, bh, "the trace-free build's compiler report", &base)) {
+    const char *bh = ag__obs_dep_output(cx->plan, t, "compile", "resources");
+    if (!bh || ag__obs_get_json(ob, t, bh, "the trace-free build's compiler report", &base)) {
       json_object_set_new(occ, "kept", json_false());
       json_object_set_new(occ, "why", json_string("the trace-free build's register counts "
                                                   "are not known"));
@@ -456,15 +440,15 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   if (occ)
     json_object_set(res, "occupancy", occ);
   json_object_set(json_object_get(res, "build"), "as", json_object_get(ob->build, "as"));
-  const char *variant = input(cx->plan, t, "variant");
+  const char *variant = ag__obs_input(cx->plan, t, "variant");
   if (!variant && (ob->spec->production || ob->spec->cuda) &&
       (rc = compare_production(ob, t, cb, res)))
     goto out;
-  if (!(rc = put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
-      !(rc = put(ob, t, "log", cb->info_log ? cb->info_log : "",
-                 cb->info_log ? strlen(cb->info_log) : 0, "log")))
-    rc = put_json(ob, t, "resources", res, "json");
-  const char *probes = input(cx->plan, t, "probes");
+  if (!(rc = ag__obs_put(ob, t, "cubin", cb->data, cb->len, "cubin")) &&
+      !(rc = ag__obs_put(ob, t, "log", cb->info_log ? cb->info_log : "",
+                         cb->info_log ? strlen(cb->info_log) : 0, "log")))
+    rc = ag__obs_put_json(ob, t, "resources", res, "json");
+  const char *probes = ag__obs_input(cx->plan, t, "probes");
   if (!rc && probes)
     json_object_set_new(t->outputs, "probes", json_string(probes));
   if (!rc && variant)
@@ -482,7 +466,7 @@ out:
   return rc;
 }
 
-static int has_backend(const ag_task *t, const char *b) {
+int ag__obs_has_backend(const ag_task *t, const char *b) {
   size_t k;
   json_t *v;
   json_array_foreach(json_object_get(t->config, "backends"), k, v) if (
@@ -491,208 +475,68 @@ static int has_backend(const ag_task *t, const char *b) {
 }
 
 /* The first dependency of t that is a Collect task with backend `b`. */
-static const ag_task *collect_dep(const ag_plan *p, const ag_task *t, const char *b) {
+const ag_task *ag__obs_collect_dep(const ag_plan *p, const ag_task *t, const char *b) {
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(p, t->deps.v[i]);
-    if (d && d->type == AG_TASK_COLLECT && has_backend(d, b))
+    if (d && d->type == AG_TASK_COLLECT && ag__obs_has_backend(d, b))
       return d;
   }
   return NULL;
 }
 
-/* The host runtime's defaults (src/collect/host.c) */
-#define HOST_RECORDS 4096u
-#define HOST_BUDGET_BYTES (1024ull << 20)
-#define HOST_LAUNCHES 8u
-
-/* Warps of a launch in the timing file. */
-static uint64_t launch_warps(const json_t *l) {
-  uint64_t w = 1, ctas = 1;
-  for (int i = 0; i < 3; i++) {
-    w *= (uint64_t)json_integer_value(json_array_get(json_object_get(l, "block"), (size_t)i));
-    ctas *= (uint64_t)json_integer_value(json_array_get(json_object_get(l, "grid"), (size_t)i));
-  }
-  return ctas * ((w + 31) / 32);
-}
-
-/* Device bytes a whole recorded launch takes (host.c's pool layout). */
-static uint64_t launch_bytes(const json_t *l, unsigned cap) {
-  uint64_t warps = launch_warps(l);
-  return ((warps * 64 + 255) & ~255ull) + ((warps * (cap + 1ull) * 16 + 255) & ~255ull);
-}
-
-/* The launches a traced run records (docs/tracing.md, "Launches"): from
- * --launches and the baseline run's launches (their number and geometry),
- * as many whole launches as the record budget holds. Without --records and
- * with a launch before the selection, that launch is run count-only and
- * its largest count sizes the records per warp (*count; the budget is then
- * checked at the smallest size, 16, and the host runtime records as many
- * whole launches as fit at the counted one). Fills skip, max, the most
- * warps of a selected launch (*warps) and the plan's JSON (what was
- * chosen, from what, and any warning). */
-static void size_launches(const ag_observe_opts *o, const json_t *timing, unsigned *skip,
-                          unsigned *max, int *count, unsigned *warps, json_t *lp) {
-  ag_launch_sel sel;
-  ag_launch_sel_parse(o->launches, &sel, NULL); /* checked when the query was made */
-  *count = 0;
-  *warps = 0;
-  unsigned cap = o->records_per_warp ? o->records_per_warp : HOST_RECORDS;
-  json_t *ls = json_object_get(timing, "launches");
-  size_t n = json_array_size(ls);
-  json_object_set_new(lp, "select", json_string(o->launches ? o->launches : "default"));
-  json_object_set_new(lp, "records_per_warp", json_integer(cap));
-  json_object_set_new(lp, "budget_bytes", json_integer((json_int_t)HOST_BUDGET_BYTES));
-  if (!timing) { /* no baseline: the host runtime's defaults after the warm-up */
-    *skip = sel.kind == AG_LAUNCH_RANGE ? (unsigned)sel.lo : 0;
-    *max = sel.kind == AG_LAUNCH_RANGE ? (unsigned)(sel.hi - sel.lo) : HOST_LAUNCHES;
-    json_object_set_new(lp, "sized_from", json_string("nothing: the trace-free run gave no "
-                                                      "launches; the host runtime's defaults"));
-    goto done;
-  }
-  json_object_set_new(lp, "launches_seen", json_integer((json_int_t)n));
-  switch (sel.kind) {
-  case AG_LAUNCH_ALL: *skip = 0, *max = (unsigned)n; break;
-  case AG_LAUNCH_LAST: *skip = n ? (unsigned)n - 1 : 0, *max = 1; break;
-  case AG_LAUNCH_RANGE: *skip = (unsigned)sel.lo, *max = (unsigned)(sel.hi - sel.lo); break;
-  default: /* the first launch is a warm-up when there are others */
-    *skip = n > 1 ? 1 : 0;
-    *max = n > *skip ? (unsigned)(n - *skip) : 1;
-  }
-  if (!o->records_per_warp && *skip >= 1 && *skip < n) {
-    *count = 1;
-    cap = 16; /* the least a launch is recorded with */
-    json_object_set_new(lp, "records_per_warp",
-                        json_pack("{s:s,s:i}", "sized_from", "a count-only run of the launch "
-                                  "before the selection: its largest count + 1/8 + 2",
-                                  "launch", *skip - 1));
-  }
-  for (size_t i = *skip; i < n && i < (size_t)*skip + *max; i++) {
-    uint64_t w = launch_warps(json_array_get(ls, i));
-    *warps = w > *warps && w <= 0xffffffffu ? (unsigned)w : *warps;
-  }
-  uint64_t used = 0;
-  unsigned fit = 0;
-  for (size_t i = *skip; i < n && i < (size_t)*skip + *max; i++) {
-    uint64_t b = launch_bytes(json_array_get(ls, i), cap);
-    if (used + b > HOST_BUDGET_BYTES)
-      break;
-    used += b;
-    fit++;
-  }
-  json_object_set_new(lp, "sized_from",
-                      json_string("the trace-free run's launches (their number and geometry) "
-                                  "and the records per warp"));
-  ag_str w = AG_STR_INIT;
-  if (*skip >= n)
-    ag_str_printf(&w, "--launches %s selects no launch: the harness made %zu", o->launches,
-                  n);
-  else if (!fit)
-    ag_str_printf(&w, "the record budget (%llu MiB at %u records per warp) cannot hold one "
-                      "whole launch (launch %u needs %llu MiB): lower --records",
-                  HOST_BUDGET_BYTES >> 20, cap, *skip,
-                  (unsigned long long)((launch_bytes(json_array_get(ls, *skip), cap) +
-                                        (1u << 20) - 1) >> 20));
-  else if (fit < *max && sel.kind != AG_LAUNCH_DEFAULT)
-    ag_str_printf(&w, "the record budget holds %u of the %u selected launches", fit, *max);
-  if (w.len) {
-    AG_LOG(AG_LOG_WARN, "%s", ag_str_cstr(&w));
-    json_object_set_new(lp, "warning", json_string(ag_str_cstr(&w)));
-  }
-  ag_str_release(&w);
-  if (sel.kind == AG_LAUNCH_DEFAULT && fit && !*count)
-    *max = fit; /* whole launches only (counted: the host runtime keeps to whole ones) */
-  json_object_set_new(lp, "fits", json_integer(fit));
-done:
-  json_object_set_new(lp, "skip", json_integer(*skip));
-  json_object_set_new(lp, "max_launches", json_integer(*max));
-}
-
-/* What the timing run loads, for the report: {"build", "what"}. */
-static json_t *baseline_of(const obs *ob, int have_production) {
-  const ag_spec *sp = ob->spec;
-  ag_str w = AG_STR_INIT;
-  const char *kind;
-  if (!have_production) {
-    kind = "trace-free variant";
-    ag_str_puts(&w, "the trace-free variant (markers on): the user's build could not be made");
-  } else if (sp->production) {
-    kind = "production file";
-    ag_str_printf(&w, "the production build '%s' named in the spec", sp->production);
-  } else if (sp->cuda) {
-    kind = "markers-off build";
-    user_build_label(sp, &w);
-  } else {
-    kind = "ptx module";
-    ag_str_printf(&w, "the PTX module '%s' itself (the driver compiles it at the load)",
-                  sp->ptx ? sp->ptx : "?");
-  }
-  json_t *j = json_pack("{s:s,s:s}", "build", kind, "what", ag_str_cstr(&w));
-  ag_str_release(&w);
-  return j;
-}
-
 /* Collect: runs the spec's harness once on the compiled variant, in its own
  * process with a timeout; the evidence file becomes an artifact. The
- * "time" backend runs the trace-free build with every launch timed; a
- * traced run after it records the launches size_launches chose. */
+ * collect hook of each backend adapter whose collector the task lists sets
+ * what its collector needs first (argus/backend.h): the "time" backend
+ * runs the user's build with every launch timed; a traced run after it
+ * records the launches size_launches chose. */
 static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   if (!ob->spec->run)
-    return fail(t, AG_EINVAL, "the spec '%s' has no \"run\" harness to collect with",
-                ob->spec->path);
+    return ag__obs_fail(t, AG_EINVAL, "the spec '%s' has no \"run\" harness to collect with",
+                        ob->spec->path);
   ag_str dir = AG_STR_INIT, cubin = AG_STR_INIT, sites = AG_STR_INIT, why = AG_STR_INIT;
   ag_trace_run_result res;
   memset(&res, 0, sizeof res);
-  json_t *base = NULL, *lp = NULL, *bl = NULL;
-  const char *ch = input(cx->plan, t, "cubin"), *ph = input(cx->plan, t, "probes");
-  int time_only = has_backend(t, "time");
-  /* the timing run times the build the user ships (docs/tracing.md,
-   * "Perturbation"): the compile's "production" output, when it made one */
-  const char *prod = time_only ? input(cx->plan, t, "production") : NULL;
-  if (time_only) {
-    bl = baseline_of(ob, prod != NULL);
-    if (prod)
-      ch = prod;
-  }
-  ag_str_printf(&dir, "%s/%.16s-%d-%ld", ob->rundir, ch ? ch : "x", t->id, (long)getpid());
-  ag_str_printf(&cubin, "%s/variant.cubin", ag_str_cstr(&dir));
-  ag_str_printf(&sites, "%s/probes.json", ag_str_cstr(&dir));
-  int rc = ag_mkdir_p(ag_str_cstr(&dir), 0755);
-  if (rc) {
-    rc = fail(t, rc, "cannot create '%s'", ag_str_cstr(&dir));
-    goto out;
-  }
-  if (!ch || !ph || ag_store_get_file(ob->st, ch, ag_str_cstr(&cubin)) ||
-      ag_store_get_file(ob->st, ph, ag_str_cstr(&sites))) {
-    rc = fail(t, AG_ENOTFOUND, "cannot fetch the variant for the run: %s",
-              ch ? ag_store_errmsg() : "it was not compiled");
-    goto out;
-  }
   ag_trace_run_opts ro;
   memset(&ro, 0, sizeof ro);
+  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object()};
+  const char *ph = ag__obs_input(cx->plan, t, "probes");
+  int rc = 0;
   ro.argv = (const char *const *)ob->spec->run;
   ro.cwd = ob->spec->dir;
-  ro.cubin_path = ag_str_cstr(&cubin);
-  ro.sites_path = ag_str_cstr(&sites);
-  ro.variant_id = ch;
-  ro.out_dir = ag_str_cstr(&dir);
   ro.timeout_s = ob->o->timeout_s > 0 ? ob->o->timeout_s : 300;
   ro.records_per_warp = ob->o->records_per_warp;
   ro.max_launches = (unsigned)json_integer_value(json_object_get(t->config, "launches"));
   ro.skip_launches = (unsigned)json_integer_value(json_object_get(t->config, "skip"));
-  ro.time_only = time_only;
-  const ag_task *bt = collect_dep(cx->plan, t, "time");
-  if (bt) { /* a traced run with a baseline: size it from the baseline's launches */
-    const char *th = bt->outputs ? json_string_value(json_object_get(bt->outputs, "timing"))
-                                 : NULL;
-    if (th && get_json(ob, t, th, "the trace-free run's timing", &base))
+  size_t k;
+  json_t *bv;
+  json_array_foreach(json_object_get(t->config, "backends"), k, bv) {
+    const ag_backend *b = ag_backend_collector(ob->backends, json_string_value(bv));
+    if (b && b->output)
+      job.output = b->output;
+    if (b && (rc = b->collect(cx, t, &job)))
       goto out;
-    lp = json_object();
-    size_launches(ob->o, base, &ro.skip_launches, &ro.max_launches, &ro.count_records,
-                  &ro.warps_hint, lp);
-    if (ro.max_launches == 0)
-      ro.max_launches = 1;
   }
+  const char *ch = job.cubin;
+  ag_str_printf(&dir, "%s/%.16s-%d-%ld", ob->rundir, ch ? ch : "x", t->id, (long)getpid());
+  ag_str_printf(&cubin, "%s/variant.cubin", ag_str_cstr(&dir));
+  ag_str_printf(&sites, "%s/probes.json", ag_str_cstr(&dir));
+  rc = ag_mkdir_p(ag_str_cstr(&dir), 0755);
+  if (rc) {
+    rc = ag__obs_fail(t, rc, "cannot create '%s'", ag_str_cstr(&dir));
+    goto out;
+  }
+  if (!ch || !ph || ag_store_get_file(ob->st, ch, ag_str_cstr(&cubin)) ||
+      ag_store_get_file(ob->st, ph, ag_str_cstr(&sites))) {
+    rc = ag__obs_fail(t, AG_ENOTFOUND, "cannot fetch the variant for the run: %s",
+                      ch ? ag_store_errmsg() : "it was not compiled");
+    goto out;
+  }
+  ro.cubin_path = ag_str_cstr(&cubin);
+  ro.sites_path = ag_str_cstr(&sites);
+  ro.variant_id = ch;
+  ro.out_dir = ag_str_cstr(&dir);
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
   ag_worker *wk = ob->workers && cx->device >= 0 && cx->device < ob->nworkers
                       ? ob->workers[cx->device]
@@ -704,30 +548,30 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
     rc = ag_trace_run(&ro, &res, &why);
   }
   if (rc) {
-    rc = fail(t, rc, "%s", ag_str_cstr(&why));
+    rc = ag__obs_fail(t, rc, "%s", ag_str_cstr(&why));
     goto out;
   }
   char h[65];
-  ag_put_opts po = {ro.time_only ? "timing" : "evidence", 0};
+  ag_put_opts po = {job.output, 0};
   if ((rc = ag_store_put_file(ob->st, res.evidence_path, &po, h))) {
-    rc = fail(t, rc, "cannot store the evidence: %s", ag_store_errmsg());
+    rc = ag__obs_fail(t, rc, "cannot store the evidence: %s", ag_store_errmsg());
     goto out;
   }
-  t->outputs = json_pack("{s:s}", ro.time_only ? "timing" : "evidence", h);
+  t->outputs = json_pack("{s:s}", job.output, h);
   po.kind = "timing";
   if (!ro.time_only && res.timing_path && ag_store_put_file(ob->st, res.timing_path, &po, h) == 0)
     json_object_set_new(t->outputs, "timing", json_string(h));
   po.kind = "log";
   if (res.log_path && ag_store_put_file(ob->st, res.log_path, &po, h) == 0)
     json_object_set_new(t->outputs, "log", json_string(h));
-  if (lp)
-    rc = put_json(ob, t, "launch_plan", lp, "json");
-  if (!rc && bl)
-    rc = put_json(ob, t, "baseline", bl, "json");
+  const char *name;
+  json_t *x;
+  json_object_foreach(job.extra, name, x) { /* the hooks' notes: launch_plan, baseline */
+    if ((rc = ag__obs_put_json(ob, t, name, x, "json")))
+      break;
+  }
 out:
-  json_decref(base);
-  json_decref(lp);
-  json_decref(bl);
+  json_decref(job.extra);
   ag_trace_run_result_release(&res);
   ag_str_release(&dir);
   ag_str_release(&cubin);
@@ -737,15 +581,15 @@ out:
 }
 
 /* One value of a synthesis output: {region, signal, stat, value, unit, qual}. */
-static void value(json_t *vals, const char *region, const char *signal, const char *stat,
-                  json_t *v, const char *unit, const char *qual) {
+void ag__obs_value(json_t *vals, const char *region, const char *signal, const char *stat,
+                   json_t *v, const char *unit, const char *qual) {
   json_array_append_new(vals, json_pack("{s:s?,s:s,s:s,s:o,s:s,s:s}", "region", region, "signal",
                                         signal, "stat", stat, "value", v, "unit", unit, "qual",
                                         qual));
 }
 
 /* The first dependency of t of this type, or NULL. */
-static const ag_task *dep_of(const ag_plan *p, const ag_task *t, ag_task_type type) {
+const ag_task *ag__obs_dep_of(const ag_plan *p, const ag_task *t, ag_task_type type) {
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *d = ag_plan_task(p, t->deps.v[i]);
     if (d && d->type == type)
@@ -758,9 +602,9 @@ static const ag_task *dep_of(const ag_plan *p, const ag_task *t, ag_task_type ty
  * program when the variant the evidence names is the cubin that collection
  * ran; otherwise the variant it names (evidence of another build, which is
  * never joined with this program's: docs/report.md). */
-static void evidence_program(const obs *ob, const ag_plan *p, const ag_task *collect,
-                             const ag_evidence *ev, ag_str *out) {
-  const char *want = collect ? input(p, collect, "cubin") : NULL;
+void ag__obs_evidence_program(const obs *ob, const ag_plan *p, const ag_task *collect,
+                              const ag_evidence *ev, ag_str *out) {
+  const char *want = collect ? ag__obs_input(p, collect, "cubin") : NULL;
   const char *got =
       json_string_value(json_object_get(json_object_get(ev->header, "variant"), "id"));
   if (want && got && !strcmp(want, got))
@@ -771,442 +615,9 @@ static void evidence_program(const obs *ob, const ag_plan *p, const ag_task *col
     ag_str_puts(out, "a build that names no variant");
 }
 
-static int scope_of(const ag_task *t, ag_scope *s) {
+int ag__obs_scope_of(const ag_task *t, ag_scope *s) {
   const char *sc = json_string_value(json_object_get(t->config, "scope"));
   return ag_scope_parse(sc ? sc : "", s, NULL);
-}
-
-/* A record's bias on its region's duration, measured on spin regions by
- * tests/trace/test_gpu_fidelity (docs/tracing.md, "Fidelity"). */
-#define RECORD_BIAS_MIN 15
-#define RECORD_BIAS_MAX 20
-
-/* Synthesize duration / occurrences / timeline from reference-trace
- * evidence: decode, select the queried region's subtree and the scope. */
-static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
-  obs *ob = cx->ud;
-  const char *signal = json_string_value(json_object_get(t->config, "signal"));
-  char *data;
-  size_t len;
-  int rc = get(ob, t, input(cx->plan, t, "evidence"), "the evidence", &data, &len);
-  if (rc)
-    return rc;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_evidence *ev = NULL;
-  ag_trace *tr = NULL;
-  ag_region_stats *rs = NULL;
-  int nrs = 0;
-  int *only = NULL, nonly = 0;
-  char *sel = NULL;
-  json_t *out = json_object(), *vals = json_array();
-  ag_scope scope;
-  scope_of(t, &scope);
-  if ((rc = ag_evidence_load_mem(data, len, "evidence", &d, &ev)) ||
-      (rc = ag_trace_decode(ev, &tr))) {
-    rc = fail_diags(t, rc, "cannot decode the evidence", &d);
-    goto out;
-  }
-  only = ag_calloc((size_t)ev->nregions + 1, sizeof *only);
-  sel = ag_calloc((size_t)ev->nregions + 1, 1);
-  if (!only || !sel) {
-    rc = fail(t, AG_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (int i = 0; i < ev->nregions; i++)
-    if (!strcmp(ev->regions[i].qname, t->region) || !strcmp(ev->regions[i].name, t->region))
-      sel[i] = 1;
-  for (int i = 0; i < ev->nregions; i++) { /* parents precede children */
-    if (!sel[i] && ev->regions[i].parent >= 0 && sel[ev->regions[i].parent])
-      sel[i] = 1;
-    if (sel[i])
-      only[nonly++] = i;
-  }
-  if (!nonly) {
-    rc = fail(t, AG_ENOTFOUND, "region '%s' is not in the evidence", t->region);
-    goto out;
-  }
-  if (!strcmp(signal, "timeline")) {
-    ag_str ct = AG_STR_INIT;
-    ag_timeline_info ti;
-    uint64_t lim = json_integer_value(json_object_get(t->config, "max_events"));
-    if ((rc = ag_report_chrome_trace_ex(tr, &scope, lim ? lim : AG_TIMELINE_MAX_EVENTS, &ct,
-                                        &ti)) == 0)
-      rc = put(ob, t, "timeline", ct.p, ct.len, "timeline");
-    ag_str_release(&ct);
-    if (rc)
-      goto out;
-    if (ti.every_nth > 1) {
-      json_t *w = json_array();
-      json_array_append_new(w, json_sprintf("the timeline holds %llu events, more than a viewer "
-                                            "opens (%llu): it is sampled, every %u-th warp of "
-                                            "each launch (%llu events); narrow --scope (cta, "
-                                            "warp, launch, iter) for all of a part",
-                                            (unsigned long long)ti.events,
-                                            (unsigned long long)(lim ? lim
-                                                                     : AG_TIMELINE_MAX_EVENTS),
-                                            ti.every_nth, (unsigned long long)ti.written));
-      json_object_set_new(out, "warnings", w);
-    }
-    value(vals, t->region, signal, "events_in_scope", json_integer((json_int_t)ti.events),
-          "count", "observed");
-    value(vals, t->region, signal, "events_written", json_integer((json_int_t)ti.written),
-          "count", "observed");
-    value(vals, t->region, signal, "file", json_string(json_string_value(
-                                                json_object_get(t->outputs, "timeline"))),
-          "chrome-trace", "observed");
-  } else {
-    if ((rc = ag_trace_stats(tr, &scope, only, nonly, &rs, &nrs))) {
-      rc = fail(t, rc, "statistics failed");
-      goto out;
-    }
-    for (int i = 0; i < nrs; i++) {
-      const char *q = ev->regions[rs[i].region].qname;
-      const ag_dstats *s = &rs[i].ns;
-      if (!strcmp(signal, "occurrences")) {
-        value(vals, q, signal, "count", json_integer((json_int_t)s->count), "count", "observed");
-        continue;
-      }
-      value(vals, q, signal, "count", json_integer((json_int_t)s->count), "count", "observed");
-      const char *names[] = {"total", "mean", "p50", "p95", "min", "max"};
-      double xs[] = {s->total, s->mean, s->p50, s->p95, s->min, s->max};
-      for (int k = 0; k < 6; k++)
-        value(vals, q, signal, names[k], json_real(xs[k]), "ns", "observed");
-      json_t *by_sm = json_object(), *by_role = json_object();
-      for (int k = 0; k < rs[i].nsm; k++) {
-        char key[16];
-        snprintf(key, sizeof key, "%d", rs[i].by_sm[k].key);
-        json_object_set_new(by_sm, key, json_pack("{s:I,s:f}", "count",
-                                                  (json_int_t)rs[i].by_sm[k].ns.count, "total",
-                                                  rs[i].by_sm[k].ns.total));
-      }
-      for (int k = 0; k < rs[i].nrole; k++) {
-        int ri = rs[i].by_role[k].key;
-        json_object_set_new(by_role, ag_evidence_role_name(ev, ri),
-                            json_pack("{s:I,s:f,s:f}", "count",
-                                      (json_int_t)rs[i].by_role[k].ns.count, "total",
-                                      rs[i].by_role[k].ns.total, "mean",
-                                      rs[i].by_role[k].ns.mean));
-      }
-      value(vals, q, signal, "by_sm", by_sm, "ns", "observed");
-      /* the fixed cost a record adds to its own region (docs/tracing.md,
-       * "Fidelity"): reported, never subtracted */
-      value(vals, q, signal, "bias",
-            json_pack("{s:i,s:i,s:f,s:b,s:s}", "cycles_min", RECORD_BIAS_MIN, "cycles_max",
-                      RECORD_BIAS_MAX, "ns_max",
-                      ev->sm_hz > 0 ? RECORD_BIAS_MAX * 1e9 / ev->sm_hz : 0.0, "subtracted", 0,
-                      "why", "not subtracted: exact only on code that cannot hide it (+15 to "
-                             "+20 cycles on spin regions); loop bodies hide it in their slack, "
-                             "and records of nested regions add their own"),
-            "ns", "derived");
-      value(vals, q, signal, "by_role", by_role, "ns", "observed");
-    }
-  }
-  json_object_set_new(out, "values", vals);
-  vals = NULL;
-  json_object_set_new(out, "dropped", json_integer((json_int_t)tr->dropped));
-  json_object_set_new(out, "nesting_errors", json_integer((json_int_t)tr->nesting_errors));
-  json_object_set_new(out, "unended", json_integer((json_int_t)tr->unended));
-  json_object_set_new(out, "anomalies", json_string(ag_str_cstr(&tr->anomalies)));
-  json_object_set_new(out, "sm_hz", json_real(ev->sm_hz));
-  { /* the evidence's own program version: the report joins only this plan's */
-    ag_str prog = AG_STR_INIT;
-    evidence_program(ob, cx->plan, dep_of(cx->plan, t, AG_TASK_COLLECT), ev, &prog);
-    json_object_set_new(out, "program", json_string(ag_str_cstr(&prog)));
-    ag_str_release(&prog);
-  }
-  rc = put_json(ob, t, "values", out, "json");
-out:
-  json_decref(vals);
-  json_decref(out);
-  ag_region_stats_free(rs, nrs);
-  ag_trace_free(tr);
-  ag_evidence_free(ev);
-  ag_free(only);
-  ag_free(sel);
-  ag_diags_release(&d);
-  ag_free(data);
-  return rc;
-}
-
-/* Tracing cost thresholds (docs/tracing.md, "Perturbation"). */
-#define PERTURB_WARN_SHARE 0.02 /* the bound for a trace to stand for the program */
-#define PERTURB_WARN_NS 1000.0  /* twice the event timer's resolution (about 0.5 us) */
-
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The median of xs[0..n) (sorted in place); 0 for n == 0. */
-static double median(double *xs, size_t n) {
-  if (!n)
-    return 0;
-  qsort(xs, n, sizeof *xs, cmp_dbl);
-  return n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
-}
-
-static const json_t *launch_at(const json_t *timing, json_int_t launch) {
-  size_t i;
-  json_t *l;
-  json_array_foreach(json_object_get(timing, "launches"), i, l) if (
-      json_integer_value(json_object_get(l, "launch")) == launch) return l;
-  return NULL;
-}
-
-/* Synthesize `perturbation`: what the traced build cost, from the traced
- * run's kernel times on the launches it recorded against the trace-free
- * run's on the same launches, with each build's registers and CTAs per SM,
- * which launches were recorded and why the others were not; warnings when
- * the traced build changed occupancy or added more than the thresholds. */
-static int ex_synth_perturbation(ag_exec_ctx *cx, ag_task *t) {
-  obs *ob = cx->ud;
-  json_t *tr = NULL, *tf = NULL, *lp = NULL, *res = NULL, *tb = NULL;
-  json_t *vals = json_array(), *missing = json_array(), *warn = json_array();
-  double *a = NULL, *b = NULL;
-  int rc = 0;
-  const ag_task *tc = collect_dep(cx->plan, t, "trace"), *bc = collect_dep(cx->plan, t, "time");
-  const char *th = tc && tc->outputs ? json_string_value(json_object_get(tc->outputs, "timing"))
-                                     : NULL;
-  const char *bh = bc && bc->outputs ? json_string_value(json_object_get(bc->outputs, "timing"))
-                                     : NULL;
-  const char *lh = tc && tc->outputs
-                       ? json_string_value(json_object_get(tc->outputs, "launch_plan"))
-                       : NULL;
-  const char *rh = tc ? dep_output(cx->plan, tc, "compile", "resources") : NULL;
-  const char *blh = bc && bc->outputs
-                        ? json_string_value(json_object_get(bc->outputs, "baseline"))
-                        : NULL;
-  if ((blh && (rc = get_json(ob, t, blh, "the timing run's build", &tb))) ||
-      (th && (rc = get_json(ob, t, th, "the traced run's timing", &tr))) ||
-      (bh && (rc = get_json(ob, t, bh, "the trace-free run's timing", &tf))) ||
-      (lh && (rc = get_json(ob, t, lh, "the launch plan", &lp))) ||
-      (rh && (rc = get_json(ob, t, rh, "the traced build's compiler report", &res))))
-    goto out;
-  if (!tr || !tf) {
-    ag_str why = AG_STR_INIT;
-    if (!tr)
-      ag_str_printf(&why, "the traced run timed no launch (%s)",
-                    tc && tc->error ? tc->error : "it did not run");
-    if (!tf)
-      ag_str_printf(&why, "%sthe trace-free run timed no launch (%s)", tr ? "" : "; ",
-                    bc && bc->error ? bc->error : "it did not run");
-    json_array_append_new(missing, json_pack("{s:s,s:s}", "what", "the tracing cost", "why",
-                                             ag_str_cstr(&why)));
-    ag_str_release(&why);
-  }
-  json_t *occ = json_object_get(res, "occupancy");
-  if (occ && !json_is_true(json_object_get(occ, "kept")))
-    json_array_append_new(warn, json_sprintf("the traced build could not be kept within the "
-                                             "trace-free build's occupancy: %s",
-                                             json_string_value(json_object_get(occ, "why"))));
-  else if (occ && json_integer_value(json_object_get(occ, "capped")) > 0) {
-    size_t k;
-    json_t *f;
-    json_array_foreach(json_object_get(occ, "functions"), k, f) {
-      json_int_t cap = json_integer_value(json_object_get(f, "maxnreg"));
-      if (cap > 0)
-        json_array_append_new(
-            warn, json_sprintf("the traced build of '%s' was capped at %lld registers "
-                               "(.maxnreg; it needed %lld) to keep the trace-free build's "
-                               "occupancy (%lld bytes of spill stores)",
-                               json_string_value(json_object_get(f, "name")), (long long)cap,
-                               (long long)json_integer_value(
-                                   json_object_get(f, "registers_uncapped")),
-                               (long long)json_integer_value(
-                                   json_object_get(f, "spill_store_bytes"))));
-    }
-  }
-  const char *lw = json_string_value(json_object_get(lp, "warning"));
-  if (lw)
-    json_array_append_new(warn, json_string(lw));
-  if (tr) { /* which launches were recorded, and why the others were not */
-    json_t *rec = json_array(), *unrec = json_object();
-    size_t i;
-    json_t *l;
-    json_array_foreach(json_object_get(tr, "launches"), i, l) {
-      json_t *id = json_object_get(l, "launch");
-      if (json_is_true(json_object_get(l, "recorded"))) {
-        json_array_append(rec, id);
-        continue;
-      }
-      const char *why = json_string_value(json_object_get(l, "why"));
-      json_t *lst = json_object_get(unrec, why ? why : "?");
-      if (!lst)
-        json_object_set_new(unrec, why ? why : "?", lst = json_array());
-      json_array_append(lst, id);
-    }
-    json_t *ln = json_pack("{s:o,s:o,s:I,s:O?,s:O?,s:O?}", "recorded", rec, "unrecorded", unrec,
-                           "total", json_integer_value(json_object_get(tr, "launches_total")),
-                           "plan", lp, "records_sized", json_object_get(tr, "records_sized"),
-                           "ahead", json_object_get(tr, "ahead"));
-    value(vals, NULL, "perturbation", "launches", ln, "", "observed");
-    if (!json_array_size(rec))
-      json_array_append_new(warn, json_string("no launch was recorded: the region values are "
-                                              "empty (see the launches value)"));
-  }
-  if (tr && tf) {
-    size_t n = json_array_size(json_object_get(tr, "launches"));
-    a = ag_calloc(n + 1, sizeof *a);
-    b = ag_calloc(n + 1, sizeof *b);
-    if (!a || !b) {
-      rc = fail(t, AG_ENOMEM, "out of memory");
-      goto out;
-    }
-    size_t m = 0;
-    const json_t *l0 = NULL, *b0 = NULL;
-    size_t i;
-    json_t *l;
-    json_array_foreach(json_object_get(tr, "launches"), i, l) {
-      const json_t *bl = launch_at(tf, json_integer_value(json_object_get(l, "launch")));
-      if (!json_is_true(json_object_get(l, "recorded")) || !bl)
-        continue;
-      a[m] = json_number_value(json_object_get(l, "ns"));
-      b[m++] = json_number_value(json_object_get(bl, "ns"));
-      if (!l0)
-        l0 = l, b0 = bl;
-    }
-    if (!m) {
-      json_array_append_new(missing, json_pack("{s:s,s:s}", "what", "added time", "why",
-                                               "no recorded launch has a trace-free twin"));
-    } else {
-      double lo_a = a[0], hi_a = a[0];
-      for (size_t k = 0; k < m; k++)
-        lo_a = a[k] < lo_a ? a[k] : lo_a, hi_a = a[k] > hi_a ? a[k] : hi_a;
-      double mt = median(a, m), mb = median(b, m), add = mt - mb;
-      value(vals, NULL, "perturbation", "trace_free_kernel_time", json_real(mb), "ns",
-            "observed");
-      if (tb) /* which build that time is of */
-        value(vals, NULL, "perturbation", "timed_build",
-              json_string(json_string_value(json_object_get(tb, "what"))), "", "observed");
-      const char *tbk = json_string_value(json_object_get(tb, "build"));
-      if (tbk && !strcmp(tbk, "trace-free variant"))
-        json_array_append_new(warn, json_string("the trace-free time is of the trace-free "
-                                                "variant (markers on), not of the user's "
-                                                "build, which could not be made"));
-      value(vals, NULL, "perturbation", "traced_kernel_time", json_real(mt), "ns", "observed");
-      value(vals, NULL, "perturbation", "added_time", json_real(add), "ns", "derived");
-      value(vals, NULL, "perturbation", "added_share", json_real(mb > 0 ? 100.0 * add / mb : 0),
-            "%", "derived");
-      value(vals, NULL, "perturbation", "launches_compared", json_integer((json_int_t)m),
-            "count", "observed");
-      const char *keys[] = {"registers", "ctas_per_sm"};
-      for (int k = 0; k < 2; k++) {
-        json_int_t x = json_integer_value(json_object_get(b0, keys[k]));
-        json_int_t y = json_integer_value(json_object_get(l0, keys[k]));
-        char st[48];
-        snprintf(st, sizeof st, "%s.trace_free", keys[k]);
-        value(vals, NULL, "perturbation", st, json_integer(x), "count", "observed");
-        snprintf(st, sizeof st, "%s.traced", keys[k]);
-        value(vals, NULL, "perturbation", st, json_integer(y), "count", "observed");
-      }
-      json_int_t cf = json_integer_value(json_object_get(b0, "ctas_per_sm"));
-      json_int_t ct = json_integer_value(json_object_get(l0, "ctas_per_sm"));
-      if (cf != ct)
-        json_array_append_new(warn, json_sprintf("the traced build changed occupancy: %lld "
-                                                 "CTAs per SM against the trace-free build's "
-                                                 "%lld",
-                                                 (long long)ct, (long long)cf));
-      if (mb > 0 && add > PERTURB_WARN_SHARE * mb && add > PERTURB_WARN_NS)
-        json_array_append_new(
-            warn, json_sprintf("tracing added %.2f us (%.1f %%) to the kernel (trace-free %.2f "
-                               "us, traced %.2f us over %zu launches, traced spread %.2f-%.2f "
-                               "us): above the %.0f %% bound, region values describe a slower "
-                               "program; trace fewer regions (--trace) to lower it",
-                               add / 1e3, 100.0 * add / mb, mb / 1e3, mt / 1e3, m, lo_a / 1e3,
-                               hi_a / 1e3, PERTURB_WARN_SHARE * 100));
-    }
-  }
-  json_t *out = json_pack("{s:o,s:o,s:o}", "values", vals, "missing", missing, "warnings", warn);
-  vals = missing = warn = NULL;
-  rc = put_json(ob, t, "values", out, "json");
-  json_decref(out);
-out:
-  ag_free(a);
-  ag_free(b);
-  json_decref(tr);
-  json_decref(tf);
-  json_decref(lp);
-  json_decref(res);
-  json_decref(tb);
-  json_decref(vals);
-  json_decref(missing);
-  json_decref(warn);
-  return rc;
-}
-
-/* Synthesize `static`: the compiler's report of the trace-free build. */
-static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
-  obs *ob = cx->ud;
-  json_t *res = NULL;
-  int rc = get_json(ob, t, input(cx->plan, t, "resources"), "the compiler's report", &res);
-  if (rc)
-    return rc;
-  json_t *vals = json_array(), *funcs = json_object_get(res, "functions");
-  if (!funcs)
-    funcs = json_object_get(res, "funcs");
-  size_t i;
-  json_t *f;
-  static const char *const keys[][3] = {{"registers", "registers", "registers"},
-                                        {"spill_store_bytes", "spill_stores", "bytes"},
-                                        {"spill_load_bytes", "spill_loads", "bytes"},
-                                        {"smem_bytes", "shared_memory_static", "bytes"},
-                                        {"stack_bytes", "stack", "bytes"},
-                                        {"barriers", "barriers", "count"}};
-  /* how the module was built, and whether that is the user's code */
-  json_t *build = json_object_get(res, "build"), *prod = json_object_get(res, "production");
-  if (build) {
-    ag_str b = AG_STR_INIT;
-    ag_str_printf(&b, "%s", json_string_value(json_object_get(build, "compiler")));
-    size_t k;
-    json_t *o;
-    json_array_foreach(json_object_get(build, "options"), k, o)
-        ag_str_printf(&b, " %s", json_string_value(o));
-    ag_str_printf(&b, ", %s", json_is_true(json_object_get(build, "whole_program"))
-                                  ? "whole program"
-                                  : "relocatable (--compile-only)");
-    const char *as = json_string_value(json_object_get(build, "as"));
-    if (as)
-      ag_str_printf(&b, ": %s", as);
-    value(vals, "(module)", "static", "build", json_string(ag_str_cstr(&b)), "", "observed");
-    ag_str_release(&b);
-  }
-  if (prod) {
-    ag_str b = AG_STR_INIT;
-    const char *sum = json_string_value(json_object_get(prod, "summary"));
-    if (json_is_true(json_object_get(prod, "identical")))
-      ag_str_printf(&b, "matches %s: %s", json_string_value(json_object_get(prod, "path")), sum);
-    else if (json_is_true(json_object_get(prod, "compared")))
-      ag_str_printf(&b, "warning: the measured build differs from %s: %s%s",
-                    json_string_value(json_object_get(prod, "path")), sum,
-                    json_is_true(json_object_get(prod, "file"))
-                        ? ""
-                        : " (the markers' asm comments moved code: docs/markers.md)");
-    else
-      ag_str_printf(&b, "warning: cannot compare with %s: %s",
-                    json_string_value(json_object_get(prod, "path")), sum);
-    value(vals, "(module)", "static", "production", json_string(ag_str_cstr(&b)), "",
-          "observed");
-    ag_str_release(&b);
-  }
-  json_array_foreach(funcs, i, f) {
-    const char *name = json_string_value(json_object_get(f, "name"));
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-      json_t *v = json_object_get(f, keys[k][0]);
-      if (json_is_integer(v) && json_integer_value(v) >= 0) /* -1: not in the log */
-        value(vals, name, "static", keys[k][1], json_incref(v), keys[k][2], "observed");
-    }
-    /* the compiler knows the static part only */
-    value(vals, name, "static", "shared_memory_dynamic",
-          json_string("set by each launch: 'argus trace' reports each recorded launch's "
-                      "dynamic shared memory and the CTAs per SM it allows"),
-          "", "observed");
-  }
-  json_decref(res);
-  json_t *out = json_pack("{s:o}", "values", vals);
-  rc = put_json(ob, t, "values", out, "json");
-  json_decref(out);
-  return rc;
 }
 
 /* Synthesize the report: every value with its qualification and provenance;
@@ -1215,7 +626,7 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   ag_report *r = ag_report_new(&ob->query, ob->program);
   if (!r)
-    return fail(t, AG_ENOMEM, "out of memory");
+    return ag__obs_fail(t, AG_ENOMEM, "out of memory");
   int rc = 0;
   /* what every joined value must share: this program version, the query's scope */
   ag_str qs = AG_STR_INIT;
@@ -1229,8 +640,8 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       continue;
     }
     json_t *out = NULL;
-    if ((rc = get_json(ob, t, json_string_value(json_object_get(s->outputs, "values")),
-                       "a synthesis output", &out)))
+    if ((rc = ag__obs_get_json(ob, t, json_string_value(json_object_get(s->outputs, "values")),
+                               "a synthesis output", &out)))
       break;
     json_t *ids = lineage(cx->plan, s);
     int tasks[64], nt = 0;
@@ -1317,122 +728,11 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
   if (!rc) {
     ag_report_attach_plan(r, cx->plan);
     json_t *j = ag_report_to_json(r);
-    rc = put_json(ob, t, "report", j, "report");
+    rc = ag__obs_put_json(ob, t, "report", j, "report");
     json_decref(j);
   }
   ag_report_free(r);
   ag_str_release(&qs);
-  return rc;
-}
-
-/* Synthesize async_latency (docs/probes.md): the discovery's site table,
- * the reference run with timed waits (observed) and each probe run
- * (derived), joined by op ID and occurrence. Runs with the probe runs that
- * succeeded; the others are reported missing, with their reason. */
-static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
-  obs *ob = cx->ud;
-  json_t *disc = NULL, *out = NULL, *missing = json_array(), *not_joined = json_array();
-  ag_evidence *ref = NULL, **probes = ag_calloc(t->deps.n + 1, sizeof *probes);
-  int np = 0, rc = 0;
-  ag_diags d;
-  ag_diags_init(&d);
-  if (!probes || !missing || !not_joined) {
-    rc = fail(t, AG_ENOMEM, "out of memory");
-    goto out;
-  }
-  for (size_t i = 0; i < t->deps.n; i++) {
-    const ag_task *dt = ag_plan_task(cx->plan, t->deps.v[i]);
-    int ok = dt->status == AG_TS_OK || dt->status == AG_TS_CACHED;
-    if (dt->type == AG_TASK_CONTROL) {
-      if (!ok || (rc = get_json(ob, t, json_string_value(json_object_get(dt->outputs, "regions")),
-                                "the discovery", &disc)))
-        goto out;
-      continue;
-    }
-    if (dt->type != AG_TASK_COLLECT)
-      continue;
-    const char *vk = json_string_value(json_object_get(dt->config, "variant"));
-    int is_probe = vk && !strcmp(vk, "probe");
-    if (!ok) {
-      json_array_append_new(missing, json_pack("{s:s,s:s}", "what", dt->label, "why",
-                                               dt->error ? dt->error : "not run"));
-      continue;
-    }
-    char *data;
-    size_t len;
-    ag_evidence *ev = NULL;
-    if ((rc = get(ob, t, json_string_value(json_object_get(dt->outputs, "evidence")),
-                  "the evidence", &data, &len)))
-      goto out;
-    rc = ag_evidence_load_mem(data, len, dt->label, &d, &ev);
-    ag_free(data);
-    if (rc) {
-      rc = fail_diags(t, rc, "cannot read the evidence", &d);
-      goto out;
-    }
-    ag_str prog = AG_STR_INIT, why = AG_STR_INIT;
-    evidence_program(ob, cx->plan, dt, ev, &prog);
-    ag_provenance mine = {NULL, 0, ob->program, NULL, ""},
-                  theirs = {NULL, 0, ag_str_cstr(&prog), NULL, ""};
-    int joinable = ag_report_joinable(&mine, &theirs, &why);
-    if (!joinable) /* another build's evidence: listed, never joined */
-      json_array_append_new(not_joined, json_pack("{s:s,s:s}", "what", dt->label, "why",
-                                                  ag_str_cstr(&why)));
-    ag_str_release(&prog);
-    ag_str_release(&why);
-    if (!joinable)
-      ag_evidence_free(ev);
-    else if (is_probe)
-      probes[np++] = ev;
-    else if (!ref)
-      ref = ev;
-    else
-      ag_evidence_free(ev);
-  }
-  if (!disc) {
-    rc = fail(t, AG_EINVAL, "async_latency needs the discovery's site table");
-    goto out;
-  }
-  ag_scope scope;
-  scope_of(t, &scope);
-  if ((rc = ag_async_synth(disc, ref, (const ag_evidence *const *)probes, np, &scope, &out))) {
-    rc = fail(t, rc, "async_latency synthesis failed: %s", ag_strerror(rc));
-    goto out;
-  }
-  /* the synthesis's own missing instances, then the runs that failed; the
-   * requested (site, iteration) pairs that do not exist, as warnings */
-  json_t *own = json_object_get(out, "missing");
-  if (json_is_array(own))
-    json_array_extend(own, missing);
-  else
-    json_object_set(out, "missing", missing);
-  json_object_set_new(out, "not_joined", not_joined);
-  not_joined = NULL;
-  json_t *absent = json_object_get(t->config, "absent"), *warn = json_array(), *a;
-  size_t ai;
-  json_array_foreach(absent, ai, a) {
-    ag_str w = AG_STR_INIT;
-    ag_str_printf(&w, "async_latency: no probe of %s at %zu requested iteration(s) (first %lld): "
-                      "the site does not execute there (%s)",
-                  json_string_value(json_object_get(a, "op")),
-                  json_array_size(json_object_get(a, "iterations")),
-                  (long long)json_integer_value(json_array_get(json_object_get(a, "iterations"), 0)),
-                  json_string_value(json_object_get(a, "why")));
-    json_array_append_new(warn, json_string(ag_str_cstr(&w)));
-    ag_str_release(&w);
-  }
-  json_object_set_new(out, "warnings", warn);
-  rc = put_json(ob, t, "values", out, "json");
-out:
-  for (int i = 0; i < np; i++)
-    ag_evidence_free(probes[i]);
-  ag_free(probes);
-  ag_evidence_free(ref);
-  json_decref(disc);
-  json_decref(out);
-  json_decref(missing);
-  json_decref(not_joined);
-  ag_diags_release(&d);
   return rc;
 }
 
@@ -1453,52 +753,61 @@ static int check_role(obs *ob, ag_task *control, const json_t *disc) {
     ag_str_printf(&known, "%s%s", i ? ", " : "", r ? r : "");
   }
   int rc = json_array_size(roles)
-               ? fail(control, AG_EINVAL, "unknown role '%s' in the scope: the roles of %s are %s",
-                      want, ob->spec->name, ag_str_cstr(&known))
-               : fail(control, AG_EINVAL,
-                      "unknown role '%s' in the scope: %s has no role markers (ARGUS_ROLE)",
-                      want, ob->spec->name);
+               ? ag__obs_fail(control, AG_EINVAL,
+                              "unknown role '%s' in the scope: the roles of %s are %s", want,
+                              ob->spec->name, ag_str_cstr(&known))
+               : ag__obs_fail(control, AG_EINVAL,
+                              "unknown role '%s' in the scope: %s has no role markers (ARGUS_ROLE)",
+                              want, ob->spec->name);
   ag_str_release(&known);
   return rc;
 }
 
 /* The Control task's expansion: the scope's role checked against the
- * module's, then one probe branch per (async site, iteration) of each
- * per-instance signal (ag_probe_expand, docs/probes.md). */
+ * module's, then the expansion of each backend adapter whose evidence a
+ * signal of the plan needs (the probe backend: one branch per (async site,
+ * iteration) of each per-instance signal, ag_probe_expand, docs/probes.md). */
+#define MAX_EXPANDERS 16
 static int expand(ag_plan *p, ag_task *control, void *ud) {
   obs *ob = ud;
   if (strcmp(control->op, "discover"))
     return 0;
-  int any = 0;
+  const ag_backend *ex[MAX_EXPANDERS];
+  int nex = 0;
   for (size_t i = 0; i < p->tasks.n; i++) {
     const char *sig = json_string_value(json_object_get(p->tasks.v[i]->config, "signal"));
     const ag_recipe *r = sig ? ag_recipe_find(sig) : NULL;
-    const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
-    any |= ek && ek->per_instance;
+    const ag_backend *b = r ? ag_backend_for_evidence(ob->backends, r->evidence) : NULL;
+    int have = 0;
+    for (int k = 0; k < nex; k++)
+      have |= ex[k] == b;
+    if (b && b->expand && !have && nex < MAX_EXPANDERS)
+      ex[nex++] = b;
   }
-  if (!any && !ob->query.scope.role[0])
+  if (!nex && !ob->query.scope.role[0])
     return 0;
   json_t *disc = NULL;
-  int rc = get_json(ob, control, json_string_value(json_object_get(control->outputs, "regions")),
-                    "the discovery", &disc);
+  int rc =
+      ag__obs_get_json(ob, control, json_string_value(json_object_get(control->outputs, "regions")),
+                       "the discovery", &disc);
   if (rc)
     return rc;
   ag_str why = AG_STR_INIT;
-  if (!(rc = check_role(ob, control, disc)) && any &&
-      (rc = ag_probe_expand(p, control, disc, &why)))
-    fail(control, rc, "%s", ag_str_cstr(&why));
+  rc = check_role(ob, control, disc);
+  for (int k = 0; !rc && k < nex; k++)
+    if ((rc = ex[k]->expand(p, control, disc, &why)))
+      ag__obs_fail(control, rc, "%s", ag_str_cstr(&why));
   ag_str_release(&why);
   json_decref(disc);
   return rc;
 }
 
-static const ag_executor executors[] = {
-    {"discover", ex_discover},         {"transform.traced", ex_variant},
-    {"transform.trace-free", ex_variant}, {"transform.probe", ex_variant},
-    {"synth.async_latency", ex_synth_async}, {"compile", ex_compile},
-    {"collect", ex_collect},           {"synth.duration", ex_synth_trace},
-    {"synth.occurrences", ex_synth_trace}, {"synth.timeline", ex_synth_trace},
-    {"synth.static", ex_synth_static}, {"synth.perturbation", ex_synth_perturbation},
+/* The driver's generic executors; the backend adapters add theirs and the
+ * variant transforms (ex_variant) of their variants (argus/backend.h). */
+static const ag_executor generic_executors[] = {
+    {"discover", ex_discover},
+    {"compile", ex_compile},
+    {"collect", ex_collect},
     {"report", ex_report},
 };
 
@@ -1820,34 +1129,6 @@ static int resolve_region(const ag_str *ptx, ag_query *q, ag_diags *d, ag_plan *
   return rc;
 }
 
-/* --trace R,...: the traced variant's regions, in its transform's config
- * (so in its key): at most 64, none empty. */
-static int trace_selection(const char *list, ag_plan *p, ag_diags *d) {
-  if (!list)
-    return 0;
-  json_t *rs = json_array();
-  for (const char *s = list; rs;) {
-    const char *c = strchr(s, ',');
-    size_t n = c ? (size_t)(c - s) : strlen(s);
-    if (!n || json_array_size(rs) == 64) {
-      ag_diags_add(d, AG_SEV_ERROR, "--trace", 0, 0, NULL, 0,
-                   "--trace '%s' %s: give region names separated by commas", list,
-                   n ? "names more than 64 regions" : "has an empty name");
-      json_decref(rs);
-      return AG_EINVAL;
-    }
-    json_array_append_new(rs, json_stringn(s, n));
-    if (!c)
-      break;
-    s = c + 1;
-  }
-  for (size_t i = 0; i < p->tasks.n; i++)
-    if (!strcmp(p->tasks.v[i]->op, "transform.traced"))
-      json_object_set(p->tasks.v[i]->config, "regions", rs);
-  json_decref(rs);
-  return 0;
-}
-
 /* How the variants are compiled: the ptxas options of the user's build of
  * the spec's module (nvcc -dryrun with the spec's flags; a PTX module gets
  * nvcc's default for its .target), and the build's identity. */
@@ -1916,6 +1197,8 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_str ptx = AG_STR_INIT, tmp = AG_STR_INIT;
   ag_plan *p = NULL;
   char *region = NULL;
+  ag_backend_set set;
+  memset(&set, 0, sizeof set);
   int rc;
   ag_query q = {o->region, o->signals, o->nsignals, {{0}, {{0}}}};
   if ((rc = ag_scope_parse(o->scope, &q.scope, d)))
@@ -1923,6 +1206,14 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   ag_launch_sel lsel;
   if ((rc = ag_launch_sel_parse(o->launches, &lsel, d)))
     goto out;
+  /* the backend adapters and the recipe rows agree (a build that breaks
+   * the contract says so before it plans) */
+  if ((rc = ag_backend_set_init(&set, ag_backends_builtin(), -1, generic_executors,
+                                sizeof generic_executors / sizeof generic_executors[0], ex_variant,
+                                d)) ||
+      (rc = ag_backend_set_check(&set, ag_recipe_builtin(), d)))
+    goto out;
+  ob.backends = &set;
   /* plan first: a bad query fails before anything is built */
   if ((rc = ag_plan_build(&q, "", d, &p)))
     goto out;
@@ -1936,9 +1227,12 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   rc = module_ptx(ob.spec, d, &ptx);
   ag_trace_end("build module");
   if (rc || (rc = resolve_region(&ptx, &q, d, &p, &region)) ||
-      (rc = build_options(&ob, ptx.p, ptx.len, d)) ||
-      (rc = trace_selection(o->trace_regions, p, d)))
+      (rc = build_options(&ob, ptx.p, ptx.len, d)))
     goto out;
+  /* each backend puts the query's options into its tasks (so their keys) */
+  for (size_t i = 0; i < set.backends.n; i++)
+    if (set.backends.v[i]->bind && (rc = set.backends.v[i]->bind(o, p, d)))
+      goto out;
   if ((rc = ag_store_open(o->workspace, AG_STORE_CREATE, &ob.st))) {
     ag_diags_add(d, AG_SEV_ERROR, o->workspace, 0, 0, NULL, 0, "cannot open the workspace: %s",
                  ag_store_errmsg());
@@ -1973,16 +1267,6 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
     ag_str_printf(&tmp, "%s/runs", abs ? abs : o->workspace);
     free(abs);
     ob.rundir = ag_str_detach(&tmp);
-  }
-  /* what a traced run records is part of its identity */
-  for (size_t i = 0; i < p->tasks.n; i++) {
-    ag_task *t = p->tasks.v[i];
-    if (t->type == AG_TASK_COLLECT && has_backend(t, "trace") && !json_object_get(t->config, "skip")) {
-      if (o->launches && *o->launches)
-        json_object_set_new(t->config, "select", json_string(o->launches));
-      if (o->records_per_warp)
-        json_object_set_new(t->config, "records", json_integer(o->records_per_warp));
-    }
   }
   /* bind the plan to the program version */
   p->program = ag_arena_strdup(&p->arena, ob.ptx_hash);
@@ -2031,8 +1315,8 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   }
   ag_run_opts ro = {.cpu_workers = 0,
                     .ndevices = ndev,
-                    .execs = executors,
-                    .nexecs = sizeof executors / sizeof executors[0],
+                    .execs = set.execs.v,
+                    .nexecs = set.execs.n,
                     .ud = &ob,
                     .memo = {memo_lookup, memo_publish, &ob, memo_wait},
                     .progress = o->progress,
@@ -2077,5 +1361,6 @@ out:
   ag_str_release(&ptx);
   ag_str_release(&tmp);
   ag_free(region);
+  ag_backend_set_release(&set);
   return rc;
 }
