@@ -1353,6 +1353,8 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
       continue;
     const char *vk = json_string_value(json_object_get(dt->config, "variant"));
     int is_probe = vk && !strcmp(vk, "probe");
+    if (!ok && json_object_get(dt->config, "absent")) /* dropped by the count: "absent" */
+      continue;
     if (!ok) {
       json_array_append_new(missing, json_pack("{s:s,s:s}", "what", dt->label, "why",
                                                dt->error ? dt->error : "not run"));
@@ -1422,6 +1424,7 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
     ag_str_release(&w);
   }
   json_object_set_new(out, "warnings", warn);
+  json_object_set(out, "iterations_from", json_object_get(t->config, "iterations_from"));
   rc = put_json(ob, t, "values", out, "json");
 out:
   for (int i = 0; i < np; i++)
@@ -1432,6 +1435,33 @@ out:
   json_decref(out);
   json_decref(missing);
   json_decref(not_joined);
+  ag_diags_release(&d);
+  return rc;
+}
+
+/* Control: the counting run (docs/probes.md): the reference run's records
+ * per begin marker and iteration, which the expansion prunes the probes by. */
+static int ex_count(ag_exec_ctx *cx, ag_task *t) {
+  obs *ob = cx->ud;
+  const ag_task *ref = dep_of(cx->plan, t, AG_TASK_COLLECT);
+  char *data = NULL;
+  size_t len = 0;
+  ag_evidence *ev = NULL;
+  json_t *j = NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc = ref ? get(ob, t, json_string_value(json_object_get(ref->outputs, "evidence")),
+                     "the reference evidence", &data, &len)
+               : fail(t, AG_EINVAL, "the counting run has no reference run");
+  if (!rc && (rc = ag_evidence_load_mem(data, len, ref->label, &d, &ev)))
+    rc = fail_diags(t, rc, "cannot read the reference evidence", &d);
+  if (!rc && (rc = ag_async_count(ev, &j)))
+    rc = fail(t, rc, "counting the reference's iterations failed: %s", ag_strerror(rc));
+  if (!rc)
+    rc = put_json(ob, t, "counts", j, "json");
+  json_decref(j);
+  ag_evidence_free(ev);
+  ag_free(data);
   ag_diags_release(&d);
   return rc;
 }
@@ -1462,11 +1492,33 @@ static int check_role(obs *ob, ag_task *control, const json_t *disc) {
   return rc;
 }
 
+/* The counting run's expansion: the probes of pairs that did not run are
+ * dropped before they run (ag_probe_prune). */
+static int expand_count(obs *ob, ag_plan *p, ag_task *count) {
+  const ag_task *dt = dep_of(p, count, AG_TASK_CONTROL);
+  json_t *disc = NULL, *counts = NULL;
+  ag_str why = AG_STR_INIT;
+  int rc = dt ? get_json(ob, count, json_string_value(json_object_get(dt->outputs, "regions")),
+                         "the discovery", &disc)
+              : fail(count, AG_EINVAL, "the counting run has no discovery");
+  if (!rc)
+    rc = get_json(ob, count, json_string_value(json_object_get(count->outputs, "counts")),
+                  "the counts", &counts);
+  if (!rc && (rc = ag_probe_prune(p, count, disc, counts, &why)))
+    fail(count, rc, "%s", ag_str_cstr(&why));
+  ag_str_release(&why);
+  json_decref(disc);
+  json_decref(counts);
+  return rc;
+}
+
 /* The Control task's expansion: the scope's role checked against the
  * module's, then one probe branch per (async site, iteration) of each
  * per-instance signal (ag_probe_expand, docs/probes.md). */
 static int expand(ag_plan *p, ag_task *control, void *ud) {
   obs *ob = ud;
+  if (!strcmp(control->op, "count"))
+    return expand_count(ob, p, control);
   if (strcmp(control->op, "discover"))
     return 0;
   int any = 0;
@@ -1493,7 +1545,8 @@ static int expand(ag_plan *p, ag_task *control, void *ud) {
 }
 
 static const ag_executor executors[] = {
-    {"discover", ex_discover},         {"transform.traced", ex_variant},
+    {"discover", ex_discover},         {"count", ex_count},
+    {"transform.traced", ex_variant},
     {"transform.trace-free", ex_variant}, {"transform.probe", ex_variant},
     {"synth.async_latency", ex_synth_async}, {"compile", ex_compile},
     {"collect", ex_collect},           {"synth.duration", ex_synth_trace},
