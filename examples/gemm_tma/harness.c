@@ -75,10 +75,14 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (M <= 0 || N <= 0 || K <= 0 || M % BM || N % BN || K % BK || K > 8192 || reps < 1 ||
-      batch < 1 || reps % batch) {
+  if (M <= 0 || N <= 0 || K <= 0 || M % BM || N % BN || K % BK || K > 8192 || reps < 1) {
     fprintf(stderr, "gemm_tma: need M %% %d == 0, N %% %d == 0, K %% %d == 0, K <= 8192\n", BM,
             BN, BK);
+    return 2;
+  }
+  if (batch < 1 || reps % batch) {
+    fprintf(stderr, "gemm_tma: --batch %d must divide --reps %d (reps / batch times)\n", batch,
+            reps);
     return 2;
   }
   char defmod[4096];
