@@ -55,6 +55,7 @@
 
 #include "argus/core.h"
 #include "argus/observe.h"
+#include "argus/synth.h"
 #include "goal.h"
 
 #ifndef ARGUS_SOURCE_DEFAULT
@@ -106,37 +107,74 @@ static json_t *pval(json_t *rep, const char *stat) {
   return NULL;
 }
 
-/* The harness's median (its last {"median_us": X} line) of the run in
- * <ws>/runs whose timing file says `collect`; NAN when none. */
-static double harness_us(const char *ws, const char *collect) {
+/* The directory of the run in <ws>/runs whose timing file says `collect`
+ * (into out); 0 when found. */
+static int run_dir(const char *ws, const char *collect, char *out, size_t n) {
   char dir[600];
   snprintf(dir, sizeof dir, "%s/runs", ws);
   DIR *d = opendir(dir);
-  double us = NAN;
   struct dirent *e;
-  while (d && (e = readdir(d))) {
+  int found = 0;
+  while (d && !found && (e = readdir(d))) {
     if (e->d_name[0] == '.')
       continue;
-    char p[1200], *text = NULL;
-    size_t len = 0;
+    char p[1200];
     snprintf(p, sizeof p, "%s/%s/timing.json", dir, e->d_name);
     json_t *t = json_load_file(p, 0, NULL);
     const char *c = json_string_value(json_object_get(t, "collect"));
-    int match = c && !strcmp(c, collect);
+    found = c && !strcmp(c, collect);
+    if (found && (size_t)snprintf(out, n, "%s/%s", dir, e->d_name) >= n)
+      found = 0; /* a path too long for out */
     json_decref(t);
-    snprintf(p, sizeof p, "%s/%s/harness.log", dir, e->d_name);
-    if (match && ag_file_read(p, &text, &len) == 0) {
-      const char *m = NULL;
-      for (const char *q = text; (q = strstr(q, "\"median_us\":")); q++)
-        m = q;
-      if (m)
-        us = atof(m + strlen("\"median_us\":"));
-    }
-    ag_free(text);
   }
   if (d)
     closedir(d);
+  return found ? 0 : -1;
+}
+
+/* The harness's median (its last {"median_us": X} line) of that run; NAN
+ * when none. */
+static double harness_us(const char *ws, const char *collect) {
+  char dir[1300], p[1400], *text = NULL;
+  size_t len = 0;
+  double us = NAN;
+  if (run_dir(ws, collect, dir, sizeof dir))
+    return us;
+  snprintf(p, sizeof p, "%s/harness.log", dir);
+  if (ag_file_read(p, &text, &len) == 0) {
+    const char *m = NULL;
+    for (const char *q = text; (q = strstr(q, "\"median_us\":")); q++)
+      m = q;
+    if (m)
+      us = atof(m + strlen("\"median_us\":"));
+  }
+  ag_free(text);
   return us;
+}
+
+/* The traced run's decoder anomalies, and how many of them are warps that
+ * read another launch's descriptor (a binding that did not reach the
+ * kernel); -1 when its evidence cannot be read. */
+static long anomalies(const char *ws, long *desc) {
+  char dir[1300], p[1400];
+  *desc = 0;
+  if (run_dir(ws, "trace", dir, sizeof dir))
+    return -1;
+  snprintf(p, sizeof p, "%s/%s", dir, AG_EV_FILE_NAME);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  ag_trace *t = NULL;
+  long n = -1;
+  if (ag_evidence_load(p, &d, &ev) == 0 && ag_trace_decode(ev, &t) == 0) {
+    n = (long)t->nanomalies;
+    for (const char *q = ag_str_cstr(&t->anomalies); (q = strstr(q, "in its descriptor")); q++)
+      (*desc)++;
+  }
+  ag_trace_free(t);
+  ag_evidence_free(ev);
+  ag_diags_release(&d);
+  return n;
 }
 
 static void rm_rf(const char *path) {
@@ -194,6 +232,9 @@ static int run_one(cfg *c, const char *spec, const char *root, const char *ws) {
   if (tb)
     snprintf(c->timed, sizeof c->timed, "%s", json_string_value(tb));
   double ht = harness_us(ws, "time"), hr = harness_us(ws, "trace");
+  long desc = 0, nan_ = anomalies(ws, &desc);
+  printf("@run %s: decoder anomalies %ld, of them warps that read another launch's "
+         "descriptor %ld\n", c->name, nan_, desc);
   if (isfinite(ht) && isfinite(hr)) /* beyond the kernel's added time, in % of the kernel */
     c->host[c->nh++] = 100.0 * ((hr - ht) * 1e3 - (b - a)) / a;
   printf("@run %s: production %.3f us, traced %.3f us (%+.2f %%), harness %.3f -> %.3f us; "
