@@ -7,9 +7,9 @@
 #   bash .carry/async/src/bench/explore/async_gpu.sh
 # Steps (each under a timeout, so what ran comes back):
 #   1. test_gpu_async: the counting run on the ground truth (exact counts);
-#   2. trace_fidelity --host-only: gemm_tma's host phase (a 0.2 ms kernel,
-#      every launch recorded, 10 batches of 10 launches), 3 runs, with the
-#      stream-write binding (ARGUS_TRACE_AHEAD=2) beside it;
+#   2. trace_fidelity --host-only: gemm_tma's host phase (a 0.18 ms kernel,
+#      every launch recorded, 8 batches of 5 launches), 3 runs, with the
+#      stream-write binding (ARGUS_TRACE_AHEAD=2) beside it once;
 #   3. async_fastcu.sh on matmulKernel7 (load iter=0:5): runs planned vs run;
 #   4. the same kernel's host phase (trace_fidelity --host-only --host-spec,
 #      --reps 40 --batch 5: 8 batches), 3 runs.
