@@ -205,6 +205,7 @@ static int add_count(ag_plan *p, const ag_task *control, ag_task *synth, const j
                            (int[]){control->id, ref}, 2);
   if (!c)
     return AG_ENOMEM;
+  c->partial_ok = 1; /* a failed reference counts nothing and drops nothing */
   *count = c->id;
   return 0;
 }
@@ -388,6 +389,8 @@ int ag_probe_prune(ag_plan *p, const ag_task *count, const json_t *discovery,
     if (complete)
       ag_str_printf(&w, "counted: the reference run's %lld launch(es) counted per copy and "
                         "iteration; %d probe(s) dropped", (long long)launches, dropped);
+    else if (jstr(counts, "why"))
+      ag_str_printf(&w, "static: %s, so nothing was dropped", jstr(counts, "why"));
     else
       ag_str_printf(&w, "static: the counting run lost %lld record(s) to full buffers, so "
                         "nothing was dropped",

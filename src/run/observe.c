@@ -1329,6 +1329,19 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
  * the reference run with timed waits (observed) and each probe run
  * (derived), joined by op ID and occurrence. Runs with the probe runs that
  * succeeded; the others are reported missing, with their reason. */
+/* 1 when the evidence a collection made is this program's (joinable); else
+ * 0 with the reason in why. */
+static int evidence_joinable(const obs *ob, const ag_plan *p, const ag_task *collect,
+                             const ag_evidence *ev, ag_str *why) {
+  ag_str prog = AG_STR_INIT;
+  evidence_program(ob, p, collect, ev, &prog);
+  ag_provenance mine = {NULL, 0, ob->program, NULL, ""},
+                theirs = {NULL, 0, ag_str_cstr(&prog), NULL, ""};
+  int ok = ag_report_joinable(&mine, &theirs, why);
+  ag_str_release(&prog);
+  return ok;
+}
+
 static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   json_t *disc = NULL, *out = NULL, *missing = json_array(), *not_joined = json_array();
@@ -1372,15 +1385,11 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
       rc = fail_diags(t, rc, "cannot read the evidence", &d);
       goto out;
     }
-    ag_str prog = AG_STR_INIT, why = AG_STR_INIT;
-    evidence_program(ob, cx->plan, dt, ev, &prog);
-    ag_provenance mine = {NULL, 0, ob->program, NULL, ""},
-                  theirs = {NULL, 0, ag_str_cstr(&prog), NULL, ""};
-    int joinable = ag_report_joinable(&mine, &theirs, &why);
+    ag_str why = AG_STR_INIT;
+    int joinable = evidence_joinable(ob, cx->plan, dt, ev, &why);
     if (!joinable) /* another build's evidence: listed, never joined */
       json_array_append_new(not_joined, json_pack("{s:s,s:s}", "what", dt->label, "why",
                                                   ag_str_cstr(&why)));
-    ag_str_release(&prog);
     ag_str_release(&why);
     if (!joinable)
       ag_evidence_free(ev);
@@ -1448,6 +1457,13 @@ static int ex_count(ag_exec_ctx *cx, ag_task *t) {
   size_t len = 0;
   ag_evidence *ev = NULL;
   json_t *j = NULL;
+  if (ref && ref->status != AG_TS_OK && ref->status != AG_TS_CACHED) { /* nothing to count */
+    j = json_pack("{s:i,s:i,s:i,s:b,s:[],s:s}", "format", 1, "launches", 0, "dropped", 0,
+                  "complete", 0, "markers", "why", "the reference run did not succeed");
+    int r = j ? put_json(ob, t, "counts", j, "json") : AG_ENOMEM;
+    json_decref(j);
+    return r;
+  }
   ag_diags d;
   ag_diags_init(&d);
   int rc = ref ? get(ob, t, json_string_value(json_object_get(ref->outputs, "evidence")),
@@ -1455,8 +1471,16 @@ static int ex_count(ag_exec_ctx *cx, ag_task *t) {
                : fail(t, AG_EINVAL, "the counting run has no reference run");
   if (!rc && (rc = ag_evidence_load_mem(data, len, ref->label, &d, &ev)))
     rc = fail_diags(t, rc, "cannot read the reference evidence", &d);
-  if (!rc && (rc = ag_async_count(ev, &j)))
+  ag_str why = AG_STR_INIT;
+  if (!rc && !evidence_joinable(ob, cx->plan, ref, ev, &why)) { /* another build's: not read */
+    j = json_pack("{s:i,s:i,s:i,s:b,s:[],s:s+}", "format", 1, "launches", 0, "dropped", 0,
+                  "complete", 0, "markers", "why", "the reference's evidence is not this "
+                  "program's: ", ag_str_cstr(&why));
+    rc = j ? 0 : AG_ENOMEM;
+  } else if (!rc && (rc = ag_async_count(ev, &j))) {
     rc = fail(t, rc, "counting the reference's iterations failed: %s", ag_strerror(rc));
+  }
+  ag_str_release(&why);
   if (!rc)
     rc = put_json(ob, t, "counts", j, "json");
   json_decref(j);
