@@ -11,7 +11,8 @@
 # ARGUS_BEGIN_AT(mma, block_k_iter) around the consumers' (wait full, 16
 # wgmma, commit, wait_group 0, arrive empty). Then, per query, `argus plan`
 # (runs planned) and `argus observe --json` (OUTDIR/<name>.json: values,
-# missing entries); prints one line per query: runs planned, wall seconds.
+# missing entries); prints one line per query: runs planned, wall seconds,
+# and the probes the counting run dropped before they ran.
 # QUERIES: ';'-separated "region scope" pairs (default the load region at
 # iter=0:5 and the steady state iter=32:37; each CTA runs 4 tiles of 64 K
 # blocks). Exit 77 without FASTCU's file or nvcc/GPU, 1 when observe fails.
@@ -72,6 +73,13 @@ r = json.load(open(sys.argv[1]))
 fired = {v["stat"].split("[", 1)[1] for v in r.get("values", [])
          if v.get("stat", "").split("[")[0] in ("latency", "group_latency")}
 print("  fired: %d probes + the reference; %d missing entries" % (len(fired), len(r.get("missing", []))))
+# the pairs the counting run dropped before they ran (warnings "... (counted: ...)")
+import re
+dropped = [w for w in r.get("warnings", []) if "(counted: " in w]
+n = sum(int(re.search(r"at (\d+) requested", w).group(1)) for w in dropped)
+print("  dropped by the counting run: %d probe(s) of %d site(s)" % (n, len(dropped)))
+for w in dropped:
+    print("  warning: %s" % w[:200])
 for v in r.get("values", []):
     d = v.get("dist") or {}
     spread = " (n=%d, min %.0f, p50 %.0f, p95 %.0f, max %.0f)" % (

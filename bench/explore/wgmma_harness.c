@@ -10,7 +10,9 @@
  * allowed) and prints {"median_us": X} over --reps launches after a warm-up.
  *
  *   wgmma_harness --module FILE --kernel NAME [--size S] [--smem BYTES]
- *                 [--threads 256] [--reps R] [--k7]
+ *                 [--threads 256] [--reps R] [--batch B] [--k7]
+ * --batch B: times B back-to-back launches as one (reps / B times, each a
+ * launch's share), so host work per launch shows only when it outruns the GPU.
  * --k7: the matmulKernel7 shape of the same repository (issue 27): the maps
  * by value (__grid_constant__), 5-D (64 x rows x K/64, 128-row A boxes and
  * 256-row B boxes), 128 persistent CTAs of 384 threads, 3 x 48 KB stages.
@@ -83,7 +85,7 @@ static int make_map(CUtensorMap *m, CUdeviceptr base, int rows, int K, int k7, u
 }
 
 int main(int argc, char **argv) {
-  int S = 4096, threads = 256, reps = 20, k7 = 0;
+  int S = 4096, threads = 256, reps = 20, k7 = 0, batch = 1;
   unsigned smem = (TILE * BK * 5 + BK * TILE * 5) * 2; /* SMem<128, 128, 64, 5> */
   const char *module = NULL, *kernel = NULL;
   for (int i = 1; i < argc; i += 2) {
@@ -105,12 +107,15 @@ int main(int argc, char **argv) {
       threads = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--reps"))
       reps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--batch"))
+      batch = atoi(argv[i + 1]);
     else
       module = NULL, i = argc;
   }
-  if (!module || !kernel || S <= 0 || S % (k7 ? 256 : TILE) || reps < 1 || threads <= 0) {
+  if (!module || !kernel || S <= 0 || S % (k7 ? 256 : TILE) || reps < 1 || threads <= 0 ||
+      batch < 1 || reps % batch) {
     fprintf(stderr, "usage: wgmma_harness --module FILE --kernel NAME [--size S] "
-                    "[--smem BYTES] [--threads N] [--reps R] [--k7] (S a multiple of 128, 256 with --k7)\n");
+                    "[--smem BYTES] [--threads N] [--reps R] [--batch B] [--k7] (S a multiple of 128, 256 with --k7)\n");
     return 2;
   }
   size_t n = (size_t)S * S;
@@ -162,12 +167,15 @@ int main(int argc, char **argv) {
   CK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
   AH(ag_host_launch(fn, grid, block, smem, NULL, args));
   CK(cuCtxSynchronize());
-  for (int r = 0; r < reps; r++) {
+  int nt = reps / batch; /* --batch: one time per batch of back-to-back launches */
+  for (int r = 0; r < nt; r++) {
     CK(cuEventRecord(e0, 0));
-    AH(ag_host_launch(fn, grid, block, smem, NULL, args));
+    for (int b = 0; b < batch; b++)
+      AH(ag_host_launch(fn, grid, block, smem, NULL, args));
     CK(cuEventRecord(e1, 0));
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
+    times[r] /= (float)batch;
   }
   CK(cuMemcpyDtoH(C, dC, n * 2));
   long bad = 0;
@@ -180,9 +188,9 @@ int main(int argc, char **argv) {
     if (!(fabs(ref - got) <= fabs(ref) / 128 + 1e-3))
       bad++;
   }
-  qsort(times, (size_t)reps, sizeof *times, cmpf);
-  printf("{\"size\":%d,\"reps\":%d,\"median_us\":%.3f,\"mismatches\":%ld}\n", S, reps,
-         times[reps / 2] * 1000.0, bad);
+  qsort(times, (size_t)nt, sizeof *times, cmpf);
+  printf("{\"size\":%d,\"reps\":%d,\"batch\":%d,\"median_us\":%.3f,\"mismatches\":%ld}\n", S,
+         reps, batch, times[nt / 2] * 1000.0, bad);
   AH(ag_host_finish(host));
   ag_host_close(host);
   return bad ? 1 : 0;

@@ -5,9 +5,12 @@
  * boxes), launches gemm_tma from the module (--module, default
  * gemm_tma.cubin beside the binary), checks C = A * B^T against a CPU
  * reference (exact: every partial sum is representable in FP32) and prints
- * the median kernel time and TFLOP/s.
+ * the median kernel time and TFLOP/s. --batch B times B back-to-back launches
+ * as one (one event pair), so the figure is a launch's share of a batch:
+ * the host's work per launch shows only when it outruns the GPU.
  *
- *   gemm_tma_harness [--size S | --m M --n N --k K] [--reps R] [--module FILE]
+ *   gemm_tma_harness [--size S | --m M --n N --k K] [--reps R] [--batch B]
+ *                    [--module FILE]
  * Exit 0: results match; 1: mismatch or CUDA error; 2: usage.
  */
 #include <cuda.h>
@@ -48,7 +51,7 @@
   } while (0)
 
 int main(int argc, char **argv) {
-  int M = 1024, N = 1024, K = 1024, reps = 20;
+  int M = 1024, N = 1024, K = 1024, reps = 20, batch = 1;
   const char *module = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--size") && i + 1 < argc)
@@ -61,10 +64,13 @@ int main(int argc, char **argv) {
       K = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--module") && i + 1 < argc)
       module = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--size S | --m M --n N --k K] [--reps R] [--module FILE]\n",
+      fprintf(stderr, "usage: %s [--size S | --m M --n N --k K] [--reps R] [--batch B] "
+                      "[--module FILE]\n",
               argv[0]);
       return 2;
     }
@@ -72,6 +78,11 @@ int main(int argc, char **argv) {
   if (M <= 0 || N <= 0 || K <= 0 || M % BM || N % BN || K % BK || K > 8192 || reps < 1) {
     fprintf(stderr, "gemm_tma: need M %% %d == 0, N %% %d == 0, K %% %d == 0, K <= 8192\n", BM,
             BN, BK);
+    return 2;
+  }
+  if (batch < 1 || reps % batch) {
+    fprintf(stderr, "gemm_tma: --batch %d must divide --reps %d (reps / batch times)\n", batch,
+            reps);
     return 2;
   }
   char defmod[4096];
@@ -131,17 +142,20 @@ int main(int argc, char **argv) {
                     NULL, args));
   CK(cuCtxSynchronize());
   CK(cuMemcpyDtoH(C, dC, nc * 4));
-  for (int r = 0; r < reps; r++) {
+  int nt = reps / batch; /* one time per batch: a launch's share */
+  for (int r = 0; r < nt; r++) {
     CK(cuEventRecord(e0, 0));
-    AH(ag_host_launch(fn, (ag_host_dim){N / BN, M / BM, 1}, (ag_host_dim){256, 1, 1}, SMEM_BYTES,
-                    NULL, args));
+    for (int b = 0; b < batch; b++)
+      AH(ag_host_launch(fn, (ag_host_dim){N / BN, M / BM, 1}, (ag_host_dim){256, 1, 1},
+                        SMEM_BYTES, NULL, args));
     CK(cuEventRecord(e1, 0));
     CK(cuEventSynchronize(e1));
     CK(cuEventElapsedTime(&times[r], e0, e1));
+    times[r] /= (float)batch;
   }
   long bad = ex_check_gemm(Ak, Bk, C, M, N, K, "gemm_tma");
-  qsort(times, (size_t)reps, sizeof *times, ex_cmp_float);
-  double ms = times[reps / 2];
+  qsort(times, (size_t)nt, sizeof *times, ex_cmp_float);
+  double ms = times[nt / 2];
   printf("{\"m\":%d,\"n\":%d,\"k\":%d,\"reps\":%d,\"median_us\":%.3f,\"tflops\":%.2f,"
          "\"mismatches\":%ld}\n",
          M, N, K, reps, ms * 1000.0, 2.0 * M * N * K / (ms * 1e-3) / 1e12, bad);

@@ -97,6 +97,11 @@ typedef struct ag_backend {
    * `discovery` is the site table (ag_ptx_regions_to_json). AG_E* with a
    * message in *why. */
   int (*expand)(ag_plan *p, const ag_task *control, const json_t *discovery, ag_str *why);
+  /* control_done: after a Control task of the adapter's own (an op among
+   * its execs, e.g. the probe backend's "count") succeeded: may add or
+   * prune branches. `ud` is the driver's state (src/run/observe_int.h).
+   * An AG_E* code with the control task's error set. */
+  int (*control_done)(void *ud, ag_plan *p, ag_task *control);
 } ag_backend;
 
 /* A set of adapters and the executor table it makes. */
@@ -124,6 +129,8 @@ void ag_backend_set_release(ag_backend_set *s);
 const ag_backend *ag_backend_find(const ag_backend_set *s, const char *name);
 /* The adapter that provides evidence kind `evidence`. */
 const ag_backend *ag_backend_for_evidence(const ag_backend_set *s, const char *evidence);
+/* The adapter whose executors serve op `op` (its own Control tasks). */
+const ag_backend *ag_backend_for_op(const ag_backend_set *s, const char *op);
 /* The adapter with a collect hook for collector `collector`. */
 const ag_backend *ag_backend_collector(const ag_backend_set *s, const char *collector);
 

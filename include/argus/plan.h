@@ -232,6 +232,17 @@ void ag_plan_partition(ag_plan *p);
 #define AG_PROBE_LAUNCH 1
 int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
                     ag_str *why);
+/* The expansion of the Control task `count` that ag_probe_expand adds
+ * (deps: the discovery and the reference run): counts is its output (the
+ * reference's begin markers per iteration, ag_async_count). Every pending
+ * probe collect that waits for it and whose site's occurrence comes from a
+ * begin marker (discovery's iterations.marker_line) that never began at
+ * that iteration is skipped before it runs (config "absent": "counted"),
+ * with the compile and transform only it needed, and listed in its
+ * synthesis's "absent" (from "counted"); the synthesis's "iterations_from"
+ * says what the plan used. A count that lost records drops nothing. */
+int ag_probe_prune(ag_plan *p, const ag_task *count, const json_t *discovery,
+                   const json_t *counts, ag_str *why);
 
 /* Printing: text for people, JSON, Graphviz dot. */
 int ag_plan_print_text(const ag_plan *p, ag_str *out);

@@ -359,10 +359,15 @@ typedef struct ag_ptx_site {
   /* the iterations the site can execute at (its occurrence coordinate, the
    * probes' rule): iter_first + iter_step * m for m >= 0 (iter_step 0: only
    * iter_first) when iter_known, with how it was derived in iter_from;
-   * otherwise any iteration may execute it (iter_from says why) */
+   * otherwise any iteration may execute it (iter_from says why).
+   * iter_line: the PTX line of the begin marker whose iteration operand is
+   * the site's occurrence (the reaching one of its iteration region), 0
+   * without one; a counting run of the reference tells from that marker's
+   * records which iterations really ran (ag_probe_prune) */
   int iter_known;
   int64_t iter_first, iter_step;
   const char *iter_from;
+  int iter_line;
 } ag_ptx_site;
 
 typedef struct ag_ptx_region_site {

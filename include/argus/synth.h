@@ -235,6 +235,15 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
                    const ag_evidence *const *probes, int nprobes, const ag_scope *scope,
                    json_t **out);
 
+/* The counting run (docs/probes.md, "Only pairs that ran"): the records of
+ * the reference ref counted per begin marker of an iterated region and per
+ * iteration, over every warp of every recorded launch. *out = {"format": 1,
+ * "launches": N, "dropped": records not kept, "complete": no record lost,
+ * "markers": [{"line": the marker's PTX line, "region": qname, "iterations":
+ * [[iteration, count], ...] ascending}]} (new reference; a marker that never
+ * ran is absent). */
+int ag_async_count(const ag_evidence *ref, json_t **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -93,7 +93,8 @@
 #define AG_CU_OPTIONAL(X)                                                      \
   X(cuModuleGetFunctionCount)                                                  \
   X(cuModuleEnumerateFunctions)                                                \
-  X(cuFuncGetName)
+  X(cuFuncGetName)                                                             \
+  X(cuStreamBatchMemOp)
 
 typedef struct cu_api {
   void *lib;
@@ -353,7 +354,7 @@ static int read_env(ag_host *h) {
   if ((rc = env_u64(h, "ARGUS_TRACE_WARPS", 0, 0, 0xffffffffu, &v)))
     return rc;
   h->warps_hint = (uint32_t)v;
-  if ((rc = env_u64(h, "ARGUS_TRACE_AHEAD", 1, 0, 1, &v)))
+  if ((rc = env_u64(h, "ARGUS_TRACE_AHEAD", 1, 0, 2, &v)))
     return rc;
   h->ahead = (int)v;
   return 0;
@@ -961,6 +962,24 @@ static int desc_for(const ag_host *h, uint32_t idx, uint64_t warps, ag_ev_desc *
 /* Queues a copy of *src into the module's descriptor on `stream`, and notes
  * what the descriptor holds once the queued copies have run. */
 static int bind_desc(ag_host *h, ag_host_module *m, const ag_ev_desc *src, void *stream) {
+  if (h->ahead == 2 && h->cu.cuStreamBatchMemOp) {
+    /* ARGUS_TRACE_AHEAD=2: four 64-bit stream writes in one batch, on the
+     * launch's stream (no copy engine, no wait across streams) */
+    uint64_t w[4];
+    CUstreamBatchMemOpParams op[4];
+    memcpy(w, src, sizeof w);
+    memset(op, 0, sizeof op);
+    for (int i = 0; i < 4; i++) {
+      op[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+      op[i].writeValue.address = m->desc + 8u * (unsigned)i;
+      op[i].writeValue.value64 = w[i];
+      op[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+    }
+    CU(h, cuStreamBatchMemOp((CUstream)stream, 4, op, 0));
+    h->cur = *src;
+    h->cur_known = 1;
+    return 0;
+  }
   CU(h, cuMemcpyHtoDAsync(m->desc, src, sizeof *src, (CUstream)stream));
   h->cur = *src;
   h->cur_known = 1;
@@ -974,8 +993,8 @@ static int bind_desc(ag_host *h, ag_host_module *m, const ag_ev_desc *src, void 
 static int bind_ahead(ag_host_kernel *k, uint32_t idx, void *stream, CUevent after) {
   ag_host *h = k->mod->h;
   ag_ev_desc d;
-  if (!k->mod->traced || !h->area_warps || !h->cur_known || !ensure_side(h))
-    return 0;
+  if (!k->mod->traced || !h->area_warps || !h->cur_known || h->ahead == 2 || !ensure_side(h))
+    return 0; /* 2: stream writes bind each launch's descriptor in its stream */
   int r = desc_for(h, idx + 1, h->area_warps, &d);
   if (r == 2 || !memcmp(&d, &h->cur, sizeof d))
     return 0; /* the count-only launch binds its own; or nothing changes */

@@ -308,10 +308,11 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
       /* discovery validates the queried region (part of its identity) and
        * lists its sites */
       /* "sites": the site table's format (2: waits' spans and sites'
-       * iterations, issue 27), part of the task's key, so a workspace's
-       * discovery from an older Argus is not reused */
+       * iterations, issue 27; 3: the iterations' marker_line), part of the
+       * task's key, so a workspace's discovery from an older Argus is not
+       * reused */
       ag_task *c = ag_plan_add(p, AG_TASK_CONTROL, ek->prereq, "discover regions and sites",
-                               q->region, NULL, json_pack("{s:i}", "sites", 2), NULL, 0);
+                               q->region, NULL, json_pack("{s:i}", "sites", 3), NULL, 0);
       if (!c)
         goto fail_vec;
       prereq = c->id;

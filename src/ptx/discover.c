@@ -863,6 +863,7 @@ static void site_iterations(dctx *c, defs *d, size_t mk_first, const ag_ptx_cfg 
                             ag_ptx_site *st) {
   int ireg = ag__ptx_iter_region(c->regions.v, st->region);
   st->iter_known = 0;
+  st->iter_line = 0;
   if (ireg < 0) {
     if (st->loop < 0) { /* counted, and it runs once */
       st->iter_known = 1;
@@ -877,6 +878,7 @@ static void site_iterations(dctx *c, defs *d, size_t mk_first, const ag_ptx_cfg 
     st->iter_from = "no begin marker with an iteration reaches it";
     return;
   }
+  st->iter_line = mk->line;
   if (mk->iter[0] != '%') {
     st->iter_known = 1;
     st->iter_first = strtoll(mk->iter, NULL, 0);

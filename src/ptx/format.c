@@ -109,11 +109,12 @@ json_t *ag_ptx_regions_to_json(const ag_ptx_module *m, const ag_ptx_regions *R) 
       json_object_set_new(o, "wait", json_pack("{s:b,s:s?,s:s?}", "timed", s->wait_first != NULL,
                                                "shape", s->wait_first ? s->wait_shape : NULL,
                                                "why", s->wait_why));
-    json_object_set_new(o, "iterations",
-                        s->iter_known ? json_pack("{s:I,s:I,s:s?}", "first",
-                                                  (json_int_t)s->iter_first, "step",
-                                                  (json_int_t)s->iter_step, "from", s->iter_from)
-                                      : json_pack("{s:n,s:s?}", "first", "from", s->iter_from));
+    json_t *its = s->iter_known ? json_pack("{s:I,s:I,s:s?}", "first", (json_int_t)s->iter_first,
+                                            "step", (json_int_t)s->iter_step, "from", s->iter_from)
+                                : json_pack("{s:n,s:s?}", "first", "from", s->iter_from);
+    if (its && s->iter_line > 0) /* the begin marker a counting run reads */
+      json_object_set_new(its, "marker_line", json_integer(s->iter_line));
+    json_object_set_new(o, "iterations", its);
   }
   /* the warp roles the role markers name, once each, in module order */
   json_t *roles = json_array();

@@ -95,6 +95,16 @@ const ag_backend *ag_backend_collector(const ag_backend_set *s, const char *coll
   return NULL;
 }
 
+const ag_backend *ag_backend_for_op(const ag_backend_set *s, const char *op) {
+  for (size_t i = 0; op && i < s->backends.n; i++) {
+    const ag_backend *b = s->backends.v[i];
+    for (size_t k = 0; k < b->nexecs; k++)
+      if (!strcmp(b->execs[k].op, op))
+        return b;
+  }
+  return NULL;
+}
+
 static int same(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
 
 #define BAD(...)                                                                               \

@@ -770,8 +770,10 @@ static int check_role(obs *ob, ag_task *control, const json_t *disc) {
 #define MAX_EXPANDERS 16
 static int expand(ag_plan *p, ag_task *control, void *ud) {
   obs *ob = ud;
-  if (strcmp(control->op, "discover"))
-    return 0;
+  if (strcmp(control->op, "discover")) { /* an adapter's own Control task (probe: count) */
+    const ag_backend *own = ag_backend_for_op(ob->backends, control->op);
+    return own && own->control_done ? own->control_done(ob, p, control) : 0;
+  }
   const ag_backend *ex[MAX_EXPANDERS];
   int nex = 0;
   for (size_t i = 0; i < p->tasks.n; i++) {

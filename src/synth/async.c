@@ -14,6 +14,12 @@
  * Everything in a probe run except the probe's own records (warp spans and
  * any other record: events downstream of the forced wait) is discarded and
  * counted. Linear in the occurrences; runs once per query.
+ *
+ * ag_async_count: the counting run. The reference's records, per begin
+ * marker of an iterated region (its probe-table line) and iteration, counted
+ * over every warp of every recorded launch: which (copy, iteration) pairs
+ * really ran, for the planner to drop the probes that cannot fire
+ * (ag_probe_prune). n log n in the records.
  */
 #include "argus/synth.h"
 
@@ -176,6 +182,55 @@ static int wgmma_group(const json_t *sites, const json_t *site, const char **las
     }
   }
   return n;
+}
+
+/* 1 when sites a and b complete on one mbarrier phase at the same
+ * iteration (docs/probes.md, "One wait, several loads"): both are loads
+ * onto a barrier (TMA, bulk copy), through the same barrier operand, in the
+ * same copy of the same loop (equal iterations, the begin marker's line
+ * included), completed by the same waits. gemm's A and B tiles share one
+ * expect_tx this way, so the consumer's wait is one instance for both. */
+static int same_phase(const json_t *a, const json_t *b) {
+  const char *ka = jstr(a, "kind"), *kb = jstr(b, "kind");
+  int la = ka && (!strcmp(ka, "tma_load") || !strcmp(ka, "bulk_copy"));
+  int lb = kb && (!strcmp(kb, "tma_load") || !strcmp(kb, "bulk_copy"));
+  const json_t *ba = json_object_get(a, "barrier");
+  return la && lb && json_is_object(ba) && json_equal(ba, json_object_get(b, "barrier")) &&
+         json_equal(json_object_get(a, "iterations"), json_object_get(b, "iterations")) &&
+         json_equal(json_object_get(a, "loop"), json_object_get(b, "loop")) &&
+         json_equal(json_object_get(a, "done_by"), json_object_get(b, "done_by")) &&
+         json_array_size(json_object_get(a, "done_by")) > 0 && jstr(a, "region") &&
+         jstr(b, "region") && !strcmp(jstr(a, "region"), jstr(b, "region"));
+}
+
+/* 1 when some probe run measured (op, occurrence). */
+static int probed(const ag_evidence *const *probes, int nprobes, const char *op, uint32_t occ) {
+  for (int p = 0; p < nprobes; p++)
+    for (int si = 0; si < probes[p]->nsites; si++) {
+      const ag_ev_site *es = &probes[p]->sites[si];
+      if (es->kind == AG_SITE_ASYNC && es->occurrence == occ && es->op_id && !strcmp(es->op_id, op))
+        return 1;
+    }
+  return 0;
+}
+
+/* The loads whose phase site's completes on (site included, in the site
+ * table's order) into covers; returns the one that reports the shared wait:
+ * the first of them probed at occ. */
+static const char *phase_owner(const json_t *sites, const json_t *site,
+                               const ag_evidence *const *probes, int nprobes, uint32_t occ,
+                               json_t *covers) {
+  const char *owner = NULL;
+  size_t i;
+  json_t *x;
+  json_array_foreach(sites, i, x) {
+    if (x != site && !same_phase(site, x))
+      continue;
+    json_array_append_new(covers, json_string(jstr(x, "op_id")));
+    if (!owner && probed(probes, nprobes, jstr(x, "op_id"), occ))
+      owner = jstr(x, "op_id");
+  }
+  return owner ? owner : jstr(site, "op_id");
 }
 
 /* Why the waits of a site were not timed: discovery's reasons, joined. */
@@ -369,9 +424,24 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
         buf[m++] = waits[w].ns;
       }
       ag_dstats exp = {0};
+      /* one wait for several loads (one mbarrier phase): reported once, by
+       * the first load probed, naming every load it covers; the others keep
+       * their hidden part against it and point at it */
+      json_t *covers = json_array();
+      const char *owner = phase_owner(sites, site, probes, nprobes, es->occurrence, covers);
+      int shared = json_array_size(covers) > 1, owns = !shared || !strcmp(owner, es->op_id);
       if (m) {
         ag_dstats_of(buf, m, &exp);
-        stats_json(inst, "exposed", &exp, "observed");
+        if (owns)
+          stats_json(inst, "exposed", &exp, "observed");
+        if (shared && owns)
+          json_object_set(json_object_get(inst, "exposed"), "covers", covers);
+        if (!owns) {
+          char st[128];
+          snprintf(st, sizeof st, "exposed[%s@%u]", owner, es->occurrence);
+          json_object_set_new(inst, "exposed_shared", json_pack("{s:s,s:O}", "stat", st,
+                                                                "covers", covers));
+        }
       } else {
         ag_str why = AG_STR_INIT;
         if (!ref)
@@ -421,9 +491,12 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
       const char *rq = qname ? qname : "?";
       add_value(values, rq, group_last ? "group_latency" : "latency", es, lat.mean, "derived",
                 NULL, &lat);
-      if (m)
+      if (m && owns)
         add_value(values, rq, group_last ? "group_exposed" : "exposed", es, exp.mean,
                   "observed", NULL, &exp);
+      if (m && owns && shared) /* the loads the one wait covers, named */
+        json_object_set(json_array_get(values, json_array_size(values) - 1), "covers", covers);
+      json_decref(covers);
       if (m)
         add_value(values, rq, group_last ? "group_hidden" : "hidden", es, hidden, "derived",
                   neg, NULL);
@@ -446,5 +519,67 @@ out:
   ag_free(is_wait);
   ag_free(wait_ops);
   ag_free(buf);
+  return rc;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int ag_async_count(const ag_evidence *ref, json_t **out) {
+  *out = NULL;
+  uint64_t n = 0, dropped = 0;
+  for (int l = 0; l < ref->nlaunches; l++) {
+    n += ref->launches[l].nrecords;
+    dropped += ref->launches[l].dropped;
+  }
+  uint64_t *keys = ag_calloc((size_t)n + 1, sizeof *keys);
+  json_t *markers = json_array();
+  int rc = AG_ENOMEM;
+  if (!keys || !markers)
+    goto out;
+  size_t nk = 0;
+  for (int l = 0; l < ref->nlaunches; l++) {
+    const ag_ev_launch *L = &ref->launches[l];
+    for (uint64_t k = 0; k < L->nrecords; k++) {
+      const ag_ev_record *r = &L->records[k];
+      uint32_t it = ag_ev_record_iter(r);
+      if (r->site >= (uint32_t)ref->nsites || ref->sites[r->site].kind != AG_SITE_REGION ||
+          !ref->sites[r->site].has_iter || it == AG_EV_NO_ITER)
+        continue;
+      keys[nk++] = (uint64_t)r->site << 32 | it;
+    }
+  }
+  qsort(keys, nk, sizeof *keys, cmp_u64);
+  json_t *cur = NULL;
+  for (size_t i = 0; i < nk;) {
+    size_t j = i;
+    while (j < nk && keys[j] == keys[i])
+      j++;
+    uint32_t site = (uint32_t)(keys[i] >> 32);
+    if (!i || site != (uint32_t)(keys[i - 1] >> 32)) {
+      const ag_ev_site *es = &ref->sites[site];
+      json_t *m = json_pack("{s:i,s:s,s:[]}", "line", es->line, "region",
+                            es->region >= 0 && es->region < ref->nregions
+                                ? ref->regions[es->region].qname
+                                : "?",
+                            "iterations");
+      if (!m || json_array_append_new(markers, m))
+        goto out;
+      cur = json_object_get(m, "iterations");
+    }
+    if (json_array_append_new(cur, json_pack("[I,I]", (json_int_t)(uint32_t)keys[i],
+                                             (json_int_t)(j - i))))
+      goto out;
+    i = j;
+  }
+  /* records past a full buffer were not kept: what did not show may have run */
+  *out = json_pack("{s:i,s:i,s:I,s:b,s:O}", "format", 1, "launches", ref->nlaunches, "dropped",
+                   (json_int_t)dropped, "complete", dropped == 0, "markers", markers);
+  rc = *out ? 0 : AG_ENOMEM;
+out:
+  ag_free(keys);
+  json_decref(markers);
   return rc;
 }

@@ -28,9 +28,9 @@ TEST(test_builtin_agree) {
   ag_diags_format(&d, &msg);
   CHECK_EQ_STR(ag_str_cstr(&msg), "");
   ag_str_release(&msg);
-  /* the executor table observe.c had: 13 ops, each once */
+  /* the executor table observe.c had (13 ops) and the probe's count, each once */
   const char *ops[] = {"discover",         "transform.traced",  "transform.trace-free",
-                       "transform.probe",  "synth.async_latency", "compile",
+                       "transform.probe",  "synth.async_latency", "compile", "count",
                        "collect",          "synth.duration",    "synth.occurrences",
                        "synth.timeline",   "synth.static",      "synth.perturbation",
                        "report"};
@@ -53,6 +53,9 @@ TEST(test_builtin_agree) {
   CHECK_EQ_STR(tm->output, "timing");
   CHECK(ag_backend_for_evidence(&s, "async_ref") == tr);
   CHECK(ag_backend_for_evidence(&s, "async_probe") == pr);
+  /* the probe backend owns its Control task (the counting run) and prunes after it */
+  CHECK(ag_backend_for_op(&s, "count") == pr && pr->control_done);
+  CHECK(ag_backend_for_op(&s, "discover") == NULL && !tr->control_done);
   /* the decoders: bad evidence is refused with a message */
   void *x = NULL;
   ag_diags_release(&d);

@@ -338,6 +338,20 @@ static void write_evidence(int other_build) {
 
 TEST(as_harness) { write_evidence(0); }
 TEST(as_other_harness) { write_evidence(1); }
+/* The same, except that a run of a variant with no async probe (the
+ * reference) fails. */
+TEST(as_noref_harness) {
+  const char *sites = getenv("ARGUS_SITES");
+  char *pj = NULL;
+  size_t pl = 0;
+  if (!sites || ag_file_read(sites, &pj, &pl))
+    return;
+  int probe = strstr(pj, "\"async\"") != NULL;
+  ag_free(pj);
+  if (!probe)
+    exit(3);
+  write_evidence(0);
+}
 
 static void harness_spec_of(const char *name, const char *mode, const char *module) {
   char self[1024] = "";
@@ -400,7 +414,10 @@ TEST(test_report_lists_evidence_not_joined) {
 
 /* async_latency joins a reference run and a probe run per (site,
  * iteration): each run whose evidence is another build's is listed in
- * not_joined and left out; this program's own runs are joined. */
+ * not_joined and left out; this program's own runs are joined. The counting
+ * run reads only this program's reference: on its own build it may drop
+ * probes (the stand-in harness runs no kernel, so no marker began), on
+ * another build's it drops nothing. */
 TEST(test_async_runs_of_another_build_not_joined) {
   setup();
   char tma[600];
@@ -414,19 +431,22 @@ TEST(test_async_runs_of_another_build_not_joined) {
   req q = {"amine", "ws-async", "async_latency", 1, 0, 0, "mainloop", "iter=0:1"};
   ag_observe_result r;
   CHECK_EQ_INT(observe(&q, &r), 0);
-  int runs = 0, ok = 0;
+  int runs = 0, ok = 0, counted = 0;
   for (size_t i = 0; r.plan && i < r.plan->tasks.n; i++)
     if (r.plan->tasks.v[i]->type == AG_TASK_COLLECT) {
+      const ag_task *t = r.plan->tasks.v[i];
+      const char *a = json_string_value(json_object_get(t->config, "absent"));
       runs++;
-      ok += r.plan->tasks.v[i]->status == AG_TS_OK;
+      ok += t->status == AG_TS_OK;
+      counted += t->status == AG_TS_SKIPPED && a && !strcmp(a, "counted");
     }
-  CHECK(runs >= 2 && ok == runs); /* the reference and at least one probe */
+  CHECK(runs >= 2 && ok >= 1 && ok + counted == runs); /* the reference, probes run or dropped */
   CHECK_EQ_INT((int)json_array_size(json_object_get(r.report, "not_joined")), 0);
   ag_observe_result_release(&r);
   q.spec = "aother";
   CHECK_EQ_INT(observe(&q, &r), 0);
   json_t *nj = json_object_get(r.report, "not_joined");
-  CHECK_EQ_INT((int)json_array_size(nj), runs);
+  CHECK_EQ_INT((int)json_array_size(nj), runs); /* every run: nothing dropped by its count */
   size_t i;
   json_t *v;
   json_array_foreach(nj, i, v) {
@@ -435,8 +455,51 @@ TEST(test_async_runs_of_another_build_not_joined) {
   ag_observe_result_release(&r);
 }
 
+/* A failed reference run counts nothing: the counting run drops no probe,
+ * every probe still runs (latency without exposed), and the plan says its
+ * knowledge stayed static, with the reason. */
+TEST(test_failed_reference_drops_no_probe) {
+  setup();
+  char tma[600];
+  snprintf(tma, sizeof tma, "%.*s/tma_probe.ptx", (int)(strrchr(ptx, '/') - ptx), ptx);
+  if (access(tma, R_OK) != 0) {
+    printf("no %s: skipped\n", tma);
+    exit(77);
+  }
+  harness_spec_of("anoref", "as_noref_harness", tma);
+  req q = {"anoref", "ws-noref", "async_latency", 1, 0, 0, "mainloop", "iter=0:1"};
+  ag_observe_result r;
+  memset(&r, 0, sizeof r);
+  observe(&q, &r); /* whatever it returns: what ran is checked */
+  int probes = 0, ran = 0, ref_failed = 0;
+  const char *from = NULL;
+  for (size_t i = 0; r.plan && i < r.plan->tasks.n; i++) {
+    const ag_task *t = r.plan->tasks.v[i];
+    const char *v = json_string_value(json_object_get(t->config, "variant"));
+    if (json_string_value(json_object_get(t->config, "iterations_from")))
+      from = json_string_value(json_object_get(t->config, "iterations_from"));
+    if (t->type != AG_TASK_COLLECT)
+      continue;
+    if (v && !strcmp(v, "probe")) {
+      probes++;
+      ran += t->status == AG_TS_OK;
+    } else {
+      ref_failed += t->status == AG_TS_FAILED;
+    }
+  }
+  CHECK_EQ_INT(ref_failed, 1);
+  CHECK(probes >= 1);
+  CHECK_EQ_INT(ran, probes);
+  CHECK(from != NULL);
+  if (from)
+    CHECK_CONTAINS(from, "static: the reference run did not succeed");
+  if (r.plan)
+    ag_observe_result_release(&r);
+}
+
 RUN_TESTS(T(test_collect_key_holds_every_harness_input), T(test_keys_are_canonical),
           T(test_no_gpu_task_ends_with_its_reason),
           T(test_concurrent_identical_observes_share_one_run),
           T(test_report_lists_evidence_not_joined),
-          T(test_async_runs_of_another_build_not_joined), T(as_harness), T(as_other_harness))
+          T(test_async_runs_of_another_build_not_joined), T(test_failed_reference_drops_no_probe),
+          T(as_harness), T(as_other_harness), T(as_noref_harness))

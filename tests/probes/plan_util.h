@@ -79,7 +79,7 @@ __attribute__((unused)) static ag_plan *plan_and_expand(const char *region, cons
   rc = ag_run_plan(p, &o, &st);
   ag_task *c = NULL;
   for (size_t i = 0; i < p->tasks.n; i++)
-    if (p->tasks.v[i]->type == AG_TASK_CONTROL)
+    if (p->tasks.v[i]->type == AG_TASK_CONTROL && !strcmp(p->tasks.v[i]->op, "discover"))
       c = p->tasks.v[i];
   *rc_out = rc ? rc : c && c->status == AG_TS_OK ? 0 : AG_EINVAL;
   return p;

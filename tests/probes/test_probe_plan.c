@@ -207,12 +207,166 @@ TEST(unrolled_copies_probe_only_their_iterations) {
   CHECK_EQ_INT(remainder, 1);
   /* the site table's format is part of the discovery's identity (its memo
    * key): a workspace's discovery from before the iterations is not reused */
+  int ncount = 0;
   for (size_t t = 0; p && t < p->tasks.n; t++)
-    if (p->tasks.v[t]->type == AG_TASK_CONTROL)
-      CHECK_EQ_INT((int)json_integer_value(json_object_get(p->tasks.v[t]->config, "sites")), 2);
+    if (p->tasks.v[t]->type == AG_TASK_CONTROL && !strcmp(p->tasks.v[t]->op, "discover"))
+      CHECK_EQ_INT((int)json_integer_value(json_object_get(p->tasks.v[t]->config, "sites")), 3);
+    else if (p->tasks.v[t]->type == AG_TASK_CONTROL)
+      ncount += !strcmp(p->tasks.v[t]->op, "count");
+  CHECK_EQ_INT(ncount, 1);
+  ag_plan_free(p);
+  json_decref(discovery);
+}
+
+/* The counting run's output for unroll4 at `ntiles` tiles, as the GPU gives
+ * it (ag_async_count): each begin marker of `load` at the iterations its
+ * copy ran (copy j of the x4 loop at 4m + j below ntiles rounded down to 4,
+ * the remainder loop at the rest), 8 CTAs each. */
+static json_t *unroll4_counts(int ntiles, int complete) {
+  json_t *markers = json_array();
+  size_t i;
+  json_t *x;
+  json_array_foreach(json_object_get(discovery, "sites"), i, x) {
+    const char *k = json_string_value(json_object_get(x, "kind"));
+    const char *fn = json_string_value(json_object_get(x, "function"));
+    if (strcmp(k, "bulk_copy") || strcmp(fn, "unroll4"))
+      continue;
+    json_t *it = json_object_get(x, "iterations");
+    json_int_t first = json_integer_value(json_object_get(it, "first"));
+    json_int_t step = json_integer_value(json_object_get(it, "step"));
+    json_t *its = json_array();
+    int main_end = ntiles / 4 * 4;
+    for (int t = 0; t < ntiles; t++)
+      if (step == 4 ? t < main_end && (t - first) % 4 == 0 : t >= main_end)
+        json_array_append_new(its, json_pack("[i,i]", t, 8));
+    if (json_array_size(its))
+      json_array_append_new(markers, json_pack("{s:O,s:s,s:o}", "line",
+                                               json_object_get(it, "marker_line"), "region",
+                                               "unroll4/load", "iterations", its));
+    else
+      json_decref(its);
+  }
+  return json_pack("{s:i,s:i,s:i,s:b,s:o}", "format", 1, "launches", 2, "dropped",
+                   complete ? 0 : 3, "complete", complete, "markers", markers);
+}
+
+/* Counts the probe collects by status; *bad: a skipped one that is not
+ * marked absent-by-count, or a skipped one whose compile still runs. */
+static void probe_status(const ag_plan *p, int *pending, int *skipped, int *bad) {
+  *pending = *skipped = *bad = 0;
+  for (size_t t = 0; t < p->tasks.n; t++) {
+    const ag_task *c = p->tasks.v[t];
+    const char *v = json_string_value(json_object_get(c->config, "variant"));
+    if (c->type != AG_TASK_COLLECT || !v || strcmp(v, "probe"))
+      continue;
+    if (c->status == AG_TS_PENDING) {
+      (*pending)++;
+      continue;
+    }
+    (*skipped)++;
+    const char *a = json_string_value(json_object_get(c->config, "absent"));
+    *bad += c->status != AG_TS_SKIPPED || !a || strcmp(a, "counted") ||
+            !strstr(c->error ? c->error : "", "counted: ");
+    for (size_t k = 0; k < c->deps.n; k++) { /* its compile, only it needed: skipped */
+      const ag_task *d = ag_plan_task(p, c->deps.v[k]);
+      *bad += d->type == AG_TASK_TRANSFORM && d->status != AG_TS_SKIPPED;
+    }
+  }
+}
+
+/* The remainder copies' iterations depend on the trip count (a kernel
+ * argument), which static analysis cannot tell; the counting run of the
+ * reference can. Every probe collect waits for the Control task `count`
+ * (over the discovery and the reference run); from its counts the plan drops
+ * exactly the pairs that did not run, before they run, lists them as absent
+ * ("counted"), and says where its knowledge came from. At 16 tiles the
+ * remainder never runs (8 of 16 probes dropped); at 6 tiles the copies run
+ * at 0-3 and the remainder at 4-5 (6 kept, 10 dropped); a count that lost
+ * records drops nothing. */
+TEST(counted_iterations_drop_the_probes_that_cannot_fire) {
+  discovery = discover_file("tests/data/ptx/async_truth.ptx");
+  CHECK(discovery != NULL);
+  if (!discovery)
+    return;
+  static const struct {
+    int ntiles, complete, kept, dropped;
+  } cases[] = {{16, 1, 8, 8}, {6, 1, 6, 10}, {16, 0, 16, 0}};
+  for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    int rc = 0;
+    ag_plan *p = plan_and_expand("unroll4/load", "iter=0:8", &rc);
+    CHECK_EQ_INT(rc, 0);
+    if (!p)
+      continue;
+    ag_task *count = NULL, *synth = NULL, *ref = NULL;
+    for (size_t t = 0; t < p->tasks.n; t++) {
+      ag_task *x = p->tasks.v[t];
+      const char *v = json_string_value(json_object_get(x->config, "variant"));
+      if (!strcmp(x->op, "count"))
+        count = x;
+      else if (!strcmp(x->op, "synth.async_latency"))
+        synth = x;
+      else if (x->type == AG_TASK_COLLECT && v && strcmp(v, "probe"))
+        ref = x;
+    }
+    CHECK(count && synth && ref);
+    if (!count || !synth || !ref) {
+      ag_plan_free(p);
+      continue;
+    }
+    /* the count reads the discovery and the reference (its key holds both) */
+    CHECK_EQ_U64(count->deps.n, 2);
+    CHECK_EQ_INT(count->deps.v[1], ref->id);
+    CHECK_EQ_STR(json_string_value(json_object_get(synth->config, "iterations_from")), "static");
+    int pending, skipped, bad;
+    probe_status(p, &pending, &skipped, &bad);
+    CHECK_EQ_INT(pending, 16);
+    /* every probe waits for the count */
+    for (size_t t = 0; t < p->tasks.n; t++) {
+      const ag_task *c = p->tasks.v[t];
+      const char *v = json_string_value(json_object_get(c->config, "variant"));
+      int waits = 0;
+      for (size_t k = 0; k < c->deps.n; k++)
+        waits |= c->deps.v[k] == count->id;
+      if (c->type == AG_TASK_COLLECT && v && !strcmp(v, "probe"))
+        CHECK(waits);
+    }
+    json_t *counts = unroll4_counts(cases[ci].ntiles, cases[ci].complete);
+    ag_str why = AG_STR_INIT;
+    CHECK_EQ_INT(ag_probe_prune(p, count, discovery, counts, &why), 0);
+    ag_str_release(&why);
+    json_decref(counts);
+    probe_status(p, &pending, &skipped, &bad);
+    CHECK_EQ_INT(pending, cases[ci].kept);
+    CHECK_EQ_INT(skipped, cases[ci].dropped);
+    CHECK_EQ_INT(bad, 0);
+    /* the dropped pairs are the synthesis's absent ones, from "counted" */
+    size_t n_counted = 0, k;
+    json_t *a;
+    json_array_foreach(json_object_get(synth->config, "absent"), k, a) if (
+        !strcmp(json_string_value(json_object_get(a, "from")), "counted")) n_counted +=
+        json_array_size(json_object_get(a, "iterations"));
+    CHECK_EQ_U64(n_counted, (size_t)cases[ci].dropped);
+    const char *from = json_string_value(json_object_get(synth->config, "iterations_from"));
+    CHECK(from && !strncmp(from, cases[ci].complete ? "counted: " : "static: ", 8));
+    ag_plan_free(p);
+  }
+  /* bad input: a count without its table is refused with the reason */
+  int rc = 0;
+  ag_plan *p = plan_and_expand("unroll4/load", "iter=0:8", &rc);
+  ag_task *count = NULL;
+  for (size_t t = 0; p && t < p->tasks.n; t++)
+    if (!strcmp(p->tasks.v[t]->op, "count"))
+      count = p->tasks.v[t];
+  json_t *junk = json_pack("{s:i}", "format", 1);
+  ag_str why = AG_STR_INIT;
+  CHECK_EQ_INT(count ? ag_probe_prune(p, count, discovery, junk, &why) : -1, AG_EINVAL);
+  CHECK_CONTAINS(ag_str_cstr(&why), "counting run");
+  ag_str_release(&why);
+  json_decref(junk);
   ag_plan_free(p);
   json_decref(discovery);
 }
 
 RUN_TESTS(T(sixteen_isolated_probes_and_one_reference), T(probe_plan_errors),
-          T(unrolled_copies_probe_only_their_iterations))
+          T(unrolled_copies_probe_only_their_iterations),
+          T(counted_iterations_drop_the_probes_that_cannot_fire))

@@ -54,6 +54,7 @@ static const ag_backend echo = {"echo",
                                 1,
                                 NULL,
                                 echo_collect,
+                                NULL,
                                 NULL};
 
 /* "tick": a perturbing collector on the same variant */
@@ -83,6 +84,7 @@ static const ag_backend tick = {"tick",
                                 1,
                                 NULL,
                                 tick_collect,
+                                NULL,
                                 NULL};
 
 /* recipe rows of the test backends */
