@@ -20,7 +20,10 @@ reported apart: a mutation that does not compile tests nothing), and *survives* 
 them pass. Before any mutation the named tests must pass on the unmutated tree, and a test
 that skips (exit 77) there makes the run fail: it cannot kill anything on this machine.
 
-Usage: scripts/mutate.py [--build DIR] [--only NAME[,NAME...]] [--list] [--jobs N]
+Usage: scripts/mutate.py [--build DIR] [--only NAME[,NAME...]] [--list] [--stale] [--jobs N]
+--stale builds nothing: it lists every mutation whose `find` no longer occurs exactly once in
+its file, or whose file is gone (a code move leaves mutations behind; ctest's mutations_fresh
+runs it), and exits 1 if there is any.
 Exit: 0 every mutation killed; 1 a mutation survived, did not compile, or is stale; 2 usage.
 """
 import argparse
@@ -79,6 +82,16 @@ def parse(path):
     return muts
 
 
+def staleness(m, root):
+    """Why mutation m cannot be applied in the tree at root, or None."""
+    try:
+        with open(os.path.join(root, m["file"]), encoding="utf-8") as f:
+            n = f.read().count(unescape(m["find"]))
+    except OSError as e:
+        return f"cannot read {m['file']}: {e.strerror}"
+    return None if n == 1 else f"'find' occurs {n} times in {m['file']}"
+
+
 def run(cmd, cwd, log=None):
     r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if log is not None:
@@ -117,6 +130,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build-mut"))
     ap.add_argument("--only", default="")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--stale", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
 
@@ -134,6 +148,12 @@ def main():
             print(f"mutate: no mutation named {', '.join(sorted(unknown))}", file=sys.stderr)
             return 2
         muts = [m for m in muts if m["mutation"] in want]
+    if a.stale:
+        old = [(m, why) for m in muts for why in [staleness(m, ROOT)] if why]
+        for m, why in old:
+            print(f"{m['_src']}: {m['mutation']}: stale: {why}")
+        print(f"mutate: {len(muts)} mutations, {len(old)} stale")
+        return 1 if old else 0
     if a.list:
         for m in muts:
             print(f"{m['mutation']}\t{m['file']}\t{m['tests']}")
@@ -177,15 +197,11 @@ def main():
     for i, m in enumerate(muts, 1):
         path = os.path.join(tree, m["file"])
         find, repl = unescape(m["find"]), unescape(m["replace"])
-        try:
-            orig = open(path, encoding="utf-8").read()
-        except OSError as e:
-            stale.append((m, f"cannot read {m['file']}: {e.strerror}"))
+        why = staleness(m, tree)
+        if why:
+            stale.append((m, why))
             continue
-        n = orig.count(find)
-        if n != 1:
-            stale.append((m, f"'find' occurs {n} times in {m['file']}"))
-            continue
+        orig = open(path, encoding="utf-8").read()
         tag = f"[{i}/{len(muts)}] {m['mutation']}"
         try:
             with open(path, "w", encoding="utf-8") as f:
