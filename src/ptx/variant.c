@@ -2,7 +2,8 @@
  * variant.c — program variants for measurement: parse the parent PTX,
  * discover its regions, apply the variant's transform, print, and record the
  * parent, the transform and (traced, probe) the probe table. The trace-free
- * variant is the parent's text itself. A traced variant with `waits` gets
+ * variant is the parent's text itself; a mapping variant's table is its map
+ * layout (xform_map.c). A traced variant with `waits` gets
  * the exposed-wait markers first and is discovered again. Called once per
  * variant.
  */
@@ -14,7 +15,10 @@
 #include "ptx_internal.h"
 
 const char *ag_variant_kind_name(ag_variant_kind k) {
-  return k == AG_VARIANT_TRACED ? "traced" : k == AG_VARIANT_PROBE ? "probe" : "trace-free";
+  return k == AG_VARIANT_TRACED   ? "traced"
+         : k == AG_VARIANT_PROBE  ? "probe"
+         : k == AG_VARIANT_MAPPING ? "mapping"
+                                  : "trace-free";
 }
 
 int ag_variant_kind_parse(const char *s, ag_variant_kind *k) {
@@ -22,6 +26,8 @@ int ag_variant_kind_parse(const char *s, ag_variant_kind *k) {
     *k = AG_VARIANT_TRACED;
   else if (s && !strcmp(s, "probe"))
     *k = AG_VARIANT_PROBE;
+  else if (s && !strcmp(s, "mapping"))
+    *k = AG_VARIANT_MAPPING;
   else if (s && !strcmp(s, "trace-free"))
     *k = AG_VARIANT_TRACE_FREE;
   else
@@ -85,6 +91,12 @@ int ag_variant_make_ex(const char *ptx, size_t len, const char *name, const ag_v
       goto out;
     v->nsites = 1;
     if ((rc = ag_ptx_print(m, &text)))
+      goto out;
+    v->len = text.len;
+    v->ptx = ag_str_detach(&text);
+  } else if (o->kind == AG_VARIANT_MAPPING) {
+    if ((rc = ag_xform_map(m, r, v->parent, diags, &v->probes)) ||
+        (rc = ag_ptx_print(m, &text)))
       goto out;
     v->len = text.len;
     v->ptx = ag_str_detach(&text);
