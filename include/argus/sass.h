@@ -34,12 +34,14 @@ typedef struct ag_sass_sym {
 } ag_sass_sym;
 
 /* One row of the line table: the SASS instruction(s) at text offsets
- * [pc, next row's pc) of texts[text] come from PTX line `line`. end_seq:
+ * [pc, next row's pc) of texts[text] come from line `line` of `file`. end_seq:
  * the row ends a sequence (no instruction at pc). */
 typedef struct ag_sass_row {
   int text;
   uint64_t pc;
   int line;
+  int file;    /* 0: the PTX ptxas read (what -lineinfo writes for PTX without
+                  .loc); k > 0: the k-th .file of the PTX's .loc directives */
   int end_seq;
 } ag_sass_row;
 
@@ -68,7 +70,9 @@ int ag_cubin_text(const ag_cubin *c, const char *kernel);
 /* The PTX line of the instruction at offset pc of texts[text], by the DWARF
  * rule: the last row at or before pc in a sequence that covers pc. Several
  * rows at one address: the last one (the earlier ones cover no bytes).
- * AG_ENOTFOUND when no row covers pc (or the cubin has no line info). */
+ * AG_ENOTFOUND when no row covers pc, when that row is a source line of a
+ * .loc directive (file > 0: blank the .loc lines first, ag_ptx_blank_loc),
+ * or when the cubin has no line info. */
 int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line);
 /* The function (index into funcs) whose code covers pc of texts[text], or -1. */
 int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc);

@@ -10,8 +10,9 @@
  * names the text section the sequence describes (an unrelocated address is
  * taken as an offset in the only text section, and refused when there are
  * several). The DWARF line program is the standard state machine (DWARF
- * 2-4 headers); rows are kept in program order. Every read is bounds-
- * checked: malformed input is AG_EPARSE with a diagnostic. Called once per
+ * 2-4 headers); rows are kept in program order, with their file (ptxas
+ * -lineinfo on PTX without .loc writes file 0, the PTX itself). Every read
+ * is bounds-checked: malformed input is AG_EPARSE with a diagnostic. Called once per
  * cubin; linear in its size.
  */
 #include "argus/sass.h"
@@ -187,16 +188,16 @@ static int line_program(cx *x, int sec) {
     uint8_t std_len[256] = {0};
     for (int i = 1; i < op_base; i++)
       std_len[i] = (uint8_t)rd_n(&r, 1);
-    r.p = prog; /* directories and files are not needed: lines are PTX lines */
+    r.p = prog; /* directory and file names are not needed: file 0 is the PTX */
     uint64_t addr = 0;
-    int text = -1, line = 1;
+    int text = -1, line = 1, file = 1; /* DWARF's initial file register */
     while (r.p < r.end && !r.bad && !rc) {
       int op = (int)rd_n(&r, 1);
       if (op >= op_base) {
         int a = op - op_base;
         addr += (uint64_t)(a / line_range) * (uint64_t)min_inst;
         line += line_base + a % line_range;
-        rc = push_row(x->c, &cap, (ag_sass_row){text, addr, line, 0});
+        rc = push_row(x->c, &cap, (ag_sass_row){text, addr, line, file, 0});
       } else if (op == 0) {
         uint64_t n = rd_uleb(&r);
         if (r.bad || n == 0 || n > (uint64_t)(r.end - r.p)) {
@@ -206,8 +207,8 @@ static int line_program(cx *x, int sec) {
         const uint8_t *next = r.p + n;
         int sub = (int)rd_n(&r, 1);
         if (sub == 1) { /* end_sequence */
-          rc = push_row(x->c, &cap, (ag_sass_row){text, addr, line, 1});
-          addr = 0, line = 1, text = -1;
+          rc = push_row(x->c, &cap, (ag_sass_row){text, addr, line, file, 1});
+          addr = 0, line = 1, text = -1, file = 1;
         } else if (sub == 2 && n == 9) { /* set_address */
           uint64_t at = (uint64_t)(r.p - base);
           uint64_t raw = rd_n(&r, 8);
@@ -223,11 +224,13 @@ static int line_program(cx *x, int sec) {
         }
         r.p = next;
       } else if (op == 1) { /* copy */
-        rc = push_row(x->c, &cap, (ag_sass_row){text, addr, line, 0});
+        rc = push_row(x->c, &cap, (ag_sass_row){text, addr, line, file, 0});
       } else if (op == 2) {
         addr += rd_uleb(&r) * (uint64_t)min_inst;
       } else if (op == 3) {
         line += (int)rd_sleb(&r);
+      } else if (op == 4) {
+        file = (int)rd_uleb(&r);
       } else if (op == 8) { /* const_add_pc */
         addr += (uint64_t)((255 - op_base) / line_range) * (uint64_t)min_inst;
       } else if (op == 9) {
@@ -410,7 +413,7 @@ int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line) {
       continue; /* a sequence without its end row covers nothing for sure */
     best = r;
   }
-  if (!best)
+  if (!best || best->file != 0)
     return AG_ENOTFOUND;
   *line = best->line;
   return 0;
