@@ -90,15 +90,15 @@ int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc);
   X(BARRIER, "barrier")         /* BAR */                                      \
   X(SYNCS, "syncs")             /* SYNCS.* (mbarrier) */                       \
   X(MEMBAR, "membar")           /* MEMBAR, FENCE, ERRBAR, CCTL */              \
-  X(WARPSYNC, "warpsync")       /* WARPSYNC, BSSY, BSYNC, NANOSLEEP */         \
-  X(CONTROL, "control")         /* BRA, EXIT, CALL, RET, ... */                \
+  X(WARPSYNC, "warpsync")       /* WARPSYNC, BSSY, BSYNC */                    \
+  X(CONTROL, "control")         /* BRA, EXIT, CALL, RET, NANOSLEEP, ... */       \
   X(INTEGER, "integer")         /* IADD3, IMAD, LOP3, SHF, ISETP, ... */       \
   X(FP32, "fp32")               /* FADD, FMUL, FFMA, FSETP, MUFU, ... */       \
   X(FP16, "fp16")               /* HADD2, HFMA2, ... */                        \
   X(FP64, "fp64")               /* DADD, DFMA, ... */                          \
   X(CONVERSION, "conversion")   /* F2F, F2I, I2F, FRND, ... */                 \
   X(MOVE, "move")               /* MOV, SEL, PRMT, SHFL, S2R, CS2R, ... */     \
-  X(PREDICATE, "predicate")     /* PLOP3, P2R, R2P, VOTE */                    \
+  X(PREDICATE, "predicate")     /* PLOP3, P2R, R2P, VOTE, ELECT, MATCH */       \
   X(UNIFORM, "uniform")         /* U* datapath ops not listed above */         \
   X(MISC, "misc")               /* NOP, and opcodes not in the table */
 
