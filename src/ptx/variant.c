@@ -98,6 +98,7 @@ int ag_variant_make_ex(const char *ptx, size_t len, const char *name, const ag_v
     if ((rc = ag_xform_map(m, r, v->parent, diags, &v->probes)) ||
         (rc = ag_ptx_print(m, &text)))
       goto out;
+    v->nsites = (int)json_array_size(json_object_get(v->probes, "units")); /* counters */
     v->len = text.len;
     v->ptx = ag_str_detach(&text);
   } else if (o->kind == AG_VARIANT_TRACED) {
