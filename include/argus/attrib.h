@@ -65,6 +65,10 @@ void ag_attr_layout_free(ag_attr_layout *L);
  * function. */
 int ag_attr_unit_of_line(const ag_attr_layout *L, int line);
 
+/* Reads a mapping run's counts ("argus-map-counts" JSON, written by the
+ * host runtime: src/collect/map_bind.c) into *slots (owned, *n of them). */
+int ag_attr_counts_from_json(const json_t *j, ag_diags *diags, uint64_t **slots, size_t *n);
+
 typedef struct ag_attr_map {
   char version[65];
   char *kernel;

@@ -25,7 +25,7 @@
  * counts warp instructions) adds 1 to its slot with red.global.add.u64.
  * The prologue of every function reads the descriptor __argus_map {u64
  * slots, u32 capacity, u32 enabled} that the host runtime binds
- * (src/collect/map_bind.c); disabled (a mapping module loaded outside
+ * (src/collect/map_bind.c; __argus_map_slots tells it how many); disabled (a mapping module loaded outside
  * Argus), nothing is stored; a capacity below the layout's slots sends every
  * count to slot 0.
  *
@@ -465,11 +465,14 @@ int ag_xform_map(ag_ptx_module *m, const ag_ptx_regions *r, const char *program,
     goto out;
   }
   ag_ptx_stmt *first = NULL, *last = NULL;
-  if ((rc = ag_ptx_parse_snippet(m, NULL,
-                                 "\n// argus: mapping-run descriptor {slots, capacity, enabled}, "
-                                 "bound by the host runtime\n"
-                                 ".const .align 8 .b8 " MAP_SYM "[16];\n",
-                                 diags, &first, &last)))
+  char dtext[256];
+  snprintf(dtext, sizeof dtext,
+           "\n// argus: mapping-run descriptor {slots, capacity, enabled}, bound by the host "
+           "runtime, and the slots it needs\n"
+           ".const .align 8 .b8 " MAP_SYM "[16];\n"
+           ".const .align 4 .u32 " MAP_SYM "_slots = %u;\n",
+           nslots);
+  if ((rc = ag_ptx_parse_snippet(m, NULL, dtext, diags, &first, &last)))
     goto out;
   ag_ptx_insert_before(m, at, first, last);
   for (ag_ptx_stmt *s = first; s; s = s == last ? NULL : s->next) {

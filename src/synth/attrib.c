@@ -160,6 +160,31 @@ int ag_attr_unit_of_line(const ag_attr_layout *L, int line) {
   return -1;
 }
 
+int ag_attr_counts_from_json(const json_t *j, ag_diags *diags, uint64_t **slots, size_t *n) {
+  *slots = NULL;
+  *n = 0;
+  const char *fmt = json_string_value(json_object_get(j, "format"));
+  json_t *c = json_object_get(j, "counts");
+  if (!fmt || strcmp(fmt, "argus-map-counts") || !json_is_array(c) || !json_array_size(c) ||
+      json_integer_value(json_object_get(j, "slots")) != (json_int_t)json_array_size(c))
+    return lbad(diags, "not an 'argus-map-counts' file (format, slots and as many counts are "
+                       "required): it is what the host runtime writes after a mapping run");
+  uint64_t *v = ag_calloc(json_array_size(c), sizeof *v);
+  if (!v)
+    return AG_ENOMEM;
+  for (size_t i = 0; i < json_array_size(c); i++) {
+    json_t *x = json_array_get(c, i);
+    if (!json_is_integer(x) || json_integer_value(x) < 0) {
+      ag_free(v);
+      return lbad(diags, "'argus-map-counts' count %zu is not a non-negative integer", i);
+    }
+    v[i] = (uint64_t)json_integer_value(x);
+  }
+  *slots = v;
+  *n = json_array_size(c);
+  return 0;
+}
+
 void ag_attr_map_free(ag_attr_map *m) {
   if (!m)
     return;

@@ -123,6 +123,9 @@ TEST(ground_truth_layout) {
   snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", b);
   CHECK_EQ_INT((int)count(v->ptx, pass), 5);
   CHECK_EQ_INT((int)count(v->ptx, ".param .b32 __argus_map_in"), 1);
+  /* the host runtime reads the slots it binds from the module */
+  snprintf(pass, sizeof pass, ".const .align 4 .u32 __argus_map_slots = %u;", L->nslots);
+  CHECK_EQ_INT((int)count(v->ptx, pass), 1);
   /* the variant is PTX Argus reads, with the same regions */
   ag_ptx_module *m = NULL;
   ag_ptx_regions *r = NULL;
