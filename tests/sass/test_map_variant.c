@@ -6,8 +6,8 @@
  *     unit has exactly one counter; the calls pass region 'a' K1 times and
  *     'b' K2 times; the variant assembles (ptxas) and parses again with its
  *     markers intact; a variant of it is refused;
- *   - the variant of examples/gemm_tma and of the recorded Triton PTX
- *     assembles with ptxas;
+ *   - the variant of examples/gemm_tma, of the recorded Triton PTX and of
+ *     every module of the PTX corpus assembles with ptxas;
  *   - bad input: an indirect call and an old target are refused with a
  *     diagnostic; a kernel without markers maps everything to its root.
  * Skips (77) without nvcc and ptxas.
@@ -185,6 +185,38 @@ TEST(examples_and_triton_assemble) {
     ag_free(ptx);
     ptx = NULL;
   }
+  /* the whole PTX corpus (the examples as nvcc builds them, the hand-written
+   * and the Triton PTX): every mapping variant assembles */
+  corpus_list l = {0};
+  corpus_collect(&l);
+  int made = 0;
+  for (size_t i = 0; i < l.n; i++) {
+    if (ag_file_read(l.v[i], &ptx, &len))
+      continue;
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_variant *v = mapping(ptx, len, &d);
+    if (!v)
+      fprintf(stderr, "%s: no mapping variant\n", l.v[i]);
+    CHECK(v != NULL);
+    if (v) {
+      char arch[32];
+      su_target(ptx, arch, sizeof arch);
+      int ok = assembles(v, arch);
+      if (!ok)
+        fprintf(stderr, "%s: the mapping variant does not assemble\n", l.v[i]);
+      CHECK(ok);
+      made += ok;
+    }
+    ag_variant_free(v);
+    ag_diags_release(&d);
+    ag_free(ptx);
+    ptx = NULL;
+    ag_free(l.v[i]);
+  }
+  printf("corpus: %d of %zu mapping variants assemble\n", made, l.n);
+  CHECK(made >= 3);
+  ag_vec_free(&l);
 }
 
 static const char indirect_ptx[] =
