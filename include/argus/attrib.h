@@ -128,6 +128,14 @@ int ag_attr_conserved(const ag_attr_result *r);
 void ag_attr_ratio(const ag_attr_result *num, const ag_attr_result *den, double scale,
                    double *out);
 
+/* inst_mix and barriers: the metric attributed per (region, class) of the
+ * SASS opcode at each metric PC (opcodes[p] as cuobjdump / nvdisasm / CUPTI
+ * print it; NULL counts as misc). out[r * AG_SASS__NCLASS + c] is the
+ * caller's (nregions x AG_SASS__NCLASS doubles). Same refusals as
+ * ag_attr_apply. */
+int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *metric,
+                const char *const *opcodes, ag_diags *diags, double *out);
+
 /* The report's view: {"metric", "qual": "attributed", "version", "kernel",
  * "total", "unattributed", "conserved", "regions": [{"region", "value",
  * "shared_share", "static_pcs", "shared_pcs"}]}. New reference. */

@@ -347,6 +347,30 @@ int ag_attr_apply(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *di
   return 0;
 }
 
+int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *mt, const char *const *opcodes,
+                ag_diags *diags, double *out) {
+  int R = map->nregions;
+  memset(out, 0, sizeof *out * (size_t)R * AG_SASS__NCLASS);
+  ag_attr_result *r = NULL;
+  int rc = ag_attr_apply(map, mt, diags, &r); /* the refusals */
+  if (rc)
+    return rc;
+  ag_attr_result_free(r);
+  for (int p = 0; p < mt->npcs; p++) {
+    const double *row = row_of(map, mt->pc[p]);
+    double sum = 0;
+    for (int k = 0; row && k < R; k++)
+      sum += row[k];
+    if (!(sum > 0))
+      continue;
+    ag_sass_class c = ag_sass_classify(opcodes[p]);
+    for (int k = 0; k < R; k++)
+      if (row[k] > 0)
+        out[(size_t)k * AG_SASS__NCLASS + c] += mt->value[p] * (row[k] / sum);
+  }
+  return 0;
+}
+
 int ag_attr_conserved(const ag_attr_result *r) {
   double s = 0;
   for (int k = 0; k < r->nregions; k++)

@@ -110,6 +110,32 @@ TEST(alpha_entropy_conservation) {
   ag_attr_map_free(map);
 }
 
+TEST(inst_mix_by_class) {
+  const double n[] = {4, 0, 3, 5, 0, 2, 1, 1};
+  ag_attr_map *map = hand_map(4, 2, n);
+  const uint64_t pc[] = {0, 16, 32, 48};
+  const double v[] = {8, 16, 2, 10};
+  const char *ops[] = {"FFMA", "BAR.SYNC.DEFER_BLOCKING", "@P0 BRA", NULL};
+  ag_attr_metric mt = {"inst_executed", V1, "k", pc, v, 4};
+  ag_diags d;
+  ag_diags_init(&d);
+  double mix[2 * AG_SASS__NCLASS];
+  CHECK_EQ_INT(ag_attr_mix(map, &mt, ops, &d, mix), 0);
+  CHECK(NEAR(mix[AG_SASS_FP32], 8));
+  CHECK(NEAR(mix[AG_SASS_BARRIER], 6));
+  CHECK(NEAR(mix[AG_SASS__NCLASS + AG_SASS_BARRIER], 10));
+  CHECK(NEAR(mix[AG_SASS__NCLASS + AG_SASS_CONTROL], 2));
+  CHECK(NEAR(mix[AG_SASS_MISC], 5) && NEAR(mix[AG_SASS__NCLASS + AG_SASS_MISC], 5));
+  double total = 0;
+  for (int i = 0; i < 2 * AG_SASS__NCLASS; i++)
+    total += mix[i];
+  CHECK(NEAR(total, 36));
+  ag_attr_metric other = {"inst_executed", V2, "k", pc, v, 4};
+  CHECK_EQ_INT(ag_attr_mix(map, &other, ops, &d, mix), AG_EINVAL);
+  ag_diags_release(&d);
+  ag_attr_map_free(map);
+}
+
 TEST(other_version_refused_not_joined) {
   const double n[] = {1, 1};
   ag_attr_map *map = hand_map(1, 2, n);
@@ -342,5 +368,6 @@ out:
   ag_free(ptx);
 }
 
-RUN_TESTS(T(alpha_entropy_conservation), T(other_version_refused_not_joined), T(bad_layouts),
+RUN_TESTS(T(alpha_entropy_conservation), T(inst_mix_by_class), T(other_version_refused_not_joined),
+          T(bad_layouts),
           T(ground_truth_on_the_cpu))
