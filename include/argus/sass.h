@@ -40,8 +40,8 @@ typedef struct ag_sass_row {
   int text;
   uint64_t pc;
   int line;
-  int file;    /* 0: the PTX ptxas read (what -lineinfo writes for PTX without
-                  .loc); k > 0: the k-th .file of the PTX's .loc directives */
+  int file;    /* 0: the PTX ptxas read (all ptxas 13.0 writes here); k > 0:
+                  the k-th file of the line program's header */
   int end_seq;
 } ag_sass_row;
 
@@ -70,9 +70,9 @@ int ag_cubin_text(const ag_cubin *c, const char *kernel);
 /* The PTX line of the instruction at offset pc of texts[text], by the DWARF
  * rule: the last row at or before pc in a sequence that covers pc. Several
  * rows at one address: the last one (the earlier ones cover no bytes).
- * AG_ENOTFOUND when no row covers pc, when that row is a source line of a
- * .loc directive (file > 0: blank the .loc lines first, ag_ptx_blank_loc),
- * or when the cubin has no line info. */
+ * AG_ENOTFOUND when no row covers pc, when that row names another file than
+ * the PTX (file > 0; ptxas 13.0 writes none: PTX with .loc keeps its
+ * source lines in .debug_line), or when the cubin has no line info. */
 int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line);
 /* The function (index into funcs) whose code covers pc of texts[text], or -1. */
 int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc);

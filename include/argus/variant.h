@@ -127,13 +127,6 @@ void ag_variant_free(ag_variant *v);
  * entry. Text in, text out: no parse, linear in the PTX. */
 int ag_ptx_set_maxnreg(const char *ptx, size_t len, const char *func, int n, ag_str *out);
 
-/* The PTX with every `.loc` directive line blanked (its text replaced by
- * nothing, its newline kept), appended to out: the same code (ptxas's
- * .text does not depend on .loc) with the same line numbers, whose
- * -lineinfo table then names PTX lines instead of the front end's source
- * lines (Triton's PTX carries .loc). Text in, text out, linear. */
-int ag_ptx_blank_loc(const char *ptx, size_t len, ag_str *out);
-
 /* Inserts the traced probes into a parsed, discovered module in place and
  * returns the probe table (new reference) in *probes. Exposed for tests.
  * The marker probes and the prologue's per-region moves are AG_PTX_VERBATIM

@@ -488,20 +488,3 @@ out:
   ag_vec_free(&x.units);
   return rc;
 }
-
-int ag_ptx_blank_loc(const char *ptx, size_t len, ag_str *out) {
-  const char *p = ptx, *end = ptx + len;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *le = nl ? nl : end, *q = p;
-    while (q < le && (*q == ' ' || *q == '\t'))
-      q++;
-    int loc = le - q >= 5 && !memcmp(q, ".loc", 4) && (q[4] == ' ' || q[4] == '\t');
-    if (!loc)
-      ag_str_append(out, p, (size_t)(le - p));
-    if (nl)
-      ag_str_putc(out, '\n');
-    p = nl ? nl + 1 : end;
-  }
-  return out->oom ? AG_ENOMEM : 0;
-}

@@ -11,7 +11,8 @@
  * taken as an offset in the only text section, and refused when there are
  * several). The DWARF line program is the standard state machine (DWARF
  * 2-4 headers); rows are kept in program order, with their file (ptxas
- * -lineinfo on PTX without .loc writes file 0, the PTX itself). Every read
+ * writes file 0, the PTX itself, also for PTX with .loc, whose source lines
+ * go to .debug_line). Every read
  * is bounds-checked: malformed input is AG_EPARSE with a diagnostic. Called once per
  * cubin; linear in its size.
  */

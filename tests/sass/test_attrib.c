@@ -287,10 +287,12 @@ TEST(ground_truth_on_the_cpu) {
       slots[U->slot + (uint32_t)rb] = K2 * WARPS;
     }
   }
+  slots[0] = 7; /* executions the run could not keep */
   CHECK_EQ_INT(ag_attr_map_build(L, slots, L->nslots, cub, "map_truth", &d, &map), 0);
   if (!map)
     goto out;
   CHECK_EQ_INT(map->nolines, 0);
+  CHECK_EQ_INT((int)map->dropped, 7);
   int helper = -1, t = ag_cubin_text(cub, "map_truth");
   for (int i = 0; i < cub->nfuncs; i++)
     if (strstr(cub->funcs[i].name, "_Z3mixPVffi"))

@@ -235,6 +235,37 @@ static const char nomarker_ptx[] =
     "ld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nsetp.eq.u32 %p1, %r1, 0;\n"
     "@%p1 bra DONE;\nst.global.u32 [%rd1], %r1;\nDONE:\nret;\n}\n";
 
+/* a helper calling a helper: the inner call passes the region inherited */
+static const char nested_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".func inner()\n{\nret;\n}\n"
+    ".func outer()\n{\ncall.uni inner, ();\nret;\n}\n"
+    ".visible .entry k()\n{\n// @argus begin - a\ncall.uni outer, ();\n"
+    "// @argus end - a\nret;\n}\n";
+
+TEST(nested_calls_pass_the_inherited_region) {
+  need_tools();
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant *v = mapping(nested_ptx, strlen(nested_ptx), &d);
+  CHECK(v != NULL);
+  if (v) {
+    CHECK_EQ_INT((int)count(v->ptx, "st.param.b32 [__argus_map_a], %agm_in;"), 1);
+    CHECK_EQ_INT((int)count(v->ptx, "__argus_map_in"), 4); /* 2 params, 2 loads */
+    CHECK(assembles(v, "sm_90"));
+    ag_attr_layout *L = NULL;
+    CHECK_EQ_INT(ag_attr_layout_from_json(v->probes, &d, &L), 0);
+    int a = L ? region_index(L, "k/a") : -1;
+    CHECK(a >= 0);
+    char pass[64];
+    snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", a);
+    CHECK_EQ_INT((int)count(v->ptx, pass), 1);
+    ag_attr_layout_free(L);
+  }
+  ag_variant_free(v);
+  ag_diags_release(&d);
+}
+
 TEST(bad_input_and_no_markers) {
   need_tools();
   ag_diags d;
@@ -274,4 +305,5 @@ TEST(bad_input_and_no_markers) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(ground_truth_layout), T(examples_and_triton_assemble), T(bad_input_and_no_markers))
+RUN_TESTS(T(ground_truth_layout), T(examples_and_triton_assemble),
+          T(nested_calls_pass_the_inherited_region), T(bad_input_and_no_markers))
