@@ -77,6 +77,15 @@ int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line);
 /* The function (index into funcs) whose code covers pc of texts[text], or -1. */
 int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc);
 
+/* The offset in the code section of `kernel` of the instruction at
+ * pc_offset of `function`, as CUPTI keys SASS metrics (function name,
+ * pcOffset from the function's start): the kernel itself, or a .func whose
+ * code lies in the kernel's section (symbol "$<kernel>$<function>"). 0 on
+ * success; AG_ENOTFOUND when the cubin has no such kernel or function, or
+ * the offset is past the function's end. */
+int ag_cubin_section_pc(const ag_cubin *c, const char *kernel, const char *function,
+                        uint64_t pc_offset, uint64_t *pc);
+
 /* ------------------------------------------------------- opcode classes */
 /* Instruction classes of inst_mix and barriers (docs/attribution.md). */
 #define AG_SASS_CLASS_MAP(X)                                                   \

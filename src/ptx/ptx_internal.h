@@ -36,6 +36,11 @@ void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int sit
 int ag__ptx_insert_verbatim(ag_ptx_module *m, ag_ptx_func *f, ag_ptx_stmt *at, int before,
                             const ag_str *text);
 
+/* An error diagnostic at statement s (its line and text; none when s is
+ * NULL) of module m: the transforms' refusals. */
+void ag__ptx_vdiag(const ag_ptx_module *m, ag_diags *diags, const ag_ptx_stmt *s,
+                   const char *fmt, va_list ap);
+
 /* AG_EINVAL with a diagnostic (file:line:col) when PTX text is an Argus
  * variant already: it uses the probes' names (%agt_, %agp_, %agm_, __argus_)
  * outside comments and strings. One pass over the text, before parsing:

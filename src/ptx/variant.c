@@ -9,6 +9,8 @@
  */
 #include "argus/variant.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +35,14 @@ int ag_variant_kind_parse(const char *s, ag_variant_kind *k) {
   else
     return AG_EINVAL;
   return 0;
+}
+
+void ag__ptx_vdiag(const ag_ptx_module *m, ag_diags *diags, const ag_ptx_stmt *s,
+                   const char *fmt, va_list ap) {
+  char msg[640];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  ag_diags_add(diags, AG_SEV_ERROR, m->path, s ? s->line : 0, s && s->line ? 1 : 0,
+               s ? s->text : NULL, s ? s->text_len : 0, "%s", msg);
 }
 
 void ag_variant_free(ag_variant *v) {

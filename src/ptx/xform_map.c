@@ -69,13 +69,10 @@ typedef struct mx {
 
 static int mdiag(mx *x, const ag_ptx_stmt *s, int rc, const char *fmt, ...) AG_PRINTF(4, 5);
 static int mdiag(mx *x, const ag_ptx_stmt *s, int rc, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  ag__ptx_vdiag(x->m, x->diags, s, fmt, ap);
   va_end(ap);
-  ag_diags_add(x->diags, AG_SEV_ERROR, x->m->path, s ? s->line : 0, s && s->line ? 1 : 0,
-               s ? s->text : NULL, s ? s->text_len : 0, "%s", msg);
   return rc;
 }
 
@@ -129,6 +126,18 @@ static int unit_cmp(const void *a, const void *b) {
   return (p->first_line > q->first_line) - (p->first_line < q->first_line);
 }
 
+/* The statement's text becomes o's (copied into the arena; o released). */
+static int set_text(mx *x, ag_ptx_stmt *s, ag_str *o) {
+  char *buf = o->oom ? NULL : ag_arena_alloc(&x->m->arena, o->len + 1);
+  if (buf) {
+    memcpy(buf, o->p, o->len + 1);
+    s->text = buf;
+    s->text_len = (uint32_t)o->len;
+  }
+  ag_str_release(o);
+  return buf ? 0 : AG_ENOMEM;
+}
+
 /* ".func [(rets)] name(params)": the parameter __argus_map_in appended */
 static int add_param(mx *x, ag_ptx_stmt *h, const char *name) {
   const char *t = h->text, *e = t + h->text_len;
@@ -176,18 +185,7 @@ static int add_param(mx *x, ag_ptx_stmt *h, const char *name) {
     ag_str_puts(&o, "(.param .b32 " MAP_PARAM ")");
     ag_str_append(&o, p, (size_t)(e - p));
   }
-  if (o.oom)
-    return AG_ENOMEM;
-  char *buf = ag_arena_alloc(&x->m->arena, o.len + 1);
-  if (!buf) {
-    ag_str_release(&o);
-    return AG_ENOMEM;
-  }
-  memcpy(buf, o.p, o.len + 1);
-  h->text = buf;
-  h->text_len = (uint32_t)o.len;
-  ag_str_release(&o);
-  return 0;
+  return set_text(x, h, &o);
 }
 
 /* "call ... callee[, (args)];": the argument __argus_map_a appended */
@@ -229,18 +227,7 @@ static int add_arg(mx *x, ag_ptx_stmt *s) {
     ag_str_puts(&o, ", (" MAP_ARG ")");
     ag_str_append(&o, semi, (size_t)(e - semi));
   }
-  if (o.oom)
-    return AG_ENOMEM;
-  char *buf = ag_arena_alloc(&x->m->arena, o.len + 1);
-  if (!buf) {
-    ag_str_release(&o);
-    return AG_ENOMEM;
-  }
-  memcpy(buf, o.p, o.len + 1);
-  s->text = buf;
-  s->text_len = (uint32_t)o.len;
-  ag_str_release(&o);
-  return 0;
+  return set_text(x, s, &o);
 }
 
 static int has_body(const ag_ptx_module *m, const char *name) {

@@ -427,3 +427,26 @@ int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc) {
       return i;
   return -1;
 }
+
+int ag_cubin_section_pc(const ag_cubin *c, const char *kernel, const char *function,
+                        uint64_t pc_offset, uint64_t *pc) {
+  *pc = 0;
+  int t = ag_cubin_text(c, kernel);
+  if (t < 0)
+    return AG_ENOTFOUND;
+  size_t kl = strlen(kernel);
+  for (int i = 0; i < c->nfuncs; i++) {
+    const ag_sass_sym *f = &c->funcs[i];
+    const char *n = f->name;
+    int match = f->text == t &&
+                (!strcmp(n, function) || (n[0] == '$' && !strncmp(n + 1, kernel, kl) &&
+                                           n[1 + kl] == '$' && !strcmp(n + 2 + kl, function)));
+    if (!match)
+      continue;
+    if (pc_offset >= f->size)
+      return AG_ENOTFOUND;
+    *pc = f->offset + pc_offset;
+    return 0;
+  }
+  return AG_ENOTFOUND;
+}

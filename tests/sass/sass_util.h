@@ -12,6 +12,18 @@
 #include <stdio.h>
 #include <unistd.h>
 
+/* Exits 77 (skipped) without nvcc and ptxas. */
+static inline void su_need_tools(void) {
+  char *a = cuda_tool("ptxas"), *b = cuda_tool("nvcc");
+  int ok = a && b;
+  ag_free(a);
+  ag_free(b);
+  if (!ok) {
+    printf("nvcc/ptxas not found: skipped\n");
+    exit(77);
+  }
+}
+
 /* nvcc -ptx -arch=sm_90a -DARGUS_MARKERS=1 of a source under the repository
  * into *ptx (owned); 0 on success */
 static inline int su_cuda_ptx(const char *rel_src, char **ptx, size_t *len) {

@@ -242,14 +242,7 @@ TEST(bad_layouts) {
 #define WARPS 4
 
 TEST(ground_truth_on_the_cpu) {
-  char *a = cuda_tool("ptxas"), *b = cuda_tool("nvcc");
-  int tools = a && b;
-  ag_free(a);
-  ag_free(b);
-  if (!tools) {
-    printf("nvcc/ptxas not found: skipped\n");
-    exit(77);
-  }
+  su_need_tools();
   char *ptx, *bin = NULL;
   size_t len, blen = 0;
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_truth.cu", &ptx, &len), 0);

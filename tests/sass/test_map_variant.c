@@ -17,17 +17,6 @@
 #include "check.h"
 #include "sass_util.h"
 
-static void need_tools(void) {
-  char *a = cuda_tool("ptxas"), *b = cuda_tool("nvcc");
-  int ok = a && b;
-  ag_free(a);
-  ag_free(b);
-  if (!ok) {
-    printf("nvcc/ptxas not found: skipped\n");
-    exit(77);
-  }
-}
-
 static ag_variant *mapping(const char *ptx, size_t len, ag_diags *d) {
   ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
   ag_variant *v = NULL;
@@ -68,7 +57,7 @@ static int region_index(const ag_attr_layout *L, const char *q) {
 }
 
 TEST(ground_truth_layout) {
-  need_tools();
+  su_need_tools();
   char *ptx;
   size_t len;
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_truth.cu", &ptx, &len), 0);
@@ -153,7 +142,7 @@ out:
 }
 
 TEST(examples_and_triton_assemble) {
-  need_tools();
+  su_need_tools();
   const char *triton[] = {"tests/data/ptx/triton/triton_matmul_pipelined.ptx",
                           "tests/data/ptx/triton/triton_attention_fwd.ptx"};
   char *ptx = NULL;
@@ -244,7 +233,7 @@ static const char nested_ptx[] =
     "// @argus end - a\nret;\n}\n";
 
 TEST(nested_calls_pass_the_inherited_region) {
-  need_tools();
+  su_need_tools();
   ag_diags d;
   ag_diags_init(&d);
   ag_variant *v = mapping(nested_ptx, strlen(nested_ptx), &d);
@@ -267,7 +256,7 @@ TEST(nested_calls_pass_the_inherited_region) {
 }
 
 TEST(bad_input_and_no_markers) {
-  need_tools();
+  su_need_tools();
   ag_diags d;
   ag_diags_init(&d);
   ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
@@ -305,5 +294,39 @@ TEST(bad_input_and_no_markers) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(ground_truth_layout), T(examples_and_triton_assemble),
+/* argus variant --kind mapping: the variant and its layout */
+TEST(cli_writes_variant_and_layout) {
+  su_need_tools();
+  const char *bin = getenv("ARGUS_BIN");
+  CHECK(bin != NULL);
+  if (!bin)
+    return;
+  char in[] = "/tmp/argus-mv-XXXXXX.ptx", out[] = "/tmp/argus-mv-XXXXXX.ptx",
+       lay[] = "/tmp/argus-mv-XXXXXX.json";
+  int a = mkstemps(in, 4), b = mkstemps(out, 4), c = mkstemps(lay, 5);
+  CHECK(a >= 0 && b >= 0 && c >= 0);
+  CHECK(write(a, nomarker_ptx, strlen(nomarker_ptx)) == (ssize_t)strlen(nomarker_ptx));
+  close(a);
+  close(b);
+  close(c);
+  const char *argv[] = {bin, "variant", "--kind", "mapping", "-o", out, "--probes", lay, in, NULL};
+  ag_str o = AG_STR_INIT, e = AG_STR_INIT;
+  CHECK_EQ_INT(run_capture(argv, &o, &e, NULL), 0);
+  CHECK_CONTAINS(ag_str_cstr(&o), "mapping variant of");
+  char *text = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(ag_file_read(out, &text, &len), 0);
+  CHECK(text && strstr(text, ".const .align 8 .b8 __argus_map[16];"));
+  ag_free(text);
+  CHECK_EQ_INT(ag_file_read(lay, &text, &len), 0);
+  CHECK(text && strstr(text, "\"format\": \"argus-map\""));
+  ag_free(text);
+  ag_str_release(&o);
+  ag_str_release(&e);
+  unlink(in);
+  unlink(out);
+  unlink(lay);
+}
+
+RUN_TESTS(T(ground_truth_layout), T(cli_writes_variant_and_layout), T(examples_and_triton_assemble),
           T(nested_calls_pass_the_inherited_region), T(bad_input_and_no_markers))

@@ -20,17 +20,6 @@
 
 #include <elf.h>
 
-static void need_tools(void) {
-  char *a = cuda_tool("ptxas"), *b = cuda_tool("nvcc");
-  int ok = a && b;
-  ag_free(a);
-  ag_free(b);
-  if (!ok) {
-    printf("nvcc/ptxas not found: skipped\n");
-    exit(77);
-  }
-}
-
 static ag_cubin *build(const char *ptx, size_t len, int lineinfo, const char *opt) {
   char arch[32], *bin = NULL;
   size_t blen = 0;
@@ -129,7 +118,7 @@ static char *read_src(const char *rel, size_t *len) {
 }
 
 TEST(lineinfo_leaves_text_identical) {
-  need_tools();
+  su_need_tools();
   char *ptx;
   size_t len;
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_truth.cu", &ptx, &len), 0);
@@ -168,7 +157,7 @@ static const char *line_text(const char *ptx, size_t len, int line, size_t *n) {
 }
 
 TEST(every_pc_has_a_ptx_line) {
-  need_tools();
+  su_need_tools();
   char *ptx;
   size_t len;
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_truth.cu", &ptx, &len), 0);
@@ -187,6 +176,17 @@ TEST(every_pc_has_a_ptx_line) {
     if (strstr(c->funcs[i].name, "_Z3mixPVffi"))
       helper = i;
   CHECK(helper >= 0);
+  /* CUPTI's (function, pcOffset) to a section offset */
+  uint64_t spc = 0;
+  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "_Z3mixPVffi", 16, &spc), 0);
+  CHECK(helper < 0 || spc == c->funcs[helper].offset + 16);
+  CHECK(helper < 0 || c->funcs[helper].offset > 0);
+  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "map_truth", 32, &spc), 0);
+  CHECK(spc == 32);
+  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "_Z3mixPVffi", 1u << 20, &spc),
+               AG_ENOTFOUND);
+  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "nope", 0, &spc), AG_ENOTFOUND);
+  CHECK_EQ_INT(ag_cubin_section_pc(c, "nope", "map_truth", 0, &spc), AG_ENOTFOUND);
   const char *hdr = strstr(ptx, ".func");
   int mix_first = 1, mix_last = 0;
   for (const char *p = ptx; p < hdr; p++)
@@ -227,7 +227,7 @@ TEST(every_pc_has_a_ptx_line) {
 }
 
 TEST(bad_cubins_are_parse_errors) {
-  need_tools();
+  su_need_tools();
   ag_diags d;
   ag_diags_init(&d);
   ag_cubin *c = (ag_cubin *)1;
