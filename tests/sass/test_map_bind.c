@@ -4,7 +4,9 @@
  * written {slots, capacity, enabled}, the slots zeroed, the counts file
  * written and read back (ag_attr_counts_from_json); a module that is not a
  * mapping variant is left alone; bad modules and failed driver calls are
- * errors that say why. Pure CPU.
+ * errors that say why. Then libargus_host end to end: a harness (the fake
+ * one) under Argus with a mapping variant and the stand-in driver writes
+ * the counts. Pure CPU.
  */
 #include "argus/attrib.h"
 #include "argus/host.h"
@@ -150,4 +152,73 @@ TEST(not_a_mapping_module_and_errors) {
   ag__map_unbind(&cu, &b);
 }
 
-RUN_TESTS(T(bind_count_write_read), T(not_a_mapping_module_and_errors))
+/* libargus_host end to end, with the stand-in driver (tests/probes/fake_cuda.c,
+ * whose launches add i to slot i of a bound mapping module): a harness run
+ * under Argus with a mapping variant writes map_counts.json */
+static int run_harness(const char *dir, const char *variant, const char *launches, ag_str *err) {
+  char e1[4200], e2[4200], e3[4200];
+  snprintf(e1, sizeof e1, "ARGUS_OUT=%s", dir);
+  snprintf(e2, sizeof e2, "ARGUS_VARIANT=%s", variant);
+  snprintf(e3, sizeof e3, "ARGUS_LIBCUDA=%s", FAKE_CUDA_LIB);
+  const char *env[] = {"ARGUS_COLLECT=time", e1, e2, e3, NULL};
+  const char *argv[] = {FAKE_HARNESS, "ok", "module.cubin", launches, NULL};
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = argv;
+  o.env_add = env;
+  o.capture_err = err;
+  o.timeout_s = 60;
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+TEST(host_runtime_writes_counts) {
+  char dir[] = "/tmp/argus-maphost-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char var[4200], counts[4200];
+  snprintf(var, sizeof var, "%s/variant.ptx", dir);
+  snprintf(counts, sizeof counts, "%s/%s", dir, AG_MAP_COUNTS_FILE);
+  const char text[] = "// a mapping variant, for the stand-in driver\n"
+                      ".const .align 4 .u32 __argus_map_slots = 5;\n";
+  CHECK_EQ_INT(ag_file_write_atomic(var, text, strlen(text)), 0);
+  ag_str err = AG_STR_INIT;
+  int rc = run_harness(dir, var, "3", &err);
+  if (rc)
+    fprintf(stderr, "harness: %s\n", ag_str_cstr(&err));
+  CHECK_EQ_INT(rc, 0);
+  json_t *j = json_load_file(counts, 0, NULL);
+  CHECK(j != NULL);
+  ag_diags d;
+  ag_diags_init(&d);
+  uint64_t *v = NULL;
+  size_t n = 0;
+  if (j)
+    CHECK_EQ_INT(ag_attr_counts_from_json(j, &d, &v, &n), 0);
+  CHECK_EQ_INT((int)n, 5);
+  for (size_t i = 0; v && i < n; i++)
+    CHECK(v[i] == 3 * i); /* 3 launches, slot i counted i per launch */
+  ag_free(v);
+  json_decref(j);
+  ag_diags_release(&d);
+  /* a variant that is not a mapping one writes no counts */
+  unlink(counts);
+  CHECK_EQ_INT(ag_file_write_atomic(var, "// plain\n", 9), 0);
+  ag_str_clear(&err);
+  CHECK_EQ_INT(run_harness(dir, var, "1", &err), 0);
+  CHECK(access(counts, F_OK) != 0);
+  /* a mapping variant asking for no slots: the run fails saying why */
+  const char bad[] = ".const .align 4 .u32 __argus_map_slots = 0;\n";
+  CHECK_EQ_INT(ag_file_write_atomic(var, bad, strlen(bad)), 0);
+  ag_str_clear(&err);
+  CHECK(run_harness(dir, var, "1", &err) != 0);
+  CHECK_CONTAINS(ag_str_cstr(&err), "asks for 0 counter slots");
+  ag_str_release(&err);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_INT(system(cmd), 0);
+}
+
+RUN_TESTS(T(bind_count_write_read), T(not_a_mapping_module_and_errors),
+          T(host_runtime_writes_counts))
