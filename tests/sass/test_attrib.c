@@ -345,6 +345,25 @@ TEST(ground_truth_on_the_cpu) {
     CHECK(res && !ag_attr_conserved(res) && res->unattributed > 0);
     ag_attr_result_free(res);
   }
+  /* out of memory at every allocation: layout, map, attribution */
+  for (long k = 1;; k++) {
+    ag_attr_layout *L2 = NULL;
+    ag_attr_map *m2 = NULL;
+    ag_attr_result *r2 = NULL;
+    ag_alloc_fail_at(k);
+    int rc = ag_attr_layout_from_json(v->probes, &d, &L2);
+    if (!rc)
+      rc = ag_attr_map_build(L2, slots, L2->nslots, cub, "map_truth", &d, &m2);
+    if (!rc)
+      rc = ag_attr_apply(m2, &mt, &d, &r2);
+    ag_alloc_fail_at(0);
+    CHECK(rc == 0 || rc == AG_ENOMEM);
+    ag_attr_result_free(r2);
+    ag_attr_map_free(m2);
+    ag_attr_layout_free(L2);
+    if (rc == 0)
+      break;
+  }
   ag_free(val);
   /* too few slots; a kernel the cubin lacks */
   ag_attr_map *none = NULL;

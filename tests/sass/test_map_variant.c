@@ -277,6 +277,21 @@ TEST(bad_input_and_no_markers) {
   if (d.items.n)
     CHECK_CONTAINS(d.items.v[0].msg, "sm_70 or newer");
   ag_diags_release(&d);
+  /* out of memory at every allocation of the mapping variant's making */
+  for (long k = 1;; k++) {
+    ag_diags_init(&d);
+    ag_alloc_fail_at(k);
+    int rc = ag_variant_make(nomarker_ptx, strlen(nomarker_ptx), "oom.ptx", &o, &d, &v);
+    ag_alloc_fail_at(0);
+    ag_diags_release(&d);
+    CHECK(rc == 0 || rc == AG_ENOMEM);
+    if (rc == 0) {
+      ag_variant_free(v);
+      v = NULL;
+      break;
+    }
+    CHECK(v == NULL);
+  }
   /* no markers: every unit is the kernel root's */
   ag_diags_init(&d);
   v = mapping(nomarker_ptx, strlen(nomarker_ptx), &d);

@@ -256,6 +256,21 @@ TEST(bad_cubins_are_parse_errors) {
     ag_diags_release(&d);
   }
   CHECK(errors > 0);
+  /* out of memory at every allocation: AG_ENOMEM, never a crash or a leak */
+  for (long k = 1;; k++) {
+    ag_diags_init(&d);
+    ag_alloc_fail_at(k);
+    int rc = ag_cubin_parse(bin, blen, "oom.cubin", &d, &c);
+    ag_alloc_fail_at(0);
+    ag_diags_release(&d);
+    CHECK(rc == 0 || rc == AG_ENOMEM);
+    if (rc == 0) {
+      ag_cubin_free(c);
+      CHECK(k > 3);
+      break;
+    }
+    CHECK(c == NULL);
+  }
   /* the line program's unit length past its section */
   ag_diags_init(&d);
   CHECK_EQ_INT(ag_cubin_parse(bin, blen, "ok.cubin", &d, &c), 0);
