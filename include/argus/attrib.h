@@ -91,6 +91,14 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
                       ag_attr_map **out);
 void ag_attr_map_free(ag_attr_map *m);
 
+/* The `ownership` signal from the map alone (no metric run): per region
+ * with any PC, {"region", "static_pcs" (PCs with n > 0), "dynamic" (sum_p
+ * n(r,p): warp instructions by the mapping run's count, up to the SASS
+ * duplication docs/attribution.md describes), "shared_pcs" (of its PCs,
+ * those with another owner too)}, in region order, with "dropped". New
+ * reference; NULL when out of memory. */
+json_t *ag_attr_ownership(const ag_attr_map *map);
+
 /* A PC-keyed metric of one kernel (e.g. smsp__sass_inst_executed). */
 typedef struct ag_attr_metric {
   const char *name;

@@ -251,7 +251,7 @@ static void region_operand(const mx *x, const ag_ptx_func *f, int reg, char *buf
     snprintf(buf, n, "%d", reg);
 }
 
-static int instrument_func(mx *x, ag_ptx_func *f, int fi, uint32_t nslots, const int *at,
+static int instrument_func(mx *x, ag_ptx_func *f, uint32_t nslots, const int *at,
                            const ag_ptx_cfg *g) {
   ag_str t = AG_STR_INIT;
   int rc = 0;
@@ -336,7 +336,6 @@ static int instrument_func(mx *x, ag_ptx_func *f, int fi, uint32_t nslots, const
     if ((rc = verbatim(x, f, s, 0, &t)))
       goto out;
   }
-  (void)fi;
 out:
   ag_str_release(&t);
   return rc;
@@ -440,7 +439,7 @@ int ag_xform_map(ag_ptx_module *m, const ag_ptx_regions *r, const char *program,
   for (int i = 0; i < m->nfuncs; i++) {
     ag_ptx_func *f = m->funcs[i];
     if (!f->is_decl && r->cfgs[i] && r->region_at[i] &&
-        (rc = instrument_func(&x, f, i, nslots, r->region_at[i], r->cfgs[i])))
+        (rc = instrument_func(&x, f, nslots, r->region_at[i], r->cfgs[i])))
       goto out;
   }
   /* the descriptor, before the first function */

@@ -263,6 +263,39 @@ out:
   return 0;
 }
 
+json_t *ag_attr_ownership(const ag_attr_map *map) {
+  int R = map->nregions;
+  json_t *regs = json_array();
+  for (int k = 0; regs && k < R; k++) {
+    int st = 0, sh = 0;
+    double dyn = 0;
+    for (int p = 0; p < map->npcs; p++) {
+      const double *row = &map->n[(size_t)p * (size_t)R];
+      if (!(row[k] > 0))
+        continue;
+      st++;
+      dyn += row[k];
+      int owners = 0;
+      for (int q = 0; q < R; q++)
+        owners += row[q] > 0;
+      sh += owners > 1;
+    }
+    if (!st)
+      continue;
+    json_t *o = json_pack("{s:s,s:i,s:f,s:i}", "region", map->regions[k], "static_pcs", st,
+                          "dynamic", dyn, "shared_pcs", sh);
+    if (!o || json_array_append_new(regs, o)) {
+      json_decref(regs);
+      return NULL;
+    }
+  }
+  if (!regs)
+    return NULL;
+  return json_pack("{s:s,s:s,s:s,s:i,s:I,s:o}", "signal", "ownership", "qual", "attributed",
+                   "kernel", map->kernel, "pcs", map->npcs, "dropped", (json_int_t)map->dropped,
+                   "regions", regs);
+}
+
 void ag_attr_result_free(ag_attr_result *r) {
   if (!r)
     return;

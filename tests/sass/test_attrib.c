@@ -315,6 +315,28 @@ TEST(ground_truth_on_the_cpu) {
          "'a')\n",
          map->npcs, helper_pcs, owned, a_pcs);
   CHECK(helper_pcs > 0 && a_pcs > 0);
+  /* ownership from the map alone: the helper's PCs shared by 'a' and 'b' */
+  json_t *own = ag_attr_ownership(map);
+  CHECK(own != NULL);
+  json_t *oa = NULL, *ob = NULL;
+  size_t oi;
+  json_t *ov;
+  json_array_foreach(json_object_get(own, "regions"), oi, ov) {
+    const char *q = json_string_value(json_object_get(ov, "region"));
+    oa = q && !strcmp(q, "map_truth/a") ? ov : oa;
+    ob = q && !strcmp(q, "map_truth/b") ? ov : ob;
+  }
+  CHECK(oa && ob);
+  if (oa && ob) {
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(oa, "shared_pcs")), helper_pcs);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(ob, "shared_pcs")), helper_pcs);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(oa, "static_pcs")), helper_pcs + a_pcs);
+    /* b: the helper's PCs K2 times per warp, plus its own code once */
+    double db = json_real_value(json_object_get(ob, "dynamic"));
+    CHECK(db >= (double)helper_pcs * K2 * WARPS);
+  }
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(own, "dropped")), 7);
+  json_decref(own);
   /* the metric a GPU gives where every SASS instruction runs as its block
    * (this helper is straight-line): warp instructions per PC */
   double *val = ag_calloc((size_t)map->npcs, sizeof *val);
