@@ -406,6 +406,9 @@ typedef struct ag_ptx_regions {
   int nmarkers;
   ag_ptx_cfg **cfgs;      /* per function with a body, same order as m->funcs
                              (NULL for prototypes) */
+  int **region_at;        /* per function as cfgs: the innermost open region
+                             at each statement (by stmt->index; at a marker,
+                             the region after it); NULL for prototypes */
 } ag_ptx_regions;
 
 /* Discovery over the whole module: builds each function's CFG, the region

@@ -10,6 +10,11 @@
  *               also the waits that complete asynchronous operations, each
  *               timed as a synthetic region (the exposed wait of
  *               async_latency, docs/probes.md);
+ *   mapping     per-warp execution counts of every basic block of every
+ *               kernel and .func per (block, current region), for the
+ *               PC-to-region map of attribution (docs/attribution.md); its
+ *               `probes` field is the map layout ("argus-map", read by
+ *               ag_attr_layout_from_json);
  *   probe       one forced-completion probe for one dynamic instance (site,
  *               occurrence) of an asynchronous operation, on the per-warp
  *               anchors of the traced variant: a timestamp at issue, a forced
@@ -47,10 +52,12 @@ extern "C" {
 typedef enum ag_variant_kind {
   AG_VARIANT_TRACE_FREE,
   AG_VARIANT_TRACED,
-  AG_VARIANT_PROBE
+  AG_VARIANT_PROBE,
+  AG_VARIANT_MAPPING
 } ag_variant_kind;
 
-const char *ag_variant_kind_name(ag_variant_kind k); /* "trace-free", "traced", "probe" */
+/* "trace-free", "traced", "probe", "mapping" */
+const char *ag_variant_kind_name(ag_variant_kind k);
 int ag_variant_kind_parse(const char *s, ag_variant_kind *k); /* AG_EINVAL */
 
 typedef struct ag_variant_opts {
@@ -137,6 +144,14 @@ int ag_xform_probe(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_a
 /* Inserts the synthetic wait regions of opts.waits in place (markers only;
  * discovery must run again afterwards). *nwaits: how many waits are timed. */
 int ag_xform_waits(ag_ptx_module *m, const ag_ptx_regions *r, ag_diags *diags, int *nwaits);
+
+/* Makes the mapping variant in place (src/ptx/xform_map.c) and returns its
+ * layout ("argus-map": regions, functions, units with the parent's PTX
+ * lines, counter slots; `program` is the parent's SHA-256, recorded in it)
+ * in *layout. Refuses indirect calls and targets below sm_70
+ * (AG_EUNSUPPORTED, with a diagnostic). Exposed for tests. */
+int ag_xform_map(ag_ptx_module *m, const ag_ptx_regions *r, const char *program,
+                 ag_diags *diags, json_t **layout);
 
 /* Site kinds a probe can target: an asynchronous operation with a
  * completion to force (tma_load, tma_store, tma_reduce, bulk_copy,

@@ -38,6 +38,7 @@
 #include "argus/evidence.h"
 #include "evwrite.h"
 #include "sass_metrics.h"
+#include "map_bind.h"
 
 /* ------------------------------------------------------------ the driver */
 
@@ -160,6 +161,7 @@ struct ag_host_module {
   int traced;
   int variant; /* the variant a Collect task loaded: its launches are timed */
   CUdeviceptr desc; /* __argus_trace, when traced */
+  ag__map_binding map; /* a mapping variant's counters (map_bind.c) */
   ag_host_kernel *kernels;
   ag_host_module *next;
 };
@@ -523,7 +525,18 @@ const char *ag_host_errmsg(const ag_host *h) { return h ? h->msg : "out of memor
 int ag_host_under_argus(const ag_host *h) { return h && h->collect; }
 int ag_host_device(const ag_host *h) { return h ? h->device : -1; }
 
+/* host.c's driver, as the mapping run's binding calls it */
+static ag__map_cu map_cu(const ag_host *h) {
+  ag__map_cu c = {h->cu.cuModuleGetGlobal, h->cu.cuMemAlloc,        h->cu.cuMemFree,
+                  h->cu.cuMemsetD8Async,   h->cu.cuMemcpyHtoDAsync, h->cu.cuMemcpyDtoH};
+  return c;
+}
+
 static void free_module(ag_host *h, ag_host_module *m) {
+  if (m->map.bound && h->ok) {
+    ag__map_cu c = map_cu(h);
+    ag__map_unbind(&c, &m->map);
+  }
   while (m->kernels) {
     ag_host_kernel *k = m->kernels;
     m->kernels = k->next;
@@ -660,6 +673,14 @@ static int load_common(ag_host *h, const void *image, const char *name, int is_v
            m->name, AG_EV_DESC_SYMBOL);
     free_module(h, m);
     return AG_HOST_EINVAL;
+  }
+  if (m->variant) { /* a mapping variant: its counters (docs/attribution.md) */
+    ag__map_cu c = map_cu(h);
+    int mr = ag__map_bind(&c, m->mod, NULL, &m->map, h->msg, sizeof h->msg);
+    if (mr) {
+      free_module(h, m);
+      return mr;
+    }
   }
   m->next = h->modules;
   h->modules = m;
@@ -1681,6 +1702,12 @@ int ag_host_finish(ag_host *h) {
     return fail(h, write_sass(h));
   if ((rc = write_timing(h)))
     return fail(h, rc);
+  for (ag_host_module *m = h->modules; m; m = m->next) /* a mapping variant's counts */
+    if (m->map.bound) {
+      ag__map_cu c = map_cu(h);
+      if ((rc = ag__map_write(&c, &m->map, h->out_dir, h->msg, sizeof h->msg)))
+        return fail(h, rc);
+    }
   if (h->collect == 2) /* the timing run records nothing */
     return 0;
   if ((rc = calibrate(h, "finish", 10000000)))

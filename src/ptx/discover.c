@@ -1371,6 +1371,13 @@ int ag_ptx_discover(ag_ptx_module *m, ag_diags *diags, ag_ptx_regions **out) {
   if (c.markers.n)
     memcpy(R->markers, c.markers.v, sizeof *R->markers * c.markers.n);
   R->cfgs = cfgs;
+  R->region_at = ag_arena_alloc(c.A, sizeof *R->region_at * (size_t)(nf ? nf : 1));
+  if (!R->region_at) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < nf; i++)
+    R->region_at[i] = at[i];
   *out = R;
 out:
   ag_free(roots);

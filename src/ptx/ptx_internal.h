@@ -30,8 +30,19 @@ int ag__ptx_iter_region(const ag_ptx_region *regions, int reg);
 void ag__ptx_trace_record(ag_str *o, const char *begin, const char *end, int site,
                           const char *iter_x);
 
+/* Places PTX text before / after `at` as one AG_PTX_VERBATIM statement of
+ * function f: printed as a parse of the text would print, never analyzed
+ * (xform_trace.c; the mapping variant's counters use it too). */
+int ag__ptx_insert_verbatim(ag_ptx_module *m, ag_ptx_func *f, ag_ptx_stmt *at, int before,
+                            const ag_str *text);
+
+/* An error diagnostic at statement s (its line and text; none when s is
+ * NULL) of module m: the transforms' refusals. */
+void ag__ptx_vdiag(const ag_ptx_module *m, ag_diags *diags, const ag_ptx_stmt *s,
+                   const char *fmt, va_list ap);
+
 /* AG_EINVAL with a diagnostic (file:line:col) when PTX text is an Argus
- * variant already: it uses the probes' names (%agt_, %agp_, __argus_)
+ * variant already: it uses the probes' names (%agt_, %agp_, %agm_, __argus_)
  * outside comments and strings. One pass over the text, before parsing:
  * ag_variant_make_ex refuses a variant of a variant at once (parsing and
  * discovering a traced module first took most of the time). */

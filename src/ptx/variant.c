@@ -2,19 +2,25 @@
  * variant.c — program variants for measurement: parse the parent PTX,
  * discover its regions, apply the variant's transform, print, and record the
  * parent, the transform and (traced, probe) the probe table. The trace-free
- * variant is the parent's text itself. A traced variant with `waits` gets
+ * variant is the parent's text itself; a mapping variant's table is its map
+ * layout (xform_map.c). A traced variant with `waits` gets
  * the exposed-wait markers first and is discovered again. Called once per
  * variant.
  */
 #include "argus/variant.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ptx_internal.h"
 
 const char *ag_variant_kind_name(ag_variant_kind k) {
-  return k == AG_VARIANT_TRACED ? "traced" : k == AG_VARIANT_PROBE ? "probe" : "trace-free";
+  return k == AG_VARIANT_TRACED   ? "traced"
+         : k == AG_VARIANT_PROBE  ? "probe"
+         : k == AG_VARIANT_MAPPING ? "mapping"
+                                  : "trace-free";
 }
 
 int ag_variant_kind_parse(const char *s, ag_variant_kind *k) {
@@ -22,11 +28,21 @@ int ag_variant_kind_parse(const char *s, ag_variant_kind *k) {
     *k = AG_VARIANT_TRACED;
   else if (s && !strcmp(s, "probe"))
     *k = AG_VARIANT_PROBE;
+  else if (s && !strcmp(s, "mapping"))
+    *k = AG_VARIANT_MAPPING;
   else if (s && !strcmp(s, "trace-free"))
     *k = AG_VARIANT_TRACE_FREE;
   else
     return AG_EINVAL;
   return 0;
+}
+
+void ag__ptx_vdiag(const ag_ptx_module *m, ag_diags *diags, const ag_ptx_stmt *s,
+                   const char *fmt, va_list ap) {
+  char msg[640];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  ag_diags_add(diags, AG_SEV_ERROR, m->path, s ? s->line : 0, s && s->line ? 1 : 0,
+               s ? s->text : NULL, s ? s->text_len : 0, "%s", msg);
 }
 
 void ag_variant_free(ag_variant *v) {
@@ -86,6 +102,13 @@ int ag_variant_make_ex(const char *ptx, size_t len, const char *name, const ag_v
     v->nsites = 1;
     if ((rc = ag_ptx_print(m, &text)))
       goto out;
+    v->len = text.len;
+    v->ptx = ag_str_detach(&text);
+  } else if (o->kind == AG_VARIANT_MAPPING) {
+    if ((rc = ag_xform_map(m, r, v->parent, diags, &v->probes)) ||
+        (rc = ag_ptx_print(m, &text)))
+      goto out;
+    v->nsites = (int)json_array_size(json_object_get(v->probes, "units")); /* counters */
     v->len = text.len;
     v->ptx = ag_str_detach(&text);
   } else if (o->kind == AG_VARIANT_TRACED) {

@@ -61,13 +61,10 @@ typedef struct px {
 
 static int err_at(px *x, const ag_ptx_stmt *s, int rc, const char *fmt, ...) AG_PRINTF(4, 5);
 static int err_at(px *x, const ag_ptx_stmt *s, int rc, const char *fmt, ...) {
-  char msg[640];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  ag__ptx_vdiag(x->m, x->diags, s, fmt, ap);
   va_end(ap);
-  ag_diags_add(x->diags, AG_SEV_ERROR, x->m->path, s ? s->line : 0, s && s->line ? 1 : 0,
-               s ? s->text : NULL, s ? s->text_len : 0, "%s", msg);
   return rc;
 }
 

@@ -210,8 +210,8 @@ static int insert_text(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before, const
  * 280,000 probe instructions; parsing them was half of the transform's time
  * and most of its memory. Nothing after the probes are placed reads them:
  * prologue_point stops at the first marker, before any of them. */
-static int insert_verbatim(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before,
-                           const ag_str *text) {
+int ag__ptx_insert_verbatim(ag_ptx_module *m, ag_ptx_func *f, ag_ptx_stmt *at, int before,
+                            const ag_str *text) {
   const char *p = ag_str_cstr(text), *e = p + text->len;
   const char *t = p;
   while (t < e && (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r'))
@@ -222,8 +222,8 @@ static int insert_verbatim(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before,
     return 0;
   int nl = memchr(p, '\n', (size_t)(t - p)) != NULL; /* a parse starts it on a new line */
   size_t ln = (size_t)(t - p) + !nl, tn = (size_t)(e - t);
-  ag_ptx_stmt *st = ag_arena_alloc(&x->m->arena, sizeof *st);
-  char *buf = ag_arena_alloc(&x->m->arena, ln + tn + 1);
+  ag_ptx_stmt *st = ag_arena_alloc(&m->arena, sizeof *st);
+  char *buf = ag_arena_alloc(&m->arena, ln + tn + 1);
   if (!st || !buf)
     return AG_ENOMEM;
   if (!nl)
@@ -239,10 +239,15 @@ static int insert_verbatim(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before,
   st->func = f;
   st->block = -1;
   if (before)
-    ag_ptx_insert_before(x->m, at, st, st);
+    ag_ptx_insert_before(m, at, st, st);
   else
-    ag_ptx_insert_after(x->m, at, st, st);
+    ag_ptx_insert_after(m, at, st, st);
   return 0;
+}
+
+static int insert_verbatim(xf *x, ag_ptx_func *f, ag_ptx_stmt *at, int before,
+                           const ag_str *text) {
+  return ag__ptx_insert_verbatim(x->m, f, at, before, text);
 }
 
 static int diag_at(xf *x, int line, const ag_ptx_stmt *s, int rc, const char *fmt, ...)
@@ -545,10 +550,10 @@ out:
   return rc;
 }
 
-/* The length of the probe name at p (%agt_, %agp_, __argus_), else 0. */
+/* The length of the probe name at p (%agt_, %agp_, %agm_, __argus_), else 0. */
 static size_t probe_name_at(const char *p, const char *end) {
-  if (*p == '%' && end - p >= 5 && p[1] == 'a' && p[2] == 'g' && (p[3] == 't' || p[3] == 'p') &&
-      p[4] == '_')
+  if (*p == '%' && end - p >= 5 && p[1] == 'a' && p[2] == 'g' &&
+      (p[3] == 't' || p[3] == 'p' || p[3] == 'm') && p[4] == '_')
     return 5;
   if (*p == '_' && end - p >= 8 && !memcmp(p, "__argus_", 8))
     return 8;

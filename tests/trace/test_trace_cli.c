@@ -44,7 +44,7 @@ TEST(variant_command) {
   ag_str_clear(&e);
   const char *a2[] = {"variant", "--kind", "bogus", ptx, NULL};
   CHECK_EQ_INT(argus(a2, &o, &e), 2);
-  CHECK_CONTAINS(ag_str_cstr(&e), "--kind must be trace-free, traced or probe");
+  CHECK_CONTAINS(ag_str_cstr(&e), "--kind must be trace-free, traced, probe or mapping");
   ag_str_clear(&e);
   const char *a3[] = {"variant", "--kind", "trace-free", "--region", "step", ptx, NULL};
   CHECK_EQ_INT(argus(a3, &o, &e), 2);

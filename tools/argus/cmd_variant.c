@@ -14,10 +14,10 @@
 #include <string.h>
 
 const ag_cli_opt cmd_variant_opts[] = {
-    {"kind", 'k', "KIND", "trace-free (the module unchanged), traced, or probe"},
+    {"kind", 'k', "KIND", "trace-free (the module unchanged), traced, probe, or mapping"},
     {"region", 'r', "R[,R...]", "traced: probe these regions and their subtrees (default all)"},
     {"output", 'o', "OUT", "write the PTX here (default stdout)"},
-    {"probes", 0, "FILE", "traced: write the probe table (JSON) here"},
+    {"probes", 0, "FILE", "traced: write the probe table (JSON) here; mapping: the map layout"},
     {"anchors-only", 0, NULL, "traced: only the per-warp entry/exit anchors, no marker probes"},
     {"waits", 0, NULL, "traced: also time the waits of async operations (docs/probes.md)"},
     {"op", 0, "OPID", "probe: the async site to probe (op ID from 'argus regions')"},
@@ -131,7 +131,7 @@ int cmd_variant(ag_cli *cli) {
   ag_variant_opts o = {AG_VARIANT_TRACE_FREE, NULL, 0, 0};
   const char *kind = ag_cli_get(cli, "kind");
   if (!kind || ag_variant_kind_parse(kind, &o.kind))
-    return ag_cli_usage_error(cli, "--kind must be trace-free, traced or probe");
+    return ag_cli_usage_error(cli, "--kind must be trace-free, traced, probe or mapping");
   ag_variant_async as = {0, NULL, 0, 0};
   as.waits = ag_cli_flag(cli, "waits");
   as.probe_op = ag_cli_get(cli, "op");
