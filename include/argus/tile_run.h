@@ -89,6 +89,7 @@ typedef struct ag_tile_exec_opts {
   int warmup;            /* bench warm-up launches (0: 5) */
   double timeout_s;      /* watchdog per launch (0: 60 s) */
   uint64_t flops;        /* FLOPs of one launch (0: 2MNK for GEMM-shaped kernels, else unknown) */
+  int keep_tensors;      /* 1: r->tensors gets every tensor after the first launch */
 } ag_tile_exec_opts;
 
 typedef struct ag_tile_timing {
@@ -111,7 +112,13 @@ typedef struct ag_tile_exec_result {
   int l2_bytes;                  /* the L2 size the flush covered (twice over) */
   char device[128];
   char err[512];                 /* why it failed */
+  void **tensors;                /* keep_tensors: [k->nparams] host copies (NULL for sizes),
+                                    owned: ag_tile_exec_result_release */
+  int ntensors;
 } ag_tile_exec_result;
+
+/* Frees what r owns (the kept tensors). */
+void ag_tile_exec_result_release(ag_tile_exec_result *r);
 
 /* The tolerance a comparison of dtype uses: |got - want| <= atol + rtol |want|. */
 void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol);

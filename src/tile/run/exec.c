@@ -347,6 +347,14 @@ static int cuda_dtype(const char *dt) {
   return !strcmp(dt, "bf16") ? 14 : !strcmp(dt, "f16") ? 2 : 0; /* CUDA_R_16BF, _16F, _32F */
 }
 
+void ag_tile_exec_result_release(ag_tile_exec_result *r) {
+  for (int i = 0; r->tensors && i < r->ntensors; i++)
+    ag_free(r->tensors[i]);
+  ag_free(r->tensors);
+  r->tensors = NULL;
+  r->ntensors = 0;
+}
+
 int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec_opts *o,
                      ag_tile_exec_result *r) {
   memset(r, 0, sizeof *r);
@@ -432,6 +440,25 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
   snprintf(what, sizeof what, "kernel '%s'", k->name);
   if ((rc = wait_event(&a, ev, timeout, what, r)))
     goto out;
+  if (o->keep_tensors) {
+    if (!(r->tensors = ag_calloc((size_t)np + 1, sizeof *r->tensors))) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    r->ntensors = np;
+    for (int i = 0; i < np; i++) {
+      if (!dev[i])
+        continue;
+      if (!(r->tensors[i] = ag_malloc(b->bytes[i]))) {
+        rc = AG_ENOMEM;
+        goto out;
+      }
+      if ((cr = a.dtoh(r->tensors[i], dev[i], b->bytes[i]))) {
+        rc = cu_err(&a, r, cr, "copying the tensors back");
+        goto out;
+      }
+    }
+  }
   uint64_t M = 0, N = 0, K = 0;
   if (gemm) {
     M = b->dims[ia * AG_TILE_RUN_MAXRANK];
@@ -572,5 +599,7 @@ out:
   ag_free(out);
   if (rc != AG_ETIMEOUT) /* a hung kernel keeps the context: the process must exit */
     ag_host_close(h);
+  if (rc)
+    ag_tile_exec_result_release(r);
   return rc;
 }

@@ -1,0 +1,306 @@
+/*
+ * test_gpu_tile_run.c — `argus run` on the GPU (docs/run.md): gemm.tile
+ * against the CPU reference at toy sizes and against cuBLAS at 4096^3
+ * (bf16 -> f32), a naive tile GEMM with a planted bug that must mismatch at
+ * the right coordinates, attention.tile at a toy size and at sequence 4k
+ * (head dim 64) against a reference of what its threads compute, and the
+ * bad-input paths that need a device: a kernel that faults and one that
+ * hangs past the watchdog fail cleanly with the reason. Exit 77 without a
+ * GPU.
+ */
+#include "argus/tile_run.h"
+#include "check.h"
+
+#include <dlfcn.h>
+#include <math.h>
+
+static const char *src_file(const char *rel) {
+  static char buf[4][1024];
+  static int slot;
+  const char *s = getenv("ARGUS_SOURCE_DIR");
+  slot = (slot + 1) % 4;
+  snprintf(buf[slot], sizeof buf[slot], "%s/%s", s ? s : ".", rel);
+  return buf[slot];
+}
+static const char *write_tmp(const char *name, const char *text) {
+  static char buf[1024];
+  const char *b = getenv("ARGUS_BUILD_DIR");
+  snprintf(buf, sizeof buf, "%s/%s", b ? b : ".", name);
+  ag_file_write_atomic(buf, text, strlen(text));
+  return buf;
+}
+
+/* Parses, lowers, binds, compiles and runs one kernel of a file. */
+static int run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
+                    ag_tile_exec_result *r, ag_tile_bound *bout) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  ag_tile_lowered *low = NULL;
+  ag_tile_run_sizes s;
+  ag_tile_bound b;
+  ag_str ptx = AG_STR_INIT;
+  memset(&s, 0, sizeof s);
+  memset(&b, 0, sizeof b);
+  memset(r, 0, sizeof *r);
+  int rc = ag_tile_parse_file(path, &d, &p);
+  if (!rc)
+    rc = ag_tile_run_sizes_parse(p, NULL, spec, &d, &s);
+  if (!rc) {
+    ag_tile_lower_opts lo;
+    memset(&lo, 0, sizeof lo);
+    lo.defines = (const char *const *)s.defines;
+    lo.ndefines = s.ndefines;
+    rc = ag_tile_lower(p, &lo, &d, &low);
+  }
+  if (!rc)
+    rc = ag_tile_run_bind(p, &low->kernels[0], &s, &d, &b);
+  if (!rc)
+    rc = ag_tile_nvrtc_ptx(low->cuda, low->len, "sm_90a", &d, &ptx, NULL);
+  if (!rc)
+    rc = ag_tile_run_exec(&b, ag_str_cstr(&ptx), o, r);
+  if (rc) {
+    ag_str m = AG_STR_INIT;
+    ag_diags_format(&d, &m);
+    printf("  %s (%s): %s %s %s\n", path, spec, ag_strerror(rc), ag_str_cstr(&m), r->err);
+    ag_str_release(&m);
+  }
+  if (bout && !rc) { /* the caller keeps the dims; the kernel pointer dies with low */
+    *bout = b;
+    bout->k = NULL;
+    memset(&b, 0, sizeof b);
+  }
+  ag_tile_bound_release(&b);
+  ag_str_release(&ptx);
+  ag_tile_run_sizes_release(&s);
+  ag_tile_lowered_free(low);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+  return rc;
+}
+
+static void gemm_case(const char *spec, ag_tile_ref ref, const char *want_ref) {
+  ag_tile_exec_opts o;
+  memset(&o, 0, sizeof o);
+  o.ref = ref;
+  ag_tile_exec_result r;
+  CHECK_EQ_INT(run_file(src_file("examples/tile/gemm.tile"), spec, &o, &r, NULL), 0);
+  CHECK(r.ref_used && !strcmp(r.ref_used, want_ref));
+  CHECK(r.nelems > 0);
+  CHECK_EQ_U64(r.nbad, 0);
+  printf("  gemm.tile %s vs %s: %llu elements, max error %.3g\n", spec, want_ref,
+         (unsigned long long)r.nelems, r.max_err);
+}
+
+TEST(test_gemm_toy) {
+  gemm_case("M=128,N=128,K=128", AG_TILE_REF_AUTO, "cpu");
+  gemm_case("M=192,N=64,K=256", AG_TILE_REF_CPU, "cpu");
+  /* cuBLAS as the reference at a non-square size: its operand order must be right */
+  gemm_case("M=128,N=320,K=64", AG_TILE_REF_CUBLAS, "cublas");
+}
+
+TEST(test_gemm_4096) { gemm_case("M=4096,N=4096,K=4096", AG_TILE_REF_AUTO, "cublas"); }
+
+/* A naive GEMM in the DSL; the planted bug doubles row 5. */
+static const char naive_fmt[] = "@threads(64)\n"
+                                "@grid(M, N / 64)\n"
+                                "def naive(A: Tensor(M, K, bf16), B: Tensor(N, K, bf16), "
+                                "C: Tensor(M, N, f32), K: const = 64):\n"
+                                "    assume N %% 64 == 0\n"
+                                "    m = blockIdx.x\n"
+                                "    n = blockIdx.y * 64 + threadIdx.x\n"
+                                "    s = cvt(A[m, 0], f32) * cvt(B[n, 0], f32)\n"
+                                "    for k in range(1, K):\n"
+                                "        s = s + cvt(A[m, k], f32) * cvt(B[n, k], f32)\n"
+                                "%s"
+                                "    C[m, n] = s\n";
+
+TEST(test_mismatch_found) {
+  char text[2048];
+  ag_tile_exec_opts o;
+  memset(&o, 0, sizeof o);
+  o.ref = AG_TILE_REF_CPU;
+  ag_tile_exec_result r;
+  snprintf(text, sizeof text, naive_fmt, "");
+  CHECK_EQ_INT(run_file(write_tmp("run_naive.tile", text), "M=64,N=128", &o, &r, NULL), 0);
+  CHECK_EQ_U64(r.nbad, 0);
+  CHECK_EQ_U64(r.nelems, 64 * 128);
+  snprintf(text, sizeof text, naive_fmt, "    if m == 5:\n        s = s * 2.0\n");
+  CHECK_EQ_INT(run_file(write_tmp("run_naive_bug.tile", text), "M=64,N=128", &o, &r, NULL), 0);
+  CHECK_EQ_U64(r.nbad, 128);
+  CHECK_EQ_U64(r.first_bad[0], 5);
+  CHECK_EQ_U64(r.first_bad[1], 0);
+  CHECK(fabs(r.got - 2 * r.want) <= 1e-4 * fabs(r.want) + 1e-6);
+}
+
+/* ------------------------------------------------------------ attention */
+static float bf2f(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static uint16_t f2bf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+/* What attention.tile computes (d 64, Bc 32, gqa 4), for query block qb of
+ * head h: per warp's 16 rows, S = Q K^T per kv tile; the thread holding
+ * S[m][c] in the mma C layout has mx = the max over its 2 rows x Bc/4
+ * columns; P = exp2(0.18 S - mx) rounded to bf16; O = O exp2(mx) + P V.
+ * Returns the mismatches against O (bf16) within 2e-2 + 2e-2 |ref|. */
+static long attention_ref(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                          const uint16_t *O, int hq, int hkv, int skv, int qb, int h) {
+  enum { D = 64, BC = 32, GQA = 4 };
+  int hk = h / GQA;
+  long bad = 0;
+  for (int w = 0; w < 4; w++) {
+    static double o[16][D];
+    memset(o, 0, sizeof o);
+    for (int t = 0; t < skv / BC; t++) {
+      double s[16][BC], mx[32];
+      float p[16][BC];
+      for (int m = 0; m < 16; m++)
+        for (int c = 0; c < BC; c++) {
+          double a = 0;
+          long qrow = ((long)(qb * 64 + w * 16 + m) * hq + h) * D;
+          long krow = ((long)(t * BC + c) * hkv + hk) * D;
+          for (int dd = 0; dd < D; dd++)
+            a += (double)bf2f(Q[qrow + dd]) * bf2f(K[krow + dd]);
+          s[m][c] = (float)a;
+        }
+      for (int l = 0; l < 32; l++) {
+        mx[l] = -INFINITY;
+        for (int m = l / 4; m < 16; m += 8)
+          for (int c = 0; c < BC; c++)
+            if (c % 8 / 2 == l % 4 && s[m][c] > mx[l])
+              mx[l] = s[m][c];
+      }
+      for (int m = 0; m < 16; m++)
+        for (int c = 0; c < BC; c++)
+          p[m][c] = bf2f(f2bf(exp2f((float)s[m][c] * 0.18f - (float)mx[(m % 8) * 4 + c % 8 / 2])));
+      for (int m = 0; m < 16; m++)
+        for (int dd = 0; dd < D; dd++) {
+          o[m][dd] *= exp2f((float)mx[(m % 8) * 4 + dd % 8 / 2]);
+          for (int c = 0; c < BC; c++)
+            o[m][dd] += (double)p[m][c] * bf2f(V[((long)(t * BC + c) * hkv + hk) * D + dd]);
+        }
+    }
+    for (int m = 0; m < 16; m++)
+      for (int dd = 0; dd < D; dd++) {
+        double got = bf2f(O[((long)(qb * 64 + w * 16 + m) * hq + h) * D + dd]), want = o[m][dd];
+        if (!(fabs(got - want) <= 2e-2 + 2e-2 * fabs(want))) {
+          if (!bad)
+            printf("  attention: first mismatch at O[%d, %d, %d]: %.6g, expected %.6g\n",
+                   qb * 64 + w * 16 + m, h, dd, got, want);
+          bad++;
+        }
+      }
+  }
+  return bad;
+}
+
+static void attention_case(int sq, int hq, int hkv, int skv, int nblocks) {
+  char spec[128];
+  snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d", sq, hq, hkv, skv);
+  ag_tile_exec_opts o;
+  memset(&o, 0, sizeof o);
+  o.keep_tensors = 1;
+  o.seed = 7;
+  ag_tile_exec_result r;
+  CHECK_EQ_INT(run_file(src_file("examples/tile/attention.tile"), spec, &o, &r, NULL), 0);
+  if (!r.tensors)
+    return;
+  const uint16_t *Q = r.tensors[0], *K = r.tensors[1], *V = r.tensors[2], *O = r.tensors[3];
+  long bad = 0, checked = 0;
+  /* sampled query blocks and heads: the first, the last and some between */
+  for (int i = 0; i < nblocks; i++) {
+    int qb = (int)((long)i * (sq / 64 - 1) / (nblocks > 1 ? nblocks - 1 : 1));
+    int h = i % hq;
+    bad += attention_ref(Q, K, V, O, hq, hkv, skv, qb, h);
+    checked += 64 * 64;
+  }
+  CHECK_EQ_INT(bad, 0);
+  printf("  attention.tile %s: %ld sampled elements match\n", spec, checked - bad);
+  /* the comparison fails on a wrong result: one element of O changed */
+  uint16_t *Ow = (uint16_t *)O;
+  Ow[5] = f2bf(bf2f(Ow[5]) + 1.0f);
+  CHECK(attention_ref(Q, K, V, O, hq, hkv, skv, 0, 0) > 0);
+  ag_tile_exec_result_release(&r);
+}
+
+TEST(test_attention_toy) { attention_case(64, 4, 1, 64, 1); }
+TEST(test_attention_4k) { attention_case(4096, 8, 2, 4096, 6); }
+
+/* ------------------------------------------------------------ bad input */
+static int argus(const char *const *argv, ag_str *err) {
+  ag_str out = AG_STR_INIT;
+  ag_str_clear(err);
+  ag_proc_opts o = {.argv = argv, .capture_out = &out, .capture_err = err, .timeout_s = 120};
+  ag_proc_result r;
+  int rc = ag_proc_run(&o, &r) || !r.exited ? -1 : r.exit_code;
+  ag_str_release(&out);
+  return rc;
+}
+
+TEST(test_fault_and_hang) {
+  const char *bin = getenv("ARGUS_BIN") ? getenv("ARGUS_BIN") : "argus";
+  ag_str err = AG_STR_INIT;
+  /* out of bounds by gigabytes: the checker refuses it, --unchecked runs it */
+  const char *f = write_tmp("run_fault.tile", "@threads(32)\n"
+                                              "@grid(N / 32)\n"
+                                              "def oob(X: Tensor(N, f32), Y: Tensor(N, f32)):\n"
+                                              "    assume N % 32 == 0\n"
+                                              "    t = blockIdx.x * 32 + threadIdx.x\n"
+                                              "    Y[t * 16777216 + 1048576] = X[t]\n");
+  const char *a[] = {bin, "run", f, "--size", "N=64", "--unchecked", NULL};
+  CHECK_EQ_INT(argus(a, &err), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "running 'oob' of");
+  CHECK_CONTAINS(ag_str_cstr(&err), "CUDA_ERROR_");
+  printf("  fault: %s", ag_str_cstr(&err));
+  /* a loop of 2 * 10^9 dependent steps per thread: the watchdog ends the run */
+  const char *g = write_tmp("run_hang.tile", "@threads(32)\n"
+                                             "@grid(1)\n"
+                                             "def spin(X: Tensor(N, f32), n: const = 2000000000):\n"
+                                             "    s = X[threadIdx.x]\n"
+                                             "    for i in range(n):\n"
+                                             "        s = s * 1.0000001 + 0.5\n"
+                                             "    X[threadIdx.x] = s\n");
+  const char *b[] = {bin, "run", g, "--size", "N=32", "--unchecked", "--timeout", "2",
+                     NULL};
+  CHECK_EQ_INT(argus(b, &err), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "kernel 'spin' did not finish within 2 s");
+  printf("  hang: %s", ag_str_cstr(&err));
+  ag_str_release(&err);
+}
+
+int main(int argc, char **argv) {
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  int n = 0;
+  int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
+  int (*count)(int *) = cuda ? (int (*)(int *))dlsym(cuda, "cuDeviceGetCount") : NULL;
+  if (!init || !count || init(0) || count(&n) || n == 0) {
+    printf("test_gpu_tile_run: skipped: no GPU\n");
+    return 77;
+  }
+  static const chk_case cases[] = {{"test_gemm_toy", test_gemm_toy},
+                                   {"test_gemm_4096", test_gemm_4096},
+                                   {"test_mismatch_found", test_mismatch_found},
+                                   {"test_attention_toy", test_attention_toy},
+                                   {"test_attention_4k", test_attention_4k},
+                                   {"test_fault_and_hang", test_fault_and_hang}};
+  int failed = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (argc > 1 && strcmp(argv[1], cases[i].name))
+      continue;
+    chk__cur_failed = chk__cur_skipped = 0;
+    cases[i].fn();
+    printf("%s %s\n", chk__cur_failed ? "FAIL" : "ok  ", cases[i].name);
+    fflush(stdout);
+    failed += chk__cur_failed;
+  }
+  return failed ? 1 : 0;
+}
