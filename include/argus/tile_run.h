@@ -132,6 +132,14 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol);
 int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec_opts *o,
                      ag_tile_exec_result *r);
 
+/* Parses path, splits spec, lowers the first kernel (unchecked), binds,
+ * compiles through NVRTC (*cached says whether the PTX came from the cache;
+ * *build_s gets the time of these steps; both may be NULL) and, when o is
+ * not NULL, runs it (ag_tile_run_exec). The first failure's code; the
+ * diagnostics in d, the device's words in r->err. */
+int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
+                     ag_diags *d, ag_tile_exec_result *r, double *build_s, int *cached);
+
 /* The H200's peaks used for the ratios (dense, boost clock; NVIDIA's data sheet). */
 #define AG_H200_PEAK_BF16_TFLOPS 989.4
 #define AG_H200_PEAK_HBM_GBPS 4800.0

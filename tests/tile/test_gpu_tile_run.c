@@ -30,51 +30,18 @@ static const char *write_tmp(const char *name, const char *text) {
   return buf;
 }
 
-/* Parses, lowers, binds, compiles and runs one kernel of a file. */
+/* ag_tile_run_file, its failure printed. */
 static int run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
-                    ag_tile_exec_result *r, ag_tile_bound *bout) {
+                    ag_tile_exec_result *r) {
   ag_diags d;
   ag_diags_init(&d);
-  ag_tile_program *p = NULL;
-  ag_tile_lowered *low = NULL;
-  ag_tile_run_sizes s;
-  ag_tile_bound b;
-  ag_str ptx = AG_STR_INIT;
-  memset(&s, 0, sizeof s);
-  memset(&b, 0, sizeof b);
-  memset(r, 0, sizeof *r);
-  int rc = ag_tile_parse_file(path, &d, &p);
-  if (!rc)
-    rc = ag_tile_run_sizes_parse(p, NULL, spec, &d, &s);
-  if (!rc) {
-    ag_tile_lower_opts lo;
-    memset(&lo, 0, sizeof lo);
-    lo.defines = (const char *const *)s.defines;
-    lo.ndefines = s.ndefines;
-    rc = ag_tile_lower(p, &lo, &d, &low);
-  }
-  if (!rc)
-    rc = ag_tile_run_bind(p, &low->kernels[0], &s, &d, &b);
-  if (!rc)
-    rc = ag_tile_nvrtc_ptx(low->cuda, low->len, "sm_90a", &d, &ptx, NULL);
-  if (!rc)
-    rc = ag_tile_run_exec(&b, ag_str_cstr(&ptx), o, r);
+  int rc = ag_tile_run_file(path, spec, o, &d, r, NULL, NULL);
   if (rc) {
     ag_str m = AG_STR_INIT;
     ag_diags_format(&d, &m);
     printf("  %s (%s): %s %s %s\n", path, spec, ag_strerror(rc), ag_str_cstr(&m), r->err);
     ag_str_release(&m);
   }
-  if (bout && !rc) { /* the caller keeps the dims; the kernel pointer dies with low */
-    *bout = b;
-    bout->k = NULL;
-    memset(&b, 0, sizeof b);
-  }
-  ag_tile_bound_release(&b);
-  ag_str_release(&ptx);
-  ag_tile_run_sizes_release(&s);
-  ag_tile_lowered_free(low);
-  ag_tile_program_free(p);
   ag_diags_release(&d);
   return rc;
 }
@@ -84,7 +51,7 @@ static void gemm_case(const char *spec, ag_tile_ref ref, const char *want_ref) {
   memset(&o, 0, sizeof o);
   o.ref = ref;
   ag_tile_exec_result r;
-  CHECK_EQ_INT(run_file(src_file("examples/tile/gemm.tile"), spec, &o, &r, NULL), 0);
+  CHECK_EQ_INT(run_file(src_file("examples/tile/gemm.tile"), spec, &o, &r), 0);
   CHECK(r.ref_used && !strcmp(r.ref_used, want_ref));
   CHECK(r.nelems > 0);
   CHECK_EQ_U64(r.nbad, 0);
@@ -122,11 +89,11 @@ TEST(test_mismatch_found) {
   o.ref = AG_TILE_REF_CPU;
   ag_tile_exec_result r;
   snprintf(text, sizeof text, naive_fmt, "");
-  CHECK_EQ_INT(run_file(write_tmp("run_naive.tile", text), "M=64,N=128", &o, &r, NULL), 0);
+  CHECK_EQ_INT(run_file(write_tmp("run_naive.tile", text), "M=64,N=128", &o, &r), 0);
   CHECK_EQ_U64(r.nbad, 0);
   CHECK_EQ_U64(r.nelems, 64 * 128);
   snprintf(text, sizeof text, naive_fmt, "    if m == 5:\n        s = s * 2.0\n");
-  CHECK_EQ_INT(run_file(write_tmp("run_naive_bug.tile", text), "M=64,N=128", &o, &r, NULL), 0);
+  CHECK_EQ_INT(run_file(write_tmp("run_naive_bug.tile", text), "M=64,N=128", &o, &r), 0);
   CHECK_EQ_U64(r.nbad, 128);
   CHECK_EQ_U64(r.first_bad[0], 5);
   CHECK_EQ_U64(r.first_bad[1], 0);
@@ -211,7 +178,7 @@ static void attention_case(int sq, int hq, int hkv, int skv, int nblocks) {
   o.keep_tensors = 1;
   o.seed = 7;
   ag_tile_exec_result r;
-  CHECK_EQ_INT(run_file(src_file("examples/tile/attention.tile"), spec, &o, &r, NULL), 0);
+  CHECK_EQ_INT(run_file(src_file("examples/tile/attention.tile"), spec, &o, &r), 0);
   if (!r.tensors)
     return;
   const uint16_t *Q = r.tensors[0], *K = r.tensors[1], *V = r.tensors[2], *O = r.tensors[3];
