@@ -90,6 +90,7 @@ typedef struct ag_tile_exec_opts {
   double timeout_s;      /* watchdog per launch (0: 60 s) */
   uint64_t flops;        /* FLOPs of one launch (0: 2MNK for GEMM-shaped kernels, else unknown) */
   int keep_tensors;      /* 1: r->tensors gets every tensor after the first launch */
+  double amplitude;      /* float inputs uniform in [-amplitude, amplitude) (0: 0.5) */
 } ag_tile_exec_opts;
 
 typedef struct ag_tile_timing {

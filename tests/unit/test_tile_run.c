@@ -247,6 +247,9 @@ TEST(test_cli_bad_input) {
   const char *a6[] = {bin(), "run", gemm, "--size", "M=64,N=64", "--flops", "2*M*Z", NULL};
   CHECK_EQ_INT(run(a6, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "--flops: unknown name 'Z'");
+  const char *a9[] = {bin(), "run", gemm, "--size", "M=64,N=64", "--amplitude", "0", NULL};
+  CHECK_EQ_INT(run(a9, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--amplitude takes a number in (0, 1e6], not '0'");
   const char *a7[] = {bin(), "run", "/nonexistent.tile", "--size", "M=64", NULL};
   CHECK_EQ_INT(run(a7, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "nonexistent.tile");

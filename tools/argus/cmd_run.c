@@ -23,6 +23,7 @@ const ag_cli_opt cmd_run_opts[] = {
     {"samples", 0, "N", "bench samples (default 50)"},
     {"warmup", 0, "N", "bench warm-up launches (default 5)"},
     {"seed", 0, "N", "the inputs' random seed (default 1)"},
+    {"amplitude", 0, "A", "float inputs uniform in [-A, A) (default 0.5)"},
     {"timeout", 0, "S", "give up on a launch after S seconds (default 60)"},
     {"flops", 0, "EXPR", "FLOPs of one launch, over the sizes (default 2*M*N*K for a GEMM)"},
     {"unchecked", 0, NULL, "do not run the checker: run even a program whose assertions fail"},
@@ -135,6 +136,12 @@ int cmd_run(ag_cli *cli) {
   if ((o = ag_cli_get(cli, "seed")) && parse_uint(o, &v))
     return ag_cli_usage_error(cli, "--seed takes a non-negative integer, not '%s'", o);
   eo.seed = o ? v : 0;
+  if ((o = ag_cli_get(cli, "amplitude"))) {
+    char *end = NULL;
+    eo.amplitude = strtod(o, &end);
+    if (!o[0] || *end || !(eo.amplitude > 0 && eo.amplitude <= 1e6))
+      return ag_cli_usage_error(cli, "--amplitude takes a number in (0, 1e6], not '%s'", o);
+  }
   if ((o = ag_cli_get(cli, "timeout"))) {
     char *end = NULL;
     eo.timeout_s = strtod(o, &end);

@@ -4,7 +4,7 @@
  * is timed.
  *
  * Inputs: every tensor is filled with seeded values in its declared type
- * (floats uniform in [-0.5, 0.5), rounded to bf16/f16; integers in 0..15),
+ * (floats uniform in [-0.5, 0.5) or the amplitude asked for, rounded to bf16/f16; integers in 0..15),
  * outputs included, so a kernel that leaves elements unwritten mismatches.
  * The launch is watched: the host polls an event behind it and gives up
  * after the timeout (AG_ETIMEOUT) rather than hanging with the kernel; a
@@ -203,13 +203,13 @@ static double elem(const char *dt, const void *buf, uint64_t i) {
   return v;
 }
 
-static void fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed) {
+static void fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, double amp) {
   unsigned char *b = buf;
   int is_half = !strcmp(dt, "bf16") || !strcmp(dt, "f16");
   if (is_half || !strcmp(dt, "f32") || !strcmp(dt, "f64")) {
     int w = is_half ? 2 : dt[1] == '3' ? 4 : 8;
     for (uint64_t i = 0; i + (uint64_t)w <= bytes; i += (uint64_t)w) {
-      float f = (float)(rng_next(seed) >> 40) / 16777216.0f - 0.5f;
+      float f = (float)(((double)(rng_next(seed) >> 40) / 16777216.0 - 0.5) * 2 * amp);
       if (is_half) {
         uint16_t h = dt[0] == 'b' ? f2bf(f) : f2h(f);
         memcpy(b + i, &h, 2);
@@ -417,7 +417,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       rc = AG_ENOMEM;
       goto out;
     }
-    fill(k->params[i].dtype, host[i], b->bytes[i], &seed);
+    fill(k->params[i].dtype, host[i], b->bytes[i], &seed, o->amplitude > 0 ? o->amplitude : 0.5);
     if ((cr = a.alloc(&dev[i], b->bytes[i])) || (cr = a.htod(dev[i], host[i], b->bytes[i]))) {
       rc = cu_err(&a, r, cr, "allocating and copying the inputs");
       goto out;
