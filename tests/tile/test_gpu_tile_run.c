@@ -98,6 +98,21 @@ TEST(test_mismatch_found) {
   CHECK_EQ_U64(r.first_bad[0], 5);
   CHECK_EQ_U64(r.first_bad[1], 0);
   CHECK(fabs(r.got - 2 * r.want) <= 1e-4 * fabs(r.want) + 1e-6);
+  /* the CLI says so: exit 1, the count and the first wrong element */
+  const char *bin = getenv("ARGUS_BIN") ? getenv("ARGUS_BIN") : "argus";
+  const char *a[] = {bin, "run", write_tmp("run_naive_bug.tile", text), "--size", "M=64,N=128",
+                     "--check-ref", "--unchecked", NULL};
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  ag_proc_opts po = {.argv = a, .capture_out = &out, .capture_err = &err, .timeout_s = 120};
+  ag_proc_result pr;
+  CHECK(ag_proc_run(&po, &pr) == 0 && pr.exited && pr.exit_code == 1);
+  CHECK_CONTAINS(ag_str_cstr(&out), "check (cpu reference): C: 128 of 8192 elements wrong");
+  CHECK_CONTAINS(ag_str_cstr(&out), "first at C[5, 0]: got ");
+  CHECK_CONTAINS(ag_str_cstr(&err), "'naive' of");
+  CHECK_CONTAINS(ag_str_cstr(&err), "does not match the reference");
+  printf("  cli: %s", ag_str_cstr(&out));
+  ag_str_release(&out);
+  ag_str_release(&err);
 }
 
 /* ------------------------------------------------------------ attention */
