@@ -79,7 +79,18 @@ void ag_tile_bound_release(ag_tile_bound *b);
 int ag_tile_run_gemm_shape(const ag_tile_lkernel *k, int *ia, int *ib, int *ic);
 
 typedef enum ag_tile_ref { AG_TILE_REF_NONE, AG_TILE_REF_AUTO, AG_TILE_REF_CPU,
-                           AG_TILE_REF_CUBLAS } ag_tile_ref;
+                           AG_TILE_REF_CUBLAS, AG_TILE_REF_INTERP } ag_tile_ref;
+
+/* The value reference (interp.c): runs b's kernel of p on the CPU, every
+ * block of the grid in turn and its threads in lockstep, over the tensors
+ * (host buffers in b->k's parameter order, NULL for sizes), which it reads
+ * and writes in place. defines: the const parameters given ("NAME=V").
+ * Returns 0, AG_EUNSUPPORTED (a construct it does not model, or an access
+ * out of bounds: err says where, file:line:col), AG_ENOMEM. For toy sizes:
+ * about 10^7 thread-statements per second. */
+int ag_tile_interp(const ag_tile_program *p, const ag_tile_bound *b,
+                   const char *const *defines, int ndefines, void **tensors, char *err,
+                   size_t errlen);
 
 typedef struct ag_tile_exec_opts {
   uint64_t seed;         /* inputs: 0 → 1 */
@@ -91,6 +102,9 @@ typedef struct ag_tile_exec_opts {
   uint64_t flops;        /* FLOPs of one launch (0: 2MNK for GEMM-shaped kernels, else unknown) */
   int keep_tensors;      /* 1: r->tensors gets every tensor after the first launch */
   double amplitude;      /* float inputs uniform in [-amplitude, amplitude) (0: 0.5) */
+  const ag_tile_program *prog;  /* for AG_TILE_REF_INTERP (and AUTO on other kernels) */
+  const char *const *defines;   /* the const parameters the kernel was lowered with */
+  int ndefines;
 } ag_tile_exec_opts;
 
 typedef struct ag_tile_timing {
@@ -101,10 +115,11 @@ typedef struct ag_tile_timing {
 
 typedef struct ag_tile_exec_result {
   /* comparison (ref != NONE) */
-  const char *ref_used;   /* "cpu" (double), "cublas" or NULL; static */
+  const char *ref_used;   /* "cpu" (double), "cublas", "interp" or NULL; static */
   int compared_param;     /* index of the tensor compared (-1: none) */
   uint64_t nelems, nbad;
   uint64_t first_bad[AG_TILE_RUN_MAXRANK]; /* coordinates of the first wrong element */
+  int bad_rank;                  /* how many of them */
   double got, want, atol, rtol, max_err;
   /* bench */
   ag_tile_timing kernel, cublas; /* cublas.samples == 0 when not timed */
