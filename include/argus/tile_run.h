@@ -139,6 +139,14 @@ void ag_tile_exec_result_release(ag_tile_exec_result *r);
 /* The tolerance a comparison of dtype uses: |got - want| <= atol + rtol |want|. */
 void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol);
 
+/* Compares every tensor of b (host buffers in parameter order, NULL for
+ * sizes) of got with want, element by element in its dtype within
+ * ag_tile_run_tolerance: sets r->nelems, nbad, max_err, and for the first
+ * wrong element its tensor (compared_param), coordinates (first_bad,
+ * bad_rank), got, want and the tolerance. */
+void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *want,
+                         ag_tile_exec_result *r);
+
 /* Runs b's kernel from its PTX on the GPU (libargus_host): allocates and
  * fills the tensors, launches, waits at most timeout_s, compares with the
  * reference, times it. Returns 0 (also when elements mismatch: r->nbad),
@@ -155,6 +163,10 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
  * diagnostics in d, the device's words in r->err. */
 int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
                      ag_diags *d, ag_tile_exec_result *r, double *build_s, int *cached);
+
+/* --ref auto takes the value reference for kernels that are not GEMM-shaped
+ * up to this many threads in the grid (about a second of interpretation). */
+#define AG_TILE_INTERP_MAX_THREADS (1 << 18)
 
 /* The H200's peaks used for the ratios (dense, boost clock; NVIDIA's data sheet). */
 #define AG_H200_PEAK_BF16_TFLOPS 989.4

@@ -3,7 +3,8 @@
  * against the CPU reference at toy sizes and against cuBLAS at 4096^3
  * (bf16 -> f32), a naive tile GEMM with a planted bug that must mismatch at
  * the right coordinates, attention.tile at a toy size and at sequence 4k
- * (head dim 64) against a reference of what its threads compute, and the
+ * (head dim 64) against a reference of what its threads compute and
+ * against the value reference (interp.c) at a small size, and the
  * bad-input paths that need a device: a kernel that faults and one that
  * hangs past the watchdog fail cleanly with the reason. Exit 77 without a
  * GPU.
@@ -98,6 +99,12 @@ TEST(test_mismatch_found) {
   CHECK_EQ_U64(r.first_bad[0], 5);
   CHECK_EQ_U64(r.first_bad[1], 0);
   CHECK(fabs(r.got - 2 * r.want) <= 1e-4 * fabs(r.want) + 1e-6);
+  /* the value reference runs the planted bug too, so it agrees with the kernel; the
+   * correct program against the buggy kernel's result is what must disagree */
+  o.ref = AG_TILE_REF_INTERP;
+  CHECK_EQ_INT(run_file(write_tmp("run_naive_bug.tile", text), "M=64,N=128", &o, &r), 0);
+  CHECK_EQ_U64(r.nbad, 0);
+  o.ref = AG_TILE_REF_CPU;
   /* the CLI says so: exit 1, the count and the first wrong element */
   const char *bin = getenv("ARGUS_BIN") ? getenv("ARGUS_BIN") : "argus";
   const char *a[] = {bin, "run", write_tmp("run_naive_bug.tile", text), "--size", "M=64,N=128",
@@ -151,7 +158,20 @@ static void attention_case(int sq, int hq, int hkv, int skv, int nblocks, double
   ag_tile_exec_result_release(&r);
 }
 
-TEST(test_attention_toy) { attention_case(64, 4, 1, 64, 1, 0.5); }
+TEST(test_attention_toy) {
+  attention_case(64, 4, 1, 64, 1, 0.5);
+  /* the value reference (interp.c) as argus run's --check-ref for it */
+  ag_tile_exec_opts o;
+  memset(&o, 0, sizeof o);
+  o.ref = AG_TILE_REF_AUTO;
+  ag_tile_exec_result r;
+  CHECK_EQ_INT(run_file(src_file("examples/tile/attention.tile"), "sq=128,hq=8,hkv=2", &o, &r), 0);
+  CHECK(r.ref_used && !strcmp(r.ref_used, "interp"));
+  CHECK_EQ_U64(r.nbad, 0);
+  CHECK(r.nelems > 0);
+  printf("  attention.tile sq=128 vs the value reference: %llu elements, max error %.3g\n",
+         (unsigned long long)r.nelems, r.max_err);
+}
 TEST(test_attention_4k) { attention_case(4096, 8, 2, 4096, 6, 0.05); }
 
 /* ------------------------------------------------------------ bad input */

@@ -158,7 +158,33 @@ TEST(test_attention_tile) {
   for (int h = 0; h < 4; h++)
     bad += attention_ref(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, h);
   CHECK_EQ_INT(bad, 0);
-  uint16_t *O = g.t[3];
+  /* ag_tile_run_compare, as argus run uses it: every tensor, the first wrong
+   * element's coordinates, equal infinities equal */
+  void *want[8] = {0};
+  for (int i = 0; i < 4; i++) {
+    want[i] = malloc(g.b.bytes[i]);
+    memcpy(want[i], g.t[i], g.b.bytes[i]);
+  }
+  ag_tile_exec_result r;
+  memset(&r, 0, sizeof r);
+  ag_tile_run_compare(&g.b, g.t, want, &r);
+  CHECK_EQ_U64(r.nbad, 0);
+  CHECK_EQ_U64(r.nelems, 4 * 64 * 64 * 2 + 2 * 64 * 64);
+  uint16_t *O = g.t[3], *W = want[3];
+  O[(1 * 4 + 2) * 64 + 3] = f2bf(bf2f(O[(1 * 4 + 2) * 64 + 3]) + 1.0f);
+  O[(2 * 4 + 1) * 64 + 9] = W[(2 * 4 + 1) * 64 + 9] = f2bf(INFINITY);
+  ag_tile_run_compare(&g.b, g.t, want, &r);
+  CHECK_EQ_U64(r.nbad, 1);
+  CHECK_EQ_INT(r.compared_param, 3);
+  CHECK_EQ_INT(r.bad_rank, 3);
+  CHECK(r.first_bad[0] == 1 && r.first_bad[1] == 2 && r.first_bad[2] == 3);
+  CHECK(fabs(r.got - r.want - 1.0) < 0.02);
+  W[(1 * 4 + 2) * 64 + 3] = O[(1 * 4 + 2) * 64 + 3];
+  W[0] = f2bf(bf2f(O[0]) * 1.01f); /* within bf16's tolerance */
+  ag_tile_run_compare(&g.b, g.t, want, &r);
+  CHECK_EQ_U64(r.nbad, 0);
+  for (int i = 0; i < 4; i++)
+    free(want[i]);
   O[7] = f2bf(bf2f(O[7]) + 1.0f);
   CHECK(attention_ref(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, 0) > 0);
   release(&g);

@@ -237,7 +237,7 @@ TEST(test_cli_bad_input) {
   CHECK_CONTAINS(ag_str_cstr(&err), "needs a value for its size 'M'");
   const char *a3[] = {bin(), "run", gemm, "--size", "M=64,N=64", "--ref", "gpu", NULL};
   CHECK_EQ_INT(run(a3, &out, &err), 2);
-  CHECK_CONTAINS(ag_str_cstr(&err), "--ref takes auto, cpu or cublas, not 'gpu'");
+  CHECK_CONTAINS(ag_str_cstr(&err), "--ref takes auto, cpu, cublas or interp, not 'gpu'");
   const char *a4[] = {bin(), "run", gemm, "--size", "M=64,N=64", "--samples", "0", NULL};
   CHECK_EQ_INT(run(a4, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "--samples takes an integer in 1..100000, not '0'");

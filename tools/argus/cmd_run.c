@@ -18,7 +18,7 @@ const ag_cli_opt cmd_run_opts[] = {
     {"kernel", 'k', "NAME", "run this kernel (default: the first of the file)"},
     {"size", 's', "NAME=V,...", "problem sizes and const parameters (every size is needed)"},
     {"check-ref", 0, NULL, "compare the result with a reference (GEMM-shaped kernels)"},
-    {"ref", 0, "auto|cpu|cublas", "the reference (default auto: cpu up to M*N*K = 2^30)"},
+    {"ref", 0, "auto|cpu|cublas|interp", "the reference (default auto: GEMMs cpu up to M*N*K = 2^30, else cublas; other kernels interp)"},
     {"bench", 0, NULL, "time the kernel (and cuBLAS beside a GEMM): L2 flushed, median of samples"},
     {"samples", 0, "N", "bench samples (default 50)"},
     {"warmup", 0, "N", "bench warm-up launches (default 5)"},
@@ -51,8 +51,10 @@ static int parse_uint(const char *s, uint64_t *out) {
 }
 
 static void print_coord(const ag_tile_exec_result *r, const char *name) {
-  printf("%s[%llu, %llu]", name, (unsigned long long)r->first_bad[0],
-         (unsigned long long)r->first_bad[1]);
+  printf("%s[", name);
+  for (int i = 0; i < r->bad_rank; i++)
+    printf("%s%llu", i ? ", " : "", (unsigned long long)r->first_bad[i]);
+  printf("]");
 }
 
 static void print_timing(const char *what, const ag_tile_timing *t) {
@@ -122,8 +124,10 @@ int cmd_run(ag_cli *cli) {
     eo.ref = AG_TILE_REF_CPU;
   else if (refs && !strcmp(refs, "cublas"))
     eo.ref = AG_TILE_REF_CUBLAS;
+  else if (refs && !strcmp(refs, "interp"))
+    eo.ref = AG_TILE_REF_INTERP;
   else if (refs && strcmp(refs, "auto"))
-    return ag_cli_usage_error(cli, "--ref takes auto, cpu or cublas, not '%s'", refs);
+    return ag_cli_usage_error(cli, "--ref takes auto, cpu, cublas or interp, not '%s'", refs);
   eo.bench = ag_cli_flag(cli, "bench");
   uint64_t v;
   const char *o;
@@ -213,21 +217,25 @@ int cmd_run(ag_cli *cli) {
   }
 #if ARGUS_HAVE_TILE_EXEC
   ag_tile_exec_result r;
+  eo.prog = p;
+  eo.defines = (const char *const *)sz.defines;
+  eo.ndefines = sz.ndefines;
   rc = ag_tile_run_exec(&b, ag_str_cstr(&ptx), &eo, &r);
   if (rc) {
     exit_code = ag_cli_fail(cli, rc, "running '%s' of '%s': %s", k->name, file, r.err);
     goto out;
   }
-  const char *cname = r.compared_param >= 0 ? k->params[r.compared_param].name : NULL;
+  const char *cname = r.compared_param >= 0 ? k->params[r.compared_param].name
+                      : r.ref_used ? "every tensor" : NULL;
   if (cli->json) {
     json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:[i,i,i],s:[I,I,I],s:I}", "schema", 1, "file", file,
                           "kernel", k->name, "device", r.device, "grid", b.grid[0], b.grid[1],
                           b.grid[2], "block", (json_int_t)k->block[0], (json_int_t)k->block[1],
                           (json_int_t)k->block[2], "smem_bytes", (json_int_t)k->smem_bytes);
     if (j && cname) {
-      json_t *fb = r.nbad ? json_pack("[I,I]", (json_int_t)r.first_bad[0],
-                                      (json_int_t)r.first_bad[1])
-                          : json_null();
+      json_t *fb = r.nbad ? json_array() : json_null();
+      for (int i = 0; r.nbad && i < r.bad_rank; i++)
+        json_array_append_new(fb, json_integer((json_int_t)r.first_bad[i]));
       json_object_set_new(j, "check",
                           json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:f,s:o,s:f,s:f}", "reference",
                                     r.ref_used, "tensor", cname, "elements",
@@ -251,7 +259,11 @@ int cmd_run(ag_cli *cli) {
     printf("%s: %s on %s: grid (%u, %u, %u) x block (%lld, %lld, %lld), %lld B shared\n", file,
            k->name, r.device, b.grid[0], b.grid[1], b.grid[2], (long long)k->block[0],
            (long long)k->block[1], (long long)k->block[2], (long long)k->smem_bytes);
-    if (cname && !r.nbad)
+    if (cname && !r.nbad && r.compared_param < 0)
+      printf("  check (%s reference): every tensor matches: %llu elements within the "
+             "tolerance of its type (max error %.3g)\n",
+             r.ref_used, (unsigned long long)r.nelems, r.max_err);
+    else if (cname && !r.nbad)
       printf("  check (%s reference): %s matches: %llu elements within %g + %g*|ref| (max "
              "error %.3g)\n",
              r.ref_used, cname, (unsigned long long)r.nelems, r.atol, r.rtol, r.max_err);

@@ -13,6 +13,7 @@
 #include "argus/tile_run.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,5 +498,80 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol) {
   } else {
     *atol = 0;
     *rtol = 0;
+  }
+}
+
+/* One element of dtype dt at index i, as a double (integers exactly up to 2^53). */
+static double elem_value(const char *dt, const unsigned char *b, uint64_t i) {
+  int w = dt_bytes(dt);
+  const unsigned char *p = b + i * (uint64_t)w;
+  if (!strcmp(dt, "bf16") || !strcmp(dt, "f16")) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    if (dt[0] == 'b') {
+      uint32_t u = (uint32_t)h << 16;
+      float f;
+      memcpy(&f, &u, 4);
+      return f;
+    }
+    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ffu;
+    double f = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY)
+                                                        : ldexp((double)(m | 0x400u), (int)e - 25);
+    return h & 0x8000u ? -f : f;
+  }
+  if (!strcmp(dt, "f32")) {
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+  }
+  if (!strcmp(dt, "f64")) {
+    double f;
+    memcpy(&f, p, 8);
+    return f;
+  }
+  uint64_t u = 0; /* integers and wider types: compared as bytes, 8 at a time */
+  memcpy(&u, p, (size_t)(w < 8 ? w : 8));
+  return (double)u;
+}
+
+void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *want,
+                         ag_tile_exec_result *r) {
+  const ag_tile_lkernel *k = b->k;
+  r->nelems = r->nbad = 0;
+  r->max_err = 0;
+  r->compared_param = -1;
+  for (int i = 0; i < k->nparams; i++) {
+    const ag_tile_lparam *prm = &k->params[i];
+    if (prm->kind != AG_TILE_PARAM_TENSOR || !got[i] || !want[i])
+      continue;
+    int w = dt_bytes(prm->dtype), wide = w > 8;
+    uint64_t n = b->bytes[i] / (uint64_t)(wide ? 8 : w);
+    double atol, rtol;
+    ag_tile_run_tolerance(prm->dtype, &atol, &rtol);
+    for (uint64_t e = 0; e < n; e++) {
+      double g = wide ? elem_value("u64", got[i], e) : elem_value(prm->dtype, got[i], e);
+      double v = wide ? elem_value("u64", want[i], e) : elem_value(prm->dtype, want[i], e);
+      double err = fabs(g - v);
+      int same = g == v || (g != g && v != v); /* equal infinities, or both NaN */
+      if (!same && !(err <= atol + rtol * fabs(v))) {
+        if (!r->nbad++) {
+          r->compared_param = i;
+          r->bad_rank = prm->rank;
+          uint64_t rest = wide ? e * 8 / (uint64_t)w : e;
+          for (int d = prm->rank - 1; d >= 0; d--) {
+            uint64_t ext = b->dims[i * AG_TILE_RUN_MAXRANK + d];
+            r->first_bad[d] = ext ? rest % ext : 0;
+            rest = ext ? rest / ext : 0;
+          }
+          r->got = g;
+          r->want = v;
+          r->atol = atol;
+          r->rtol = rtol;
+        }
+      }
+      if (!same && (err > r->max_err || err != err))
+        r->max_err = err;
+    }
+    r->nelems += n;
   }
 }

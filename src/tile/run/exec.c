@@ -377,11 +377,15 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
     rc = AG_ENOMEM;
     goto out;
   }
-  if (o->ref != AG_TILE_REF_NONE && !gemm) {
+  uint64_t work = (uint64_t)b->grid[0] * b->grid[1] * b->grid[2] *
+                  (uint64_t)(k->block[0] * k->block[1] * k->block[2]);
+  int interp = o->ref == AG_TILE_REF_INTERP || (o->ref == AG_TILE_REF_AUTO && !gemm);
+  if (interp && (!o->prog || (o->ref == AG_TILE_REF_AUTO && work > AG_TILE_INTERP_MAX_THREADS))) {
     snprintf(r->err, sizeof r->err,
-             "no reference for kernel '%s': argus run compares GEMM-shaped kernels (A(M, K), "
-             "B(N, K) -> C(M, N) = A·Bᵀ) only; run it without --check-ref",
-             k->name);
+             o->prog ? "no reference for kernel '%s' at this size: the value reference runs "
+                       "small grids (%llu threads here, at most %d; --ref interp forces it)"
+                     : "no reference for kernel '%s': no program for the value reference%.0llu%.0d",
+             k->name, (unsigned long long)work, AG_TILE_INTERP_MAX_THREADS);
     rc = AG_EUNSUPPORTED;
     goto out;
   }
@@ -459,6 +463,39 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       }
     }
   }
+  if (interp) { /* the value reference on copies of the inputs, against every tensor */
+    void **iwant = ag_calloc((size_t)np + 1, sizeof *iwant), **igot = ag_calloc((size_t)np + 1, sizeof *igot);
+    int irc = iwant && igot ? 0 : AG_ENOMEM;
+    for (int i = 0; !irc && i < np; i++) {
+      if (!dev[i])
+        continue;
+      if (!(iwant[i] = ag_malloc(b->bytes[i])) || !(igot[i] = ag_malloc(b->bytes[i]))) {
+        irc = AG_ENOMEM;
+        break;
+      }
+      memcpy(iwant[i], host[i], b->bytes[i]);
+      if ((cr = a.dtoh(igot[i], dev[i], b->bytes[i])))
+        irc = cu_err(&a, r, cr, "copying the tensors back");
+    }
+    if (!irc)
+      irc = ag_tile_interp(o->prog, b, o->defines, o->ndefines, iwant, r->err, sizeof r->err);
+    if (!irc) {
+      ag_tile_run_compare(b, igot, iwant, r);
+      r->ref_used = "interp";
+    }
+    for (int i = 0; i < np; i++) {
+      if (iwant)
+        ag_free(iwant[i]);
+      if (igot)
+        ag_free(igot[i]);
+    }
+    ag_free(iwant);
+    ag_free(igot);
+    if (irc) {
+      rc = irc;
+      goto out;
+    }
+  }
   uint64_t M = 0, N = 0, K = 0;
   if (gemm) {
     M = b->dims[ia * AG_TILE_RUN_MAXRANK];
@@ -491,7 +528,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
     lb.abtype = cuda_dtype(k->params[ia].dtype);
     lb.ctype = cuda_dtype(k->params[ic].dtype);
   }
-  if (ref != AG_TILE_REF_NONE) {
+  if (ref != AG_TILE_REF_NONE && !interp) {
     uint64_t nel = M * N;
     const char *cdt = k->params[ic].dtype;
     int esz = cdt[0] == 'f' && cdt[1] == '3' ? 4 : 2;
@@ -544,6 +581,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       double g = elem(cdt, out, i), w = want[i], e = fabs(g - w);
       if (!(e <= r->atol + r->rtol * fabs(w))) {
         if (!r->nbad++) {
+          r->bad_rank = 2;
           r->first_bad[0] = i / N;
           r->first_bad[1] = i % N;
           r->got = g;
