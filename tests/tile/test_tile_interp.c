@@ -190,6 +190,26 @@ TEST(test_attention_tile) {
   release(&g);
 }
 
+/* cvt to bf16 rounds to nearest even, as the lowering's ag_f32_bf16 */
+TEST(test_cvt_rounding) {
+  prog g;
+  char err[512];
+  CHECK_EQ_INT(setup(&g, NULL,
+                     "@threads(32)\ndef k(X: Tensor(N, f32), Y: Tensor(N, bf16)):\n"
+                     "    Y[threadIdx.x] = cvt(X[threadIdx.x], bf16)\n",
+                     "N=32", 0.5f), 0);
+  float *X = g.t[0];
+  X[0] = 1.0f + 3.0f / 512;  /* above the halfway point: up to 1 + 2^-7 */
+  X[1] = 1.0f + 1.0f / 256;  /* halfway: to even, 1 */
+  X[2] = 1.0f + 3.0f / 256;  /* halfway: to even, 1 + 2^-6 */
+  CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
+  uint16_t *Y = g.t[1];
+  CHECK(bf2f(Y[0]) == 1.0f + 1.0f / 128);
+  CHECK(bf2f(Y[1]) == 1.0f);
+  CHECK(bf2f(Y[2]) == 1.0f + 1.0f / 64);
+  release(&g);
+}
+
 TEST(test_errors) {
   prog g;
   char err[512];
@@ -213,4 +233,5 @@ TEST(test_errors) {
 }
 
 RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_bug},
-          {"test_attention_tile", test_attention_tile}, {"test_errors", test_errors})
+          {"test_attention_tile", test_attention_tile}, {"test_cvt_rounding", test_cvt_rounding},
+          {"test_errors", test_errors})

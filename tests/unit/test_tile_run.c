@@ -155,6 +155,31 @@ TEST(test_bind_attention) {
   ag_str_release(&msg);
 }
 
+/* C(N, M) from A(M, K), B(N, K) is not C = A B^T: no GEMM reference for it. */
+TEST(test_gemm_shape) {
+  static const char *const texts[2] = {
+      "@threads(64)\n@grid(M, N / 64)\ndef g(A: Tensor(M, K, bf16), B: Tensor(N, K, bf16), "
+      "C: Tensor(M, N, f32), K: const = 64):\n    C[blockIdx.x, threadIdx.x] = 0.0\n",
+      "@threads(64)\n@grid(M, N / 64)\ndef g(A: Tensor(M, K, bf16), B: Tensor(N, K, bf16), "
+      "C: Tensor(N, M, f32), K: const = 64):\n    C[threadIdx.x, blockIdx.x] = 0.0\n"};
+  for (int i = 0; i < 2; i++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_tile_program *p = NULL;
+    ag_tile_lowered *low = NULL;
+    ag_tile_lower_opts o;
+    memset(&o, 0, sizeof o);
+    CHECK_EQ_INT(ag_tile_parse(texts[i], strlen(texts[i]), "g.tile", &d, &p), 0);
+    CHECK_EQ_INT(p ? ag_tile_lower(p, &o, &d, &low) : -1, 0);
+    int ia, ib, ic;
+    if (low)
+      CHECK_EQ_INT(ag_tile_run_gemm_shape(&low->kernels[0], &ia, &ib, &ic), i ? -1 : 0);
+    ag_tile_lowered_free(low);
+    ag_tile_program_free(p);
+    ag_diags_release(&d);
+  }
+}
+
 TEST(test_sizes_parse) {
   static const char *const bad[][2] = {
       {"M", "--size takes NAME=VALUE items, not 'M'"},
@@ -292,5 +317,6 @@ TEST(test_cli_unchecked) {
 
 RUN_TESTS({"test_cexpr", test_cexpr}, {"test_bind_gemm", test_bind_gemm},
           {"test_bind_attention", test_bind_attention}, {"test_sizes_parse", test_sizes_parse},
+          {"test_gemm_shape", test_gemm_shape},
           {"test_tolerance", test_tolerance}, {"test_cli_bad_input", test_cli_bad_input},
           {"test_cli_unchecked", test_cli_unchecked})

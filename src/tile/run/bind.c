@@ -50,11 +50,10 @@ static int cx_eat(cx *c, const char *tok) {
   size_t n = strlen(tok);
   if (strncmp(c->p, tok, n))
     return 0;
-  /* "<" must not take the first half of "<<" or "<=", "&" of "&&", ... */
-  if (n == 1 && strchr("<>&|=!", tok[0]) && (c->p[1] == tok[0] || c->p[1] == '=') &&
-      !(tok[0] == '!' && c->p[1] == '!'))
-    return 0;
-  if (n == 2 && (!strcmp(tok, "<<") || !strcmp(tok, ">>")) && c->p[2] == '=')
+  /* "&" must not take the first half of "&&", nor "|" of "||" (the bitwise
+   * levels are parsed below the logical ones; "<" never meets "<<", which
+   * the shift level below it has taken) */
+  if (n == 1 && (tok[0] == '&' || tok[0] == '|') && c->p[1] == tok[0])
     return 0;
   c->p += n;
   return 1;
