@@ -210,6 +210,28 @@ TEST(test_cvt_rounding) {
   release(&g);
 }
 
+/* a name assigned in a branch keeps its old value in the threads that did
+ * not take it (integers and data) */
+TEST(test_masked_names) {
+  prog g;
+  char err[512];
+  CHECK_EQ_INT(setup(&g, NULL,
+                     "@threads(32)\ndef k(X: Tensor(N, f32), Y: Tensor(N, f32), Z: Tensor(N, f32)):\n"
+                     "    x = threadIdx.x\n    v = X[threadIdx.x]\n"
+                     "    if threadIdx.x < 16:\n        x = 7\n        v = v * 2.0\n"
+                     "    Y[threadIdx.x] = X[x]\n    Z[threadIdx.x] = v\n",
+                     "N=32", 0.5f), 0);
+  CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
+  if (err[0])
+    printf("  %s\n", err);
+  const float *X = g.t[0], *Y = g.t[1], *Z = g.t[2];
+  for (int t = 0; t < 32; t++) {
+    CHECK(Y[t] == X[t < 16 ? 7 : t]);
+    CHECK(Z[t] == (t < 16 ? X[t] * 2.0f : X[t]));
+  }
+  release(&g);
+}
+
 TEST(test_errors) {
   prog g;
   char err[512];
@@ -234,4 +256,5 @@ TEST(test_errors) {
 
 RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_bug},
           {"test_attention_tile", test_attention_tile}, {"test_cvt_rounding", test_cvt_rounding},
+          {"test_masked_names", test_masked_names},
           {"test_errors", test_errors})
