@@ -9,8 +9,9 @@
  * says which assumption a size violates before anything is launched. The
  * device half allocates the tensors (seeded random values in their declared
  * types), launches through libargus_host with a watchdog, compares with a
- * reference (C = A·Bᵀ in double on the CPU, or cuBLAS, for GEMM-shaped
- * kernels) and times the kernel (--bench).
+ * reference (the value interpreter of interp.c at toy sizes; C = A·Bᵀ in
+ * double on the CPU, or cuBLAS, for GEMM-shaped kernels) and times the
+ * kernel (--bench).
  *
  * Library code: never prints, never exits; errors are AG_E* codes with
  * diagnostics (host half) or a detail message in the result (device half).

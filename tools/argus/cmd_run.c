@@ -17,7 +17,7 @@
 const ag_cli_opt cmd_run_opts[] = {
     {"kernel", 'k', "NAME", "run this kernel (default: the first of the file)"},
     {"size", 's', "NAME=V,...", "problem sizes and const parameters (every size is needed)"},
-    {"check-ref", 0, NULL, "compare the result with a reference (GEMM-shaped kernels)"},
+    {"check-ref", 0, NULL, "compare the result with a reference (--ref)"},
     {"ref", 0, "auto|cpu|cublas|interp", "the reference (default auto: GEMMs cpu up to M*N*K = 2^30, else cublas; other kernels interp)"},
     {"bench", 0, NULL, "time the kernel (and cuBLAS beside a GEMM): L2 flushed, median of samples"},
     {"samples", 0, "N", "bench samples (default 50)"},
@@ -36,8 +36,9 @@ const char cmd_run_details[] =
     "unless --unchecked. Every size the kernel's tensors use needs a value; const\n"
     "parameters may be set the same way (--size M=4096,N=4096,K=4096 on gemm.tile). Sizes\n"
     "that violate an 'assume' are refused before launch, naming it. Inputs are seeded random\n"
-    "values in the declared types. The reference of a GEMM-shaped kernel (A(M,K), B(N,K) ->\n"
-    "C(M,N)) is C = A*B^T, in double on the CPU or with cuBLAS. See docs/run.md.";
+    "values in the declared types. References: the value interpreter (the program run on the\n"
+    "CPU, toy sizes), and for a GEMM-shaped kernel (A(M,K), B(N,K) -> C(M,N)) C = A*B^T in\n"
+    "double on the CPU or with cuBLAS. See docs/run.md.";
 
 static int parse_uint(const char *s, uint64_t *out) {
   char *end = NULL;

@@ -10,9 +10,10 @@
  * after the timeout (AG_ETIMEOUT) rather than hanging with the kernel; a
  * fault is the driver's error in words (AG_ECUDA).
  *
- * References (GEMM-shaped kernels, C = A·Bᵀ): "cpu" sums in double on the
- * host; "cublas" is cublasGemmEx with f32 accumulation (libcublas opened at
- * run time). Timing: warm-up launches, then each sample behind a memset of
+ * References: "interp" runs the program itself on the CPU (interp.c) over
+ * copies of the inputs and compares every tensor; for GEMM-shaped kernels
+ * (C = A·Bᵀ) "cpu" sums in double on the host and "cublas" is cublasGemmEx
+ * with f32 accumulation (libcublas opened at run time). Timing: warm-up launches, then each sample behind a memset of
  * a buffer twice the L2 size (so no sample starts with its inputs in L2),
  * between two events; median, min, max and the 10th/90th percentiles; the
  * SM and memory clocks as NVML reads them after the samples.
