@@ -33,16 +33,9 @@ static const char *src(const char *rel) {
 
 static int run(const char *file, const char *spec, const ag_tile_exec_opts *o,
                ag_tile_exec_result *r, double *build_s, int *cached) {
-  ag_diags d;
-  ag_diags_init(&d);
-  int rc = ag_tile_run_file(src(file), spec, o, &d, r, build_s, cached);
-  if (rc) {
-    ag_str m = AG_STR_INIT;
-    ag_diags_format(&d, &m);
-    printf("%s %s: %s %s %s\n", file, spec, ag_strerror(rc), ag_str_cstr(&m), r->err);
-    ag_str_release(&m);
-  }
-  ag_diags_release(&d);
+  int rc = ag_tile_run_file(src(file), spec, o, NULL, r, build_s, cached);
+  if (rc)
+    printf("%s %s: %s: %s\n", file, spec, ag_strerror(rc), r->err);
   return rc;
 }
 

@@ -160,8 +160,9 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
 /* Parses path, splits spec, lowers the first kernel (unchecked), binds,
  * compiles through NVRTC (*cached says whether the PTX came from the cache;
  * *build_s gets the time of these steps; both may be NULL) and, when o is
- * not NULL, runs it (ag_tile_run_exec). The first failure's code; the
- * diagnostics in d, the device's words in r->err. */
+ * not NULL, runs it (ag_tile_run_exec; the value reference gets this
+ * program). The first failure's code; the diagnostics in d, the device's
+ * words in r->err (d NULL: the diagnostics too, formatted). */
 int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
                      ag_diags *d, ag_tile_exec_result *r, double *build_s, int *cached);
 

@@ -12,18 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static float bf2f(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint16_t f2bf(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
+#include "../../src/tile/run/run_int.h" /* the bf16 conversions argus run uses */
+#define bf2f ag__bf2f
+#define f2bf ag__f2bf
 
 /* What attention.tile computes (d 64, Bc 32, gqa 4), for query block qb of
  * head h: per warp's 16 rows, S = Q K^T per kv tile; the thread holding

@@ -34,16 +34,9 @@ static const char *write_tmp(const char *name, const char *text) {
 /* ag_tile_run_file, its failure printed. */
 static int run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
                     ag_tile_exec_result *r) {
-  ag_diags d;
-  ag_diags_init(&d);
-  int rc = ag_tile_run_file(path, spec, o, &d, r, NULL, NULL);
-  if (rc) {
-    ag_str m = AG_STR_INIT;
-    ag_diags_format(&d, &m);
-    printf("  %s (%s): %s %s %s\n", path, spec, ag_strerror(rc), ag_str_cstr(&m), r->err);
-    ag_str_release(&m);
-  }
-  ag_diags_release(&d);
+  int rc = ag_tile_run_file(path, spec, o, NULL, r, NULL, NULL);
+  if (rc)
+    printf("  %s (%s): %s: %s\n", path, spec, ag_strerror(rc), r->err);
   return rc;
 }
 

@@ -155,13 +155,13 @@ TEST(test_bind_attention) {
   ag_str_release(&msg);
 }
 
-/* C(N, M) from A(M, K), B(N, K) is not C = A B^T: no GEMM reference for it. */
+/* C(N, N) from A(M, K), B(N, K) is not C = A B^T: no GEMM reference for it. */
 TEST(test_gemm_shape) {
   static const char *const texts[2] = {
       "@threads(64)\n@grid(M, N / 64)\ndef g(A: Tensor(M, K, bf16), B: Tensor(N, K, bf16), "
       "C: Tensor(M, N, f32), K: const = 64):\n    C[blockIdx.x, threadIdx.x] = 0.0\n",
       "@threads(64)\n@grid(M, N / 64)\ndef g(A: Tensor(M, K, bf16), B: Tensor(N, K, bf16), "
-      "C: Tensor(N, M, f32), K: const = 64):\n    C[threadIdx.x, blockIdx.x] = 0.0\n"};
+      "C: Tensor(N, N, f32), K: const = 64):\n    C[threadIdx.x, blockIdx.x] = 0.0\n"};
   for (int i = 0; i < 2; i++) {
     ag_diags d;
     ag_diags_init(&d);

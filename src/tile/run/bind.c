@@ -11,6 +11,7 @@
  * in the CUDA C would. Called a few times per run; no performance concern.
  */
 #include "argus/tile_run.h"
+#include "run_int.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -500,23 +501,13 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol) {
   }
 }
 
-/* One element of dtype dt at index i, as a double (integers exactly up to 2^53). */
-static double elem_value(const char *dt, const unsigned char *b, uint64_t i) {
+double ag__tile_elem_value(const char *dt, const void *buf, uint64_t i) {
   int w = dt_bytes(dt);
-  const unsigned char *p = b + i * (uint64_t)w;
+  const unsigned char *p = (const unsigned char *)buf + i * (uint64_t)w;
   if (!strcmp(dt, "bf16") || !strcmp(dt, "f16")) {
     uint16_t h;
     memcpy(&h, p, 2);
-    if (dt[0] == 'b') {
-      uint32_t u = (uint32_t)h << 16;
-      float f;
-      memcpy(&f, &u, 4);
-      return f;
-    }
-    uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ffu;
-    double f = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY)
-                                                        : ldexp((double)(m | 0x400u), (int)e - 25);
-    return h & 0x8000u ? -f : f;
+    return dt[0] == 'b' ? ag__bf2f(h) : ag__h2f(h);
   }
   if (!strcmp(dt, "f32")) {
     float f;
@@ -548,8 +539,8 @@ void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *
     double atol, rtol;
     ag_tile_run_tolerance(prm->dtype, &atol, &rtol);
     for (uint64_t e = 0; e < n; e++) {
-      double g = wide ? elem_value("u64", got[i], e) : elem_value(prm->dtype, got[i], e);
-      double v = wide ? elem_value("u64", want[i], e) : elem_value(prm->dtype, want[i], e);
+      double g = wide ? ag__tile_elem_value("u64", got[i], e) : ag__tile_elem_value(prm->dtype, got[i], e);
+      double v = wide ? ag__tile_elem_value("u64", want[i], e) : ag__tile_elem_value(prm->dtype, want[i], e);
       double err = fabs(g - v);
       int same = g == v || (g != g && v != v); /* equal infinities, or both NaN */
       if (!same && !(err <= atol + rtol * fabs(v))) {

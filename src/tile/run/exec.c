@@ -23,6 +23,7 @@
  */
 #include "argus/host.h"
 #include "argus/tile_run.h"
+#include "run_int.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -143,67 +144,6 @@ static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-static uint16_t f2bf(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static float bf2f(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint16_t f2h(float f) { /* round to nearest even; inputs here are small and normal */
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint32_t sign = (u >> 16) & 0x8000u;
-  int e = (int)((u >> 23) & 0xff) - 127 + 15;
-  uint32_t m = u & 0x7fffffu;
-  if (e <= 0) { /* subnormal or zero */
-    if (e < -10)
-      return (uint16_t)sign;
-    m |= 0x800000u;
-    int sh = 14 - e;
-    uint32_t h = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
-    h += rem > half || (rem == half && (h & 1));
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = ((uint32_t)e << 10) | (m >> 13), rem = m & 0x1fffu;
-  h += rem > 0x1000u || (rem == 0x1000u && (h & 1));
-  return (uint16_t)(sign | (h >= 0x7c00u ? 0x7c00u : h));
-}
-static float h2f(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu;
-  float f;
-  if (e == 0)
-    f = ldexpf((float)m, -24);
-  else if (e == 31)
-    f = m ? NAN : INFINITY;
-  else
-    f = ldexpf((float)(m | 0x400u), (int)e - 25);
-  return sign ? -f : f;
-}
-
-/* The value of element i of a buffer of dtype, as a double. */
-static double elem(const char *dt, const void *buf, uint64_t i) {
-  const unsigned char *b = buf;
-  if (!strcmp(dt, "bf16") || !strcmp(dt, "f16")) {
-    uint16_t h;
-    memcpy(&h, b + i * 2, 2);
-    return dt[0] == 'b' ? bf2f(h) : h2f(h);
-  }
-  if (!strcmp(dt, "f32")) {
-    float f;
-    memcpy(&f, b + i * 4, 4);
-    return f;
-  }
-  double v;
-  memcpy(&v, b + i * 8, 8);
-  return v;
-}
-
 static void fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, double amp) {
   unsigned char *b = buf;
   int is_half = !strcmp(dt, "bf16") || !strcmp(dt, "f16");
@@ -212,7 +152,7 @@ static void fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, doub
     for (uint64_t i = 0; i + (uint64_t)w <= bytes; i += (uint64_t)w) {
       float f = (float)(((double)(rng_next(seed) >> 40) / 16777216.0 - 0.5) * 2 * amp);
       if (is_half) {
-        uint16_t h = dt[0] == 'b' ? f2bf(f) : f2h(f);
+        uint16_t h = dt[0] == 'b' ? ag__f2bf(f) : ag__f2h(f);
         memcpy(b + i, &h, 2);
       } else if (w == 4) {
         memcpy(b + i, &f, 4);
@@ -548,7 +488,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
         for (uint64_t n = 0; n < N; n++) {
           double s = 0;
           for (uint64_t kk = 0; kk < K; kk++)
-            s += elem(adt, host[ia], m * K + kk) * elem(adt, host[ib], n * K + kk);
+            s += ag__tile_elem_value(adt, host[ia], m * K + kk) * ag__tile_elem_value(adt, host[ib], n * K + kk);
           want[m * N + n] = s;
         }
     } else {
@@ -566,7 +506,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       if (!rc && (cr = a.dtoh(tmp, cref, nel * (uint64_t)esz)))
         rc = cu_err(&a, r, cr, "copying cuBLAS's result back");
       for (uint64_t i = 0; !rc && i < nel; i++)
-        want[i] = elem(cdt, tmp, i);
+        want[i] = ag__tile_elem_value(cdt, tmp, i);
       ag_free(tmp);
       if (rc)
         goto out;
@@ -579,7 +519,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
     r->compared_param = ic;
     r->nelems = nel;
     for (uint64_t i = 0; i < nel; i++) {
-      double g = elem(cdt, out, i), w = want[i], e = fabs(g - w);
+      double g = ag__tile_elem_value(cdt, out, i), w = want[i], e = fabs(g - w);
       if (!(e <= r->atol + r->rtol * fabs(w))) {
         if (!r->nbad++) {
           r->bad_rank = 2;

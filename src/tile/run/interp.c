@@ -23,6 +23,7 @@
  */
 #include "argus/layout_atoms.h"
 #include "argus/tile_run.h"
+#include "run_int.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -148,55 +149,10 @@ static int first_active(const ip *c) {
 }
 
 /* -------------------------------------------------------------- numbers */
-static float bf2f(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static uint16_t f2bf(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static float h2f(uint16_t h) {
-  uint32_t sign = h & 0x8000u, e = (h >> 10) & 0x1f, m = h & 0x3ffu;
-  float f = e == 0 ? ldexpf((float)m, -24)
-            : e == 31 ? (m ? NAN : INFINITY)
-                      : ldexpf((float)(m | 0x400u), (int)e - 25);
-  return sign ? -f : f;
-}
-static uint16_t f2h(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-  float a = fabsf(f);
-  if (a != a)
-    return (uint16_t)(sign | 0x7e00u);
-  if (a >= 65520.0f)
-    return (uint16_t)(sign | 0x7c00u);
-  if (a < ldexpf(1, -14)) { /* subnormal: multiples of 2^-24, round to nearest even */
-    float q = a * 16777216.0f;
-    float r = nearbyintf(q);
-    return (uint16_t)(sign | (uint16_t)r);
-  }
-  int e;
-  float m = frexpf(a, &e); /* a = m 2^e, m in [0.5, 1) */
-  float q = nearbyintf(m * 2048.0f); /* 11 significant bits */
-  if (q >= 2048.0f) {
-    q /= 2;
-    e++;
-  }
-  uint32_t h = ((uint32_t)(e - 1 + 15) << 10) | ((uint32_t)q & 0x3ffu);
-  return (uint16_t)(sign | h);
-}
 static double ld(int dt, const unsigned char *p) {
   switch (dt) {
-  case DT_BF16: { uint16_t h; memcpy(&h, p, 2); return bf2f(h); }
-  case DT_F16: { uint16_t h; memcpy(&h, p, 2); return h2f(h); }
+  case DT_BF16: { uint16_t h; memcpy(&h, p, 2); return ag__bf2f(h); }
+  case DT_F16: { uint16_t h; memcpy(&h, p, 2); return ag__h2f(h); }
   case DT_F32: { float f; memcpy(&f, p, 4); return f; }
   case DT_F64: { double f; memcpy(&f, p, 8); return f; }
   case DT_I8: return (int8_t)p[0];
@@ -212,8 +168,8 @@ static double ld(int dt, const unsigned char *p) {
 /* Rounds v to dt (floats: f32 first for the 16-bit types) and stores it. */
 static void st(int dt, unsigned char *p, double v) {
   switch (dt) {
-  case DT_BF16: { uint16_t h = f2bf((float)v); memcpy(p, &h, 2); return; }
-  case DT_F16: { uint16_t h = f2h((float)v); memcpy(p, &h, 2); return; }
+  case DT_BF16: { uint16_t h = ag__f2bf((float)v); memcpy(p, &h, 2); return; }
+  case DT_F16: { uint16_t h = ag__f2h((float)v); memcpy(p, &h, 2); return; }
   case DT_F32: { float f = (float)v; memcpy(p, &f, 4); return; }
   case DT_F64: memcpy(p, &v, 8); return;
   default: {
@@ -677,6 +633,17 @@ static rv *reg_tile(ip *c, const ag_tile_node *n, const ag_tile_node *arg) {
   return v;
 }
 
+/* 1 when every lane of warp w takes part, 0 when none does; a warp-wide
+ * intrinsic with part of a warp is an error (the checker refuses it too). */
+static int warp_active(ip *c, const ag_tile_node *n, int w, const char *what) {
+  int active = 0;
+  for (int l = 0; l < 32; l++)
+    active += c->mask[w * 32 + l];
+  if (active && active != 32)
+    fail(c, n, "%s with part of warp %d", what, w);
+  return active != 0;
+}
+
 static void mma(ip *c, const ag_tile_node *n) {
   rv *d = reg_tile(c, n, argn(c, n, 0)), *a = reg_tile(c, n, argn(c, n, 1)),
      *b = reg_tile(c, n, argn(c, n, 2)), *cc = reg_tile(c, n, argn(c, n, 3));
@@ -697,13 +664,8 @@ static void mma(ip *c, const ag_tile_node *n) {
   }
   for (int w = 0; w < c->T / 32; w++) {
     double A[16][16], B[8][16], C[16][8];
-    int active = 0;
-    for (int l = 0; l < 32; l++)
-      active += c->mask[w * 32 + l];
-    if (!active)
+    if (!warp_active(c, n, w, "mma_m16n8k16"))
       continue;
-    if (active != 32)
-      fail(c, n, "mma_m16n8k16 with part of warp %d", w);
     for (int l = 0; l < 32; l++) {
       int th = w * 32 + l;
       int64_t o;
@@ -747,13 +709,8 @@ static void ldmatrix(ip *c, const ag_tile_node *n, int nmat, int trans) {
   for (int j = 0; j < nmat; j++)
     de[j] = tile_elem_rm(c, n, d->t, j);
   for (int w = 0; w < c->T / 32; w++) {
-    int active = 0;
-    for (int l = 0; l < 32; l++)
-      active += c->mask[w * 32 + l];
-    if (!active)
+    if (!warp_active(c, n, w, "ldmatrix"))
       continue;
-    if (active != 32)
-      fail(c, n, "ldmatrix with part of warp %d", w);
     for (int l = 0; l < 32; l++) {
       int th = w * 32 + l;
       for (int j = 0; j < nmat; j++) {

@@ -16,7 +16,10 @@ static double now_s(void) {
 }
 
 int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
-                     ag_diags *d, ag_tile_exec_result *r, double *build_s, int *cached) {
+                     ag_diags *dout, ag_tile_exec_result *r, double *build_s, int *cached) {
+  ag_diags own, *d = dout ? dout : &own;
+  if (!dout)
+    ag_diags_init(&own);
   ag_tile_program *p = NULL;
   ag_tile_lowered *low = NULL;
   ag_tile_run_sizes s;
@@ -43,8 +46,22 @@ int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts
     rc = ag_tile_nvrtc_ptx(low->cuda, low->len, "sm_90a", d, &ptx, cached);
   if (build_s)
     *build_s = now_s() - t0;
-  if (!rc && o)
-    rc = ag_tile_run_exec(&b, ag_str_cstr(&ptx), o, r);
+  if (!rc && o) {
+    ag_tile_exec_opts eo = *o; /* the value reference runs this program */
+    eo.prog = p;
+    eo.defines = (const char *const *)s.defines;
+    eo.ndefines = s.ndefines;
+    rc = ag_tile_run_exec(&b, ag_str_cstr(&ptx), &eo, r);
+  }
+  if (rc && !dout) { /* the diagnostics, or the device's words, in r->err */
+    ag_str m = AG_STR_INIT;
+    ag_diags_format(d, &m);
+    if (m.len)
+      snprintf(r->err, sizeof r->err, "%s", ag_str_cstr(&m));
+    ag_str_release(&m);
+  }
+  if (!dout)
+    ag_diags_release(&own);
   ag_tile_bound_release(&b);
   ag_str_release(&ptx);
   ag_tile_run_sizes_release(&s);
