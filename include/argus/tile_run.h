@@ -167,8 +167,9 @@ int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts
                      ag_diags *d, ag_tile_exec_result *r, double *build_s, int *cached);
 
 /* --ref auto takes the value reference for kernels that are not GEMM-shaped
- * up to this many threads in the grid (about a second of interpretation). */
-#define AG_TILE_INTERP_MAX_THREADS (1 << 18)
+ * up to this many threads in the grid (attention.tile at skv 64: 128 blocks,
+ * some seconds of interpretation). */
+#define AG_TILE_INTERP_MAX_THREADS (1 << 14)
 
 /* The H200's peaks used for the ratios (dense, boost clock; NVIDIA's data sheet). */
 #define AG_H200_PEAK_BF16_TFLOPS 989.4
