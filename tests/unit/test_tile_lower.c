@@ -209,6 +209,29 @@ TEST(test_loop_carried) {
   ag_tile_lowered_free(l);
 }
 
+/* A loop of at most 64 trips is unrolled (#pragma unroll); a longer one is
+ * left to the compiler, so a long main loop stays one loop in the PTX. */
+TEST(test_long_loops_stay_loops) {
+  char err[512];
+  ag_tile_lowered *l = lower_text("@threads(32)\ndef k(A: Tensor(M, f32)):\n    s = A[threadIdx.x]\n"
+                                  "    for i in range(64):\n        s = s + A[i]\n"
+                                  "    for j in range(65):\n        s = s + A[j]\n"
+                                  "    A[threadIdx.x] = s\n",
+                                  NULL, err, sizeof err);
+  CHECK(l != NULL);
+  if (!l) {
+    printf("  %s\n", err);
+    return;
+  }
+  const char *a = strstr(l->cuda, "for (unsigned i = 0u; i < 64u;");
+  const char *b = strstr(l->cuda, "for (unsigned j = 0u; j < 65u;");
+  CHECK(a && b);
+  CHECK_EQ_INT(count(l->cuda, "#pragma unroll"), 1);
+  const char *pr = strstr(l->cuda, "#pragma unroll");
+  CHECK(pr && a && pr < a && (!b || pr < b));
+  ag_tile_lowered_free(l);
+}
+
 /* region("name"): markers around the body, qualified by the open regions;
  * the body is not a scope. A malformed name is a parse error. */
 TEST(test_region_statement) {
@@ -491,6 +514,6 @@ out:
 
 
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_loop_carried), T(test_region_statement), T(test_cli_lower),
+          T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_cli_lower),
           T(test_examples_assemble),
           T(test_ptx_cache))

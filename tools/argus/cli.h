@@ -89,6 +89,13 @@ int cmd_trace(ag_cli *cli);
 int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern const char cmd_layout_details[];
 int cmd_check(ag_cli *cli); extern const ag_cli_opt cmd_check_opts[]; extern const char cmd_check_details[];
 int cmd_lower(ag_cli *cli); extern const ag_cli_opt cmd_lower_opts[]; extern const char cmd_lower_details[];
+int cmd_run(ag_cli *cli); extern const ag_cli_opt cmd_run_opts[]; extern const char cmd_run_details[];
+struct ag_tile_program;
+struct ag_tile_lowered;
+/* cmd_lower.c: parse, check (unless unchecked) and lower FILE; an exit code. */
+int ag_cli_lower_file(ag_cli *cli, const char *file, const char *const *defs, int ndefs,
+                      const char *kernel, int unchecked, int no_markers,
+                      struct ag_tile_program **p, struct ag_tile_lowered **low);
 /* Parses --set NAME=INTEGER[,...] into defs (pointers into *copy, which the
  * caller frees); 0, or the exit code of a usage error already reported. */
 int ag_cli_sets(ag_cli *cli, const char **defs, int max, int *n, char **copy);

@@ -60,6 +60,75 @@ static json_t *kernel_json(const ag_tile_lkernel *k) {
                    "regions", regions);
 }
 
+/* Parses FILE, checks it (unless unchecked) with the defines and lowers it:
+ * the steps `argus lower` and `argus run` share. Returns an exit code
+ * (diagnostics printed); on 0, *p and *low are set (owned by the caller). */
+int ag_cli_lower_file(ag_cli *cli, const char *file, const char *const *defs, int ndefs,
+                      const char *kernel, int unchecked, int no_markers, ag_tile_program **p,
+                      ag_tile_lowered **low) {
+  *p = NULL;
+  *low = NULL;
+  ag_tile_check_opts co;
+  memset(&co, 0, sizeof co);
+  co.defines = defs;
+  co.ndefines = ndefs;
+  int exit_code = ag_cli_input_file(cli, file);
+  if (exit_code)
+    return exit_code;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_report *r = NULL;
+  int rc = ag_tile_parse_file(file, &d, p);
+  if (rc == 0 && !unchecked)
+    rc = ag_tile_check(*p, &co, &d, &r);
+  if (rc) {
+    ag_cli_print_diags(&d);
+    exit_code = rc == AG_ENOMEM || rc == AG_ESOLVER ? AG_EXIT_FAIL : AG_EXIT_USAGE;
+    if (rc == AG_ENOMEM || rc == AG_ESOLVER)
+      ag_cli_fail(cli, rc, "checking '%s' failed", file);
+    goto out;
+  }
+  if (!unchecked && !ag_tile_report_ok(r)) {
+    for (int i = 0; i < r->nasserts; i++)
+      if (r->asserts[i].status != AG_TILE_PROVED) {
+        ag_cli_error(cli,
+                     "'%s' does not check: %s:%d: '%s' is %s (see argus check; --unchecked "
+                     "%s it anyway)",
+                     file, file, r->asserts[i].line, r->asserts[i].text,
+                     r->asserts[i].status == AG_TILE_VIOLATED ? "violated"
+                     : r->asserts[i].status == AG_TILE_UNKNOWN ? "not proved (unknown)"
+                                                               : "never reached",
+                     cli->cmd->name[0] == 'r' ? "runs" : "lowers");
+        break;
+      }
+    exit_code = AG_EXIT_FAIL;
+    goto out;
+  }
+  ag_tile_lower_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.kernel = kernel;
+  lo.defines = defs;
+  lo.ndefines = ndefs;
+  lo.no_markers = no_markers;
+  rc = ag_tile_lower(*p, &lo, &d, low);
+  if (rc) {
+    ag_cli_print_diags(&d);
+    exit_code = rc == AG_ENOMEM ? ag_cli_fail(cli, rc, "lowering '%s' failed", file)
+                                : AG_EXIT_USAGE;
+    goto out;
+  }
+out:
+  if (exit_code) {
+    ag_tile_lowered_free(*low);
+    ag_tile_program_free(*p);
+    *low = NULL;
+    *p = NULL;
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  return exit_code;
+}
+
 int cmd_lower(ag_cli *cli) {
   if (cli->npos != 1)
     return ag_cli_usage_error(cli, cli->npos ? "expected one FILE, got %d arguments"
@@ -70,62 +139,21 @@ int cmd_lower(ag_cli *cli) {
     return ag_cli_usage_error(cli, "-o takes a file ending in .cu or .ptx, not '%s'", outp);
   const char *defs[64];
   char *setcopy = NULL;
-  ag_tile_check_opts co;
-  memset(&co, 0, sizeof co);
-  int exit_code = ag_cli_sets(cli, defs, 64, &co.ndefines, &setcopy);
+  int ndefs = 0;
+  int exit_code = ag_cli_sets(cli, defs, 64, &ndefs, &setcopy);
   if (exit_code)
     return exit_code;
-  co.defines = defs;
-  exit_code = ag_cli_input_file(cli, cli->pos[0]);
-  if (exit_code) {
-    ag_free(setcopy);
-    return exit_code;
-  }
   ag_diags d;
   ag_diags_init(&d);
   ag_tile_program *p = NULL;
-  ag_tile_report *r = NULL;
   ag_tile_lowered *low = NULL;
   ag_str ptx = AG_STR_INIT;
-  int unchecked = ag_cli_flag(cli, "unchecked");
-  int rc = ag_tile_parse_file(cli->pos[0], &d, &p);
-  if (rc == 0 && !unchecked)
-    rc = ag_tile_check(p, &co, &d, &r);
-  if (rc) {
-    ag_cli_print_diags(&d);
-    exit_code = rc == AG_ENOMEM || rc == AG_ESOLVER ? AG_EXIT_FAIL : AG_EXIT_USAGE;
-    if (rc == AG_ENOMEM || rc == AG_ESOLVER)
-      ag_cli_fail(cli, rc, "checking '%s' failed", cli->pos[0]);
+  int rc;
+  exit_code = ag_cli_lower_file(cli, cli->pos[0], defs, ndefs, ag_cli_get(cli, "kernel"),
+                                ag_cli_flag(cli, "unchecked"), ag_cli_flag(cli, "no-markers"),
+                                &p, &low);
+  if (exit_code)
     goto out;
-  }
-  if (!unchecked && !ag_tile_report_ok(r)) {
-    for (int i = 0; i < r->nasserts; i++)
-      if (r->asserts[i].status != AG_TILE_PROVED) {
-        ag_cli_error(cli,
-                     "'%s' does not check: %s:%d: '%s' is %s (see argus check; --unchecked "
-                     "lowers it anyway)",
-                     cli->pos[0], cli->pos[0], r->asserts[i].line, r->asserts[i].text,
-                     r->asserts[i].status == AG_TILE_VIOLATED ? "violated"
-                     : r->asserts[i].status == AG_TILE_UNKNOWN ? "not proved (unknown)"
-                                                               : "never reached");
-        break;
-      }
-    exit_code = AG_EXIT_FAIL;
-    goto out;
-  }
-  ag_tile_lower_opts lo;
-  memset(&lo, 0, sizeof lo);
-  lo.kernel = ag_cli_get(cli, "kernel");
-  lo.defines = defs;
-  lo.ndefines = co.ndefines;
-  lo.no_markers = ag_cli_flag(cli, "no-markers");
-  rc = ag_tile_lower(p, &lo, &d, &low);
-  if (rc) {
-    ag_cli_print_diags(&d);
-    exit_code = rc == AG_ENOMEM ? ag_cli_fail(cli, rc, "lowering '%s' failed", cli->pos[0])
-                                : AG_EXIT_USAGE;
-    goto out;
-  }
   const char *text = low->cuda;
   size_t len = low->len;
   int cached = 0;
@@ -164,7 +192,6 @@ int cmd_lower(ag_cli *cli) {
 out:
   ag_str_release(&ptx);
   ag_tile_lowered_free(low);
-  ag_tile_report_free(r);
   ag_tile_program_free(p);
   ag_diags_release(&d);
   ag_free(setcopy);

@@ -47,6 +47,7 @@ static const ag_cli_cmd commands[] = {
      "the versioned workspace: artifacts, program versions, tasks, refs", cmd_ws_details, cmd_ws_opts},
     {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
     {"lower", cmd_lower, 0, "[options] FILE.tile", "lower a tile program to CUDA C or PTX (exit 1: it does not check, 2: malformed)", cmd_lower_details, cmd_lower_opts},
+    {"run", cmd_run, 0, "[options] FILE.tile --size NAME=V,...", "run a tile program on the GPU: against a reference (--check-ref), timed (--bench)", cmd_run_details, cmd_run_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

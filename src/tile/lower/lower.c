@@ -1812,6 +1812,7 @@ static int skip_block(lw *L, const ag_tile_node *n) {
   return 1;
 }
 
+#define AG_LOWER_UNROLL_MAX 64
 static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range") ||
@@ -1845,7 +1846,11 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   size_t wmark;
   prepare_block(L, n, &n->list, NULL, &wmark);
   const char *cv = cname(L, n->name);
-  emit(L, n, "#pragma unroll");
+  /* short loops unroll (register indices over their variable fold to
+   * registers); a long one is left to the compiler, so that gemm.tile's main
+   * loop at K = 8192 or a spin of 2^31 iterations stays a loop */
+  if (trips <= AG_LOWER_UNROLL_MAX)
+    emit(L, n, "#pragma unroll");
   if (start >= 0 && step > 0)
     emit(L, n, "for (unsigned %s = %lldu; %s < %lldu; %s += %lldu) {", cv, (long long)start, cv,
          (long long)stop, cv, (long long)step);
