@@ -187,10 +187,10 @@ int main(int argc, char **argv) {
   double mk[MAXS], mp[MAXS], dd[MAXS], wk[MAXS], wp[MAXS];
   unsigned long long first = 0, c = 0, none;
   for (int i = 0; i < n; i++) {
-    int rc = i % 2 ? sample(ptx, vpath, 1, &mp[i], &wp[i], &c) ||
-                         sample(ptx, ptx, 0, &mk[i], &wk[i], &none)
-                   : sample(ptx, ptx, 0, &mk[i], &wk[i], &none) ||
-                         sample(ptx, vpath, 1, &mp[i], &wp[i], &c);
+    int rc = 0;
+    for (int h = 0; h < 2 && !rc; h++) /* alternating order */
+      rc = (h == i % 2) ? sample(ptx, ptx, 0, &mk[i], &wk[i], &none)
+                        : sample(ptx, vpath, 1, &mp[i], &wp[i], &c);
     if (rc)
       return rc == 77 ? 77 : 1;
     if (i && c != first) {
