@@ -87,7 +87,7 @@ typedef struct ag_attr_map {
  * trace-free program compiled with -lineinfo. AG_ENOTFOUND: no such kernel
  * in the cubin; AG_EINVAL: no line info, or too few slots (diagnostics). */
 int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nslots,
-                      const ag_cubin *cubin, const char *kernel, ag_diags *diags,
+                      const ag_sass_cubin *cubin, const char *kernel, ag_diags *diags,
                       ag_attr_map **out);
 void ag_attr_map_free(ag_attr_map *m);
 

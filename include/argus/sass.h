@@ -45,7 +45,7 @@ typedef struct ag_sass_row {
   int end_seq;
 } ag_sass_row;
 
-typedef struct ag_cubin {
+typedef struct ag_sass_cubin {
   char *data; /* owned copy of the image */
   size_t len;
   ag_sass_text *texts;
@@ -55,27 +55,27 @@ typedef struct ag_cubin {
   ag_sass_row *rows;  /* in line-program order */
   int nrows;
   int has_lineinfo;   /* a .nv_debug_line_sass section was present */
-} ag_cubin;
+} ag_sass_cubin;
 
 /* Parses a 64-bit ELF cubin image. `name` names it in diagnostics. On
- * success *out is owned (ag_cubin_free). Malformed ELF or DWARF: AG_EPARSE
+ * success *out is owned (ag_sass_cubin_free). Malformed ELF or DWARF: AG_EPARSE
  * with a diagnostic naming the section and the offset. */
-int ag_cubin_parse(const void *data, size_t len, const char *name, ag_diags *diags,
-                   ag_cubin **out);
-int ag_cubin_load(const char *path, ag_diags *diags, ag_cubin **out);
-void ag_cubin_free(ag_cubin *c); /* NULL: no-op */
+int ag_sass_cubin_parse(const void *data, size_t len, const char *name, ag_diags *diags,
+                   ag_sass_cubin **out);
+int ag_sass_cubin_load(const char *path, ag_diags *diags, ag_sass_cubin **out);
+void ag_sass_cubin_free(ag_sass_cubin *c); /* NULL: no-op */
 
 /* The text section of a kernel, or -1. */
-int ag_cubin_text(const ag_cubin *c, const char *kernel);
+int ag_sass_cubin_text(const ag_sass_cubin *c, const char *kernel);
 /* The PTX line of the instruction at offset pc of texts[text], by the DWARF
  * rule: the last row at or before pc in a sequence that covers pc. Several
  * rows at one address: the last one (the earlier ones cover no bytes).
  * AG_ENOTFOUND when no row covers pc, when that row names another file than
  * the PTX (file > 0; ptxas 13.0 writes none: PTX with .loc keeps its
  * source lines in .debug_line), or when the cubin has no line info. */
-int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line);
+int ag_sass_cubin_pc_line(const ag_sass_cubin *c, int text, uint64_t pc, int *line);
 /* The function (index into funcs) whose code covers pc of texts[text], or -1. */
-int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc);
+int ag_sass_cubin_pc_func(const ag_sass_cubin *c, int text, uint64_t pc);
 
 /* The offset in the code section of `kernel` of the instruction at
  * pc_offset of `function`, as CUPTI keys SASS metrics (function name,
@@ -83,7 +83,7 @@ int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc);
  * code lies in the kernel's section (symbol "$<kernel>$<function>"). 0 on
  * success; AG_ENOTFOUND when the cubin has no such kernel or function, or
  * the offset is past the function's end. */
-int ag_cubin_section_pc(const ag_cubin *c, const char *kernel, const char *function,
+int ag_sass_cubin_section_pc(const ag_sass_cubin *c, const char *kernel, const char *function,
                         uint64_t pc_offset, uint64_t *pc);
 
 /* ------------------------------------------------------- opcode classes */

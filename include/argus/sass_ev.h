@@ -17,13 +17,13 @@
 extern "C" {
 #endif
 
-typedef struct ag_sass_row {
+typedef struct ag_sass_ev_row {
   uint64_t crc;
   const char *function;
   uint32_t pc;
   int variant;       /* 1: the row is the variant cubin's */
   const uint64_t *v; /* one value per metric (ag_sass_ev.metrics) */
-} ag_sass_row;
+} ag_sass_ev_row;
 
 typedef struct ag_sass_insn {
   const char *function; /* the kernel whose code section holds it */
@@ -41,7 +41,7 @@ typedef struct ag_sass_ev {
   uint64_t dropped_records;
   const char **metrics;
   int nmetrics;
-  ag_sass_row *rows; /* sorted by (crc, function, pc) */
+  ag_sass_ev_row *rows; /* sorted by (crc, function, pc) */
   size_t nrows;
   uint64_t *values; /* nrows * nmetrics */
   ag_sass_insn *ins; /* sorted by (function, pc) */

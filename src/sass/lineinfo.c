@@ -75,7 +75,7 @@ static int64_t rd_sleb(rd *r) {
 }
 
 typedef struct cx {
-  ag_cubin *c;
+  ag_sass_cubin *c;
   const char *name;
   ag_diags *diags;
   const Elf64_Shdr *sh;
@@ -141,7 +141,7 @@ static int relocate(cx *x, int sec, uint64_t at, uint64_t raw, uint64_t *addr, i
   return 0;
 }
 
-static int push_row(ag_cubin *c, int *cap, ag_sass_row row) {
+static int push_row(ag_sass_cubin *c, int *cap, ag_sass_row row) {
   if (c->nrows == *cap) {
     int nc = *cap ? *cap * 2 : 256;
     ag_sass_row *v = ag_realloc(c->rows, sizeof *v * (size_t)nc);
@@ -255,7 +255,7 @@ static int line_program(cx *x, int sec) {
 }
 
 static int parse(cx *x) {
-  ag_cubin *c = x->c;
+  ag_sass_cubin *c = x->c;
   const uint8_t *d = (const uint8_t *)c->data;
   if (c->len < sizeof(Elf64_Ehdr) || memcmp(d, ELFMAG, SELFMAG) || d[EI_CLASS] != ELFCLASS64 ||
       d[EI_DATA] != ELFDATA2LSB)
@@ -335,10 +335,10 @@ static int parse(cx *x) {
   return line_sec >= 0 ? line_program(x, line_sec) : 0;
 }
 
-int ag_cubin_parse(const void *data, size_t len, const char *name, ag_diags *diags,
-                   ag_cubin **out) {
+int ag_sass_cubin_parse(const void *data, size_t len, const char *name, ag_diags *diags,
+                   ag_sass_cubin **out) {
   *out = NULL;
-  ag_cubin *c = ag_calloc(1, sizeof *c);
+  ag_sass_cubin *c = ag_calloc(1, sizeof *c);
   if (!c)
     return AG_ENOMEM;
   /* an 8-aligned copy: the headers and symbols are read in place */
@@ -353,14 +353,14 @@ int ag_cubin_parse(const void *data, size_t len, const char *name, ag_diags *dia
   int rc = parse(&x);
   ag_free(x.text_of_sec);
   if (rc) {
-    ag_cubin_free(c);
+    ag_sass_cubin_free(c);
     return rc;
   }
   *out = c;
   return 0;
 }
 
-int ag_cubin_load(const char *path, ag_diags *diags, ag_cubin **out) {
+int ag_sass_cubin_load(const char *path, ag_diags *diags, ag_sass_cubin **out) {
   char *data = NULL;
   size_t len = 0;
   *out = NULL;
@@ -370,12 +370,12 @@ int ag_cubin_load(const char *path, ag_diags *diags, ag_cubin **out) {
                  ag_strerror(rc));
     return rc;
   }
-  rc = ag_cubin_parse(data, len, path, diags, out);
+  rc = ag_sass_cubin_parse(data, len, path, diags, out);
   ag_free(data);
   return rc;
 }
 
-void ag_cubin_free(ag_cubin *c) {
+void ag_sass_cubin_free(ag_sass_cubin *c) {
   if (!c)
     return;
   for (int i = 0; i < c->ntexts; i++)
@@ -389,14 +389,14 @@ void ag_cubin_free(ag_cubin *c) {
   ag_free(c);
 }
 
-int ag_cubin_text(const ag_cubin *c, const char *kernel) {
+int ag_sass_cubin_text(const ag_sass_cubin *c, const char *kernel) {
   for (int i = 0; i < c->ntexts; i++)
     if (!strcmp(c->texts[i].kernel, kernel))
       return i;
   return -1;
 }
 
-int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line) {
+int ag_sass_cubin_pc_line(const ag_sass_cubin *c, int text, uint64_t pc, int *line) {
   *line = 0;
   const ag_sass_row *best = NULL;
   for (int i = 0; i < c->nrows; i++) {
@@ -420,7 +420,7 @@ int ag_cubin_pc_line(const ag_cubin *c, int text, uint64_t pc, int *line) {
   return 0;
 }
 
-int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc) {
+int ag_sass_cubin_pc_func(const ag_sass_cubin *c, int text, uint64_t pc) {
   for (int i = 0; i < c->nfuncs; i++)
     if (c->funcs[i].text == text && pc >= c->funcs[i].offset &&
         pc < c->funcs[i].offset + c->funcs[i].size)
@@ -428,10 +428,10 @@ int ag_cubin_pc_func(const ag_cubin *c, int text, uint64_t pc) {
   return -1;
 }
 
-int ag_cubin_section_pc(const ag_cubin *c, const char *kernel, const char *function,
+int ag_sass_cubin_section_pc(const ag_sass_cubin *c, const char *kernel, const char *function,
                         uint64_t pc_offset, uint64_t *pc) {
   *pc = 0;
-  int t = ag_cubin_text(c, kernel);
+  int t = ag_sass_cubin_text(c, kernel);
   if (t < 0)
     return AG_ENOTFOUND;
   size_t kl = strlen(kernel);

@@ -199,10 +199,10 @@ void ag_attr_map_free(ag_attr_map *m) {
 }
 
 int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nslots,
-                      const ag_cubin *cubin, const char *kernel, ag_diags *diags,
+                      const ag_sass_cubin *cubin, const char *kernel, ag_diags *diags,
                       ag_attr_map **out) {
   *out = NULL;
-  int t = ag_cubin_text(cubin, kernel);
+  int t = ag_sass_cubin_text(cubin, kernel);
   if (t < 0) {
     ag_diags_add(diags, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
                  "kernel '%s' has no code section in the cubin", kernel);
@@ -239,7 +239,7 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
   m->dropped = slots[0];
   for (int p = 0; p < np; p++) {
     m->pc[p] = (uint64_t)p * SASS_INSTR_BYTES;
-    if (ag_cubin_pc_line(cubin, t, m->pc[p], &m->line[p])) {
+    if (ag_sass_cubin_pc_line(cubin, t, m->pc[p], &m->line[p])) {
       m->nolines++;
       continue;
     }

@@ -37,7 +37,7 @@ static int u64_of(json_t *v, uint64_t *out) {
 }
 
 static int cmp_row(const void *a, const void *b) {
-  const ag_sass_row *x = a, *y = b;
+  const ag_sass_ev_row *x = a, *y = b;
   if (x->crc != y->crc)
     return x->crc < y->crc ? -1 : 1;
   int c = strcmp(x->function, y->function);
@@ -61,7 +61,7 @@ static int read_rows(rd *r, ag_sass_ev *e) {
     return AG_ENOMEM;
   for (size_t i = 0; i < e->nrows; i++) {
     json_t *a = json_array_get(rows, i);
-    ag_sass_row *w = &e->rows[i];
+    ag_sass_ev_row *w = &e->rows[i];
     uint64_t pc = 0;
     if (!json_is_array(a) || json_array_size(a) != 3 + (size_t)e->nmetrics)
       return bad(r, "rows[%zu]: not an array of cubin_crc, function, pc and %d values", i,

@@ -251,7 +251,7 @@ TEST(ground_truth_on_the_cpu) {
   ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
   ag_variant *v = NULL;
   ag_attr_layout *L = NULL;
-  ag_cubin *cub = NULL;
+  ag_sass_cubin *cub = NULL;
   ag_attr_map *map = NULL, *wrong = NULL;
   uint64_t *slots = NULL;
   CHECK_EQ_INT(ag_variant_make(ptx, len, "map_truth.ptx", &o, &d, &v), 0);
@@ -260,7 +260,7 @@ TEST(ground_truth_on_the_cpu) {
   ag_str err = AG_STR_INIT;
   CHECK_EQ_INT(su_ptxas("sm_90a", 1, ptx, len, &bin, &blen, &err), 0);
   ag_str_release(&err);
-  CHECK_EQ_INT(ag_cubin_parse(bin, blen, "map_truth.cubin", &d, &cub), 0);
+  CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "map_truth.cubin", &d, &cub), 0);
   if (!cub)
     goto out;
   int ra = -1, rb = -1;
@@ -286,7 +286,7 @@ TEST(ground_truth_on_the_cpu) {
     goto out;
   CHECK_EQ_INT(map->nolines, 0);
   CHECK_EQ_INT((int)map->dropped, 7);
-  int helper = -1, t = ag_cubin_text(cub, "map_truth");
+  int helper = -1, t = ag_sass_cubin_text(cub, "map_truth");
   for (int i = 0; i < cub->nfuncs; i++)
     if (strstr(cub->funcs[i].name, "_Z3mixPVffi"))
       helper = i;
@@ -301,7 +301,7 @@ TEST(ground_truth_on_the_cpu) {
       owners += row[r] > 0;
     }
     CHECK(sum > 0); /* every PC ran */
-    if (ag_cubin_pc_func(cub, t, map->pc[p]) == helper) {
+    if (ag_sass_cubin_pc_func(cub, t, map->pc[p]) == helper) {
       helper_pcs++;
       CHECK(NEAR(row[ra] / sum, (double)K1 / (K1 + K2)));
       CHECK(NEAR(row[rb] / sum, (double)K2 / (K1 + K2)));
@@ -396,7 +396,7 @@ out:
   ag_attr_map_free(map);
   ag_attr_map_free(wrong);
   ag_free(slots);
-  ag_cubin_free(cub);
+  ag_sass_cubin_free(cub);
   ag_attr_layout_free(L);
   ag_variant_free(v);
   ag_diags_release(&d);

@@ -20,12 +20,12 @@
 
 #include <elf.h>
 
-static ag_cubin *build(const char *ptx, size_t len, int lineinfo, const char *opt) {
+static ag_sass_cubin *build(const char *ptx, size_t len, int lineinfo, const char *opt) {
   char arch[32], *bin = NULL;
   size_t blen = 0;
   su_target(ptx, arch, sizeof arch);
   ag_str err = AG_STR_INIT;
-  ag_cubin *c = NULL;
+  ag_sass_cubin *c = NULL;
   int rc;
   if (opt) { /* -O0: through a copy of su_ptxas's argv with the option */
     char *as = cuda_tool("ptxas");
@@ -50,7 +50,7 @@ static ag_cubin *build(const char *ptx, size_t len, int lineinfo, const char *op
   ag_diags d;
   ag_diags_init(&d);
   if (!rc)
-    CHECK_EQ_INT(ag_cubin_parse(bin, blen, "test", &d, &c), 0);
+    CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "test", &d, &c), 0);
   ag_diags_release(&d);
   ag_str_release(&err);
   ag_free(bin);
@@ -58,11 +58,11 @@ static ag_cubin *build(const char *ptx, size_t len, int lineinfo, const char *op
 }
 
 /* 1 when the code sections are the same bytes */
-static int same_text(const ag_cubin *a, const ag_cubin *b) {
+static int same_text(const ag_sass_cubin *a, const ag_sass_cubin *b) {
   if (a->ntexts != b->ntexts)
     return 0;
   for (int i = 0; i < a->ntexts; i++) {
-    int j = ag_cubin_text(b, a->texts[i].kernel);
+    int j = ag_sass_cubin_text(b, a->texts[i].kernel);
     if (j < 0 || a->texts[i].size != b->texts[j].size ||
         memcmp(a->texts[i].bytes, b->texts[j].bytes, a->texts[i].size))
       return 0;
@@ -73,7 +73,7 @@ static int same_text(const ag_cubin *a, const ag_cubin *b) {
 /* the plain build of ptx against its -lineinfo build (the metric run's):
  * the same code, every PC a PTX line */
 static void check_identical(const char *what, const char *ptx, size_t len) {
-  ag_cubin *plain = build(ptx, len, 0, NULL), *li = build(ptx, len, 1, NULL);
+  ag_sass_cubin *plain = build(ptx, len, 0, NULL), *li = build(ptx, len, 1, NULL);
   if (plain && li) {
     printf("%s: %d code section(s), %d line rows\n", what, li->ntexts, li->nrows);
     CHECK(li->ntexts > 0);
@@ -85,7 +85,7 @@ static void check_identical(const char *what, const char *ptx, size_t len) {
     for (int t = 0; t < li->ntexts; t++)
       for (uint64_t pc = 0; pc < li->texts[t].size; pc += 16) {
         int line;
-        if (ag_cubin_pc_line(li, t, pc, &line) == 0 && line > 0)
+        if (ag_sass_cubin_pc_line(li, t, pc, &line) == 0 && line > 0)
           lines++;
         else
           missing++;
@@ -97,16 +97,16 @@ static void check_identical(const char *what, const char *ptx, size_t len) {
       int same = 0, n = 0;
       for (uint64_t pc = 0; pc < plain->texts[0].size; pc += 16, n++) {
         int l1 = -1, l2 = -2;
-        ag_cubin_pc_line(plain, 0, pc, &l1);
-        ag_cubin_pc_line(li, 0, pc, &l2);
+        ag_sass_cubin_pc_line(plain, 0, pc, &l1);
+        ag_sass_cubin_pc_line(li, 0, pc, &l2);
         same += l1 == l2;
       }
       printf("  .loc build: %d of %d PCs on the same PTX line\n", same, n);
       CHECK_EQ_INT(same, n);
     }
   }
-  ag_cubin_free(plain);
-  ag_cubin_free(li);
+  ag_sass_cubin_free(plain);
+  ag_sass_cubin_free(li);
 }
 
 static char *read_src(const char *rel, size_t *len) {
@@ -124,10 +124,10 @@ TEST(lineinfo_leaves_text_identical) {
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_truth.cu", &ptx, &len), 0);
   check_identical("map_truth", ptx, len);
   /* deliberately wrong: -O0 code is other code */
-  ag_cubin *o0 = build(ptx, len, 0, "-O0"), *o3 = build(ptx, len, 0, NULL);
+  ag_sass_cubin *o0 = build(ptx, len, 0, "-O0"), *o3 = build(ptx, len, 0, NULL);
   CHECK(o0 && o3 && !same_text(o0, o3));
-  ag_cubin_free(o0);
-  ag_cubin_free(o3);
+  ag_sass_cubin_free(o0);
+  ag_sass_cubin_free(o3);
   ag_free(ptx);
   CHECK_EQ_INT(su_cuda_ptx("examples/gemm_tma/gemm_tma.cu", &ptx, &len), 0);
   check_identical("gemm_tma", ptx, len);
@@ -161,15 +161,15 @@ TEST(every_pc_has_a_ptx_line) {
   char *ptx;
   size_t len;
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_truth.cu", &ptx, &len), 0);
-  ag_cubin *c = build(ptx, len, 1, NULL);
+  ag_sass_cubin *c = build(ptx, len, 1, NULL);
   CHECK(c != NULL);
   if (!c) {
     ag_free(ptx);
     return;
   }
-  int t = ag_cubin_text(c, "map_truth");
+  int t = ag_sass_cubin_text(c, "map_truth");
   CHECK(t >= 0);
-  CHECK_EQ_INT(ag_cubin_text(c, "no_such_kernel"), -1);
+  CHECK_EQ_INT(ag_sass_cubin_text(c, "no_such_kernel"), -1);
   /* the helper: a local FUNC symbol in the kernel's section */
   int helper = -1;
   for (int i = 0; i < c->nfuncs; i++)
@@ -178,15 +178,15 @@ TEST(every_pc_has_a_ptx_line) {
   CHECK(helper >= 0);
   /* CUPTI's (function, pcOffset) to a section offset */
   uint64_t spc = 0;
-  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "_Z3mixPVffi", 16, &spc), 0);
+  CHECK_EQ_INT(ag_sass_cubin_section_pc(c, "map_truth", "_Z3mixPVffi", 16, &spc), 0);
   CHECK(helper < 0 || spc == c->funcs[helper].offset + 16);
   CHECK(helper < 0 || c->funcs[helper].offset > 0);
-  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "map_truth", 32, &spc), 0);
+  CHECK_EQ_INT(ag_sass_cubin_section_pc(c, "map_truth", "map_truth", 32, &spc), 0);
   CHECK(spc == 32);
-  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "_Z3mixPVffi", 1u << 20, &spc),
+  CHECK_EQ_INT(ag_sass_cubin_section_pc(c, "map_truth", "_Z3mixPVffi", 1u << 20, &spc),
                AG_ENOTFOUND);
-  CHECK_EQ_INT(ag_cubin_section_pc(c, "map_truth", "nope", 0, &spc), AG_ENOTFOUND);
-  CHECK_EQ_INT(ag_cubin_section_pc(c, "nope", "map_truth", 0, &spc), AG_ENOTFOUND);
+  CHECK_EQ_INT(ag_sass_cubin_section_pc(c, "map_truth", "nope", 0, &spc), AG_ENOTFOUND);
+  CHECK_EQ_INT(ag_sass_cubin_section_pc(c, "nope", "map_truth", 0, &spc), AG_ENOTFOUND);
   const char *hdr = strstr(ptx, ".func");
   int mix_first = 1, mix_last = 0;
   for (const char *p = ptx; p < hdr; p++)
@@ -198,7 +198,7 @@ TEST(every_pc_has_a_ptx_line) {
   int calls = 0, in_helper = 0, last_call = 0;
   for (uint64_t pc = 0; t >= 0 && pc < c->texts[t].size; pc += 16) {
     int line = 0;
-    CHECK_EQ_INT(ag_cubin_pc_line(c, t, pc, &line), 0);
+    CHECK_EQ_INT(ag_sass_cubin_pc_line(c, t, pc, &line), 0);
     size_t n = 0;
     const char *l = line_text(ptx, len, line, &n);
     CHECK(l != NULL && n > 0);
@@ -211,7 +211,7 @@ TEST(every_pc_has_a_ptx_line) {
       calls++; /* distinct call lines */
       last_call = line;
     }
-    if (ag_cubin_pc_func(c, t, pc) == helper) {
+    if (ag_sass_cubin_pc_func(c, t, pc) == helper) {
       in_helper++;
       CHECK(line >= mix_first && line <= mix_last);
     }
@@ -221,8 +221,8 @@ TEST(every_pc_has_a_ptx_line) {
   CHECK(in_helper > 0);
   CHECK_EQ_INT(calls, 8); /* the K1 + K2 call lines */
   int line = 0;
-  CHECK_EQ_INT(ag_cubin_pc_line(c, t, c->texts[t].size + 64, &line), AG_ENOTFOUND);
-  ag_cubin_free(c);
+  CHECK_EQ_INT(ag_sass_cubin_pc_line(c, t, c->texts[t].size + 64, &line), AG_ENOTFOUND);
+  ag_sass_cubin_free(c);
   ag_free(ptx);
 }
 
@@ -230,8 +230,8 @@ TEST(bad_cubins_are_parse_errors) {
   su_need_tools();
   ag_diags d;
   ag_diags_init(&d);
-  ag_cubin *c = (ag_cubin *)1;
-  CHECK_EQ_INT(ag_cubin_parse("not an elf", 10, "x.cubin", &d, &c), AG_EPARSE);
+  ag_sass_cubin *c = (ag_sass_cubin *)1;
+  CHECK_EQ_INT(ag_sass_cubin_parse("not an elf", 10, "x.cubin", &d, &c), AG_EPARSE);
   CHECK(c == NULL);
   CHECK(d.nerrors == 1);
   if (d.items.n)
@@ -246,13 +246,13 @@ TEST(bad_cubins_are_parse_errors) {
   int errors = 0;
   for (size_t n = 0; n < blen; n += n < 256 ? 1 : 61) {
     ag_diags_init(&d);
-    int rc = ag_cubin_parse(bin, n, "cut.cubin", &d, &c);
+    int rc = ag_sass_cubin_parse(bin, n, "cut.cubin", &d, &c);
     CHECK(rc == 0 || rc == AG_EPARSE);
     if (rc == AG_EPARSE) {
       errors++;
       CHECK(d.nerrors > 0);
     }
-    ag_cubin_free(rc ? NULL : c);
+    ag_sass_cubin_free(rc ? NULL : c);
     ag_diags_release(&d);
   }
   CHECK(errors > 0);
@@ -260,12 +260,12 @@ TEST(bad_cubins_are_parse_errors) {
   for (long k = 1;; k++) {
     ag_diags_init(&d);
     ag_alloc_fail_at(k);
-    int rc = ag_cubin_parse(bin, blen, "oom.cubin", &d, &c);
+    int rc = ag_sass_cubin_parse(bin, blen, "oom.cubin", &d, &c);
     ag_alloc_fail_at(0);
     ag_diags_release(&d);
     CHECK(rc == 0 || rc == AG_ENOMEM);
     if (rc == 0) {
-      ag_cubin_free(c);
+      ag_sass_cubin_free(c);
       CHECK(k > 3);
       break;
     }
@@ -273,7 +273,7 @@ TEST(bad_cubins_are_parse_errors) {
   }
   /* the line program's unit length past its section */
   ag_diags_init(&d);
-  CHECK_EQ_INT(ag_cubin_parse(bin, blen, "ok.cubin", &d, &c), 0);
+  CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "ok.cubin", &d, &c), 0);
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)bin;
   const Elf64_Shdr *sh = (const Elf64_Shdr *)(bin + eh->e_shoff);
   const char *names = bin + sh[eh->e_shstrndx].sh_offset;
@@ -284,15 +284,15 @@ TEST(bad_cubins_are_parse_errors) {
       found = 1;
     }
   CHECK(found);
-  ag_cubin_free(c);
+  ag_sass_cubin_free(c);
   ag_diags_release(&d);
   ag_diags_init(&d);
-  CHECK_EQ_INT(ag_cubin_parse(bin, blen, "bad.cubin", &d, &c), AG_EPARSE);
+  CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "bad.cubin", &d, &c), AG_EPARSE);
   if (d.items.n)
     CHECK_CONTAINS(d.items.v[0].msg, "runs past the section");
   ag_diags_release(&d);
   ag_diags_init(&d);
-  CHECK(ag_cubin_load("/nonexistent/x.cubin", &d, &c) < 0);
+  CHECK(ag_sass_cubin_load("/nonexistent/x.cubin", &d, &c) < 0);
   CHECK(c == NULL);
   CHECK(d.nerrors > 0);
   ag_diags_release(&d);

@@ -66,7 +66,7 @@ static int truth_check(const ag_sass_ev *e, uint64_t warps, int k1, int k2, int 
     truth_add(why, wn, &bad, 0, "no opcodes: %s; ", e->sass_status);
   size_t helper_rows = 0;
   for (size_t i = 0; i < e->nrows; i++) {
-    const ag_sass_row *r = &e->rows[i];
+    const ag_sass_ev_row *r = &e->rows[i];
     if (!r->variant || strcmp(r->function, TRUTH_KERNEL))
       continue;
     const ag_sass_insn *in = ag_sass_ev_insn(e, r->function, r->pc);
