@@ -334,6 +334,15 @@ typedef struct ag__stmt_info {
   int race;                /* 1: the race-freedom obligation of a shared write (at: it) */
 } ag__stmt_info;
 
+/* The iteration v of a summarized loop being checked (loop.c) and what its
+ * facts say of it: v = P*q + r0, vmin <= v < 2^31 (P = 0: no stage being
+ * checked). xexpr.c folds stage indices (v + k) % m over it. */
+typedef struct ag__iterq {
+  const ag_expr *v;
+  int64_t P, r0, vmin;
+  const struct ag__iterq *up;  /* an enclosing summarized loop's */
+} ag__iterq;
+
 typedef struct ag__ck {
   const ag_tile_program *prog;
   const ag_tile_node *kernel;
@@ -381,6 +390,7 @@ typedef struct ag__ck {
   int replay;              /* > 0: replaying iterations for their state only (no
                               obligations, no assumptions) */
   int summarizing;         /* inside a summarized loop's body */
+  const ag__iterq *iters;  /* the summarized iterations being checked (innermost first) */
   AG_VEC(ag_tile_loop_note) notes; /* summarized loops, for the report (owned strings) */
   void *decider;           /* smt.c's context for ag__smt_decide */
   int64_t pc;
