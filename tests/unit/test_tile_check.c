@@ -918,6 +918,41 @@ TEST(test_reset_advice) {
 
 /* --all: every violating instance, counted, with a counterexample each;
  * without it, the first only. */
+/* --all minimizes every counterexample, not only the first: each instance
+ * of `M < 5000 + 1000 * i` is violated first at M = 5000 + 1000 * i. */
+TEST(test_all_minimized) {
+  const char *text = "@threads(32)\ndef k(A: Tensor(M, f32)):\n    for i in range(3):\n"
+                     "        assert M < 5000 + 1000 * i\n";
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.all = 1;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(text, "allmin.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, 0);
+  const ag_tile_assert_result *a = r && r->nasserts == 1 ? &r->asserts[0] : NULL;
+  CHECK(a != NULL);
+  if (a) {
+    CHECK_EQ_INT(a->violations, 3);
+    CHECK_EQ_INT(a->nmore, 2);
+    int seen = 0;
+    for (int k = -1; k < a->nmore; k++) {
+      const ag_tile_cex *x = k < 0 ? a->cex : a->more[k];
+      CHECK(x && x->nloops == 1);
+      if (x && x->nloops == 1) {
+        int64_t i = x->loops[0].value;
+        CHECK(i >= 0 && i < 3);
+        CHECK_EQ_INT(tu_size(x, "M"), 5000 + 1000 * i);
+        seen |= 1 << i;
+      }
+    }
+    CHECK_EQ_INT(seen, 7);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+}
+
 TEST(test_all_instances) {
   const char *text = HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
                            "    for i in range(4):\n"
@@ -1110,5 +1145,5 @@ TEST(test_vacuity) {
 
 RUN_TESTS(T(test_resource_limits), T(test_vacuity), T(test_examples_proved), T(test_planted_bugs), T(test_semantics),
           T(test_counterexample_values), T(test_semantic_errors), T(test_json_report),
-          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_cex_minimal_bot), T(test_reset_advice), T(test_all_instances),
+          T(test_set_overrides), T(test_races), T(test_cex_minimal), T(test_cex_minimal_bot), T(test_reset_advice), T(test_all_instances), T(test_all_minimized),
           T(test_variants_and_vacuous))

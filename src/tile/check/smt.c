@@ -1787,7 +1787,7 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
             done[k] = 1;
             more = c->opts->all;
             const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
-            Z3_model small = small_model(&s, vs[k], result_for(&s, o)->cex == NULL);
+            Z3_model small = small_model(&s, vs[k], 1); /* every one minimized */
             set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
             if (small)
               Z3_model_dec_ref(s.z, small);
