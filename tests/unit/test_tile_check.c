@@ -111,6 +111,8 @@ static const bug bugs[] = {
     {"gemm-war", "cp_async(sA[nst", "write-after-read race: thread", NULL, NULL, "'sA'", -1, -1},
     {"attention-war", "cp_async(sKw[ls, r", "write-after-read race: thread", NULL, NULL, "'smem'",
      -1, -1},
+    {"gemm-waw", "cp_async(sA[0, r, (c + 1) % 4", "write-after-write race: thread", NULL, NULL,
+     "'sA'", -1, -1},
     {"gemm-noreset", "assert tag(sAh[", "add reset(sA[nst, :, :]) after the barrier", "A[", NULL,
      "'sA'", -1, -1},
 };
@@ -673,34 +675,48 @@ typedef struct race_case {
   const char *name;
   const char *body;  /* after HDR32 and a shared tile s of 32 f32 written and synced */
   int violated;      /* 1: the write at write_line races */
-  int write_line, read_line;
-  int64_t proved;    /* races_proved expected */
+  int write_line, read_line;  /* the write's (the entry's), the other access's */
+  int64_t proved;    /* races_proved expected: the header's write and every race-free one */
+  const char *kind;  /* NULL: write-after-read; "write-after-write", "read-after-write" */
 } race_case;
 
 #define RACE_HDR HDR32 "    s = make_shared((32,), f32)\n    s[tid] = A[tid]\n    syncthreads()\n"
 
 static const race_case races[] = {
     {"the neighbour's element is refilled after it was read",
-     "    x = s[(tid + 1) % 32]\n    s[tid] = A[tid + 32]\n", 1, 9, 8, 0},
+     "    x = s[(tid + 1) % 32]\n    s[tid] = A[tid + 32]\n", 1, 9, 8, 1, NULL},
     {"a write in the same statement as the read",
-     "    s[tid] = s[(tid + 1) % 32]\n", 1, 8, 8, 0},
+     "    s[tid] = s[(tid + 1) % 32]\n", 1, 8, 8, 1, NULL},
     {"each thread refills its own element",
-     "    x = s[tid]\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 1},
+     "    x = s[tid]\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 2, NULL},
     {"a barrier between the read and the write",
-     "    x = s[(tid + 1) % 32]\n    syncthreads()\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 0},
+     "    x = s[(tid + 1) % 32]\n    syncthreads()\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 2, NULL},
     {"tag() observes and reads nothing",
      "    assert tag(s[(tid + 1) % 32]) == ((tid + 1) % 32,)\n    s[tid] = A[tid + 32]\n", 0, 0,
-     0, 0},
+     0, 2, NULL},
     {"the solver decides an address with the block index (own element)",
-     "    x = s[(tid + blockIdx.x * 32) % 32]\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 1},
+     "    x = s[(tid + blockIdx.x * 32) % 32]\n    s[tid] = A[tid + 32]\n", 0, 0, 0, 2, NULL},
     {"the solver decides an address with the block index (race)",
-     "    x = s[(tid + blockIdx.x) % 32]\n    s[tid] = A[tid + 32]\n", 1, 9, 8, 0},
+     "    x = s[(tid + blockIdx.x) % 32]\n    s[tid] = A[tid + 32]\n", 1, 9, 8, 1, NULL},
     {"a guarded read of the half that other threads refill",
      "    if tid < 16:\n        x = s[tid + 16]\n    if tid >= 16:\n        s[tid] = A[tid + 32]\n",
-     1, 11, 9, 0},
+     1, 11, 9, 1, NULL},
     {"a guarded read of the half nobody refills",
      "    if tid < 16:\n        x = s[tid + 16]\n    if tid >= 16:\n        s[tid - 16] = A[tid]\n",
-     0, 0, 0, 0},
+     0, 0, 0, 2, NULL},
+    {"two threads write one element in one statement",
+     "    s[tid / 2] = A[tid + 32]\n", 1, 8, 8, 1, "write-after-write"},
+    {"the neighbour's element written after one's own",
+     "    s[tid] = A[tid + 32]\n    s[(tid + 1) % 32] = A[tid]\n", 1, 9, 8, 2, "write-after-write"},
+    {"one's own element written twice",
+     "    s[tid] = A[tid + 32]\n    s[tid] = A[tid]\n", 0, 0, 0, 3, NULL},
+    {"a barrier between two threads' writes",
+     "    s[tid] = A[tid + 32]\n    syncthreads()\n    s[(tid + 1) % 32] = A[tid]\n", 0, 0, 0, 3, NULL},
+    {"a write in one branch of a thread-dependent if, the read in the other",
+     "    if tid < 16:\n        s[tid + 16] = A[tid + 32]\n    else:\n        x = s[tid]\n", 1, 9, 11,
+     1, "read-after-write"},
+    {"the branches touch different elements",
+     "    if tid < 16:\n        s[tid] = A[tid + 32]\n    else:\n        x = s[tid]\n", 0, 0, 0, 2, NULL},
 };
 
 TEST(test_races) {
@@ -727,19 +743,22 @@ TEST(test_races) {
         const ag_tile_cex *x = a->cex;
         CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
         CHECK_EQ_INT(a->line, rc_->write_line);
-        CHECK_CONTAINS(a->text, "no write-after-read race");
-        CHECK_CONTAINS(x->reason, "write-after-read race");
-        CHECK_CONTAINS(x->reason, "add syncthreads()");
+        const char *kind = rc_->kind ? rc_->kind : "write-after-read";
+        int raw = !strcmp(kind, "read-after-write"), waw = !strcmp(kind, "write-after-write");
+        CHECK_CONTAINS(a->text, "no data race");
+        CHECK_CONTAINS(x->reason, kind);
+        CHECK_CONTAINS(x->reason, waw ? "let one thread write each byte" : "add syncthreads()");
         CHECK(x->other >= 0 && x->other < 32 && x->other != x->thread);
         CHECK_EQ_INT(x->other_tidx[0], x->other);
         CHECK_EQ_INT(x->tidx[0], x->thread);
         char rl[32], wl[32];
         snprintf(rl, sizeof rl, "race.tile:%d:", rc_->read_line);
         snprintf(wl, sizeof wl, "race.tile:%d:", rc_->write_line);
-        CHECK_CONTAINS(x->lhs.via, rl);
-        CHECK_CONTAINS(x->rhs.via, wl);
-        CHECK_CONTAINS(x->lhs.tag, "reads bytes");
-        CHECK_CONTAINS(x->rhs.tag, "writes bytes");
+        /* lhs: the earlier access (its thread is x->thread), rhs: the later */
+        CHECK_CONTAINS(x->lhs.via, raw ? wl : rl);
+        CHECK_CONTAINS(x->rhs.via, raw ? rl : wl);
+        CHECK_CONTAINS(x->lhs.tag, raw || waw ? "writes bytes" : "reads bytes");
+        CHECK_CONTAINS(x->rhs.tag, raw ? "reads bytes" : "writes bytes");
         /* the two accesses meet: reader's and writer's bytes overlap */
         long long r0 = 0, w0 = 0;
         const char *p = strchr(x->lhs.tag, '['), *q = strchr(x->rhs.tag, '[');
@@ -759,6 +778,8 @@ TEST(test_races) {
       CHECK(a == NULL);
       CHECK(ag_tile_report_ok(r));
     }
+    if (r->races_proved != rc_->proved)
+      fprintf(stderr, "%s: %lld race-free writes\n", rc_->name, (long long)r->races_proved);
     CHECK_EQ_INT(r->races_proved, rc_->proved);
     ag_tile_report_free(r);
     ag_diags_release(&d);
