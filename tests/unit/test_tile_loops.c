@@ -309,6 +309,84 @@ static const sumcase sumcases[] = {
       "        if kt >= 2:\n"
       "            assert (kt - 5) % 3 == (kt + 1) % 3\n",
      {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=2", 0}}},
+    /* a stage refilled on three iterations of four: iteration 4n + 3 reads the data of 4n + 1 */
+    {"stage-skipped",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        if kt % 4 != 3:\n"
+      "            reset(s[st, :])\n"
+      "            s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        assert tag(s[st, tid]) == (kt * 32 + tid,)\n"
+      "        syncthreads()\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=3", 0}}},
+    /* the refill skipped on iteration 5 only (an if on kt the summary cannot decide) */
+    {"if-on-kt",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        if kt != 5:\n"
+      "            reset(s[st, :])\n"
+      "            s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        assert tag(s[st, tid]) == (kt * 32 + tid,)\n"
+      "        syncthreads()\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=4", 0}}},
+    /* the refill in a nested constant loop, under a condition on its variable */
+    {"nested",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        reset(s[st, :])\n"
+      "        for i in range(2):\n"
+      "            if i == 1:\n"
+      "                s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        for i in range(2):\n"
+      "            assert tag(s[st, tid]) == (kt * 32 + tid,)\n"
+      "        syncthreads()\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 0}, {"K=3", 0}}},
+    /* no trailing barrier, a 2-stage ring: the next refill of a stage is after a barrier (race-free) */
+    {"no-trailing-barrier",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        reset(s[st, :])\n"
+      "        s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        assert tag(s[st, (tid + 1) % 32]) == (kt * 32 + (tid + 1) % 32,)\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 0}, {"K=3", 0}}},
+    /* a write-after-write race between iterations 3 and 4 (no barrier in the loop) */
+    {"waw-across",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        if kt == 3:\n"
+      "            s[0, (tid + 1) % 32] = A[tid]\n"
+      "        if kt == 4:\n"
+      "            s[0, tid] = A[tid]\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=4", 0}}},
     /* a remainder by a modulus that does not divide the ring's period (17 is
      * over the longest ring, so P = 2) is not a stage index */
     {"fold-divisor",
