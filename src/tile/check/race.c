@@ -107,13 +107,18 @@ void ag__race_barrier(ag__ck *c) {
 }
 
 static void race_work(ag__ck *c, const ag_tile_node *at, int64_t units) {
+  /* at least 2^20 (a few ms): one enumeration of a write against itself
+   * costs block size x width, so a small --max-steps is hit as a statement
+   * limit, not here */
   int64_t budget = 32 * (c->opts->max_steps > 0 ? c->opts->max_steps : AG_TILE_MAX_STEPS);
+  if (budget < ((int64_t)1 << 20))
+    budget = (int64_t)1 << 20;
   c->race_work += units;
   if (c->race_work > budget)
     ag__ck_error(c, at,
-                 "checking write-after-read races takes more than %lld steps (shared reads and "
-                 "writes of the same bytes in long barrier intervals); add the barriers the "
-                 "kernel needs or raise the limit with --max-steps (32 steps per statement)",
+                 "checking data races takes more than %lld steps (shared reads and writes of "
+                 "the same bytes in long barrier intervals); add the barriers the kernel needs "
+                 "or raise the limit with --max-steps (32 steps per statement, at least 2^20)",
                  (long long)budget);
 }
 
@@ -162,17 +167,17 @@ out:
 }
 
 /* Pairs the earlier access r with the later one; *copy: the later one's
- * record for the obligations (made once). */
-static void pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const ag__rrec **copy) {
+ * record for the obligations (made once). 1 when decided race-free here. */
+static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const ag__rrec **copy) {
   race_work(c, later->at, 1);
   if ((!r->write && !later->write) || r->buf != later->buf || r->hi <= later->lo ||
       r->lo >= later->hi)
-    return;
+    return 1;
   const ag_tile_node *wat = later->write ? later->at : r->at; /* the write's entry */
   int stmt = ag__ck_stmt(c, wat);
   c->asserts.v[stmt].race = 1;
   if (enum_race_free(c, r, later))
-    return;
+    return 1;
   int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
   if (++c->race_obligs > max_writes)
     ag__ck_error(c, later->at,
@@ -199,6 +204,7 @@ static void pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const 
   ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
   if (ag_vec_push(&c->obligs, o))
     ag__ck_oom(c);
+  return 0;
 }
 
 /* Pairs the later access with every remembered one it may race with. */
@@ -219,8 +225,26 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
    * its writes stay for the checked iteration's accesses */
   if (!c->replay) {
     pair_all(c, &r); /* write-after-read, write-after-write */
+    /* two threads of this write meet a byte: a property of its address,
+     * width and guard alone, so one found race-free is not enumerated again
+     * (a key no interval has: generation -1) */
+    struct {
+      int64_t gen;
+      const void *addr, *guard;
+      int32_t buf, width, write;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.gen = -1;
+    key.addr = r.addr;
+    key.guard = r.guard;
+    key.buf = r.buf;
+    key.width = r.width;
+    key.write = 2;
     const ag__rrec *copy = NULL;
-    pair_one(c, &r, &r, &copy); /* two threads of this write meet a byte */
+    if (ag_map_has(&c->read_seen, &key, sizeof key))
+      c->asserts.v[ag__ck_stmt(c, r.at)].race = 1; /* its entry, proved */
+    else if (pair_one(c, &r, &r, &copy) && ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+      ag__ck_oom(c);
   }
   remember(c, &r);
 }
