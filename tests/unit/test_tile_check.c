@@ -652,8 +652,13 @@ TEST(test_resource_limits) {
   double dt = now_s() - t0;
   CHECK_EQ_INT(rc, AG_EPARSE);
   CHECK(dt < 2.0 * LIMIT_TIME_SCALE); /* 0.44 s measured on the 2-core machine */
-  CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, "more than 128 MiB") &&
-        strstr(d.items.v[0].msg, "--max-memory"));
+  /* the memory limit, or first the race-work limit (its write-after-write
+   * pairs: every V^T store against the others of its barrier interval) */
+  CHECK(d.items.n >= 1 &&
+        ((strstr(d.items.v[0].msg, "more than 128 MiB") &&
+          strstr(d.items.v[0].msg, "--max-memory")) ||
+         (strstr(d.items.v[0].msg, "checking data races takes more than") &&
+          strstr(d.items.v[0].msg, "--max-steps"))));
   ag_tile_report_free(r);
   ag_diags_release(&d);
   free(src);
@@ -785,13 +790,14 @@ TEST(test_races) {
     ag_diags_release(&d);
   }
   /* long barrier intervals are bounded: a racy one by the number of pairs
-   * left to the solver, a race-free one by the enumeration work; both
-   * refused at once with the limit named */
+   * left to the solver, refused at once with the limit named; a race-free
+   * one (once refused by the enumeration work) is proved in bounded time,
+   * since a pair found race-free is not enumerated again (msg NULL) */
   static const struct {
     const char *body, *msg;
   } heavy[] = {
       {"        x = s[(tid + i) % 32]\n        s[tid] = A[tid]\n", "--max-writes"},
-      {"        x = s[(tid + 32 * i) % 32]\n        s[tid] = A[tid]\n", "--max-steps"},
+      {"        x = s[(tid + 32 * i) % 32]\n        s[tid] = A[tid]\n", NULL},
   };
   for (size_t i = 0; i < sizeof heavy / sizeof heavy[0]; i++) {
     char text[1024];
@@ -805,11 +811,17 @@ TEST(test_races) {
     uo.unroll = 1;
     ag_tile_report *r = tu_check(text, "heavy.tile", &d, &rc, &uo);
     double dt = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    CHECK_EQ_INT(rc, AG_EPARSE);
-    CHECK(r == NULL);
-    CHECK(dt < 1.0 * LIMIT_TIME_SCALE);
-    CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, heavy[i].msg) &&
-          strstr(d.items.v[0].msg, "barrier"));
+    if (!heavy[i].msg) {
+      CHECK_EQ_INT(rc, 0);
+      CHECK(r && ag_tile_report_ok(r));
+      CHECK(dt < 3.0 * LIMIT_TIME_SCALE); /* 0.7 s on the loaded 2-core machine */
+    } else {
+      CHECK_EQ_INT(rc, AG_EPARSE);
+      CHECK(r == NULL);
+      CHECK(dt < 1.0 * LIMIT_TIME_SCALE);
+      CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, heavy[i].msg) &&
+            strstr(d.items.v[0].msg, "barrier"));
+    }
     ag_tile_report_free(r);
     ag_diags_release(&d);
   }

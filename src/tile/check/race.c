@@ -176,8 +176,31 @@ static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const a
   const ag_tile_node *wat = later->write ? later->at : r->at; /* the write's entry */
   int stmt = ag__ck_stmt(c, wat);
   c->asserts.v[stmt].race = 1;
-  if (enum_race_free(c, r, later))
+  /* the enumeration's verdict depends on the two addresses, widths and
+   * guards only: a pair found race-free once (another iteration of an
+   * unrolled loop) is not enumerated again (keys no interval has) */
+  struct {
+    int64_t gen;
+    const void *ra, *rg, *la, *lg;
+    int32_t buf, rw, lw, kinds;
+  } key;
+  memset(&key, 0, sizeof key);
+  key.gen = -2;
+  key.ra = r->addr;
+  key.rg = r->guard;
+  key.la = later->addr;
+  key.lg = later->guard;
+  key.buf = r->buf;
+  key.rw = r->width;
+  key.lw = later->width;
+  key.kinds = r->write * 2 + later->write;
+  if (ag_map_has(&c->read_seen, &key, sizeof key))
     return 1;
+  if (enum_race_free(c, r, later)) {
+    if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+      ag__ck_oom(c);
+    return 1;
+  }
   int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
   if (++c->race_obligs > max_writes)
     ag__ck_error(c, later->at,
