@@ -297,6 +297,115 @@ static const sumcase sumcases[] = {
       "    O[tid, 0] = r[0]\n"
       "    O[tid, 1] = r[1]\n",
      {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 1}, {"K=1", 1}}},
+    /* a stage index of a 3-stage ring with an offset that is negative in the
+     * first summarized iterations (kt - 5 for kt = 2..4): it must not fold
+     * to the remainder of a nonnegative value (the fold is sound only where
+     * kt + k stays in [0, 2^32)) */
+    {"fold-neg",
+      "@threads(32)\n"
+      "def k(A: Tensor(32, f32), K: const = 8):\n"
+      "    for kt in range(K):\n"
+      "        j = kt % 3\n"
+      "        if kt >= 2:\n"
+      "            assert (kt - 5) % 3 == (kt + 1) % 3\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=2", 0}}},
+    /* a stage refilled on three iterations of four: iteration 4n + 3 reads the data of 4n + 1 */
+    {"stage-skipped",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        if kt % 4 != 3:\n"
+      "            reset(s[st, :])\n"
+      "            s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        assert tag(s[st, tid]) == (kt * 32 + tid,)\n"
+      "        syncthreads()\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=3", 0}}},
+    /* the refill skipped on iteration 5 only (an if on kt the summary cannot decide) */
+    {"if-on-kt",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        if kt != 5:\n"
+      "            reset(s[st, :])\n"
+      "            s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        assert tag(s[st, tid]) == (kt * 32 + tid,)\n"
+      "        syncthreads()\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=4", 0}}},
+    /* the refill in a nested constant loop, under a condition on its variable */
+    {"nested",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        reset(s[st, :])\n"
+      "        for i in range(2):\n"
+      "            if i == 1:\n"
+      "                s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        for i in range(2):\n"
+      "            assert tag(s[st, tid]) == (kt * 32 + tid,)\n"
+      "        syncthreads()\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 0}, {"K=3", 0}}},
+    /* no trailing barrier, a 2-stage ring: the next refill of a stage is after a barrier (race-free) */
+    {"no-trailing-barrier",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        reset(s[st, :])\n"
+      "        s[st, tid] = A[kt * 32 + tid]\n"
+      "        syncthreads()\n"
+      "        assert tag(s[st, (tid + 1) % 32]) == (kt * 32 + (tid + 1) % 32,)\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 0}, {"K=3", 0}}},
+    /* a write-after-write race between iterations 3 and 4 (no barrier in the loop) */
+    {"waw-across",
+      "@threads(32)\n"
+      "def k(A: Tensor(K * 32, f32), K: const = 8):\n"
+      "    T = A[i] -> (i,)\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 32), f32)\n"
+      "    for kt in range(K):\n"
+      "        st = kt % 2\n"
+      "        if kt == 3:\n"
+      "            s[0, (tid + 1) % 32] = A[tid]\n"
+      "        if kt == 4:\n"
+      "            s[0, tid] = A[tid]\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=4", 0}}},
+    /* a remainder by a modulus that does not divide the ring's period (17 is
+     * over the longest ring, so P = 2) is not a stage index */
+    {"fold-divisor",
+      "@threads(32)\n"
+      "def k(A: Tensor(32, f32), K: const = 8):\n"
+      "    for kt in range(K):\n"
+      "        j = kt % 2\n"
+      "        assert kt % 17 == kt % 2\n",
+     {{"K=8", 1}, {"K=64", 1}, {"K=8192", 1}, {NULL, 1}, {"K=2", 0}}},
+    {"fold-pos",
+      "@threads(32)\n"
+      "def k(A: Tensor(32, f32), K: const = 8):\n"
+      "    for kt in range(K):\n"
+      "        j = kt % 3\n"
+      "        if kt >= 5:\n"
+      "            assert (kt - 5) % 3 == (kt + 1) % 3\n"
+      "            assert (kt + 7) % 3 != (kt + 2) % 3\n"
+      "            assert kt * 2 % 3 == kt % 3 * 2 % 3\n",
+     {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 0}, {"K=6", 0}}},
 };
 
 TEST(test_summary_matches_unrolled) {
@@ -316,6 +425,74 @@ TEST(test_summary_matches_unrolled) {
       ag_tile_report_free(r);
       ag_diags_release(&d);
     }
+}
+
+/* gemm.tile with a 3-stage cp.async ring: stage kt % 3 is read while k-tile
+ * kt + 2 is prefetched into stage (kt + 2) % 3 (the one read two iterations
+ * ago). Its stage indices fold over the summarized iteration kt = 3q + r
+ * (once refused under --symbolic K: "reset() needs a tile at a compile-time
+ * offset"; at K = 8192 it was unrolled and hit the memory limit). */
+static char *ring3_src(void) {
+  static const char *const edits[][2] = {
+      {"make_shared((2, BM, 4), u128)", "make_shared((3, BM, 4), u128)"},
+      {"make_shared((2, BN, 4), u128)", "make_shared((3, BN, 4), u128)"},
+      {"    for i in range(2):\n        r = i * 32 + tid / 4\n        c = tid % 4\n"
+       "        cp_async(sA[0, r, c ^ (r / 2 % 4)], gA[bm, r, 0, c])\n"
+       "        cp_async(sB[0, r, c ^ (r / 2 % 4)], gB[bn, r, 0, c])\n    cp_async_commit()\n",
+       "    for p in range(2):\n        if p < K / BK:\n            for i in range(2):\n"
+       "                r = i * 32 + tid / 4\n                c = tid % 4\n"
+       "                cp_async(sA[p, r, c ^ (r / 2 % 4)], gA[bm, r, p, c])\n"
+       "                cp_async(sB[p, r, c ^ (r / 2 % 4)], gB[bn, r, p, c])\n"
+       "        cp_async_commit()\n"},
+      {"st = kt % 2", "st = kt % 3"},
+      {"if kt + 1 < K / BK:", "if kt + 2 < K / BK:"},
+      {"nst = (kt + 1) % 2", "nst = (kt + 2) % 3"},
+      {"gA[bm, r, kt + 1, c]", "gA[bm, r, kt + 2, c]"},
+      {"gB[bn, r, kt + 1, c]", "gB[bn, r, kt + 2, c]"},
+      {"cp_async_wait(1)", "cp_async_wait(2)"},
+      {"sA.view((2, BM, 32), bf16)", "sA.view((3, BM, 32), bf16)"},
+      {"sB.view((2, BN, 32), bf16)", "sB.view((3, BN, 32), bf16)"},
+  };
+  char *src = gemm_src();
+  for (size_t i = 0; src && i < sizeof edits / sizeof edits[0]; i++) {
+    char *n = edit(src, edits[i][0], edits[i][1]);
+    free(src);
+    src = n;
+  }
+  return src;
+}
+
+TEST(test_ring3) {
+  char *src = ring3_src();
+  if (!src)
+    return;
+  /* the prefetch into the stage being read (kt + 1 is the next k-tile's
+   * stage, which iteration kt + 1 still needs) */
+  char *bug = edit(src, "nst = (kt + 2) % 3", "nst = (kt + 1) % 3");
+  const char *sets[3] = {NULL, "K=8192", "K=128"};
+  for (int k = 0; k < 3; k++)
+    for (int b = 0; b < 2; b++) {
+      ag_diags d;
+      int rc;
+      ag_tile_report *r = run(b ? bug : src, k == 0 ? "K" : NULL, sets[k], &d, &rc);
+      if (rc)
+        for (size_t i = 0; i < d.items.n; i++)
+          fprintf(stderr, "ring3 %s: %s\n", sets[k] ? sets[k] : "symbolic K", d.items.v[i].msg);
+      CHECK_EQ_INT(rc, 0);
+      CHECK(r && ag_tile_report_ok(r) == !b);
+      CHECK(r && r->nloops == (k < 2 ? 1 : 0)); /* summarized, not unrolled */
+      if (r && r->nloops == 1)
+        CHECK_CONTAINS(r->loops[0].how, "3*q + r for each stage r < 3");
+      const ag_tile_assert_result *a = first_violated(r);
+      if (b && a && a->cex) {
+        int64_t kt = tu_loop(a->cex, "kt");
+        CHECK(kt >= 0 && kt < (k == 0 ? tu_size(a->cex, "K") : k == 1 ? 8192 : 128) / 32);
+      }
+      ag_tile_report_free(r);
+      ag_diags_release(&d);
+    }
+  free(bug);
+  free(src);
 }
 
 /* --set K=8192 is summarized: checked in about the time of K = 128. */
@@ -529,4 +706,5 @@ TEST(test_summary_soundness) {
 
 RUN_TESTS(T(test_symbolic_gemm), T(test_last_iteration_bug), T(test_race_across_summarized_iterations),
           T(test_planted_bugs_summarized), T(test_summary_matches_unrolled), T(test_long_constant_loop),
-          T(test_not_summarizable), T(test_summary_soundness), T(test_runaway_loops))
+          T(test_not_summarizable), T(test_summary_soundness), T(test_runaway_loops),
+          T(test_ring3))

@@ -80,11 +80,12 @@ static char *bounds_text(const ag_tile_node *n) {
 
 static char *assert_text(const ag_tile_program *p, const ag_tile_node *n);
 
-/* "no write-after-read race: cp_async(sA[...], ...)" for a shared write */
+/* "no data race: cp_async(sA[...], ...)" for a shared write (its pairs with
+ * other threads' reads and writes, race.c) */
 static char *race_text(const ag_tile_program *p, const ag_tile_node *n) {
   char *w = assert_text(p, n);
   ag_str s = AG_STR_INIT;
-  ag_str_printf(&s, "no write-after-read race: %s", w ? w : "");
+  ag_str_printf(&s, "no data race: %s", w ? w : "");
   ag_free(w);
   char *t = s.oom ? NULL : ag_strdup(ag_str_cstr(&s));
   ag_str_release(&s);
@@ -463,8 +464,9 @@ int ag_tile_report_text(const ag_tile_report *r, ag_str *o) {
     ag_str_printf(o, "in bounds: %lld access%s (every index within its mode, in every instance)\n",
                   (long long)r->bounds_proved, r->bounds_proved == 1 ? "" : "es");
   if (r->races_proved)
-    ag_str_printf(o, "race-free: %lld shared write%s after reads in the same barrier interval "
-                  "(no write overtakes another thread's read)\n",
+    ag_str_printf(o, "race-free: %lld shared write%s that other threads' accesses in the same "
+                  "barrier interval may meet (none does: no write overtakes a read or a write, "
+                  "no read misses a write)\n",
                   (long long)r->races_proved, r->races_proved == 1 ? "" : "s");
   ag_str_printf(o, "%s: %d assertion%s, %d violated, %d unknown", nv ? "FAIL"
                                                                 : nvac ? "VACUOUS"

@@ -144,6 +144,7 @@ typedef struct ag__rrec {
   int nloops;
   struct ag__loopvar *loops;
   int64_t lo, hi;        /* bounds of the bytes it may touch */
+  int write;             /* 1: a write (a store, a cp.async at its issue), else a read */
 } ag__rrec;
 
 /* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc,
@@ -299,11 +300,13 @@ typedef struct ag__oblig {
   const ag_expr *bidx, *bext;
   int bmode;
   const char *bname;
-  /* OB_RACE: the write rw (a copy of its record, owned by the arena) by
-   * another thread may overtake the earlier read rr in the same barrier
-   * interval (violated when some reader and another writer meet a byte) */
+  /* OB_RACE: the access rw (a copy of its record, owned by the arena) by
+   * another thread may overtake the earlier access rr in the same barrier
+   * interval, at least one of them a write (violated when rr's thread and
+   * another thread, rw's, meet a byte): write-after-read, write-after-write,
+   * read-after-write (race.c) */
   const ag__rrec *rr;
-  const ag__wrec *rw;
+  const ag__rrec *rw;
 } ag__oblig;
 
 /* ---------------------------------------------------------------- context */
@@ -333,6 +336,15 @@ typedef struct ag__stmt_info {
   int bounds;              /* 1: the in-bounds obligation of an access (at: the index) */
   int race;                /* 1: the race-freedom obligation of a shared write (at: it) */
 } ag__stmt_info;
+
+/* The iteration v of a summarized loop being checked (loop.c) and what its
+ * facts say of it: v = P*q + r0, vmin <= v < 2^31 (P = 0: no stage being
+ * checked). xexpr.c folds stage indices (v + k) % m over it. */
+typedef struct ag__iterq {
+  const ag_expr *v;
+  int64_t P, r0, vmin;
+  const struct ag__iterq *up;  /* an enclosing summarized loop's */
+} ag__iterq;
 
 typedef struct ag__ck {
   const ag_tile_program *prog;
@@ -381,6 +393,7 @@ typedef struct ag__ck {
   int replay;              /* > 0: replaying iterations for their state only (no
                               obligations, no assumptions) */
   int summarizing;         /* inside a summarized loop's body */
+  const ag__iterq *iters;  /* the summarized iterations being checked (innermost first) */
   AG_VEC(ag_tile_loop_note) notes; /* summarized loops, for the report (owned strings) */
   void *decider;           /* smt.c's context for ag__smt_decide */
   int64_t pc;
@@ -436,9 +449,10 @@ const ag__tag *ag__tag_shr(ag__ck *c, int buf, const ag_expr *addr, const ag_til
 void ag__tag_print(const ag__tag *t, ag_str *out);
 int ag__tag_has_shr(const ag__tag *t);
 
-/* write-after-read races (race.c): a shared read to remember until the
- * next barrier, a shared write to check against the reads it may overtake,
- * and the barrier that orders them */
+/* races (race.c): a shared read to check against the interval's writes of
+ * other threads and remember until the next barrier, a shared write to
+ * check against the reads and writes it may overtake, and the barrier that
+ * orders them */
 void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *addr, int width,
                    const ag__bx *guard);
 void ag__race_write(ag__ck *c, const ag__wrec *w);

@@ -251,7 +251,8 @@ typedef struct summ {
   int64_t start;
   const ag_expr *stop;
   int P, D, h;
-  const ag_expr *q;
+  const ag_expr *q, *v;         /* the checked iteration v = P*q + r */
+  ag__iterq *it;               /* q's range for the stage being checked (xexpr.c) */
   AG_VEC(range) ranges;        /* bytes the loop writes (havoc there) */
   size_t nr0;                  /* register buffers that exist before the loop */
   const ag__tag ***rstar;      /* register state at the head of iteration start + h */
@@ -440,16 +441,25 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   /* 2. one checked iteration per stage of the ring */
   S->empty_classes = 0;
   for (int r = 0; r < S->P; r++) {
-    /* v = P*q + r0 with q >= qmin: the low bits of v are the stage, so
-     * v's bit fields do not overlap (ORs for the solver, no carries) */
+    /* v = P*q + r0 with q >= qmin. v is a symbol of its own, tied to q by
+     * a fact: its multiples and offsets stay shifts and small additions for
+     * the solver whatever P is, and its stage indices (v + k) % m fold to
+     * constants (xexpr.c) */
     int64_t c0 = S->start + F + r, r0 = c0 % S->P, qmin = c0 / S->P;
-    const ag_expr *v = ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, S->q, ag__xc(c, S->P)),
-                             ag__xc(c, r0));
+    const ag_expr *v = S->v;
     const ag__bx *facts = ag__band(
-        c, ag__band(c, ag__bcmp(c, AG_OP_GE, S->q, ag__xc(c, qmin)),
-                    ag__bcmp(c, AG_OP_LT, v, S->stop)),
-        ag__bcmp(c, AG_OP_LT, S->q, ag__xc(c, ((int64_t)1 << 31) / S->P)));
+        c,
+        ag__band(c, ag__band(c, ag__bcmp(c, AG_OP_GE, S->q, ag__xc(c, qmin)),
+                             ag__bcmp(c, AG_OP_LT, v, S->stop)),
+                 ag__bcmp(c, AG_OP_LT, S->q, ag__xc(c, ((int64_t)1 << 31) / S->P))),
+        ag__band(c, ag__bcmp(c, AG_OP_GE, v, ag__xc(c, c0)),
+                 ag__bcmp(c, AG_OP_EQ, v,
+                          ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, S->q, ag__xc(c, S->P)),
+                                ag__xc(c, r0)))));
     c->facts = facts;
+    S->it->P = S->P; /* what the facts say of v: its stage indices fold */
+    S->it->r0 = r0;
+    S->it->vmin = c0;
     int k;
     if ((ag__bis_const(facts, &k) && !k) || ag__smt_decide(c, ag__bconst(c, 0)) == 1) {
       /* no such iteration under the assumptions */
@@ -480,6 +490,7 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     run_iteration(c, S, v, 0);
     c->path = path0;
     c->facts = NULL;
+    S->it->P = 0;
     compare_rstar(c, S);
   }
   /* the summary needs shared addresses that do not depend on q; the bytes
@@ -494,7 +505,7 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     const ag__wrec *w = &c->wrecs.v[i];
     if (w->ptag && w->ptag->k == TG_TOP && w->ptag->why == ag__havoc_why)
       continue;
-    if (ag__xdepends(w->addr, S->q->name)) {
+    if (ag__xdepends(w->addr, S->q->name) || ag__xdepends(w->addr, S->v->name)) {
       S->why = "its shared-memory addresses depend on the iteration in a way a ring of "
                "stages does not capture (stage indices should be 'v % P' for a constant P)";
       return A_FAIL;
@@ -564,6 +575,14 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   S->q = ag_expr_sym(&c->lc, qn);
   if (!S->q)
     ag__ck_oom(c);
+  S->it = ag__ck_alloc(c, sizeof *S->it);
+  snprintf(qn, sizeof qn, "%s#qv", n->name); /* "#q": 31 bits for the solver */
+  S->v = ag_expr_sym(&c->lc, qn);
+  if (!S->v)
+    ag__ck_oom(c);
+  S->it->v = S->v; /* P = 0: no stage being checked, nothing folds */
+  S->it->up = c->iters;
+  c->iters = S->it;
   snap *pre = ag__ck_alloc(c, sizeof *pre);
   take(c, pre);
   S->nr0 = pre->nrbufs;
@@ -586,6 +605,8 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
        * unrolled; a condition the summary could not decide may be decided
        * after more unrolled iterations */
       memcpy(c->fail, outer, sizeof outer);
+      c->iters = S->it; /* an inner summary's, when it failed inside */
+      S->it->P = 0;
       if (c->fail_rc == AG_ENOMEM)
         longjmp(c->fail, 1);
       char msg[400] = "";
@@ -636,6 +657,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
         S->tops[i][j] |= S->miss[i][j];
   }
   c->summarizing--;
+  c->iters = S->it->up;
   if (result) {
     restore(c, pre);
     ag_vec_free(&S->ranges);

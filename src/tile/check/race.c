@@ -1,76 +1,104 @@
 /*
- * race.c — write-after-read races on shared memory: a write by one thread
- * that may overtake another thread's earlier read of the same bytes, because
- * no barrier lies between the read and the write (the commonest pipeline
- * bug: a stage buffer refilled without the trailing syncthreads()).
+ * race.c — data races on shared memory: two accesses of the same bytes by
+ * different threads in one barrier interval, at least one a write, so
+ * nothing orders them:
+ *   - write-after-read: a write that may overtake another thread's earlier
+ *     read (the commonest pipeline bug: a stage buffer refilled without the
+ *     trailing syncthreads());
+ *   - write-after-write: two threads write a byte, and which value it keeps
+ *     depends on the order;
+ *   - read-after-write: a read of a byte another thread wrote earlier in the
+ *     program but with no barrier between, e.g. the write in one branch of a
+ *     thread-dependent `if` and the read in the other (both branches run at
+ *     once, in different threads). Its tag says so too (unsettled data is top)
+ *     when an assertion looks at it; the race is reported without one.
  *
  * The interpreter reports every shared read (a load, an ldmatrix row; not a
  * tag() observation) and every shared write (a store, a cp.async copy, at
- * its issue). Reads are kept until the next barrier only, since a barrier
- * orders every read before it against every write after it. Each write is
- * paired with the remembered reads of its buffer whose byte ranges may meet
- * it; a pair whose addresses and guards depend on the thread index only is
- * decided here by enumerating the block (no reader of a byte the write
- * touches other than the writing thread itself: race-free); any other pair
- * becomes an OB_RACE obligation that smt.c decides (some reader t and
- * writer t' != t whose bytes meet) and turns into a counterexample naming
- * both threads and both statements.
+ * its issue). Both are kept until the next barrier only, since a barrier
+ * orders every access before it against every one after it. Each access is
+ * paired with the remembered accesses of its buffer whose byte ranges may
+ * meet it and of which one of the two is a write; a pair whose addresses and
+ * guards depend on the thread index only is decided here by enumerating the
+ * block (no thread other than the later access's own touched a byte it
+ * touches: race-free); any other pair becomes an OB_RACE obligation that
+ * smt.c decides (some thread t of the earlier access and t' != t of the
+ * later one meet a byte) and turns into a counterexample naming both
+ * threads and both statements. Every pair is listed under the write's
+ * statement ("no data race: <the write>").
  *
- * Load: a few pairs per write in real kernels (reads and writes of a stage
+ * Load: a few pairs per access in real kernels (reads and writes of a stage
  * are separated by barriers); each enumeration costs block size x access
- * width. A read the interval already holds (same buffer, address, width
- * and guard, e.g. from another loop iteration) is kept once. The work (pairs
- * scanned, bytes enumerated) is bounded by 32 x --max-steps, and the race
- * obligations by --max-writes; past either, the check stops with an error
- * naming the limit.
+ * width. An access the interval already holds (same kind, buffer, address,
+ * width and guard, e.g. from another loop iteration) is kept once. The work
+ * (pairs scanned, bytes enumerated) is bounded by 32 x --max-steps, and the
+ * race obligations by --max-writes; past either, the check stops with an
+ * error naming the limit.
  */
 #include "check_int.h"
 
 #include <string.h>
 
+/* Keeps access r until the next barrier; 0 when the interval holds it. */
+static int remember(ag__ck *c, const ag__rrec *r) {
+  struct {
+    int64_t gen;
+    const void *addr, *guard;
+    int32_t buf, width, write;
+  } key;
+  memset(&key, 0, sizeof key);
+  /* not the epoch: a loop summary restores the epoch and the list of
+   * accesses (loop.c), and a key of an abandoned attempt would hide one */
+  key.gen = c->read_gen;
+  key.addr = r->addr;
+  key.guard = r->guard;
+  key.buf = r->buf;
+  key.width = r->width;
+  key.write = r->write;
+  if (ag_map_has(&c->read_seen, &key, sizeof key))
+    return 0; /* the same bytes accessed by the same threads in this interval */
+  if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+    ag__ck_oom(c);
+  if (ag_vec_push(&c->reads, *r))
+    ag__ck_oom(c);
+  return 1;
+}
+
+static void access_rec(ag__ck *c, ag__rrec *r, const ag_tile_node *at, int buf,
+                       const ag_expr *addr, int width, const ag__bx *guard, int write) {
+  memset(r, 0, sizeof *r);
+  r->buf = buf;
+  r->addr = addr;
+  r->width = width;
+  r->guard = guard;
+  r->pc = c->pc;
+  r->epoch = c->epoch;
+  r->at = at;
+  r->write = write;
+  r->nloops = (int)c->loops.n;
+  r->loops = ag__ck_alloc(c, (size_t)(r->nloops ? r->nloops : 1) * sizeof *r->loops);
+  ag__mcpy(r->loops, c->loops.v, (size_t)r->nloops * sizeof *r->loops);
+  int64_t lo, hi;
+  if (ag__xbounds(c, addr, &lo, &hi) == 0) {
+    r->lo = lo;
+    r->hi = hi + width;
+  } else {
+    r->lo = 0;
+    r->hi = c->sbufs.v[buf].size;
+  }
+}
+
+static void pair_all(ag__ck *c, const ag__rrec *later);
+
 void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *addr, int width,
                    const ag__bx *guard) {
   if (c->ghost)
     return;
-  struct {
-    int64_t gen;
-    const void *addr, *guard;
-    int32_t buf, width;
-  } key;
-  memset(&key, 0, sizeof key);
-  /* not the epoch: a loop summary restores the epoch and the list of reads
-   * (loop.c), and a key of an abandoned attempt would hide the read */
-  key.gen = c->read_gen;
-  key.addr = addr;
-  key.guard = guard;
-  key.buf = buf;
-  key.width = width;
-  if (ag_map_has(&c->read_seen, &key, sizeof key))
-    return; /* the same bytes read by the same threads in this interval */
-  if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
-    ag__ck_oom(c);
   ag__rrec r;
-  memset(&r, 0, sizeof r);
-  r.buf = buf;
-  r.addr = addr;
-  r.width = width;
-  r.guard = guard;
-  r.pc = c->pc;
-  r.epoch = c->epoch;
-  r.at = at;
-  r.nloops = (int)c->loops.n;
-  r.loops = ag__ck_alloc(c, (size_t)(r.nloops ? r.nloops : 1) * sizeof *r.loops);
-  ag__mcpy(r.loops, c->loops.v, (size_t)r.nloops * sizeof *r.loops);
-  int64_t lo, hi;
-  if (ag__xbounds(c, addr, &lo, &hi) == 0) {
-    r.lo = lo;
-    r.hi = hi + width;
-  } else {
-    r.lo = 0;
-    r.hi = c->sbufs.v[buf].size;
-  }
-  if (ag_vec_push(&c->reads, r))
-    ag__ck_oom(c);
+  access_rec(c, &r, at, buf, addr, width, guard, 0);
+  if (!c->replay)
+    pair_all(c, &r); /* read-after-write */
+  remember(c, &r);
 }
 
 void ag__race_barrier(ag__ck *c) {
@@ -78,21 +106,27 @@ void ag__race_barrier(ag__ck *c) {
   c->read_gen++;
 }
 
-/* 1 when, for every thread, the bytes it writes are read by no other thread
- * (decided by enumerating the block); 0 when some may be, or when the
- * addresses or guards depend on more than the thread index. */
 static void race_work(ag__ck *c, const ag_tile_node *at, int64_t units) {
+  /* at least 2^20 (a few ms): one enumeration of a write against itself
+   * costs block size x width, so a small --max-steps is hit as a statement
+   * limit, not here */
   int64_t budget = 32 * (c->opts->max_steps > 0 ? c->opts->max_steps : AG_TILE_MAX_STEPS);
+  if (budget < ((int64_t)1 << 20))
+    budget = (int64_t)1 << 20;
   c->race_work += units;
   if (c->race_work > budget)
     ag__ck_error(c, at,
-                 "checking write-after-read races takes more than %lld steps (shared reads and "
-                 "writes of the same bytes in long barrier intervals); add the barriers the "
-                 "kernel needs or raise the limit with --max-steps (32 steps per statement)",
+                 "checking data races takes more than %lld steps (shared reads and writes of "
+                 "the same bytes in long barrier intervals); add the barriers the kernel needs "
+                 "or raise the limit with --max-steps (32 steps per statement, at least 2^20)",
                  (long long)budget);
 }
 
-static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__wrec *w) {
+/* 1 when, for every thread, the bytes the later access w touches are
+ * touched by the earlier one r of no other thread (decided by enumerating
+ * the block); 0 when some may be, or when the addresses or guards depend on
+ * more than the thread index. */
+static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__rrec *w) {
   int64_t lo = r->lo, span = r->hi - r->lo;
   if (span <= 0 || span > c->sbufs.v[r->buf].size)
     return 0;
@@ -132,44 +166,108 @@ out:
   return free_;
 }
 
+/* Pairs the earlier access r with the later one; *copy: the later one's
+ * record for the obligations (made once). 1 when decided race-free here. */
+static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const ag__rrec **copy) {
+  race_work(c, later->at, 1);
+  if ((!r->write && !later->write) || r->buf != later->buf || r->hi <= later->lo ||
+      r->lo >= later->hi)
+    return 1;
+  const ag_tile_node *wat = later->write ? later->at : r->at; /* the write's entry */
+  int stmt = ag__ck_stmt(c, wat);
+  c->asserts.v[stmt].race = 1;
+  /* the enumeration's verdict depends on the two addresses, widths and
+   * guards only: a pair found race-free once (another iteration of an
+   * unrolled loop) is not enumerated again (keys no interval has) */
+  struct {
+    int64_t gen;
+    const void *ra, *rg, *la, *lg;
+    int32_t buf, rw, lw, kinds;
+  } key;
+  memset(&key, 0, sizeof key);
+  key.gen = -2;
+  key.ra = r->addr;
+  key.rg = r->guard;
+  key.la = later->addr;
+  key.lg = later->guard;
+  key.buf = r->buf;
+  key.rw = r->width;
+  key.lw = later->width;
+  key.kinds = r->write * 2 + later->write;
+  if (ag_map_has(&c->read_seen, &key, sizeof key))
+    return 1;
+  if (enum_race_free(c, r, later)) {
+    if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+      ag__ck_oom(c);
+    return 1;
+  }
+  int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
+  if (++c->race_obligs > max_writes)
+    ag__ck_error(c, later->at,
+                 "more than %lld pairs of shared accesses by different threads of the same "
+                 "bytes in one barrier interval (one of them a write) to prove race-free; "
+                 "add the barriers the kernel needs or raise the limit with --max-writes",
+                 (long long)max_writes);
+  if (!*copy) {
+    ag__rrec *cw = ag__ck_alloc(c, sizeof *cw);
+    *cw = *later;
+    *copy = cw;
+  }
+  ag__rrec *cr = ag__ck_alloc(c, sizeof *cr);
+  *cr = *r;
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.k = OB_RACE;
+  o.at = wat;
+  o.stmt = stmt;
+  o.rr = cr;
+  o.rw = *copy;
+  o.nloops = (int)c->loops.n;
+  o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
+  ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
+  if (ag_vec_push(&c->obligs, o))
+    ag__ck_oom(c);
+  return 0;
+}
+
+/* Pairs the later access with every remembered one it may race with. */
+static void pair_all(ag__ck *c, const ag__rrec *later) {
+  const ag__rrec *copy = NULL;
+  for (size_t i = 0; i < c->reads.n; i++)
+    pair_one(c, &c->reads.v[i], later, &copy);
+}
+
 void ag__race_write(ag__ck *c, const ag__wrec *w) {
-  const ag__wrec *copy = NULL;
-  if (c->replay)
-    return; /* a summary's replayed iteration: its pairs are the checked one's */
-  for (size_t i = 0; i < c->reads.n; i++) {
-    const ag__rrec *r = &c->reads.v[i];
-    race_work(c, w->at, 1);
-    if (r->buf != w->buf || r->hi <= w->lo || r->lo >= w->hi)
-      continue;
-    int stmt = ag__ck_stmt(c, w->at);
-    c->asserts.v[stmt].race = 1;
-    if (enum_race_free(c, r, w))
-      continue;
-    int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
-    if (++c->race_obligs > max_writes)
-      ag__ck_error(c, w->at,
-                   "more than %lld pairs of a shared write and another thread's earlier read "
-                   "of the same bytes in one barrier interval to prove race-free; add the "
-                   "barriers the kernel needs or raise the limit with --max-writes",
-                   (long long)max_writes);
-    if (!copy) {
-      ag__wrec *cw = ag__ck_alloc(c, sizeof *cw);
-      *cw = *w;
-      copy = cw;
-    }
-    ag__rrec *cr = ag__ck_alloc(c, sizeof *cr);
-    *cr = *r;
-    ag__oblig o;
-    memset(&o, 0, sizeof o);
-    o.k = OB_RACE;
-    o.at = w->at;
-    o.stmt = stmt;
-    o.rr = cr;
-    o.rw = copy;
-    o.nloops = (int)c->loops.n;
-    o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
-    ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
-    if (ag_vec_push(&c->obligs, o))
+  ag__rrec r;
+  access_rec(c, &r, w->at, w->buf, w->addr, w->width, w->guard, 1);
+  r.pc = w->pc;
+  r.epoch = w->epoch;
+  r.lo = w->lo;
+  r.hi = w->hi;
+  /* a summary's replayed iteration: its pairs are the checked one's, but
+   * its writes stay for the checked iteration's accesses */
+  if (!c->replay) {
+    pair_all(c, &r); /* write-after-read, write-after-write */
+    /* two threads of this write meet a byte: a property of its address,
+     * width and guard alone, so one found race-free is not enumerated again
+     * (a key no interval has: generation -1) */
+    struct {
+      int64_t gen;
+      const void *addr, *guard;
+      int32_t buf, width, write;
+    } key;
+    memset(&key, 0, sizeof key);
+    key.gen = -1;
+    key.addr = r.addr;
+    key.guard = r.guard;
+    key.buf = r.buf;
+    key.width = r.width;
+    key.write = 2;
+    const ag__rrec *copy = NULL;
+    if (ag_map_has(&c->read_seen, &key, sizeof key))
+      c->asserts.v[ag__ck_stmt(c, r.at)].race = 1; /* its entry, proved */
+    else if (pair_one(c, &r, &r, &copy) && ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
       ag__ck_oom(c);
   }
+  remember(c, &r);
 }

@@ -655,8 +655,7 @@ static enc encode(smt *s, const ag__oblig *o) {
   if (o->k == OB_RACE) {
     /* the reader tid and another thread (the writer) meet a byte:
      * [Ar, Ar + wr) and [Aw, Aw + ww) intersect */
-    const ag__rrec *rr = o->rr;
-    const ag__wrec *rw = o->rw;
+    const ag__rrec *rr = o->rr, *rw = o->rw;
     e.a.sel = fresh_bv(s, "racer", s->c->nthreads);
     Z3_ast w = e.a.sel;
     Z3_ast ar = tr(s, rr->addr, s->tid), aw = tr(s, rw->addr, w);
@@ -1152,28 +1151,45 @@ static void race_side(smt *s, ag_tile_cex_side *sd, const ag_tile_node *at, cons
     ag__ck_oom(s->c);
 }
 
-/* A write-after-read race: the reader (tid), the writer, the byte. */
+/* A race: the earlier access's thread (tid), the later one's, the byte. */
 static ag_tile_cex *race_cex(smt *s, const ag__oblig *o, const enc *e, Z3_model m,
                              ag_tile_cex *x) {
-  const ag__rrec *rr = o->rr;
-  const ag__wrec *rw = o->rw;
+  const ag__rrec *rr = o->rr, *rw = o->rw;
   int64_t w = mval(s, m, e->a.sel);
   int64_t ar = (int64_t)(uint32_t)mval(s, m, tr(s, rr->addr, s->tid));
   int64_t aw = (int64_t)(uint32_t)mval(s, m, tr(s, rw->addr, e->a.sel));
   int64_t byte = ar > aw ? ar : aw;
   x->other = w;
   thread_idx(s, w, x->other_tidx);
-  race_side(s, &x->lhs, rr->at, "reads", x->thread, ar, rr->width, rr->buf, rr->loops,
-            rr->nloops);
-  race_side(s, &x->rhs, rw->at, "writes", w, aw, rw->width, rw->buf, o->loops, o->nloops);
+  race_side(s, &x->lhs, rr->at, rr->write ? "writes" : "reads", x->thread, ar, rr->width,
+            rr->buf, rr->loops, rr->nloops);
+  race_side(s, &x->rhs, rw->at, rw->write ? "writes" : "reads", w, aw, rw->width, rw->buf,
+            o->loops, o->nloops);
   char buf[900], wr[256], rd[256];
   const ag__sbuf *sb = &s->c->sbufs.v[rw->buf];
-  snprintf(buf, sizeof buf,
-           "write-after-read race: thread %lld writes shared '%s' byte %lld at %s while thread "
-           "%lld may still be reading it at %s (no barrier between the read and the write); "
-           "add syncthreads() after the last read of these bytes and before the write",
-           (long long)w, sb->name ? sb->name : "?", (long long)byte, where(s, rw->at, wr, sizeof wr),
-           (long long)x->thread, where(s, rr->at, rd, sizeof rd));
+  const char *name = sb->name ? sb->name : "?";
+  where(s, rw->at, wr, sizeof wr);
+  where(s, rr->at, rd, sizeof rd);
+  if (!rr->write)
+    snprintf(buf, sizeof buf,
+             "write-after-read race: thread %lld writes shared '%s' byte %lld at %s while "
+             "thread %lld may still be reading it at %s (no barrier between the read and the "
+             "write); add syncthreads() after the last read of these bytes and before the write",
+             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd);
+  else if (rw->write)
+    snprintf(buf, sizeof buf,
+             "write-after-write race: thread %lld writes shared '%s' byte %lld at %s and thread "
+             "%lld writes it at %s with no barrier between the writes, so which value the byte "
+             "keeps depends on their order; let one thread write each byte, or add "
+             "syncthreads() between the two writes",
+             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd);
+  else
+    snprintf(buf, sizeof buf,
+             "read-after-write race: thread %lld reads shared '%s' byte %lld at %s, which thread "
+             "%lld writes at %s with no barrier between the write and the read (threads of a "
+             "thread-dependent 'if' run both branches at once), so the read may see the old "
+             "value; add syncthreads() between the write and the read",
+             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd);
   x->reason = dupstr(s, buf);
   return x;
 }
@@ -1787,7 +1803,7 @@ int ag__smt_check(ag__ck *c, ag_tile_report *r, int kernel_index) {
             done[k] = 1;
             more = c->opts->all;
             const ag__oblig *o = &c->obligs.v[todo.v[b0 + k]];
-            Z3_model small = small_model(&s, vs[k], result_for(&s, o)->cex == NULL);
+            Z3_model small = small_model(&s, vs[k], 1); /* every one minimized */
             set_cex(&s, o, cex_from_model(&s, o, &es[k], small ? small : m));
             if (small)
               Z3_model_dec_ref(s.z, small);

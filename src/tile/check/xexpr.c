@@ -36,6 +36,31 @@ static int is_iteration(const ag_expr *e) {
   return e->op == AG_X_SYM && strstr(e->name, "#q") != NULL;
 }
 
+/* floor division (the remainder a - m * fdiv(a, m) is in [0, m) for m > 0) */
+static int64_t fdiv(int64_t a, int64_t m) { return a >= 0 ? a / m : -((-a + m - 1) / m); }
+
+/* (v + k) % m for the iteration v of a summarized loop being checked, whose
+ * facts say v = P*q + r0 and vmin <= v < 2^31 (loop.c), and m | P: the
+ * stage, (r0 + k) mod m. Sound in 32-bit arithmetic when m is a power of two
+ * (2^32 is a multiple of it), else when v + k stays in [0, 2^32) for every v
+ * the facts allow; NULL when it does not apply. */
+static const ag_expr *fold_stage(ag__ck *c, const ag_expr *a, int64_t m) {
+  int64_t k = 0;
+  if (a->op == AG_X_ADD && ag_expr_is_const(a->b, &k))
+    a = a->a;
+  if (a->op != AG_X_SYM || k < -((int64_t)1 << 40) || k > ((int64_t)1 << 40))
+    return NULL;
+  const ag__iterq *it = c->iters;
+  while (it && it->v != a)
+    it = it->up;
+  if (!it || !it->P || it->P % m != 0)
+    return NULL;
+  if ((m & (m - 1)) != 0 && (it->vmin + k < 0 || ((int64_t)1 << 31) - 1 + k >= ((int64_t)1 << 32)))
+    return NULL;
+  int64_t r = it->r0 + k;
+  return ag__xc(c, r - fdiv(r, m) * m);
+}
+
 const ag_expr *ag__x(ag__ck *c, ag_expr_op op, const ag_expr *a, const ag_expr *b) {
   int64_t m, k, r0;
   if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && (m & (m - 1)) == 0 &&
@@ -47,13 +72,18 @@ const ag_expr *ag__x(ag__ck *c, ag_expr_op op, const ag_expr *a, const ag_expr *
   if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && (m & (m - 1)) == 0 &&
       a->op == AG_X_MUL && ag_expr_is_const(a->b, &k) && k % m == 0)
     return ag__xc(c, 0);
+  if (op == AG_X_MOD && ag_expr_is_const(b, &m) && m > 1 && c->iters) {
+    const ag_expr *f = fold_stage(c, a, m);
+    if (f)
+      return f;
+  }
   if (op == AG_X_ADD && a->op == AG_X_MUL && ag_expr_is_const(b, &r0) &&
       ag_expr_is_const(a->b, &m) && m > 1 && (m & (m - 1)) == 0 && (r0 < 0 || r0 >= m) &&
       is_iteration(a->a)) {
     /* a summarized iteration P*q + c keeps 0 <= c < P: P*(q + k) + c', so
      * the stage stays in the low bits (ORs for the solver) and equal
      * iterations are the same expression */
-    int64_t k2 = r0 >= 0 ? r0 / m : -((-r0 + m - 1) / m);
+    int64_t k2 = fdiv(r0, m);
     return ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, ag__x(c, AG_X_ADD, a->a, ag__xc(c, k2)), a->b),
                  ag__xc(c, r0 - k2 * m));
   }
