@@ -47,23 +47,6 @@
 #define MAXS 64
 #define WARPS (128 * 256 / 32)
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v0, int n) {
-  double v[MAXS];
-  memcpy(v, v0, sizeof(double) * (size_t)n);
-  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* The JSON file dir/name, or NULL (and the reason on stderr when must). */
 static json_t *load(const char *dir, const char *name, int must) {
@@ -95,9 +78,9 @@ static int sample(const char *ptx, const char *variant, int mapping, double *ns,
   ag_str out = {0};
   ag_proc_result res;
   ag_proc_opts o = {.argv = argv, .env_add = env, .capture_out = &out, .timeout_s = 120};
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   int rc = ag_proc_run(&o, &res);
-  *wall = now_ms() - t0;
+  *wall = bench_now_ms() - t0;
   if (rc || !res.exited || res.exit_code) {
     fprintf(stderr, "check: the %s harness failed (exit %d): %s\n", mapping ? "mapping" : "marker",
             res.exited ? res.exit_code : -1, out.p ? out.p : "");
@@ -206,7 +189,7 @@ int main(int argc, char **argv) {
             WARPS);
     return 1;
   }
-  double k = median(mk, n) / 1e3, p = median(mp, n) / 1e3, paired = median(dd, n) / 1e3;
+  double k = bench_median(mk, n) / 1e3, p = bench_median(mp, n) / 1e3, paired = bench_median(dd, n) / 1e3;
   printf("bench_map: collector kernel, 128 x 256 threads, %d samples each (one process each, "
          "ARGUS_COLLECT=time)\n", n);
   printf("  marker-only build   %10.2f us per launch (median)\n", k);
@@ -215,7 +198,7 @@ int main(int argc, char **argv) {
   printf("  added per launch    %10.2f us (difference of medians), %.2f us (paired median)\n",
          p - k, paired);
   printf("  harness process     %10.1f ms marker-only, %.1f ms mapping (wall, medians)\n",
-         median(wk, n), median(wp, n));
+         bench_median(wk, n), bench_median(wp, n));
   int met = bench_goal("mapping run: added time per launch (collector kernel)", (p - k) / 1e3, 0,
                        1.0, "ms");
   ag_variant_free(v);

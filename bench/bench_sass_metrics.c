@@ -76,23 +76,6 @@ extern char **environ;
     }                                                                              \
   } while (0)
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(const double *v0, int n) {
-  double v[MAXS];
-  memcpy(v, v0, sizeof(double) * (size_t)n);
-  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static char *img;
 static size_t img_len;
@@ -113,7 +96,7 @@ static double one_run(ag_sassm *s) {
   ag_host_kernel *k;
   AH(ag_host_load_image(host, img, "collector", &m));
   AH(ag_host_kernel_get(m, "collector", &k));
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   if (s && (ag_sassm_cubin(s, img, img_len, err, sizeof err) ||
             ag_sassm_begin(s, err, sizeof err))) {
     fprintf(stderr, "bench_sass_metrics: %s\n", err);
@@ -125,7 +108,7 @@ static double one_run(ag_sassm *s) {
     fprintf(stderr, "bench_sass_metrics: %s\n", err);
     exit(1);
   }
-  return now_ms() - t0;
+  return bench_now_ms() - t0;
 }
 
 /* A sample: this program as --child MODE [--metrics LIST]; its line
@@ -188,10 +171,10 @@ static int measure(const char *self, const char *cubin, const char *metrics, int
     *inst = per;
     d[i] = q[i] - p[i];
   }
-  *plain = median(p, n);
-  *sass = median(q, n);
-  *paired = median(d, n);
-  *open_ms = median(o, n);
+  *plain = bench_median(p, n);
+  *sass = bench_median(q, n);
+  *paired = bench_median(d, n);
+  *open_ms = bench_median(o, n);
   if (*inst < (uint64_t)CTAS * THREADS / 32 * 8 * 2048) {
     fprintf(stderr, "check: %llu warp instructions, fewer than the kernel's FFMAs\n",
             (unsigned long long)*inst);
@@ -209,7 +192,7 @@ static int child_main(const char *mode, const char *metrics) {
     void *ctx = NULL;
     void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     int (*get_ctx)(void **) = cu ? (int (*)(void **))dlsym(cu, "cuCtxGetCurrent") : NULL;
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     if (!get_ctx || get_ctx(&ctx) || !ctx) {
       fprintf(stderr, "bench_sass_metrics: no current context\n");
       return 1;
@@ -218,7 +201,7 @@ static int child_main(const char *mode, const char *metrics) {
       fprintf(stderr, "bench_sass_metrics: %s\n", err);
       return 1;
     }
-    open_ms = now_ms() - t0;
+    open_ms = bench_now_ms() - t0;
   }
   double ms = one_run(s);
   printf("child %.4f %llu %.2f\n", ms,
@@ -247,14 +230,14 @@ static double harness_ms(const char *mode, const char *cubin, const char *dir) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  double t0 = now_ms();
+  double t0 = bench_now_ms();
   pid_t pid;
   int st = -1, e = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
   posix_spawn_file_actions_destroy(&fa);
   free(env);
   if (e == 0)
     waitpid(pid, &st, 0);
-  double t = now_ms() - t0;
+  double t = bench_now_ms() - t0;
   return e == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? t : -1;
 }
 
@@ -349,9 +332,9 @@ int main(int argc, char **argv) {
   double dis = -1;
   if (fd >= 0 && write(fd, img, img_len) == (ssize_t)img_len) {
     ag_sassm *s = ag_sassm_new_offline();
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     ag_sassm_disasm(s, path);
-    dis = now_ms() - t0;
+    dis = bench_now_ms() - t0;
     ag_jb j = {0};
     ag_sassm_json(s, &j);
     if (!j.p || !strstr(j.p, "\"status\":null")) {
@@ -389,7 +372,7 @@ int main(int argc, char **argv) {
   if (procs)
     printf("harness process on the collector kernel (median of 3): ARGUS_COLLECT=time %.1f ms, "
            "=sass %.1f ms (+%.1f ms: CUPTI setup, patching, flush, nvdisasm, evidence)\n",
-           median(pt, 3), median(ps, 3), median(ps, 3) - median(pt, 3));
+           bench_median(pt, 3), bench_median(ps, 3), bench_median(ps, 3) - bench_median(pt, 3));
   printf("checks: %s\n", bad ? "FAILED" : "passed");
   int met = bench_goal("SASS-metrics run cost on the collector kernel (default metrics)",
                        sass - plain, 0, 3.85, "ms");

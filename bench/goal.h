@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* CPU time of the calling thread in ns: the clock the CPU benchmarks' goals
@@ -30,6 +31,29 @@ static inline uint64_t bench_cpu_ns(void) {
 
 /* 1 when value meets "value < limit" (strict) or "value <= limit". A NaN
  * never meets a goal. */
+/* Wall clock in ms (CLOCK_MONOTONIC): the GPU benchmarks' process and run
+ * timings. */
+static inline double bench_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static inline int bench_cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (1 <= n <= 256; v is left as it is). */
+static inline double bench_median(const double *v0, int n) {
+  double v[256];
+  if (n < 1 || n > 256)
+    return 0;
+  memcpy(v, v0, sizeof(double) * (size_t)n);
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_dbl);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static inline int bench_goal_met(double value, double limit, int strict) {
   return strict ? value < limit : value <= limit;
 }

@@ -25,6 +25,7 @@
 #include "argus/collect.h"
 #include "argus/variant.h"
 #include "check.h"
+#include "../trace/gpu_util.h"
 #include "map_truth_check.h"
 #include "../sass/sass_util.h"
 
@@ -57,26 +58,7 @@ static int run_harness(const char *dir, const char *mode, const char *variant, c
 }
 
 
-static int have_gpu(void) {
-  ag_str why = {0};
-  int ok = ag_collect_gpu_probe(&why) == 0;
-  if (!ok)
-    printf("no GPU: %s\n", why.p ? why.p : "?");
-  ag_str_release(&why);
-  return ok;
-}
 
-static void copy_out(const char *from, const char *name) {
-  const char *dir = getenv("ARGUS_EVIDENCE_OUT");
-  char *data = NULL;
-  size_t len = 0;
-  if (!dir || !*dir || ag_file_read(from, &data, &len))
-    return;
-  char to[1200];
-  snprintf(to, sizeof to, "%s/%s", dir, name);
-  ag_file_write_atomic(to, data, len);
-  ag_free(data);
-}
 
 static void print_diags(ag_diags *d) {
   ag_str msg = {0};
@@ -86,8 +68,7 @@ static void print_diags(ag_diags *d) {
 }
 
 TEST(map_truth) {
-  if (!have_gpu())
-    SKIP("no GPU");
+  gpu_or_skip("test_gpu_map_truth");
   su_need_tools();
   char dir[] = "/tmp/argus-gmap-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
@@ -131,7 +112,7 @@ TEST(map_truth) {
   CHECK_EQ_INT(ag_file_read(p, &json, &jlen), 0);
   if (!json)
     goto done;
-  copy_out(p, "attrib_truth.map_counts.json");
+  evidence_out(p, "attrib_truth.map_counts.json");
   j = json_loads(json, 0, NULL);
   CHECK(j != NULL);
   CHECK_EQ_INT(ag_attr_counts_from_json(j, &d, &slots, &nslots), 0);
@@ -166,7 +147,7 @@ TEST(map_truth) {
   CHECK(e != NULL);
   if (!e || !cub)
     goto done;
-  copy_out(p, "attrib_truth.map.sass.json");
+  evidence_out(p, "attrib_truth.map.sass.json");
   CHECK_EQ_U64(truth_warps(e), warps);
   bad = truth_check(e, warps, TRUTH_K1, TRUTH_K2, TRUTH_K3, why, sizeof why);
   if (bad)

@@ -20,6 +20,7 @@
 #include "argus/collect.h"
 #include "argus/sass_ev.h"
 #include "check.h"
+#include "../trace/gpu_util.h"
 #include "truth_check.h"
 
 #ifndef ATTRIB_TRUTH_HARNESS
@@ -29,14 +30,6 @@
 #define ATTRIB_TRUTH_CUBIN "attrib_truth.cubin"
 #endif
 
-static int have_gpu(void) {
-  ag_str why = {0};
-  int ok = ag_collect_gpu_probe(&why) == 0;
-  if (!ok)
-    printf("no GPU: %s\n", why.p ? why.p : "?");
-  ag_str_release(&why);
-  return ok;
-}
 
 /* Runs the harness on the ground truth (TRUTH_* sizes; `extra` one more
  * argument or NULL), under ARGUS_COLLECT=sass into dir when collect, else
@@ -85,21 +78,9 @@ static long long ncu_value(const char *csv, const char *metric) {
   return v;
 }
 
-static void copy_out(const char *from, const char *name) {
-  const char *dir = getenv("ARGUS_EVIDENCE_OUT");
-  char *data = NULL;
-  size_t len = 0;
-  if (!dir || !*dir || ag_file_read(from, &data, &len))
-    return;
-  char to[1200];
-  snprintf(to, sizeof to, "%s/%s", dir, name);
-  ag_file_write_atomic(to, data, len);
-  ag_free(data);
-}
 
 TEST(truth) {
-  if (!have_gpu())
-    SKIP("no GPU");
+  gpu_or_skip("test_gpu_sass_metrics");
   char dir[] = "/tmp/argus-sassm-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   ag_str out = {0}, path = {0};
@@ -158,14 +139,14 @@ TEST(truth) {
       char tp2[1200];
       snprintf(tp2, sizeof tp2, "%s/ncu.txt", dir);
       ag_file_write_atomic(tp2, totals.p, totals.len);
-      copy_out(tp2, "attrib_truth.ncu.txt");
+      evidence_out(tp2, "attrib_truth.ncu.txt");
       ag_str_release(&totals);
       ag_str_release(&csv);
       ag_free(ncu);
     } else {
       printf("@ ncu: not on PATH; the totals are not compared with the hardware counters\n");
     }
-    copy_out(path.p, "attrib_truth.sass.json");
+    evidence_out(path.p, "attrib_truth.sass.json");
   }
   ag_sass_ev_free(e);
   ag_diags_release(&d);
@@ -174,8 +155,7 @@ TEST(truth) {
 }
 
 TEST(held) {
-  if (!have_gpu())
-    SKIP("no GPU");
+  gpu_or_skip("test_gpu_sass_metrics");
   char dir[] = "/tmp/argus-sassm-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   ag_str out = {0};

@@ -1,7 +1,8 @@
 /*
  * gpu_util.h — helpers shared by the GPU tests of reference tracing: skip
  * (exit 77) without a GPU, make a variant of a PTX file and compile it
- * through nvJitLink into files a harness can load, and a scratch directory.
+ * through nvJitLink into files a harness can load, a scratch directory, and
+ * a copy of evidence for $ARGUS_EVIDENCE_OUT.
  */
 #ifndef ARGUS_TEST_GPU_UTIL_H
 #define ARGUS_TEST_GPU_UTIL_H
@@ -21,6 +22,20 @@ static void gpu_or_skip(const char *test) {
     exit(77);
   }
   ag_str_release(&why);
+}
+
+/* Copies the file `from` to $ARGUS_EVIDENCE_OUT/<name> when that is set
+ * (scripts/gpu/run.sh brings it back, for tests/data/evidence). */
+__attribute__((unused)) static void evidence_out(const char *from, const char *name) {
+  const char *dir = getenv("ARGUS_EVIDENCE_OUT");
+  char *data = NULL;
+  size_t len = 0;
+  if (!dir || !*dir || ag_file_read(from, &data, &len))
+    return;
+  char to[1200];
+  snprintf(to, sizeof to, "%s/%s", dir, name);
+  ag_file_write_atomic(to, data, len);
+  ag_free(data);
 }
 
 /* A fresh directory under $TMPDIR (or /tmp); owned string. */

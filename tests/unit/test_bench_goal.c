@@ -50,4 +50,15 @@ TEST(test_paired_verdict) {
   CHECK_EQ_STR(bench_paired_verdict(1.20, 1.30, 1.1), "NOT met");
 }
 
-RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict))
+TEST(test_median) {
+  const double odd[] = {5, 1, 3}, even[] = {4, 1, 3, 2}, one[] = {7};
+  CHECK(bench_median(odd, 3) == 3);
+  CHECK(bench_median(even, 4) == 2.5);
+  CHECK(bench_median(one, 1) == 7);
+  CHECK(odd[0] == 5 && odd[1] == 1); /* the input is not reordered */
+  CHECK(bench_median(odd, 0) == 0);
+  double t0 = bench_now_ms(), t1 = bench_now_ms();
+  CHECK(t1 >= t0 && t0 > 0);
+}
+
+RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict), T(test_median))
