@@ -306,7 +306,7 @@ TEST(negative_operands) {
 TEST(variant_help_and_bad_op) {
   ag_str out = AG_STR_INIT, err = AG_STR_INIT;
   CHECK_EQ_INT(argus(&out, &err, "variant", "--help", NULL), 0);
-  CHECK_CONTAINS(ag_str_cstr(&out), "trace-free|traced|probe");
+  CHECK_CONTAINS(ag_str_cstr(&out), "trace-free|traced|probe|mapping");
   CHECK_CONTAINS(ag_str_cstr(&out), "--op OPID");
   /* 30 cp.async sites: more than are listed */
   ag_str t = AG_STR_INIT;

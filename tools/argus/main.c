@@ -36,9 +36,10 @@ static const ag_cli_cmd commands[] = {
      "Works on a machine without a GPU too: it then says what is missing.", CUDA_FN(cmd_doctor_opts)},
     {"regions", cmd_regions, 0, "[--flags F] SPEC.json|FILE.ptx|FILE.cu", "show the regions of a kernel and the operation sites in each", NULL, cmd_regions_opts},
     {"variant", cmd_variant, 0,
-     "--kind trace-free|traced|probe [--region R,...] [--op OPID [--occurrence N]] [-o OUT] "
+     "--kind trace-free|traced|probe|mapping [--region R,...] [--op OPID [--occurrence N]] [-o OUT] "
      "SPEC|FILE.ptx|FILE.cu",
-     "write a measurement variant's PTX (trace-free, traced, or the probe of one async site)",
+     "write a measurement variant's PTX (trace-free, traced, the probe of one async site, or the "
+     "PC-to-region mapping run's)",
      NULL, cmd_variant_opts},
     {"trace", CUDA_FN(cmd_trace), 0, "[--region R] [--scope K=V,...] [--timeline FILE] SPEC | --evidence FILE", "run the traced variant once and print the per-region timing table", NULL, CUDA_FN(cmd_trace_opts)},
     {"ptx", cmd_ptx, 0, "[--cfg] FILE.ptx", "parse a PTX module and print it back (or its CFGs)", NULL, cmd_ptx_opts},
