@@ -191,7 +191,11 @@ TEST(attrib_truth_mapping) {
   map = NULL;
   slots[hs + (uint32_t)ra] = slots[hs + (uint32_t)rb];
   CHECK_EQ_INT(ag_attr_map_build(L, slots, L->nslots, cub, TRUTH_KERNEL, &d, &map), 0);
-  if (map && ag_attr_apply(map, &mt, &d, &res) == 0) {
+  if (map) { /* the metric's PCs were the freed map's: the same cubin's, from this one */
+    CHECK_EQ_INT(map->npcs, mt.npcs);
+    mt.pc = map->pc;
+  }
+  if (map && map->npcs == mt.npcs && ag_attr_apply(map, &mt, &d, &res) == 0) {
     CHECK(map_truth_join(map, cub, &mt, res, TRUTH_K1, TRUTH_K2, &hp, why, sizeof why) > 0);
     CHECK_CONTAINS(why, "alpha(A)");
   }
