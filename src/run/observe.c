@@ -763,30 +763,32 @@ static int check_role(obs *ob, ag_task *control, const json_t *disc) {
   return rc;
 }
 
+/* Does a signal of the plan need an evidence kind that adapter b provides? */
+static int plan_needs(const obs *ob, const ag_plan *p, const ag_backend *b) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    const char *sig = json_string_value(json_object_get(p->tasks.v[i]->config, "signal"));
+    const ag_recipe *r = sig ? ag_recipe_find(sig) : NULL;
+    if (r && ag_backend_for_evidence(ob->backends, r->evidence) == b)
+      return 1;
+  }
+  return 0;
+}
+
 /* The Control task's expansion: the scope's role checked against the
  * module's, then the expansion of each backend adapter whose evidence a
  * signal of the plan needs (the probe backend: one branch per (async site,
  * iteration) of each per-instance signal, ag_probe_expand, docs/probes.md). */
-#define MAX_EXPANDERS 16
 static int expand(ag_plan *p, ag_task *control, void *ud) {
   obs *ob = ud;
   if (strcmp(control->op, "discover")) { /* an adapter's own Control task (probe: count) */
     const ag_backend *own = ag_backend_for_op(ob->backends, control->op);
     return own && own->control_done ? own->control_done(ob, p, control) : 0;
   }
-  const ag_backend *ex[MAX_EXPANDERS];
-  int nex = 0;
-  for (size_t i = 0; i < p->tasks.n; i++) {
-    const char *sig = json_string_value(json_object_get(p->tasks.v[i]->config, "signal"));
-    const ag_recipe *r = sig ? ag_recipe_find(sig) : NULL;
-    const ag_backend *b = r ? ag_backend_for_evidence(ob->backends, r->evidence) : NULL;
-    int have = 0;
-    for (int k = 0; k < nex; k++)
-      have |= ex[k] == b;
-    if (b && b->expand && !have && nex < MAX_EXPANDERS)
-      ex[nex++] = b;
-  }
-  if (!nex && !ob->query.scope.role[0])
+  const ag_backend_set *bs = ob->backends;
+  int need = ob->query.scope.role[0] != 0;
+  for (size_t i = 0; !need && i < bs->backends.n; i++)
+    need = bs->backends.v[i]->expand && plan_needs(ob, p, bs->backends.v[i]);
+  if (!need)
     return 0;
   json_t *disc = NULL;
   int rc =
@@ -796,9 +798,11 @@ static int expand(ag_plan *p, ag_task *control, void *ud) {
     return rc;
   ag_str why = AG_STR_INIT;
   rc = check_role(ob, control, disc);
-  for (int k = 0; !rc && k < nex; k++)
-    if ((rc = ex[k]->expand(p, control, disc, &why)))
+  for (size_t i = 0; !rc && i < bs->backends.n; i++) {
+    const ag_backend *b = bs->backends.v[i];
+    if (b->expand && plan_needs(ob, p, b) && (rc = b->expand(p, control, disc, &why)))
       ag__obs_fail(control, rc, "%s", ag_str_cstr(&why));
+  }
   ag_str_release(&why);
   json_decref(disc);
   return rc;
