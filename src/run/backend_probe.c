@@ -218,7 +218,7 @@ const ag_backend ag__backend_probe = {
     .decode = ag__obs_evidence_decode,
     .release = ag__obs_evidence_release,
     .execs = probe_execs,
-    .nexecs = 2,
+    .nexecs = sizeof probe_execs / sizeof probe_execs[0],
     .expand = ag_probe_expand,
     .control_done = count_done,
 };

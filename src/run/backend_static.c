@@ -96,5 +96,5 @@ const ag_backend ag__backend_static = {
     .effects = 0,
     .variant = "trace-free",
     .execs = static_execs,
-    .nexecs = 1,
+    .nexecs = sizeof static_execs / sizeof static_execs[0],
 };
