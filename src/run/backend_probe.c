@@ -136,6 +136,12 @@ out:
   return rc;
 }
 
+/* The counting run's output when it counted nothing (why: what and detail). */
+static json_t *uncounted(const char *what, const char *detail) {
+  return json_pack("{s:i,s:i,s:i,s:b,s:[],s:s+}", "format", 1, "launches", 0, "dropped", 0,
+                   "complete", 0, "markers", "why", what, detail);
+}
+
 /* Control: the counting run (docs/probes.md): the reference run's records
  * per begin marker and iteration, which control_done prunes the probes by. */
 static int ex_count(ag_exec_ctx *cx, ag_task *t) {
@@ -146,8 +152,7 @@ static int ex_count(ag_exec_ctx *cx, ag_task *t) {
   ag_evidence *ev = NULL;
   json_t *j = NULL;
   if (ref && ref->status != AG_TS_OK && ref->status != AG_TS_CACHED) { /* nothing to count */
-    j = json_pack("{s:i,s:i,s:i,s:b,s:[],s:s}", "format", 1, "launches", 0, "dropped", 0,
-                  "complete", 0, "markers", "why", "the reference run did not succeed");
+    j = uncounted("the reference run did not succeed", "");
     int r = j ? ag__obs_put_json(ob, t, "counts", j, "json") : AG_ENOMEM;
     json_decref(j);
     return r;
@@ -161,9 +166,7 @@ static int ex_count(ag_exec_ctx *cx, ag_task *t) {
     rc = ag__obs_fail_diags(t, rc, "cannot read the reference evidence", &d);
   ag_str why = AG_STR_INIT;
   if (!rc && !evidence_joinable(ob, cx->plan, ref, ev, &why)) { /* another build's: not read */
-    j = json_pack("{s:i,s:i,s:i,s:b,s:[],s:s+}", "format", 1, "launches", 0, "dropped", 0,
-                  "complete", 0, "markers", "why", "the reference's evidence is not this "
-                  "program's: ", ag_str_cstr(&why));
+    j = uncounted("the reference's evidence is not this program's: ", ag_str_cstr(&why));
     rc = j ? 0 : AG_ENOMEM;
   } else if (!rc && (rc = ag_async_count(ev, &j))) {
     rc = ag__obs_fail(t, rc, "counting the reference's iterations failed: %s", ag_strerror(rc));
