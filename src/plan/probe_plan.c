@@ -31,6 +31,14 @@ static const char *jstr(const json_t *o, const char *k) {
   return json_string_value(json_object_get(o, k));
 }
 
+/* Does task t depend on task `id` directly? */
+static int uses(const ag_task *t, int id) {
+  for (size_t k = 0; k < t->deps.n; k++)
+    if (t->deps.v[k] == id)
+      return 1;
+  return 0;
+}
+
 static int probe_kind(const char *k) {
   static const char *const kinds[] = {"tma_load", "tma_store", "tma_reduce",
                                       "bulk_copy", "cp_async",  "wgmma"};
@@ -225,10 +233,7 @@ int ag_probe_expand(ag_plan *p, const ag_task *control, const json_t *discovery,
     const char *signal = jstr(s->config, "signal");
     const ag_recipe *r = signal ? ag_recipe_find(signal) : NULL;
     const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
-    int on_control = 0;
-    for (size_t k = 0; k < s->deps.n; k++)
-      on_control |= s->deps.v[k] == control->id;
-    if (!ek || !ek->per_instance || !on_control || !s->region)
+    if (!ek || !ek->per_instance || !uses(s, control->id) || !s->region)
       continue;
     const ag_scope_dim *it = &s->scope.dim[AG_SCOPE_ITER];
     /* count first: refuse a plan too large to run before adding anything */
@@ -331,10 +336,7 @@ int ag_probe_prune(ag_plan *p, const ag_task *count, const json_t *discovery,
   for (size_t ti = 0; ti < p->tasks.n; ti++) {
     ag_task *t = p->tasks.v[ti];
     const char *v = jstr(t->config, "variant");
-    int mine = 0;
-    for (size_t k = 0; k < t->deps.n; k++)
-      mine |= t->deps.v[k] == count->id;
-    if (t->type != AG_TASK_COLLECT || !mine || !v || strcmp(v, "probe"))
+    if (t->type != AG_TASK_COLLECT || !uses(t, count->id) || !v || strcmp(v, "probe"))
       continue;
     const char *op = jstr(t->config, "op");
     int64_t occ = json_integer_value(json_object_get(t->config, "occurrence"));
@@ -357,9 +359,8 @@ int ag_probe_prune(ag_plan *p, const ag_task *count, const json_t *discovery,
     int rc = w.oom ? AG_ENOMEM : 0;
     for (size_t k = 0; !rc && k < p->tasks.n; k++) {
       ag_task *s = p->tasks.v[k];
-      for (size_t j = 0; !rc && j < s->deps.n; j++)
-        if (s->deps.v[j] == t->id && s->type == AG_TASK_SYNTHESIZE)
-          rc = note_counted(s, op, occ, ag_str_cstr(&w));
+      if (s->type == AG_TASK_SYNTHESIZE && uses(s, t->id))
+        rc = note_counted(s, op, occ, ag_str_cstr(&w));
     }
     ag_free(t->error);
     t->error = rc ? NULL : ag_str_detach(&w);
@@ -378,10 +379,9 @@ int ag_probe_prune(ag_plan *p, const ag_task *count, const json_t *discovery,
     if (s->type != AG_TASK_SYNTHESIZE || !json_object_get(s->config, "iterations_from"))
       continue;
     int fed = 0;
-    for (size_t j = 0; j < s->deps.n; j++) {
+    for (size_t j = 0; !fed && j < s->deps.n; j++) {
       const ag_task *d = ag_plan_task(p, s->deps.v[j]);
-      for (size_t k = 0; d && k < d->deps.n; k++)
-        fed |= d->deps.v[k] == count->id;
+      fed = d && uses(d, count->id);
     }
     if (!fed)
       continue;
