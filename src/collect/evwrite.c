@@ -103,12 +103,7 @@ struct ag_evw {
   uint32_t cap_max;
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void seterr(char *err, size_t errlen, const char *fmt, ...) {
+void ag__seterr(char *err, size_t errlen, const char *fmt, ...) {
   if (!err || !errlen)
     return;
   va_list ap;
@@ -134,7 +129,7 @@ static int write_all(int fd, const void *p, size_t n) {
 
 static int put(ag_evw *w, const void *p, size_t n, char *err, size_t errlen) {
   if (write_all(w->fd, p, n)) {
-    seterr(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
+    ag__seterr(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
     return -997; /* AG_EIO */
   }
   w->checksum = ag_ev_fnv(w->checksum, p, n);
@@ -160,7 +155,7 @@ int ag_evw_open(const char *path, ag_evw **out, char *err, size_t errlen) {
   snprintf(w->tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
   w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (w->fd < 0) {
-    seterr(err, errlen, "cannot create '%s': %s", w->tmp, strerror(errno));
+    ag__seterr(err, errlen, "cannot create '%s': %s", w->tmp, strerror(errno));
     free(w->path);
     free(w->tmp);
     free(w);
@@ -170,7 +165,7 @@ int ag_evw_open(const char *path, ag_evw **out, char *err, size_t errlen) {
   ag_ev_file_header zero;
   memset(&zero, 0, sizeof zero);
   if (write_all(w->fd, &zero, sizeof zero)) { /* filled in by close */
-    seterr(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
+    ag__seterr(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
     ag_evw_abort(w);
     return -997;
   }
@@ -225,7 +220,7 @@ int ag_evw_launch_add(ag_evw *w, const ag_evw_launch *l, char *err, size_t errle
     ag_jb_printf(b, ",\"ctas_per_sm_driver\":%d", l->driver_ctas_per_sm);
   ag_jb_puts(b, "}");
   if (b->oom) {
-    seterr(err, errlen, "out of memory");
+    ag__seterr(err, errlen, "out of memory");
     return -999;
   }
   return 0;
@@ -247,12 +242,12 @@ int ag_evw_close(ag_evw *w, const char *header_fields, uint32_t launches_total,
   ag_jb_puts(&j, "]}\n");
   int rc = 0;
   if (j.oom || w->launches.oom) {
-    seterr(err, errlen, "out of memory");
+    ag__seterr(err, errlen, "out of memory");
     rc = -999;
     goto fail;
   }
   if (j.len > 0xffffffffu) {
-    seterr(err, errlen, "evidence header too large");
+    ag__seterr(err, errlen, "evidence header too large");
     rc = -998;
     goto fail;
   }
@@ -267,14 +262,14 @@ int ag_evw_close(ag_evw *w, const char *header_fields, uint32_t launches_total,
   h.data_len = data_len;
   h.checksum = w->checksum;
   if (pwrite(w->fd, &h, sizeof h, 0) != (ssize_t)sizeof h || fsync(w->fd)) {
-    seterr(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
+    ag__seterr(err, errlen, "cannot write '%s': %s", w->tmp, strerror(errno));
     rc = -997;
     goto fail;
   }
   close(w->fd);
   w->fd = -1;
   if (rename(w->tmp, w->path)) {
-    seterr(err, errlen, "cannot rename '%s' to '%s': %s", w->tmp, w->path, strerror(errno));
+    ag__seterr(err, errlen, "cannot rename '%s' to '%s': %s", w->tmp, w->path, strerror(errno));
     rc = -997;
     goto fail;
   }

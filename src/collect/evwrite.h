@@ -36,6 +36,14 @@ void ag_jb_printf(ag_jb *b, const char *fmt, ...)
 void ag_jb_str(ag_jb *b, const char *s); /* JSON string literal; NULL -> null */
 void ag_jb_release(ag_jb *b);
 
+/* Formats a message into err (n bytes; nothing when err is NULL or n 0):
+ * the collectors' err/errlen convention. */
+void ag__seterr(char *err, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 typedef struct ag_evw_launch {
   uint32_t launch;          /* launch index */
   const char *kernel;

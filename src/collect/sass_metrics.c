@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,25 +136,11 @@ struct ag_sassm {
   char *disasm_tool;
 };
 
-static void seterr(char *err, size_t n, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void seterr(char *err, size_t n, const char *fmt, ...) {
-  if (!err || !n)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, n, fmt, ap);
-  va_end(ap);
-}
-
 static int cupti_fail(ag_sassm *s, CUptiResult r, const char *call, char *err, size_t n) {
   const char *text = NULL;
   if (s->cuptiGetResultString)
     s->cuptiGetResultString(r, &text);
-  seterr(err, n, "%s failed: %s (CUPTI error %d)", call, text ? text : "?", (int)r);
+  ag__seterr(err, n, "%s failed: %s (CUPTI error %d)", call, text ? text : "?", (int)r);
   if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED)
     return AG_HOST_EUNSUPPORTED;
   return AG_HOST_ECUPTI;
@@ -191,7 +176,7 @@ static int load_cupti(ag_sassm *s, char *err, size_t errlen) {
       break; /* the library asked for, or none */
   }
   if (!s->lib) {
-    seterr(err, errlen,
+    ag__seterr(err, errlen,
            "no CUPTI: cannot load %s (%s); SASS metrics need libcupti.so from the CUDA toolkit "
            "(set LD_LIBRARY_PATH to its lib64, or ARGUS_LIBCUPTI to the library)",
            env && *env ? env : "libcupti.so.13", first);
@@ -200,7 +185,7 @@ static int load_cupti(ag_sassm *s, char *err, size_t errlen) {
 #define AG__LOAD(fn)                                                           \
   *(void **)(&s->fn) = dlsym(s->lib, #fn);                                     \
   if (!s->fn) {                                                                \
-    seterr(err, errlen, "CUPTI lacks %s: it is older than SASS metrics need (CUDA 12.5+)", #fn); \
+    ag__seterr(err, errlen, "CUPTI lacks %s: it is older than SASS metrics need (CUDA 12.5+)", #fn); \
     return AG_HOST_ENODEV;                                                     \
   }
   AG_CUPTI_FUNCS(AG__LOAD)
@@ -212,7 +197,7 @@ static int subscribe(ag_sassm *s, char *err, size_t errlen) {
   CUptiResult r = s->cuptiSubscribe(&s->sub, on_callback, s);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     const char *inj = getenv("CUDA_INJECTION64_PATH");
-    seterr(err, errlen,
+    ag__seterr(err, errlen,
            "CUPTI already has a subscriber in this process (another tool holds it%s%s%s): SASS "
            "metrics need the process's one CUPTI subscriber; run the collection without the "
            "other profiler or CUPTI-based library",
@@ -247,7 +232,7 @@ static int list_chip_metrics(ag_sassm *s, char *err, size_t errlen) {
   s->chip_metrics = calloc(nm.numOfMetrics, sizeof *s->chip_metrics);
   if (!md || !s->chip_metrics) {
     free(md);
-    seterr(err, errlen, "out of memory");
+    ag__seterr(err, errlen, "out of memory");
     return AG_HOST_ENOMEM;
   }
   CUpti_SassMetrics_GetMetrics_Params gm = {.structSize = CUpti_SassMetrics_GetMetrics_Params_STRUCT_SIZE};
@@ -268,12 +253,12 @@ static int list_chip_metrics(ag_sassm *s, char *err, size_t errlen) {
 static int resolve_metrics(ag_sassm *s, const char *list, char *err, size_t errlen) {
   char *copy = strdup(list), *save = NULL;
   if (!copy) {
-    seterr(err, errlen, "out of memory");
+    ag__seterr(err, errlen, "out of memory");
     return AG_HOST_ENOMEM;
   }
   for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
     if (s->nm == AG_SASSM_MAX_METRICS) {
-      seterr(err, errlen, "too many SASS metrics requested (at most %d)", AG_SASSM_MAX_METRICS);
+      ag__seterr(err, errlen, "too many SASS metrics requested (at most %d)", AG_SASSM_MAX_METRICS);
       free(copy);
       return AG_HOST_EINVAL;
     }
@@ -290,14 +275,14 @@ static int resolve_metrics(ag_sassm *s, const char *list, char *err, size_t errl
     m->desc = strdup(gp.metric.pMetricDescription ? gp.metric.pMetricDescription : "");
     if (!m->name || !m->desc) {
       free(copy);
-      seterr(err, errlen, "out of memory");
+      ag__seterr(err, errlen, "out of memory");
       return AG_HOST_ENOMEM;
     }
     s->nm++;
   }
   free(copy);
   if (!s->nm) {
-    seterr(err, errlen, "none of the requested SASS metrics ('%s') exists on chip '%s'", list,
+    ag__seterr(err, errlen, "none of the requested SASS metrics ('%s') exists on chip '%s'", list,
            s->chip);
     return AG_HOST_EUNSUPPORTED;
   }
@@ -324,7 +309,7 @@ int ag_sassm_open(void *ctx, int device, const char *metrics, ag_sassm **out, ch
   *out = NULL;
   ag_sassm *s = calloc(1, sizeof *s);
   if (!s) {
-    seterr(err, errlen, "out of memory");
+    ag__seterr(err, errlen, "out of memory");
     return AG_HOST_ENOMEM;
   }
   s->ctx = (CUcontext)ctx;
@@ -370,7 +355,7 @@ int ag_sassm_cubin(ag_sassm *s, const void *image, size_t bytes, char *err, size
     if (s->cubins[i] == cc.cubinCrc)
       return 0; /* the same image loaded again */
   if (s->ncubins == (int)(sizeof s->cubins / sizeof *s->cubins)) {
-    seterr(err, errlen, "too many cubins for one SASS-metrics collection (at most 16)");
+    ag__seterr(err, errlen, "too many cubins for one SASS-metrics collection (at most 16)");
     return AG_HOST_EINVAL;
   }
   s->cubins[s->ncubins] = cc.cubinCrc;
@@ -478,7 +463,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
     d = calloc(nrec, sizeof *d);
     iv = calloc(nrec * ninst, sizeof *iv);
     if (!d || !iv) {
-      seterr(err, errlen, "out of memory for %zu SASS-metric records", nrec);
+      ag__seterr(err, errlen, "out of memory for %zu SASS-metric records", nrec);
       rc = AG_HOST_ENOMEM;
       goto out;
     }
@@ -499,7 +484,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
     for (size_t i = 0; i < nrec; i++) {
       row *rw = row_for(s, d[i].cubinCrc, d[i].functionIndex, d[i].pcOffset, d[i].functionName);
       if (!rw) {
-        seterr(err, errlen, "out of memory merging SASS-metric records");
+        ag__seterr(err, errlen, "out of memory merging SASS-metric records");
         rc = AG_HOST_ENOMEM;
         goto out;
       }
@@ -690,7 +675,7 @@ static int run_capture(char *const argv[], char **out, char *why, size_t wn) {
   int pfd[2];
   *out = NULL;
   if (pipe(pfd)) {
-    seterr(why, wn, "pipe: %s", strerror(errno));
+    ag__seterr(why, wn, "pipe: %s", strerror(errno));
     return -1;
   }
   posix_spawn_file_actions_t fa;
@@ -704,7 +689,7 @@ static int run_capture(char *const argv[], char **out, char *why, size_t wn) {
   close(pfd[1]);
   if (e) {
     close(pfd[0]);
-    seterr(why, wn, "cannot run '%s': %s", argv[0], strerror(e));
+    ag__seterr(why, wn, "cannot run '%s': %s", argv[0], strerror(e));
     return -1;
   }
   size_t cap = 1 << 16, n = 0;
@@ -732,13 +717,13 @@ static int run_capture(char *const argv[], char **out, char *why, size_t wn) {
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
   if (!buf) {
-    seterr(why, wn, "out of memory reading '%s' output", argv[0]);
+    ag__seterr(why, wn, "out of memory reading '%s' output", argv[0]);
     return -1;
   }
   buf[n] = 0;
   if (!WIFEXITED(st) || WEXITSTATUS(st)) {
     free(buf);
-    seterr(why, wn, "'%s' failed (%s %d)", argv[0], WIFEXITED(st) ? "exit status" : "signal",
+    ag__seterr(why, wn, "'%s' failed (%s %d)", argv[0], WIFEXITED(st) ? "exit status" : "signal",
            WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
     return -1;
   }
