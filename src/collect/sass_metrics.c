@@ -376,6 +376,19 @@ int ag_sassm_begin(ag_sassm *s, char *err, size_t errlen) {
 
 /* ------------------------------------------------------------------ rows */
 
+/* v (n of *cap elements of `size` bytes used) with room for one more: the
+ * capacity doubled from `first` when full (*cap updated); NULL, v kept,
+ * when out of memory. */
+static void *grow(void *v, size_t n, size_t *cap, size_t size, size_t first) {
+  if (n < *cap)
+    return v;
+  size_t c = *cap ? 2 * *cap : first;
+  void *p = realloc(v, c * size);
+  if (p)
+    *cap = c;
+  return p;
+}
+
 static int intern_fn(ag_sassm *s, const char *name) {
   name = name ? name : "?";
   for (int i = s->nfns - 1; i >= 0; i--)
@@ -424,14 +437,10 @@ static row *row_for(ag_sassm *s, uint32_t crc, uint32_t fidx, uint32_t pc, const
     if (r->crc == crc && r->fidx == fidx && r->pc == pc)
       return r;
   }
-  if (s->nrows == s->caprows) {
-    size_t cap = s->caprows ? 2 * s->caprows : 1024;
-    row *p = realloc(s->rows, cap * sizeof *p);
-    if (!p)
-      return NULL;
-    s->rows = p;
-    s->caprows = cap;
-  }
+  row *rows = grow(s->rows, s->nrows, &s->caprows, sizeof *rows, 1024);
+  if (!rows)
+    return NULL;
+  s->rows = rows;
   int f = intern_fn(s, fn);
   if (f < 0)
     return NULL;
@@ -567,14 +576,10 @@ static char *dupn(const char *p, size_t n) {
 
 static int add_insn(ag_sassm *s, int fn, uint32_t pc, const char *pred, size_t pl,
                     const char *op, size_t ol, const char *args, size_t al) {
-  if (s->nins == s->capins) {
-    size_t cap = s->capins ? 2 * s->capins : 1024;
-    insn *p = realloc(s->ins, cap * sizeof *p);
-    if (!p)
-      return -1;
-    s->ins = p;
-    s->capins = cap;
-  }
+  insn *ins = grow(s->ins, s->nins, &s->capins, sizeof *ins, 1024);
+  if (!ins)
+    return -1;
+  s->ins = ins;
   insn *in = &s->ins[s->nins];
   in->fn = fn, in->pc = pc;
   in->pred = dupn(pred, pl), in->op = dupn(op, ol), in->args = dupn(args, al);
@@ -587,14 +592,10 @@ static int add_insn(ag_sassm *s, int fn, uint32_t pc, const char *pred, size_t p
 }
 
 static int add_label(ag_sassm *s, int fn, uint32_t pc, const char *name, size_t n) {
-  if (s->nlabels == s->caplabels) {
-    size_t cap = s->caplabels ? 2 * s->caplabels : 64;
-    label *p = realloc(s->labels, cap * sizeof *p);
-    if (!p)
-      return -1;
-    s->labels = p;
-    s->caplabels = cap;
-  }
+  label *labels = grow(s->labels, s->nlabels, &s->caplabels, sizeof *labels, 64);
+  if (!labels)
+    return -1;
+  s->labels = labels;
   label *l = &s->labels[s->nlabels];
   l->fn = fn, l->pc = pc;
   if (!(l->name = dupn(name, n)))
