@@ -984,24 +984,24 @@ static int desc_for(const ag_host *h, uint32_t idx, uint64_t warps, ag_ev_desc *
  * what the descriptor holds once the queued copies have run. */
 static int bind_desc(ag_host *h, ag_host_module *m, const ag_ev_desc *src, void *stream) {
   if (h->ahead == 2 && h->cu.cuStreamBatchMemOp) {
-    /* ARGUS_TRACE_AHEAD=2: four 64-bit stream writes in one batch, on the
-     * launch's stream (no copy engine, no wait across streams) */
-    uint64_t w[4];
-    CUstreamBatchMemOpParams op[4];
+    /* ARGUS_TRACE_AHEAD=2: the descriptor's 64-bit words as stream writes in
+     * one batch, on the launch's stream (no copy engine, no wait across
+     * streams) */
+    enum { NW = sizeof *src / 8 };
+    uint64_t w[NW];
+    CUstreamBatchMemOpParams op[NW];
     memcpy(w, src, sizeof w);
     memset(op, 0, sizeof op);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < NW; i++) {
       op[i].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
       op[i].writeValue.address = m->desc + 8u * (unsigned)i;
       op[i].writeValue.value64 = w[i];
       op[i].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
     }
-    CU(h, cuStreamBatchMemOp((CUstream)stream, 4, op, 0));
-    h->cur = *src;
-    h->cur_known = 1;
-    return 0;
+    CU(h, cuStreamBatchMemOp((CUstream)stream, NW, op, 0));
+  } else {
+    CU(h, cuMemcpyHtoDAsync(m->desc, src, sizeof *src, (CUstream)stream));
   }
-  CU(h, cuMemcpyHtoDAsync(m->desc, src, sizeof *src, (CUstream)stream));
   h->cur = *src;
   h->cur_known = 1;
   return 0;
