@@ -371,11 +371,7 @@ int ag_xform_map(ag_ptx_module *m, const ag_ptx_regions *r, const char *program,
   mx x = {m, r, diags, {0}};
   int rc = 0;
   char *is_marker = NULL;
-  int tver = 0;
-  if (m->target) {
-    const char *d = strstr(m->target, "sm_");
-    tver = d ? atoi(d + 3) : 0;
-  }
+  int tver = ag__ptx_target_sm(m);
   if (tver && tver < 70) {
     rc = mdiag(&x, NULL, AG_EUNSUPPORTED,
                "mapping variants need a target of sm_70 or newer (activemask); this module "
