@@ -1248,7 +1248,8 @@ int ag_ptx_discover(ag_ptx_module *m, ag_diags *diags, ag_ptx_regions **out) {
   ag_ptx_regions *R = ag_arena_alloc(c.A, sizeof *R);
   ag_ptx_cfg **cfgs = ag_arena_alloc(c.A, sizeof *cfgs * (size_t)(nf ? nf : 1));
   int *roots = ag_malloc(sizeof(int) * (size_t)(nf ? nf : 1));
-  int **at = ag_calloc((size_t)(nf ? nf : 1), sizeof *at);
+  /* the region at each statement, per function: kept as R->region_at */
+  int **at = ag_arena_alloc(c.A, sizeof *at * (size_t)(nf ? nf : 1));
   int *ordinal = NULL;
   if (!R || !cfgs || !roots || !at) {
     rc = AG_ENOMEM;
@@ -1371,17 +1372,10 @@ int ag_ptx_discover(ag_ptx_module *m, ag_diags *diags, ag_ptx_regions **out) {
   if (c.markers.n)
     memcpy(R->markers, c.markers.v, sizeof *R->markers * c.markers.n);
   R->cfgs = cfgs;
-  R->region_at = ag_arena_alloc(c.A, sizeof *R->region_at * (size_t)(nf ? nf : 1));
-  if (!R->region_at) {
-    rc = AG_ENOMEM;
-    goto out;
-  }
-  for (int i = 0; i < nf; i++)
-    R->region_at[i] = at[i];
+  R->region_at = at;
   *out = R;
 out:
   ag_free(roots);
-  ag_free(at);
   ag_free(ordinal);
   ag_vec_free(&c.regions);
   ag_vec_free(&c.sites);

@@ -41,6 +41,10 @@ int ag__ptx_insert_verbatim(ag_ptx_module *m, ag_ptx_func *f, ag_ptx_stmt *at, i
 void ag__ptx_vdiag(const ag_ptx_module *m, ag_diags *diags, const ag_ptx_stmt *s,
                    const char *fmt, va_list ap);
 
+/* The number of the module's .target sm_<n> (90 for sm_90a), 0 when it
+ * names none: the transforms' minimum-target refusals. */
+int ag__ptx_target_sm(const ag_ptx_module *m);
+
 /* AG_EINVAL with a diagnostic (file:line:col) when PTX text is an Argus
  * variant already: it uses the probes' names (%agt_, %agp_, %agm_, __argus_)
  * outside comments and strings. One pass over the text, before parsing:

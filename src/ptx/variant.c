@@ -45,6 +45,11 @@ void ag__ptx_vdiag(const ag_ptx_module *m, ag_diags *diags, const ag_ptx_stmt *s
                s ? s->text : NULL, s ? s->text_len : 0, "%s", msg);
 }
 
+int ag__ptx_target_sm(const ag_ptx_module *m) {
+  const char *d = m->target ? strstr(m->target, "sm_") : NULL;
+  return d ? atoi(d + 3) : 0;
+}
+
 void ag_variant_free(ag_variant *v) {
   if (!v)
     return;

@@ -138,6 +138,25 @@ static int set_text(mx *x, ag_ptx_stmt *s, ag_str *o) {
   return buf ? 0 : AG_ENOMEM;
 }
 
+static int is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* o = the text t..e with `item` appended to its parenthesized list
+ * open..close (the '(' and its ')'): after the last item, `sep` before it
+ * when the list is not empty */
+static void list_append(ag_str *o, const char *t, const char *e, const char *open,
+                        const char *close, const char *sep, const char *item) {
+  const char *w = close; /* after the last item's text */
+  while (w > open + 1 && is_ws(w[-1]))
+    w--;
+  ag_str_append(o, t, (size_t)(w - t));
+  if (w > open + 1)
+    ag_str_puts(o, sep);
+  ag_str_puts(o, item);
+  ag_str_append(o, w, (size_t)(e - w));
+}
+
 /* ".func [(rets)] name(params)": the parameter __argus_map_in appended */
 static int add_param(mx *x, ag_ptx_stmt *h, const char *name) {
   const char *t = h->text, *e = t + h->text_len;
@@ -147,8 +166,7 @@ static int add_param(mx *x, ag_ptx_stmt *h, const char *name) {
     if (!memcmp(q, name, nl) && (q == t || !(q[-1] == '_' || q[-1] == '$' || q[-1] == '.' ||
                                              (q[-1] >= '0' && q[-1] <= '9') ||
                                              ((q[-1] | 32) >= 'a' && (q[-1] | 32) <= 'z'))) &&
-        (q + nl == e || q[nl] == '(' || q[nl] == ' ' || q[nl] == '\t' || q[nl] == '\n' ||
-         q[nl] == '\r' || q[nl] == ';')) {
+        (q + nl == e || q[nl] == '(' || is_ws(q[nl]) || q[nl] == ';')) {
       p = q + nl;
       break;
     }
@@ -156,30 +174,20 @@ static int add_param(mx *x, ag_ptx_stmt *h, const char *name) {
     return mdiag(x, h, AG_EPARSE, "cannot find the name of function '%s' in its header", name);
   ag_str o = AG_STR_INIT;
   const char *q = p;
-  while (q < e && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'))
+  while (q < e && is_ws(*q))
     q++;
   if (q < e && *q == '(') { /* the parameter list: before its ')' */
     int depth = 0;
-    const char *c = q, *close = NULL, *inner = q + 1;
-    for (; c < e; c++) {
+    const char *close = NULL;
+    for (const char *c = q; c < e && !close; c++) {
       if (*c == '(')
         depth++;
-      else if (*c == ')' && --depth == 0) {
+      else if (*c == ')' && --depth == 0)
         close = c;
-        break;
-      }
     }
     if (!close)
       return mdiag(x, h, AG_EPARSE, "unbalanced parameter list of function '%s'", name);
-    int empty = 1;
-    for (const char *w = inner; w < close; w++)
-      empty &= *w == ' ' || *w == '\t' || *w == '\n' || *w == '\r';
-    const char *w = close; /* after the last parameter's text */
-    while (w > inner && (w[-1] == ' ' || w[-1] == '\t' || w[-1] == '\n' || w[-1] == '\r'))
-      w--;
-    ag_str_append(&o, t, (size_t)(w - t));
-    ag_str_puts(&o, empty ? ".param .b32 " MAP_PARAM : ",\n\t.param .b32 " MAP_PARAM);
-    ag_str_append(&o, w, (size_t)(e - w));
+    list_append(&o, t, e, q, close, ",\n\t", ".param .b32 " MAP_PARAM);
   } else {
     ag_str_append(&o, t, (size_t)(p - t));
     ag_str_puts(&o, "(.param .b32 " MAP_PARAM ")");
@@ -208,15 +216,7 @@ static int add_arg(mx *x, ag_ptx_stmt *s) {
       else if (*open == '(' && --depth == 0)
         break;
     }
-    int empty = 1;
-    for (const char *w = open + 1; w < close; w++)
-      empty &= *w == ' ' || *w == '\t' || *w == '\n' || *w == '\r';
-    const char *w = close;
-    while (w > open + 1 && (w[-1] == ' ' || w[-1] == '\t' || w[-1] == '\n' || w[-1] == '\r'))
-      w--;
-    ag_str_append(&o, t, (size_t)(w - t));
-    ag_str_puts(&o, empty ? MAP_ARG : ", " MAP_ARG);
-    ag_str_append(&o, w, (size_t)(e - w));
+    list_append(&o, t, e, open, close, ", ", MAP_ARG);
   } else {
     const char *semi = e;
     while (semi > t && semi[-1] != ';')
@@ -371,11 +371,7 @@ int ag_xform_map(ag_ptx_module *m, const ag_ptx_regions *r, const char *program,
   mx x = {m, r, diags, {0}};
   int rc = 0;
   char *is_marker = NULL;
-  int tver = 0;
-  if (m->target) {
-    const char *d = strstr(m->target, "sm_");
-    tver = d ? atoi(d + 3) : 0;
-  }
+  int tver = ag__ptx_target_sm(m);
   if (tver && tver < 70) {
     rc = mdiag(&x, NULL, AG_EUNSUPPORTED,
                "mapping variants need a target of sm_70 or newer (activemask); this module "

@@ -657,11 +657,7 @@ int ag_xform_trace(ag_ptx_module *m, const ag_ptx_regions *r, const ag_variant_o
     rc = AG_ENOMEM;
     goto out;
   }
-  int tver = 0;
-  if (m->target) {
-    const char *d = strstr(m->target, "sm_");
-    tver = d ? atoi(d + 3) : 0;
-  }
+  int tver = ag__ptx_target_sm(m);
   if (tver && tver < 80) {
     rc = diag_at(&x, 0, NULL, AG_EUNSUPPORTED,
                  "traced variants need a target of sm_80 or newer (redux.sync); this "

@@ -307,17 +307,21 @@ void ag_attr_result_free(ag_attr_result *r) {
   ag_free(r);
 }
 
-/* the map row of a PC, or NULL (PCs are ascending multiples of 16) */
-static const double *row_of(const ag_attr_map *map, uint64_t pc) {
+/* the map row of a PC and its sum over regions, or NULL when the map has no
+ * execution of it (PCs are ascending multiples of 16) */
+static const double *row_of(const ag_attr_map *map, uint64_t pc, double *sum) {
   uint64_t i = pc / SASS_INSTR_BYTES;
+  *sum = 0;
   if (pc % SASS_INSTR_BYTES || i >= (uint64_t)map->npcs || map->pc[i] != pc)
     return NULL;
-  return &map->n[i * (uint64_t)map->nregions];
+  const double *row = &map->n[i * (uint64_t)map->nregions];
+  for (int k = 0; k < map->nregions; k++)
+    *sum += row[k];
+  return *sum > 0 ? row : NULL;
 }
 
-int ag_attr_apply(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *diags,
-                  ag_attr_result **out) {
-  *out = NULL;
+/* the refusals of a join: another program version or another kernel */
+static int check_join(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *diags) {
   if (!mt->version || strcmp(mt->version, map->version))
     return lbad(diags,
                 "metric '%s' was measured on program version %.12s, the PC-to-region map was "
@@ -327,6 +331,15 @@ int ag_attr_apply(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *di
   if (!mt->kernel || strcmp(mt->kernel, map->kernel))
     return lbad(diags, "metric '%s' is of kernel '%s', the map of '%s'",
                 mt->name ? mt->name : "?", mt->kernel ? mt->kernel : "(none)", map->kernel);
+  return 0;
+}
+
+int ag_attr_apply(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *diags,
+                  ag_attr_result **out) {
+  *out = NULL;
+  int rc = check_join(map, mt, diags);
+  if (rc)
+    return rc;
   int R = map->nregions;
   ag_attr_result *r = ag_calloc(1, sizeof *r);
   if (!r)
@@ -343,12 +356,10 @@ int ag_attr_apply(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *di
     return AG_ENOMEM;
   }
   for (int p = 0; p < mt->npcs; p++) {
-    double v = mt->value[p], sum = 0;
+    double v = mt->value[p], sum;
     r->total += v;
-    const double *row = row_of(map, mt->pc[p]);
-    for (int k = 0; row && k < R; k++)
-      sum += row[k];
-    if (!(sum > 0)) {
+    const double *row = row_of(map, mt->pc[p], &sum);
+    if (!row) {
       r->unattributed += v;
       r->unattributed_pcs += v != 0;
       continue;
@@ -384,17 +395,13 @@ int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *mt, const char *co
                 ag_diags *diags, double *out) {
   int R = map->nregions;
   memset(out, 0, sizeof *out * (size_t)R * AG_SASS__NCLASS);
-  ag_attr_result *r = NULL;
-  int rc = ag_attr_apply(map, mt, diags, &r); /* the refusals */
+  int rc = check_join(map, mt, diags);
   if (rc)
     return rc;
-  ag_attr_result_free(r);
   for (int p = 0; p < mt->npcs; p++) {
-    const double *row = row_of(map, mt->pc[p]);
-    double sum = 0;
-    for (int k = 0; row && k < R; k++)
-      sum += row[k];
-    if (!(sum > 0))
+    double sum;
+    const double *row = row_of(map, mt->pc[p], &sum);
+    if (!row)
       continue;
     ag_sass_class c = ag_sass_classify(opcodes[p]);
     for (int k = 0; k < R; k++)
