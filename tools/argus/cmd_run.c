@@ -181,15 +181,8 @@ int cmd_run(ag_cli *cli) {
                                    kname, 0, &low);
   if (exit_code)
     goto out;
+  /* --kernel's, else the first of the file (ag_tile_lower keeps the file's order) */
   const ag_tile_lkernel *k = &low->kernels[0];
-  if (kname == NULL)
-    for (int i = 0; i < p->top.n; i++) /* the first kernel of the file */
-      if (p->top.v[i]->kind == AG_TN_KERNEL) {
-        for (int j = 0; j < low->nkernels; j++)
-          if (!strcmp(low->kernels[j].name, p->top.v[i]->name))
-            k = &low->kernels[j];
-        break;
-      }
   rc = ag_tile_run_bind(p, k, &sz, &d, &b);
   if (rc) {
     ag_cli_print_diags(&d);
