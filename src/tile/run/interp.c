@@ -407,16 +407,21 @@ static void store(ip *c, const ag_tile_node *n, rv *e, rv *val) {
     memcpy(b + e->addr[th], d->d + th * 32, (size_t)w); /* same size: the bits, as the lowering */
   }
 }
-/* Element e (0 .. size-1, in index order) of a tile: its element value. */
-static rv *tile_elem(ip *c, const tile *t, int64_t e) {
-  int64_t o;
-  ag_layout_eval_index(&t->lay, e, &o);
+/* The element of tile t at layout offset o (in elements), for every thread. */
+static rv *elem_at(ip *c, const tile *t, int64_t o) {
   rv *v = newv(c, K_ELEM);
   v->t = (tile *)t;
   v->addr = alloc(c, (size_t)c->T * 8);
   for (int th = 0; th < c->T; th++)
     v->addr[th] = t->dom + swz(t, t->off[th] + o * ag__rdt_size(t->dt));
   return v;
+}
+
+/* Element e (0 .. size-1, in index order) of a tile: its element value. */
+static rv *tile_elem(ip *c, const tile *t, int64_t e) {
+  int64_t o;
+  ag_layout_eval_index(&t->lay, e, &o);
+  return elem_at(c, t, o);
 }
 
 /* Element e of a tile in row-major order of its modes (the last mode
@@ -435,12 +440,7 @@ static rv *tile_elem_rm(ip *c, const ag_tile_node *n, const tile *t, int64_t e) 
     o += mo;
     e /= ext;
   }
-  rv *v = newv(c, K_ELEM);
-  v->t = (tile *)t;
-  v->addr = alloc(c, (size_t)c->T * 8);
-  for (int th = 0; th < c->T; th++)
-    v->addr[th] = t->dom + swz(t, t->off[th] + o * ag__rdt_size(t->dt));
-  return v;
+  return elem_at(c, t, o);
 }
 
 /* ------------------------------------------------------------- arithmetic */
