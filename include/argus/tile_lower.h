@@ -59,7 +59,7 @@ typedef struct ag_tile_lkernel {
 typedef struct ag_tile_lowered {
   char *cuda;                  /* the module's CUDA C source (owned) */
   size_t len;
-  ag_tile_lkernel *kernels;
+  ag_tile_lkernel *kernels;    /* in the file's order (or the one --kernel names) */
   int nkernels;
 } ag_tile_lowered;
 

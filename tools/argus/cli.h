@@ -92,10 +92,13 @@ int cmd_lower(ag_cli *cli); extern const ag_cli_opt cmd_lower_opts[]; extern con
 int cmd_run(ag_cli *cli); extern const ag_cli_opt cmd_run_opts[]; extern const char cmd_run_details[];
 struct ag_tile_program;
 struct ag_tile_lowered;
-/* cmd_lower.c: parse, check (unless unchecked) and lower FILE; an exit code. */
-int ag_cli_lower_file(ag_cli *cli, const char *file, const char *const *defs, int ndefs,
-                      const char *kernel, int unchecked, int no_markers,
-                      struct ag_tile_program **p, struct ag_tile_lowered **low);
+/* cmd_lower.c: check the parsed program p of FILE (refused when an assertion
+ * is not proved), and lower it (*low on 0); an exit code. */
+int ag_cli_check_program(ag_cli *cli, const char *file, const struct ag_tile_program *p,
+                         const char *const *defs, int ndefs);
+int ag_cli_lower_program(ag_cli *cli, const char *file, const struct ag_tile_program *p,
+                         const char *const *defs, int ndefs, const char *kernel, int no_markers,
+                         struct ag_tile_lowered **low);
 /* Parses --set NAME=INTEGER[,...] into defs (pointers into *copy, which the
  * caller frees); 0, or the exit code of a usage error already reported. */
 int ag_cli_sets(ag_cli *cli, const char **defs, int max, int *n, char **copy);

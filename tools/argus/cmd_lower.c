@@ -60,27 +60,19 @@ static json_t *kernel_json(const ag_tile_lkernel *k) {
                    "regions", regions);
 }
 
-/* Parses FILE, checks it (unless unchecked) with the defines and lowers it:
- * the steps `argus lower` and `argus run` share. Returns an exit code
- * (diagnostics printed); on 0, *p and *low are set (owned by the caller). */
-int ag_cli_lower_file(ag_cli *cli, const char *file, const char *const *defs, int ndefs,
-                      const char *kernel, int unchecked, int no_markers, ag_tile_program **p,
-                      ag_tile_lowered **low) {
-  *p = NULL;
-  *low = NULL;
+/* Checks the parsed program p of FILE with the defines and refuses it when an
+ * assertion is not proved: an exit code (diagnostics printed). */
+int ag_cli_check_program(ag_cli *cli, const char *file, const ag_tile_program *p,
+                         const char *const *defs, int ndefs) {
   ag_tile_check_opts co;
   memset(&co, 0, sizeof co);
   co.defines = defs;
   co.ndefines = ndefs;
-  int exit_code = ag_cli_input_file(cli, file);
-  if (exit_code)
-    return exit_code;
   ag_diags d;
   ag_diags_init(&d);
   ag_tile_report *r = NULL;
-  int rc = ag_tile_parse_file(file, &d, p);
-  if (rc == 0 && !unchecked)
-    rc = ag_tile_check(*p, &co, &d, &r);
+  int exit_code = AG_EXIT_OK;
+  int rc = ag_tile_check(p, &co, &d, &r);
   if (rc) {
     ag_cli_print_diags(&d);
     exit_code = rc == AG_ENOMEM || rc == AG_ESOLVER ? AG_EXIT_FAIL : AG_EXIT_USAGE;
@@ -88,7 +80,7 @@ int ag_cli_lower_file(ag_cli *cli, const char *file, const char *const *defs, in
       ag_cli_fail(cli, rc, "checking '%s' failed", file);
     goto out;
   }
-  if (!unchecked && !ag_tile_report_ok(r)) {
+  if (!ag_tile_report_ok(r)) {
     for (int i = 0; i < r->nasserts; i++)
       if (r->asserts[i].status != AG_TILE_PROVED) {
         ag_cli_error(cli,
@@ -102,30 +94,69 @@ int ag_cli_lower_file(ag_cli *cli, const char *file, const char *const *defs, in
         break;
       }
     exit_code = AG_EXIT_FAIL;
-    goto out;
   }
+out:
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  return exit_code;
+}
+
+/* Lowers the parsed program p of FILE with the defines: an exit code
+ * (diagnostics printed); on 0, *low is set (owned by the caller). */
+int ag_cli_lower_program(ag_cli *cli, const char *file, const ag_tile_program *p,
+                         const char *const *defs, int ndefs, const char *kernel, int no_markers,
+                         ag_tile_lowered **low) {
+  *low = NULL;
   ag_tile_lower_opts lo;
   memset(&lo, 0, sizeof lo);
   lo.kernel = kernel;
   lo.defines = defs;
   lo.ndefines = ndefs;
   lo.no_markers = no_markers;
-  rc = ag_tile_lower(*p, &lo, &d, low);
+  ag_diags d;
+  ag_diags_init(&d);
+  int exit_code = AG_EXIT_OK;
+  int rc = ag_tile_lower(p, &lo, &d, low);
   if (rc) {
     ag_cli_print_diags(&d);
     exit_code = rc == AG_ENOMEM ? ag_cli_fail(cli, rc, "lowering '%s' failed", file)
                                 : AG_EXIT_USAGE;
-    goto out;
-  }
-out:
-  if (exit_code) {
     ag_tile_lowered_free(*low);
-    ag_tile_program_free(*p);
     *low = NULL;
+  }
+  ag_diags_release(&d);
+  return exit_code;
+}
+
+/* Parses FILE, checks it (unless unchecked) with the defines and lowers it
+ * (`argus lower`). Returns an exit code (diagnostics printed); on 0, *p and
+ * *low are set (owned by the caller). */
+static int lower_file(ag_cli *cli, const char *file, const char *const *defs, int ndefs,
+                      const char *kernel, int unchecked, int no_markers, ag_tile_program **p,
+                      ag_tile_lowered **low) {
+  *p = NULL;
+  *low = NULL;
+  int exit_code = ag_cli_input_file(cli, file);
+  if (exit_code)
+    return exit_code;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc = ag_tile_parse_file(file, &d, p);
+  if (rc) {
+    ag_cli_print_diags(&d);
+    exit_code = rc == AG_ENOMEM || rc == AG_ESOLVER ? AG_EXIT_FAIL : AG_EXIT_USAGE;
+    if (rc == AG_ENOMEM || rc == AG_ESOLVER)
+      ag_cli_fail(cli, rc, "checking '%s' failed", file);
+  }
+  ag_diags_release(&d);
+  if (!exit_code && !unchecked)
+    exit_code = ag_cli_check_program(cli, file, *p, defs, ndefs);
+  if (!exit_code)
+    exit_code = ag_cli_lower_program(cli, file, *p, defs, ndefs, kernel, no_markers, low);
+  if (exit_code) {
+    ag_tile_program_free(*p);
     *p = NULL;
   }
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
   return exit_code;
 }
 
@@ -149,9 +180,8 @@ int cmd_lower(ag_cli *cli) {
   ag_tile_lowered *low = NULL;
   ag_str ptx = AG_STR_INIT;
   int rc;
-  exit_code = ag_cli_lower_file(cli, cli->pos[0], defs, ndefs, ag_cli_get(cli, "kernel"),
-                                ag_cli_flag(cli, "unchecked"), ag_cli_flag(cli, "no-markers"),
-                                &p, &low);
+  exit_code = lower_file(cli, cli->pos[0], defs, ndefs, ag_cli_get(cli, "kernel"),
+                         ag_cli_flag(cli, "unchecked"), ag_cli_flag(cli, "no-markers"), &p, &low);
   if (exit_code)
     goto out;
   const char *text = low->cuda;

@@ -156,7 +156,7 @@ int cmd_run(ag_cli *cli) {
   const char *file = cli->pos[0], *kname = ag_cli_get(cli, "kernel");
   ag_diags d;
   ag_diags_init(&d);
-  ag_tile_program *p = NULL, *p0 = NULL;
+  ag_tile_program *p = NULL;
   ag_tile_lowered *low = NULL;
   ag_tile_run_sizes sz;
   ag_tile_bound b;
@@ -167,29 +167,22 @@ int cmd_run(ag_cli *cli) {
   if (exit_code)
     goto out;
   /* the sizes first: which names are const parameters decides the defines */
-  rc = ag_tile_parse_file(file, &d, &p0);
+  rc = ag_tile_parse_file(file, &d, &p);
   if (!rc)
-    rc = ag_tile_run_sizes_parse(p0, kname, ag_cli_get(cli, "size"), &d, &sz);
+    rc = ag_tile_run_sizes_parse(p, kname, ag_cli_get(cli, "size"), &d, &sz);
   if (rc) {
     ag_cli_print_diags(&d);
     exit_code = ag_cli_input_exit(rc);
     goto out;
   }
-  /* lowered unchecked first (fast), so sizes that violate an assumption are
-   * refused before the checker runs (minutes at real sizes) */
-  exit_code = ag_cli_lower_file(cli, file, (const char *const *)sz.defines, sz.ndefines, kname,
-                                1, 0, &p, &low);
+  /* lowered first (fast), so sizes that violate an assumption are refused
+   * before the checker runs (minutes at real sizes) */
+  exit_code = ag_cli_lower_program(cli, file, p, (const char *const *)sz.defines, sz.ndefines,
+                                   kname, 0, &low);
   if (exit_code)
     goto out;
+  /* --kernel's, else the first of the file (ag_tile_lower keeps the file's order) */
   const ag_tile_lkernel *k = &low->kernels[0];
-  if (kname == NULL)
-    for (int i = 0; i < p->top.n; i++) /* the first kernel of the file */
-      if (p->top.v[i]->kind == AG_TN_KERNEL) {
-        for (int j = 0; j < low->nkernels; j++)
-          if (!strcmp(low->kernels[j].name, p->top.v[i]->name))
-            k = &low->kernels[j];
-        break;
-      }
   rc = ag_tile_run_bind(p, k, &sz, &d, &b);
   if (rc) {
     ag_cli_print_diags(&d);
@@ -199,16 +192,10 @@ int cmd_run(ag_cli *cli) {
   }
   if ((o = ag_cli_get(cli, "flops")) && (exit_code = flops_of(cli, p, k, &sz, o, &eo.flops)))
     goto out;
-  if (!ag_cli_flag(cli, "unchecked")) {
-    ag_tile_program *pc = NULL;
-    ag_tile_lowered *lc = NULL;
-    exit_code = ag_cli_lower_file(cli, file, (const char *const *)sz.defines, sz.ndefines,
-                                  kname, 0, 0, &pc, &lc);
-    ag_tile_lowered_free(lc);
-    ag_tile_program_free(pc);
-    if (exit_code)
-      goto out;
-  }
+  if (!ag_cli_flag(cli, "unchecked") &&
+      (exit_code = ag_cli_check_program(cli, file, p, (const char *const *)sz.defines,
+                                        sz.ndefines)))
+    goto out;
   int cached = 0;
   rc = ag_tile_nvrtc_ptx(low->cuda, low->len, ag_cli_get(cli, "arch"), &d, &ptx, &cached);
   if (rc) {
@@ -299,7 +286,6 @@ out:
   ag_tile_run_sizes_release(&sz);
   ag_tile_lowered_free(low);
   ag_tile_program_free(p);
-  ag_tile_program_free(p0);
   ag_diags_release(&d);
   return exit_code;
 }

@@ -39,22 +39,31 @@
 
 #include <string.h>
 
-/* Keeps access r until the next barrier; 0 when the interval holds it. */
-static int remember(ag__ck *c, const ag__rrec *r) {
-  struct {
-    int64_t gen;
-    const void *addr, *guard;
-    int32_t buf, width, write;
-  } key;
+/* The key of access r in c->read_seen: generation gen (the interval's, or
+ * one no interval has), r's address, guard, buffer and width, and kind (its
+ * write flag, or 2 for a write paired with itself). */
+typedef struct {
+  int64_t gen;
+  const void *addr, *guard;
+  int32_t buf, width, write;
+} access_key;
+static access_key key_of(int64_t gen, const ag__rrec *r, int kind) {
+  access_key key;
   memset(&key, 0, sizeof key);
-  /* not the epoch: a loop summary restores the epoch and the list of
-   * accesses (loop.c), and a key of an abandoned attempt would hide one */
-  key.gen = c->read_gen;
+  key.gen = gen;
   key.addr = r->addr;
   key.guard = r->guard;
   key.buf = r->buf;
   key.width = r->width;
-  key.write = r->write;
+  key.write = kind;
+  return key;
+}
+
+/* Keeps access r until the next barrier; 0 when the interval holds it. */
+static int remember(ag__ck *c, const ag__rrec *r) {
+  /* not the epoch: a loop summary restores the epoch and the list of
+   * accesses (loop.c), and a key of an abandoned attempt would hide one */
+  access_key key = key_of(c->read_gen, r, r->write);
   if (ag_map_has(&c->read_seen, &key, sizeof key))
     return 0; /* the same bytes accessed by the same threads in this interval */
   if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
@@ -78,14 +87,6 @@ static void access_rec(ag__ck *c, ag__rrec *r, const ag_tile_node *at, int buf,
   r->nloops = (int)c->loops.n;
   r->loops = ag__ck_alloc(c, (size_t)(r->nloops ? r->nloops : 1) * sizeof *r->loops);
   ag__mcpy(r->loops, c->loops.v, (size_t)r->nloops * sizeof *r->loops);
-  int64_t lo, hi;
-  if (ag__xbounds(c, addr, &lo, &hi) == 0) {
-    r->lo = lo;
-    r->hi = hi + width;
-  } else {
-    r->lo = 0;
-    r->hi = c->sbufs.v[buf].size;
-  }
 }
 
 static void pair_all(ag__ck *c, const ag__rrec *later);
@@ -96,6 +97,14 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
     return;
   ag__rrec r;
   access_rec(c, &r, at, buf, addr, width, guard, 0);
+  int64_t lo, hi;
+  if (ag__xbounds(c, addr, &lo, &hi) == 0) {
+    r.lo = lo;
+    r.hi = hi + width;
+  } else {
+    r.lo = 0;
+    r.hi = c->sbufs.v[buf].size;
+  }
   if (!c->replay)
     pair_all(c, &r); /* read-after-write */
   remember(c, &r);
@@ -240,7 +249,7 @@ static void pair_all(ag__ck *c, const ag__rrec *later) {
 void ag__race_write(ag__ck *c, const ag__wrec *w) {
   ag__rrec r;
   access_rec(c, &r, w->at, w->buf, w->addr, w->width, w->guard, 1);
-  r.pc = w->pc;
+  r.pc = w->pc; /* the write's time and bounds (interp.c, loop.c) */
   r.epoch = w->epoch;
   r.lo = w->lo;
   r.hi = w->hi;
@@ -251,18 +260,7 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
     /* two threads of this write meet a byte: a property of its address,
      * width and guard alone, so one found race-free is not enumerated again
      * (a key no interval has: generation -1) */
-    struct {
-      int64_t gen;
-      const void *addr, *guard;
-      int32_t buf, width, write;
-    } key;
-    memset(&key, 0, sizeof key);
-    key.gen = -1;
-    key.addr = r.addr;
-    key.guard = r.guard;
-    key.buf = r.buf;
-    key.width = r.width;
-    key.write = 2;
+    access_key key = key_of(-1, &r, 2);
     const ag__rrec *copy = NULL;
     if (ag_map_has(&c->read_seen, &key, sizeof key))
       c->asserts.v[ag__ck_stmt(c, r.at)].race = 1; /* its entry, proved */

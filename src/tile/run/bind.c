@@ -303,16 +303,6 @@ void ag_tile_bound_release(ag_tile_bound *b) {
   memset(b, 0, sizeof *b);
 }
 
-static int dt_bytes(const char *dt) {
-  static const struct { const char *n; int b; } t[] = {
-      {"bf16", 2}, {"f16", 2}, {"f32", 4}, {"f64", 8}, {"i8", 1}, {"u8", 1}, {"i16", 2},
-      {"u16", 2}, {"i32", 4}, {"u32", 4}, {"i64", 8}, {"u64", 8}, {"u128", 16}, {"u256", 32}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (!strcmp(t[i].n, dt))
-      return t[i].b;
-  return 0;
-}
-
 static const ag_tile_node *assume_at(const ag_tile_node *k, int line) {
   for (int i = 0; i < k->list2.n; i++)
     if (k->list2.v[i]->kind == AG_TN_ASSUME && k->list2.v[i]->line == line)
@@ -427,7 +417,7 @@ int ag_tile_run_bind(const ag_tile_program *p, const ag_tile_lkernel *k,
                 prm->rank, AG_TILE_RUN_MAXRANK);
       goto out;
     }
-    uint64_t bytes = (uint64_t)dt_bytes(prm->dtype);
+    uint64_t bytes = (uint64_t)ag__rdt_bytes(prm->dtype);
     for (int r = 0; r < prm->rank; r++) {
       uint64_t v;
       rc = ag_tile_cexpr_eval(prm->dims[r], names, vals, nn, 32, &v, err, sizeof err);
@@ -502,7 +492,7 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol) {
 }
 
 double ag__tile_elem_value(const char *dt, const void *buf, uint64_t i) {
-  int w = dt_bytes(dt);
+  int w = ag__rdt_bytes(dt);
   const unsigned char *p = (const unsigned char *)buf + i * (uint64_t)w;
   if (!strcmp(dt, "bf16") || !strcmp(dt, "f16")) {
     uint16_t h;
@@ -534,7 +524,7 @@ void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *
     const ag_tile_lparam *prm = &k->params[i];
     if (prm->kind != AG_TILE_PARAM_TENSOR || !got[i] || !want[i])
       continue;
-    int w = dt_bytes(prm->dtype), wide = w > 8;
+    int w = ag__rdt_bytes(prm->dtype), wide = w > 8;
     uint64_t n = b->bytes[i] / (uint64_t)(wide ? 8 : w);
     double atol, rtol;
     ag_tile_run_tolerance(prm->dtype, &atol, &rtol);

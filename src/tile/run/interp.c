@@ -31,17 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DT_NONE, DT_BF16, DT_F16, DT_F32, DT_F64, DT_I8, DT_U8, DT_I16, DT_U16, DT_I32, DT_U32,
-       DT_I64, DT_U64, DT_U128, DT_U256, DT_N };
-static const char *const dtname[DT_N] = {"", "bf16", "f16", "f32", "f64", "i8", "u8", "i16",
-                                          "u16", "i32", "u32", "i64", "u64", "u128", "u256"};
-static const int dtsize[DT_N] = {0, 2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 16, 32};
-static int dt_of(const char *n) {
-  for (int i = 1; i < DT_N; i++)
-    if (!strcmp(dtname[i], n))
-      return i;
-  return DT_NONE;
-}
 static int is_float(int dt) { return dt >= DT_BF16 && dt <= DT_F64; }
 
 enum { K_NONE, K_INT, K_BOOL, K_FLOAT, K_DTYPE, K_TUPLE, K_TILE, K_ELEM, K_DATA, K_LAYOUT,
@@ -174,7 +163,7 @@ static void st(int dt, unsigned char *p, double v) {
   case DT_F64: memcpy(p, &v, 8); return;
   default: {
     int64_t x = (int64_t)v;
-    memcpy(p, &x, (size_t)dtsize[dt]); /* little-endian: the low bytes */
+    memcpy(p, &x, (size_t)ag__rdt_size(dt)); /* little-endian: the low bytes */
   }
   }
 }
@@ -314,7 +303,7 @@ static rv *index_tile(ip *c, const ag_tile_node *n, tile *t) {
   r->sw = t->sw;
   memcpy(r->off, t->off, (size_t)c->T * 8);
   ag_tuple **ksh = alloc(c, (size_t)rank * sizeof *ksh), **kst = alloc(c, (size_t)rank * sizeof *kst);
-  int kept = 0, esz = dtsize[t->dt];
+  int kept = 0, esz = ag__rdt_size(t->dt);
   for (int i = 0; i < rank; i++) {
     ag_layout m;
     if (ag_layout_mode(&c->lc, &t->lay, i, &m))
@@ -372,7 +361,7 @@ static rv *load(ip *c, const ag_tile_node *n, rv *e) {
   rv *v = newv(c, K_DATA);
   v->dt = e->t->dt;
   v->d = alloc(c, (size_t)c->T * 32);
-  int w = dtsize[v->dt];
+  int w = ag__rdt_size(v->dt);
   for (int th = 0; th < c->T; th++) {
     if (!c->mask[th])
       continue;
@@ -403,10 +392,10 @@ static rv *as_data(ip *c, const ag_tile_node *n, rv *v, int dt) {
   fail(c, n, "expected a data value");
 }
 static void store(ip *c, const ag_tile_node *n, rv *e, rv *val) {
-  int dt = e->t->dt, w = dtsize[dt];
+  int dt = e->t->dt, w = ag__rdt_size(dt);
   rv *d = as_data(c, n, val, dt);
-  if (dtsize[d->dt] != w)
-    fail(c, n, "a store of %d bytes into an element of %d", dtsize[d->dt], w);
+  if (ag__rdt_size(d->dt) != w)
+    fail(c, n, "a store of %d bytes into an element of %d", ag__rdt_size(d->dt), w);
   for (int th = 0; th < c->T; th++) {
     if (!c->mask[th])
       continue;
@@ -418,16 +407,21 @@ static void store(ip *c, const ag_tile_node *n, rv *e, rv *val) {
     memcpy(b + e->addr[th], d->d + th * 32, (size_t)w); /* same size: the bits, as the lowering */
   }
 }
-/* Element e (0 .. size-1, in index order) of a tile: its element value. */
-static rv *tile_elem(ip *c, const tile *t, int64_t e) {
-  int64_t o;
-  ag_layout_eval_index(&t->lay, e, &o);
+/* The element of tile t at layout offset o (in elements), for every thread. */
+static rv *elem_at(ip *c, const tile *t, int64_t o) {
   rv *v = newv(c, K_ELEM);
   v->t = (tile *)t;
   v->addr = alloc(c, (size_t)c->T * 8);
   for (int th = 0; th < c->T; th++)
-    v->addr[th] = t->dom + swz(t, t->off[th] + o * dtsize[t->dt]);
+    v->addr[th] = t->dom + swz(t, t->off[th] + o * ag__rdt_size(t->dt));
   return v;
+}
+
+/* Element e (0 .. size-1, in index order) of a tile: its element value. */
+static rv *tile_elem(ip *c, const tile *t, int64_t e) {
+  int64_t o;
+  ag_layout_eval_index(&t->lay, e, &o);
+  return elem_at(c, t, o);
 }
 
 /* Element e of a tile in row-major order of its modes (the last mode
@@ -446,12 +440,7 @@ static rv *tile_elem_rm(ip *c, const ag_tile_node *n, const tile *t, int64_t e) 
     o += mo;
     e /= ext;
   }
-  rv *v = newv(c, K_ELEM);
-  v->t = (tile *)t;
-  v->addr = alloc(c, (size_t)c->T * 8);
-  for (int th = 0; th < c->T; th++)
-    v->addr[th] = t->dom + swz(t, t->off[th] + o * dtsize[t->dt]);
-  return v;
+  return elem_at(c, t, o);
 }
 
 /* ------------------------------------------------------------- arithmetic */
@@ -460,8 +449,8 @@ static rv *data_op(ip *c, const ag_tile_node *n, int op, rv *a, rv *b) {
                                             : (b->k == K_ELEM ? b->t->dt : b->dt);
   rv *x = as_data(c, n, a, dt), *y = b ? as_data(c, n, b, dt) : NULL;
   if (x->dt != dt || (y && y->dt != dt))
-    fail(c, n, "data of two types (%s, %s): convert one with cvt()", dtname[x->dt],
-         dtname[y ? y->dt : dt]);
+    fail(c, n, "data of two types (%s, %s): convert one with cvt()", ag__rdt_name(x->dt),
+         ag__rdt_name(y ? y->dt : dt));
   rv *r = newv(c, K_DATA);
   r->dt = dt;
   r->d = alloc(c, (size_t)c->T * 32);
@@ -475,7 +464,7 @@ static rv *data_op(ip *c, const ag_tile_node *n, int op, rv *a, rv *b) {
       z = op == '+' ? fu + fv : op == '-' ? fu - fv : op == '*' ? fu * fv : op == '/' ? fu / fv
           : op == 'n' ? -fu : op == 'e' ? exp2f(fu) : op == 'M' ? fmaxf(fu, fv) : fminf(fu, fv);
     } else {
-      fail(c, n, "arithmetic on %s data is not interpreted", dtname[dt]);
+      fail(c, n, "arithmetic on %s data is not interpreted", ag__rdt_name(dt));
     }
     st(dt, r->d + th * 32, z);
   }
@@ -584,7 +573,7 @@ static rv *view(ip *c, const ag_tile_node *n, rv *base) {
   int dt = as_dtype(c, argn(c, n, 1));
   rv *shape = eval(c, argn(c, n, 0));
   if (base->k == K_DATA) { /* a register value as a tile: fresh registers */
-    int w = dtsize[base->dt];
+    int w = ag__rdt_size(base->dt);
     int rb = new_rbuf(c, w);
     for (int th = 0; th < c->T; th++)
       memcpy(c->rbuf[rb] + th * w, base->d + th * 32, (size_t)w);
@@ -607,7 +596,7 @@ static rv *view(ip *c, const ag_tile_node *n, rv *base) {
     if (s->k != K_SWZ)
       fail(c, n->list.v[2], "expected swizzle(B, M, S)");
     int lg = 0;
-    while ((1 << lg) < dtsize[dt])
+    while ((1 << lg) < ag__rdt_size(dt))
       lg++;
     t->swz = 1;
     t->sw = s->sw;
@@ -618,10 +607,10 @@ static rv *view(ip *c, const ag_tile_node *n, rv *base) {
     for (int th = 0; th < c->T; th++)
       t->off[th] -= o0;
   }
-  int64_t want = ag_layout_size(&base->t->lay) * dtsize[base->t->dt];
-  if (ag_layout_size(&t->lay) * dtsize[dt] != want)
+  int64_t want = ag_layout_size(&base->t->lay) * ag__rdt_size(base->t->dt);
+  if (ag_layout_size(&t->lay) * ag__rdt_size(dt) != want)
     fail(c, n, "view of %lld bytes over a tile of %lld",
-         (long long)(ag_layout_size(&t->lay) * dtsize[dt]), (long long)want);
+         (long long)(ag_layout_size(&t->lay) * ag__rdt_size(dt)), (long long)want);
   return tile_value(c, t);
 }
 
@@ -701,9 +690,9 @@ static void ldmatrix(ip *c, const ag_tile_node *n, int nmat, int trans) {
   rv *d = reg_tile(c, n, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
   if (s->k != K_ELEM || s->t->sp != SP_S)
     fail(c, n, "ldmatrix reads from a shared-memory element (this lane's row)");
-  if (ag_layout_size(&d->t->lay) * dtsize[d->t->dt] != 4 * nmat)
+  if (ag_layout_size(&d->t->lay) * ag__rdt_size(d->t->dt) != 4 * nmat)
     fail(c, n, "ldmatrix_x%d writes %d bytes of registers", nmat, 4 * nmat);
-  if (dtsize[d->t->dt] != 4 || ag_layout_size(&d->t->lay) != nmat)
+  if (ag__rdt_size(d->t->dt) != 4 || ag_layout_size(&d->t->lay) != nmat)
     fail(c, n, "ldmatrix_x%d writes %d u32 registers", nmat, nmat);
   rv *de[4]; /* register j: the destination's j-th element in index order */
   for (int j = 0; j < nmat; j++)
@@ -772,7 +761,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     int dt = as_dtype(c, argn(c, n, 1));
     tile *t = tile_new(c, SP_S, dt, 0);
     t->lay = rowmajor(c, n, sh);
-    int64_t bytes = ag_layout_size(&t->lay) * dtsize[dt];
+    int64_t bytes = ag_layout_size(&t->lay) * ag__rdt_size(dt);
     t->dom = (c->smem_bytes + 127) / 128 * 128;
     c->smem_bytes = t->dom + bytes;
     if (c->smem_bytes > c->smem_cap)
@@ -780,7 +769,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     if (n->list.n == 3) {
       rv *s = eval(c, n->list.v[2]);
       int lg = 0;
-      while ((1 << lg) < dtsize[dt])
+      while ((1 << lg) < ag__rdt_size(dt))
         lg++;
       t->swz = 1;
       t->sw = s->sw;
@@ -793,7 +782,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     int dt = as_dtype(c, argn(c, n, 1));
     tile *t = tile_new(c, SP_R, dt, 0);
     t->lay = rowmajor(c, n, sh);
-    t->buf = new_rbuf(c, ag_layout_size(&t->lay) * dtsize[dt]);
+    t->buf = new_rbuf(c, ag_layout_size(&t->lay) * ag__rdt_size(dt));
     return tile_value(c, t);
   }
   if (!strcmp(fn, "layout")) {
@@ -855,7 +844,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
     if (d->k != K_ELEM || s->k != K_ELEM)
       fail(c, n, "cp_async copies a global element into a shared one");
-    if (dtsize[d->t->dt] != dtsize[s->t->dt])
+    if (ag__rdt_size(d->t->dt) != ag__rdt_size(s->t->dt))
       fail(c, n, "cp_async of elements of different sizes");
     store(c, n, d, load(c, n, s));
     return newv(c, K_NONE);
@@ -895,7 +884,7 @@ static rv *eval(ip *c, const ag_tile_node *n) {
     rv *v = lookup(c, n->name);
     if (v)
       return v;
-    int dt = dt_of(n->name);
+    int dt = ag__rdt_of(n->name);
     if (dt) {
       v = newv(c, K_DTYPE);
       v->dt = dt;
@@ -1144,7 +1133,7 @@ static void run_block(ip *c) {
         j++;
       if (j == lk->nparams)
         fail(c, prm, "tensor '%s' is not a parameter of the lowered kernel", prm->name);
-      int dt = dt_of(lk->params[j].dtype);
+      int dt = ag__rdt_of(lk->params[j].dtype);
       tile *t = tile_new(c, SP_G, dt, j);
       ag_tuple **sh = alloc(c, (size_t)lk->params[j].rank * sizeof *sh);
       for (int r = 0; r < lk->params[j].rank; r++)
