@@ -150,6 +150,34 @@ int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *metric,
 json_t *ag_attr_to_json(const ag_attr_map *map, const ag_attr_metric *metric,
                         const ag_attr_result *r);
 
+/* ------------------------------------------- the signals of argus observe */
+struct ag_sass_ev;
+
+/* What an attributed signal is made from (docs/attribution.md, "Signals"). */
+typedef struct ag_attr_inputs {
+  const ag_attr_layout *layout; /* the mapping variant's layout */
+  const uint64_t *slots;        /* the mapping run's counter slots */
+  size_t nslots;
+  const ag_sass_cubin *cubin;   /* the -lineinfo build of the program */
+  const char *cubin_version;    /* the program version (SHA-256 of the PTX) it was built from */
+  const struct ag_sass_ev *metrics; /* SASS metrics of that build (NULL for ownership) */
+  const char *metrics_version;  /* the program version the metric run's cubin was built from */
+  const char *region;           /* the queried region: it and the regions inside it */
+} ag_attr_inputs;
+
+/* Makes signal `signal` (ownership, inst_mix, barriers, branch) for every
+ * kernel of the layout that has code in the cubin: *out = {"values":
+ * [{region, signal, stat, value, unit, qual: "attributed"}], "missing":
+ * [{what, why}], "not_joined": [{what, why}], "warnings": [text]} (new
+ * reference). Per region: ownership's static_pcs, shared_pcs, dynamic;
+ * inst_mix's count per opcode class; barriers' per barrier class; branch's
+ * efficiency (thread / (32 x warp instructions)) and pred_on_share; every
+ * metric signal's total and shared_share (the part from PCs with H > 0),
+ * and the kernel's unattributed part. A map or metric of another program
+ * version is named in not_joined, never joined. AG_EINVAL (diagnostic) for
+ * an unknown signal or missing inputs; AG_ENOMEM. */
+int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags, json_t **out);
+
 #ifdef __cplusplus
 }
 #endif

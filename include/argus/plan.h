@@ -102,6 +102,10 @@ typedef struct ag_evidence_kind {
                               compiled within the baseline's occupancy, its run is sized
                               from the baseline's launches, and synth.perturbation
                               compares the two (docs/tracing.md, "Perturbation") */
+  const char *compile;     /* extra compile configuration (JSON object text) or NULL:
+                              "{\"lineinfo\":true}" compiles the variant with ptxas
+                              -lineinfo (the same SASS, with the SASS -> PTX line table
+                              attribution reads: docs/attribution.md) */
 } ag_evidence_kind;
 
 typedef struct ag_recipe {

@@ -182,7 +182,9 @@ struct ag_host {
   int finished;
 
   /* Argus collect configuration (from the environment) */
-  int collect; /* 0: outside Argus; 1: trace; 2: time (the trace-free variant); 3: sass */
+  int collect; /* 0: outside Argus; 1: trace; 2: time (the trace-free variant, or a
+                  mapping variant under ARGUS_COLLECT=map); 3: sass */
+  int map_only; /* ARGUS_COLLECT=map: the variant must be a mapping variant */
   ag_sassm *sassm; /* ARGUS_COLLECT=sass: the SASS-metrics collector (sass_metrics.c) */
   const char *out_dir, *variant, *variant_id, *module_match, *sites_path;
   uint32_t cap, max_launches, skip;
@@ -320,12 +322,15 @@ static int read_env(ag_host *h) {
   const char *c = env("ARGUS_COLLECT");
   if (!c)
     return 0;
-  if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0 && strcmp(c, "sass") != 0) {
+  if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0 && strcmp(c, "sass") != 0 &&
+      strcmp(c, "map") != 0) {
     setmsg(h, "ARGUS_COLLECT='%s' is not a collection this host runtime knows "
-              "(known: trace, time, sass)", c);
+              "(known: trace, time, map, sass)", c);
     return AG_HOST_EUNSUPPORTED;
   }
-  h->collect = !strcmp(c, "trace") ? 1 : !strcmp(c, "time") ? 2 : 3;
+  /* map: a mapping variant's counters, its launches timed as in a timing run */
+  h->map_only = !strcmp(c, "map");
+  h->collect = !strcmp(c, "trace") ? 1 : !strcmp(c, "time") || h->map_only ? 2 : 3;
   h->out_dir = env("ARGUS_OUT");
   h->variant = env("ARGUS_VARIANT");
   h->variant_id = env("ARGUS_VARIANT_ID");
@@ -677,6 +682,11 @@ static int load_common(ag_host *h, const void *image, const char *name, int is_v
   if (m->variant) { /* a mapping variant: its counters (docs/attribution.md) */
     ag__map_cu c = map_cu(h);
     int mr = ag__map_bind(&c, m->mod, NULL, &m->map, h->msg, sizeof h->msg);
+    if (!mr && is_variant && h->map_only && !m->map.bound) {
+      setmsg(h, "variant '%s' has no counter descriptor %s: ARGUS_COLLECT=map runs a "
+                "mapping variant (argus variant --kind mapping)", m->name, AG_MAP_DESC_SYMBOL);
+      mr = AG_HOST_EINVAL;
+    }
     if (mr) {
       free_module(h, m);
       return mr;
@@ -1584,7 +1594,7 @@ static int write_timing(ag_host *h) {
   ag_jb_printf(&j, "{\"format\":\"argus-timing\",\"version\":1,\"collect\":\"%s\","
                    "\"method\":\"cuEventRecord before and after each launch of the variant, "
                    "on its stream (resolution about 0.5 us)%s\",\"device\":",
-               h->collect == 2 ? "time" : "trace",
+               h->map_only ? "map" : h->collect == 2 ? "time" : "trace",
                h->gate_state == 1 ? ", both queued behind a stream wait the host releases after "
                                     "the launch (no submission gap)"
                : h->gate_state == -2 ? "; no stream wait: a profiler is attached "

@@ -208,11 +208,17 @@ static int source_for(ag_plan *p, const ag_recipe_table *tb, const ag_evidence_k
     ag_task *br = ag_plan_task(p, base_run);
     cdeps[ncd++] = br->type == AG_TASK_COLLECT ? br->deps.v[0] : br->id;
   }
-  json_t *ccfg = json_pack("{s:s}", "arch", "sm_90a");
-  if (bk && ccfg)
+  json_t *ccfg = ek->compile ? json_loads(ek->compile, 0, NULL) : json_object();
+  if (!ccfg)
+    return -1;
+  json_object_set_new(ccfg, "arch", json_string("sm_90a"));
+  if (bk)
     json_object_set_new(ccfg, "occupancy_of", json_string(bk->variant));
-  ag_task *cc = ag_plan_add(p, AG_TASK_TRANSFORM, "compile", "compile PTX to cubin", NULL,
-                            NULL, ccfg, cdeps, ncd);
+  ag_task *cc = ag_plan_add(p, AG_TASK_TRANSFORM, "compile",
+                            json_is_true(json_object_get(ccfg, "lineinfo"))
+                                ? "compile PTX to cubin (-lineinfo)"
+                                : "compile PTX to cubin",
+                            NULL, NULL, ccfg, cdeps, ncd);
   if (!cc)
     return -1;
   if (!ek->backend)

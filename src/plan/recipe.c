@@ -15,19 +15,32 @@
 static const ag_evidence_kind evidence_kinds[] = {
     /* region tracing: probes at the markers of the selected regions */
     {"trace", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0, NULL,
-     "kernel_time"},
+     "kernel_time", NULL},
     /* the trace-free build's kernel time and occupancy, every launch timed,
      * in a run of its own: the baseline of every trace */
-    {"kernel_time", "trace-free", "time", "discover", 1u << AG_SCOPE_LAUNCH, 0, 0, NULL, NULL},
+    {"kernel_time", "trace-free", "time", "discover", 1u << AG_SCOPE_LAUNCH, 0, 0, NULL, NULL,
+     NULL},
     /* the compiler's resource report for the unmodified module */
-    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0, NULL, NULL},
+    {"compile_log", "trace-free", NULL, "discover", 0, 0, 0, NULL, NULL, NULL},
     /* async_latency's observed baseline: a reference trace whose variant also
      * times every wait that completes an async operation (docs/probes.md) */
     {"async_ref", "traced", "trace", "discover", ALL_SCOPE, AG_EFF_PERTURBS_TIMING, 0,
-     "{\"waits\":true}", NULL},
+     "{\"waits\":true}", NULL, NULL},
     /* one forced-completion probe per (async site, iteration): its own run */
     {"async_probe", "probe", "trace", "discover", ALL_SCOPE, AG_EFF_FORCES_COMPLETION, 1, NULL,
+     NULL, NULL},
+    /* the trace-free build compiled with -lineinfo: the same SASS, with the
+     * SASS -> PTX line table that maps PCs to the mapping run's blocks */
+    {"lineinfo", "trace-free", NULL, "discover", 0, 0, 0, NULL, NULL, "{\"lineinfo\":true}"},
+    /* the mapping run: executions per (basic block, current region), summed
+     * over every launch and warp (docs/attribution.md); its own variant, so
+     * its own run, apart from every timing collection */
+    {"map_counts", "mapping", "map", "discover", 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL,
      NULL},
+    /* CUPTI SASS metrics per PC of the line-info build; CUPTI patches the
+     * kernel, so the run is alone and in a process of its own */
+    {"sass_metrics", "trace-free", "sass", "discover", 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL,
+     "{\"lineinfo\":true}"},
 };
 
 static const ag_recipe recipes[] = {
@@ -43,6 +56,22 @@ static const ag_recipe recipes[] = {
      "per async site and iteration: issue-to-completion latency (derived, forced-completion "
      "probe), the consumer's exposed wait (observed) and the hidden part (derived)",
      "async_ref"},
+    {"ownership", "map_counts", "synth.ownership", AG_QUAL_ATTRIBUTED, "count",
+     "the PC-to-region map: per region its PCs, the PCs it shares with other regions, and the "
+     "warp instructions the mapping run counted",
+     "lineinfo"},
+    {"inst_mix", "sass_metrics", "synth.inst_mix", AG_QUAL_ATTRIBUTED, "warp-inst",
+     "executed warp instructions per region by class (tensor, memory, barrier, control, "
+     "integer, fp32, ...): CUPTI SASS metrics attributed through the map, with entropy",
+     "map_counts"},
+    {"barriers", "sass_metrics", "synth.barriers", AG_QUAL_ATTRIBUTED, "warp-inst",
+     "executed barrier and fence instructions per region (BAR, SYNCS/mbarrier, MEMBAR, "
+     "WARPSYNC), attributed through the map",
+     "map_counts"},
+    {"branch", "sass_metrics", "synth.branch", AG_QUAL_ATTRIBUTED, "ratio",
+     "per region branch efficiency: thread instructions / (32 x warp instructions), "
+     "numerator and denominator attributed apart; and the predicated-on share",
+     "map_counts"},
 };
 
 static const ag_recipe_table builtin = {recipes, sizeof recipes / sizeof recipes[0],

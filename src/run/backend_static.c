@@ -87,7 +87,9 @@ static int ex_synth_static(ag_exec_ctx *cx, ag_task *t) {
 
 static const ag_executor static_execs[] = {{"synth.static", ex_synth_static}};
 
-static const char *const static_evidence[] = {"compile_log", NULL};
+/* compile_log: the resource report; lineinfo: the -lineinfo build the
+ * attributed signals read (backend_map.c) */
+static const char *const static_evidence[] = {"compile_log", "lineinfo", NULL};
 
 const ag_backend ag__backend_static = {
     .name = "static",

@@ -386,8 +386,21 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
   json_t *base = NULL, *occ = NULL;
   const char *of = json_string_value(json_object_get(t->config, "occupancy_of"));
   json_t *res = NULL;
-  if ((rc = ag_jit_compile_ex(ptx, len, ob->spec->name, NULL,
-                              (const char *const *)ob->ptxas_opts, &d, &cb))) {
+  /* -lineinfo (attribution's builds): the same SASS with the SASS -> PTX
+   * line table (docs/attribution.md) */
+  const char *opts[64];
+  size_t no = 0;
+  for (char **o = ob->ptxas_opts; o && *o; o++)
+    if (no < 62)
+      opts[no++] = *o;
+    else {
+      ag_free(ptx);
+      return ag__obs_fail(t, AG_EINVAL, "the build has more than 62 ptxas options");
+    }
+  if (json_is_true(json_object_get(t->config, "lineinfo")))
+    opts[no++] = "-lineinfo";
+  opts[no] = NULL;
+  if ((rc = ag_jit_compile_ex(ptx, len, ob->spec->name, NULL, no ? opts : NULL, &d, &cb))) {
     rc = ag__obs_fail_diags(t, rc, "compilation failed", &d);
     goto out;
   }
@@ -405,8 +418,8 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
         ag_cubin *c2 = NULL;
         ag_diags_release(&d);
         ag_diags_init(&d);
-        if (ag_jit_compile_ex(capped.p, capped.len, ob->spec->name, NULL,
-                              (const char *const *)ob->ptxas_opts, &d, &c2) == 0) {
+        if (ag_jit_compile_ex(capped.p, capped.len, ob->spec->name, NULL, no ? opts : NULL, &d,
+                              &c2) == 0) {
           ag_cubin_free(cb);
           cb = c2;
           json_object_set_new(occ, "capped", json_integer(ncap));
@@ -500,7 +513,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   memset(&res, 0, sizeof res);
   ag_trace_run_opts ro;
   memset(&ro, 0, sizeof ro);
-  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object()};
+  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object(), 0};
   const char *ph = ag__obs_input(cx->plan, t, "probes");
   int rc = 0;
   ro.argv = (const char *const *)ob->spec->run;
@@ -538,7 +551,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.variant_id = ch;
   ro.out_dir = ag_str_cstr(&dir);
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
-  ag_worker *wk = ob->workers && cx->device >= 0 && cx->device < ob->nworkers
+  ag_worker *wk = !job.own_process && ob->workers && cx->device >= 0 && cx->device < ob->nworkers
                       ? ob->workers[cx->device]
                       : NULL;
   if (wk) { /* the lane's worker process already runs on this GPU */

@@ -77,6 +77,9 @@ int ag__obs_scope_of(const ag_task *t, ag_scope *s);
 int ag__obs_evidence_decode(const void *data, size_t len, const char *what, ag_diags *d,
                             void **out);
 void ag__obs_evidence_release(void *ev);
+/* The synthesis of the attributed signals (ownership, inst_mix, barriers,
+ * branch: backend_map.c), shared by the map and sass adapters. */
+int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t);
 /* "the user's build (nvcc -cubin FLAGS, markers off)" */
 void ag__obs_user_build_label(const ag_spec *sp, ag_str *w);
 

@@ -176,14 +176,17 @@ static int read_all(rd *r, ag_sass_ev *e) {
   return rc ? rc : read_sass(r, e);
 }
 
-int ag_sass_ev_load(const char *path, ag_diags *diags, ag_sass_ev **out) {
+/* Reads the file (data NULL) or the bytes data[0..len), named `path`. */
+static int load(const char *path, const void *data, size_t len, ag_diags *diags,
+                ag_sass_ev **out) {
   *out = NULL;
   rd r = {path, diags};
   json_error_t je;
   ag_sass_ev *e = ag_calloc(1, sizeof *e);
   if (!e)
     return AG_ENOMEM;
-  e->root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  e->root = data ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &je)
+                 : json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   int rc;
   if (!e->root) {
     rc = ag_diags_add(diags, AG_SEV_ERROR, path, je.line, je.column, NULL, 0,
@@ -200,6 +203,16 @@ int ag_sass_ev_load(const char *path, ag_diags *diags, ag_sass_ev **out) {
   }
   *out = e;
   return 0;
+}
+
+int ag_sass_ev_load(const char *path, ag_diags *diags, ag_sass_ev **out) {
+  return load(path, NULL, 0, diags, out);
+}
+
+int ag_sass_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
+                        ag_sass_ev **out) {
+  static const char empty[1] = "";
+  return load(name, len ? data : empty, len, diags, out);
 }
 
 void ag_sass_ev_free(ag_sass_ev *e) {

@@ -33,7 +33,10 @@ TEST(test_builtin_agree) {
                        "transform.probe",  "synth.async_latency", "compile", "count",
                        "collect",          "synth.duration",    "synth.occurrences",
                        "synth.timeline",   "synth.static",      "synth.perturbation",
-                       "report"};
+                       "report",
+                       /* issue 19: the mapping run and SASS metrics */
+                       "transform.mapping", "synth.ownership",  "synth.inst_mix",
+                       "synth.barriers",    "synth.branch"};
   CHECK_EQ_INT(s.execs.n, sizeof ops / sizeof ops[0]);
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (count_op(&s, ops[i]) != 1)
@@ -65,6 +68,42 @@ TEST(test_builtin_agree) {
   CHECK_EQ_INT(tm->decode("{\"launches\":[]}", 15, "timing.json", &d, &x), 0);
   tm->release(x);
   CHECK(tr->decode("garbage", 7, "evidence", &d, &x) != 0);
+  /* the mapping run and SASS metrics: each its own collector and hook, the
+   * SASS run's patching declared, the -lineinfo build the compiler's */
+  const ag_backend *mp = ag_backend_find(&s, "map"), *ss = ag_backend_find(&s, "sass");
+  CHECK(mp && ss);
+  if (!mp || !ss)
+    goto out;
+  CHECK(ag_backend_collector(&s, "map") == mp && ag_backend_collector(&s, "sass") == ss);
+  CHECK_EQ_INT(ss->effects, AG_EFF_PATCHES_SASS);
+  CHECK_EQ_INT(mp->effects, AG_EFF_PERTURBS_TIMING);
+  CHECK_EQ_STR(mp->variant, "mapping");
+  CHECK(ag_backend_for_evidence(&s, "lineinfo") == st);
+  CHECK(ag_backend_for_op(&s, "synth.inst_mix") == ss);
+  CHECK(ag_backend_for_op(&s, "synth.ownership") == mp);
+  {
+    ag_trace_run_opts ro;
+    memset(&ro, 0, sizeof ro);
+    ag_collect_job job = {"c", &ro, "evidence", NULL, 0};
+    CHECK_EQ_INT(ss->collect(NULL, NULL, &job), 0);
+    CHECK_EQ_STR(ro.collect, "sass");
+    CHECK_EQ_INT(job.own_process, 1); /* CUPTI patches at a kernel's first launch only */
+    job.own_process = 0;
+    CHECK_EQ_INT(mp->collect(NULL, NULL, &job), 0);
+    CHECK_EQ_STR(ro.collect, "map");
+    CHECK_EQ_INT(job.own_process, 0);
+  }
+  CHECK(mp->decode("{\"format\":\"x\"}", 14, "map_counts.json", &d, &x) != 0);
+  CHECK(x == NULL);
+  CHECK(mp->decode("[1", 2, "map_counts.json", &d, &x) != 0);
+  {
+    const char *ok = "{\"format\":\"argus-map-counts\",\"slots\":2,\"counts\":[0,5]}";
+    CHECK_EQ_INT(mp->decode(ok, strlen(ok), "map_counts.json", &d, &x), 0);
+    CHECK(x != NULL);
+    mp->release(x);
+  }
+  CHECK(ss->decode("{}", 2, "sass_metrics.json", &d, &x) != 0);
+  CHECK(x == NULL);
   /* a row whose effects its adapter does not declare */
   const ag_recipe_table *b = ag_recipe_builtin();
   ag_evidence_kind kinds[16];

@@ -10,6 +10,7 @@
  */
 #include "argus/attrib.h"
 #include "argus/host.h"
+#include "argus/collect.h"
 #include "check.h"
 #include "map_bind.h"
 
@@ -155,12 +156,14 @@ TEST(not_a_mapping_module_and_errors) {
 /* libargus_host end to end, with the stand-in driver (tests/probes/fake_cuda.c,
  * whose launches add i to slot i of a bound mapping module): a harness run
  * under Argus with a mapping variant writes map_counts.json */
-static int run_harness(const char *dir, const char *variant, const char *launches, ag_str *err) {
-  char e1[4200], e2[4200], e3[4200];
+static int run_mode(const char *mode, const char *dir, const char *variant, const char *launches,
+                    ag_str *err) {
+  char e0[64], e1[4200], e2[4200], e3[4200];
+  snprintf(e0, sizeof e0, "ARGUS_COLLECT=%s", mode);
   snprintf(e1, sizeof e1, "ARGUS_OUT=%s", dir);
   snprintf(e2, sizeof e2, "ARGUS_VARIANT=%s", variant);
   snprintf(e3, sizeof e3, "ARGUS_LIBCUDA=%s", FAKE_CUDA_LIB);
-  const char *env[] = {"ARGUS_COLLECT=time", e1, e2, e3, NULL};
+  const char *env[] = {e0, e1, e2, e3, NULL};
   const char *argv[] = {FAKE_HARNESS, "ok", "module.cubin", launches, NULL};
   ag_proc_opts o;
   memset(&o, 0, sizeof o);
@@ -172,6 +175,10 @@ static int run_harness(const char *dir, const char *variant, const char *launche
   if (ag_proc_run(&o, &r) || !r.exited)
     return -1;
   return r.exit_code;
+}
+
+static int run_harness(const char *dir, const char *variant, const char *launches, ag_str *err) {
+  return run_mode("time", dir, variant, launches, err);
 }
 
 TEST(host_runtime_writes_counts) {
@@ -208,6 +215,21 @@ TEST(host_runtime_writes_counts) {
   ag_str_clear(&err);
   CHECK_EQ_INT(run_harness(dir, var, "1", &err), 0);
   CHECK(access(counts, F_OK) != 0);
+  /* ARGUS_COLLECT=map (the mapping run of argus observe) refuses a variant
+   * that is not a mapping one, and counts one that is */
+  ag_str_clear(&err);
+  CHECK(run_mode("map", dir, var, "1", &err) != 0);
+  CHECK_CONTAINS(ag_str_cstr(&err), "has no counter descriptor __argus_map");
+  CHECK(access(counts, F_OK) != 0);
+  CHECK_EQ_INT(ag_file_write_atomic(var, text, strlen(text)), 0);
+  ag_str_clear(&err);
+  CHECK_EQ_INT(run_mode("map", dir, var, "2", &err), 0);
+  CHECK(access(counts, F_OK) == 0);
+  /* the evidence file each collection writes */
+  CHECK_EQ_STR(ag_trace_run_evidence_file("map"), AG_MAP_COUNTS_FILE);
+  CHECK_EQ_STR(ag_trace_run_evidence_file("sass"), "sass_metrics.json");
+  CHECK_EQ_STR(ag_trace_run_evidence_file("time"), "timing.json");
+  CHECK(ag_trace_run_evidence_file("sassy") == NULL);
   /* a mapping variant asking for no slots: the run fails saying why */
   const char bad[] = ".const .align 4 .u32 __argus_map_slots = 0;\n";
   CHECK_EQ_INT(ag_file_write_atomic(var, bad, strlen(bad)), 0);

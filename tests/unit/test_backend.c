@@ -89,8 +89,8 @@ static const ag_backend tick = {"tick",
 
 /* recipe rows of the test backends */
 static const ag_evidence_kind kinds[] = {
-    {"echo_ev", "trace-free", "echo", NULL, 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL},
-    {"tick_ev", "trace-free", "tick", NULL, 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL},
+    {"echo_ev", "trace-free", "echo", NULL, 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL, NULL},
+    {"tick_ev", "trace-free", "tick", NULL, 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL, NULL},
 };
 static const ag_recipe recipes[] = {
     {"echo", "echo_ev", "synth.echo", AG_QUAL_ATTRIBUTED, "count", "echoes", NULL},
@@ -118,7 +118,7 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
 static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ag_trace_run_opts ro;
   memset(&ro, 0, sizeof ro);
-  ag_collect_job job = {"the-cubin", &ro, "evidence", json_object()};
+  ag_collect_job job = {"the-cubin", &ro, "evidence", json_object(), 0};
   size_t k;
   json_t *v;
   int rc = 0;
@@ -299,8 +299,8 @@ TEST(test_check_disagreements) {
  * what the collection cost is synthesized */
 TEST(test_plan_baseline_from_table) {
   const ag_evidence_kind k4[] = {
-      {"tick_ev", "traced", "tick", NULL, 0, AG_EFF_PERTURBS_TIMING, 0, NULL, "tick_base"},
-      {"tick_base", "trace-free", "tickbase", NULL, 0, 0, 0, NULL, NULL},
+      {"tick_ev", "traced", "tick", NULL, 0, AG_EFF_PERTURBS_TIMING, 0, NULL, "tick_base", NULL},
+      {"tick_base", "trace-free", "tickbase", NULL, 0, 0, 0, NULL, NULL, NULL},
   };
   ag_recipe_table t4 = {&recipes[1], 1, k4, 2};
   const char *sigs[] = {"tick"};

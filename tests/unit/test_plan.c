@@ -166,11 +166,11 @@ TEST(test_dag_shared_evidence) {
  * and keep every conflicting one apart, as the built-in table will once it
  * has such rows. */
 static const ag_evidence_kind test_kinds[] = {
-    {"k_trace", "traced", "trace", "discover", 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL},
-    {"k_counters", "traced", "counters", "discover", 0, 0, 0, NULL, NULL},
-    {"k_sass", "traced", "sass", "discover", 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL},
-    {"k_range", "traced", "range", "discover", 0, AG_EFF_SERIALIZES_KERNELS, 0, NULL, NULL},
-    {"k_plain", "trace-free", "counters", "discover", 0, 0, 0, NULL, NULL},
+    {"k_trace", "traced", "trace", "discover", 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL, NULL},
+    {"k_counters", "traced", "counters", "discover", 0, 0, 0, NULL, NULL, NULL},
+    {"k_sass", "traced", "sass", "discover", 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL, NULL},
+    {"k_range", "traced", "range", "discover", 0, AG_EFF_SERIALIZES_KERNELS, 0, NULL, NULL, NULL},
+    {"k_plain", "trace-free", "counters", "discover", 0, 0, 0, NULL, NULL, NULL},
 };
 static const ag_recipe test_recipes[] = {
     {"dur", "k_trace", "synth.duration", AG_QUAL_OBSERVED, "ns", "", NULL},

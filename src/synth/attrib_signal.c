@@ -1,0 +1,342 @@
+/*
+ * attrib_signal.c — the attributed signals of `argus observe` (ownership,
+ * inst_mix, barriers, branch; docs/attribution.md, "Signals") from the
+ * mapping run's layout and counts, the -lineinfo build's cubin and, but for
+ * ownership, the SASS-metrics evidence of the same program version. Pure
+ * CPU: the backend adapters (src/run/backend_map.c, backend_sass.c) read
+ * the artifacts and call ag_attr_signal; the CPU tests call it on evidence
+ * recorded on the H200.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "argus/attrib.h"
+#include "argus/sass_ev.h"
+
+#define WARP_LANES 32.0
+
+/* 1 when region qname is the queried region (its qualified or its own
+ * name) or inside it. */
+static int selected(const char *qname, const char *q) {
+  if (!q || !*q)
+    return 1;
+  size_t n = strlen(q), l = strlen(qname);
+  if (!strcmp(qname, q))
+    return 1;
+  /* its own name: the last component */
+  if (l > n && qname[l - n - 1] == '/' && !strcmp(qname + l - n, q))
+    return 1;
+  /* inside: a component path that starts with q's qualified or own name */
+  for (const char *p = qname; (p = strstr(p, q)); p++)
+    if ((p == qname || p[-1] == '/') && p[n] == '/')
+      return 1;
+  return 0;
+}
+
+static void value(json_t *vals, const char *region, const char *signal, const char *stat,
+                  json_t *v, const char *unit) {
+  json_array_append_new(vals, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "region", region, "signal",
+                                        signal, "stat", stat, "value", v, "unit", unit, "qual",
+                                        "attributed"));
+}
+
+static void note(json_t *arr, const char *what, const char *why) {
+  json_array_append_new(arr, json_pack("{s:s,s:s}", "what", what, "why", why));
+}
+
+/* The diagnostics' messages, joined. */
+static void diag_text(const ag_diags *d, ag_str *out) {
+  for (size_t i = 0; i < d->items.n; i++)
+    ag_str_printf(out, "%s%s", i ? "; " : "", d->items.v[i].msg);
+}
+
+/* One PC-keyed metric of `kernel` from the evidence: section PCs ascending,
+ * values, opcodes (borrowed). *np = 0 when the evidence has no row of it. */
+typedef struct pcs {
+  uint64_t *pc;
+  double *v;
+  const char **op;
+  int n;
+} pcs;
+
+static void pcs_free(pcs *m) {
+  ag_free(m->pc);
+  ag_free(m->v);
+  ag_free(m->op);
+  memset(m, 0, sizeof *m);
+}
+
+static int metric_of(const ag_sass_ev *e, const ag_sass_cubin *cub, const char *kernel,
+                     const char *name, pcs *out, ag_str *why) {
+  memset(out, 0, sizeof *out);
+  int c = ag_sass_ev_metric(e, name);
+  if (c < 0) {
+    ag_str_printf(why, "the SASS-metrics evidence has no metric '%s'", name);
+    return AG_ENOTFOUND;
+  }
+  out->pc = ag_calloc(e->nrows + 1, sizeof *out->pc);
+  out->v = ag_calloc(e->nrows + 1, sizeof *out->v);
+  out->op = ag_calloc(e->nrows + 1, sizeof *out->op);
+  if (!out->pc || !out->v || !out->op) {
+    pcs_free(out);
+    return AG_ENOMEM;
+  }
+  for (size_t i = 0; i < e->nrows; i++) {
+    const ag_sass_ev_row *r = &e->rows[i];
+    if (!r->variant || strcmp(r->function, kernel))
+      continue;
+    uint64_t spc = 0;
+    if (ag_sass_cubin_section_pc(cub, kernel, r->function, r->pc, &spc)) {
+      ag_str_printf(why, "PC 0x%x of '%s' in the SASS metrics is not in the line-info cubin",
+                    r->pc, r->function);
+      pcs_free(out);
+      return AG_EINVAL;
+    }
+    const ag_sass_insn *in = ag_sass_ev_insn(e, r->function, r->pc);
+    out->pc[out->n] = spc;
+    out->op[out->n] = in ? in->op : NULL;
+    out->v[out->n++] = (double)r->v[c];
+  }
+  return 0;
+}
+
+/* The share of m_r from PCs with association entropy > 0, and the
+ * conservation check: the values every attributed signal carries. */
+static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_result *res,
+                    const char *signal, const char *q, json_t *warn) {
+  for (int r = 0; r < res->nregions; r++) {
+    if (!res->static_pcs[r] || !selected(map->regions[r], q))
+      continue;
+    value(vals, map->regions[r], signal, "total", json_real(res->m[r]), "warp-inst");
+    value(vals, map->regions[r], signal, "shared_share",
+          json_real(res->m[r] > 0 ? res->shared[r] / res->m[r] : 0.0), "ratio");
+  }
+  /* the kernel's whole count: what the regions' totals and the unattributed part sum to */
+  value(vals, map->kernel, signal, "kernel_total", json_real(res->total), "warp-inst");
+  value(vals, map->kernel, signal, "unattributed", json_real(res->unattributed), "warp-inst");
+  if (!ag_attr_conserved(res))
+    json_array_append_new(warn, json_sprintf("%s of '%s': the regions' sum is not the kernel's "
+                                             "total %.0f (a PC lost or counted twice)",
+                                             signal, map->kernel, res->total));
+}
+
+/* 1 when the mapping run counted any execution of the kernel's code. */
+static int ran(const ag_attr_map *map) {
+  for (size_t i = 0; i < (size_t)map->npcs * (size_t)map->nregions; i++)
+    if (map->n[i] > 0)
+      return 1;
+  return 0;
+}
+
+static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_attr_map *map,
+                      json_t *vals, json_t *missing, json_t *nj, json_t *warn) {
+  const char *q = in->region;
+  if (!strcmp(signal, "ownership")) {
+    json_t *o = ag_attr_ownership(map);
+    size_t k;
+    json_t *r;
+    if (!o)
+      return AG_ENOMEM;
+    json_array_foreach(json_object_get(o, "regions"), k, r) {
+      const char *reg = json_string_value(json_object_get(r, "region"));
+      if (!selected(reg, q))
+        continue;
+      value(vals, reg, signal, "static_pcs", json_incref(json_object_get(r, "static_pcs")),
+            "count");
+      value(vals, reg, signal, "shared_pcs", json_incref(json_object_get(r, "shared_pcs")),
+            "count");
+      value(vals, reg, signal, "dynamic", json_incref(json_object_get(r, "dynamic")),
+            "warp-inst");
+    }
+    value(vals, map->kernel, signal, "pcs", json_integer(map->npcs), "count");
+    json_decref(o);
+    return 0;
+  }
+  ag_str why = AG_STR_INIT, what = AG_STR_INIT;
+  pcs a = {0}, b = {0};
+  ag_attr_result *ra = NULL, *rb = NULL;
+  double *mix = NULL, *ratio = NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  const char *m0 = !strcmp(signal, "branch") ? "smsp__sass_thread_inst_executed"
+                                             : "smsp__sass_inst_executed";
+  ag_str_printf(&what, "%s of kernel '%s'", signal, map->kernel);
+  if ((rc = metric_of(in->metrics, in->cubin, map->kernel, m0, &a, &why)))
+    goto out;
+  if (!a.n) {
+    ag_str_printf(&why, "CUPTI counted no instruction of '%s' (docs/sass-metrics.md: kernels with "
+                        "tensor-map TMA return no record)",
+                  map->kernel);
+    rc = AG_ENOTFOUND;
+    goto out;
+  }
+  ag_attr_metric ma = {m0, in->metrics_version, map->kernel, a.pc, a.v, a.n};
+  if ((rc = ag_attr_apply(map, &ma, &d, &ra))) {
+    diag_text(&d, &why);
+    if (rc == AG_EINVAL) { /* another program version or kernel: not joined */
+      note(nj, ag_str_cstr(&what), ag_str_cstr(&why));
+      ag_str_release(&why);
+      rc = 0;
+    }
+    goto out;
+  }
+  if (!strcmp(signal, "inst_mix") || !strcmp(signal, "barriers")) {
+    int R = map->nregions;
+    mix = ag_calloc((size_t)R * AG_SASS__NCLASS + 1, sizeof *mix);
+    if (!mix) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    if ((rc = ag_attr_mix(map, &ma, a.op, &d, mix))) {
+      diag_text(&d, &why);
+      goto out;
+    }
+    int bar = !strcmp(signal, "barriers");
+    for (int r = 0; r < R; r++) {
+      if (!ra->static_pcs[r] || !selected(map->regions[r], q))
+        continue;
+      for (int c = 0; c < AG_SASS__NCLASS; c++) {
+        double x = mix[(size_t)r * AG_SASS__NCLASS + c];
+        if (bar ? ag_sass_class_is_barrier((ag_sass_class)c) : x > 0)
+          value(vals, map->regions[r], signal, ag_sass_class_name((ag_sass_class)c), json_real(x),
+                "warp-inst");
+      }
+    }
+    int noop = 0;
+    for (int p = 0; p < a.n; p++)
+      noop += !a.op[p];
+    if (noop)
+      json_array_append_new(warn, json_sprintf("%s of '%s': %d of %d PCs have no opcode in the "
+                                               "evidence (CUPTI did not give the SASS): "
+                                               "counted as misc",
+                                               signal, map->kernel, noop, a.n));
+  } else { /* branch: thread / (32 x warp) and pred-on / thread, each attributed apart */
+    const char *m1 = "smsp__sass_inst_executed", *m2 = "smsp__sass_thread_inst_executed_pred_on";
+    int R = map->nregions;
+    ratio = ag_calloc((size_t)R * 2 + 1, sizeof *ratio);
+    if (!ratio) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    ag_attr_result *rp = NULL;
+    pcs c = {0};
+    if ((rc = metric_of(in->metrics, in->cubin, map->kernel, m1, &b, &why)) ||
+        (rc = metric_of(in->metrics, in->cubin, map->kernel, m2, &c, &why))) {
+      pcs_free(&c);
+      goto out;
+    }
+    ag_attr_metric mb = {m1, in->metrics_version, map->kernel, b.pc, b.v, b.n};
+    ag_attr_metric mc = {m2, in->metrics_version, map->kernel, c.pc, c.v, c.n};
+    if ((rc = ag_attr_apply(map, &mb, &d, &rb)) || (rc = ag_attr_apply(map, &mc, &d, &rp))) {
+      diag_text(&d, &why);
+      pcs_free(&c);
+      goto out;
+    }
+    ag_attr_ratio(ra, rb, WARP_LANES, ratio);
+    ag_attr_ratio(rp, ra, 1.0, ratio + R);
+    for (int r = 0; r < R; r++) {
+      if (!ra->static_pcs[r] || !selected(map->regions[r], q) || isnan(ratio[r]))
+        continue;
+      value(vals, map->regions[r], signal, "efficiency", json_real(ratio[r]), "ratio");
+      if (!isnan(ratio[R + r]))
+        value(vals, map->regions[r], signal, "pred_on_share", json_real(ratio[R + r]), "ratio");
+    }
+    ag_attr_result_free(rp);
+    pcs_free(&c);
+  }
+  summary(vals, map, ra, signal, q, warn);
+out:
+  if (rc && rc != AG_ENOMEM) {
+    note(missing, ag_str_cstr(&what), ag_str_cstr(&why));
+    rc = 0;
+  }
+  ag_diags_release(&d);
+  ag_free(mix);
+  ag_free(ratio);
+  ag_attr_result_free(ra);
+  ag_attr_result_free(rb);
+  pcs_free(&a);
+  pcs_free(&b);
+  ag_str_release(&why);
+  ag_str_release(&what);
+  return rc;
+}
+
+int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags, json_t **out) {
+  *out = NULL;
+  static const char *const known[] = {"ownership", "inst_mix", "barriers", "branch"};
+  int ok = 0;
+  for (size_t i = 0; signal && i < sizeof known / sizeof known[0]; i++)
+    ok |= !strcmp(signal, known[i]);
+  if (!ok || !in->layout || !in->slots || !in->cubin ||
+      (strcmp(signal, "ownership") && !in->metrics)) {
+    ag_diags_add(diags, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
+                 "attributed signal '%s': %s", signal ? signal : "(none)",
+                 ok ? "the map's layout, counts and line-info cubin, and (but for ownership) "
+                      "the SASS metrics, are all needed"
+                    : "not an attributed signal (ownership, inst_mix, barriers, branch)");
+    return AG_EINVAL;
+  }
+  json_t *o = json_pack("{s:[],s:[],s:[],s:[]}", "values", "missing", "not_joined", "warnings");
+  if (!o)
+    return AG_ENOMEM;
+  json_t *vals = json_object_get(o, "values"), *missing = json_object_get(o, "missing"),
+         *nj = json_object_get(o, "not_joined"), *warn = json_object_get(o, "warnings");
+  const ag_attr_layout *L = in->layout;
+  int rc = 0;
+  /* the map describes one program version: the cubin must be its build */
+  if (!in->cubin_version || strcmp(in->cubin_version, L->version)) {
+    ag_str why = AG_STR_INIT;
+    ag_str_printf(&why, "the line-info cubin was built from program version %.12s, the "
+                        "mapping run's layout is of %.12s",
+                  in->cubin_version ? in->cubin_version : "(unknown)", L->version);
+    note(nj, "the PC-to-region map", ag_str_cstr(&why));
+    note(missing, signal, "its map is not of this program version: see not_joined");
+    ag_str_release(&why);
+    *out = o;
+    return 0;
+  }
+  if (in->slots[0] > 0)
+    json_array_append_new(warn, json_sprintf("the mapping run could not count %llu block "
+                                             "executions (the region stack overflowed or a "
+                                             "counter was out of range): the map misses them",
+                                             (unsigned long long)in->slots[0]));
+  int kernels = 0;
+  for (int f = 0; f < L->nfuncs && !rc; f++) {
+    if (!L->funcs[f].is_entry)
+      continue;
+    ag_attr_map *map = NULL;
+    ag_diags md;
+    ag_diags_init(&md);
+    rc = ag_attr_map_build(L, in->slots, in->nslots, in->cubin, L->funcs[f].name, &md, &map);
+    if (rc == AG_ENOTFOUND) { /* a kernel the build dropped: nothing ran */
+      rc = 0;
+    } else if (rc == AG_EINVAL) {
+      ag_str why = AG_STR_INIT;
+      diag_text(&md, &why);
+      note(missing, L->funcs[f].name, ag_str_cstr(&why));
+      ag_str_release(&why);
+      rc = 0;
+    } else if (!rc && !ran(map)) { /* not launched in the mapping run: nothing to attribute */
+    } else if (!rc) {
+      kernels++;
+      if (map->nolines)
+        json_array_append_new(warn, json_sprintf("%d SASS PCs of '%s' have no PTX line: they "
+                                                 "are attributed to no region",
+                                                 map->nolines, map->kernel));
+      rc = one_kernel(signal, in, map, vals, missing, nj, warn);
+    }
+    ag_diags_release(&md);
+    ag_attr_map_free(map);
+  }
+  if (!rc && !kernels)
+    note(missing, signal, "no kernel of the mapping layout ran in the mapping run with code in "
+                          "the line-info cubin");
+  if (rc) {
+    json_decref(o);
+    return rc;
+  }
+  *out = o;
+  return 0;
+}
