@@ -125,4 +125,68 @@ out:
   ag_backend_set_release(&s);
 }
 
-RUN_TESTS(T(test_builtin_agree))
+/* The attributed signals' plan: the mapping run and the SASS-metrics run
+ * apart (each its own Collect, the SASS run patching), both reading a
+ * -lineinfo build of the trace-free program; ownership reads that build
+ * without the SASS run; each synthesis depends on both of its runs. */
+static const ag_task *collect_of(const ag_plan *p, const char *backend) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    json_t *b = json_object_get(t->config, "backends");
+    if (t->type == AG_TASK_COLLECT && json_array_size(b) == 1 &&
+        !strcmp(json_string_value(json_array_get(b, 0)), backend))
+      return t;
+  }
+  return NULL;
+}
+
+TEST(test_attributed_plan) {
+  const char *sigs[] = {"inst_mix", "ownership", "duration"};
+  ag_query q;
+  memset(&q, 0, sizeof q);
+  q.region = "k";
+  q.signals = sigs;
+  q.nsignals = 3;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_plan *p = NULL;
+  CHECK_EQ_INT(ag_plan_build(&q, "prog", &d, &p), 0);
+  if (!p)
+    goto out;
+  const ag_task *ms = collect_of(p, "sass"), *mm = collect_of(p, "map");
+  CHECK(ms && mm && ms != mm);
+  if (!ms || !mm)
+    goto out;
+  CHECK_EQ_INT(ms->effects, AG_EFF_PATCHES_SASS);
+  CHECK_EQ_INT(mm->effects, AG_EFF_PERTURBS_TIMING);
+  CHECK(ms->run != mm->run);
+  const ag_task *cs = ag_plan_task(p, ms->deps.v[0]), *cm = ag_plan_task(p, mm->deps.v[0]);
+  CHECK_EQ_STR(cs->op, "compile");
+  CHECK(json_is_true(json_object_get(cs->config, "lineinfo")));
+  CHECK(!json_is_true(json_object_get(cm->config, "lineinfo")));
+  CHECK_EQ_STR(json_string_value(json_object_get(ms->config, "variant")), "trace-free");
+  CHECK_EQ_STR(json_string_value(json_object_get(mm->config, "variant")), "mapping");
+  int found = 0;
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    int dms = 0, dmm = 0, dcs = 0;
+    for (size_t k = 0; k < t->deps.n; k++) {
+      dms |= t->deps.v[k] == ms->id;
+      dmm |= t->deps.v[k] == mm->id;
+      dcs |= t->deps.v[k] == cs->id;
+    }
+    if (!strcmp(t->op, "synth.inst_mix"))
+      found += dms && dmm;
+    if (!strcmp(t->op, "synth.ownership"))
+      found += dmm && dcs && !dms; /* the -lineinfo build, shared; no SASS run */
+    /* the trace's compile is not the -lineinfo one */
+    if (!strcmp(t->op, "compile") && t != cs)
+      CHECK(!json_is_true(json_object_get(t->config, "lineinfo")));
+  }
+  CHECK_EQ_INT(found, 2);
+out:
+  ag_plan_free(p);
+  ag_diags_release(&d);
+}
+
+RUN_TESTS(T(test_builtin_agree), T(test_attributed_plan))

@@ -1,0 +1,254 @@
+/*
+ * test_attrib_signal.c — the attributed signals of argus observe
+ * (ag_attr_signal, src/synth/attrib_signal.c) on evidence recorded on the
+ * H200 (tests/data/evidence/README.md: attrib_truth.map_counts.json and
+ * attrib_truth.map.sass.json): the layout is the mapping variant of the
+ * ground truth's PTX and the cubin its ptxas -lineinfo build, both remade
+ * here. The ground truth: the helper `mix` runs 3 times per warp under A and
+ * 5 under B (16 warps), so of its 1152 warp instructions A gets 3/8 (432)
+ * and B 5/8 (720); C and the kernel's root own their PCs alone.
+ *   - inst_mix: A 800, B 1280, C 736, root 240 = CUPTI's 3056; shared parts
+ *     432 and 720, none for C; nothing unattributed;
+ *   - barriers: every barrier class per region; branch: efficiency 1 (no
+ *     divergence), pred_on_share as CUPTI's sums give;
+ *   - ownership: A and B share the helper's PCs, C none;
+ *   - the queried region selects its subtree;
+ *   - refusals: metrics of another program version (not_joined, no value),
+ *     a cubin of another version, a wrong map (conservation warning), an
+ *     unknown signal, missing inputs.
+ * Skips (77) without nvcc and ptxas.
+ */
+#include "argus/attrib.h"
+#include "argus/sass_ev.h"
+#include "argus/variant.h"
+#include "check.h"
+#include "sass_util.h"
+
+#include <math.h>
+
+typedef struct fx {
+  ag_variant *v;
+  ag_attr_layout *L;
+  uint64_t *slots;
+  size_t nslots;
+  ag_sass_cubin *cub;
+  ag_sass_ev *ev;
+} fx;
+
+static void fx_free(fx *f) {
+  ag_variant_free(f->v);
+  ag_attr_layout_free(f->L);
+  ag_free(f->slots);
+  ag_sass_cubin_free(f->cub);
+  ag_sass_ev_free(f->ev);
+}
+
+/* 0: ready; 77: no toolkit; else a failure (checked) */
+static int fx_load(fx *f) {
+  memset(f, 0, sizeof *f);
+  char *ptx = NULL, *bin = NULL, *js = NULL;
+  size_t len = 0, blen = 0, jlen = 0;
+  if (su_cuda_ptx("tests/data/cuda/attrib_truth.cu", &ptx, &len))
+    return 77;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
+  ag_str err = AG_STR_INIT;
+  char p[4096];
+  json_t *j = NULL;
+  int rc = 1;
+  if (ag_variant_make(ptx, len, "attrib_truth.ptx", &o, &d, &f->v) ||
+      ag_attr_layout_from_json(f->v->probes, &d, &f->L))
+    goto out;
+  if (su_ptxas("sm_90a", 1, ptx, len, &bin, &blen, &err)) {
+    rc = 77;
+    goto out;
+  }
+  if (ag_sass_cubin_parse(bin, blen, "attrib_truth.lineinfo.cubin", &d, &f->cub))
+    goto out;
+  snprintf(p, sizeof p, "%s/tests/data/evidence/attrib_truth.map_counts.json",
+           getenv("ARGUS_SOURCE_DIR"));
+  if (ag_file_read(p, &js, &jlen) || !(j = json_loads(js, 0, NULL)) ||
+      ag_attr_counts_from_json(j, &d, &f->slots, &f->nslots))
+    goto out;
+  snprintf(p, sizeof p, "%s/tests/data/evidence/attrib_truth.map.sass.json",
+           getenv("ARGUS_SOURCE_DIR"));
+  if (ag_sass_ev_load(p, &d, &f->ev))
+    goto out;
+  rc = 0;
+out:
+  if (rc == 1) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "fixture: %s\n", ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  json_decref(j);
+  ag_free(js);
+  ag_free(bin);
+  ag_free(ptx);
+  ag_str_release(&err);
+  ag_diags_release(&d);
+  return rc;
+}
+
+static double val(json_t *o, const char *region, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(o, "values"), i, v) {
+    const char *r = json_string_value(json_object_get(v, "region"));
+    const char *s = json_string_value(json_object_get(v, "stat"));
+    if (r && s && !strcmp(r, region) && !strcmp(s, stat)) {
+      CHECK_EQ_STR(json_string_value(json_object_get(v, "qual")), "attributed");
+      return json_number_value(json_object_get(v, "value"));
+    }
+  }
+  return -1;
+}
+
+static json_t *signal_of(const fx *f, const char *signal, const char *region,
+                         const char *metric_version) {
+  ag_attr_inputs in = {f->L,  f->slots, f->nslots, f->cub, f->L->version,
+                       f->ev, metric_version ? metric_version : f->L->version, region};
+  ag_diags d;
+  ag_diags_init(&d);
+  json_t *o = NULL;
+  CHECK_EQ_INT(ag_attr_signal(signal, &in, &d, &o), 0);
+  ag_diags_release(&d);
+  return o;
+}
+
+#define NEAR(a, b) CHECK(fabs((a) - (b)) < 1e-6)
+
+TEST(test_inst_mix_truth) {
+  fx f;
+  int rc = fx_load(&f);
+  if (rc == 77) {
+    fx_free(&f);
+    SKIP("no nvcc or ptxas");
+  }
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    goto out;
+  json_t *o = signal_of(&f, "inst_mix", "attrib_truth", NULL);
+  CHECK(o != NULL);
+  if (!o)
+    goto out;
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "missing")), 0);
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "not_joined")), 0);
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "warnings")), 0);
+  NEAR(val(o, "attrib_truth", "kernel_total"), 3056);
+  NEAR(val(o, "attrib_truth", "unattributed"), 0);
+  NEAR(val(o, "attrib_truth/A", "total"), 800);
+  NEAR(val(o, "attrib_truth/B", "total"), 1280);
+  NEAR(val(o, "attrib_truth/C", "total"), 736);
+  NEAR(val(o, "attrib_truth", "total"), 240);
+  /* the helper's 1152 warp instructions split 3/8 : 5/8 */
+  NEAR(val(o, "attrib_truth/A", "shared_share") * 800, 432);
+  NEAR(val(o, "attrib_truth/B", "shared_share") * 1280, 720);
+  NEAR(val(o, "attrib_truth/C", "shared_share"), 0);
+  /* the classes of a region sum to its total */
+  double sum = 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(o, "values"), i, v) {
+    const char *r = json_string_value(json_object_get(v, "region"));
+    const char *s = json_string_value(json_object_get(v, "stat"));
+    if (!strcmp(r, "attrib_truth/A") && strcmp(s, "total") && strcmp(s, "shared_share"))
+      sum += json_number_value(json_object_get(v, "value"));
+  }
+  NEAR(sum, 800);
+  CHECK(val(o, "attrib_truth/A", "fp32") > 0);
+  json_decref(o);
+  /* the queried region selects its subtree: A alone */
+  o = signal_of(&f, "inst_mix", "A", NULL);
+  NEAR(val(o, "attrib_truth/A", "total"), 800);
+  CHECK(val(o, "attrib_truth/B", "total") < 0);
+  json_decref(o);
+  /* barriers: every class listed per region */
+  o = signal_of(&f, "barriers", "attrib_truth", NULL);
+  CHECK(val(o, "attrib_truth/A", "barrier") >= 0);
+  CHECK(val(o, "attrib_truth/A", "syncs") >= 0);
+  CHECK(val(o, "attrib_truth/C", "membar") >= 0);
+  CHECK(val(o, "attrib_truth/C", "warpsync") >= 0);
+  NEAR(val(o, "attrib_truth/B", "total"), 1280);
+  json_decref(o);
+  /* branch: no divergence; pred-on share from CUPTI's sums (94720 / 97792 over the kernel) */
+  o = signal_of(&f, "branch", "attrib_truth", NULL);
+  NEAR(val(o, "attrib_truth/A", "efficiency"), 1.0);
+  NEAR(val(o, "attrib_truth/C", "efficiency"), 1.0);
+  double ps = val(o, "attrib_truth/A", "pred_on_share");
+  CHECK(ps > 0.9 && ps <= 1.0);
+  json_decref(o);
+  /* ownership from the map alone: A and B share the helper's PCs */
+  o = signal_of(&f, "ownership", "attrib_truth", NULL);
+  double sa = val(o, "attrib_truth/A", "shared_pcs"), sb = val(o, "attrib_truth/B", "shared_pcs");
+  CHECK(sa > 0 && sa == sb);
+  NEAR(val(o, "attrib_truth/C", "shared_pcs"), 0);
+  CHECK(val(o, "attrib_truth", "pcs") > 0);
+  json_decref(o);
+out:
+  fx_free(&f);
+}
+
+TEST(test_refusals) {
+  fx f;
+  int rc = fx_load(&f);
+  if (rc == 77) {
+    fx_free(&f);
+    SKIP("no nvcc or ptxas");
+  }
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    goto out;
+  /* metrics of another program version: named in not_joined, no value */
+  json_t *o = signal_of(&f, "inst_mix", "attrib_truth",
+                        "0000000000000000000000000000000000000000000000000000000000000000");
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "not_joined")), 1);
+  char *t = json_dumps(json_object_get(o, "not_joined"), 0);
+  CHECK_CONTAINS(t ? t : "", "joins only the same program version");
+  free(t);
+  CHECK(val(o, "attrib_truth/A", "total") < 0);
+  json_decref(o);
+  /* a cubin of another version */
+  ag_attr_inputs in = {f.L, f.slots, f.nslots, f.cub, "another", f.ev, f.L->version, NULL};
+  ag_diags d;
+  ag_diags_init(&d);
+  CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &o), 0);
+  t = json_dumps(o, 0);
+  CHECK_CONTAINS(t ? t : "", "the PC-to-region map");
+  free(t);
+  CHECK(val(o, "attrib_truth/A", "static_pcs") < 0);
+  json_decref(o);
+  /* a wrong map: the helper's counts lost: its instructions are unattributed
+   * and the regions no longer sum to the kernel's total */
+  uint64_t *s2 = ag_calloc(f.nslots, sizeof *s2);
+  memcpy(s2, f.slots, f.nslots * sizeof *s2);
+  for (int u = 0; u < f.L->nunits; u++)
+    if (!f.L->funcs[f.L->units[u].func].is_entry)
+      for (int r = 0; r < f.L->nregions; r++)
+        s2[f.L->units[u].slot + (uint32_t)r] = 0;
+  ag_attr_inputs bad = {f.L, s2, f.nslots, f.cub, f.L->version, f.ev, f.L->version, NULL};
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &bad, &d, &o), 0);
+  CHECK(val(o, "attrib_truth", "unattributed") >= 1152 - 1e-6);
+  t = json_dumps(json_object_get(o, "warnings"), 0);
+  CHECK_CONTAINS(t ? t : "", "not the kernel's total");
+  free(t);
+  json_decref(o);
+  ag_free(s2);
+  /* an unknown signal; inst_mix without metrics */
+  CHECK_EQ_INT(ag_attr_signal("stalls", &in, &d, &o), AG_EINVAL);
+  CHECK(o == NULL);
+  ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.L->version, NULL, NULL, NULL};
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &nom, &d, &o), AG_EINVAL);
+  ag_str msg = AG_STR_INIT;
+  ag_diags_format(&d, &msg);
+  CHECK_CONTAINS(ag_str_cstr(&msg), "not an attributed signal");
+  CHECK_CONTAINS(ag_str_cstr(&msg), "are all needed");
+  ag_str_release(&msg);
+  ag_diags_release(&d);
+out:
+  fx_free(&f);
+}
+
+RUN_TESTS(T(test_inst_mix_truth), T(test_refusals))
