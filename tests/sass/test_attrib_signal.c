@@ -251,4 +251,68 @@ out:
   fx_free(&f);
 }
 
-RUN_TESTS(T(test_inst_mix_truth), T(test_refusals))
+/* A kernel with no markers: its root region owns every PC, alone. The
+ * ground truth's PTX with its marker comments blanked (the lines stay, so
+ * the layout's and the cubin's line numbers agree), every unit counted 16
+ * times under the kernel that calls it. */
+TEST(test_no_markers) {
+  char *ptx = NULL, *bin = NULL;
+  size_t len = 0, blen = 0;
+  if (su_cuda_ptx("tests/data/cuda/attrib_truth.cu", &ptx, &len))
+    SKIP("no nvcc");
+  for (char *m = ptx; (m = strstr(m, "// @argus"));) /* a marker: a comment line */
+    for (; *m && *m != '\n'; m++)
+      *m = ' ';
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
+  ag_variant *v = NULL;
+  ag_attr_layout *L = NULL;
+  ag_sass_cubin *cub = NULL;
+  uint64_t *slots = NULL;
+  json_t *out = NULL;
+  ag_str err = AG_STR_INIT;
+  CHECK_EQ_INT(ag_variant_make(ptx, len, "nomarkers.ptx", &o, &d, &v), 0);
+  if (!v || ag_attr_layout_from_json(v->probes, &d, &L) ||
+      su_ptxas("sm_90a", 1, ptx, len, &bin, &blen, &err) ||
+      ag_sass_cubin_parse(bin, blen, "nomarkers.cubin", &d, &cub)) {
+    CHECK(0);
+    goto out;
+  }
+  int root = -1;
+  for (int r = 0; r < L->nregions; r++) {
+    CHECK(strchr(L->regions[r], '/') == NULL); /* kernels' roots only */
+    if (!strcmp(L->regions[r], "attrib_truth"))
+      root = r;
+  }
+  CHECK(root >= 0);
+  slots = ag_calloc(L->nslots, sizeof *slots);
+  for (int u = 0; u < L->nunits && root >= 0; u++) {
+    const ag_attr_unit *U = &L->units[u];
+    if (U->region < 0)
+      slots[U->slot + (uint32_t)root] = 16; /* the helper, called from attrib_truth */
+    else if (U->region == root)
+      slots[U->slot] = 16;
+  }
+  ag_attr_inputs in = {L, slots, L->nslots, cub, L->version, NULL, NULL, "attrib_truth"};
+  CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &out), 0);
+  CHECK(val(out, "attrib_truth", "static_pcs") > 0);
+  NEAR(val(out, "attrib_truth", "shared_pcs"), 0);
+  size_t i;
+  json_t *x;
+  json_array_foreach(json_object_get(out, "values"), i, x)
+      CHECK_EQ_STR(json_string_value(json_object_get(x, "region")), "attrib_truth");
+  CHECK_EQ_INT(json_array_size(json_object_get(out, "missing")), 0);
+out:
+  json_decref(out);
+  ag_free(slots);
+  ag_sass_cubin_free(cub);
+  ag_attr_layout_free(L);
+  ag_variant_free(v);
+  ag_str_release(&err);
+  ag_diags_release(&d);
+  ag_free(bin);
+  ag_free(ptx);
+}
+
+RUN_TESTS(T(test_inst_mix_truth), T(test_refusals), T(test_no_markers))
