@@ -162,12 +162,15 @@ json_t *ag_report_to_json(const ag_report *r) { return json_incref(r->root); }
 typedef struct region_rank {
   const char *name;
   double weight; /* the region's largest total time, for ordering */
+  double count;  /* then its largest other total (attributed instructions) */
 } region_rank;
 
 static int cmp_rank(const void *a, const void *b) {
   const region_rank *x = a, *y = b;
   if (x->weight != y->weight)
     return x->weight < y->weight ? 1 : -1;
+  if (x->count != y->count)
+    return x->count < y->count ? 1 : -1;
   return strcmp(x->name, y->name);
 }
 
@@ -266,12 +269,16 @@ int ag_report_json_text(const json_t *root, ag_str *out) {
     while (k < nr && strcmp(rk[k].name, reg))
       k++;
     if (k == nr)
-      rk[nr++] = (region_rank){reg, 0};
+      rk[nr++] = (region_rank){reg, 0, 0};
     const char *stat = json_string_value(json_object_get(v, "stat"));
+    const char *unit = json_string_value(json_object_get(v, "unit"));
     json_t *val = json_object_get(v, "value");
-    if (stat && !strcmp(stat, "total") && json_is_number(val) &&
-        json_number_value(val) > rk[k].weight)
-      rk[k].weight = json_number_value(val);
+    if (!stat || strcmp(stat, "total") || !json_is_number(val))
+      continue;
+    /* times rank first; instruction counts are not times */
+    double *w = unit && !strcmp(unit, "ns") ? &rk[k].weight : &rk[k].count;
+    if (json_number_value(val) > *w)
+      *w = json_number_value(val);
   }
   qsort(rk, nr, sizeof *rk, cmp_rank);
   json_t *q = json_object_get(root, "query");

@@ -68,4 +68,28 @@ TEST(test_exact_joins) {
   ag_str_release(&why);
 }
 
-RUN_TESTS(T(test_values_carry_qual_and_provenance), T(test_exact_joins))
+/* Regions are listed by their largest total time; an attributed
+ * instruction total (not a time) orders only regions with no time. */
+TEST(test_text_order_times_first) {
+  const char *sigs[] = {"duration", "inst_mix"};
+  ag_query q = {.region = "k", .signals = sigs, .nsignals = 2};
+  ag_report *r = ag_report_new(&q, "k@v1");
+  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
+  ag_report_add(r, "k/small", "duration", "total", 100.0, "ns", AG_QUAL_OBSERVED, -1, &pv);
+  ag_report_add(r, "k/big", "duration", "total", 9000.0, "ns", AG_QUAL_OBSERVED, -1, &pv);
+  ag_report_add(r, "k/small", "inst_mix", "total", 1e9, "warp-inst", AG_QUAL_ATTRIBUTED, -1, &pv);
+  ag_report_add(r, "k/x", "inst_mix", "total", 5.0, "warp-inst", AG_QUAL_ATTRIBUTED, -1, &pv);
+  ag_report_add(r, "k/y", "inst_mix", "total", 50.0, "warp-inst", AG_QUAL_ATTRIBUTED, -1, &pv);
+  ag_str t = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_text(r, &t), 0);
+  const char *s = ag_str_cstr(&t), *b = strstr(s, "\nk/big\n"), *sm = strstr(s, "\nk/small\n"),
+             *x = strstr(s, "\nk/x\n"), *y = strstr(s, "\nk/y\n");
+  CHECK(b && sm && x && y);
+  if (b && sm && x && y)
+    CHECK(b < sm && sm < y && y < x);
+  ag_str_release(&t);
+  ag_report_free(r);
+}
+
+RUN_TESTS(T(test_values_carry_qual_and_provenance), T(test_exact_joins),
+          T(test_text_order_times_first))
