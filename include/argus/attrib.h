@@ -128,6 +128,12 @@ typedef struct ag_attr_result {
 int ag_attr_apply(const ag_attr_map *map, const ag_attr_metric *metric, ag_diags *diags,
                   ag_attr_result **out);
 void ag_attr_result_free(ag_attr_result *r);
+/* Per region the association entropy of its attributed value: the mean
+ * H(p) over its PCs weighted by the part of m_r each gave,
+ * sum_p alpha(r,p) m(p) H(p) / m_r (0 for a region with m_r = 0): 0 when
+ * every PC of the region is its alone. out[nregions] is the caller's. */
+void ag_attr_region_entropy(const ag_attr_map *map, const ag_attr_metric *mt,
+                            const ag_attr_result *r, double *out);
 /* The conservation check: 1 when sum_r m_r equals sum_p m(p) within a
  * relative 1e-9 (no PC lost, none counted twice). */
 int ag_attr_conserved(const ag_attr_result *r);

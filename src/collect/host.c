@@ -1653,9 +1653,11 @@ static int write_sass(ag_host *h) {
     char other[300];
     size_t n = ag_sassm_other(h->sassm, other, sizeof other);
     setmsg(h, "SASS metrics: CUPTI returned no count for the %u launch%s of variant '%s' (%zu "
-              "record%s of other cubins%s%s): it patches a kernel only at its first launch in a "
-              "process, and not every kernel (a kernel launched before the collection, or one "
-              "CUPTI cannot patch, counts nothing); run the collection in a process of its own",
+              "record%s of other cubins%s%s): CUPTI counts a kernel only from its first launch "
+              "in a process, and some kernels not at all (seen on the H200 for tensor-map TMA "
+              "kernels and a public SGEMM; the cause is not known: docs/sass-metrics.md); the "
+              "attributed signals of SASS metrics cannot be had for this kernel, the mapping "
+              "run's ownership can",
            h->nlaunch, h->nlaunch == 1 ? "" : "es", h->variant, n, n == 1 ? "" : "s",
            n ? ": " : "", other);
     return AG_HOST_EUNSUPPORTED;

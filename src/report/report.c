@@ -119,6 +119,21 @@ int ag_report_annotate_last(ag_report *r, const char *key, json_t *v) {
 }
 
 int ag_report_missing(ag_report *r, const char *region, const char *signal, const char *why) {
+  /* the same failure behind several signals (one run feeds them): said once in full */
+  size_t i;
+  json_t *m;
+  json_array_foreach(r->missing, i, m) {
+    const char *w = json_string_value(json_object_get(m, "why"));
+    const char *s = json_string_value(json_object_get(m, "signal"));
+    const char *g = json_string_value(json_object_get(m, "region"));
+    if (w && why && s && !strcmp(w, why) && strlen(why) > 80 &&
+        ((!g && !region) || (g && region && !strcmp(g, region)))) {
+      char same[200];
+      snprintf(same, sizeof same, "the same failure as %.100s (above)", s);
+      json_t *o = json_pack("{s:s?,s:s?,s:s}", "region", region, "signal", signal, "why", same);
+      return !o || json_array_append_new(r->missing, o) ? AG_ENOMEM : 0;
+    }
+  }
   json_t *o = json_pack("{s:s?,s:s?,s:s}", "region", region, "signal", signal, "why", why);
   return !o || json_array_append_new(r->missing, o) ? AG_ENOMEM : 0;
 }
@@ -236,10 +251,19 @@ static void fmt_value(json_t *v, const char *unit, ag_str *out) {
         ag_str_printf(out, " … (%zu more; --json)", json_object_size(v) - shown);
         break;
       }
+      ag_str_printf(out, "%s%s: ", shown ? ", " : "", k);
       json_t *c = json_object_get(e, "count"), *m = json_object_get(e, "mean");
-      ag_str_printf(out, "%s%s: n=%lld", shown ? ", " : "", k, (long long)json_integer_value(c));
-      if (json_is_number(m))
-        ag_str_printf(out, " mean %.0f", json_number_value(m));
+      if (json_is_object(e) && c) { /* a group: its count and mean (in the value's unit) */
+        ag_str_printf(out, "n=%lld", (long long)json_integer_value(c));
+        if (json_is_number(m)) {
+          ag_str_puts(out, " mean ");
+          fmt_value(m, unit, out);
+        }
+      } else if (json_is_number(e) || json_is_string(e)) { /* a plain field */
+        fmt_value(e, "", out);
+      } else {
+        ag_str_puts(out, json_is_boolean(e) ? (json_is_true(e) ? "yes" : "no") : "(data)");
+      }
       shown++;
     }
     return;

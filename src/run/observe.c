@@ -710,7 +710,11 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       if (flag && json_is_number(val))
         ag_report_add_flagged(r, reg, sig, stat, json_number_value(val), unit, qual, flag, &pv);
       else if (json_is_number(val))
-        ag_report_add(r, reg, sig, stat, json_number_value(val), unit, qual, -1, &pv);
+        ag_report_add(r, reg, sig, stat, json_number_value(val), unit, qual,
+                      json_is_number(json_object_get(v, "entropy"))
+                          ? json_number_value(json_object_get(v, "entropy"))
+                          : -1,
+                      &pv);
       else
         ag_report_add_json(r, reg, sig, stat, json_incref(val), unit, qual, &pv);
       if (json_object_get(v, "dist")) /* a pooled value's spread */

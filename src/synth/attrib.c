@@ -411,6 +411,24 @@ int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *mt, const char *co
   return 0;
 }
 
+void ag_attr_region_entropy(const ag_attr_map *map, const ag_attr_metric *mt,
+                            const ag_attr_result *r, double *out) {
+  int R = map->nregions;
+  for (int k = 0; k < R; k++)
+    out[k] = 0;
+  for (int p = 0; p < mt->npcs && p < r->npcs; p++) {
+    double sum;
+    const double *row = row_of(map, mt->pc[p], &sum);
+    if (!row)
+      continue;
+    for (int k = 0; k < R; k++)
+      if (row[k] > 0)
+        out[k] += mt->value[p] * (row[k] / sum) * r->entropy[p];
+  }
+  for (int k = 0; k < R; k++)
+    out[k] = r->m[k] > 0 ? out[k] / r->m[k] : 0.0;
+}
+
 int ag_attr_conserved(const ag_attr_result *r) {
   double s = 0;
   for (int k = 0; k < r->nregions; k++)

@@ -102,12 +102,19 @@ static int metric_of(const ag_sass_ev *e, const ag_sass_cubin *cub, const char *
 
 /* The share of m_r from PCs with association entropy > 0, and the
  * conservation check: the values every attributed signal carries. */
-static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_result *res,
-                    const char *signal, const char *q, json_t *warn) {
+static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_metric *mt,
+                    const ag_attr_result *res, const char *signal, const char *q,
+                    json_t *warn) {
+  double *h = ag_calloc((size_t)res->nregions + 1, sizeof *h);
+  if (h)
+    ag_attr_region_entropy(map, mt, res, h);
   for (int r = 0; r < res->nregions; r++) {
     if (!res->static_pcs[r] || !selected(map->regions[r], q))
       continue;
     value(vals, map->regions[r], signal, "total", json_real(res->m[r]), "warp-inst");
+    if (h) /* the association entropy of the total (the report shows H=) */
+      json_object_set_new(json_array_get(vals, json_array_size(vals) - 1), "entropy",
+                          json_real(h[r]));
     value(vals, map->regions[r], signal, "shared_share",
           json_real(res->m[r] > 0 ? res->shared[r] / res->m[r] : 0.0), "ratio");
   }
@@ -118,6 +125,7 @@ static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_result *
     json_array_append_new(warn, json_sprintf("%s of '%s': the regions' sum is not the kernel's "
                                              "total %.0f (a PC lost or counted twice)",
                                              signal, map->kernel, res->total));
+  ag_free(h);
 }
 
 /* 1 when the mapping run counted any execution of the kernel's code. */
@@ -149,6 +157,16 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
             "warp-inst");
     }
     value(vals, map->kernel, signal, "pcs", json_integer(map->npcs), "count");
+    /* PCs the mapping run saw in no region: code that never ran (the other
+     * side of a branch, the padding after EXIT) or PCs without a PTX line */
+    int idle = 0;
+    for (int p = 0; p < map->npcs; p++) {
+      double sum = 0;
+      for (int r2 = 0; r2 < map->nregions; r2++)
+        sum += map->n[(size_t)p * (size_t)map->nregions + (size_t)r2];
+      idle += !(sum > 0);
+    }
+    value(vals, map->kernel, signal, "unexecuted_pcs", json_integer(idle), "count");
     json_decref(o);
     return 0;
   }
@@ -165,8 +183,8 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
   if ((rc = metric_of(in->metrics, in->cubin, map->kernel, m0, &a, &why)))
     goto out;
   if (!a.n) {
-    ag_str_printf(&why, "CUPTI counted no instruction of '%s' (docs/sass-metrics.md: kernels with "
-                        "tensor-map TMA return no record)",
+    ag_str_printf(&why, "CUPTI counted no instruction of '%s' (some kernels count nothing, "
+                        "cause unknown: docs/sass-metrics.md)",
                   map->kernel);
     rc = AG_ENOTFOUND;
     goto out;
@@ -245,7 +263,7 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     ag_attr_result_free(rp);
     pcs_free(&c);
   }
-  summary(vals, map, ra, signal, q, warn);
+  summary(vals, map, &ma, ra, signal, q, warn);
 out:
   if (rc && rc != AG_ENOMEM) {
     note(missing, ag_str_cstr(&what), ag_str_cstr(&why));

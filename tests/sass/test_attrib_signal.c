@@ -147,6 +147,23 @@ TEST(test_inst_mix_truth) {
   NEAR(val(o, "attrib_truth/A", "shared_share") * 800, 432);
   NEAR(val(o, "attrib_truth/B", "shared_share") * 1280, 720);
   NEAR(val(o, "attrib_truth/C", "shared_share"), 0);
+  /* the entropy of A's total: 432 of its 800 from PCs of H = H(3/8, 5/8) */
+  {
+    double hp = -(0.375 * log2(0.375) + 0.625 * log2(0.625)), ha = -1, hc = -1;
+    size_t k;
+    json_t *x;
+    json_array_foreach(json_object_get(o, "values"), k, x) {
+      const char *r = json_string_value(json_object_get(x, "region"));
+      if (strcmp(json_string_value(json_object_get(x, "stat")), "total"))
+        continue;
+      if (!strcmp(r, "attrib_truth/A"))
+        ha = json_number_value(json_object_get(x, "entropy"));
+      if (!strcmp(r, "attrib_truth/C"))
+        hc = json_number_value(json_object_get(x, "entropy"));
+    }
+    NEAR(ha, 432.0 * hp / 800.0);
+    NEAR(hc, 0);
+  }
   /* the classes of a region sum to its total */
   double sum = 0;
   size_t i;
@@ -186,6 +203,13 @@ TEST(test_inst_mix_truth) {
   CHECK(sa > 0 && sa == sb);
   NEAR(val(o, "attrib_truth/C", "shared_pcs"), 0);
   CHECK(val(o, "attrib_truth", "pcs") > 0);
+  /* every PC is executed by some region or counted as unexecuted (the helper's
+   * PCs, shared by exactly A and B, are in both their counts) */
+  double distinct = val(o, "attrib_truth", "static_pcs") + val(o, "attrib_truth/A", "static_pcs") +
+                    val(o, "attrib_truth/B", "static_pcs") + val(o, "attrib_truth/C", "static_pcs") -
+                    sa;
+  CHECK(val(o, "attrib_truth", "unexecuted_pcs") >= 0);
+  NEAR(distinct + val(o, "attrib_truth", "unexecuted_pcs"), val(o, "attrib_truth", "pcs"));
   json_decref(o);
 out:
   fx_free(&f);

@@ -150,6 +150,20 @@ TEST(test_observe_attributed) {
   CHECK(total > 0);
   CHECK(fabs(sum + un - total) <= 1e-6 * total);
   CHECK(val(rep, "attrib_truth/A", "inst_mix", "shared_share") > 0);
+  { /* A's total carries the association entropy of its helper PCs into the report */
+    size_t i;
+    json_t *v;
+    double h = -1;
+    json_array_foreach(json_object_get(rep, "values"), i, v) {
+      const char *r0 = json_string_value(json_object_get(v, "region"));
+      if (r0 && !strcmp(r0, "attrib_truth/A") &&
+          !strcmp(json_string_value(json_object_get(v, "signal")), "inst_mix") &&
+          !strcmp(json_string_value(json_object_get(v, "stat")), "total"))
+        h = json_number_value(json_object_get(v, "entropy"));
+    }
+    printf("@ inst_mix: entropy of A's total %.3f bits\n", h);
+    CHECK(h > 0 && h < 1);
+  }
   CHECK(val(rep, "attrib_truth/C", "inst_mix", "shared_share") == 0);
   /* the helper runs 3 times under A and 5 under B: B executed more */
   CHECK(val(rep, "attrib_truth/B", "inst_mix", "total") >

@@ -91,5 +91,40 @@ TEST(test_text_order_times_first) {
   ag_report_free(r);
 }
 
+/* One failure behind several signals is said once in full; a breakdown
+ * object prints its fields (numbers, text, yes/no) and groups with their
+ * unit; an attributed value shows its entropy. */
+TEST(test_text_missing_once_and_fields) {
+  const char *sigs[] = {"inst_mix", "barriers"};
+  ag_query q = {.region = "k", .signals = sigs, .nsignals = 2};
+  ag_report *r = ag_report_new(&q, "k@v1");
+  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
+  const char *why = "input #7 (collect) failed: the harness failed (exit 1); the argus host "
+                    "runtime reported: CUPTI already has a subscriber in this process";
+  ag_report_missing(r, "k", "inst_mix", why);
+  ag_report_missing(r, "k", "barriers", why);
+  ag_report_missing(r, "k", "branch", "short");
+  ag_report_missing(r, "k", "static", "short");
+  ag_report_add_json(r, "k/a", "duration", "bias",
+                     json_pack("{s:i,s:f,s:b,s:s}", "cycles_max", 20, "ns_max", 10.1, "subtracted",
+                               0, "why", "not subtracted"),
+                     "ns", AG_QUAL_DERIVED, &pv);
+  ag_report_add_json(r, "k/a", "duration", "by_role",
+                     json_pack("{s:{s:i,s:f}}", "all", "count", 5120, "mean", 557328.0), "ns",
+                     AG_QUAL_OBSERVED, &pv);
+  ag_report_add(r, "k/a", "inst_mix", "total", 800, "warp-inst", AG_QUAL_ATTRIBUTED, 0.5154, &pv);
+  ag_str t = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_text(r, &t), 0);
+  const char *s = ag_str_cstr(&t);
+  CHECK_CONTAINS(s, "missing inst_mix: input #7");
+  CHECK_CONTAINS(s, "missing barriers: the same failure as inst_mix (above)");
+  CHECK_CONTAINS(s, "missing static: short"); /* a short reason is said again */
+  CHECK_CONTAINS(s, "cycles_max: 20, ns_max: 10.1, subtracted: no, why: not subtracted");
+  CHECK_CONTAINS(s, "all: n=5120 mean 557.33 us");
+  CHECK_CONTAINS(s, "[attributed, H=0.52]");
+  ag_str_release(&t);
+  ag_report_free(r);
+}
+
 RUN_TESTS(T(test_values_carry_qual_and_provenance), T(test_exact_joins),
-          T(test_text_order_times_first))
+          T(test_text_order_times_first), T(test_text_missing_once_and_fields))
