@@ -53,6 +53,9 @@ typedef struct ag_collect_job {
                             may change it */
   json_t *extra;         /* name -> JSON the driver stores beside the evidence as
                             artifacts of kind "json" (owned by the job) */
+  int own_process;       /* 1: the run is a harness process of its own, never a
+                            multi-variant worker's (CUPTI patches a kernel only at
+                            its first launch in a process: docs/sass-metrics.md) */
 } ag_collect_job;
 
 /* Decodes one evidence artifact of this backend into *out (owned; released

@@ -18,6 +18,10 @@
 
 #include "argus/evidence.h"
 #include "collect_int.h"
+#include "map_bind.h"
+#include "sass_metrics.h"
+#include "activity.h"
+#include "pcsamp.h"
 
 void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
@@ -51,11 +55,28 @@ static int put_path(ag_str *e, const char *key, const char *path) {
   return 0;
 }
 
+const char *ag_trace_run_collect(const ag_trace_run_opts *o) {
+  return o->collect ? o->collect : o->time_only ? "time" : "trace";
+}
+
+const char *ag_trace_run_evidence_file(const char *collect) {
+  static const char *const files[][2] = {{"trace", AG_EV_FILE_NAME},
+                                         {"time", AG_EV_TIMING_FILE},
+                                         {"map", AG_MAP_COUNTS_FILE},
+                                         {"sass", AG_SASSM_FILE},
+                                         {"system", AG_ACT_FILE},
+                                         {"stalls", AG_PCS_FILE}};
+  for (size_t i = 0; collect && i < sizeof files / sizeof files[0]; i++)
+    if (!strcmp(files[i][0], collect))
+      return files[i][1];
+  return NULL;
+}
+
 int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
   int ne = 0, rc = 0;
   for (int i = 0; i < AG__RUN_ENV_MAX; i++)
     ag_str_init(&e[i]);
-  ag_str_printf(&e[ne++], "ARGUS_COLLECT=%s", o->time_only ? "time" : "trace");
+  ag_str_printf(&e[ne++], "ARGUS_COLLECT=%s", ag_trace_run_collect(o));
   rc |= put_path(&e[ne++], "ARGUS_OUT", o->out_dir);
   rc |= put_path(&e[ne++], "ARGUS_VARIANT", o->cubin_path);
   if (o->sites_path)
@@ -99,8 +120,17 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     return AG_ENOMEM;
   ag_str tp = AG_STR_INIT;
   ag_str_printf(&tp, "%s/%s", out, AG_EV_TIMING_FILE);
-  /* a timing run's evidence is its timing file */
-  ag_str_printf(ev, "%s/%s", out, o->time_only ? AG_EV_TIMING_FILE : AG_EV_FILE_NAME);
+  /* a timing run's evidence is its timing file, a mapping run's its counts */
+  const char *file = ag_trace_run_evidence_file(ag_trace_run_collect(o));
+  if (!file) {
+    ag_free(out);
+    ag_str_release(&tp);
+    ag_str_printf(why, "'%s' is not a collection the host runtime makes (trace, time, map, "
+                       "sass, system, stalls)",
+                  ag_trace_run_collect(o));
+    return AG_EINVAL;
+  }
+  ag_str_printf(ev, "%s/%s", out, file);
   ag_str_printf(herr, "%s/host-error.txt", out);
   ag_str_printf(logp, "%s/harness.log", out);
   ag_free(out);

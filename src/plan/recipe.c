@@ -28,6 +28,12 @@ static const ag_evidence_kind evidence_kinds[] = {
     /* one forced-completion probe per (async site, iteration): its own run */
     {"async_probe", "probe", "trace", "discover", ALL_SCOPE, AG_EFF_FORCES_COMPLETION, 1, NULL,
      NULL},
+    /* the system timeline: CUPTI activity beside the timing run of the
+     * user's build; its transform config keeps it out of the trace-free
+     * timing run, whose kernel times it would move (docs/system.md) */
+    {.name = "system", .variant = "trace-free", .backend = "system", .prereq = "discover",
+     .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
+     .transform = "{\"activity\":true}"},
 };
 
 static const ag_recipe recipes[] = {
@@ -43,6 +49,11 @@ static const ag_recipe recipes[] = {
      "per async site and iteration: issue-to-completion latency (derived, forced-completion "
      "probe), the consumer's exposed wait (observed) and the hidden part (derived)",
      "async_ref"},
+    {.signal = "system", .evidence = "system", .synth = "synth.system",
+     .qual = AG_QUAL_OBSERVED, .unit = "ns",
+     .summary = "the system timeline per launch (kernel, grid, block, registers, shared "
+                "memory, stream, correlation ID, start, duration) and per stream (kernels, "
+                "copies, sets, synchronizations, busy time), on the %globaltimer clock"},
 };
 
 static const ag_recipe_table builtin = {recipes, sizeof recipes / sizeof recipes[0],

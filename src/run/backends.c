@@ -7,12 +7,14 @@
 
 extern const ag_backend ag__backend_trace, ag__backend_time, ag__backend_probe,
     ag__backend_static;
+extern const ag_backend ag__backend_system; /* backend_system.c */
 
 static const ag_backend *const builtin[] = {
     &ag__backend_trace,
     &ag__backend_time,
     &ag__backend_probe,
     &ag__backend_static,
+    &ag__backend_system,
     NULL,
 };
 

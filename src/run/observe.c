@@ -500,7 +500,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   memset(&res, 0, sizeof res);
   ag_trace_run_opts ro;
   memset(&ro, 0, sizeof ro);
-  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object()};
+  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object(), 0};
   const char *ph = ag__obs_input(cx->plan, t, "probes");
   int rc = 0;
   ro.argv = (const char *const *)ob->spec->run;
@@ -538,7 +538,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.variant_id = ch;
   ro.out_dir = ag_str_cstr(&dir);
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
-  ag_worker *wk = ob->workers && cx->device >= 0 && cx->device < ob->nworkers
+  ag_worker *wk = !job.own_process && ob->workers && cx->device >= 0 && cx->device < ob->nworkers
                       ? ob->workers[cx->device]
                       : NULL;
   if (wk) { /* the lane's worker process already runs on this GPU */
