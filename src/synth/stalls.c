@@ -81,13 +81,21 @@ static int ends_block(const char *op) {
          !strncmp(op, "CALL", 4) || !strncmp(op, "JMP", 3) || !strncmp(op, "BRX", 3);
 }
 
+/* An instruction that waits itself (a barrier, a warpgroup or mbarrier
+ * wait): samples there stay there. */
+static int waits_itself(const char *op) {
+  return !strncmp(op, "BAR", 3) || !strncmp(op, "WARPGROUP", 9) || !strncmp(op, "SYNCS", 5) ||
+         !strncmp(op, "DEPBAR", 6) || !strncmp(op, "WARPSYNC", 8);
+}
+
 /* The pc of the BAR the warp waits at when sampled "barrier" at (function,
- * pc): the nearest BAR.SYNC / BAR.RED before it in straight-line code, the
- * pc itself when it is one or there is none. */
+ * pc): the nearest BAR.SYNC / BAR.RED before it in straight-line code; the
+ * pc itself when there is none, or when the instruction there waits itself
+ * (WARPGROUP.DEPBAR, SYNCS, ...: seen with barrier samples in gemm_tma). */
 static uint32_t barrier_home(const ag_sass_ev *e, const char *function, uint32_t pc) {
   for (uint32_t k = 0; k <= 64 && k * 16 <= pc; k++) {
     const ag_sass_insn *in = ag_sass_ev_insn(e, function, pc - 16 * k);
-    if (!in)
+    if (!in || (!k && waits_itself(in->op)))
       return pc;
     if (!strncmp(in->op, "BAR.SYNC", 8) || !strncmp(in->op, "BAR.RED", 7))
       return pc - 16 * k;

@@ -228,6 +228,39 @@ TEST(chrome_same_run) {
       minimum = fmin(minimum, json_number_value(ts));
   }
   CHECK(minimum >= 0 && minimum < 1e-3);
+  /* each launch's region events start where its warps did: the system
+   * kernel's ts plus (first warp entry - kernel start), on one clock; within
+   * 1 us, as occurrences are placed from %clock64 through per-SM offsets
+   * (src/synth/decode.c: 0.34 and 0.62 us off the entry anchor here) */
+  for (int l = 0; l < ev->nlaunches; l++) {
+    double rmin = INFINITY, kts = -1;
+    int seen = 0;
+    json_array_foreach(json_object_get(j, "traceEvents"), i, e) {
+      const char *cat = json_string_value(json_object_get(e, "cat"));
+      json_t *ts = json_object_get(e, "ts");
+      if (!cat || !json_is_number(ts))
+        continue;
+      if (!strcmp(cat, "region") &&
+          (json_integer_value(json_object_get(e, "tid")) >> 32) == (json_int_t)l)
+        rmin = fmin(rmin, json_number_value(ts));
+      if (!strcmp(cat, "system") &&
+          !strcmp(json_string_value(json_object_get(e, "name")), "stall_truth") && seen++ == l)
+        kts = json_number_value(ts);
+    }
+    const ag_ev_launch *L = &ev->launches[l];
+    double first = INFINITY;
+    for (uint32_t w = 0; w < L->warps; w++)
+      if (L->meta[w].flags & AG_EV_EXITED)
+        first = fmin(first, (double)L->meta[w].gtime_entry);
+    const ag_sys_rec *r = NULL;
+    for (size_t q = 0, n = 0; q < s->nrecs; q++)
+      if (s->recs[q].kind == AG_SYS_KERNEL && !s->recs[q].argus && n++ == (size_t)l)
+        r = &s->recs[q];
+    double want = r ? kts + (first - ag_sys_ev_gt(s, r->start)) / 1e3 : -1;
+    printf("@ same run: launch %d: region events from %.3f us, the warps' entry at %.3f us\n",
+           l, rmin, want);
+    CHECK(r && fabs(rmin - want) <= 1.0);
+  }
   json_decref(j);
   ag_str_release(&out);
 out:
@@ -292,6 +325,18 @@ TEST(stalls_recorded) {
     goto done;
   }
   CHECK(json_is_true(json_object_get(sj, "conserved")));
+  /* every sample counted once: the regions' samples are CUPTI's total
+   * (within the few of rows outside the kernel's code) */
+  double sum = 0, total = (double)json_integer_value(json_object_get(sj, "total_samples"));
+  json_t *rg;
+  size_t ri;
+  json_array_foreach(json_object_get(sj, "regions"), ri, rg) sum +=
+      json_number_value(json_object_get(rg, "samples"));
+  printf("@ stalls: regions %.0f samples of CUPTI's %.0f; barrier samples moved to their BAR: "
+         "%.0f\n",
+         sum, total, json_number_value(json_object_get(sj, "barrier_samples_moved")));
+  CHECK(total > 0 && fabs(sum - total) <= 1e-3 * total);
+  CHECK(json_number_value(json_object_get(sj, "barrier_samples_moved")) > 0);
   const char *tw = NULL, *ti = NULL;
   size_t i;
   json_t *r;
