@@ -51,6 +51,27 @@ void ag__cupti_lacks(const char *who, const char *sym, char *err, size_t errlen)
              verb_s(who));
 }
 
+int ag__cupti_fail(void *result_string, int r, const char *call, char *err, size_t errlen) {
+  CUptiResult (*str)(CUptiResult, const char **);
+  *(void **)&str = result_string;
+  const char *text = NULL;
+  if (str)
+    str((CUptiResult)r, &text);
+  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
+    ag__seterr(err, errlen,
+               "%s failed: profiling is not permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): the "
+               "driver restricts GPU profiling to administrators (RmProfilingAdminOnly=1); run "
+               "as root or load the driver with NVreg_RestrictProfilingToAdminUsers=0",
+               call);
+    return AG_HOST_EUNSUPPORTED;
+  }
+  ag__seterr(err, errlen, "%s failed: %s (CUPTI error %d)", call, text ? text : "?", r);
+  if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
+      r == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED)
+    return AG_HOST_EUNSUPPORTED;
+  return AG_HOST_ECUPTI;
+}
+
 static void CUPTIAPI on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
                                  const void *p) {
   (void)u, (void)d, (void)id, (void)p; /* the subscription holds the slot; no callbacks enabled */

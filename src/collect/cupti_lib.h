@@ -17,6 +17,11 @@
 void *ag__cupti_lib(const char *who, char *err, size_t errlen);
 /* The message for a symbol the library lacks. */
 void ag__cupti_lacks(const char *who, const char *sym, char *err, size_t errlen);
+/* The message and code of a failed CUPTI call `call` (its result r; the
+ * library's cuptiGetResultString as its address, or NULL): profiling not
+ * permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: RmProfilingAdminOnly) and
+ * an unsupported device are AG_HOST_EUNSUPPORTED, the rest AG_HOST_ECUPTI. */
+int ag__cupti_fail(void *result_string, int r, const char *call, char *err, size_t errlen);
 /* cuptiSubscribe through `subscribe` (the library's, as its address) with a
  * callback that does nothing: 0, *handle set; AG_HOST_EBUSY with the
  * message naming the other tool when CUPTI already has a subscriber;

@@ -82,22 +82,7 @@ struct ag_pcs {
 };
 
 static int cupti_fail(ag_pcs *p, CUptiResult r, const char *call, char *err, size_t n) {
-  const char *text = NULL;
-  if (p->cuptiGetResultString)
-    p->cuptiGetResultString(r, &text);
-  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    ag__seterr(err, n,
-               "%s failed: profiling is not permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES): the "
-               "driver restricts GPU profiling to administrators (RmProfilingAdminOnly=1); run "
-               "as root or load the driver with NVreg_RestrictProfilingToAdminUsers=0",
-               call);
-    return AG_HOST_EUNSUPPORTED;
-  }
-  ag__seterr(err, n, "%s failed: %s (CUPTI error %d)", call, text ? text : "?", (int)r);
-  if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
-      r == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED)
-    return AG_HOST_EUNSUPPORTED;
-  return AG_HOST_ECUPTI;
+  return ag__cupti_fail((void *)p->cuptiGetResultString, (int)r, call, err, n);
 }
 
 #define CP(p, call)                                                            \

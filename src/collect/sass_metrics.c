@@ -138,13 +138,7 @@ struct ag_sassm {
 };
 
 static int cupti_fail(ag_sassm *s, CUptiResult r, const char *call, char *err, size_t n) {
-  const char *text = NULL;
-  if (s->cuptiGetResultString)
-    s->cuptiGetResultString(r, &text);
-  ag__seterr(err, n, "%s failed: %s (CUPTI error %d)", call, text ? text : "?", (int)r);
-  if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED)
-    return AG_HOST_EUNSUPPORTED;
-  return AG_HOST_ECUPTI;
+  return ag__cupti_fail((void *)s->cuptiGetResultString, (int)r, call, err, n);
 }
 
 /* The one checking macro for CUPTI calls: on error, names the call and

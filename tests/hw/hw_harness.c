@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "argus/host.h"
+#include "../sassm/hold_cupti.h"
 
 static float stall_truth(float x, int n) {
   float a[8];
@@ -39,23 +40,6 @@ static float collector(float a) {
     for (int j = 0; j < 2048; j++)
       a = fmaf(a, 1.0000001f, 0.5f);
   return a;
-}
-
-static void noop(void *u, int d, unsigned id, const void *p) {
-  (void)u, (void)d, (void)id, (void)p;
-}
-
-/* What another CUPTI tool in the process does: take the one subscriber. */
-static int hold_cupti(void) {
-  void *lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
-  if (!lib)
-    lib = dlopen("/usr/local/cuda/lib64/libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
-  typedef int (*sub_fn)(void **, void (*)(void *, int, unsigned, const void *), void *);
-  sub_fn sub = lib ? (sub_fn)dlsym(lib, "cuptiSubscribe") : NULL;
-  void *handle = NULL;
-  int r = sub ? sub(&handle, noop, NULL) : -1;
-  printf("@ hw: holding the CUPTI subscriber: %s\n", r == 0 ? "yes" : "no");
-  return r == 0 ? 0 : -1;
 }
 
 static double now_us(void) {
@@ -91,7 +75,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
                     ">= 1, 1 to 4 streams, kernel stall_truth or collector\n");
     return 2;
   }
-  if (hold && hold_cupti())
+  if (hold && hold_cupti("hw"))
     return 1;
   int total = blocks * threads, rc = 1;
   float *in = malloc(sizeof(float) * (size_t)total), *out = malloc(sizeof(float) * (size_t)total);
