@@ -154,7 +154,7 @@ static json_t *reasons_json(const ag_sass_ev *e, const double *m, int k, int R, 
     if (q > 0 && n > 1)
       *entropy -= q * log2(q);
     int tw = twin_of(e, t[i].p);
-    json_array_append_new(a, json_pack("{s:s,s:f,s:f,s:f?}", "reason",
+    json_array_append_new(a, json_pack("{s:s,s:f,s:f,s:o?}", "reason",
                                        short_name(e->metrics[t[i].p]), "samples", t[i].v,
                                        "share", q, "not_issued",
                                        tw >= 0 ? json_real(m[(size_t)tw * R + k]) : NULL));

@@ -347,6 +347,13 @@ TEST(stalls_recorded) {
            json_number_value(json_object_get(r, "samples")),
            100 * json_number_value(json_object_get(r, "share")), top ? top : "-",
            json_number_value(json_object_get(r, "reason_entropy_bits")));
+    CHECK(json_array_size(json_object_get(r, "reasons")) > 0);
+    json_t *rr;
+    size_t ri2;
+    json_array_foreach(json_object_get(r, "reasons"), ri2, rr) if (ri2 < 3) printf(
+        "@ stalls:   %s %.0f (%.1f %%)\n", json_string_value(json_object_get(rr, "reason")),
+        json_number_value(json_object_get(rr, "samples")),
+        100 * json_number_value(json_object_get(rr, "share")));
     if (nm && !strcmp(nm, "stall_truth/wait"))
       tw = top;
     if (nm && !strcmp(nm, "stall_truth/issue"))
