@@ -1743,7 +1743,9 @@ static int write_stalls(ag_host *h) {
  * and the two calibrations that align CUPTI's clock with %globaltimer. */
 static int write_system(ag_host *h) {
   int rc;
-  if (h->ncal < 2 && (rc = calibrate(h, "finish", 1000000)))
+  /* the trace's finish calibration when this is a trace run (10 ms: the
+   * SM clock's), else a short one: only the clock alignment needs it */
+  if (h->ncal < 2 && (rc = calibrate(h, "finish", h->collect == 1 ? 10000000 : 1000000)))
     return rc;
   if ((rc = ag_host_sync(h)) || (rc = ag_act_flush(h->act, h->msg, sizeof h->msg)))
     return rc;
@@ -1794,7 +1796,7 @@ int ag_host_finish(ag_host *h) {
     }
   if (h->collect == 2) /* the timing run records nothing */
     return 0;
-  if ((rc = calibrate(h, "finish", 10000000)))
+  if (h->ncal < 2 && (rc = calibrate(h, "finish", 10000000))) /* done by write_system */
     return fail(h, rc);
   return fail(h, write_evidence(h));
 }
