@@ -99,6 +99,12 @@ void ag_attr_map_free(ag_attr_map *m);
  * reference; NULL when out of memory. */
 json_t *ag_attr_ownership(const ag_attr_map *map);
 
+/* alpha(r, p): the share of the executions at kernel-section PC `pc` that
+ * ran under region `region` (0 where the map never saw pc execute), and
+ * the PTX line of pc (0: none or unknown). */
+double ag_attr_alpha(const ag_attr_map *map, uint64_t pc, int region);
+int ag_attr_line(const ag_attr_map *map, uint64_t pc);
+
 /* A PC-keyed metric of one kernel (e.g. smsp__sass_inst_executed). */
 typedef struct ag_attr_metric {
   const char *name;

@@ -146,7 +146,9 @@ typedef struct ag_trace_run_opts {
                                lets the host runtime zero and bind ahead at the load */
   const char *collect;      /* the host runtime's collection (ARGUS_COLLECT): "trace",
                                "time", "map" (a mapping variant's counters, every launch
-                               timed) or "sass" (CUPTI SASS metrics); NULL: "time" when
+                               timed), "sass" (CUPTI SASS metrics), "system" (CUPTI
+                               activity beside the timing run) or "stalls" (CUPTI PC
+                               sampling); NULL: "time" when
                                time_only, else "trace". The evidence is the file that
                                collection writes (ag_trace_run_evidence_file) */
 } ag_trace_run_opts;
@@ -154,7 +156,8 @@ typedef struct ag_trace_run_opts {
 /* The collection a run makes (o->collect, or its default) and the name of
  * the evidence file it writes in out_dir: "evidence.agev" (trace),
  * "timing.json" (time), "map_counts.json" (map), "sass_metrics.json"
- * (sass); NULL for a collection the host runtime does not know. */
+ * (sass), "system.json" (system), "stalls.json" (stalls); NULL for a
+ * collection the host runtime does not know. */
 const char *ag_trace_run_collect(const ag_trace_run_opts *o);
 const char *ag_trace_run_evidence_file(const char *collect);
 

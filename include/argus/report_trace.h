@@ -10,6 +10,7 @@
 
 #include "argus/core.h"
 #include "argus/synth.h"
+#include "argus/system_ev.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +47,15 @@ typedef struct ag_timeline_info {
  * was written (may be NULL). */
 int ag_report_chrome_trace_ex(const ag_trace *t, const ag_scope *scope, uint64_t max_events,
                               ag_str *out, ag_timeline_info *info);
+
+/* The timeline with the system timeline of the same run beside it
+ * (docs/system.md): region tracks as above, and a process "system"
+ * (AG_CHROME_SYSTEM_PID) with a thread per stream (kernels, copies, sets)
+ * and one for synchronizations; everything on the %globaltimer clock,
+ * CUPTI's records moved by the calibrated offset. */
+#define AG_CHROME_SYSTEM_PID 1000000u
+int ag_report_chrome_system(const ag_trace *t, const ag_sys_ev *sys, const ag_scope *scope,
+                            uint64_t max_events, ag_str *out, ag_timeline_info *info);
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,8 @@
 #include "argus/evidence.h"
 #include "evwrite.h"
 #include "sass_metrics.h"
+#include "activity.h"
+#include "pcsamp.h"
 #include "map_bind.h"
 
 /* ------------------------------------------------------------ the driver */
@@ -169,6 +171,7 @@ struct ag_host_module {
 typedef struct calib {
   const char *when;
   uint64_t cycles, ns;
+  uint64_t gt0, gt1; /* %globaltimer at the first and the last edge */
 } calib;
 
 struct ag_host {
@@ -186,6 +189,9 @@ struct ag_host {
                   mapping variant under ARGUS_COLLECT=map); 3: sass */
   int map_only; /* ARGUS_COLLECT=map: the variant must be a mapping variant */
   ag_sassm *sassm; /* ARGUS_COLLECT=sass: the SASS-metrics collector (sass_metrics.c) */
+  int want_act;  /* ARGUS_COLLECT=system, or ARGUS_ACTIVITY=1 beside trace/time */
+  ag_act *act;   /* the activity collector (activity.c): system.json */
+  ag_pcs *pcs;   /* ARGUS_COLLECT=stalls (collect 4): PC sampling (pcsamp.c) */
   const char *out_dir, *variant, *variant_id, *module_match, *sites_path;
   uint32_t cap, max_launches, skip;
   uint64_t budget;
@@ -323,14 +329,19 @@ static int read_env(ag_host *h) {
   if (!c)
     return 0;
   if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0 && strcmp(c, "sass") != 0 &&
-      strcmp(c, "map") != 0) {
+      strcmp(c, "map") != 0 && strcmp(c, "system") != 0 && strcmp(c, "stalls") != 0) {
     setmsg(h, "ARGUS_COLLECT='%s' is not a collection this host runtime knows "
-              "(known: trace, time, map, sass)", c);
+              "(known: trace, time, map, sass, system, stalls)", c);
     return AG_HOST_EUNSUPPORTED;
   }
-  /* map: a mapping variant's counters, its launches timed as in a timing run */
+  /* map: a mapping variant's counters, its launches timed as in a timing run;
+   * system: the timing run (time) with the activity trace beside it */
   h->map_only = !strcmp(c, "map");
-  h->collect = !strcmp(c, "trace") ? 1 : !strcmp(c, "time") || h->map_only ? 2 : 3;
+  h->collect = !strcmp(c, "trace") ? 1
+               : !strcmp(c, "time") || h->map_only || !strcmp(c, "system") ? 2
+               : !strcmp(c, "sass") ? 3 : 4;
+  const char *act = env("ARGUS_ACTIVITY");
+  h->want_act = !strcmp(c, "system") || (act && !strcmp(act, "1") && h->collect <= 2);
   h->out_dir = env("ARGUS_OUT");
   h->variant = env("ARGUS_VARIANT");
   h->variant_id = env("ARGUS_VARIANT_ID");
@@ -455,6 +466,8 @@ static int calibrate(ag_host *h, const char *when, uint64_t span_ns) {
   }
   if (h->ncal < 2) {
     h->cal[h->ncal].when = when;
+    h->cal[h->ncal].gt0 = out[0];
+    h->cal[h->ncal].gt1 = out[2];
     h->cal[h->ncal].ns = out[2] - out[0];
     h->cal[h->ncal].cycles = out[3] - out[1];
     h->ncal++;
@@ -512,6 +525,12 @@ int ag_host_open(ag_host **out) {
       setmsg(h, "ARGUS_OUT='%s' is not a directory", h->out_dir);
       return fail(h, AG_HOST_EINVAL);
     }
+    /* the activity trace sees the calibration kernels: they align its
+     * clock with %globaltimer (docs/system.md) */
+    if (h->want_act && (rc = ag_act_open(&h->act, h->msg, sizeof h->msg))) {
+      h->finished = 1;
+      return fail(h, rc);
+    }
     /* 100 ms: also the clock's warm-up, so the harness's first launches do
      * not run while an idle GPU ramps its clocks (the timing run comes first
      * and would look slower than the traced one: docs/tracing.md) */
@@ -521,6 +540,10 @@ int ag_host_open(ag_host **out) {
   if (h->collect == 3 &&
       (rc = ag_sassm_open(h->ctx, h->device, NULL, &h->sassm, h->msg, sizeof h->msg))) {
     h->finished = 1; /* nothing to finish: ag_host_close keeps this reason */
+    return fail(h, rc);
+  }
+  if (h->collect == 4 && (rc = ag_pcs_open(h->ctx, &h->pcs, h->msg, sizeof h->msg))) {
+    h->finished = 1;
     return fail(h, rc);
   }
   return 0;
@@ -565,6 +588,8 @@ void ag_host_close(ag_host *h) {
     free_module(h, m);
   }
   ag_sassm_close(h->sassm); /* before the context goes */
+  ag_pcs_close(h->pcs);
+  ag_act_close(h->act);
   if (h->ok) {
     if (h->pool)
       h->cu.cuMemFree(h->pool);
@@ -713,6 +738,11 @@ static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
   if (rc == 0 && h->sassm &&
       ((rc = ag_sassm_cubin(h->sassm, data, len, h->msg, sizeof h->msg)) ||
        (rc = ag_sassm_begin(h->sassm, h->msg, sizeof h->msg))))
+    *out = NULL;
+  /* PC sampling: the variant's CRC, and the range opened before its launches */
+  if (rc == 0 && h->pcs &&
+      ((rc = ag_pcs_cubin(h->pcs, data, len, h->msg, sizeof h->msg)) ||
+       (rc = ag_pcs_begin(h->pcs, h->msg, sizeof h->msg))))
     *out = NULL;
   free(data);
   if (rc == 0) {
@@ -1316,7 +1346,7 @@ static int close_gate(ag_host *h, void *stream) {
      * may replay the kernel inside cuLaunchKernel, before the host opens the
      * gate: the stream would wait forever */
     const char *inj = getenv("CUDA_INJECTION64_PATH");
-    if ((inj && *inj) || h->collect == 3) { /* CUPTI patches inside the launch call too */
+    if ((inj && *inj) || h->collect >= 3) { /* CUPTI patches (or samples) inside the launch call too */
       h->gate_state = -2;
       return 0;
     }
@@ -1641,6 +1671,44 @@ static int write_timing(ag_host *h) {
   return write_json_file(h, AG_EV_TIMING_FILE, &j);
 }
 
+/* The header every CUPTI evidence file shares: format, version, device,
+ * variant, the launches with their kernel times. */
+static void cupti_header(ag_host *h, ag_jb *j, const char *format, int version,
+                         const char *time_name) {
+  ag_jb_printf(j, "{\"format\":\"%s\",\"version\":%d,", format, version);
+  device_fields(h, j);
+  ag_jb_puts(j, ",\"variant\":{\"id\":");
+  ag_jb_str(j, h->variant_id);
+  ag_jb_puts(j, ",\"path\":");
+  ag_jb_str(j, h->variant);
+  ag_jb_puts(j, ",\"replaces\":");
+  ag_jb_str(j, h->replaced_name);
+  ag_jb_printf(j, "},\"launches_total\":%u,\"launches\":[", h->nlaunch);
+  for (uint32_t i = 0; i < h->ntimes; i++) {
+    launch_time *t = &h->times[i];
+    float ms = 0;
+    if (h->cu.cuEventElapsedTime(&ms, t->a, t->b) != CUDA_SUCCESS)
+      ms = -1;
+    ag_jb_printf(j, "%s{\"launch\":%u,\"kernel\":", i ? "," : "", t->launch);
+    ag_jb_str(j, t->kernel);
+    ag_jb_printf(j, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared_bytes\":%u,"
+                    "\"%s\":%.1f}",
+                 t->grid[0], t->grid[1], t->grid[2], t->block[0], t->block[1], t->block[2],
+                 t->smem, time_name, (double)ms * 1e6);
+  }
+  ag_jb_puts(j, "],");
+}
+
+static int write_cupti_file(ag_host *h, const char *name, ag_jb *j) {
+  ag_jb_puts(j, "}\n");
+  if (j->oom) {
+    ag_jb_release(j);
+    setmsg(h, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  return write_json_file(h, name, j);
+}
+
 /* <out>/sass_metrics.json (AG_SASSM_FILE, docs/sass-metrics.md): the
  * range's records, the variant's opcodes and the launches, atomically. The
  * launches' times are those of patched code: kept for the record, never a
@@ -1664,36 +1732,50 @@ static int write_sass(ag_host *h) {
   }
   ag_sassm_disasm(h->sassm, h->variant);
   ag_jb j = {0};
-  ag_jb_printf(&j, "{\"format\":\"%s\",\"version\":%d,", AG_SASSM_FORMAT, AG_SASSM_VERSION);
-  device_fields(h, &j);
-  ag_jb_puts(&j, ",\"variant\":{\"id\":");
-  ag_jb_str(&j, h->variant_id);
-  ag_jb_puts(&j, ",\"path\":");
-  ag_jb_str(&j, h->variant);
-  ag_jb_puts(&j, ",\"replaces\":");
-  ag_jb_str(&j, h->replaced_name);
-  ag_jb_printf(&j, "},\"launches_total\":%u,\"launches\":[", h->nlaunch);
-  for (uint32_t i = 0; i < h->ntimes; i++) {
-    launch_time *t = &h->times[i];
-    float ms = 0;
-    if (h->cu.cuEventElapsedTime(&ms, t->a, t->b) != CUDA_SUCCESS)
-      ms = -1;
-    ag_jb_printf(&j, "%s{\"launch\":%u,\"kernel\":", i ? "," : "", t->launch);
-    ag_jb_str(&j, t->kernel);
-    ag_jb_printf(&j, ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shared_bytes\":%u,"
-                     "\"patched_ns\":%.1f}",
-                 t->grid[0], t->grid[1], t->grid[2], t->block[0], t->block[1], t->block[2],
-                 t->smem, (double)ms * 1e6);
+  cupti_header(h, &j, AG_SASSM_FORMAT, AG_SASSM_VERSION, "patched_ns");
+  ag_sassm_json(h->sassm, &j);
+  return write_cupti_file(h, AG_SASSM_FILE, &j);
+}
+
+/* <out>/stalls.json (AG_PCS_FILE, docs/stalls.md): the range's samples per
+ * (cubin, function, pc) and reason, the variant's opcodes and the
+ * launches (their times are of sampled code: kept, never a timing). */
+static int write_stalls(ag_host *h) {
+  int rc = ag_pcs_end(h->pcs, h->msg, sizeof h->msg);
+  if (rc)
+    return rc;
+  ag_pcs_disasm(h->pcs, h->variant);
+  ag_jb j = {0};
+  cupti_header(h, &j, AG_PCS_FORMAT, AG_PCS_VERSION, "sampled_ns");
+  ag_pcs_json(h->pcs, &j);
+  return write_cupti_file(h, AG_PCS_FILE, &j);
+}
+
+/* <out>/system.json (AG_ACT_FILE, docs/system.md): the activity records
+ * and the two calibrations that align CUPTI's clock with %globaltimer. */
+static int write_system(ag_host *h) {
+  int rc;
+  /* the trace's finish calibration when this is a trace run (10 ms: the
+   * SM clock's), else a short one: only the clock alignment needs it */
+  if (h->ncal < 2 && (rc = calibrate(h, "finish", h->collect == 1 ? 10000000 : 1000000)))
+    return rc;
+  if ((rc = ag_host_sync(h)) || (rc = ag_act_flush(h->act, h->msg, sizeof h->msg)))
+    return rc;
+  ag_jb j = {0};
+  cupti_header(h, &j, AG_ACT_FORMAT, AG_ACT_VERSION, "ns");
+  ag_jb_puts(&j, "\"calibration\":[");
+  for (int i = 0; i < h->ncal; i++) {
+    uint64_t s = 0, e = 0;
+    ag_act_kernel_span(h->act, "argus_calibrate", (size_t)i, &s, &e);
+    ag_jb_printf(&j, "%s{\"when\":\"%s\",\"gt_first\":%llu,\"gt_last\":%llu,"
+                     "\"cupti_start\":%llu,\"cupti_end\":%llu}",
+                 i ? "," : "", h->cal[i].when, (unsigned long long)h->cal[i].gt0,
+                 (unsigned long long)h->cal[i].gt1, (unsigned long long)s,
+                 (unsigned long long)e);
   }
   ag_jb_puts(&j, "],");
-  ag_sassm_json(h->sassm, &j);
-  ag_jb_puts(&j, "}\n");
-  if (j.oom) {
-    ag_jb_release(&j);
-    setmsg(h, "out of memory");
-    return AG_HOST_ENOMEM;
-  }
-  return write_json_file(h, AG_SASSM_FILE, &j);
+  ag_act_json(h->act, &j);
+  return write_cupti_file(h, AG_ACT_FILE, &j);
 }
 
 int ag_host_finish(ag_host *h) {
@@ -1712,7 +1794,11 @@ int ag_host_finish(ag_host *h) {
   }
   if (h->collect == 3)
     return fail(h, write_sass(h));
+  if (h->collect == 4)
+    return fail(h, write_stalls(h));
   if ((rc = write_timing(h)))
+    return fail(h, rc);
+  if (h->act && (rc = write_system(h)))
     return fail(h, rc);
   for (ag_host_module *m = h->modules; m; m = m->next) /* a mapping variant's counts */
     if (m->map.bound) {
@@ -1722,7 +1808,7 @@ int ag_host_finish(ag_host *h) {
     }
   if (h->collect == 2) /* the timing run records nothing */
     return 0;
-  if ((rc = calibrate(h, "finish", 10000000)))
+  if (h->ncal < 2 && (rc = calibrate(h, "finish", 10000000))) /* done by write_system */
     return fail(h, rc);
   return fail(h, write_evidence(h));
 }

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "argus/host.h"
+#include "cupti_lib.h"
 
 extern char **environ;
 
@@ -137,13 +138,7 @@ struct ag_sassm {
 };
 
 static int cupti_fail(ag_sassm *s, CUptiResult r, const char *call, char *err, size_t n) {
-  const char *text = NULL;
-  if (s->cuptiGetResultString)
-    s->cuptiGetResultString(r, &text);
-  ag__seterr(err, n, "%s failed: %s (CUPTI error %d)", call, text ? text : "?", (int)r);
-  if (r == CUPTI_ERROR_NOT_SUPPORTED || r == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED)
-    return AG_HOST_EUNSUPPORTED;
-  return AG_HOST_ECUPTI;
+  return ag__cupti_fail((void *)s->cuptiGetResultString, (int)r, call, err, n);
 }
 
 /* The one checking macro for CUPTI calls: on error, names the call and
@@ -155,37 +150,13 @@ static int cupti_fail(ag_sassm *s, CUptiResult r, const char *call, char *err, s
       return cupti_fail((s), cp_r_, #call, err, errlen);                       \
   } while (0)
 
-static void CUPTIAPI on_callback(void *u, CUpti_CallbackDomain d, CUpti_CallbackId id,
-                                 const void *p) {
-  (void)u, (void)d, (void)id, (void)p; /* the subscription holds the slot; no callbacks enabled */
-}
-
 static int load_cupti(ag_sassm *s, char *err, size_t errlen) {
-  const char *env = getenv("ARGUS_LIBCUPTI");
-  const char *tries[] = {env && *env ? env : NULL, "libcupti.so.13", "libcupti.so",
-                         "/usr/local/cuda/lib64/libcupti.so.13",
-                         "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
-  char first[512] = "";
-  for (size_t i = 0; i < sizeof tries / sizeof *tries && !s->lib; i++) {
-    if (!tries[i])
-      continue;
-    s->lib = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-    if (!s->lib && !first[0])
-      snprintf(first, sizeof first, "%s", dlerror());
-    if (env && *env)
-      break; /* the library asked for, or none */
-  }
-  if (!s->lib) {
-    ag__seterr(err, errlen,
-           "no CUPTI: cannot load %s (%s); SASS metrics need libcupti.so from the CUDA toolkit "
-           "(set LD_LIBRARY_PATH to its lib64, or ARGUS_LIBCUPTI to the library)",
-           env && *env ? env : "libcupti.so.13", first);
+  if (!(s->lib = ag__cupti_lib("SASS metrics", err, errlen)))
     return AG_HOST_ENODEV;
-  }
 #define AG__LOAD(fn)                                                           \
   *(void **)(&s->fn) = dlsym(s->lib, #fn);                                     \
   if (!s->fn) {                                                                \
-    ag__seterr(err, errlen, "CUPTI lacks %s: it is older than SASS metrics need (CUDA 12.5+)", #fn); \
+    ag__cupti_lacks("SASS metrics", #fn, err, errlen);                         \
     return AG_HOST_ENODEV;                                                     \
   }
   AG_CUPTI_FUNCS(AG__LOAD)
@@ -194,19 +165,11 @@ static int load_cupti(ag_sassm *s, char *err, size_t errlen) {
 }
 
 static int subscribe(ag_sassm *s, char *err, size_t errlen) {
-  CUptiResult r = s->cuptiSubscribe(&s->sub, on_callback, s);
-  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    const char *inj = getenv("CUDA_INJECTION64_PATH");
-    ag__seterr(err, errlen,
-           "CUPTI already has a subscriber in this process (another tool holds it%s%s%s): SASS "
-           "metrics need the process's one CUPTI subscriber; run the collection without the "
-           "other profiler or CUPTI-based library",
-           inj && *inj ? ": CUDA_INJECTION64_PATH='" : "", inj && *inj ? inj : "",
-           inj && *inj ? "'" : "");
-    return AG_HOST_EBUSY;
-  }
-  if (r != CUPTI_SUCCESS)
-    return cupti_fail(s, r, "cuptiSubscribe", err, errlen);
+  void *h = NULL;
+  int rc = ag__cupti_subscribe((void *)s->cuptiSubscribe, &h, "SASS metrics", err, errlen);
+  s->sub = h;
+  if (rc)
+    return rc;
   s->subscribed = 1;
   return 0;
 }
@@ -756,6 +719,45 @@ void ag_sassm_disasm(ag_sassm *s, const char *cubin_path) {
 
 ag_sassm *ag_sassm_new_offline(void) { return calloc(1, sizeof(ag_sassm)); }
 
+int ag_sassm_offline_metric(ag_sassm *s, const char *name, uint64_t id) {
+  if (s->nm == AG_SASSM_MAX_METRICS)
+    return AG_HOST_EINVAL;
+  metric *m = &s->m[s->nm];
+  m->id = id;
+  m->name = strdup(name);
+  m->desc = strdup("");
+  if (!m->name || !m->desc) {
+    free(m->name), free(m->desc);
+    return AG_HOST_ENOMEM;
+  }
+  s->nm++;
+  return 0;
+}
+
+int ag_sassm_offline_cubin(ag_sassm *s, uint64_t crc, size_t bytes) {
+  for (int i = 0; i < s->ncubins; i++)
+    if (s->cubins[i] == crc)
+      return 0;
+  if (s->ncubins == (int)(sizeof s->cubins / sizeof *s->cubins))
+    return AG_HOST_EINVAL;
+  s->cubins[s->ncubins] = crc;
+  s->cubin_bytes[s->ncubins++] = bytes;
+  return 0;
+}
+
+void ag_sassm_offline_ranges(ag_sassm *s, uint32_t ranges) { s->ranges = ranges; }
+
+int ag_sassm_offline_add(ag_sassm *s, uint32_t crc, uint32_t fidx, uint32_t pc, const char *fn,
+                         uint64_t id, uint64_t value) {
+  row *rw = row_for(s, crc, fidx, pc, fn);
+  if (!rw)
+    return AG_HOST_ENOMEM;
+  int c = metric_col(s, id);
+  if (c >= 0)
+    rw->v[c] += value;
+  return 0;
+}
+
 /* ---------------------------------------------------------------- JSON */
 
 static int cmp_row(const void *a, const void *b) {
@@ -787,7 +789,12 @@ void ag_sassm_json(const ag_sassm *s, ag_jb *j) {
     ag_jb_puts(j, i ? "," : "");
     ag_jb_str(j, s->chip_metrics[i]);
   }
-  ag_jb_puts(j, "],\"cubins\":[");
+  ag_jb_puts(j, "],");
+  ag_sassm_json_rows(s, j);
+}
+
+void ag_sassm_json_rows(const ag_sassm *s, ag_jb *j) {
+  ag_jb_puts(j, "\"cubins\":[");
   for (int i = 0; i < s->ncubins; i++)
     ag_jb_printf(j, "%s{\"crc\":%llu,\"bytes\":%zu}", i ? "," : "",
                  (unsigned long long)s->cubins[i], s->cubin_bytes[i]);

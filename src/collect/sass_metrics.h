@@ -40,7 +40,9 @@
 #define AG_SASSM_FILE "sass_metrics.json"
 #define AG_SASSM_FORMAT "argus-sass-metrics"
 #define AG_SASSM_VERSION 1
-#define AG_SASSM_MAX_METRICS 32
+/* columns per row: SASS metrics, or the stall reasons of PC sampling
+ * (pcsamp.c keeps its rows here too; the H200 lists 60 SASS metrics) */
+#define AG_SASSM_MAX_METRICS 96
 
 typedef struct ag_sassm ag_sassm;
 
@@ -80,5 +82,21 @@ size_t ag_sassm_parse_disasm(ag_sassm *s, const char *text);
 /* A collector with no CUPTI behind it, for ag_sassm_parse_disasm and
  * ag_sassm_json in CPU tests. */
 ag_sassm *ag_sassm_new_offline(void);
+
+/* The rows, cubins and opcodes part of ag_sassm_json alone ("cubins",
+ * "ranges", "dropped_records", "columns", "rows", "sass"): the format
+ * PC sampling's evidence shares (pcsamp.c), so one decoder reads both
+ * (argus/sass_ev.h). */
+void ag_sassm_json_rows(const ag_sassm *s, ag_jb *j);
+/* For a collector that fills an offline table itself (pcsamp.c): a column
+ * named `name` with key `id` (AG_HOST_EINVAL past AG_SASSM_MAX_METRICS), a
+ * named cubin by its CRC, and `value` added to column `id` of the row
+ * (crc, fidx, pc) of function `fn` (AG_HOST_ENOMEM; an unknown id is
+ * ignored). */
+int ag_sassm_offline_metric(ag_sassm *s, const char *name, uint64_t id);
+int ag_sassm_offline_cubin(ag_sassm *s, uint64_t crc, size_t bytes);
+void ag_sassm_offline_ranges(ag_sassm *s, uint32_t ranges);
+int ag_sassm_offline_add(ag_sassm *s, uint32_t crc, uint32_t fidx, uint32_t pc, const char *fn,
+                         uint64_t id, uint64_t value);
 
 #endif

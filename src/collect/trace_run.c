@@ -20,6 +20,8 @@
 #include "collect_int.h"
 #include "map_bind.h"
 #include "sass_metrics.h"
+#include "activity.h"
+#include "pcsamp.h"
 
 void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
@@ -61,7 +63,9 @@ const char *ag_trace_run_evidence_file(const char *collect) {
   static const char *const files[][2] = {{"trace", AG_EV_FILE_NAME},
                                          {"time", AG_EV_TIMING_FILE},
                                          {"map", AG_MAP_COUNTS_FILE},
-                                         {"sass", AG_SASSM_FILE}};
+                                         {"sass", AG_SASSM_FILE},
+                                         {"system", AG_ACT_FILE},
+                                         {"stalls", AG_PCS_FILE}};
   for (size_t i = 0; collect && i < sizeof files / sizeof files[0]; i++)
     if (!strcmp(files[i][0], collect))
       return files[i][1];
@@ -122,7 +126,7 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     ag_free(out);
     ag_str_release(&tp);
     ag_str_printf(why, "'%s' is not a collection the host runtime makes (trace, time, map, "
-                       "sass)",
+                       "sass, system, stalls)",
                   ag_trace_run_collect(o));
     return AG_EINVAL;
   }

@@ -41,6 +41,12 @@ static const ag_evidence_kind evidence_kinds[] = {
      * kernel, so the run is alone and in a process of its own */
     {"sass_metrics", "trace-free", "sass", "discover", 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL,
      "{\"lineinfo\":true}"},
+    /* the system timeline: CUPTI activity beside the timing run of the
+     * user's build; its transform config keeps it out of the trace-free
+     * timing run, whose kernel times it would move (docs/system.md) */
+    {.name = "system", .variant = "trace-free", .backend = "system", .prereq = "discover",
+     .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
+     .transform = "{\"activity\":true}"},
 };
 
 static const ag_recipe recipes[] = {
@@ -72,6 +78,11 @@ static const ag_recipe recipes[] = {
      "per region branch efficiency: thread instructions / (32 x warp instructions), "
      "numerator and denominator attributed apart; and the predicated-on share",
      "map_counts"},
+    {.signal = "system", .evidence = "system", .synth = "synth.system",
+     .qual = AG_QUAL_OBSERVED, .unit = "ns",
+     .summary = "the system timeline per launch (kernel, grid, block, registers, shared "
+                "memory, stream, correlation ID, start, duration) and per stream (kernels, "
+                "copies, sets, synchronizations, busy time), on the %globaltimer clock"},
 };
 
 static const ag_recipe_table builtin = {recipes, sizeof recipes / sizeof recipes[0],

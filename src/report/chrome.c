@@ -7,12 +7,18 @@
  * each on its own globaltimer-aligned time line, so tracks of different SMs
  * line up within a launch. ~150 bytes per occurrence. Above a limit
  * (AG_TIMELINE_MAX_EVENTS in observe) whole warp tracks are sampled.
+ * With the system timeline of the same run (ag_report_chrome_system,
+ * docs/system.md), every event is on the %globaltimer clock instead: each
+ * launch's occurrences at its first warp's entry, CUPTI's records moved by
+ * the calibrated offset, in a process "system" (a thread per stream).
  */
 #include "argus/report_trace.h"
 
 #include "argus/demangle.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,12 +34,96 @@ static int launch_index(const ag_evidence *ev, uint32_t launch) {
   return -1;
 }
 
+/* %globaltimer (ns) of launch l's first warp entry: the origin of its
+ * occurrences' t0_ns (src/synth/decode.c); INFINITY when no warp exited. */
+static double launch_origin(const ag_ev_launch *L) {
+  double t = INFINITY;
+  for (uint32_t w = 0; w < L->warps; w++)
+    if ((L->meta[w].flags & AG_EV_EXITED) && (double)L->meta[w].gtime_entry < t)
+      t = (double)L->meta[w].gtime_entry;
+  return t;
+}
+
+static const char *const sys_kind_name[] = {"kernel", "memcpy", "memset", "sync", "stream"};
+
+/* The system timeline's events (pid AG_CHROME_SYSTEM_PID, a thread per
+ * stream, one for synchronizations), `origin` ns of globaltimer at ts 0. */
+static void system_events(const ag_sys_ev *sys, double origin, int *first, ag_str *out) {
+  AG_VEC(uint64_t) seen = {0};
+  for (size_t i = 0; i < sys->nrecs; i++) {
+    const ag_sys_rec *r = &sys->recs[i];
+    if (r->kind == AG_SYS_STREAM)
+      continue;
+    uint64_t tid = r->kind == AG_SYS_SYNC ? 0 : (uint64_t)r->stream + 1;
+    ag_vec_push(&seen, tid);
+    double ts = (ag_sys_ev_gt(sys, r->start) - origin) / 1e3;
+    double dur = (double)(r->end - r->start) / 1e3;
+    char label[512];
+    if (r->kind == AG_SYS_KERNEL)
+      ag_demangle_path(r->name, label, sizeof label);
+    else
+      snprintf(label, sizeof label, "%s", sys_kind_name[r->kind]);
+    ag_str_printf(out, "%s{\"name\":", *first ? "" : ",\n");
+    ag_str_json_quote(out, label);
+    ag_str_printf(out,
+                  ",\"cat\":\"system\",\"ph\":\"X\",\"ts\":%.4f,\"dur\":%.4f,\"pid\":%u,"
+                  "\"tid\":%" PRIu64 ",\"args\":{\"corr\":%u,\"stream\":%u",
+                  ts, dur, AG_CHROME_SYSTEM_PID, tid, r->corr, r->stream);
+    if (r->kind == AG_SYS_KERNEL)
+      ag_str_printf(out, ",\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],\"registers\":%d,"
+                         "\"shared\":%d%s",
+                    r->grid[0], r->grid[1], r->grid[2], r->block[0], r->block[1], r->block[2],
+                    r->registers, r->static_smem + r->dynamic_smem,
+                    r->argus ? ",\"argus\":\"clock calibration\"" : "");
+    else if (r->kind != AG_SYS_SYNC)
+      ag_str_printf(out, ",\"bytes\":%llu", (unsigned long long)r->bytes);
+    ag_str_puts(out, "}}");
+    *first = 0;
+  }
+  ag_str_printf(out,
+                "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":"
+                "\"system (CUPTI activity, aligned on %%globaltimer within %.0f ns)\"}},\n"
+                "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%u,\"args\":"
+                "{\"sort_index\":-1}}",
+                *first ? "" : ",\n", AG_CHROME_SYSTEM_PID, sys->error_ns, AG_CHROME_SYSTEM_PID);
+  *first = 0;
+  if (seen.n)
+    qsort(seen.v, seen.n, sizeof *seen.v, cmp_u64);
+  for (size_t i = 0; i < seen.n; i++)
+    if (!i || seen.v[i] != seen.v[i - 1]) {
+      if (seen.v[i])
+        ag_str_printf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%"
+                           PRIu64 ",\"args\":{\"name\":\"stream %" PRIu64 "\"}}",
+                      AG_CHROME_SYSTEM_PID, seen.v[i], seen.v[i] - 1);
+      else
+        ag_str_printf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":0,"
+                           "\"args\":{\"name\":\"synchronization\"}}",
+                      AG_CHROME_SYSTEM_PID);
+    }
+  ag_vec_free(&seen);
+}
+
+static int chrome(const ag_trace *t, const ag_sys_ev *sys, const ag_scope *scope,
+                  uint64_t max_events, ag_str *out, ag_timeline_info *info);
+
 int ag_report_chrome_trace(const ag_trace *t, const ag_scope *scope, ag_str *out) {
-  return ag_report_chrome_trace_ex(t, scope, 0, out, NULL);
+  return chrome(t, NULL, scope, 0, out, NULL);
 }
 
 int ag_report_chrome_trace_ex(const ag_trace *t, const ag_scope *scope, uint64_t max_events,
                               ag_str *out, ag_timeline_info *info) {
+  return chrome(t, NULL, scope, max_events, out, info);
+}
+
+int ag_report_chrome_system(const ag_trace *t, const ag_sys_ev *sys, const ag_scope *scope,
+                            uint64_t max_events, ag_str *out, ag_timeline_info *info) {
+  return chrome(t, sys, scope, max_events, out, info);
+}
+
+/* Without sys, launches follow one another, each on its own time line;
+ * with it, everything is on the %globaltimer clock. */
+static int chrome(const ag_trace *t, const ag_sys_ev *sys, const ag_scope *scope,
+                  uint64_t max_events, ag_str *out, ag_timeline_info *info) {
   const ag_evidence *ev = t->ev;
   int rc = 0;
   uint64_t inscope = 0, written = 0;
@@ -71,6 +161,18 @@ int ag_report_chrome_trace_ex(const ag_trace *t, const ag_scope *scope, uint64_t
   }
   for (int l = 1; l <= ev->nlaunches; l++)
     base[l] = base[l - 1] + len[l - 1] + 1000.0;
+  double origin = INFINITY;
+  if (sys) { /* one clock: every launch at its first warp's entry */
+    for (int l = 0; l < ev->nlaunches; l++)
+      origin = fmin(origin, launch_origin(&ev->launches[l]));
+    for (size_t i = 0; i < sys->nrecs; i++)
+      if (sys->recs[i].kind != AG_SYS_STREAM)
+        origin = fmin(origin, ag_sys_ev_gt(sys, sys->recs[i].start));
+    for (int l = 0; l < ev->nlaunches; l++) {
+      double o = launch_origin(&ev->launches[l]);
+      base[l] = isfinite(o) ? o - origin : 0;
+    }
+  }
   ag_str_puts(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
   int first = 1;
   for (size_t i = 0; i < t->nocc; i++) {
@@ -109,6 +211,8 @@ int ag_report_chrome_trace_ex(const ag_trace *t, const ag_scope *scope, uint64_t
     ag_str_puts(out, "}}");
     first = 0;
   }
+  if (sys)
+    system_events(sys, origin, &first, out);
   if (seen.n)
     qsort(seen.v, seen.n, sizeof *seen.v, cmp_u64);
   uint32_t last_sm = UINT32_MAX;

@@ -320,6 +320,19 @@ static const double *row_of(const ag_attr_map *map, uint64_t pc, double *sum) {
   return *sum > 0 ? row : NULL;
 }
 
+double ag_attr_alpha(const ag_attr_map *map, uint64_t pc, int region) {
+  double sum;
+  const double *row = row_of(map, pc, &sum);
+  return row && region >= 0 && region < map->nregions ? row[region] / sum : 0;
+}
+
+int ag_attr_line(const ag_attr_map *map, uint64_t pc) {
+  uint64_t i = pc / SASS_INSTR_BYTES;
+  if (pc % SASS_INSTR_BYTES || i >= (uint64_t)map->npcs || map->pc[i] != pc)
+    return 0;
+  return map->line[i];
+}
+
 /* the refusals of a join: another program version or another kernel */
 static int check_join(const ag_attr_map *map, const ag_attr_metric *mt, ag_diags *diags) {
   if (!mt->version || strcmp(mt->version, map->version))

@@ -16,6 +16,7 @@
 typedef struct rd {
   const char *path;
   ag_diags *diags;
+  const char *format; /* "argus-sass-metrics", or "argus-stalls" (same rows) */
 } rd;
 
 static int bad(rd *r, const char *fmt, ...) AG_PRINTF(2, 3);
@@ -140,10 +141,11 @@ static int read_sass(rd *r, ag_sass_ev *e) {
 
 static int read_all(rd *r, ag_sass_ev *e) {
   json_t *fmt = json_object_get(e->root, "format"), *ver = json_object_get(e->root, "version");
-  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "argus-sass-metrics") != 0)
-    return bad(r, "not SASS-metrics evidence (format is not \"argus-sass-metrics\")");
+  const char *what = strcmp(r->format, "argus-stalls") ? "SASS-metrics" : "PC-sampling";
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), r->format) != 0)
+    return bad(r, "not %s evidence (format is not \"%s\")", what, r->format);
   if (!json_is_integer(ver) || json_integer_value(ver) != 1)
-    return bad(r, "SASS-metrics evidence version %lld: this argus reads version 1",
+    return bad(r, "%s evidence version %lld: this argus reads version 1", what,
                json_is_integer(ver) ? (long long)json_integer_value(ver) : -1LL);
   json_t *chip = json_object_get(e->root, "chip");
   e->chip = json_is_string(chip) ? json_string_value(chip) : NULL;
@@ -176,11 +178,12 @@ static int read_all(rd *r, ag_sass_ev *e) {
   return rc ? rc : read_sass(r, e);
 }
 
-/* Reads the file (data NULL) or the bytes data[0..len), named `path`. */
-static int load(const char *path, const void *data, size_t len, ag_diags *diags,
-                ag_sass_ev **out) {
+/* Reads the file (data NULL) or the bytes data[0..len), named `path`, of
+ * `format` ("argus-sass-metrics", "argus-stalls"). */
+static int load(const char *path, const char *format, const void *data, size_t len,
+                ag_diags *diags, ag_sass_ev **out) {
   *out = NULL;
-  rd r = {path, diags};
+  rd r = {path, diags, format};
   json_error_t je;
   ag_sass_ev *e = ag_calloc(1, sizeof *e);
   if (!e)
@@ -190,7 +193,8 @@ static int load(const char *path, const void *data, size_t len, ag_diags *diags,
   int rc;
   if (!e->root) {
     rc = ag_diags_add(diags, AG_SEV_ERROR, path, je.line, je.column, NULL, 0,
-                      "cannot read SASS-metrics evidence: %s", je.text);
+                      "cannot read %s evidence: %s",
+                      strcmp(format, "argus-stalls") ? "SASS-metrics" : "PC-sampling", je.text);
     rc = rc ? rc : AG_EPARSE;
   } else if (!json_is_object(e->root)) {
     rc = bad(&r, "not a JSON object");
@@ -206,13 +210,17 @@ static int load(const char *path, const void *data, size_t len, ag_diags *diags,
 }
 
 int ag_sass_ev_load(const char *path, ag_diags *diags, ag_sass_ev **out) {
-  return load(path, NULL, 0, diags, out);
+  return load(path, "argus-sass-metrics", NULL, 0, diags, out);
+}
+
+int ag_sass_ev_load_as(const char *path, const char *format, ag_diags *diags, ag_sass_ev **out) {
+  return load(path, format, NULL, 0, diags, out);
 }
 
 int ag_sass_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
                         ag_sass_ev **out) {
   static const char empty[1] = "";
-  return load(name, len ? data : empty, len, diags, out);
+  return load(name, "argus-sass-metrics", len ? data : empty, len, diags, out);
 }
 
 void ag_sass_ev_free(ag_sass_ev *e) {

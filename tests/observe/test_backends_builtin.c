@@ -28,7 +28,8 @@ TEST(test_builtin_agree) {
   ag_diags_format(&d, &msg);
   CHECK_EQ_STR(ag_str_cstr(&msg), "");
   ag_str_release(&msg);
-  /* the executor table observe.c had (13 ops) and the probe's count, each once */
+  /* the executor table observe.c had (13 ops), the probe's count and the
+   * system timeline's synthesis, each once */
   const char *ops[] = {"discover",         "transform.traced",  "transform.trace-free",
                        "transform.probe",  "synth.async_latency", "compile", "count",
                        "collect",          "synth.duration",    "synth.occurrences",
@@ -36,7 +37,9 @@ TEST(test_builtin_agree) {
                        "report",
                        /* issue 19: the mapping run and SASS metrics */
                        "transform.mapping", "synth.ownership",  "synth.inst_mix",
-                       "synth.barriers",    "synth.branch"};
+                       "synth.barriers",    "synth.branch",
+                       /* issue 21: the system timeline */
+                       "synth.system"};
   CHECK_EQ_INT(s.execs.n, sizeof ops / sizeof ops[0]);
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (count_op(&s, ops[i]) != 1)

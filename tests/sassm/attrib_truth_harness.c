@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "argus/host.h"
+#include "hold_cupti.h"
 
 static float mix(float a, float s) {
   a = fmaf(a, 1.0001f, s);
@@ -47,23 +48,6 @@ static float collector(float a) {
     for (int j = 0; j < 2048; j++)
       a = fmaf(a, 1.0000001f, 0.5f);
   return a;
-}
-
-static void noop(void *u, int d, unsigned id, const void *p) {
-  (void)u, (void)d, (void)id, (void)p;
-}
-
-/* What another CUPTI tool in the process does: take the one subscriber. */
-static int hold_cupti(void) {
-  void *lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
-  if (!lib)
-    lib = dlopen("/usr/local/cuda/lib64/libcupti.so.13", RTLD_NOW | RTLD_GLOBAL);
-  typedef int (*sub_fn)(void **, void (*)(void *, int, unsigned, const void *), void *);
-  sub_fn sub = lib ? (sub_fn)dlsym(lib, "cuptiSubscribe") : NULL;
-  void *handle = NULL;
-  int r = sub ? sub(&handle, noop, NULL) : -1;
-  printf("@ attrib_truth: holding the CUPTI subscriber: %s\n", r == 0 ? "yes" : "no");
-  return r == 0 ? 0 : -1;
 }
 
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
@@ -92,7 +76,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
                     "k1, k2, k3 >= 1\n");
     return 2;
   }
-  if (hold && hold_cupti())
+  if (hold && hold_cupti("attrib_truth"))
     return 1;
   int n = blocks * threads, rc = 1;
   float *in = malloc(sizeof(float) * (size_t)n), *out = malloc(sizeof(float) * (size_t)n);

@@ -4,7 +4,8 @@
  * FAKE_CUPTI_SUBSCRIBE (default 39, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_
  * SUPPORTED: another tool holds the subscriber); with 0 it succeeds and
  * cuptiProfilerInitialize returns 27 (CUPTI_ERROR_NOT_SUPPORTED). Every
- * other entry point the collector loads exists and fails.
+ * other entry point the collector loads exists and fails (the activity and
+ * PC-sampling ones: see below).
  */
 #include <stdlib.h>
 
@@ -20,6 +21,7 @@ res cuptiGetResultString(int r, const char **s);
 res cuptiGetResultString(int r, const char **s) {
   *s = r == 39 ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
        : r == 27 ? "CUPTI_ERROR_NOT_SUPPORTED"
+       : r == 35 ? "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"
                  : "CUPTI_ERROR_UNKNOWN";
   return 0;
 }
@@ -57,3 +59,52 @@ FAIL_FN(cuptiSassMetricsDisable)
 FAIL_FN(cuptiSassMetricsGetDataProperties)
 FAIL_FN(cuptiSassMetricsFlushData)
 FAIL_FN(cuptiGetCubinCrc)
+
+/* The activity and PC-sampling entry points (tests/hw/test_hw.c): with
+ * FAKE_CUPTI_SUBSCRIBE=0, cuptiActivityEnable returns FAKE_CUPTI_ACTIVITY
+ * (default 0) and cuptiPCSamplingEnable FAKE_CUPTI_PCSAMPLING (default 35,
+ * CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: profiling not permitted). */
+static res env_res(const char *k, int dflt) {
+  const char *e = getenv(k);
+  return e && *e ? atoi(e) : dflt;
+}
+res cuptiActivityRegisterCallbacks(void *a, void *b);
+res cuptiActivityRegisterCallbacks(void *a, void *b) {
+  (void)a, (void)b;
+  return 0;
+}
+res cuptiActivityEnable(int kind);
+res cuptiActivityEnable(int kind) {
+  (void)kind;
+  return env_res("FAKE_CUPTI_ACTIVITY", 0);
+}
+res cuptiActivityDisable(int kind);
+res cuptiActivityDisable(int kind) {
+  (void)kind;
+  return 0;
+}
+res cuptiActivityFlushAll(unsigned flag);
+res cuptiActivityFlushAll(unsigned flag) {
+  (void)flag;
+  return 0;
+}
+res cuptiActivitySetAttribute(int attr, size_t *size, void *value);
+res cuptiActivitySetAttribute(int attr, size_t *size, void *value) {
+  (void)attr, (void)size, (void)value;
+  return 0;
+}
+FAIL_FN(cuptiActivityGetNextRecord)
+FAIL_FN(cuptiActivityGetNumDroppedRecords)
+FAIL_FN(cuptiGetTimestamp)
+res cuptiPCSamplingEnable(void *p);
+res cuptiPCSamplingEnable(void *p) {
+  (void)p;
+  return env_res("FAKE_CUPTI_PCSAMPLING", 35);
+}
+FAIL_FN(cuptiPCSamplingDisable)
+FAIL_FN(cuptiPCSamplingStart)
+FAIL_FN(cuptiPCSamplingStop)
+FAIL_FN(cuptiPCSamplingGetData)
+FAIL_FN(cuptiPCSamplingGetNumStallReasons)
+FAIL_FN(cuptiPCSamplingGetStallReasons)
+FAIL_FN(cuptiPCSamplingSetConfigurationAttribute)

@@ -1,0 +1,82 @@
+/*
+ * argus/system_ev.h — the system timeline's evidence (system.json, written
+ * by libargus_host under ARGUS_COLLECT=system or ARGUS_ACTIVITY=1;
+ * docs/system.md), decoded and checked, and the `system` signal made from
+ * it: per launch (kernel, stream, correlation ID, grid, block, registers,
+ * shared memory, start and duration) and per stream (kernels, copies,
+ * sets, busy time, bytes), on the %globaltimer clock.
+ *
+ * Clock alignment: the evidence holds the calibration kernels' first and
+ * last %globaltimer edges and CUPTI's start and end of the same kernels;
+ * the offset (CUPTI minus globaltimer) is the mean of the start and end
+ * differences over the calibrations, and the stated error bound is half
+ * the largest start/end spread plus the offsets' drift between the
+ * calibrations plus one 32 ns timer step. A malformed file gets a
+ * diagnostic naming the file and the part that is wrong. Pure CPU.
+ */
+#ifndef ARGUS_SYSTEM_EV_H
+#define ARGUS_SYSTEM_EV_H
+
+#include "argus/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ag_sys_kind {
+  AG_SYS_KERNEL,
+  AG_SYS_MEMCPY,
+  AG_SYS_MEMSET,
+  AG_SYS_SYNC,
+  AG_SYS_STREAM
+} ag_sys_kind;
+
+typedef struct ag_sys_rec {
+  ag_sys_kind kind;
+  uint32_t corr, stream, context;
+  int64_t start, end;  /* CUPTI clock (ns); 0 for stream records */
+  const char *name;    /* kernels (borrowed from the JSON) */
+  int grid[3], block[3], cluster[3];
+  int registers, static_smem, dynamic_smem, local_per_thread;
+  uint64_t bytes;      /* memcpy / memset */
+  int copy_kind, sync_type;
+  int argus;           /* an Argus calibration kernel, not the harness's */
+} ag_sys_rec;
+
+typedef struct ag_sys_ev {
+  json_t *root;
+  const char *variant_id;
+  ag_sys_rec *recs;    /* by start */
+  size_t nrecs;
+  uint64_t dropped;    /* records CUPTI dropped */
+  int lost;            /* records the collector could not keep */
+  int ncal;            /* calibrations read */
+  double offset_ns;    /* CUPTI clock minus %globaltimer */
+  double error_ns;     /* the alignment's error bound */
+} ag_sys_ev;
+
+int ag_sys_ev_load(const char *path, ag_diags *diags, ag_sys_ev **out);
+int ag_sys_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
+                       ag_sys_ev **out);
+void ag_sys_ev_free(ag_sys_ev *e);
+/* A CUPTI timestamp on the %globaltimer clock. */
+static inline double ag_sys_ev_gt(const ag_sys_ev *e, int64_t cupti_ns) {
+  return (double)cupti_ns - e->offset_ns;
+}
+
+/* The `system` signal (new reference): {"signal":"system","qual":
+ * "observed","clock":{"offset_ns","error_ns","calibrations","rule"},
+ * "dropped_records","lost_records","launches":[{"launch","kernel","corr",
+ * "stream","start_ns" (globaltimer),"duration_ns","grid","block","cluster",
+ * "registers","static_smem","dynamic_smem"}],"streams":[{"stream",
+ * "kernels","memcpy","memset","sync","busy_ns","bytes","first_ns",
+ * "last_ns"}],"calibration_kernels"}. Argus's calibration kernels are not
+ * launches. NULL when out of memory. */
+json_t *ag_sys_signal(const ag_sys_ev *e);
+/* The text a kernel engineer reads first: launches, streams, the clock. */
+int ag_sys_text(const json_t *signal, ag_str *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

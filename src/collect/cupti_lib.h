@@ -1,0 +1,32 @@
+/*
+ * cupti_lib.h — what the CUPTI collectors of libargus_host share
+ * (sass_metrics.c, activity.c, pcsamp.c): finding and loading libcupti with
+ * dlopen, subscribing as the process's one CUPTI subscriber, and the
+ * messages for a missing library and a held subscriber. `who` names the
+ * collector in the messages ("SASS metrics", "PC sampling", "the activity
+ * trace"). Nothing here prints or exits.
+ */
+#ifndef ARGUS_COLLECT_CUPTI_LIB_H
+#define ARGUS_COLLECT_CUPTI_LIB_H
+
+#include <stddef.h>
+
+/* The CUPTI library: ARGUS_LIBCUPTI when set (only that one), else
+ * libcupti.so.13, libcupti.so and the toolkit's copies. NULL (the reason
+ * in err) when none loads. */
+void *ag__cupti_lib(const char *who, char *err, size_t errlen);
+/* The message for a symbol the library lacks. */
+void ag__cupti_lacks(const char *who, const char *sym, char *err, size_t errlen);
+/* The message and code of a failed CUPTI call `call` (its result r; the
+ * library's cuptiGetResultString as its address, or NULL): profiling not
+ * permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: RmProfilingAdminOnly) and
+ * an unsupported device are AG_HOST_EUNSUPPORTED, the rest AG_HOST_ECUPTI. */
+int ag__cupti_fail(void *result_string, int r, const char *call, char *err, size_t errlen);
+/* cuptiSubscribe through `subscribe` (the library's, as its address) with a
+ * callback that does nothing: 0, *handle set; AG_HOST_EBUSY with the
+ * message naming the other tool when CUPTI already has a subscriber;
+ * AG_HOST_ECUPTI otherwise (the error code in the message). */
+int ag__cupti_subscribe(void *subscribe, void **handle, const char *who, char *err,
+                        size_t errlen);
+
+#endif

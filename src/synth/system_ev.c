@@ -1,0 +1,351 @@
+/*
+ * system_ev.c — reads the system timeline's evidence and makes the `system`
+ * signal (argus/system_ev.h, docs/system.md). Checks the format and
+ * version, every record's kind and fields, and the calibration; one pass
+ * plus a sort; called once per collection.
+ */
+#include "argus/system_ev.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALIB_KERNEL "argus_calibrate"
+#define GT_STEP_NS 32.0
+
+typedef struct rd {
+  const char *path;
+  ag_diags *diags;
+} rd;
+
+static int bad(rd *r, const char *fmt, ...) AG_PRINTF(2, 3);
+static int bad(rd *r, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  ag_diags_add(r->diags, AG_SEV_ERROR, r->path, 0, 0, NULL, 0, "%s", msg);
+  return AG_EPARSE;
+}
+
+static int get_i64(json_t *o, const char *k, int64_t *v) {
+  json_t *x = json_object_get(o, k);
+  if (!json_is_integer(x))
+    return -1;
+  *v = json_integer_value(x);
+  return 0;
+}
+
+static int get_dim(json_t *o, const char *k, int d[3]) {
+  json_t *a = json_object_get(o, k);
+  if (!json_is_array(a) || json_array_size(a) != 3)
+    return -1;
+  for (int i = 0; i < 3; i++) {
+    if (!json_is_integer(json_array_get(a, (size_t)i)))
+      return -1;
+    d[i] = (int)json_integer_value(json_array_get(a, (size_t)i));
+  }
+  return 0;
+}
+
+static int cmp_rec(const void *a, const void *b) {
+  const ag_sys_rec *x = a, *y = b;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+static const char *const kind_names[] = {"kernel", "memcpy", "memset", "sync", "stream"};
+
+static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
+  const char *k = json_string_value(json_object_get(o, "kind"));
+  int kind = -1;
+  for (int j = 0; k && j < 5; j++)
+    if (!strcmp(k, kind_names[j]))
+      kind = j;
+  if (kind < 0)
+    return bad(r, "records[%zu]: kind '%s' is none of kernel, memcpy, memset, sync, stream", i,
+               k ? k : "(missing)");
+  s->kind = (ag_sys_kind)kind;
+  int64_t v;
+  if (get_i64(o, "corr", &v) || v < 0)
+    return bad(r, "records[%zu]: no correlation ID 'corr'", i);
+  s->corr = (uint32_t)v;
+  if (get_i64(o, "stream", &v) || v < 0)
+    return bad(r, "records[%zu]: no 'stream'", i);
+  s->stream = (uint32_t)v;
+  if (!get_i64(o, "context", &v))
+    s->context = (uint32_t)v;
+  if (kind != AG_SYS_STREAM) {
+    if (get_i64(o, "start", &s->start) || get_i64(o, "end", &s->end) || s->end < s->start)
+      return bad(r, "records[%zu] (%s): needs 'start' <= 'end' (CUPTI ns)", i, k);
+  }
+  if (kind == AG_SYS_KERNEL) {
+    int64_t reg = 0, ss = 0, ds = 0, lm = 0;
+    s->name = json_string_value(json_object_get(o, "name"));
+    if (!s->name || get_dim(o, "grid", s->grid) || get_dim(o, "block", s->block) ||
+        get_i64(o, "registers", &reg))
+      return bad(r, "records[%zu] (kernel): needs 'name', 'grid', 'block' and 'registers'", i);
+    get_dim(o, "cluster", s->cluster);
+    get_i64(o, "static_smem", &ss);
+    get_i64(o, "dynamic_smem", &ds);
+    get_i64(o, "local_per_thread", &lm);
+    s->registers = (int)reg, s->static_smem = (int)ss, s->dynamic_smem = (int)ds;
+    s->local_per_thread = (int)lm;
+    s->argus = !strcmp(s->name, CALIB_KERNEL);
+  } else if (kind == AG_SYS_MEMCPY || kind == AG_SYS_MEMSET) {
+    if (get_i64(o, "bytes", &v) || v < 0)
+      return bad(r, "records[%zu] (%s): no 'bytes'", i, k);
+    s->bytes = (uint64_t)v;
+    if (!get_i64(o, "copy_kind", &v))
+      s->copy_kind = (int)v;
+  } else if (kind == AG_SYS_SYNC && !get_i64(o, "sync_type", &v)) {
+    s->sync_type = (int)v;
+  }
+  return 0;
+}
+
+/* The offset and its error from the calibrations (see the header). */
+static int read_calibration(rd *r, ag_sys_ev *e) {
+  json_t *cal = json_object_get(e->root, "calibration"), *c;
+  size_t i;
+  if (!json_is_array(cal))
+    return bad(r, "field 'calibration' is missing or not an array");
+  double sum = 0, spread = 0, lo = INFINITY, hi = -INFINITY;
+  json_array_foreach(cal, i, c) {
+    int64_t g0, g1, c0, c1;
+    if (get_i64(c, "gt_first", &g0) || get_i64(c, "gt_last", &g1) ||
+        get_i64(c, "cupti_start", &c0) || get_i64(c, "cupti_end", &c1))
+      return bad(r, "calibration[%zu]: needs gt_first, gt_last, cupti_start, cupti_end", i);
+    if (!c0 || !c1)
+      continue; /* the activity trace did not see this calibration kernel */
+    double a = (double)(c0 - g0), b = (double)(c1 - g1), off = 0.5 * (a + b);
+    sum += off;
+    spread = fmax(spread, 0.5 * fabs(b - a));
+    lo = fmin(lo, off), hi = fmax(hi, off);
+    e->ncal++;
+  }
+  if (!e->ncal)
+    return bad(r, "no calibration kernel was seen by the activity trace: its clock cannot be "
+                  "aligned with %%globaltimer");
+  e->offset_ns = sum / e->ncal;
+  e->error_ns = spread + (hi - lo) + GT_STEP_NS;
+  return 0;
+}
+
+static int read_all(rd *r, ag_sys_ev *e) {
+  json_t *fmt = json_object_get(e->root, "format"), *ver = json_object_get(e->root, "version");
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "argus-system") != 0)
+    return bad(r, "not system-timeline evidence (format is not \"argus-system\")");
+  if (!json_is_integer(ver) || json_integer_value(ver) != 1)
+    return bad(r, "system-timeline evidence version %lld: this argus reads version 1",
+               json_is_integer(ver) ? (long long)json_integer_value(ver) : -1LL);
+  json_t *vid = json_object_get(json_object_get(e->root, "variant"), "id");
+  e->variant_id = json_is_string(vid) ? json_string_value(vid) : NULL;
+  int64_t v = 0;
+  if (get_i64(e->root, "dropped_records", &v) || v < 0)
+    return bad(r, "field 'dropped_records' is missing");
+  e->dropped = (uint64_t)v;
+  json_t *lost = json_object_get(e->root, "lost_records");
+  e->lost = json_is_integer(lost) ? (int)json_integer_value(lost) : 0;
+  json_t *recs = json_object_get(e->root, "records"), *o;
+  if (!json_is_array(recs))
+    return bad(r, "field 'records' is missing or not an array");
+  e->nrecs = json_array_size(recs);
+  e->recs = ag_calloc(e->nrecs + 1, sizeof *e->recs);
+  if (!e->recs)
+    return AG_ENOMEM;
+  size_t i;
+  int rc;
+  json_array_foreach(recs, i, o) if ((rc = read_rec(r, o, i, &e->recs[i]))) return rc;
+  qsort(e->recs, e->nrecs, sizeof *e->recs, cmp_rec);
+  return read_calibration(r, e);
+}
+
+static int load(const char *path, const void *data, size_t len, ag_diags *diags,
+                ag_sys_ev **out) {
+  *out = NULL;
+  rd r = {path, diags};
+  json_error_t je;
+  ag_sys_ev *e = ag_calloc(1, sizeof *e);
+  if (!e)
+    return AG_ENOMEM;
+  e->root = data ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &je)
+                 : json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+  int rc;
+  if (!e->root) {
+    rc = ag_diags_add(diags, AG_SEV_ERROR, path, je.line, je.column, NULL, 0,
+                      "cannot read system-timeline evidence: %s", je.text);
+    rc = rc ? rc : AG_EPARSE;
+  } else if (!json_is_object(e->root)) {
+    rc = bad(&r, "not a JSON object");
+  } else {
+    rc = read_all(&r, e);
+  }
+  if (rc) {
+    ag_sys_ev_free(e);
+    return rc;
+  }
+  *out = e;
+  return 0;
+}
+
+int ag_sys_ev_load(const char *path, ag_diags *diags, ag_sys_ev **out) {
+  return load(path, NULL, 0, diags, out);
+}
+
+int ag_sys_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
+                       ag_sys_ev **out) {
+  static const char empty[1] = "";
+  return load(name, len ? data : empty, len, diags, out);
+}
+
+void ag_sys_ev_free(ag_sys_ev *e) {
+  if (!e)
+    return;
+  json_decref(e->root);
+  ag_free(e->recs);
+  ag_free(e);
+}
+
+/* ---------------------------------------------------------- the signal */
+
+typedef struct stream_acc {
+  uint32_t stream;
+  int kernels, memcpy, memset, sync;
+  double busy, first, last;
+  uint64_t bytes;
+} stream_acc;
+
+static stream_acc *stream_of(stream_acc *s, int *n, uint32_t id) {
+  for (int i = 0; i < *n; i++)
+    if (s[i].stream == id)
+      return &s[i];
+  s[*n] = (stream_acc){.stream = id, .first = INFINITY, .last = -INFINITY};
+  return &s[(*n)++];
+}
+
+json_t *ag_sys_signal(const ag_sys_ev *e) {
+  json_t *launches = json_array(), *streams = json_array();
+  stream_acc *acc = ag_calloc(e->nrecs + 1, sizeof *acc);
+  int ns = 0, launch = 0, calib = 0, ctx_syncs = 0;
+  if (!launches || !streams || !acc)
+    goto oom;
+  for (size_t i = 0; i < e->nrecs; i++) {
+    const ag_sys_rec *r = &e->recs[i];
+    if (r->kind == AG_SYS_KERNEL && r->argus) {
+      calib++;
+      continue;
+    }
+    if (r->kind == AG_SYS_SYNC && r->stream == UINT32_MAX) {
+      ctx_syncs++; /* a context-wide synchronization: no stream */
+      continue;
+    }
+    stream_acc *s = stream_of(acc, &ns, r->stream);
+    double t0 = ag_sys_ev_gt(e, r->start), t1 = ag_sys_ev_gt(e, r->end);
+    if (r->kind != AG_SYS_STREAM && r->kind != AG_SYS_SYNC) {
+      s->busy += (double)(r->end - r->start);
+      s->first = fmin(s->first, t0), s->last = fmax(s->last, t1);
+    }
+    switch (r->kind) {
+    case AG_SYS_KERNEL: {
+      s->kernels++;
+      json_t *o = json_pack(
+          "{s:i,s:s,s:I,s:I,s:f,s:I,s:[iii],s:[iii],s:[iii],s:i,s:i,s:i}", "launch", launch++,
+          "kernel", r->name, "corr", (json_int_t)r->corr, "stream", (json_int_t)r->stream,
+          "start_ns", t0, "duration_ns", (json_int_t)(r->end - r->start), "grid", r->grid[0],
+          r->grid[1], r->grid[2], "block", r->block[0], r->block[1], r->block[2], "cluster",
+          r->cluster[0], r->cluster[1], r->cluster[2], "registers", r->registers,
+          "static_smem", r->static_smem, "dynamic_smem", r->dynamic_smem);
+      if (!o || json_array_append_new(launches, o))
+        goto oom;
+      break;
+    }
+    case AG_SYS_MEMCPY:
+      s->memcpy++, s->bytes += r->bytes;
+      break;
+    case AG_SYS_MEMSET:
+      s->memset++, s->bytes += r->bytes;
+      break;
+    case AG_SYS_SYNC:
+      s->sync++;
+      break;
+    case AG_SYS_STREAM:
+      break;
+    }
+  }
+  for (int i = 0; i < ns; i++) {
+    const stream_acc *s = &acc[i];
+    json_t *o = json_pack("{s:I,s:i,s:i,s:i,s:i,s:f,s:I,s:o?,s:o?}", "stream",
+                          (json_int_t)s->stream, "kernels", s->kernels, "memcpy", s->memcpy,
+                          "memset", s->memset, "sync", s->sync, "busy_ns", s->busy, "bytes",
+                          (json_int_t)s->bytes, "first_ns",
+                          isfinite(s->first) ? json_real(s->first) : NULL, "last_ns",
+                          isfinite(s->last) ? json_real(s->last) : NULL);
+    if (!o || json_array_append_new(streams, o))
+      goto oom;
+  }
+  ag_free(acc);
+  return json_pack("{s:s,s:s,s:{s:f,s:f,s:i,s:s},s:I,s:i,s:o,s:o,s:i,s:i}", "signal",
+                   "system",
+                   "qual", "observed", "clock", "offset_ns", e->offset_ns, "error_ns",
+                   e->error_ns, "calibrations", e->ncal, "rule",
+                   "CUPTI minus %globaltimer: the mean of the start and end differences of "
+                   "Argus's calibration kernels; error: half the largest start/end spread, the "
+                   "drift between calibrations, one 32 ns timer step",
+                   "dropped_records", (json_int_t)e->dropped, "lost_records", e->lost,
+                   "launches", launches, "streams", streams, "calibration_kernels", calib,
+                   "context_syncs", ctx_syncs);
+oom:
+  ag_free(acc);
+  json_decref(launches);
+  json_decref(streams);
+  return NULL;
+}
+
+static double num(const json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+int ag_sys_text(const json_t *sig, ag_str *out) {
+  json_t *ls = json_object_get(sig, "launches"), *ss = json_object_get(sig, "streams"), *o;
+  json_t *clk = json_object_get(sig, "clock");
+  size_t i;
+  ag_str_printf(out, "system timeline: %zu launch%s on %zu stream%s (observed, CUPTI activity)\n",
+                json_array_size(ls), json_array_size(ls) == 1 ? "" : "es", json_array_size(ss),
+                json_array_size(ss) == 1 ? "" : "s");
+  ag_str_puts(out, "  launch  kernel                      stream    start_us   dur_us  grid "
+                   "x block         regs  smem\n");
+  double t0 = json_array_size(ls) ? num(json_array_get(ls, 0), "start_ns") : 0;
+  json_array_foreach(ls, i, o) {
+    json_t *g = json_object_get(o, "grid"), *b = json_object_get(o, "block");
+    char gb[64];
+    snprintf(gb, sizeof gb, "%lldx%lldx%lld x %lldx%lldx%lld",
+             (long long)json_integer_value(json_array_get(g, 0)),
+             (long long)json_integer_value(json_array_get(g, 1)),
+             (long long)json_integer_value(json_array_get(g, 2)),
+             (long long)json_integer_value(json_array_get(b, 0)),
+             (long long)json_integer_value(json_array_get(b, 1)),
+             (long long)json_integer_value(json_array_get(b, 2)));
+    ag_str_printf(out, "  %6d  %-26.26s %7lld %11.3f %8.3f  %-20s %4d %5d\n",
+                  (int)num(o, "launch"), json_string_value(json_object_get(o, "kernel")),
+                  (long long)num(o, "stream"), (num(o, "start_ns") - t0) / 1e3,
+                  num(o, "duration_ns") / 1e3, gb, (int)num(o, "registers"),
+                  (int)(num(o, "static_smem") + num(o, "dynamic_smem")));
+  }
+  ag_str_puts(out, "  stream  kernels  memcpy  memset  sync   busy_us      bytes\n");
+  json_array_foreach(ss, i, o)
+    ag_str_printf(out, "  %6lld  %7d  %6d  %6d  %4d  %8.3f  %9lld\n", (long long)num(o, "stream"),
+                  (int)num(o, "kernels"), (int)num(o, "memcpy"), (int)num(o, "memset"),
+                  (int)num(o, "sync"), num(o, "busy_ns") / 1e3, (long long)num(o, "bytes"));
+  ag_str_printf(out, "  context synchronizations: %d\n", (int)num(sig, "context_syncs"));
+  ag_str_printf(out, "  clock: CUPTI - %%globaltimer = %.0f ns (error <= %.0f ns, %d "
+                     "calibrations); dropped records: %lld\n",
+                num(clk, "offset_ns"), num(clk, "error_ns"), (int)num(clk, "calibrations"),
+                (long long)num(sig, "dropped_records"));
+  return out->oom ? AG_ENOMEM : 0;
+}

@@ -1,0 +1,162 @@
+/*
+ * hw_harness.c — host program of the system-timeline and stalls ground
+ * truth (tests/data/cuda/hw_truth.cu `stall_truth`), or of the paper's
+ * collector kernel (tests/data/cuda/attrib_truth.cu `collector`, for
+ * bench/bench_activity.c). Copies the input in (cuMemcpyHtoD), clears the
+ * output (cuMemsetD32), launches --launches times alternating over
+ * --streams streams, synchronizes each stream, copies back and checks every
+ * result bit for bit against the same float operations on the CPU.
+ *
+ *   hw_harness [--module FILE] [--kernel stall_truth|collector]
+ *       [--blocks B] [--threads T] [--spin N] [--n N] [--launches L]
+ *       [--streams S] [--hold-cupti]
+ * Prints "@ hw: ... host_us_per_launch X e2e_us_per_launch Y": the launch
+ * loop's host time, and until every stream finished, per launch.
+ * Exit 0: results match; 1: mismatch or error; 2: usage; 77: no GPU.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "argus/host.h"
+#include "../sassm/hold_cupti.h"
+
+static float stall_truth(float x, int n) {
+  float a[8];
+  for (int c = 0; c < 8; c++)
+    a[c] = c ? x + (float)c : x;
+  for (int i = 0; i < n; i++)
+    for (int c = 0; c < 8; c++)
+      a[c] = fmaf(a[c], 0.999f, 0.5f);
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static float collector(float a) {
+  for (int o = 0; o < 8; o++)
+    for (int j = 0; j < 2048; j++)
+      a = fmaf(a, 1.0000001f, 0.5f);
+  return a;
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+ARGUS_HARNESS_MAIN(int argc, char **argv) {
+  const char *module = "hw_truth.cubin", *kernel = "stall_truth";
+  int blocks = 132, threads = 256, spin = 50, n = 4096, launches = 1, nstreams = 1, hold = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int more = i + 1 < argc;
+    if (!strcmp(a, "--module") && more) module = argv[++i];
+    else if (!strcmp(a, "--kernel") && more) kernel = argv[++i];
+    else if (!strcmp(a, "--blocks") && more) blocks = atoi(argv[++i]);
+    else if (!strcmp(a, "--threads") && more) threads = atoi(argv[++i]);
+    else if (!strcmp(a, "--spin") && more) spin = atoi(argv[++i]);
+    else if (!strcmp(a, "--n") && more) n = atoi(argv[++i]);
+    else if (!strcmp(a, "--launches") && more) launches = atoi(argv[++i]);
+    else if (!strcmp(a, "--streams") && more) nstreams = atoi(argv[++i]);
+    else if (!strcmp(a, "--hold-cupti")) hold = 1;
+    else {
+      fprintf(stderr, "hw: unknown argument '%s'\n", a);
+      return 2;
+    }
+  }
+  int coll = !strcmp(kernel, "collector");
+  if (blocks < 1 || threads < 32 || threads % 32 || threads > 256 || spin < 0 || n < 1 ||
+      launches < 1 || nstreams < 1 || nstreams > 4 || (!coll && strcmp(kernel, "stall_truth"))) {
+    fprintf(stderr, "hw: needs blocks >= 1, threads a multiple of 32 up to 256, n, launches "
+                    ">= 1, 1 to 4 streams, kernel stall_truth or collector\n");
+    return 2;
+  }
+  if (hold && hold_cupti("hw"))
+    return 1;
+  int total = blocks * threads, rc = 1;
+  float *in = malloc(sizeof(float) * (size_t)total), *out = malloc(sizeof(float) * (size_t)total);
+  ag_host *host = NULL;
+  ag_host_module *m = NULL;
+  ag_host_kernel *k = NULL;
+  CUdeviceptr din = 0, dout = 0;
+  CUstream st[4] = {0};
+  int r = ag_host_open(&host);
+  if (r) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    rc = r == AG_HOST_ENODEV ? 77 : 1;
+    goto out;
+  }
+  if (!in || !out)
+    goto out;
+  for (int t = 0; t < total; t++)
+    in[t] = (float)(t % 13) * 0.0625f;
+  if (ag_host_load(host, module, &m) || ag_host_kernel_get(m, kernel, &k)) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    goto out;
+  }
+  for (int s = 0; s < nstreams; s++)
+    if (cuStreamCreate(&st[s], CU_STREAM_NON_BLOCKING)) {
+      fprintf(stderr, "hw: cuStreamCreate failed\n");
+      goto out;
+    }
+  if (cuMemAlloc(&din, sizeof(float) * (size_t)total) ||
+      cuMemAlloc(&dout, sizeof(float) * (size_t)total) ||
+      cuMemcpyHtoD(din, in, sizeof(float) * (size_t)total) ||
+      cuMemsetD32(dout, 0, (size_t)total)) {
+    fprintf(stderr, "hw: device memory\n");
+    goto out;
+  }
+  void *args_s[] = {&dout, &din, &spin, &n};
+  void *args_c[] = {&dout, &din};
+  double t0 = now_us();
+  for (int l = 0; l < launches; l++)
+    if (ag_host_launch(k, (ag_host_dim){(unsigned)blocks, 1, 1},
+                       (ag_host_dim){(unsigned)threads, 1, 1}, 0, st[l % nstreams],
+                       coll ? args_c : args_s)) {
+      fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+      goto out;
+    }
+  double t1 = now_us();
+  for (int s = 0; s < nstreams; s++)
+    if (cuStreamSynchronize(st[s])) {
+      fprintf(stderr, "hw: cuStreamSynchronize failed\n");
+      goto out;
+    }
+  double t2 = now_us();
+  if (cuMemcpyDtoH(out, dout, sizeof(float) * (size_t)total)) {
+    fprintf(stderr, "hw: copy back failed\n");
+    goto out;
+  }
+  int wrong = 0;
+  float wants[13];
+  for (int v = 0; v < 13; v++)
+    wants[v] = coll ? collector(in[v]) : stall_truth(in[v], n);
+  for (int t = 0; t < total; t++)
+    if (memcmp(&wants[t % 13], &out[t], sizeof(float)) && wrong++ < 3)
+      fprintf(stderr, "hw: out[%d] = %.9g, want %.9g\n", t, out[t], wants[t % 13]);
+  if (ag_host_finish(host)) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    goto out;
+  }
+  printf("@ hw: %s %s, %d launches on %d streams, host_us_per_launch %.3f "
+         "e2e_us_per_launch %.3f\n",
+         kernel, wrong ? "MISMATCH" : "ok", launches, nstreams, (t1 - t0) / launches,
+         (t2 - t0) / launches);
+  rc = wrong ? 1 : 0;
+out:
+  for (int s = 0; s < nstreams; s++)
+    if (st[s])
+      cuStreamDestroy(st[s]);
+  if (din)
+    cuMemFree(din);
+  if (dout)
+    cuMemFree(dout);
+  ag_host_close(host);
+  free(in);
+  free(out);
+  return rc;
+}

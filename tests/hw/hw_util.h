@@ -1,0 +1,53 @@
+/*
+ * hw_util.h — what the system-timeline and stalls tests share: running
+ * tests/hw/hw_harness under a collection, and reading a JSON evidence file.
+ */
+#ifndef ARGUS_TEST_HW_UTIL_H
+#define ARGUS_TEST_HW_UTIL_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "argus/core.h"
+
+#ifndef HW_HARNESS
+#define HW_HARNESS "hw_harness"
+#endif
+
+/* The harness on `module` with extra arguments `args` (NULL-terminated),
+ * under ARGUS_COLLECT=mode (NULL: outside Argus) with ARGUS_VARIANT =
+ * variant and the extra "K=V" entries of `more`, into dir. */
+__attribute__((unused)) static int hw_run(const char *dir, const char *mode, const char *variant,
+                                          const char *module, const char *const *args,
+                                          const char *const *more, ag_str *out,
+                                          ag_proc_result *res) {
+  char envc[64], envout[1200], envvar[1200];
+  snprintf(envc, sizeof envc, "ARGUS_COLLECT=%s", mode ? mode : "");
+  snprintf(envout, sizeof envout, "ARGUS_OUT=%s", dir);
+  snprintf(envvar, sizeof envvar, "ARGUS_VARIANT=%s", variant ? variant : "");
+  const char *env[16] = {envc, envout, envvar, "ARGUS_VARIANT_ID=hw_truth"};
+  int ne = 4;
+  for (int i = 0; more && more[i] && ne < 15; i++)
+    env[ne++] = more[i];
+  env[ne] = NULL;
+  const char *argv[32] = {HW_HARNESS, "--module", module};
+  int n = 3;
+  for (int i = 0; args && args[i] && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  ag_proc_opts o = {.argv = argv, .env_add = mode ? env : NULL, .capture_out = out,
+                    .timeout_s = 180};
+  return ag_proc_run(&o, res);
+}
+
+__attribute__((unused)) static json_t *hw_load(const char *dir, const char *name) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  json_error_t je;
+  json_t *j = json_load_file(p, 0, &je);
+  if (!j)
+    fprintf(stderr, "cannot read %s: %s\n", p, je.text);
+  return j;
+}
+
+#endif
