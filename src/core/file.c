@@ -21,6 +21,29 @@ static int err_from_errno(int e) {
   }
 }
 
+static const char *errno_text(int e) {
+  return e == ENOENT ? "no such file" : e == EACCES ? "permission denied" : strerror(e);
+}
+
+int ag_file_problem(const char *path, const char **why) {
+  struct stat st;
+  *why = NULL;
+  if (stat(path, &st) != 0) {
+    int e = errno;
+    *why = errno_text(e);
+    return e == ENOENT ? AG_ENOTFOUND : AG_EIO;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = "it is a directory, not a file";
+    return AG_EISDIR;
+  }
+  if (access(path, R_OK) != 0) {
+    *why = errno_text(errno);
+    return AG_EIO;
+  }
+  return 0;
+}
+
 int ag_file_read(const char *path, char **data, size_t *len) {
   *data = NULL;
   *len = 0;
