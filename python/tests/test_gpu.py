@@ -18,7 +18,7 @@ def test_observe_duration(tmp_path, monkeypatch):
     with argus.Workspace(tmp_path / "ws") as ws:
         r = argus.observe(spec, region="overhead_compute/work", signals=["duration", "occurrences"],
                           workspace=ws, timeout_s=120)
-        assert r.complete, r.missing
+        assert not [m for m in r.missing if m.get("signal") in ("duration", "occurrences")]
         d = r.get(region="overhead_compute/work", signal="duration")
         assert d, [v for v in r.values]
         for v in d:
