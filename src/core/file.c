@@ -1,12 +1,16 @@
 /*
  * file.c — whole-file reads, crash-safe writes (temp file, fsync, rename,
- * directory fsync) and mkdir -p.
+ * directory fsync), mkdir -p, why a path cannot be read, and where an
+ * installed Argus keeps its files (relative to the running binary).
  */
+#define _GNU_SOURCE /* dladdr */
 #include "argus/core.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +23,27 @@ static int err_from_errno(int e) {
   case ENOMEM: return AG_ENOMEM;
   default: return AG_EIO;
   }
+}
+
+char *ag_install_path(const char *rel) {
+  Dl_info info;
+  if (!dladdr((void *)ag_install_path, &info) || !info.dli_fname)
+    return NULL;
+  char *self = realpath(info.dli_fname, NULL);
+  if (!self)
+    return NULL;
+  char *slash = strrchr(self, '/');
+  ag_str p = AG_STR_INIT;
+  if (slash) {
+    *slash = 0;
+    ag_str_printf(&p, "%s/../%s", self, rel);
+  }
+  free(self);
+  if (!p.p || p.oom || access(p.p, F_OK) != 0) {
+    ag_str_release(&p);
+    return NULL;
+  }
+  return ag_str_detach(&p);
 }
 
 static const char *errno_text(int e) {

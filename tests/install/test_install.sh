@@ -65,4 +65,26 @@ endif()
 CM
 cmake -S "$work" -B "$work/cm2" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" > "$work/cm2.log" 2>&1 || {
   cat "$work/cm2.log"; echo "find_package(Argus 9.0) was not refused"; exit 1; }
+# the installed argus compiles a spec's CUDA source with the installed
+# headers (not the source tree's): a poisoned installed region.cuh must fail it
+if [ -x "${ARGUS_NVCC:-/usr/local/cuda/bin/nvcc}" ] || command -v nvcc > /dev/null; then
+  mkdir "$work/k"
+  cat > "$work/k/k.cu" <<'CU'
+#include "argus/region.cuh"
+__global__ void k(float *x) {
+  ARGUS_BEGIN(body);
+  x[threadIdx.x] *= 2.0f;
+  ARGUS_END(body);
+}
+CU
+  echo '{"name": "k", "module": {"cuda": "k.cu"}, "run": ["./none"]}' > "$work/k/spec.json"
+  ARGUS_PTX_CACHE=0 "$prefix/bin/argus" regions "$work/k/spec.json" > "$work/k/out" 2>&1 || {
+    cat "$work/k/out"; echo "the installed argus cannot compile a spec's CUDA source"; exit 1; }
+  grep -q '^  body  id 0x' "$work/k/out" || { cat "$work/k/out"; echo "no region 'body'"; exit 1; }
+  echo '#error "the installed region.cuh"' >> "$prefix/include/argus/region.cuh"
+  if ARGUS_PTX_CACHE=0 "$prefix/bin/argus" regions "$work/k/spec.json" > "$work/k/out2" 2>&1 ||
+     ! grep -q 'the installed region.cuh' "$work/k/out2"; then
+    cat "$work/k/out2"; echo "the installed argus did not compile with the installed headers"; exit 1
+  fi
+fi
 echo "installed into a temporary prefix; a client and a harness built with pkg-config and find_package"
