@@ -187,9 +187,18 @@ struct argus_ws {
   ag_store *st;
 };
 
-static int store_fail(int rc, const char *what) {
+/* A failed store call: "<what>: <the store's message>". */
+static int store_fail(int rc, const char *fmt, ...) AG_PRINTF(2, 3);
+static int store_fail(int rc, const char *fmt, ...) {
+  ag_str w = AG_STR_INIT;
+  va_list ap;
+  va_start(ap, fmt);
+  ag_str_vprintf(&w, fmt, ap);
+  va_end(ap);
   const char *m = ag_store_errmsg();
-  return fail(rc, NULL, "%s: %s", what, m && *m ? m : ag_strerror(rc));
+  rc = fail(rc, NULL, "%s: %s", ag_str_cstr(&w), m && *m ? m : ag_strerror(rc));
+  ag_str_release(&w);
+  return rc;
 }
 
 int argus_ws_open(const char *path, unsigned flags, argus_ws **out) {
@@ -207,10 +216,7 @@ int argus_ws_open(const char *path, unsigned flags, argus_ws **out) {
   }
   int rc = ag_store_open(path, flags & ARGUS_WS_CREATE ? AG_STORE_CREATE : 0, &ws->st);
   if (rc) {
-    ag_str w = AG_STR_INIT;
-    ag_str_printf(&w, "cannot open the workspace '%s'", path);
-    rc = store_fail(rc, ag_str_cstr(&w));
-    ag_str_release(&w);
+    rc = store_fail(rc, "cannot open the workspace '%s'", path);
     argus_ws_close(ws);
     return rc;
   }
@@ -265,13 +271,8 @@ int argus_ws_versions(argus_ws *ws, size_t limit, char **json_out) {
 static int resolve_version(argus_ws *ws, const char *id, int64_t *vid) {
   ag_obj o;
   int rc = ag_store_resolve(ws->st, id, &o);
-  if (rc) {
-    ag_str w = AG_STR_INIT;
-    ag_str_printf(&w, "no version '%s' in '%s'", id, ws->path);
-    rc = store_fail(rc, ag_str_cstr(&w));
-    ag_str_release(&w);
-    return rc;
-  }
+  if (rc)
+    return store_fail(rc, "no version '%s' in '%s'", id, ws->path);
   if (o.kind != AG_OBJ_VERSION)
     return fail(ARGUS_EINVAL, NULL, "'%s' is not a program version (v12 or a ref to one)", id);
   *vid = o.id;
@@ -322,13 +323,8 @@ int argus_ws_ref_set(argus_ws *ws, const char *name, const char *target) {
   NEED(target, "target");
   ag_obj t;
   int rc = ag_store_resolve(ws->st, target, &t);
-  if (rc) {
-    ag_str w = AG_STR_INIT;
-    ag_str_printf(&w, "no '%s' in '%s'", target, ws->path);
-    rc = store_fail(rc, ag_str_cstr(&w));
-    ag_str_release(&w);
-    return rc;
-  }
+  if (rc)
+    return store_fail(rc, "no '%s' in '%s'", target, ws->path);
   if (t.kind != AG_OBJ_VERSION && t.kind != AG_OBJ_ARTIFACT)
     return fail(ARGUS_EINVAL, NULL, "a ref points at a version (v12) or an artifact, not '%s'",
                 target);
@@ -466,13 +462,8 @@ int argus_report_read(argus_ws *ws, const char *id, argus_report **out) {
   NEED(id, "id");
   ag_obj o;
   int rc = ag_store_resolve(ws->st, id, &o);
-  if (rc) {
-    ag_str w = AG_STR_INIT;
-    ag_str_printf(&w, "no report '%s' in '%s'", id, ws->path);
-    rc = store_fail(rc, ag_str_cstr(&w));
-    ag_str_release(&w);
-    return rc;
-  }
+  if (rc)
+    return store_fail(rc, "no report '%s' in '%s'", id, ws->path);
   if (o.kind != AG_OBJ_ARTIFACT)
     return fail(ARGUS_EPARSE, NULL, "'%s' is not a report (a report is an artifact)", id);
   void *data = NULL;
