@@ -188,7 +188,8 @@ enum { ARGUS_CHECK_PROVED = 0, ARGUS_CHECK_VIOLATED = 1, ARGUS_CHECK_UNKNOWN = 2
 int argus_check_file(const char *path, const char *options_json, argus_check **out);
 void argus_check_free(argus_check *c); /* NULL is a no-op */
 /* ARGUS_CHECK_PROVED when every assertion holds; VIOLATED when one has a
- * counterexample; UNKNOWN when the solver gave up on one. */
+ * counterexample; UNKNOWN when one is neither (the solver hit its limit, or
+ * an assertion is never reached and that is an error: docs/check.md). */
 int argus_check_verdict(const argus_check *c);
 /* The result as `argus check --json` prints it. Borrowed. */
 const char *argus_check_json(const argus_check *c);
