@@ -420,9 +420,10 @@ static int report_new(json_t *root, const char *hash, argus_report **out) {
   *out = NULL;
   const char *schema = json_string_value(json_object_get(root, "schema"));
   if (!schema || strcmp(schema, AG_REPORT_SCHEMA) || !json_is_array(json_object_get(root, "values"))) {
-    json_decref(root);
-    return fail(ARGUS_EPARSE, NULL, "not an %s report (schema '%s')", AG_REPORT_SCHEMA,
-                schema ? schema : "none");
+    int rc = fail(ARGUS_EPARSE, NULL, "not an %s report (schema '%s')", AG_REPORT_SCHEMA,
+                  schema ? schema : "none");
+    json_decref(root); /* after the message: schema is in it */
+    return rc;
   }
   argus_report *r = ag_calloc(1, sizeof *r);
   if (!r) {

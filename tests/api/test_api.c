@@ -178,6 +178,20 @@ TEST(test_observe_static_and_read_back) {
   CHECK_EQ_INT(argus_report_read(ws, "feedbeef0000", &back), ARGUS_ENOTFOUND);
   CHECK_CONTAINS(argus_errmsg(), "no report 'feedbeef0000' in '");
   CHECK(back == NULL);
+  /* JSON of another schema is not a report (stored with `argus ws put`) */
+  const char *bin = getenv("ARGUS_BIN");
+  const char *other = write_file("plan.json", "{\"schema\": \"argus.plan/1\", \"values\": []}");
+  char cmd[1024], hash[80] = "";
+  snprintf(cmd, sizeof cmd, "'%s' -W '%s' ws put '%s'", bin ? bin : "argus", argus_ws_path(ws),
+           other);
+  FILE *p = popen(cmd, "r");
+  CHECK(p && fgets(hash, sizeof hash, p));
+  if (p)
+    pclose(p);
+  hash[strcspn(hash, "\n")] = 0;
+  CHECK_EQ_INT(strlen(hash), 64);
+  CHECK_EQ_INT(argus_report_read(ws, hash, &back), ARGUS_EPARSE);
+  CHECK_CONTAINS(argus_errmsg(), "not an argus.report/1 report (schema 'argus.plan/1')");
   /* a version is not a report */
   CHECK_EQ_INT(argus_report_read(ws, "v1", &back), ARGUS_EPARSE);
   CHECK_CONTAINS(argus_errmsg(), "'v1' is not a report");
