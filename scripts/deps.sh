@@ -4,6 +4,7 @@
 # apt-get; otherwise it prints the exact command to run.
 set -eu
 PKGS="build-essential cmake ninja-build pkg-config git python3
+python3-venv python3-pip python3-setuptools python3-pytest
 libsqlite3-dev libjansson-dev libssl-dev libzstd-dev libz3-dev
 clang libclang-rt-14-dev"
 missing=""

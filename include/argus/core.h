@@ -253,6 +253,15 @@ char *ag_json_canonical(const json_t *j);
 /* ---------------------------------------------------------------- files */
 /* Reads a whole file; *data is owned and NUL-terminated. */
 int ag_file_read(const char *path, char **data, size_t *len);
+/* 0 when path names a readable file that is not a directory; else
+ * AG_ENOTFOUND, AG_EISDIR or AG_EIO with *why saying it ("no such file",
+ * static text): the message of every "cannot read 'F': ..." error. */
+int ag_file_problem(const char *path, const char **why);
+/* <dir>/../rel, where <dir> holds the program or shared library this code
+ * is linked into (an installed bin/argus or lib/libargus.so: the prefix),
+ * when that path exists; else NULL. Owned. How an installed Argus finds its
+ * headers and argus-worker (docs/api.md). */
+char *ag_install_path(const char *rel);
 /* Writes atomically: temp file in the same directory, fsync, rename, fsync
  * of the directory. A crash leaves either the old file or the new one. */
 int ag_file_write_atomic(const char *path, const void *data, size_t len);

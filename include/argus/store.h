@@ -336,6 +336,15 @@ int ag_store_ref_delete(ag_store *st, const char *name);
 /* All refs by name. *out is owned (ag_free). */
 int ag_store_refs(ag_store *st, ag_ref **out, size_t *n);
 
+/* What a person types for an object: "v12", "t3", "q7" or the hash ("-"
+ * for none), into buf. */
+void ag_store_obj_text(const ag_obj *o, char *buf, size_t cap);
+/* The JSON of `argus ws --json` (and the client API, argus.h): a version
+ * {id, parent, module, transform, origin, task, created}; a ref {name,
+ * target_type, target, updated}. New references, NULL when out of memory. */
+json_t *ag_store_version_json(const ag_version *v);
+json_t *ag_store_ref_json(const ag_ref *r);
+
 /* ---------------------------------------------------------------- history */
 typedef struct ag_log_entry {
   uint64_t time_ns;

@@ -64,6 +64,11 @@ static char *find_exe(const char *given) {
         return ag_strdup(self);
     }
   }
+  /* installed: <prefix>/bin/argus-worker beside libargus (docs/api.md) */
+  char *inst = ag_install_path("bin/argus-worker");
+  if (inst && access(inst, X_OK) == 0)
+    return inst;
+  ag_free(inst);
 #ifdef ARGUS_WORKER_PATH
   if (access(ARGUS_WORKER_PATH, X_OK) == 0)
     return ag_strdup(ARGUS_WORKER_PATH);

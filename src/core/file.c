@@ -1,12 +1,16 @@
 /*
  * file.c — whole-file reads, crash-safe writes (temp file, fsync, rename,
- * directory fsync) and mkdir -p.
+ * directory fsync), mkdir -p, why a path cannot be read, and where an
+ * installed Argus keeps its files (relative to the running binary).
  */
+#define _GNU_SOURCE /* dladdr */
 #include "argus/core.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +23,50 @@ static int err_from_errno(int e) {
   case ENOMEM: return AG_ENOMEM;
   default: return AG_EIO;
   }
+}
+
+char *ag_install_path(const char *rel) {
+  Dl_info info;
+  if (!dladdr((void *)ag_install_path, &info) || !info.dli_fname)
+    return NULL;
+  char *self = realpath(info.dli_fname, NULL);
+  if (!self)
+    return NULL;
+  char *slash = strrchr(self, '/');
+  ag_str p = AG_STR_INIT;
+  if (slash) {
+    *slash = 0;
+    ag_str_printf(&p, "%s/../%s", self, rel);
+  }
+  free(self);
+  if (!p.p || p.oom || access(p.p, F_OK) != 0) {
+    ag_str_release(&p);
+    return NULL;
+  }
+  return ag_str_detach(&p);
+}
+
+static const char *errno_text(int e) {
+  return e == ENOENT ? "no such file" : e == EACCES ? "permission denied" : strerror(e);
+}
+
+int ag_file_problem(const char *path, const char **why) {
+  struct stat st;
+  *why = NULL;
+  if (stat(path, &st) != 0) {
+    int e = errno;
+    *why = errno_text(e);
+    return e == ENOENT ? AG_ENOTFOUND : AG_EIO;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *why = "it is a directory, not a file";
+    return AG_EISDIR;
+  }
+  if (access(path, R_OK) != 0) {
+    *why = errno_text(errno);
+    return AG_EIO;
+  }
+  return 0;
 }
 
 int ag_file_read(const char *path, char **data, size_t *len) {

@@ -459,10 +459,17 @@ static int compile_ptx(const char *cu, const char *const *flags, int markers, ag
   char dep[sizeof tmpl + 2] = "";
   int fd = -1;
   const char **argv = ag_calloc((size_t)nfl + 14, sizeof *argv);
-  ag_str err = AG_STR_INIT;
+  ag_str err = AG_STR_INIT, inc = AG_STR_INIT;
   char *cdir = ag__ptxc_dir(), key[65] = "";
   int rc = 0;
-  if (!argv) {
+  /* argus/region.cuh: the installed headers beside this program or library
+   * (<prefix>/include, docs/api.md), else the source tree it was built in */
+  char *inst = ag_install_path("include/argus/region.cuh");
+  if (inst)
+    inst[strlen(inst) - strlen("/argus/region.cuh")] = 0;
+  ag_str_printf(&inc, "-I%s", inst ? inst : ARGUS_INCLUDE_DIR);
+  ag_free(inst);
+  if (!argv || inc.oom) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -474,7 +481,7 @@ static int compile_ptx(const char *cu, const char *const *flags, int markers, ag
     argv[a++] = flags[i];
   if (markers)
     argv[a++] = "-DARGUS_MARKERS=1"; /* region.cuh markers are on under Argus */
-  argv[a++] = "-I" ARGUS_INCLUDE_DIR;
+  argv[a++] = ag_str_cstr(&inc);
   argv[a] = NULL;
   if (cdir && ag__ptxc_key(nvcc, cu, argv + 1, key) == 0 && ag__ptxc_lookup(cdir, key, ptx)) {
     if (cached)
@@ -543,6 +550,7 @@ out:
   ag_free(nvcc);
   ag_free(cdir);
   ag_str_release(&err);
+  ag_str_release(&inc);
   return rc;
 }
 

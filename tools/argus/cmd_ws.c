@@ -144,16 +144,6 @@ static int print_json(json_t *j) {
   return AG_EXIT_OK;
 }
 
-static void obj_text(const ag_obj *o, char *buf, size_t cap) {
-  switch (o->kind) {
-  case AG_OBJ_VERSION: snprintf(buf, cap, "v%lld", (long long)o->id); break;
-  case AG_OBJ_TASK: snprintf(buf, cap, "t%lld", (long long)o->id); break;
-  case AG_OBJ_QUERY: snprintf(buf, cap, "q%lld", (long long)o->id); break;
-  case AG_OBJ_ARTIFACT: snprintf(buf, cap, "%s", o->hash); break;
-  default: snprintf(buf, cap, "-"); break;
-  }
-}
-
 /* ------------------------------------------------------------ to JSON */
 static json_t *artifact_json(const ag_artifact *a) {
   char t[32];
@@ -164,20 +154,6 @@ static json_t *artifact_json(const ag_artifact *a) {
                         a->inline_db ? "database" : "objects", "created", t);
   if (j)
     json_object_set_new(j, "task", a->task_id ? json_integer(a->task_id) : json_null());
-  return j;
-}
-
-static json_t *version_json(const ag_version *v) {
-  char t[32];
-  when(v->created_ns, t);
-  json_t *origin = json_loads(v->origin ? v->origin : "{}", 0, NULL);
-  json_t *j = json_pack("{s:I,s:s,s:o,s:s}", "id", (json_int_t)v->id, "module", v->module,
-                        "origin", origin ? origin : json_object(), "created", t);
-  if (j) {
-    json_object_set_new(j, "parent", v->parent ? json_integer(v->parent) : json_null());
-    json_object_set_new(j, "transform", v->transform ? json_string(v->transform) : json_null());
-    json_object_set_new(j, "task", v->task_id ? json_integer(v->task_id) : json_null());
-  }
   return j;
 }
 
@@ -230,15 +206,6 @@ static json_t *query_json(const ag_store_query *q) {
   return j;
 }
 
-static json_t *ref_json(const ag_ref *r) {
-  char t[32], tgt[80];
-  when(r->updated_ns, t);
-  obj_text(&r->target, tgt, sizeof tgt);
-  return json_pack("{s:s,s:s,s:s,s:s}", "name", r->name, "target_type",
-                   r->target.kind == AG_OBJ_VERSION ? "version" : "artifact", "target", tgt,
-                   "updated", t);
-}
-
 /* ------------------------------------------------------------ to text */
 static void print_artifact_line(const ag_artifact *a) {
   char sz[32], stored[32];
@@ -272,7 +239,7 @@ static void print_task_line(const ag_store_task *t) {
 
 static void print_ref_line(const ag_ref *r) {
   char tgt[80];
-  obj_text(&r->target, tgt, sizeof tgt);
+  ag_store_obj_text(&r->target, tgt, sizeof tgt);
   printf("  %-24s -> %s\n", r->name, tgt);
 }
 
@@ -343,7 +310,7 @@ static int ws_ls(ag_cli *cli) {
     if (j) {
       json_t *arr = json_array();
       for (size_t i = 0; i < shown; i++)
-        json_array_append_new(arr, ref_json(&r[i]));
+        json_array_append_new(arr, ag_store_ref_json(&r[i]));
       json_object_set_new(j, "refs", json_pack("{s:I,s:o}", "total", (json_int_t)n, "items", arr));
     } else {
       printf("refs (%zu)\n", n);
@@ -364,7 +331,7 @@ static int ws_ls(ag_cli *cli) {
     if (j) {
       json_t *arr = json_array();
       for (size_t i = 0; i < n; i++)
-        json_array_append_new(arr, version_json(&v[i]));
+        json_array_append_new(arr, ag_store_version_json(&v[i]));
       json_object_set_new(j, "versions",
                           json_pack("{s:I,s:o}", "total", (json_int_t)s.versions, "items", arr));
     } else {
@@ -514,7 +481,7 @@ static int ws_show(ag_cli *cli) {
       break;
     }
     if (cli->json) {
-      j = version_json(&v);
+      j = ag_store_version_json(&v);
       json_object_set_new(j, "record", json_string("version"));
       json_t *arr = json_array();
       for (size_t i = 0; i < n; i++)
@@ -626,7 +593,7 @@ static int ws_log(ag_cli *cli) {
   for (size_t i = 0; i < n; i++) {
     char t[32], id[80];
     when(e[i].time_ns, t);
-    obj_text(&e[i].obj, id, sizeof id);
+    ag_store_obj_text(&e[i].obj, id, sizeof id);
     if (arr)
       json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s}", "time", t, "what", e[i].what,
                                            "id", id, "text", e[i].text));
@@ -833,7 +800,7 @@ static int ws_ref(ag_cli *cli) {
     json_t *arr = cli->json ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
       if (arr)
-        json_array_append_new(arr, ref_json(&r[i]));
+        json_array_append_new(arr, ag_store_ref_json(&r[i]));
       else
         print_ref_line(&r[i]);
     }
@@ -872,9 +839,9 @@ static int ws_ref(ag_cli *cli) {
   if (rc)
     return fail(rc);
   if (cli->json)
-    return print_json(ref_json(&r));
+    return print_json(ag_store_ref_json(&r));
   char tgt[80];
-  obj_text(&r.target, tgt, sizeof tgt);
+  ag_store_obj_text(&r.target, tgt, sizeof tgt);
   printf("%s -> %s\n", r.name, tgt);
   return AG_EXIT_OK;
 }

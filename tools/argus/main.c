@@ -177,27 +177,8 @@ void ag_cli_error(const ag_cli *cli, const char *fmt, ...) {
   va_end(ap);
 }
 
-static const char *errno_text(int e) {
-  return e == ENOENT ? "no such file" : e == EACCES ? "permission denied" : strerror(e);
-}
-
 int ag_cli_file_problem(const char *path, const char **why) {
-  struct stat st;
-  *why = NULL;
-  if (stat(path, &st) != 0) {
-    int e = errno;
-    *why = errno_text(e);
-    return e == ENOENT ? AG_ENOTFOUND : AG_EIO;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    *why = "it is a directory, not a file";
-    return AG_EISDIR;
-  }
-  if (access(path, R_OK) != 0) {
-    *why = errno_text(errno);
-    return AG_EIO;
-  }
-  return 0;
+  return ag_file_problem(path, why);
 }
 
 int ag_cli_input_file(const ag_cli *cli, const char *path) {
