@@ -211,19 +211,11 @@ static void time_facts(sum *s, const char *qregion) {
     ag_str t = AG_STR_INIT;
     double share = D > 0 && r->have_total ? 100.0 * r->total / D : -1;
     fmt_region(&t, r->name);
-    if (share >= 0 && r != d) {
-      ag_str_printf(&t, ": %.1f%% of ", share);
-      fmt_region(&t, d->name);
-      ag_str_puts(&t, "'s time (");
-    } else if (r == d) {
-      ag_str_puts(&t, ": 100% (");
-    } else {
-      ag_str_puts(&t, ": (");
-    }
-    if (r->have_total) {
+    if (share >= 0)
+      ag_str_printf(&t, r == d ? " 100%%" : " %.1f%%", share);
+    ag_str_puts(&t, " (");
+    if (r->have_total)
       fmt_ns(&t, r->total);
-      ag_str_puts(&t, " summed");
-    }
     if (r->have_count)
       ag_str_printf(&t, "%s%lld occurrences", r->have_total ? " over " : "", r->count);
     if (r->have_mean) {
@@ -245,10 +237,9 @@ static void time_facts(sum *s, const char *qregion) {
   /* time of the query region in none of its child regions */
   if (D > 0 && nchildren && children <= D && (D - children) / D >= 0.05) {
     ag_str t = AG_STR_INIT;
-    ag_str_printf(&t, "%.1f%% of ", 100.0 * (D - children) / D);
+    ag_str_printf(&t, "%.1f%% in none of ", 100.0 * (D - children) / D);
     fmt_region(&t, d->name);
-    ag_str_printf(&t, "'s time is in none of its %d child region%s (", nchildren,
-                  nchildren == 1 ? "" : "s");
+    ag_str_printf(&t, "'s %d child region%s (", nchildren, nchildren == 1 ? "" : "s");
     fmt_ns(&t, D - children);
     ag_str_puts(&t, ") [derived]");
     add_line(s, TIER_TIME, D - children, "fact", &t);
@@ -463,6 +454,8 @@ static int cmp_line(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+#define TRAILER "… %zu more left out (%d facts, %d warnings, %d missing): --json\n"
+
 int ag_report_summary(const json_t *report, int max_tokens, ag_str *out) {
   const char *schema = json_string_value(json_object_get(report, "schema"));
   int is_trace = schema && !strcmp(schema, "argus.trace/1");
@@ -494,9 +487,9 @@ int ag_report_summary(const json_t *report, int max_tokens, ag_str *out) {
     ag_str_printf(&h, " {%s}", sc);
   const sum_region *d = denominator(&s, qregion);
   if (d) {
-    ag_str_puts(&h, "; shares are of ");
+    ag_str_puts(&h, "; % = share of ");
     fmt_region(&h, d->name);
-    ag_str_puts(&h, "'s time summed over its occurrences");
+    ag_str_puts(&h, "'s summed occurrence time");
   }
   add_line(&s, TIER_HEAD, 0, "fact", &h);
   time_facts(&s, qregion);
@@ -505,7 +498,10 @@ int ag_report_summary(const json_t *report, int max_tokens, ag_str *out) {
   qsort(s.lines.v, s.lines.n, sizeof *s.lines.v, cmp_line);
   /* emit in rank order while the next line and the trailer still fit */
   size_t budget = (size_t)max_tokens * AG_SUMMARY_BYTES_PER_TOKEN;
-  size_t trailer = 100; /* room for the last line (at most 80 bytes) */
+  /* room for the last line: its longest form, with every count at its largest */
+  char tb[160];
+  size_t nl = s.lines.n;
+  size_t trailer = (size_t)snprintf(tb, sizeof tb, TRAILER, nl, (int)nl, (int)nl, (int)nl);
   size_t used = 0, k = 0;
   for (; !rc && k < s.lines.n; k++) {
     size_t n = strlen(s.lines.v[k].text) + 1;
@@ -530,8 +526,7 @@ int ag_report_summary(const json_t *report, int max_tokens, ag_str *out) {
       const char *w = s.lines.v[i].what;
       nf += !strcmp(w, "fact"), nw += !strcmp(w, "warning"), nm += !strcmp(w, "missing");
     }
-    ag_str_printf(out, "… %zu more left out (%d facts, %d warnings, %d missing): --json\n",
-                  s.lines.n - k, nf, nw, nm);
+    ag_str_printf(out, TRAILER, s.lines.n - k, nf, nw, nm);
   }
   for (size_t i = 0; i < s.lines.n; i++)
     ag_free(s.lines.v[i].text);

@@ -78,6 +78,7 @@ typedef struct call {
   json_t *structured;
   ag_str text;
   int is_error;
+  int bad_args; /* the error is in the arguments (an unknown signal, a bad scope): -32602 */
   ag_str error; /* the first error, when is_error */
   json_t *diags;
 } call;
@@ -330,6 +331,7 @@ static int tool_check(call *c, const json_t *a) {
   if (!rc)
     rc = ag_tile_check(p, &o, &d, &r);
   add_diags(c, &d);
+  c->bad_args = rc == AG_EINVAL; /* a --set or --symbolic name the kernel lacks */
   if (rc) { /* malformed, or the checker could not finish */
     fail(c, rc == AG_EPARSE || rc == AG_EINVAL ? 0 : rc, "%s '%s'",
          rc == AG_EPARSE || rc == AG_EINVAL ? "malformed tile program" : "cannot check", file);
@@ -571,6 +573,7 @@ static int run_observe(call *c, const ag_observe_opts *o, ag_observe_result *r) 
   int rc = ag_observe(o, &d, r);
   add_diags(c, &d);
   ag_diags_release(&d);
+  c->bad_args = rc == AG_EINVAL; /* the query itself: signals, scope */
   return rc ? fail(c, rc == AG_EINVAL || rc == AG_EPARSE ? 0 : rc, "the query could not %s",
                    o->plan_only ? "be planned" : "run")
             : 0;
@@ -797,8 +800,20 @@ static void tools_call(mcp *m, json_t *id, json_t *params) {
   json_decref(diags);
   int rc = tools[t].fn(&c, args ? args : empty);
   ag_cli_take_errors(&msg, &diags); /* what the CLI helpers reported */
-  json_t *result;
-  if (rc || c.is_error) {
+  json_t *result = NULL;
+  if (c.bad_args) { /* -32602, the diagnostics in the message */
+    ag_str text = AG_STR_INIT;
+    ag_str_printf(&text, "tool '%s': %s", name, msg ? msg : ag_str_cstr(&c.error));
+    json_t *all[2] = {c.diags, diags};
+    for (int k = 0; k < 2; k++) {
+      size_t i;
+      json_t *dg;
+      json_array_foreach(all[k], i, dg)
+          ag_str_printf(&text, "; %s", json_string_value(json_object_get(dg, "message")));
+    }
+    reply_error(m, id, RPC_INVALID_PARAMS, "%s", ag_str_cstr(&text));
+    ag_str_release(&text);
+  } else if (rc || c.is_error) {
     if (!c.diags)
       c.diags = json_array();
     if (diags)
@@ -836,7 +851,7 @@ static void tools_call(mcp *m, json_t *id, json_t *params) {
   }
   if (result)
     reply(m, id, result);
-  else
+  else if (!c.bad_args)
     reply_error(m, id, RPC_INTERNAL, "out of memory building the result of '%s'", name);
   ag_free(msg);
   json_decref(diags);
