@@ -266,7 +266,7 @@ def run(argus, src, tmp, have_nvcc):
                          capture_output=True, text=True)
     h = put.stdout.split()[0] if put.returncode == 0 and put.stdout else ""
     check(len(h) == 64, "ws put of the stored report: %r %r" % (put.stdout, put.stderr))
-    for budget in (72, 100, 256):
+    for budget in list(range(72, 400, 3)) + [256]:
         r, _ = s.call("report", {"report": h[:12], "summary_tokens": budget})
         res = result_of(r, "report")
         t = text_of(res)
@@ -303,6 +303,26 @@ def run(argus, src, tmp, have_nvcc):
         r, _ = s.call("report", {})
         check(result_of(r, "report latest").get("structuredContent", {}).get("schema") ==
               "argus.report/1", "report without arguments: the latest query's")
+
+    # ---- the CLI's summary: argus observe --summary[=TOKENS]
+    if plan_ok:
+        base = [argus, "--workspace", ws, "observe", spec, "--region", "work", "--signals",
+                "static"]
+        for opt, budget in (("--summary=100", 100), ("--summary", 256)):
+            p = subprocess.run(base + [opt], capture_output=True, text=True, cwd=tmp)
+            check(p.stdout.startswith("argus observe work on ") and
+                  (len(p.stdout.encode()) + 2) // 3 <= budget,
+                  "observe %s: a summary within %d tokens: %r" % (opt, budget, p.stdout))
+            check("report " in p.stderr, "observe %s: the report's hash on stderr" % opt)
+        p = subprocess.run(base + ["--json", "--summary=80"], capture_output=True, text=True,
+                           cwd=tmp)
+        j = json.loads(p.stdout or "{}")
+        check(j.get("schema") == "argus.summary/1" and j.get("max_tokens") == 80 and
+              j.get("tokens", 999) <= 80 and j.get("text", "").startswith("argus observe"),
+              "observe --json --summary: the argus.summary/1 object: %r" % j)
+        p = subprocess.run(base + ["--summary=10"], capture_output=True, text=True, cwd=tmp)
+        check(p.returncode == 2 and "from 64 to" in p.stderr,
+              "observe --summary=10: a usage error: %r" % p.stderr)
 
     # ---- protocol errors
     s.send_raw(b"this is not json\n")

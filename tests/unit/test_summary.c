@@ -249,6 +249,28 @@ TEST(test_large_report_cut_to_budget) {
   ag_report_free(rep);
 }
 
+/* Shares are of the query's region (named by its local name), not of the
+ * largest one. */
+TEST(test_shares_of_the_query_region) {
+  const char *sigs[] = {"duration"};
+  ag_query q = {.region = "a", .signals = sigs, .nsignals = 1};
+  ag_report *rep = ag_report_new(&q, "k@v1");
+  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
+  CHECK_EQ_INT(ag_report_add(rep, "k", "duration", "total", 1000, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
+  CHECK_EQ_INT(ag_report_add(rep, "k/a", "duration", "total", 400, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
+  CHECK_EQ_INT(ag_report_add(rep, "k/a/b", "duration", "total", 100, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
+  json_t *r = ag_report_to_json(rep);
+  check_budgets("query region", r);
+  char *s = summary_of(r, 256);
+  CHECK_CONTAINS(s, "% = share of k/a's summed occurrence time");
+  CHECK_CONTAINS(s, "\nk/a/b 25.0% (100 ns)");
+  CHECK_CONTAINS(s, "\nk 250.0% (1.00 us)");
+  CHECK_CONTAINS(s, "\n75.0% in none of k/a's 1 child region (300 ns) [derived]");
+  ag_free(s);
+  json_decref(r);
+  ag_report_free(rep);
+}
+
 TEST(test_bad_input_refused) {
   ag_str s = AG_STR_INIT;
   json_t *r = json_pack("{s:s}", "schema", "argus.report/2");
@@ -292,4 +314,5 @@ TEST(test_out_of_memory) {
 
 RUN_TESTS(T(test_token_rule), T(test_gemm_h200_ranked_by_share), T(test_async_sites_by_exposed_wait),
           T(test_no_gpu_report_says_what_is_missing), T(test_trace_reports_of_recorded_evidence),
-          T(test_large_report_cut_to_budget), T(test_bad_input_refused), T(test_out_of_memory))
+          T(test_large_report_cut_to_budget), T(test_shares_of_the_query_region),
+          T(test_bad_input_refused), T(test_out_of_memory))
