@@ -214,21 +214,33 @@ TEST(test_trace_reports_of_recorded_evidence) {
   }
 }
 
+/* A report of query region qregion on program k@v1; add() puts one duration
+ * value (observed, traced) in it. */
+static const ag_provenance kpv = {NULL, 0, "k@v1", "traced", ""};
+
+static ag_report *new_report(const char *qregion) {
+  static const char *sigs[] = {"duration"};
+  ag_query q = {.region = qregion, .signals = sigs, .nsignals = 1};
+  ag_report *rep = ag_report_new(&q, "k@v1");
+  CHECK(rep != NULL);
+  return rep;
+}
+
+static void add(ag_report *rep, const char *region, const char *stat, double ns) {
+  CHECK_EQ_INT(ag_report_add(rep, region, "duration", stat, ns, "ns", AG_QUAL_OBSERVED, -1, &kpv),
+               0);
+}
+
 /* 300 regions and 50 warnings: most is left out, the budget holds, and the
  * left-out line counts them by kind. */
 TEST(test_large_report_cut_to_budget) {
-  const char *sigs[] = {"duration"};
-  ag_query q = {.region = "k", .signals = sigs, .nsignals = 1};
-  ag_report *rep = ag_report_new(&q, "k@v1");
-  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
-  CHECK_EQ_INT(ag_report_add(rep, "k", "duration", "total", 1e11, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
+  ag_report *rep = new_report("k");
+  add(rep, "k", "total", 1e11);
   for (int i = 0; i < 300; i++) {
     char n[64];
     snprintf(n, sizeof n, "k/region_%03d", i);
-    CHECK_EQ_INT(ag_report_add(rep, n, "duration", "total", 1e6 * (i + 1), "ns",
-                               AG_QUAL_OBSERVED, -1, &pv), 0);
-    CHECK_EQ_INT(ag_report_add(rep, n, "duration", "mean", 100 + i, "ns", AG_QUAL_OBSERVED, -1,
-                               &pv), 0);
+    add(rep, n, "total", 1e6 * (i + 1));
+    add(rep, n, "mean", 100 + i);
   }
   for (int i = 0; i < 50; i++)
     ag_report_warning(rep, "the traced build changed occupancy: 1 CTAs per SM against 2");
@@ -252,13 +264,10 @@ TEST(test_large_report_cut_to_budget) {
 /* Shares are of the query's region (named by its local name), not of the
  * largest one. */
 TEST(test_shares_of_the_query_region) {
-  const char *sigs[] = {"duration"};
-  ag_query q = {.region = "a", .signals = sigs, .nsignals = 1};
-  ag_report *rep = ag_report_new(&q, "k@v1");
-  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
-  CHECK_EQ_INT(ag_report_add(rep, "k", "duration", "total", 1000, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
-  CHECK_EQ_INT(ag_report_add(rep, "k/a", "duration", "total", 400, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
-  CHECK_EQ_INT(ag_report_add(rep, "k/a/b", "duration", "total", 100, "ns", AG_QUAL_OBSERVED, -1, &pv), 0);
+  ag_report *rep = new_report("a");
+  add(rep, "k", "total", 1000);
+  add(rep, "k/a", "total", 400);
+  add(rep, "k/a/b", "total", 100);
   json_t *r = ag_report_to_json(rep);
   check_budgets("query region", r);
   char *s = summary_of(r, 256);
