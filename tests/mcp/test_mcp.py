@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import queue
+import random
 import shutil
 import subprocess
 import sys
@@ -363,6 +364,45 @@ def run(argus, src, tmp, have_nvcc):
     check("'batch' must be at least 1" in m, "minimum violation: %r" % m)
     m = error_of(s.call("report", {"summary_tokens": 10})[0], -32602, "budget too small")
     check("at least 72" in m, "a budget under the minimum: %r" % m)
+    # ---- every argument given every kind of value: an answer each, never a crash
+    rng = random.Random(22)
+    kinds = [1, -7, 1.5, "", "x", [], ["a"], [1], {}, {"a": 1}, {"a": "b"}, None, True]
+    nowhere = os.path.join(tmp, "nowhere")
+    for name, t in tools.items():
+        sc = t["inputSchema"]
+        base = {k: (nowhere if sc["properties"][k]["type"] == "string" else 1)
+                for k in sc.get("required", [])}
+        if name == "workspace":
+            base = {"action": "ls", "workspace": nowhere}
+        for prop in sc["properties"]:
+            for v in kinds:
+                args = dict(base, **{prop: v})
+                if prop != "workspace" and "workspace" in sc["properties"]:
+                    args.setdefault("workspace", nowhere)
+                r, _ = s.call(name, args)
+                check(r is not None and ("result" in r or r.get("error", {}).get("code") == -32602),
+                      "%s %r: a result or -32602, got %r" % (name, args, r))
+    # ---- random damage to valid requests: every line answered by JSON-RPC or ignored
+    good = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "check", "arguments": {"file": nowhere}}}),
+            json.dumps({"jsonrpc": "2.0", "id": "a", "method": "tools/list"}),
+            json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    for i in range(300):
+        b = bytearray(rng.choice(good).encode())
+        for _ in range(rng.randint(1, 4)):
+            op, k = rng.randint(0, 2), rng.randrange(len(b))
+            if op == 0:
+                del b[k]
+            elif op == 1:
+                b.insert(k, rng.randrange(256))
+            else:
+                b[k:] = b[k:k + rng.randint(0, 8)]
+            if not b:
+                b = bytearray(b"{")
+        s.send_raw(bytes(b).replace(b"\n", b" ") + b"\n")
+    r, notes = s.request("ping")
+    check(result_of(r, "ping after the damaged lines") == {},
+          "the server still serves after %d damaged lines (%d answers)" % (300, len(notes)))
     r, _ = s.request("ping")
     check(result_of(r, "ping after errors") == {}, "the server still serves after the errors")
     rc = s.close()
