@@ -280,7 +280,8 @@ static void async_facts(sum *s) {
   }
 }
 
-/* At most `max` bytes of text, cut at a word with "…". */
+/* At most `max` bytes of text, else cut at a word (or a character) with
+ * " …" (4 bytes more). */
 static void put_cut(ag_str *o, const char *text, size_t max) {
   size_t n = text ? strlen(text) : 0;
   if (n <= max) {
@@ -290,11 +291,14 @@ static void put_cut(ag_str *o, const char *text, size_t max) {
   size_t k = max;
   while (k > max / 2 && text[k] != ' ')
     k--;
+  while (k > 0 && ((unsigned char)text[k] & 0xC0) == 0x80) /* not inside a UTF-8 character */
+    k--;
   ag_str_append(o, text, k);
   ag_str_puts(o, " …");
 }
 
 #define CUT 200 /* bytes of one warning or reason */
+#define PROSE_MIN 64 /* the shortest room a warning or reason is cut to */
 
 static void report_values(sum *s, const json_t *root) {
   json_t *values = json_object_get(root, "values");
@@ -507,9 +511,12 @@ int ag_report_summary(const json_t *report, int max_tokens, ag_str *out) {
     size_t n = strlen(s.lines.v[k].text) + 1;
     size_t room = budget - (k + 1 < s.lines.n ? trailer : 0);
     if (used + n > room) {
-      if (k == 0) { /* the header alone is too long: cut it */
+      /* prose (the header, a warning, a reason) is cut to the room left when
+       * that still says something; a fact is whole or not at all */
+      size_t left = room > used ? room - used : 0;
+      if (k == 0 || (strcmp(s.lines.v[k].what, "fact") && left >= PROSE_MIN)) {
         ag_str t = AG_STR_INIT;
-        put_cut(&t, s.lines.v[0].text, room > 8 ? room - 8 : 0);
+        put_cut(&t, s.lines.v[k].text, left > 6 ? left - 6 : 0); /* " …\n" */
         ag_str_printf(out, "%s\n", ag_str_cstr(&t));
         used += t.len + 1;
         ag_str_release(&t);

@@ -189,6 +189,13 @@ TEST(test_no_gpu_report_says_what_is_missing) {
   CHECK_CONTAINS(s, "missing duration of mainloop: ");
   CHECK_CONTAINS(s, "needs a GPU");
   CHECK_CONTAINS(s, "warning: the measured build differs");
+  ag_free(s);
+  /* a small budget cuts the warning rather than drop it */
+  s = summary_of(r, 80);
+  CHECK_CONTAINS(s, "\nwarning: the measured build differs");
+  CHECK_CONTAINS(s, " …\n");
+  ag_free(s);
+  s = summary_of(r, 256);
   /* qualifications before facts, missing before the compiler's figures */
   CHECK(strstr(s, "warning: ") < strstr(s, "missing duration"));
   CHECK(strstr(s, "missing duration") < strstr(s, "compiler: "));
@@ -280,6 +287,41 @@ TEST(test_shares_of_the_query_region) {
   ag_report_free(rep);
 }
 
+static int valid_utf8(const unsigned char *p) {
+  while (*p) {
+    int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2
+                                                     : (*p & 0xF8) == 0xF0 ? 3 : -1;
+    if (n < 0)
+      return 0;
+    p++;
+    for (int i = 0; i < n; i++, p++)
+      if ((*p & 0xC0) != 0x80)
+        return 0;
+  }
+  return 1;
+}
+
+/* A long warning of two-byte characters is cut at a character, never inside one. */
+TEST(test_cut_keeps_utf8) {
+  ag_report *rep = new_report("k");
+  add(rep, "k", "total", 1000);
+  ag_str w = AG_STR_INIT;
+  for (int i = 0; i < 400; i++)
+    ag_str_puts(&w, "\xc3\xa9");
+  ag_report_warning(rep, ag_str_cstr(&w));
+  ag_str_release(&w);
+  json_t *r = ag_report_to_json(rep);
+  for (int b = 64; b < 200; b++) {
+    char *s = summary_of(r, b);
+    CHECK(valid_utf8((const unsigned char *)s));
+    CHECK_CONTAINS(s, "\nwarning: \xc3\xa9");
+    CHECK(ag_summary_tokens(strlen(s)) <= (size_t)b);
+    ag_free(s);
+  }
+  json_decref(r);
+  ag_report_free(rep);
+}
+
 TEST(test_bad_input_refused) {
   ag_str s = AG_STR_INIT;
   json_t *r = json_pack("{s:s}", "schema", "argus.report/2");
@@ -323,5 +365,5 @@ TEST(test_out_of_memory) {
 
 RUN_TESTS(T(test_token_rule), T(test_gemm_h200_ranked_by_share), T(test_async_sites_by_exposed_wait),
           T(test_no_gpu_report_says_what_is_missing), T(test_trace_reports_of_recorded_evidence),
-          T(test_large_report_cut_to_budget), T(test_shares_of_the_query_region),
+          T(test_large_report_cut_to_budget), T(test_shares_of_the_query_region), T(test_cut_keeps_utf8),
           T(test_bad_input_refused), T(test_out_of_memory))
