@@ -408,6 +408,13 @@ def run(argus, src, tmp, have_nvcc):
     rc = s.close()
     check(rc == 0, "EOF ends the server with exit 0, got %r" % rc)
 
+    # ---- usage errors of the command itself
+    for extra, want in ((["mcp", "extra"], "takes no arguments"),
+                        (["mcp", "--max-line", "5"], "from 1024 to 2^30")):
+        p = subprocess.run([argus] + extra, capture_output=True, text=True, input="")
+        check(p.returncode == 2 and want in p.stderr and not p.stdout,
+              "argus %s: exit 2 with %r, got %d %r" % (" ".join(extra), want, p.returncode, p.stderr))
+
     # ---- a line over --max-line is refused, and the server goes on
     s = Server(argus, tmp, ["--workspace", ws], ["--max-line", "1024"])
     s.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 5000 + b'"}}\n')
