@@ -415,6 +415,23 @@ def run(argus, src, tmp, have_nvcc):
         check(p.returncode == 2 and want in p.stderr and not p.stdout,
               "argus %s: exit 2 with %r, got %d %r" % (" ".join(extra), want, p.returncode, p.stderr))
 
+    # ---- a client that stops reading: the server exits 1 and says so
+    p = subprocess.Popen([argus, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()
+    try:
+        p.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n' * 3)
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    try:
+        rc, err = p.wait(30), p.stderr.read()
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc, err = None, b""
+    check(rc == 1 and b"cannot write to the client" in err,
+          "a client gone: exit 1 with the reason, got %r %r" % (rc, err))
+
     # ---- a line over --max-line is refused, and the server goes on
     s = Server(argus, tmp, ["--workspace", ws], ["--max-line", "1024"])
     s.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 5000 + b'"}}\n')

@@ -930,6 +930,8 @@ static void handle(mcp *m, const char *line, size_t len) {
   json_decref(msg);
 }
 
+static void on_sigpipe(int sig) { (void)sig; }
+
 int cmd_mcp(ag_cli *cli) {
   if (cli->npos)
     return ag_cli_usage_error(cli, "takes no arguments, got '%s'", cli->pos[0]);
@@ -955,7 +957,12 @@ int cmd_mcp(ag_cli *cli) {
     json_decref(m.tools);
     return ag_cli_fail(cli, AG_EIO, "cannot set up standard output");
   }
-  signal(SIGPIPE, SIG_IGN);
+  /* a client gone makes a write fail (EPIPE) rather than kill the server; a
+   * handler, not SIG_IGN, so the programs it runs get the default back at exec */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigpipe;
+  sigaction(SIGPIPE, &sa, NULL);
   pthread_mutex_init(&m.mu, NULL);
   ag_str line = AG_STR_INIT;
   int too_long;
