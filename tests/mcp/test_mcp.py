@@ -360,6 +360,8 @@ def run(argus, src, tmp, have_nvcc):
         check(want in m, "plan %r: %r in %r" % (args, want, m))
     m = error_of(s.call("workspace", {"action": "drop"})[0], -32602, "enum")
     check("must be one of 'init', 'ls', 'ref'" in m, "enum violation: %r" % m)
+    m = error_of(s.call("workspace", {"action": "ref"})[0], -32602, "ref without name")
+    check("argument 'name' is required by action 'ref'" in m, "ref without a name: %r" % m)
     m = error_of(s.call("check", {"file": "x.tile", "batch": 0})[0], -32602, "minimum")
     check("'batch' must be at least 1" in m, "minimum violation: %r" % m)
     m = error_of(s.call("report", {"summary_tokens": 10})[0], -32602, "budget too small")

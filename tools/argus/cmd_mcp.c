@@ -451,8 +451,10 @@ static int tool_workspace(call *c, const json_t *a) {
   const char *name = arg_str(a, "name"), *target = arg_str(a, "target");
   ag_store *st = NULL;
   int create = !strcmp(action, "init");
-  if (!create && !strcmp(action, "ref") && !name)
-    return fail(c, 0, "action 'ref' needs 'name'");
+  if (!create && !strcmp(action, "ref") && !name) {
+    c->bad_args = 1;
+    return fail(c, 0, "argument 'name' is required by action 'ref'");
+  }
   if (open_store(c, ws, create ? AG_STORE_CREATE : 0, &st))
     return -1;
   int out = -1, rc;
