@@ -73,6 +73,23 @@ int ag_report_text(const ag_report *r, ag_str *out);
  * workspace). */
 int ag_report_json_text(const json_t *report, ag_str *out);
 
+/* ---- the prompt-sized summary for agents (summary.c, docs/report.md) */
+/* Tokens are counted as AG_SUMMARY_BYTES_PER_TOKEN bytes each, rounded up:
+ * more than byte-level BPE tokenizers count on this text (words, numbers
+ * of three significant digits, region names). */
+#define AG_SUMMARY_BYTES_PER_TOKEN 3
+#define AG_SUMMARY_MIN_TOKENS 64     /* the header and the left-out line */
+#define AG_SUMMARY_DEFAULT_TOKENS 256
+/* The token count of `bytes` bytes of summary text under that rule. */
+size_t ag_summary_tokens(size_t bytes);
+/* Appends to out the summary of an argus.report/1 or argus.trace/1 report
+ * in at most max_tokens tokens: the facts an optimizer acts on, each with
+ * its qualification, ranked (qualifications first, then regions by share of
+ * time, async sites by exposed wait, then what is missing); the last line
+ * says what was left out for the budget. AG_EINVAL: not such a report;
+ * AG_ERANGE: max_tokens < AG_SUMMARY_MIN_TOKENS. */
+int ag_report_summary(const json_t *report, int max_tokens, ag_str *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,7 +13,8 @@ enum { AG_EXIT_OK = 0, AG_EXIT_FAIL = 1, AG_EXIT_USAGE = 2 };
 typedef struct ag_cli_opt {
   const char *name; /* long name without dashes */
   char shortc;      /* 0 if none */
-  const char *arg;  /* metavariable, NULL for a flag */
+  const char *arg;  /* metavariable, NULL for a flag; "[=NAME]": an optional value,
+                       given as --name=value only ("" when absent) */
   const char *help;
 } ag_cli_opt;
 
@@ -64,6 +65,10 @@ int ag_cli_fail_input(const ag_cli *cli, int err, const char *fmt, ...) AG_PRINT
 int ag_cli_input_exit(int err);
 /* Reports "argus CMD: msg" on stderr (and for --json). */
 void ag_cli_error(const ag_cli *cli, const char *fmt, ...) AG_PRINTF(2, 3);
+/* Moves out what was reported since the last call (the first message, or
+ * NULL; the diagnostics' JSON array, or NULL): `argus mcp` puts them in a
+ * tool's result. Both owned (ag_free, json_decref). */
+void ag_cli_take_errors(char **msg, json_t **diags);
 /* Records an error message already printed, for the --json error object. */
 void ag_cli_note_error(const char *msg);
 /* 0 when path names a readable file that is not a directory; else
@@ -90,6 +95,7 @@ int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern c
 int cmd_check(ag_cli *cli); extern const ag_cli_opt cmd_check_opts[]; extern const char cmd_check_details[];
 int cmd_lower(ag_cli *cli); extern const ag_cli_opt cmd_lower_opts[]; extern const char cmd_lower_details[];
 int cmd_run(ag_cli *cli); extern const ag_cli_opt cmd_run_opts[]; extern const char cmd_run_details[];
+int cmd_mcp(ag_cli *cli); extern const ag_cli_opt cmd_mcp_opts[]; extern const char cmd_mcp_details[];
 struct ag_tile_program;
 struct ag_tile_lowered;
 /* cmd_lower.c: check the parsed program p of FILE (refused when an assertion
@@ -118,6 +124,12 @@ struct ag_spec;
 int ag_cli_module_ptx(const ag_cli *cli, const char *in, const char *const *cu_flags,
                       ag_diags *d, ag_str *ptx, struct ag_spec **spec_out);
 char **ag_cli_split_list(const char *s, int *n);
+/* Shared by regions and mcp (cmd_regions.c): the regions of a spec, .ptx or
+ * .cu file (flags: nvcc flags, blank-separated, or NULL) as JSON (*json,
+ * owned) and/or text (appended); either may be NULL. An exit code; a
+ * failure is reported (warnings too, after success). */
+int ag_cli_regions(ag_cli *cli, const char *in, const char *flags, json_t **json,
+                   ag_str *text);
 void ag_cli_free_list(char **v);
 int cmd_ws(ag_cli *cli); extern const ag_cli_opt cmd_ws_opts[]; extern const char cmd_ws_details[];
 

@@ -29,6 +29,8 @@ const ag_cli_opt cmd_observe_opts[] = {
     {"timeline", 't', "FILE", "write the timeline signal's Chrome trace to FILE"},
     {"retry-failed", 0, NULL, "rerun the workspace's last query; only what failed runs again"},
     {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
+    {"summary", 0, "[=TOKENS]", "print the prompt-sized summary for agents instead of the "
+                                "report (default 256 tokens; docs/report.md)"},
     {0},
 };
 
@@ -164,6 +166,18 @@ int cmd_observe(ag_cli *cli) {
     ag_cli_free_list(sigs);
     return ag_cli_usage_error(cli, "--records needs a number >= 16");
   }
+  int summary = 0;
+  if ((v = ag_cli_get(cli, "summary"))) {
+    char *end = NULL;
+    long t = *v ? strtol(v, &end, 10) : AG_SUMMARY_DEFAULT_TOKENS;
+    if ((*v && *end) || t < AG_SUMMARY_MIN_TOKENS || t > 1000000) {
+      ag_cli_free_list(sigs);
+      json_decref(keep);
+      return ag_cli_usage_error(cli, "--summary=TOKENS needs a number of tokens from %d to "
+                                     "1000000, not '%s'", AG_SUMMARY_MIN_TOKENS, v);
+    }
+    summary = (int)t;
+  }
   o.launches = ag_cli_get(cli, "launches");
   o.trace_regions = ag_cli_get(cli, "trace");
   ag_diags d;
@@ -200,6 +214,27 @@ int cmd_observe(ag_cli *cli) {
   }
   if (!r.report) {
     ec = ag_cli_fail(cli, 0, "no report was produced");
+  } else if (summary) {
+    ag_str s = AG_STR_INIT;
+    int src = ag_report_summary(r.report, summary, &s);
+    json_t *j = src || !cli->json ? NULL
+                                  : json_pack("{s:s,s:s,s:i,s:I,s:s}", "schema", "argus.summary/1",
+                                              "report", r.report_hash, "max_tokens", summary,
+                                              "tokens", (json_int_t)ag_summary_tokens(s.len),
+                                              "text", ag_str_cstr(&s));
+    if (src)
+      ec = ag_cli_fail(cli, src, "cannot summarize the report");
+    else if (j)
+      ag_cli_print_json(j);
+    else
+      fputs(ag_str_cstr(&s), stdout);
+    if (!src) {
+      fprintf(stderr, "argus observe: report %s (argus ws get %.12s)\n", r.report_hash,
+              r.report_hash);
+      ec = json_array_size(missing) ? AG_EXIT_FAIL : AG_EXIT_OK;
+    }
+    json_decref(j);
+    ag_str_release(&s);
   } else if (cli->json) {
     ag_cli_print_json(r.report);
     ec = json_array_size(missing) ? AG_EXIT_FAIL : AG_EXIT_OK;

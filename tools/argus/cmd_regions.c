@@ -16,23 +16,22 @@ const ag_cli_opt cmd_regions_opts[] = {
     {0},
 };
 
-int cmd_regions(ag_cli *cli) {
-  if (cli->npos != 1)
-    return ag_cli_usage_error(cli, "expected one program spec, .ptx or .cu file");
-  const char *in = cli->pos[0];
+int ag_cli_regions(ag_cli *cli, const char *in, const char *flags_text, json_t **json,
+                   ag_str *text) {
   int exit_code = AG_EXIT_OK, rc;
   ag_diags d;
   ag_diags_init(&d);
   ag_spec *spec = NULL;
   ag_ptx_module *m = NULL;
-  ag_str text = AG_STR_INIT, out = AG_STR_INIT;
+  ag_str ptx = AG_STR_INIT;
   char *flagbuf = NULL;
   const char **flags = NULL;
-  if (ag_cli_get(cli, "flags")) {
+  if (json)
+    *json = NULL;
+  if (flags_text) {
     /* split --flags on blanks: argv for nvcc, never a shell */
-    const char *f = ag_cli_get(cli, "flags");
-    flagbuf = ag_strdup(f);
-    flags = ag_calloc(strlen(f) / 2 + 2, sizeof *flags);
+    flagbuf = ag_strdup(flags_text);
+    flags = ag_calloc(strlen(flags_text) / 2 + 2, sizeof *flags);
     if (!flagbuf || !flags) {
       exit_code = ag_cli_fail(cli, AG_ENOMEM, "flags");
       goto out;
@@ -42,10 +41,10 @@ int cmd_regions(ag_cli *cli) {
       flags[n++] = tok;
     flags[n] = NULL;
   }
-  if ((exit_code = ag_cli_module_ptx(cli, in, flags, &d, &text, &spec)))
+  if ((exit_code = ag_cli_module_ptx(cli, in, flags, &d, &ptx, &spec)))
     goto out;
   const char *name = spec ? (spec->ptx ? spec->ptx : spec->cuda) : in;
-  if ((rc = ag_ptx_parse(text.p ? text.p : "", text.len, name, &d, &m))) {
+  if ((rc = ag_ptx_parse(ptx.p ? ptx.p : "", ptx.len, name, &d, &m))) {
     ag_cli_print_diags(&d);
     exit_code = ag_cli_fail_input(cli, rc, "cannot parse the PTX of '%s'", in);
     goto out;
@@ -64,30 +63,42 @@ int cmd_regions(ag_cli *cli) {
     exit_code = ag_cli_fail_input(cli, rc, "invalid region markers in '%s'", in);
     goto out;
   }
-  if (cli->json) {
-    json_t *j = ag_ptx_regions_to_json(m, R);
-    if (!j) {
-      exit_code = ag_cli_fail(cli, AG_ENOMEM, "JSON");
-      goto out;
-    }
-    ag_cli_print_json(j);
-    json_decref(j);
-  } else {
-    if (ag_ptx_regions_format(m, R, &out)) {
-      exit_code = ag_cli_fail(cli, AG_ENOMEM, "formatting");
-      goto out;
-    }
-    fwrite(out.p ? out.p : "", 1, out.len, stdout);
+  if (json && !(*json = ag_ptx_regions_to_json(m, R))) {
+    exit_code = ag_cli_fail(cli, AG_ENOMEM, "JSON");
+    goto out;
+  }
+  if (text && ag_ptx_regions_format(m, R, text)) {
+    exit_code = ag_cli_fail(cli, AG_ENOMEM, "formatting");
+    goto out;
   }
   if (d.items.n)
     ag_cli_print_diags(&d); /* warnings */
 out:
+  if (exit_code && json) {
+    json_decref(*json);
+    *json = NULL;
+  }
   ag_free(flagbuf);
   ag_free(flags);
-  ag_str_release(&text);
-  ag_str_release(&out);
+  ag_str_release(&ptx);
   ag_ptx_module_free(m);
   ag_spec_free(spec);
   ag_diags_release(&d);
+  return exit_code;
+}
+
+int cmd_regions(ag_cli *cli) {
+  if (cli->npos != 1)
+    return ag_cli_usage_error(cli, "expected one program spec, .ptx or .cu file");
+  json_t *j = NULL;
+  ag_str out = AG_STR_INIT;
+  int exit_code = ag_cli_regions(cli, cli->pos[0], ag_cli_get(cli, "flags"),
+                                 cli->json ? &j : NULL, cli->json ? NULL : &out);
+  if (!exit_code && j)
+    ag_cli_print_json(j);
+  else if (!exit_code)
+    fwrite(out.p ? out.p : "", 1, out.len, stdout);
+  json_decref(j);
+  ag_str_release(&out);
   return exit_code;
 }

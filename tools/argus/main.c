@@ -49,6 +49,7 @@ static const ag_cli_cmd commands[] = {
     {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
     {"lower", cmd_lower, 0, "[options] FILE.tile", "lower a tile program to CUDA C or PTX (exit 1: it does not check, 2: malformed)", cmd_lower_details, cmd_lower_opts},
     {"run", cmd_run, 0, "[options] FILE.tile --size NAME=V,...", "run a tile program on the GPU: against a reference (--check-ref), timed (--bench)", cmd_run_details, cmd_run_opts},
+    {"mcp", cmd_mcp, 0, "[--max-line BYTES]", "serve Argus's tools to an agent: a Model Context Protocol server on stdio", cmd_mcp_details, cmd_mcp_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -65,7 +66,10 @@ static const char *prog_cmd = "argus";
 static void print_opts(const ag_cli_opt *opts, FILE *f) {
   for (const ag_cli_opt *o = opts; o && o->name; o++) {
     char left[64];
-    if (o->shortc)
+    int opt = o->arg && o->arg[0] == '['; /* "[=TOKENS]": an optional value */
+    if (opt)
+      snprintf(left, sizeof left, "    --%s%s", o->name, o->arg);
+    else if (o->shortc)
       snprintf(left, sizeof left, "-%c, --%s%s%s", o->shortc, o->name, o->arg ? " " : "",
                o->arg ? o->arg : "");
     else
@@ -110,6 +114,13 @@ static struct {
   json_t *diags;    /* the diagnostics printed */
   int printed_json; /* the command printed JSON on stdout */
 } errs = {AG_STR_INIT, NULL, 0};
+
+void ag_cli_take_errors(char **msg, json_t **diags) {
+  *msg = errs.msg.len ? ag_str_detach(&errs.msg) : NULL;
+  ag_str_release(&errs.msg);
+  *diags = errs.diags;
+  errs.diags = NULL;
+}
 
 void ag_cli_note_error(const char *msg) {
   if (!errs.msg.len && msg)
@@ -272,6 +283,8 @@ static int match_opt(const ag_cli_opt *opts, int argc, char **argv, int *i,
     }
     if (is_long && a[2 + nl] == '=') {
       *val = a + 3 + nl;
+    } else if (o->arg[0] == '[') { /* optional value, given only as --name=value */
+      *val = "";
     } else if (*i + 1 < argc) {
       *val = argv[++*i];
     } else {
