@@ -56,6 +56,8 @@ int ag_sass_ev_load_mem(const void *data, size_t len, const char *name, ag_diags
 /* The same for evidence of another format with these rows: "argus-stalls"
  * (PC sampling, docs/stalls.md: one column per stall reason). */
 int ag_sass_ev_load_as(const char *path, const char *format, ag_diags *diags, ag_sass_ev **out);
+int ag_sass_ev_load_mem_as(const void *data, size_t len, const char *name, const char *format,
+                           ag_diags *diags, ag_sass_ev **out);
 void ag_sass_ev_free(ag_sass_ev *e);
 /* The column of metric `name`, or -1. */
 int ag_sass_ev_metric(const ag_sass_ev *e, const char *name);

@@ -41,6 +41,10 @@ static const ag_evidence_kind evidence_kinds[] = {
      * kernel, so the run is alone and in a process of its own */
     {"sass_metrics", "trace-free", "sass", "discover", 0, AG_EFF_PATCHES_SASS, 0, NULL, NULL,
      "{\"lineinfo\":true}"},
+    /* CUPTI PC sampling of the line-info build (docs/stalls.md): a CUPTI
+     * subscriber of its own, so a run of its own */
+    {"stalls", "trace-free", "stalls", "discover", 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL,
+     "{\"lineinfo\":true}"},
     /* the system timeline: CUPTI activity beside the timing run of the
      * user's build; its transform config keeps it out of the trace-free
      * timing run, whose kernel times it would move (docs/system.md) */
@@ -77,6 +81,11 @@ static const ag_recipe recipes[] = {
     {"branch", "sass_metrics", "synth.branch", AG_QUAL_ATTRIBUTED, "ratio",
      "per region branch efficiency: thread instructions / (32 x warp instructions), "
      "numerator and denominator attributed apart; and the predicated-on share",
+     "map_counts"},
+    {"stalls", "stalls", "synth.stalls", AG_QUAL_ATTRIBUTED, "samples",
+     "per region PC samples by stall reason (CUPTI PC sampling attributed through the map): "
+     "samples, share of the kernel's, top reason, reason entropy, top PCs with opcode and "
+     "PTX line",
      "map_counts"},
     {.signal = "system", .evidence = "system", .synth = "synth.system",
      .qual = AG_QUAL_OBSERVED, .unit = "ns",

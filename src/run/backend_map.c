@@ -8,7 +8,8 @@
  *
  * ag__obs_synth_attributed, the synthesis of every attributed signal, is
  * here: it reads the artifacts the plan's tasks made and calls
- * ag_attr_signal (src/synth/attrib_signal.c).
+ * ag_attr_signal (src/synth/attrib_signal.c); so does stalls
+ * (backend_stalls.c), with PC samples in place of SASS metrics.
  */
 #include <string.h>
 
@@ -43,12 +44,15 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
   const char *signal = json_string_value(json_object_get(t->config, "signal"));
   int metric = strcmp(signal ? signal : "", "ownership") != 0;
+  /* the PC-keyed evidence: CUPTI SASS metrics, or PC samples for stalls */
+  int stalls = signal && !strcmp(signal, "stalls");
+  const char *via = stalls ? "stalls" : "sass", *vout = stalls ? "stalls" : "sass_metrics";
   const ag_task *mc = ag__obs_collect_dep(cx->plan, t, "map");
   const ag_task *mcomp = mc && mc->deps.n ? ag_plan_task(cx->plan, mc->deps.v[0]) : NULL;
-  const ag_task *lc = lineinfo_compile(cx->plan, t, metric ? "sass" : NULL);
-  const ag_task *sc = metric ? ag__obs_collect_dep(cx->plan, t, "sass") : NULL;
+  const ag_task *lc = lineinfo_compile(cx->plan, t, metric ? via : NULL);
+  const ag_task *sc = metric ? ag__obs_collect_dep(cx->plan, t, via) : NULL;
   const char *hl = out_of(mcomp, "probes"), *hc = out_of(mc, "map_counts"),
-             *hb = out_of(lc, "cubin"), *hs = out_of(sc, "sass_metrics");
+             *hb = out_of(lc, "cubin"), *hs = out_of(sc, vout);
   json_t *layout = NULL, *counts = NULL, *out = NULL;
   char *cub = NULL, *sm = NULL;
   size_t cublen = 0, smlen = 0;
@@ -63,10 +67,11 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   int rc;
   if (!hl || !hc || !hb || (metric && !hs)) {
     rc = ag__obs_fail(t, AG_ENOTFOUND, "%s needs %s: %s", signal,
-                      !hl   ? "the mapping variant's layout"
-                      : !hc ? "the mapping run's counts"
-                      : !hb ? "the -lineinfo build"
-                            : "the SASS-metrics run",
+                      !hl      ? "the mapping variant's layout"
+                      : !hc    ? "the mapping run's counts"
+                      : !hb    ? "the -lineinfo build"
+                      : stalls ? "the PC-sampling run"
+                               : "the SASS-metrics run",
                       !hc && mc && mc->error   ? mc->error
                       : !hs && sc && sc->error ? sc->error
                                                : "it did not run");
@@ -80,7 +85,9 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   if ((rc = ag_attr_layout_from_json(layout, &d, &L)) ||
       (rc = ag_attr_counts_from_json(counts, &d, &slots, &nslots)) ||
       (rc = ag_sass_cubin_parse(cub, cublen, "the -lineinfo cubin", &d, &cubin)) ||
-      (sm && (rc = ag_sass_ev_load_mem(sm, smlen, "sass_metrics.json", &d, &ev)))) {
+      (sm && (rc = ag_sass_ev_load_mem_as(sm, smlen, stalls ? "stalls.json" : "sass_metrics.json",
+                                          stalls ? "argus-stalls" : "argus-sass-metrics", &d,
+                                          &ev)))) {
     rc = ag__obs_fail_diags(t, rc, "cannot decode the attribution's evidence", &d);
     goto out;
   }

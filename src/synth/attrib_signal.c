@@ -12,6 +12,7 @@
 
 #include "argus/attrib.h"
 #include "argus/sass_ev.h"
+#include "argus/stalls.h"
 
 #define WARP_LANES 32.0
 
@@ -136,6 +137,71 @@ static int ran(const ag_attr_map *map) {
   return 0;
 }
 
+/* stalls: PC samples by reason per region (ag_stalls_json, docs/stalls.md) */
+static int stalls_of(const ag_attr_inputs *in, const ag_attr_map *map, json_t *vals,
+                     json_t *missing, json_t *nj, json_t *warn) {
+  ag_diags d;
+  ag_diags_init(&d);
+  json_t *sj = NULL;
+  ag_str why = AG_STR_INIT, what = AG_STR_INIT;
+  ag_str_printf(&what, "stalls of kernel '%s'", map->kernel);
+  int rc = ag_stalls_json(map, in->metrics, in->cubin, map->kernel, in->metrics_version, &d, &sj);
+  if (rc == AG_EINVAL || rc == AG_ENOTFOUND) { /* another version: not joined; else missing */
+    diag_text(&d, &why);
+    note(strstr(ag_str_cstr(&why), "version") ? nj : missing, ag_str_cstr(&what),
+         ag_str_cstr(&why));
+    rc = 0;
+    goto out;
+  }
+  if (rc)
+    goto out;
+  size_t i;
+  json_t *r;
+  json_array_foreach(json_object_get(sj, "regions"), i, r) {
+    const char *reg = json_string_value(json_object_get(r, "region"));
+    if (!reg || !selected(reg, in->region))
+      continue;
+    static const char *const keys[][2] = {{"samples", "samples"},
+                                          {"share", "ratio"},
+                                          {"shared_share", "ratio"},
+                                          {"reason_entropy_bits", "bits"},
+                                          {"top_reason", ""},
+                                          {"reasons", "samples"},
+                                          {"top_pcs", "samples"}};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+      json_t *x = json_object_get(r, keys[k][0]);
+      if (x)
+        value(vals, reg, "stalls", keys[k][0], json_incref(x), keys[k][1]);
+    }
+  }
+  static const char *const kk[] = {"total_samples", "unattributed", "dropped_samples",
+                                   "period_cycles", "barrier_samples_moved"};
+  for (size_t k = 0; k < sizeof kk / sizeof kk[0]; k++) {
+    json_t *x = json_object_get(sj, kk[k]);
+    if (x)
+      value(vals, map->kernel, "stalls", kk[k], json_incref(x),
+            k == 3 ? "cycles" : "samples");
+  }
+  json_int_t dropped = json_integer_value(json_object_get(sj, "dropped_samples"));
+  if (dropped > 0)
+    json_array_append_new(warn, json_sprintf("stalls of '%s': CUPTI dropped %lld samples (raise "
+                                             "the period: ARGUS_STALLS_PERIOD)",
+                                             map->kernel, (long long)dropped));
+  if (json_integer_value(json_object_get(sj, "hw_buffer_full")) > 0)
+    json_array_append_new(warn, json_sprintf("stalls of '%s': the hardware sample buffer filled",
+                                             map->kernel));
+  if (!json_is_true(json_object_get(sj, "conserved")))
+    json_array_append_new(warn, json_sprintf("stalls of '%s': the regions' samples are not the "
+                                             "kernel's (a PC lost or counted twice)",
+                                             map->kernel));
+out:
+  json_decref(sj);
+  ag_diags_release(&d);
+  ag_str_release(&why);
+  ag_str_release(&what);
+  return rc;
+}
+
 static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_attr_map *map,
                       json_t *vals, json_t *missing, json_t *nj, json_t *warn) {
   const char *q = in->region;
@@ -170,6 +236,8 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     json_decref(o);
     return 0;
   }
+  if (!strcmp(signal, "stalls"))
+    return stalls_of(in, map, vals, missing, nj, warn);
   ag_str why = AG_STR_INIT, what = AG_STR_INIT;
   pcs a = {0}, b = {0};
   ag_attr_result *ra = NULL, *rb = NULL;
@@ -283,7 +351,7 @@ out:
 
 int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags, json_t **out) {
   *out = NULL;
-  static const char *const known[] = {"ownership", "inst_mix", "barriers", "branch"};
+  static const char *const known[] = {"ownership", "inst_mix", "barriers", "branch", "stalls"};
   int ok = 0;
   for (size_t i = 0; signal && i < sizeof known / sizeof known[0]; i++)
     ok |= !strcmp(signal, known[i]);
@@ -293,7 +361,8 @@ int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags
                  "attributed signal '%s': %s", signal ? signal : "(none)",
                  ok ? "the map's layout, counts and line-info cubin, and (but for ownership) "
                       "the SASS metrics, are all needed"
-                    : "not an attributed signal (ownership, inst_mix, barriers, branch)");
+                    : "not an attributed signal (ownership, inst_mix, barriers, branch, "
+                      "stalls)");
     return AG_EINVAL;
   }
   json_t *o = json_pack("{s:[],s:[],s:[],s:[]}", "values", "missing", "not_joined", "warnings");

@@ -219,8 +219,13 @@ int ag_sass_ev_load_as(const char *path, const char *format, ag_diags *diags, ag
 
 int ag_sass_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
                         ag_sass_ev **out) {
+  return ag_sass_ev_load_mem_as(data, len, name, "argus-sass-metrics", diags, out);
+}
+
+int ag_sass_ev_load_mem_as(const void *data, size_t len, const char *name, const char *format,
+                           ag_diags *diags, ag_sass_ev **out) {
   static const char empty[1] = "";
-  return load(name, "argus-sass-metrics", len ? data : empty, len, diags, out);
+  return load(name, format, len ? data : empty, len, diags, out);
 }
 
 void ag_sass_ev_free(ag_sass_ev *e) {

@@ -369,6 +369,34 @@ TEST(stalls_recorded) {
   CHECK_EQ_INT(ag_stalls_json(map, e, cub, "stall_truth", "0123456789abcdef", &d, &wrong),
                AG_EINVAL);
   CHECK(wrong == NULL);
+  { /* the same through the signal argus observe makes (ag_attr_signal "stalls") */
+    ag_attr_inputs in = {L, slots, nslots, cub, L->version, e, L->version, "stall_truth"};
+    json_t *so = NULL;
+    CHECK_EQ_INT(ag_attr_signal("stalls", &in, &d, &so), 0);
+    const char *w2 = NULL;
+    double ws = -1, ks = -1;
+    json_array_foreach(json_object_get(so, "values"), i, r) {
+      const char *rg2 = json_string_value(json_object_get(r, "region"));
+      const char *st = json_string_value(json_object_get(r, "stat"));
+      CHECK_EQ_STR(json_string_value(json_object_get(r, "qual")), "attributed");
+      if (!strcmp(rg2, "stall_truth/wait") && !strcmp(st, "top_reason"))
+        w2 = json_string_value(json_object_get(r, "value"));
+      if (!strcmp(rg2, "stall_truth/wait") && !strcmp(st, "samples"))
+        ws = json_number_value(json_object_get(r, "value"));
+      if (!strcmp(rg2, "stall_truth") && !strcmp(st, "total_samples"))
+        ks = json_number_value(json_object_get(r, "value"));
+    }
+    CHECK(w2 && tw && !strcmp(w2, tw));
+    CHECK(ws > 0 && ks >= ws);
+    CHECK_EQ_INT(json_array_size(json_object_get(so, "not_joined")), 0);
+    json_decref(so);
+    /* samples of another program version: named in not_joined, no value */
+    in.metrics_version = "0123456789abcdef";
+    CHECK_EQ_INT(ag_attr_signal("stalls", &in, &d, &so), 0);
+    CHECK_EQ_INT(json_array_size(json_object_get(so, "not_joined")), 1);
+    CHECK_EQ_INT(json_array_size(json_object_get(so, "values")), 0);
+    json_decref(so);
+  }
 done:
   json_decref(sj);
   json_decref(counts);

@@ -38,8 +38,8 @@ TEST(test_builtin_agree) {
                        /* issue 19: the mapping run and SASS metrics */
                        "transform.mapping", "synth.ownership",  "synth.inst_mix",
                        "synth.barriers",    "synth.branch",
-                       /* issue 21: the system timeline */
-                       "synth.system"};
+                       /* issue 21: the system timeline, stalls */
+                       "synth.system", "synth.stalls"};
   CHECK_EQ_INT(s.execs.n, sizeof ops / sizeof ops[0]);
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (count_op(&s, ops[i]) != 1)
@@ -95,6 +95,14 @@ TEST(test_builtin_agree) {
     CHECK_EQ_INT(mp->collect(NULL, NULL, &job), 0);
     CHECK_EQ_STR(ro.collect, "map");
     CHECK_EQ_INT(job.own_process, 0);
+    const ag_backend *pcs = ag_backend_find(&s, "stalls");
+    CHECK(pcs && ag_backend_collector(&s, "stalls") == pcs);
+    if (pcs) { /* PC sampling: a CUPTI subscriber of its own */
+      CHECK_EQ_INT(pcs->collect(NULL, NULL, &job), 0);
+      CHECK_EQ_STR(ro.collect, "stalls");
+      CHECK_EQ_INT(job.own_process, 1);
+      CHECK(ag_backend_for_op(&s, "synth.stalls") == pcs);
+    }
   }
   CHECK(mp->decode("{\"format\":\"x\"}", 14, "map_counts.json", &d, &x) != 0);
   CHECK(x == NULL);
