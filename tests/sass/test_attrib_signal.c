@@ -261,7 +261,7 @@ TEST(test_refusals) {
   json_decref(o);
   ag_free(s2);
   /* an unknown signal; inst_mix without metrics */
-  CHECK_EQ_INT(ag_attr_signal("stalls", &in, &d, &o), AG_EINVAL);
+  CHECK_EQ_INT(ag_attr_signal("hw_counters", &in, &d, &o), AG_EINVAL);
   CHECK(o == NULL);
   ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.L->version, NULL, NULL, NULL};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &nom, &d, &o), AG_EINVAL);
@@ -311,17 +311,21 @@ TEST(test_no_markers) {
   }
   CHECK(root >= 0);
   slots = ag_calloc(L->nslots, sizeof *slots);
-  for (int u = 0; u < L->nunits && root >= 0; u++) {
+  int skipped = 0; /* the kernel's last unit never ran: its PCs are unexecuted */
+  for (int u = L->nunits - 1; u >= 0 && root >= 0; u--) {
     const ag_attr_unit *U = &L->units[u];
     if (U->region < 0)
       slots[U->slot + (uint32_t)root] = 16; /* the helper, called from attrib_truth */
-    else if (U->region == root)
+    else if (U->region == root && skipped++)
       slots[U->slot] = 16;
   }
   ag_attr_inputs in = {L, slots, L->nslots, cub, L->version, NULL, NULL, "attrib_truth"};
   CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &out), 0);
   CHECK(val(out, "attrib_truth", "static_pcs") > 0);
   NEAR(val(out, "attrib_truth", "shared_pcs"), 0);
+  CHECK(val(out, "attrib_truth", "unexecuted_pcs") > 0);
+  NEAR(val(out, "attrib_truth", "static_pcs") + val(out, "attrib_truth", "unexecuted_pcs"),
+       val(out, "attrib_truth", "pcs"));
   size_t i;
   json_t *x;
   json_array_foreach(json_object_get(out, "values"), i, x)
