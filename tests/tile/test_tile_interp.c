@@ -147,6 +147,24 @@ TEST(test_planted_bug) {
   release(&g);
 }
 
+/* head dim 128 (--set d=128): the value reference against the same hand-written reference */
+TEST(test_attention_d128) {
+  prog g;
+  char err[512];
+  CHECK_EQ_INT(setup(&g, ex("attention.tile"), NULL, "sq=64,hq=4,hkv=1,d=128", 0.5f), 0);
+  CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
+  if (err[0])
+    printf("  %s\n", err);
+  long bad = 0;
+  for (int h = 0; h < 4; h++)
+    bad += attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, h, 128);
+  CHECK_EQ_INT(bad, 0);
+  uint16_t *O = g.t[3];
+  O[(0 * 4 + 1) * 128 + 100] = f2bf(bf2f(O[(0 * 4 + 1) * 128 + 100]) + 1.0f); /* dim 100 of head 1 */
+  CHECK(attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, 1, 128) > 0);
+  release(&g);
+}
+
 TEST(test_attention_tile) {
   prog g;
   char err[512];
@@ -255,6 +273,7 @@ TEST(test_errors) {
 }
 
 RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_bug},
-          {"test_attention_tile", test_attention_tile}, {"test_cvt_rounding", test_cvt_rounding},
+          {"test_attention_tile", test_attention_tile},
+          {"test_attention_d128", test_attention_d128}, {"test_cvt_rounding", test_cvt_rounding},
           {"test_masked_names", test_masked_names},
           {"test_errors", test_errors})
