@@ -25,7 +25,7 @@ typedef struct prog {
   ag_tile_lowered *low;
   ag_tile_run_sizes s;
   ag_tile_bound b;
-  void *t[4];
+  void *t[8]; /* by parameter: X, Y, B, Z, then the size N (NULL) */
 } prog;
 
 static void release(prog *g) {
