@@ -243,7 +243,8 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
   const char *pt[] = {"tile"}, *pk[] = {"kernel"}, *ps[] = {"size", NULL},
              *pu[] = {"unchecked"}, *pn[] = {"name"};
   if (!json_is_string(t) || !*json_string_value(t)) {
-    spec_err(diags, text, path, pt, 1, 1, "\"tile\" must be a file name (string): the .tile program");
+    spec_err(diags, text, path, pt, 1, 1,
+             "\"tile\" must be a file name (string): the .tile program");
   } else {
     char *rel = resolve_path(s->dir, json_string_value(t));
     if (!rel)

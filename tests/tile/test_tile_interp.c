@@ -160,7 +160,8 @@ TEST(test_attention_d128) {
     bad += attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, h, 128);
   CHECK_EQ_INT(bad, 0);
   uint16_t *O = g.t[3];
-  O[(0 * 4 + 1) * 128 + 100] = f2bf(bf2f(O[(0 * 4 + 1) * 128 + 100]) + 1.0f); /* dim 100 of head 1 */
+  /* dim 100 of head 1 */
+  O[(0 * 4 + 1) * 128 + 100] = f2bf(bf2f(O[(0 * 4 + 1) * 128 + 100]) + 1.0f);
   CHECK(attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, 1, 128) > 0);
   release(&g);
 }
