@@ -8,6 +8,11 @@
  *    "run": ["./gemm_tma_harness", "--size", "1024"],
  *    "run_library": "libgemm_tma_harness.so"}   (optional)
  *
+ * or, for a tile program (docs/harness.md), in place of "module" and "run":
+ *
+ *   {"tile": "gemm.tile", "kernel": "gemm", "size": {"M": 128, "N": 128},
+ *    "unchecked": false}      ("name" optional: the kernel's or the file's)
+ *
  * "module" may also name "production": the cubin or fatbin of the user's
  * own build, which the trace-free variant's code is compared with
  * (docs/build-fidelity.md).
@@ -44,7 +49,24 @@ typedef struct ag_spec {
   char **run;    /* harness argv (NULL-terminated); NULL when absent */
   int nrun;
   char *run_library; /* the harness as a shared library (path), or NULL */
+  /* {"tile": FILE, ...}: a tile program (docs/harness.md, "A tile program as
+   * the spec"). The tile builder fills ptx and run from these. */
+  char *tile;        /* resolved path of the .tile file, or NULL */
+  char *tile_kernel; /* "kernel", or NULL (the file's first) */
+  char *tile_sizes;  /* "size" as "NAME=V,..." (problem sizes and const parameters) */
+  int tile_unchecked; /* "unchecked": true */
+  int ptx_is_temp;   /* ptx is a temporary file ag_spec_free removes */
 } ag_spec;
+
+/* What turns a tile spec into a module and a harness: lowers s->tile
+ * (checked unless s->tile_unchecked) and sets s->ptx (a file holding the
+ * lowered PTX) and s->run (the `argus run` argv that launches it). Returns
+ * 0 or an AG_E* code with diagnostics. The tile lowering provides one
+ * (ag_tile_spec_build, argus/tile_run.h); a program that loads tile specs
+ * registers it once, before loading any (ud is passed back). Without one,
+ * a tile spec is refused, saying so. */
+typedef int (*ag_spec_tile_fn)(ag_spec *s, void *ud, ag_diags *d);
+void ag_spec_set_tile_builder(ag_spec_tile_fn fn, void *ud);
 
 /* Loads and validates a spec. *out is owned (ag_spec_free). AG_EPARSE with
  * diagnostics on malformed specs; AG_EIO when the file cannot be read. */

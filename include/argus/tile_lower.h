@@ -79,6 +79,9 @@ void ag_tile_lowered_free(ag_tile_lowered *l);
  * without NVRTC, AG_EJIT with NVRTC's log as diagnostics. */
 int ag_tile_nvrtc_ptx(const char *cuda, size_t len, const char *arch, ag_diags *d,
                       ag_str *ptx, int *cached);
+/* <$ARGUS_CACHE_DIR or $XDG_CACHE_HOME/argus or ~/.cache/argus>/sub, owned;
+ * NULL when the cache is off (ARGUS_PTX_CACHE=0) or there is no home. */
+char *ag__tile_cache_dir(const char *sub);
 
 #ifdef __cplusplus
 }

@@ -166,6 +166,16 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
 int ag_tile_run_file(const char *path, const char *spec, const ag_tile_exec_opts *o,
                      ag_diags *d, ag_tile_exec_result *r, double *build_s, int *cached);
 
+struct ag_spec;
+/* The tile builder of program specs (argus/spec.h, ag_spec_set_tile_builder;
+ * tilespec.c): lowers s->tile with s->tile_sizes (refusing a missing size,
+ * sizes that violate an `assume`, and, unless s->tile_unchecked, a program
+ * whose assertions do not all hold: AG_EVIOLATION, naming the first),
+ * compiles it through NVRTC and sets s->ptx (a file with the PTX) and
+ * s->run (`argus_exe run FILE --kernel K --size ... --unchecked`).
+ * argus_exe: the argus executable (const char *; NULL: "argus" in PATH). */
+int ag_tile_spec_build(struct ag_spec *s, void *argus_exe, ag_diags *d);
+
 /* --ref auto takes the value reference for kernels that are not GEMM-shaped
  * up to this many threads in the grid (attention.tile at skv 64: 128 blocks,
  * some seconds of interpretation). */

@@ -10,6 +10,8 @@
 #include "ptxcache.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -206,6 +208,115 @@ static int all_strings(json_t *a) {
   return 1;
 }
 
+/* ------------------------------------------------------------ tile specs */
+
+static ag_spec_tile_fn tile_builder;
+static void *tile_builder_ud;
+
+void ag_spec_set_tile_builder(ag_spec_tile_fn fn, void *ud) {
+  tile_builder = fn;
+  tile_builder_ud = ud;
+}
+
+static int is_tile_key(const char *k) {
+  return !strcmp(k, "tile") || !strcmp(k, "kernel") || !strcmp(k, "size") ||
+         !strcmp(k, "unchecked");
+}
+
+/* {"tile": FILE, "kernel": NAME, "size": {NAME: V, ...}, "unchecked": BOOL,
+ * "name": NAME}: the fields of s; the tile builder does the rest. Errors are
+ * diagnostics (the caller counts them); AG_ENOMEM only for memory. */
+static int load_tile(json_t *j, const char *text, const char *path, ag_diags *diags,
+                     ag_spec *s) {
+  static const char *const other[] = {"module", "run", "run_library"};
+  for (int i = 0; i < 3; i++)
+    if (json_object_get(j, other[i])) {
+      const char *p1[] = {other[i]};
+      spec_err(diags, text, path, p1, 1, 0,
+               "a tile spec has no \"%s\": argus lowers the program and runs it itself "
+               "(argus run)",
+               other[i]);
+    }
+  json_t *t = json_object_get(j, "tile"), *k = json_object_get(j, "kernel"),
+         *sz = json_object_get(j, "size"), *u = json_object_get(j, "unchecked"),
+         *name = json_object_get(j, "name");
+  const char *pt[] = {"tile"}, *pk[] = {"kernel"}, *ps[] = {"size", NULL},
+             *pu[] = {"unchecked"}, *pn[] = {"name"};
+  if (!json_is_string(t) || !*json_string_value(t)) {
+    spec_err(diags, text, path, pt, 1, 1,
+             "\"tile\" must be a file name (string): the .tile program");
+  } else {
+    char *rel = resolve_path(s->dir, json_string_value(t));
+    if (!rel)
+      return AG_ENOMEM;
+    /* the harness runs in the spec's directory: the path must not depend on ours */
+    char *real = realpath(rel, NULL);
+    if (!real)
+      spec_err(diags, text, path, pt, 1, 1, "cannot read the tile program '%s': %s", rel,
+               strerror(errno));
+    ag_free(rel);
+    if (!real)
+      return 0;
+    s->tile = ag_strdup(real);
+    free(real);
+    if (!s->tile)
+      return AG_ENOMEM;
+  }
+  if (k && (!json_is_string(k) || !*json_string_value(k)))
+    spec_err(diags, text, path, pk, 1, 1, "\"kernel\" must be a kernel name (string)");
+  else if (k && !(s->tile_kernel = ag_strdup(json_string_value(k))))
+    return AG_ENOMEM;
+  if (u && !json_is_boolean(u))
+    spec_err(diags, text, path, pu, 1, 1, "\"unchecked\" must be true or false");
+  s->tile_unchecked = json_is_true(u);
+  if (name && (!json_is_string(name) || !*json_string_value(name)))
+    spec_err(diags, text, path, pn, 1, 1, "\"name\" must be a non-empty string");
+  if (!sz) {
+    spec_err(diags, text, path, NULL, 0, 0,
+             "tile spec has no \"size\": give every problem size of the kernel, "
+             "{\"size\": {\"M\": 128, ...}}");
+  } else if (!json_is_object(sz)) {
+    spec_err(diags, text, path, ps, 1, 1,
+             "\"size\" must be an object of sizes: {\"M\": 128, \"N\": 128}");
+  } else {
+    ag_str a = AG_STR_INIT;
+    const char *key;
+    json_t *v;
+    json_object_foreach(sz, key, v) {
+      ps[1] = key;
+      if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+          json_integer_value(v) > 0xffffffffLL)
+        spec_err(diags, text, path, ps, 2, 1,
+                 "size '%s' must be a positive integer below 2^32", key);
+      else
+        ag_str_printf(&a, "%s%s=%lld", a.len ? "," : "", key,
+                      (long long)json_integer_value(v));
+    }
+    if (a.oom) {
+      ag_str_release(&a);
+      return AG_ENOMEM;
+    }
+    s->tile_sizes = a.len ? ag_str_detach(&a) : ag_strdup("");
+    ag_str_release(&a);
+    if (!s->tile_sizes)
+      return AG_ENOMEM;
+  }
+  const char *nm = json_is_string(name) && *json_string_value(name) ? json_string_value(name)
+                   : s->tile_kernel                                 ? s->tile_kernel
+                                                                    : NULL;
+  if (nm) {
+    s->name = ag_strdup(nm);
+  } else if (s->tile) { /* the file's name without .tile */
+    const char *b = strrchr(s->tile, '/');
+    b = b ? b + 1 : s->tile;
+    size_t n = strlen(b);
+    s->name = ag_strndup(b, n > 5 && !strcmp(b + n - 5, ".tile") ? n - 5 : n);
+  } else {
+    s->name = ag_strdup("tile");
+  }
+  return s->name ? 0 : AG_ENOMEM;
+}
+
 int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spec **out) {
   *out = NULL;
   json_t *j = NULL;
@@ -237,9 +348,22 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   json_object_foreach(j, key, v) {
     const char *p1[] = {key};
     if (strcmp(key, "name") && strcmp(key, "module") && strcmp(key, "run") &&
-        strcmp(key, "run_library"))
+        strcmp(key, "run_library") && !is_tile_key(key))
       spec_err(diags, text, path, p1, 1, 0,
-               "unknown key '%s' in program spec (expected name, module, run, run_library)",
+               "unknown key '%s' in program spec (expected name, module, run, run_library; "
+               "or tile, kernel, size, unchecked)",
+               key);
+  }
+  if (json_object_get(j, "tile")) {
+    rc = load_tile(j, text, path, diags, s);
+    if (rc)
+      goto out;
+    goto invalid;
+  }
+  json_object_foreach(j, key, v) {
+    const char *p1[] = {key};
+    if (is_tile_key(key))
+      spec_err(diags, text, path, p1, 1, 0, "\"%s\" belongs to a tile spec: it needs \"tile\"",
                key);
   }
   json_t *name = json_object_get(j, "name");
@@ -342,6 +466,17 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   }
 invalid:
   rc = diags->nerrors > before ? AG_EPARSE : 0;
+  if (!rc && s->tile) {
+    if (!tile_builder) {
+      ag_diags_add(diags, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                   "program spec '%s' names a tile program, and this program cannot lower "
+                   "one (use argus, or register ag_tile_spec_build)",
+                   s->path);
+      rc = AG_EUNSUPPORTED;
+    } else {
+      rc = tile_builder(s, tile_builder_ud, diags);
+    }
+  }
 out:
   json_decref(j);
   if (rc) {
@@ -390,7 +525,12 @@ void ag_spec_free(ag_spec *s) {
   ag_free(s->name);
   ag_free(s->run_library);
   ag_free(s->cuda);
+  if (s->ptx_is_temp && s->ptx)
+    unlink(s->ptx);
   ag_free(s->ptx);
+  ag_free(s->tile);
+  ag_free(s->tile_kernel);
+  ag_free(s->tile_sizes);
   ag_free(s->production);
   free_strv(s->flags);
   free_strv(s->run);

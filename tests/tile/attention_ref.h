@@ -16,18 +16,20 @@
 #define bf2f ag__bf2f
 #define f2bf ag__f2bf
 
-/* What attention.tile computes (d 64, Bc 32, gqa 4), for query block qb of
- * head h: per warp's 16 rows, S = Q K^T per kv tile; the thread holding
- * S[m][c] in the mma C layout has mx = the max over its 2 rows x Bc/4
- * columns; P = exp2(0.18 S - mx) rounded to bf16; O = O exp2(mx) + P V.
- * Returns the mismatches against O (bf16) within 2e-2 + 2e-2 |ref|. */
-static long attention_ref(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
-                          const uint16_t *O, int hq, int hkv, int skv, int qb, int h) {
-  enum { D = 64, BC = 32, GQA = 4 };
+/* What attention.tile computes (head dim D: 64 or 128; Bc 32, gqa 4), for
+ * query block qb of head h: per warp's 16 rows, S = Q K^T per kv tile; the
+ * thread holding S[m][c] in the mma C layout has mx = the max over its 2
+ * rows x Bc/4 columns; P = exp2(0.18 S - mx) rounded to bf16; O = O exp2(mx)
+ * + P V. Returns the mismatches against O (bf16) within 2e-2 + 2e-2 |ref|. */
+static long attention_ref_d(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                            const uint16_t *O, int hq, int hkv, int skv, int qb, int h, int D) {
+  enum { DMAX = 128, BC = 32, GQA = 4 };
   int hk = h / GQA;
   long bad = 0;
+  if (D < 1 || D > DMAX)
+    return -1;
   for (int w = 0; w < 4; w++) {
-    static double o[16][D];
+    static double o[16][DMAX];
     memset(o, 0, sizeof o);
     for (int t = 0; t < skv / BC; t++) {
       double s[16][BC], mx[32];
@@ -70,6 +72,10 @@ static long attention_ref(const uint16_t *Q, const uint16_t *K, const uint16_t *
       }
   }
   return bad;
+}
+static inline long attention_ref(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                                 const uint16_t *O, int hq, int hkv, int skv, int qb, int h) {
+  return attention_ref_d(Q, K, V, O, hq, hkv, skv, qb, h, 64);
 }
 
 #endif

@@ -121,9 +121,9 @@ TEST(test_mismatch_found) {
  * scaled by exp2(mx) per kv tile, so over 128 tiles inputs of amplitude 0.5
  * overflow f32 (the kernel's inf is right, but proves nothing); 0.05 keeps
  * every value finite. */
-static void attention_case(int sq, int hq, int hkv, int skv, int nblocks, double amp) {
+static void attention_case(int sq, int hq, int hkv, int skv, int d, int nblocks, double amp) {
   char spec[128];
-  snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d", sq, hq, hkv, skv);
+  snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d,d=%d", sq, hq, hkv, skv, d);
   ag_tile_exec_opts o;
   memset(&o, 0, sizeof o);
   o.keep_tensors = 1;
@@ -139,20 +139,20 @@ static void attention_case(int sq, int hq, int hkv, int skv, int nblocks, double
   for (int i = 0; i < nblocks; i++) {
     int qb = (int)((long)i * (sq / 64 - 1) / (nblocks > 1 ? nblocks - 1 : 1));
     int h = i % hq;
-    bad += attention_ref(Q, K, V, O, hq, hkv, skv, qb, h);
-    checked += 64 * 64;
+    bad += attention_ref_d(Q, K, V, O, hq, hkv, skv, qb, h, d);
+    checked += 64 * d;
   }
   CHECK_EQ_INT(bad, 0);
   printf("  attention.tile %s: %ld sampled elements match\n", spec, checked - bad);
   /* the comparison fails on a wrong result: one element of O changed */
   uint16_t *Ow = (uint16_t *)O;
   Ow[5] = f2bf(bf2f(Ow[5]) + 1.0f);
-  CHECK(attention_ref(Q, K, V, O, hq, hkv, skv, 0, 0) > 0);
+  CHECK(attention_ref_d(Q, K, V, O, hq, hkv, skv, 0, 0, d) > 0);
   ag_tile_exec_result_release(&r);
 }
 
 TEST(test_attention_toy) {
-  attention_case(64, 4, 1, 64, 1, 0.5);
+  attention_case(64, 4, 1, 64, 64, 1, 0.5);
   /* the value reference (interp.c) as argus run's --check-ref for it */
   ag_tile_exec_opts o;
   memset(&o, 0, sizeof o);
@@ -165,7 +165,24 @@ TEST(test_attention_toy) {
   printf("  attention.tile sq=128 vs the value reference: %llu elements, max error %.3g\n",
          (unsigned long long)r.nelems, r.max_err);
 }
-TEST(test_attention_4k) { attention_case(4096, 8, 2, 4096, 6, 0.05); }
+TEST(test_attention_4k) { attention_case(4096, 8, 2, 4096, 64, 6, 0.05); }
+/* head dim 128: the same program at --set d=128, against the same reference
+ * and the value reference */
+TEST(test_attention_d128) {
+  attention_case(64, 4, 1, 64, 128, 1, 0.5);
+  attention_case(4096, 8, 2, 4096, 128, 6, 0.05);
+  ag_tile_exec_opts o;
+  memset(&o, 0, sizeof o);
+  o.ref = AG_TILE_REF_AUTO;
+  ag_tile_exec_result r;
+  CHECK_EQ_INT(run_file(src_file("examples/tile/attention.tile"), "sq=128,hq=8,hkv=2,d=128", &o,
+                        &r), 0);
+  CHECK(r.ref_used && !strcmp(r.ref_used, "interp"));
+  CHECK_EQ_U64(r.nbad, 0);
+  CHECK(r.nelems > 0);
+  printf("  attention.tile d=128 sq=128 vs the value reference: %llu elements, max error %.3g\n",
+         (unsigned long long)r.nelems, r.max_err);
+}
 
 /* ------------------------------------------------------------ bad input */
 static int argus(const char *const *argv, ag_str *err) {
@@ -223,6 +240,7 @@ int main(int argc, char **argv) {
                                    {"test_mismatch_found", test_mismatch_found},
                                    {"test_attention_toy", test_attention_toy},
                                    {"test_attention_4k", test_attention_4k},
+                                   {"test_attention_d128", test_attention_d128},
                                    {"test_fault_and_hang", test_fault_and_hang}};
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -147,6 +147,25 @@ TEST(test_planted_bug) {
   release(&g);
 }
 
+/* head dim 128 (--set d=128): the value reference against the same hand-written reference */
+TEST(test_attention_d128) {
+  prog g;
+  char err[512];
+  CHECK_EQ_INT(setup(&g, ex("attention.tile"), NULL, "sq=64,hq=4,hkv=1,d=128", 0.5f), 0);
+  CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
+  if (err[0])
+    printf("  %s\n", err);
+  long bad = 0;
+  for (int h = 0; h < 4; h++)
+    bad += attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, h, 128);
+  CHECK_EQ_INT(bad, 0);
+  uint16_t *O = g.t[3];
+  /* dim 100 of head 1 */
+  O[(0 * 4 + 1) * 128 + 100] = f2bf(bf2f(O[(0 * 4 + 1) * 128 + 100]) + 1.0f);
+  CHECK(attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, 1, 128) > 0);
+  release(&g);
+}
+
 TEST(test_attention_tile) {
   prog g;
   char err[512];
@@ -191,6 +210,32 @@ TEST(test_attention_tile) {
 }
 
 /* cvt to bf16 rounds to nearest even, as the lowering's ag_f32_bf16 */
+/* Unary minus (AG_OP_NEG) on a float constant, on data and on an integer: the
+ * value reference dropped it (it tested AG_OP_SUB), found by the property
+ * test on the GPU (test_gpu_tile_prop, seeds 1, 4, 37, 54). */
+TEST(test_unary_minus) {
+  static const char text[] = "@threads(32)\n"
+                             "@grid(N / 32)\n"
+                             "def neg(X: Tensor(N, f32), Y: Tensor(N, f32)):\n"
+                             "    t = blockIdx.x * 32 + threadIdx.x\n"
+                             "    u = -t\n"
+                             "    Y[t] = X[t] * -0.5 + -X[(u + t + 1) % N]\n";
+  prog g;
+  char err[512];
+  CHECK_EQ_INT(setup(&g, NULL, text, "N=64", 0.5f), 0);
+  float x[64];
+  memcpy(x, g.t[0], sizeof x);
+  CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
+  const float *Y = g.t[1];
+  for (int i = 0; i < 64; i++)
+    if (Y[i] != x[i] * -0.5f - x[1]) {
+      fprintf(stderr, "Y[%d] = %g, expected %g\n", i, Y[i], x[i] * -0.5f - x[1]);
+      CHECK(0);
+      break;
+    }
+  release(&g);
+}
+
 TEST(test_cvt_rounding) {
   prog g;
   char err[512];
@@ -255,6 +300,8 @@ TEST(test_errors) {
 }
 
 RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_bug},
-          {"test_attention_tile", test_attention_tile}, {"test_cvt_rounding", test_cvt_rounding},
+          {"test_attention_tile", test_attention_tile},
+          {"test_attention_d128", test_attention_d128}, {"test_cvt_rounding", test_cvt_rounding},
+          {"test_unary_minus", test_unary_minus},
           {"test_masked_names", test_masked_names},
           {"test_errors", test_errors})

@@ -103,7 +103,7 @@ static const bug bugs[] = {
     {"attention-stage", "assert tag(fq[e])", "right side is top", "Q[", NULL, "not been waited", -1,
      -1},
     {"attention-swizzle", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", -1, 1},
-    {"attention-overlap", "assert tag(sVt[st, 2 * (u % 32), 4", "top", NULL, NULL, "'smem'", -1,
+    {"attention-overlap", "assert tag(sVt[st, 2 * (u % (d / 2)), 4", "top", NULL, NULL, "'smem'", -1,
      -1},
     {"attention-ldmatrix", "assert tag(fq[e])", "the tags differ", "Q[", "K[", "'smem'", 2, 1},
     {"gemm-oob", "gA[bm + 1, r, 0, c]", "out of bounds: index 0 of 'gA'", NULL, NULL, "", -1, -1},

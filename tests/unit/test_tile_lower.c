@@ -513,7 +513,104 @@ out:
 }
 
 
+/* Role markers: a branch on a warp role (a condition over the warp index,
+ * threadIdx.x / 32) is a role region, each branch its own; a branch on the
+ * lane, on a mix of both, on a run-time value or on loop variables alone
+ * is not. */
+TEST(test_role_markers) {
+  char err[512];
+  const char *head = "@threads(128)\n"
+                     "def k(X: Tensor(N, f32)):\n"
+                     "    tid = threadIdx.x\n"
+                     "    wid = tid / 32\n"
+                     "    lane = tid % 32\n";
+  struct {
+    const char *body;
+    int role;
+  } cases[] = {
+      {"    if wid < 2:\n        X[tid] = 1.0\n    else:\n        X[tid] = 2.0\n", 2},
+      {"    if tid / 64 == 1:\n        X[tid] = 1.0\n", 1},
+      {"    if (tid >> 5) != 3 and blockIdx.x < N:\n        X[tid] = 1.0\n", 1},
+      {"    for i in range(4):\n        if wid == i:\n            X[tid] = 1.0\n", 1},
+      {"    if lane == 0:\n        X[tid] = 1.0\n", 0},
+      {"    if wid < 2 and lane < 4:\n        X[tid] = 1.0\n", 0},
+      {"    if tid / 16 == 1:\n        X[tid] = 1.0\n", 0},
+      {"    if (tid + 16) / 32 == 1:\n        X[tid] = 1.0\n", 0},
+      {"    if blockIdx.x < 2:\n        X[tid] = 1.0\n", 0},
+      {"    for i in range(4):\n        if i < 2:\n            X[tid] = 1.0\n", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", head, cases[i].body);
+    ag_tile_lowered *l = lower_text(text, NULL, err, sizeof err);
+    CHECK(l != NULL);
+    if (!l) {
+      fprintf(stderr, "case %zu: %s\n", i, err);
+      continue;
+    }
+    int line = 6 + (strstr(cases[i].body, "for ") != NULL);
+    char then[64], els[64];
+    snprintf(then, sizeof then, "ARGUS_ROLE(role_%d);\n", line);
+    snprintf(els, sizeof els, "ARGUS_ROLE(role_%d_else);", line);
+    int got = count(l->cuda, "ARGUS_ROLE(");
+    if (got != cases[i].role)
+      fprintf(stderr, "case %zu:\n%s\n", i, l->cuda);
+    CHECK_EQ_INT(got, cases[i].role);
+    if (cases[i].role) {
+      /* the role labels the branch, and a region of its name spans it */
+      char span[128];
+      CHECK_CONTAINS(l->cuda, then);
+      snprintf(span, sizeof span, "ARGUS_ROLE(role_%d);\n    ARGUS_BEGIN(role_%d);", line, line);
+      if (line == 6)
+        CHECK_CONTAINS(l->cuda, span);
+      snprintf(span, sizeof span, "ARGUS_END(role_%d);", line);
+      CHECK_CONTAINS(l->cuda, span);
+      int found = 0;
+      for (int r = 0; r < l->kernels[0].nregions; r++)
+        found |= strstr(l->kernels[0].regions[r], "/role_") != NULL;
+      CHECK(found);
+    }
+    if (cases[i].role == 2)
+      CHECK_CONTAINS(l->cuda, els);
+    ag_tile_lowered_free(l);
+  }
+  /* rows of 16 threads: threadIdx.x / 32 is no warp index */
+  ag_tile_lowered *l = lower_text("@threads(16, 8)\ndef k(X: Tensor(N, f32)):\n"
+                                  "    if threadIdx.x / 32 == 0:\n        X[threadIdx.x] = 1.0\n"
+                                  "    if threadIdx.y == 0:\n        X[threadIdx.x] = 1.0\n",
+                                  NULL, err, sizeof err);
+  CHECK(l != NULL);
+  if (l)
+    CHECK_EQ_INT(count(l->cuda, "ARGUS_ROLE("), 0);
+  ag_tile_lowered_free(l);
+  /* rows of whole warps: threadIdx.y is a warp index */
+  l = lower_text("@threads(32, 4)\ndef k(X: Tensor(N, f32)):\n"
+                 "    if threadIdx.y == 0:\n        X[threadIdx.x] = 1.0\n",
+                 NULL, err, sizeof err);
+  CHECK(l != NULL);
+  if (l)
+    CHECK_EQ_INT(count(l->cuda, "ARGUS_ROLE(role_3);"), 1);
+  ag_tile_lowered_free(l);
+  /* no markers: no roles either */
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  char text[1024];
+  snprintf(text, sizeof text, "%s%s", head, cases[0].body);
+  CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
+  ag_tile_lower_opts o;
+  memset(&o, 0, sizeof o);
+  o.no_markers = 1;
+  l = NULL;
+  CHECK_EQ_INT(ag_tile_lower(p, &o, &d, &l), 0);
+  if (l)
+    CHECK_EQ_INT(count(l->cuda, "ARGUS_ROLE(") + count(l->cuda, "ARGUS_BEGIN("), 0);
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+}
+
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_cli_lower),
+          T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_role_markers), T(test_cli_lower),
           T(test_examples_assemble),
           T(test_ptx_cache))

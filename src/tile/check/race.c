@@ -262,9 +262,10 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
      * (a key no interval has: generation -1) */
     access_key key = key_of(-1, &r, 2);
     const ag__rrec *copy = NULL;
-    if (ag_map_has(&c->read_seen, &key, sizeof key))
-      c->asserts.v[ag__ck_stmt(c, r.at)].race = 1; /* its entry, proved */
-    else if (pair_one(c, &r, &r, &copy) && ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+    if (ag_map_has(&c->read_seen, &key, sizeof key)) {
+      int si = ag__ck_stmt(c, r.at); /* may grow c->asserts: index it after the call */
+      c->asserts.v[si].race = 1;     /* its entry, proved */
+    } else if (pair_one(c, &r, &r, &copy) && ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
       ag__ck_oom(c);
   }
   remember(c, &r);

@@ -1888,6 +1888,77 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   finish_watches(L, n, wmark, 1);
 }
 
+/* Roles: how an integer depends on the thread index. TH_WARP: the same in
+ * every thread of a warp, different between warps (threadIdx.x / 32 in a
+ * block whose rows are whole warps, or one row); TH_LANE: it may differ
+ * within a warp (or it is a run-time value Argus cannot follow). */
+enum { TH_NONE, TH_WARP, TH_LANE };
+static const ag_expr *resolve_cvar(lw *L, const ag_expr *e, int *opaque) {
+  *opaque = 0;
+  for (int hops = 0; e && e->op == AG_X_SYM && hops < 64; hops++) {
+    const cvar *cv = NULL;
+    for (size_t i = 0; i < L->loops.n; i++)
+      if (!strcmp(L->loops.v[i].cname, e->name))
+        return e; /* a loop variable: the same in every thread */
+    for (size_t i = 0; i < L->cvars.n && !cv; i++)
+      if (!strcmp(L->cvars.v[i].cname, e->name))
+        cv = &L->cvars.v[i];
+    if (!cv)
+      return e;
+    if (!cv->tree) {
+      *opaque = 1;
+      return e;
+    }
+    e = cv->tree;
+  }
+  return e;
+}
+static int thread_dep(lw *L, const ag_expr *e, int depth) {
+  int opaque;
+  e = resolve_cvar(L, e, &opaque);
+  if (!e || opaque || depth > 256)
+    return TH_LANE;
+  const int64_t *b = L->k->block;
+  int rows_are_warps = b[0] % 32 == 0 || (b[1] == 1 && b[2] == 1);
+  if (e->op == AG_X_CONST)
+    return TH_NONE;
+  if (e->op == AG_X_SYM) {
+    if (strncmp(e->name, "threadIdx.", 10))
+      return TH_NONE; /* sizes, loop variables, the block index */
+    return e->name[10] != 'x' && b[0] % 32 == 0 ? TH_WARP : TH_LANE;
+  }
+  int64_t c;
+  if (e->op == AG_X_DIV || e->op == AG_X_SHR) {
+    const ag_expr *a = resolve_cvar(L, e->a, &opaque);
+    if (!opaque && a->op == AG_X_SYM && !strcmp(a->name, "threadIdx.x") && rows_are_warps &&
+        ag_expr_is_const(e->b, &c) &&
+        (e->op == AG_X_DIV ? c > 0 && c % 32 == 0 : c >= 5 && c < 32))
+      return TH_WARP;
+  }
+  int x = thread_dep(L, e->a, depth + 1), y = e->b ? thread_dep(L, e->b, depth + 1) : TH_NONE;
+  return x > y ? x : y;
+}
+/* TH_WARP when the condition branches on a warp role (`if wid < 2:`): its
+ * comparisons depend on the thread only through the warp index. */
+static int cond_dep(lw *L, const ag_tile_node *c) {
+  switch (c->kind) {
+  case AG_TN_LAND:
+  case AG_TN_LOR: {
+    int x = cond_dep(L, c->a), y = cond_dep(L, c->b);
+    return x > y ? x : y;
+  }
+  case AG_TN_LNOT: return cond_dep(L, c->a);
+  case AG_TN_CMP: {
+    value *a = ev(L, c->a), *b = ev(L, c->b);
+    if (a->k != V_INT || b->k != V_INT)
+      return TH_LANE;
+    int x = thread_dep(L, a->x, 0), y = thread_dep(L, b->x, 0);
+    return x > y ? x : y;
+  }
+  default: return TH_LANE;
+  }
+}
+
 static void lower_if(lw *L, const ag_tile_node *n) {
   value *c = as_cond(L, n->a, ev(L, n->a));
   if (c->bconst >= 0) {
@@ -1898,6 +1969,9 @@ static void lower_if(lw *L, const ag_tile_node *n) {
     return;
   size_t wmark;
   prepare_block(L, n, &n->list, &n->list2, &wmark);
+  /* a branch on a warp role is a role region: ARGUS_ROLE labels it, and a
+   * region of the same name spans it (docs/lower.md, "Regions for free") */
+  int role = !L->o->no_markers && cond_dep(L, n->a) == TH_WARP;
   emit(L, n, "if (%s) {", c->c);
   for (int br = 0; br < 2; br++) {
     const ag_tile_list *b = br ? &n->list2 : &n->list;
@@ -1910,7 +1984,17 @@ static void lower_if(lw *L, const ag_tile_node *n) {
     L->depth++;
     L->nested++;
     size_t mark = L->env.n;
+    const char *rname = role ? fmt(L, br ? "role_%d_else" : "role_%d", n->line) : NULL;
+    if (rname) {
+      emit(L, NULL, "ARGUS_ROLE(%s);", rname);
+      emit(L, NULL, "ARGUS_BEGIN(%s);", rname);
+      push_region(L, n, rname);
+    }
     lower_block(L, b);
+    if (rname) {
+      L->nrpath--;
+      emit(L, NULL, "ARGUS_END(%s);", rname);
+    }
     L->nested--;
     L->depth--;
     L->ind--;

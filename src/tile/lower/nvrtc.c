@@ -20,21 +20,18 @@
 #define ARGUS_INCLUDE_DIR "include"
 #endif
 
-#if ARGUS_HAVE_NVRTC
-#include <nvrtc.h>
-
-static char *cache_dir(void) {
+char *ag__tile_cache_dir(const char *sub) {
   const char *off = getenv("ARGUS_PTX_CACHE");
   if (off && (!strcmp(off, "0") || !strcmp(off, "off") || !strcmp(off, "no")))
     return NULL;
   const char *d = getenv("ARGUS_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
   ag_str p = AG_STR_INIT;
   if (d && *d)
-    ag_str_printf(&p, "%s/nvrtc", d);
+    ag_str_printf(&p, "%s/%s", d, sub);
   else if (x && *x)
-    ag_str_printf(&p, "%s/argus/nvrtc", x);
+    ag_str_printf(&p, "%s/argus/%s", x, sub);
   else if (h && *h)
-    ag_str_printf(&p, "%s/.cache/argus/nvrtc", h);
+    ag_str_printf(&p, "%s/.cache/argus/%s", h, sub);
   else
     return NULL;
   if (p.oom) {
@@ -43,6 +40,9 @@ static char *cache_dir(void) {
   }
   return ag_str_detach(&p);
 }
+
+#if ARGUS_HAVE_NVRTC
+#include <nvrtc.h>
 
 #define NVRTC_CHECK(call)                                                                    \
   do {                                                                                       \
@@ -92,7 +92,7 @@ int ag_tile_nvrtc_ptx(const char *cuda, size_t len, const char *arch, ag_diags *
   ag_sha256_update(&h, cuda, len);
   unsigned char digest[32];
   ag_sha256_end(&h, digest, key);
-  dir = cache_dir();
+  dir = ag__tile_cache_dir("nvrtc");
   if (dir) {
     ag_str p = AG_STR_INIT;
     ag_str_printf(&p, "%s/%s.ptx", dir, key);

@@ -927,18 +927,18 @@ static rv *eval(ip *c, const ag_tile_node *n) {
     rv *a = eval(c, n->a);
     if (a->k == K_FLOAT) {
       rv *v = newv(c, K_FLOAT);
-      v->f = n->op == AG_OP_SUB ? -a->f : a->f;
+      v->f = n->op == AG_OP_NEG ? -a->f : a->f;
       return v;
     }
     if (is_dataish(a)) {
-      if (n->op != AG_OP_SUB)
+      if (n->op != AG_OP_NEG)
         return a;
       return data_op(c, n, 'n', a, NULL);
     }
     rv *v = vint_a(c, K_INT);
     for (int th = 0; th < c->T; th++) {
       uint32_t x = as_u(c, n->a, a, th);
-      v->i[th] = n->op == AG_OP_SUB ? 0u - x : n->op == AG_OP_INV ? ~x : x;
+      v->i[th] = n->op == AG_OP_NEG ? 0u - x : n->op == AG_OP_INV ? ~x : x;
     }
     return v;
   }
