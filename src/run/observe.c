@@ -662,8 +662,17 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
     json_t *id;
     json_array_foreach(ids, k, id) if (nt < 64) tasks[nt++] = (int)json_integer_value(id);
     json_decref(ids);
+    /* the variant of the evidence the synthesis read: its first input's
+     * chain (collect -> compile -> transform.<variant>); else (per-instance
+     * synthesis, whose first input is the discovery) the lineage's last */
     const char *variant = NULL;
-    for (int k2 = 0; k2 < nt; k2++) {
+    for (const ag_task *x = s->deps.n ? ag_plan_task(cx->plan, s->deps.v[0]) : NULL; x;
+         x = x->deps.n ? ag_plan_task(cx->plan, x->deps.v[0]) : NULL)
+      if (!strncmp(x->op, "transform.", 10)) {
+        variant = x->op + 10;
+        break;
+      }
+    for (int k2 = 0; !variant && k2 < nt; k2++) {
       const ag_task *a = ag_plan_task(cx->plan, tasks[k2]);
       if (a->type == AG_TASK_TRANSFORM && !strncmp(a->op, "transform.", 10))
         variant = a->op + 10;
