@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "argus/collect.h"
 #include "argus/core.h"
 #include "goal.h"
 
@@ -107,6 +108,13 @@ int main(int argc, char **argv) {
       S = atoi(argv[++i]);
   if (S < 1 || S > MAXS)
     S = 6;
+  ag_str why = AG_STR_INIT; /* no GPU (CI): skipped, not failed */
+  if (ag_collect_gpu_probe(&why)) {
+    printf("bench_activity: skipped: %s\n", ag_str_cstr(&why));
+    ag_str_release(&why);
+    return 77;
+  }
+  ag_str_release(&why);
   double k[NV][MAXS], h[NV][MAXS], e[NV][MAXS], mk[NV], mh[NV], me[NV];
   for (int s = 0; s < S; s++)
     for (int w = 0; w < NV; w++) {
