@@ -259,12 +259,14 @@ static void add_diags(call *c, const ag_diags *d) {
   json_decref(a);
 }
 
+#if ARGUS_HAVE_CUDA /* observe's options (without the toolkit there is no observe) */
 /* The CLI command's options for ag_cli_get: value of option name. */
 static void set_opt(call *c, const char *name, const char *val) {
   for (int i = 0; c->cmd.opts && c->cmd.opts[i].name; i++)
     if (!strcmp(c->cmd.opts[i].name, name))
       c->cli.values[i] = val;
 }
+#endif
 
 static void use_cmd(call *c, const char *name, const ag_cli_opt *opts) {
   c->cmd.name = name;

@@ -51,6 +51,7 @@ static int parse_uint(const char *s, uint64_t *out) {
   return 0;
 }
 
+#if ARGUS_HAVE_TILE_EXEC /* the device's results (without the toolkit nothing runs) */
 static void print_coord(const ag_tile_exec_result *r, const char *name) {
   printf("%s[", name);
   for (int i = 0; i < r->bad_rank; i++)
@@ -75,6 +76,7 @@ static json_t *timing_json(const ag_tile_timing *t) {
                    t->median_ms, "p10_ms", t->p10_ms, "p90_ms", t->p90_ms, "min_ms", t->min_ms,
                    "max_ms", t->max_ms, "tflops", t->tflops, "gbps", t->gbps);
 }
+#endif
 
 /* --flops EXPR over the sizes and the const parameters (given or default). */
 static int flops_of(ag_cli *cli, const ag_tile_program *p, const ag_tile_lkernel *k,
