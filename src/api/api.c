@@ -172,9 +172,10 @@ static int opts_parse(const char *text, const char *fn, const opt_def *defs, jso
       json_decref(j);
       return rc;
     }
-    if (!type_ok(v, o->type)) {
+    if (!type_ok(v, o->type)) { /* the message first: k is j's */
+      rc = fail(ARGUS_EINVAL, NULL, "%s: option '%s' takes %s", fn, k, type_text(o->type));
       json_decref(j);
-      return fail(ARGUS_EINVAL, NULL, "%s: option '%s' takes %s", fn, k, type_text(o->type));
+      return rc;
     }
   }
   *out = j;
