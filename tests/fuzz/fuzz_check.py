@@ -331,7 +331,7 @@ def replay(a):
             if s not in err and s not in getattr(run_one, "stdout", ""):
                 why.append("the output lacks '%s'" % s)
         m = re.search(r"^#\s*expect:\s*cpu below\s+([0-9.]+)", text, re.M)
-        cpu = float(m.group(1)) if m else a.timeout / 2
+        cpu = (float(m.group(1)) if m else a.timeout / 2) * a.cpu_scale
         if dt > cpu:
             why.append("took %.1f s of CPU (at most %g s)" % (dt, cpu))
         print("%s %s (exit %s, %.2f s)%s" % ("ok  " if not why else "FAIL", f, rc, dt,
@@ -398,6 +398,9 @@ def main():
                          "ones; else for the fixed seeds (0: run them all)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=10, help="CPU seconds per input (default 10)")
+    ap.add_argument("--cpu-scale", type=float, default=1,
+                    help="multiplies each replayed file's 'cpu below' bound (a sanitized "
+                         "Debug build runs several times slower; default 1)")
     ap.add_argument("--rss", type=int, default=2048, help="MiB per input (default 2048)")
     ap.add_argument("--out", default="fuzz-failures", help="directory for failing inputs")
     ap.add_argument("--min-checked", type=int, default=0,
