@@ -285,7 +285,7 @@ int argus_ws_version(argus_ws *ws, const char *id, char **json_out) {
   NEED(id, "id");
   NEED(json_out, "json_out");
   *json_out = NULL;
-  int64_t vid;
+  int64_t vid = 0;
   int rc = resolve_version(ws, id, &vid);
   if (rc)
     return rc;
@@ -340,7 +340,7 @@ int argus_ws_fork(argus_ws *ws, const char *from, const char *ptx_path, const ch
     *version_out = 0;
   if (ref && !ag_store_ref_name_valid(ref))
     return ref_set(ws, ref, NULL); /* the invalid-name error */
-  int64_t parent;
+  int64_t parent = 0;
   int rc = resolve_version(ws, from, &parent);
   if (rc)
     return rc;
