@@ -247,6 +247,11 @@ int ag_sha256_hex(const void *data, size_t n, char hex[65]);
 int ag_json_load_file(const char *path, ag_diags *diags, json_t **out);
 int ag_json_load_str(const char *text, const char *name, ag_diags *diags,
                      json_t **out);
+/* An evidence document: the file `name` (data NULL) or the bytes data[0..len)
+ * named `name`; a parse error is one diagnostic "cannot read <what>: ..."
+ * at its line and column, and AG_EPARSE. *out is a new reference. */
+int ag_json_load_doc(const char *name, const void *data, size_t len, const char *what,
+                     ag_diags *diags, json_t **out);
 /* Canonical form: sorted keys, compact, no trailing newline. Owned. */
 char *ag_json_canonical(const json_t *j);
 

@@ -213,6 +213,11 @@ ag_task *ag_plan_add(ag_plan *p, ag_task_type type, const char *op, const char *
                      const int *deps, int ndeps);
 int ag_plan_add_dep(ag_plan *p, ag_task *t, int dep);
 ag_task *ag_plan_task(const ag_plan *p, int id);
+/* The first failed task after `after` (NULL: from the start), in plan
+ * order, or NULL: `for (t = ag_plan_next_failed(p, NULL); t; t =
+ * ag_plan_next_failed(p, t))` visits every failure (a discovery that
+ * failed makes a failed plan). */
+const ag_task *ag_plan_next_failed(const ag_plan *p, const ag_task *after);
 
 /* Numbers the runs: one per Collect task, each one execution of the harness.
  * The planner has already merged the collections that can share a run into

@@ -580,12 +580,9 @@ int argus_plan(argus_ws *ws, const char *spec, const char *region, const char *s
   if ((rc = out_json(ag_plan_to_json(r.plan), plan_json)))
     goto out;
   /* a discovery failure (unknown region, bad markers) is a failed plan */
-  for (size_t i = 0; i < r.plan->tasks.n; i++)
-    if (r.plan->tasks.v[i]->status == AG_TS_FAILED) {
-      rc = fail(ARGUS_EFAILED, NULL, "argus_plan: %s failed: %s", r.plan->tasks.v[i]->op,
-                r.plan->tasks.v[i]->error ? r.plan->tasks.v[i]->error : "");
-      break;
-    }
+  const ag_task *f = ag_plan_next_failed(r.plan, NULL);
+  if (f)
+    rc = fail(ARGUS_EFAILED, NULL, "argus_plan: %s failed: %s", f->op, f->error ? f->error : "");
 out:
   ag_observe_result_release(&r);
   return rc;

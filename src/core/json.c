@@ -46,6 +46,19 @@ int ag_json_load_file(const char *path, ag_diags *diags, json_t **out) {
   return rc;
 }
 
+int ag_json_load_doc(const char *name, const void *data, size_t len, const char *what,
+                     ag_diags *diags, json_t **out) {
+  json_error_t e;
+  *out = data ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &e)
+              : json_load_file(name, JSON_REJECT_DUPLICATES, &e);
+  if (*out)
+    return 0;
+  int rc = diags ? ag_diags_add(diags, AG_SEV_ERROR, name, e.line, e.column, NULL, 0,
+                                "cannot read %s: %s", what, e.text)
+                 : 0;
+  return rc ? rc : AG_EPARSE;
+}
+
 char *ag_json_canonical(const json_t *j) {
   char *s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
   if (!s)

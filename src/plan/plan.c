@@ -55,6 +55,13 @@ ag_task *ag_plan_task(const ag_plan *p, int id) {
   return id >= 0 && (size_t)id < p->tasks.n ? p->tasks.v[id] : NULL;
 }
 
+const ag_task *ag_plan_next_failed(const ag_plan *p, const ag_task *after) {
+  for (size_t i = after ? (size_t)after->id + 1 : 0; i < p->tasks.n; i++)
+    if (p->tasks.v[i]->status == AG_TS_FAILED)
+      return p->tasks.v[i];
+  return NULL;
+}
+
 int ag_plan_add_dep(ag_plan *p, ag_task *t, int dep) {
   for (size_t i = 0; i < t->deps.n; i++)
     if (t->deps.v[i] == dep)

@@ -129,12 +129,17 @@ static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_metric *
   ag_free(h);
 }
 
-/* 1 when the mapping run counted any execution of the kernel's code. */
-static int ran(const ag_attr_map *map) {
-  for (size_t i = 0; i < (size_t)map->npcs * (size_t)map->nregions; i++)
-    if (map->n[i] > 0)
-      return 1;
-  return 0;
+/* The kernel's PCs the mapping run saw in no region (all of them: the
+ * kernel did not run). */
+static int unexecuted(const ag_attr_map *map) {
+  int idle = 0;
+  for (int p = 0; p < map->npcs; p++) {
+    int any = 0;
+    for (int r = 0; r < map->nregions && !any; r++)
+      any = map->n[(size_t)p * (size_t)map->nregions + (size_t)r] > 0;
+    idle += !any;
+  }
+  return idle;
 }
 
 /* stalls: PC samples by reason per region (ag_stalls_json, docs/stalls.md) */
@@ -225,14 +230,7 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     value(vals, map->kernel, signal, "pcs", json_integer(map->npcs), "count");
     /* PCs the mapping run saw in no region: code that never ran (the other
      * side of a branch, the padding after EXIT) or PCs without a PTX line */
-    int idle = 0;
-    for (int p = 0; p < map->npcs; p++) {
-      double sum = 0;
-      for (int r2 = 0; r2 < map->nregions; r2++)
-        sum += map->n[(size_t)p * (size_t)map->nregions + (size_t)r2];
-      idle += !(sum > 0);
-    }
-    value(vals, map->kernel, signal, "unexecuted_pcs", json_integer(idle), "count");
+    value(vals, map->kernel, signal, "unexecuted_pcs", json_integer(unexecuted(map)), "count");
     json_decref(o);
     return 0;
   }
@@ -405,7 +403,7 @@ int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags
       note(missing, L->funcs[f].name, ag_str_cstr(&why));
       ag_str_release(&why);
       rc = 0;
-    } else if (!rc && !ran(map)) { /* not launched in the mapping run: nothing to attribute */
+    } else if (!rc && unexecuted(map) == map->npcs) { /* not launched in the mapping run */
     } else if (!rc) {
       kernels++;
       if (map->nolines)

@@ -169,22 +169,12 @@ static int load(const char *path, const void *data, size_t len, ag_diags *diags,
                 ag_sys_ev **out) {
   *out = NULL;
   rd r = {path, diags};
-  json_error_t je;
   ag_sys_ev *e = ag_calloc(1, sizeof *e);
   if (!e)
     return AG_ENOMEM;
-  e->root = data ? json_loadb(data, len, JSON_REJECT_DUPLICATES, &je)
-                 : json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-  int rc;
-  if (!e->root) {
-    rc = ag_diags_add(diags, AG_SEV_ERROR, path, je.line, je.column, NULL, 0,
-                      "cannot read system-timeline evidence: %s", je.text);
-    rc = rc ? rc : AG_EPARSE;
-  } else if (!json_is_object(e->root)) {
-    rc = bad(&r, "not a JSON object");
-  } else {
-    rc = read_all(&r, e);
-  }
+  int rc = ag_json_load_doc(path, data, len, "system-timeline evidence", diags, &e->root);
+  if (!rc)
+    rc = json_is_object(e->root) ? read_all(&r, e) : bad(&r, "not a JSON object");
   if (rc) {
     ag_sys_ev_free(e);
     return rc;

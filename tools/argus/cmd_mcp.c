@@ -596,10 +596,8 @@ static int tool_plan(call *c, const json_t *a) {
   ag_plan_print_text(r.plan, &c->text);
   out = 0;
   /* a discovery failure (unknown region, bad markers) is a failed plan */
-  for (size_t i = 0; i < r.plan->tasks.n; i++)
-    if (r.plan->tasks.v[i]->status == AG_TS_FAILED)
-      out = fail(c, 0, "%s failed: %s", r.plan->tasks.v[i]->op,
-                 r.plan->tasks.v[i]->error ? r.plan->tasks.v[i]->error : "");
+  for (const ag_task *f = ag_plan_next_failed(r.plan, NULL); f; f = ag_plan_next_failed(r.plan, f))
+    out = fail(c, 0, "%s failed: %s", f->op, f->error ? f->error : "");
   ag_observe_result_release(&r);
 out:
   ag_cli_free_list(sigs);

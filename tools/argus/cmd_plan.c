@@ -54,12 +54,10 @@ int cmd_plan(ag_cli *cli) {
     ag_str_release(&s);
   }
   /* a discovery failure (unknown region, bad markers) is a failed plan */
-  for (size_t i = 0; i < r.plan->tasks.n; i++)
-    if (r.plan->tasks.v[i]->status == AG_TS_FAILED) {
-      ag_cli_error(cli, "%s failed: %s", r.plan->tasks.v[i]->op,
-                   r.plan->tasks.v[i]->error ? r.plan->tasks.v[i]->error : "");
-      ec = AG_EXIT_FAIL;
-    }
+  for (const ag_task *f = ag_plan_next_failed(r.plan, NULL); f; f = ag_plan_next_failed(r.plan, f)) {
+    ag_cli_error(cli, "%s failed: %s", f->op, f->error ? f->error : "");
+    ec = AG_EXIT_FAIL;
+  }
   ag_observe_result_release(&r);
   ag_cli_free_list(sigs);
   return ec;
