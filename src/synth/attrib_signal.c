@@ -326,8 +326,11 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
       if (!isnan(ratio[R + r]))
         value(vals, map->regions[r], signal, "pred_on_share", json_real(ratio[R + r]), "ratio");
     }
+    /* the totals in warp instructions, as every attributed signal's */
+    summary(vals, map, &mb, rb, signal, q, warn);
     ag_attr_result_free(rp);
     pcs_free(&c);
+    goto out;
   }
   summary(vals, map, &ma, ra, signal, q, warn);
 out:

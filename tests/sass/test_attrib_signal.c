@@ -196,6 +196,8 @@ TEST(test_inst_mix_truth) {
   NEAR(val(o, "attrib_truth/C", "efficiency"), 1.0);
   double ps = val(o, "attrib_truth/A", "pred_on_share");
   CHECK(ps > 0.9 && ps <= 1.0);
+  NEAR(val(o, "attrib_truth/A", "total"), 800); /* warp instructions, as inst_mix's */
+  NEAR(val(o, "attrib_truth", "kernel_total"), 3056);
   json_decref(o);
   /* ownership from the map alone: A and B share the helper's PCs */
   o = signal_of(&f, "ownership", "attrib_truth", NULL);
