@@ -118,7 +118,7 @@ TEST(test_observe_attributed) {
   CHECK_EQ_INT(rc, 0);
   if (r.nogpu_reason[0]) {
     ag_observe_result_release(&r);
-    SKIP(r.nogpu_reason);
+    SKIP("%s", r.nogpu_reason);
   }
   json_t *rep = r.report;
   CHECK(rep != NULL);
@@ -212,7 +212,7 @@ TEST(test_observe_cupti_held) {
   CHECK_EQ_INT(query(spec, wsd, &r), 0);
   if (r.nogpu_reason[0]) {
     ag_observe_result_release(&r);
-    SKIP(r.nogpu_reason);
+    SKIP("%s", r.nogpu_reason);
   }
   CHECK(r.report != NULL);
   if (!r.report)
