@@ -40,6 +40,16 @@ typedef struct ag_tile_check_opts {
   int unroll;             /* unroll every loop with constant bounds (no summaries) */
 } ag_tile_check_opts;
 
+/* The options from a JSON object, as the C API and argus mcp take them:
+ * "set" {NAME: integer} (defines "NAME=VALUE"), "symbolic" [NAME], "unroll",
+ * "all", "strict" (true), "rlimit", "batch", "max_steps", "max_writes",
+ * "max_memory_mib" (integers); absent keys keep 0. The caller has checked
+ * the types. The defines and the symbolic list are allocated (the names
+ * borrowed from j, which must outlive o): release them with
+ * ag_tile_check_opts_release. AG_ENOMEM (o released). */
+int ag_tile_check_opts_from_json(const json_t *j, ag_tile_check_opts *o);
+void ag_tile_check_opts_release(ag_tile_check_opts *o);
+
 typedef enum ag_tile_status {
   AG_TILE_PROVED = 0,     /* holds for every block, thread and problem size */
   AG_TILE_VIOLATED,       /* a counterexample exists */

@@ -30,6 +30,14 @@ _Static_assert((int)ARGUS_EFAILED > (int)AG__ERR_LAST, "ARGUS_EFAILED is outside
 static _Thread_local char *last_msg;
 static _Thread_local char *last_diags;
 
+/* A JSON value as owned text (ag_free), or NULL when out of memory. */
+static char *dump(const json_t *j, size_t flags) {
+  char *s = j ? json_dumps(j, flags | JSON_ENCODE_ANY) : NULL;
+  char *o = s ? ag_strdup(s) : NULL;
+  free(s);
+  return o;
+}
+
 /* Records the thread's last error: the message (and the diagnostics of d,
  * which may be NULL). Returns rc. */
 static int fail(int rc, const ag_diags *d, const char *fmt, ...) AG_PRINTF(3, 4);
@@ -45,9 +53,7 @@ static int fail(int rc, const ag_diags *d, const char *fmt, ...) {
   last_diags = NULL;
   if (d && d->items.n) {
     json_t *j = ag_diags_to_json(d);
-    char *s = j ? json_dumps(j, 0) : NULL;
-    last_diags = s ? ag_strdup(s) : NULL;
-    free(s);
+    last_diags = dump(j, 0);
     json_decref(j);
   }
   return rc;
@@ -76,14 +82,6 @@ const char *argus_error_name(int code) {
 const char *argus_errmsg(void) { return last_msg ? last_msg : ""; }
 const char *argus_errdiags(void) { return last_diags ? last_diags : "[]"; }
 void argus_free(void *p) { ag_free(p); }
-
-/* A JSON value as owned text (ag_free), or NULL when out of memory. */
-static char *dump(const json_t *j, size_t flags) {
-  char *s = j ? json_dumps(j, flags | JSON_ENCODE_ANY) : NULL;
-  char *o = s ? ag_strdup(s) : NULL;
-  free(s);
-  return o;
-}
 
 static int out_json(json_t *j, char **out) {
   *out = dump(j, 0);
@@ -663,40 +661,16 @@ int argus_check_file(const char *path, const char *options_json, argus_check **o
     return fail(ARGUS_EINVAL, NULL, "argus_check_file: option 'batch' takes 1 to 4096");
   }
   ag_tile_check_opts o;
-  memset(&o, 0, sizeof o);
-  json_t *set = json_object_get(op, "set"), *sym = json_object_get(op, "symbolic");
-  size_t nset = json_object_size(set), nsym = json_array_size(sym);
-  char **defs = ag_calloc(nset + 1, sizeof *defs);
-  const char **syms = ag_calloc(nsym + 1, sizeof *syms);
   ag_diags d;
   ag_diags_init(&d);
   ag_tile_program *p = NULL;
   ag_tile_report *r = NULL;
   argus_check *c = NULL;
   json_t *j = NULL;
-  if (!defs || !syms) {
+  if (ag_tile_check_opts_from_json(op, &o)) {
     rc = fail(ARGUS_ENOMEM, NULL, "out of memory");
     goto out;
   }
-  const char *k;
-  json_t *v;
-  json_object_foreach(set, k, v) {
-    ag_str s = AG_STR_INIT;
-    ag_str_printf(&s, "%s=%lld", k, (long long)json_integer_value(v));
-    defs[o.ndefines++] = ag_str_detach(&s);
-  }
-  o.defines = (const char *const *)defs;
-  size_t i;
-  json_array_foreach(sym, i, v) syms[o.nsymbolic++] = json_string_value(v);
-  o.symbolic = syms;
-  o.unroll = json_is_true(json_object_get(op, "unroll"));
-  o.all = json_is_true(json_object_get(op, "all"));
-  o.strict = json_is_true(json_object_get(op, "strict"));
-  o.rlimit = (uint64_t)json_integer_value(json_object_get(op, "rlimit"));
-  o.batch = (int)json_integer_value(json_object_get(op, "batch"));
-  o.max_steps = json_integer_value(json_object_get(op, "max_steps"));
-  o.max_writes = json_integer_value(json_object_get(op, "max_writes"));
-  o.max_memory_mib = json_integer_value(json_object_get(op, "max_memory_mib"));
   rc = ag_tile_parse_file(path, &d, &p);
   if (rc == 0)
     rc = ag_tile_check(p, &o, &d, &r);
@@ -733,10 +707,7 @@ out:
   ag_tile_report_free(r);
   ag_tile_program_free(p);
   ag_diags_release(&d);
-  for (size_t n = 0; defs && n < nset; n++)
-    ag_free(defs[n]);
-  ag_free(defs);
-  ag_free(syms);
+  ag_tile_check_opts_release(&o);
   json_decref(op);
   return rc;
 }

@@ -71,9 +71,6 @@ void ag_cli_error(const ag_cli *cli, const char *fmt, ...) AG_PRINTF(2, 3);
 void ag_cli_take_errors(char **msg, json_t **diags);
 /* Records an error message already printed, for the --json error object. */
 void ag_cli_note_error(const char *msg);
-/* 0 when path names a readable file that is not a directory; else
- * AG_ENOTFOUND, AG_EISDIR or AG_EIO with *why saying it ("no such file"). */
-int ag_cli_file_problem(const char *path, const char **why);
 /* 0 when path names a readable file; else reports why ("cannot read 'x': no
  * such file") and returns AG_EXIT_USAGE. */
 int ag_cli_input_file(const ag_cli *cli, const char *path);

@@ -289,42 +289,15 @@ static int tool_check(call *c, const json_t *a) {
   use_cmd(c, "check", cmd_check_opts);
   const char *file = arg_str(a, "file");
   ag_tile_check_opts o;
-  memset(&o, 0, sizeof o);
-  json_t *set = json_object_get(a, "set"), *sym = json_object_get(a, "symbolic");
-  size_t nd = json_object_size(set), ns = json_array_size(sym);
-  char **defs = ag_calloc(nd + 1, sizeof *defs);
-  const char **syms = ag_calloc(ns + 1, sizeof *syms);
   ag_diags d;
   ag_diags_init(&d);
   ag_tile_program *p = NULL;
   ag_tile_report *r = NULL;
   int rc = 0, out = -1;
-  if (!defs || !syms) {
+  if (ag_tile_check_opts_from_json(a, &o)) {
     fail(c, AG_ENOMEM, "cannot check '%s'", file);
     goto out;
   }
-  const char *k;
-  json_t *v;
-  size_t i = 0;
-  json_object_foreach(set, k, v) {
-    ag_str s = AG_STR_INIT;
-    ag_str_printf(&s, "%s=%lld", k, (long long)json_integer_value(v));
-    defs[i++] = ag_str_detach(&s);
-  }
-  for (i = 0; i < ns; i++)
-    syms[i] = json_string_value(json_array_get(sym, i));
-  o.defines = (const char *const *)defs;
-  o.ndefines = (int)nd;
-  o.symbolic = syms;
-  o.nsymbolic = (int)ns;
-  o.unroll = arg_bool(a, "unroll");
-  o.all = arg_bool(a, "all");
-  o.strict = arg_bool(a, "strict");
-  o.rlimit = (uint64_t)json_integer_value(json_object_get(a, "rlimit"));
-  o.batch = (int)json_integer_value(json_object_get(a, "batch"));
-  o.max_steps = json_integer_value(json_object_get(a, "max_steps"));
-  o.max_writes = json_integer_value(json_object_get(a, "max_writes"));
-  o.max_memory_mib = json_integer_value(json_object_get(a, "max_memory_mib"));
   if (ag_cli_input_file(&c->cli, file)) {
     fail(c, 0, "cannot check '%s'", file);
     goto out;
@@ -345,10 +318,7 @@ static int tool_check(call *c, const json_t *a) {
   }
   out = 0;
 out:
-  for (i = 0; defs && i < nd; i++)
-    ag_free(defs[i]);
-  ag_free(defs);
-  ag_free(syms);
+  ag_tile_check_opts_release(&o);
   ag_tile_report_free(r);
   ag_tile_program_free(p);
   ag_diags_release(&d);

@@ -55,7 +55,7 @@ static int spec_files(ag_cli *cli, const char *path) {
   if (rc) {
     ag_cli_print_diags(&d);
     ec = ag_cli_fail_input(cli, rc, "invalid program spec '%s'", path);
-  } else if ((sp->ptx || sp->cuda) && ag_cli_file_problem(sp->ptx ? sp->ptx : sp->cuda, &why)) {
+  } else if ((sp->ptx || sp->cuda) && ag_file_problem(sp->ptx ? sp->ptx : sp->cuda, &why)) {
     ag_cli_error(cli, "cannot read '%s', the module of '%s': %s", sp->ptx ? sp->ptx : sp->cuda,
                  path, why);
     ec = AG_EXIT_USAGE;

@@ -56,7 +56,7 @@ int ag_cli_module_ptx(const ag_cli *cli, const char *in, const char *const *cu_f
   if (cu_flags)
     flags = cu_flags;
   const char *file = ptx_path ? ptx_path : cu_path;
-  if (file && (rc = ag_cli_file_problem(file, &why))) {
+  if (file && (rc = ag_file_problem(file, &why))) {
     ag_diags_add(d, AG_SEV_ERROR, file, 0, 0, NULL, 0, "cannot read the %s: %s",
                  ptx_path ? "PTX" : "CUDA source", why);
   } else if (ptx_path) {

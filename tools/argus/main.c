@@ -190,13 +190,9 @@ void ag_cli_error(const ag_cli *cli, const char *fmt, ...) {
   va_end(ap);
 }
 
-int ag_cli_file_problem(const char *path, const char **why) {
-  return ag_file_problem(path, why);
-}
-
 int ag_cli_input_file(const ag_cli *cli, const char *path) {
   const char *why;
-  if (!ag_cli_file_problem(path, &why))
+  if (!ag_file_problem(path, &why))
     return 0;
   ag_cli_error(cli, "cannot read '%s': %s", path, why);
   return AG_EXIT_USAGE;

@@ -568,3 +568,45 @@ json_t *ag_tile_report_json(const ag_tile_report *r) {
                    "interpret_s", r->interp_s, "solve_s", r->solve_s, "bounds_proved",
                    (json_int_t)r->bounds_proved, "races_proved", (json_int_t)r->races_proved);
 }
+
+int ag_tile_check_opts_from_json(const json_t *j, ag_tile_check_opts *o) {
+  memset(o, 0, sizeof *o);
+  json_t *set = json_object_get(j, "set"), *sym = json_object_get(j, "symbolic");
+  char **defs = ag_calloc(json_object_size(set) + 1, sizeof *defs);
+  const char **syms = ag_calloc(json_array_size(sym) + 1, sizeof *syms);
+  o->defines = (const char *const *)defs;
+  o->symbolic = syms;
+  if (!defs || !syms) {
+    ag_tile_check_opts_release(o);
+    return AG_ENOMEM;
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(set, k, v) {
+    ag_str d = AG_STR_INIT;
+    ag_str_printf(&d, "%s=%lld", k, (long long)json_integer_value(v));
+    if (!(defs[o->ndefines++] = ag_str_detach(&d))) {
+      ag_tile_check_opts_release(o);
+      return AG_ENOMEM;
+    }
+  }
+  size_t i;
+  json_array_foreach(sym, i, v) syms[o->nsymbolic++] = json_string_value(v);
+  o->unroll = json_is_true(json_object_get(j, "unroll"));
+  o->all = json_is_true(json_object_get(j, "all"));
+  o->strict = json_is_true(json_object_get(j, "strict"));
+  o->rlimit = (uint64_t)json_integer_value(json_object_get(j, "rlimit"));
+  o->batch = (int)json_integer_value(json_object_get(j, "batch"));
+  o->max_steps = json_integer_value(json_object_get(j, "max_steps"));
+  o->max_writes = json_integer_value(json_object_get(j, "max_writes"));
+  o->max_memory_mib = json_integer_value(json_object_get(j, "max_memory_mib"));
+  return 0;
+}
+
+void ag_tile_check_opts_release(ag_tile_check_opts *o) {
+  for (int i = 0; o->defines && i < o->ndefines; i++)
+    ag_free((char *)o->defines[i]);
+  ag_free((void *)o->defines);
+  ag_free((void *)o->symbolic);
+  memset(o, 0, sizeof *o);
+}

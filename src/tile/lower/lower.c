@@ -1578,6 +1578,11 @@ static void push_region(lw *L, const ag_tile_node *at, const char *name) {
   add_region(L, L->k->name, name);
   L->rpath[L->nrpath++] = name;
 }
+/* The region push_region opened ends here. */
+static void end_region(lw *L, const ag_tile_node *at, const char *name) {
+  L->nrpath--;
+  emit(L, at, "ARGUS_END(%s);", name);
+}
 
 /* Binds name to v: a C variable for integers and data, declared here, or
  * an assignment to an enclosing block's variable of the same kind. */
@@ -1875,8 +1880,7 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   }
   lower_block(L, &n->list);
   if (region && !L->o->no_markers) {
-    L->nrpath--;
-    emit(L, n, "ARGUS_END(%s);", region);
+    end_region(L, n, region);
   }
   L->loops.n--;
   L->nested--;
@@ -1992,8 +1996,7 @@ static void lower_if(lw *L, const ag_tile_node *n) {
     }
     lower_block(L, b);
     if (rname) {
-      L->nrpath--;
-      emit(L, NULL, "ARGUS_END(%s);", rname);
+      end_region(L, NULL, rname);
     }
     L->nested--;
     L->depth--;
@@ -2047,8 +2050,7 @@ static void lower_stmt(lw *L, const ag_tile_node *n, const char *region) {
     }
     lower_block(L, &n->list);
     if (!L->o->no_markers) {
-      L->nrpath--;
-      emit(L, n, "ARGUS_END(%s);", n->name);
+      end_region(L, n, n->name);
     }
     break;
   default: fail(L, n, "not a statement");
@@ -2282,13 +2284,11 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
       region = i == main_i ? "mainloop" : fmt(L, "loop_%s_%d", s->name, s->line);
     lower_stmt(L, s, region);
     if (markers && main_i >= 0 && i == main_i - 1 && first_code >= 0 && first_code < main_i) {
-      L->nrpath--;
-      emit(L, NULL, "ARGUS_END(prologue);");
+      end_region(L, NULL, "prologue");
     }
   }
   if (markers && main_i >= 0 && last_code > main_i) {
-    L->nrpath--;
-    emit(L, NULL, "ARGUS_END(epilogue);");
+    end_region(L, NULL, "epilogue");
   }
   L->ind = 0;
   ag_str_puts(o, "}\n");

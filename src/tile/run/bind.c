@@ -417,7 +417,7 @@ int ag_tile_run_bind(const ag_tile_program *p, const ag_tile_lkernel *k,
                 prm->rank, AG_TILE_RUN_MAXRANK);
       goto out;
     }
-    uint64_t bytes = (uint64_t)ag__rdt_bytes(prm->dtype);
+    uint64_t bytes = (uint64_t)ag__dt_size(ag__dt_lookup(prm->dtype));
     for (int r = 0; r < prm->rank; r++) {
       uint64_t v;
       rc = ag_tile_cexpr_eval(prm->dims[r], names, vals, nn, 32, &v, err, sizeof err);
@@ -491,20 +491,20 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol) {
   }
 }
 
-double ag__tile_elem_value(const char *dt, const void *buf, uint64_t i) {
-  int w = ag__rdt_bytes(dt);
+double ag__tile_elem_value(ag__dt dt, const void *buf, uint64_t i) {
+  int w = ag__dt_size(dt);
   const unsigned char *p = (const unsigned char *)buf + i * (uint64_t)w;
-  if (!strcmp(dt, "bf16") || !strcmp(dt, "f16")) {
+  if (dt == DT_BF16 || dt == DT_F16) {
     uint16_t h;
     memcpy(&h, p, 2);
-    return dt[0] == 'b' ? ag__bf2f(h) : ag__h2f(h);
+    return dt == DT_BF16 ? ag__bf2f(h) : ag__h2f(h);
   }
-  if (!strcmp(dt, "f32")) {
+  if (dt == DT_F32) {
     float f;
     memcpy(&f, p, 4);
     return f;
   }
-  if (!strcmp(dt, "f64")) {
+  if (dt == DT_F64) {
     double f;
     memcpy(&f, p, 8);
     return f;
@@ -524,13 +524,15 @@ void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *
     const ag_tile_lparam *prm = &k->params[i];
     if (prm->kind != AG_TILE_PARAM_TENSOR || !got[i] || !want[i])
       continue;
-    int w = ag__rdt_bytes(prm->dtype), wide = w > 8;
+    ag__dt dt = ag__dt_lookup(prm->dtype); /* once per tensor, not per element */
+    int w = ag__dt_size(dt), wide = w > 8;
+    if (wide)
+      dt = DT_U64; /* wider types: compared 8 bytes at a time */
     uint64_t n = b->bytes[i] / (uint64_t)(wide ? 8 : w);
     double atol, rtol;
     ag_tile_run_tolerance(prm->dtype, &atol, &rtol);
     for (uint64_t e = 0; e < n; e++) {
-      double g = wide ? ag__tile_elem_value("u64", got[i], e) : ag__tile_elem_value(prm->dtype, got[i], e);
-      double v = wide ? ag__tile_elem_value("u64", want[i], e) : ag__tile_elem_value(prm->dtype, want[i], e);
+      double g = ag__tile_elem_value(dt, got[i], e), v = ag__tile_elem_value(dt, want[i], e);
       double err = fabs(g - v);
       int same = g == v || (g != g && v != v); /* equal infinities, or both NaN */
       if (!same && !(err <= atol + rtol * fabs(v))) {

@@ -472,6 +472,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
   if (ref != AG_TILE_REF_NONE && !interp) {
     uint64_t nel = M * N;
     const char *cdt = k->params[ic].dtype;
+    ag__dt ct = ag__dt_lookup(cdt);
     int esz = cdt[0] == 'f' && cdt[1] == '3' ? 4 : 2;
     if (!(out = ag_malloc(nel * (uint64_t)esz)) || !(want = ag_malloc(nel * sizeof *want))) {
       rc = AG_ENOMEM;
@@ -481,7 +482,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       rc = cu_err(&a, r, cr, "copying the result back");
       goto out;
     }
-    const char *adt = k->params[ia].dtype;
+    ag__dt adt = ag__dt_lookup(k->params[ia].dtype);
     if (ref == AG_TILE_REF_CPU) {
       r->ref_used = "cpu";
       for (uint64_t m = 0; m < M; m++)
@@ -506,7 +507,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       if (!rc && (cr = a.dtoh(tmp, cref, nel * (uint64_t)esz)))
         rc = cu_err(&a, r, cr, "copying cuBLAS's result back");
       for (uint64_t i = 0; !rc && i < nel; i++)
-        want[i] = ag__tile_elem_value(cdt, tmp, i);
+        want[i] = ag__tile_elem_value(ct, tmp, i);
       ag_free(tmp);
       if (rc)
         goto out;
@@ -519,7 +520,7 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
     r->compared_param = ic;
     r->nelems = nel;
     for (uint64_t i = 0; i < nel; i++) {
-      double g = ag__tile_elem_value(cdt, out, i), w = want[i], e = fabs(g - w);
+      double g = ag__tile_elem_value(ct, out, i), w = want[i], e = fabs(g - w);
       if (!(e <= r->atol + r->rtol * fabs(w))) {
         if (!r->nbad++) {
           r->bad_rank = 2;

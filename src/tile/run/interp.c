@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_float(int dt) { return dt >= DT_BF16 && dt <= DT_F64; }
 
 enum { K_NONE, K_INT, K_BOOL, K_FLOAT, K_DTYPE, K_TUPLE, K_TILE, K_ELEM, K_DATA, K_LAYOUT,
        K_SWZ, K_INTRIN, K_IOP };
@@ -163,7 +162,7 @@ static void st(int dt, unsigned char *p, double v) {
   case DT_F64: memcpy(p, &v, 8); return;
   default: {
     int64_t x = (int64_t)v;
-    memcpy(p, &x, (size_t)ag__rdt_size(dt)); /* little-endian: the low bytes */
+    memcpy(p, &x, (size_t)ag__dt_size(dt)); /* little-endian: the low bytes */
   }
   }
 }
@@ -303,7 +302,7 @@ static rv *index_tile(ip *c, const ag_tile_node *n, tile *t) {
   r->sw = t->sw;
   memcpy(r->off, t->off, (size_t)c->T * 8);
   ag_tuple **ksh = alloc(c, (size_t)rank * sizeof *ksh), **kst = alloc(c, (size_t)rank * sizeof *kst);
-  int kept = 0, esz = ag__rdt_size(t->dt);
+  int kept = 0, esz = ag__dt_size(t->dt);
   for (int i = 0; i < rank; i++) {
     ag_layout m;
     if (ag_layout_mode(&c->lc, &t->lay, i, &m))
@@ -361,7 +360,7 @@ static rv *load(ip *c, const ag_tile_node *n, rv *e) {
   rv *v = newv(c, K_DATA);
   v->dt = e->t->dt;
   v->d = alloc(c, (size_t)c->T * 32);
-  int w = ag__rdt_size(v->dt);
+  int w = ag__dt_size(v->dt);
   for (int th = 0; th < c->T; th++) {
     if (!c->mask[th])
       continue;
@@ -392,10 +391,10 @@ static rv *as_data(ip *c, const ag_tile_node *n, rv *v, int dt) {
   fail(c, n, "expected a data value");
 }
 static void store(ip *c, const ag_tile_node *n, rv *e, rv *val) {
-  int dt = e->t->dt, w = ag__rdt_size(dt);
+  int dt = e->t->dt, w = ag__dt_size(dt);
   rv *d = as_data(c, n, val, dt);
-  if (ag__rdt_size(d->dt) != w)
-    fail(c, n, "a store of %d bytes into an element of %d", ag__rdt_size(d->dt), w);
+  if (ag__dt_size(d->dt) != w)
+    fail(c, n, "a store of %d bytes into an element of %d", ag__dt_size(d->dt), w);
   for (int th = 0; th < c->T; th++) {
     if (!c->mask[th])
       continue;
@@ -413,7 +412,7 @@ static rv *elem_at(ip *c, const tile *t, int64_t o) {
   v->t = (tile *)t;
   v->addr = alloc(c, (size_t)c->T * 8);
   for (int th = 0; th < c->T; th++)
-    v->addr[th] = t->dom + swz(t, t->off[th] + o * ag__rdt_size(t->dt));
+    v->addr[th] = t->dom + swz(t, t->off[th] + o * ag__dt_size(t->dt));
   return v;
 }
 
@@ -449,8 +448,8 @@ static rv *data_op(ip *c, const ag_tile_node *n, int op, rv *a, rv *b) {
                                             : (b->k == K_ELEM ? b->t->dt : b->dt);
   rv *x = as_data(c, n, a, dt), *y = b ? as_data(c, n, b, dt) : NULL;
   if (x->dt != dt || (y && y->dt != dt))
-    fail(c, n, "data of two types (%s, %s): convert one with cvt()", ag__rdt_name(x->dt),
-         ag__rdt_name(y ? y->dt : dt));
+    fail(c, n, "data of two types (%s, %s): convert one with cvt()", ag__dt_name(x->dt),
+         ag__dt_name(y ? y->dt : dt));
   rv *r = newv(c, K_DATA);
   r->dt = dt;
   r->d = alloc(c, (size_t)c->T * 32);
@@ -459,12 +458,12 @@ static rv *data_op(ip *c, const ag_tile_node *n, int op, rv *a, rv *b) {
     if (dt == DT_F64) {
       z = op == '+' ? u + v : op == '-' ? u - v : op == '*' ? u * v : op == '/' ? u / v
           : op == 'n' ? -u : op == 'e' ? exp2(u) : op == 'M' ? (u > v ? u : v) : (u < v ? u : v);
-    } else if (is_float(dt)) {
+    } else if (ag__dt_is_float(dt)) {
       float fu = (float)u, fv = (float)v;
       z = op == '+' ? fu + fv : op == '-' ? fu - fv : op == '*' ? fu * fv : op == '/' ? fu / fv
           : op == 'n' ? -fu : op == 'e' ? exp2f(fu) : op == 'M' ? fmaxf(fu, fv) : fminf(fu, fv);
     } else {
-      fail(c, n, "arithmetic on %s data is not interpreted", ag__rdt_name(dt));
+      fail(c, n, "arithmetic on %s data is not interpreted", ag__dt_name(dt));
     }
     st(dt, r->d + th * 32, z);
   }
@@ -573,7 +572,7 @@ static rv *view(ip *c, const ag_tile_node *n, rv *base) {
   int dt = as_dtype(c, argn(c, n, 1));
   rv *shape = eval(c, argn(c, n, 0));
   if (base->k == K_DATA) { /* a register value as a tile: fresh registers */
-    int w = ag__rdt_size(base->dt);
+    int w = ag__dt_size(base->dt);
     int rb = new_rbuf(c, w);
     for (int th = 0; th < c->T; th++)
       memcpy(c->rbuf[rb] + th * w, base->d + th * 32, (size_t)w);
@@ -596,7 +595,7 @@ static rv *view(ip *c, const ag_tile_node *n, rv *base) {
     if (s->k != K_SWZ)
       fail(c, n->list.v[2], "expected swizzle(B, M, S)");
     int lg = 0;
-    while ((1 << lg) < ag__rdt_size(dt))
+    while ((1 << lg) < ag__dt_size(dt))
       lg++;
     t->swz = 1;
     t->sw = s->sw;
@@ -607,10 +606,10 @@ static rv *view(ip *c, const ag_tile_node *n, rv *base) {
     for (int th = 0; th < c->T; th++)
       t->off[th] -= o0;
   }
-  int64_t want = ag_layout_size(&base->t->lay) * ag__rdt_size(base->t->dt);
-  if (ag_layout_size(&t->lay) * ag__rdt_size(dt) != want)
+  int64_t want = ag_layout_size(&base->t->lay) * ag__dt_size(base->t->dt);
+  if (ag_layout_size(&t->lay) * ag__dt_size(dt) != want)
     fail(c, n, "view of %lld bytes over a tile of %lld",
-         (long long)(ag_layout_size(&t->lay) * ag__rdt_size(dt)), (long long)want);
+         (long long)(ag_layout_size(&t->lay) * ag__dt_size(dt)), (long long)want);
   return tile_value(c, t);
 }
 
@@ -690,9 +689,9 @@ static void ldmatrix(ip *c, const ag_tile_node *n, int nmat, int trans) {
   rv *d = reg_tile(c, n, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
   if (s->k != K_ELEM || s->t->sp != SP_S)
     fail(c, n, "ldmatrix reads from a shared-memory element (this lane's row)");
-  if (ag_layout_size(&d->t->lay) * ag__rdt_size(d->t->dt) != 4 * nmat)
+  if (ag_layout_size(&d->t->lay) * ag__dt_size(d->t->dt) != 4 * nmat)
     fail(c, n, "ldmatrix_x%d writes %d bytes of registers", nmat, 4 * nmat);
-  if (ag__rdt_size(d->t->dt) != 4 || ag_layout_size(&d->t->lay) != nmat)
+  if (ag__dt_size(d->t->dt) != 4 || ag_layout_size(&d->t->lay) != nmat)
     fail(c, n, "ldmatrix_x%d writes %d u32 registers", nmat, nmat);
   rv *de[4]; /* register j: the destination's j-th element in index order */
   for (int j = 0; j < nmat; j++)
@@ -761,7 +760,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     int dt = as_dtype(c, argn(c, n, 1));
     tile *t = tile_new(c, SP_S, dt, 0);
     t->lay = rowmajor(c, n, sh);
-    int64_t bytes = ag_layout_size(&t->lay) * ag__rdt_size(dt);
+    int64_t bytes = ag_layout_size(&t->lay) * ag__dt_size(dt);
     t->dom = (c->smem_bytes + 127) / 128 * 128;
     c->smem_bytes = t->dom + bytes;
     if (c->smem_bytes > c->smem_cap)
@@ -769,7 +768,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     if (n->list.n == 3) {
       rv *s = eval(c, n->list.v[2]);
       int lg = 0;
-      while ((1 << lg) < ag__rdt_size(dt))
+      while ((1 << lg) < ag__dt_size(dt))
         lg++;
       t->swz = 1;
       t->sw = s->sw;
@@ -782,7 +781,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     int dt = as_dtype(c, argn(c, n, 1));
     tile *t = tile_new(c, SP_R, dt, 0);
     t->lay = rowmajor(c, n, sh);
-    t->buf = new_rbuf(c, ag_layout_size(&t->lay) * ag__rdt_size(dt));
+    t->buf = new_rbuf(c, ag_layout_size(&t->lay) * ag__dt_size(dt));
     return tile_value(c, t);
   }
   if (!strcmp(fn, "layout")) {
@@ -811,7 +810,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     if (x->k == K_FLOAT || x->k == K_INT)
       return as_data(c, n, x, dt);
     rv *s = as_data(c, n, x, 0), *r = newv(c, K_DATA);
-    if (is_float(s->dt) && !is_float(dt))
+    if (ag__dt_is_float(s->dt) && !ag__dt_is_float(dt))
       fail(c, n, "cvt from a float to an integer type is not interpreted (nor lowered)");
     r->dt = dt;
     r->d = alloc(c, (size_t)c->T * 32);
@@ -844,7 +843,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
     if (d->k != K_ELEM || s->k != K_ELEM)
       fail(c, n, "cp_async copies a global element into a shared one");
-    if (ag__rdt_size(d->t->dt) != ag__rdt_size(s->t->dt))
+    if (ag__dt_size(d->t->dt) != ag__dt_size(s->t->dt))
       fail(c, n, "cp_async of elements of different sizes");
     store(c, n, d, load(c, n, s));
     return newv(c, K_NONE);
@@ -884,7 +883,7 @@ static rv *eval(ip *c, const ag_tile_node *n) {
     rv *v = lookup(c, n->name);
     if (v)
       return v;
-    int dt = ag__rdt_of(n->name);
+    int dt = ag__dt_lookup(n->name);
     if (dt) {
       v = newv(c, K_DTYPE);
       v->dt = dt;
@@ -1133,7 +1132,7 @@ static void run_block(ip *c) {
         j++;
       if (j == lk->nparams)
         fail(c, prm, "tensor '%s' is not a parameter of the lowered kernel", prm->name);
-      int dt = ag__rdt_of(lk->params[j].dtype);
+      int dt = ag__dt_lookup(lk->params[j].dtype);
       tile *t = tile_new(c, SP_G, dt, j);
       ag_tuple **sh = alloc(c, (size_t)lk->params[j].rank * sizeof *sh);
       for (int r = 0; r < lk->params[j].rank; r++)

@@ -7,31 +7,13 @@
 #define ARGUS_TILE_RUN_INT_H
 
 #include <math.h>
+#include "../check/check_int.h"
+
 #include <stdint.h>
 #include <string.h>
 
-/* The tile dtypes, in the order of the checker's and the lowering's tables
- * (interp.c, bind.c): DT_NONE for a name that is none. */
-enum { DT_NONE, DT_BF16, DT_F16, DT_F32, DT_F64, DT_I8, DT_U8, DT_I16, DT_U16, DT_I32, DT_U32,
-       DT_I64, DT_U64, DT_U128, DT_U256, DT_N };
-static inline const char *ag__rdt_name(int dt) {
-  static const char *const name[DT_N] = {"", "bf16", "f16", "f32", "f64", "i8", "u8", "i16",
-                                         "u16", "i32", "u32", "i64", "u64", "u128", "u256"};
-  return name[dt];
-}
-static inline int ag__rdt_size(int dt) {
-  static const int size[DT_N] = {0, 2, 2, 4, 8, 1, 1, 2, 2, 4, 4, 8, 8, 16, 32};
-  return size[dt];
-}
-static inline int ag__rdt_of(const char *n) {
-  for (int i = 1; i < DT_N; i++)
-    if (!strcmp(ag__rdt_name(i), n))
-      return i;
-  return DT_NONE;
-}
-/* the bytes of an element of the dtype named n (0: no such dtype) */
-static inline int ag__rdt_bytes(const char *n) { return ag__rdt_size(ag__rdt_of(n)); }
-
+/* The tile dtypes are the checker's (ag__dt: ag__dt_size, ag__dt_name,
+ * ag__dt_lookup, ag__dt_is_float; src/tile/check/check_int.h). */
 static inline float ag__bf2f(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   float f;
@@ -76,6 +58,6 @@ static inline uint16_t ag__f2h(float f) {
 
 /* Element i of a buffer of dtype dt as a double (bind.c); integers exactly
  * up to 2^53, types wider than 8 bytes by their first 8. */
-double ag__tile_elem_value(const char *dt, const void *buf, uint64_t i);
+double ag__tile_elem_value(ag__dt dt, const void *buf, uint64_t i);
 
 #endif

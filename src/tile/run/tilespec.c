@@ -58,12 +58,8 @@ static int check_program(const ag_spec *s, const ag_tile_program *p, const ag_ti
  * removes when the cache is off. */
 static int write_ptx(ag_spec *s, const ag_str *ptx, ag_diags *d) {
   char key[65];
-  unsigned char dig[32];
-  ag_sha256 h;
-  if (ag_sha256_begin(&h))
+  if (ag_sha256_hex(ptx->p, ptx->len, key))
     return AG_ENOMEM;
-  ag_sha256_update(&h, ptx->p, ptx->len);
-  ag_sha256_end(&h, dig, key);
   char *dir = ag__tile_cache_dir("tile");
   int rc = 0;
   if (dir && ag_mkdir_p(dir, 0755) == 0) {
