@@ -3,8 +3,10 @@
  * on examples/gemm_tma, wall time from an empty workspace (cold: discovery,
  * four variants compiled, the mapping run, the SASS-metrics run, the trace
  * and its timing baseline) and again from the same workspace (warm: every
- * task's outputs from the memo), side by side in one run, N rounds (issue
- * 19, bench/RESULTS.md). Goal: warm <= 1 s (nothing is compiled or run).
+ * task that succeeded comes from the memo; a failed task is never memoized
+ * and runs again — on gemm_tma the SASS-metrics run, whose CUPTI collection
+ * counts nothing), side by side in one run, N rounds (issue 19,
+ * bench/RESULTS.md). Goal: warm <= 1 s.
  *
  *   bench_observe_attrib [ROUNDS]        (default 3; ARGUS_SOURCE_DIR: the tree)
  *
