@@ -25,6 +25,14 @@ export LD_LIBRARY_PATH=$R/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 export ARGUS_EVIDENCE_OUT=$OUT/evidence
 export ARGUS_BENCH_DUMP=$OUT/dump
+# The GPU machine's python3 (the one that holds torch) has no pytest: wheels
+# carried in the checkout's .whl/ (docs/gpu-testing.md) install beside it, and
+# the Python client's tests use that python3
+if ls .whl/*.whl >/dev/null 2>&1 && command -v python3 >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/argus-site \
+    .whl/*.whl > "$OUT/pip.log" 2>&1 &&
+    export PYTHONPATH=/tmp/argus-site${PYTHONPATH:+:$PYTHONPATH} ARGUS_PYTHON=$(command -v python3)
+fi
 mkdir -p "$ARGUS_BENCH_DUMP"
 {
   date -u +%Y-%m-%dT%H:%M:%SZ

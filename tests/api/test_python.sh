@@ -6,14 +6,16 @@
 #   test_python.sh SOURCE_DIR BUILD_DIR LIBARGUS [TESTS]   TESTS: test_cpu.py (default)
 # Exit 77 when Debian's python3, its venv module or pytest is missing
 # (scripts/deps.sh installs them); test_gpu.py exits 77 without a GPU.
+# ARGUS_PYTHON names another python3 (the GPU machine's, which holds torch;
+# pytest may come through PYTHONPATH there: docs/gpu-testing.md).
 set -eu
 src=$1 bld=$2 lib=$3 tests=${4:-test_cpu.py}
 if [ -n "${ARGUS_SANITIZED:-}" ]; then
   echo "a sanitized build: its libargus.so needs the ASan runtime loaded first; the plain build runs this test: skipped"
   exit 77
 fi
-py=/usr/bin/python3
-[ -x "$py" ] || { echo "no Debian python3 at $py: skipped"; exit 77; }
+py=${ARGUS_PYTHON:-/usr/bin/python3}
+[ -x "$py" ] || { echo "no python3 at $py: skipped"; exit 77; }
 "$py" -c "import venv, pytest" 2>/dev/null || {
   echo "python3-venv or python3-pytest is missing (scripts/deps.sh): skipped"; exit 77; }
 if [ "$tests" = test_gpu.py ]; then
