@@ -24,6 +24,10 @@ typedef struct ag_provenance {
   const char *program; /* program version (id or hash) */
   const char *variant; /* program variant the evidence came from, or NULL */
   const char *scope;   /* canonical scope text */
+  const char *collector; /* the collection that recorded the evidence, the host
+                            runtime's ARGUS_COLLECT value ("trace", "system"; two
+                            joined by '+'), or NULL when no run did (the
+                            compiler's report) */
 } ag_provenance;
 
 typedef struct ag_report ag_report;
