@@ -53,6 +53,18 @@ TEST(test_scope_parse) {
   CHECK_EQ_INT(ag_scope_parse("iter=a:b", &s, &d), AG_EPARSE);
   CHECK_EQ_INT(ag_scope_parse("iter", &s, &d), AG_EPARSE);
   CHECK_EQ_INT(ag_scope_parse("sm=-1", &s, &d), AG_EPARSE);
+  /* launch= (the system timeline's selection, issue 21) */
+  CHECK_EQ_INT(ag_scope_parse("launch=3,launch=5:7", &s, &d), 0);
+  CHECK(ag_scope_contains(&s, AG_SCOPE_LAUNCH, 3) && ag_scope_contains(&s, AG_SCOPE_LAUNCH, 6));
+  CHECK(!ag_scope_contains(&s, AG_SCOPE_LAUNCH, 4) && !ag_scope_contains(&s, AG_SCOPE_LAUNCH, 7));
+  CHECK_EQ_INT(ag_scope_parse("launch=abc", &s, &d), AG_EPARSE);
+  CHECK_EQ_STR(d.items.v[d.items.n - 1].msg,
+               "'launch' needs a non-negative integer or a range a:b, got 'abc'");
+  CHECK_EQ_INT(ag_scope_parse("launch=5:2", &s, &d), AG_EINVAL);
+  CHECK_EQ_STR(d.items.v[d.items.n - 1].msg,
+               "empty scope: launch=5:2 selects nothing (ranges are a:b with a < b)");
+  CHECK_EQ_INT(ag_scope_parse("launch=", &s, &d), AG_EPARSE);
+  CHECK_EQ_INT(ag_scope_parse("launch=1:x", &s, &d), AG_EPARSE);
   CHECK_EQ_INT(ag_scope_parse("iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,"
                               "iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,"
                               "iter=0:1,iter=0:1,iter=0:1",
