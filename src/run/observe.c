@@ -162,16 +162,26 @@ static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
   /* the outputs are properties of the module alone (not of the query), so
    * every query on this program shares the variants built from them */
   int nsel = 0;
-  ag_str known = AG_STR_INIT;
+  ag_str known = AG_STR_INIT, near = AG_STR_INIT;
+  /* the qualified names, then their own (last) names: a mistyped name is
+   * suggested as the one it is close to */
+  const char **names = ag_calloc(2 * (size_t)r->nregions + 1, sizeof *names);
   for (int i = 0; i < r->nregions; i++) {
     const ag_ptx_region *g = &r->regions[i];
     if (!strcmp(g->qname, ob->query.region) || !strcmp(g->name, ob->query.region))
       nsel++;
     ag_str_printf(&known, "%s%s", i ? ", " : "", g->qname);
+    if (names)
+      names[i] = g->qname, names[r->nregions + i] = g->name;
   }
+  if (!nsel && names)
+    ag_str_suggest(&near, ob->query.region, names, 2 * (size_t)r->nregions);
   if (!nsel)
-    rc = ag__obs_fail(t, AG_ENOTFOUND, "unknown region '%s' in %s (known: %s)", ob->query.region,
-                      ob->spec->name, ag_str_cstr(&known));
+    rc = ag__obs_fail(t, AG_ENOTFOUND, "unknown region '%s' in %s%s%s (known: %s)",
+                      ob->query.region, ob->spec->name, near.len ? ": " : "", ag_str_cstr(&near),
+                      ag_str_cstr(&known));
+  ag_free(names);
+  ag_str_release(&near);
   ag_str_release(&known);
   if (!rc && !(rc = ag__obs_put(ob, t, "ptx", ptx, len, "ptx")))
     rc = ag__obs_put_json(ob, t, "regions", j, "json");

@@ -94,6 +94,14 @@ TEST(test_plan_runs_discovery_only) {
   CHECK_EQ_INT(disc->status, AG_TS_FAILED);
   CHECK_CONTAINS(disc->error, "unknown region 'nope'");
   CHECK_CONTAINS(disc->error, "overhead_compute/work/step");
+  CHECK(!strstr(disc->error, "did you mean"));
+  ag_observe_result_release(&r);
+  /* a mistyped one: the close names first (its own name and the qualified) */
+  CHECK_EQ_INT(observe("wrok", "duration", NULL, 0, 1, &r, &d), 0);
+  disc = find(r.plan, "discover");
+  CHECK_EQ_INT(disc->status, AG_TS_FAILED);
+  printf("%s\n", disc->error);
+  CHECK_CONTAINS(disc->error, "unknown region 'wrok' in overhead: did you mean 'work'? (known: ");
   ag_observe_result_release(&r);
   ag_diags_release(&d);
 }

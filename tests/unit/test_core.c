@@ -75,6 +75,55 @@ TEST(test_str) {
   ag_str_release(&t);
 }
 
+/* "did you mean": the edit distance against hand-counted cases, and the
+ * names suggested for mistyped ones (none for a word far from all) */
+TEST(test_suggest) {
+  CHECK_EQ_U64(ag_edit_distance("", "abc"), 3);
+  CHECK_EQ_U64(ag_edit_distance("abc", ""), 3);
+  CHECK_EQ_U64(ag_edit_distance("abc", "abc"), 0);
+  CHECK_EQ_U64(ag_edit_distance("kitten", "sitting"), 3);
+  CHECK_EQ_U64(ag_edit_distance("ab", "ba"), 1); /* a transposition, not 2 substitutions */
+  CHECK_EQ_U64(ag_edit_distance("sytsem", "system"), 1);
+  CHECK_EQ_U64(ag_edit_distance("duraton", "duration"), 1);
+  CHECK_EQ_U64(ag_edit_distance("ca", "abc"), 3); /* OSA: no edit of a transposed pair */
+  static const char *const sigs[] = {"duration", "occurrences", "timeline", "static",
+                                     "async_latency", "ownership", "inst_mix", "barriers",
+                                     "branch", "stalls", "system"};
+  const size_t n = sizeof sigs / sizeof sigs[0];
+  ag_str s = AG_STR_INIT;
+  CHECK_EQ_INT(ag_str_suggest(&s, "duraton", sigs, n), 1);
+  CHECK_EQ_STR(ag_str_cstr(&s), "did you mean 'duration'?");
+  ag_str_clear(&s);
+  CHECK_EQ_INT(ag_str_suggest(&s, "inst-mix", sigs, n), 1);
+  CHECK_EQ_STR(ag_str_cstr(&s), "did you mean 'inst_mix'?");
+  ag_str_clear(&s);
+  /* a word a name begins with: that name */
+  CHECK_EQ_INT(ag_str_suggest(&s, "async", sigs, n), 1);
+  CHECK_EQ_STR(ag_str_cstr(&s), "did you mean 'async_latency'?");
+  ag_str_clear(&s);
+  /* a letter left out: 'static' (3 edits) is too far for 5 letters */
+  CHECK_EQ_INT(ag_str_suggest(&s, "stals", sigs, n), 1);
+  CHECK_EQ_STR(ag_str_cstr(&s), "did you mean 'stalls'?");
+  ag_str_clear(&s);
+  /* at most 3, the earlier first among equals ('abc' is as close as they) */
+  static const char *const close[] = {"abcd", "abce", "abcf", "abdd", "xbcd", "abc"};
+  CHECK_EQ_INT(ag_str_suggest(&s, "abcx", close, 6), 3);
+  CHECK_EQ_STR(ag_str_cstr(&s), "did you mean 'abcd', 'abce' or 'abcf'?");
+  ag_str_clear(&s);
+  /* the closest first, then the earlier; a name listed twice is named once */
+  static const char *const order[] = {"stalls", "status", "static", "static", NULL};
+  CHECK_EQ_INT(ag_str_suggest(&s, "statc", order, 5), 2);
+  CHECK_EQ_STR(ag_str_cstr(&s), "did you mean 'static' or 'status'?");
+  ag_str_clear(&s);
+  /* far from every name, or too short to be close to any: nothing */
+  CHECK_EQ_INT(ag_str_suggest(&s, "bogus", sigs, n), 0);
+  CHECK_EQ_INT(ag_str_suggest(&s, "x", sigs, n), 0);
+  CHECK_EQ_INT(ag_str_suggest(&s, "", sigs, n), 0);
+  CHECK_EQ_INT(ag_str_suggest(&s, "static", sigs, n), 0); /* itself is no suggestion */
+  CHECK_EQ_STR(ag_str_cstr(&s), "");
+  ag_str_release(&s);
+}
+
 TEST(test_vec) {
   AG_VEC(int) v = {0};
   for (int i = 0; i < 1000; i++)
@@ -316,4 +365,4 @@ TEST(test_log_level) {
 
 RUN_TESTS(T(test_errors), T(test_alloc_fail), T(test_arena), T(test_str), T(test_vec),
           T(test_map), T(test_diags), T(test_diags_long_line), T(test_sha256), T(test_json),
-          T(test_files), T(test_proc), T(test_fnv1a), T(test_log_level))
+          T(test_files), T(test_proc), T(test_fnv1a), T(test_log_level), T(test_suggest))
