@@ -736,5 +736,5 @@ TEST(bad_config) {
   unsetenv("ARGUS_LIBCUPTI");
 }
 
-RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(stalls_recorded), T(bad_evidence),
-          T(no_cupti), T(held), T(not_permitted), T(bad_config))
+RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(stalls_recorded),
+          T(bad_evidence), T(no_cupti), T(held), T(not_permitted), T(bad_config))
