@@ -10,7 +10,7 @@
  *
  * Versioning: ARGUS_API_VERSION is the API this header declares; the shared
  * library's soname is libargus.so.ARGUS_API_VERSION and only the argus_*
- * symbols listed in src/api/argus.sym are exported. A change that breaks a
+ * symbols listed in src/api/argus.map are exported. A change that breaks a
  * caller compiled against this header (a removed function, a changed
  * signature or struct, a renumbered code) bumps the version; additions keep
  * it. Options travel as JSON objects (NULL: the defaults) so new options do
@@ -155,6 +155,20 @@ const char *argus_report_hash(const argus_report *r);
 int argus_report_complete(const argus_report *r);
 /* The text summary `argus observe` prints. Owned (argus_free). */
 int argus_report_text(const argus_report *r, char **text_out);
+/* The prompt-sized summary for agents (`argus observe --summary=TOKENS`,
+ * docs/report.md "Summary"): the facts an optimizer acts on, each with its
+ * qualification, ranked (qualifications, then regions by share of time,
+ * async sites, what is missing), in at most max_tokens tokens counted as
+ * ARGUS_SUMMARY_BYTES_PER_TOKEN bytes each, rounded up; the last line says
+ * what was left out. A budget outside ARGUS_SUMMARY_MIN_TOKENS to
+ * ARGUS_SUMMARY_MAX_TOKENS is ARGUS_ERANGE. Owned (argus_free). */
+enum {
+  ARGUS_SUMMARY_BYTES_PER_TOKEN = 3,
+  ARGUS_SUMMARY_MIN_TOKENS = 64,
+  ARGUS_SUMMARY_DEFAULT_TOKENS = 256,
+  ARGUS_SUMMARY_MAX_TOKENS = 1000000
+};
+int argus_report_summary(const argus_report *r, int max_tokens, char **text_out);
 
 /* One reported value. Strings are borrowed from the report. */
 typedef struct argus_value {

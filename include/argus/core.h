@@ -122,6 +122,17 @@ char *ag_str_detach(ag_str *s);           /* owned; caller ag_free()s */
 /* Appends s as a JSON string literal (with quotes). */
 int ag_str_json_quote(ag_str *s, const char *cstr);
 
+/* "Did you mean" (suggest.c). The edit distance of a and b: insertions,
+ * deletions, substitutions and adjacent transpositions, 1 each; SIZE_MAX
+ * when out of memory. */
+size_t ag_edit_distance(const char *a, const char *b);
+/* Appends "did you mean 'x'?" ("'x' or 'y'", "'x', 'y' or 'z'") naming, closest
+ * first, at most 3 of the n names (NULL entries skipped) within 1 + len/4
+ * edits of word and fewer than its length, or beginning with it (when it
+ * has 3 characters or more); appends nothing when none is. Returns how many
+ * it named. */
+int ag_str_suggest(ag_str *out, const char *word, const char *const *names, size_t n);
+
 /* ----------------------------------------------------------------- vectors */
 /* Type-safe growable array: AG_VEC(int) v = {0}; ag_vec_push(&v, 3). */
 #define AG_VEC(T)                                                              \

@@ -24,6 +24,10 @@ typedef struct ag_provenance {
   const char *program; /* program version (id or hash) */
   const char *variant; /* program variant the evidence came from, or NULL */
   const char *scope;   /* canonical scope text */
+  const char *collector; /* the collection that recorded the evidence, the host
+                            runtime's ARGUS_COLLECT value ("trace", "system"; two
+                            joined by '+'), or NULL when no run did (the
+                            compiler's report) */
 } ag_provenance;
 
 typedef struct ag_report ag_report;
@@ -80,6 +84,7 @@ int ag_report_json_text(const json_t *report, ag_str *out);
 #define AG_SUMMARY_BYTES_PER_TOKEN 3
 #define AG_SUMMARY_MIN_TOKENS 64     /* the header and the left-out line */
 #define AG_SUMMARY_DEFAULT_TOKENS 256
+#define AG_SUMMARY_MAX_TOKENS 1000000 /* what the CLI and the C API take */
 /* The token count of `bytes` bytes of summary text under that rule. */
 size_t ag_summary_tokens(size_t bytes);
 /* Appends to out the summary of an argus.report/1 or argus.trace/1 report

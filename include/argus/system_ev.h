@@ -18,6 +18,7 @@
 #define ARGUS_SYSTEM_EV_H
 
 #include "argus/core.h"
+#include "argus/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +74,21 @@ static inline double ag_sys_ev_gt(const ag_sys_ev *e, int64_t cupti_ns) {
  * "last_ns"}],"calibration_kernels"}. Argus's calibration kernels are not
  * launches. NULL when out of memory. */
 json_t *ag_sys_signal(const ag_sys_ev *e);
+/* The same over the launches `scope` selects (NULL or no launch range: all):
+ * a launch keeps its number in the run (launch=1:3 gives launches 1 and 2),
+ * and the per-stream figures count the selected launches only (copies,
+ * sets and synchronizations are not launches: they stay). With a launch
+ * range the signal has "selection": {"scope" (the launch ranges),
+ * "covered" (the launch numbers kept), "launches_in_run"}. */
+json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope);
+/* The synthesis output of signal `system` (src/run/backend_system.c):
+ * {"values", "system" (the signal), "warnings", "missing"}. `retained` is
+ * the evidence kind's retained scope (bit 1 << ag_scope_key per coordinate
+ * the evidence records: the launch only): those the scope restricts select;
+ * any other coordinate (and a role) is a warning saying the values cover
+ * all of it. A selection that covers no launch is missing, with why; one
+ * that covers some adds the value "(system) launches_covered". AG_ENOMEM. */
+int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, json_t **out);
 /* The text a kernel engineer reads first: launches, streams, the clock. */
 int ag_sys_text(const json_t *signal, ag_str *out);
 

@@ -10,7 +10,8 @@ install time):
     argus.Workspace(path)                            refs, versions, fork, reports
 
 Every failure raises ArgusError (or a subclass: SchemaError, NotFoundError,
-MalformedError, PlanFailedError, UnsupportedError) carrying the library's
+MalformedError, PlanFailedError, UnsupportedError, OutOfRangeError, which is
+also a ValueError) carrying the library's
 message and diagnostics; an argument of the wrong type raises TypeError
 naming the parameter.
 """
@@ -20,16 +21,19 @@ import builtins
 import ctypes
 import json
 import os
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _lib
-from ._lib import (ArgusError, MalformedError, NotFoundError, PlanFailedError, SchemaError,
-                   UnsupportedError)
+from ._lib import (ArgusError, MalformedError, NotFoundError, OutOfRangeError, PlanFailedError,
+                   SchemaError, UnsupportedError)
 
 __all__ = ["plan", "observe", "check", "Workspace", "Report", "Value", "Version", "CheckResult",
            "ArgusError", "SchemaError", "NotFoundError", "MalformedError", "PlanFailedError",
-           "UnsupportedError", "API_VERSION", "__version__"]
+           "UnsupportedError", "OutOfRangeError", "API_VERSION", "__version__",
+           "SUMMARY_BYTES_PER_TOKEN", "SUMMARY_MIN_TOKENS", "SUMMARY_DEFAULT_TOKENS",
+           "SUMMARY_MAX_TOKENS"]
 
 API_VERSION = _lib.API_VERSION
 __version__ = _lib.dec(_lib.lib.argus_version())
@@ -233,6 +237,22 @@ def _workspace(ws: Union[Workspace, PathLike, None]) -> Tuple[Workspace, bool]:
 
 
 # ------------------------------------------------------------------- reports
+SUMMARY_BYTES_PER_TOKEN = 3     # argus.h's ARGUS_SUMMARY_BYTES_PER_TOKEN
+SUMMARY_MIN_TOKENS = 64         # ARGUS_SUMMARY_MIN_TOKENS
+SUMMARY_DEFAULT_TOKENS = 256    # ARGUS_SUMMARY_DEFAULT_TOKENS
+SUMMARY_MAX_TOKENS = 1000000    # ARGUS_SUMMARY_MAX_TOKENS
+
+
+def _take_text(call: Any, h: ctypes.c_void_p) -> str:
+    """The owned string call(h, &out) returned, decoded and freed."""
+    t = ctypes.c_void_p()
+    _lib.check(call(h, ctypes.byref(t)))
+    try:
+        return ctypes.string_at(t.value).decode() if t.value else ""
+    finally:
+        _lib.lib.argus_free(t)
+
+
 @dataclass(frozen=True)
 class Value:
     """One reported value. `value` is a number, structured data (a dict, a
@@ -254,22 +274,22 @@ class Value:
 @dataclass
 class Report:
     """A report (schema argus.report/1): `values`, what is `missing` and why,
-    `warnings`, the full `json`, and its artifact `hash` in the workspace."""
+    `warnings`, the full `json`, and its artifact `hash` in the workspace;
+    summary(max_tokens) is its prompt-sized summary for agents."""
     json: Dict[str, Any]
     hash: str
     values: List[Value] = field(default_factory=list)
     text: str = ""  # the summary `argus observe` prints
+    # the library's handle, freed with the Report
+    _h: Optional[ctypes.c_void_p] = field(default=None, repr=False, compare=False)
 
     @classmethod
     def _take(cls, h: ctypes.c_void_p) -> "Report":
+        lib = _lib.lib
         try:
-            lib = _lib.lib
             r = cls(json.loads(_lib.dec(lib.argus_report_json(h))),
                     _lib.dec(lib.argus_report_hash(h)))
-            t = ctypes.c_void_p()
-            _lib.check(lib.argus_report_text(h, ctypes.byref(t)))
-            r.text = ctypes.string_at(t.value).decode() if t.value else ""
-            lib.argus_free(t)
+            r.text = _take_text(lib.argus_report_text, h)
             v = _lib.Value()
             for i in range(lib.argus_report_nvalues(h)):
                 _lib.check(lib.argus_report_value(h, i, ctypes.byref(v)))
@@ -279,9 +299,29 @@ class Report:
                     _lib.dec(v.unit), _lib.dec(v.qual), json.loads(_lib.dec(v.provenance)),
                     None if v.entropy < 0 else v.entropy,
                     None if v.flag is None else _lib.dec(v.flag)))
-            return r
-        finally:
-            _lib.lib.argus_report_free(h)
+        except BaseException:
+            lib.argus_report_free(h)
+            raise
+        r._h = h
+        weakref.finalize(r, lib.argus_report_free, h)
+        return r
+
+    def summary(self, max_tokens: int = SUMMARY_DEFAULT_TOKENS) -> str:
+        """The prompt-sized summary (`argus observe --summary`, docs/report.md):
+        the facts an optimizer acts on, each with its qualification, ranked
+        (qualifications, then regions by share of time, async sites, what is
+        missing), within max_tokens tokens of 3 bytes each (the length in
+        bytes over 3, rounded up); the last line says what was left out. A
+        budget outside 64 to 1,000,000 raises OutOfRangeError (a ValueError
+        and an ArgusError)."""
+        if max_tokens is None:  # _typed lets None through: here it is no budget
+            raise TypeError("argus: 'max_tokens' must be an int, not NoneType")
+        _typed(max_tokens, "max_tokens", (int,), "an int")
+        if self._h is None:
+            raise ValueError("argus: this Report has no library handle (made by hand, not "
+                             "by observe or Workspace.report)")
+        return _take_text(lambda h, out: _lib.lib.argus_report_summary(h, max_tokens, out),
+                          self._h)
 
     @property
     def missing(self) -> List[Dict[str, Any]]:

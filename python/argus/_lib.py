@@ -57,8 +57,12 @@ class UnsupportedError(ArgusError):
     """Not built into this libargus (no CUDA toolkit when it was built)."""
 
 
+class OutOfRangeError(ArgusError, ValueError):
+    """A number outside what the call takes (a summary's token budget)."""
+
+
 _classes = {ESCHEMA: SchemaError, ENOTFOUND: NotFoundError, EPARSE: MalformedError,
-            EFAILED: PlanFailedError, EUNSUPPORTED: UnsupportedError}
+            EFAILED: PlanFailedError, EUNSUPPORTED: UnsupportedError, ERANGE: OutOfRangeError}
 
 
 class Value(ctypes.Structure):
@@ -117,6 +121,7 @@ _SIGS = {
     "argus_report_json": (_s, [_p]),
     "argus_report_hash": (_s, [_p]),
     "argus_report_text": (_i, [_p, _pp]),
+    "argus_report_summary": (_i, [_p, _i, _pp]),
     "argus_report_complete": (_i, [_p]),
     "argus_report_nvalues": (ctypes.c_size_t, [_p]),
     "argus_report_value": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(Value)]),

@@ -1,9 +1,10 @@
 """Fixtures of the Python package's tests: a scratch directory, the overhead
 example's PTX (built by nvcc into the build tree) in a spec whose harness is
-`false`, and a GPU probe for the GPU tests."""
+`false`, a stored report, and a GPU probe for the GPU tests."""
 import ctypes
 import os
 import pathlib
+import subprocess
 
 import pytest
 
@@ -29,6 +30,23 @@ def spec(tmp_path, ptx) -> pathlib.Path:
     s = tmp_path / "spec.json"
     s.write_text('{"name": "overhead", "module": {"ptx": "%s"}, "run": ["false"]}' % ptx)
     return s
+
+
+@pytest.fixture
+def stored_report(tmp_path):
+    """The H200 report of gemm_tma (tests/data/reports), stored with `argus ws
+    put` into a workspace of its own: (workspace path, report hash)."""
+    argus_bin = build_dir() / "tools" / "argus" / "argus"
+    rep = source_dir() / "tests" / "data" / "reports" / "gemm_tma.h200.report.json"
+    if not argus_bin.exists() or not rep.exists():
+        pytest.skip("no argus binary (%s) or stored report (%s)" % (argus_bin, rep))
+    ws = tmp_path / "reports-ws"
+    subprocess.run([str(argus_bin), "-W", str(ws), "ws", "init"], check=True,
+                   stdout=subprocess.DEVNULL)
+    out = subprocess.run([str(argus_bin), "-W", str(ws), "ws", "put", str(rep)], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout.strip()
+    assert len(out) == 64, out
+    return ws, out
 
 
 def gpu_reason():

@@ -1,7 +1,10 @@
 """The Python package on the CPU: plan, observe's static signal (no GPU
 needed) read as Value objects, workspaces (refs, versions, fork, stored
-reports, a newer schema refused), check, and bad arguments: TypeError naming
-the parameter, ArgusError subclasses carrying the diagnostics."""
+reports, a newer schema refused), the prompt-sized summary of a stored report
+(its token budget, its ranking, bad budgets), check, and bad arguments:
+TypeError naming the parameter, ArgusError subclasses carrying the
+diagnostics."""
+import re
 import sqlite3
 
 import pytest
@@ -60,6 +63,64 @@ def test_observe_static_values_and_read_back(tmp_path, spec):
             ws.report("feedbeef0000")
         with pytest.raises(argus.MalformedError, match="'v1' is not a report"):
             ws.report("v1")
+
+
+def _tokens(text):
+    """The summary's token rule (docs/report.md): 3 bytes per token, rounded up."""
+    return -(-len(text.encode()) // argus.SUMMARY_BYTES_PER_TOKEN)
+
+
+def _shares(text):
+    """(region, share %) of the summary's region lines, in their order."""
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"(\S+) ([0-9.]+)% \(", line)
+        if m:
+            out.append((m.group(1), float(m.group(2))))
+    return out
+
+
+def test_report_summary(stored_report):
+    path, h = stored_report
+    with argus.Workspace(path, create=False) as ws:
+        r = ws.report(h[:12])
+    # the handle outlives the workspace: the summary reads the report alone
+    texts = {b: r.summary(max_tokens=b) for b in (64, 120, 256, 1000000)}
+    for b, t in texts.items():
+        assert _tokens(t) <= b, (b, t)
+        assert t.startswith("argus observe mainloop on gemm_tma")
+    assert r.summary() == texts[256]
+    assert "more left out" in texts[64] and "more left out" not in texts[256]
+    # regions by share of time, largest first; the budget cuts the smallest
+    assert _shares(texts[256]) == [("gemm_tma/mainloop", 100.0), ("gemm_tma/mainloop/mma", 73.8),
+                                   ("gemm_tma/mainloop/loads", 14.0)]
+    assert _shares(texts[120]) == _shares(texts[256])[:2]
+    assert "3 more left out (3 facts" in texts[120]
+
+
+@pytest.mark.parametrize("budget", [63, 0, -256, 1000001])
+def test_report_summary_budget_out_of_range(stored_report, budget):
+    path, h = stored_report
+    r = argus.Workspace(path, create=False).report(h)
+    with pytest.raises(argus.OutOfRangeError) as e:
+        r.summary(max_tokens=budget)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, argus.ArgusError)
+    assert e.value.name == "ARGUS_ERANGE"
+    assert "max_tokens takes 64 to 1000000 tokens, not %d" % budget in e.value.message
+
+
+@pytest.mark.parametrize("budget", ["256", 256.0, True, None])
+def test_report_summary_type_error(stored_report, budget):
+    path, h = stored_report
+    r = argus.Workspace(path, create=False).report(h)
+    with pytest.raises(TypeError, match="'max_tokens' must be an int, not %s"
+                       % type(budget).__name__):
+        r.summary(max_tokens=budget)
+
+
+def test_report_summary_needs_a_handle():
+    with pytest.raises(ValueError, match="no library handle"):
+        argus.Report({"schema": "argus.report/1", "values": []}, "").summary()
 
 
 def test_observe_without_gpu_reports_missing(tmp_path, spec):

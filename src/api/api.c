@@ -510,6 +510,31 @@ int argus_report_text(const argus_report *r, char **text_out) {
   return 0;
 }
 
+/* The summary's budget and token rule are the library's (argus/report.h). */
+_Static_assert(ARGUS_SUMMARY_BYTES_PER_TOKEN == AG_SUMMARY_BYTES_PER_TOKEN, "bytes per token");
+_Static_assert(ARGUS_SUMMARY_MIN_TOKENS == AG_SUMMARY_MIN_TOKENS, "smallest budget");
+_Static_assert(ARGUS_SUMMARY_DEFAULT_TOKENS == AG_SUMMARY_DEFAULT_TOKENS, "default budget");
+_Static_assert(ARGUS_SUMMARY_MAX_TOKENS == AG_SUMMARY_MAX_TOKENS, "largest budget");
+
+int argus_report_summary(const argus_report *r, int max_tokens, char **text_out) {
+  NEED(text_out, "text_out");
+  *text_out = NULL;
+  NEED(r, "r");
+  if (max_tokens < ARGUS_SUMMARY_MIN_TOKENS || max_tokens > ARGUS_SUMMARY_MAX_TOKENS)
+    return fail(ARGUS_ERANGE, NULL,
+                "argus_report_summary: max_tokens takes %d to %d tokens, not %d",
+                ARGUS_SUMMARY_MIN_TOKENS, ARGUS_SUMMARY_MAX_TOKENS, max_tokens);
+  ag_str s = AG_STR_INIT;
+  int rc = ag_report_summary(r->root, max_tokens, &s);
+  if (rc || s.oom) {
+    ag_str_release(&s);
+    return fail(rc ? rc : ARGUS_ENOMEM, NULL, "argus_report_summary: cannot summarize the "
+                                              "report: %s", ag_strerror(rc ? rc : AG_ENOMEM));
+  }
+  *text_out = s.p ? ag_str_detach(&s) : ag_strdup("");
+  return *text_out ? 0 : fail(ARGUS_ENOMEM, NULL, "out of memory");
+}
+
 /* ------------------------------------------------------------- queries */
 #if ARGUS_HAVE_OBSERVE
 static const opt_def query_opts[] = {{"timeout_s", OPT_NUM},     {"records", OPT_POSINT},

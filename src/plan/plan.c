@@ -276,11 +276,22 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
   int bad = 0;
   for (int i = 0; i < q->nsignals; i++)
     if (!ag_recipe_table_find(tb, q->signals[i])) {
-      ag_str known = AG_STR_INIT;
-      for (size_t k = 0; k < tb->nrecipes; k++)
+      ag_str known = AG_STR_INIT, near = AG_STR_INIT;
+      const char **names = ag_calloc(tb->nrecipes + 1, sizeof *names);
+      for (size_t k = 0; k < tb->nrecipes; k++) {
         ag_str_printf(&known, "%s%s", k ? ", " : "", tb->recipes[k].signal);
-      ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "unknown signal '%s' (known: %s)",
-                   q->signals[i], ag_str_cstr(&known));
+        if (names)
+          names[k] = tb->recipes[k].signal;
+      }
+      if (names && ag_str_suggest(&near, q->signals[i], names, tb->nrecipes))
+        ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
+                     "unknown signal '%s': %s (known: %s)", q->signals[i], ag_str_cstr(&near),
+                     ag_str_cstr(&known));
+      else
+        ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "unknown signal '%s' (known: %s)",
+                     q->signals[i], ag_str_cstr(&known));
+      ag_free(names);
+      ag_str_release(&near);
       ag_str_release(&known);
       bad = 1;
     }

@@ -68,9 +68,15 @@ int ag_scope_parse(const char *text, ag_scope *out, ag_diags *d) {
         if (strlen(key_names[i]) == kl && !strncmp(p, key_names[i], kl))
           k = i;
       if (k < 0) {
+        static const char *const keys[] = {"role", "iter", "sm", "cta", "warp", "launch"};
+        char key[64];
+        ag_str near = AG_STR_INIT;
+        snprintf(key, sizeof key, "%.*s", (int)(kl < 63 ? kl : 63), p);
+        ag_str_suggest(&near, key, keys, sizeof keys / sizeof keys[0]);
         ag_diags_add(d, AG_SEV_ERROR, "scope", 1, col, text, strlen(text),
-                     "unknown scope key '%.*s' (known: role, iter, sm, cta, warp, launch)",
-                     (int)kl, p);
+                     "unknown scope key '%.*s'%s%s (known: role, iter, sm, cta, warp, launch)",
+                     (int)kl, p, near.len ? ": " : "", ag_str_cstr(&near));
+        ag_str_release(&near);
         return AG_EPARSE;
       }
       ag_range r;

@@ -64,9 +64,9 @@ static json_t *prov_json(const ag_provenance *p) {
   json_t *tasks = json_array();
   for (int i = 0; p && i < p->ntasks; i++)
     json_array_append_new(tasks, json_integer(p->tasks[i]));
-  return json_pack("{s:o,s:s?,s:s?,s:s}", "tasks", tasks, "program", p ? p->program : NULL,
-                   "variant", p ? p->variant : NULL, "scope",
-                   p && p->scope ? p->scope : "");
+  return json_pack("{s:o,s:s?,s:s?,s:s,s:s?}", "tasks", tasks, "program",
+                   p ? p->program : NULL, "variant", p ? p->variant : NULL, "scope",
+                   p && p->scope ? p->scope : "", "collector", p ? p->collector : NULL);
 }
 
 static int add_obj(ag_report *r, const char *region, const char *signal, const char *stat,

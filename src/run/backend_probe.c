@@ -16,8 +16,8 @@ static int evidence_joinable(const obs *ob, const ag_plan *p, const ag_task *col
                              const ag_evidence *ev, ag_str *why) {
   ag_str prog = AG_STR_INIT;
   ag__obs_evidence_program(ob, p, collect, ev, &prog);
-  ag_provenance mine = {NULL, 0, ob->program, NULL, ""},
-                theirs = {NULL, 0, ag_str_cstr(&prog), NULL, ""};
+  ag_provenance mine = {NULL, 0, ob->program, NULL, "", NULL},
+                theirs = {NULL, 0, ag_str_cstr(&prog), NULL, "", NULL};
   int ok = ag_report_joinable(&mine, &theirs, why);
   ag_str_release(&prog);
   return ok;

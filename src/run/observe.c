@@ -162,16 +162,26 @@ static int ex_discover(ag_exec_ctx *cx, ag_task *t) {
   /* the outputs are properties of the module alone (not of the query), so
    * every query on this program shares the variants built from them */
   int nsel = 0;
-  ag_str known = AG_STR_INIT;
+  ag_str known = AG_STR_INIT, near = AG_STR_INIT;
+  /* the qualified names, then their own (last) names: a mistyped name is
+   * suggested as the one it is close to */
+  const char **names = ag_calloc(2 * (size_t)r->nregions + 1, sizeof *names);
   for (int i = 0; i < r->nregions; i++) {
     const ag_ptx_region *g = &r->regions[i];
     if (!strcmp(g->qname, ob->query.region) || !strcmp(g->name, ob->query.region))
       nsel++;
     ag_str_printf(&known, "%s%s", i ? ", " : "", g->qname);
+    if (names)
+      names[i] = g->qname, names[r->nregions + i] = g->name;
   }
+  if (!nsel && names)
+    ag_str_suggest(&near, ob->query.region, names, 2 * (size_t)r->nregions);
   if (!nsel)
-    rc = ag__obs_fail(t, AG_ENOTFOUND, "unknown region '%s' in %s (known: %s)", ob->query.region,
-                      ob->spec->name, ag_str_cstr(&known));
+    rc = ag__obs_fail(t, AG_ENOTFOUND, "unknown region '%s' in %s%s%s (known: %s)",
+                      ob->query.region, ob->spec->name, near.len ? ": " : "", ag_str_cstr(&near),
+                      ag_str_cstr(&known));
+  ag_free(names);
+  ag_str_release(&near);
   ag_str_release(&known);
   if (!rc && !(rc = ag__obs_put(ob, t, "ptx", ptx, len, "ptx")))
     rc = ag__obs_put_json(ob, t, "regions", j, "json");
@@ -633,6 +643,32 @@ int ag__obs_scope_of(const ag_task *t, ag_scope *s) {
   return ag_scope_parse(sc ? sc : "", s, NULL);
 }
 
+/* The collection that recorded the evidence synthesis s read (its values'
+ * provenance "collector", docs/report.md): the collect backend of its
+ * signal's evidence in the recipe table (the host runtime's ARGUS_COLLECT
+ * value); for a synthesis of no recipe (what tracing cost) the backends of
+ * the Collect tasks it reads, in their order, joined by '+'. "" when no run
+ * recorded it (the compiler's report). */
+static const char *collector_of(const ag_plan *p, const ag_task *s, const char *signal,
+                                char *buf, size_t n) {
+  const ag_recipe *r = ag_recipe_find(signal);
+  const ag_evidence_kind *ek = r ? ag_evidence_find(r->evidence) : NULL;
+  size_t len = 0;
+  buf[0] = 0;
+  if (r)
+    return ek ? ek->backend : NULL;
+  for (size_t i = 0; i < s->deps.n; i++) {
+    const ag_task *d = ag_plan_task(p, s->deps.v[i]);
+    size_t k;
+    json_t *b;
+    if (d && d->type == AG_TASK_COLLECT)
+      json_array_foreach(json_object_get(d->config, "backends"), k, b) if (len < n)
+          len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "+" : "",
+                                  json_string_value(b));
+  }
+  return buf[0] ? buf : NULL;
+}
+
 /* Synthesize the report: every value with its qualification and provenance;
  * what failed is said, not hidden. */
 static int ex_report(ag_exec_ctx *cx, ag_task *t) {
@@ -644,7 +680,7 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
   /* what every joined value must share: this program version, the query's scope */
   ag_str qs = AG_STR_INIT;
   ag_scope_format(&ob->query.scope, &qs);
-  ag_provenance want = {NULL, 0, ob->program, NULL, ag_str_cstr(&qs)};
+  ag_provenance want = {NULL, 0, ob->program, NULL, ag_str_cstr(&qs), NULL};
   for (size_t i = 0; i < t->deps.n; i++) {
     const ag_task *s = ag_plan_task(cx->plan, t->deps.v[i]);
     const char *signal = json_string_value(json_object_get(s->config, "signal"));
@@ -679,7 +715,9 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
     }
     const char *sc = json_string_value(json_object_get(s->config, "scope"));
     const char *prog = json_string_value(json_object_get(out, "program"));
-    ag_provenance pv = {tasks, nt, prog ? prog : ob->program, variant, sc ? sc : ""};
+    char col[128];
+    ag_provenance pv = {tasks, nt, prog ? prog : ob->program, variant, sc ? sc : "",
+                        collector_of(cx->plan, s, signal, col, sizeof col)};
     json_t *v;
     /* the synthesis's own not-joined evidence (e.g. a probe of another build) */
     json_array_foreach(json_object_get(out, "not_joined"), k, v)

@@ -218,11 +218,21 @@ static stream_acc *stream_of(stream_acc *s, int *n, uint32_t id) {
   return &s[(*n)++];
 }
 
-json_t *ag_sys_signal(const ag_sys_ev *e) {
-  json_t *launches = json_array(), *streams = json_array();
+json_t *ag_sys_signal(const ag_sys_ev *e) { return ag_sys_signal_in(e, NULL); }
+
+/* "launch=1:3,launch=5:6": the scope's launch ranges. */
+static void launch_ranges(const ag_scope_dim *d, ag_str *out) {
+  for (int i = 0; i < d->n; i++)
+    ag_str_printf(out, "%slaunch=%lld:%lld", i ? "," : "", (long long)d->r[i].lo,
+                  (long long)d->r[i].hi);
+}
+
+json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
+  json_t *launches = json_array(), *streams = json_array(), *covered = json_array();
   stream_acc *acc = ag_calloc(e->nrecs + 1, sizeof *acc);
   int ns = 0, launch = 0, calib = 0, ctx_syncs = 0;
-  if (!launches || !streams || !acc)
+  int selects = scope && scope->dim[AG_SCOPE_LAUNCH].n > 0;
+  if (!launches || !streams || !covered || !acc)
     goto oom;
   for (size_t i = 0; i < e->nrecs; i++) {
     const ag_sys_rec *r = &e->recs[i];
@@ -230,6 +240,14 @@ json_t *ag_sys_signal(const ag_sys_ev *e) {
       calib++;
       continue;
     }
+    /* a launch the scope leaves out: numbered, not counted */
+    if (r->kind == AG_SYS_KERNEL && selects &&
+        !ag_scope_contains(scope, AG_SCOPE_LAUNCH, launch)) {
+      launch++;
+      continue;
+    }
+    if (r->kind == AG_SYS_KERNEL && json_array_append_new(covered, json_integer(launch)))
+      goto oom;
     if (r->kind == AG_SYS_SYNC && r->stream == UINT32_MAX) {
       ctx_syncs++; /* a context-wide synchronization: no stream */
       continue;
@@ -279,7 +297,20 @@ json_t *ag_sys_signal(const ag_sys_ev *e) {
       goto oom;
   }
   ag_free(acc);
-  return json_pack("{s:s,s:s,s:{s:f,s:f,s:i,s:s},s:I,s:i,s:o,s:o,s:i,s:i}", "signal",
+  acc = NULL;
+  json_t *sel = NULL;
+  if (selects) {
+    ag_str sc = AG_STR_INIT;
+    launch_ranges(&scope->dim[AG_SCOPE_LAUNCH], &sc);
+    sel = sc.oom ? NULL
+                 : json_pack("{s:s,s:O,s:i}", "scope", ag_str_cstr(&sc), "covered", covered,
+                             "launches_in_run", launch);
+    ag_str_release(&sc);
+    if (!sel)
+      goto oom;
+  }
+  json_decref(covered);
+  return json_pack("{s:s,s:s,s:{s:f,s:f,s:i,s:s},s:I,s:i,s:o,s:o,s:i,s:i,s:o*}", "signal",
                    "system",
                    "qual", "observed", "clock", "offset_ns", e->offset_ns, "error_ns",
                    e->error_ns, "calibrations", e->ncal, "rule",
@@ -288,12 +319,120 @@ json_t *ag_sys_signal(const ag_sys_ev *e) {
                    "drift between calibrations, one 32 ns timer step",
                    "dropped_records", (json_int_t)e->dropped, "lost_records", e->lost,
                    "launches", launches, "streams", streams, "calibration_kernels", calib,
-                   "context_syncs", ctx_syncs);
+                   "context_syncs", ctx_syncs, "selection", sel);
 oom:
   ag_free(acc);
   json_decref(launches);
   json_decref(streams);
+  json_decref(covered);
   return NULL;
+}
+
+/* ------------------------------------------------------- the synthesis */
+
+static int value(json_t *vals, const char *region, const char *stat, json_t *v,
+                 const char *unit) {
+  return json_array_append_new(vals, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "region", region,
+                                               "signal", "system", "stat", stat, "value", v,
+                                               "unit", unit, "qual", "observed"));
+}
+
+static json_t *field(const json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return v ? json_deep_copy(v) : json_null();
+}
+
+/* Warnings for the scope's coordinates the evidence does not record: the
+ * values cover all of them. */
+static int unretained(const ag_scope *scope, unsigned retained, json_t *warn) {
+  ag_str w = AG_STR_INIT;
+  int rc = 0;
+  for (int k = 0; k < AG_SCOPE_NDIMS && !rc; k++) {
+    if (!scope->dim[k].n || (retained & (1u << k)))
+      continue;
+    ag_str_clear(&w);
+    ag_str_printf(&w, "the system timeline records launches, not %s: the scope's %s ranges do "
+                      "not select its values (they cover every %s)",
+                  ag_scope_key_name((ag_scope_key)k), ag_scope_key_name((ag_scope_key)k),
+                  ag_scope_key_name((ag_scope_key)k));
+    rc = w.oom || json_array_append_new(warn, json_string(ag_str_cstr(&w)));
+  }
+  if (!rc && scope->role[0]) {
+    ag_str_clear(&w);
+    ag_str_printf(&w, "the system timeline records launches, not warp roles: role=%s does not "
+                      "select its values (they cover every warp)",
+                  scope->role);
+    rc = w.oom || json_array_append_new(warn, json_string(ag_str_cstr(&w)));
+  }
+  ag_str_release(&w);
+  return rc ? AG_ENOMEM : 0;
+}
+
+int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, json_t **out) {
+  *out = NULL;
+  ag_scope none;
+  memset(&none, 0, sizeof none);
+  const ag_scope *sel = scope && (retained & (1u << AG_SCOPE_LAUNCH)) ? scope : &none;
+  json_t *sig = ag_sys_signal_in(e, sel);
+  json_t *o = sig ? json_pack("{s:[],s:O,s:[],s:[]}", "values", "system", sig, "warnings",
+                              "missing")
+                  : NULL;
+  json_decref(sig);
+  if (!o)
+    return AG_ENOMEM;
+  json_t *vals = json_object_get(o, "values"), *l;
+  sig = json_object_get(o, "system");
+  int bad = scope ? unretained(scope, retained, json_object_get(o, "warnings")) : 0;
+  size_t i;
+  char name[320];
+  json_array_foreach(json_object_get(sig, "launches"), i, l) {
+    snprintf(name, sizeof name, "(launch %lld %s)",
+             (long long)json_integer_value(json_object_get(l, "launch")),
+             json_string_value(json_object_get(l, "kernel")));
+    static const char *const ks[][2] = {{"duration_ns", "ns"}, {"start_ns", "ns"},
+                                        {"stream", ""},       {"corr", ""},
+                                        {"registers", "registers"}, {"static_smem", "bytes"},
+                                        {"dynamic_smem", "bytes"}, {"grid", ""},
+                                        {"block", ""}};
+    for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+      bad |= value(vals, name, ks[k][0], field(l, ks[k][0]), ks[k][1]);
+  }
+  json_array_foreach(json_object_get(sig, "streams"), i, l) {
+    snprintf(name, sizeof name, "(stream %lld)",
+             (long long)json_integer_value(json_object_get(l, "stream")));
+    static const char *const ks[][2] = {{"kernels", "count"}, {"memcpy", "count"},
+                                        {"memset", "count"},  {"sync", "count"},
+                                        {"busy_ns", "ns"},    {"bytes", "bytes"}};
+    for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
+      bad |= value(vals, name, ks[k][0], field(l, ks[k][0]), ks[k][1]);
+  }
+  json_t *clk = json_object_get(sig, "clock");
+  bad |= value(vals, "(system)", "clock_offset_ns", field(clk, "offset_ns"), "ns");
+  bad |= value(vals, "(system)", "clock_error_ns", field(clk, "error_ns"), "ns");
+  bad |= value(vals, "(system)", "dropped_records", field(sig, "dropped_records"), "count");
+  /* which launches the values cover, when the scope selects */
+  json_t *s = json_object_get(sig, "selection");
+  json_t *cov = json_object_get(s, "covered");
+  if (s && json_array_size(cov)) {
+    bad |= value(vals, "(system)", "launches_covered", json_deep_copy(s), "");
+  } else if (s) {
+    ag_str why = AG_STR_INIT;
+    json_int_t n = json_integer_value(json_object_get(s, "launches_in_run"));
+    ag_str_printf(&why, "the scope's %s selects none of the %lld launch%s the run made "
+                        "(launches are counted from 0)",
+                  json_string_value(json_object_get(s, "scope")), (long long)n,
+                  n == 1 ? "" : "es");
+    bad |= why.oom || json_array_append_new(json_object_get(o, "missing"),
+                                           json_pack("{s:s,s:s}", "what", "launches", "why",
+                                                     ag_str_cstr(&why)));
+    ag_str_release(&why);
+  }
+  if (bad) {
+    json_decref(o);
+    return AG_ENOMEM;
+  }
+  *out = o;
+  return 0;
 }
 
 static double num(const json_t *o, const char *k) {
@@ -308,6 +447,15 @@ int ag_sys_text(const json_t *sig, ag_str *out) {
   ag_str_printf(out, "system timeline: %zu launch%s on %zu stream%s (observed, CUPTI activity)\n",
                 json_array_size(ls), json_array_size(ls) == 1 ? "" : "es", json_array_size(ss),
                 json_array_size(ss) == 1 ? "" : "s");
+  json_t *sel = json_object_get(sig, "selection");
+  if (sel) {
+    ag_str_printf(out, "  scope %s: launches ", json_string_value(json_object_get(sel, "scope")));
+    json_array_foreach(json_object_get(sel, "covered"), i, o)
+        ag_str_printf(out, "%s%lld", i ? ", " : "", (long long)json_integer_value(o));
+    if (!json_array_size(json_object_get(sel, "covered")))
+      ag_str_puts(out, "none");
+    ag_str_printf(out, " of the run's %lld\n", (long long)num(sel, "launches_in_run"));
+  }
   ag_str_puts(out, "  launch  kernel                      stream    start_us   dur_us  grid "
                    "x block         regs  smem\n");
   double t0 = json_array_size(ls) ? num(json_array_get(ls, 0), "start_ns") : 0;

@@ -2,9 +2,10 @@
  * CPU: a workspace opened and refused (missing, a newer schema), plan and
  * observe of the overhead example's PTX (the static signal needs no GPU; its
  * values read through the report handle and read back from the workspace),
- * fork of a version by ref, check of proved, violated and malformed tile
- * programs, and bad arguments and options, each a clear error with the
- * thread's message. Only argus.h is included: the test is a client. */
+ * the prompt-sized summary of a stored report (its budget, its ranking, bad
+ * budgets), fork of a version by ref, check of proved, violated and
+ * malformed tile programs, and bad arguments and options, each a clear
+ * error with the thread's message. Only argus.h is included: the test is a client. */
 #include "argus/argus.h"
 #include "check.h"
 
@@ -152,6 +153,7 @@ TEST(test_observe_static_and_read_back) {
     CHECK_EQ_STR(v.signal, "static");
     CHECK_EQ_STR(v.qual, "observed");
     CHECK_CONTAINS(v.provenance, "\"tasks\": [");
+    CHECK_CONTAINS(v.provenance, "\"collector\": null"); /* the compiler's report: no run */
     CHECK(v.entropy == -1);
     if (!strcmp(v.stat, "registers")) {
       CHECK(v.has_number);
@@ -195,6 +197,112 @@ TEST(test_observe_static_and_read_back) {
   /* a version is not a report */
   CHECK_EQ_INT(argus_report_read(ws, "v1", &back), ARGUS_EPARSE);
   CHECK_CONTAINS(argus_errmsg(), "'v1' is not a report");
+  argus_ws_close(ws);
+}
+
+/* A report stored with `argus ws put` into the workspace ws: its hash in
+ * hash (65 bytes), "" when it could not be stored. */
+static void put_report(argus_ws *ws, const char *path, char *hash) {
+  const char *bin = getenv("ARGUS_BIN");
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' -W '%s' ws put '%s'", bin ? bin : "argus", argus_ws_path(ws),
+           path);
+  hash[0] = 0;
+  FILE *p = popen(cmd, "r");
+  if (p && !fgets(hash, 65, p))
+    hash[0] = 0;
+  if (p)
+    pclose(p);
+  hash[strcspn(hash, "\n")] = 0;
+}
+
+/* The percentage after "<region> " at the start of a line of text, or -1
+ * when no line starts with it. */
+static double share_of(const char *text, const char *region) {
+  size_t n = strlen(region);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (!strncmp(l, region, n) && l[n] == ' ')
+      return atof(l + n + 1);
+  return -1;
+}
+
+/* The prompt-sized summary through the API (docs/report.md, "Summary"), on
+ * the stored H200 report of gemm_tma: every budget is kept under the rule
+ * of 3 bytes per token, regions come by their share of time, a small budget
+ * says what it left out, and a budget out of range is refused. */
+TEST(test_report_summary) {
+  setup();
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  char path[512], hash[80];
+  snprintf(path, sizeof path, "%s/tests/data/reports/gemm_tma.h200.report.json",
+           src ? src : ".");
+  if (access(path, R_OK) != 0)
+    SKIP("no stored report at %s", path);
+  argus_ws *ws = open_ws("ws5");
+  put_report(ws, path, hash);
+  CHECK_EQ_INT(strlen(hash), 64);
+  argus_report *r = NULL;
+  CHECK_EQ_INT(argus_report_read(ws, hash, &r), 0);
+  if (!r) {
+    argus_ws_close(ws);
+    return;
+  }
+  static const int budgets[] = {ARGUS_SUMMARY_MIN_TOKENS, 80, 120, ARGUS_SUMMARY_DEFAULT_TOKENS,
+                                4000, ARGUS_SUMMARY_MAX_TOKENS};
+  size_t prev = 0;
+  for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
+    char *t = NULL;
+    CHECK_EQ_INT(argus_report_summary(r, budgets[b], &t), 0);
+    if (!t)
+      continue;
+    size_t len = strlen(t);
+    size_t tokens = (len + ARGUS_SUMMARY_BYTES_PER_TOKEN - 1) / ARGUS_SUMMARY_BYTES_PER_TOKEN;
+    printf("budget %d: %zu bytes, %zu tokens\n", budgets[b], len, tokens);
+    CHECK(tokens <= (size_t)budgets[b]);
+    CHECK(len >= prev); /* a larger budget never says less */
+    prev = len;
+    CHECK_CONTAINS(t, "argus observe mainloop on gemm_tma");
+    if (budgets[b] == ARGUS_SUMMARY_MIN_TOKENS)
+      CHECK_CONTAINS(t, "more left out");
+    if (budgets[b] == 120) { /* the budget cuts the smaller shares first */
+      CHECK(share_of(t, "gemm_tma/mainloop/mma") > 73);
+      CHECK(share_of(t, "gemm_tma/mainloop/loads") < 0);
+      CHECK_CONTAINS(t, "… 3 more left out (3 facts, 0 warnings, 0 missing)");
+    }
+    printf("%s", t);
+    if (budgets[b] == ARGUS_SUMMARY_DEFAULT_TOKENS) {
+      /* ranked by share of time: mainloop 100 %, mma 73.8 %, loads 14.0 % */
+      double main = share_of(t, "gemm_tma/mainloop"), mma = share_of(t, "gemm_tma/mainloop/mma"),
+             loads = share_of(t, "gemm_tma/mainloop/loads");
+      CHECK(main == 100 && mma > 73 && mma < 74 && loads > 13.9 && loads < 14.1);
+      const char *pm = strstr(t, "\ngemm_tma/mainloop/mma "),
+                 *pl = strstr(t, "\ngemm_tma/mainloop/loads ");
+      CHECK(pm && pl && pm < pl);
+      CHECK_CONTAINS(t, "[observed]");
+    }
+    argus_free(t);
+  }
+  /* the same text as the library's for the same budget, whatever the call */
+  char *a = NULL, *b2 = NULL;
+  CHECK_EQ_INT(argus_report_summary(r, 100, &a), 0);
+  CHECK_EQ_INT(argus_report_summary(r, 100, &b2), 0);
+  CHECK_EQ_STR(a ? a : "", b2 ? b2 : "-");
+  argus_free(a);
+  argus_free(b2);
+  /* budgets out of range, and NULLs */
+  char *t = (char *)1;
+  CHECK_EQ_INT(argus_report_summary(r, ARGUS_SUMMARY_MIN_TOKENS - 1, &t), ARGUS_ERANGE);
+  CHECK(t == NULL);
+  CHECK_EQ_STR(argus_errmsg(), "argus_report_summary: max_tokens takes 64 to 1000000 tokens, "
+                               "not 63");
+  CHECK_EQ_INT(argus_report_summary(r, ARGUS_SUMMARY_MAX_TOKENS + 1, &t), ARGUS_ERANGE);
+  CHECK_CONTAINS(argus_errmsg(), "not 1000001");
+  CHECK_EQ_INT(argus_report_summary(r, 0, &t), ARGUS_ERANGE);
+  CHECK_EQ_INT(argus_report_summary(r, -256, &t), ARGUS_ERANGE);
+  CHECK_EQ_INT(argus_report_summary(NULL, 256, &t), ARGUS_EINVAL);
+  CHECK_CONTAINS(argus_errmsg(), "'r' must not be NULL");
+  CHECK_EQ_INT(argus_report_summary(r, 256, NULL), ARGUS_EINVAL);
+  argus_report_free(r);
   argus_ws_close(ws);
 }
 
@@ -297,4 +405,5 @@ TEST(test_check) {
 }
 
 RUN_TESTS(T(test_version_and_errors), T(test_workspace_open), T(test_plan),
-          T(test_observe_static_and_read_back), T(test_versions_and_fork), T(test_check))
+          T(test_observe_static_and_read_back), T(test_report_summary),
+          T(test_versions_and_fork), T(test_check))

@@ -8,6 +8,9 @@
  *                    block and registers, the copies and the set, no
  *                    dropped record, the clock aligned within its bound;
  *                    the signal and its text
+ *   system_launch_scope  the scope's launch= selects the system timeline's
+ *                    launches (hw.system.json, gemm_tma.system.json),
+ *                    and the synthesis says which it covers
  *   chrome_same_run  the trace and the system timeline of ONE run
  *                    (hw.trace.agev, hw.trace.system.json) in one Chrome
  *                    trace: both parse, the system process is there, and
@@ -112,6 +115,139 @@ TEST(system_recorded) {
   CHECK_CONTAINS(ag_str_cstr(&txt), "4 launches on 3 streams");
   ag_str_release(&txt);
   json_decref(sig);
+  ag_sys_ev_free(e);
+}
+
+/* The values of a synthesis output whose region starts with prefix. */
+static int nvalues(const json_t *out, const char *prefix) {
+  size_t i;
+  json_t *v;
+  int n = 0;
+  json_array_foreach(json_object_get(out, "values"), i, v) {
+    const char *r = json_string_value(json_object_get(v, "region"));
+    n += r && !strncmp(r, prefix, strlen(prefix));
+  }
+  return n;
+}
+
+static const json_t *value_of(const json_t *out, const char *region, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(out, "values"), i, v) {
+    const char *r = json_string_value(json_object_get(v, "region"));
+    const char *s = json_string_value(json_object_get(v, "stat"));
+    if (r && s && !strcmp(r, region) && !strcmp(s, stat))
+      return json_object_get(v, "value");
+  }
+  return NULL;
+}
+
+static ag_scope scope_of(const char *text) {
+  ag_scope s;
+  CHECK_EQ_INT(ag_scope_parse(text, &s, NULL), 0);
+  return s;
+}
+
+/* The launch scope of the system timeline (issue 21), on the recorded
+ * evidence: launch=1:3 keeps launches 1 and 2 with their numbers and
+ * fields as in the whole run, the streams count those two only (the
+ * copies stay), the report's value launches_covered says which; a scope
+ * past the run's launches is missing with why; coordinates the evidence
+ * does not record (iter, role; the launch too when the evidence kind does
+ * not retain it) are warnings and select nothing. */
+TEST(system_launch_scope) {
+  ag_sys_ev *e = load_sys("hw.system.json");
+  CHECK(e != NULL);
+  if (!e)
+    return;
+  const unsigned retained = ag_evidence_find("system")->retained_scope;
+  CHECK_EQ_INT((int)retained, 1 << AG_SCOPE_LAUNCH);
+  json_t *all = ag_sys_signal(e);
+  ag_scope s = scope_of("launch=1:3");
+  json_t *sig = ag_sys_signal_in(e, &s), *o;
+  json_t *ls = json_object_get(sig, "launches");
+  CHECK_EQ_INT((int)json_array_size(ls), 2);
+  size_t i;
+  json_array_foreach(ls, i, o) {
+    json_int_t n = json_integer_value(json_object_get(o, "launch"));
+    CHECK_EQ_INT((int)n, (int)i + 1);
+    CHECK(json_equal(o, json_array_get(json_object_get(all, "launches"), (size_t)n)));
+  }
+  int kernels = 0, copies = 0, copies_all = 0;
+  json_array_foreach(json_object_get(sig, "streams"), i, o) {
+    kernels += (int)json_integer_value(json_object_get(o, "kernels"));
+    copies += (int)json_integer_value(json_object_get(o, "memcpy"));
+  }
+  json_array_foreach(json_object_get(all, "streams"), i, o)
+      copies_all += (int)json_integer_value(json_object_get(o, "memcpy"));
+  CHECK_EQ_INT(kernels, 2);
+  CHECK_EQ_INT(copies, copies_all);
+  json_t *sel = json_object_get(sig, "selection");
+  CHECK_EQ_STR(json_string_value(json_object_get(sel, "scope")), "launch=1:3");
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(sel, "launches_in_run")), 4);
+  CHECK_EQ_INT((int)json_array_size(json_object_get(sel, "covered")), 2);
+  CHECK(json_object_get(all, "selection") == NULL);
+  ag_str txt = AG_STR_INIT;
+  CHECK_EQ_INT(ag_sys_text(sig, &txt), 0);
+  CHECK_CONTAINS(ag_str_cstr(&txt), "2 launches on 3 streams");
+  CHECK_CONTAINS(ag_str_cstr(&txt), "scope launch=1:3: launches 1, 2 of the run's 4");
+  ag_str_release(&txt);
+  json_decref(sig);
+  /* the synthesis: values of launches 1 and 2 only, and which it covers;
+   * iter and role are not recorded: warnings, every launch's values kept */
+  json_t *out = NULL;
+  s = scope_of("launch=1:3,iter=0:2,role=consumer");
+  CHECK_EQ_INT(ag_sys_synth(e, &s, retained, &out), 0);
+  CHECK_EQ_INT(nvalues(out, "(launch "), 2 * 9);
+  CHECK(value_of(out, "(launch 1 stall_truth)", "duration_ns") != NULL);
+  CHECK(value_of(out, "(launch 0 stall_truth)", "duration_ns") == NULL);
+  const json_t *cov = value_of(out, "(system)", "launches_covered");
+  CHECK_EQ_INT((int)json_integer_value(json_array_get(json_object_get(cov, "covered"), 1)), 2);
+  json_t *w = json_object_get(out, "warnings");
+  CHECK_EQ_INT((int)json_array_size(w), 2);
+  CHECK_CONTAINS(json_string_value(json_array_get(w, 0)), "records launches, not iter");
+  CHECK_CONTAINS(json_string_value(json_array_get(w, 1)), "role=consumer does not select");
+  CHECK_EQ_INT((int)json_array_size(json_object_get(out, "missing")), 0);
+  json_decref(out);
+  /* no scope: every launch, nothing said of a selection */
+  CHECK_EQ_INT(ag_sys_synth(e, NULL, retained, &out), 0);
+  CHECK_EQ_INT(nvalues(out, "(launch "), 4 * 9);
+  CHECK(value_of(out, "(system)", "launches_covered") == NULL);
+  CHECK_EQ_INT((int)json_array_size(json_object_get(out, "warnings")), 0);
+  json_decref(out);
+  /* past the run's launches: nothing covered, missing with why */
+  s = scope_of("launch=7:9");
+  CHECK_EQ_INT(ag_sys_synth(e, &s, retained, &out), 0);
+  CHECK_EQ_INT(nvalues(out, "(launch "), 0);
+  CHECK(value_of(out, "(system)", "launches_covered") == NULL);
+  json_t *m = json_array_get(json_object_get(out, "missing"), 0);
+  CHECK_EQ_STR(json_string_value(json_object_get(m, "why")),
+               "the scope's launch=7:9 selects none of the 4 launches the run made (launches "
+               "are counted from 0)");
+  json_decref(out);
+  /* an evidence kind that does not retain the launch: the scope selects nothing */
+  s = scope_of("launch=1:3");
+  CHECK_EQ_INT(ag_sys_synth(e, &s, 0, &out), 0);
+  CHECK_EQ_INT(nvalues(out, "(launch "), 4 * 9);
+  CHECK_CONTAINS(json_string_value(json_array_get(json_object_get(out, "warnings"), 0)),
+                 "records launches, not launch");
+  json_decref(out);
+  json_decref(all);
+  ag_sys_ev_free(e);
+  /* gemm_tma's 21 launches: two ranges, the first and the last */
+  e = load_sys("gemm_tma.system.json");
+  CHECK(e != NULL);
+  if (!e)
+    return;
+  s = scope_of("launch=20,launch=0");
+  CHECK_EQ_INT(ag_sys_synth(e, &s, retained, &out), 0);
+  CHECK_EQ_INT(nvalues(out, "(launch "), 2 * 9);
+  CHECK(value_of(out, "(launch 0 gemm_tma)", "grid") != NULL);
+  CHECK(value_of(out, "(launch 20 gemm_tma)", "grid") != NULL);
+  cov = value_of(out, "(system)", "launches_covered");
+  CHECK_EQ_STR(json_string_value(json_object_get(cov, "scope")), "launch=0:1,launch=20:21");
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(cov, "launches_in_run")), 21);
+  json_decref(out);
   ag_sys_ev_free(e);
 }
 
@@ -600,5 +736,5 @@ TEST(bad_config) {
   unsetenv("ARGUS_LIBCUPTI");
 }
 
-RUN_TESTS(T(system_recorded), T(chrome_same_run), T(stalls_recorded), T(bad_evidence),
-          T(no_cupti), T(held), T(not_permitted), T(bad_config))
+RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(stalls_recorded),
+          T(bad_evidence), T(no_cupti), T(held), T(not_permitted), T(bad_config))

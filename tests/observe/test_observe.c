@@ -94,6 +94,14 @@ TEST(test_plan_runs_discovery_only) {
   CHECK_EQ_INT(disc->status, AG_TS_FAILED);
   CHECK_CONTAINS(disc->error, "unknown region 'nope'");
   CHECK_CONTAINS(disc->error, "overhead_compute/work/step");
+  CHECK(!strstr(disc->error, "did you mean"));
+  ag_observe_result_release(&r);
+  /* a mistyped one: the close names first (its own name and the qualified) */
+  CHECK_EQ_INT(observe("wrok", "duration", NULL, 0, 1, &r, &d), 0);
+  disc = find(r.plan, "discover");
+  CHECK_EQ_INT(disc->status, AG_TS_FAILED);
+  printf("%s\n", disc->error);
+  CHECK_CONTAINS(disc->error, "unknown region 'wrok' in overhead: did you mean 'work'? (known: ");
   ag_observe_result_release(&r);
   ag_diags_release(&d);
 }
@@ -329,6 +337,21 @@ static json_t *pjson(json_t *rep, const char *stat) {
   return NULL;
 }
 
+/* The provenance "collector" of the first value of `signal`: "(null)" for
+ * JSON null, "(absent)" when the field or the value is not there. */
+static const char *collector(json_t *rep, const char *signal) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *sg = json_string_value(json_object_get(v, "signal"));
+    if (!sg || strcmp(sg, signal))
+      continue;
+    json_t *c = json_object_get(json_object_get(v, "provenance"), "collector");
+    return json_is_null(c) ? "(null)" : c ? json_string_value(c) : "(absent)";
+  }
+  return "(absent)";
+}
+
 static int has_warning(json_t *rep, const char *needle) {
   size_t i;
   json_t *w;
@@ -543,6 +566,10 @@ TEST(test_perturbation_report) {
     CHECK_EQ_INT((int)pval(r.report, "registers.traced"), 72);
     CHECK_EQ_INT((int)pval(r.report, "ctas_per_sm.trace_free"), 8);
     CHECK_EQ_INT((int)pval(r.report, "ctas_per_sm.traced"), 4);
+    /* each value names the collection that recorded it: the durations the
+     * trace, what tracing cost the trace and the timing run it compares */
+    CHECK_EQ_STR(collector(r.report, "duration"), "trace");
+    CHECK_EQ_STR(collector(r.report, "perturbation"), "trace+time");
     /* the default: launch 0 is the warm-up, 1-4 are recorded (4 launches compared) */
     CHECK_EQ_INT((int)pval(r.report, "launches_compared"), 4);
     json_t *ln = pjson(r.report, "launches");

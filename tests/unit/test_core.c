@@ -75,6 +75,55 @@ TEST(test_str) {
   ag_str_release(&t);
 }
 
+/* ag_str_suggest's text for word among names; "(n named)" appended when the
+ * count it returns is not the number of names in the text. */
+static const char *suggest(const char *word, const char *const *names, size_t n) {
+  static char buf[256];
+  ag_str s = AG_STR_INIT;
+  int k = ag_str_suggest(&s, word, names, n), quoted = 0;
+  for (const char *p = ag_str_cstr(&s); *p; p++)
+    quoted += *p == '\'';
+  snprintf(buf, sizeof buf, "%s", ag_str_cstr(&s));
+  if (quoted != 2 * k)
+    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " (%d named)", k);
+  ag_str_release(&s);
+  return buf;
+}
+
+/* "did you mean": the edit distance against hand-counted cases, and the
+ * names suggested for mistyped ones (none for a word far from all) */
+TEST(test_suggest) {
+  CHECK_EQ_U64(ag_edit_distance("", "abc"), 3);
+  CHECK_EQ_U64(ag_edit_distance("abc", ""), 3);
+  CHECK_EQ_U64(ag_edit_distance("abc", "abc"), 0);
+  CHECK_EQ_U64(ag_edit_distance("kitten", "sitting"), 3);
+  CHECK_EQ_U64(ag_edit_distance("ab", "ba"), 1); /* a transposition, not 2 substitutions */
+  CHECK_EQ_U64(ag_edit_distance("sytsem", "system"), 1);
+  CHECK_EQ_U64(ag_edit_distance("duraton", "duration"), 1);
+  CHECK_EQ_U64(ag_edit_distance("ca", "abc"), 3); /* OSA: no edit of a transposed pair */
+  static const char *const sigs[] = {"duration", "occurrences", "timeline", "static",
+                                     "async_latency", "ownership", "inst_mix", "barriers",
+                                     "branch", "stalls", "system"};
+  const size_t n = sizeof sigs / sizeof sigs[0];
+  CHECK_EQ_STR(suggest("duraton", sigs, n), "did you mean 'duration'?");
+  CHECK_EQ_STR(suggest("inst-mix", sigs, n), "did you mean 'inst_mix'?");
+  /* a word a name begins with: that name */
+  CHECK_EQ_STR(suggest("async", sigs, n), "did you mean 'async_latency'?");
+  /* a letter left out: 'static' (3 edits) is too far for 5 letters */
+  CHECK_EQ_STR(suggest("stals", sigs, n), "did you mean 'stalls'?");
+  /* at most 3, the earlier first among equals ('abc' is as close as they) */
+  static const char *const close[] = {"abcd", "abce", "abcf", "abdd", "xbcd", "abc"};
+  CHECK_EQ_STR(suggest("abcx", close, 6), "did you mean 'abcd', 'abce' or 'abcf'?");
+  /* the closest first, then the earlier; a name listed twice is named once */
+  static const char *const order[] = {"stalls", "status", "static", "static", NULL};
+  CHECK_EQ_STR(suggest("statc", order, 5), "did you mean 'static' or 'status'?");
+  /* far from every name, or too short to be close to any: nothing */
+  CHECK_EQ_STR(suggest("bogus", sigs, n), "");
+  CHECK_EQ_STR(suggest("x", sigs, n), "");
+  CHECK_EQ_STR(suggest("", sigs, n), "");
+  CHECK_EQ_STR(suggest("static", sigs, n), ""); /* itself is no suggestion */
+}
+
 TEST(test_vec) {
   AG_VEC(int) v = {0};
   for (int i = 0; i < 1000; i++)
@@ -316,4 +365,4 @@ TEST(test_log_level) {
 
 RUN_TESTS(T(test_errors), T(test_alloc_fail), T(test_arena), T(test_str), T(test_vec),
           T(test_map), T(test_diags), T(test_diags_long_line), T(test_sha256), T(test_json),
-          T(test_files), T(test_proc), T(test_fnv1a), T(test_log_level))
+          T(test_files), T(test_proc), T(test_fnv1a), T(test_log_level), T(test_suggest))

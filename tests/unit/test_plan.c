@@ -49,10 +49,27 @@ TEST(test_scope_parse) {
   CHECK_EQ_INT(ag_scope_parse("iter=4:4", &s, &d), AG_EINVAL);
   CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "empty scope");
   CHECK_EQ_INT(ag_scope_parse("lane=3", &s, &d), AG_EPARSE);
-  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "unknown scope key 'lane'");
+  CHECK_EQ_STR(d.items.v[d.items.n - 1].msg,
+               "unknown scope key 'lane' (known: role, iter, sm, cta, warp, launch)");
+  CHECK_EQ_INT(ag_scope_parse("iter=0:2,lanch=3", &s, &d), AG_EPARSE);
+  CHECK_EQ_STR(d.items.v[d.items.n - 1].msg, "unknown scope key 'lanch': did you mean "
+                                             "'launch'? (known: role, iter, sm, cta, warp, "
+                                             "launch)");
   CHECK_EQ_INT(ag_scope_parse("iter=a:b", &s, &d), AG_EPARSE);
   CHECK_EQ_INT(ag_scope_parse("iter", &s, &d), AG_EPARSE);
   CHECK_EQ_INT(ag_scope_parse("sm=-1", &s, &d), AG_EPARSE);
+  /* launch= (the system timeline's selection, issue 21) */
+  CHECK_EQ_INT(ag_scope_parse("launch=3,launch=5:7", &s, &d), 0);
+  CHECK(ag_scope_contains(&s, AG_SCOPE_LAUNCH, 3) && ag_scope_contains(&s, AG_SCOPE_LAUNCH, 6));
+  CHECK(!ag_scope_contains(&s, AG_SCOPE_LAUNCH, 4) && !ag_scope_contains(&s, AG_SCOPE_LAUNCH, 7));
+  CHECK_EQ_INT(ag_scope_parse("launch=abc", &s, &d), AG_EPARSE);
+  CHECK_EQ_STR(d.items.v[d.items.n - 1].msg,
+               "'launch' needs a non-negative integer or a range a:b, got 'abc'");
+  CHECK_EQ_INT(ag_scope_parse("launch=5:2", &s, &d), AG_EINVAL);
+  CHECK_EQ_STR(d.items.v[d.items.n - 1].msg,
+               "empty scope: launch=5:2 selects nothing (ranges are a:b with a < b)");
+  CHECK_EQ_INT(ag_scope_parse("launch=", &s, &d), AG_EPARSE);
+  CHECK_EQ_INT(ag_scope_parse("launch=1:x", &s, &d), AG_EPARSE);
   CHECK_EQ_INT(ag_scope_parse("iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,"
                               "iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,iter=0:1,"
                               "iter=0:1,iter=0:1,iter=0:1",
@@ -379,8 +396,15 @@ TEST(test_bad_queries) {
   ag_plan *p = plan_for("gemm", "duration,bogus", "", &d, &rc);
   CHECK(p == NULL);
   CHECK_EQ_INT(rc, AG_EINVAL);
-  CHECK_CONTAINS(d.items.v[0].msg, "unknown signal 'bogus'");
-  CHECK_CONTAINS(d.items.v[0].msg, "duration");
+  CHECK_CONTAINS(d.items.v[0].msg, "unknown signal 'bogus' (known: duration, ");
+  /* a mistyped signal: the close ones named first */
+  p = plan_for("gemm", "duraton,sytem", "", &d, &rc);
+  CHECK(p == NULL);
+  CHECK_EQ_INT(rc, AG_EINVAL);
+  CHECK_CONTAINS(d.items.v[d.items.n - 2].msg,
+                 "unknown signal 'duraton': did you mean 'duration'? (known: duration, ");
+  CHECK_CONTAINS(d.items.v[d.items.n - 1].msg,
+                 "unknown signal 'sytem': did you mean 'system'? (known: ");
   p = plan_for("", "duration", "", &d, &rc);
   CHECK(p == NULL);
   CHECK_CONTAINS(d.items.v[d.items.n - 1].msg, "needs a region");

@@ -9,7 +9,7 @@ TEST(test_values_carry_qual_and_provenance) {
   ag_scope_parse("iter=0:4", &q.scope, NULL);
   ag_report *r = ag_report_new(&q, "gemm@v1");
   int tasks[] = {3, 4};
-  ag_provenance pv = {tasks, 2, "gemm@v1", "traced", "iter=0:4"};
+  ag_provenance pv = {tasks, 2, "gemm@v1", "traced", "iter=0:4", "trace"};
   CHECK_EQ_INT(ag_report_add(r, "gemm/mma", "duration", "total", 1500.0, "ns",
                              AG_QUAL_OBSERVED, -1, &pv), 0);
   CHECK_EQ_INT(ag_report_add(r, "gemm/loads", "duration", "total", 98000.5, "ns",
@@ -31,6 +31,8 @@ TEST(test_values_carry_qual_and_provenance) {
     CHECK_EQ_INT(json_array_size(json_object_get(p, "tasks")), 2);
     CHECK_EQ_STR(json_string_value(json_object_get(p, "program")), "gemm@v1");
     CHECK_EQ_STR(json_string_value(json_object_get(p, "scope")), "iter=0:4");
+    /* the collection that recorded the evidence (the host runtime's) */
+    CHECK_EQ_STR(json_string_value(json_object_get(p, "collector")), "trace");
   }
   /* entropy only on attributed values */
   CHECK(json_object_get(json_array_get(vals, 0), "entropy") == NULL);
@@ -50,10 +52,20 @@ TEST(test_values_carry_qual_and_provenance) {
   CHECK_CONTAINS(t, "not joined probe #7");
   ag_str_release(&s);
   ag_report_free(r);
+  /* evidence no run recorded (the compiler's report): collector null */
+  ag_provenance none = {NULL, 0, "gemm@v1", "trace-free", "", NULL};
+  r = ag_report_new(&q, "gemm@v1");
+  CHECK_EQ_INT(ag_report_add(r, "gemm", "static", "registers", 90, "registers",
+                             AG_QUAL_OBSERVED, -1, &none), 0);
+  j = ag_report_to_json(r);
+  json_t *p = json_object_get(json_array_get(json_object_get(j, "values"), 0), "provenance");
+  CHECK(json_is_null(json_object_get(p, "collector")));
+  json_decref(j);
+  ag_report_free(r);
 }
 
 TEST(test_exact_joins) {
-  ag_provenance a = {NULL, 0, "gemm@v1", "traced", "iter=0:8"};
+  ag_provenance a = {NULL, 0, "gemm@v1", "traced", "iter=0:8", NULL};
   ag_provenance b = a;
   ag_str why = AG_STR_INIT;
   CHECK_EQ_INT(ag_report_joinable(&a, &b, &why), 1);
@@ -74,7 +86,7 @@ TEST(test_text_order_times_first) {
   const char *sigs[] = {"duration", "inst_mix"};
   ag_query q = {.region = "k", .signals = sigs, .nsignals = 2};
   ag_report *r = ag_report_new(&q, "k@v1");
-  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
+  ag_provenance pv = {NULL, 0, "k@v1", "traced", "", NULL};
   ag_report_add(r, "k/small", "duration", "total", 100.0, "ns", AG_QUAL_OBSERVED, -1, &pv);
   ag_report_add(r, "k/big", "duration", "total", 9000.0, "ns", AG_QUAL_OBSERVED, -1, &pv);
   ag_report_add(r, "k/small", "inst_mix", "total", 1e9, "warp-inst", AG_QUAL_ATTRIBUTED, -1, &pv);
@@ -98,7 +110,7 @@ TEST(test_text_missing_once_and_fields) {
   const char *sigs[] = {"inst_mix", "barriers"};
   ag_query q = {.region = "k", .signals = sigs, .nsignals = 2};
   ag_report *r = ag_report_new(&q, "k@v1");
-  ag_provenance pv = {NULL, 0, "k@v1", "traced", ""};
+  ag_provenance pv = {NULL, 0, "k@v1", "traced", "", NULL};
   const char *why = "input #7 (collect) failed: the harness failed (exit 1); the argus host "
                     "runtime reported: CUPTI already has a subscriber in this process";
   ag_report_missing(r, "k", "inst_mix", why);

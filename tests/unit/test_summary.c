@@ -223,7 +223,7 @@ TEST(test_trace_reports_of_recorded_evidence) {
 
 /* A report of query region qregion on program k@v1; add() puts one duration
  * value (observed, traced) in it. */
-static const ag_provenance kpv = {NULL, 0, "k@v1", "traced", ""};
+static const ag_provenance kpv = {NULL, 0, "k@v1", "traced", "", NULL};
 
 static ag_report *new_report(const char *qregion) {
   static const char *sigs[] = {"duration"};

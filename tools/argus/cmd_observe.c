@@ -170,11 +170,12 @@ int cmd_observe(ag_cli *cli) {
   if ((v = ag_cli_get(cli, "summary"))) {
     char *end = NULL;
     long t = *v ? strtol(v, &end, 10) : AG_SUMMARY_DEFAULT_TOKENS;
-    if ((*v && *end) || t < AG_SUMMARY_MIN_TOKENS || t > 1000000) {
+    if ((*v && *end) || t < AG_SUMMARY_MIN_TOKENS || t > AG_SUMMARY_MAX_TOKENS) {
       ag_cli_free_list(sigs);
       json_decref(keep);
       return ag_cli_usage_error(cli, "--summary=TOKENS needs a number of tokens from %d to "
-                                     "1000000, not '%s'", AG_SUMMARY_MIN_TOKENS, v);
+                                     "%d, not '%s'", AG_SUMMARY_MIN_TOKENS,
+                                AG_SUMMARY_MAX_TOKENS, v);
     }
     summary = (int)t;
   }
