@@ -162,6 +162,7 @@ def main():
         print("mutate: no mutations listed under tests/mutations/", file=sys.stderr)
         return 2
 
+    a.build = os.path.abspath(a.build)  # the commands run from the repository root
     tree, bdir = os.path.join(a.build, "tree"), os.path.join(a.build, "b")
     os.makedirs(tree, exist_ok=True)
     sync_tree(tree)
