@@ -270,3 +270,82 @@ def test_constexpr_name(tmp_path):
     ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "// @argus begin %d tile" % at.fnv1a("tile") in ptx
     assert "// @argus end %d tile" % at.fnv1a("tile") in ptx
+
+
+# ------------------------------------------------------- python specs, dump, override
+COMPILE = os.path.join(HERE, "compile_kernel.py")
+
+
+def spec(tmp_path, args, kernel=None):
+    s = {"python": COMPILE, "args": [str(tmp_path / "out")] + args}
+    if kernel:
+        s["kernel"] = kernel
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(s))
+    return str(p)
+
+
+def run_py(args, **env):
+    """compile_kernel.py ARGS in a child with env added: (stdout, {name: (ptx, cubin)})."""
+    e = dict(os.environ, **env)
+    r = subprocess.run([sys.executable, COMPILE, *args], capture_output=True, text=True, env=e)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = {}
+    for n in args[1:]:
+        base = os.path.join(args[0], n)
+        out[n] = (open(base + ".ptx").read(), open(base + ".cubin", "rb").read())
+    return r.stdout, out
+
+
+def test_python_spec_discovery(tmp_path, monkeypatch):
+    """argus runs the spec's script with Triton's dump on and takes the kernel's PTX: its
+    regions are the ones the kernel compiled in this process has."""
+    monkeypatch.setenv("ARGUS_PYTHON", sys.executable)
+    R = regions(spec(tmp_path, ["matmul"]))
+    assert "matmul/mainloop/step" in R
+    # with a warm Triton cache too (TRITON_ALWAYS_COMPILE: a cached kernel is not dumped)
+    R = regions(spec(tmp_path, ["forms", "attention_fwd"], kernel="attention_fwd"))
+    assert set(R) >= {"attention_fwd/kv_loop/qk", "attention_fwd/kv_loop/pv"}
+    r = argus("regions", spec(tmp_path, ["forms", "attention_fwd"]), ok=False)
+    assert r.returncode == 1
+    assert "compiled the kernels attention_fwd, forms: name the one to measure" in r.stderr
+    v = tmp_path / "v.ptx"
+    argus("variant", "--kind", "traced", "-o", str(v), spec(tmp_path, ["forms"]))
+    assert "__argus_trace" in v.read_text()
+
+
+def test_override_layout(tmp_path):
+    """Triton 3.6 reads an override of stage EXT of a kernel where its dump wrote that stage,
+    <dir>/<key>/<name>.EXT (ag_triton_override_path), when it compiles: a traced variant put
+    there as .ptx is what Triton assembles (its cubin has the probes' descriptor); a cubin
+    put there as .cubin is the cubin it returns, byte for byte; with a warm cache and no
+    TRITON_ALWAYS_COMPILE the override is not read."""
+    cache = str(tmp_path / "cache")
+    dump = tmp_path / "dump"
+    _, plain = run_py([str(tmp_path / "o0"), "matmul"], TRITON_CACHE_DIR=cache,
+                      TRITON_KERNEL_DUMP="1", TRITON_DUMP_DIR=str(dump))
+    (key,) = os.listdir(dump)
+    assert (dump / key / "matmul.ptx").read_text() == plain["matmul"][0]
+    assert {"matmul.ptx", "matmul.cubin", "matmul.ttgir"} <= set(os.listdir(dump / key))
+    # the traced variant of the dumped PTX, and the cubin ptxas makes of it
+    ovr = tmp_path / "override"
+    (ovr / key).mkdir(parents=True)
+    variant = ovr / key / "matmul.ptx"
+    argus("variant", "--kind", "traced", "-o", str(variant), str(dump / key / "matmul.ptx"))
+    env = dict(TRITON_CACHE_DIR=cache, TRITON_KERNEL_OVERRIDE="1", TRITON_OVERRIDE_DIR=str(ovr))
+    # a warm cache, no TRITON_ALWAYS_COMPILE: Triton's cached kernel, no override
+    _, got = run_py([str(tmp_path / "o1"), "matmul"], **env)
+    assert got["matmul"] == plain["matmul"]
+    out, got = run_py([str(tmp_path / "o2"), "matmul"], TRITON_ALWAYS_COMPILE="1", **env)
+    assert "Overriding kernel with file %s" % variant in out
+    assert got["matmul"][0] == variant.read_text()
+    assert b"__argus_trace" in got["matmul"][1] and b"__argus_trace" not in plain["matmul"][1]
+    # the cubin stage: Argus's own assembly of the variant, returned as is
+    variant.rename(tmp_path / "variant.ptx")
+    cubin = ovr / key / "matmul.cubin"
+    r = subprocess.run([ptxas(), "-arch=sm_90a", str(tmp_path / "variant.ptx"), "-o",
+                        str(cubin)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    _, got = run_py([str(tmp_path / "o3"), "matmul"], TRITON_ALWAYS_COMPILE="1", **env)
+    assert got["matmul"][1] == cubin.read_bytes()
+    assert got["matmul"][0] == plain["matmul"][0]  # the PTX stage was not overridden
