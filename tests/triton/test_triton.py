@@ -349,3 +349,25 @@ def test_override_layout(tmp_path):
     _, got = run_py([str(tmp_path / "o3"), "matmul"], TRITON_ALWAYS_COMPILE="1", **env)
     assert got["matmul"][1] == cubin.read_bytes()
     assert got["matmul"][0] == plain["matmul"][0]  # the PTX stage was not overridden
+
+
+@pytest.mark.parametrize("name", ["matmul", "attention_fwd"])
+def test_triton_ptxas_rebuilds_tritons_cubin(built, tmp_path, name):
+    """Triton's own ptxas (the wheel's) with the options Triton passes (make_cubin:
+    -lineinfo --gpu-name=sm_90a) turns Triton's PTX into Triton's cubin code byte for byte:
+    what Argus must assemble a python spec's variants with to measure the code Triton ships
+    (docs/triton.md, "Build fidelity"). The CUDA toolkit's ptxas is only compared."""
+    ptx, cubin, _ = built[name]
+    want = text_sections(cubin)[name]
+    own = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    got = {}
+    for tag, exe, opts in [("triton", own, ["-lineinfo", "--gpu-name=sm_90a"]),
+                           ("toolkit", ptxas(), ["-lineinfo", "-arch=sm_90a"])]:
+        out = tmp_path / (tag + ".cubin")
+        r = subprocess.run([exe, *opts, ptx, "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        got[tag] = text_sections(out.read_bytes())[name]
+    print("%s: %s's ptxas: %s" % (name, "toolkit", "the same code" if got["toolkit"] == want
+                                   else "other code, %d against %d instructions"
+                                   % (len(got["toolkit"]) // 16, len(want) // 16)))
+    assert got["triton"] == want
