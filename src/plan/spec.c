@@ -208,6 +208,29 @@ static int all_strings(json_t *a) {
   return 1;
 }
 
+/* The file `value` (the value of `key`) names, relative to the spec's
+ * directory, resolved to an absolute path in *out (owned): a program runs in
+ * the spec's directory, so the path must not depend on ours. A file that
+ * cannot be resolved is a diagnostic (`what` names it) and *out stays NULL;
+ * AG_ENOMEM only for memory. */
+static int real_file(const char *text, const char *path, ag_diags *diags, const char *dir,
+                     const char *key, const char *value, const char *what, char **out) {
+  const char *pk[] = {key};
+  char *rel = resolve_path(dir, value);
+  if (!rel)
+    return AG_ENOMEM;
+  char *real = realpath(rel, NULL);
+  if (!real)
+    spec_err(diags, text, path, pk, 1, 1, "cannot read the %s '%s': %s", what, rel,
+             strerror(errno));
+  ag_free(rel);
+  if (!real)
+    return 0;
+  *out = ag_strdup(real);
+  free(real);
+  return *out ? 0 : AG_ENOMEM;
+}
+
 /* ------------------------------------------------------------ tile specs */
 
 static ag_spec_tile_fn tile_builder;
@@ -246,21 +269,10 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
     spec_err(diags, text, path, pt, 1, 1,
              "\"tile\" must be a file name (string): the .tile program");
   } else {
-    char *rel = resolve_path(s->dir, json_string_value(t));
-    if (!rel)
-      return AG_ENOMEM;
-    /* the harness runs in the spec's directory: the path must not depend on ours */
-    char *real = realpath(rel, NULL);
-    if (!real)
-      spec_err(diags, text, path, pt, 1, 1, "cannot read the tile program '%s': %s", rel,
-               strerror(errno));
-    ag_free(rel);
-    if (!real)
-      return 0;
-    s->tile = ag_strdup(real);
-    free(real);
-    if (!s->tile)
-      return AG_ENOMEM;
+    int rc = real_file(text, path, diags, s->dir, "tile", json_string_value(t), "tile program",
+                       &s->tile);
+    if (rc || !s->tile)
+      return rc;
   }
   if (k && (!json_is_string(k) || !*json_string_value(k)))
     spec_err(diags, text, path, pk, 1, 1, "\"kernel\" must be a kernel name (string)");
@@ -364,22 +376,9 @@ static int load_python(json_t *j, const char *text, const char *path, ag_diags *
   if (!json_is_string(py) || !*json_string_value(py)) {
     spec_err(diags, text, path, pp, 1, 1,
              "\"python\" must be a file name (string): the Python script to run");
-  } else {
-    char *rel = resolve_path(s->dir, json_string_value(py));
-    if (!rel)
-      return AG_ENOMEM;
-    /* it runs in the spec's directory: the path must not depend on ours */
-    char *real = realpath(rel, NULL);
-    if (!real)
-      spec_err(diags, text, path, pp, 1, 1, "cannot read the Python script '%s': %s", rel,
-               strerror(errno));
-    ag_free(rel);
-    if (real) {
-      s->python = ag_strdup(real);
-      free(real);
-      if (!s->python)
-        return AG_ENOMEM;
-    }
+  } else if (real_file(text, path, diags, s->dir, "python", json_string_value(py),
+                       "Python script", &s->python)) {
+    return AG_ENOMEM;
   }
   if (args && (!json_is_array(args) || !all_strings(args)))
     spec_err(diags, text, path, pa, 1, 1,

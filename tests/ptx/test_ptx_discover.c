@@ -215,11 +215,26 @@ TEST(validation_errors) {
       /* hash mismatch */
       {"\t// @argus begin 1 a\n\t// @argus end - a\n\tret;\n}\n", 9, "does not match its name",
        "'a'"},
+      /* With the PTX debug lines (.loc/.file, as Triton writes them: the
+       * .file directives after the function), the source line of each
+       * marker: the last .loc before it with a line above 0, in the file it
+       * numbers. The cases above have no .loc: no position. */
+      /* begin without end: the begin's .loc (file 1, line 41) */
+      {"\t.loc 1 41 8\n\t// @argus begin - a\n\t.loc 2 7 1\n\t.loc 1 0 3\n\tret;\n}\n", 13,
+       "region 'a' begun at line 10 (/src/k.py:41) has no end", "returns at line 13"},
+      /* the nearest .loc with a line wins; .loc 2 0 is skipped; file 2 is named */
+      {"\t.loc 1 5 0\n\t.loc 2 43 17\n\t.loc 2 0 4\n\t// @argus end - b\n\tret;\n}\n", 12,
+       "end of region 'b' without a begin in function 'k' (line 12) (/lib/standard.py:43)", ""},
+      /* crossing: both markers' positions */
+      {"\t.loc 1 20 4\n\t// @argus begin - a\n\t.loc 1 21 4\n\t// @argus begin - b\n"
+       "\t.loc 1 22 4\n\t// @argus end - a\n\t// @argus end - b\n\tret;\n}\n",
+       14, "'a' ends at line 14 (/src/k.py:22) while 'b'", "begun at line 12 (/src/k.py:21)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ag_str t = AG_STR_INIT;
     ag_str_puts(&t, HDR KHEAD);
     ag_str_puts(&t, cases[i].body);
+    ag_str_puts(&t, ".file 1 \"/src/k.py\"\n.file 2 \"/lib/standard.py\", 0, 0\n");
     ag_diags d;
     ag_diags_init(&d);
     ag_ptx_module *m;
@@ -255,51 +270,10 @@ TEST(validation_errors) {
   ag_diags_release(&d);
 }
 
-/* Marker errors name the source line of the marker through the PTX debug
- * lines (.loc / .file, as Triton writes them: the .file directives after the
- * function): the last .loc before it with a line above 0, in the file it
- * numbers. A marker with no .loc before it gets no source position. */
+/* ag_ptx_source_pos on a recorded Triton module (validation_errors has the
+ * marker errors with source positions): its `ret` at .loc 1 42 in
+ * triton_kernels.py; the module's header has none. */
 TEST(source_positions) {
-  static const char *tail = ".file 1 \"/src/k.py\"\n.file 2 \"/lib/standard.py\", 0, 0\n";
-  static const vcase cases[] = {
-      /* begin without end: the begin's .loc (file 1, line 41) */
-      {"\t.loc 1 41 8\n\t// @argus begin - a\n\t.loc 2 7 1\n\t.loc 1 0 3\n\tret;\n}\n", 13,
-       "region 'a' begun at line 10 (/src/k.py:41) has no end", "returns at line 13"},
-      /* the nearest .loc with a line wins; .loc 1 0 is skipped; file 2 is named */
-      {"\t.loc 1 5 0\n\t.loc 2 43 17\n\t.loc 2 0 4\n\t// @argus end - b\n\tret;\n}\n", 12,
-       "end of region 'b' without a begin in function 'k' (line 12) (/lib/standard.py:43)", ""},
-      /* crossing: both markers' positions */
-      {"\t.loc 1 20 4\n\t// @argus begin - a\n\t.loc 1 21 4\n\t// @argus begin - b\n"
-       "\t.loc 1 22 4\n\t// @argus end - a\n\t// @argus end - b\n\tret;\n}\n",
-       14, "'a' ends at line 14 (/src/k.py:22) while 'b'", "begun at line 12 (/src/k.py:21)"},
-      /* deliberately without: no .loc before the marker, no position */
-      {"\t// @argus begin - a\n\t.loc 1 9 9\n\tret;\n}\n", 11,
-       "region 'a' begun at line 9 has no end", "returns at line 11"},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    ag_str t = AG_STR_INIT;
-    ag_str_puts(&t, HDR KHEAD);
-    ag_str_puts(&t, cases[i].body);
-    ag_str_puts(&t, tail);
-    ag_diags d;
-    ag_diags_init(&d);
-    ag_ptx_module *m;
-    CHECK_EQ_INT(ag_ptx_parse(t.p, t.len, "s.ptx", &d, &m), 0);
-    ag_ptx_regions *R;
-    CHECK_EQ_INT(ag_ptx_discover(m, &d, &R), AG_EPARSE);
-    CHECK(d.items.n >= 1);
-    if (d.items.n) {
-      CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
-      CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg1);
-      CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg2);
-      if (i == 3)
-        CHECK(strstr(d.items.v[0].msg, "k.py") == NULL);
-    }
-    ag_ptx_module_free(m);
-    ag_diags_release(&d);
-    ag_str_release(&t);
-  }
-  /* the call itself: a statement of the recorded Triton matmul (`ret` at .loc 1 42) */
   ag_diags d;
   ag_diags_init(&d);
   ag_ptx_regions *R;
