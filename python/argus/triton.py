@@ -124,8 +124,6 @@ def _emit(kind: str, name: Any, iteration: Any, _semantic: Any) -> Any:
     else:
         raise TypeError("argus.triton.begin('%s'): the iteration must be an integer tensor or "
                         "int, not %s" % (n, type(it).__name__))
-    if kind != "begin" and operand is not None:
-        raise TypeError("argus.triton.%s('%s') takes no iteration" % (kind, n))
     asm = marker_text(kind, n, operand)
     constraints = "=r" + ("," + constraint if args else "")
     # one unused 32-bit result: Triton's inline asm must return something; nobody reads it
