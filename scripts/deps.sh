@@ -1,8 +1,10 @@
 #!/bin/sh
-# deps.sh — installs the Debian 12 packages Argus needs to build and test.
-# Idempotent: does nothing when everything is present. As root it runs
-# apt-get; otherwise it prints the exact command to run.
+# deps.sh — installs the Debian 12 packages Argus needs to build and test,
+# then the Python test packages (scripts/pydeps.sh: triton, into a virtual
+# environment). Idempotent: does nothing when everything is present. As root
+# it runs apt-get; otherwise it prints the exact command to run.
 set -eu
+here=$(dirname "$0")
 PKGS="build-essential cmake ninja-build pkg-config git python3
 python3-venv python3-pip python3-setuptools python3-pytest
 libsqlite3-dev libjansson-dev libssl-dev libzstd-dev libz3-dev
@@ -29,7 +31,7 @@ if [ -z "$missing" ]; then
   else
     echo "deps: all packages present; the CUDA toolkit is missing (see above)"
   fi
-  exit 0
+  exec sh "$here/pydeps.sh"
 fi
 echo "deps: missing:$missing"
 cmd="apt-get install -y --no-install-recommends$missing"
@@ -40,3 +42,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 $cmd
+exec sh "$here/pydeps.sh"

@@ -282,6 +282,10 @@ char *ag_install_path(const char *rel);
  * of the directory. A crash leaves either the old file or the new one. */
 int ag_file_write_atomic(const char *path, const void *data, size_t len);
 int ag_mkdir_p(const char *path, int mode);
+/* rm -rf: plain files and directories (a symbolic link is removed, never
+ * followed). 0, or -1 when something could not be removed (errno); a path
+ * that does not exist is 0. */
+int ag_remove_tree(const char *path);
 /* path made absolute against the current directory (not normalized: "a/../b"
  * stays as written); an absolute path is copied. Owned, or NULL (out of
  * memory, or no current directory). For paths handed to a process that runs

@@ -282,6 +282,14 @@ typedef struct ag_ptx_marker {
 int ag_ptx_marker_parse(const ag_ptx_module *m, const ag_ptx_stmt *s,
                         ag_diags *diags, ag_ptx_marker *mk);
 
+/* The source position of statement s from the module's debug lines: the last
+ * `.loc FILE LINE COL` before s in its function with a LINE above 0, and the
+ * `.file FILE "PATH"` it names (Triton always writes them; nvcc with
+ * -lineinfo). Returns 1 with *path (a span into the module's text, *plen
+ * bytes, not NUL-terminated) and *line set, 0 when s has none. */
+int ag_ptx_source_pos(const ag_ptx_module *m, const ag_ptx_stmt *s, const char **path,
+                      size_t *plen, int *line);
+
 typedef enum ag_ptx_site_kind {
   AG_PTX_SITE_TMA_LOAD,     /* cp.async.bulk.tensor global -> shared */
   AG_PTX_SITE_TMA_STORE,    /* cp.async.bulk.tensor shared -> global */

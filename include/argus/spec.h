@@ -13,6 +13,16 @@
  *   {"tile": "gemm.tile", "kernel": "gemm", "size": {"M": 128, "N": 128},
  *    "unchecked": false}      ("name" optional: the kernel's or the file's)
  *
+ * or, for a Python program that runs Triton kernels (docs/triton.md), in
+ * place of "module" and "run":
+ *
+ *   {"python": "bench.py", "args": ["--size", "1024"], "kernel": "matmul"}
+ *                         ("name" optional: the kernel's or the script's)
+ *
+ * Its module is found by running the script once with Triton's dump on
+ * (ag_spec_python_discover): the PTX of "kernel", the only kernel when the
+ * script compiles one.
+ *
  * "module" may also name "production": the cubin or fatbin of the user's
  * own build, which the trace-free variant's code is compared with
  * (docs/build-fidelity.md).
@@ -56,6 +66,13 @@ typedef struct ag_spec {
   char *tile_sizes;  /* "size" as "NAME=V,..." (problem sizes and const parameters) */
   int tile_unchecked; /* "unchecked": true */
   int ptx_is_temp;   /* ptx is a temporary file ag_spec_free removes */
+  /* {"python": FILE, ...}: a Python program running Triton kernels. */
+  char *python;       /* resolved path of the script, or NULL */
+  char **python_args; /* "args" (NULL-terminated, maybe empty) */
+  int npython_args;
+  char *python_kernel; /* "kernel", or NULL; after discovery the kernel found */
+  char *triton_key;    /* after discovery: Triton's directory name for that kernel
+                          (the hash of its source and specialization) */
 } ag_spec;
 
 /* What turns a tile spec into a module and a harness: lowers s->tile
@@ -73,6 +90,46 @@ void ag_spec_set_tile_builder(ag_spec_tile_fn fn, void *ud);
 int ag_spec_load(const char *path, ag_diags *diags, ag_spec **out);
 int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spec **out);
 void ag_spec_free(ag_spec *s);
+
+/* ------------------------------------------------ Python programs (Triton)
+ * docs/triton.md. Triton 3.6 names each compiled kernel by a directory
+ * <key> (a hash of its source and specialization) and a file name <name>
+ * (the kernel's): TRITON_KERNEL_DUMP=1 writes <TRITON_DUMP_DIR>/<key>/
+ * <name>.{ttir,ttgir,llir,ptx,cubin}; TRITON_KERNEL_OVERRIDE=1 reads a stage
+ * from <TRITON_OVERRIDE_DIR>/<key>/<name>.<ext> in place of compiling it. */
+typedef struct ag_triton_kernel {
+  char *name; /* the kernel: Triton's file name, the PTX .entry */
+  char *key;  /* the directory Triton names after its source hash */
+  char *ptx;  /* the dumped PTX (path) */
+} ag_triton_kernel;
+
+/* The interpreter of python specs: $ARGUS_PYTHON, else "python3" (looked
+ * up in PATH when run). Borrowed (the environment's, or a literal). */
+const char *ag_spec_python_exe(void);
+/* The argv of a python spec: python, the script, its args (NULL-terminated;
+ * owned, free with ag_spec_options_free). NULL on out of memory. */
+char **ag_spec_python_argv(const ag_spec *s);
+/* Runs the spec's script once, in the spec's directory, with Triton's dump
+ * on (TRITON_KERNEL_DUMP=1, TRITON_DUMP_DIR=dump_dir, TRITON_ALWAYS_COMPILE=1
+ * so that cached kernels are compiled and dumped too) and a timeout. A
+ * script that fails is AG_ECHILD with its exit and the tail of its stderr. */
+int ag_triton_dump(const ag_spec *s, const char *dump_dir, double timeout_s, ag_diags *d);
+/* The kernels of a dump directory, sorted by name, then key. *out is owned
+ * (ag_triton_kernels_free); a directory with none gives *n 0. AG_ENOTFOUND
+ * when dump_dir cannot be read. */
+int ag_triton_scan(const char *dump_dir, ag_triton_kernel **out, int *n);
+void ag_triton_kernels_free(ag_triton_kernel *k, int n);
+/* Where Triton 3.6 reads an override of stage `ext` ("ptx", "cubin") of the
+ * kernel <key>/<name>: <override_dir>/<key>/<name>.<ext>. Owned. */
+char *ag_triton_override_path(const char *override_dir, const char *key, const char *name,
+                              const char *ext);
+/* The discovery of a python spec's module: ag_triton_dump into a temporary
+ * directory, ag_triton_scan, then the kernel named "kernel" (else the only
+ * one) must have been compiled exactly once; its PTX is copied to a
+ * temporary file, s->ptx (removed by ag_spec_free), and s->python_kernel and
+ * s->triton_key name it. A no-op for other specs and when s->ptx is set.
+ * Errors are diagnostics at the spec. */
+int ag_spec_python_discover(ag_spec *s, ag_diags *d);
 
 /* The nvcc to use: $ARGUS_NVCC, nvcc in PATH, or /usr/local/cuda/bin/nvcc.
  * Owned result, or NULL when none exists. */

@@ -13,7 +13,9 @@ Every failure raises ArgusError (or a subclass: SchemaError, NotFoundError,
 MalformedError, PlanFailedError, UnsupportedError, OutOfRangeError, which is
 also a ValueError) carrying the library's
 message and diagnostics; an argument of the wrong type raises TypeError
-naming the parameter.
+naming the parameter. Without libargus, `import argus` works (argus.triton,
+the region markers for Triton kernels, needs no library) and the first call
+raises ImportError saying why.
 """
 from __future__ import annotations
 
@@ -36,7 +38,13 @@ __all__ = ["plan", "observe", "check", "Workspace", "Report", "Value", "Version"
            "SUMMARY_MAX_TOKENS"]
 
 API_VERSION = _lib.API_VERSION
-__version__ = _lib.dec(_lib.lib.argus_version())
+if _lib.loaded:
+    __version__ = _lib.dec(_lib.lib.argus_version())
+else:
+    def __getattr__(name: str) -> Any:
+        if name == "__version__":  # without libargus: its ImportError, saying why
+            return _lib.dec(_lib.lib.argus_version())
+        raise AttributeError("module 'argus' has no attribute '%s'" % name)
 
 PathLike = Union[str, "os.PathLike[str]"]
 Scope = Union[str, Mapping[str, Union[str, int, Tuple[int, int]]], None]

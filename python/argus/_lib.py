@@ -132,14 +132,33 @@ _SIGS = {
     "argus_check_diagnostics": (_s, [_p]),
 }
 
-lib = _load()
-for _name, (_res, _args) in _SIGS.items():
-    _f = getattr(lib, _name)
-    _f.restype = _res
-    _f.argtypes = _args
-if lib.argus_api_version() != API_VERSION:
-    raise ImportError("argus: libargus has API version %d, this package needs %d"
-                      % (lib.argus_api_version(), API_VERSION))
+class _Missing:
+    """Stands for a libargus that could not be found: `import argus` still works, so a
+    Triton kernel file with argus.triton's markers (which need no library) runs where
+    Argus is not installed; the first call into the library raises the ImportError that
+    says why. A library of another API version is still refused at import."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def __getattr__(self, name: str) -> Any:
+        raise ImportError(self.why)
+
+
+try:
+    lib: Any = _load()
+    loaded = True
+except ImportError as _e:
+    lib = _Missing(str(_e))
+    loaded = False
+if loaded:
+    for _name, (_res, _args) in _SIGS.items():
+        _f = getattr(lib, _name)
+        _f.restype = _res
+        _f.argtypes = _args
+    if lib.argus_api_version() != API_VERSION:
+        raise ImportError("argus: libargus has API version %d, this package needs %d"
+                          % (lib.argus_api_version(), API_VERSION))
 
 
 def enc(s: Optional[str]) -> Optional[bytes]:

@@ -4,6 +4,7 @@ reports, a newer schema refused), the prompt-sized summary of a stored report
 (its token budget, its ranking, bad budgets), check, and bad arguments:
 TypeError naming the parameter, ArgusError subclasses carrying the
 diagnostics."""
+import os
 import re
 import sqlite3
 
@@ -250,3 +251,38 @@ def test_workspace_method_type_errors(tmp_path):
         with pytest.raises(TypeError, match="'%s'" % param):
             call()
     ws.close()
+
+
+def test_triton_markers_without_triton_or_libargus(tmp_path):
+    """argus.triton imports without Triton and without libargus (a kernel file with
+    markers runs where Argus is not installed); the library's calls then raise ImportError
+    saying why. Its hash is region.cuh's FNV-1a (docs/markers.md's value for 'loads')."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['triton'] = None\n"  # as if Triton were not installed
+            "import argus, argus.triton as at\n"
+            "print(at.fnv1a('loads'), at.fnv1a(''))\n"
+            "print(at.marker_text('begin', 'step', '%r7'))\n"
+            "try:\n    argus.plan('s.json', region='r')\nexcept ImportError as e:\n"
+            "    print('ImportError', e)\n"
+            "try:\n    argus.__version__\nexcept ImportError:\n    print('no version')\n")
+    env = dict(os.environ, ARGUS_LIBRARY=str(tmp_path / "nonexistent.so"))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[0] == "1571128134944098478 14695981039346656037", out
+    assert out[1] == "// @argus begin 12613261051159514351 step %r7", out
+    assert out[2].startswith("ImportError argus: cannot load libargus") and "nonexistent" in out[2]
+    assert out[3] == "no version", out
+
+
+def test_triton_marker_names():
+    import argus.triton as at
+    for bad in ["", "a/b", "1x", "a b", "x;"]:
+        with pytest.raises(ValueError, match="invalid region name"):
+            at.marker_text("end", bad)
+    with pytest.raises(TypeError, match="compile-time string"):
+        at.marker_text("end", 3)
+    with pytest.raises(ValueError, match="begin, end or role"):
+        at.marker_text("start", "x")
+    assert at.marker_text("role", "a.b-c_1") == "// @argus role %d a.b-c_1" % at.fnv1a("a.b-c_1")

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* dladdr */
 #include "argus/core.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +181,29 @@ char *ag_path_abs(const char *path) {
     return NULL;
   }
   return ag_str_detach(&s);
+}
+
+int ag_remove_tree(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0)
+    return errno == ENOENT ? 0 : -1;
+  if (!S_ISDIR(sb.st_mode))
+    return unlink(path);
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  int rc = 0;
+  struct dirent *de;
+  char sub[4096];
+  while ((de = readdir(d))) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+      continue;
+    if (snprintf(sub, sizeof sub, "%s/%s", path, de->d_name) >= (int)sizeof sub ||
+        ag_remove_tree(sub) != 0)
+      rc = -1;
+  }
+  closedir(d);
+  return rmdir(path) == 0 ? rc : -1;
 }
 
 int ag_mkdir_p(const char *path, int mode) {

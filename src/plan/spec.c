@@ -208,6 +208,29 @@ static int all_strings(json_t *a) {
   return 1;
 }
 
+/* The file `value` (the value of `key`) names, relative to the spec's
+ * directory, resolved to an absolute path in *out (owned): a program runs in
+ * the spec's directory, so the path must not depend on ours. A file that
+ * cannot be resolved is a diagnostic (`what` names it) and *out stays NULL;
+ * AG_ENOMEM only for memory. */
+static int real_file(const char *text, const char *path, ag_diags *diags, const char *dir,
+                     const char *key, const char *value, const char *what, char **out) {
+  const char *pk[] = {key};
+  char *rel = resolve_path(dir, value);
+  if (!rel)
+    return AG_ENOMEM;
+  char *real = realpath(rel, NULL);
+  if (!real)
+    spec_err(diags, text, path, pk, 1, 1, "cannot read the %s '%s': %s", what, rel,
+             strerror(errno));
+  ag_free(rel);
+  if (!real)
+    return 0;
+  *out = ag_strdup(real);
+  free(real);
+  return *out ? 0 : AG_ENOMEM;
+}
+
 /* ------------------------------------------------------------ tile specs */
 
 static ag_spec_tile_fn tile_builder;
@@ -228,8 +251,8 @@ static int is_tile_key(const char *k) {
  * diagnostics (the caller counts them); AG_ENOMEM only for memory. */
 static int load_tile(json_t *j, const char *text, const char *path, ag_diags *diags,
                      ag_spec *s) {
-  static const char *const other[] = {"module", "run", "run_library"};
-  for (int i = 0; i < 3; i++)
+  static const char *const other[] = {"module", "run", "run_library", "args"};
+  for (int i = 0; i < 4; i++)
     if (json_object_get(j, other[i])) {
       const char *p1[] = {other[i]};
       spec_err(diags, text, path, p1, 1, 0,
@@ -246,21 +269,10 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
     spec_err(diags, text, path, pt, 1, 1,
              "\"tile\" must be a file name (string): the .tile program");
   } else {
-    char *rel = resolve_path(s->dir, json_string_value(t));
-    if (!rel)
-      return AG_ENOMEM;
-    /* the harness runs in the spec's directory: the path must not depend on ours */
-    char *real = realpath(rel, NULL);
-    if (!real)
-      spec_err(diags, text, path, pt, 1, 1, "cannot read the tile program '%s': %s", rel,
-               strerror(errno));
-    ag_free(rel);
-    if (!real)
-      return 0;
-    s->tile = ag_strdup(real);
-    free(real);
-    if (!s->tile)
-      return AG_ENOMEM;
+    int rc = real_file(text, path, diags, s->dir, "tile", json_string_value(t), "tile program",
+                       &s->tile);
+    if (rc || !s->tile)
+      return rc;
   }
   if (k && (!json_is_string(k) || !*json_string_value(k)))
     spec_err(diags, text, path, pk, 1, 1, "\"kernel\" must be a kernel name (string)");
@@ -317,6 +329,79 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
   return s->name ? 0 : AG_ENOMEM;
 }
 
+/* ---------------------------------------------------------- python specs */
+
+static int is_python_key(const char *k) { return !strcmp(k, "python") || !strcmp(k, "args"); }
+
+static int valid_ident(const char *w) {
+  if (!(isalpha((unsigned char)*w) || *w == '_'))
+    return 0;
+  while (*++w)
+    if (!(isalnum((unsigned char)*w) || *w == '_'))
+      return 0;
+  return 1;
+}
+
+/* The file name of `path` without `ext`, owned. */
+static char *stem(const char *path, const char *ext) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  size_t n = strlen(b), e = strlen(ext);
+  return ag_strndup(b, n > e && !strcmp(b + n - e, ext) ? n - e : n);
+}
+
+/* {"python": FILE, "args": [...], "kernel": NAME, "name": NAME}: a Python
+ * program running Triton kernels (docs/triton.md). Its module comes from
+ * discovery (ag_spec_python_discover). Errors are diagnostics (the caller
+ * counts them); AG_ENOMEM only for memory. */
+static int load_python(json_t *j, const char *text, const char *path, ag_diags *diags,
+                       ag_spec *s) {
+  static const char *const other[] = {"module", "run", "run_library", "tile", "size",
+                                      "unchecked"};
+  for (int i = 0; i < 6; i++)
+    if (json_object_get(j, other[i])) {
+      const char *p1[] = {other[i]};
+      if (i < 3)
+        spec_err(diags, text, path, p1, 1, 0,
+                 "a python spec has no \"%s\": Argus takes the module from Triton and runs "
+                 "the script itself (docs/triton.md)",
+                 other[i]);
+      else
+        spec_err(diags, text, path, p1, 1, 0,
+                 "\"%s\" belongs to a tile spec, not to a python spec", other[i]);
+    }
+  json_t *py = json_object_get(j, "python"), *args = json_object_get(j, "args"),
+         *k = json_object_get(j, "kernel"), *name = json_object_get(j, "name");
+  const char *pp[] = {"python"}, *pa[] = {"args"}, *pk[] = {"kernel"}, *pn[] = {"name"};
+  if (!json_is_string(py) || !*json_string_value(py)) {
+    spec_err(diags, text, path, pp, 1, 1,
+             "\"python\" must be a file name (string): the Python script to run");
+  } else if (real_file(text, path, diags, s->dir, "python", json_string_value(py),
+                       "Python script", &s->python)) {
+    return AG_ENOMEM;
+  }
+  if (args && (!json_is_array(args) || !all_strings(args)))
+    spec_err(diags, text, path, pa, 1, 1,
+             "\"args\" must be an array of strings (the script's arguments)");
+  else if (args ? str_array(args, &s->python_args, &s->npython_args) != 0
+                : !(s->python_args = ag_calloc(1, sizeof *s->python_args)))
+    return AG_ENOMEM;
+  if (k && (!json_is_string(k) || !valid_ident(json_string_value(k))))
+    spec_err(diags, text, path, pk, 1, 1,
+             "\"kernel\" must be a kernel name (the @triton.jit function's)");
+  else if (k && !(s->python_kernel = ag_strdup(json_string_value(k))))
+    return AG_ENOMEM;
+  if (name && (!json_is_string(name) || !*json_string_value(name)))
+    spec_err(diags, text, path, pn, 1, 1, "\"name\" must be a non-empty string");
+  if (json_is_string(name) && *json_string_value(name))
+    s->name = ag_strdup(json_string_value(name));
+  else if (s->python_kernel)
+    s->name = ag_strdup(s->python_kernel);
+  else
+    s->name = s->python ? stem(s->python, ".py") : ag_strdup("python");
+  return s->name ? 0 : AG_ENOMEM;
+}
+
 int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spec **out) {
   *out = NULL;
   json_t *j = NULL;
@@ -348,11 +433,17 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   json_object_foreach(j, key, v) {
     const char *p1[] = {key};
     if (strcmp(key, "name") && strcmp(key, "module") && strcmp(key, "run") &&
-        strcmp(key, "run_library") && !is_tile_key(key))
+        strcmp(key, "run_library") && !is_tile_key(key) && !is_python_key(key))
       spec_err(diags, text, path, p1, 1, 0,
                "unknown key '%s' in program spec (expected name, module, run, run_library; "
-               "or tile, kernel, size, unchecked)",
+               "or tile, kernel, size, unchecked; or python, args, kernel)",
                key);
+  }
+  if (json_object_get(j, "python")) {
+    rc = load_python(j, text, path, diags, s);
+    if (rc)
+      goto out;
+    goto invalid;
   }
   if (json_object_get(j, "tile")) {
     rc = load_tile(j, text, path, diags, s);
@@ -365,6 +456,9 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
     if (is_tile_key(key))
       spec_err(diags, text, path, p1, 1, 0, "\"%s\" belongs to a tile spec: it needs \"tile\"",
                key);
+    else if (is_python_key(key))
+      spec_err(diags, text, path, p1, 1, 0,
+               "\"%s\" belongs to a python spec: it needs \"python\"", key);
   }
   json_t *name = json_object_get(j, "name");
   if (!name) {
@@ -532,6 +626,10 @@ void ag_spec_free(ag_spec *s) {
   ag_free(s->tile_kernel);
   ag_free(s->tile_sizes);
   ag_free(s->production);
+  ag_free(s->python);
+  ag_free(s->python_kernel);
+  ag_free(s->triton_key);
+  free_strv(s->python_args);
   free_strv(s->flags);
   free_strv(s->run);
   ag_free(s);

@@ -43,7 +43,7 @@ static int mark_err(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *d,
                     const char *fmt, ...) AG_PRINTF(4, 5);
 static int mark_err(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *d,
                     const char *fmt, ...) {
-  char msg[512];
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -51,6 +51,68 @@ static int mark_err(const ag_ptx_module *m, const ag_ptx_stmt *s, ag_diags *d,
   ag_diags_add(d, AG_SEV_ERROR, m->path, s->line, s->col, s->line ? s->text : NULL,
                s->text_len, "%s", msg);
   return AG_EPARSE;
+}
+
+/* ".loc F L C" or ".file F \"PATH\"": the file number at *p, advancing. */
+static long dir_num(const char **p, const char *end) {
+  while (*p < end && (**p == ' ' || **p == '\t'))
+    (*p)++;
+  if (*p >= end || !isdigit((unsigned char)**p))
+    return -1;
+  long v = 0;
+  while (*p < end && isdigit((unsigned char)**p) && v < 100000000)
+    v = v * 10 + (*(*p)++ - '0');
+  return v;
+}
+
+static int is_dir(const ag_ptx_stmt *s, const char *name) {
+  return s->kind == AG_PTX_DIRECTIVE && s->name && !strcmp(s->name, name) && s->args;
+}
+
+int ag_ptx_source_pos(const ag_ptx_module *m, const ag_ptx_stmt *s, const char **path,
+                      size_t *plen, int *line) {
+  *path = NULL;
+  *plen = 0;
+  *line = 0;
+  long file = -1, ln = 0;
+  for (const ag_ptx_stmt *t = s; t && t->func == s->func && file < 0; t = t->prev) {
+    if (!is_dir(t, ".loc"))
+      continue;
+    const char *p = t->args, *end = p + strlen(p);
+    long f = dir_num(&p, end), l = dir_num(&p, end);
+    if (f >= 0 && l > 0) /* line 0: code without a source line; look further back */
+      file = f, ln = l;
+  }
+  if (file < 0)
+    return 0;
+  for (const ag_ptx_stmt *t = m->first; t; t = t->next) {
+    if (!is_dir(t, ".file"))
+      continue;
+    const char *p = t->args, *end = p + strlen(p);
+    if (dir_num(&p, end) != file)
+      continue;
+    while (p < end && *p != '"')
+      p++;
+    const char *q = p < end ? memchr(p + 1, '"', (size_t)(end - p - 1)) : NULL;
+    if (!q)
+      return 0;
+    *path = p + 1;
+    *plen = (size_t)(q - p - 1);
+    *line = (int)ln;
+    return 1;
+  }
+  return 0;
+}
+
+/* " (PATH:LINE)", the source position of s (ag_ptx_source_pos), into buf; "" without one. */
+static const char *src_at(const ag_ptx_module *m, const ag_ptx_stmt *s, char *buf, size_t n) {
+  const char *p;
+  size_t pl;
+  int line;
+  buf[0] = 0;
+  if (s && ag_ptx_source_pos(m, s, &p, &pl, &line))
+    snprintf(buf, n, " (%.*s:%d)", (int)(pl > 300 ? 300 : pl), p, line);
+  return buf;
 }
 
 static const char *word(const char **p, const char *end, size_t *n) {
@@ -1033,16 +1095,19 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
           const frame *x = st;
           while (x && !(x->begin && !strcmp(c->regions.v[x->region].name, mk->name)))
             x = x->up;
+          char sa[320], sb[320];
           if (x)
             mark_err(m, s, c->diags,
-                     "regions '%s' and '%s' cross in function '%s': '%s' ends at line %d "
-                     "while '%s', begun at line %d inside it, is still open",
+                     "regions '%s' and '%s' cross in function '%s': '%s' ends at line %d%s "
+                     "while '%s', begun at line %d%s inside it, is still open",
                      mk->name, c->regions.v[st->region].name, f->name, mk->name, s->line,
-                     c->regions.v[st->region].name, st->begin->line);
+                     src_at(m, s, sa, sizeof sa), c->regions.v[st->region].name,
+                     st->begin->line, src_at(m, st->begin->stmt, sb, sizeof sb));
           else
             mark_err(m, s, c->diags,
-                     "end of region '%s' without a begin in function '%s' (line %d)%s%s%s",
-                     mk->name, f->name, s->line, st->begin ? ": the innermost open region is '" : "",
+                     "end of region '%s' without a begin in function '%s' (line %d)%s%s%s%s",
+                     mk->name, f->name, s->line, src_at(m, s, sa, sizeof sa),
+                     st->begin ? ": the innermost open region is '" : "",
                      st->begin ? c->regions.v[st->region].name : "", st->begin ? "'" : "");
           c->err = AG_EPARSE;
           goto out_mk;
@@ -1057,10 +1122,12 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
       if (t == g->exit) {
         if (st->begin) {
           const ag_ptx_stmt *where = last_instr ? last_instr : B->last;
+          char sb[320];
           mark_err(m, where, c->diags,
-                   "region '%s' begun at line %d has no end on some path in function '%s': "
+                   "region '%s' begun at line %d%s has no end on some path in function '%s': "
                    "the function returns at line %d with it open",
-                   c->regions.v[st->region].name, st->begin->line, f->name, where->line);
+                   c->regions.v[st->region].name, st->begin->line,
+                   src_at(m, st->begin->stmt, sb, sizeof sb), f->name, where->line);
           c->err = AG_EPARSE;
           goto out_mk;
         }
@@ -1075,11 +1142,13 @@ static int func_regions(dctx *c, ag_ptx_func *f, ag_ptx_cfg *g, int root, int **
       } else if (!same_stack(in[t], st)) {
         const frame *open = open_in_one(in[t], st);
         const ag_ptx_stmt *where = g->blocks[t].first;
+        char sb[320];
         if (open && open->begin)
           mark_err(m, where, c->diags,
-                   "region '%s' begun at line %d has no end on some path in function '%s': "
+                   "region '%s' begun at line %d%s has no end on some path in function '%s': "
                    "line %d is reached both with and without it open",
-                   c->regions.v[open->region].name, open->begin->line, f->name, where->line);
+                   c->regions.v[open->region].name, open->begin->line,
+                   src_at(m, open->begin->stmt, sb, sizeof sb), f->name, where->line);
         else
           mark_err(m, where, c->diags,
                    "regions are nested differently on different paths to line %d in "

@@ -515,6 +515,11 @@ const ag_task *ag__obs_collect_dep(const ag_plan *p, const ag_task *t, const cha
  * records the launches size_launches chose. */
 static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
+  if (ob->spec->python) /* docs/triton.md, "Load-time substitution" */
+    return ag__obs_fail(t, AG_EUNSUPPORTED,
+                        "the python spec '%s': running its Triton kernel's variants is not "
+                        "built yet (discovery, regions, variants and plans are)",
+                        ob->spec->path);
   if (!ob->spec->run)
     return ag__obs_fail(t, AG_EINVAL, "the spec '%s' has no \"run\" harness to collect with",
                         ob->spec->path);
@@ -1287,7 +1292,7 @@ int ag_observe(const ag_observe_opts *o, ag_diags *d, ag_observe_result *res) {
   /* plan first: a bad query fails before anything is built */
   if ((rc = ag_plan_build(&q, "", d, &p)))
     goto out;
-  if ((rc = ag_spec_load(o->spec, d, &ob.spec)))
+  if ((rc = ag_spec_load(o->spec, d, &ob.spec)) || (rc = ag_spec_python_discover(ob.spec, d)))
     goto out;
   if (!(ob.harness = harness_identity(&ob))) {
     rc = AG_ENOMEM;

@@ -533,31 +533,6 @@ static int gc_obj(ag_store *st, void *ctx, const char *hash, const char *path) {
 static void gc_odd(void *ctx, const char *path) {}
 
 /* ---------------------------------------------------- run directories */
-/* rm -rf of a run directory (plain files and directories only: a symbolic
- * link is removed, never followed). */
-static int remove_tree(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0)
-    return errno == ENOENT ? 0 : -1;
-  if (!S_ISDIR(sb.st_mode))
-    return unlink(path);
-  DIR *d = opendir(path);
-  if (!d)
-    return -1;
-  int rc = 0;
-  struct dirent *de;
-  char sub[4096];
-  while ((de = readdir(d))) {
-    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-      continue;
-    if (snprintf(sub, sizeof sub, "%s/%s", path, de->d_name) >= (int)sizeof sub ||
-        remove_tree(sub) != 0)
-      rc = -1;
-  }
-  closedir(d);
-  return rmdir(path) == 0 ? rc : -1;
-}
-
 /* The pid a run directory's name ends with (…-PID), or 0. */
 static long run_pid(const char *name) {
   const char *dash = strrchr(name, '-');
@@ -596,7 +571,7 @@ static int gc_runs(ag_store *st, const ag_gc_opts *o, ag_gc_report *r) {
         rc = AG_ENOMEM;
       else if (!(r->run_dirs[r->nrun_dirs] = ag_strdup(sub)))
         rc = ag__fail(AG_ENOMEM, "out of memory collecting garbage");
-      else if (!o->dry_run && remove_tree(sub) != 0)
+      else if (!o->dry_run && ag_remove_tree(sub) != 0)
         rc = ag__fail(AG_EIO, "cannot remove the run directory '%s': %s", sub, strerror(errno));
       else
         r->nrun_dirs++;

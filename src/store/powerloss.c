@@ -185,28 +185,6 @@ static void dir_synced(const char *dir) {
   }
 }
 
-static void remove_tree(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0)
-    return;
-  if (S_ISDIR(sb.st_mode)) {
-    DIR *d = opendir(path);
-    struct dirent *de;
-    char sub[PATH_MAX + 256];
-    while (d && (de = readdir(d))) {
-      if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-        snprintf(sub, sizeof sub, "%s/%s", path, de->d_name);
-        remove_tree(sub);
-      }
-    }
-    if (d)
-      closedir(d);
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
-
 void ag__powerloss_crash(void) {
   pl.on = 0;
   for (size_t i = 0; i < pl.nfiles; i++) { /* content: back to the last fsync */
@@ -226,7 +204,7 @@ void ag__powerloss_crash(void) {
       break;
     case PL_MKDIR:
       if (o->a_pending)
-        remove_tree(o->a);
+        ag_remove_tree(o->a);
       break;
     case PL_RENAME:
       if (o->a_pending && o->b_pending)

@@ -2,7 +2,8 @@
  * test_ptx_discover.c — discovery on the examples' PTX (built by nvcc at
  * build time) and on hand-written PTX: the region tree, IDs, iteration
  * registers and roles; every TMA load of the GEMM with its barrier (counted
- * against the PTX text); completion links; marker validation errors; and
+ * against the PTX text); completion links; marker validation errors, with
+ * the marker's source line from the PTX debug lines (.loc/.file); and
  * dynamically owned regions of a .func called from several regions.
  */
 #include "argus/ptx.h"
@@ -214,11 +215,26 @@ TEST(validation_errors) {
       /* hash mismatch */
       {"\t// @argus begin 1 a\n\t// @argus end - a\n\tret;\n}\n", 9, "does not match its name",
        "'a'"},
+      /* With the PTX debug lines (.loc/.file, as Triton writes them: the
+       * .file directives after the function), the source line of each
+       * marker: the last .loc before it with a line above 0, in the file it
+       * numbers. The cases above have no .loc: no position. */
+      /* begin without end: the begin's .loc (file 1, line 41) */
+      {"\t.loc 1 41 8\n\t// @argus begin - a\n\t.loc 2 7 1\n\t.loc 1 0 3\n\tret;\n}\n", 13,
+       "region 'a' begun at line 10 (/src/k.py:41) has no end", "returns at line 13"},
+      /* the nearest .loc with a line wins; .loc 2 0 is skipped; file 2 is named */
+      {"\t.loc 1 5 0\n\t.loc 2 43 17\n\t.loc 2 0 4\n\t// @argus end - b\n\tret;\n}\n", 12,
+       "end of region 'b' without a begin in function 'k' (line 12) (/lib/standard.py:43)", ""},
+      /* crossing: both markers' positions */
+      {"\t.loc 1 20 4\n\t// @argus begin - a\n\t.loc 1 21 4\n\t// @argus begin - b\n"
+       "\t.loc 1 22 4\n\t// @argus end - a\n\t// @argus end - b\n\tret;\n}\n",
+       14, "'a' ends at line 14 (/src/k.py:22) while 'b'", "begun at line 12 (/src/k.py:21)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     ag_str t = AG_STR_INIT;
     ag_str_puts(&t, HDR KHEAD);
     ag_str_puts(&t, cases[i].body);
+    ag_str_puts(&t, ".file 1 \"/src/k.py\"\n.file 2 \"/lib/standard.py\", 0, 0\n");
     ag_diags d;
     ag_diags_init(&d);
     ag_ptx_module *m;
@@ -250,6 +266,35 @@ TEST(validation_errors) {
   CHECK_EQ_INT(ag_ptx_discover(m, &d, &R), 0);
   CHECK_EQ_INT(R->nregions, 3);
   CHECK(find_region(R, "k/a/b") >= 0);
+  ag_ptx_module_free(m);
+  ag_diags_release(&d);
+}
+
+/* ag_ptx_source_pos on a recorded Triton module (validation_errors has the
+ * marker errors with source positions): its `ret` at .loc 1 42 in
+ * triton_kernels.py; the module's header has none. */
+TEST(source_positions) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ptx_regions *R;
+  ag_ptx_module *m =
+      load(corpus_path("tests/data/ptx/triton/triton_matmul_pipelined.ptx", 0), &R, 0, &d);
+  const ag_ptx_stmt *ret = NULL;
+  for (const ag_ptx_stmt *s = m ? m->first : NULL; s; s = s->next)
+    if (s->kind == AG_PTX_INSTR && !strcmp(s->opcode, "ret"))
+      ret = s;
+  CHECK(ret != NULL);
+  const char *p = NULL;
+  size_t pl = 0;
+  int line = 0;
+  if (ret) {
+    CHECK_EQ_INT(ag_ptx_source_pos(m, ret, &p, &pl, &line), 1);
+    CHECK_EQ_INT(line, 42);
+    CHECK(pl > 17 && !memcmp(p + pl - 17, "triton_kernels.py", 17));
+    /* the module's header has no position */
+    CHECK_EQ_INT(ag_ptx_source_pos(m, m->first, &p, &pl, &line), 0);
+    CHECK(p == NULL && line == 0);
+  }
   ag_ptx_module_free(m);
   ag_diags_release(&d);
 }
@@ -355,5 +400,5 @@ TEST(hand_roles) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(gemm_tma), T(overhead), T(validation_errors), T(dynamic_ownership),
-          T(hand_triton_style), T(hand_roles))
+RUN_TESTS(T(gemm_tma), T(overhead), T(validation_errors), T(source_positions),
+          T(dynamic_ownership), T(hand_triton_style), T(hand_roles))

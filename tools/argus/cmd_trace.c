@@ -86,6 +86,11 @@ static int collect(ag_cli *cli, const char *specpath, char **regs, int nreg, jso
   if ((exit_code = ag_cli_module_ptx(cli, specpath, NULL, &d, &ptx, &spec)))
     goto out;
   exit_code = AG_EXIT_FAIL;
+  if (spec && spec->python) { /* docs/triton.md, "Load-time substitution" */
+    ag_cli_error(cli, "'%s' is a python spec: running its Triton kernel's traced variant is "
+                      "not built yet (argus regions and argus variant take it)", specpath);
+    goto out;
+  }
   if (!spec || !spec->run) {
     exit_code = ag_cli_usage_error(cli, "'%s' is not a program spec with a \"run\" harness",
                                    specpath);

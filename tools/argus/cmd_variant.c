@@ -45,6 +45,12 @@ int ag_cli_module_ptx(const ag_cli *cli, const char *in, const char *const *cu_f
       ag_cli_print_diags(d);
       return ag_cli_fail_input(cli, rc, "invalid program spec '%s'", in);
     }
+    /* a python spec: its module is the PTX Triton compiles when the script runs */
+    if ((rc = ag_spec_python_discover(spec, d))) {
+      ag_spec_free(spec);
+      ag_cli_print_diags(d);
+      return ag_cli_fail(cli, rc, "cannot discover the Triton kernel of '%s'", in);
+    }
     ptx_path = spec->ptx;
     cu_path = spec->cuda;
     flags = (const char *const *)spec->flags;

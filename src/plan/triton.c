@@ -1,0 +1,290 @@
+/*
+ * triton.c — a python spec's module (docs/triton.md): the discovery run of
+ * the user's script with Triton's dump on, the dump directory's layout, and
+ * where Triton 3.6 reads an override.
+ *
+ * Triton 3.6 (triton/compiler/compiler.py, triton/runtime/cache.py) keeps
+ * each compiled kernel as <dir>/<key>/<name>.<stage>, <key> the base32 of a
+ * hash of the kernel's source, signature, constants and attributes (not of
+ * Triton's version or options), <name> the @triton.jit function's name.
+ * The dump (TRITON_KERNEL_DUMP=1, TRITON_DUMP_DIR) writes every stage there
+ * (.ttir .ttgir .llir .ptx .cubin .sass); the override (TRITON_KERNEL_OVERRIDE
+ * =1, TRITON_OVERRIDE_DIR) reads a stage from that path in place of the
+ * compiler's output, and compiles the later stages from it. Both happen only
+ * when Triton compiles: a kernel in Triton's cache is not compiled again
+ * unless TRITON_ALWAYS_COMPILE=1.
+ *
+ * One discovery per command that loads the spec: the script runs once (its
+ * own time, on the GPU machine seconds to minutes).
+ */
+#include "argus/spec.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DISCOVER_TIMEOUT_S 600.0
+
+const char *ag_spec_python_exe(void) {
+  const char *e = getenv("ARGUS_PYTHON");
+  return e && *e ? e : "python3";
+}
+
+char **ag_spec_python_argv(const ag_spec *s) {
+  char **v = ag_calloc((size_t)s->npython_args + 3, sizeof *v);
+  if (!v)
+    return NULL;
+  int ok = (v[0] = ag_strdup(ag_spec_python_exe())) && (v[1] = ag_strdup(s->python));
+  for (int i = 0; ok && i < s->npython_args; i++)
+    ok = (v[i + 2] = ag_strdup(s->python_args[i])) != NULL;
+  if (!ok) {
+    ag_spec_options_free(v);
+    return NULL;
+  }
+  return v;
+}
+
+/* The last `max` bytes of text, from a line start when one is near. */
+static const char *tail(const char *text, size_t max) {
+  size_t n = strlen(text);
+  if (n <= max)
+    return text;
+  const char *p = text + n - max, *nl = strchr(p, '\n');
+  return nl && nl[1] ? nl + 1 : p;
+}
+
+int ag_triton_dump(const ag_spec *s, const char *dump_dir, double timeout_s, ag_diags *d) {
+  char **argv = ag_spec_python_argv(s);
+  ag_str env = AG_STR_INIT, err = AG_STR_INIT, how = AG_STR_INIT;
+  char *abs = ag_path_abs(dump_dir);
+  int rc = 0;
+  if (!argv || !abs || ag_str_printf(&env, "TRITON_DUMP_DIR=%s", abs) < 0 || env.oom) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  const char *add[] = {"TRITON_KERNEL_DUMP=1", ag_str_cstr(&env), "TRITON_ALWAYS_COMPILE=1",
+                       NULL};
+  ag_proc_opts o;
+  memset(&o, 0, sizeof o);
+  o.argv = (const char *const *)argv;
+  o.env_add = add;
+  o.cwd = s->dir;
+  o.capture_err = &err;
+  o.stdout_path = "/dev/null";
+  o.timeout_s = timeout_s;
+  ag_proc_result res;
+  if ((rc = ag_proc_run(&o, &res))) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "cannot run %s to discover the Triton kernels of '%s': %s (set ARGUS_PYTHON)",
+                 argv[0], s->python, ag_strerror(rc));
+    goto out;
+  }
+  if (!res.exited || res.exit_code) {
+    ag_proc_describe(&res, &how);
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "the Python program '%s' failed (%s) while Argus discovered its Triton "
+                 "kernels:\n%s",
+                 s->python, ag_str_cstr(&how), tail(ag_str_cstr(&err), 2000));
+    rc = AG_ECHILD;
+  }
+out:
+  ag_spec_options_free(argv);
+  ag_free(abs);
+  ag_str_release(&env);
+  ag_str_release(&err);
+  ag_str_release(&how);
+  return rc;
+}
+
+void ag_triton_kernels_free(ag_triton_kernel *k, int n) {
+  for (int i = 0; k && i < n; i++) {
+    ag_free(k[i].name);
+    ag_free(k[i].key);
+    ag_free(k[i].ptx);
+  }
+  ag_free(k);
+}
+
+static int by_name_key(const void *a, const void *b) {
+  const ag_triton_kernel *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : strcmp(x->key, y->key);
+}
+
+/* Appends the kernels of one <key> directory. */
+static int scan_key(const char *dir, const char *key, ag_triton_kernel **v, int *n, int *cap) {
+  ag_str kd = AG_STR_INIT;
+  ag_str_printf(&kd, "%s/%s", dir, key);
+  if (kd.oom)
+    return AG_ENOMEM;
+  DIR *dp = opendir(ag_str_cstr(&kd));
+  int rc = 0;
+  struct dirent *e;
+  while (dp && !rc && (e = readdir(dp))) {
+    size_t l = strlen(e->d_name);
+    if (l <= 4 || strcmp(e->d_name + l - 4, ".ptx"))
+      continue;
+    if (*n == *cap) {
+      int nc = *cap ? *cap * 2 : 8;
+      ag_triton_kernel *nv = ag_realloc(*v, (size_t)nc * sizeof *nv);
+      if (!nv) {
+        rc = AG_ENOMEM;
+        break;
+      }
+      *v = nv;
+      *cap = nc;
+    }
+    ag_triton_kernel *k = &(*v)[*n];
+    memset(k, 0, sizeof *k);
+    ag_str p = AG_STR_INIT;
+    ag_str_printf(&p, "%s/%s", ag_str_cstr(&kd), e->d_name);
+    k->name = ag_strndup(e->d_name, l - 4);
+    k->key = ag_strdup(key);
+    k->ptx = p.oom ? NULL : ag_str_detach(&p);
+    ag_str_release(&p);
+    (*n)++;
+    if (!k->name || !k->key || !k->ptx)
+      rc = AG_ENOMEM;
+  }
+  if (dp)
+    closedir(dp);
+  ag_str_release(&kd);
+  return rc;
+}
+
+int ag_triton_scan(const char *dump_dir, ag_triton_kernel **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  DIR *dp = opendir(dump_dir);
+  if (!dp)
+    return AG_ENOTFOUND;
+  ag_triton_kernel *v = NULL;
+  int cap = 0, rc = 0;
+  struct dirent *e;
+  while (!rc && (e = readdir(dp)))
+    if (e->d_name[0] != '.')
+      rc = scan_key(dump_dir, e->d_name, &v, n, &cap);
+  closedir(dp);
+  if (rc) {
+    ag_triton_kernels_free(v, *n);
+    *n = 0;
+    return rc;
+  }
+  if (*n)
+    qsort(v, (size_t)*n, sizeof *v, by_name_key);
+  *out = v;
+  return 0;
+}
+
+char *ag_triton_override_path(const char *override_dir, const char *key, const char *name,
+                              const char *ext) {
+  ag_str p = AG_STR_INIT;
+  ag_str_printf(&p, "%s/%s/%s.%s", override_dir, key, name, ext);
+  char *r = p.oom ? NULL : ag_str_detach(&p);
+  ag_str_release(&p);
+  return r;
+}
+
+/* "a, b, c": the distinct kernel names (they are sorted). */
+static void list_names(const ag_triton_kernel *k, int n, ag_str *out) {
+  for (int i = 0; i < n; i++)
+    if (!i || strcmp(k[i].name, k[i - 1].name))
+      ag_str_printf(out, "%s%s", out->len ? ", " : "", k[i].name);
+}
+
+/* The one kernel discovery takes, or -1 with a diagnostic saying why. */
+static int choose(const ag_spec *s, const ag_triton_kernel *k, int n, ag_diags *d) {
+  ag_str names = AG_STR_INIT, keys = AG_STR_INIT;
+  list_names(k, n, &names);
+  const char *want = s->python_kernel;
+  int first = -1, count = 0;
+  for (int i = 0; i < n; i++)
+    if (want ? !strcmp(k[i].name, want) : !strcmp(k[i].name, k[0].name)) {
+      if (first < 0)
+        first = i;
+      count++;
+      ag_str_printf(&keys, "%s%s", keys.len ? ", " : "", k[i].key);
+    }
+  if (!n) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "the Python program '%s' compiled no Triton kernel (Triton's dump is "
+                 "empty): does it launch or compile one?",
+                 s->python);
+    first = -1;
+  } else if (first < 0) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "the Python program '%s' compiled no kernel '%s'; it compiled %s", s->python,
+                 want, ag_str_cstr(&names));
+  } else if (!want && strcmp(k[n - 1].name, k[0].name)) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "the Python program '%s' compiled the kernels %s: name the one to measure "
+                 "with \"kernel\"",
+                 s->python, ag_str_cstr(&names));
+    first = -1;
+  } else if (count > 1) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "the Python program '%s' compiled kernel '%s' %d times (specializations or "
+                 "autotuning configurations; Triton's keys %s): Argus measures one module, "
+                 "and cannot tell which of them is launched (docs/triton.md, \"Limits\")",
+                 s->python, k[first].name, count, ag_str_cstr(&keys));
+    first = -1;
+  }
+  ag_str_release(&names);
+  ag_str_release(&keys);
+  return first;
+}
+
+int ag_spec_python_discover(ag_spec *s, ag_diags *d) {
+  if (!s->python || s->ptx)
+    return 0;
+  char dir[] = "/tmp/argus-triton-dump-XXXXXX", tmpl[] = "/tmp/argus-triton-XXXXXX.ptx";
+  if (!mkdtemp(dir)) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "cannot make a directory for Triton's dump: %s", strerror(errno));
+    return AG_EIO;
+  }
+  ag_triton_kernel *k = NULL;
+  int n = 0, fd = -1;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = ag_triton_dump(s, dir, DISCOVER_TIMEOUT_S, d);
+  if (rc)
+    goto out;
+  if ((rc = ag_triton_scan(dir, &k, &n)))
+    goto out;
+  int i = choose(s, k, n, d);
+  if (i < 0) {
+    rc = AG_ENOTFOUND;
+    goto out;
+  }
+  if ((rc = ag_file_read(k[i].ptx, &text, &len)))
+    goto out;
+  fd = mkstemps(tmpl, 4);
+  if (fd < 0 || close(fd) != 0 || (rc = ag_file_write_atomic(tmpl, text, len))) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0, "cannot write the PTX of '%s': %s",
+                 k[i].name, rc ? ag_strerror(rc) : strerror(errno));
+    rc = rc ? rc : AG_EIO;
+    goto out;
+  }
+  if (!(s->ptx = ag_strdup(tmpl))) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  s->ptx_is_temp = 1; /* the spec removes it now */
+  fd = -1;
+  ag_free(s->python_kernel);
+  s->python_kernel = ag_strdup(k[i].name);
+  s->triton_key = ag_strdup(k[i].key);
+  if (!s->python_kernel || !s->triton_key)
+    rc = AG_ENOMEM;
+out:
+  if (rc && fd >= 0)
+    unlink(tmpl);
+  ag_free(text);
+  ag_triton_kernels_free(k, n);
+  ag_remove_tree(dir);
+  return rc;
+}

@@ -1,0 +1,288 @@
+/*
+ * test_python_spec.c — python specs ({"python": FILE, "args": [...],
+ * "kernel": NAME}, docs/triton.md) on the CPU: a valid spec's fields, each
+ * kind of malformed one with its diagnostic at the right line and column;
+ * the discovery (ag_spec_python_discover) with a stand-in for python that
+ * writes Triton's dump layout: the kernel chosen, its PTX, the environment
+ * and directory the script ran in, and each refusal (several kernels, a
+ * kernel compiled twice, none, a failing script); Triton's override path.
+ * The same discovery with real Triton is tests/triton/test_triton.py's.
+ */
+#include "argus/spec.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/argus-pyspec-XXXXXX";
+
+static void put(const char *name, const char *text, int mode);
+static void cleanup(void) { ag_remove_tree(dir); }
+
+/* The scratch directory with the script bench.py, made once; removed at exit. */
+static void setup(void) {
+  static int done;
+  if (done++)
+    return;
+  if (!mkdtemp(dir))
+    abort();
+  atexit(cleanup);
+  put("bench.py", "print('the discovery runs fake-python, not this')\n", 0644);
+}
+
+static void put(const char *name, const char *text, int mode) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  CHECK_EQ_INT(ag_file_write_atomic(p, text, strlen(text)), 0);
+  CHECK_EQ_INT(chmod(p, (mode_t)mode), 0);
+}
+
+static ag_spec *load(const char *text, ag_diags *d, int want_rc) {
+  setup();
+  char p[600];
+  snprintf(p, sizeof p, "%s/spec.json", dir);
+  ag_spec *s = NULL;
+  int rc = ag_spec_load_str(text, p, d, &s);
+  if (rc != want_rc && d->items.n)
+    fprintf(stderr, "%d:%d %s\n", d->items.v[0].line, d->items.v[0].col, d->items.v[0].msg);
+  CHECK_EQ_INT(rc, want_rc);
+  return s;
+}
+
+TEST(valid) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_spec *s = load("{\"python\": \"bench.py\", \"args\": [\"--n\", \"64\"], "
+                    "\"kernel\": \"matmul\"}", &d, 0);
+  char want[600];
+  snprintf(want, sizeof want, "%s/bench.py", dir);
+  if (s) {
+    CHECK_EQ_STR(s->python, want); /* resolved against the spec's directory */
+    CHECK_EQ_INT(s->npython_args, 2);
+    CHECK_EQ_STR(s->python_args[1], "64");
+    CHECK(s->python_args[2] == NULL);
+    CHECK_EQ_STR(s->python_kernel, "matmul");
+    CHECK_EQ_STR(s->name, "matmul"); /* the kernel's, without "name" */
+    CHECK(s->ptx == NULL && s->cuda == NULL && s->run == NULL && s->triton_key == NULL);
+    char **argv = ag_spec_python_argv(s);
+    CHECK(argv && !strcmp(argv[0], ag_spec_python_exe()) && !strcmp(argv[1], want) &&
+          !strcmp(argv[2], "--n") && !strcmp(argv[3], "64") && argv[4] == NULL);
+    ag_spec_options_free(argv);
+  }
+  ag_spec_free(s);
+  s = load("{\"python\": \"bench.py\"}", &d, 0); /* no args, no kernel: the script's name */
+  if (s) {
+    CHECK_EQ_STR(s->name, "bench");
+    CHECK_EQ_INT(s->npython_args, 0);
+    CHECK(s->python_args && s->python_args[0] == NULL);
+    CHECK(s->python_kernel == NULL);
+  }
+  ag_spec_free(s);
+  s = load("{\"name\": \"gemm\", \"python\": \"bench.py\", \"kernel\": \"k\"}", &d, 0);
+  if (s)
+    CHECK_EQ_STR(s->name, "gemm");
+  ag_spec_free(s);
+  CHECK_EQ_INT(d.items.n, 0);
+  ag_diags_release(&d);
+}
+
+typedef struct bad {
+  const char *text;
+  int line, col;
+  const char *msg;
+} bad;
+
+TEST(invalid) {
+  static const bad cases[] = {
+      {"{\"python\": 3}", 1, 12, "\"python\" must be a file name"},
+      {"{\"python\": \"\"}", 1, 12, "\"python\" must be a file name"},
+      {"{\"python\": \"nope.py\"}", 1, 12, "cannot read the Python script"},
+      {"{\"python\": \"bench.py\",\n \"args\": \"--n 64\"}", 2, 10,
+       "\"args\" must be an array of strings"},
+      {"{\"python\": \"bench.py\", \"args\": [\"a\", 1]}", 1, 32,
+       "\"args\" must be an array of strings"},
+      {"{\"python\": \"bench.py\", \"kernel\": \"a-b\"}", 1, 34,
+       "\"kernel\" must be a kernel name"},
+      {"{\"python\": \"bench.py\", \"kernel\": 7}", 1, 34, "\"kernel\" must be a kernel name"},
+      {"{\"python\": \"bench.py\", \"name\": \"\"}", 1, 32, "\"name\" must be a non-empty"},
+      {"{\"python\": \"bench.py\",\n \"module\": {\"ptx\": \"k.ptx\"}}", 2, 2,
+       "a python spec has no \"module\""},
+      {"{\"python\": \"bench.py\", \"run\": [\"./h\"]}", 1, 24, "a python spec has no \"run\""},
+      {"{\"python\": \"bench.py\", \"size\": {\"M\": 1}}", 1, 24,
+       "\"size\" belongs to a tile spec"},
+      {"{\"name\": \"a\", \"module\": {\"ptx\": \"k\"}, \"args\": []}", 1, 39,
+       "\"args\" belongs to a python spec: it needs \"python\""},
+      {"{\"tile\": \"t.tile\", \"size\": {\"M\": 1}, \"args\": []}", 1, 38,
+       "a tile spec has no \"args\""},
+      {"{\"python\": \"bench.py\", \"pyhton\": 1}", 1, 24, "unknown key 'pyhton'"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_spec *s = load(cases[i].text, &d, AG_EPARSE);
+    CHECK(s == NULL);
+    ag_spec_free(s);
+    int found = 0; /* the case's diagnostic, at its place */
+    for (size_t k = 0; k < d.items.n; k++)
+      if (strstr(d.items.v[k].msg, cases[i].msg)) {
+        found = 1;
+        if (d.items.v[k].line != cases[i].line || d.items.v[k].col != cases[i].col)
+          fprintf(stderr, "case %zu: %d:%d %s\n", i, d.items.v[k].line, d.items.v[k].col,
+                  d.items.v[k].msg);
+        CHECK_EQ_INT(d.items.v[k].line, cases[i].line);
+        CHECK_EQ_INT(d.items.v[k].col, cases[i].col);
+      }
+    if (!found)
+      fprintf(stderr, "case %zu: no '%s' in %s\n", i, cases[i].msg,
+              d.items.n ? d.items.v[0].msg : "(none)");
+    CHECK(found);
+    ag_diags_release(&d);
+  }
+}
+
+/* A stand-in for python running a Triton script: it checks Triton's dump
+ * environment, then writes <TRITON_DUMP_DIR>/<key>/<name>.ptx (and .ttir)
+ * for each argument NAME@KEY, saying in the PTX where it ran; "fail" fails. */
+static const char *fake_python =
+    "#!/bin/sh\n"
+    "[ \"$TRITON_KERNEL_DUMP\" = 1 ] && [ \"$TRITON_ALWAYS_COMPILE\" = 1 ] || {\n"
+    "  echo \"no dump environment\" >&2; exit 3; }\n"
+    "case $TRITON_DUMP_DIR in /*) ;; *) echo \"relative dump dir\" >&2; exit 4;; esac\n"
+    "shift\n"
+    "for k in \"$@\"; do\n"
+    "  [ \"$k\" = fail ] && { echo 'Traceback: ValueError: boom' >&2; exit 1; }\n"
+    "  name=${k%@*} key=${k#*@}\n"
+    "  mkdir -p \"$TRITON_DUMP_DIR/$key\"\n"
+    "  printf '// kernel %s key %s in %s\\n' \"$name\" \"$key\" \"$(pwd)\" \\\n"
+    "    > \"$TRITON_DUMP_DIR/$key/$name.ptx\"\n"
+    "  : > \"$TRITON_DUMP_DIR/$key/$name.ttir\"\n"
+    "done\n";
+
+/* Discovers the spec {"python": "bench.py", "args": ARGS[, "kernel": K]}. */
+static int run_discovery(const char *args, const char *kernel, ag_spec **out, ag_diags *d) {
+  char t[600];
+  snprintf(t, sizeof t, "{\"python\": \"bench.py\", \"args\": [%s]%s%s%s}", args,
+           kernel ? ", \"kernel\": \"" : "", kernel ? kernel : "", kernel ? "\"" : "");
+  *out = load(t, d, 0);
+  return *out ? ag_spec_python_discover(*out, d) : -1;
+}
+
+static int diag_has(const ag_diags *d, const char *text) {
+  for (size_t k = 0; k < d->items.n; k++)
+    if (strstr(d->items.v[k].msg, text))
+      return 1;
+  fprintf(stderr, "no '%s' in: %s\n", text, d->items.n ? d->items.v[0].msg : "(none)");
+  return 0;
+}
+
+TEST(discover) {
+  setup();
+  char py[600];
+  snprintf(py, sizeof py, "%s/fake-python", dir);
+  put("fake-python", fake_python, 0755);
+  setenv("ARGUS_PYTHON", py, 1);
+  CHECK_EQ_STR(ag_spec_python_exe(), py);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_spec *s;
+  /* one kernel: its PTX, name and key; the script ran in the spec's directory */
+  CHECK_EQ_INT(run_discovery("\"matmul@KEYA\"", NULL, &s, &d), 0);
+  char want[700];
+  snprintf(want, sizeof want, "// kernel matmul key KEYA in %s\n", dir);
+  char *text = NULL, *ptx = s && s->ptx ? ag_strdup(s->ptx) : NULL;
+  size_t len = 0;
+  if (s && s->ptx) {
+    CHECK(s->ptx_is_temp);
+    CHECK_EQ_INT(ag_file_read(s->ptx, &text, &len), 0);
+    CHECK_EQ_STR(text, want);
+    CHECK_EQ_STR(s->python_kernel, "matmul");
+    CHECK_EQ_STR(s->triton_key, "KEYA");
+    CHECK_EQ_INT(ag_spec_python_discover(s, &d), 0); /* once only */
+    CHECK_EQ_STR(s->ptx, ptx);
+  }
+  ag_free(text);
+  ag_spec_free(s);
+  CHECK(ptx && access(ptx, F_OK) != 0); /* the spec removed its temporary PTX */
+  ag_free(ptx);
+  /* "kernel" picks one of several */
+  CHECK_EQ_INT(run_discovery("\"zeta@K1\", \"attn@K2\", \"matmul@K3\"", "attn", &s, &d), 0);
+  if (s)
+    CHECK(s->triton_key && !strcmp(s->triton_key, "K2"));
+  ag_spec_free(s);
+  CHECK_EQ_INT(d.items.n, 0);
+  /* several kernels and no "kernel": listed, sorted */
+  CHECK_EQ_INT(run_discovery("\"zeta@K1\", \"attn@K2\"", NULL, &s, &d), AG_ENOTFOUND);
+  CHECK(diag_has(&d, "compiled the kernels attn, zeta: name the one to measure"));
+  CHECK(s && s->ptx == NULL);
+  ag_spec_free(s);
+  /* a "kernel" it did not compile */
+  CHECK_EQ_INT(run_discovery("\"zeta@K1\", \"attn@K2\"", "gemm", &s, &d), AG_ENOTFOUND);
+  CHECK(diag_has(&d, "compiled no kernel 'gemm'; it compiled attn, zeta"));
+  ag_spec_free(s);
+  /* one kernel compiled twice (autotuning): refused, naming the keys */
+  CHECK_EQ_INT(run_discovery("\"mm@KB\", \"mm@KA\", \"other@KC\"", "mm", &s, &d), AG_ENOTFOUND);
+  CHECK(diag_has(&d, "compiled kernel 'mm' 2 times"));
+  CHECK(diag_has(&d, "keys KA, KB"));
+  ag_spec_free(s);
+  /* none */
+  CHECK_EQ_INT(run_discovery("", NULL, &s, &d), AG_ENOTFOUND);
+  CHECK(diag_has(&d, "compiled no Triton kernel"));
+  ag_spec_free(s);
+  /* the script fails: its exit and stderr */
+  CHECK_EQ_INT(run_discovery("\"mm@K\", \"fail\"", NULL, &s, &d), AG_ECHILD);
+  CHECK(diag_has(&d, "failed (exit 1) while Argus discovered its Triton kernels"));
+  CHECK(diag_has(&d, "ValueError: boom"));
+  CHECK(s && s->ptx == NULL);
+  ag_spec_free(s);
+  /* no such python */
+  setenv("ARGUS_PYTHON", "/nonexistent/python3", 1);
+  CHECK(run_discovery("\"mm@K\"", NULL, &s, &d) != 0);
+  CHECK(diag_has(&d, "cannot run /nonexistent/python3"));
+  ag_spec_free(s);
+  unsetenv("ARGUS_PYTHON");
+  CHECK_EQ_STR(ag_spec_python_exe(), "python3");
+  ag_diags_release(&d);
+}
+
+TEST(scan_and_override_path) {
+  setup();
+  char dd[700];
+  snprintf(dd, sizeof dd, "%s/dump", dir);
+  ag_triton_kernel *k = NULL;
+  int n = -1;
+  CHECK_EQ_INT(ag_triton_scan(dd, &k, &n), AG_ENOTFOUND);
+  CHECK(k == NULL && n == 0);
+  put("dump", "", 0644); /* made a directory below */
+  CHECK_EQ_INT(unlink(dd), 0);
+  char p[800];
+  snprintf(p, sizeof p, "%s/B", dd);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/A", dd);
+  CHECK_EQ_INT(ag_mkdir_p(p, 0755), 0);
+  put("dump/B/k.ptx", "x", 0644);
+  put("dump/A/k.ptx", "x", 0644);
+  put("dump/A/a.ptx", "x", 0644);
+  put("dump/A/a.cubin", "x", 0644); /* other stages are not kernels */
+  put("dump/A/.ptx", "x", 0644);
+  put("dump/lock", "x", 0644);      /* a file beside the key directories */
+  CHECK_EQ_INT(ag_triton_scan(dd, &k, &n), 0);
+  CHECK_EQ_INT(n, 3);
+  if (n == 3) {
+    CHECK(!strcmp(k[0].name, "a") && !strcmp(k[0].key, "A"));
+    CHECK(!strcmp(k[1].name, "k") && !strcmp(k[1].key, "A"));
+    CHECK(!strcmp(k[2].name, "k") && !strcmp(k[2].key, "B"));
+    snprintf(p, sizeof p, "%s/B/k.ptx", dd);
+    CHECK_EQ_STR(k[2].ptx, p);
+  }
+  ag_triton_kernels_free(k, n);
+  /* Triton 3.6 reads <TRITON_OVERRIDE_DIR>/<key>/<name>.<ext> */
+  char *o = ag_triton_override_path("/ovr", "JMN22OQ", "matmul", "ptx");
+  CHECK_EQ_STR(o, "/ovr/JMN22OQ/matmul.ptx");
+  ag_free(o);
+  o = ag_triton_override_path("o", "K", "attn_fwd", "cubin");
+  CHECK_EQ_STR(o, "o/K/attn_fwd.cubin");
+  ag_free(o);
+}
+
+RUN_TESTS(T(valid), T(invalid), T(discover), T(scan_and_override_path))
