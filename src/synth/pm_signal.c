@@ -130,7 +130,8 @@ int ag_pm_signal(const ag_pm_signal_in *in, ag_diags *d, json_t **out) {
   size_t nl = (size_t)(ev->nlaunches > 0 ? ev->nlaunches : 0);
   lmap *maps = ag_calloc(nl + 1, sizeof *maps);
   ag_pm_span *spans = ag_calloc(in->trace->nocc + 1, sizeof *spans);
-  double *w0 = ag_calloc(pm->nsamples + 1, sizeof *w0), *w1 = ag_calloc(pm->nsamples + 1, sizeof *w1);
+  double *w0 = ag_calloc(pm->nsamples + 1, sizeof *w0);
+  double *w1 = ag_calloc(pm->nsamples + 1, sizeof *w1);
   double *vals = ag_calloc(pm->nsamples * AG_PM_NMETRICS + 1, sizeof *vals);
   json_t *res = NULL, *regions = json_array(), *warnings = json_array(), *launches = json_array();
   ag_pm_join_out jo;

@@ -22,8 +22,11 @@
 #include <unistd.h>
 
 #include "argus/pm.h"
+#include "argus/collect.h"
 #include "check.h"
 #include "evwrite.h"
+#include "hw_util.h"
+#include "pmsamp.h"
 
 #define CHECK_NEAR(a, b, tol)                                                  \
   do {                                                                         \
@@ -477,7 +480,8 @@ TEST(evidence_bad) {
   w.overlap = 1;
   expect_bad(&w, NULL, NULL, "pm.samples: windows overlap");
   w.overlap = 0;
-  expect_bad(&w, "\"samples\": [[", "\"samples\": [[1, ", "pm.samples[0]: needs [start, end, 8 counts]");
+  expect_bad(&w, "\"samples\": [[", "\"samples\": [[1, ",
+             "pm.samples[0]: needs [start, end, 8 counts]");
   expect_bad(&w, "\"version\": 1", "\"version\": 2", "PM-sampling evidence version 2");
 }
 
@@ -637,6 +641,74 @@ TEST(signal_losses) {
   ag_diags_release(&d);
 }
 
+/* --------------------------------------------------------- the collector */
+
+TEST(collector_no_cupti) {
+  setenv("ARGUS_LIBCUPTI", "/nonexistent/libcupti.so", 1);
+  char err[1024] = "";
+  ag_pms *p = NULL;
+  CHECK_EQ_INT(ag_pms_open(0, &p, err, sizeof err), AG_HOST_ENODEV);
+  CHECK(p == NULL);
+  CHECK_CONTAINS(err, "no CUPTI: cannot load /nonexistent/libcupti.so");
+  CHECK_CONTAINS(err, "PM sampling needs libcupti.so");
+  unsetenv("ARGUS_LIBCUPTI");
+}
+
+TEST(collector_not_permitted) {
+  setenv("ARGUS_LIBCUPTI", FAKE_CUPTI, 1);
+  setenv("FAKE_CUPTI_PROFILER", "0", 1);
+  setenv("FAKE_CUPTI_SUBSCRIBE", "0", 1);
+  char err[1024] = "";
+  ag_pms *p = NULL;
+  CHECK_EQ_INT(ag_pms_open(0, &p, err, sizeof err), AG_HOST_EUNSUPPORTED);
+  CHECK(p == NULL);
+  CHECK_CONTAINS(err, "cuptiPmSamplingGetCounterAvailability(&ca) failed: profiling is not "
+                      "permitted");
+  CHECK_CONTAINS(err, "RmProfilingAdminOnly=1");
+  /* through the host runtime: a failed task with the reason, with or
+   * without the activity trace beside the sampler */
+  char why[1200];
+  CHECK_EQ_INT(host_open("pm", why, sizeof why), AG_HOST_EUNSUPPORTED);
+  CHECK_CONTAINS(why, "profiling is not permitted");
+  setenv("ARGUS_PM_ACTIVITY", "0", 1);
+  CHECK_EQ_INT(host_open("pm", why, sizeof why), AG_HOST_EUNSUPPORTED);
+  CHECK_CONTAINS(why, "profiling is not permitted");
+  unsetenv("ARGUS_PM_ACTIVITY");
+  /* another tool holds the subscriber the activity trace needs */
+  unsetenv("FAKE_CUPTI_SUBSCRIBE");
+  CHECK_EQ_INT(host_open("pm", why, sizeof why), AG_HOST_EBUSY);
+  CHECK_CONTAINS(why, "the activity trace needs the process's one CUPTI subscriber");
+  unsetenv("FAKE_CUPTI_PROFILER");
+  unsetenv("ARGUS_LIBCUPTI");
+}
+
+TEST(collector_bad_config) {
+  setenv("ARGUS_LIBCUPTI", FAKE_CUPTI, 1);
+  char err[1024] = "";
+  ag_pms *p = NULL;
+  const char *bad[] = {"999", "1000000001", "10us", "-5"};
+  for (size_t i = 0; i < 4; i++) {
+    setenv("ARGUS_PM_INTERVAL", bad[i], 1);
+    CHECK_EQ_INT(ag_pms_open(0, &p, err, sizeof err), AG_HOST_EINVAL);
+    CHECK_CONTAINS(err, "is not a whole number of ns in [1000, 1000000000]");
+  }
+  unsetenv("ARGUS_PM_INTERVAL");
+  setenv("ARGUS_PM_BUFFER_MB", "0", 1);
+  CHECK_EQ_INT(ag_pms_open(0, &p, err, sizeof err), AG_HOST_EINVAL);
+  CHECK_CONTAINS(err, "ARGUS_PM_BUFFER_MB='0' is not a whole number of MiB in [1, 16384]");
+  unsetenv("ARGUS_PM_BUFFER_MB");
+  unsetenv("ARGUS_LIBCUPTI");
+  /* the collection is known by name, and its file */
+  CHECK_EQ_STR(ag_trace_run_evidence_file("pm"), "pm.json");
+  setenv("ARGUS_COLLECT", "pmx", 1);
+  ag_host *h = NULL;
+  CHECK_EQ_INT(ag_host_open(&h), AG_HOST_EUNSUPPORTED);
+  CHECK_CONTAINS(ag_host_errmsg(h), "(known: trace, time, map, sass, system, stalls, pm)");
+  ag_host_close(h);
+  unsetenv("ARGUS_COLLECT");
+}
+
 RUN_TESTS(T(join_partial), T(join_two_regions), T(join_short_and_idle), T(join_nested),
           T(join_offset), T(join_bad_input), T(calib_edges), T(evidence_synthetic),
-          T(evidence_bad), T(signal_same_run), T(signal_other_run), T(signal_losses))
+          T(evidence_bad), T(signal_same_run), T(signal_other_run), T(signal_losses),
+          T(collector_no_cupti), T(collector_not_permitted), T(collector_bad_config))
