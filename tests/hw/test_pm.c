@@ -146,6 +146,12 @@ TEST(join_short_and_idle) {
   CHECK_EQ_INT(o.idle_windows, 1);
   CHECK_EQ_INT(o.regions[A].windows, 4); /* both warps run A all their lives */
   ag_pm_join_release(&o);
+  /* two warps resident in the same half of a window: busy for half of it */
+  ag_pm_span u[] = {{0, 15000, ROOT, 1}, {5000, 15000, ROOT, 1}};
+  CHECK_EQ_INT(join(w0, w1, v, 5, 0, u, 2, NR, &o), 0);
+  CHECK_NEAR(o.busy[1], 0.5, 1e-12);
+  CHECK_EQ_INT(o.regions[ROOT].windows, 1);
+  ag_pm_join_release(&o);
 }
 
 /* A region nested in another: the child's windows are the parent's too. */
@@ -210,8 +216,8 @@ TEST(join_bad_input) {
  * before and after it. The sampler's clock runs SAMPLER_OFF ahead of
  * %globaltimer; its windows are 10 us; in `stream` windows the DRAM reads
  * 30 MB (3,000 GB/s), in `mma` ones the tensor pipe is active 60 % of the
- * cycles. The counts of each window follow from the share of it each phase
- * covered. */
+ * cycles (of 1.98 GHz SMs). The counts of each window follow from the
+ * share of it each phase covered. */
 #define G 1000000000000.0 /* %globaltimer at the open calibration */
 #define SAMPLER_OFF 5000.0
 #define CUPTI_OFF -41000.0
@@ -245,7 +251,7 @@ static void write_pm(const char *path, const world *w) {
     double fk = ovl(a, b, k0, kend) / 10e3;
     double fc = (ovl(a, b, cal[0][0] - 400, cal[0][1] + 300) +
                  ovl(a, b, cal[1][0] - 400, cal[1][1] + 300)) / 10e3;
-    double el = 10000; /* cycles at 1 GHz */
+    double el = 19800; /* cycles at 1.98 GHz */
     json_t *row = json_pack("[I,I,f,f,f,f,f,f,f,f]", (json_int_t)llround(a + SAMPLER_OFF),
                             (json_int_t)llround(b + SAMPLER_OFF), fs * 30e6 + fm * 1e5,
                             fs * 29e6, fs * 60e6 + fm * 1e6, fk * el + fc * el / SMS,
