@@ -218,6 +218,17 @@ int ag_pms_host_check(const char *chip, size_t *config_bytes, size_t *passes, ch
   return rc;
 }
 
+/* The counter-data image, empty (at open, and after each decode that filled it). */
+static int init_image(ag_pms *p, char *err, size_t errlen) {
+  CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
+      .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  di.pPmSamplingObject = p->obj;
+  di.counterDataSize = p->data_bytes;
+  di.pCounterData = p->data;
+  CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+  return 0;
+}
+
 static int open_device(ag_pms *p, char *err, size_t errlen) {
   CUpti_Profiler_Initialize_Params pi = {
       .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
@@ -268,12 +279,8 @@ static int open_device(ag_pms *p, char *err, size_t errlen) {
     ag__seterr(err, errlen, "out of memory");
     return AG_HOST_ENOMEM;
   }
-  CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
-      .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  di.pPmSamplingObject = p->obj;
-  di.counterDataSize = p->data_bytes;
-  di.pCounterData = p->data;
-  CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+  if ((rc = init_image(p, err, errlen)))
+    return rc;
   CUpti_PmSampling_Start_Params st = {.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE};
   st.pPmSamplingObject = p->obj;
   CP(p, cuptiPmSamplingStart(&st));
@@ -399,12 +406,8 @@ int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
     if (!full)
       return 0; /* the end of the records, an overflow, or CUPTI's other reason */
     p->full++;
-    CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
-        .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-    di.pPmSamplingObject = p->obj;
-    di.counterDataSize = p->data_bytes;
-    di.pCounterData = p->data;
-    CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+    if ((rc = init_image(p, err, errlen)))
+      return rc;
   }
 }
 

@@ -14,7 +14,6 @@
 #include "argus/pm.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,16 +27,9 @@ typedef struct rd {
   ag_diags *diags;
 } rd;
 
-static int bad(rd *r, const char *fmt, ...) AG_PRINTF(2, 3);
-static int bad(rd *r, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  ag_diags_add(r->diags, AG_SEV_ERROR, r->path, 0, 0, NULL, 0, "%s", msg);
-  return AG_EPARSE;
-}
+/* A malformed file: the diagnostic names it, AG_EPARSE. */
+#define bad(r, ...)                                                                        \
+  (ag_diags_add((r)->diags, AG_SEV_ERROR, (r)->path, 0, 0, NULL, 0, __VA_ARGS__), AG_EPARSE)
 
 static int get_i64(const json_t *o, const char *k, int64_t *v) {
   json_t *x = json_object_get(o, k);

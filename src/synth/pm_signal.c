@@ -22,7 +22,6 @@
 #include "argus/pm.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,16 +83,9 @@ static int sampled_span(const ag_pm_ev *pm, uint32_t launch, const char *kernel,
   return 0;
 }
 
-static int refuse(ag_diags *d, const char *fmt, ...) AG_PRINTF(2, 3);
-static int refuse(ag_diags *d, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  ag_diags_add(d, AG_SEV_ERROR, NULL, 0, 0, NULL, 0, "%s", msg);
-  return AG_EINVAL;
-}
+/* A refusal: its reason as a diagnostic, AG_EINVAL. */
+#define REFUSE(d, ...)                                                                     \
+  (ag_diags_add((d), AG_SEV_ERROR, NULL, 0, 0, NULL, 0, __VA_ARGS__), AG_EINVAL)
 
 static json_t *rate(double num, double den, double scale) {
   return den > 0 ? json_real(num / den * scale) : json_null();
@@ -111,19 +103,19 @@ int ag_pm_signal(const ag_pm_signal_in *in, ag_diags *d, json_t **out) {
              !strcmp(tvid, pm->variant_id);
   /* identity first: never joined silently */
   if (in->pm_program && in->trace_program && strcmp(in->pm_program, in->trace_program))
-    return refuse(d, "the region timeline is of program version %s, the PM samples of %s: "
+    return REFUSE(d, "the region timeline is of program version %s, the PM samples of %s: "
                      "not joined",
                   in->trace_program, in->pm_program);
   if (!same && (!in->pm_program || !in->trace_program))
-    return refuse(d, "the region timeline (%s) and the PM samples (%s) are of different runs "
+    return REFUSE(d, "the region timeline (%s) and the PM samples (%s) are of different runs "
                      "whose program versions are not both known: not joined",
                   in->trace_program ? in->trace_program : "version unknown",
                   in->pm_program ? in->pm_program : "version unknown");
   if (!pm->ncal)
-    return refuse(d, "the PM samples: the sampler's clock cannot be placed on %%globaltimer "
+    return REFUSE(d, "the PM samples: the sampler's clock cannot be placed on %%globaltimer "
                      "(no calibration kernel was found in the samples)");
   if (!same && !pm->sys)
-    return refuse(d, "the region timeline is of another run and the sampled run has no "
+    return REFUSE(d, "the region timeline is of another run and the sampled run has no "
                      "kernel records to align it with (the activity trace was off: "
                      "ARGUS_PM_ACTIVITY=0): not joined");
   int rc = AG_ENOMEM;

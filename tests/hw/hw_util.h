@@ -6,6 +6,7 @@
 #ifndef ARGUS_TEST_HW_UTIL_H
 #define ARGUS_TEST_HW_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,21 @@ __attribute__((unused)) static json_t *hw_load(const char *dir, const char *name
   if (!j)
     fprintf(stderr, "cannot read %s: %s\n", p, je.text);
   return j;
+}
+
+/* A signal's entry for region `name` in its "regions" (borrowed), or NULL. */
+__attribute__((unused)) static const json_t *hw_region(const json_t *sig, const char *name) {
+  size_t i;
+  json_t *r;
+  json_array_foreach(json_object_get(sig, "regions"), i, r) if (
+      !strcmp(json_string_value(json_object_get(r, "region")), name)) return r;
+  return NULL;
+}
+
+/* o[k] as a number, NAN when it is not one. */
+__attribute__((unused)) static double hw_num(const json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 #ifdef FAKE_CUDA

@@ -31,6 +31,7 @@
 #include "argus/variant.h"
 #include "check.h"
 #include "../trace/gpu_util.h"
+#include "../trace/trace_util.h"
 #include "hw_util.h"
 #include "pmsamp.h"
 
@@ -40,13 +41,6 @@
 #ifndef PM_CUBIN
 #define PM_CUBIN "pm_truth.cubin"
 #endif
-
-static void print_diags(ag_diags *d) {
-  ag_str msg = {0};
-  ag_diags_format(d, &msg);
-  fprintf(stderr, "%s", msg.p ? msg.p : "");
-  ag_str_release(&msg);
-}
 
 static const char *const truth_args[] = {"--kernel", "pm_truth", NULL};
 
@@ -68,19 +62,6 @@ static int run(const char *dir, const char *mode, const char *variant, const cha
     rc = -1;
   }
   return rc;
-}
-
-static const json_t *region_of(const json_t *sig, const char *name) {
-  size_t i;
-  json_t *r;
-  json_array_foreach(json_object_get(sig, "regions"), i, r) if (
-      !strcmp(json_string_value(json_object_get(r, "region")), name)) return r;
-  return NULL;
-}
-
-static double num(const json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 /* The mean duration (ms) of region `name`'s occurrences. */
@@ -118,22 +99,22 @@ static void check_truth(const json_t *sig, const ag_pm_ev *pm, const ag_trace *t
   CHECK_EQ_INT(pm->incomplete, 0);
   CHECK_EQ_INT(pm->gaps, 0);
   CHECK_EQ_INT(pm->ncal, 2);
-  const json_t *st = region_of(sig, "pm_truth/stream"), *mm = region_of(sig, "pm_truth/mma");
+  const json_t *st = hw_region(sig, "pm_truth/stream"), *mm = hw_region(sig, "pm_truth/mma");
   CHECK(st && mm);
   if (!st || !mm)
     return;
   printf("@ pm: stream: %.0f windows, dram read %.1f GB/s, write %.1f GB/s, L2 %.1f GB/s, "
          "tensor %.1f %%, FMA %.1f Ginst/s; mma: %.0f windows, dram read %.1f GB/s, write %.1f "
          "GB/s, L2 %.1f GB/s, tensor %.1f %%, FMA %.1f Ginst/s\n",
-         num(st, "windows"), num(st, "dram_read_GBps"), num(st, "dram_write_GBps"),
-         num(st, "l2_GBps"), num(st, "tensor_active_pct"), num(st, "fma_ginst_per_s"),
-         num(mm, "windows"), num(mm, "dram_read_GBps"), num(mm, "dram_write_GBps"),
-         num(mm, "l2_GBps"), num(mm, "tensor_active_pct"), num(mm, "fma_ginst_per_s"));
-  CHECK(num(st, "windows") >= 50 && num(mm, "windows") >= 50);
-  CHECK(num(st, "dram_read_GBps") > num(mm, "dram_read_GBps"));
-  CHECK(num(st, "dram_write_GBps") > num(mm, "dram_write_GBps"));
-  CHECK(num(mm, "tensor_active_pct") > num(st, "tensor_active_pct"));
-  CHECK(num(mm, "fma_ginst_per_s") > num(st, "fma_ginst_per_s"));
+         hw_num(st, "windows"), hw_num(st, "dram_read_GBps"), hw_num(st, "dram_write_GBps"),
+         hw_num(st, "l2_GBps"), hw_num(st, "tensor_active_pct"), hw_num(st, "fma_ginst_per_s"),
+         hw_num(mm, "windows"), hw_num(mm, "dram_read_GBps"), hw_num(mm, "dram_write_GBps"),
+         hw_num(mm, "l2_GBps"), hw_num(mm, "tensor_active_pct"), hw_num(mm, "fma_ginst_per_s"));
+  CHECK(hw_num(st, "windows") >= 50 && hw_num(mm, "windows") >= 50);
+  CHECK(hw_num(st, "dram_read_GBps") > hw_num(mm, "dram_read_GBps"));
+  CHECK(hw_num(st, "dram_write_GBps") > hw_num(mm, "dram_write_GBps"));
+  CHECK(hw_num(mm, "tensor_active_pct") > hw_num(st, "tensor_active_pct"));
+  CHECK(hw_num(mm, "fma_ginst_per_s") > hw_num(st, "fma_ginst_per_s"));
 }
 
 /* Loads the trace and the samples in dir (trace: dir2, or dir) and makes the
@@ -164,7 +145,7 @@ static void join_and_check(const char *dir, const char *tdir, const char *pprog,
   if (sig)
     check_truth(sig, pm, tr);
   else
-    print_diags(&d);
+    tu_print_diags(&d);
   json_decref(sig);
   ag_trace_free(tr);
   ag_evidence_free(ev);
@@ -234,7 +215,7 @@ TEST(observe) {
   ag_diags_init(&d);
   int rc = ag_observe(&o, &d, &r);
   if (rc)
-    print_diags(&d);
+    tu_print_diags(&d);
   CHECK_EQ_INT(rc, 0);
   if (r.report) {
     char *txt = json_dumps(r.report, JSON_INDENT(1));

@@ -520,19 +520,6 @@ static json_t *signal_of(const world *w, double trace_base, int64_t trace_pid,
   return sig;
 }
 
-static const json_t *region_of(const json_t *sig, const char *name) {
-  size_t i;
-  json_t *r;
-  json_array_foreach(json_object_get(sig, "regions"), i, r) if (
-      !strcmp(json_string_value(json_object_get(r, "region")), name)) return r;
-  return NULL;
-}
-
-static double num(const json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 /* The same run: stream's windows read 3,000 GB/s and no tensor work, mma's
  * the other way; 10 windows each. */
 TEST(signal_same_run) {
@@ -544,21 +531,21 @@ TEST(signal_same_run) {
   CHECK_EQ_INT(rc, 0);
   if (!sig)
     return;
-  const json_t *st = region_of(sig, "pm_truth/stream"), *mm = region_of(sig, "pm_truth/mma");
+  const json_t *st = hw_region(sig, "pm_truth/stream"), *mm = hw_region(sig, "pm_truth/mma");
   CHECK(st && mm);
   CHECK_EQ_STR(json_string_value(json_object_get(sig, "qual")), "derived");
   CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(sig, "alignment"), "mode")),
                "same run");
-  CHECK_EQ_INT(num(st, "windows"), 10);
-  CHECK_EQ_INT(num(mm, "windows"), 10);
-  CHECK_NEAR(num(st, "dram_read_GBps"), 3000, 1e-6);
-  CHECK_NEAR(num(st, "dram_write_GBps"), 2900, 1e-6);
-  CHECK_NEAR(num(st, "tensor_active_pct"), 0, 1e-9);
-  CHECK_NEAR(num(mm, "tensor_active_pct"), 60, 1e-6);
-  CHECK_NEAR(num(mm, "dram_read_GBps"), 10, 1e-6);
-  CHECK_NEAR(num(mm, "fma_ginst_per_s"), 500, 1e-6);
-  CHECK_NEAR(num(st, "sm_active_pct"), 100, 1e-6);
-  CHECK(num(st, "covered_share") > 0.99);
+  CHECK_EQ_INT(hw_num(st, "windows"), 10);
+  CHECK_EQ_INT(hw_num(mm, "windows"), 10);
+  CHECK_NEAR(hw_num(st, "dram_read_GBps"), 3000, 1e-6);
+  CHECK_NEAR(hw_num(st, "dram_write_GBps"), 2900, 1e-6);
+  CHECK_NEAR(hw_num(st, "tensor_active_pct"), 0, 1e-9);
+  CHECK_NEAR(hw_num(mm, "tensor_active_pct"), 60, 1e-6);
+  CHECK_NEAR(hw_num(mm, "dram_read_GBps"), 10, 1e-6);
+  CHECK_NEAR(hw_num(mm, "fma_ginst_per_s"), 500, 1e-6);
+  CHECK_NEAR(hw_num(st, "sm_active_pct"), 100, 1e-6);
+  CHECK(hw_num(st, "covered_share") > 0.99);
   CHECK_CONTAINS(json_string_value(json_object_get(sig, "rule")), "at least 80 %");
   ag_str txt = AG_STR_INIT;
   CHECK_EQ_INT(ag_pm_text(sig, &txt), 0);
@@ -569,8 +556,8 @@ TEST(signal_same_run) {
   json_decref(sig);
   /* a clock offset 30 us wrong: the phases fall on other windows */
   sig = signal_of(&w, G, 4242, NULL, NULL, 30e3, &d, &rc);
-  st = region_of(sig, "pm_truth/stream");
-  CHECK(st && num(st, "dram_read_GBps") < 0.9 * 3000); /* 7 stream windows, 3 mma */
+  st = hw_region(sig, "pm_truth/stream");
+  CHECK(st && hw_num(st, "dram_read_GBps") < 0.9 * 3000); /* 7 stream windows, 3 mma */
   json_decref(sig);
   ag_diags_release(&d);
 }
@@ -593,13 +580,13 @@ TEST(signal_other_run) {
     return;
   const json_t *al = json_object_get(sig, "alignment");
   CHECK_EQ_STR(json_string_value(json_object_get(al, "mode")), "per launch");
-  CHECK_NEAR(num(json_array_get(json_object_get(al, "launches"), 0), "stretch"), 1.03, 1e-5);
-  const json_t *st = region_of(sig, "pm_truth/stream"), *mm = region_of(sig, "pm_truth/mma");
+  CHECK_NEAR(hw_num(json_array_get(json_object_get(al, "launches"), 0), "stretch"), 1.03, 1e-5);
+  const json_t *st = hw_region(sig, "pm_truth/stream"), *mm = hw_region(sig, "pm_truth/mma");
   CHECK(st && mm);
-  CHECK_EQ_INT(num(st, "windows"), 10);
-  CHECK_EQ_INT(num(mm, "windows"), 9);
-  CHECK_NEAR(num(st, "dram_read_GBps"), 3000, 1e-6);
-  CHECK_NEAR(num(mm, "tensor_active_pct"), 60, 1e-6);
+  CHECK_EQ_INT(hw_num(st, "windows"), 10);
+  CHECK_EQ_INT(hw_num(mm, "windows"), 9);
+  CHECK_NEAR(hw_num(st, "dram_read_GBps"), 3000, 1e-6);
+  CHECK_NEAR(hw_num(mm, "tensor_active_pct"), 60, 1e-6);
   json_decref(sig);
   /* another program version: refused, naming both */
   sig = signal_of(&w, G, 4242, "prog@1", "prog@2", 0, &d, &rc);
@@ -641,7 +628,7 @@ TEST(signal_losses) {
   json_array_foreach(json_object_get(sig, "warnings"), i, x)
       ag_str_printf(&txt, "%s\n", json_string_value(x));
   CHECK_CONTAINS(ag_str_cstr(&txt), "hardware buffer overflowed (1 decode)");
-  CHECK_EQ_INT(num(sig, "overflow"), 1);
+  CHECK_EQ_INT(hw_num(sig, "overflow"), 1);
   ag_str_release(&txt);
   json_decref(sig);
   ag_diags_release(&d);

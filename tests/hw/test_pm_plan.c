@@ -17,15 +17,19 @@
 #include "argus/collect.h"
 #include "check.h"
 
-static const ag_task *collect_of(const ag_plan *p, const char *backend) {
+/* The plan's Collect tasks of the PM run, the traced run and the timing
+ * run (their one backend each). */
+static void runs_of(const ag_plan *p, const ag_task **pm, const ag_task **tr,
+                    const ag_task **tm) {
+  *pm = *tr = *tm = NULL;
   for (size_t i = 0; i < p->tasks.n; i++) {
     const ag_task *t = p->tasks.v[i];
     json_t *b = json_object_get(t->config, "backends");
-    if (t->type == AG_TASK_COLLECT && json_array_size(b) == 1 &&
-        !strcmp(json_string_value(json_array_get(b, 0)), backend))
-      return t;
+    const char *one = json_array_size(b) == 1 ? json_string_value(json_array_get(b, 0)) : "";
+    if (t->type != AG_TASK_COLLECT)
+      continue;
+    *(!strcmp(one, "pm") ? pm : !strcmp(one, "trace") ? tr : tm) = t;
   }
-  return NULL;
 }
 
 static int depends_on(const ag_task *t, const ag_task *d) {
@@ -49,8 +53,8 @@ TEST(plan) {
   if (!p)
     return;
   CHECK_EQ_INT(p->nruns, 3);
-  const ag_task *pm = collect_of(p, "pm"), *tr = collect_of(p, "trace"),
-                *tm = collect_of(p, "time");
+  const ag_task *pm, *tr, *tm;
+  runs_of(p, &pm, &tr, &tm);
   CHECK(pm && tr && tm);
   if (pm && tr && tm) {
     CHECK(pm->run != tr->run && pm->run != tm->run);
