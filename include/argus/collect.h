@@ -147,8 +147,9 @@ typedef struct ag_trace_run_opts {
   const char *collect;      /* the host runtime's collection (ARGUS_COLLECT): "trace",
                                "time", "map" (a mapping variant's counters, every launch
                                timed), "sass" (CUPTI SASS metrics), "system" (CUPTI
-                               activity beside the timing run) or "stalls" (CUPTI PC
-                               sampling); NULL: "time" when
+                               activity beside the timing run), "stalls" (CUPTI PC
+                               sampling) or "pm" (CUPTI PM sampling beside the timing
+                               run: docs/throughput.md); NULL: "time" when
                                time_only, else "trace". The evidence is the file that
                                collection writes (ag_trace_run_evidence_file) */
 } ag_trace_run_opts;
@@ -156,8 +157,8 @@ typedef struct ag_trace_run_opts {
 /* The collection a run makes (o->collect, or its default) and the name of
  * the evidence file it writes in out_dir: "evidence.agev" (trace),
  * "timing.json" (time), "map_counts.json" (map), "sass_metrics.json"
- * (sass), "system.json" (system), "stalls.json" (stalls); NULL for a
- * collection the host runtime does not know. */
+ * (sass), "system.json" (system), "stalls.json" (stalls), "pm.json" (pm);
+ * NULL for a collection the host runtime does not know. */
 const char *ag_trace_run_collect(const ag_trace_run_opts *o);
 const char *ag_trace_run_evidence_file(const char *collect);
 

@@ -59,7 +59,24 @@ typedef struct ag_sys_ev {
 int ag_sys_ev_load(const char *path, ag_diags *diags, ag_sys_ev **out);
 int ag_sys_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
                        ag_sys_ev **out);
+/* The system part of a file of another format that has the same members
+ * (pm.json, format "argus-pm", written with the activity trace beside PM
+ * sampling: docs/throughput.md). */
+int ag_sys_ev_load_mem_as(const void *data, size_t len, const char *name, const char *format,
+                          ag_diags *diags, ag_sys_ev **out);
 void ag_sys_ev_free(ag_sys_ev *e);
+
+/* One calibration kernel seen on two clocks: its first and last
+ * %globaltimer edges, and its start and end on the other clock (CUPTI's
+ * activity records, or the PM sampler's windows); 0: the other clock did
+ * not see it. */
+typedef struct ag_clock_cal {
+  int64_t gt_first, gt_last, other_start, other_end;
+} ag_clock_cal;
+/* The other clock minus %globaltimer and its error bound by the rule
+ * above, over the calibrations the other clock saw: their number (0: none,
+ * offset and error 0). */
+int ag_sys_clock_fit(const ag_clock_cal *c, size_t n, double *offset_ns, double *error_ns);
 /* A CUPTI timestamp on the %globaltimer clock. */
 static inline double ag_sys_ev_gt(const ag_sys_ev *e, int64_t cupti_ns) {
   return (double)cupti_ns - e->offset_ns;

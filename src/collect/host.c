@@ -40,6 +40,7 @@
 #include "sass_metrics.h"
 #include "activity.h"
 #include "pcsamp.h"
+#include "pmsamp.h"
 #include "map_bind.h"
 
 /* ------------------------------------------------------------ the driver */
@@ -192,6 +193,8 @@ struct ag_host {
   int want_act;  /* ARGUS_COLLECT=system, or ARGUS_ACTIVITY=1 beside trace/time */
   ag_act *act;   /* the activity collector (activity.c): system.json */
   ag_pcs *pcs;   /* ARGUS_COLLECT=stalls (collect 4): PC sampling (pcsamp.c) */
+  int want_pm;   /* ARGUS_COLLECT=pm, or ARGUS_PM=1 beside trace/time */
+  ag_pms *pms;   /* PM sampling (pmsamp.c): pm.json */
   const char *out_dir, *variant, *variant_id, *module_match, *sites_path;
   uint32_t cap, max_launches, skip;
   uint64_t budget;
@@ -329,19 +332,24 @@ static int read_env(ag_host *h) {
   if (!c)
     return 0;
   if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0 && strcmp(c, "sass") != 0 &&
-      strcmp(c, "map") != 0 && strcmp(c, "system") != 0 && strcmp(c, "stalls") != 0) {
+      strcmp(c, "map") != 0 && strcmp(c, "system") != 0 && strcmp(c, "stalls") != 0 &&
+      strcmp(c, "pm") != 0) {
     setmsg(h, "ARGUS_COLLECT='%s' is not a collection this host runtime knows "
-              "(known: trace, time, map, sass, system, stalls)", c);
+              "(known: trace, time, map, sass, system, stalls, pm)", c);
     return AG_HOST_EUNSUPPORTED;
   }
   /* map: a mapping variant's counters, its launches timed as in a timing run;
    * system: the timing run (time) with the activity trace beside it */
   h->map_only = !strcmp(c, "map");
   h->collect = !strcmp(c, "trace") ? 1
-               : !strcmp(c, "time") || h->map_only || !strcmp(c, "system") ? 2
+               : !strcmp(c, "time") || h->map_only || !strcmp(c, "system") || !strcmp(c, "pm")
+                   ? 2
                : !strcmp(c, "sass") ? 3 : 4;
   const char *act = env("ARGUS_ACTIVITY");
   h->want_act = !strcmp(c, "system") || (act && !strcmp(act, "1") && h->collect <= 2);
+  /* pm: the timing run with PM sampling beside it (docs/throughput.md) */
+  const char *pm = env("ARGUS_PM");
+  h->want_pm = !strcmp(c, "pm") || (pm && !strcmp(pm, "1") && h->collect <= 2);
   h->out_dir = env("ARGUS_OUT");
   h->variant = env("ARGUS_VARIANT");
   h->variant_id = env("ARGUS_VARIANT_ID");
@@ -480,6 +488,18 @@ out:
   return rc;
 }
 
+/* PM sampling, started before the calibration kernel that aligns its clock;
+ * the activity trace beside it (kernels on CUPTI's clock, which align a
+ * region timeline of another run) unless ARGUS_PM_ACTIVITY=0. */
+static int open_pm(ag_host *h) {
+  const char *a = env("ARGUS_PM_ACTIVITY");
+  int rc;
+  if (!h->act && !(a && !strcmp(a, "0")) &&
+      (rc = ag_act_open(&h->act, h->msg, sizeof h->msg)))
+    return rc;
+  return ag_pms_open(h->device, &h->pms, h->msg, sizeof h->msg);
+}
+
 /* ------------------------------------------------------------ lifecycle */
 
 int ag_host_open(ag_host **out) {
@@ -528,6 +548,10 @@ int ag_host_open(ag_host **out) {
     /* the activity trace sees the calibration kernels: they align its
      * clock with %globaltimer (docs/system.md) */
     if (h->want_act && (rc = ag_act_open(&h->act, h->msg, sizeof h->msg))) {
+      h->finished = 1;
+      return fail(h, rc);
+    }
+    if (h->want_pm && (rc = open_pm(h))) {
       h->finished = 1;
       return fail(h, rc);
     }
@@ -589,6 +613,7 @@ void ag_host_close(ag_host *h) {
   }
   ag_sassm_close(h->sassm); /* before the context goes */
   ag_pcs_close(h->pcs);
+  ag_pms_close(h->pms);
   ag_act_close(h->act);
   if (h->ok) {
     if (h->pool)
@@ -1751,6 +1776,22 @@ static int write_stalls(ag_host *h) {
   return write_cupti_file(h, AG_PCS_FILE, &j);
 }
 
+/* The calibration kernels: their %globaltimer edges and, with the activity
+ * trace, their span on CUPTI's clock (0 without it). */
+static void calibration_fields(ag_host *h, ag_jb *j) {
+  ag_jb_puts(j, "\"calibration\":[");
+  for (int i = 0; i < h->ncal; i++) {
+    uint64_t s = 0, e = 0;
+    ag_act_kernel_span(h->act, "argus_calibrate", (size_t)i, &s, &e);
+    ag_jb_printf(j, "%s{\"when\":\"%s\",\"gt_first\":%llu,\"gt_last\":%llu,"
+                    "\"cupti_start\":%llu,\"cupti_end\":%llu}",
+                 i ? "," : "", h->cal[i].when, (unsigned long long)h->cal[i].gt0,
+                 (unsigned long long)h->cal[i].gt1, (unsigned long long)s,
+                 (unsigned long long)e);
+  }
+  ag_jb_puts(j, "],");
+}
+
 /* <out>/system.json (AG_ACT_FILE, docs/system.md): the activity records
  * and the two calibrations that align CUPTI's clock with %globaltimer. */
 static int write_system(ag_host *h) {
@@ -1763,19 +1804,33 @@ static int write_system(ag_host *h) {
     return rc;
   ag_jb j = {0};
   cupti_header(h, &j, AG_ACT_FORMAT, AG_ACT_VERSION, "ns");
-  ag_jb_puts(&j, "\"calibration\":[");
-  for (int i = 0; i < h->ncal; i++) {
-    uint64_t s = 0, e = 0;
-    ag_act_kernel_span(h->act, "argus_calibrate", (size_t)i, &s, &e);
-    ag_jb_printf(&j, "%s{\"when\":\"%s\",\"gt_first\":%llu,\"gt_last\":%llu,"
-                     "\"cupti_start\":%llu,\"cupti_end\":%llu}",
-                 i ? "," : "", h->cal[i].when, (unsigned long long)h->cal[i].gt0,
-                 (unsigned long long)h->cal[i].gt1, (unsigned long long)s,
-                 (unsigned long long)e);
-  }
-  ag_jb_puts(&j, "],");
+  calibration_fields(h, &j);
   ag_act_json(h->act, &j);
   return write_cupti_file(h, AG_ACT_FILE, &j);
+}
+
+/* <out>/pm.json (AG_PMS_FILE, docs/throughput.md): the samples, the
+ * calibrations that align the sampler's clock (and CUPTI's, with the
+ * activity trace beside it) with %globaltimer, and the activity records. */
+static int write_pm(ag_host *h) {
+  int rc;
+  if (h->ncal < 2 && (rc = calibrate(h, "finish", h->collect == 1 ? 10000000 : 1000000)))
+    return rc;
+  if ((rc = ag_host_sync(h)) || (h->act && (rc = ag_act_flush(h->act, h->msg, sizeof h->msg))) ||
+      (rc = ag_pms_end(h->pms, h->msg, sizeof h->msg)))
+    return rc;
+  ag_jb j = {0};
+  cupti_header(h, &j, AG_PMS_FORMAT, AG_PMS_VERSION, "ns");
+  calibration_fields(h, &j);
+  ag_jb_printf(&j, "\"activity\":%s,", h->act ? "true" : "false");
+  if (h->act) {
+    ag_act_json(h->act, &j);
+    ag_jb_puts(&j, ",");
+  }
+  ag_jb_puts(&j, "\"pm\":{");
+  ag_pms_json(h->pms, &j);
+  ag_jb_puts(&j, "}");
+  return write_cupti_file(h, AG_PMS_FILE, &j);
 }
 
 int ag_host_finish(ag_host *h) {
@@ -1798,7 +1853,9 @@ int ag_host_finish(ag_host *h) {
     return fail(h, write_stalls(h));
   if ((rc = write_timing(h)))
     return fail(h, rc);
-  if (h->act && (rc = write_system(h)))
+  if (h->act && h->want_act && (rc = write_system(h)))
+    return fail(h, rc);
+  if (h->pms && (rc = write_pm(h)))
     return fail(h, rc);
   for (ag_host_module *m = h->modules; m; m = m->next) /* a mapping variant's counts */
     if (m->map.bound) {

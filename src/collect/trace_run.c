@@ -22,6 +22,7 @@
 #include "sass_metrics.h"
 #include "activity.h"
 #include "pcsamp.h"
+#include "pmsamp.h"
 
 void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
@@ -65,7 +66,8 @@ const char *ag_trace_run_evidence_file(const char *collect) {
                                          {"map", AG_MAP_COUNTS_FILE},
                                          {"sass", AG_SASSM_FILE},
                                          {"system", AG_ACT_FILE},
-                                         {"stalls", AG_PCS_FILE}};
+                                         {"stalls", AG_PCS_FILE},
+                                         {"pm", AG_PMS_FILE}};
   for (size_t i = 0; collect && i < sizeof files / sizeof files[0]; i++)
     if (!strcmp(files[i][0], collect))
       return files[i][1];
@@ -126,7 +128,7 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     ag_free(out);
     ag_str_release(&tp);
     ag_str_printf(why, "'%s' is not a collection the host runtime makes (trace, time, map, "
-                       "sass, system, stalls)",
+                       "sass, system, stalls, pm)",
                   ag_trace_run_collect(o));
     return AG_EINVAL;
   }

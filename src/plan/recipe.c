@@ -51,6 +51,15 @@ static const ag_evidence_kind evidence_kinds[] = {
     {.name = "system", .variant = "trace-free", .backend = "system", .prereq = "discover",
      .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
      .transform = "{\"activity\":true}"},
+    /* PM sampling (docs/throughput.md): hardware counters per window beside
+     * the timing run of the user's build, in a run of its own (its
+     * transform config): not the trace-free timing run, whose kernel times
+     * the activity trace beside the sampler would move; never with SASS
+     * patching (exclusive), and not the traced run, whose probes would add
+     * their stores to the DRAM counts */
+    {.name = "pm", .variant = "trace-free", .backend = "pm", .prereq = "discover",
+     .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
+     .transform = "{\"pm\":true}"},
 };
 
 static const ag_recipe recipes[] = {
@@ -92,6 +101,12 @@ static const ag_recipe recipes[] = {
      .summary = "the system timeline per launch (kernel, grid, block, registers, shared "
                 "memory, stream, correlation ID, start, duration) and per stream (kernels, "
                 "copies, sets, synchronizations, busy time), on the %globaltimer clock"},
+    {.signal = "throughput", .evidence = "pm", .synth = "synth.throughput",
+     .qual = AG_QUAL_DERIVED, .unit = "GB/s",
+     .summary = "per region the DRAM read and write, L2, SM-active, tensor-pipe and FMA rates "
+                "of the PM-sampling windows the region covered at least 80 % of (the "
+                "reference trace's timeline joined with the samples)",
+     .reference = "trace"},
 };
 
 static const ag_recipe_table builtin = {recipes, sizeof recipes / sizeof recipes[0],

@@ -108,38 +108,51 @@ static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
   return 0;
 }
 
+int ag_sys_clock_fit(const ag_clock_cal *c, size_t n, double *offset_ns, double *error_ns) {
+  double sum = 0, spread = 0, lo = INFINITY, hi = -INFINITY;
+  int used = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!c[i].other_start || !c[i].other_end)
+      continue; /* the other clock did not see this calibration kernel */
+    double a = (double)(c[i].other_start - c[i].gt_first);
+    double b = (double)(c[i].other_end - c[i].gt_last), off = 0.5 * (a + b);
+    sum += off;
+    spread = fmax(spread, 0.5 * fabs(b - a));
+    lo = fmin(lo, off), hi = fmax(hi, off);
+    used++;
+  }
+  *offset_ns = used ? sum / used : 0;
+  *error_ns = used ? spread + (hi - lo) + GT_STEP_NS : 0;
+  return used;
+}
+
 /* The offset and its error from the calibrations (see the header). */
 static int read_calibration(rd *r, ag_sys_ev *e) {
   json_t *cal = json_object_get(e->root, "calibration"), *c;
   size_t i;
   if (!json_is_array(cal))
     return bad(r, "field 'calibration' is missing or not an array");
-  double sum = 0, spread = 0, lo = INFINITY, hi = -INFINITY;
+  ag_clock_cal cs[16];
+  size_t n = 0;
   json_array_foreach(cal, i, c) {
     int64_t g0, g1, c0, c1;
     if (get_i64(c, "gt_first", &g0) || get_i64(c, "gt_last", &g1) ||
         get_i64(c, "cupti_start", &c0) || get_i64(c, "cupti_end", &c1))
       return bad(r, "calibration[%zu]: needs gt_first, gt_last, cupti_start, cupti_end", i);
-    if (!c0 || !c1)
-      continue; /* the activity trace did not see this calibration kernel */
-    double a = (double)(c0 - g0), b = (double)(c1 - g1), off = 0.5 * (a + b);
-    sum += off;
-    spread = fmax(spread, 0.5 * fabs(b - a));
-    lo = fmin(lo, off), hi = fmax(hi, off);
-    e->ncal++;
+    if (n < sizeof cs / sizeof cs[0])
+      cs[n++] = (ag_clock_cal){g0, g1, c0, c1};
   }
-  if (!e->ncal)
+  if (!(e->ncal = ag_sys_clock_fit(cs, n, &e->offset_ns, &e->error_ns)))
     return bad(r, "no calibration kernel was seen by the activity trace: its clock cannot be "
                   "aligned with %%globaltimer");
-  e->offset_ns = sum / e->ncal;
-  e->error_ns = spread + (hi - lo) + GT_STEP_NS;
   return 0;
 }
 
-static int read_all(rd *r, ag_sys_ev *e) {
+static int read_all(rd *r, ag_sys_ev *e, const char *format) {
   json_t *fmt = json_object_get(e->root, "format"), *ver = json_object_get(e->root, "version");
-  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "argus-system") != 0)
-    return bad(r, "not system-timeline evidence (format is not \"argus-system\")");
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), format) != 0)
+    return bad(r, "not %s evidence (format is not \"%s\")",
+               strcmp(format, "argus-system") ? "PM-sampling" : "system-timeline", format);
   if (!json_is_integer(ver) || json_integer_value(ver) != 1)
     return bad(r, "system-timeline evidence version %lld: this argus reads version 1",
                json_is_integer(ver) ? (long long)json_integer_value(ver) : -1LL);
@@ -165,8 +178,8 @@ static int read_all(rd *r, ag_sys_ev *e) {
   return read_calibration(r, e);
 }
 
-static int load(const char *path, const void *data, size_t len, ag_diags *diags,
-                ag_sys_ev **out) {
+static int load(const char *path, const void *data, size_t len, const char *format,
+                ag_diags *diags, ag_sys_ev **out) {
   *out = NULL;
   rd r = {path, diags};
   ag_sys_ev *e = ag_calloc(1, sizeof *e);
@@ -174,7 +187,7 @@ static int load(const char *path, const void *data, size_t len, ag_diags *diags,
     return AG_ENOMEM;
   int rc = ag_json_load_doc(path, data, len, "system-timeline evidence", diags, &e->root);
   if (!rc)
-    rc = json_is_object(e->root) ? read_all(&r, e) : bad(&r, "not a JSON object");
+    rc = json_is_object(e->root) ? read_all(&r, e, format) : bad(&r, "not a JSON object");
   if (rc) {
     ag_sys_ev_free(e);
     return rc;
@@ -184,13 +197,18 @@ static int load(const char *path, const void *data, size_t len, ag_diags *diags,
 }
 
 int ag_sys_ev_load(const char *path, ag_diags *diags, ag_sys_ev **out) {
-  return load(path, NULL, 0, diags, out);
+  return load(path, NULL, 0, "argus-system", diags, out);
 }
 
 int ag_sys_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
                        ag_sys_ev **out) {
+  return ag_sys_ev_load_mem_as(data, len, name, "argus-system", diags, out);
+}
+
+int ag_sys_ev_load_mem_as(const void *data, size_t len, const char *name, const char *format,
+                          ag_diags *diags, ag_sys_ev **out) {
   static const char empty[1] = "";
-  return load(name, len ? data : empty, len, diags, out);
+  return load(name, len ? data : empty, len, format, diags, out);
 }
 
 void ag_sys_ev_free(ag_sys_ev *e) {

@@ -1,15 +1,17 @@
 /*
  * hw_harness.c — host program of the system-timeline and stalls ground
- * truth (tests/data/cuda/hw_truth.cu `stall_truth`), or of the paper's
- * collector kernel (tests/data/cuda/attrib_truth.cu `collector`, for
+ * truth (tests/data/cuda/hw_truth.cu `stall_truth`), of the throughput
+ * ground truth (tests/data/cuda/pm_truth.cu `pm_truth`: --mb MiB copied
+ * --passes times, then --n MMA steps), or of the paper's collector kernel
+ * (tests/data/cuda/attrib_truth.cu `collector`, for
  * bench/bench_activity.c). Copies the input in (cuMemcpyHtoD), clears the
  * output (cuMemsetD32), launches --launches times alternating over
  * --streams streams, synchronizes each stream, copies back and checks every
  * result bit for bit against the same float operations on the CPU.
  *
- *   hw_harness [--module FILE] [--kernel stall_truth|collector]
+ *   hw_harness [--module FILE] [--kernel stall_truth|collector|pm_truth]
  *       [--blocks B] [--threads T] [--spin N] [--n N] [--launches L]
- *       [--streams S] [--hold-cupti]
+ *       [--streams S] [--mb MB] [--passes P] [--hold-cupti]
  * Prints "@ hw: ... host_us_per_launch X e2e_us_per_launch Y": the launch
  * loop's host time, and until every stream finished, per launch.
  * Exit 0: results match; 1: mismatch or error; 2: usage; 77: no GPU.
@@ -35,6 +37,17 @@ static float stall_truth(float x, int n) {
   return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
+/* pm_truth's out[t] for x = (t % 13) / 16 (tests/data/cuda/pm_truth.cu) */
+static float pm_truth(float x, int iters) {
+  float a[8];
+  for (int c = 0; c < 8; c++)
+    a[c] = c ? x + (float)c : x;
+  for (int i = 0; i < iters; i++)
+    for (int c = 0; c < 8; c++)
+      a[c] = fmaf(a[c], 0.999f, 0.5f);
+  return (float)(2 * iters) + (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])));
+}
+
 static float collector(float a) {
   for (int o = 0; o < 8; o++)
     for (int j = 0; j < 2048; j++)
@@ -51,6 +64,7 @@ static double now_us(void) {
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
   const char *module = "hw_truth.cubin", *kernel = "stall_truth";
   int blocks = 132, threads = 256, spin = 50, n = 4096, launches = 1, nstreams = 1, hold = 0;
+  int mb = 256, passes = 40;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
@@ -62,17 +76,21 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     else if (!strcmp(a, "--n") && more) n = atoi(argv[++i]);
     else if (!strcmp(a, "--launches") && more) launches = atoi(argv[++i]);
     else if (!strcmp(a, "--streams") && more) nstreams = atoi(argv[++i]);
+    else if (!strcmp(a, "--mb") && more) mb = atoi(argv[++i]);
+    else if (!strcmp(a, "--passes") && more) passes = atoi(argv[++i]);
     else if (!strcmp(a, "--hold-cupti")) hold = 1;
     else {
       fprintf(stderr, "hw: unknown argument '%s'\n", a);
       return 2;
     }
   }
-  int coll = !strcmp(kernel, "collector");
+  int coll = !strcmp(kernel, "collector"), pm = !strcmp(kernel, "pm_truth");
   if (blocks < 1 || threads < 32 || threads % 32 || threads > 256 || spin < 0 || n < 1 ||
-      launches < 1 || nstreams < 1 || nstreams > 4 || (!coll && strcmp(kernel, "stall_truth"))) {
-    fprintf(stderr, "hw: needs blocks >= 1, threads a multiple of 32 up to 256, n, launches "
-                    ">= 1, 1 to 4 streams, kernel stall_truth or collector\n");
+      launches < 1 || nstreams < 1 || nstreams > 4 || mb < 1 || passes < 0 ||
+      (!coll && !pm && strcmp(kernel, "stall_truth")) || (pm && n >= 1 << 23)) {
+    fprintf(stderr, "hw: needs blocks >= 1, threads a multiple of 32 up to 256, n, launches, "
+                    "mb >= 1, 1 to 4 streams, kernel stall_truth, collector or pm_truth (n "
+                    "below 2^23)\n");
     return 2;
   }
   if (hold && hold_cupti("hw"))
@@ -82,7 +100,10 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   ag_host *host = NULL;
   ag_host_module *m = NULL;
   ag_host_kernel *k = NULL;
-  CUdeviceptr din = 0, dout = 0;
+  CUdeviceptr din = 0, dout = 0, dsrc = 0, ddst = 0;
+  size_t bytes = (size_t)mb << 20;
+  unsigned long long n4 = bytes / 16;
+  float *hsrc = pm ? malloc(bytes) : NULL, *hdst = pm ? malloc(bytes) : NULL;
   CUstream st[4] = {0};
   int r = ag_host_open(&host);
   if (r) {
@@ -90,7 +111,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     rc = r == AG_HOST_ENODEV ? 77 : 1;
     goto out;
   }
-  if (!in || !out)
+  if (!in || !out || (pm && (!hsrc || !hdst)))
     goto out;
   for (int t = 0; t < total; t++)
     in[t] = (float)(t % 13) * 0.0625f;
@@ -110,13 +131,23 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     fprintf(stderr, "hw: device memory\n");
     goto out;
   }
+  if (pm) { /* pm_truth: the buffer it copies */
+    for (size_t i = 0; i < bytes / 4; i++)
+      hsrc[i] = (float)(i % 1021);
+    if (cuMemAlloc(&dsrc, bytes) || cuMemAlloc(&ddst, bytes) || cuMemcpyHtoD(dsrc, hsrc, bytes) ||
+        cuMemsetD32(ddst, 0, bytes / 4)) {
+      fprintf(stderr, "hw: device memory for pm_truth (%d MiB twice)\n", mb);
+      goto out;
+    }
+  }
   void *args_s[] = {&dout, &din, &spin, &n};
   void *args_c[] = {&dout, &din};
+  void *args_p[] = {&ddst, &dsrc, &n4, &passes, &n, &dout};
   double t0 = now_us();
   for (int l = 0; l < launches; l++)
     if (ag_host_launch(k, (ag_host_dim){(unsigned)blocks, 1, 1},
                        (ag_host_dim){(unsigned)threads, 1, 1}, 0, st[l % nstreams],
-                       coll ? args_c : args_s)) {
+                       coll ? args_c : pm ? args_p : args_s)) {
       fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
       goto out;
     }
@@ -134,10 +165,21 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   int wrong = 0;
   float wants[13];
   for (int v = 0; v < 13; v++)
-    wants[v] = coll ? collector(in[v]) : stall_truth(in[v], n);
+    wants[v] = coll ? collector(in[v]) : pm ? pm_truth((float)v * 0.0625f, n)
+                                            : stall_truth(in[v], n);
   for (int t = 0; t < total; t++)
     if (memcmp(&wants[t % 13], &out[t], sizeof(float)) && wrong++ < 3)
       fprintf(stderr, "hw: out[%d] = %.9g, want %.9g\n", t, out[t], wants[t % 13]);
+  if (pm && passes > 0) {
+    if (cuMemcpyDtoH(hdst, ddst, bytes)) {
+      fprintf(stderr, "hw: copy back failed\n");
+      goto out;
+    }
+    if (memcmp(hdst, hsrc, bytes)) {
+      fprintf(stderr, "hw: pm_truth's copy differs from its source\n");
+      wrong++;
+    }
+  }
   if (ag_host_finish(host)) {
     fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
     goto out;
@@ -155,6 +197,12 @@ out:
     cuMemFree(din);
   if (dout)
     cuMemFree(dout);
+  if (dsrc)
+    cuMemFree(dsrc);
+  if (ddst)
+    cuMemFree(ddst);
+  free(hsrc);
+  free(hdst);
   ag_host_close(host);
   free(in);
   free(out);

@@ -1,10 +1,12 @@
 /*
- * hw_util.h — what the system-timeline and stalls tests share: running
- * tests/hw/hw_harness under a collection, and reading a JSON evidence file.
+ * hw_util.h — what the system-timeline, stalls and PM-sampling tests share:
+ * running tests/hw/hw_harness under a collection, reading a JSON evidence
+ * file, and opening the host runtime with stand-ins (CPU tests).
  */
 #ifndef ARGUS_TEST_HW_UTIL_H
 #define ARGUS_TEST_HW_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,5 +51,57 @@ __attribute__((unused)) static json_t *hw_load(const char *dir, const char *name
     fprintf(stderr, "cannot read %s: %s\n", p, je.text);
   return j;
 }
+
+/* A signal's entry for region `name` in its "regions" (borrowed), or NULL. */
+__attribute__((unused)) static const json_t *hw_region(const json_t *sig, const char *name) {
+  size_t i;
+  json_t *r;
+  json_array_foreach(json_object_get(sig, "regions"), i, r) if (
+      !strcmp(json_string_value(json_object_get(r, "region")), name)) return r;
+  return NULL;
+}
+
+/* o[k] as a number, NAN when it is not one. */
+__attribute__((unused)) static double hw_num(const json_t *o, const char *k) {
+  json_t *v = json_object_get(o, k);
+  return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+#ifdef FAKE_CUDA
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "argus/host.h"
+
+/* ag_host_open under ARGUS_COLLECT=mode with the stand-ins (the stand-in
+ * driver FAKE_CUDA; CUPTI as ARGUS_LIBCUPTI says): its code, and the
+ * reason in host-error.txt. */
+__attribute__((unused)) static int host_open(const char *mode, char *why, size_t n) {
+  char dir[] = "/tmp/argus-hwh-XXXXXX";
+  if (!mkdtemp(dir))
+    return -1;
+  setenv("ARGUS_LIBCUDA", FAKE_CUDA, 1);
+  setenv("ARGUS_COLLECT", mode, 1);
+  setenv("ARGUS_OUT", dir, 1);
+  setenv("ARGUS_VARIANT", "/nonexistent.cubin", 1);
+  ag_host *h = NULL;
+  int rc = ag_host_open(&h);
+  ag_host_close(h);
+  char p[1200], *txt = NULL;
+  size_t len = 0;
+  snprintf(p, sizeof p, "%s/host-error.txt", dir);
+  why[0] = 0;
+  if (!ag_file_read(p, &txt, &len))
+    snprintf(why, n, "%s", txt);
+  ag_free(txt);
+  unlink(p);
+  rmdir(dir);
+  unsetenv("ARGUS_COLLECT");
+  unsetenv("ARGUS_OUT");
+  unsetenv("ARGUS_VARIANT");
+  unsetenv("ARGUS_LIBCUDA");
+  return rc;
+}
+#endif
 
 #endif

@@ -41,6 +41,7 @@
 #include "argus/system_ev.h"
 #include "argus/variant.h"
 #include "check.h"
+#include "hw_util.h"
 #include "pcsamp.h"
 
 static char *data_path(const char *name) {
@@ -627,35 +628,6 @@ TEST(no_cupti) {
   CHECK(p == NULL);
   CHECK_CONTAINS(err, "PC sampling needs libcupti.so");
   unsetenv("ARGUS_LIBCUPTI");
-}
-
-/* ag_host_open under ARGUS_COLLECT=mode with the stand-ins: its code, and
- * the reason in host-error.txt. */
-static int host_open(const char *mode, char *why, size_t n) {
-  char dir[] = "/tmp/argus-hwh-XXXXXX";
-  if (!mkdtemp(dir))
-    return -1;
-  setenv("ARGUS_LIBCUDA", FAKE_CUDA, 1);
-  setenv("ARGUS_COLLECT", mode, 1);
-  setenv("ARGUS_OUT", dir, 1);
-  setenv("ARGUS_VARIANT", "/nonexistent.cubin", 1);
-  ag_host *h = NULL;
-  int rc = ag_host_open(&h);
-  ag_host_close(h);
-  char p[1200], *txt = NULL;
-  size_t len = 0;
-  snprintf(p, sizeof p, "%s/host-error.txt", dir);
-  why[0] = 0;
-  if (!ag_file_read(p, &txt, &len))
-    snprintf(why, n, "%s", txt);
-  ag_free(txt);
-  unlink(p);
-  rmdir(dir);
-  unsetenv("ARGUS_COLLECT");
-  unsetenv("ARGUS_OUT");
-  unsetenv("ARGUS_VARIANT");
-  unsetenv("ARGUS_LIBCUDA");
-  return rc;
 }
 
 TEST(held) {

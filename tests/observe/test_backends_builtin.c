@@ -38,8 +38,8 @@ TEST(test_builtin_agree) {
                        /* issue 19: the mapping run and SASS metrics */
                        "transform.mapping", "synth.ownership",  "synth.inst_mix",
                        "synth.barriers",    "synth.branch",
-                       /* issue 21: the system timeline, stalls */
-                       "synth.system", "synth.stalls"};
+                       /* issue 21: the system timeline, stalls, PM sampling */
+                       "synth.system", "synth.stalls", "synth.throughput"};
   CHECK_EQ_INT(s.execs.n, sizeof ops / sizeof ops[0]);
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (count_op(&s, ops[i]) != 1)

@@ -4,8 +4,8 @@
  * FAKE_CUPTI_SUBSCRIBE (default 39, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_
  * SUPPORTED: another tool holds the subscriber); with 0 it succeeds and
  * cuptiProfilerInitialize returns 27 (CUPTI_ERROR_NOT_SUPPORTED). Every
- * other entry point the collector loads exists and fails (the activity and
- * PC-sampling ones: see below).
+ * other entry point the collector loads exists and fails (the activity,
+ * PC-sampling and PM-sampling ones: see below).
  */
 #include <stdlib.h>
 
@@ -42,13 +42,26 @@ res cuptiUnsubscribe(void *h) {
   (void)h;
   return 0;
 }
+static res env_res(const char *k, int dflt);
+/* FAKE_CUPTI_PROFILER overrides the 27 (the PM-sampling tests set 0) */
 res cuptiProfilerInitialize(void *p);
 res cuptiProfilerInitialize(void *p) {
   (void)p;
-  return 27;
+  return env_res("FAKE_CUPTI_PROFILER", 27);
 }
 FAIL_FN(cuptiProfilerDeInitialize)
-FAIL_FN(cuptiDeviceGetChipName)
+/* the chip of CUpti_Device_GetChipName_Params (its layout, mirrored) */
+typedef struct chip_params {
+  size_t size;
+  void *priv;
+  size_t device;
+  const char *chip;
+} chip_params;
+res cuptiDeviceGetChipName(chip_params *p);
+res cuptiDeviceGetChipName(chip_params *p) {
+  p->chip = "GH100";
+  return 0;
+}
 FAIL_FN(cuptiSassMetricsGetNumOfMetrics)
 FAIL_FN(cuptiSassMetricsGetMetrics)
 FAIL_FN(cuptiSassMetricsGetProperties)
@@ -108,3 +121,29 @@ FAIL_FN(cuptiPCSamplingGetData)
 FAIL_FN(cuptiPCSamplingGetNumStallReasons)
 FAIL_FN(cuptiPCSamplingGetStallReasons)
 FAIL_FN(cuptiPCSamplingSetConfigurationAttribute)
+
+/* PM sampling (tests/hw/test_pm.c): the counter availability, the first
+ * call that asks the driver, returns FAKE_CUPTI_PMSAMPLING (default 35,
+ * CUPTI_ERROR_INSUFFICIENT_PRIVILEGES); the rest exist and fail. */
+res cuptiPmSamplingGetCounterAvailability(void *p);
+res cuptiPmSamplingGetCounterAvailability(void *p) {
+  (void)p;
+  return env_res("FAKE_CUPTI_PMSAMPLING", 35);
+}
+FAIL_FN(cuptiPmSamplingEnable)
+FAIL_FN(cuptiPmSamplingDisable)
+FAIL_FN(cuptiPmSamplingSetConfig)
+FAIL_FN(cuptiPmSamplingStart)
+FAIL_FN(cuptiPmSamplingStop)
+FAIL_FN(cuptiPmSamplingDecodeData)
+FAIL_FN(cuptiPmSamplingGetCounterDataSize)
+FAIL_FN(cuptiPmSamplingCounterDataImageInitialize)
+FAIL_FN(cuptiPmSamplingGetCounterDataInfo)
+FAIL_FN(cuptiPmSamplingCounterDataGetSampleInfo)
+FAIL_FN(cuptiProfilerHostInitialize)
+FAIL_FN(cuptiProfilerHostDeinitialize)
+FAIL_FN(cuptiProfilerHostConfigAddMetrics)
+FAIL_FN(cuptiProfilerHostGetConfigImageSize)
+FAIL_FN(cuptiProfilerHostGetConfigImage)
+FAIL_FN(cuptiProfilerHostGetNumOfPasses)
+FAIL_FN(cuptiProfilerHostEvaluateToGpuValues)

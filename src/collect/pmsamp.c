@@ -1,0 +1,476 @@
+/*
+ * pmsamp.c — the CUPTI PM-sampling collector (pmsamp.h, docs/throughput.md).
+ * The GPU's performance monitors are read every `interval` ns of GPU time
+ * (CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL: a fixed-frequency
+ * source, so windows keep their length when clocks change) into a hardware
+ * buffer that keeps the oldest records (a full buffer is reported, never
+ * overwritten). The configuration is made by CUPTI's profiler host API from
+ * the metric names of argus/pm_metrics.h and must take one pass. After the
+ * run the buffer is decoded into a counter-data image of CHUNK samples at a
+ * time; each completed sample's window (start and end timestamps) and its
+ * counts (cuptiProfilerHostEvaluateToGpuValues) are kept.
+ *
+ * What is lost is counted: decodes that report an overflow (or fail with
+ * CUPTI_ERROR_OUT_OF_MEMORY, the API's word for it), samples populated but
+ * never completed, samples whose window is empty, counts CUPTI evaluated
+ * as NaN or negative (written as 0), samples this collector could not
+ * keep (out of memory).
+ *
+ * Load: one collection per harness run; memory of 80 bytes per sample
+ * (100,000 per second of run at the default 10 us).
+ */
+#define _GNU_SOURCE
+#include "pmsamp.h"
+
+#include <cupti.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "argus/host.h"
+#include "argus/pm_metrics.h"
+#include "cupti_lib.h"
+
+#define AG_PMS_FUNCS(X)                                                        \
+  X(cuptiGetResultString)                                                      \
+  X(cuptiGetVersion)                                                           \
+  X(cuptiProfilerInitialize)                                                   \
+  X(cuptiProfilerDeInitialize)                                                 \
+  X(cuptiDeviceGetChipName)                                                    \
+  X(cuptiPmSamplingGetCounterAvailability)                                     \
+  X(cuptiPmSamplingEnable)                                                     \
+  X(cuptiPmSamplingDisable)                                                    \
+  X(cuptiPmSamplingSetConfig)                                                  \
+  X(cuptiPmSamplingStart)                                                      \
+  X(cuptiPmSamplingStop)                                                       \
+  X(cuptiPmSamplingDecodeData)                                                 \
+  X(cuptiPmSamplingGetCounterDataSize)                                         \
+  X(cuptiPmSamplingCounterDataImageInitialize)                                 \
+  X(cuptiPmSamplingGetCounterDataInfo)                                         \
+  X(cuptiPmSamplingCounterDataGetSampleInfo)                                   \
+  X(cuptiProfilerHostInitialize)                                               \
+  X(cuptiProfilerHostDeinitialize)                                             \
+  X(cuptiProfilerHostConfigAddMetrics)                                         \
+  X(cuptiProfilerHostGetConfigImageSize)                                       \
+  X(cuptiProfilerHostGetConfigImage)                                           \
+  X(cuptiProfilerHostGetNumOfPasses)                                           \
+  X(cuptiProfilerHostEvaluateToGpuValues)
+
+#define WHO "PM sampling"
+#define CHUNK 4096          /* samples per counter-data image (one decode) */
+#define MAX_DECODES 100000  /* 4 * 10^8 samples: more is a broken loop */
+#define INTERVAL_MIN 1000   /* ns */
+#define INTERVAL_MAX 1000000000
+
+#define AG__PM_NAME(e, name, short_name) name,
+static const char *metric_names[AG_PM_NMETRICS] = {AG_PM_METRICS(AG__PM_NAME)};
+#undef AG__PM_NAME
+#define AG__PM_SHORT(e, name, short_name) short_name,
+static const char *const short_names[AG_PM_NMETRICS] = {AG_PM_METRICS(AG__PM_SHORT)};
+#undef AG__PM_SHORT
+
+typedef struct sample {
+  uint64_t t0, t1;
+  double v[AG_PM_NMETRICS];
+} sample;
+
+struct ag_pms {
+  void *lib;
+#define AG__FP(fn) __typeof__(&fn) fn;
+  AG_PMS_FUNCS(AG__FP)
+#undef AG__FP
+  uint32_t version;
+  int device;
+  char chip[64];
+  uint64_t interval_ns, hw_bytes;
+  int profiler, enabled, started;
+  CUpti_Profiler_Host_Object *host;
+  CUpti_PmSampling_Object *obj;
+  uint8_t *avail, *config, *data;
+  size_t config_bytes, passes, data_bytes;
+  /* what the decodes found */
+  uint64_t decodes, full, overflow, incomplete, empty, bad_values;
+  sample *s;
+  size_t ns, cap;
+  int oom;
+};
+
+static int cupti_fail(ag_pms *p, CUptiResult r, const char *call, char *err, size_t n) {
+  return ag__cupti_fail((void *)p->cuptiGetResultString, (int)r, call, err, n);
+}
+
+/* The one checking macro for CUPTI calls (as pcsamp.c's). */
+#define CP(p, call)                                                            \
+  do {                                                                         \
+    CUptiResult cp_r_ = (p)->call;                                             \
+    if (cp_r_ != CUPTI_SUCCESS)                                                \
+      return cupti_fail((p), cp_r_, #call, err, errlen);                       \
+  } while (0)
+
+static int load(ag_pms *p, char *err, size_t errlen) {
+  if (!(p->lib = ag__cupti_lib(WHO, err, errlen)))
+    return AG_HOST_ENODEV;
+#define AG__LOAD(fn)                                                           \
+  *(void **)(&p->fn) = dlsym(p->lib, #fn);                                     \
+  if (!p->fn) {                                                                \
+    ag__cupti_lacks(WHO, #fn, err, errlen);                                    \
+    return AG_HOST_ENODEV;                                                     \
+  }
+  AG_PMS_FUNCS(AG__LOAD)
+#undef AG__LOAD
+  p->cuptiGetVersion(&p->version);
+  return 0;
+}
+
+static int env_u64(const char *k, uint64_t dflt, uint64_t lo, uint64_t hi, const char *what,
+                   uint64_t *out, char *err, size_t errlen) {
+  const char *v = getenv(k);
+  *out = dflt;
+  if (!v || !*v)
+    return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno || !end || *end || *v == '-' || x < lo || x > hi) {
+    ag__seterr(err, errlen, "%s='%s' is not a whole number %s in [%llu, %llu]", k, v, what,
+               (unsigned long long)lo, (unsigned long long)hi);
+    return AG_HOST_EINVAL;
+  }
+  *out = x;
+  return 0;
+}
+
+/* The host API's configuration of the metrics for p->chip (with the
+ * device's counter availability when p->avail is set). */
+static int host_config(ag_pms *p, char *err, size_t errlen) {
+  CUpti_Profiler_Host_Initialize_Params hi = {
+      .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+  hi.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+  hi.pChipName = p->chip;
+  hi.pCounterAvailabilityImage = p->avail;
+  CUptiResult r = p->cuptiProfilerHostInitialize(&hi);
+  if (r != CUPTI_SUCCESS) {
+    int rc = cupti_fail(p, r, "cuptiProfilerHostInitialize", err, errlen);
+    size_t n = strlen(err);
+    if (n < errlen)
+      snprintf(err + n, errlen - n, " for chip '%s': this CUPTI cannot configure PM sampling "
+                                    "for it", p->chip);
+    return rc == AG_HOST_ECUPTI ? AG_HOST_EUNSUPPORTED : rc;
+  }
+  p->host = hi.pHostObject;
+  CUpti_Profiler_Host_ConfigAddMetrics_Params am = {
+      .structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
+  am.pHostObject = p->host;
+  am.ppMetricNames = metric_names;
+  am.numMetrics = AG_PM_NMETRICS;
+  CP(p, cuptiProfilerHostConfigAddMetrics(&am));
+  CUpti_Profiler_Host_GetConfigImageSize_Params cs = {
+      .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
+  cs.pHostObject = p->host;
+  CP(p, cuptiProfilerHostGetConfigImageSize(&cs));
+  if (!(p->config = malloc(cs.configImageSize ? cs.configImageSize : 1))) {
+    ag__seterr(err, errlen, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  CUpti_Profiler_Host_GetConfigImage_Params ci = {
+      .structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
+  ci.pHostObject = p->host;
+  ci.configImageSize = cs.configImageSize;
+  ci.pConfigImage = p->config;
+  CP(p, cuptiProfilerHostGetConfigImage(&ci));
+  p->config_bytes = cs.configImageSize;
+  CUpti_Profiler_Host_GetNumOfPasses_Params np = {
+      .structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
+  np.configImageSize = p->config_bytes;
+  np.pConfigImage = p->config;
+  CP(p, cuptiProfilerHostGetNumOfPasses(&np));
+  p->passes = np.numOfPasses;
+  if (p->passes != 1) {
+    ag__seterr(err, errlen, "the PM sampler collects in one pass, and CUPTI schedules its %d "
+                            "metrics in %zu passes on %s",
+               AG_PM_NMETRICS, p->passes, p->chip);
+    return AG_HOST_EUNSUPPORTED;
+  }
+  return 0;
+}
+
+int ag_pms_host_check(const char *chip, size_t *config_bytes, size_t *passes, char *err,
+                      size_t errlen) {
+  *config_bytes = *passes = 0;
+  ag_pms *p = calloc(1, sizeof *p);
+  if (!p) {
+    ag__seterr(err, errlen, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  snprintf(p->chip, sizeof p->chip, "%s", chip);
+  int rc = load(p, err, errlen);
+  if (!rc)
+    rc = host_config(p, err, errlen);
+  *config_bytes = p->config_bytes;
+  *passes = p->passes;
+  ag_pms_close(p);
+  return rc;
+}
+
+/* The counter-data image, empty (at open, and after each decode that filled it). */
+static int init_image(ag_pms *p, char *err, size_t errlen) {
+  CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
+      .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+  di.pPmSamplingObject = p->obj;
+  di.counterDataSize = p->data_bytes;
+  di.pCounterData = p->data;
+  CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+  return 0;
+}
+
+static int open_device(ag_pms *p, char *err, size_t errlen) {
+  CUpti_Profiler_Initialize_Params pi = {
+      .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
+  CP(p, cuptiProfilerInitialize(&pi));
+  p->profiler = 1;
+  CUpti_Device_GetChipName_Params cn = {.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE};
+  cn.deviceIndex = (size_t)p->device;
+  CP(p, cuptiDeviceGetChipName(&cn));
+  snprintf(p->chip, sizeof p->chip, "%s", cn.pChipName ? cn.pChipName : "?");
+  /* the counters this device exposes now (before sampling is enabled) */
+  CUpti_PmSampling_GetCounterAvailability_Params ca = {
+      .structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE};
+  ca.deviceIndex = (size_t)p->device;
+  CP(p, cuptiPmSamplingGetCounterAvailability(&ca));
+  if (!(p->avail = calloc(1, ca.counterAvailabilityImageSize + 1))) {
+    ag__seterr(err, errlen, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  ca.pCounterAvailabilityImage = p->avail;
+  CP(p, cuptiPmSamplingGetCounterAvailability(&ca));
+  int rc = host_config(p, err, errlen);
+  if (rc)
+    return rc;
+  CUpti_PmSampling_Enable_Params en = {.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE};
+  en.deviceIndex = (size_t)p->device;
+  CP(p, cuptiPmSamplingEnable(&en));
+  p->obj = en.pPmSamplingObject;
+  p->enabled = 1;
+  CUpti_PmSampling_SetConfig_Params sc = {
+      .structSize = CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE};
+  sc.pPmSamplingObject = p->obj;
+  sc.configSize = p->config_bytes;
+  sc.pConfig = p->config;
+  sc.hardwareBufferSize = (size_t)p->hw_bytes;
+  sc.samplingInterval = p->interval_ns;
+  sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+  sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+  CP(p, cuptiPmSamplingSetConfig(&sc));
+  CUpti_PmSampling_GetCounterDataSize_Params ds = {
+      .structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE};
+  ds.pPmSamplingObject = p->obj;
+  ds.pMetricNames = metric_names;
+  ds.numMetrics = AG_PM_NMETRICS;
+  ds.maxSamples = CHUNK;
+  CP(p, cuptiPmSamplingGetCounterDataSize(&ds));
+  p->data_bytes = ds.counterDataSize;
+  if (!(p->data = malloc(p->data_bytes ? p->data_bytes : 1))) {
+    ag__seterr(err, errlen, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  if ((rc = init_image(p, err, errlen)))
+    return rc;
+  CUpti_PmSampling_Start_Params st = {.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE};
+  st.pPmSamplingObject = p->obj;
+  CP(p, cuptiPmSamplingStart(&st));
+  p->started = 1;
+  return 0;
+}
+
+int ag_pms_open(int device, ag_pms **out, char *err, size_t errlen) {
+  *out = NULL;
+  uint64_t interval, mb;
+  int rc;
+  if ((rc = env_u64("ARGUS_PM_INTERVAL", AG_PMS_DEFAULT_INTERVAL_NS, INTERVAL_MIN, INTERVAL_MAX,
+                    "of ns", &interval, err, errlen)) ||
+      (rc = env_u64("ARGUS_PM_BUFFER_MB", AG_PMS_DEFAULT_BUFFER_MB, 1, 16384, "of MiB", &mb, err,
+                    errlen)))
+    return rc;
+  ag_pms *p = calloc(1, sizeof *p);
+  if (!p) {
+    ag__seterr(err, errlen, "out of memory");
+    return AG_HOST_ENOMEM;
+  }
+  p->device = device;
+  p->interval_ns = interval;
+  p->hw_bytes = mb << 20;
+  if (!(rc = load(p, err, errlen)) && !(rc = open_device(p, err, errlen)))
+    *out = p;
+  else
+    ag_pms_close(p);
+  return rc;
+}
+
+static int push(ag_pms *p, const sample *s) {
+  if (p->ns == p->cap) {
+    size_t c = p->cap ? 2 * p->cap : 4096;
+    sample *n = realloc(p->s, c * sizeof *n);
+    if (!n)
+      return p->oom = 1, -1;
+    p->s = n;
+    p->cap = c;
+  }
+  p->s[p->ns++] = *s;
+  return 0;
+}
+
+/* Keeps the completed samples of the counter-data image; counts the rest. */
+static int take(ag_pms *p, int last, char *err, size_t errlen) {
+  CUpti_PmSampling_GetCounterDataInfo_Params ci = {
+      .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
+  ci.pCounterDataImage = p->data;
+  ci.counterDataImageSize = p->data_bytes;
+  CP(p, cuptiPmSamplingGetCounterDataInfo(&ci));
+  for (size_t i = 0; i < ci.numCompletedSamples; i++) {
+    CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
+        .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
+    si.pPmSamplingObject = p->obj;
+    si.pCounterDataImage = p->data;
+    si.counterDataImageSize = p->data_bytes;
+    si.sampleIndex = i;
+    CP(p, cuptiPmSamplingCounterDataGetSampleInfo(&si));
+    sample s;
+    memset(&s, 0, sizeof s);
+    s.t0 = si.startTimestamp;
+    s.t1 = si.endTimestamp;
+    if (!s.t0 || s.t1 <= s.t0) {
+      p->empty++;
+      continue;
+    }
+    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
+        .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
+    ev.pHostObject = p->host;
+    ev.pCounterDataImage = p->data;
+    ev.counterDataImageSize = p->data_bytes;
+    ev.rangeIndex = i;
+    ev.ppMetricNames = metric_names;
+    ev.numMetrics = AG_PM_NMETRICS;
+    ev.pMetricValues = s.v;
+    CP(p, cuptiProfilerHostEvaluateToGpuValues(&ev));
+    for (int m = 0; m < AG_PM_NMETRICS; m++)
+      if (!(s.v[m] >= 0)) { /* NaN or negative: counted, written as 0 */
+        s.v[m] = 0;
+        p->bad_values++;
+      }
+    if (push(p, &s)) {
+      ag__seterr(err, errlen, "out of memory keeping PM samples");
+      return AG_HOST_ENOMEM;
+    }
+  }
+  if (last && ci.numPopulatedSamples > ci.numCompletedSamples)
+    p->incomplete += ci.numPopulatedSamples - ci.numCompletedSamples;
+  return 0;
+}
+
+int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
+  if (p->started) {
+    CUpti_PmSampling_Stop_Params st = {.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
+    st.pPmSamplingObject = p->obj;
+    p->started = 0;
+    CP(p, cuptiPmSamplingStop(&st));
+  }
+  int rc;
+  for (;;) {
+    if (p->decodes >= MAX_DECODES) {
+      ag__seterr(err, errlen, "PM sampling: the hardware buffer still had records after %d "
+                              "decodes of %d samples",
+                 MAX_DECODES, CHUNK);
+      return AG_HOST_ECUPTI;
+    }
+    CUpti_PmSampling_DecodeData_Params dd = {
+        .structSize = CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE};
+    dd.pPmSamplingObject = p->obj;
+    dd.pCounterDataImage = p->data;
+    dd.counterDataImageSize = p->data_bytes;
+    CUptiResult r = p->cuptiPmSamplingDecodeData(&dd);
+    p->decodes++;
+    int overflow = dd.overflow || r == CUPTI_ERROR_OUT_OF_MEMORY;
+    p->overflow += (uint64_t)overflow;
+    if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_OUT_OF_MEMORY)
+      return cupti_fail(p, r, "cuptiPmSamplingDecodeData", err, errlen);
+    int full = r == CUPTI_SUCCESS &&
+               dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
+    if ((rc = take(p, !full, err, errlen)))
+      return rc;
+    if (!full)
+      return 0; /* the end of the records, an overflow, or CUPTI's other reason */
+    p->full++;
+    if ((rc = init_image(p, err, errlen)))
+      return rc;
+  }
+}
+
+size_t ag_pms_samples(const ag_pms *p) { return p ? p->ns : 0; }
+
+void ag_pms_json(const ag_pms *p, ag_jb *j) {
+  ag_jb_printf(j, "\"cupti_version\":%u,\"chip\":", p->version);
+  ag_jb_str(j, p->chip);
+  ag_jb_printf(j, ",\"trigger\":\"time\",\"interval_ns\":%llu,\"hw_buffer_bytes\":%llu,"
+                  "\"append\":\"keep_oldest\",\"samples_per_decode\":%d,"
+                  "\"counter_data_bytes\":%zu,\"config_bytes\":%zu,\"passes\":%zu,\"metrics\":[",
+               (unsigned long long)p->interval_ns, (unsigned long long)p->hw_bytes, CHUNK,
+               p->data_bytes, p->config_bytes, p->passes);
+  for (int m = 0; m < AG_PM_NMETRICS; m++)
+    ag_jb_printf(j, "%s\"%s\"", m ? "," : "", metric_names[m]);
+  ag_jb_printf(j, "],\"decodes\":%llu,\"counter_data_full\":%llu,\"overflow\":%llu,"
+                  "\"incomplete_samples\":%llu,\"empty_samples\":%llu,\"bad_values\":%llu,"
+                  "\"lost_samples\":%d,"
+                  "\"samples_total\":%zu,\"columns\":[\"start\",\"end\"",
+               (unsigned long long)p->decodes, (unsigned long long)p->full,
+               (unsigned long long)p->overflow, (unsigned long long)p->incomplete,
+               (unsigned long long)p->empty, (unsigned long long)p->bad_values, p->oom, p->ns);
+  for (int m = 0; m < AG_PM_NMETRICS; m++)
+    ag_jb_printf(j, ",\"%s\"", short_names[m]);
+  ag_jb_puts(j, "],\"samples\":[");
+  for (size_t i = 0; i < p->ns; i++) {
+    const sample *s = &p->s[i];
+    ag_jb_printf(j, "%s[%llu,%llu", i ? ",\n" : "\n", (unsigned long long)s->t0,
+                 (unsigned long long)s->t1);
+    for (int m = 0; m < AG_PM_NMETRICS; m++)
+      ag_jb_printf(j, ",%.10g", s->v[m]);
+    ag_jb_puts(j, "]");
+  }
+  ag_jb_puts(j, "]");
+}
+
+void ag_pms_close(ag_pms *p) {
+  if (!p)
+    return;
+  if (p->started) {
+    CUpti_PmSampling_Stop_Params st = {.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
+    st.pPmSamplingObject = p->obj;
+    p->cuptiPmSamplingStop(&st);
+  }
+  if (p->enabled) {
+    CUpti_PmSampling_Disable_Params d = {.structSize = CUpti_PmSampling_Disable_Params_STRUCT_SIZE};
+    d.pPmSamplingObject = p->obj;
+    p->cuptiPmSamplingDisable(&d);
+  }
+  if (p->host) {
+    CUpti_Profiler_Host_Deinitialize_Params hd = {
+        .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+    hd.pHostObject = p->host;
+    p->cuptiProfilerHostDeinitialize(&hd);
+  }
+  if (p->profiler) {
+    CUpti_Profiler_DeInitialize_Params pd = {
+        .structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
+    p->cuptiProfilerDeInitialize(&pd);
+  }
+  free(p->avail);
+  free(p->config);
+  free(p->data);
+  free(p->s);
+  free(p);
+}
