@@ -25,6 +25,7 @@
 
 #define CAT_FUNCS(X)                                                           \
   X(cuptiGetResultString)                                                      \
+  X(cuptiProfilerHostGetSupportedChips)                                        \
   X(cuptiProfilerHostInitialize)                                               \
   X(cuptiProfilerHostDeinitialize)                                             \
   X(cuptiProfilerHostGetBaseMetrics)                                           \
@@ -119,11 +120,27 @@ int ag_ctr_cat_open(void *lib, const char *chip, const uint8_t *avail, ag_ctr_ca
   ip.pCounterAvailabilityImage = avail;
   CUptiResult r = c->cuptiProfilerHostInitialize(&ip);
   if (r != CUPTI_SUCCESS) {
-    char call[128];
-    snprintf(call, sizeof call, "cuptiProfilerHostInitialize(chip '%s')", c->chip);
-    rc = fail(c, r, call, err, errlen);
-    if (r == CUPTI_ERROR_INVALID_PARAMETER)
-      rc = AG_HOST_EUNSUPPORTED; /* a chip this CUPTI does not know */
+    /* a chip this CUPTI does not know: say which it knows */
+    AG_CUPTI_PARAMS(CUpti_Profiler_Host_GetSupportedChips_Params, sc);
+    int known = 0;
+    char list[1024] = "";
+    size_t used = 0;
+    if (c->cuptiProfilerHostGetSupportedChips(&sc) == CUPTI_SUCCESS)
+      for (size_t i = 0; i < sc.numChips; i++) {
+        known |= !strcmp(sc.ppChipNames[i], c->chip);
+        if (used < sizeof list)
+          used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                   sc.ppChipNames[i]);
+      }
+    if (!known && used) {
+      ag__seterr(err, errlen, "this CUPTI does not know chip '%s' (it knows %s)", c->chip,
+                 list);
+      rc = AG_HOST_EUNSUPPORTED;
+    } else {
+      char call[128];
+      snprintf(call, sizeof call, "cuptiProfilerHostInitialize(chip '%s')", c->chip);
+      rc = fail(c, r, call, err, errlen);
+    }
     goto out;
   }
   c->host = ip.pHostObject;

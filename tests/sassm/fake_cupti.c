@@ -3,8 +3,9 @@
  * collector's failure paths (test_sass_metrics.c). cuptiSubscribe returns
  * FAKE_CUPTI_SUBSCRIBE (default 39, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_
  * SUPPORTED: another tool holds the subscriber); with 0 it succeeds and
- * cuptiProfilerInitialize returns 27 (CUPTI_ERROR_NOT_SUPPORTED). Every
- * other entry point the collector loads exists and fails (the activity and
+ * cuptiProfilerInitialize returns 27 (CUPTI_ERROR_NOT_SUPPORTED; it, the
+ * chip name and the range profiler are in fake_cupti_ctr.c). Every other
+ * entry point the collector loads exists and fails (the activity and
  * PC-sampling ones: see below).
  */
 #include <stdlib.h>
@@ -42,13 +43,6 @@ res cuptiUnsubscribe(void *h) {
   (void)h;
   return 0;
 }
-res cuptiProfilerInitialize(void *p);
-res cuptiProfilerInitialize(void *p) {
-  (void)p;
-  return 27;
-}
-FAIL_FN(cuptiProfilerDeInitialize)
-FAIL_FN(cuptiDeviceGetChipName)
 FAIL_FN(cuptiSassMetricsGetNumOfMetrics)
 FAIL_FN(cuptiSassMetricsGetMetrics)
 FAIL_FN(cuptiSassMetricsGetProperties)
