@@ -9,7 +9,9 @@
  *
  *   hw_harness [--module FILE] [--kernel stall_truth|collector]
  *       [--blocks B] [--threads T] [--spin N] [--n N] [--launches L]
- *       [--streams S] [--hold-cupti]
+ *       [--streams S] [--range NAME] [--hold-cupti]
+ * --range opens a user range around the launches (ag_host_range_push/pop:
+ * the hardware counters' ranges, docs/counters.md).
  * Prints "@ hw: ... host_us_per_launch X e2e_us_per_launch Y": the launch
  * loop's host time, and until every stream finished, per launch.
  * Exit 0: results match; 1: mismatch or error; 2: usage; 77: no GPU.
@@ -49,7 +51,7 @@ static double now_us(void) {
 }
 
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
-  const char *module = "hw_truth.cubin", *kernel = "stall_truth";
+  const char *module = "hw_truth.cubin", *kernel = "stall_truth", *range = NULL;
   int blocks = 132, threads = 256, spin = 50, n = 4096, launches = 1, nstreams = 1, hold = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -62,6 +64,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     else if (!strcmp(a, "--n") && more) n = atoi(argv[++i]);
     else if (!strcmp(a, "--launches") && more) launches = atoi(argv[++i]);
     else if (!strcmp(a, "--streams") && more) nstreams = atoi(argv[++i]);
+    else if (!strcmp(a, "--range") && more) range = argv[++i];
     else if (!strcmp(a, "--hold-cupti")) hold = 1;
     else {
       fprintf(stderr, "hw: unknown argument '%s'\n", a);
@@ -113,6 +116,10 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   void *args_s[] = {&dout, &din, &spin, &n};
   void *args_c[] = {&dout, &din};
   double t0 = now_us();
+  if (range && ag_host_range_push(host, range)) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    goto out;
+  }
   for (int l = 0; l < launches; l++)
     if (ag_host_launch(k, (ag_host_dim){(unsigned)blocks, 1, 1},
                        (ag_host_dim){(unsigned)threads, 1, 1}, 0, st[l % nstreams],
@@ -120,6 +127,10 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
       fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
       goto out;
     }
+  if (range && ag_host_range_pop(host)) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    goto out;
+  }
   double t1 = now_us();
   for (int s = 0; s < nstreams; s++)
     if (cuStreamSynchronize(st[s])) {
