@@ -432,6 +432,8 @@ static char *stack_path(const ag_ctr *c) {
 
 int ag_ctr_launch(ag_ctr *c, const char *kernel, const unsigned grid[3], const unsigned block[3],
                   long launch) {
+  if (!c->started) /* before the variant's load: CUPTI profiles nothing yet */
+    return 0;
   if (c->nlaunch == c->launch_cap) {
     size_t cap = c->launch_cap ? 2 * c->launch_cap : 64;
     ctr_launch *l = cap <= (size_t)1 << 20 ? realloc(c->launches, cap * sizeof *l) : NULL;
@@ -465,6 +467,12 @@ int ag_ctr_push(ag_ctr *c, const char *name, char *err, size_t errlen) {
   if (strchr(name, '/')) {
     ag__seterr(err, errlen, "ag_host_range_push('%s'): '/' separates nested ranges; a name "
                             "cannot hold one", name);
+    return AG_HOST_EINVAL;
+  }
+  if (c->user && !c->started) {
+    ag__seterr(err, errlen, "ag_host_range_push('%s') before the module's load: the profiler "
+                            "starts when the harness loads the module Argus replaces "
+                            "(ARGUS_COUNTERS_RANGE=user measures ranges opened after it)", name);
     return AG_HOST_EINVAL;
   }
   if (!(c->stack[c->depth] = strdup(name)))

@@ -291,8 +291,10 @@ json_t *ag_ctr_signal(const ag_ctr_ev *e) {
       snprintf(name, sizeof name, "(range %s)", g->name);
     else if (g->kernel && g->launch >= 0)
       snprintf(name, sizeof name, "(launch %ld %s)", g->launch, g->kernel);
-    else
-      snprintf(name, sizeof name, "(kernel %s %s)", g->name, g->kernel ? g->kernel : "?");
+    else if (g->kernel) /* a kernel of another module */
+      snprintf(name, sizeof name, "(range %s %s)", g->name, g->kernel);
+    else /* not matched to a launch */
+      snprintf(name, sizeof name, "(range %s)", g->name);
     json_t *vals = json_object();
     for (size_t k = 0; k < e->nmetrics; k++)
       json_object_set_new(vals, e->metrics[k].name, num(g->values[k]));

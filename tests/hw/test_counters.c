@@ -383,8 +383,9 @@ static void rm_dir(const char *dir) {
 }
 
 /* ops: 'o' push outer, 'i' push inner, 'p' pop, 'l' launch; then finish.
- * Returns the first failing call's code (ag_host_finish's last), the
- * message in why. */
+ * A leading 'x': first a module Argus does not replace, and a launch of
+ * its kernel before the variant's load. Returns the first failing call's
+ * code (ag_host_finish's last), the message in why. */
 static int host_run(const char *dir, const char *variant, const char *ops, char *why,
                     size_t n) {
   setenv("ARGUS_COLLECT", "counters", 1);
@@ -393,7 +394,17 @@ static int host_run(const char *dir, const char *variant, const char *ops, char 
   ag_host *h = NULL;
   ag_host_module *m = NULL;
   ag_host_kernel *k = NULL;
+  if (*ops == 'x') /* "init" stays the harness's */
+    setenv("ARGUS_MODULE", "module.cubin", 1);
   int rc = ag_host_open(&h);
+  if (!rc && *ops == 'x') {
+    ag_host_module *im = NULL;
+    ag_host_kernel *ik = NULL;
+    if (!(rc = ag_host_load_image(h, "fake init module", "init", &im)) &&
+        !(rc = ag_host_kernel_get(im, "kern", &ik)))
+      rc = ag_host_launch(ik, (ag_host_dim){1, 1, 1}, (ag_host_dim){32, 1, 1}, 0, NULL, NULL);
+    ops++;
+  }
   if (!rc)
     rc = ag_host_load(h, "module.cubin", &m);
   if (!rc)
@@ -407,6 +418,7 @@ static int host_run(const char *dir, const char *variant, const char *ops, char 
     rc = ag_host_finish(h);
   snprintf(why, n, "%s", ag_host_errmsg(h));
   ag_host_close(h);
+  unsetenv("ARGUS_MODULE");
   return rc;
 }
 
@@ -468,12 +480,22 @@ TEST(collector_fake) {
     CHECK_EQ_INT(json_integer_value(json_object_get(e->root, "launches_total")), 3);
   }
   ag_ctr_ev_free(e);
+  /* a kernel launched before the variant's load is not profiled, nor noted */
+  setenv("FAKE_CUPTI_RANGES", "3", 1);
+  CHECK_EQ_INT(host_run(dir, variant, "xlll", why, sizeof why), 0);
+  e = load_ctr(dir);
+  CHECK(e && e->matched && e->nranges == 3 && e->ranges[0].launch == 0);
+  CHECK(e && json_integer_value(json_object_get(e->root, "launches_noted")) == 3);
+  ag_ctr_ev_free(e);
   /* more ranges than launches: CUPTI saw kernels outside libargus_host */
   setenv("FAKE_CUPTI_RANGES", "4", 1);
   CHECK_EQ_INT(host_run(dir, variant, "lll", why, sizeof why), 0);
   e = load_ctr(dir);
   CHECK(e && !e->matched && e->nranges == 4 && !e->ranges[0].kernel);
   json_t *sig = e ? ag_ctr_signal(e) : NULL;
+  CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(json_object_get(sig, "ranges"),
+                                                                3), "name")),
+               "(range 3)");
   char *w = sig ? json_dumps(json_object_get(sig, "warnings"), 0) : NULL;
   CHECK_CONTAINS(w, "the ranges are not matched to launches");
   free(w);
@@ -576,6 +598,20 @@ TEST(failures) {
   CHECK_EQ_INT(ag_ctr_open(NULL, 0, dir, &c, err, sizeof err), 0);
   CHECK(c && ag_ctr_passes(c) == 10 && ag_ctr_ranges(c) == 0);
   ag_ctr_close(c);
+  /* user ranges open after the profiler starts (at the module's load) */
+  setenv("ARGUS_COUNTERS_RANGE", "user", 1);
+  CHECK_EQ_INT(ag_ctr_open(NULL, 0, dir, &c, err, sizeof err), 0);
+  if (c) {
+    CHECK_EQ_INT(ag_ctr_push(c, "early", err, sizeof err), AG_HOST_EINVAL);
+    CHECK_CONTAINS(err, "ag_host_range_push('early') before the module's load");
+    CHECK_EQ_INT(ag_ctr_begin(c, err, sizeof err), 0);
+    CHECK_EQ_INT(ag_ctr_push(c, "a/b", err, sizeof err), AG_HOST_EINVAL);
+    CHECK_CONTAINS(err, "'/' separates nested ranges");
+    CHECK_EQ_INT(ag_ctr_push(c, "late", err, sizeof err), 0);
+    CHECK_EQ_INT(ag_ctr_pop(c, err, sizeof err), 0);
+  }
+  ag_ctr_close(c);
+  unsetenv("ARGUS_COUNTERS_RANGE");
   clear_env();
   rm_dir(dir);
 }
