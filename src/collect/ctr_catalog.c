@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "argus/host.h"
+#include "ctr_default.h"
 #include "cupti_lib.h"
 #include "evwrite.h"
 
@@ -37,38 +38,9 @@
   X(cuptiProfilerHostGetNumOfPasses)                                           \
   X(cuptiProfilerHostEvaluateToGpuValues)
 
-/* Why each is here: docs/counters.md, "The default set". */
-const char *const ag_ctr_default[] = {
-    "gpu__time_duration.sum",
-    "sm__cycles_elapsed.avg.per_second",
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed_pipe_tensor_op_gmma.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "lts__t_bytes.sum",
-    "lts__t_sector_hit_rate.pct",
-    "l1tex__t_bytes.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "smsp__issue_active.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed.sum",
-    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
-    "dram__bytes.sum.peak_sustained",
-    "dram__cycles_elapsed.avg.per_second",
-    NULL,
-};
+#define AG__NAME(n) n,
+const char *const ag_ctr_default[] = {AG_CTR_DEFAULT_METRICS(AG__NAME) NULL};
+#undef AG__NAME
 
 struct ag_ctr_cat {
   void *lib;

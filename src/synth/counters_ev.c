@@ -9,7 +9,6 @@
 #include "argus/counters_ev.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +29,9 @@ typedef struct rd {
   ag_diags *diags;
 } rd;
 
-static int bad(rd *r, const char *fmt, ...) AG_PRINTF(2, 3);
-static int bad(rd *r, const char *fmt, ...) {
-  char msg[768];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  ag_diags_add(r->diags, AG_SEV_ERROR, r->path, 0, 0, NULL, 0, "%s", msg);
-  return AG_EPARSE;
-}
+/* A diagnostic naming the file; the decoder's error, AG_EPARSE. */
+#define BAD(r, ...)                                                            \
+  (ag_diags_add((r)->diags, AG_SEV_ERROR, (r)->path, 0, 0, NULL, 0, __VA_ARGS__), AG_EPARSE)
 
 static const char *str_of(const json_t *o, const char *k) {
   return json_string_value(json_object_get(o, k));
@@ -60,10 +52,10 @@ static int read_peaks(rd *r, ag_ctr_ev *e) {
   static const char *const k[] = {"sm_count",     "sm_clock_khz",      "mem_clock_khz",
                                   "mem_bus_bits", "fp32_lanes_per_sm", "fp64_lanes_per_sm"};
   if (!json_is_object(p))
-    return bad(r, "field 'peaks' (the device's figures from cuDeviceGetAttribute) is missing");
+    return BAD(r, "field 'peaks' (the device's figures from cuDeviceGetAttribute) is missing");
   for (int i = 0; i < 6; i++)
     if (int_of(p, k[i], &v[i]) || v[i] < 0)
-      return bad(r, "peaks: '%s' is missing or negative", k[i]);
+      return BAD(r, "peaks: '%s' is missing or negative", k[i]);
   json_t *cc = json_object_get(p, "cc");
   ag_ctr_peaks *pk = &e->peaks;
   pk->sm_count = (int)v[0], pk->sm_clock_khz = (int)v[1], pk->mem_clock_khz = (int)v[2];
@@ -80,22 +72,22 @@ static int read_peaks(rd *r, ag_ctr_ev *e) {
 static int read_all(rd *r, ag_ctr_ev *e) {
   const char *fmt = str_of(e->root, "format");
   if (!fmt || strcmp(fmt, "argus-counters"))
-    return bad(r, "not hardware-counter evidence (format is not \"argus-counters\")");
+    return BAD(r, "not hardware-counter evidence (format is not \"argus-counters\")");
   long v = 0;
   if (int_of(e->root, "version", &v) || v != 1)
-    return bad(r, "hardware-counter evidence version %ld: this argus reads version 1", v);
+    return BAD(r, "hardware-counter evidence version %ld: this argus reads version 1", v);
   e->variant_id = json_string_value(json_object_get(json_object_get(e->root, "variant"), "id"));
   e->synthetic = str_of(e->root, "synthetic");
   if (!(e->chip = str_of(e->root, "chip")))
-    return bad(r, "field 'chip' is missing");
+    return BAD(r, "field 'chip' is missing");
   e->range_mode = str_of(e->root, "range_mode");
   e->replay = str_of(e->root, "replay");
   if (!e->range_mode || (strcmp(e->range_mode, "auto") && strcmp(e->range_mode, "user")))
-    return bad(r, "field 'range_mode' is neither \"auto\" nor \"user\"");
+    return BAD(r, "field 'range_mode' is neither \"auto\" nor \"user\"");
   if (int_of(e->root, "passes", &e->passes) || e->passes < 1)
-    return bad(r, "field 'passes' (the replay passes, >= 1) is missing");
+    return BAD(r, "field 'passes' (the replay passes, >= 1) is missing");
   if (int_of(e->root, "dropped_ranges", &e->dropped_ranges) || e->dropped_ranges < 0)
-    return bad(r, "field 'dropped_ranges' is missing");
+    return BAD(r, "field 'dropped_ranges' is missing");
   if (int_of(e->root, "harness_runs", &e->harness_runs))
     e->harness_runs = 1;
   e->matched = json_is_true(json_object_get(e->root, "matched"));
@@ -105,23 +97,23 @@ static int read_all(rd *r, ag_ctr_ev *e) {
   json_t *ms = json_object_get(e->root, "metrics"), *o;
   size_t i;
   if (!json_is_array(ms) || !json_array_size(ms))
-    return bad(r, "field 'metrics' is missing or empty");
+    return BAD(r, "field 'metrics' is missing or empty");
   e->nmetrics = json_array_size(ms);
   if (!(e->metrics = ag_calloc(e->nmetrics, sizeof *e->metrics)))
     return AG_ENOMEM;
   json_array_foreach(ms, i, o) {
     ag_ctr_metric_ev *m = &e->metrics[i];
     if (!(m->name = str_of(o, "name")) || !(m->unit = str_of(o, "unit")))
-      return bad(r, "metrics[%zu]: needs 'name' and 'unit'", i);
+      return BAD(r, "metrics[%zu]: needs 'name' and 'unit'", i);
     for (size_t k = 0; k < i; k++)
       if (!strcmp(e->metrics[k].name, m->name))
-        return bad(r, "metrics[%zu]: '%s' is listed twice", i, m->name);
+        return BAD(r, "metrics[%zu]: '%s' is listed twice", i, m->name);
     m->type = str_of(o, "type");
     m->description = str_of(o, "description");
   }
   json_t *rs = json_object_get(e->root, "ranges");
   if (!json_is_array(rs))
-    return bad(r, "field 'ranges' is missing or not an array");
+    return BAD(r, "field 'ranges' is missing or not an array");
   e->nranges = json_array_size(rs);
   if (!(e->ranges = ag_calloc(e->nranges + 1, sizeof *e->ranges)))
     return AG_ENOMEM;
@@ -129,9 +121,9 @@ static int read_all(rd *r, ag_ctr_ev *e) {
     ag_ctr_range_ev *g = &e->ranges[i];
     json_t *vals = json_object_get(o, "values");
     if (!(g->name = str_of(o, "name")))
-      return bad(r, "ranges[%zu]: no 'name'", i);
+      return BAD(r, "ranges[%zu]: no 'name'", i);
     if (!json_is_array(vals) || json_array_size(vals) != e->nmetrics)
-      return bad(r, "ranges[%zu]: 'values' has %zu entries for %zu metrics", i,
+      return BAD(r, "ranges[%zu]: 'values' has %zu entries for %zu metrics", i,
                  json_array_size(vals), e->nmetrics);
     g->kernel = str_of(o, "kernel");
     g->user_range = str_of(o, "user_range");
@@ -142,29 +134,25 @@ static int read_all(rd *r, ag_ctr_ev *e) {
     for (size_t k = 0; k < e->nmetrics; k++) {
       json_t *x = json_array_get(vals, k);
       if (!json_is_number(x) && !json_is_null(x))
-        return bad(r, "ranges[%zu]: value %zu (%s) is not a number", i, k, e->metrics[k].name);
+        return BAD(r, "ranges[%zu]: value %zu (%s) is not a number", i, k, e->metrics[k].name);
       g->values[k] = json_is_number(x) ? json_number_value(x) : NAN;
     }
   }
   return 0;
 }
 
+/* The file `path` (data NULL) or the bytes data[0..len) named `path`. */
 static int load(const char *path, const void *data, size_t len, ag_diags *diags,
                 ag_ctr_ev **out) {
-  *out = NULL;
   rd r = {path, diags};
   ag_ctr_ev *e = ag_calloc(1, sizeof *e);
-  if (!e)
-    return AG_ENOMEM;
-  int rc = ag_json_load_doc(path, data, len, "hardware-counter evidence", diags, &e->root);
-  if (!rc)
-    rc = json_is_object(e->root) ? read_all(&r, e) : bad(&r, "not a JSON object");
-  if (rc) {
+  int rc = !e ? AG_ENOMEM
+              : ag_json_load_doc(path, data, len, "hardware-counter evidence", diags, &e->root);
+  rc = rc ? rc : !json_is_object(e->root) ? BAD(&r, "not a JSON object") : read_all(&r, e);
+  *out = rc ? NULL : e;
+  if (rc)
     ag_ctr_ev_free(e);
-    return rc;
-  }
-  *out = e;
-  return 0;
+  return rc;
 }
 
 int ag_ctr_ev_load(const char *path, ag_diags *diags, ag_ctr_ev **out) {
@@ -173,8 +161,7 @@ int ag_ctr_ev_load(const char *path, ag_diags *diags, ag_ctr_ev **out) {
 
 int ag_ctr_ev_load_mem(const void *data, size_t len, const char *name, ag_diags *diags,
                        ag_ctr_ev **out) {
-  static const char empty[1] = "";
-  return load(name, len ? data : empty, len, diags, out);
+  return load(name, len ? data : "", len, diags, out);
 }
 
 void ag_ctr_ev_free(ag_ctr_ev *e) {

@@ -43,6 +43,7 @@
 #include "check.h"
 #include "counters.h"
 #include "ctr_catalog.h"
+#include "hw_util.h"
 
 #define CHECK_NEAR(a, b, rel)                                                  \
   do {                                                                         \
@@ -55,19 +56,6 @@
     }                                                                          \
   } while (0)
 
-static char *data_path(const char *name) {
-  const char *src = getenv("ARGUS_SOURCE_DIR");
-  ag_str p = {0};
-  ag_str_printf(&p, "%s/tests/data/evidence/%s", src ? src : ".", name);
-  return ag_str_detach(&p);
-}
-
-static void print_diags(ag_diags *d) {
-  ag_str msg = {0};
-  ag_diags_format(d, &msg);
-  fprintf(stderr, "%s", msg.p ? msg.p : "");
-  ag_str_release(&msg);
-}
 
 /* ------------------------------------------------------------ catalog */
 
@@ -176,13 +164,13 @@ static double rf(json_t *r, const char *k) {
 }
 
 TEST(synthetic) {
-  char *p = data_path("counters.synthetic.json");
+  char *p = hw_data_path("counters.synthetic.json");
   ag_diags d;
   ag_diags_init(&d);
   ag_ctr_ev *e = NULL;
   int rc = ag_ctr_ev_load(p, &d, &e);
   if (rc)
-    print_diags(&d);
+    hw_print_diags(&d);
   CHECK_EQ_INT(rc, 0);
   ag_diags_release(&d);
   ag_free(p);
@@ -422,18 +410,6 @@ static int host_run(const char *dir, const char *variant, const char *ops, char 
   return rc;
 }
 
-static ag_ctr_ev *load_ctr(const char *dir) {
-  char p[1200];
-  snprintf(p, sizeof p, "%s/%s", dir, AG_CTR_FILE);
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_ctr_ev *e = NULL;
-  if (ag_ctr_ev_load(p, &d, &e))
-    print_diags(&d);
-  ag_diags_release(&d);
-  return e;
-}
-
 TEST(collector_fake) {
   char dir[64], variant[128], why[1200];
   scratch(dir, variant, sizeof variant);
@@ -444,7 +420,7 @@ TEST(collector_fake) {
   if (rc)
     fprintf(stderr, "%s\n", why);
   CHECK_EQ_INT(rc, 0);
-  ag_ctr_ev *e = load_ctr(dir);
+  ag_ctr_ev *e = hw_ctr_load(dir);
   CHECK(e != NULL);
   if (e) {
     /* the default set, then the named metric (the other was in the set) */
@@ -483,14 +459,14 @@ TEST(collector_fake) {
   /* a kernel launched before the variant's load is not profiled, nor noted */
   setenv("FAKE_CUPTI_RANGES", "3", 1);
   CHECK_EQ_INT(host_run(dir, variant, "xlll", why, sizeof why), 0);
-  e = load_ctr(dir);
+  e = hw_ctr_load(dir);
   CHECK(e && e->matched && e->nranges == 3 && e->ranges[0].launch == 0);
   CHECK(e && json_integer_value(json_object_get(e->root, "launches_noted")) == 3);
   ag_ctr_ev_free(e);
   /* more ranges than launches: CUPTI saw kernels outside libargus_host */
   setenv("FAKE_CUPTI_RANGES", "4", 1);
   CHECK_EQ_INT(host_run(dir, variant, "lll", why, sizeof why), 0);
-  e = load_ctr(dir);
+  e = hw_ctr_load(dir);
   CHECK(e && !e->matched && e->nranges == 4 && !e->ranges[0].kernel);
   json_t *sig = e ? ag_ctr_signal(e) : NULL;
   CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(json_object_get(sig, "ranges"),
@@ -505,7 +481,7 @@ TEST(collector_fake) {
   setenv("ARGUS_COUNTERS_MAX_RANGES", "2", 1);
   setenv("FAKE_CUPTI_RANGES", "3", 1);
   CHECK_EQ_INT(host_run(dir, variant, "lll", why, sizeof why), 0);
-  e = load_ctr(dir);
+  e = hw_ctr_load(dir);
   CHECK(e && e->dropped_ranges == 1 && e->nranges == 2 && e->matched);
   ag_ctr_ev_free(e);
   unsetenv("ARGUS_COUNTERS_MAX_RANGES");
@@ -625,13 +601,7 @@ TEST(replay) {
   setenv("FAKE_CUPTI_PASSES", "3", 1);
   const char *argv[] = {FAKE_HARNESS, "ranges", "module.cubin", NULL};
   ag_trace_run_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.cubin_path = variant;
-  o.out_dir = dir;
-  o.device = -1;
-  o.timeout_s = 60;
-  o.collect = "counters";
+  hw_ctr_opts(&o, argv, variant, dir);
   o.counters_range = "user";
   o.counters_metrics = "lts__t_sectors.sum";
   /* a state file of another metric set is refused, not continued */
@@ -668,7 +638,7 @@ TEST(replay) {
   CHECK_EQ_INT(rc, 0);
   CHECK(res.evidence_path && strstr(res.evidence_path, AG_CTR_FILE));
   CHECK(access(rp, F_OK) != 0); /* the pass state is spent */
-  ag_ctr_ev *e = load_ctr(dir);
+  ag_ctr_ev *e = hw_ctr_load(dir);
   CHECK(e != NULL);
   if (e) {
     CHECK_EQ_STR(e->range_mode, "user");
@@ -693,7 +663,7 @@ TEST(replay) {
   setenv("FAKE_CUPTI_PASSES", "1", 1);
   ag_str_clear(&why);
   CHECK_EQ_INT(ag_trace_run(&o, &res, &why), 0);
-  e = load_ctr(dir);
+  e = hw_ctr_load(dir);
   CHECK(e && e->harness_runs == 1 && e->passes == 1);
   ag_ctr_ev_free(e);
   ag_trace_run_result_release(&res);

@@ -40,22 +40,6 @@
 
 #define FFMA_PER_THREAD (8.0 * 2048)
 
-static ag_ctr_ev *load(const char *dir) {
-  char p[1200];
-  snprintf(p, sizeof p, "%s/counters.json", dir);
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_ctr_ev *e = NULL;
-  if (ag_ctr_ev_load(p, &d, &e)) {
-    ag_str m = AG_STR_INIT;
-    ag_diags_format(&d, &m);
-    fprintf(stderr, "%s", ag_str_cstr(&m));
-    ag_str_release(&m);
-  }
-  ag_diags_release(&d);
-  return e;
-}
-
 static double v(const ag_ctr_ev *e, const char *m) { return ag_ctr_ev_value(e, 0, m); }
 
 TEST(counters_auto) {
@@ -86,7 +70,7 @@ TEST(counters_auto) {
   char p[1200];
   snprintf(p, sizeof p, "%s/counters.json", dir);
   evidence_out(p, "collector.counters.json");
-  ag_ctr_ev *e = load(dir);
+  ag_ctr_ev *e = hw_ctr_load(dir);
   CHECK(e != NULL);
   if (!e)
     return;
@@ -151,14 +135,8 @@ TEST(counters_user) {
   const char *argv[] = {HW_HARNESS, "--module", ATTRIB_TRUTH_CUBIN, "--kernel", "collector",
                         "--blocks", "1024", "--threads", "256", "--range", "phase", NULL};
   ag_trace_run_opts o;
-  memset(&o, 0, sizeof o);
-  o.argv = argv;
-  o.cubin_path = ATTRIB_TRUTH_CUBIN;
+  hw_ctr_opts(&o, argv, ATTRIB_TRUTH_CUBIN, dir);
   o.variant_id = "collector";
-  o.out_dir = dir;
-  o.device = -1;
-  o.timeout_s = 300;
-  o.collect = "counters";
   o.counters_range = "user";
   ag_trace_run_result res;
   ag_str why = AG_STR_INIT;
@@ -170,7 +148,7 @@ TEST(counters_user) {
   if (res.evidence_path)
     evidence_out(res.evidence_path, "collector.counters.user.json");
   ag_trace_run_result_release(&res);
-  ag_ctr_ev *e = rc ? NULL : load(dir);
+  ag_ctr_ev *e = rc ? NULL : hw_ctr_load(dir);
   if (!e)
     return;
   printf("user ranges: %ld passes, %ld harness runs\n", e->passes, e->harness_runs);

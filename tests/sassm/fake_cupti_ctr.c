@@ -29,42 +29,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/collect/ctr_default.h"
+
 static int env_int(const char *k, int dflt) {
   const char *e = getenv(k);
   return e && *e ? atoi(e) : dflt;
 }
 
-static const char *const known[] = {
-    "gpu__time_duration.sum",
-    "sm__cycles_elapsed.avg.per_second",
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed_pipe_tensor_op_gmma.sum",
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "lts__t_bytes.sum",
-    "lts__t_sector_hit_rate.pct",
-    "l1tex__t_bytes.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "smsp__issue_active.avg.pct_of_peak_sustained_active",
-    "sm__inst_executed.sum",
-    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
-    "dram__bytes.sum.peak_sustained",
-    "dram__cycles_elapsed.avg.per_second",
-    "lts__t_sectors.sum",
-};
+#define NAME(n) n,
+static const char *const known[] = {AG_CTR_DEFAULT_METRICS(NAME) "lts__t_sectors.sum"};
+#undef NAME
 #define NKNOWN (sizeof known / sizeof known[0])
 
 static int is_known(const char *n) {
