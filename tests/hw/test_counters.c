@@ -319,11 +319,25 @@ TEST(bad_evidence) {
           "ranges[0]: 'values' has 2 entries for 1 metrics");
   bad_ctr(HEAD MODE PEAKS MET "\"ranges\":[{\"name\":\"0\",\"values\":[\"x\"]}]}",
           "ranges[0]: value 0 (gpu__time_duration.sum) is not a number");
-  /* a minimal good one: a null value is a NaN, not a zero */
-  const char *ok = HEAD MODE PEAKS MET "\"ranges\":[{\"name\":\"0\",\"values\":[null]}]}";
+  /* only counters add up over a user range's launches: a throughput (even
+   * under a .sum rollup) does not */
+  const char *two = HEAD MODE PEAKS "\"metrics\":[{\"name\":\"gpu__time_duration.sum\","
+                    "\"type\":\"counter\",\"unit\":\"nanosecond\"},{\"name\":"
+                    "\"sm__throughput.sum\",\"type\":\"throughput\",\"unit\":\"percent\"}],"
+                    "\"ranges\":[{\"name\":\"0\",\"user_range\":\"u\",\"values\":[10,40]},"
+                    "{\"name\":\"1\",\"user_range\":\"u\",\"values\":[20,50]}]}";
   ag_diags d;
   ag_diags_init(&d);
   ag_ctr_ev *e = NULL;
+  CHECK_EQ_INT(ag_ctr_ev_load_mem(two, strlen(two), "two.json", &d, &e), 0);
+  json_t *sig = e ? ag_ctr_signal(e) : NULL;
+  json_t *sums = json_object_get(json_array_get(json_object_get(sig, "user_ranges"), 0), "sums");
+  CHECK(json_number_value(json_object_get(sums, "gpu__time_duration.sum")) == 30.0);
+  CHECK(json_object_get(sums, "sm__throughput.sum") == NULL);
+  json_decref(sig);
+  ag_ctr_ev_free(e);
+  /* a minimal good one: a null value is a NaN, not a zero */
+  const char *ok = HEAD MODE PEAKS MET "\"ranges\":[{\"name\":\"0\",\"values\":[null]}]}";
   CHECK_EQ_INT(ag_ctr_ev_load_mem(ok, strlen(ok), "ok.json", &d, &e), 0);
   CHECK(e && isnan(e->ranges[0].values[0]) && e->ranges[0].launch == -1);
   ag_ctr_ev_free(e);
