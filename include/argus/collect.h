@@ -148,17 +148,22 @@ typedef struct ag_trace_run_opts {
                                "time", "map" (a mapping variant's counters, every launch
                                timed), "sass" (CUPTI SASS metrics), "system" (CUPTI
                                activity beside the timing run), "stalls" (CUPTI PC
-                               sampling) or "pm" (CUPTI PM sampling beside the timing
-                               run: docs/throughput.md); NULL: "time" when
+                               sampling), "pm" (CUPTI PM sampling beside the timing
+                               run: docs/throughput.md) or "counters" (CUPTI's range
+                               profiler: hardware counters); NULL: "time" when
                                time_only, else "trace". The evidence is the file that
                                collection writes (ag_trace_run_evidence_file) */
+  const char *counters_metrics; /* ARGUS_COUNTERS_METRICS: metrics the counters collection
+                                   reads beside its default set (comma list), or NULL */
+  const char *counters_range;   /* ARGUS_COUNTERS_RANGE: "auto" (a range per launch) or
+                                   "user" (the harness's ranges), or NULL: auto */
 } ag_trace_run_opts;
 
 /* The collection a run makes (o->collect, or its default) and the name of
  * the evidence file it writes in out_dir: "evidence.agev" (trace),
  * "timing.json" (time), "map_counts.json" (map), "sass_metrics.json"
- * (sass), "system.json" (system), "stalls.json" (stalls), "pm.json" (pm);
- * NULL for a collection the host runtime does not know. */
+ * (sass), "system.json" (system), "stalls.json" (stalls), "pm.json" (pm),
+ * "counters.json" (counters); NULL for a collection the host runtime does not know. */
 const char *ag_trace_run_collect(const ag_trace_run_opts *o);
 const char *ag_trace_run_evidence_file(const char *collect);
 
@@ -169,12 +174,27 @@ typedef struct ag_trace_run_result {
   char *timing_path;   /* the kernel times (AG_EV_TIMING_FILE; owned), or NULL */
 } ag_trace_run_result;
 
-/* Runs the harness once under Argus (ARGUS_COLLECT=trace) with a timeout.
- * Fails with a message in *why (the exit status or signal, a timeout, the
- * host runtime's own error, or a missing evidence file) and AG_ECHILD /
- * AG_ETIMEOUT / AG_ECUDA; never leaves a partial evidence file. */
+/* Runs the harness once under Argus (ARGUS_COLLECT=trace) with a timeout
+ * (the hardware counters of user ranges: once per replay pass, while a run
+ * leaves counters.next; docs/counters.md). Fails with a message in *why
+ * (the exit status or signal, a timeout, the host runtime's own error, or a
+ * missing evidence file) and AG_ECHILD / AG_ETIMEOUT / AG_ECUDA; never
+ * leaves a partial evidence file. */
 int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *why);
 void ag_trace_run_result_release(ag_trace_run_result *r);
+
+/* ------------------------------------------------- hardware counters */
+
+/* Checks hardware-counter metric names (a comma list, NULL: none) against
+ * the chip's metric list through CUPTI's profiler host API, which needs no
+ * GPU (docs/counters.md), and configures them with the default set: 0 and
+ * the replay passes the set needs in *passes when every name is a
+ * collectable metric of the chip; AG_EINVAL with one line per unknown name
+ * and its closest names in *why; AG_ENODEV (the reason in *why) when this
+ * machine's CUPTI cannot list the chip's metrics: the collector checks the
+ * names again on the GPU. chip NULL: $ARGUS_COUNTERS_CHIP, else GH100
+ * (Hopper, what Argus targets). */
+int ag_counters_check(const char *chip, const char *names, size_t *passes, ag_str *why);
 
 /* --------------------------------------- the multi-variant GPU worker */
 

@@ -20,7 +20,9 @@
  *   into timing.json; ARGUS_COLLECT=time does only that, on the trace-free
  *   build (docs/tracing.md, "Perturbation"). ARGUS_COLLECT=sass counts every
  *   SASS instruction of the variant with CUPTI instead and writes
- *   sass_metrics.json (docs/sass-metrics.md).
+ *   sass_metrics.json (docs/sass-metrics.md); ARGUS_COLLECT=counters reads
+ *   the hardware counters of every launch (CUPTI's range profiler) into
+ *   counters.json (docs/counters.md).
  *
  * libargus_host depends on libc alone: the driver (libcuda.so.1) is opened at
  * run time, so a harness starts on a machine without a GPU and gets
@@ -105,6 +107,16 @@ void *ag_host_kernel_cufunction(ag_host_kernel *k);
  * first ARGUS_TRACE_LAUNCHES of them after ARGUS_TRACE_SKIP are recorded. */
 int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
                    unsigned shared_bytes, void *stream, void **args);
+
+/* A named range of the harness's own (docs/counters.md): under Argus's
+ * hardware-counter collection (ARGUS_COLLECT=counters) the launches between
+ * ag_host_range_push and its ag_host_range_pop are labelled with the range
+ * ("outer/inner" when nested), or, with ARGUS_COUNTERS_RANGE=user, measured
+ * as one range (the outermost level). Outside that collection, and outside
+ * Argus, both do nothing and return 0. A name holds no '/'; a pop without a
+ * push, or a range still open at ag_host_finish, is AG_HOST_EINVAL. */
+int ag_host_range_push(ag_host *h, const char *name);
+int ag_host_range_pop(ag_host *h);
 
 /* Waits for all work on the context (cuCtxSynchronize). */
 int ag_host_sync(ag_host *h);

@@ -31,6 +31,9 @@ typedef struct ag_observe_opts {
   const char *launches;      /* --launches SPEC (ag_launch_sel_parse); NULL: the default */
   const char *trace_regions; /* --trace R,...: the traced variant probes only these regions
                                 and their subtrees; NULL: every region */
+  const char *metrics;       /* --metrics a,b: hardware counters read beside hw_counters'
+                                default set (docs/counters.md); NULL: the default set */
+  const char *counter_ranges; /* --counter-ranges auto|user: hw_counters' ranges; NULL: auto */
   ag_progress_fn progress;
   void *progress_ud;
 } ag_observe_opts;

@@ -9,7 +9,7 @@
 
 #include "argus/collect.h"
 
-#define AG__RUN_ENV_MAX 14
+#define AG__RUN_ENV_MAX 16
 
 /* The "K=V" environment of a run (ARGUS_COLLECT, ARGUS_OUT, ...) into e[0..n). */
 int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n);

@@ -11,6 +11,10 @@
 
 #include <stddef.h>
 
+/* A CUPTI profiler parameter struct `v` of type T, zeroed, its structSize
+ * set (the cupti_profiler_*.h and cupti_range_profiler.h convention). */
+#define AG_CUPTI_PARAMS(T, v) T v = {.structSize = T##_STRUCT_SIZE}
+
 /* The CUPTI library: ARGUS_LIBCUPTI when set (only that one), else
  * libcupti.so.13, libcupti.so and the toolkit's copies. NULL (the reason
  * in err) when none loads. */

@@ -10,7 +10,8 @@
  * ordered on the launch's stream, from pinned memory, so recording adds no
  * host synchronization. ag_host_finish copies everything out and writes the
  * evidence file with evwrite.c. ARGUS_COLLECT=sass hands the variant to the
- * CUPTI SASS-metrics collector (sass_metrics.c) instead.
+ * CUPTI SASS-metrics collector (sass_metrics.c) instead; =stalls to PC
+ * sampling (pcsamp.c); =counters to the range profiler (counters.c).
  *
  * The driver is opened with dlopen, so this library depends on libc alone
  * and a harness starts on a machine without a GPU (AG_HOST_ENODEV). Every
@@ -41,6 +42,7 @@
 #include "activity.h"
 #include "pcsamp.h"
 #include "pmsamp.h"
+#include "counters.h"
 #include "map_bind.h"
 
 /* ------------------------------------------------------------ the driver */
@@ -187,7 +189,8 @@ struct ag_host {
 
   /* Argus collect configuration (from the environment) */
   int collect; /* 0: outside Argus; 1: trace; 2: time (the trace-free variant, or a
-                  mapping variant under ARGUS_COLLECT=map); 3: sass */
+                  mapping variant under ARGUS_COLLECT=map); 3: sass; 4: stalls;
+                  5: counters */
   int map_only; /* ARGUS_COLLECT=map: the variant must be a mapping variant */
   ag_sassm *sassm; /* ARGUS_COLLECT=sass: the SASS-metrics collector (sass_metrics.c) */
   int want_act;  /* ARGUS_COLLECT=system, or ARGUS_ACTIVITY=1 beside trace/time */
@@ -195,6 +198,7 @@ struct ag_host {
   ag_pcs *pcs;   /* ARGUS_COLLECT=stalls (collect 4): PC sampling (pcsamp.c) */
   int want_pm;   /* ARGUS_COLLECT=pm, or ARGUS_PM=1 beside trace/time */
   ag_pms *pms;   /* PM sampling (pmsamp.c): pm.json */
+  ag_ctr *ctr;   /* ARGUS_COLLECT=counters (collect 5): the range profiler (counters.c) */
   const char *out_dir, *variant, *variant_id, *module_match, *sites_path;
   uint32_t cap, max_launches, skip;
   uint64_t budget;
@@ -333,9 +337,9 @@ static int read_env(ag_host *h) {
     return 0;
   if (strcmp(c, "trace") != 0 && strcmp(c, "time") != 0 && strcmp(c, "sass") != 0 &&
       strcmp(c, "map") != 0 && strcmp(c, "system") != 0 && strcmp(c, "stalls") != 0 &&
-      strcmp(c, "pm") != 0) {
+      strcmp(c, "pm") != 0 && strcmp(c, "counters") != 0) {
     setmsg(h, "ARGUS_COLLECT='%s' is not a collection this host runtime knows "
-              "(known: trace, time, map, sass, system, stalls, pm)", c);
+              "(known: trace, time, map, sass, system, stalls, pm, counters)", c);
     return AG_HOST_EUNSUPPORTED;
   }
   /* map: a mapping variant's counters, its launches timed as in a timing run;
@@ -344,7 +348,7 @@ static int read_env(ag_host *h) {
   h->collect = !strcmp(c, "trace") ? 1
                : !strcmp(c, "time") || h->map_only || !strcmp(c, "system") || !strcmp(c, "pm")
                    ? 2
-               : !strcmp(c, "sass") ? 3 : 4;
+               : !strcmp(c, "sass") ? 3 : !strcmp(c, "stalls") ? 4 : 5;
   const char *act = env("ARGUS_ACTIVITY");
   h->want_act = !strcmp(c, "system") || (act && !strcmp(act, "1") && h->collect <= 2);
   /* pm: the timing run with PM sampling beside it (docs/throughput.md) */
@@ -570,12 +574,29 @@ int ag_host_open(ag_host **out) {
     h->finished = 1;
     return fail(h, rc);
   }
+  if (h->collect == 5 &&
+      (rc = ag_ctr_open(h->ctx, h->device, h->out_dir, &h->ctr, h->msg, sizeof h->msg))) {
+    h->finished = 1;
+    return fail(h, rc);
+  }
   return 0;
 }
 
 const char *ag_host_errmsg(const ag_host *h) { return h ? h->msg : "out of memory"; }
 int ag_host_under_argus(const ag_host *h) { return h && h->collect; }
 int ag_host_device(const ag_host *h) { return h ? h->device : -1; }
+
+int ag_host_range_push(ag_host *h, const char *name) {
+  if (!h || !h->ctr)
+    return 0; /* outside ARGUS_COLLECT=counters: nothing to measure */
+  return fail(h, ag_ctr_push(h->ctr, name, h->msg, sizeof h->msg));
+}
+
+int ag_host_range_pop(ag_host *h) {
+  if (!h || !h->ctr)
+    return 0;
+  return fail(h, ag_ctr_pop(h->ctr, h->msg, sizeof h->msg));
+}
 
 /* host.c's driver, as the mapping run's binding calls it */
 static ag__map_cu map_cu(const ag_host *h) {
@@ -614,6 +635,7 @@ void ag_host_close(ag_host *h) {
   ag_sassm_close(h->sassm); /* before the context goes */
   ag_pcs_close(h->pcs);
   ag_pms_close(h->pms);
+  ag_ctr_close(h->ctr);
   ag_act_close(h->act);
   if (h->ok) {
     if (h->pool)
@@ -768,6 +790,9 @@ static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
   if (rc == 0 && h->pcs &&
       ((rc = ag_pcs_cubin(h->pcs, data, len, h->msg, sizeof h->msg)) ||
        (rc = ag_pcs_begin(h->pcs, h->msg, sizeof h->msg))))
+    *out = NULL;
+  /* the range profiler: started before the variant's first launch */
+  if (rc == 0 && h->ctr && (rc = ag_ctr_begin(h->ctr, h->msg, sizeof h->msg)))
     *out = NULL;
   free(data);
   if (rc == 0) {
@@ -1371,7 +1396,8 @@ static int close_gate(ag_host *h, void *stream) {
      * may replay the kernel inside cuLaunchKernel, before the host opens the
      * gate: the stream would wait forever */
     const char *inj = getenv("CUDA_INJECTION64_PATH");
-    if ((inj && *inj) || h->collect >= 3) { /* CUPTI patches (or samples) inside the launch call too */
+    /* CUPTI patches, samples or replays inside the launch call too */
+    if ((inj && *inj) || h->collect >= 3) {
       h->gate_state = -2;
       return 0;
     }
@@ -1419,6 +1445,11 @@ int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
       return fail(h, rc);
     if (lt)
       lt->why = why;
+  }
+  /* the range profiler's auto range i is the i-th kernel launched */
+  if (h->ctr) {
+    unsigned g3[3] = {grid.x, grid.y, grid.z}, b3[3] = {block.x, block.y, block.z};
+    ag_ctr_launch(h->ctr, k->name, g3, b3, k->mod->variant ? (long)idx : -1);
   }
   /* after the descriptor's copies, behind the gate: the events hold the kernel */
   int gated = lt && close_gate(h, stream);
@@ -1792,6 +1823,58 @@ static void calibration_fields(ag_host *h, ag_jb *j) {
   ag_jb_puts(j, "],");
 }
 
+/* FP32 and FP64 results per clock per SM by compute capability (the CUDA
+ * C++ Programming Guide's arithmetic-instruction throughput table): the one
+ * figure of the peaks the device does not report; 0 when not listed. The
+ * recorded ffma peak_sustained counter checks it on the GPU
+ * (docs/counters.md, "Peaks"). */
+static void lanes_per_sm(int major, int minor, int *fp32, int *fp64) {
+  static const int t[][4] = {{7, 0, 64, 32},  {7, 5, 64, 2},   {8, 0, 64, 32},
+                             {8, 6, 128, 2},  {8, 7, 128, 2},  {8, 9, 128, 2},
+                             {9, 0, 128, 64}, {10, 0, 128, 64}, {12, 0, 128, 2}};
+  *fp32 = *fp64 = 0;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (t[i][0] == major && t[i][1] == minor)
+      *fp32 = t[i][2], *fp64 = t[i][3];
+}
+
+/* "peaks":{...}, the device's figures a roofline needs, as the driver
+ * reports them (cuDeviceGetAttribute); the decoder computes the peaks. */
+static void peak_fields(ag_host *h, ag_jb *j) {
+  int sms = 0, khz = 0, mkhz = 0, bus = 0, ma = 0, mi = 0, l2 = 0, f32, f64;
+  h->cu.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, h->dev);
+  h->cu.cuDeviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, h->dev);
+  h->cu.cuDeviceGetAttribute(&mkhz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, h->dev);
+  h->cu.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, h->dev);
+  h->cu.cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, h->dev);
+  h->cu.cuDeviceGetAttribute(&ma, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h->dev);
+  h->cu.cuDeviceGetAttribute(&mi, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h->dev);
+  lanes_per_sm(ma, mi, &f32, &f64);
+  ag_jb_printf(j, "\"peaks\":{\"source\":\"cuDeviceGetAttribute\",\"sm_count\":%d,"
+                  "\"sm_clock_khz\":%d,\"mem_clock_khz\":%d,\"mem_bus_bits\":%d,"
+                  "\"l2_bytes\":%d,\"cc\":[%d,%d],\"fp32_lanes_per_sm\":%d,"
+                  "\"fp64_lanes_per_sm\":%d,\"lanes_source\":\"CUDA programming guide, "
+                  "arithmetic instruction throughput per SM for compute capability %d.%d\"},",
+               sms, khz, mkhz, bus, l2, ma, mi, f32, f64, ma, mi);
+}
+
+/* <out>/counters.json (AG_CTR_FILE, docs/counters.md): every range's
+ * metric values, the metrics' units, the device's peaks and the launches
+ * (their times are of profiled, replayed kernels: kept, never a timing).
+ * Under user ranges with passes left, the harness runs again: this run
+ * leaves counters.next (counters.c) and no evidence. */
+static int write_counters(ag_host *h) {
+  int more = 0;
+  int rc = ag_ctr_end(h->ctr, &more, h->msg, sizeof h->msg);
+  if (rc || more)
+    return rc;
+  ag_jb j = {0};
+  cupti_header(h, &j, AG_CTR_FORMAT, AG_CTR_VERSION, "profiled_ns");
+  peak_fields(h, &j);
+  ag_ctr_json(h->ctr, &j);
+  return write_cupti_file(h, AG_CTR_FILE, &j);
+}
+
 /* <out>/system.json (AG_ACT_FILE, docs/system.md): the activity records
  * and the two calibrations that align CUPTI's clock with %globaltimer. */
 static int write_system(ag_host *h) {
@@ -1851,6 +1934,8 @@ int ag_host_finish(ag_host *h) {
     return fail(h, write_sass(h));
   if (h->collect == 4)
     return fail(h, write_stalls(h));
+  if (h->collect == 5)
+    return fail(h, write_counters(h));
   if ((rc = write_timing(h)))
     return fail(h, rc);
   if (h->act && h->want_act && (rc = write_system(h)))

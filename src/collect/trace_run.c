@@ -23,6 +23,7 @@
 #include "activity.h"
 #include "pcsamp.h"
 #include "pmsamp.h"
+#include "counters.h"
 
 void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
@@ -67,7 +68,8 @@ const char *ag_trace_run_evidence_file(const char *collect) {
                                          {"sass", AG_SASSM_FILE},
                                          {"system", AG_ACT_FILE},
                                          {"stalls", AG_PCS_FILE},
-                                         {"pm", AG_PMS_FILE}};
+                                         {"pm", AG_PMS_FILE},
+                                         {"counters", AG_CTR_FILE}};
   for (size_t i = 0; collect && i < sizeof files / sizeof files[0]; i++)
     if (!strcmp(files[i][0], collect))
       return files[i][1];
@@ -99,6 +101,10 @@ int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
     ag_str_printf(&e[ne++], "ARGUS_TRACE_WARPS=%u", o->warps_hint);
   if (o->device >= 0)
     ag_str_printf(&e[ne++], "CUDA_VISIBLE_DEVICES=%d", o->device);
+  if (o->counters_metrics && *o->counters_metrics)
+    ag_str_printf(&e[ne++], "ARGUS_COUNTERS_METRICS=%s", o->counters_metrics);
+  if (o->counters_range && *o->counters_range)
+    ag_str_printf(&e[ne++], "ARGUS_COUNTERS_RANGE=%s", o->counters_range);
   *n = ne;
   for (int i = 0; i < ne; i++)
     if (e[i].oom)
@@ -128,7 +134,7 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     ag_free(out);
     ag_str_release(&tp);
     ag_str_printf(why, "'%s' is not a collection the host runtime makes (trace, time, map, "
-                       "sass, system, stalls, pm)",
+                       "sass, system, stalls, pm, counters)",
                   ag_trace_run_collect(o));
     return AG_EINVAL;
   }
@@ -141,6 +147,15 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     unlink(ag_str_cstr(ev));
     unlink(ag_str_cstr(&tp));
     unlink(ag_str_cstr(herr));
+    /* the hardware counters' application replay starts at its first pass */
+    ag_str_clear(&tp);
+    ag_str_printf(&tp, "%s/%s", o->out_dir, AG_CTR_REPLAY_FILE);
+    if (!tp.oom)
+      unlink(ag_str_cstr(&tp));
+    ag_str_clear(&tp);
+    ag_str_printf(&tp, "%s/%s", o->out_dir, AG_CTR_NEXT_FILE);
+    if (!tp.oom)
+      unlink(ag_str_cstr(&tp));
   }
   ag_str_release(&tp);
   return oom ? AG_ENOMEM : 0;
@@ -219,11 +234,31 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
   po.stdout_path = ag_str_cstr(&logp);
   po.stderr_path = ag_str_cstr(&logp);
   po.timeout_s = o->timeout_s > 0 ? o->timeout_s : 600;
-  rc = ag_proc_run(&po, &res->proc);
-  if (rc) {
-    ag_str_printf(why, "cannot start the harness '%s': %s", o->argv[0], ag_strerror(rc));
-    goto out;
+  /* the hardware counters of user ranges: one run per replay pass, as long
+   * as a run exits well and leaves counters.next (counters.h) */
+  ag_str next = AG_STR_INIT;
+  ag_str_printf(&next, "%s/%s", o->out_dir, AG_CTR_NEXT_FILE);
+  int counters = !strcmp(ag_trace_run_collect(o), "counters");
+  for (int pass = 0;; pass++) {
+    rc = ag_proc_run(&po, &res->proc);
+    if (rc) {
+      ag_str_printf(why, "cannot start the harness '%s': %s", o->argv[0], ag_strerror(rc));
+      ag_str_release(&next);
+      goto out;
+    }
+    if (!counters || next.oom || !res->proc.exited || res->proc.exit_code != 0 ||
+        access(ag_str_cstr(&next), F_OK) != 0)
+      break;
+    unlink(ag_str_cstr(&next));
+    if (pass + 1 >= AG_CTR_MAX_PASSES) {
+      ag_str_printf(why, "the hardware counters' application replay asked for more than %d "
+                         "runs of the harness", AG_CTR_MAX_PASSES);
+      ag_str_release(&next);
+      rc = AG_ECHILD;
+      goto out;
+    }
   }
+  ag_str_release(&next);
   res->log_path = ag_str_detach(&logp);
   rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res, po.timeout_s, why);
 out:

@@ -60,6 +60,11 @@ static const ag_evidence_kind evidence_kinds[] = {
     {.name = "pm", .variant = "trace-free", .backend = "pm", .prereq = "discover",
      .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
      .transform = "{\"pm\":true}"},
+    /* hardware counters: CUPTI's range profiler on the user's build; kernel
+     * replay runs each launch once per pass, one at a time, so nothing else
+     * shares the run (docs/counters.md) */
+    {.name = "counters", .variant = "trace-free", .backend = "counters", .prereq = "discover",
+     .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_SERIALIZES_KERNELS},
 };
 
 static const ag_recipe recipes[] = {
@@ -107,6 +112,12 @@ static const ag_recipe recipes[] = {
                 "of the PM-sampling windows the region covered at least 80 % of (the "
                 "reference trace's timeline joined with the samples)",
      .reference = "trace"},
+    {.signal = "hw_counters", .evidence = "counters", .synth = "synth.hw_counters",
+     .qual = AG_QUAL_OBSERVED, .unit = "metric",
+     .summary = "hardware counters per kernel launch (or harness range): SM and DRAM "
+                "throughput, tensor pipe, DRAM/L2/L1 bytes, shared-memory bank conflicts, "
+                "achieved occupancy, issue slots, FLOPs, and the roofline position against "
+                "the device's peaks; --metrics adds any metric of the chip"},
 };
 
 static const ag_recipe_table builtin = {recipes, sizeof recipes / sizeof recipes[0],

@@ -7,7 +7,7 @@
 
 extern const ag_backend ag__backend_trace, ag__backend_time, ag__backend_probe,
     ag__backend_static, ag__backend_map, ag__backend_sass, ag__backend_system,
-    ag__backend_stalls, ag__backend_pm;
+    ag__backend_stalls, ag__backend_pm, ag__backend_counters;
 
 static const ag_backend *const builtin[] = {
     &ag__backend_trace,
@@ -19,6 +19,7 @@ static const ag_backend *const builtin[] = {
     &ag__backend_system,
     &ag__backend_stalls,
     &ag__backend_pm,
+    &ag__backend_counters,
     NULL,
 };
 

@@ -11,7 +11,9 @@
  *
  *   hw_harness [--module FILE] [--kernel stall_truth|collector|pm_truth]
  *       [--blocks B] [--threads T] [--spin N] [--n N] [--launches L]
- *       [--streams S] [--mb MB] [--passes P] [--hold-cupti]
+ *       [--streams S] [--mb MB] [--passes P] [--range NAME] [--hold-cupti]
+ * --range opens a user range around the launches (ag_host_range_push/pop:
+ * the hardware counters' ranges, docs/counters.md).
  * Prints "@ hw: ... host_us_per_launch X e2e_us_per_launch Y": the launch
  * loop's host time, and until every stream finished, per launch.
  * Exit 0: results match; 1: mismatch or error; 2: usage; 77: no GPU.
@@ -62,7 +64,7 @@ static double now_us(void) {
 }
 
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
-  const char *module = "hw_truth.cubin", *kernel = "stall_truth";
+  const char *module = "hw_truth.cubin", *kernel = "stall_truth", *range = NULL;
   int blocks = 132, threads = 256, spin = 50, n = 4096, launches = 1, nstreams = 1, hold = 0;
   int mb = 256, passes = 40;
   for (int i = 1; i < argc; i++) {
@@ -78,6 +80,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     else if (!strcmp(a, "--streams") && more) nstreams = atoi(argv[++i]);
     else if (!strcmp(a, "--mb") && more) mb = atoi(argv[++i]);
     else if (!strcmp(a, "--passes") && more) passes = atoi(argv[++i]);
+    else if (!strcmp(a, "--range") && more) range = argv[++i];
     else if (!strcmp(a, "--hold-cupti")) hold = 1;
     else {
       fprintf(stderr, "hw: unknown argument '%s'\n", a);
@@ -144,6 +147,10 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   void *args_c[] = {&dout, &din};
   void *args_p[] = {&ddst, &dsrc, &n4, &passes, &n, &dout};
   double t0 = now_us();
+  if (range && ag_host_range_push(host, range)) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    goto out;
+  }
   for (int l = 0; l < launches; l++)
     if (ag_host_launch(k, (ag_host_dim){(unsigned)blocks, 1, 1},
                        (ag_host_dim){(unsigned)threads, 1, 1}, 0, st[l % nstreams],
@@ -151,6 +158,10 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
       fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
       goto out;
     }
+  if (range && ag_host_range_pop(host)) {
+    fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
+    goto out;
+  }
   double t1 = now_us();
   for (int s = 0; s < nstreams; s++)
     if (cuStreamSynchronize(st[s])) {

@@ -1,13 +1,16 @@
 /*
- * hw_util.h — what the system-timeline, stalls and PM-sampling tests share:
- * running tests/hw/hw_harness under a collection, reading a JSON evidence
- * file, and opening the host runtime with stand-ins (CPU tests).
+ * hw_util.h — what the system-timeline, stalls, PM-sampling and hardware-counter
+ * tests share: running tests/hw/hw_harness under a collection, reading a JSON
+ * evidence file, the recorded evidence's path, printing diagnostics, the
+ * options of a hardware-counter run through ag_trace_run, and opening the
+ * host runtime with stand-ins (CPU tests).
  */
 #ifndef ARGUS_TEST_HW_UTIL_H
 #define ARGUS_TEST_HW_UTIL_H
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "argus/core.h"
@@ -101,6 +104,47 @@ __attribute__((unused)) static int host_open(const char *mode, char *why, size_t
   unsetenv("ARGUS_VARIANT");
   unsetenv("ARGUS_LIBCUDA");
   return rc;
+/* tests/data/evidence/<name> (owned). */
+__attribute__((unused)) static char *hw_data_path(const char *name) {
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  ag_str p = {0};
+  ag_str_printf(&p, "%s/tests/data/evidence/%s", src ? src : ".", name);
+  return ag_str_detach(&p);
+}
+
+__attribute__((unused)) static void hw_print_diags(ag_diags *d) {
+  ag_str msg = {0};
+  ag_diags_format(d, &msg);
+  fprintf(stderr, "%s", msg.p ? msg.p : "");
+  ag_str_release(&msg);
+}
+
+#ifdef ARGUS_COUNTERS_EV_H
+/* <dir>/counters.json decoded, or NULL (its diagnostics printed). */
+__attribute__((unused)) static ag_ctr_ev *hw_ctr_load(const char *dir) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/counters.json", dir);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ctr_ev *e = NULL;
+  if (ag_ctr_ev_load(p, &d, &e))
+    hw_print_diags(&d);
+  ag_diags_release(&d);
+  return e;
+}
+#endif
+
+#ifdef ARGUS_COLLECT_H
+/* A harness run under the hardware counters (argv: the harness), into dir. */
+__attribute__((unused)) static void hw_ctr_opts(ag_trace_run_opts *o, const char *const *argv,
+                                                const char *cubin, const char *dir) {
+  memset(o, 0, sizeof *o);
+  o->argv = argv;
+  o->cubin_path = cubin;
+  o->out_dir = dir;
+  o->device = -1;
+  o->timeout_s = 300;
+  o->collect = "counters";
 }
 #endif
 

@@ -44,27 +44,14 @@
 #include "hw_util.h"
 #include "pcsamp.h"
 
-static char *data_path(const char *name) {
-  const char *src = getenv("ARGUS_SOURCE_DIR");
-  ag_str p = {0};
-  ag_str_printf(&p, "%s/tests/data/evidence/%s", src ? src : ".", name);
-  return ag_str_detach(&p);
-}
-
-static void print_diags(ag_diags *d) {
-  ag_str msg = {0};
-  ag_diags_format(d, &msg);
-  fprintf(stderr, "%s", msg.p ? msg.p : "");
-  ag_str_release(&msg);
-}
 
 static ag_sys_ev *load_sys(const char *name) {
-  char *p = data_path(name);
+  char *p = hw_data_path(name);
   ag_diags d;
   ag_diags_init(&d);
   ag_sys_ev *e = NULL;
   if (ag_sys_ev_load(p, &d, &e))
-    print_diags(&d);
+    hw_print_diags(&d);
   ag_diags_release(&d);
   ag_free(p);
   return e;
@@ -311,7 +298,7 @@ TEST(chrome_same_run) {
   CHECK(s != NULL);
   CHECK_EQ_INT(load_trace(&d, &p, &ev), 0);
   if (!ev)
-    print_diags(&d);
+    hw_print_diags(&d);
   if (!s || !ev)
     goto out;
   CHECK_EQ_INT(ag_trace_decode(ev, &tr), 0);
@@ -409,7 +396,7 @@ out:
 }
 
 static int file(const char *name, char **data, size_t *len) {
-  char *p = data_path(name);
+  char *p = hw_data_path(name);
   int rc = ag_file_read(p, data, len);
   ag_free(p);
   return rc;
@@ -435,16 +422,16 @@ TEST(stalls_recorded) {
     goto done;
   CHECK_EQ_INT(ag_variant_make(ptx, len, "hw.ptx", &o, &d, &v), 0);
   if (!v || ag_attr_layout_from_json(v->probes, &d, &L)) {
-    print_diags(&d);
+    hw_print_diags(&d);
     CHECK(0);
     goto done;
   }
   counts = json_loads(cj, 0, NULL);
   CHECK(counts && ag_attr_counts_from_json(counts, &d, &slots, &nslots) == 0);
   CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "hw.stalls.cubin", &d, &cub), 0);
-  char *sp = data_path("hw.stalls.json");
+  char *sp = hw_data_path("hw.stalls.json");
   if (ag_sass_ev_load_as(sp, "argus-stalls", &d, &e))
-    print_diags(&d);
+    hw_print_diags(&d);
   ag_free(sp);
   CHECK(e != NULL);
   if (!e || !cub || !slots)
@@ -453,12 +440,12 @@ TEST(stalls_recorded) {
   CHECK(e->nrows > 10);    /* PC-level records */
   CHECK_EQ_INT(ag_attr_map_build(L, slots, nslots, cub, "stall_truth", &d, &map), 0);
   if (!map) {
-    print_diags(&d);
+    hw_print_diags(&d);
     goto done;
   }
   CHECK_EQ_INT(ag_stalls_json(map, e, cub, "stall_truth", L->version, &d, &sj), 0);
   if (!sj) {
-    print_diags(&d);
+    hw_print_diags(&d);
     goto done;
   }
   CHECK(json_is_true(json_object_get(sj, "conserved")));

@@ -38,8 +38,9 @@ TEST(test_builtin_agree) {
                        /* issue 19: the mapping run and SASS metrics */
                        "transform.mapping", "synth.ownership",  "synth.inst_mix",
                        "synth.barriers",    "synth.branch",
-                       /* issue 21: the system timeline, stalls, PM sampling */
-                       "synth.system", "synth.stalls", "synth.throughput"};
+                       /* issue 21: the system timeline, stalls, PM sampling, hardware
+                          counters */
+                       "synth.system", "synth.stalls", "synth.throughput", "synth.hw_counters"};
   CHECK_EQ_INT(s.execs.n, sizeof ops / sizeof ops[0]);
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (count_op(&s, ops[i]) != 1)
@@ -102,6 +103,19 @@ TEST(test_builtin_agree) {
       CHECK_EQ_STR(ro.collect, "stalls");
       CHECK_EQ_INT(job.own_process, 1);
       CHECK(ag_backend_for_op(&s, "synth.stalls") == pcs);
+    }
+    const ag_backend *ctr = ag_backend_find(&s, "counters");
+    CHECK(ctr && ag_backend_collector(&s, "counters") == ctr);
+    if (ctr) { /* the range profiler: kernels replayed one at a time, a process of its own */
+      job.own_process = 0;
+      CHECK_EQ_INT(ctr->collect(NULL, NULL, &job), 0);
+      CHECK_EQ_STR(ro.collect, "counters");
+      CHECK_EQ_INT(job.own_process, 1);
+      CHECK_EQ_INT(ctr->effects, AG_EFF_SERIALIZES_KERNELS);
+      CHECK_EQ_STR(ctr->variant, "trace-free");
+      CHECK(ag_backend_for_op(&s, "synth.hw_counters") == ctr && ctr->bind);
+      CHECK(ctr->decode("{\"format\":\"argus-system\"}", 24, "counters.json", &d, &x) != 0);
+      CHECK(x == NULL);
     }
   }
   CHECK(mp->decode("{\"format\":\"x\"}", 14, "map_counts.json", &d, &x) != 0);

@@ -50,9 +50,16 @@ CUresult cuDeviceGetName(char *n, int len, CUdevice d) {
   strncpy(n, "Fake GPU", (size_t)len);
   OK;
 }
+/* an H200's figures where a collector reads them (the hardware counters'
+ * peaks: docs/counters.md), 9 elsewhere */
 CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
   (void)d;
-  *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 132 : 9;
+  *v = a == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT        ? 132
+       : a == CU_DEVICE_ATTRIBUTE_CLOCK_RATE                ? 1980000
+       : a == CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE         ? 3201000
+       : a == CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH   ? 6144
+       : a == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR  ? 0
+                                                            : 9;
   OK;
 }
 CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {

@@ -5,8 +5,10 @@
  * (returns 3), crash (SIGSEGV), exit (calls exit(5)), hang (sleeps), poison (ok, then a "GPU fault"),
  * noevidence (returns 0 without loading anything), env (returns 4 unless the
  * job's Argus environment is set), template (ok, launching the kernel named
- * argv[3], e.g. by its demangled name, with dynamic shared memory). Built as
- * a library (ARGUS_HARNESS_MAIN).
+ * argv[3], e.g. by its demangled name, with dynamic shared memory), ranges
+ * (ok, the three launches in ranges: outer { launch, inner { launch } },
+ * launch; the hardware counters' user ranges). Built as a library
+ * (ARGUS_HARNESS_MAIN).
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -17,13 +19,22 @@
 
 #include "argus/host.h"
 
-static int run_ok(const char *module, const char *kernel, unsigned smem, int launches) {
+static int run_ok(const char *module, const char *kernel, unsigned smem, int launches,
+                  int ranges) {
   ag_host *h = NULL;
   ag_host_module *m = NULL;
   ag_host_kernel *k = NULL;
   int rc = 1;
   int bad = ag_host_open(&h) || ag_host_load(h, module, &m) || ag_host_kernel_get(m, kernel, &k);
-  for (int i = 0; !bad && i < launches; i++)
+  /* ranges: outer { launch, inner { launch } }, launch */
+  static const char *const ops[] = {"push outer", "launch", "push inner", "launch", "pop", "pop",
+                                    "launch"};
+  for (int i = 0; !bad && ranges && i < 7; i++)
+    bad = !strcmp(ops[i], "launch")
+              ? ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, 0, NULL, NULL)
+          : !strcmp(ops[i], "pop") ? ag_host_range_pop(h)
+                                   : ag_host_range_push(h, ops[i] + 5);
+  for (int i = 0; !bad && !ranges && i < launches; i++)
     bad = ag_host_launch(k, (ag_host_dim){2, 1, 1}, (ag_host_dim){64, 1, 1}, smem, NULL, NULL);
   if (bad || ag_host_finish(h)) {
     fprintf(stderr, "fake harness: %s\n", ag_host_errmsg(h));
@@ -60,7 +71,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
    * argv[3] is the number of launches */
   int tmpl = !strcmp(mode, "template") && argc > 3;
   int rc = run_ok(module, tmpl ? argv[3] : "kern", tmpl ? 99328 : 0,
-                  !tmpl && argc > 3 ? atoi(argv[3]) : 1);
+                  !tmpl && argc > 3 ? atoi(argv[3]) : 1, !strcmp(mode, "ranges"));
   if (!strcmp(mode, "poison")) {
     void *lib = dlopen(getenv("ARGUS_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
     void (*poison)(void) = NULL;

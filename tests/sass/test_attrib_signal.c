@@ -19,6 +19,7 @@
  * Skips (77) without nvcc and ptxas.
  */
 #include "argus/attrib.h"
+#include "argus/plan.h"
 #include "argus/sass_ev.h"
 #include "argus/variant.h"
 #include "check.h"
@@ -262,7 +263,12 @@ TEST(test_refusals) {
   free(t);
   json_decref(o);
   ag_free(s2);
-  /* an unknown signal; inst_mix without metrics */
+  /* an unknown signal, and hw_counters, a signal (observed per launch, its
+   * own synthesis: docs/counters.md) that is not attributed; inst_mix
+   * without metrics */
+  CHECK_EQ_INT(ag_attr_signal("no_such_signal", &in, &d, &o), AG_EINVAL);
+  CHECK(o == NULL);
+  CHECK(ag_recipe_find("hw_counters") && ag_recipe_find("hw_counters")->qual == AG_QUAL_OBSERVED);
   CHECK_EQ_INT(ag_attr_signal("hw_counters", &in, &d, &o), AG_EINVAL);
   CHECK(o == NULL);
   ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.L->version, NULL, NULL, NULL};

@@ -3,9 +3,10 @@
  * collector's failure paths (test_sass_metrics.c). cuptiSubscribe returns
  * FAKE_CUPTI_SUBSCRIBE (default 39, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_
  * SUPPORTED: another tool holds the subscriber); with 0 it succeeds and
- * cuptiProfilerInitialize returns 27 (CUPTI_ERROR_NOT_SUPPORTED). Every
- * other entry point the collector loads exists and fails (the activity,
- * PC-sampling and PM-sampling ones: see below).
+ * cuptiProfilerInitialize returns 27 (CUPTI_ERROR_NOT_SUPPORTED; it, the
+ * chip name and the range profiler are in fake_cupti_ctr.c). Every other
+ * entry point the collector loads exists and fails (the activity and
+ * PC-sampling ones: see below).
  */
 #include <stdlib.h>
 
@@ -40,26 +41,6 @@ res cuptiSubscribe(void **h, void *cb, void *u) {
 res cuptiUnsubscribe(void *h);
 res cuptiUnsubscribe(void *h) {
   (void)h;
-  return 0;
-}
-static res env_res(const char *k, int dflt);
-/* FAKE_CUPTI_PROFILER overrides the 27 (the PM-sampling tests set 0) */
-res cuptiProfilerInitialize(void *p);
-res cuptiProfilerInitialize(void *p) {
-  (void)p;
-  return env_res("FAKE_CUPTI_PROFILER", 27);
-}
-FAIL_FN(cuptiProfilerDeInitialize)
-/* the chip of CUpti_Device_GetChipName_Params (its layout, mirrored) */
-typedef struct chip_params {
-  size_t size;
-  void *priv;
-  size_t device;
-  const char *chip;
-} chip_params;
-res cuptiDeviceGetChipName(chip_params *p);
-res cuptiDeviceGetChipName(chip_params *p) {
-  p->chip = "GH100";
   return 0;
 }
 FAIL_FN(cuptiSassMetricsGetNumOfMetrics)

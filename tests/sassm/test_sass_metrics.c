@@ -246,7 +246,8 @@ TEST(held) {
   /* an unknown collection names sass among the known ones */
   setenv("ARGUS_COLLECT", "sassy", 1);
   CHECK_EQ_INT(ag_host_open(&h), AG_HOST_EUNSUPPORTED);
-  CHECK(contains(ag_host_errmsg(h), "(known: trace, time, map, sass, system, stalls, pm)"));
+  CHECK(contains(ag_host_errmsg(h),
+                 "(known: trace, time, map, sass, system, stalls, pm, counters)"));
   ag_host_close(h);
   unsetenv("ARGUS_COLLECT");
   unsetenv("ARGUS_OUT");

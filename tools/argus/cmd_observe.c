@@ -26,6 +26,10 @@ const ag_cli_opt cmd_observe_opts[] = {
                             "warm-up, as many whole launches as the budget holds)"},
     {"trace", 0, "R,...", "probe only these regions and their subtrees in the traced run "
                           "(default: every region; fewer regions perturb less)"},
+    {"metrics", 0, "M,...", "hardware counters to read beside hw_counters' default set "
+                            "(names of the chip's metrics, e.g. lts__t_sectors.sum)"},
+    {"counter-ranges", 0, "MODE", "hw_counters' ranges: auto (a range per kernel launch, the "
+                                  "default) or user (the harness's ag_host_range_push/pop)"},
     {"timeline", 't', "FILE", "write the timeline signal's Chrome trace to FILE"},
     {"retry-failed", 0, NULL, "rerun the workspace's last query; only what failed runs again"},
     {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
@@ -92,6 +96,8 @@ int ag_cli_query(ag_cli *cli, int plan_only, ag_observe_opts *o, char ***sigs_ou
   o->signals = (const char *const *)s;
   o->nsignals = n;
   o->scope = ag_cli_get(cli, "scope");
+  o->metrics = ag_cli_get(cli, "metrics");
+  o->counter_ranges = ag_cli_get(cli, "counter-ranges");
   return spec_files(cli, o->spec);
 }
 

@@ -12,6 +12,8 @@ const ag_cli_opt cmd_plan_opts[] = {
     {"region", 'r', "NAME", "the region (qualified kernel/a/b or local name)"},
     {"signals", 's', "LIST", "signals, comma-separated (default duration)"},
     {"scope", 0, "K=V,...", "role, iter, sm, cta, warp, launch (N or a:b)"},
+    {"metrics", 0, "M,...", "hardware counters to read beside hw_counters' default set"},
+    {"counter-ranges", 0, "MODE", "hw_counters' ranges: auto (per kernel launch) or user"},
     {"dot", 0, NULL, "print the DAG in Graphviz dot"},
     {"ignore-damage", 0, NULL, "write to the workspace even when its last check found damage"},
     {0},
