@@ -104,6 +104,9 @@ __attribute__((unused)) static int host_open(const char *mode, char *why, size_t
   unsetenv("ARGUS_VARIANT");
   unsetenv("ARGUS_LIBCUDA");
   return rc;
+}
+#endif
+
 /* tests/data/evidence/<name> (owned). */
 __attribute__((unused)) static char *hw_data_path(const char *name) {
   const char *src = getenv("ARGUS_SOURCE_DIR");

@@ -696,7 +696,7 @@ TEST(collector_bad_config) {
   setenv("ARGUS_COLLECT", "pmx", 1);
   ag_host *h = NULL;
   CHECK_EQ_INT(ag_host_open(&h), AG_HOST_EUNSUPPORTED);
-  CHECK_CONTAINS(ag_host_errmsg(h), "(known: trace, time, map, sass, system, stalls, pm)");
+  CHECK_CONTAINS(ag_host_errmsg(h), "(known: trace, time, map, sass, system, stalls, pm, counters)");
   ag_host_close(h);
   unsetenv("ARGUS_COLLECT");
 }
