@@ -388,10 +388,22 @@ int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags
     *out = o;
     return 0;
   }
+  /* slot 0: the variant counts there when its counter buffer holds fewer
+   * slots than the layout's (docs/attribution.md, "Descriptor and overflow") */
+  if (in->nslots < L->nslots) {
+    json_array_append_new(warn, json_sprintf("the mapping run bound %zu counter slots, its "
+                                             "layout needs %u (ARGUS_MAP_SLOTS): the variant "
+                                             "counted all %llu block executions in slot 0 "
+                                             "(dropped), so the map is empty",
+                                             in->nslots, L->nslots,
+                                             (unsigned long long)in->slots[0]));
+    note(missing, signal, "the mapping run kept no count: see warnings");
+    *out = o;
+    return 0;
+  }
   if (in->slots[0] > 0)
-    json_array_append_new(warn, json_sprintf("the mapping run could not count %llu block "
-                                             "executions (the region stack overflowed or a "
-                                             "counter was out of range): the map misses them",
+    json_array_append_new(warn, json_sprintf("the mapping run dropped %llu block executions "
+                                             "(slot 0): the map misses them",
                                              (unsigned long long)in->slots[0]));
   int kernels = 0;
   for (int f = 0; f < L->nfuncs && !rc; f++) {

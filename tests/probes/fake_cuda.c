@@ -35,7 +35,9 @@ static void fake_log(const char *fmt, ...) {
 }
 static unsigned char *fake_desc; /* the last traced module's descriptor */
 /* the last mapping module's descriptor: a launch adds i to its slot i, as
- * the counters would (slot 0, the dropped executions, stays 0) */
+ * the counters would (slot 0, the dropped executions, stays 0); bound with a
+ * capacity below the slots the module needs (ARGUS_MAP_SLOTS), every count
+ * goes to slot 0, as the variant's prologue sends it (src/ptx/xform_map.c) */
 static unsigned char *fake_map;
 void fake_cuda_poison(void);
 void fake_cuda_poison(void) { poisoned = 1; }
@@ -192,12 +194,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
   }
   if ((uintptr_t)f != 2 && fake_map) {
     uint64_t slots;
-    uint32_t cap, enabled;
+    uint32_t cap, enabled, need;
     memcpy(&slots, fake_map, 8);
     memcpy(&cap, fake_map + 8, 4);
     memcpy(&enabled, fake_map + 12, 4);
-    for (uint32_t i = 1; enabled && i < cap; i++)
-      ((uint64_t *)(uintptr_t)slots)[i] += i;
+    memcpy(&need, fake_map + 32, 4);
+    for (uint32_t i = 1; enabled && i < need; i++)
+      ((uint64_t *)(uintptr_t)slots)[cap >= need ? i : 0] += i;
   }
   if ((uintptr_t)f == 2) { /* calibration: 10 ms at 1.98 GHz */
     uint64_t *out = (uint64_t *)(uintptr_t)(*(CUdeviceptr *)args[0]);

@@ -277,6 +277,66 @@ out:
   fx_free(&f);
 }
 
+/* The overflow path: a mapping run bound with fewer slots than the layout's
+ * (ARGUS_MAP_SLOTS; tests/sass/test_map_bind.c runs the host half) counts
+ * every execution in slot 0. The recorded run's executions folded so: the
+ * report warns with their number and every signal is missing (the map is
+ * empty). With every slot bound, executions in slot 0 are a warning and the
+ * values stand. */
+TEST(test_dropped) {
+  fx f;
+  int rc = fx_load(&f);
+  if (rc == 77) {
+    fx_free(&f);
+    SKIP("no nvcc or ptxas");
+  }
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    goto out;
+  uint64_t folded[3] = {0, 0, 0};
+  for (size_t i = 0; i < f.nslots; i++)
+    folded[0] += f.slots[i];
+  CHECK(folded[0] > 0);
+  char want[256];
+  snprintf(want, sizeof want,
+           "the mapping run bound 3 counter slots, its layout needs %u (ARGUS_MAP_SLOTS): the "
+           "variant counted all %llu block executions in slot 0 (dropped)",
+           f.L->nslots, (unsigned long long)folded[0]);
+  const char *sigs[] = {"ownership", "inst_mix"};
+  for (int k = 0; k < 2; k++) {
+    ag_attr_inputs in = {f.L, folded, 3, f.cub, f.L->version, f.ev, f.L->version, NULL};
+    ag_diags d;
+    ag_diags_init(&d);
+    json_t *o = NULL;
+    CHECK_EQ_INT(ag_attr_signal(sigs[k], &in, &d, &o), 0);
+    char *t = json_dumps(json_object_get(o, "warnings"), 0);
+    CHECK_CONTAINS(t ? t : "", want);
+    free(t);
+    CHECK_EQ_INT((int)json_array_size(json_object_get(o, "values")), 0);
+    CHECK_EQ_INT((int)json_array_size(json_object_get(o, "missing")), 1);
+    json_decref(o);
+    ag_diags_release(&d);
+  }
+  /* every slot bound, some executions in slot 0 anyway: a warning, values kept */
+  uint64_t *s2 = ag_calloc(f.nslots, sizeof *s2);
+  memcpy(s2, f.slots, f.nslots * sizeof *s2);
+  s2[0] = 5;
+  ag_attr_inputs in = {f.L, s2, f.nslots, f.cub, f.L->version, f.ev, f.L->version, NULL};
+  ag_diags d;
+  ag_diags_init(&d);
+  json_t *o = NULL;
+  CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &o), 0);
+  char *t = json_dumps(json_object_get(o, "warnings"), 0);
+  CHECK_CONTAINS(t ? t : "", "the mapping run dropped 5 block executions (slot 0)");
+  free(t);
+  CHECK(val(o, "attrib_truth/A", "static_pcs") > 0);
+  json_decref(o);
+  ag_diags_release(&d);
+  ag_free(s2);
+out:
+  fx_free(&f);
+}
+
 /* A kernel with no markers: its root region owns every PC, alone. The
  * ground truth's PTX with its marker comments blanked (the lines stay, so
  * the layout's and the cubin's line numbers agree), every unit counted 16
@@ -345,4 +405,4 @@ out:
   ag_free(ptx);
 }
 
-RUN_TESTS(T(test_inst_mix_truth), T(test_refusals), T(test_no_markers))
+RUN_TESTS(T(test_inst_mix_truth), T(test_refusals), T(test_dropped), T(test_no_markers))
