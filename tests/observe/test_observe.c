@@ -842,6 +842,9 @@ TEST(test_occupancy_buckets) {
   CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
 }
 
-RUN_TESTS(T(test_attributed_without_cupti), T(test_perturbation_report), T(test_trace_selection), T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
-          T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
-          T(test_failing_harness_fails_alone), T(test_bad_queries))
+RUN_TESTS(T(test_attributed_without_cupti), T(test_perturbation_report), T(test_trace_selection),
+          T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
+          T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace),
+          T(test_cli), T(test_plan_runs_discovery_only),
+          T(test_observe_without_gpu_and_memoization), T(test_failing_harness_fails_alone),
+          T(test_bad_queries))
