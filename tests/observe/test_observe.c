@@ -645,6 +645,21 @@ TEST(test_perturbation_report) {
   unsetenv("ARGUS_LIBCUDA");
 }
 
+/* Writes the spec text s (released) to spec and observes it in wsdir: rc of
+ * ag_observe, the diagnostics dropped. */
+static int observe_text(const char *spec, ag_str *s, const char *wsdir, const char *region,
+                        const char *const *sigs, int n, int ndev, ag_observe_result *r) {
+  ag_file_write_atomic(spec, s->p, s->len);
+  ag_str_release(s);
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = region, .signals = sigs,
+                       .nsignals = n, .ndevices = ndev, .timeout_s = 30};
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc = ag_observe(&o, &d, r);
+  ag_diags_release(&d);
+  return rc;
+}
+
 /* The attributed signals through the real observe driver on the CPU (issue
  * 19): the fake driver runs the mapping variant's cubin and counts into its
  * slots; the stand-in CUPTI (tests/sassm/fake_cupti.c) is held by another
@@ -671,16 +686,9 @@ TEST(test_attributed_without_cupti) {
   ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": "
                     "[\"%s\", \"ok\", \"/dev/null\", \"2\"], \"run_library\": \"%s\"}",
                 ptx, exe, lib);
-  ag_file_write_atomic(spec, s.p, s.len);
-  ag_str_release(&s);
   const char *sigs[] = {"ownership", "inst_mix"};
-  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "work", .signals = sigs,
-                       .nsignals = 2, .ndevices = 1, .timeout_s = 30};
-  ag_diags d;
-  ag_diags_init(&d);
   ag_observe_result r;
-  int rc = ag_observe(&o, &d, &r);
-  ag_diags_release(&d);
+  int rc = observe_text(spec, &s, wsdir, "work", sigs, 2, 1, &r);
   unsetenv("ARGUS_LIBCUPTI");
   unsetenv("ARGUS_LIBCUDA");
   CHECK_EQ_INT(rc, 0);
@@ -748,16 +756,9 @@ TEST(test_traced_build_keeps_occupancy) {
                     "\"flags\": [\"-arch=sm_90a\"]}, \"run\": [\"false\"]}",
                 abs ? abs : ".");
   free(abs);
-  ag_file_write_atomic(spec, s.p, s.len);
-  ag_str_release(&s);
   const char *sigs[] = {"duration"};
-  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "body", .signals = sigs,
-                       .nsignals = 1, .ndevices = 0, .timeout_s = 30};
-  ag_diags d;
-  ag_diags_init(&d);
   ag_observe_result r;
-  int rc = ag_observe(&o, &d, &r);
-  ag_diags_release(&d);
+  int rc = observe_text(spec, &s, wsdir, "body", sigs, 1, 0, &r);
   if (rc == AG_ENOTFOUND || rc == AG_ECHILD) { /* no nvcc here */
     printf("cannot build occupancy.cu (%s): skipped\n", ag_strerror(rc));
     exit(77);

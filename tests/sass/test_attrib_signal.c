@@ -34,48 +34,43 @@
 #include <math.h>
 
 typedef struct fx {
-  ag_variant *v;
-  ag_attr_layout *L;
+  su_mapped mp;      /* the PTX (markers on), its layout and -lineinfo cubin */
+  ag_attr_layout *L; /* mp's, borrowed */
+  ag_sass_cubin *cub;
+  const char *ptx;
   uint64_t *slots;
   size_t nslots;
-  ag_sass_cubin *cub;
   ag_sass_ev *ev;
-  char *ptx;       /* the PTX (markers on) the layout and the cubin are made from */
-  char mver[65];   /* the metric's program version, from the evidence */
+  char mver[65]; /* the metric's program version, from the evidence */
 } fx;
 
 static void fx_free(fx *f) {
-  ag_free(f->ptx);
-  ag_variant_free(f->v);
-  ag_attr_layout_free(f->L);
+  su_mapped_free(&f->mp);
   ag_free(f->slots);
-  ag_sass_cubin_free(f->cub);
   ag_sass_ev_free(f->ev);
 }
 
 /* 0: ready; 77: no toolkit; else a failure (checked) */
 static int fx_load(fx *f) {
   memset(f, 0, sizeof *f);
-  char *ptx = NULL, *bin = NULL, *js = NULL;
-  size_t len = 0, blen = 0, jlen = 0;
+  char *ptx = NULL, *js = NULL;
+  size_t len = 0, jlen = 0;
   if (su_cuda_ptx("tests/data/cuda/attrib_truth.cu", &ptx, &len))
     return 77;
   ag_diags d;
   ag_diags_init(&d);
-  ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
   ag_str err = AG_STR_INIT;
   char p[4096];
   json_t *j = NULL;
   int rc = 1;
-  if (ag_variant_make(ptx, len, "attrib_truth.ptx", &o, &d, &f->v) ||
-      ag_attr_layout_from_json(f->v->probes, &d, &f->L))
-    goto out;
-  if (su_ptxas("sm_90a", 1, ptx, len, &bin, &blen, &err)) {
-    rc = 77;
+  if (su_mapped_make(ptx, len, "attrib_truth.ptx", &d, &f->mp, &err)) {
+    rc = f->mp.L && !f->mp.bin ? 77 : 1; /* no ptxas */
     goto out;
   }
-  if (ag_sass_cubin_parse(bin, blen, "attrib_truth.lineinfo.cubin", &d, &f->cub))
-    goto out;
+  f->L = f->mp.L;
+  f->cub = f->mp.cub;
+  f->ptx = f->mp.ptx;
+  size_t blen = f->mp.blen;
   snprintf(p, sizeof p, "%s/tests/data/evidence/attrib_truth.map_counts.json",
            getenv("ARGUS_SOURCE_DIR"));
   if (ag_file_read(p, &js, &jlen) || !(j = json_loads(js, 0, NULL)) ||
@@ -109,8 +104,6 @@ static int fx_load(fx *f) {
             f->ev->variant_id ? f->ev->variant_id : "?", (long long)cbytes, blen);
     goto out;
   }
-  f->ptx = ptx;
-  ptx = NULL;
   rc = 0;
 out:
   if (rc == 1) {
@@ -121,26 +114,31 @@ out:
   }
   json_decref(j);
   ag_free(js);
-  ag_free(bin);
-  ag_free(ptx);
   ag_str_release(&err);
   ag_diags_release(&d);
   return rc;
 }
 
 static double val(json_t *o, const char *region, const char *stat) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(o, "values"), i, v) {
-    const char *r = json_string_value(json_object_get(v, "region"));
-    const char *s = json_string_value(json_object_get(v, "stat"));
-    if (r && s && !strcmp(r, region) && !strcmp(s, stat)) {
-      CHECK_EQ_STR(json_string_value(json_object_get(v, "qual")), "attributed");
-      return json_number_value(json_object_get(v, "value"));
-    }
-  }
-  return -1;
+  json_t *v = su_value(o, region, stat);
+  if (v)
+    CHECK_EQ_STR(json_string_value(json_object_get(v, "qual")), "attributed");
+  return v ? json_number_value(json_object_get(v, "value")) : -1;
 }
+
+/* Loads the fixture into f, or skips the case (77: no toolkit, or not the
+ * recording's), or fails it (to its label out). */
+#define FX_LOAD(f)                                                             \
+  do {                                                                         \
+    int fx_rc_ = fx_load(&(f));                                                \
+    if (fx_rc_ == 77) {                                                        \
+      fx_free(&(f));                                                           \
+      SKIP("no nvcc or ptxas, or not the recording's");                        \
+    }                                                                          \
+    CHECK_EQ_INT(fx_rc_, 0);                                                   \
+    if (fx_rc_)                                                                \
+      goto out;                                                                \
+  } while (0)
 
 static json_t *signal_of(const fx *f, const char *signal, const char *region,
                          const char *metric_version) {
@@ -286,14 +284,7 @@ static int expected(const fx *f, const char *metric, truth *t) {
 
 TEST(test_inst_mix_truth) {
   fx f;
-  int rc = fx_load(&f);
-  if (rc == 77) {
-    fx_free(&f);
-    SKIP("no nvcc or ptxas, or not the recording's");
-  }
-  CHECK_EQ_INT(rc, 0);
-  if (rc)
-    goto out;
+  FX_LOAD(f);
   truth t;
   CHECK_EQ_INT(expected(&f, "smsp__sass_inst_executed", &t), 0);
   printf("expected: A %.0f, B %.0f, C %.0f, root %.0f of %.0f; the helper's %d PCs shared\n",
@@ -409,14 +400,7 @@ out:
 
 TEST(test_refusals) {
   fx f;
-  int rc = fx_load(&f);
-  if (rc == 77) {
-    fx_free(&f);
-    SKIP("no nvcc or ptxas, or not the recording's");
-  }
-  CHECK_EQ_INT(rc, 0);
-  if (rc)
-    goto out;
+  FX_LOAD(f);
   /* metrics of another program version: named in not_joined, no value */
   json_t *o = signal_of(&f, "inst_mix", "attrib_truth",
                         "0000000000000000000000000000000000000000000000000000000000000000");
@@ -509,14 +493,7 @@ out:
  * values stand. */
 TEST(test_dropped) {
   fx f;
-  int rc = fx_load(&f);
-  if (rc == 77) {
-    fx_free(&f);
-    SKIP("no nvcc or ptxas, or not the recording's");
-  }
-  CHECK_EQ_INT(rc, 0);
-  if (rc)
-    goto out;
+  FX_LOAD(f);
   uint64_t folded[3] = {0, 0, 0};
   for (size_t i = 0; i < f.nslots; i++)
     folded[0] += f.slots[i];
@@ -566,8 +543,8 @@ out:
  * the layout's and the cubin's line numbers agree), every unit counted 16
  * times under the kernel that calls it. */
 TEST(test_no_markers) {
-  char *ptx = NULL, *bin = NULL;
-  size_t len = 0, blen = 0;
+  char *ptx = NULL;
+  size_t len = 0;
   if (su_cuda_ptx("tests/data/cuda/attrib_truth.cu", &ptx, &len))
     SKIP("no nvcc");
   for (char *m = ptx; (m = strstr(m, "// @argus"));) /* a marker: a comment line */
@@ -575,20 +552,16 @@ TEST(test_no_markers) {
       *m = ' ';
   ag_diags d;
   ag_diags_init(&d);
-  ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
-  ag_variant *v = NULL;
-  ag_attr_layout *L = NULL;
-  ag_sass_cubin *cub = NULL;
+  su_mapped mp;
   uint64_t *slots = NULL;
   json_t *out = NULL;
   ag_str err = AG_STR_INIT;
-  CHECK_EQ_INT(ag_variant_make(ptx, len, "nomarkers.ptx", &o, &d, &v), 0);
-  if (!v || ag_attr_layout_from_json(v->probes, &d, &L) ||
-      su_ptxas("sm_90a", 1, ptx, len, &bin, &blen, &err) ||
-      ag_sass_cubin_parse(bin, blen, "nomarkers.cubin", &d, &cub)) {
-    CHECK(0);
+  int made = su_mapped_make(ptx, len, "nomarkers.ptx", &d, &mp, &err);
+  CHECK_EQ_INT(made, 0);
+  if (made)
     goto out;
-  }
+  const ag_attr_layout *L = mp.L;
+  const ag_sass_cubin *cub = mp.cub;
   int root = -1;
   for (int r = 0; r < L->nregions; r++) {
     CHECK(strchr(L->regions[r], '/') == NULL); /* kernels' roots only */
@@ -620,13 +593,9 @@ TEST(test_no_markers) {
 out:
   json_decref(out);
   ag_free(slots);
-  ag_sass_cubin_free(cub);
-  ag_attr_layout_free(L);
-  ag_variant_free(v);
+  su_mapped_free(&mp);
   ag_str_release(&err);
   ag_diags_release(&d);
-  ag_free(bin);
-  ag_free(ptx);
 }
 
 RUN_TESTS(T(test_inst_mix_truth), T(test_refusals), T(test_dropped), T(test_no_markers))

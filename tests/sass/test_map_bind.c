@@ -66,13 +66,19 @@ static CUresult f_dtoh(void *dst, CUdeviceptr src, size_t n) {
 
 static const ag__map_cu cu = {f_get_global, f_alloc, f_free, f_memset, f_htod, f_dtoh};
 
-TEST(bind_count_write_read) {
+/* binds a fresh module that asks for `need` slots, at most max_slots (0: all) */
+static int bind_fresh(uint32_t need, uint32_t max_slots, ag__map_binding *b, char *why,
+                      size_t n) {
   have_desc = have_need = 1;
-  g_need = 7;
+  g_need = need;
   memset(g_desc, 0, sizeof g_desc);
+  return ag__map_bind(&cu, NULL, NULL, max_slots, b, why, n);
+}
+
+TEST(bind_count_write_read) {
   ag__map_binding b;
   char why[512] = "";
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), 0);
+  CHECK_EQ_INT(bind_fresh(7, 0, &b, why, sizeof why), 0);
   CHECK(b.bound);
   CHECK_EQ_INT((int)b.nslots, 7);
   uint64_t p;
@@ -124,12 +130,9 @@ TEST(bind_count_write_read) {
 /* bound below the variant's need (ARGUS_MAP_SLOTS): the descriptor holds the
  * smaller capacity, the counts file its slots and the need */
 TEST(bind_below_need) {
-  have_desc = have_need = 1;
-  g_need = 7;
-  memset(g_desc, 0, sizeof g_desc);
   ag__map_binding b;
   char why[512] = "";
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 3, &b, why, sizeof why), 0);
+  CHECK_EQ_INT(bind_fresh(7, 3, &b, why, sizeof why), 0);
   uint32_t cap;
   memcpy(&cap, g_desc + 8, 4);
   CHECK_EQ_INT((int)cap, 3);

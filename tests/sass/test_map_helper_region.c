@@ -48,20 +48,6 @@ static int line_of(const char *ptx, int from, const char *a, const char *b) {
   return -1;
 }
 
-static size_t count(const char *hay, const char *needle) {
-  size_t n = 0;
-  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-    n++;
-  return n;
-}
-
-static int region_index(const ag_attr_layout *L, const char *q) {
-  for (int i = 0; i < L->nregions; i++)
-    if (!strcmp(L->regions[i], q))
-      return i;
-  return -1;
-}
-
 static int func_index(const ag_attr_layout *L, const char *name) {
   for (int f = 0; f < L->nfuncs; f++)
     if (!strcmp(L->funcs[f].name, name))
@@ -71,15 +57,8 @@ static int func_index(const ag_attr_layout *L, const char *name) {
 
 /* the value of (region, stat) in a signal's values, or -1 */
 static double val(json_t *o, const char *region, const char *stat) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(o, "values"), i, v) {
-    const char *r = json_string_value(json_object_get(v, "region"));
-    const char *s = json_string_value(json_object_get(v, "stat"));
-    if (r && s && !strcmp(r, region) && !strcmp(s, stat))
-      return json_number_value(json_object_get(v, "value"));
-  }
-  return -1;
+  json_t *v = su_value(o, region, stat);
+  return v ? json_number_value(json_object_get(v, "value")) : -1;
 }
 
 static json_t *ownership(const ag_attr_layout *L, const uint64_t *slots,
@@ -95,13 +74,12 @@ static json_t *ownership(const ag_attr_layout *L, const uint64_t *slots,
 
 TEST(helper_region) {
   su_need_tools();
-  char *ptx = NULL, *bin = NULL;
-  size_t len = 0, blen = 0;
+  char *ptx = NULL;
+  size_t len = 0;
   ag_diags d;
   ag_diags_init(&d);
-  ag_variant *v = NULL;
-  ag_attr_layout *L = NULL;
-  ag_sass_cubin *cub = NULL;
+  su_mapped mp;
+  memset(&mp, 0, sizeof mp);
   ag_attr_map *map = NULL;
   uint64_t *slots = NULL;
   ag_str err = AG_STR_INIT;
@@ -109,12 +87,17 @@ TEST(helper_region) {
   CHECK_EQ_INT(su_cuda_ptx("tests/data/cuda/map_helper_region.cu", &ptx, &len), 0);
   if (!ptx)
     goto out;
-  ag_variant_opts vo = {AG_VARIANT_MAPPING, NULL, 0, 0};
-  CHECK_EQ_INT(ag_variant_make(ptx, len, "map_helper_region.ptx", &vo, &d, &v), 0);
-  if (!v || ag_attr_layout_from_json(v->probes, &d, &L)) {
+  if (su_mapped_make(ptx, len, "map_helper_region.ptx", &d, &mp, &err)) {
+    ag_str t = AG_STR_INIT;
+    ag_diags_format(&d, &t);
+    fprintf(stderr, "mapping: %s%s\n", ag_str_cstr(&t), ag_str_cstr(&err));
+    ag_str_release(&t);
     CHECK(0);
     goto out;
   }
+  ptx = mp.ptx;
+  const ag_variant *v = mp.v;
+  const ag_attr_layout *L = mp.L;
   /* the variant assembles */
   char *vbin = NULL;
   size_t vlen = 0;
@@ -123,14 +106,15 @@ TEST(helper_region) {
     fprintf(stderr, "ptxas: %s\n", ag_str_cstr(&err));
   CHECK_EQ_INT(vok, 0);
   ag_free(vbin);
-  int ra = region_index(L, KERNEL "/A"), rb = region_index(L, KERNEL "/B");
-  int root = region_index(L, KERNEL), ri = region_index(L, "hstep/inner");
+  int ra = su_region_index(L, KERNEL "/A"), rb = su_region_index(L, KERNEL "/B");
+  int root = su_region_index(L, KERNEL), ri = su_region_index(L, "hstep/inner");
   int fs = func_index(L, "hstep"), fl = func_index(L, "hleaf"), fk = func_index(L, KERNEL);
   CHECK(ra >= 0 && rb >= 0 && root >= 0 && ri >= 0 && fs >= 0 && fl >= 0 && fk >= 0);
   if (ra < 0 || rb < 0 || root < 0 || ri < 0 || fs < 0 || fl < 0 || fk < 0)
     goto out;
   /* no region is qualified under a caller: hstep/inner is one region */
-  CHECK(region_index(L, KERNEL "/A/inner") < 0 && region_index(L, KERNEL "/A/hstep/inner") < 0);
+  CHECK(su_region_index(L, KERNEL "/A/inner") < 0);
+  CHECK(su_region_index(L, KERNEL "/A/hstep/inner") < 0);
   /* the markers' lines in the parent PTX */
   int ib = line_of(ptx, 0, "@argus begin", " inner"), ie = line_of(ptx, 0, "@argus end", " inner");
   int ab = line_of(ptx, 0, "@argus begin", " A"), ae = line_of(ptx, 0, "@argus end", " A");
@@ -159,12 +143,12 @@ TEST(helper_region) {
   /* the calls: A K1 times, B K2 times, hstep/inner once (hleaf, from inside) */
   char pass[64];
   snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", ra);
-  CHECK_EQ_INT((int)count(v->ptx, pass), K1);
+  CHECK_EQ_INT((int)su_count(v->ptx, pass), K1);
   snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", rb);
-  CHECK_EQ_INT((int)count(v->ptx, pass), K2);
+  CHECK_EQ_INT((int)su_count(v->ptx, pass), K2);
   snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", ri);
-  CHECK_EQ_INT((int)count(v->ptx, pass), 1);
-  CHECK_EQ_INT((int)count(v->ptx, ".param .b32 __argus_map_in"), 2); /* hstep, hleaf */
+  CHECK_EQ_INT((int)su_count(v->ptx, pass), 1);
+  CHECK_EQ_INT((int)su_count(v->ptx, ".param .b32 __argus_map_in"), 2); /* hstep, hleaf */
   /* the counts of the construction on W warps */
   slots = ag_calloc(L->nslots, sizeof *slots);
   for (int u = 0; slots && u < L->nunits; u++) {
@@ -179,10 +163,7 @@ TEST(helper_region) {
     } else if (U->func == fl)
       slots[U->slot + (uint32_t)ri] = (K1 + K2) * W;
   }
-  if (su_ptxas("sm_90a", 1, ptx, len, &bin, &blen, &err) ||
-      ag_sass_cubin_parse(bin, blen, "map_helper_region.cubin", &d, &cub) ||
-      ag_attr_map_build(L, slots, L->nslots, cub, KERNEL, &d, &map)) {
-    fprintf(stderr, "ptxas: %s\n", ag_str_cstr(&err));
+  if (ag_attr_map_build(L, slots, L->nslots, mp.cub, KERNEL, &d, &map)) {
     CHECK(0);
     goto out;
   }
@@ -218,30 +199,29 @@ TEST(helper_region) {
          n_in, n_out, n_leaf, n_k);
   CHECK(n_in > 0 && n_out > 0 && n_leaf > 0 && n_k > 0);
   /* the report: the kernel's query lists hstep/inner, A's does not, its own lists it alone */
-  o = ownership(L, slots, cub, KERNEL);
+  o = ownership(L, slots, mp.cub, KERNEL);
   CHECK_EQ_INT((int)val(o, "hstep/inner", "static_pcs"), n_in + n_leaf);
   CHECK_EQ_INT((int)val(o, "hstep/inner", "shared_pcs"), 0);
   CHECK_EQ_INT((int)val(o, KERNEL "/A", "shared_pcs"), n_out);
   CHECK(fabs(val(o, "hstep/inner", "dynamic") - (double)(n_in + n_leaf) * (K1 + K2) * W) < 1e-6);
   json_decref(o);
-  o = ownership(L, slots, cub, "A");
+  o = ownership(L, slots, mp.cub, "A");
   CHECK(val(o, KERNEL "/A", "static_pcs") > 0);
   CHECK(val(o, "hstep/inner", "static_pcs") < 0);
   json_decref(o);
-  o = ownership(L, slots, cub, "inner");
+  o = ownership(L, slots, mp.cub, "inner");
   CHECK_EQ_INT((int)val(o, "hstep/inner", "static_pcs"), n_in + n_leaf);
   CHECK(val(o, KERNEL "/A", "static_pcs") < 0);
 out:
   json_decref(o);
   ag_attr_map_free(map);
   ag_free(slots);
-  ag_sass_cubin_free(cub);
-  ag_attr_layout_free(L);
-  ag_variant_free(v);
+  if (mp.ptx)
+    su_mapped_free(&mp);
+  else
+    ag_free(ptx);
   ag_str_release(&err);
   ag_diags_release(&d);
-  ag_free(bin);
-  ag_free(ptx);
 }
 
 RUN_TESTS(T(helper_region))
