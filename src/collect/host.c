@@ -192,6 +192,7 @@ struct ag_host {
                   mapping variant under ARGUS_COLLECT=map); 3: sass; 4: stalls;
                   5: counters */
   int map_only; /* ARGUS_COLLECT=map: the variant must be a mapping variant */
+  uint32_t map_slots; /* ARGUS_MAP_SLOTS: the most counter slots to bind (0: the need) */
   ag_sassm *sassm; /* ARGUS_COLLECT=sass: the SASS-metrics collector (sass_metrics.c) */
   int want_act;  /* ARGUS_COLLECT=system, or ARGUS_ACTIVITY=1 beside trace/time */
   ag_act *act;   /* the activity collector (activity.c): system.json */
@@ -387,6 +388,9 @@ static int read_env(ag_host *h) {
   if ((rc = env_u64(h, "ARGUS_TRACE_AHEAD", 1, 0, 2, &v)))
     return rc;
   h->ahead = (int)v;
+  if ((rc = env_u64(h, "ARGUS_MAP_SLOTS", 0, 1, AG_MAP_MAX_SLOTS, &v)))
+    return rc;
+  h->map_slots = (uint32_t)v;
   return 0;
 }
 
@@ -753,7 +757,7 @@ static int load_common(ag_host *h, const void *image, const char *name, int is_v
   }
   if (m->variant) { /* a mapping variant: its counters (docs/attribution.md) */
     ag__map_cu c = map_cu(h);
-    int mr = ag__map_bind(&c, m->mod, NULL, &m->map, h->msg, sizeof h->msg);
+    int mr = ag__map_bind(&c, m->mod, NULL, h->map_slots, &m->map, h->msg, sizeof h->msg);
     if (!mr && is_variant && h->map_only && !m->map.bound) {
       setmsg(h, "variant '%s' has no counter descriptor %s: ARGUS_COLLECT=map runs a "
                 "mapping variant (argus variant --kind mapping)", m->name, AG_MAP_DESC_SYMBOL);

@@ -18,8 +18,8 @@ static int cu_err(CUresult r, const char *call, char *why, size_t n) {
   return AG_HOST_ECUDA;
 }
 
-int ag__map_bind(const ag__map_cu *cu, CUmodule mod, CUstream s, ag__map_binding *b,
-                 char *why, size_t whylen) {
+int ag__map_bind(const ag__map_cu *cu, CUmodule mod, CUstream s, uint32_t max_slots,
+                 ag__map_binding *b, char *why, size_t whylen) {
   memset(b, 0, sizeof *b);
   CUdeviceptr desc = 0, need = 0;
   size_t bytes = 0, nbytes = 0;
@@ -43,6 +43,9 @@ int ag__map_bind(const ag__map_cu *cu, CUmodule mod, CUstream s, ag__map_binding
              AG_MAP_MAX_SLOTS);
     return AG_HOST_EINVAL;
   }
+  uint32_t asked = n;
+  if (max_slots && n > max_slots) /* the variant then counts every execution in slot 0 */
+    n = max_slots;
   size_t sz = (size_t)n * 8;
   if ((r = cu->mem_alloc(&b->slots, sz)) != CUDA_SUCCESS) {
     b->slots = 0;
@@ -61,6 +64,7 @@ int ag__map_bind(const ag__map_cu *cu, CUmodule mod, CUstream s, ag__map_binding
                   whylen);
   }
   b->nslots = n;
+  b->need = asked;
   b->bound = 1;
   return 0;
 }
@@ -89,9 +93,10 @@ int ag__map_write(const ag__map_cu *cu, const ag__map_binding *b, const char *di
     free(v);
     return AG_HOST_EIO;
   }
-  fprintf(f, "{\"format\": \"argus-map-counts\", \"version\": 1, \"slots\": %u, \"dropped\": %llu, "
-             "\"counts\": [",
-          b->nslots, (unsigned long long)v[0]);
+  fprintf(f,
+          "{\"format\": \"argus-map-counts\", \"version\": 1, \"slots\": %u, \"needed\": %u, "
+          "\"dropped\": %llu, \"counts\": [",
+          b->nslots, b->need, (unsigned long long)v[0]);
   for (uint32_t i = 0; i < b->nslots; i++)
     fprintf(f, "%s%llu", i ? (i % 16 ? ", " : ",\n") : "", (unsigned long long)v[i]);
   fputs("]}\n", f);

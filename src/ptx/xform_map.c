@@ -13,21 +13,23 @@
  * inherited (slot + region index). Slot 0 counts the executions that could
  * not be kept (the bound buffer was too small), so nothing is lost silently.
  *
- * The region stack. Each function keeps the region it inherited in a
- * register (%agm_in), received as an extra .param (__argus_map_in) that
- * every direct call passes: the region at the call site (static, or the
- * caller's own %agm_in). The stack is the call stack: nesting and recursion
- * need no depth limit, and there is nothing to overflow. An indirect call is
- * refused (its prototype would need the parameter too).
+ * The caller's region. There is no region stack: each function keeps the
+ * region it inherited in a register (%agm_in), received as an extra .param
+ * (__argus_map_in) that every direct call passes: the region at the call
+ * site (static, or the caller's own %agm_in). Nesting and recursion need no
+ * depth limit, and there is nothing to overflow. A region a .func opens is
+ * static in it (hstep/inner, whichever region calls hstep), and the calls
+ * made inside it pass it. An indirect call is refused (its prototype would
+ * need the parameter too).
  *
  * The counter, before a unit's first instruction: one lane of the active
  * ones (the lowest: activemask & -activemask against %lanemask_eq, as SASS
  * counts warp instructions) adds 1 to its slot with red.global.add.u64.
  * The prologue of every function reads the descriptor __argus_map {u64
  * slots, u32 capacity, u32 enabled} that the host runtime binds
- * (src/collect/map_bind.c; __argus_map_slots tells it how many); disabled (a mapping module loaded outside
- * Argus), nothing is stored; a capacity below the layout's slots sends every
- * count to slot 0.
+ * (src/collect/map_bind.c; __argus_map_slots tells it how many); disabled
+ * (a mapping module loaded outside Argus), nothing is stored; a capacity
+ * below the layout's slots (ARGUS_MAP_SLOTS) sends every count to slot 0.
  *
  * Output: the variant and its layout ("argus-map" JSON: regions, functions,
  * units with their PTX lines in the parent, slots), which

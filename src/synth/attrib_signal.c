@@ -16,10 +16,13 @@
 
 #define WARP_LANES 32.0
 
-/* 1 when region qname is the queried region (its qualified or its own
- * name) or inside it. */
-static int selected(const char *qname, const char *q) {
-  if (!q || !*q)
+/* 1 when region qname, with code in kernel `kernel`, is the queried region
+ * (its qualified or its own name) or inside it; the kernel's name selects
+ * every region with code in it, the regions of the helpers it calls too
+ * (hstep/inner is no kernel's by name: docs/attribution.md, "Regions
+ * inside a helper"). */
+static int selected(const char *qname, const char *kernel, const char *q) {
+  if (!q || !*q || !strcmp(q, kernel))
     return 1;
   size_t n = strlen(q), l = strlen(qname);
   if (!strcmp(qname, q))
@@ -110,7 +113,7 @@ static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_metric *
   if (h)
     ag_attr_region_entropy(map, mt, res, h);
   for (int r = 0; r < res->nregions; r++) {
-    if (!res->static_pcs[r] || !selected(map->regions[r], q))
+    if (!res->static_pcs[r] || !selected(map->regions[r], map->kernel, q))
       continue;
     value(vals, map->regions[r], signal, "total", json_real(res->m[r]), "warp-inst");
     if (h) /* the association entropy of the total (the report shows H=) */
@@ -164,7 +167,7 @@ static int stalls_of(const ag_attr_inputs *in, const ag_attr_map *map, json_t *v
   json_t *r;
   json_array_foreach(json_object_get(sj, "regions"), i, r) {
     const char *reg = json_string_value(json_object_get(r, "region"));
-    if (!reg || !selected(reg, in->region))
+    if (!reg || !selected(reg, map->kernel, in->region))
       continue;
     static const char *const keys[][2] = {{"samples", "samples"},
                                           {"share", "ratio"},
@@ -218,7 +221,7 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
       return AG_ENOMEM;
     json_array_foreach(json_object_get(o, "regions"), k, r) {
       const char *reg = json_string_value(json_object_get(r, "region"));
-      if (!selected(reg, q))
+      if (!selected(reg, map->kernel, q))
         continue;
       value(vals, reg, signal, "static_pcs", json_incref(json_object_get(r, "static_pcs")),
             "count");
@@ -278,7 +281,7 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     }
     int bar = !strcmp(signal, "barriers");
     for (int r = 0; r < R; r++) {
-      if (!ra->static_pcs[r] || !selected(map->regions[r], q))
+      if (!ra->static_pcs[r] || !selected(map->regions[r], map->kernel, q))
         continue;
       for (int c = 0; c < AG_SASS__NCLASS; c++) {
         double x = mix[(size_t)r * AG_SASS__NCLASS + c];
@@ -320,7 +323,7 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     ag_attr_ratio(ra, rb, WARP_LANES, ratio);
     ag_attr_ratio(rp, ra, 1.0, ratio + R);
     for (int r = 0; r < R; r++) {
-      if (!ra->static_pcs[r] || !selected(map->regions[r], q) || isnan(ratio[r]))
+      if (!ra->static_pcs[r] || !selected(map->regions[r], map->kernel, q) || isnan(ratio[r]))
         continue;
       value(vals, map->regions[r], signal, "efficiency", json_real(ratio[r]), "ratio");
       if (!isnan(ratio[R + r]))
@@ -385,10 +388,22 @@ int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags
     *out = o;
     return 0;
   }
+  /* slot 0: the variant counts there when its counter buffer holds fewer
+   * slots than the layout's (docs/attribution.md, "Descriptor and overflow") */
+  if (in->nslots < L->nslots) {
+    json_array_append_new(warn, json_sprintf("the mapping run bound %zu counter slots, its "
+                                             "layout needs %u (ARGUS_MAP_SLOTS): the variant "
+                                             "counted all %llu block executions in slot 0 "
+                                             "(dropped), so the map is empty",
+                                             in->nslots, L->nslots,
+                                             (unsigned long long)in->slots[0]));
+    note(missing, signal, "the mapping run kept no count: see warnings");
+    *out = o;
+    return 0;
+  }
   if (in->slots[0] > 0)
-    json_array_append_new(warn, json_sprintf("the mapping run could not count %llu block "
-                                             "executions (the region stack overflowed or a "
-                                             "counter was out of range): the map misses them",
+    json_array_append_new(warn, json_sprintf("the mapping run dropped %llu block executions "
+                                             "(slot 0): the map misses them",
                                              (unsigned long long)in->slots[0]));
   int kernels = 0;
   for (int f = 0; f < L->nfuncs && !rc; f++) {

@@ -672,6 +672,101 @@ TEST(test_perturbation_report) {
   unsetenv("ARGUS_LIBCUDA");
 }
 
+/* Writes the spec text s (released) to spec and observes it in wsdir: rc of
+ * ag_observe, the diagnostics dropped. */
+static int observe_text(const char *spec, ag_str *s, const char *wsdir, const char *region,
+                        const char *const *sigs, int n, int ndev, ag_observe_result *r) {
+  ag_file_write_atomic(spec, s->p, s->len);
+  ag_str_release(s);
+  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = region, .signals = sigs,
+                       .nsignals = n, .ndevices = ndev, .timeout_s = 30};
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc = ag_observe(&o, &d, r);
+  ag_diags_release(&d);
+  return rc;
+}
+
+/* The attributed signals through the real observe driver on the CPU (issue
+ * 19): the fake driver runs the mapping variant's cubin and counts into its
+ * slots; the stand-in CUPTI (tests/sassm/fake_cupti.c) is held by another
+ * subscriber, so the SASS-metrics run fails. ownership, from the mapping run
+ * alone, stands; inst_mix is missing with the failed run's reason. */
+TEST(test_attributed_without_cupti) {
+  setup();
+  const char *bd = getenv("ARGUS_BUILD_DIR");
+  char *abs = realpath(bd ? bd : "build", NULL);
+  char fake[512], lib[512], exe[512], cupti[512], ptx[512], spec[256], wsdir[160];
+  snprintf(fake, sizeof fake, "%s/tests/probes/libfake_cuda.so", abs ? abs : "build");
+  snprintf(exe, sizeof exe, "%s/tests/probes/fake_harness_exe", abs ? abs : "build");
+  snprintf(lib, sizeof lib, "%s/tests/probes/libfake_harness.so", abs ? abs : "build");
+  snprintf(cupti, sizeof cupti, "%s/tests/sassm/libfake_cupti.so", abs ? abs : "build");
+  snprintf(ptx, sizeof ptx, "%s/tests/data/ptx/overhead.ptx", abs ? abs : "build");
+  free(abs);
+  setenv("ARGUS_LIBCUDA", fake, 1);
+  setenv("ARGUS_LIBCUPTI", cupti, 1);
+  snprintf(spec, sizeof spec, "%s/attr-spec.json", ws);
+  snprintf(wsdir, sizeof wsdir, "%s/attr-ws", ws);
+  ag_str s = AG_STR_INIT;
+  /* the SASS run is a process of its own (the executable), the mapping run
+   * goes through the worker (the library) */
+  ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"}, \"run\": "
+                    "[\"%s\", \"ok\", \"/dev/null\", \"2\"], \"run_library\": \"%s\"}",
+                ptx, exe, lib);
+  const char *sigs[] = {"ownership", "inst_mix"};
+  ag_observe_result r;
+  int rc = observe_text(spec, &s, wsdir, "work", sigs, 2, 1, &r);
+  unsetenv("ARGUS_LIBCUPTI");
+  unsetenv("ARGUS_LIBCUDA");
+  CHECK_EQ_INT(rc, 0);
+  if (rc)
+    return;
+  const ag_task *own = find(r.plan, "synth.ownership"), *mix = find(r.plan, "synth.inst_mix");
+  const ag_task *mapc = NULL, *sassc = NULL;
+  for (size_t i = 0; i < r.plan->tasks.n; i++) {
+    const ag_task *t = r.plan->tasks.v[i];
+    const char *b = json_string_value(json_array_get(json_object_get(t->config, "backends"), 0));
+    if (t->type == AG_TASK_COLLECT && b && !strcmp(b, "map"))
+      mapc = t;
+    if (t->type == AG_TASK_COLLECT && b && !strcmp(b, "sass"))
+      sassc = t;
+  }
+  CHECK(own && mix && mapc && sassc);
+  if (!own || !mix || !mapc || !sassc)
+    goto out;
+  if (mapc->error)
+    fprintf(stderr, "mapping run: %s\n", mapc->error);
+  CHECK_EQ_INT(mapc->status, AG_TS_OK);
+  CHECK_EQ_INT(own->status, AG_TS_OK);
+  CHECK_EQ_INT(sassc->status, AG_TS_FAILED);
+  CHECK_CONTAINS(sassc->error ? sassc->error : "", "CUPTI already has a subscriber");
+  CHECK(mix->status != AG_TS_OK);
+  /* the report: ownership's values for the queried region, inst_mix missing with the reason */
+  int owned = 0, mixed = 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(r.report, "values"), i, v) {
+    const char *sg = json_string_value(json_object_get(v, "signal"));
+    const char *rg = json_string_value(json_object_get(v, "region"));
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (sg && rg && st && !strcmp(sg, "ownership") && strstr(rg, "work") &&
+        !strcmp(st, "static_pcs")) {
+      owned++;
+      CHECK(json_number_value(json_object_get(v, "value")) > 0);
+      CHECK_EQ_STR(json_string_value(json_object_get(v, "qual")), "attributed");
+    }
+    mixed += sg && !strcmp(sg, "inst_mix");
+  }
+  CHECK(owned >= 1);
+  CHECK_EQ_INT(mixed, 0);
+  char *t = json_dumps(json_object_get(r.report, "missing"), 0);
+  CHECK_CONTAINS(t ? t : "", "inst_mix");
+  CHECK_CONTAINS(t ? t : "", "CUPTI already has a subscriber");
+  free(t);
+out:
+  ag_observe_result_release(&r);
+}
+
 /* The traced build of tests/observe/occupancy.cu needs 37 registers where
  * the trace-free one needs 27 (bucket up to 32): observe compiles it again
  * with .maxnreg 32 (ptxas ignores -maxrregcount under launch bounds) and
@@ -688,16 +783,9 @@ TEST(test_traced_build_keeps_occupancy) {
                     "\"flags\": [\"-arch=sm_90a\"]}, \"run\": [\"false\"]}",
                 abs ? abs : ".");
   free(abs);
-  ag_file_write_atomic(spec, s.p, s.len);
-  ag_str_release(&s);
   const char *sigs[] = {"duration"};
-  ag_observe_opts o = {.spec = spec, .workspace = wsdir, .region = "body", .signals = sigs,
-                       .nsignals = 1, .ndevices = 0, .timeout_s = 30};
-  ag_diags d;
-  ag_diags_init(&d);
   ag_observe_result r;
-  int rc = ag_observe(&o, &d, &r);
-  ag_diags_release(&d);
+  int rc = observe_text(spec, &s, wsdir, "body", sigs, 1, 0, &r);
   if (rc == AG_ENOTFOUND || rc == AG_ECHILD) { /* no nvcc here */
     printf("cannot build occupancy.cu (%s): skipped\n", ag_strerror(rc));
     exit(77);
@@ -782,6 +870,9 @@ TEST(test_occupancy_buckets) {
   CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
 }
 
-RUN_TESTS(T(test_perturbation_report), T(test_trace_selection), T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
-          T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace), T(test_cli), T(test_plan_runs_discovery_only), T(test_observe_without_gpu_and_memoization),
-          T(test_failing_harness_fails_alone), T(test_bad_queries))
+RUN_TESTS(T(test_attributed_without_cupti), T(test_perturbation_report), T(test_trace_selection),
+          T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
+          T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace),
+          T(test_cli), T(test_plan_runs_discovery_only),
+          T(test_observe_without_gpu_and_memoization), T(test_failing_harness_fails_alone),
+          T(test_bad_queries))

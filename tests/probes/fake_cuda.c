@@ -35,7 +35,9 @@ static void fake_log(const char *fmt, ...) {
 }
 static unsigned char *fake_desc; /* the last traced module's descriptor */
 /* the last mapping module's descriptor: a launch adds i to its slot i, as
- * the counters would (slot 0, the dropped executions, stays 0) */
+ * the counters would (slot 0, the dropped executions, stays 0); bound with a
+ * capacity below the slots the module needs (ARGUS_MAP_SLOTS), every count
+ * goes to slot 0, as the variant's prologue sends it (src/ptx/xform_map.c) */
 static unsigned char *fake_map;
 void fake_cuda_poison(void);
 void fake_cuda_poison(void) { poisoned = 1; }
@@ -83,6 +85,48 @@ CUresult cuCtxSynchronize(void) {
     return CUDA_ERROR_LAUNCH_TIMEOUT;
   return poisoned ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
+/* __argus_map_slots of a cubin (ELF64: the symbol's 4 bytes in its
+ * section), as the driver would expose it; 0 when there is none */
+static uint32_t elf_map_slots(const unsigned char *e) {
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  uint32_t n = 0;
+  if (memcmp(e, "\x7f" "ELF", 4) || e[4] != 2)
+    return 0;
+  memcpy(&shoff, e + 0x28, 8);
+  memcpy(&shentsize, e + 0x3a, 2);
+  memcpy(&shnum, e + 0x3c, 2);
+  for (uint16_t i = 0; i < shnum; i++) {
+    const unsigned char *sh = e + shoff + (uint64_t)i * shentsize;
+    uint32_t type, link;
+    uint64_t off, size, entsize;
+    memcpy(&type, sh + 4, 4);
+    if (type != 2) /* SHT_SYMTAB */
+      continue;
+    memcpy(&off, sh + 0x18, 8);
+    memcpy(&size, sh + 0x20, 8);
+    memcpy(&link, sh + 0x28, 4);
+    memcpy(&entsize, sh + 0x38, 8);
+    uint64_t stroff;
+    memcpy(&stroff, e + shoff + (uint64_t)link * shentsize + 0x18, 8);
+    for (uint64_t k = 0; entsize && k < size / entsize; k++) {
+      const unsigned char *sym = e + off + k * entsize;
+      uint32_t name;
+      uint16_t shndx;
+      uint64_t value, soff;
+      memcpy(&name, sym, 4);
+      memcpy(&shndx, sym + 6, 2);
+      memcpy(&value, sym + 8, 8);
+      if (strcmp((const char *)e + stroff + name, "__argus_map_slots"))
+        continue;
+      memcpy(&soff, e + shoff + (uint64_t)shndx * shentsize + 0x18, 8);
+      memcpy(&n, e + soff + value, 4);
+      return n;
+    }
+  }
+  return 0;
+}
+
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   char head[9];
   for (int i = 0; i < 8; i++) {
@@ -101,9 +145,10 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   *m = (CUmodule)calloc(1, 128);
   if (!*m)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  /* PTX text (the stand-in variants) or a cubin (what observe compiles) */
   const char *need = strstr((const char *)image, "__argus_map_slots = ");
-  if (need) {
-    uint32_t n = (uint32_t)strtoul(need + 20, NULL, 10);
+  uint32_t n = need ? (uint32_t)strtoul(need + 20, NULL, 10) : elf_map_slots(image);
+  if (need || n) {
     memcpy((unsigned char *)*m + 96, &n, 4);
     ((unsigned char *)*m)[100] = 1;
   }
@@ -199,12 +244,13 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
   }
   if ((uintptr_t)f != 2 && fake_map) {
     uint64_t slots;
-    uint32_t cap, enabled;
+    uint32_t cap, enabled, need;
     memcpy(&slots, fake_map, 8);
     memcpy(&cap, fake_map + 8, 4);
     memcpy(&enabled, fake_map + 12, 4);
-    for (uint32_t i = 1; enabled && i < cap; i++)
-      ((uint64_t *)(uintptr_t)slots)[i] += i;
+    memcpy(&need, fake_map + 32, 4);
+    for (uint32_t i = 1; enabled && i < need; i++)
+      ((uint64_t *)(uintptr_t)slots)[cap >= need ? i : 0] += i;
   }
   if ((uintptr_t)f == 2) { /* calibration: 10 ms at 1.98 GHz */
     uint64_t *out = (uint64_t *)(uintptr_t)(*(CUdeviceptr *)args[0]);

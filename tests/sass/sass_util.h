@@ -1,12 +1,16 @@
 /*
  * sass_util.h — helpers of the SASS / mapping / attribution tests: PTX
  * from CUDA (nvcc -ptx, as Argus compiles a spec's source), cubins from PTX
- * (ptxas, with or without -lineinfo), the code sections of a cubin.
+ * (ptxas, with or without -lineinfo), the code sections of a cubin, a
+ * program's mapping variant with its -lineinfo cubin, the values of an
+ * attributed signal.
  */
 #ifndef ARGUS_TEST_SASS_UTIL_H
 #define ARGUS_TEST_SASS_UTIL_H
 
+#include "argus/attrib.h"
 #include "argus/sass.h"
+#include "argus/variant.h"
 #include "../ptx/corpus.h"
 
 #include <stdio.h>
@@ -90,6 +94,72 @@ static inline void su_target(const char *ptx, char *arch, size_t n) {
     memcpy(arch, t, k);
     arch[k] = 0;
   }
+}
+
+/* occurrences of needle in hay */
+static inline size_t su_count(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    n++;
+  return n;
+}
+
+/* the index of region q (qualified name) in a mapping layout, or -1 */
+static inline int su_region_index(const ag_attr_layout *L, const char *q) {
+  for (int i = 0; i < L->nregions; i++)
+    if (!strcmp(L->regions[i], q))
+      return i;
+  return -1;
+}
+
+/* the value entry {region, stat} of an attributed signal's "values" (borrowed), or NULL */
+static inline json_t *su_value(json_t *o, const char *region, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(o, "values"), i, v) {
+    const char *r = json_string_value(json_object_get(v, "region"));
+    const char *s = json_string_value(json_object_get(v, "stat"));
+    if (r && s && !strcmp(r, region) && !strcmp(s, stat))
+      return v;
+  }
+  return NULL;
+}
+
+/* A program's mapping: its PTX, mapping variant and layout, and the
+ * ptxas -lineinfo cubin of the same PTX (all owned). */
+typedef struct su_mapped {
+  char *ptx;
+  size_t len;
+  ag_variant *v;
+  ag_attr_layout *L;
+  char *bin;
+  size_t blen;
+  ag_sass_cubin *cub;
+} su_mapped;
+
+static inline void su_mapped_free(su_mapped *m) {
+  ag_sass_cubin_free(m->cub);
+  ag_free(m->bin);
+  ag_attr_layout_free(m->L);
+  ag_variant_free(m->v);
+  ag_free(m->ptx);
+  memset(m, 0, sizeof *m);
+}
+
+/* Makes m from PTX text (taken: m owns it from here on, also on failure);
+ * 0 on success, else -1 with the diagnostics in d and ptxas's log in err. */
+static inline int su_mapped_make(char *ptx, size_t len, const char *name, ag_diags *d,
+                                 su_mapped *m, ag_str *err) {
+  memset(m, 0, sizeof *m);
+  m->ptx = ptx;
+  m->len = len;
+  ag_variant_opts o = {AG_VARIANT_MAPPING, NULL, 0, 0};
+  if (ag_variant_make(ptx, len, name, &o, d, &m->v) ||
+      ag_attr_layout_from_json(m->v->probes, d, &m->L) ||
+      su_ptxas("sm_90a", 1, ptx, len, &m->bin, &m->blen, err) ||
+      ag_sass_cubin_parse(m->bin, m->blen, name, d, &m->cub))
+    return -1;
+  return 0;
 }
 
 #endif

@@ -66,13 +66,19 @@ static CUresult f_dtoh(void *dst, CUdeviceptr src, size_t n) {
 
 static const ag__map_cu cu = {f_get_global, f_alloc, f_free, f_memset, f_htod, f_dtoh};
 
-TEST(bind_count_write_read) {
+/* binds a fresh module that asks for `need` slots, at most max_slots (0: all) */
+static int bind_fresh(uint32_t need, uint32_t max_slots, ag__map_binding *b, char *why,
+                      size_t n) {
   have_desc = have_need = 1;
-  g_need = 7;
+  g_need = need;
   memset(g_desc, 0, sizeof g_desc);
+  return ag__map_bind(&cu, NULL, NULL, max_slots, b, why, n);
+}
+
+TEST(bind_count_write_read) {
   ag__map_binding b;
   char why[512] = "";
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), 0);
+  CHECK_EQ_INT(bind_fresh(7, 0, &b, why, sizeof why), 0);
   CHECK(b.bound);
   CHECK_EQ_INT((int)b.nslots, 7);
   uint64_t p;
@@ -121,33 +127,67 @@ TEST(bind_count_write_read) {
   rmdir(dir);
 }
 
+/* bound below the variant's need (ARGUS_MAP_SLOTS): the descriptor holds the
+ * smaller capacity, the counts file its slots and the need */
+TEST(bind_below_need) {
+  ag__map_binding b;
+  char why[512] = "";
+  CHECK_EQ_INT(bind_fresh(7, 3, &b, why, sizeof why), 0);
+  uint32_t cap;
+  memcpy(&cap, g_desc + 8, 4);
+  CHECK_EQ_INT((int)cap, 3);
+  CHECK_EQ_INT((int)b.nslots, 3);
+  CHECK_EQ_INT((int)b.need, 7);
+  ((uint64_t *)last_alloc)[0] = 9; /* what the variant does then: every count in slot 0 */
+  char dir[] = "/tmp/argus-mapbind-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK_EQ_INT(ag__map_write(&cu, &b, dir, why, sizeof why), 0);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, AG_MAP_COUNTS_FILE);
+  json_t *j = json_load_file(path, 0, NULL);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(j, "slots")), 3);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(j, "needed")), 7);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(j, "dropped")), 9);
+  CHECK_EQ_INT((int)json_array_size(json_object_get(j, "counts")), 3);
+  json_decref(j);
+  ag__map_unbind(&cu, &b);
+  /* a limit above the need binds the need */
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 100, &b, why, sizeof why), 0);
+  memcpy(&cap, g_desc + 8, 4);
+  CHECK_EQ_INT((int)cap, 7);
+  CHECK_EQ_INT((int)b.nslots, 7);
+  ag__map_unbind(&cu, &b);
+  unlink(path);
+  rmdir(dir);
+}
+
 TEST(not_a_mapping_module_and_errors) {
   ag__map_binding b;
   char why[512] = "";
   have_desc = have_need = 0;
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), 0);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), 0);
   CHECK(!b.bound);
   CHECK_EQ_INT(ag__map_write(&cu, &b, "/nonexistent", why, sizeof why), 0); /* nothing */
   have_desc = 1; /* a descriptor without its slot count */
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), AG_HOST_EINVAL);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), AG_HOST_EINVAL);
   CHECK_CONTAINS(why, "no 4-byte '__argus_map_slots'");
   have_need = 1;
   desc_bytes = 8; /* the wrong size */
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), AG_HOST_EINVAL);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), AG_HOST_EINVAL);
   desc_bytes = AG_MAP_DESC_BYTES;
   g_need = 0;
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), AG_HOST_EINVAL);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), AG_HOST_EINVAL);
   CHECK_CONTAINS(why, "asks for 0 counter slots");
   g_need = AG_MAP_MAX_SLOTS + 1;
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), AG_HOST_EINVAL);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), AG_HOST_EINVAL);
   g_need = 4;
   fail_alloc = 1;
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), AG_HOST_ECUDA);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), AG_HOST_ECUDA);
   CHECK_CONTAINS(why, "cuMemAlloc(mapping counters) failed");
   CHECK(!b.bound);
   fail_alloc = 0;
   /* bound, then the output directory is missing */
-  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, &b, why, sizeof why), 0);
+  CHECK_EQ_INT(ag__map_bind(&cu, NULL, NULL, 0, &b, why, sizeof why), 0);
   CHECK_EQ_INT(ag__map_write(&cu, &b, "/nonexistent/dir", why, sizeof why), AG_HOST_EIO);
   CHECK_CONTAINS(why, "cannot write '/nonexistent/dir/map_counts.json.tmp'");
   ag__map_unbind(&cu, &b);
@@ -156,6 +196,8 @@ TEST(not_a_mapping_module_and_errors) {
 /* libargus_host end to end, with the stand-in driver (tests/probes/fake_cuda.c,
  * whose launches add i to slot i of a bound mapping module): a harness run
  * under Argus with a mapping variant writes map_counts.json */
+static const char *map_slots_env; /* "ARGUS_MAP_SLOTS=N" for run_mode, or NULL */
+
 static int run_mode(const char *mode, const char *dir, const char *variant, const char *launches,
                     ag_str *err) {
   char e0[64], e1[4200], e2[4200], e3[4200];
@@ -163,7 +205,7 @@ static int run_mode(const char *mode, const char *dir, const char *variant, cons
   snprintf(e1, sizeof e1, "ARGUS_OUT=%s", dir);
   snprintf(e2, sizeof e2, "ARGUS_VARIANT=%s", variant);
   snprintf(e3, sizeof e3, "ARGUS_LIBCUDA=%s", FAKE_CUDA_LIB);
-  const char *env[] = {e0, e1, e2, e3, NULL};
+  const char *env[] = {e0, e1, e2, e3, map_slots_env, NULL};
   const char *argv[] = {FAKE_HARNESS, "ok", "module.cubin", launches, NULL};
   ag_proc_opts o;
   memset(&o, 0, sizeof o);
@@ -207,8 +249,8 @@ TEST(host_runtime_writes_counts) {
   for (size_t i = 0; v && i < n; i++)
     CHECK(v[i] == 3 * i); /* 3 launches, slot i counted i per launch */
   ag_free(v);
+  v = NULL;
   json_decref(j);
-  ag_diags_release(&d);
   /* a variant that is not a mapping one writes no counts */
   unlink(counts);
   CHECK_EQ_INT(ag_file_write_atomic(var, "// plain\n", 9), 0);
@@ -225,6 +267,30 @@ TEST(host_runtime_writes_counts) {
   ag_str_clear(&err);
   CHECK_EQ_INT(run_mode("map", dir, var, "2", &err), 0);
   CHECK(access(counts, F_OK) == 0);
+  /* ARGUS_MAP_SLOTS below the need: the stand-in kernel, as the variant,
+   * counts every execution in slot 0: 2 launches x (1 + 2 + 3 + 4) dropped */
+  map_slots_env = "ARGUS_MAP_SLOTS=3";
+  ag_str_clear(&err);
+  CHECK_EQ_INT(run_mode("map", dir, var, "2", &err), 0);
+  map_slots_env = NULL;
+  j = json_load_file(counts, 0, NULL);
+  CHECK(j != NULL);
+  if (j)
+    CHECK_EQ_INT(ag_attr_counts_from_json(j, &d, &v, &n), 0);
+  CHECK_EQ_INT((int)n, 3);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(j, "needed")), 5);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(j, "dropped")), 20);
+  for (size_t i = 0; v && i < n; i++)
+    CHECK(v[i] == (i ? 0 : 20));
+  ag_free(v);
+  v = NULL;
+  json_decref(j);
+  map_slots_env = "ARGUS_MAP_SLOTS=0"; /* not a slot count */
+  ag_str_clear(&err);
+  CHECK(run_mode("map", dir, var, "1", &err) != 0);
+  CHECK_CONTAINS(ag_str_cstr(&err), "ARGUS_MAP_SLOTS='0' is not a whole number in [1, ");
+  map_slots_env = NULL;
+  ag_diags_release(&d);
   /* the evidence file each collection writes */
   CHECK_EQ_STR(ag_trace_run_evidence_file("map"), AG_MAP_COUNTS_FILE);
   CHECK_EQ_STR(ag_trace_run_evidence_file("sass"), "sass_metrics.json");
@@ -242,5 +308,5 @@ TEST(host_runtime_writes_counts) {
   CHECK_EQ_INT(system(cmd), 0);
 }
 
-RUN_TESTS(T(bind_count_write_read), T(not_a_mapping_module_and_errors),
+RUN_TESTS(T(bind_count_write_read), T(bind_below_need), T(not_a_mapping_module_and_errors),
           T(host_runtime_writes_counts))

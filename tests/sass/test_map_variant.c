@@ -42,20 +42,6 @@ static int assembles(const ag_variant *v, const char *arch) {
   return ok;
 }
 
-static size_t count(const char *hay, const char *needle) {
-  size_t n = 0;
-  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-    n++;
-  return n;
-}
-
-static int region_index(const ag_attr_layout *L, const char *q) {
-  for (int i = 0; i < L->nregions; i++)
-    if (!strcmp(L->regions[i], q))
-      return i;
-  return -1;
-}
-
 TEST(ground_truth_layout) {
   su_need_tools();
   char *ptx;
@@ -74,8 +60,8 @@ TEST(ground_truth_layout) {
   if (!L)
     goto out;
   CHECK_EQ_STR(L->version, v->parent);
-  int a = region_index(L, "map_truth/a"), b = region_index(L, "map_truth/b");
-  int root = region_index(L, "map_truth");
+  int a = su_region_index(L, "map_truth/a"), b = su_region_index(L, "map_truth/b");
+  int root = su_region_index(L, "map_truth");
   CHECK(a >= 0 && b >= 0 && root >= 0);
   int helper = -1;
   for (int f = 0; f < L->nfuncs; f++)
@@ -104,17 +90,17 @@ TEST(ground_truth_layout) {
   CHECK(helper_units >= 1);
   CHECK(seen[0] && seen[1] && seen[2]);
   /* one counter per unit; K1 calls pass 'a', K2 pass 'b' */
-  CHECK_EQ_INT((int)count(v->ptx, "red.global.add.u64"), L->nunits);
+  CHECK_EQ_INT((int)su_count(v->ptx, "red.global.add.u64"), L->nunits);
   CHECK_EQ_INT(v->nsites, L->nunits);
   char pass[64];
   snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", a);
-  CHECK_EQ_INT((int)count(v->ptx, pass), 3);
+  CHECK_EQ_INT((int)su_count(v->ptx, pass), 3);
   snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", b);
-  CHECK_EQ_INT((int)count(v->ptx, pass), 5);
-  CHECK_EQ_INT((int)count(v->ptx, ".param .b32 __argus_map_in"), 1);
+  CHECK_EQ_INT((int)su_count(v->ptx, pass), 5);
+  CHECK_EQ_INT((int)su_count(v->ptx, ".param .b32 __argus_map_in"), 1);
   /* the host runtime reads the slots it binds from the module */
   snprintf(pass, sizeof pass, ".const .align 4 .u32 __argus_map_slots = %u;", L->nslots);
-  CHECK_EQ_INT((int)count(v->ptx, pass), 1);
+  CHECK_EQ_INT((int)su_count(v->ptx, pass), 1);
   /* the variant is PTX Argus reads, with the same regions */
   ag_ptx_module *m = NULL;
   ag_ptx_regions *r = NULL;
@@ -239,16 +225,16 @@ TEST(nested_calls_pass_the_inherited_region) {
   ag_variant *v = mapping(nested_ptx, strlen(nested_ptx), &d);
   CHECK(v != NULL);
   if (v) {
-    CHECK_EQ_INT((int)count(v->ptx, "st.param.b32 [__argus_map_a], %agm_in;"), 1);
-    CHECK_EQ_INT((int)count(v->ptx, "__argus_map_in"), 4); /* 2 params, 2 loads */
+    CHECK_EQ_INT((int)su_count(v->ptx, "st.param.b32 [__argus_map_a], %agm_in;"), 1);
+    CHECK_EQ_INT((int)su_count(v->ptx, "__argus_map_in"), 4); /* 2 params, 2 loads */
     CHECK(assembles(v, "sm_90"));
     ag_attr_layout *L = NULL;
     CHECK_EQ_INT(ag_attr_layout_from_json(v->probes, &d, &L), 0);
-    int a = L ? region_index(L, "k/a") : -1;
+    int a = L ? su_region_index(L, "k/a") : -1;
     CHECK(a >= 0);
     char pass[64];
     snprintf(pass, sizeof pass, "st.param.b32 [__argus_map_a], %d;", a);
-    CHECK_EQ_INT((int)count(v->ptx, pass), 1);
+    CHECK_EQ_INT((int)su_count(v->ptx, pass), 1);
     ag_attr_layout_free(L);
   }
   ag_variant_free(v);
