@@ -156,6 +156,13 @@ void ag_attr_ratio(const ag_attr_result *num, const ag_attr_result *den, double 
 int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *metric,
                 const char *const *opcodes, ag_diags *diags, double *out);
 
+/* inst_mix and barriers from the map alone, when no metric run counted
+ * (docs/attribution.md, "Without SASS metrics"): out[r * AG_SASS__NCLASS +
+ * c] = sum of n(r, p) over the map's PCs p whose opcode (opcodes[p], one per
+ * map PC; NULL counts as misc) is of class c: warp instructions executed,
+ * as smsp__sass_inst_executed counts them. out is the caller's. */
+void ag_attr_mix_map(const ag_attr_map *map, const char *const *opcodes, double *out);
+
 /* The report's view: {"metric", "qual": "attributed", "version", "kernel",
  * "total", "unattributed", "conserved", "regions": [{"region", "value",
  * "shared_share", "static_pcs", "shared_pcs"}]}. New reference. */
@@ -175,6 +182,12 @@ typedef struct ag_attr_inputs {
   const struct ag_sass_ev *metrics; /* SASS metrics of that build (NULL for ownership) */
   const char *metrics_version;  /* the program version the metric run's cubin was built from */
   const char *region;           /* the queried region: it and the regions inside it */
+  /* inst_mix and barriers without metrics (NULL, or CUPTI counted nothing
+   * for a kernel): the opcodes of the -lineinfo build (an evidence whose
+   * `sass` section disassembles that cubin; its rows are not read), from
+   * which the map alone derives them; NULL: they are missing */
+  const struct ag_sass_ev *opcodes;
+  const char *metrics_why; /* why there are no metrics (the failed run's reason) */
 } ag_attr_inputs;
 
 /* Makes signal `signal` (ownership, inst_mix, barriers, branch) for every

@@ -424,6 +424,17 @@ int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *mt, const char *co
   return 0;
 }
 
+void ag_attr_mix_map(const ag_attr_map *map, const char *const *opcodes, double *out) {
+  int R = map->nregions;
+  memset(out, 0, sizeof *out * (size_t)R * AG_SASS__NCLASS);
+  for (int p = 0; p < map->npcs; p++) {
+    ag_sass_class c = ag_sass_classify(opcodes[p]);
+    const double *row = &map->n[(size_t)p * (size_t)R];
+    for (int k = 0; k < R; k++)
+      out[(size_t)k * AG_SASS__NCLASS + c] += row[k];
+  }
+}
+
 void ag_attr_region_entropy(const ag_attr_map *map, const ag_attr_metric *mt,
                             const ag_attr_result *r, double *out) {
   int R = map->nregions;

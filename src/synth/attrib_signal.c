@@ -2,7 +2,8 @@
  * attrib_signal.c — the attributed signals of `argus observe` (ownership,
  * inst_mix, barriers, branch; docs/attribution.md, "Signals") from the
  * mapping run's layout and counts, the -lineinfo build's cubin and, but for
- * ownership, the SASS-metrics evidence of the same program version. Pure
+ * ownership, the SASS-metrics evidence of the same program version (inst_mix
+ * and barriers without it: derived from the map and the cubin's opcodes). Pure
  * CPU: the backend adapters (src/run/backend_map.c, backend_sass.c) read
  * the artifacts and call ag_attr_signal; the CPU tests call it on evidence
  * recorded on the H200.
@@ -37,11 +38,16 @@ static int selected(const char *qname, const char *kernel, const char *q) {
   return 0;
 }
 
-static void value(json_t *vals, const char *region, const char *signal, const char *stat,
-                  json_t *v, const char *unit) {
+static void value_q(json_t *vals, const char *region, const char *signal, const char *stat,
+                    json_t *v, const char *unit, const char *qual) {
   json_array_append_new(vals, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "region", region, "signal",
                                         signal, "stat", stat, "value", v, "unit", unit, "qual",
-                                        "attributed"));
+                                        qual));
+}
+
+static void value(json_t *vals, const char *region, const char *signal, const char *stat,
+                  json_t *v, const char *unit) {
+  value_q(vals, region, signal, stat, v, unit, "attributed");
 }
 
 static void note(json_t *arr, const char *what, const char *why) {
@@ -210,9 +216,85 @@ out:
   return rc;
 }
 
+/* The rule of the values derived from the map alone (docs/attribution.md,
+ * "Without SASS metrics"). */
+#define DERIVED_RULE                                                                       \
+  "from the mapping run's block counts through line info; warp instructions executed; no " \
+  "thread-level or predicated-on counts, so `branch` stays missing"
+
+/* inst_mix or barriers of one kernel from the map alone, when the metric
+ * run gave nothing (none_why says why): n(r, p) summed per region and
+ * opcode class of the -lineinfo build (in->opcodes), qualified derived. */
+static int derived(const char *signal, const ag_attr_inputs *in, const ag_attr_map *map,
+                   const char *none_why, json_t *vals, json_t *missing, json_t *warn) {
+  const ag_sass_ev *ops = in->opcodes;
+  int R = map->nregions, rc = 0;
+  ag_str what = AG_STR_INIT, why = AG_STR_INIT;
+  ag_str_printf(&what, "%s of kernel '%s'", signal, map->kernel);
+  if (!ops || !ops->nins) {
+    ag_str_printf(&why, "%s; nor can it be derived from the map, which needs the -lineinfo "
+                        "build's opcodes: %s",
+                  none_why, !ops ? "no disassembly of the -lineinfo cubin"
+                            : ops->sass_status ? ops->sass_status
+                                               : "the disassembly has no instruction");
+    note(missing, ag_str_cstr(&what), ag_str_cstr(&why));
+    goto out;
+  }
+  const char **op = ag_calloc((size_t)map->npcs + 1, sizeof *op);
+  double *mix = ag_calloc((size_t)R * AG_SASS__NCLASS + 1, sizeof *mix);
+  if (!op || !mix) {
+    ag_free(op);
+    ag_free(mix);
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  int noop = 0;
+  for (int p = 0; p < map->npcs; p++) {
+    const ag_sass_insn *ins = ag_sass_ev_insn(ops, map->kernel, (uint32_t)map->pc[p]);
+    op[p] = ins ? ins->op : NULL;
+    noop += !ins;
+  }
+  ag_attr_mix_map(map, op, mix);
+  int bar = !strcmp(signal, "barriers");
+  double kernel = 0;
+  for (int r = 0; r < R; r++) {
+    double total = 0;
+    for (int c = 0; c < AG_SASS__NCLASS; c++)
+      total += mix[(size_t)r * AG_SASS__NCLASS + c];
+    kernel += total;
+    if (!(total > 0) || !selected(map->regions[r], map->kernel, in->region))
+      continue;
+    for (int c = 0; c < AG_SASS__NCLASS; c++) {
+      double x = mix[(size_t)r * AG_SASS__NCLASS + c];
+      if (bar ? ag_sass_class_is_barrier((ag_sass_class)c) : x > 0)
+        value_q(vals, map->regions[r], signal, ag_sass_class_name((ag_sass_class)c),
+                json_real(x), "warp-inst", "derived");
+    }
+    value_q(vals, map->regions[r], signal, "total", json_real(total), "warp-inst", "derived");
+  }
+  value_q(vals, map->kernel, signal, "kernel_total", json_real(kernel), "warp-inst", "derived");
+  json_array_append_new(warn, json_sprintf("%s of '%s' is derived " DERIVED_RULE " (%s)", signal,
+                                           map->kernel, none_why));
+  if (noop)
+    json_array_append_new(warn, json_sprintf("%s of '%s': %d of %d PCs have no opcode in the "
+                                             "disassembly: counted as misc",
+                                             signal, map->kernel, noop, map->npcs));
+  ag_free(op);
+  ag_free(mix);
+out:
+  ag_str_release(&what);
+  ag_str_release(&why);
+  return rc;
+}
+
 static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_attr_map *map,
                       json_t *vals, json_t *missing, json_t *nj, json_t *warn) {
   const char *q = in->region;
+  int derivable = !strcmp(signal, "inst_mix") || !strcmp(signal, "barriers");
+  if (derivable && !in->metrics)
+    return derived(signal, in, map,
+                   in->metrics_why ? in->metrics_why : "the SASS-metrics run gave no evidence",
+                   vals, missing, warn);
   if (!strcmp(signal, "ownership")) {
     json_t *o = ag_attr_ownership(map);
     size_t k;
@@ -255,6 +337,13 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     ag_str_printf(&why, "CUPTI counted no instruction of '%s' (some kernels count nothing, "
                         "cause unknown: docs/sass-metrics.md)",
                   map->kernel);
+    if (derivable) { /* the metric run's own opcodes, else the ones given */
+      ag_attr_inputs din = *in;
+      if (in->metrics->nins)
+        din.opcodes = in->metrics;
+      rc = derived(signal, &din, map, ag_str_cstr(&why), vals, missing, warn);
+      goto done;
+    }
     rc = AG_ENOTFOUND;
     goto out;
   }
@@ -341,6 +430,7 @@ out:
     note(missing, ag_str_cstr(&what), ag_str_cstr(&why));
     rc = 0;
   }
+done:
   ag_diags_release(&d);
   ag_free(mix);
   ag_free(ratio);
@@ -359,12 +449,14 @@ int ag_attr_signal(const char *signal, const ag_attr_inputs *in, ag_diags *diags
   int ok = 0;
   for (size_t i = 0; signal && i < sizeof known / sizeof known[0]; i++)
     ok |= !strcmp(signal, known[i]);
+  int derivable = ok && (!strcmp(signal, "inst_mix") || !strcmp(signal, "barriers"));
   if (!ok || !in->layout || !in->slots || !in->cubin ||
-      (strcmp(signal, "ownership") && !in->metrics)) {
+      (strcmp(signal, "ownership") && !in->metrics && !(derivable && in->opcodes))) {
     ag_diags_add(diags, AG_SEV_ERROR, NULL, 0, 0, NULL, 0,
                  "attributed signal '%s': %s", signal ? signal : "(none)",
                  ok ? "the map's layout, counts and line-info cubin, and (but for ownership) "
-                      "the SASS metrics, are all needed"
+                      "the SASS metrics (inst_mix, barriers: or the cubin's opcodes), are all "
+                      "needed"
                     : "not an attributed signal (ownership, inst_mix, barriers, branch, "
                       "stalls)");
     return AG_EINVAL;

@@ -144,7 +144,7 @@ static double val(json_t *o, const char *region, const char *stat) {
 static json_t *signal_of(const fx *f, const char *signal, const char *region,
                          const char *metric_version) {
   ag_attr_inputs in = {f->L,  f->slots, f->nslots, f->cub, f->mver,
-                       f->ev, metric_version ? metric_version : f->mver, region};
+                       f->ev, metric_version ? metric_version : f->mver, region, NULL, NULL};
   ag_diags d;
   ag_diags_init(&d);
   json_t *o = NULL;
@@ -399,6 +399,188 @@ out:
   fx_free(&f);
 }
 
+/* The value of signal/stat in region, or 0 when o has none (a class the
+ * region did not execute); qual must be q. */
+static double val_or0(json_t *o, const char *region, const char *stat, const char *q) {
+  json_t *v = su_value(o, region, stat);
+  if (v)
+    CHECK_EQ_STR(json_string_value(json_object_get(v, "qual")), q);
+  return v ? json_number_value(json_object_get(v, "value")) : 0;
+}
+
+/* inst_mix and barriers from the map alone (docs/attribution.md, "Without
+ * SASS metrics"), against the CUPTI-attributed ones of the same recorded run.
+ * They differ exactly where the map's count of a PC, sum_r n(r, p), is not
+ * CUPTI's m(p), and those PCs are the explained ones, each recognized from
+ * the recorded listing and the construction:
+ *   - the padding after the helper's RET (a BRA to itself, then NOPs): CUPTI
+ *     0, the map k1 x 16 under A and k2 x 16 under B (it carries the RET's
+ *     PTX line, so the map counts it with the helper's last unit);
+ *   - one LDC per loop of A and B that ptxas hoisted out of the loop: CUPTI
+ *     16 (once per warp), the map k x 16 (it keeps the loop body's PTX line).
+ * So per region and class, derived - attributed is: A control 16 k1, misc
+ * (pad - 1) 16 k1, mem_const 16 (k1 - 1); B the same with k2; C and the
+ * root 0; barriers 0 everywhere. A wrong sum (a class, a region, the map's
+ * counts taken twice) breaks one of them. */
+TEST(test_derived_truth) {
+  fx f;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_attr_map *map = NULL;
+  json_t *att = NULL, *der = NULL, *bder = NULL, *batt = NULL;
+  double *m = NULL;
+  FX_LOAD(f);
+  ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
+                       f.ev, "no SASS metrics in this test"};
+  CHECK_EQ_INT(ag_attr_map_build(f.L, f.slots, f.nslots, f.cub, "attrib_truth", &d, &map), 0);
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &in, &d, &der), 0);
+  CHECK_EQ_INT(ag_attr_signal("barriers", &in, &d, &bder), 0);
+  att = signal_of(&f, "inst_mix", "attrib_truth", NULL);
+  batt = signal_of(&f, "barriers", "attrib_truth", NULL);
+  if (!map || !der || !att || !bder || !batt)
+    goto out;
+  CHECK_EQ_INT(json_array_size(json_object_get(der, "missing")), 0);
+  char *w = json_dumps(json_object_get(der, "warnings"), 0);
+  CHECK_CONTAINS(w ? w : "", "inst_mix of 'attrib_truth' is derived from the mapping run's "
+                             "block counts through line info; warp instructions executed; no "
+                             "thread-level or predicated-on counts, so `branch` stays missing");
+  CHECK_CONTAINS(w ? w : "", "no SASS metrics in this test");
+  free(w);
+  /* the map's PCs: CUPTI's count, and the helper's RET (the padding follows it) */
+  int R = map->nregions, col = ag_sass_ev_metric(f.ev, "smsp__sass_inst_executed");
+  int ka = -1, kb = -1, pad = 0, npad = 0, nhoist[2] = {0, 0};
+  uint32_t ret = 0;
+  for (int q = 0; q < R; q++) {
+    ka = strcmp(map->regions[q], rname[RA]) ? ka : q;
+    kb = strcmp(map->regions[q], rname[RB]) ? kb : q;
+  }
+  for (size_t k = 0; k < f.ev->nins; k++) {
+    const ag_sass_insn *x = &f.ev->ins[k];
+    if (!strcmp(x->function, "attrib_truth") && x->owner && strstr(x->owner, "mix") &&
+        !strncmp(x->op, "RET", 3))
+      ret = x->pc;
+  }
+  for (size_t k = 0; k < f.ev->nins; k++)
+    pad += !strcmp(f.ev->ins[k].function, "attrib_truth") && ret && f.ev->ins[k].pc > ret;
+  m = ag_calloc((size_t)map->npcs + 1, sizeof *m);
+  CHECK(ka >= 0 && kb >= 0 && ret && m);
+  if (ka < 0 || kb < 0 || !ret || !m)
+    goto out;
+  for (size_t i = 0; i < f.ev->nrows; i++) {
+    const ag_sass_ev_row *r = &f.ev->rows[i];
+    uint64_t spc;
+    if (r->variant && !strcmp(r->function, "attrib_truth") &&
+        !ag_sass_cubin_section_pc(f.cub, "attrib_truth", r->function, r->pc, &spc) &&
+        spc / 16 < (uint64_t)map->npcs)
+      m[spc / 16] = (double)r->v[col];
+  }
+  for (int p = 0; p < map->npcs; p++) {
+    const double *row = &map->n[(size_t)p * (size_t)R];
+    double sum = 0;
+    for (int r = 0; r < R; r++)
+      sum += row[r];
+    if (sum == m[p])
+      continue;
+    const ag_sass_insn *x = ag_sass_ev_insn(f.ev, "attrib_truth", (uint32_t)map->pc[p]);
+    const char *op = x ? x->op : "?";
+    printf("pc 0x%llx %s: the map %.0f, CUPTI %.0f\n", (unsigned long long)map->pc[p], op, sum,
+           m[p]);
+    if (m[p] == 0 && map->pc[p] > ret && (!strncmp(op, "BRA", 3) || !strcmp(op, "NOP")) &&
+        row[ka] == TW * TK1 && row[kb] == TW * TK2 && sum == TW * (TK1 + TK2))
+      npad++;
+    else if (!strncmp(op, "LDC", 3) && m[p] == TW && (sum == row[ka] || sum == row[kb]) &&
+             (row[ka] == TW * TK1 || row[kb] == TW * TK2))
+      nhoist[row[ka] > 0 ? 0 : 1]++;
+    else
+      CHECK(!"a PC whose map count is not CUPTI's, and not explained");
+  }
+  CHECK_EQ_INT(npad, pad);
+  CHECK_EQ_INT(nhoist[0], 1);
+  CHECK_EQ_INT(nhoist[1], 1);
+  /* per region and class: derived - attributed as explained */
+  int cbra = ag_sass_classify("BRA"), cnop = ag_sass_classify("NOP");
+  int cldc = ag_sass_classify("LDC");
+  const int kk[NR] = {TK1, TK2, 0, 0};
+  double dk = 0;
+  for (int r = 0; r < NR; r++) {
+    double dt = 0;
+    for (int c = 0; c < AG_SASS__NCLASS; c++) {
+      const char *cn = ag_sass_class_name((ag_sass_class)c);
+      double x = val_or0(der, rname[r], cn, "derived");
+      double y = val_or0(att, rname[r], cn, "attributed");
+      double want = 0;
+      if (kk[r])
+        want = c == cbra ? TW * kk[r] : c == cnop ? (pad - 1) * TW * kk[r]
+                                    : c == cldc ? TW * (kk[r] - 1)
+                                                : 0;
+      if (fabs(x - y - want) > 1e-6)
+        printf("%s %s: derived %.3f, attributed %.3f, %.0f explained\n", rname[r], cn, x, y,
+               want);
+      NEAR(x - y, want);
+      dt += want;
+      if (ag_sass_class_is_barrier((ag_sass_class)c))
+        NEAR(val_or0(bder, rname[r], cn, "derived"), val_or0(batt, rname[r], cn, "attributed"));
+    }
+    NEAR(val_or0(der, rname[r], "total", "derived") - val(att, rname[r], "total"), dt);
+    dk += dt;
+  }
+  NEAR(val_or0(der, "attrib_truth", "kernel_total", "derived") -
+           val(att, "attrib_truth", "kernel_total"),
+       dk);
+  /* the query selects A alone, as for the attributed values */
+  json_decref(der);
+  der = NULL;
+  in.region = "A";
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &in, &d, &der), 0);
+  CHECK(der && su_value(der, rname[RA], "total") && !su_value(der, rname[RB], "total"));
+out:
+  ag_free(m);
+  json_decref(att);
+  json_decref(der);
+  json_decref(batt);
+  json_decref(bder);
+  ag_attr_map_free(map);
+  ag_diags_release(&d);
+  fx_free(&f);
+}
+
+/* Without SASS metrics and without opcodes (no nvdisasm: the disassembly's
+ * status says why), inst_mix is missing with both reasons; branch, which
+ * needs thread-level counts, cannot be had from the map at all. */
+TEST(test_derived_without_opcodes) {
+  fx f;
+  ag_diags d;
+  ag_diags_init(&d);
+  json_t *o = NULL;
+  ag_sass_ev *none = NULL;
+  FX_LOAD(f);
+  const char *js = "{\"format\":\"argus-sass-metrics\",\"version\":1,\"cubins\":[{\"crc\":0}],"
+                   "\"columns\":[\"cubin_crc\",\"function\",\"pc\"],\"rows\":[],\"sass\":"
+                   "{\"tool\":\"nvdisasm\",\"status\":\"cannot run 'nvdisasm': No such file or "
+                   "directory\",\"functions\":[]}}";
+  CHECK_EQ_INT(ag_sass_ev_load_mem(js, strlen(js), "none.json", &d, &none), 0);
+  ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
+                       none, "the SASS-metrics run failed: CUPTI held"};
+  CHECK_EQ_INT(ag_attr_signal("barriers", &in, &d, &o), 0);
+  if (!o)
+    goto out;
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "values")), 0);
+  char *t = json_dumps(json_object_get(o, "missing"), 0);
+  CHECK_CONTAINS(t ? t : "", "barriers of kernel 'attrib_truth'");
+  CHECK_CONTAINS(t ? t : "", "the SASS-metrics run failed: CUPTI held");
+  CHECK_CONTAINS(t ? t : "", "cannot run 'nvdisasm'");
+  free(t);
+  json_decref(o);
+  o = NULL;
+  CHECK_EQ_INT(ag_attr_signal("branch", &in, &d, &o), AG_EINVAL);
+  CHECK(o == NULL);
+out:
+  json_decref(o);
+  ag_sass_ev_free(none);
+  ag_diags_release(&d);
+  fx_free(&f);
+}
+
 TEST(test_refusals) {
   fx f;
   FX_LOAD(f);
@@ -427,7 +609,7 @@ TEST(test_refusals) {
     char v2[128];
     snprintf(v2, sizeof v2, "the build of variant %s", ev2 ? ev2->variant_id : "?");
     CHECK(strcmp(v2, f.mver) != 0);
-    ag_attr_inputs in2 = {f.L, f.slots, f.nslots, f.cub, f.mver, ev2, v2, NULL};
+    ag_attr_inputs in2 = {f.L, f.slots, f.nslots, f.cub, f.mver, ev2, v2, NULL, NULL, NULL};
     json_t *o2 = NULL;
     CHECK_EQ_INT(ag_attr_signal("inst_mix", &in2, &d2, &o2), 0);
     CHECK_EQ_INT(json_array_size(json_object_get(o2, "not_joined")), 1);
@@ -446,7 +628,7 @@ TEST(test_refusals) {
     ag_diags_release(&d2);
   }
   /* a cubin of another version */
-  ag_attr_inputs in = {f.L, f.slots, f.nslots, f.cub, "another", f.ev, f.mver, NULL};
+  ag_attr_inputs in = {f.L, f.slots, f.nslots, f.cub, "another", f.ev, f.mver, NULL, NULL, NULL};
   ag_diags d;
   ag_diags_init(&d);
   CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &o), 0);
@@ -463,7 +645,7 @@ TEST(test_refusals) {
     if (!f.L->funcs[f.L->units[u].func].is_entry)
       for (int r = 0; r < f.L->nregions; r++)
         s2[f.L->units[u].slot + (uint32_t)r] = 0;
-  ag_attr_inputs bad = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL};
+  ag_attr_inputs bad = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &bad, &d, &o), 0);
   truth tr;
   CHECK_EQ_INT(expected(&f, "smsp__sass_inst_executed", &tr), 0);
@@ -481,7 +663,7 @@ TEST(test_refusals) {
   CHECK(ag_recipe_find("hw_counters") && ag_recipe_find("hw_counters")->qual == AG_QUAL_OBSERVED);
   CHECK_EQ_INT(ag_attr_signal("hw_counters", &in, &d, &o), AG_EINVAL);
   CHECK(o == NULL);
-  ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.mver, NULL, NULL, NULL};
+  ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.mver, NULL, NULL, NULL, NULL, NULL};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &nom, &d, &o), AG_EINVAL);
   ag_str msg = AG_STR_INIT;
   ag_diags_format(&d, &msg);
@@ -513,7 +695,7 @@ TEST(test_dropped) {
            f.L->nslots, (unsigned long long)folded[0]);
   const char *sigs[] = {"ownership", "inst_mix"};
   for (int k = 0; k < 2; k++) {
-    ag_attr_inputs in = {f.L, folded, 3, f.cub, f.mver, f.ev, f.mver, NULL};
+    ag_attr_inputs in = {f.L, folded, 3, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL};
     ag_diags d;
     ag_diags_init(&d);
     json_t *o = NULL;
@@ -530,7 +712,7 @@ TEST(test_dropped) {
   uint64_t *s2 = ag_calloc(f.nslots, sizeof *s2);
   memcpy(s2, f.slots, f.nslots * sizeof *s2);
   s2[0] = 5;
-  ag_attr_inputs in = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL};
+  ag_attr_inputs in = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL};
   ag_diags d;
   ag_diags_init(&d);
   json_t *o = NULL;
@@ -586,7 +768,8 @@ TEST(test_no_markers) {
     else if (U->region == root && skipped++)
       slots[U->slot] = 16;
   }
-  ag_attr_inputs in = {L, slots, L->nslots, cub, L->version, NULL, NULL, "attrib_truth"};
+  ag_attr_inputs in = {L,    slots, L->nslots, cub, L->version, NULL, NULL, "attrib_truth",
+                       NULL, NULL};
   CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &out), 0);
   CHECK(val(out, "attrib_truth", "static_pcs") > 0);
   NEAR(val(out, "attrib_truth", "shared_pcs"), 0);
@@ -606,4 +789,5 @@ out:
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(test_inst_mix_truth), T(test_refusals), T(test_dropped), T(test_no_markers))
+RUN_TESTS(T(test_inst_mix_truth), T(test_derived_truth), T(test_derived_without_opcodes),
+          T(test_refusals), T(test_dropped), T(test_no_markers))
