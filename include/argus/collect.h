@@ -196,6 +196,14 @@ void ag_trace_run_result_release(ag_trace_run_result *r);
  * (Hopper, what Argus targets). */
 int ag_counters_check(const char *chip, const char *names, size_t *passes, ag_str *why);
 
+/* The opcodes of the cubin file at cubin_path by `nvdisasm -c`, through the
+ * SASS-metrics collector's helper (ARGUS_NVDISASM, else nvdisasm beside
+ * CUDA_HOME, /usr/local/cuda/bin, PATH): *text (owned, NUL-terminated) is
+ * an "argus-sass-metrics" document with no metric and no row, its variant
+ * `id`, for ag_sass_ev_load_mem. Without the tool, its `sass.status` says
+ * why and it has no instruction (not an error). AG_ENOMEM. */
+int ag_collect_disasm(const char *cubin_path, const char *id, char **text, size_t *len);
+
 /* --------------------------------------- the multi-variant GPU worker */
 
 /* argus-worker: one process that runs many collections while keeping its

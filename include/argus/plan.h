@@ -117,6 +117,10 @@ typedef struct ag_recipe {
   const char *summary;  /* one line for --help and docs */
   const char *reference; /* evidence kind of the run that gives the observed
                             baseline the synthesis joins (or NULL) */
+  int evidence_optional; /* 1: the synthesis runs also when the evidence's run failed,
+                            deriving what it can from the reference run (inst_mix and
+                            barriers from the map alone: docs/attribution.md); it fails
+                            itself, saying why, when it cannot */
 } ag_recipe;
 
 const ag_recipe *ag_recipe_find(const char *signal);

@@ -361,8 +361,9 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
                              deps, nd);
     if (!s || ag_vec_push(&synths, s->id))
       goto fail_vec;
-    /* one failed probe branch leaves the other instances' synthesis standing */
-    s->partial_ok = ek->per_instance;
+    /* one failed probe branch leaves the other instances' synthesis standing;
+     * a synthesis with optional evidence runs on its reference alone */
+    s->partial_ok = ek->per_instance || r->evidence_optional;
     /* a perturbing collection with a baseline: what it cost, beside the values */
     const ag_evidence_kind *bk = ek->baseline ? ag_evidence_table_find(tb, ek->baseline) : NULL;
     if (bk && !ek->per_instance) {

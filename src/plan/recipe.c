@@ -69,38 +69,39 @@ static const ag_evidence_kind evidence_kinds[] = {
 
 static const ag_recipe recipes[] = {
     {"duration", "trace", "synth.duration", AG_QUAL_OBSERVED, "ns",
-     "time per region occurrence: count, total, mean, p50, p95, min, max; by SM and role", NULL},
+     "time per region occurrence: count, total, mean, p50, p95, min, max; by SM and role", NULL, 0},
     {"occurrences", "trace", "synth.occurrences", AG_QUAL_OBSERVED, "count",
-     "how many times each region ran in the scope, and which occurrences were dropped", NULL},
+     "how many times each region ran in the scope, and which occurrences were dropped", NULL, 0},
     {"timeline", "trace", "synth.timeline", AG_QUAL_OBSERVED, "chrome-trace",
-     "Chrome-trace JSON of every occurrence, a track per SM and warp (opens in Perfetto)", NULL},
+     "Chrome-trace JSON of every occurrence, a track per SM and warp (opens in Perfetto)", NULL, 0},
     {"static", "compile_log", "synth.static", AG_QUAL_OBSERVED, "",
-     "registers, spills, shared memory and stack from the compiler's report", NULL},
+     "registers, spills, shared memory and stack from the compiler's report", NULL, 0},
     {"async_latency", "async_probe", "synth.async_latency", AG_QUAL_DERIVED, "ns",
      "per async site and iteration: issue-to-completion latency (derived, forced-completion "
      "probe), the consumer's exposed wait (observed) and the hidden part (derived)",
-     "async_ref"},
+     "async_ref", 0},
     {"ownership", "map_counts", "synth.ownership", AG_QUAL_ATTRIBUTED, "count",
      "the PC-to-region map: per region its PCs, the PCs it shares with other regions, and the "
      "warp instructions the mapping run counted",
-     "lineinfo"},
+     "lineinfo", 0},
     {"inst_mix", "sass_metrics", "synth.inst_mix", AG_QUAL_ATTRIBUTED, "warp-inst",
      "executed warp instructions per region by class (tensor, memory, barrier, control, "
-     "integer, fp32, ...): CUPTI SASS metrics attributed through the map, with entropy",
-     "map_counts"},
+     "integer, fp32, ...): CUPTI SASS metrics attributed through the map, with entropy; "
+     "without them, derived from the map alone (warp instructions executed)",
+     "map_counts", 1},
     {"barriers", "sass_metrics", "synth.barriers", AG_QUAL_ATTRIBUTED, "warp-inst",
      "executed barrier and fence instructions per region (BAR, SYNCS/mbarrier, MEMBAR, "
-     "WARPSYNC), attributed through the map",
-     "map_counts"},
+     "WARPSYNC), attributed through the map; without SASS metrics, derived from the map",
+     "map_counts", 1},
     {"branch", "sass_metrics", "synth.branch", AG_QUAL_ATTRIBUTED, "ratio",
      "per region branch efficiency: thread instructions / (32 x warp instructions), "
      "numerator and denominator attributed apart; and the predicated-on share",
-     "map_counts"},
+     "map_counts", 0},
     {"stalls", "stalls", "synth.stalls", AG_QUAL_ATTRIBUTED, "samples",
      "per region PC samples by stall reason (CUPTI PC sampling attributed through the map): "
      "samples, share of the kernel's, top reason, reason entropy, top PCs with opcode and "
      "PTX line",
-     "map_counts"},
+     "map_counts", 0},
     {.signal = "system", .evidence = "system", .synth = "synth.system",
      .qual = AG_QUAL_OBSERVED, .unit = "ns",
      .summary = "the system timeline per launch (kernel, grid, block, registers, shared "

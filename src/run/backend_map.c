@@ -11,9 +11,14 @@
  * ag_attr_signal (src/synth/attrib_signal.c); so does stalls
  * (backend_stalls.c), with PC samples in place of SASS metrics.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "argus/attrib.h"
+#include "argus/collect.h"
 #include "argus/sass_ev.h"
 #include "observe_int.h"
 
@@ -29,6 +34,33 @@ static const ag_task *lineinfo_compile(const ag_plan *p, const ag_task *t, const
       return d;
   }
   return NULL;
+}
+
+/* The -lineinfo cubin's opcodes (ag_collect_disasm) into *out, for inst_mix
+ * and barriers derived from the map when the SASS-metrics run failed. No
+ * disassembler: an evidence with no instruction whose status says why. */
+static int disasm_of(ag_task *t, const char *cubin, size_t len, const char *id, ag_diags *d,
+                     ag_sass_ev **out) {
+  const char *td = getenv("TMPDIR");
+  char path[4096], *text = NULL;
+  size_t tlen = 0;
+  snprintf(path, sizeof path, "%s/argus-disasm-XXXXXX", td && *td ? td : "/tmp");
+  int fd = mkstemp(path), rc;
+  if (fd < 0)
+    return ag__obs_fail(t, AG_EIO, "cannot write the -lineinfo cubin for nvdisasm: %s: %s",
+                        path, strerror(errno));
+  ssize_t w = write(fd, cubin, len);
+  close(fd);
+  if (w != (ssize_t)len) {
+    unlink(path);
+    return ag__obs_fail(t, AG_EIO, "cannot write the -lineinfo cubin for nvdisasm: %s", path);
+  }
+  rc = ag_collect_disasm(path, id, &text, &tlen);
+  unlink(path);
+  if (!rc)
+    rc = ag_sass_ev_load_mem(text, tlen, "the -lineinfo cubin's disassembly", d, out);
+  ag_free(text);
+  return rc ? ag__obs_fail_diags(t, rc, "cannot read the -lineinfo cubin's opcodes", d) : 0;
 }
 
 static const char *out_of(const ag_task *t, const char *name) {
@@ -53,6 +85,10 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   const ag_task *sc = metric ? ag__obs_collect_dep(cx->plan, t, via) : NULL;
   const char *hl = out_of(mcomp, "probes"), *hc = out_of(mc, "map_counts"),
              *hb = out_of(lc, "cubin"), *hs = out_of(sc, vout);
+  /* inst_mix and barriers without SASS metrics: derived from the map (the
+   * recipe's optional evidence), with the -lineinfo build's opcodes */
+  int derive = metric && !stalls && !hs &&
+               (!strcmp(signal, "inst_mix") || !strcmp(signal, "barriers"));
   json_t *layout = NULL, *counts = NULL, *out = NULL;
   char *cub = NULL, *sm = NULL;
   size_t cublen = 0, smlen = 0;
@@ -60,12 +96,12 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   uint64_t *slots = NULL;
   size_t nslots = 0;
   ag_sass_cubin *cubin = NULL;
-  ag_sass_ev *ev = NULL;
+  ag_sass_ev *ev = NULL, *ops = NULL;
   ag_str mver = AG_STR_INIT;
   ag_diags d;
   ag_diags_init(&d);
   int rc;
-  if (!hl || !hc || !hb || (metric && !hs)) {
+  if (!hl || !hc || !hb || (metric && !hs && !derive)) {
     rc = ag__obs_fail(t, AG_ENOTFOUND, "%s needs %s: %s", signal,
                       !hl      ? "the mapping variant's layout"
                       : !hc    ? "the mapping run's counts"
@@ -91,6 +127,8 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
     rc = ag__obs_fail_diags(t, rc, "cannot decode the attribution's evidence", &d);
     goto out;
   }
+  if (derive && (rc = disasm_of(t, cub, cublen, hb, &d, &ops)))
+    goto out;
   /* the metric's version: the -lineinfo build's program when the run loaded
    * that very cubin (the evidence names it), else the build it names */
   if (ev && ev->variant_id && !strcmp(ev->variant_id, hb))
@@ -98,7 +136,8 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   else if (ev)
     ag_str_printf(&mver, "the build of variant %.12s", ev->variant_id ? ev->variant_id : "?");
   ag_attr_inputs in = {L,     slots, nslots, cubin, compiled_version(cx->plan, lc),
-                       ev,    ev ? ag_str_cstr(&mver) : NULL, t->region};
+                       ev,    ev ? ag_str_cstr(&mver) : NULL, t->region, ops,
+                       sc && sc->error ? sc->error : "the SASS-metrics run did not run"};
   if ((rc = ag_attr_signal(signal, &in, &d, &out))) {
     rc = ag__obs_fail_diags(t, rc, "attribution failed", &d);
     goto out;
@@ -124,6 +163,7 @@ out:
   ag_free(slots);
   ag_sass_cubin_free(cubin);
   ag_sass_ev_free(ev);
+  ag_sass_ev_free(ops);
   ag_free(cub);
   ag_free(sm);
   ag_str_release(&mver);

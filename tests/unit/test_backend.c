@@ -93,8 +93,8 @@ static const ag_evidence_kind kinds[] = {
     {"tick_ev", "trace-free", "tick", NULL, 0, AG_EFF_PERTURBS_TIMING, 0, NULL, NULL, NULL},
 };
 static const ag_recipe recipes[] = {
-    {"echo", "echo_ev", "synth.echo", AG_QUAL_ATTRIBUTED, "count", "echoes", NULL},
-    {"tick", "tick_ev", "synth.tick", AG_QUAL_OBSERVED, "ns", "ticks", NULL},
+    {"echo", "echo_ev", "synth.echo", AG_QUAL_ATTRIBUTED, "count", "echoes", NULL, 0},
+    {"tick", "tick_ev", "synth.tick", AG_QUAL_OBSERVED, "ns", "ticks", NULL, 0},
 };
 static const ag_recipe_table table = {recipes, 2, kinds, 2};
 

@@ -190,12 +190,12 @@ static const ag_evidence_kind test_kinds[] = {
     {"k_plain", "trace-free", "counters", "discover", 0, 0, 0, NULL, NULL, NULL},
 };
 static const ag_recipe test_recipes[] = {
-    {"dur", "k_trace", "synth.duration", AG_QUAL_OBSERVED, "ns", "", NULL},
-    {"cnt", "k_counters", "synth.cnt", AG_QUAL_OBSERVED, "count", "", NULL},
-    {"sass", "k_sass", "synth.sass", AG_QUAL_OBSERVED, "count", "", NULL},
-    {"rng", "k_range", "synth.rng", AG_QUAL_OBSERVED, "count", "", NULL},
-    {"plain", "k_plain", "synth.plain", AG_QUAL_OBSERVED, "count", "", NULL},
-    {"lost", "k_nowhere", "synth.lost", AG_QUAL_OBSERVED, "count", "", NULL},
+    {"dur", "k_trace", "synth.duration", AG_QUAL_OBSERVED, "ns", "", NULL, 0},
+    {"cnt", "k_counters", "synth.cnt", AG_QUAL_OBSERVED, "count", "", NULL, 0},
+    {"sass", "k_sass", "synth.sass", AG_QUAL_OBSERVED, "count", "", NULL, 0},
+    {"rng", "k_range", "synth.rng", AG_QUAL_OBSERVED, "count", "", NULL, 0},
+    {"plain", "k_plain", "synth.plain", AG_QUAL_OBSERVED, "count", "", NULL, 0},
+    {"lost", "k_nowhere", "synth.lost", AG_QUAL_OBSERVED, "count", "", NULL, 0},
 };
 static const ag_recipe_table test_table = {test_recipes, 6, test_kinds, 5};
 
