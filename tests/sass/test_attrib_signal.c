@@ -552,7 +552,8 @@ TEST(test_derived_without_opcodes) {
   ag_diags d;
   ag_diags_init(&d);
   json_t *o = NULL;
-  ag_sass_ev *none = NULL;
+  ag_sass_ev *none = NULL, *zero = NULL;
+  char *t = NULL;
   FX_LOAD(f);
   const char *js = "{\"format\":\"argus-sass-metrics\",\"version\":1,\"cubins\":[{\"crc\":0}],"
                    "\"columns\":[\"cubin_crc\",\"function\",\"pc\"],\"rows\":[],\"sass\":"
@@ -565,7 +566,7 @@ TEST(test_derived_without_opcodes) {
   if (!o)
     goto out;
   CHECK_EQ_INT(json_array_size(json_object_get(o, "values")), 0);
-  char *t = json_dumps(json_object_get(o, "missing"), 0);
+  t = json_dumps(json_object_get(o, "missing"), 0);
   CHECK_CONTAINS(t ? t : "", "barriers of kernel 'attrib_truth'");
   CHECK_CONTAINS(t ? t : "", "the SASS-metrics run failed: CUPTI held");
   CHECK_CONTAINS(t ? t : "", "cannot run 'nvdisasm'");
@@ -574,8 +575,27 @@ TEST(test_derived_without_opcodes) {
   o = NULL;
   CHECK_EQ_INT(ag_attr_signal("branch", &in, &d, &o), AG_EINVAL);
   CHECK(o == NULL);
+  /* evidence in which CUPTI counted nothing for the kernel (gemm_tma's
+   * case when the run itself succeeds): derived, with that reason */
+  const char *zs = "{\"format\":\"argus-sass-metrics\",\"version\":1,\"cubins\":[{\"crc\":0}],"
+                   "\"columns\":[\"cubin_crc\",\"function\",\"pc\",\"smsp__sass_inst_executed\"],"
+                   "\"rows\":[],\"sass\":{\"tool\":\"nvdisasm\",\"status\":null,\"functions\":[]}}";
+  CHECK_EQ_INT(ag_sass_ev_load_mem(zs, strlen(zs), "zero.json", &d, &zero), 0);
+  ag_attr_inputs zin = {f.L,  f.slots, f.nslots, f.cub, f.mver, zero, f.mver, "attrib_truth",
+                        f.ev, NULL};
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &zin, &d, &o), 0);
+  CHECK(o && su_value(o, rname[RC], "total"));
+  if (o) {
+    json_t *v = su_value(o, rname[RC], "total");
+    CHECK_EQ_STR(v ? json_string_value(json_object_get(v, "qual")) : "", "derived");
+    t = json_dumps(json_object_get(o, "warnings"), 0);
+    CHECK_CONTAINS(t ? t : "", "is derived from the mapping run's block counts");
+    CHECK_CONTAINS(t ? t : "", "CUPTI counted no instruction of 'attrib_truth'");
+    free(t);
+  }
 out:
   json_decref(o);
+  ag_sass_ev_free(zero);
   ag_sass_ev_free(none);
   ag_diags_release(&d);
   fx_free(&f);
