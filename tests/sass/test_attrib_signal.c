@@ -283,6 +283,22 @@ static int expected(const fx *f, const char *metric, truth *t) {
   return 0;
 }
 
+/* The helper's padding in the recorded listing: the PCs after its RET (a BRA
+ * to itself, NOPs; *ret its PC, 0 when there is none). */
+static int helper_padding(const fx *f, uint32_t *ret) {
+  int pad = 0;
+  *ret = 0;
+  for (size_t k = 0; k < f->ev->nins; k++) {
+    const ag_sass_insn *in = &f->ev->ins[k];
+    if (!strcmp(in->function, "attrib_truth") && in->owner && strstr(in->owner, "mix") &&
+        !strncmp(in->op, "RET", 3))
+      *ret = in->pc;
+  }
+  for (size_t k = 0; k < f->ev->nins; k++)
+    pad += !strcmp(f->ev->ins[k].function, "attrib_truth") && *ret && f->ev->ins[k].pc > *ret;
+  return pad;
+}
+
 TEST(test_inst_mix_truth) {
   fx f;
   FX_LOAD(f);
@@ -367,16 +383,8 @@ TEST(test_inst_mix_truth) {
    * The padding after the helper's RET (a BRA to itself, NOPs: the recorded
    * listing) never runs but carries the RET's PTX line, so the map counts it
    * with the helper's last unit (docs/attribution.md, "SASS line info") */
-  int pad = 0;
   uint32_t ret = 0;
-  for (size_t k = 0; k < f.ev->nins; k++) {
-    const ag_sass_insn *in = &f.ev->ins[k];
-    if (!strcmp(in->function, "attrib_truth") && in->owner && strstr(in->owner, "mix") &&
-        !strncmp(in->op, "RET", 3))
-      ret = in->pc;
-  }
-  for (size_t k = 0; k < f.ev->nins; k++)
-    pad += !strcmp(f.ev->ins[k].function, "attrib_truth") && ret && f.ev->ins[k].pc > ret;
+  int pad = helper_padding(&f, &ret);
   printf("expected: %d executed PCs, %d of the helper's padding\n", t.executed_pcs, pad);
   o = signal_of(&f, "ownership", "attrib_truth", NULL);
   for (int r = 0; r < NR; r++)
@@ -454,14 +462,7 @@ TEST(test_derived_truth) {
     ka = strcmp(map->regions[q], rname[RA]) ? ka : q;
     kb = strcmp(map->regions[q], rname[RB]) ? kb : q;
   }
-  for (size_t k = 0; k < f.ev->nins; k++) {
-    const ag_sass_insn *x = &f.ev->ins[k];
-    if (!strcmp(x->function, "attrib_truth") && x->owner && strstr(x->owner, "mix") &&
-        !strncmp(x->op, "RET", 3))
-      ret = x->pc;
-  }
-  for (size_t k = 0; k < f.ev->nins; k++)
-    pad += !strcmp(f.ev->ins[k].function, "attrib_truth") && ret && f.ev->ins[k].pc > ret;
+  pad = helper_padding(&f, &ret);
   m = ag_calloc((size_t)map->npcs + 1, sizeof *m);
   CHECK(ka >= 0 && kb >= 0 && ret && m);
   if (ka < 0 || kb < 0 || !ret || !m)
