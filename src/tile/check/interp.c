@@ -31,26 +31,6 @@
 #include <math.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ dtypes */
-static const struct {
-  const char *name;
-  int size, is_float;
-} dtinfo[DT_COUNT] = {
-    [DT_NONE] = {"none", 0, 0},   [DT_BF16] = {"bf16", 2, 1}, [DT_F16] = {"f16", 2, 1},
-    [DT_F32] = {"f32", 4, 1},     [DT_F64] = {"f64", 8, 1},   [DT_I8] = {"i8", 1, 0},
-    [DT_U8] = {"u8", 1, 0},       [DT_I16] = {"i16", 2, 0},   [DT_U16] = {"u16", 2, 0},
-    [DT_I32] = {"i32", 4, 0},     [DT_U32] = {"u32", 4, 0},   [DT_I64] = {"i64", 8, 0},
-    [DT_U64] = {"u64", 8, 0},     [DT_U128] = {"u128", 16, 0}, [DT_U256] = {"u256", 32, 0},
-};
-int ag__dt_size(ag__dt t) { return dtinfo[t].size; }
-const char *ag__dt_name(ag__dt t) { return dtinfo[t].name; }
-int ag__dt_is_float(ag__dt t) { return dtinfo[t].is_float; }
-ag__dt ag__dt_lookup(const char *name) {
-  for (int i = 1; i < DT_COUNT; i++)
-    if (strcmp(dtinfo[i].name, name) == 0)
-      return (ag__dt)i;
-  return DT_NONE;
-}
 static int log2i(int64_t v) {
   int r = 0;
   while (((int64_t)1 << r) < v)
@@ -1536,6 +1516,30 @@ static ag__value *reduce(ag__ck *c, const ag_tile_node *n) {
   return r;
 }
 
+/* An element-wise builtin (tile_builtin.h): the result's tag is the join of
+ * the operands'; integer data only where the row has integer semantics. */
+static ag__value *builtin(ag__ck *c, const ag_tile_node *n, const ag__builtin *bi) {
+  nargs(c, n, bi->arity, bi->arity, bi->name);
+  ag__value *ops[2];
+  int ints = 1;
+  for (int i = 0; i < bi->arity; i++) {
+    ops[i] = eval(c, n->list.v[i]);
+    ints &= ops[i]->k == V_INT;
+  }
+  if (bi->ints && ints) {
+    int64_t x[2] = {0, 0};
+    for (int i = 0; i < bi->arity; i++)
+      if (!ag_expr_is_const(ops[i]->i, &x[i]))
+        ag__ck_error(c, n, "%s of integers that are not compile-time constants", bi->name);
+    return vint(c, ag__xc(c, bi->ints(x[0], x[1])));
+  }
+  ag__value *v = data_arith(c, n, ops, bi->arity);
+  if (!bi->int_data && !ag__dt_is_float(v->d.dt))
+    ag__ck_error(c, n, "%s() takes floating-point data, not %s (convert it with cvt(x, f32))",
+                 bi->name, ag__dt_name(v->d.dt));
+  return v;
+}
+
 static ag__value *call(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *f = n->a;
   /* methods: x.view(...) */
@@ -1630,8 +1634,6 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
       ag__ck_error(c, n, "swizzle(B, M, S) needs B, M >= 0, S >= B and B + M + S <= 24");
     return v;
   }
-  if (!strcmp(fn, "reduce_max") || !strcmp(fn, "reduce_sum") || !strcmp(fn, "reduce_min"))
-    return reduce(c, n);
   if (!strcmp(fn, "cvt")) {
     nargs(c, n, 2, 2, "cvt(x, dtype)");
     ag__value *x = eval(c, n->list.v[0]);
@@ -1643,25 +1645,9 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
     v->d = data_fill(c, dt, ag__dt_size(dt), elem_tag(c, &d, 0, d.n));
     return v;
   }
-  if (!strcmp(fn, "exp2") || !strcmp(fn, "exp") || !strcmp(fn, "sqrt") || !strcmp(fn, "rcp") ||
-      !strcmp(fn, "abs")) {
-    nargs(c, n, 1, 1, fn);
-    ag__value *x = eval(c, n->list.v[0]);
-    ag__value *ops[1] = {x};
-    return data_arith(c, n, ops, 1);
-  }
-  if (!strcmp(fn, "max") || !strcmp(fn, "min")) {
-    nargs(c, n, 2, 2, fn);
-    ag__value *a = eval(c, n->list.v[0]), *b = eval(c, n->list.v[1]);
-    if (a->k == V_INT && b->k == V_INT) {
-      int64_t x, y;
-      if (ag_expr_is_const(a->i, &x) && ag_expr_is_const(b->i, &y))
-        return vint(c, ag__xc(c, !strcmp(fn, "max") ? (x > y ? x : y) : (x < y ? x : y)));
-      ag__ck_error(c, n, "%s of integers that are not compile-time constants", fn);
-    }
-    ag__value *ops[2] = {a, b};
-    return data_arith(c, n, ops, 2);
-  }
+  const ag__builtin *bi = ag__builtin_lookup(fn);
+  if (bi)
+    return bi->kind == AG__BI_REDUCE ? reduce(c, n) : builtin(c, n, bi);
   if (!strcmp(fn, "range"))
     ag__ck_error(c, n, "range() is only valid in a 'for' loop");
   if (ag__dt_lookup(fn) != DT_NONE)

@@ -11,7 +11,8 @@
  * 32-bit; an `if` runs its branches under a thread mask (a name assigned in
  * a branch keeps its old value in the threads that did not take it); data
  * arithmetic is f32 for bf16, f16 and f32, rounded to the type after each
- * operation; exp2 is exp2f; cp.async copies at once (a checked program reads
+ * operation; the builtins are the table's scalar operations (tile_builtin.h:
+ * exp2 is exp2f, as in the lowered CUDA C); cp.async copies at once (a checked program reads
  * nothing before the wait that settles it, and statements run in lockstep);
  * barriers, commits, waits, resets, tags and assertions do nothing; an mma
  * sums its 16 products in double and rounds once to f32 (the tensor core's
@@ -443,27 +444,29 @@ static rv *tile_elem_rm(ip *c, const ag_tile_node *n, const tile *t, int64_t e) 
 }
 
 /* ------------------------------------------------------------- arithmetic */
-static rv *data_op(ip *c, const ag_tile_node *n, int op, rv *a, rv *b) {
+/* Element-wise arithmetic on data: an operator (op: + - * / and 'n', the
+ * unary minus), or, when bi is set, a builtin of the table (tile_builtin.h). */
+static rv *data_op(ip *c, const ag_tile_node *n, int op, const ag__builtin *bi, rv *a, rv *b) {
   int dt = a->k == K_DATA || a->k == K_ELEM ? (a->k == K_ELEM ? a->t->dt : a->dt)
-                                            : (b->k == K_ELEM ? b->t->dt : b->dt);
+           : !b ? 0 : (b->k == K_ELEM ? b->t->dt : b->dt);
   rv *x = as_data(c, n, a, dt), *y = b ? as_data(c, n, b, dt) : NULL;
   if (x->dt != dt || (y && y->dt != dt))
     fail(c, n, "data of two types (%s, %s): convert one with cvt()", ag__dt_name(x->dt),
          ag__dt_name(y ? y->dt : dt));
+  if (!ag__dt_is_float(dt))
+    fail(c, n, "arithmetic on %s data is not interpreted", ag__dt_name(dt));
   rv *r = newv(c, K_DATA);
   r->dt = dt;
   r->d = alloc(c, (size_t)c->T * 32);
   for (int th = 0; th < c->T; th++) {
     double u = ld(dt, x->d + th * 32), v = y ? ld(dt, y->d + th * 32) : 0, z;
     if (dt == DT_F64) {
-      z = op == '+' ? u + v : op == '-' ? u - v : op == '*' ? u * v : op == '/' ? u / v
-          : op == 'n' ? -u : op == 'e' ? exp2(u) : op == 'M' ? (u > v ? u : v) : (u < v ? u : v);
-    } else if (ag__dt_is_float(dt)) {
-      float fu = (float)u, fv = (float)v;
-      z = op == '+' ? fu + fv : op == '-' ? fu - fv : op == '*' ? fu * fv : op == '/' ? fu / fv
-          : op == 'n' ? -fu : op == 'e' ? exp2f(fu) : op == 'M' ? fmaxf(fu, fv) : fminf(fu, fv);
+      z = bi ? bi->f64(u, v) : op == '+' ? u + v : op == '-' ? u - v : op == '*' ? u * v
+          : op == '/' ? u / v : -u;
     } else {
-      fail(c, n, "arithmetic on %s data is not interpreted", ag__dt_name(dt));
+      float fu = (float)u, fv = (float)v;
+      z = bi ? bi->f32(fu, fv) : op == '+' ? fu + fv : op == '-' ? fu - fv : op == '*' ? fu * fv
+          : op == '/' ? fu / fv : -fu;
     }
     st(dt, r->d + th * 32, z);
   }
@@ -517,7 +520,7 @@ static rv *binop(ip *c, const ag_tile_node *n) {
              : n->op == AG_OP_DIV ? '/' : 0;
     if (!op)
       fail(c, n, "'%s' on data values", ag_tile_op_text(n->op));
-    return data_op(c, n, op, a, b);
+    return data_op(c, n, op, NULL, a, b);
   }
   fail(c, n, "'%s' on these operands is not interpreted", ag_tile_op_text(n->op));
 }
@@ -818,26 +821,24 @@ static rv *call(ip *c, const ag_tile_node *n) {
       st(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
     return r;
   }
-  if (!strcmp(fn, "exp2"))
-    return data_op(c, n, 'e', eval(c, argn(c, n, 0)), NULL);
-  if (!strcmp(fn, "max") || !strcmp(fn, "min")) {
-    rv *a = eval(c, argn(c, n, 0)), *b = eval(c, argn(c, n, 1));
-    if (a->k == K_INT && b->k == K_INT) {
-      rv *r = vint_a(c, K_INT);
-      for (int th = 0; th < c->T; th++)
-        r->i[th] = fn[1] == 'a' ? (a->i[th] > b->i[th] ? a->i[th] : b->i[th])
-                                : (a->i[th] < b->i[th] ? a->i[th] : b->i[th]);
-      return r;
-    }
-    return data_op(c, n, fn[1] == 'a' ? 'M' : 'm', a, b);
-  }
-  if (!strcmp(fn, "reduce_max") || !strcmp(fn, "reduce_min") || !strcmp(fn, "reduce_sum")) {
+  const ag__builtin *bi = ag__builtin_lookup(fn);
+  if (bi && bi->kind == AG__BI_REDUCE) {
+    const ag__builtin *step = bi->step ? ag__builtin_lookup(bi->step) : NULL;
     rv *t = reg_tile(c, n, argn(c, n, 0));
     rv *acc = load(c, n, tile_elem(c, t->t, 0));
-    int op = !strcmp(fn, "reduce_max") ? 'M' : !strcmp(fn, "reduce_min") ? 'm' : '+';
     for (int64_t e = 1; e < ag_layout_size(&t->t->lay); e++)
-      acc = data_op(c, n, op, acc, load(c, n, tile_elem(c, t->t, e)));
+      acc = data_op(c, n, '+', step, acc, load(c, n, tile_elem(c, t->t, e)));
     return acc;
+  }
+  if (bi) {
+    rv *a = eval(c, argn(c, n, 0)), *b = bi->arity == 2 ? eval(c, argn(c, n, 1)) : NULL;
+    if (bi->ints && a->k == K_INT && (!b || b->k == K_INT)) {
+      rv *r = vint_a(c, K_INT);
+      for (int th = 0; th < c->T; th++)
+        r->i[th] = (uint32_t)bi->ints(a->i[th], b ? b->i[th] : 0);
+      return r;
+    }
+    return data_op(c, n, 0, bi, a, b);
   }
   if (!strcmp(fn, "cp_async")) {
     rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
@@ -932,7 +933,7 @@ static rv *eval(ip *c, const ag_tile_node *n) {
     if (is_dataish(a)) {
       if (n->op != AG_OP_NEG)
         return a;
-      return data_op(c, n, 'n', a, NULL);
+      return data_op(c, n, 'n', NULL, a, NULL);
     }
     rv *v = vint_a(c, K_INT);
     for (int th = 0; th < c->T; th++) {
