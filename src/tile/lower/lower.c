@@ -269,8 +269,8 @@ static int reserved(const char *n) {
   for (int i = 0; kw[i]; i++)
     if (!strcmp(kw[i], n))
       return 1;
-  return builtin_ident(n) || !strncmp(n, "ag_", 3) || !strncmp(n, "AG_", 3) || !strncmp(n, "__", 2) ||
-         !strncmp(n, "ARGUS", 5);
+  return builtin_ident(n) || !strncmp(n, "ag_", 3) || !strncmp(n, "AG_", 3) ||
+         !strncmp(n, "__", 2) || !strncmp(n, "ARGUS", 5);
 }
 static int taken(lw *L, const char *n) {
   for (size_t i = 0; i < L->used.n; i++)
@@ -1129,7 +1129,8 @@ static value *cvt(lw *L, const ag_tile_node *n) {
   if (ag__dt_size(from) > 8)
     fail(L, n, "cvt converts from a scalar type, not %s", ag__dt_name(from));
   if (ag__dt_is_float(from) && !ag__dt_is_float(to))
-    fail(L, n, "not lowered: cvt from %s to the integer type %s", ag__dt_name(from), ag__dt_name(to));
+    fail(L, n, "not lowered: cvt from %s to the integer type %s", ag__dt_name(from),
+         ag__dt_name(to));
   const char *cf = compute_of(L, from, c);
   if (ag__dt_is_float(to))
     return vdata(L, to, store_of(L, to, fmt(L, "(%s)%s", to == DT_F64 ? "double" : "float", cf)));
