@@ -27,6 +27,10 @@ int ag__dt_size(ag__dt t);
 const char *ag__dt_name(ag__dt t);
 ag__dt ag__dt_lookup(const char *name);
 int ag__dt_is_float(ag__dt t);
+/* For an integer type: a float f with lo < f < hi truncates to a value of the
+ * type (lo: the minimum, or 0; hi: the maximum + 1, a power of two, exact);
+ * *is_signed gets whether the type is signed. */
+void ag__dt_int_range(ag__dt t, double *lo, double *hi, int *is_signed);
 /* The CUDA C type the lowering stores the type in (bf16 and f16 as their
  * 16-bit patterns: unsigned short). */
 const char *ag__dt_ctype(ag__dt t);

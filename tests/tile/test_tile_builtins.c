@@ -64,6 +64,23 @@ static double ref1(const char *name, ag__dt dt, double x, double y, int *known) 
   *known = 0;
   return 0;
 }
+/* What the lowered CUDA C of a builtin (a reduction: of its step) must
+ * contain for type dt, written here independently of the table; NULL for a
+ * name this test does not know. */
+static const char *cuda_want(const char *name, ag__dt dt) {
+  static const char *const w[][3] = {
+      {"exp2", "exp2f(", "exp2("},          {"exp", "expf(", "exp("},
+      {"sqrt", "sqrtf(", "sqrt("},          {"rcp", "(1.0f / ", "(1.0 / "},
+      {"abs", "fabsf(", "fabs("},           {"max", "fmaxf(", "fmax("},
+      {"min", "fminf(", "fmin("},           {"reduce_max", "fmaxf(", "fmax("},
+      {"reduce_min", "fminf(", "fmin("},    {"reduce_sum", " + ", " + "},
+  };
+  for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+    if (!strcmp(w[i][0], name))
+      return w[i][dt == DT_F64 ? 2 : 1];
+  return NULL;
+}
+
 /* A reduction's reference over r[0..3], in index order, rounded after each step. */
 static double ref_reduce(const char *name, ag__dt dt, const double *r, int *known) {
   const char *step = !strcmp(name, "reduce_max")   ? "max"
@@ -215,7 +232,49 @@ static char *section(const char *cuda, const char *name) {
   return s;
 }
 
-/* The program of every (row, float type) kernel. */
+/* cvt from a float to an integer type: truncation toward zero, saturated
+ * to the type's range, NaN to 0 (PTX cvt.rzi), written here with each
+ * type's limits. The kernel f2i_<type> converts X (f32) into I and D (f64)
+ * into J. */
+static const ag__dt ints[] = {DT_I8, DT_U8, DT_I16, DT_U16, DT_I32, DT_U32, DT_I64, DT_U64};
+static uint64_t want_f2i(ag__dt dt, double f) {
+  static const struct {
+    ag__dt dt;
+    int64_t lo;
+    uint64_t hi;
+  } lim[] = {{DT_I8, INT8_MIN, INT8_MAX},     {DT_U8, 0, UINT8_MAX},
+             {DT_I16, INT16_MIN, INT16_MAX},  {DT_U16, 0, UINT16_MAX},
+             {DT_I32, INT32_MIN, INT32_MAX},  {DT_U32, 0, UINT32_MAX},
+             {DT_I64, INT64_MIN, INT64_MAX},  {DT_U64, 0, UINT64_MAX}};
+  size_t i = 0;
+  while (lim[i].dt != dt)
+    i++;
+  int sz = ag__dt_size(dt);
+  uint64_t mask = sz == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * sz)) - 1;
+  if (isnan(f))
+    return 0;
+  if (f <= (double)lim[i].lo)
+    return (uint64_t)lim[i].lo & mask;
+  if (f >= (double)lim[i].hi + 1.0) /* the maximum + 1: a power of two */
+    return lim[i].hi;
+  return (lim[i].lo < 0 ? (uint64_t)(int64_t)f : (uint64_t)f) & mask;
+}
+static const double f2i_in[NT] = {
+    NAN,          INFINITY,     -INFINITY,    -1.5,        -0.5,         0.5,
+    1.5,          127.75,       128.0,        -128.75,     -129.0,       255.5,
+    256.0,        32767.5,      65536.0,      -32769.0,    2147483520.0, 2147483648.0,
+    -2147483904., 4294967296.0, 1e19,         1.5e19,      2e19,         -1e19,
+    3.75,         -3.75,        0.0,          -0.0,        4294967040.0, 9.2e18,
+    -9.3e18,      100.25};
+static void f2i_text(ag_str *out, ag__dt dt) {
+  const char *tn = ag__dt_name(dt);
+  ag_str_printf(out, "@threads(%d)\ndef f2i_%s(X: Tensor(%d, f32), D: Tensor(%d, f64), "
+                     "I: Tensor(%d, %s), J: Tensor(%d, %s)):\n    t = threadIdx.x\n"
+                     "    I[t] = cvt(X[t], %s)\n    J[t] = cvt(D[t], %s)\n",
+                NT, tn, NT, NT, NT, tn, NT, tn, tn, tn);
+}
+
+/* The program of every (row, float type) kernel and every f2i kernel. */
 static void all_kernels(ag_str *text) {
   int nb;
   const ag__builtin *tab = ag__builtin_table(&nb);
@@ -224,6 +283,8 @@ static void all_kernels(ag_str *text) {
       char name[64];
       kernel_text(text, &tab[i], floats[j], name, sizeof name);
     }
+  for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+    f2i_text(text, ints[j]);
 }
 
 TEST(test_every_builtin_checks_lowers_and_interprets) {
@@ -244,13 +305,14 @@ TEST(test_every_builtin_checks_lowers_and_interprets) {
       int sz = ag__dt_size(dt), known = 1;
       char name[64], err[512] = "";
       snprintf(name, sizeof name, "k_%s_%s", b->name, ag__dt_name(dt));
-      /* its CUDA C spells the row's operation for this type (a reduction: its step's) */
-      const ag__builtin *op =
-          b->kind == AG__BI_MAP ? b : b->step ? ag__builtin_lookup(b->step) : NULL;
-      const char *cu = !op ? " + " : dt == DT_F64 ? op->cuda_f64 : op->cuda_f32;
-      char head[32], *sec = section(l->cuda, name);
-      snprintf(head, sizeof head, "%.*s", (int)strcspn(cu, "$"), cu);
-      CHECK_CONTAINS(sec, head);
+      /* its CUDA C spells the operation for this type */
+      const char *cu = cuda_want(b->name, dt);
+      char *sec = section(l->cuda, name);
+      if (!cu)
+        fprintf(stderr, "no CUDA C for builtin '%s' in test_tile_builtins.c: add it\n",
+                b->name);
+      CHECK(cu != NULL);
+      CHECK_CONTAINS(sec, cu ? cu : "");
       free(sec);
       void *t[3] = {calloc(NT, (size_t)sz), calloc(NT, (size_t)sz), calloc(NT, (size_t)sz)};
       for (int e = 0; e < NT; e++) {
@@ -292,7 +354,8 @@ TEST(test_every_builtin_checks_lowers_and_interprets) {
   ag_str_release(&text);
 }
 
-/* Two integers fold (max, min): in an index, as compile-time constants. */
+/* Two integers fold (max, min): in an assertion (the checker) and an index
+ * (the lowering and the interpreter), as compile-time constants. */
 TEST(test_integer_folds) {
   int nb, n = 0;
   const ag__builtin *tab = ag__builtin_table(&nb);
@@ -308,8 +371,8 @@ TEST(test_integer_folds) {
     char text[512];
     snprintf(text, sizeof text,
              "@threads(%d)\ndef k(X: Tensor(%d, f32), Y: Tensor(%d, f32), Z: Tensor(%d, f32)):\n"
-             "    t = threadIdx.x\n    Z[t] = X[(t + %s(7, 2)) %% %d]\n",
-             NT, NT, NT, NT, b->name, NT);
+             "    t = threadIdx.x\n    assert %s(7, 2) == %d\n    Z[t] = X[(t + %s(7, 2)) %% %d]\n",
+             NT, NT, NT, NT, b->name, (int)want, b->name, NT);
     ag_tile_program *p = checked(text);
     CHECK(p != NULL);
     ag_tile_lowered *l = p ? lowered(p) : NULL;
@@ -385,6 +448,64 @@ TEST(test_integer_data) {
   }
 }
 
+/* cvt from f32 and f64 to every integer type: checked, lowered (ag_f2i),
+ * interpreted bit for bit as the reference above, the special values
+ * included (NaN, infinities, out of range both ways, -0.5 to unsigned). */
+TEST(test_float_to_int) {
+  ag_str text = AG_STR_INIT;
+  for (size_t j = 0; j < sizeof ints / sizeof ints[0]; j++)
+    f2i_text(&text, ints[j]);
+  ag_tile_program *p = checked(ag_str_cstr(&text));
+  CHECK(p != NULL);
+  ag_tile_lowered *l = p ? lowered(p) : NULL;
+  CHECK(l != NULL);
+  int bad = 0;
+  for (size_t j = 0; l && j < sizeof ints / sizeof ints[0]; j++) {
+    ag__dt dt = ints[j];
+    int sz = ag__dt_size(dt);
+    char name[64], want_c[96], err[512] = "";
+    snprintf(name, sizeof name, "f2i_%s", ag__dt_name(dt));
+    char *sec = section(l->cuda, name);
+    snprintf(want_c, sizeof want_c, "ag_f2i<%s>((double)", ag__dt_ctype(dt));
+    CHECK_CONTAINS(sec, want_c);
+    /* the bounds: the minimum (or 0) and the maximum + 1 */
+    uint64_t mx = want_f2i(dt, INFINITY), mn = want_f2i(dt, -INFINITY);
+    int sg = (mn >> (8 * sz - 1)) & 1;
+    snprintf(want_c, sizeof want_c, ", %.1f, %.1f)",
+             sg ? -ldexp(1, 8 * sz - 1) : 0.0, (double)mx + 1.0);
+    CHECK_CONTAINS(sec, want_c);
+    free(sec);
+    float *x = calloc(NT, 4);
+    double *dd = calloc(NT, 8);
+    void *t[4] = {x, dd, calloc(NT, (size_t)sz), calloc(NT, (size_t)sz)};
+    for (int e = 0; e < NT; e++) {
+      x[e] = (float)f2i_in[e];
+      dd[e] = f2i_in[e];
+    }
+    int rc = interpret(p, l, name, t, err, sizeof err);
+    if (rc)
+      fprintf(stderr, "%s: %s\n", name, err);
+    CHECK_EQ_INT(rc, 0);
+    for (int e = 0; !rc && e < NT; e++)
+      for (int k = 0; k < 2; k++) {
+        uint64_t got = 0, want = want_f2i(dt, k ? dd[e] : (double)x[e]);
+        memcpy(&got, (unsigned char *)t[2 + k] + (size_t)e * (size_t)sz, (size_t)sz);
+        if (got != want && bad++ < 5)
+          fprintf(stderr, "%s: cvt(%.17g from %s) = 0x%llx, want 0x%llx\n", name,
+                  k ? dd[e] : (double)x[e], k ? "f64" : "f32", (unsigned long long)got,
+                  (unsigned long long)want);
+      }
+    for (int k = 0; k < 4; k++)
+      free(t[k]);
+  }
+  CHECK_EQ_INT(bad, 0);
+  /* the comparison can fail: 2.5 does not truncate to 3 */
+  CHECK(want_f2i(DT_I32, 2.5) == 2 && want_f2i(DT_U8, -7.0) == 0 && want_f2i(DT_I8, 1e9) == 127);
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  ag_str_release(&text);
+}
+
 /* A DSL name that is a C function a builtin calls is renamed in the CUDA C
  * (a variable 'fmaxf' would hide fmaxf()). */
 TEST(test_c_names) {
@@ -445,4 +566,5 @@ TEST(test_builtins_compile) {
 }
 
 RUN_TESTS(T(test_every_builtin_checks_lowers_and_interprets), T(test_integer_folds),
-          T(test_integer_data), T(test_c_names), T(test_builtins_compile))
+          T(test_integer_data), T(test_float_to_int), T(test_c_names),
+          T(test_builtins_compile))

@@ -163,8 +163,6 @@ TEST(test_errors_at_the_line) {
       {"    k = 0\n    r = make_local((4,), f32)\n    for i in range(4):\n        x = r[k]\n"
        "        k = k + 1\n",
        "register tile index must be a compile-time constant", 7},
-      {"    r = make_local((4,), f32)\n    x = cvt(r[0], i32)\n", "cvt from f32 to the integer",
-       5},
       {"    x = tid << 32\n", "a shift of a run-time integer", 4},
       {"    x = tid >> (tid % 4)\n", "a shift of a run-time integer", 4},
       {"    q = make_local((4,), f32)\n    for i in range(2):\n        y = q[i] * 2.0\n"

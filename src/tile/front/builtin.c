@@ -38,6 +38,12 @@ int ag__dt_size(ag__dt t) { return dtinfo[t].size; }
 const char *ag__dt_name(ag__dt t) { return dtinfo[t].name; }
 int ag__dt_is_float(ag__dt t) { return dtinfo[t].is_float; }
 const char *ag__dt_ctype(ag__dt t) { return dtinfo[t].ctype; }
+void ag__dt_int_range(ag__dt t, double *lo, double *hi, int *is_signed) {
+  int bits = 8 * dtinfo[t].size;
+  *is_signed = t == DT_I8 || t == DT_I16 || t == DT_I32 || t == DT_I64;
+  *lo = *is_signed ? -ldexp(1, bits - 1) : 0;
+  *hi = ldexp(1, *is_signed ? bits - 1 : bits);
+}
 ag__dt ag__dt_lookup(const char *name) {
   for (int i = 1; i < DT_COUNT; i++)
     if (strcmp(dtinfo[i].name, name) == 0)

@@ -1128,10 +1128,16 @@ static value *cvt(lw *L, const ag_tile_node *n) {
     return vdata(L, to, c);
   if (ag__dt_size(from) > 8)
     fail(L, n, "cvt converts from a scalar type, not %s", ag__dt_name(from));
-  if (ag__dt_is_float(from) && !ag__dt_is_float(to))
-    fail(L, n, "not lowered: cvt from %s to the integer type %s", ag__dt_name(from),
-         ag__dt_name(to));
   const char *cf = compute_of(L, from, c);
+  if (ag__dt_is_float(from) && !ag__dt_is_float(to)) {
+    /* truncation toward zero, saturated to the type's range, NaN to 0: cvt.rzi's
+     * semantics, defined for every value (a C cast of an out-of-range value is not) */
+    double lo, hi;
+    int sgn;
+    ag__dt_int_range(to, &lo, &hi, &sgn);
+    return vdata(L, to, store_of(L, to, fmt(L, "ag_f2i<%s>((double)%s, %.1f, %.1f)",
+                                             ag__dt_ctype(to), cf, lo, hi)));
+  }
   if (ag__dt_is_float(to))
     return vdata(L, to, store_of(L, to, fmt(L, "(%s)%s", to == DT_F64 ? "double" : "float", cf)));
   return vdata(L, to, fmt(L, "(%s)%s", ag__dt_ctype(to), cf));
@@ -2352,6 +2358,10 @@ static const char prelude[] =
     "template <class T, class F> static __device__ __forceinline__ T ag_bitcast(F f) {\n"
     "  static_assert(sizeof(T) == sizeof(F), \"same size\");\n"
     "  T t; memcpy(&t, &f, sizeof t); return t;\n"
+    "}\n"
+    "template <class T>\n"
+    "static __device__ __forceinline__ T ag_f2i(double f, double lo, double hi) {\n"
+    "  return f != f ? (T)0 : f <= lo ? (T)lo : f >= hi ? (T)~(T)lo : (T)f;\n"
     "}\n"
     "static __device__ __forceinline__ float ag_bf16_f32(unsigned short h) {\n"
     "  return __uint_as_float((unsigned)h << 16);\n"

@@ -168,6 +168,22 @@ static void st(int dt, unsigned char *p, double v) {
   }
 }
 
+/* Converts a float to integer type dt and stores it, as the lowering's
+ * ag_f2i (PTX cvt.rzi): truncation toward zero, saturated to the type's
+ * range, NaN to 0. */
+static void st_f2i(int dt, unsigned char *p, double f) {
+  int bits = 8 * ag__dt_size(dt), sgn;
+  double lo, hi;
+  ag__dt_int_range(dt, &lo, &hi, &sgn);
+  uint64_t top = sgn ? (uint64_t)1 << (bits - 1) : 0; /* the minimum's bits */
+  uint64_t u = f != f    ? 0
+               : f <= lo ? top
+               : f >= hi ? (bits == 64 && !sgn ? UINT64_MAX : ((uint64_t)1 << (bits - sgn)) - 1)
+               : sgn     ? (uint64_t)(int64_t)f
+                         : (uint64_t)f;
+  memcpy(p, &u, (size_t)ag__dt_size(dt)); /* little-endian: the low bytes */
+}
+
 /* ------------------------------------------------------------------ env */
 static rv *lookup(ip *c, const char *name) {
   for (int i = c->nenv - 1; i >= 0; i--)
@@ -813,12 +829,15 @@ static rv *call(ip *c, const ag_tile_node *n) {
     if (x->k == K_FLOAT || x->k == K_INT)
       return as_data(c, n, x, dt);
     rv *s = as_data(c, n, x, 0), *r = newv(c, K_DATA);
-    if (ag__dt_is_float(s->dt) && !ag__dt_is_float(dt))
-      fail(c, n, "cvt from a float to an integer type is not interpreted (nor lowered)");
+    int f2i = ag__dt_is_float(s->dt) && !ag__dt_is_float(dt);
     r->dt = dt;
     r->d = alloc(c, (size_t)c->T * 32);
-    for (int th = 0; th < c->T; th++)
-      st(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
+    for (int th = 0; th < c->T; th++) {
+      if (f2i)
+        st_f2i(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
+      else
+        st(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
+    }
     return r;
   }
   const ag__builtin *bi = ag__builtin_lookup(fn);
