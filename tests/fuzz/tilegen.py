@@ -575,6 +575,8 @@ class Gen:
             self.emit("%s = %s" % (a, r.choice(["BM", "K // 2", "max(3, 8)", "min(K, 64)",
                                                 "threadIdx.y", "blockIdx.z", "K * 2 >> 1"])))
             self.ints[a] = None
+        elif self.ind > 1:  # an assume is a launch precondition: at the top level only
+            self.emit("pass")
         else:
             self.emit(r.choice(["pass", "assume K >= 16", "assume M <= 1 << 20",
                                 "assume N % 128 == 0 or N == 64"]))

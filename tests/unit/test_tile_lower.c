@@ -160,11 +160,6 @@ TEST(test_errors_at_the_line) {
        6},
       {"    r = make_local((4,), f32)\n    x = r[threadIdx.x % 4]\n",
        "register tile index must be a compile-time constant", 5},
-      {"    k = 0\n    r = make_local((4,), f32)\n    for i in range(4):\n        x = r[k]\n"
-       "        k = k + 1\n",
-       "register tile index must be a compile-time constant", 7},
-      {"    x = tid << 32\n", "a shift of a run-time integer", 4},
-      {"    x = tid >> (tid % 4)\n", "a shift of a run-time integer", 4},
       {"    q = make_local((4,), f32)\n    for i in range(2):\n        y = q[i] * 2.0\n"
        "        q = make_local((4,), bf16)\n",
        "binds it to a new kind of value", 5},
@@ -184,6 +179,77 @@ TEST(test_errors_at_the_line) {
   CHECK(lower_text("@threads(32)\ndef k(A: Tensor(M, f32)):\n    pass\n", "nope", err,
                    sizeof err) == NULL);
   CHECK_CONTAINS(err, "no kernel named 'nope'");
+}
+
+/* Forms the checker accepts that the lowering once refused ("checks implies
+ * lowers"): each program checks clean, lowers to the CUDA C named, and (with
+ * NVRTC) compiles. */
+TEST(test_checked_forms_lower) {
+  static const struct {
+    const char *body, *want;
+  } cases[] = {
+      /* a register index through a counter the loop carries: a run-time index */
+      {"    k = 0\n    r = make_local((4,), f32)\n    fill(r, 1.0)\n    for i in range(4):\n"
+       "        A[tid] = r[k]\n        k = k + 1\n",
+       "= r[k];"},
+      /* shifts by a run-time count, or past 31: 0 past 31, as the checker's integers */
+      {"    x = tid >> (tid % 4)\n    U[tid] = x\n", "ag_shr(tid, tid % 4)"},
+      {"    x = tid << 32\n    U[tid] = x\n", "ag_shl(tid, 32u)"},
+      {"    x = 1 << tid\n    U[tid] = x\n", "ag_shl(1u, tid)"},
+      /* a run-time integer stored as data, and converted with cvt */
+      {"    U[tid] = tid * 3\n    A[tid] = cvt(tid, f32)\n", "= (float)(tid)"},
+      /* cvt from a float to an integer */
+      {"    y = cvt(A[tid], i32)\n    U[tid] = cvt(y, u32)\n", "ag_f2i<int>((double)"},
+      /* an mma accumulator viewed as f32 in a u32 tile: through temporaries */
+      {"    a = make_local((8,), bf16)\n    b = make_local((4,), bf16)\n"
+       "    cu = make_local((4,), u32)\n    fill(a, 0)\n    fill(b, 0)\n    fill(cu, 0)\n"
+       "    cf = cu.view((4,), f32)\n    mma_m16n8k16(cf, a, b, cf)\n    A[tid] = cf[0]\n",
+       "ag_st<float>(cu, 12, "},
+      /* an ldmatrix into a bf16 tile: through temporaries */
+      {"    s = make_shared((32, 8), bf16)\n    r = make_local((8,), bf16)\n"
+       "    ldmatrix_x4(r, s[tid, 0])\n    A[tid] = cvt(r[7], f32)\n",
+       "ag_st<unsigned>(r, 12, "},
+  };
+  int nvrtc = -1;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024], err[512];
+    snprintf(text, sizeof text,
+             "@threads(32)\ndef k(A: Tensor(32, f32), U: Tensor(32, u32)):\n"
+             "    tid = threadIdx.x\n%s",
+             cases[i].body);
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_tile_program *p = NULL;
+    ag_tile_report *r = NULL;
+    CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
+    CHECK_EQ_INT(ag_tile_check(p, NULL, &d, &r), 0);
+    CHECK(r && ag_tile_report_ok(r));
+    ag_tile_report_free(r);
+    ag_tile_program_free(p);
+    ag_diags_release(&d);
+    ag_tile_lowered *l = lower_text(text, NULL, err, sizeof err);
+    if (!l)
+      fprintf(stderr, "case %zu does not lower: %s\n", i, err);
+    CHECK(l != NULL);
+    if (!l)
+      continue;
+    CHECK_CONTAINS(l->cuda, cases[i].want);
+    ag_diags_init(&d);
+    ag_str ptx = AG_STR_INIT;
+    int rc = ag_tile_nvrtc_ptx(l->cuda, l->len, NULL, &d, &ptx, NULL);
+    if (rc != AG_EUNSUPPORTED) {
+      nvrtc = nvrtc < 0 ? 0 : nvrtc;
+      if (rc)
+        fprintf(stderr, "case %zu: NVRTC fails:\n%s\n", i, l->cuda);
+      CHECK_EQ_INT(rc, 0);
+      nvrtc += rc == 0;
+    }
+    ag_str_release(&ptx);
+    ag_diags_release(&d);
+    ag_tile_lowered_free(l);
+  }
+  if (nvrtc < 0)
+    SKIP("argus was built without NVRTC: the CUDA C was not compiled");
 }
 
 /* Python's scoping, exactly: a variable a loop reads and then assigns is one
@@ -609,6 +675,6 @@ TEST(test_role_markers) {
 }
 
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_role_markers), T(test_cli_lower),
+          T(test_checked_forms_lower), T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_role_markers), T(test_cli_lower),
           T(test_examples_assemble),
           T(test_ptx_cache))

@@ -376,6 +376,9 @@ typedef struct ag__ck {
   const ag__bx *path;      /* current path condition (NULL: true) */
   int symbolic_if;         /* depth of thread-dependent ifs */
   int uniform_if;          /* depth of undecided ifs that do not depend on the thread */
+  int nested;              /* loops and ifs on conditions that are not compile-time
+                              constants around the statement: the lowering's C blocks,
+                              where make_shared and assume do not lower */
   /* loop summaries (loop.c) */
   const ag__bx *facts;     /* what holds of a summarized iteration (NULL: nothing) */
   int replay;              /* > 0: replaying iterations for their state only (no

@@ -1184,6 +1184,12 @@ static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 2, 3, "make_shared(shape, dtype[, swizzle])");
   if (c->symbolic_if || c->uniform_if)
     ag__ck_error(c, n, "make_shared inside a thread-dependent or undecided 'if'");
+  if (c->nested)
+    ag__ck_error(c, n,
+                 "make_shared inside a loop or an 'if' on a run-time condition: shared memory "
+                 "is allocated once per block (the lowering needs it at the kernel's top "
+                 "level); allocate the tile before the loop or the 'if' (one stage per "
+                 "iteration: make_shared((stages, ...), dtype) indexed by the loop)");
   ag_layout l = layout_of(c, n, eval(c, arg(c, n, 0, "shape", 1)));
   ag__dt dt = as_dtype(c, arg(c, n, 1, "dtype", 1));
   ag__tile *t = tile_new(c);
@@ -2159,13 +2165,13 @@ const ag__tag ***ag__snapshot_regs(ag__ck *c) {
   return s;
 }
 
-static int bx_depends_tid(const ag__bx *b) {
+static int bx_depends(const ag__bx *b, const char *sym) {
   if (!b)
     return 0;
   switch (b->k) {
   case BX_CONST: return 0;
-  case BX_CMP: return ag__xdepends(b->a, "tid") || ag__xdepends(b->b, "tid");
-  default: return bx_depends_tid(b->x) || bx_depends_tid(b->y);
+  case BX_CMP: return ag__xdepends(b->a, sym) || ag__xdepends(b->b, sym);
+  default: return bx_depends(b->x, sym) || bx_depends(b->y, sym);
   }
 }
 
@@ -2177,10 +2183,13 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
     return;
   }
   /* the same for every thread of the block (problem sizes, a summarized
-   * loop's iteration): the assumptions may decide it */
-  int uniform = !bx_depends_tid(cond);
+   * loop's iteration): the assumptions may decide it; the lowering still
+   * tests it at run time */
+  int uniform = !bx_depends(cond, "tid");
+  int nested = c->nested++;
   if (uniform && (cv = ag__smt_decide(c, cond)) >= 0) {
     exec_block(c, cv ? &n->list : &n->list2);
+    c->nested = nested;
     return;
   }
   /* both branches; registers merge at the join */
@@ -2209,6 +2218,7 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   c->path = ag__band(c, path, ag__bnot(c, cond));
   exec_block(c, &n->list2);
   c->path = path;
+  c->nested = nested;
   if (uniform)
     c->uniform_if--;
   else
@@ -2304,7 +2314,7 @@ int64_t ag__block_cost(const ag_tile_list *body) {
  * summarized or refused, naming the loop and the reason. */
 #define AG__SUMMARY_TRIPS 16
 
-static void exec_for(ag__ck *c, const ag_tile_node *n) {
+static void exec_loop(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range"))
     ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
@@ -2372,6 +2382,12 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
   c->loops.n--;
 }
 
+static void exec_for(ag__ck *c, const ag_tile_node *n) {
+  int nested = c->nested++; /* a C loop in the lowering, unrolled or summarized here */
+  exec_loop(c, n);
+  c->nested = nested;
+}
+
 void ag__exec_block(ag__ck *c, const ag_tile_list *body) { exec_block(c, body); }
 void ag__bind(ag__ck *c, const char *name, const ag_expr *value) { bind(c, name, vint(c, value)); }
 
@@ -2391,7 +2407,18 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
   case AG_TN_REGION: exec_block(c, &n->list); break; /* a region only marks code */
   case AG_TN_ASSERT: exec_assert(c, n); break;
   case AG_TN_ASSUME: {
+    /* an assumption is a launch precondition (docs/lower.md): over the sizes, at the top */
+    if (c->nested)
+      ag__ck_error(c, n,
+                   "'assume' inside a loop or an 'if' on a run-time condition: an assumption "
+                   "is a launch precondition, checked before the kernel runs; move it to the "
+                   "kernel's top level");
     const ag__bx *b = as_bool(c, n->a, eval(c, n->a));
+    if (bx_depends(b, "tid") || bx_depends(b, "bid.x") || bx_depends(b, "bid.y") ||
+        bx_depends(b, "bid.z"))
+      ag__ck_error(c, n,
+                   "an assumption over the thread or block index cannot be checked before a "
+                   "launch: bound the index with @threads or @grid, or test it with an 'if'");
     if (c->path)
       b = ag__bor(c, ag__bnot(c, c->path), b);
     int v;

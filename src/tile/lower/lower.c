@@ -457,6 +457,23 @@ static int is_static(lw *L, const ag_expr *e) {
   return loop_syms(L, e, syms, &n, 16);
 }
 
+/* 1 when e depends on nothing but constants, loop variables and C variables
+ * assigned at run time (a counter a loop carries, k = k + 1): a register
+ * index the checker found constant in every unrolled instance, which C then
+ * indexes at run time (the array may live in local memory: slower, never
+ * wrong). The thread and block index and the sizes are not among them. */
+static int runtime_index(lw *L, const ag_expr *e) {
+  if (e->op == AG_X_CONST)
+    return 1;
+  if (e->op == AG_X_SYM) {
+    if (find_loop(L, e->name))
+      return 1;
+    int c = find_cvar(L, e->name);
+    return c >= 0 && (!L->cvars.v[c].tree || runtime_index(L, L->cvars.v[c].tree));
+  }
+  return runtime_index(L, e->a) && (!e->b || runtime_index(L, e->b));
+}
+
 /* e / k when every term of e is visibly a multiple of k; NULL otherwise. */
 static const ag_expr *xdiv_exact(lw *L, const ag_expr *e, int64_t k) {
   int64_t v;
@@ -518,15 +535,21 @@ static char *flit(lw *L, double f, int dt) {
 }
 /* C text of v as data of type dt (storage form). */
 static const char *elem_load(lw *L, const tile *t, const ag_expr *addr);
+static const char *store_of(lw *L, int dt, const char *c);
 static const char *lit_as(lw *L, const ag_tile_node *n, value *v, int dt) {
   double f = v->k == V_FLOAT ? v->f : 0;
   int64_t iv = 0;
   if (v->k == V_INT) {
-    if (!ag_expr_is_const(v->x, &iv))
-      fail(L, n,
-           "an integer used as %s data must be a compile-time constant here (convert a "
-           "run-time integer with cvt() is not lowered yet)",
-           ag__dt_name(dt));
+    if (!ag_expr_is_const(v->x, &iv)) {
+      /* a run-time integer (unsigned 32-bit) converted to the type, as C converts */
+      if (ag__dt_size(dt) > 8)
+        fail(L, n, "an integer cannot be %s data (view the tile with a scalar type)",
+             ag__dt_name(dt));
+      const char *x = xtext(L, v->x);
+      if (!ag__dt_is_float(dt))
+        return fmt(L, "(%s)(%s)", ag__dt_ctype(dt), x);
+      return store_of(L, dt, fmt(L, "(%s)(%s)", dt == DT_F64 ? "double" : "float", x));
+    }
     f = (double)iv;
   } else if (v->k == V_BOOL && v->bconst >= 0) {
     iv = v->bconst;
@@ -716,7 +739,7 @@ static value *index_local(lw *L, const ag_tile_node *n, tile *t) {
   }
   const ag_expr *byteoff =
       xb(L, AG_X_ADD, t->base, xb(L, AG_X_MUL, off, xc(L, ag__dt_size(t->dt))));
-  if (t->sp == SP_R && !is_static(L, byteoff))
+  if (t->sp == SP_R && !is_static(L, byteoff) && !runtime_index(L, byteoff))
     fail(L, n,
          "a register tile index must be a compile-time constant (registers are not "
          "addressable by the thread index)");
@@ -976,6 +999,31 @@ static const char *word_rval(lw *L, const tile *t, const ag_expr *base, int j, c
   return d ? d : fmt(L, "ag_ld<%s>(%s, %s)", ty, t->buf, xtext(L, a));
 }
 
+/* The C lvalues of the nw 4-byte words at base of a register operand that
+ * an instruction writes (as type dt, C type ty): the array's elements when
+ * it holds dt at those offsets (returns 0), else temporaries declared here,
+ * which store_words copies into the array after the instruction (returns 1:
+ * an f32 view of a u32 accumulator, an ldmatrix into a bf16 tile). */
+static int reg_words(lw *L, const tile *t, const ag_expr *base, int nw, int dt, const char *ty,
+                     const char **out) {
+  int direct = 1;
+  for (int j = 0; j < nw && direct; j++)
+    direct = (out[j] = reg_direct(L, t, xb(L, AG_X_ADD, base, xc(L, 4 * j)), dt)) != NULL;
+  if (direct)
+    return 0;
+  for (int j = 0; j < nw; j++) {
+    out[j] = tmpname(L, "w");
+    emit(L, NULL, "%s %s;", ty, out[j]);
+  }
+  return 1;
+}
+static void store_words(lw *L, const ag_tile_node *at, const tile *t, const ag_expr *base,
+                        int nw, const char *ty, const char **w) {
+  for (int j = 0; j < nw; j++)
+    emit(L, at, "ag_st<%s>(%s, %s, %s);", ty, t->buf,
+         xtext(L, xb(L, AG_X_ADD, base, xc(L, 4 * j))), w[j]);
+}
+
 static void elements(lw *L, const ag_tile_node *n, const tile *t, int64_t **offs, int64_t *cnt) {
   int64_t sz = ag_layout_size(&t->layout);
   *offs = zalloc(L, (size_t)sz * sizeof **offs);
@@ -1172,12 +1220,7 @@ static void do_mma(lw *L, const ag_tile_node *n) {
   ag_str s = AG_STR_INIT;
   /* outputs through temporaries when the accumulator array is not f32 */
   const char *dl[4];
-  for (int j = 0; j < 4; j++) {
-    const ag_expr *a = xb(L, AG_X_ADD, base[0], xc(L, 4 * j));
-    dl[j] = reg_direct(L, t[0], a, DT_F32);
-    if (!dl[j])
-      fail(L, n, "not lowered: an mma accumulator in a register tile that is not f32");
-  }
+  int via = reg_words(L, t[0], base[0], 4, DT_F32, "float", dl);
   ag_str_printf(&s, "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, "
                     "{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%10, %%11, %%12, %%13};\"\n",
                 ab, ab);
@@ -1195,6 +1238,8 @@ static void do_mma(lw *L, const ag_tile_node *n) {
     oom(L);
   emit(L, n, "%s", ag_str_cstr(&s));
   ag_str_release(&s);
+  if (via)
+    store_words(L, n, t[0], base[0], 4, "float", dl);
 }
 
 static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
@@ -1215,12 +1260,7 @@ static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
     fail(L, n->list.v[1], "the source of %s is this lane's row start, a shared tile element",
          name);
   const char *lv[4];
-  for (int j = 0; j < num; j++) {
-    const ag_expr *a = xb(L, AG_X_ADD, base, xc(L, 4 * j));
-    lv[j] = reg_direct(L, dt, a, DT_U32);
-    if (!lv[j])
-      fail(L, n->list.v[0], "not lowered: an ldmatrix destination that is not a u32 tile");
-  }
+  int via = reg_words(L, dt, base, num, DT_U32, "unsigned", lv);
   ag_str s = AG_STR_INIT;
   ag_str_printf(&s, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", num,
                 trans ? ".trans" : "");
@@ -1235,6 +1275,8 @@ static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
     oom(L);
   emit(L, n, "%s", ag_str_cstr(&s));
   ag_str_release(&s);
+  if (via)
+    store_words(L, n, dt, base, num, "unsigned", lv);
 }
 
 static void do_cp_async(lw *L, const ag_tile_node *n) {
@@ -1386,6 +1428,7 @@ static value *call(lw *L, const ag_tile_node *n) {
 }
 
 
+static const char *ctext(lw *L, const ag_expr *e);
 static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value *b,
                     const ag_tile_node *na, const ag_tile_node *nb) {
   if ((a->k == V_INT || a->k == V_BOOL) && (b->k == V_INT || b->k == V_BOOL)) {
@@ -1395,10 +1438,17 @@ static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value
         ag_expr_is_const(y, &yv) && yv == 0)
       fail(L, n, "division by zero");
     int64_t xv;
-    if ((op == AG_OP_SHL || op == AG_OP_SHR) && !ag_expr_is_const(x, &xv) &&
-        (!ag_expr_is_const(y, &yv) || yv < 0 || yv > 31))
-      fail(L, n, "not lowered: a shift of a run-time integer by a count that is not a constant "
-                 "in 0..31 (32-bit shifts by 32 or more are undefined in C)");
+    int yc = ag_expr_is_const(y, &yv);
+    if ((op == AG_OP_SHL || op == AG_OP_SHR) && !(yc && yv >= 0 && yv <= 31) &&
+        !(yc && ag_expr_is_const(x, &xv))) {
+      /* a run-time count, or one past 31: 0 past 31, as the checker's and the
+       * interpreter's 32-bit integers (C leaves such shifts undefined) */
+      const char *cn = tmpname(L, "sh");
+      emit(L, n, "unsigned %s = ag_%s(%s, %s);", cn, op == AG_OP_SHL ? "shl" : "shr",
+           ctext(L, x), ctext(L, y));
+      new_cvar(L, cn, NULL, DT_NONE); /* opaque: a run-time value */
+      return vint(L, xs(L, cn));
+    }
     return vint(L, xb(L, ag_tile_xop(op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
@@ -2362,6 +2412,12 @@ static const char prelude[] =
     "template <class T>\n"
     "static __device__ __forceinline__ T ag_f2i(double f, double lo, double hi) {\n"
     "  return f != f ? (T)0 : f <= lo ? (T)lo : f >= hi ? (T)~(T)lo : (T)f;\n"
+    "}\n"
+    "static __device__ __forceinline__ unsigned ag_shl(unsigned x, unsigned n) {\n"
+    "  return n < 32u ? x << n : 0u;\n"
+    "}\n"
+    "static __device__ __forceinline__ unsigned ag_shr(unsigned x, unsigned n) {\n"
+    "  return n < 32u ? x >> n : 0u;\n"
     "}\n"
     "static __device__ __forceinline__ float ag_bf16_f32(unsigned short h) {\n"
     "  return __uint_as_float((unsigned)h << 16);\n"

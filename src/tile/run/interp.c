@@ -440,23 +440,16 @@ static rv *tile_elem(ip *c, const tile *t, int64_t e) {
   return elem_at(c, t, o);
 }
 
-/* Element e of a tile in row-major order of its modes (the last mode
- * fastest): the order of an intrinsic's registers, as the lowering passes
- * them (ldmatrix into rb[2 * nj:2 * nj + 2, :] fills rb[2nj, 0], rb[2nj, 1],
- * ...). */
-static rv *tile_elem_rm(ip *c, const ag_tile_node *n, const tile *t, int64_t e) {
-  int rank = ag_layout_rank(&t->lay);
-  int64_t o = 0;
-  for (int i = rank - 1; i >= 0; i--) {
-    ag_layout m;
-    if (ag_layout_mode(&c->lc, &t->lay, i, &m))
-      fail(c, n, "bad mode");
-    int64_t ext = ag_layout_size(&m), mo;
-    ag_layout_eval_index(&m, e % ext, &mo);
-    o += mo;
-    e /= ext;
-  }
-  return elem_at(c, t, o);
+/* The element of register operand t at `byte` bytes past its first byte
+ * (the element at coordinate zero): an intrinsic's operand is one
+ * contiguous range of bytes (the checker requires it) whose register j is
+ * bytes 4j..4j+3, as the lowering passes them; an ldmatrix into
+ * rb[2 * nj:2 * nj + 2, :] fills rb[2nj, 0], rb[2nj, 1], ... */
+static rv *reg_at(ip *c, const tile *t, int64_t byte) {
+  rv *v = elem_at(c, t, 0);
+  for (int th = 0; th < c->T; th++)
+    v->addr[th] += byte;
+  return v;
 }
 
 /* ------------------------------------------------------------- arithmetic */
@@ -662,12 +655,13 @@ static void mma(ip *c, const ag_tile_node *n) {
   ag_atom_mma_m16n8k16_b(&c->lc, &lb);
   ag_atom_mma_m16n8k16_c(&c->lc, &lcl);
   rv *ae[8], *be[4], *ce[4], *de[4];
+  int ab = ag__dt_size(a->t->dt); /* 2: bf16, f16 (b: the same); c and d: f32 */
   for (int e = 0; e < 8; e++)
-    ae[e] = load(c, n, tile_elem_rm(c, n, a->t, e));
+    ae[e] = load(c, n, reg_at(c, a->t, ab * e));
   for (int e = 0; e < 4; e++) {
-    be[e] = load(c, n, tile_elem_rm(c, n, b->t, e));
-    ce[e] = load(c, n, tile_elem_rm(c, n, cc->t, e));
-    de[e] = tile_elem_rm(c, n, d->t, e);
+    be[e] = load(c, n, reg_at(c, b->t, ab * e));
+    ce[e] = load(c, n, reg_at(c, cc->t, 4 * e));
+    de[e] = reg_at(c, d->t, 4 * e);
   }
   for (int w = 0; w < c->T / 32; w++) {
     double A[16][16], B[8][16], C[16][8];
@@ -710,11 +704,9 @@ static void ldmatrix(ip *c, const ag_tile_node *n, int nmat, int trans) {
     fail(c, n, "ldmatrix reads from a shared-memory element (this lane's row)");
   if (ag_layout_size(&d->t->lay) * ag__dt_size(d->t->dt) != 4 * nmat)
     fail(c, n, "ldmatrix_x%d writes %d bytes of registers", nmat, 4 * nmat);
-  if (ag__dt_size(d->t->dt) != 4 || ag_layout_size(&d->t->lay) != nmat)
-    fail(c, n, "ldmatrix_x%d writes %d u32 registers", nmat, nmat);
-  rv *de[4]; /* register j: the destination's j-th element in index order */
+  rv *de[4]; /* register j: bytes 4j..4j+3 of the destination */
   for (int j = 0; j < nmat; j++)
-    de[j] = tile_elem_rm(c, n, d->t, j);
+    de[j] = reg_at(c, d->t, 4 * j);
   for (int w = 0; w < c->T / 32; w++) {
     if (!warp_active(c, n, w, "ldmatrix"))
       continue;
