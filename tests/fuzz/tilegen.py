@@ -538,7 +538,8 @@ class Gen:
         dt = self.r.choice(["f32", "u32", "bf16"])
         self.emit("%s = make_local((%s,), %s)" % (n, ", ".join(map(str, shape)), dt))
         self.tiles[n] = Tile("reg", list(shape), dt)
-        self.emit("fill(%s, %s)" % (n, self.r.choice(["0", "1.5"])))
+        # an integer tile takes integer constants only (1.5 is not u32 data)
+        self.emit("fill(%s, %s)" % (n, self.r.choice(["0", "1.5"] if dt[0] in "bf" else ["0", "1"])))
         x = self.fresh("q")
         self.emit("%s = %s" % (x, self.elem(n)))
         self.data[x] = dt

@@ -1074,6 +1074,9 @@ static ag__data to_data(ag__ck *c, const ag_tile_node *n, ag__value *v, ag__dt d
   case V_BOOL:
     if (dt == DT_NONE)
       ag__ck_error(c, n, "the type of this constant is unknown here");
+    if (v->k == V_FLOAT && !ag__dt_is_float(dt) && v->f != floor(v->f))
+      ag__ck_error(c, n, "the constant %g is not an integer, so it cannot be %s data", v->f,
+                   ag__dt_name(dt));
     return data_new(c, dt, ag__dt_size(dt));
   case V_TILE:
     if (v->t->sp == SP_REG && ag_layout_size(&v->t->layout) == 1) {
@@ -1459,11 +1462,8 @@ static void do_fill(ag__ck *c, const ag_tile_node *n) {
   ag__dt dt;
   reg_range(c, n->list.v[0], tv, "fill's tile", &buf, &base, &size, &dt);
   ag__value *val = eval(c, n->list.v[1]);
-  const ag__tag *t = ag__tag_bot(c);
-  if (is_dataish(val) && val->k != V_FLOAT) {
-    ag__data d = to_data(c, n, val, dt);
-    t = elem_tag(c, &d, 0, d.n);
-  }
+  ag__data d = to_data(c, n, val, dt); /* a constant: bottom (a float one must fit dt) */
+  const ag__tag *t = elem_tag(c, &d, 0, d.n);
   for (int64_t j = 0; j < size; j++)
     c->rbufs.v[buf].bytes[base + j] = t;
 }
@@ -1647,6 +1647,10 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
     if (ag__dt_size(dt) > 8)
       ag__ck_error(c, n, "cvt converts to a scalar type");
     ag__data d = to_data(c, n, x, dt);
+    if (ag__dt_size(d.dt) > 8)
+      ag__ck_error(c, n, "cvt converts from a scalar type, not %s (view the value with a "
+                         "scalar type first)",
+                   ag__dt_name(d.dt));
     ag__value *v = newv(c, V_DATA);
     v->d = data_fill(c, dt, ag__dt_size(dt), elem_tag(c, &d, 0, d.n));
     return v;

@@ -1462,8 +1462,11 @@ static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value
   }
   if (a->k == V_FLOAT && b->k == V_FLOAT) {
     value *v = newv(L, V_FLOAT);
-    v->f = op == AG_OP_ADD ? a->f + b->f : op == AG_OP_SUB ? a->f - b->f
-           : op == AG_OP_MUL ? a->f * b->f : a->f / b->f;
+    int ok;
+    v->f = ag_tile_fop(op, a->f, b->f, &ok);
+    if (!ok)
+      fail(L, n, "'%s' on float constants is not supported (use + - * /)",
+           ag_tile_op_text(op));
     return v;
   }
   fail(L, n, "'%s' between %s and %s is not supported", ag_tile_op_text(op), kind_name(a->k),

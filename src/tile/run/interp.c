@@ -22,6 +22,7 @@
  * Cost: about 10^7 thread-statements per second; gemm.tile at 128^3 runs
  * in well under a second. For toy sizes only.
  */
+#include "../tile_xop.h"
 #include "argus/layout_atoms.h"
 #include "argus/tile_run.h"
 #include "run_int.h"
@@ -520,8 +521,10 @@ static rv *binop(ip *c, const ag_tile_node *n) {
     return int_op(c, n, n->op, a, b);
   if (a->k == K_FLOAT && b->k == K_FLOAT) {
     rv *v = newv(c, K_FLOAT);
-    v->f = n->op == AG_OP_ADD ? a->f + b->f : n->op == AG_OP_SUB ? a->f - b->f
-           : n->op == AG_OP_MUL ? a->f * b->f : a->f / b->f;
+    int ok;
+    v->f = ag_tile_fop(n->op, a->f, b->f, &ok);
+    if (!ok)
+      fail(c, n, "'%s' on float constants", ag_tile_op_text(n->op));
     return v;
   }
   if (is_dataish(a) || is_dataish(b)) {
