@@ -92,6 +92,9 @@ TEST(test_gemm_source) {
   CHECK_CONTAINS(c, "for (unsigned kt = 0u; kt < 4u; kt += 1u) {");
   CHECK_CONTAINS(c, "#line 45 \"t.tile\"");
   CHECK_EQ_INT(count(c, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 1);
+  /* the f32 accumulator array is the mma's output itself, no temporaries */
+  CHECK_CONTAINS(c, ": \"=f\"(acc[(mi_2 * 4 + ni) * 4]), ");
+  CHECK(strstr(c, "ag_st<") == NULL);
   CHECK_EQ_INT(count(c, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 2);
   CHECK_EQ_INT(count(c, "ag_cp_async<16>("), 4);
   /* the swizzle, folded: chunk c of row r at c ^ (r / 2 % 4) */
@@ -429,6 +432,29 @@ TEST(test_cli_lower) {
   const char *f[] = {bin, "lower", "--kernel", "nope", gemm, NULL};
   CHECK_EQ_INT(run_cli(f, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "no kernel named 'nope'");
+  /* -o OUT.ptx: PTX through NVRTC for the architecture asked, with the markers */
+  char ptxf[700], *ptx = NULL;
+  size_t plen = 0;
+  snprintf(ptxf, sizeof ptxf, "%s/gemm.ptx", tmp);
+  setenv("ARGUS_CACHE_DIR", tmp, 1);
+  const char *g[] = {bin, "lower", gemm, "-o", ptxf, "--arch", "sm_80", NULL};
+  int rc = run_cli(g, &out, &err);
+  if (rc && strstr(ag_str_cstr(&err), "without NVRTC")) {
+    CHECK_EQ_INT(rc, 1);
+    ag_str_release(&out);
+    ag_str_release(&err);
+    SKIP("argus was built without NVRTC: -o OUT.ptx is refused, as it should be");
+  }
+  CHECK_EQ_INT(rc, 0);
+  CHECK(ag_file_read(ptxf, &ptx, &plen) == 0);
+  if (ptx) {
+    CHECK_CONTAINS(ptx, ".target sm_80");
+    CHECK_CONTAINS(ptx, ".entry gemm(");
+    CHECK_CONTAINS(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+    CHECK_CONTAINS(ptx, "// @argus begin");
+  }
+  ag_free(ptx);
+  CHECK_EQ_STR(ag_str_cstr(&out), ""); /* the PTX goes to the file, nothing to stdout */
   ag_str_release(&out);
   ag_str_release(&err);
 }
