@@ -28,8 +28,8 @@ static inline ag_expr_op ag_tile_xop(ag_tile_op op) {
 }
 
 /* A binary operator on two float constants, as the lowering and the value
- * interpreter fold it (the checker refuses arithmetic on constants only): + - * / in double; *ok = 0 (and 0) for
- * any other operator. */
+ * interpreter fold it (the checker refuses arithmetic on constants only):
+ * + - * / in double; *ok = 0 (and 0) for any other operator. */
 static inline double ag_tile_fop(ag_tile_op op, double a, double b, int *ok) {
   *ok = 1;
   switch (op) {

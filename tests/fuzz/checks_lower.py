@@ -70,18 +70,19 @@ def run(cmd, timeout, env=None):
         return -1, "timed out after %d s" % timeout
 
 
-def one(a, name, path, env, nvcc):
-    """('skip' | 'ok' | 'fail', checker exit, message)."""
+def one(a, i, name, path, out, env, nvcc):
+    """('skip' | 'ok' | 'nocc' | 'fail', checker exit, message); outputs go to out/<i>.*
+    (never next to a program of the source tree)."""
     rc, err = run([a.argus, "check", path], a.timeout)
     if rc not in (0, 1):
         return "skip", rc, ""
-    ptx = path + ".ptx"
+    ptx = os.path.join(out, "%d.ptx" % i)
     lrc, lerr = run([a.argus, "lower", "--unchecked", path, "-o", ptx], a.timeout, env)
     if lrc == 0:
         return "ok", rc, ""
     if "without NVRTC" not in lerr:
         return "fail", rc, "%s: checks (exit %d) but does not lower:\n%s" % (name, rc, lerr)
-    cu = path + ".cu"
+    cu = os.path.join(out, "%d.cu" % i)
     lrc, lerr = run([a.argus, "lower", "--unchecked", path, "-o", cu], a.timeout, env)
     if lrc:
         return "fail", rc, "%s: checks (exit %d) but does not lower:\n%s" % (name, rc, lerr)
@@ -114,8 +115,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, ARGUS_CACHE_DIR=os.path.join(tmp, "cache"))
         progs = corpus(tmp, (s0, s1))
+        out = os.path.join(tmp, "out")
+        os.makedirs(out)
         with cf.ThreadPoolExecutor(a.jobs) as ex:
-            res = list(ex.map(lambda np: (np[0],) + one(a, np[0], np[1], env, nvcc), progs))
+            res = list(ex.map(lambda ip: (ip[1][0],) + one(a, ip[0], ip[1][0], ip[1][1], out, env,
+                                                          nvcc), enumerate(progs)))
     fails = [r for r in res if r[1] == "fail"]
     accepted = [r for r in res if r[1] != "skip"]
     clean = [r for r in accepted if r[2] == 0]

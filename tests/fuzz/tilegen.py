@@ -539,7 +539,8 @@ class Gen:
         self.emit("%s = make_local((%s,), %s)" % (n, ", ".join(map(str, shape)), dt))
         self.tiles[n] = Tile("reg", list(shape), dt)
         # an integer tile takes integer constants only (1.5 is not u32 data)
-        self.emit("fill(%s, %s)" % (n, self.r.choice(["0", "1.5"] if dt[0] in "bf" else ["0", "1"])))
+        vals = ["0", "1.5"] if dt[0] in "bf" else ["0", "1"]
+        self.emit("fill(%s, %s)" % (n, self.r.choice(vals)))
         x = self.fresh("q")
         self.emit("%s = %s" % (x, self.elem(n)))
         self.data[x] = dt

@@ -704,6 +704,7 @@ TEST(test_role_markers) {
 }
 
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_checked_forms_lower), T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_role_markers), T(test_cli_lower),
+          T(test_checked_forms_lower), T(test_loop_carried), T(test_long_loops_stay_loops),
+          T(test_region_statement), T(test_role_markers), T(test_cli_lower),
           T(test_examples_assemble),
           T(test_ptx_cache))
