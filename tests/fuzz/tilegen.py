@@ -538,7 +538,9 @@ class Gen:
         dt = self.r.choice(["f32", "u32", "bf16"])
         self.emit("%s = make_local((%s,), %s)" % (n, ", ".join(map(str, shape)), dt))
         self.tiles[n] = Tile("reg", list(shape), dt)
-        self.emit("fill(%s, %s)" % (n, self.r.choice(["0", "1.5"])))
+        # an integer tile takes integer constants only (1.5 is not u32 data)
+        vals = ["0", "1.5"] if dt[0] in "bf" else ["0", "1"]
+        self.emit("fill(%s, %s)" % (n, self.r.choice(vals)))
         x = self.fresh("q")
         self.emit("%s = %s" % (x, self.elem(n)))
         self.data[x] = dt
@@ -575,6 +577,8 @@ class Gen:
             self.emit("%s = %s" % (a, r.choice(["BM", "K // 2", "max(3, 8)", "min(K, 64)",
                                                 "threadIdx.y", "blockIdx.z", "K * 2 >> 1"])))
             self.ints[a] = None
+        elif self.ind > 1:  # an assume is a launch precondition: at the top level only
+            self.emit("pass")
         else:
             self.emit(r.choice(["pass", "assume K >= 16", "assume M <= 1 << 20",
                                 "assume N % 128 == 0 or N == 64"]))

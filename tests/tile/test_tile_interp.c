@@ -4,7 +4,8 @@
  * DSL and the same with a planted bug (which must mismatch, at row 5),
  * attention.tile against a hand-written reference of what its threads
  * compute (attention_ref.h, the same one the GPU kernel is compared with),
- * and the errors for what it does not model and for an access out of bounds.
+ * an intrinsic's registers in the operand's byte order, and the errors for
+ * what it does not model and for an access out of bounds.
  */
 #include "argus/tile_run.h"
 #include "check.h"
@@ -277,6 +278,46 @@ TEST(test_masked_names) {
   release(&g);
 }
 
+/* An intrinsic's register j is bytes 4j..4j+3 of its operand, whatever the
+ * operand's element type (as the lowering passes them): an ldmatrix into 8
+ * bf16 equals one into 4 u32, an mma into an f32 view of a u32 tile equals
+ * one into an f32 tile. */
+TEST(test_register_operands) {
+  static const char text[] =
+      "@threads(32)\ndef k(S: Tensor(256, bf16), A: Tensor(128, u32), B: Tensor(128, u32),\n"
+      "      C: Tensor(128, f32), D: Tensor(128, f32)):\n"
+      "    t = threadIdx.x\n    s = make_shared((32, 8), bf16)\n    for j in range(8):\n"
+      "        s[t, j] = S[t * 8 + j]\n    syncthreads()\n"
+      "    ru = make_local((4,), u32)\n    rb = make_local((8,), bf16)\n"
+      "    ldmatrix_x4(ru, s[t, 0])\n    ldmatrix_x4(rb, s[t, 0])\n"
+      "    rv = rb.view((4,), u32)\n    bb = make_local((4,), bf16)\n    for j in range(4):\n"
+      "        A[t * 4 + j] = ru[j]\n        B[t * 4 + j] = rv[j]\n        bb[j] = S[t + j]\n"
+      "    acc = make_local((4,), f32)\n    fill(acc, 0.5)\n    cu = make_local((4,), u32)\n"
+      "    cf = cu.view((4,), f32)\n    fill(cf, 0.5)\n"
+      "    mma_m16n8k16(acc, rb, bb, acc)\n    mma_m16n8k16(cf, rb, bb, cf)\n"
+      "    for j in range(4):\n        C[t * 4 + j] = acc[j]\n        D[t * 4 + j] = cf[j]\n";
+  prog g;
+  char err[512] = "";
+  CHECK_EQ_INT(setup(&g, NULL, text, NULL, 0.5f), 0);
+  int rc = g.b.k ? interp(&g, err, sizeof err) : -1;
+  if (rc)
+    printf("  %s\n", err);
+  CHECK_EQ_INT(rc, 0);
+  if (!rc) {
+    const uint32_t *A = g.t[1], *B = g.t[2];
+    const float *C = g.t[3], *D = g.t[4];
+    int moved = 0, summed = 0;
+    for (int i = 0; i < 128; i++) {
+      CHECK_EQ_U64(A[i], B[i]);
+      CHECK(C[i] == D[i]);
+      moved += A[i] != 0;
+      summed += C[i] != 0.5f;
+    }
+    CHECK(moved > 64 && summed > 64); /* the copies and the products did something */
+  }
+  release(&g);
+}
+
 TEST(test_errors) {
   prog g;
   char err[512];
@@ -304,4 +345,5 @@ RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_
           {"test_attention_d128", test_attention_d128}, {"test_cvt_rounding", test_cvt_rounding},
           {"test_unary_minus", test_unary_minus},
           {"test_masked_names", test_masked_names},
+          {"test_register_operands", test_register_operands},
           {"test_errors", test_errors})

@@ -4,7 +4,9 @@
  * check's bounds and race proofs included: the generator stays in the
  * checked subset), lowers, runs in the value reference without error, writes
  * every element of Z with a finite value of bounded size, and is
- * deterministic; the first programs also compile with NVRTC. A changed
+ * deterministic; the first programs also compile with NVRTC. Over the
+ * default seeds every builtin of the table (src/tile/tile_builtin.h), fill
+ * and cvt to an integer type are called. A changed
  * program must give another result (the comparison can fail).
  * Seeds: ARGUS_PROP_SEEDS=FIRST:COUNT (default 1:60); each is printed.
  */
@@ -12,6 +14,7 @@
 #include "argus/tile_run.h"
 #include "check.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -109,6 +112,15 @@ static void seeds(uint64_t *first, int *count) {
   }
 }
 
+/* 1 when text calls name (not as the tail of a longer name: max in reduce_max). */
+static int calls(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name))
+    if ((p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) && p[n] == '(')
+      return 1;
+  return 0;
+}
+
 TEST(test_generated_programs) {
   uint64_t first;
   int count, compiled = 0;
@@ -116,11 +128,19 @@ TEST(test_generated_programs) {
   printf("  seeds %llu..%llu (ARGUS_PROP_SEEDS=%llu:%d)\n", (unsigned long long)first,
          (unsigned long long)(first + (uint64_t)count - 1), (unsigned long long)first, count);
   double worst = 0;
+  /* every builtin of the table, fill and cvt to an integer are generated */
+  int nb;
+  const ag__builtin *tab = ag__builtin_table(&nb);
+  int seen[64] = {0}, seen_fill = 0, seen_f2i = 0;
   for (int i = 0; i < count; i++) {
     uint64_t sd = first + (uint64_t)i;
     ag_str text = AG_STR_INIT, msg = AG_STR_INIT;
     int threads;
     tile_gen(sd, &text, &threads);
+    for (int b = 0; b < nb && b < 64; b++)
+      seen[b] |= calls(ag_str_cstr(&text), tab[b].name);
+    seen_fill |= strstr(ag_str_cstr(&text), "    fill(rl, ") != NULL;
+    seen_f2i |= strstr(ag_str_cstr(&text), ", i32)") != NULL;
     prog g, h;
     int rc = setup(&g, ag_str_cstr(&text), 1, sd, &msg);
     if (!rc)
@@ -169,6 +189,15 @@ TEST(test_generated_programs) {
   }
   printf("  %d programs: checked, lowered, interpreted (largest |Z| %.3g); %d through NVRTC\n",
          count, worst, compiled);
+  if (count >= 60) { /* the default seeds call each at least once */
+    for (int b = 0; b < nb && b < 64; b++) {
+      if (!seen[b])
+        fprintf(stderr, "no generated program calls the builtin '%s'\n", tab[b].name);
+      CHECK(seen[b]);
+    }
+    CHECK(seen_fill);
+    CHECK(seen_f2i);
+  }
 }
 
 /* The comparison can fail: a program with another last statement gives another Z. */

@@ -8,7 +8,14 @@
  * elements. Its body is a seeded sequence of statements over four f32 data
  * names bound at the top (a, b, c, e):
  *   - element-wise arithmetic (+, -, *, small constants, cvt to bf16 and
- *     back), reads of X, Y and B at the thread's element or a neighbour's;
+ *     back, cvt to i32 and back), reads of X, Y and B at the thread's
+ *     element or a neighbour's;
+ *   - every element-wise builtin of the table (src/tile/tile_builtin.h):
+ *     a unary one on an argument in [0.5, 1.5] (abs(X[i]) + 0.5,
+ *     min(abs(e), 1.0) + 0.5: in the domain of sqrt and rcp, small for exp),
+ *     a binary one on two expressions;
+ *   - a register tile rl of 4 f32: fill(rl, e), rl[k] = e (k a constant or
+ *     a loop variable mod 4) and every reduction of the table over it;
  *   - loops of 1..4 trips (their variable in indices and conditions);
  *   - ifs on the thread, its warp (a role branch), the block or a loop
  *     variable, with else branches, assigning names bound before them;
@@ -28,6 +35,8 @@
 #include <stdint.h>
 
 #include "argus/core.h"
+
+#include "../../src/tile/tile_builtin.h"
 
 typedef struct tgen {
   uint64_t s;
@@ -68,9 +77,42 @@ static void tg_index(tgen *g) {
     ag_str_printf(g->out, "(g + i%d * %d) %% N", tg_pick(g, g->loopv), 1 + tg_pick(g, 8));
 }
 
+static void tg_expr(tgen *g, int d);
+
+/* A random row of the builtin table of the given kind (element-wise or a reduction). */
+static const ag__builtin *tg_builtin(tgen *g, ag__bikind kind) {
+  int n, m = 0;
+  const ag__builtin *t = ag__builtin_table(&n), *of[64];
+  for (int i = 0; i < n && m < 64; i++)
+    if (t[i].kind == kind)
+      of[m++] = &t[i];
+  return of[tg_pick(g, m)];
+}
+
+/* A call of an element-wise builtin: a unary one on an argument in [0.5,
+ * 1.5], a binary one on two expressions. */
+static void tg_call(tgen *g, int d) {
+  const ag__builtin *b = tg_builtin(g, AG__BI_MAP);
+  ag_str_printf(g->out, "%s(", b->name);
+  if (b->arity == 2) {
+    tg_expr(g, d - 1);
+    ag_str_puts(g->out, ", ");
+    tg_expr(g, d - 1);
+  } else if (tg_pick(g, 2)) {
+    ag_str_printf(g->out, "abs(%s[", tg_pick(g, 2) ? "X" : "Y");
+    tg_index(g);
+    ag_str_puts(g->out, "]) + 0.5");
+  } else {
+    ag_str_puts(g->out, "min(abs(");
+    tg_expr(g, d - 1);
+    ag_str_puts(g->out, "), 1.0) + 0.5");
+  }
+  ag_str_puts(g->out, ")");
+}
+
 /* An f32 data expression of bounded size and magnitude. */
 static void tg_expr(tgen *g, int d) {
-  int k = d <= 0 ? tg_pick(g, 2) : tg_pick(g, 8);
+  int k = d <= 0 ? tg_pick(g, 2) : tg_pick(g, 11);
   switch (k) {
   case 0: ag_str_puts(g->out, tg_vars[tg_pick(g, 4)]); break;
   case 1: {
@@ -107,10 +149,18 @@ static void tg_expr(tgen *g, int d) {
     tg_expr(g, d - 1);
     ag_str_puts(g->out, ", bf16), f32)");
     break;
-  default:
+  case 7:
     ag_str_puts(g->out, "cvt(B[");
     tg_index(g);
     ag_str_puts(g->out, "], f32)");
+    break;
+  case 8: /* float to integer and back: truncation of an exact product (no FMA to differ) */
+    ag_str_printf(g->out, "(cvt(cvt(%s[", tg_pick(g, 2) ? "X" : "Y");
+    tg_index(g);
+    ag_str_puts(g->out, "] * 8.0, i32), f32) * 0.125)");
+    break;
+  default:
+    tg_call(g, d);
     break;
   }
 }
@@ -133,7 +183,7 @@ static void tg_block(tgen *g, int n);
 
 static void tg_stmt(tgen *g) {
   g->budget--;
-  int k = tg_pick(g, g->depth >= 2 ? 4 : 7);
+  int k = tg_pick(g, g->depth >= 2 ? 5 : 8);
   if (k == 3 && g->in_cond)
     k = 0; /* no barrier under a condition */
   switch (k) {
@@ -165,8 +215,28 @@ static void tg_stmt(tgen *g) {
     ag_str_puts(g->out, "syncthreads()\n");
     break;
   }
-  case 4:
-  case 5: { /* a loop */
+  case 4: { /* the register tile: written whole or one element, or reduced */
+    int r = tg_pick(g, 3);
+    tg_indent(g);
+    if (r == 0) {
+      ag_str_puts(g->out, "fill(rl, ");
+      tg_expr(g, 1);
+      ag_str_puts(g->out, ")\n");
+    } else if (r == 1) {
+      if (g->loopv && tg_pick(g, 2))
+        ag_str_printf(g->out, "rl[i%d %% 4] = ", tg_pick(g, g->loopv));
+      else
+        ag_str_printf(g->out, "rl[%d] = ", tg_pick(g, 4));
+      tg_expr(g, 1);
+      ag_str_puts(g->out, "\n");
+    } else { /* a mean's size: the sum of 4 scaled by 0.25 */
+      ag_str_printf(g->out, "%s = %s(rl) * 0.25%s\n", tg_vars[tg_pick(g, 4)],
+                    tg_builtin(g, AG__BI_REDUCE)->name, g->loopv ? " * 0.25" : "");
+    }
+    break;
+  }
+  case 5:
+  case 6: { /* a loop */
     tg_indent(g);
     ag_str_printf(g->out, "for i%d in range(%d):\n", g->loopv, 1 + tg_pick(g, 4));
     g->loopv++;
@@ -222,6 +292,7 @@ static void tile_gen(uint64_t seed, ag_str *out, int *threads) {
   ag_str_printf(out, "    g = blockIdx.x * %d + tid\n", g.threads);
   ag_str_printf(out, "    sh = make_shared((%d,), f32)\n", g.threads);
   ag_str_puts(out, "    a = X[g]\n    b = Y[g]\n    c = X[g] * 0.5\n    e = cvt(B[g], f32)\n");
+  ag_str_puts(out, "    rl = make_local((4,), f32)\n    fill(rl, 0.25)\n");
   g.budget = 4 + tg_pick(&g, 6);
   while (g.budget > 0)
     tg_stmt(&g);

@@ -434,6 +434,23 @@ static const sbad sbads[] = {
      5, 1, "kernel 'k' is defined twice (first at line 2)"},
     {H "    x = threadIdx.x >> 64\n", 3, 21, "'>>' by 64 overflows"},
     {H "    x = (1 << 40) << 30\n", 3, 19, "'<<' by 30 overflows"},
+    /* what the lowering cannot place: shared memory and assumptions in C blocks */
+    {H "    for i in range(2):\n        s = make_shared((64,), f32)\n", 4, 13,
+     "make_shared inside a loop or an 'if' on a run-time condition"},
+    {H "    assume N >= 128\n    if N > 64:\n        s = make_shared((64,), f32)\n", 5, 13,
+     "allocate the tile before the loop or the 'if'"},
+    {H "    for i in range(2):\n        assume N > i\n", 4, 9,
+     "'assume' inside a loop or an 'if' on a run-time condition"},
+    {H "    if N > 0:\n        assume N % 2 == 0\n", 4, 9, "move it to the kernel's top level"},
+    {H "    assume threadIdx.x < 16\n", 3, 5, "over the thread or block index"},
+    {H "    assume blockIdx.y < 4\n", 3, 5, "bound the index with @threads or @grid"},
+    /* what has no meaning as data */
+    {H "    v = B.view((M, 1), u128)\n    x = cvt(v[0, 0], f32)\n", 4, 9,
+     "cvt converts from a scalar type, not u128"},
+    {H "    r = make_local((4,), u32)\n    fill(r, 1.5)\n", 4, 5,
+     "the constant 1.5 is not an integer, so it cannot be u32 data"},
+    {H "    r = make_local((4,), u32)\n    r[0] = 2.5\n", 4, 5,
+     "the constant 2.5 is not an integer"},
 };
 
 TEST(test_semantic_errors) {

@@ -92,6 +92,9 @@ TEST(test_gemm_source) {
   CHECK_CONTAINS(c, "for (unsigned kt = 0u; kt < 4u; kt += 1u) {");
   CHECK_CONTAINS(c, "#line 45 \"t.tile\"");
   CHECK_EQ_INT(count(c, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 1);
+  /* the f32 accumulator array is the mma's output itself, no temporaries */
+  CHECK_CONTAINS(c, ": \"=f\"(acc[(mi_2 * 4 + ni) * 4]), ");
+  CHECK(strstr(c, "ag_st<") == NULL);
   CHECK_EQ_INT(count(c, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 2);
   CHECK_EQ_INT(count(c, "ag_cp_async<16>("), 4);
   /* the swizzle, folded: chunk c of row r at c ^ (r / 2 % 4) */
@@ -160,13 +163,6 @@ TEST(test_errors_at_the_line) {
        6},
       {"    r = make_local((4,), f32)\n    x = r[threadIdx.x % 4]\n",
        "register tile index must be a compile-time constant", 5},
-      {"    k = 0\n    r = make_local((4,), f32)\n    for i in range(4):\n        x = r[k]\n"
-       "        k = k + 1\n",
-       "register tile index must be a compile-time constant", 7},
-      {"    r = make_local((4,), f32)\n    x = cvt(r[0], i32)\n", "cvt from f32 to the integer",
-       5},
-      {"    x = tid << 32\n", "a shift of a run-time integer", 4},
-      {"    x = tid >> (tid % 4)\n", "a shift of a run-time integer", 4},
       {"    q = make_local((4,), f32)\n    for i in range(2):\n        y = q[i] * 2.0\n"
        "        q = make_local((4,), bf16)\n",
        "binds it to a new kind of value", 5},
@@ -186,6 +182,77 @@ TEST(test_errors_at_the_line) {
   CHECK(lower_text("@threads(32)\ndef k(A: Tensor(M, f32)):\n    pass\n", "nope", err,
                    sizeof err) == NULL);
   CHECK_CONTAINS(err, "no kernel named 'nope'");
+}
+
+/* Forms the checker accepts that the lowering once refused ("checks implies
+ * lowers"): each program checks clean, lowers to the CUDA C named, and (with
+ * NVRTC) compiles. */
+TEST(test_checked_forms_lower) {
+  static const struct {
+    const char *body, *want;
+  } cases[] = {
+      /* a register index through a counter the loop carries: a run-time index */
+      {"    k = 0\n    r = make_local((4,), f32)\n    fill(r, 1.0)\n    for i in range(4):\n"
+       "        A[tid] = r[k]\n        k = k + 1\n",
+       "= r[k];"},
+      /* shifts by a run-time count, or past 31: 0 past 31, as the checker's integers */
+      {"    x = tid >> (tid % 4)\n    U[tid] = x\n", "ag_shr(tid, tid % 4)"},
+      {"    x = tid << 32\n    U[tid] = x\n", "ag_shl(tid, 32u)"},
+      {"    x = 1 << tid\n    U[tid] = x\n", "ag_shl(1u, tid)"},
+      /* a run-time integer stored as data, and converted with cvt */
+      {"    U[tid] = tid * 3\n    A[tid] = cvt(tid, f32)\n", "= (float)(tid)"},
+      /* cvt from a float to an integer */
+      {"    y = cvt(A[tid], i32)\n    U[tid] = cvt(y, u32)\n", "ag_f2i<int>((double)"},
+      /* an mma accumulator viewed as f32 in a u32 tile: through temporaries */
+      {"    a = make_local((8,), bf16)\n    b = make_local((4,), bf16)\n"
+       "    cu = make_local((4,), u32)\n    fill(a, 0)\n    fill(b, 0)\n    fill(cu, 0)\n"
+       "    cf = cu.view((4,), f32)\n    mma_m16n8k16(cf, a, b, cf)\n    A[tid] = cf[0]\n",
+       "ag_st<float>(cu, 12, "},
+      /* an ldmatrix into a bf16 tile: through temporaries */
+      {"    s = make_shared((32, 8), bf16)\n    r = make_local((8,), bf16)\n"
+       "    ldmatrix_x4(r, s[tid, 0])\n    A[tid] = cvt(r[7], f32)\n",
+       "ag_st<unsigned>(r, 12, "},
+  };
+  int nvrtc = -1;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024], err[512];
+    snprintf(text, sizeof text,
+             "@threads(32)\ndef k(A: Tensor(32, f32), U: Tensor(32, u32)):\n"
+             "    tid = threadIdx.x\n%s",
+             cases[i].body);
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_tile_program *p = NULL;
+    ag_tile_report *r = NULL;
+    CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
+    CHECK_EQ_INT(ag_tile_check(p, NULL, &d, &r), 0);
+    CHECK(r && ag_tile_report_ok(r));
+    ag_tile_report_free(r);
+    ag_tile_program_free(p);
+    ag_diags_release(&d);
+    ag_tile_lowered *l = lower_text(text, NULL, err, sizeof err);
+    if (!l)
+      fprintf(stderr, "case %zu does not lower: %s\n", i, err);
+    CHECK(l != NULL);
+    if (!l)
+      continue;
+    CHECK_CONTAINS(l->cuda, cases[i].want);
+    ag_diags_init(&d);
+    ag_str ptx = AG_STR_INIT;
+    int rc = ag_tile_nvrtc_ptx(l->cuda, l->len, NULL, &d, &ptx, NULL);
+    if (rc != AG_EUNSUPPORTED) {
+      nvrtc = nvrtc < 0 ? 0 : nvrtc;
+      if (rc)
+        fprintf(stderr, "case %zu: NVRTC fails:\n%s\n", i, l->cuda);
+      CHECK_EQ_INT(rc, 0);
+      nvrtc += rc == 0;
+    }
+    ag_str_release(&ptx);
+    ag_diags_release(&d);
+    ag_tile_lowered_free(l);
+  }
+  if (nvrtc < 0)
+    SKIP("argus was built without NVRTC: the CUDA C was not compiled");
 }
 
 /* Python's scoping, exactly: a variable a loop reads and then assigns is one
@@ -365,6 +432,29 @@ TEST(test_cli_lower) {
   const char *f[] = {bin, "lower", "--kernel", "nope", gemm, NULL};
   CHECK_EQ_INT(run_cli(f, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "no kernel named 'nope'");
+  /* -o OUT.ptx: PTX through NVRTC for the architecture asked, with the markers */
+  char ptxf[700], *ptx = NULL;
+  size_t plen = 0;
+  snprintf(ptxf, sizeof ptxf, "%s/gemm.ptx", tmp);
+  setenv("ARGUS_CACHE_DIR", tmp, 1);
+  const char *g[] = {bin, "lower", gemm, "-o", ptxf, "--arch", "sm_80", NULL};
+  int rc = run_cli(g, &out, &err);
+  if (rc && strstr(ag_str_cstr(&err), "without NVRTC")) {
+    CHECK_EQ_INT(rc, 1);
+    ag_str_release(&out);
+    ag_str_release(&err);
+    SKIP("argus was built without NVRTC: -o OUT.ptx is refused, as it should be");
+  }
+  CHECK_EQ_INT(rc, 0);
+  CHECK(ag_file_read(ptxf, &ptx, &plen) == 0);
+  if (ptx) {
+    CHECK_CONTAINS(ptx, ".target sm_80");
+    CHECK_CONTAINS(ptx, ".entry gemm(");
+    CHECK_CONTAINS(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+    CHECK_CONTAINS(ptx, "// @argus begin");
+  }
+  ag_free(ptx);
+  CHECK_EQ_STR(ag_str_cstr(&out), ""); /* the PTX goes to the file, nothing to stdout */
   ag_str_release(&out);
   ag_str_release(&err);
 }
@@ -431,9 +521,11 @@ TEST(test_examples_assemble) {
   setenv("ARGUS_CACHE_DIR", tmp, 1);
   char dir[512];
   int n = 0;
-  /* the examples, then every planted-bug variant (they lower too: the bugs are in the data) */
-  for (int pass = 0; pass < 2; pass++) {
-    snprintf(dir, sizeof dir, "%s/examples/tile%s", srcdir(), pass ? "/bugs" : "");
+  /* the examples, then every planted-bug variant (they lower too: the bugs are in the
+   * data), then the correct variations (examples/tile/variants, the same format) */
+  for (int pass = 0; pass < 3; pass++) {
+    snprintf(dir, sizeof dir, "%s/examples/tile%s", srcdir(),
+             pass == 2 ? "/variants" : pass ? "/bugs" : "");
     DIR *dp = opendir(dir);
     CHECK(dp != NULL);
     if (!dp)
@@ -447,9 +539,10 @@ TEST(test_examples_assemble) {
       if (pass && (l < 5 || strcmp(e->d_name + l - 4, ".mut")))
         continue;
       if (pass) {
-        char cmd[2048]; /* two directories of 512, two names of 255 and the text */
-        snprintf(cmd, sizeof cmd, "sh '%s/apply.sh' '%s/%s' '%s/%s.tile' > /dev/null", dir, dir,
-                 e->d_name, tmp, e->d_name);
+        char cmd[3072]; /* the source directory, a directory of 512, two names of 255 */
+        snprintf(cmd, sizeof cmd,
+                 "sh '%s/examples/tile/bugs/apply.sh' '%s/%s' '%s/%s.tile' > /dev/null",
+                 srcdir(), dir, e->d_name, tmp, e->d_name);
         CHECK(system(cmd) == 0);
         snprintf(path, sizeof path, "%s/%s.tile", tmp, e->d_name);
       } else {
@@ -468,7 +561,7 @@ TEST(test_examples_assemble) {
     }
     closedir(dp);
   }
-  CHECK(n >= 15);
+  CHECK(n >= 23); /* 2 examples, 18 planted bugs, 3 variations */
   printf("  %d lowered programs assembled\n", n);
 }
 
@@ -611,6 +704,7 @@ TEST(test_role_markers) {
 }
 
 RUN_TESTS(T(test_gemm_source), T(test_attention_source), T(test_errors_at_the_line),
-          T(test_loop_carried), T(test_long_loops_stay_loops), T(test_region_statement), T(test_role_markers), T(test_cli_lower),
+          T(test_checked_forms_lower), T(test_loop_carried), T(test_long_loops_stay_loops),
+          T(test_region_statement), T(test_role_markers), T(test_cli_lower),
           T(test_examples_assemble),
           T(test_ptx_cache))

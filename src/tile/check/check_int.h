@@ -13,6 +13,7 @@
 #include "argus/layout_atoms.h"
 #include "argus/tile.h"
 #include "argus/tile_check.h"
+#include "../tile_builtin.h" /* ag__dt and the builtins, shared with the lowering and the runner */
 
 #include <setjmp.h>
 #include <string.h>
@@ -22,19 +23,6 @@ static inline void ag__mcpy(void *dst, const void *src, size_t n) {
   if (n)
     memcpy(dst, src, n);
 }
-
-/* ------------------------------------------------------------------ dtypes */
-typedef enum ag__dt {
-  DT_NONE = 0,
-  DT_BF16, DT_F16, DT_F32, DT_F64,
-  DT_I8, DT_U8, DT_I16, DT_U16, DT_I32, DT_U32, DT_I64, DT_U64,
-  DT_U128, DT_U256,
-  DT_COUNT
-} ag__dt;
-int ag__dt_size(ag__dt t);
-const char *ag__dt_name(ag__dt t);
-ag__dt ag__dt_lookup(const char *name);
-int ag__dt_is_float(ag__dt t);
 
 /* ------------------------------------------------------------- conditions */
 /* Boolean formulas over integer expressions (thread-dependent conditions,
@@ -388,6 +376,9 @@ typedef struct ag__ck {
   const ag__bx *path;      /* current path condition (NULL: true) */
   int symbolic_if;         /* depth of thread-dependent ifs */
   int uniform_if;          /* depth of undecided ifs that do not depend on the thread */
+  int nested;              /* loops and ifs on conditions that are not compile-time
+                              constants around the statement: the lowering's C blocks,
+                              where make_shared and assume do not lower */
   /* loop summaries (loop.c) */
   const ag__bx *facts;     /* what holds of a summarized iteration (NULL: nothing) */
   int replay;              /* > 0: replaying iterations for their state only (no

@@ -31,26 +31,6 @@
 #include <math.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ dtypes */
-static const struct {
-  const char *name;
-  int size, is_float;
-} dtinfo[DT_COUNT] = {
-    [DT_NONE] = {"none", 0, 0},   [DT_BF16] = {"bf16", 2, 1}, [DT_F16] = {"f16", 2, 1},
-    [DT_F32] = {"f32", 4, 1},     [DT_F64] = {"f64", 8, 1},   [DT_I8] = {"i8", 1, 0},
-    [DT_U8] = {"u8", 1, 0},       [DT_I16] = {"i16", 2, 0},   [DT_U16] = {"u16", 2, 0},
-    [DT_I32] = {"i32", 4, 0},     [DT_U32] = {"u32", 4, 0},   [DT_I64] = {"i64", 8, 0},
-    [DT_U64] = {"u64", 8, 0},     [DT_U128] = {"u128", 16, 0}, [DT_U256] = {"u256", 32, 0},
-};
-int ag__dt_size(ag__dt t) { return dtinfo[t].size; }
-const char *ag__dt_name(ag__dt t) { return dtinfo[t].name; }
-int ag__dt_is_float(ag__dt t) { return dtinfo[t].is_float; }
-ag__dt ag__dt_lookup(const char *name) {
-  for (int i = 1; i < DT_COUNT; i++)
-    if (strcmp(dtinfo[i].name, name) == 0)
-      return (ag__dt)i;
-  return DT_NONE;
-}
 static int log2i(int64_t v) {
   int r = 0;
   while (((int64_t)1 << r) < v)
@@ -1094,6 +1074,9 @@ static ag__data to_data(ag__ck *c, const ag_tile_node *n, ag__value *v, ag__dt d
   case V_BOOL:
     if (dt == DT_NONE)
       ag__ck_error(c, n, "the type of this constant is unknown here");
+    if (v->k == V_FLOAT && !ag__dt_is_float(dt) && v->f != floor(v->f))
+      ag__ck_error(c, n, "the constant %g is not an integer, so it cannot be %s data", v->f,
+                   ag__dt_name(dt));
     return data_new(c, dt, ag__dt_size(dt));
   case V_TILE:
     if (v->t->sp == SP_REG && ag_layout_size(&v->t->layout) == 1) {
@@ -1204,6 +1187,12 @@ static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 2, 3, "make_shared(shape, dtype[, swizzle])");
   if (c->symbolic_if || c->uniform_if)
     ag__ck_error(c, n, "make_shared inside a thread-dependent or undecided 'if'");
+  if (c->nested)
+    ag__ck_error(c, n,
+                 "make_shared inside a loop or an 'if' on a run-time condition: shared memory "
+                 "is allocated once per block (the lowering needs it at the kernel's top "
+                 "level); allocate the tile before the loop or the 'if' (one stage per "
+                 "iteration: make_shared((stages, ...), dtype) indexed by the loop)");
   ag_layout l = layout_of(c, n, eval(c, arg(c, n, 0, "shape", 1)));
   ag__dt dt = as_dtype(c, arg(c, n, 1, "dtype", 1));
   ag__tile *t = tile_new(c);
@@ -1473,11 +1462,8 @@ static void do_fill(ag__ck *c, const ag_tile_node *n) {
   ag__dt dt;
   reg_range(c, n->list.v[0], tv, "fill's tile", &buf, &base, &size, &dt);
   ag__value *val = eval(c, n->list.v[1]);
-  const ag__tag *t = ag__tag_bot(c);
-  if (is_dataish(val) && val->k != V_FLOAT) {
-    ag__data d = to_data(c, n, val, dt);
-    t = elem_tag(c, &d, 0, d.n);
-  }
+  ag__data d = to_data(c, n, val, dt); /* a constant: bottom (a float one must fit dt) */
+  const ag__tag *t = elem_tag(c, &d, 0, d.n);
   for (int64_t j = 0; j < size; j++)
     c->rbufs.v[buf].bytes[base + j] = t;
 }
@@ -1534,6 +1520,30 @@ static ag__value *reduce(ag__ck *c, const ag_tile_node *n) {
   ag__value *r = newv(c, V_DATA);
   r->d = data_fill(c, t->dt, esz, tg);
   return r;
+}
+
+/* An element-wise builtin (tile_builtin.h): the result's tag is the join of
+ * the operands'; integer data only where the row has integer semantics. */
+static ag__value *builtin(ag__ck *c, const ag_tile_node *n, const ag__builtin *bi) {
+  nargs(c, n, bi->arity, bi->arity, bi->name);
+  ag__value *ops[2];
+  int ints = 1;
+  for (int i = 0; i < bi->arity; i++) {
+    ops[i] = eval(c, n->list.v[i]);
+    ints &= ops[i]->k == V_INT;
+  }
+  if (bi->ints && ints) {
+    int64_t x[2] = {0, 0};
+    for (int i = 0; i < bi->arity; i++)
+      if (!ag_expr_is_const(ops[i]->i, &x[i]))
+        ag__ck_error(c, n, "%s of integers that are not compile-time constants", bi->name);
+    return vint(c, ag__xc(c, bi->ints(x[0], x[1])));
+  }
+  ag__value *v = data_arith(c, n, ops, bi->arity);
+  if (!bi->int_data && !ag__dt_is_float(v->d.dt))
+    ag__ck_error(c, n, "%s() takes floating-point data, not %s (convert it with cvt(x, f32))",
+                 bi->name, ag__dt_name(v->d.dt));
+  return v;
 }
 
 static ag__value *call(ag__ck *c, const ag_tile_node *n) {
@@ -1630,8 +1640,6 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
       ag__ck_error(c, n, "swizzle(B, M, S) needs B, M >= 0, S >= B and B + M + S <= 24");
     return v;
   }
-  if (!strcmp(fn, "reduce_max") || !strcmp(fn, "reduce_sum") || !strcmp(fn, "reduce_min"))
-    return reduce(c, n);
   if (!strcmp(fn, "cvt")) {
     nargs(c, n, 2, 2, "cvt(x, dtype)");
     ag__value *x = eval(c, n->list.v[0]);
@@ -1639,29 +1647,17 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
     if (ag__dt_size(dt) > 8)
       ag__ck_error(c, n, "cvt converts to a scalar type");
     ag__data d = to_data(c, n, x, dt);
+    if (ag__dt_size(d.dt) > 8)
+      ag__ck_error(c, n, "cvt converts from a scalar type, not %s (view the value with a "
+                         "scalar type first)",
+                   ag__dt_name(d.dt));
     ag__value *v = newv(c, V_DATA);
     v->d = data_fill(c, dt, ag__dt_size(dt), elem_tag(c, &d, 0, d.n));
     return v;
   }
-  if (!strcmp(fn, "exp2") || !strcmp(fn, "exp") || !strcmp(fn, "sqrt") || !strcmp(fn, "rcp") ||
-      !strcmp(fn, "abs")) {
-    nargs(c, n, 1, 1, fn);
-    ag__value *x = eval(c, n->list.v[0]);
-    ag__value *ops[1] = {x};
-    return data_arith(c, n, ops, 1);
-  }
-  if (!strcmp(fn, "max") || !strcmp(fn, "min")) {
-    nargs(c, n, 2, 2, fn);
-    ag__value *a = eval(c, n->list.v[0]), *b = eval(c, n->list.v[1]);
-    if (a->k == V_INT && b->k == V_INT) {
-      int64_t x, y;
-      if (ag_expr_is_const(a->i, &x) && ag_expr_is_const(b->i, &y))
-        return vint(c, ag__xc(c, !strcmp(fn, "max") ? (x > y ? x : y) : (x < y ? x : y)));
-      ag__ck_error(c, n, "%s of integers that are not compile-time constants", fn);
-    }
-    ag__value *ops[2] = {a, b};
-    return data_arith(c, n, ops, 2);
-  }
+  const ag__builtin *bi = ag__builtin_lookup(fn);
+  if (bi)
+    return bi->kind == AG__BI_REDUCE ? reduce(c, n) : builtin(c, n, bi);
   if (!strcmp(fn, "range"))
     ag__ck_error(c, n, "range() is only valid in a 'for' loop");
   if (ag__dt_lookup(fn) != DT_NONE)
@@ -2173,13 +2169,13 @@ const ag__tag ***ag__snapshot_regs(ag__ck *c) {
   return s;
 }
 
-static int bx_depends_tid(const ag__bx *b) {
+static int bx_depends(const ag__bx *b, const char *sym) {
   if (!b)
     return 0;
   switch (b->k) {
   case BX_CONST: return 0;
-  case BX_CMP: return ag__xdepends(b->a, "tid") || ag__xdepends(b->b, "tid");
-  default: return bx_depends_tid(b->x) || bx_depends_tid(b->y);
+  case BX_CMP: return ag__xdepends(b->a, sym) || ag__xdepends(b->b, sym);
+  default: return bx_depends(b->x, sym) || bx_depends(b->y, sym);
   }
 }
 
@@ -2191,10 +2187,13 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
     return;
   }
   /* the same for every thread of the block (problem sizes, a summarized
-   * loop's iteration): the assumptions may decide it */
-  int uniform = !bx_depends_tid(cond);
+   * loop's iteration): the assumptions may decide it; the lowering still
+   * tests it at run time */
+  int uniform = !bx_depends(cond, "tid");
+  int nested = c->nested++;
   if (uniform && (cv = ag__smt_decide(c, cond)) >= 0) {
     exec_block(c, cv ? &n->list : &n->list2);
+    c->nested = nested;
     return;
   }
   /* both branches; registers merge at the join */
@@ -2223,6 +2222,7 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
   c->path = ag__band(c, path, ag__bnot(c, cond));
   exec_block(c, &n->list2);
   c->path = path;
+  c->nested = nested;
   if (uniform)
     c->uniform_if--;
   else
@@ -2318,7 +2318,7 @@ int64_t ag__block_cost(const ag_tile_list *body) {
  * summarized or refused, naming the loop and the reason. */
 #define AG__SUMMARY_TRIPS 16
 
-static void exec_for(ag__ck *c, const ag_tile_node *n) {
+static void exec_loop(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range"))
     ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
@@ -2386,6 +2386,12 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
   c->loops.n--;
 }
 
+static void exec_for(ag__ck *c, const ag_tile_node *n) {
+  int nested = c->nested++; /* a C loop in the lowering, unrolled or summarized here */
+  exec_loop(c, n);
+  c->nested = nested;
+}
+
 void ag__exec_block(ag__ck *c, const ag_tile_list *body) { exec_block(c, body); }
 void ag__bind(ag__ck *c, const char *name, const ag_expr *value) { bind(c, name, vint(c, value)); }
 
@@ -2405,7 +2411,18 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
   case AG_TN_REGION: exec_block(c, &n->list); break; /* a region only marks code */
   case AG_TN_ASSERT: exec_assert(c, n); break;
   case AG_TN_ASSUME: {
+    /* an assumption is a launch precondition (docs/lower.md): over the sizes, at the top */
+    if (c->nested)
+      ag__ck_error(c, n,
+                   "'assume' inside a loop or an 'if' on a run-time condition: an assumption "
+                   "is a launch precondition, checked before the kernel runs; move it to the "
+                   "kernel's top level");
     const ag__bx *b = as_bool(c, n->a, eval(c, n->a));
+    if (bx_depends(b, "tid") || bx_depends(b, "bid.x") || bx_depends(b, "bid.y") ||
+        bx_depends(b, "bid.z"))
+      ag__ck_error(c, n,
+                   "an assumption over the thread or block index cannot be checked before a "
+                   "launch: bound the index with @threads or @grid, or test it with an 'if'");
     if (c->path)
       b = ag__bor(c, ag__bnot(c, c->path), b);
     int v;

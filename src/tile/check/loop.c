@@ -64,7 +64,7 @@ typedef struct snap {
   size_t nreads;
   int64_t race_obligs;
   int64_t pc, smem_top;
-  int epoch, group_open, ngroups, uniform_if, symbolic_if;
+  int epoch, group_open, ngroups, uniform_if, symbolic_if, nested;
   const ag__bx *path;
 } snap;
 
@@ -102,6 +102,7 @@ static void take(ag__ck *c, snap *s) {
   s->path = c->path;
   s->uniform_if = c->uniform_if;
   s->symbolic_if = c->symbolic_if;
+  s->nested = c->nested;
 }
 
 static void set_regs(ag__ck *c, size_t nrbufs, const ag__tag ***regs) {
@@ -150,6 +151,7 @@ static void restore(ag__ck *c, const snap *s) {
   c->replay = 0;
   c->uniform_if = s->uniform_if;
   c->symbolic_if = s->symbolic_if;
+  c->nested = s->nested;
 }
 
 /* ------------------------------------------------------ the ring period */

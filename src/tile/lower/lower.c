@@ -20,11 +20,13 @@
  * Load: linear in the program's size (each statement lowered once; the
  * enumeration of loop values is capped at 2^16 combinations).
  */
+#include "../tile_builtin.h"
 #include "../tile_xop.h"
 #include "argus/layout.h"
 #include "argus/layout_atoms.h"
 #include "argus/tile_lower.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,27 +34,7 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------- dtypes */
-enum { DT_NONE = 0, DT_BF16, DT_F16, DT_F32, DT_F64, DT_I8, DT_U8, DT_I16, DT_U16,
-       DT_I32, DT_U32, DT_I64, DT_U64, DT_U128, DT_U256, DT_COUNT };
-static const struct {
-  const char *name, *ctype;
-  int size, is_float;
-} dts[DT_COUNT] = {
-    {"", "", 0, 0},
-    {"bf16", "unsigned short", 2, 1}, {"f16", "unsigned short", 2, 1},
-    {"f32", "float", 4, 1},           {"f64", "double", 8, 1},
-    {"i8", "signed char", 1, 0},      {"u8", "unsigned char", 1, 0},
-    {"i16", "short", 2, 0},           {"u16", "unsigned short", 2, 0},
-    {"i32", "int", 4, 0},             {"u32", "unsigned", 4, 0},
-    {"i64", "long long", 8, 0},       {"u64", "unsigned long long", 8, 0},
-    {"u128", "ag_u128", 16, 0},       {"u256", "ag_u256", 32, 0},
-};
-static int dt_lookup(const char *n) {
-  for (int i = 1; i < DT_COUNT; i++)
-    if (!strcmp(dts[i].name, n))
-      return i;
-  return DT_NONE;
-}
+/* The checker's dtype table (tile_builtin.h): names, sizes, C types. */
 static int is_half(int dt) { return dt == DT_BF16 || dt == DT_F16; }
 
 /* ---------------------------------------------------------------- values */
@@ -256,6 +238,24 @@ static void emit(lw *L, const ag_tile_node *at, const char *f, ...) {
 }
 
 /* ------------------------------------------------------------ C names */
+static int ident_char(char ch) { return ch == '_' || isalnum((unsigned char)ch); }
+/* 1 when n is a builtin's name or a C function a builtin's CUDA C calls
+ * (tile_builtin.h): a C variable of that name would hide the function. */
+static int builtin_ident(const char *n) {
+  int cnt;
+  const ag__builtin *b = ag__builtin_table(&cnt);
+  size_t len = strlen(n);
+  for (int i = 0; i < cnt; i++) {
+    if (!strcmp(b[i].name, n))
+      return 1;
+    const char *t[3] = {b[i].cuda_f32, b[i].cuda_f64, b[i].cuda_int};
+    for (int j = 0; j < 3; j++)
+      for (const char *p = t[j] ? strstr(t[j], n) : NULL; p; p = strstr(p + 1, n))
+        if ((p == t[j] || !ident_char(p[-1])) && !ident_char(p[len]))
+          return 1;
+  }
+  return 0;
+}
 static int reserved(const char *n) {
   static const char *const kw[] = {
       "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -269,8 +269,8 @@ static int reserved(const char *n) {
   for (int i = 0; kw[i]; i++)
     if (!strcmp(kw[i], n))
       return 1;
-  return !strncmp(n, "ag_", 3) || !strncmp(n, "AG_", 3) || !strncmp(n, "__", 2) ||
-         !strncmp(n, "ARGUS", 5);
+  return builtin_ident(n) || !strncmp(n, "ag_", 3) || !strncmp(n, "AG_", 3) ||
+         !strncmp(n, "__", 2) || !strncmp(n, "ARGUS", 5);
 }
 static int taken(lw *L, const char *n) {
   for (size_t i = 0; i < L->used.n; i++)
@@ -457,6 +457,23 @@ static int is_static(lw *L, const ag_expr *e) {
   return loop_syms(L, e, syms, &n, 16);
 }
 
+/* 1 when e depends on nothing but constants, loop variables and C variables
+ * assigned at run time (a counter a loop carries, k = k + 1): a register
+ * index the checker found constant in every unrolled instance, which C then
+ * indexes at run time (the array may live in local memory: slower, never
+ * wrong). The thread and block index and the sizes are not among them. */
+static int runtime_index(lw *L, const ag_expr *e) {
+  if (e->op == AG_X_CONST)
+    return 1;
+  if (e->op == AG_X_SYM) {
+    if (find_loop(L, e->name))
+      return 1;
+    int c = find_cvar(L, e->name);
+    return c >= 0 && (!L->cvars.v[c].tree || runtime_index(L, L->cvars.v[c].tree));
+  }
+  return runtime_index(L, e->a) && (!e->b || runtime_index(L, e->b));
+}
+
 /* e / k when every term of e is visibly a multiple of k; NULL otherwise. */
 static const ag_expr *xdiv_exact(lw *L, const ag_expr *e, int64_t k) {
   int64_t v;
@@ -518,15 +535,21 @@ static char *flit(lw *L, double f, int dt) {
 }
 /* C text of v as data of type dt (storage form). */
 static const char *elem_load(lw *L, const tile *t, const ag_expr *addr);
+static const char *store_of(lw *L, int dt, const char *c);
 static const char *lit_as(lw *L, const ag_tile_node *n, value *v, int dt) {
   double f = v->k == V_FLOAT ? v->f : 0;
   int64_t iv = 0;
   if (v->k == V_INT) {
-    if (!ag_expr_is_const(v->x, &iv))
-      fail(L, n,
-           "an integer used as %s data must be a compile-time constant here (convert a "
-           "run-time integer with cvt() is not lowered yet)",
-           dts[dt].name);
+    if (!ag_expr_is_const(v->x, &iv)) {
+      /* a run-time integer (unsigned 32-bit) converted to the type, as C converts */
+      if (ag__dt_size(dt) > 8)
+        fail(L, n, "an integer cannot be %s data (view the tile with a scalar type)",
+             ag__dt_name(dt));
+      const char *x = xtext(L, v->x);
+      if (!ag__dt_is_float(dt))
+        return fmt(L, "(%s)(%s)", ag__dt_ctype(dt), x);
+      return store_of(L, dt, fmt(L, "(%s)(%s)", dt == DT_F64 ? "double" : "float", x));
+    }
     f = (double)iv;
   } else if (v->k == V_BOOL && v->bconst >= 0) {
     iv = v->bconst;
@@ -534,17 +557,17 @@ static const char *lit_as(lw *L, const ag_tile_node *n, value *v, int dt) {
   } else if (v->k != V_FLOAT) {
     fail(L, n, "expected data, not %s", kind_name(v->k));
   }
-  if (dts[dt].size > 8)
-    fail(L, n, "a constant cannot be %s data (view the tile with a scalar type)", dts[dt].name);
+  if (ag__dt_size(dt) > 8)
+    fail(L, n, "a constant cannot be %s data (view the tile with a scalar type)", ag__dt_name(dt));
   if (dt == DT_BF16)
     return fmt(L, "ag_f32_bf16(%s)", flit(L, f, DT_F32));
   if (dt == DT_F16)
     return fmt(L, "ag_f32_f16(%s)", flit(L, f, DT_F32));
-  if (dts[dt].is_float)
+  if (ag__dt_is_float(dt))
     return flit(L, f, dt);
   if (v->k == V_FLOAT && f != floor(f))
-    fail(L, n, "the constant %g is not an integer, so it cannot be %s data", f, dts[dt].name);
-  return fmt(L, "(%s)%lldll", dts[dt].ctype, v->k == V_FLOAT ? (long long)f : (long long)iv);
+    fail(L, n, "the constant %g is not an integer, so it cannot be %s data", f, ag__dt_name(dt));
+  return fmt(L, "(%s)%lldll", ag__dt_ctype(dt), v->k == V_FLOAT ? (long long)f : (long long)iv);
 }
 static int is_dataish(value *v) { return v->k == V_DATA || v->k == V_ELEM; }
 static int data_dt(value *v) {
@@ -569,8 +592,8 @@ static const char *store_of(lw *L, int dt, const char *c) {
     return fmt(L, "ag_f32_bf16(%s)", c);
   if (dt == DT_F16)
     return fmt(L, "ag_f32_f16(%s)", c);
-  if (!dts[dt].is_float && dts[dt].size < 4)
-    return fmt(L, "(%s)(%s)", dts[dt].ctype, c);
+  if (!ag__dt_is_float(dt) && ag__dt_size(dt) < 4)
+    return fmt(L, "(%s)(%s)", ag__dt_ctype(dt), c);
   return c;
 }
 static value *vdata(lw *L, int dt, const char *c) {
@@ -610,16 +633,16 @@ static char *gl_offset(lw *L, const tile *t) {
 /* A register element as a C lvalue/rvalue: "arr[i]" when the array has the
  * element's type at an aligned offset, else NULL. */
 static const char *reg_direct(lw *L, const tile *t, const ag_expr *addr, int dt) {
-  if (t->bufdt != dt && !(dts[t->bufdt].size == dts[dt].size && !dts[dt].is_float &&
-                          !dts[t->bufdt].is_float && dts[dt].size >= 4))
+  if (t->bufdt != dt && !(ag__dt_size(t->bufdt) == ag__dt_size(dt) && !ag__dt_is_float(dt) &&
+                          !ag__dt_is_float(t->bufdt) && ag__dt_size(dt) >= 4))
     return NULL;
-  const ag_expr *ix = xdiv_exact(L, addr, dts[dt].size);
+  const ag_expr *ix = xdiv_exact(L, addr, ag__dt_size(dt));
   if (!ix)
     return NULL;
   return fmt(L, "%s[%s]", t->buf, xtext(L, ix));
 }
 static const char *elem_load(lw *L, const tile *t, const ag_expr *addr) {
-  const char *ct = dts[t->dt].ctype;
+  const char *ct = ag__dt_ctype(t->dt);
   switch (t->sp) {
   case SP_G:
     return fmt(L, "AG_GL(%s, %s, %s)", ct, t->buf, gl_offset(L, t));
@@ -633,7 +656,7 @@ static const char *elem_load(lw *L, const tile *t, const ag_expr *addr) {
 }
 static void elem_store(lw *L, const ag_tile_node *at, const tile *t, const ag_expr *addr,
                        const char *val) {
-  const char *ct = dts[t->dt].ctype;
+  const char *ct = ag__dt_ctype(t->dt);
   switch (t->sp) {
   case SP_G:
     emit(L, at, "AG_GL(%s, %s, %s) = %s;", ct, t->buf, gl_offset(L, t), val);
@@ -715,8 +738,8 @@ static value *index_local(lw *L, const ag_tile_node *n, tile *t) {
     off = xb(L, AG_X_ADD, off, mode_offset(L, ix, &mode, idx));
   }
   const ag_expr *byteoff =
-      xb(L, AG_X_ADD, t->base, xb(L, AG_X_MUL, off, xc(L, dts[t->dt].size)));
-  if (t->sp == SP_R && !is_static(L, byteoff))
+      xb(L, AG_X_ADD, t->base, xb(L, AG_X_MUL, off, xc(L, ag__dt_size(t->dt))));
+  if (t->sp == SP_R && !is_static(L, byteoff) && !runtime_index(L, byteoff))
     fail(L, n,
          "a register tile index must be a compile-time constant (registers are not "
          "addressable by the thread index)");
@@ -752,7 +775,7 @@ static value *index_global(lw *L, const ag_tile_node *n, tile *t) {
     memcpy(s->tmul, t->tmul, (size_t)t->nterms * sizeof *s->tmul);
   }
   int kept = 0;
-  const ag_expr *esz = xc(L, dts[t->dt].size);
+  const ag_expr *esz = xc(L, ag__dt_size(t->dt));
   for (int i = 0; i < t->rank; i++) {
     const ag_tile_node *ix = i < n->list.n ? n->list.v[i] : NULL;
     if (!ix || ix->kind == AG_TN_SLICE) {
@@ -875,9 +898,9 @@ static value *make_shared(lw *L, const ag_tile_node *n) {
       fail(L, sn, "expected swizzle(B, M, S), not %s", kind_name(s->k));
     t->swizzled = 1;
     t->swz = s->swz;
-    t->swz.m += log2i(dts[dt].size);
+    t->swz.m += log2i(ag__dt_size(dt));
   }
-  int64_t bytes = ag_layout_cosize(&t->layout) * dts[dt].size;
+  int64_t bytes = ag_layout_cosize(&t->layout) * ag__dt_size(dt);
   L->smem_top = (L->smem_top + 127) / 128 * 128;
   t->buf = cname(L, L->hint ? L->hint : "ag_smem_tile");
   emit(L, n, "unsigned char *const %s = ag_smem + %lld; /* %lld bytes */", t->buf,
@@ -896,9 +919,9 @@ static value *make_local(lw *L, const ag_tile_node *n) {
   t->layout = layout_of(L, n, sv);
   t->base = xc(L, 0);
   int64_t cnt = ag_layout_cosize(&t->layout);
-  t->bufbytes = cnt * dts[dt].size;
+  t->bufbytes = cnt * ag__dt_size(dt);
   t->buf = cname(L, L->hint ? L->hint : "ag_regs");
-  emit(L, n, "%s %s[%lld];", dts[dt].ctype, t->buf, (long long)cnt);
+  emit(L, n, "%s %s[%lld];", ag__dt_ctype(dt), t->buf, (long long)cnt);
   value *v = newv(L, V_TILE);
   v->t = t;
   return v;
@@ -946,7 +969,7 @@ static value *view(lw *L, const ag_tile_node *n, tile *t) {
       fail(L, n, "only shared tiles are swizzled");
     s->swizzled = 1;
     s->swz = sw->swz;
-    s->swz.m += log2i(dts[dt].size);
+    s->swz.m += log2i(ag__dt_size(dt));
   }
   value *v = newv(L, V_TILE);
   v->t = s;
@@ -958,13 +981,13 @@ static const tile *reg_range(lw *L, const ag_tile_node *n, value *v, const char 
                              const ag_expr **base, int64_t *size) {
   if (v->k == V_ELEM && v->t->sp == SP_R) {
     *base = v->x;
-    *size = dts[v->t->dt].size;
+    *size = ag__dt_size(v->t->dt);
     return v->t;
   }
   if (v->k != V_TILE || v->t->sp != SP_R)
     fail(L, n, "%s must be a register tile (make_local), not %s", what, kind_name(v->k));
   *base = v->t->base;
-  *size = ag_layout_size(&v->t->layout) * dts[v->t->dt].size;
+  *size = ag_layout_size(&v->t->layout) * ag__dt_size(v->t->dt);
   return v->t;
 }
 /* The C lvalue for word j (4 bytes at base + 4j) of a register operand,
@@ -976,6 +999,31 @@ static const char *word_rval(lw *L, const tile *t, const ag_expr *base, int j, c
   return d ? d : fmt(L, "ag_ld<%s>(%s, %s)", ty, t->buf, xtext(L, a));
 }
 
+/* The C lvalues of the nw 4-byte words at base of a register operand that
+ * an instruction writes (as type dt, C type ty): the array's elements when
+ * it holds dt at those offsets (returns 0), else temporaries declared here,
+ * which store_words copies into the array after the instruction (returns 1:
+ * an f32 view of a u32 accumulator, an ldmatrix into a bf16 tile). */
+static int reg_words(lw *L, const tile *t, const ag_expr *base, int nw, int dt, const char *ty,
+                     const char **out) {
+  int direct = 1;
+  for (int j = 0; j < nw && direct; j++)
+    direct = (out[j] = reg_direct(L, t, xb(L, AG_X_ADD, base, xc(L, 4 * j)), dt)) != NULL;
+  if (direct)
+    return 0;
+  for (int j = 0; j < nw; j++) {
+    out[j] = tmpname(L, "w");
+    emit(L, NULL, "%s %s;", ty, out[j]);
+  }
+  return 1;
+}
+static void store_words(lw *L, const ag_tile_node *at, const tile *t, const ag_expr *base,
+                        int nw, const char *ty, const char **w) {
+  for (int j = 0; j < nw; j++)
+    emit(L, at, "ag_st<%s>(%s, %s, %s);", ty, t->buf,
+         xtext(L, xb(L, AG_X_ADD, base, xc(L, 4 * j))), w[j]);
+}
+
 static void elements(lw *L, const ag_tile_node *n, const tile *t, int64_t **offs, int64_t *cnt) {
   int64_t sz = ag_layout_size(&t->layout);
   *offs = zalloc(L, (size_t)sz * sizeof **offs);
@@ -985,7 +1033,7 @@ static void elements(lw *L, const ag_tile_node *n, const tile *t, int64_t **offs
   *cnt = sz;
 }
 static const ag_expr *elem_addr(lw *L, const tile *t, int64_t off) {
-  return xb(L, AG_X_ADD, t->base, xc(L, off * dts[t->dt].size));
+  return xb(L, AG_X_ADD, t->base, xc(L, off * ag__dt_size(t->dt)));
 }
 
 static void do_fill(lw *L, const ag_tile_node *at, value *tv, value *val,
@@ -998,7 +1046,7 @@ static void do_fill(lw *L, const ag_tile_node *at, value *tv, value *val,
   if (is_dataish(val)) {
     if (data_dt(val) != t->dt)
       fail(L, vn, "fill value is %s, the tile holds %s; convert with cvt()",
-           dts[data_dt(val)].name, dts[t->dt].name);
+           ag__dt_name(data_dt(val)), ag__dt_name(t->dt));
     c = data_text(L, vn, val, t->dt);
   } else {
     c = lit_as(L, vn, val, t->dt);
@@ -1006,7 +1054,7 @@ static void do_fill(lw *L, const ag_tile_node *at, value *tv, value *val,
   int64_t *offs, cnt, b;
   elements(L, at, t, &offs, &cnt);
   int plain = t->bufdt == t->dt && ag_expr_is_const(t->base, &b) && b == 0 &&
-              cnt * dts[t->dt].size == t->bufbytes;
+              cnt * ag__dt_size(t->dt) == t->bufbytes;
   unsigned char *seen = plain ? zalloc(L, (size_t)cnt) : NULL;
   for (int64_t i = 0; plain && i < cnt; i++) {
     plain = offs[i] >= 0 && offs[i] < cnt && !seen[offs[i]];
@@ -1023,7 +1071,28 @@ static void do_fill(lw *L, const ag_tile_node *at, value *tv, value *val,
     elem_store(L, at, t, elem_addr(L, t, offs[i]), c);
 }
 
-static value *reduce(lw *L, const ag_tile_node *n, const char *fn) {
+/* A builtin's CUDA C for data of type dt (tile_builtin.h), NULL when the row
+ * has none; expand() puts the operands' C text in place of $0 and $1. */
+static const char *cuda_of(const ag__builtin *bi, int dt) {
+  return !ag__dt_is_float(dt) ? bi->cuda_int : dt == DT_F64 ? bi->cuda_f64 : bi->cuda_f32;
+}
+static const char *expand(lw *L, const char *tmpl, const char *const *a) {
+  ag_str s = AG_STR_INIT;
+  for (const char *p = tmpl; *p; p++) {
+    if (p[0] == '$' && (p[1] == '0' || p[1] == '1'))
+      ag_str_puts(&s, a[*++p - '0']);
+    else
+      ag_str_putc(&s, *p);
+  }
+  if (s.oom)
+    oom(L);
+  const char *r = fmt(L, "%s", ag_str_cstr(&s));
+  ag_str_release(&s);
+  return r;
+}
+
+static value *reduce(lw *L, const ag_tile_node *n, const ag__builtin *bi) {
+  const char *fn = bi->name;
   if (n->list.n != 1)
     fail(L, n, "%s(t) takes one register tile", fn);
   value *tv = ev(L, n->list.v[0]);
@@ -1031,33 +1100,35 @@ static value *reduce(lw *L, const ag_tile_node *n, const char *fn) {
     fail(L, n, "%s() needs a register tile, not %s", fn, kind_name(tv->k));
   const tile *t = tv->t;
   int dt = t->dt;
-  if (dts[dt].size > 8)
-    fail(L, n, "%s() needs scalar elements, not %s", fn, dts[dt].name);
+  if (ag__dt_size(dt) > 8)
+    fail(L, n, "%s() needs scalar elements, not %s", fn, ag__dt_name(dt));
+  /* the step: a row of the table (max, min), or addition */
+  const ag__builtin *st = bi->step ? ag__builtin_lookup(bi->step) : NULL;
+  if (bi->step && (!st || !cuda_of(st, dt)))
+    fail(L, n, "%s() on %s data is not lowered", fn, ag__dt_name(dt));
   int64_t *offs, cnt;
   elements(L, n, t, &offs, &cnt);
   const char *r = tmpname(L, "r");
-  const char *ct = dts[dt].is_float && dt != DT_F64 ? "float" : dts[dt].ctype;
+  const char *ct = ag__dt_is_float(dt) && dt != DT_F64 ? "float" : ag__dt_ctype(dt);
   emit(L, n, "%s %s = %s;", ct, r, compute_of(L, dt, elem_load(L, t, elem_addr(L, t, offs[0]))));
   for (int64_t i = 1; i < cnt; i++) {
     const char *e = compute_of(L, dt, elem_load(L, t, elem_addr(L, t, offs[i])));
-    if (!strcmp(fn, "reduce_sum"))
+    if (!st) {
       emit(L, n, "%s = %s;", r,
            is_half(dt) ? compute_of(L, dt, store_of(L, dt, fmt(L, "%s + %s", r, e)))
                        : fmt(L, "%s + %s", r, e));
-    else if (dts[dt].is_float)
-      emit(L, n, "%s = %s(%s, %s);", r,
-           !strcmp(fn, "reduce_max") ? (dt == DT_F64 ? "fmax" : "fmaxf")
-                                     : (dt == DT_F64 ? "fmin" : "fminf"),
-           r, e);
-    else
-      emit(L, n, "%s = %s %s %s ? %s : %s;", r, r, !strcmp(fn, "reduce_max") ? ">" : "<", e, r,
-           e);
+    } else {
+      const char *a[2] = {r, e};
+      emit(L, n, "%s = %s;", r, expand(L, cuda_of(st, dt), a));
+    }
   }
   return vdata(L, dt, store_of(L, dt, r));
 }
 
-static value *data_arith(lw *L, const ag_tile_node *n, const char *op, value **ops, int nops,
-                         const ag_tile_node **nodes) {
+/* Element-wise arithmetic on data: an operator (op: + - * / or "neg"), or
+ * a builtin of the table (bi). */
+static value *data_arith(lw *L, const ag_tile_node *n, const char *op, const ag__builtin *bi,
+                         value **ops, int nops, const ag_tile_node **nodes) {
   int dt = DT_NONE;
   for (int i = 0; i < nops; i++) {
     int d = data_dt(ops[i]);
@@ -1065,42 +1136,28 @@ static value *data_arith(lw *L, const ag_tile_node *n, const char *op, value **o
       continue;
     if (dt != DT_NONE && d != dt)
       fail(L, n, "operands have different types (%s and %s); convert with cvt()",
-           dts[dt].name, dts[d].name);
+           ag__dt_name(dt), ag__dt_name(d));
     dt = d;
   }
   if (dt == DT_NONE)
     fail(L, n, "arithmetic on constants only; give one operand a type");
-  if (dts[dt].size > 8)
-    fail(L, n, "arithmetic needs scalar elements; %s is a vector type", dts[dt].name);
+  if (ag__dt_size(dt) > 8)
+    fail(L, n, "arithmetic needs scalar elements; %s is a vector type", ag__dt_name(dt));
   const char *a[2];
   for (int i = 0; i < nops; i++)
     a[i] = compute_of(L, dt, data_text(L, nodes[i], ops[i], dt));
   const char *r;
-  int f = dts[dt].is_float, d64 = dt == DT_F64;
-  if (!strcmp(op, "neg"))
+  if (bi) {
+    const char *t = cuda_of(bi, dt);
+    if (!t)
+      fail(L, n, "%s() on %s data is not lowered (floating-point types only)", bi->name,
+           ag__dt_name(dt));
+    r = expand(L, t, a);
+  } else if (!strcmp(op, "neg")) {
     r = fmt(L, "-%s", a[0]);
-  else if (strlen(op) == 1)
+  } else {
     r = fmt(L, "(%s %s %s)", a[0], op, a[1]);
-  else if (!f && strcmp(op, "max") && strcmp(op, "min") && strcmp(op, "abs"))
-    fail(L, n, "%s() on %s data is not lowered (floating-point types only)", op, dts[dt].name);
-  else if (!strcmp(op, "exp2"))
-    r = fmt(L, d64 ? "exp2(%s)" : "exp2f(%s)", a[0]);
-  else if (!strcmp(op, "exp"))
-    r = fmt(L, d64 ? "exp(%s)" : "expf(%s)", a[0]);
-  else if (!strcmp(op, "sqrt"))
-    r = fmt(L, d64 ? "sqrt(%s)" : "sqrtf(%s)", a[0]);
-  else if (!strcmp(op, "rcp"))
-    r = fmt(L, d64 ? "(1.0 / %s)" : "(1.0f / %s)", a[0]);
-  else if (!strcmp(op, "abs"))
-    r = f ? fmt(L, d64 ? "fabs(%s)" : "fabsf(%s)", a[0])
-          : fmt(L, "(%s < 0 ? -%s : %s)", a[0], a[0], a[0]);
-  else if (!strcmp(op, "max") || !strcmp(op, "min"))
-    r = f ? fmt(L, "%s%s(%s, %s)", op[1] == 'a' ? "fmax" : "fmin", d64 ? "" : "f", a[0], a[1])
-          : fmt(L, "(%s %s %s ? %s : %s)", a[0], op[1] == 'a' ? ">" : "<", a[1], a[0], a[1]);
-  else
-    r = NULL;
-  if (!r)
-    fail(L, n, "'%s' is not lowered", op);
+  }
   return vdata(L, dt, store_of(L, dt, r));
 }
 
@@ -1109,7 +1166,7 @@ static value *cvt(lw *L, const ag_tile_node *n) {
     fail(L, n, "cvt(x, dtype) takes two arguments");
   value *x = ev(L, n->list.v[0]);
   int to = as_dtype(L, n->list.v[1]);
-  if (dts[to].size > 8)
+  if (ag__dt_size(to) > 8)
     fail(L, n, "cvt converts to a scalar type");
   if (!is_dataish(x))
     return vdata(L, to, lit_as(L, n->list.v[0], x, to));
@@ -1117,14 +1174,21 @@ static value *cvt(lw *L, const ag_tile_node *n) {
   const char *c = data_text(L, n, x, from);
   if (from == to)
     return vdata(L, to, c);
-  if (dts[from].size > 8)
-    fail(L, n, "cvt converts from a scalar type, not %s", dts[from].name);
-  if (dts[from].is_float && !dts[to].is_float)
-    fail(L, n, "not lowered: cvt from %s to the integer type %s", dts[from].name, dts[to].name);
+  if (ag__dt_size(from) > 8)
+    fail(L, n, "cvt converts from a scalar type, not %s", ag__dt_name(from));
   const char *cf = compute_of(L, from, c);
-  if (dts[to].is_float)
+  if (ag__dt_is_float(from) && !ag__dt_is_float(to)) {
+    /* truncation toward zero, saturated to the type's range, NaN to 0: cvt.rzi's
+     * semantics, defined for every value (a C cast of an out-of-range value is not) */
+    double lo, hi;
+    int sgn;
+    ag__dt_int_range(to, &lo, &hi, &sgn);
+    return vdata(L, to, store_of(L, to, fmt(L, "ag_f2i<%s>((double)%s, %.1f, %.1f)",
+                                             ag__dt_ctype(to), cf, lo, hi)));
+  }
+  if (ag__dt_is_float(to))
     return vdata(L, to, store_of(L, to, fmt(L, "(%s)%s", to == DT_F64 ? "double" : "float", cf)));
-  return vdata(L, to, fmt(L, "(%s)%s", dts[to].ctype, cf));
+  return vdata(L, to, fmt(L, "(%s)%s", ag__dt_ctype(to), cf));
 }
 
 /* ----------------------------------------------------------- intrinsics */
@@ -1156,12 +1220,7 @@ static void do_mma(lw *L, const ag_tile_node *n) {
   ag_str s = AG_STR_INIT;
   /* outputs through temporaries when the accumulator array is not f32 */
   const char *dl[4];
-  for (int j = 0; j < 4; j++) {
-    const ag_expr *a = xb(L, AG_X_ADD, base[0], xc(L, 4 * j));
-    dl[j] = reg_direct(L, t[0], a, DT_F32);
-    if (!dl[j])
-      fail(L, n, "not lowered: an mma accumulator in a register tile that is not f32");
-  }
+  int via = reg_words(L, t[0], base[0], 4, DT_F32, "float", dl);
   ag_str_printf(&s, "asm(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, "
                     "{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%10, %%11, %%12, %%13};\"\n",
                 ab, ab);
@@ -1179,6 +1238,8 @@ static void do_mma(lw *L, const ag_tile_node *n) {
     oom(L);
   emit(L, n, "%s", ag_str_cstr(&s));
   ag_str_release(&s);
+  if (via)
+    store_words(L, n, t[0], base[0], 4, "float", dl);
 }
 
 static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
@@ -1199,12 +1260,7 @@ static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
     fail(L, n->list.v[1], "the source of %s is this lane's row start, a shared tile element",
          name);
   const char *lv[4];
-  for (int j = 0; j < num; j++) {
-    const ag_expr *a = xb(L, AG_X_ADD, base, xc(L, 4 * j));
-    lv[j] = reg_direct(L, dt, a, DT_U32);
-    if (!lv[j])
-      fail(L, n->list.v[0], "not lowered: an ldmatrix destination that is not a u32 tile");
-  }
+  int via = reg_words(L, dt, base, num, DT_U32, "unsigned", lv);
   ag_str s = AG_STR_INIT;
   ag_str_printf(&s, "asm volatile(\"ldmatrix.sync.aligned.m8n8.x%d%s.shared.b16 {", num,
                 trans ? ".trans" : "");
@@ -1219,6 +1275,8 @@ static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
     oom(L);
   emit(L, n, "%s", ag_str_cstr(&s));
   ag_str_release(&s);
+  if (via)
+    store_words(L, n, dt, base, num, "unsigned", lv);
 }
 
 static void do_cp_async(lw *L, const ag_tile_node *n) {
@@ -1229,11 +1287,11 @@ static void do_cp_async(lw *L, const ag_tile_node *n) {
     fail(L, n->list.v[0], "the destination of cp_async is a shared tile element");
   if (s->k != V_ELEM || s->t->sp != SP_G)
     fail(L, n->list.v[1], "the source of cp_async is a global tensor element");
-  int w = dts[d->t->dt].size;
-  if (w != dts[s->t->dt].size || (w != 4 && w != 8 && w != 16))
+  int w = ag__dt_size(d->t->dt);
+  if (w != ag__dt_size(s->t->dt) || (w != 4 && w != 8 && w != 16))
     fail(L, n, "cp_async copies 4, 8 or 16 bytes between elements of one size");
   emit(L, n, "ag_cp_async<%d>(%s + (%s), &AG_GL(%s, %s, %s));", w, d->t->buf, xtext(L, d->x),
-       dts[s->t->dt].ctype, s->t->buf, gl_offset(L, s->t));
+       ag__dt_ctype(s->t->dt), s->t->buf, gl_offset(L, s->t));
 }
 
 static value *call_intrinsic(lw *L, const ag_tile_node *n, const char *name) {
@@ -1334,41 +1392,43 @@ static value *call(lw *L, const ag_tile_node *n) {
     v->swz.s = (int)as_const(L, n->list.v[2], ev(L, n->list.v[2]), "S");
     return v;
   }
-  if (!strncmp(fn, "reduce_", 7) &&
-      (!strcmp(fn, "reduce_max") || !strcmp(fn, "reduce_min") || !strcmp(fn, "reduce_sum")))
-    return reduce(L, n, fn);
   if (!strcmp(fn, "cvt"))
     return cvt(L, n);
-  if (!strcmp(fn, "exp2") || !strcmp(fn, "exp") || !strcmp(fn, "sqrt") || !strcmp(fn, "rcp") ||
-      !strcmp(fn, "abs") || !strcmp(fn, "max") || !strcmp(fn, "min")) {
-    int two = !strcmp(fn, "max") || !strcmp(fn, "min");
-    if (n->list.n != (two ? 2 : 1))
-      fail(L, n, "%s() takes %d argument%s", fn, two ? 2 : 1, two ? "s" : "");
+  const ag__builtin *bi = ag__builtin_lookup(fn);
+  if (bi && bi->kind == AG__BI_REDUCE)
+    return reduce(L, n, bi);
+  if (bi) {
+    if (n->list.n != bi->arity)
+      fail(L, n, "%s() takes %d argument%s", fn, bi->arity, bi->arity == 1 ? "" : "s");
     value *ops[2];
     const ag_tile_node *nodes[2];
-    for (int i = 0; i < n->list.n; i++) {
+    int ints = 1;
+    for (int i = 0; i < bi->arity; i++) {
       ops[i] = ev(L, n->list.v[i]);
       nodes[i] = n->list.v[i];
+      ints &= ops[i]->k == V_INT;
     }
-    if (two && ops[0]->k == V_INT && ops[1]->k == V_INT) {
-      int64_t x, y;
-      if (!ag_expr_is_const(ops[0]->x, &x) || !ag_expr_is_const(ops[1]->x, &y))
-        fail(L, n, "%s of integers that are not compile-time constants", fn);
-      return vint(L, xc(L, !strcmp(fn, "max") ? (x > y ? x : y) : (x < y ? x : y)));
+    if (bi->ints && ints) {
+      int64_t x[2] = {0, 0};
+      for (int i = 0; i < bi->arity; i++)
+        if (!ag_expr_is_const(ops[i]->x, &x[i]))
+          fail(L, n, "%s of integers that are not compile-time constants", fn);
+      return vint(L, xc(L, bi->ints(x[0], x[1])));
     }
-    return data_arith(L, n, fn, ops, n->list.n, nodes);
+    return data_arith(L, n, NULL, bi, ops, bi->arity, nodes);
   }
   if (!strcmp(fn, "tag"))
     fail(L, n, "tag() is only valid in an assertion");
   if (!strcmp(fn, "range"))
     fail(L, n, "range() is only valid in a 'for' loop");
-  if (dt_lookup(fn))
+  if (ag__dt_lookup(fn))
     fail(L, f, "'%s' is a data type; to convert a value write cvt(x, %s)", fn, fn);
   fail(L, f, "unknown function '%s'", fn);
   return NULL;
 }
 
 
+static const char *ctext(lw *L, const ag_expr *e);
 static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value *b,
                     const ag_tile_node *na, const ag_tile_node *nb) {
   if ((a->k == V_INT || a->k == V_BOOL) && (b->k == V_INT || b->k == V_BOOL)) {
@@ -1378,10 +1438,17 @@ static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value
         ag_expr_is_const(y, &yv) && yv == 0)
       fail(L, n, "division by zero");
     int64_t xv;
-    if ((op == AG_OP_SHL || op == AG_OP_SHR) && !ag_expr_is_const(x, &xv) &&
-        (!ag_expr_is_const(y, &yv) || yv < 0 || yv > 31))
-      fail(L, n, "not lowered: a shift of a run-time integer by a count that is not a constant "
-                 "in 0..31 (32-bit shifts by 32 or more are undefined in C)");
+    int yc = ag_expr_is_const(y, &yv);
+    if ((op == AG_OP_SHL || op == AG_OP_SHR) && !(yc && yv >= 0 && yv <= 31) &&
+        !(yc && ag_expr_is_const(x, &xv))) {
+      /* a run-time count, or one past 31: 0 past 31, as the checker's and the
+       * interpreter's 32-bit integers (C leaves such shifts undefined) */
+      const char *cn = tmpname(L, "sh");
+      emit(L, n, "unsigned %s = ag_%s(%s, %s);", cn, op == AG_OP_SHL ? "shl" : "shr",
+           ctext(L, x), ctext(L, y));
+      new_cvar(L, cn, NULL, DT_NONE); /* opaque: a run-time value */
+      return vint(L, xs(L, cn));
+    }
     return vint(L, xb(L, ag_tile_xop(op), x, y));
   }
   if (is_dataish(a) || is_dataish(b)) {
@@ -1391,12 +1458,15 @@ static value *binop(lw *L, const ag_tile_node *n, ag_tile_op op, value *a, value
       fail(L, n, "'%s' on data values is not supported (use + - * /)", ag_tile_op_text(op));
     value *ops[2] = {a, b};
     const ag_tile_node *nodes[2] = {na, nb};
-    return data_arith(L, n, t[op], ops, 2, nodes);
+    return data_arith(L, n, t[op], NULL, ops, 2, nodes);
   }
   if (a->k == V_FLOAT && b->k == V_FLOAT) {
     value *v = newv(L, V_FLOAT);
-    v->f = op == AG_OP_ADD ? a->f + b->f : op == AG_OP_SUB ? a->f - b->f
-           : op == AG_OP_MUL ? a->f * b->f : a->f / b->f;
+    int ok;
+    v->f = ag_tile_fop(op, a->f, b->f, &ok);
+    if (!ok)
+      fail(L, n, "'%s' on float constants is not supported (use + - * /)",
+           ag_tile_op_text(op));
     return v;
   }
   fail(L, n, "'%s' between %s and %s is not supported", ag_tile_op_text(op), kind_name(a->k),
@@ -1445,7 +1515,7 @@ static value *ev(lw *L, const ag_tile_node *n) {
       fail(L, n, "not lowered: %s", v->name);
     if (v)
       return v;
-    int dt = dt_lookup(n->name);
+    int dt = ag__dt_lookup(n->name);
     if (dt) {
       value *d = newv(L, V_DTYPE);
       d->dt = dt;
@@ -1493,7 +1563,7 @@ static value *ev(lw *L, const ag_tile_node *n) {
     if (is_dataish(a) && n->op == AG_OP_NEG) {
       value *ops[1] = {a};
       const ag_tile_node *nodes[1] = {n->a};
-      return data_arith(L, n, "neg", ops, 1, nodes);
+      return data_arith(L, n, "neg", NULL, ops, 1, nodes);
     }
     fail(L, n, "'%s' on %s is not supported", ag_tile_op_text(n->op), kind_name(a->k));
   }
@@ -1617,7 +1687,7 @@ static void assign_name(lw *L, const ag_tile_node *at, const char *name, value *
   }
   if (v->k == V_DATA) {
     const char *cn = cname(L, name);
-    emit(L, at, "%s %s = %s;", dts[v->dt].ctype, cn, v->c);
+    emit(L, at, "%s %s = %s;", ag__dt_ctype(v->dt), cn, v->c);
     value *nv = vdata(L, v->dt, cn);
     nv->cvar = new_cvar(L, cn, NULL, v->dt);
     bind(L, name, nv);
@@ -1644,11 +1714,11 @@ static void store_to(lw *L, const ag_tile_node *at, const ag_tile_node *tn, valu
     int d = data_dt(v);
     c = data_text(L, vn, v, d);
     if (d != t->dt) {
-      if (dts[d].size != dts[t->dt].size)
+      if (ag__dt_size(d) != ag__dt_size(t->dt))
         fail(L, at, "a %d-byte %s value cannot be stored in a %d-byte %s element (view the "
                     "tile, or convert with cvt())",
-             dts[d].size, dts[d].name, dts[t->dt].size, dts[t->dt].name);
-      c = fmt(L, "ag_bitcast<%s>(%s)", dts[t->dt].ctype, c);
+             ag__dt_size(d), ag__dt_name(d), ag__dt_size(t->dt), ag__dt_name(t->dt));
+      c = fmt(L, "ag_bitcast<%s>(%s)", ag__dt_ctype(t->dt), c);
     }
   } else {
     c = lit_as(L, vn, v, t->dt);
@@ -2113,7 +2183,7 @@ static void free_names(lw *L, const ag_tile_node *e) {
   if (!e)
     return;
   if (e->kind == AG_TN_NAME) {
-    if (!lookup(L, e->name) && !dt_lookup(e->name)) {
+    if (!lookup(L, e->name) && !ag__dt_lookup(e->name)) {
       const char *cn = cname(L, e->name);
       bind(L, e->name, vint(L, xs(L, cn)));
       ag_tile_lparam prm;
@@ -2179,7 +2249,7 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
       oom(L);
     }
     ag_tile_lparam *tp = &L->tensors.v[L->tensors.n - 1];
-    tp->dtype = ag_strdup(dts[dt].name);
+    tp->dtype = ag_strdup(ag__dt_name(dt));
     for (int j = 0; j < t->rank; j++) {
       free_names(L, ty->list.v[j]);
       t->ext[j] = as_int(L, ty->list.v[j], ev(L, ty->list.v[j]), "a tensor dim");
@@ -2243,7 +2313,7 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     const ag_tile_lparam *p = &L->params.v[i];
     if (p->kind == AG_TILE_PARAM_TENSOR)
       ag_str_printf(o, "%s%s *__restrict__ %s", i ? ", " : "",
-                    dts[dt_lookup(p->dtype)].ctype, p->name);
+                    ag__dt_ctype(ag__dt_lookup(p->dtype)), p->name);
     else
       ag_str_printf(o, "%sunsigned %s", i ? ", " : "", p->name);
   }
@@ -2341,6 +2411,16 @@ static const char prelude[] =
     "template <class T, class F> static __device__ __forceinline__ T ag_bitcast(F f) {\n"
     "  static_assert(sizeof(T) == sizeof(F), \"same size\");\n"
     "  T t; memcpy(&t, &f, sizeof t); return t;\n"
+    "}\n"
+    "template <class T>\n"
+    "static __device__ __forceinline__ T ag_f2i(double f, double lo, double hi) {\n"
+    "  return f != f ? (T)0 : f <= lo ? (T)lo : f >= hi ? (T)~(T)lo : (T)f;\n"
+    "}\n"
+    "static __device__ __forceinline__ unsigned ag_shl(unsigned x, unsigned n) {\n"
+    "  return n < 32u ? x << n : 0u;\n"
+    "}\n"
+    "static __device__ __forceinline__ unsigned ag_shr(unsigned x, unsigned n) {\n"
+    "  return n < 32u ? x >> n : 0u;\n"
     "}\n"
     "static __device__ __forceinline__ float ag_bf16_f32(unsigned short h) {\n"
     "  return __uint_as_float((unsigned)h << 16);\n"

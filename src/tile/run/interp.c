@@ -11,7 +11,8 @@
  * 32-bit; an `if` runs its branches under a thread mask (a name assigned in
  * a branch keeps its old value in the threads that did not take it); data
  * arithmetic is f32 for bf16, f16 and f32, rounded to the type after each
- * operation; exp2 is exp2f; cp.async copies at once (a checked program reads
+ * operation; the builtins are the table's scalar operations (tile_builtin.h:
+ * exp2 is exp2f, as in the lowered CUDA C); cp.async copies at once (a checked program reads
  * nothing before the wait that settles it, and statements run in lockstep);
  * barriers, commits, waits, resets, tags and assertions do nothing; an mma
  * sums its 16 products in double and rounds once to f32 (the tensor core's
@@ -21,6 +22,7 @@
  * Cost: about 10^7 thread-statements per second; gemm.tile at 128^3 runs
  * in well under a second. For toy sizes only.
  */
+#include "../tile_xop.h"
 #include "argus/layout_atoms.h"
 #include "argus/tile_run.h"
 #include "run_int.h"
@@ -165,6 +167,22 @@ static void st(int dt, unsigned char *p, double v) {
     memcpy(p, &x, (size_t)ag__dt_size(dt)); /* little-endian: the low bytes */
   }
   }
+}
+
+/* Converts a float to integer type dt and stores it, as the lowering's
+ * ag_f2i (PTX cvt.rzi): truncation toward zero, saturated to the type's
+ * range, NaN to 0. */
+static void st_f2i(int dt, unsigned char *p, double f) {
+  int bits = 8 * ag__dt_size(dt), sgn;
+  double lo, hi;
+  ag__dt_int_range(dt, &lo, &hi, &sgn);
+  uint64_t top = sgn ? (uint64_t)1 << (bits - 1) : 0; /* the minimum's bits */
+  uint64_t u = f != f    ? 0
+               : f <= lo ? top
+               : f >= hi ? (bits == 64 && !sgn ? UINT64_MAX : ((uint64_t)1 << (bits - sgn)) - 1)
+               : sgn     ? (uint64_t)(int64_t)f
+                         : (uint64_t)f;
+  memcpy(p, &u, (size_t)ag__dt_size(dt)); /* little-endian: the low bytes */
 }
 
 /* ------------------------------------------------------------------ env */
@@ -423,47 +441,42 @@ static rv *tile_elem(ip *c, const tile *t, int64_t e) {
   return elem_at(c, t, o);
 }
 
-/* Element e of a tile in row-major order of its modes (the last mode
- * fastest): the order of an intrinsic's registers, as the lowering passes
- * them (ldmatrix into rb[2 * nj:2 * nj + 2, :] fills rb[2nj, 0], rb[2nj, 1],
- * ...). */
-static rv *tile_elem_rm(ip *c, const ag_tile_node *n, const tile *t, int64_t e) {
-  int rank = ag_layout_rank(&t->lay);
-  int64_t o = 0;
-  for (int i = rank - 1; i >= 0; i--) {
-    ag_layout m;
-    if (ag_layout_mode(&c->lc, &t->lay, i, &m))
-      fail(c, n, "bad mode");
-    int64_t ext = ag_layout_size(&m), mo;
-    ag_layout_eval_index(&m, e % ext, &mo);
-    o += mo;
-    e /= ext;
-  }
-  return elem_at(c, t, o);
+/* The element of register operand t at `byte` bytes past its first byte
+ * (the element at coordinate zero): an intrinsic's operand is one
+ * contiguous range of bytes (the checker requires it) whose register j is
+ * bytes 4j..4j+3, as the lowering passes them; an ldmatrix into
+ * rb[2 * nj:2 * nj + 2, :] fills rb[2nj, 0], rb[2nj, 1], ... */
+static rv *reg_at(ip *c, const tile *t, int64_t byte) {
+  rv *v = elem_at(c, t, 0);
+  for (int th = 0; th < c->T; th++)
+    v->addr[th] += byte;
+  return v;
 }
 
 /* ------------------------------------------------------------- arithmetic */
-static rv *data_op(ip *c, const ag_tile_node *n, int op, rv *a, rv *b) {
+/* Element-wise arithmetic on data: an operator (op: + - * / and 'n', the
+ * unary minus), or, when bi is set, a builtin of the table (tile_builtin.h). */
+static rv *data_op(ip *c, const ag_tile_node *n, int op, const ag__builtin *bi, rv *a, rv *b) {
   int dt = a->k == K_DATA || a->k == K_ELEM ? (a->k == K_ELEM ? a->t->dt : a->dt)
-                                            : (b->k == K_ELEM ? b->t->dt : b->dt);
+           : !b ? 0 : (b->k == K_ELEM ? b->t->dt : b->dt);
   rv *x = as_data(c, n, a, dt), *y = b ? as_data(c, n, b, dt) : NULL;
   if (x->dt != dt || (y && y->dt != dt))
     fail(c, n, "data of two types (%s, %s): convert one with cvt()", ag__dt_name(x->dt),
          ag__dt_name(y ? y->dt : dt));
+  if (!ag__dt_is_float(dt))
+    fail(c, n, "arithmetic on %s data is not interpreted", ag__dt_name(dt));
   rv *r = newv(c, K_DATA);
   r->dt = dt;
   r->d = alloc(c, (size_t)c->T * 32);
   for (int th = 0; th < c->T; th++) {
     double u = ld(dt, x->d + th * 32), v = y ? ld(dt, y->d + th * 32) : 0, z;
     if (dt == DT_F64) {
-      z = op == '+' ? u + v : op == '-' ? u - v : op == '*' ? u * v : op == '/' ? u / v
-          : op == 'n' ? -u : op == 'e' ? exp2(u) : op == 'M' ? (u > v ? u : v) : (u < v ? u : v);
-    } else if (ag__dt_is_float(dt)) {
-      float fu = (float)u, fv = (float)v;
-      z = op == '+' ? fu + fv : op == '-' ? fu - fv : op == '*' ? fu * fv : op == '/' ? fu / fv
-          : op == 'n' ? -fu : op == 'e' ? exp2f(fu) : op == 'M' ? fmaxf(fu, fv) : fminf(fu, fv);
+      z = bi ? bi->f64(u, v) : op == '+' ? u + v : op == '-' ? u - v : op == '*' ? u * v
+          : op == '/' ? u / v : -u;
     } else {
-      fail(c, n, "arithmetic on %s data is not interpreted", ag__dt_name(dt));
+      float fu = (float)u, fv = (float)v;
+      z = bi ? bi->f32(fu, fv) : op == '+' ? fu + fv : op == '-' ? fu - fv : op == '*' ? fu * fv
+          : op == '/' ? fu / fv : -fu;
     }
     st(dt, r->d + th * 32, z);
   }
@@ -508,8 +521,10 @@ static rv *binop(ip *c, const ag_tile_node *n) {
     return int_op(c, n, n->op, a, b);
   if (a->k == K_FLOAT && b->k == K_FLOAT) {
     rv *v = newv(c, K_FLOAT);
-    v->f = n->op == AG_OP_ADD ? a->f + b->f : n->op == AG_OP_SUB ? a->f - b->f
-           : n->op == AG_OP_MUL ? a->f * b->f : a->f / b->f;
+    int ok;
+    v->f = ag_tile_fop(n->op, a->f, b->f, &ok);
+    if (!ok)
+      fail(c, n, "'%s' on float constants", ag_tile_op_text(n->op));
     return v;
   }
   if (is_dataish(a) || is_dataish(b)) {
@@ -517,7 +532,7 @@ static rv *binop(ip *c, const ag_tile_node *n) {
              : n->op == AG_OP_DIV ? '/' : 0;
     if (!op)
       fail(c, n, "'%s' on data values", ag_tile_op_text(n->op));
-    return data_op(c, n, op, a, b);
+    return data_op(c, n, op, NULL, a, b);
   }
   fail(c, n, "'%s' on these operands is not interpreted", ag_tile_op_text(n->op));
 }
@@ -643,12 +658,13 @@ static void mma(ip *c, const ag_tile_node *n) {
   ag_atom_mma_m16n8k16_b(&c->lc, &lb);
   ag_atom_mma_m16n8k16_c(&c->lc, &lcl);
   rv *ae[8], *be[4], *ce[4], *de[4];
+  int ab = ag__dt_size(a->t->dt); /* 2: bf16, f16 (b: the same); c and d: f32 */
   for (int e = 0; e < 8; e++)
-    ae[e] = load(c, n, tile_elem_rm(c, n, a->t, e));
+    ae[e] = load(c, n, reg_at(c, a->t, ab * e));
   for (int e = 0; e < 4; e++) {
-    be[e] = load(c, n, tile_elem_rm(c, n, b->t, e));
-    ce[e] = load(c, n, tile_elem_rm(c, n, cc->t, e));
-    de[e] = tile_elem_rm(c, n, d->t, e);
+    be[e] = load(c, n, reg_at(c, b->t, ab * e));
+    ce[e] = load(c, n, reg_at(c, cc->t, 4 * e));
+    de[e] = reg_at(c, d->t, 4 * e);
   }
   for (int w = 0; w < c->T / 32; w++) {
     double A[16][16], B[8][16], C[16][8];
@@ -691,11 +707,9 @@ static void ldmatrix(ip *c, const ag_tile_node *n, int nmat, int trans) {
     fail(c, n, "ldmatrix reads from a shared-memory element (this lane's row)");
   if (ag_layout_size(&d->t->lay) * ag__dt_size(d->t->dt) != 4 * nmat)
     fail(c, n, "ldmatrix_x%d writes %d bytes of registers", nmat, 4 * nmat);
-  if (ag__dt_size(d->t->dt) != 4 || ag_layout_size(&d->t->lay) != nmat)
-    fail(c, n, "ldmatrix_x%d writes %d u32 registers", nmat, nmat);
-  rv *de[4]; /* register j: the destination's j-th element in index order */
+  rv *de[4]; /* register j: bytes 4j..4j+3 of the destination */
   for (int j = 0; j < nmat; j++)
-    de[j] = tile_elem_rm(c, n, d->t, j);
+    de[j] = reg_at(c, d->t, 4 * j);
   for (int w = 0; w < c->T / 32; w++) {
     if (!warp_active(c, n, w, "ldmatrix"))
       continue;
@@ -810,34 +824,35 @@ static rv *call(ip *c, const ag_tile_node *n) {
     if (x->k == K_FLOAT || x->k == K_INT)
       return as_data(c, n, x, dt);
     rv *s = as_data(c, n, x, 0), *r = newv(c, K_DATA);
-    if (ag__dt_is_float(s->dt) && !ag__dt_is_float(dt))
-      fail(c, n, "cvt from a float to an integer type is not interpreted (nor lowered)");
+    int f2i = ag__dt_is_float(s->dt) && !ag__dt_is_float(dt);
     r->dt = dt;
     r->d = alloc(c, (size_t)c->T * 32);
-    for (int th = 0; th < c->T; th++)
-      st(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
+    for (int th = 0; th < c->T; th++) {
+      if (f2i)
+        st_f2i(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
+      else
+        st(dt, r->d + th * 32, ld(s->dt, s->d + th * 32));
+    }
     return r;
   }
-  if (!strcmp(fn, "exp2"))
-    return data_op(c, n, 'e', eval(c, argn(c, n, 0)), NULL);
-  if (!strcmp(fn, "max") || !strcmp(fn, "min")) {
-    rv *a = eval(c, argn(c, n, 0)), *b = eval(c, argn(c, n, 1));
-    if (a->k == K_INT && b->k == K_INT) {
-      rv *r = vint_a(c, K_INT);
-      for (int th = 0; th < c->T; th++)
-        r->i[th] = fn[1] == 'a' ? (a->i[th] > b->i[th] ? a->i[th] : b->i[th])
-                                : (a->i[th] < b->i[th] ? a->i[th] : b->i[th]);
-      return r;
-    }
-    return data_op(c, n, fn[1] == 'a' ? 'M' : 'm', a, b);
-  }
-  if (!strcmp(fn, "reduce_max") || !strcmp(fn, "reduce_min") || !strcmp(fn, "reduce_sum")) {
+  const ag__builtin *bi = ag__builtin_lookup(fn);
+  if (bi && bi->kind == AG__BI_REDUCE) {
+    const ag__builtin *step = bi->step ? ag__builtin_lookup(bi->step) : NULL;
     rv *t = reg_tile(c, n, argn(c, n, 0));
     rv *acc = load(c, n, tile_elem(c, t->t, 0));
-    int op = !strcmp(fn, "reduce_max") ? 'M' : !strcmp(fn, "reduce_min") ? 'm' : '+';
     for (int64_t e = 1; e < ag_layout_size(&t->t->lay); e++)
-      acc = data_op(c, n, op, acc, load(c, n, tile_elem(c, t->t, e)));
+      acc = data_op(c, n, '+', step, acc, load(c, n, tile_elem(c, t->t, e)));
     return acc;
+  }
+  if (bi) {
+    rv *a = eval(c, argn(c, n, 0)), *b = bi->arity == 2 ? eval(c, argn(c, n, 1)) : NULL;
+    if (bi->ints && a->k == K_INT && (!b || b->k == K_INT)) {
+      rv *r = vint_a(c, K_INT);
+      for (int th = 0; th < c->T; th++)
+        r->i[th] = (uint32_t)bi->ints(a->i[th], b ? b->i[th] : 0);
+      return r;
+    }
+    return data_op(c, n, 0, bi, a, b);
   }
   if (!strcmp(fn, "cp_async")) {
     rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
@@ -932,7 +947,7 @@ static rv *eval(ip *c, const ag_tile_node *n) {
     if (is_dataish(a)) {
       if (n->op != AG_OP_NEG)
         return a;
-      return data_op(c, n, 'n', a, NULL);
+      return data_op(c, n, 'n', NULL, a, NULL);
     }
     rv *v = vint_a(c, K_INT);
     for (int th = 0; th < c->T; th++) {
