@@ -44,6 +44,7 @@
 #include "counters.h"
 #include "ctr_catalog.h"
 #include "hw_util.h"
+#include "ctr_truth.h"
 
 #define CHECK_NEAR(a, b, rel)                                                  \
   do {                                                                         \
@@ -161,6 +162,29 @@ static json_t *range_of(json_t *sig, const char *name) {
 static double rf(json_t *r, const char *k) {
   json_t *v = json_object_get(json_object_get(r, "roofline"), k);
   return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The evidence recorded on the H200 (2026-12-02, test_gpu_counters at
+ * 3355600: `collector` on 131,072 CTAs x 256 threads in the user range
+ * "phase", kernel replay): the facts of the construction hold in it. */
+TEST(recorded) {
+  char *p = hw_data_path("collector.counters.json");
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ctr_ev *e = NULL;
+  int rc = ag_ctr_ev_load(p, &d, &e);
+  if (rc)
+    hw_print_diags(&d);
+  CHECK_EQ_INT(rc, 0);
+  ag_diags_release(&d);
+  ag_free(p);
+  if (!e)
+    return;
+  CHECK(e->synthetic == NULL); /* recorded, not made by hand */
+  CHECK_EQ_INT((int)e->passes, 10);
+  CHECK_EQ_INT((int)e->peaks.sm_count, 132);
+  ctr_truth_check(e, 131072, 256);
+  ag_ctr_ev_free(e);
 }
 
 TEST(synthetic) {
@@ -686,4 +710,4 @@ TEST(replay) {
   rm_dir(dir);
 }
 
-RUN_TESTS(T(catalog), T(synthetic), T(bad_evidence), T(collector_fake), T(failures), T(replay))
+RUN_TESTS(T(catalog), T(synthetic), T(recorded), T(bad_evidence), T(collector_fake), T(failures), T(replay))
