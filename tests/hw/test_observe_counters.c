@@ -66,6 +66,7 @@ static const ag_task *counters_run(const ag_plan *p) {
 }
 
 TEST(plan) {
+  CHK_SKIP_UNDER_ASAN_CUPTI_HOST();
   setup();
   unsetenv("ARGUS_LIBCUPTI"); /* the real CUPTI's host API: GH100's list */
   const char *sigs[] = {"duration", "hw_counters"};
@@ -143,6 +144,7 @@ static int argus(ag_str *out, ag_str *err, int fakes, ...) {
 }
 
 TEST(metrics) {
+  CHK_SKIP_UNDER_ASAN_CUPTI_HOST();
   setup();
   ag_str out = AG_STR_INIT, err = AG_STR_INIT;
   unsetenv("ARGUS_LIBCUPTI");

@@ -13,18 +13,8 @@
 #include "check.h"
 #include "pmsamp.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-
 TEST(metrics_gh100) {
-#ifdef UNDER_ASAN
-  SKIP("CUPTI opens libnvperf_host.so with RTLD_DEEPBIND, which AddressSanitizer refuses");
-#endif
+  CHK_SKIP_UNDER_ASAN_CUPTI_HOST();
   char err[1024] = "";
   size_t bytes = 0, passes = 0;
   int rc = ag_pms_host_check("GH100", &bytes, &passes, err, sizeof err);

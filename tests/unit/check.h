@@ -31,6 +31,29 @@ static int chk__cur_skipped;
     return;                                                                    \
   } while (0)
 
+/* CHK_UNDER_ASAN: built with AddressSanitizer. CUPTI's profiler host API
+ * opens libnvperf_host.so with RTLD_DEEPBIND, which the sanitizer runtime
+ * refuses (it aborts the process): the cases that load the real CUPTI host
+ * API skip there, and the plain build runs them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CHK_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CHK_UNDER_ASAN 1
+#endif
+#endif
+#define CHK_SKIP_UNDER_ASAN_CUPTI_HOST()                                       \
+  do {                                                                         \
+    if (CHK_ASAN_ON)                                                           \
+      SKIP("CUPTI opens libnvperf_host.so with RTLD_DEEPBIND, which "          \
+           "AddressSanitizer refuses (the plain build runs this case)");       \
+  } while (0)
+#ifdef CHK_UNDER_ASAN
+#define CHK_ASAN_ON 1
+#else
+#define CHK_ASAN_ON 0
+#endif
+
 #define CHECK(cond)                                                            \
   do {                                                                         \
     if (!(cond)) {                                                             \
