@@ -26,7 +26,7 @@ __attribute__((unused)) static int hw_run(const char *dir, const char *mode, con
                                           const char *module, const char *const *args,
                                           const char *const *more, ag_str *out,
                                           ag_proc_result *res) {
-  char envc[64], envout[1200], envvar[1200];
+  char envc[64], envout[1280], envvar[1280]; /* paths of up to 1200 bytes, and the name */
   snprintf(envc, sizeof envc, "ARGUS_COLLECT=%s", mode ? mode : "");
   snprintf(envout, sizeof envout, "ARGUS_OUT=%s", dir);
   snprintf(envvar, sizeof envvar, "ARGUS_VARIANT=%s", variant ? variant : "");
