@@ -93,10 +93,6 @@ static const CUpti_ActivityKind kinds[] = {
 static const char *const kind_names[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET",
                                          "SYNCHRONIZATION", "STREAM"};
 
-static int cupti_fail(ag_act *a, CUptiResult r, const char *call, char *err, size_t n) {
-  return ag__cupti_fail((void *)a->cuptiGetResultString, (int)r, call, err, n);
-}
-
 static uint8_t *zeroed_buffer(void) {
   uint8_t *b = aligned_alloc(8, BUF_BYTES);
   if (b)
@@ -304,7 +300,7 @@ int ag_act_open(ag_act **out, char *err, size_t errlen) {
   g_act = a;
   CUptiResult r = a->cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
   if (r != CUPTI_SUCCESS) {
-    rc = cupti_fail(a, r, "cuptiActivityRegisterCallbacks", err, errlen);
+    rc = AG__CUPTI_FAIL(a, r, "cuptiActivityRegisterCallbacks", err, errlen);
     goto out;
   }
   a->registered = 1;
@@ -314,7 +310,7 @@ int ag_act_open(ag_act **out, char *err, size_t errlen) {
     if ((r = a->cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS) {
       char call[96];
       snprintf(call, sizeof call, "cuptiActivityEnable(%s)", kind_names[i]);
-      rc = cupti_fail(a, r, call, err, errlen);
+      rc = AG__CUPTI_FAIL(a, r, call, err, errlen);
       goto out;
     }
     a->enabled[i] = 1;
@@ -337,7 +333,7 @@ uint64_t ag_act_now(const ag_act *a) {
 int ag_act_flush(ag_act *a, char *err, size_t errlen) {
   CUptiResult r = a->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (r != CUPTI_SUCCESS)
-    return cupti_fail(a, r, "cuptiActivityFlushAll", err, errlen);
+    return AG__CUPTI_FAIL(a, r, "cuptiActivityFlushAll", err, errlen);
   return 0;
 }
 

@@ -108,17 +108,6 @@ struct ag_ctr {
   size_t nranges, dropped;
 };
 
-static int cupti_fail(ag_ctr *c, CUptiResult r, const char *call, char *err, size_t n) {
-  return ag__cupti_fail((void *)c->cuptiGetResultString, (int)r, call, err, n);
-}
-
-#define CP(c, call)                                                            \
-  do {                                                                         \
-    CUptiResult cp_r_ = (c)->call;                                             \
-    if (cp_r_ != CUPTI_SUCCESS)                                                \
-      return cupti_fail((c), cp_r_, #call, err, errlen);                       \
-  } while (0)
-
 static int load(ag_ctr *c, char *err, size_t errlen) {
   if (!(c->lib = ag__cupti_lib(WHO, err, errlen)))
     return AG_HOST_ENODEV;
@@ -192,7 +181,7 @@ static int supported(ag_ctr *c, char *err, size_t errlen) {
   AG_CUPTI_PARAMS(CUpti_Profiler_DeviceSupported_Params, sp);
   sp.cuDevice = (CUdevice)c->device;
   sp.api = CUPTI_PROFILER_RANGE_PROFILING;
-  CP(c, cuptiProfilerDeviceSupported(&sp));
+  AG__CP(c, cuptiProfilerDeviceSupported(&sp));
   if (sp.isSupported == CUPTI_PROFILER_CONFIGURATION_SUPPORTED)
     return 0;
   const struct {
@@ -222,16 +211,16 @@ static int supported(ag_ctr *c, char *err, size_t errlen) {
 static int chip_and_availability(ag_ctr *c, char *err, size_t errlen) {
   AG_CUPTI_PARAMS(CUpti_Device_GetChipName_Params, cn);
   cn.deviceIndex = (size_t)c->device;
-  CP(c, cuptiDeviceGetChipName(&cn));
+  AG__CP(c, cuptiDeviceGetChipName(&cn));
   snprintf(c->chip, sizeof c->chip, "%s", cn.pChipName ? cn.pChipName : "?");
   AG_CUPTI_PARAMS(CUpti_Profiler_GetCounterAvailability_Params, ap);
   ap.ctx = c->ctx;
-  CP(c, cuptiProfilerGetCounterAvailability(&ap));
+  AG__CP(c, cuptiProfilerGetCounterAvailability(&ap));
   if (!(c->avail = calloc(1, ap.counterAvailabilityImageSize + 1)))
     return AG_HOST_ENOMEM;
   c->avail_size = ap.counterAvailabilityImageSize;
   ap.pCounterAvailabilityImage = c->avail;
-  CP(c, cuptiProfilerGetCounterAvailability(&ap));
+  AG__CP(c, cuptiProfilerGetCounterAvailability(&ap));
   return 0;
 }
 
@@ -311,7 +300,7 @@ static int counter_data(ag_ctr *c, char *err, size_t errlen) {
   gs.numMetrics = c->nmetrics;
   gs.maxNumOfRanges = c->max_ranges;
   gs.maxNumRangeTreeNodes = (uint32_t)c->max_ranges;
-  CP(c, cuptiRangeProfilerGetCounterDataSize(&gs));
+  AG__CP(c, cuptiRangeProfilerGetCounterDataSize(&gs));
   if (!(c->cd = calloc(1, gs.counterDataSize ? gs.counterDataSize : 1))) {
     ag__seterr(err, errlen, "out of memory for the counter data (%zu bytes)", gs.counterDataSize);
     return AG_HOST_ENOMEM;
@@ -321,7 +310,7 @@ static int counter_data(ag_ctr *c, char *err, size_t errlen) {
   ci.pRangeProfilerObject = c->obj;
   ci.counterDataSize = c->cd_size;
   ci.pCounterData = c->cd;
-  CP(c, cuptiRangeProfilerCounterDataImageInitialize(&ci));
+  AG__CP(c, cuptiRangeProfilerCounterDataImageInitialize(&ci));
   return 0;
 }
 
@@ -339,7 +328,7 @@ static int set_config(ag_ctr *c, char *err, size_t errlen) {
   sc.minNestingLevel = 1;
   sc.passIndex = c->pass_index;
   sc.targetNestingLevel = (uint16_t)c->target_level;
-  CP(c, cuptiRangeProfilerSetConfig(&sc));
+  AG__CP(c, cuptiRangeProfilerSetConfig(&sc));
   return 0;
 }
 
@@ -371,7 +360,7 @@ int ag_ctr_open(void *ctx, int device, const char *out_dir, ag_ctr **out, char *
   AG_CUPTI_PARAMS(CUpti_Profiler_Initialize_Params, pi);
   CUptiResult r = c->cuptiProfilerInitialize(&pi);
   if (r != CUPTI_SUCCESS) {
-    rc = cupti_fail(c, r, "cuptiProfilerInitialize", err, errlen);
+    rc = AG__CUPTI_FAIL(c, r, "cuptiProfilerInitialize", err, errlen);
     goto out;
   }
   c->prof_init = 1;
@@ -387,7 +376,7 @@ int ag_ctr_open(void *ctx, int device, const char *out_dir, ag_ctr **out, char *
   AG_CUPTI_PARAMS(CUpti_RangeProfiler_Enable_Params, en);
   en.ctx = c->ctx;
   if ((r = c->cuptiRangeProfilerEnable(&en)) != CUPTI_SUCCESS) {
-    rc = cupti_fail(c, r, "cuptiRangeProfilerEnable", err, errlen);
+    rc = AG__CUPTI_FAIL(c, r, "cuptiRangeProfilerEnable", err, errlen);
     goto out;
   }
   c->obj = en.pRangeProfilerObject;
@@ -408,7 +397,7 @@ int ag_ctr_begin(ag_ctr *c, char *err, size_t errlen) {
     return 0;
   AG_CUPTI_PARAMS(CUpti_RangeProfiler_Start_Params, sp);
   sp.pRangeProfilerObject = c->obj;
-  CP(c, cuptiRangeProfilerStart(&sp));
+  AG__CP(c, cuptiRangeProfilerStart(&sp));
   c->started = 1;
   return 0;
 }
@@ -484,7 +473,7 @@ int ag_ctr_push(ag_ctr *c, const char *name, char *err, size_t errlen) {
     CUptiResult r = c->cuptiRangeProfilerPushRange(&pp);
     if (r != CUPTI_SUCCESS) {
       free(c->stack[c->depth]);
-      return cupti_fail(c, r, "cuptiRangeProfilerPushRange", err, errlen);
+      return AG__CUPTI_FAIL(c, r, "cuptiRangeProfilerPushRange", err, errlen);
     }
   }
   c->depth++;
@@ -500,7 +489,7 @@ int ag_ctr_pop(ag_ctr *c, char *err, size_t errlen) {
   if (c->user) {
     AG_CUPTI_PARAMS(CUpti_RangeProfiler_PopRange_Params, pp);
     pp.pRangeProfilerObject = c->obj;
-    CP(c, cuptiRangeProfilerPopRange(&pp));
+    AG__CP(c, cuptiRangeProfilerPopRange(&pp));
   }
   free(c->stack[--c->depth]);
   return 0;
@@ -511,7 +500,7 @@ static int evaluate(ag_ctr *c, char *err, size_t errlen) {
   AG_CUPTI_PARAMS(CUpti_RangeProfiler_GetCounterDataInfo_Params, gi);
   gi.pCounterDataImage = c->cd;
   gi.counterDataImageSize = c->cd_size;
-  CP(c, cuptiRangeProfilerGetCounterDataInfo(&gi));
+  AG__CP(c, cuptiRangeProfilerGetCounterDataInfo(&gi));
   if (gi.numTotalRanges > c->max_ranges) {
     ag__seterr(err, errlen, "CUPTI reports %zu ranges in counter data sized for %zu",
                gi.numTotalRanges, c->max_ranges);
@@ -526,7 +515,7 @@ static int evaluate(ag_ctr *c, char *err, size_t errlen) {
     ri.counterDataImageSize = c->cd_size;
     ri.rangeIndex = i;
     ri.rangeDelimiter = "/";
-    CP(c, cuptiRangeProfilerCounterDataGetRangeInfo(&ri));
+    AG__CP(c, cuptiRangeProfilerCounterDataGetRangeInfo(&ri));
     /* the name is CUPTI's (not freed here: whether the caller owns it is
      * not documented for this call) */
     if (!(r->name = strdup(ri.rangeName ? ri.rangeName : "")) ||
@@ -552,12 +541,12 @@ int ag_ctr_end(ag_ctr *c, int *more, char *err, size_t errlen) {
     return 0;
   AG_CUPTI_PARAMS(CUpti_RangeProfiler_Stop_Params, sp);
   sp.pRangeProfilerObject = c->obj;
-  CP(c, cuptiRangeProfilerStop(&sp));
+  AG__CP(c, cuptiRangeProfilerStop(&sp));
   c->started = 0;
   c->all_submitted = sp.isAllPassSubmitted;
   AG_CUPTI_PARAMS(CUpti_RangeProfiler_DecodeData_Params, dd);
   dd.pRangeProfilerObject = c->obj;
-  CP(c, cuptiRangeProfilerDecodeData(&dd));
+  AG__CP(c, cuptiRangeProfilerDecodeData(&dd));
   c->dropped += dd.numOfRangeDropped;
   if (c->user && !c->all_submitted) { /* another run of the harness: the next pass */
     c->pass_index = sp.passIndex;

@@ -26,6 +26,19 @@ void ag__cupti_lacks(const char *who, const char *sym, char *err, size_t errlen)
  * permitted (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: RmProfilingAdminOnly) and
  * an unsupported device are AG_HOST_EUNSUPPORTED, the rest AG_HOST_ECUPTI. */
 int ag__cupti_fail(void *result_string, int r, const char *call, char *err, size_t errlen);
+/* ag__cupti_fail for a collector object o that holds the library's
+ * cuptiGetResultString (every collector's). */
+#define AG__CUPTI_FAIL(o, r, call, err, n)                                     \
+  ag__cupti_fail((void *)(o)->cuptiGetResultString, (int)(r), (call), (err), (n))
+/* The one checking macro for the collectors' CUPTI calls: `call` through o's
+ * function pointer; on failure the calling function returns the code, the
+ * message in err (err and errlen in scope). */
+#define AG__CP(o, call)                                                        \
+  do {                                                                         \
+    CUptiResult cp_r_ = (o)->call;                                             \
+    if (cp_r_ != CUPTI_SUCCESS)                                                \
+      return AG__CUPTI_FAIL((o), cp_r_, #call, err, errlen);                   \
+  } while (0)
 /* cuptiSubscribe through `subscribe` (the library's, as its address) with a
  * callback that does nothing: 0, *handle set; AG_HOST_EBUSY with the
  * message naming the other tool when CUPTI already has a subscriber;

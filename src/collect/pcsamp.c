@@ -81,17 +81,6 @@ struct ag_pcs {
   ag_sassm *rows;       /* offline: one column per stall reason */
 };
 
-static int cupti_fail(ag_pcs *p, CUptiResult r, const char *call, char *err, size_t n) {
-  return ag__cupti_fail((void *)p->cuptiGetResultString, (int)r, call, err, n);
-}
-
-#define CP(p, call)                                                            \
-  do {                                                                         \
-    CUptiResult cp_r_ = (p)->call;                                             \
-    if (cp_r_ != CUPTI_SUCCESS)                                                \
-      return cupti_fail((p), cp_r_, #call, err, errlen);                       \
-  } while (0)
-
 static int load(ag_pcs *p, char *err, size_t errlen) {
   if (!(p->lib = ag__cupti_lib("PC sampling", err, errlen)))
     return AG_HOST_ENODEV;
@@ -126,7 +115,7 @@ static int reasons(ag_pcs *p, char *err, size_t errlen) {
   CUpti_PCSamplingGetNumStallReasonsParams np = {.size = CUpti_PCSamplingGetNumStallReasonsParamsSize};
   np.ctx = p->ctx;
   np.numStallReasons = &p->nreasons;
-  CP(p, cuptiPCSamplingGetNumStallReasons(&np));
+  AG__CP(p, cuptiPCSamplingGetNumStallReasons(&np));
   if (!p->nreasons || p->nreasons > 4096) {
     ag__seterr(err, errlen, "PC sampling: CUPTI lists %zu stall reasons for this device",
                p->nreasons);
@@ -144,7 +133,7 @@ static int reasons(ag_pcs *p, char *err, size_t errlen) {
   sp.numStallReasons = p->nreasons;
   sp.stallReasonIndex = p->reason_idx;
   sp.stallReasons = p->reason_names;
-  CP(p, cuptiPCSamplingGetStallReasons(&sp));
+  AG__CP(p, cuptiPCSamplingGetStallReasons(&sp));
   p->ncollected = p->nreasons < AG_SASSM_MAX_METRICS ? p->nreasons : AG_SASSM_MAX_METRICS;
   for (size_t i = 0; i < p->ncollected; i++)
     if (ag_sassm_offline_metric(p->rows, p->reason_names[i], p->reason_idx[i]))
@@ -184,9 +173,9 @@ static int configure(ag_pcs *p, char *err, size_t errlen) {
         char call[120];
         snprintf(call, sizeof call, "cuptiPCSamplingSetConfigurationAttribute(attribute %d)",
                  (int)c[i].attributeType);
-        return cupti_fail(p, c[i].attributeStatus, call, err, errlen);
+        return AG__CUPTI_FAIL(p, c[i].attributeStatus, call, err, errlen);
       }
-    return cupti_fail(p, r, "cuptiPCSamplingSetConfigurationAttribute", err, errlen);
+    return AG__CUPTI_FAIL(p, r, "cuptiPCSamplingSetConfigurationAttribute", err, errlen);
   }
   return 0;
 }
@@ -228,7 +217,7 @@ int ag_pcs_open(void *ctx, ag_pcs **out, char *err, size_t errlen) {
   en.ctx = p->ctx;
   CUptiResult r = p->cuptiPCSamplingEnable(&en);
   if (r != CUPTI_SUCCESS) {
-    rc = cupti_fail(p, r, "cuptiPCSamplingEnable", err, errlen);
+    rc = AG__CUPTI_FAIL(p, r, "cuptiPCSamplingEnable", err, errlen);
     goto out;
   }
   p->enabled = 1;
@@ -249,7 +238,7 @@ int ag_pcs_cubin(ag_pcs *p, const void *image, size_t bytes, char *err, size_t e
   CUpti_GetCubinCrcParams cc = {.size = CUpti_GetCubinCrcParamsSize};
   cc.cubin = image;
   cc.cubinSize = bytes;
-  CP(p, cuptiGetCubinCrc(&cc));
+  AG__CP(p, cuptiGetCubinCrc(&cc));
   if (ag_sassm_offline_cubin(p->rows, cc.cubinCrc, bytes)) {
     ag__seterr(err, errlen, "too many cubins for one PC-sampling collection (at most 16)");
     return AG_HOST_EINVAL;
@@ -262,7 +251,7 @@ int ag_pcs_begin(ag_pcs *p, char *err, size_t errlen) {
     return 0;
   CUpti_PCSamplingStartParams st = {.size = CUpti_PCSamplingStartParamsSize};
   st.ctx = p->ctx;
-  CP(p, cuptiPCSamplingStart(&st));
+  AG__CP(p, cuptiPCSamplingStart(&st));
   p->started = 1;
   return 0;
 }
@@ -299,7 +288,7 @@ int ag_pcs_end(ag_pcs *p, char *err, size_t errlen) {
     return 0;
   CUpti_PCSamplingStopParams sp = {.size = CUpti_PCSamplingStopParamsSize};
   sp.ctx = p->ctx;
-  CP(p, cuptiPCSamplingStop(&sp));
+  AG__CP(p, cuptiPCSamplingStop(&sp));
   p->started = 0;
   p->ranges++;
   for (int guard = 0; guard < 100000; guard++) {
@@ -309,7 +298,7 @@ int ag_pcs_end(ag_pcs *p, char *err, size_t errlen) {
     p->rd.d.collectNumPcs = PCS_BUF_PCS;
     CUptiResult r = p->cuptiPCSamplingGetData(&gd);
     if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_OUT_OF_MEMORY)
-      return cupti_fail(p, r, "cuptiPCSamplingGetData", err, errlen);
+      return AG__CUPTI_FAIL(p, r, "cuptiPCSamplingGetData", err, errlen);
     size_t got = p->rd.d.totalNumPcs, left = p->rd.d.remainingNumPcs;
     if (merge(p, &p->rd, "get_data", r == CUPTI_ERROR_OUT_OF_MEMORY)) {
       ag__seterr(err, errlen, "out of memory merging PC-sampling records");
@@ -324,7 +313,7 @@ int ag_pcs_end(ag_pcs *p, char *err, size_t errlen) {
   CUptiResult r = p->cuptiPCSamplingDisable(&dp);
   p->enabled = 0;
   if (r != CUPTI_SUCCESS)
-    return cupti_fail(p, r, "cuptiPCSamplingDisable", err, errlen);
+    return AG__CUPTI_FAIL(p, r, "cuptiPCSamplingDisable", err, errlen);
   if (merge(p, &p->cfg, "disable", 0)) {
     ag__seterr(err, errlen, "out of memory merging PC-sampling records");
     return AG_HOST_ENOMEM;

@@ -101,18 +101,6 @@ struct ag_pms {
   int oom;
 };
 
-static int cupti_fail(ag_pms *p, CUptiResult r, const char *call, char *err, size_t n) {
-  return ag__cupti_fail((void *)p->cuptiGetResultString, (int)r, call, err, n);
-}
-
-/* The one checking macro for CUPTI calls (as pcsamp.c's). */
-#define CP(p, call)                                                            \
-  do {                                                                         \
-    CUptiResult cp_r_ = (p)->call;                                             \
-    if (cp_r_ != CUPTI_SUCCESS)                                                \
-      return cupti_fail((p), cp_r_, #call, err, errlen);                       \
-  } while (0)
-
 static int load(ag_pms *p, char *err, size_t errlen) {
   if (!(p->lib = ag__cupti_lib(WHO, err, errlen)))
     return AG_HOST_ENODEV;
@@ -156,7 +144,7 @@ static int host_config(ag_pms *p, char *err, size_t errlen) {
   hi.pCounterAvailabilityImage = p->avail;
   CUptiResult r = p->cuptiProfilerHostInitialize(&hi);
   if (r != CUPTI_SUCCESS) {
-    int rc = cupti_fail(p, r, "cuptiProfilerHostInitialize", err, errlen);
+    int rc = AG__CUPTI_FAIL(p, r, "cuptiProfilerHostInitialize", err, errlen);
     size_t n = strlen(err);
     if (n < errlen)
       snprintf(err + n, errlen - n, " for chip '%s': this CUPTI cannot configure PM sampling "
@@ -169,11 +157,11 @@ static int host_config(ag_pms *p, char *err, size_t errlen) {
   am.pHostObject = p->host;
   am.ppMetricNames = metric_names;
   am.numMetrics = AG_PM_NMETRICS;
-  CP(p, cuptiProfilerHostConfigAddMetrics(&am));
+  AG__CP(p, cuptiProfilerHostConfigAddMetrics(&am));
   CUpti_Profiler_Host_GetConfigImageSize_Params cs = {
       .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
   cs.pHostObject = p->host;
-  CP(p, cuptiProfilerHostGetConfigImageSize(&cs));
+  AG__CP(p, cuptiProfilerHostGetConfigImageSize(&cs));
   if (!(p->config = malloc(cs.configImageSize ? cs.configImageSize : 1))) {
     ag__seterr(err, errlen, "out of memory");
     return AG_HOST_ENOMEM;
@@ -183,13 +171,13 @@ static int host_config(ag_pms *p, char *err, size_t errlen) {
   ci.pHostObject = p->host;
   ci.configImageSize = cs.configImageSize;
   ci.pConfigImage = p->config;
-  CP(p, cuptiProfilerHostGetConfigImage(&ci));
+  AG__CP(p, cuptiProfilerHostGetConfigImage(&ci));
   p->config_bytes = cs.configImageSize;
   CUpti_Profiler_Host_GetNumOfPasses_Params np = {
       .structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
   np.configImageSize = p->config_bytes;
   np.pConfigImage = p->config;
-  CP(p, cuptiProfilerHostGetNumOfPasses(&np));
+  AG__CP(p, cuptiProfilerHostGetNumOfPasses(&np));
   p->passes = np.numOfPasses;
   if (p->passes != 1) {
     ag__seterr(err, errlen, "the PM sampler collects in one pass, and CUPTI schedules its %d "
@@ -225,36 +213,36 @@ static int init_image(ag_pms *p, char *err, size_t errlen) {
   di.pPmSamplingObject = p->obj;
   di.counterDataSize = p->data_bytes;
   di.pCounterData = p->data;
-  CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+  AG__CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
   return 0;
 }
 
 static int open_device(ag_pms *p, char *err, size_t errlen) {
   CUpti_Profiler_Initialize_Params pi = {
       .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
-  CP(p, cuptiProfilerInitialize(&pi));
+  AG__CP(p, cuptiProfilerInitialize(&pi));
   p->profiler = 1;
   CUpti_Device_GetChipName_Params cn = {.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   cn.deviceIndex = (size_t)p->device;
-  CP(p, cuptiDeviceGetChipName(&cn));
+  AG__CP(p, cuptiDeviceGetChipName(&cn));
   snprintf(p->chip, sizeof p->chip, "%s", cn.pChipName ? cn.pChipName : "?");
   /* the counters this device exposes now (before sampling is enabled) */
   CUpti_PmSampling_GetCounterAvailability_Params ca = {
       .structSize = CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE};
   ca.deviceIndex = (size_t)p->device;
-  CP(p, cuptiPmSamplingGetCounterAvailability(&ca));
+  AG__CP(p, cuptiPmSamplingGetCounterAvailability(&ca));
   if (!(p->avail = calloc(1, ca.counterAvailabilityImageSize + 1))) {
     ag__seterr(err, errlen, "out of memory");
     return AG_HOST_ENOMEM;
   }
   ca.pCounterAvailabilityImage = p->avail;
-  CP(p, cuptiPmSamplingGetCounterAvailability(&ca));
+  AG__CP(p, cuptiPmSamplingGetCounterAvailability(&ca));
   int rc = host_config(p, err, errlen);
   if (rc)
     return rc;
   CUpti_PmSampling_Enable_Params en = {.structSize = CUpti_PmSampling_Enable_Params_STRUCT_SIZE};
   en.deviceIndex = (size_t)p->device;
-  CP(p, cuptiPmSamplingEnable(&en));
+  AG__CP(p, cuptiPmSamplingEnable(&en));
   p->obj = en.pPmSamplingObject;
   p->enabled = 1;
   CUpti_PmSampling_SetConfig_Params sc = {
@@ -266,14 +254,14 @@ static int open_device(ag_pms *p, char *err, size_t errlen) {
   sc.samplingInterval = p->interval_ns;
   sc.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
   sc.hwBufferAppendMode = CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-  CP(p, cuptiPmSamplingSetConfig(&sc));
+  AG__CP(p, cuptiPmSamplingSetConfig(&sc));
   CUpti_PmSampling_GetCounterDataSize_Params ds = {
       .structSize = CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE};
   ds.pPmSamplingObject = p->obj;
   ds.pMetricNames = metric_names;
   ds.numMetrics = AG_PM_NMETRICS;
   ds.maxSamples = CHUNK;
-  CP(p, cuptiPmSamplingGetCounterDataSize(&ds));
+  AG__CP(p, cuptiPmSamplingGetCounterDataSize(&ds));
   p->data_bytes = ds.counterDataSize;
   if (!(p->data = malloc(p->data_bytes ? p->data_bytes : 1))) {
     ag__seterr(err, errlen, "out of memory");
@@ -283,7 +271,7 @@ static int open_device(ag_pms *p, char *err, size_t errlen) {
     return rc;
   CUpti_PmSampling_Start_Params st = {.structSize = CUpti_PmSampling_Start_Params_STRUCT_SIZE};
   st.pPmSamplingObject = p->obj;
-  CP(p, cuptiPmSamplingStart(&st));
+  AG__CP(p, cuptiPmSamplingStart(&st));
   p->started = 1;
   return 0;
 }
@@ -331,7 +319,7 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
       .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
   ci.pCounterDataImage = p->data;
   ci.counterDataImageSize = p->data_bytes;
-  CP(p, cuptiPmSamplingGetCounterDataInfo(&ci));
+  AG__CP(p, cuptiPmSamplingGetCounterDataInfo(&ci));
   for (size_t i = 0; i < ci.numCompletedSamples; i++) {
     CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
         .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
@@ -339,7 +327,7 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
     si.pCounterDataImage = p->data;
     si.counterDataImageSize = p->data_bytes;
     si.sampleIndex = i;
-    CP(p, cuptiPmSamplingCounterDataGetSampleInfo(&si));
+    AG__CP(p, cuptiPmSamplingCounterDataGetSampleInfo(&si));
     sample s;
     memset(&s, 0, sizeof s);
     s.t0 = si.startTimestamp;
@@ -357,7 +345,7 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
     ev.ppMetricNames = metric_names;
     ev.numMetrics = AG_PM_NMETRICS;
     ev.pMetricValues = s.v;
-    CP(p, cuptiProfilerHostEvaluateToGpuValues(&ev));
+    AG__CP(p, cuptiProfilerHostEvaluateToGpuValues(&ev));
     for (int m = 0; m < AG_PM_NMETRICS; m++)
       if (!(s.v[m] >= 0)) { /* NaN or negative: counted, written as 0 */
         s.v[m] = 0;
@@ -378,7 +366,7 @@ int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
     CUpti_PmSampling_Stop_Params st = {.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
     st.pPmSamplingObject = p->obj;
     p->started = 0;
-    CP(p, cuptiPmSamplingStop(&st));
+    AG__CP(p, cuptiPmSamplingStop(&st));
   }
   int rc;
   for (;;) {
@@ -398,7 +386,7 @@ int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
     int overflow = dd.overflow || r == CUPTI_ERROR_OUT_OF_MEMORY;
     p->overflow += (uint64_t)overflow;
     if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_OUT_OF_MEMORY)
-      return cupti_fail(p, r, "cuptiPmSamplingDecodeData", err, errlen);
+      return AG__CUPTI_FAIL(p, r, "cuptiPmSamplingDecodeData", err, errlen);
     int full = r == CUPTI_SUCCESS &&
                dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
     if ((rc = take(p, !full, err, errlen)))

@@ -10,7 +10,7 @@
  * side can classify instructions without a disassembler.
  *
  * CUPTI is opened with dlopen (libargus_host depends on libc alone); every
- * CUPTI call goes through CP(), which names the call and CUPTI's error.
+ * CUPTI call goes through AG__CP(), which names the call and CUPTI's error.
  * Records come flushed one per (PC, metric) at GPU granularity (seen on the
  * H200, CUPTI 2025.3: numOfInstances 1): rows are kept in an open-addressed
  * table keyed by (crc, function index, pc).
@@ -137,19 +137,6 @@ struct ag_sassm {
   char *disasm_tool;
 };
 
-static int cupti_fail(ag_sassm *s, CUptiResult r, const char *call, char *err, size_t n) {
-  return ag__cupti_fail((void *)s->cuptiGetResultString, (int)r, call, err, n);
-}
-
-/* The one checking macro for CUPTI calls: on error, names the call and
- * CUPTI's error in err and returns from the enclosing function. */
-#define CP(s, call)                                                            \
-  do {                                                                         \
-    CUptiResult cp_r_ = (s)->call;                                             \
-    if (cp_r_ != CUPTI_SUCCESS)                                                \
-      return cupti_fail((s), cp_r_, #call, err, errlen);                       \
-  } while (0)
-
 static int load_cupti(ag_sassm *s, char *err, size_t errlen) {
   if (!(s->lib = ag__cupti_lib("SASS metrics", err, errlen)))
     return AG_HOST_ENODEV;
@@ -188,7 +175,7 @@ static void add_unavailable(ag_sassm *s, const char *name) {
 static int list_chip_metrics(ag_sassm *s, char *err, size_t errlen) {
   CUpti_SassMetrics_GetNumOfMetrics_Params nm = {.structSize = CUpti_SassMetrics_GetNumOfMetrics_Params_STRUCT_SIZE};
   nm.pChipName = s->chip;
-  CP(s, cuptiSassMetricsGetNumOfMetrics(&nm));
+  AG__CP(s, cuptiSassMetricsGetNumOfMetrics(&nm));
   if (!nm.numOfMetrics || nm.numOfMetrics > 4096)
     return 0;
   CUpti_SassMetrics_MetricDetails *md = calloc(nm.numOfMetrics, sizeof *md);
@@ -208,7 +195,7 @@ static int list_chip_metrics(ag_sassm *s, char *err, size_t errlen) {
       s->nchip++;
   free(md);
   if (r != CUPTI_SUCCESS)
-    return cupti_fail(s, r, "cuptiSassMetricsGetMetrics", err, errlen);
+    return AG__CUPTI_FAIL(s, r, "cuptiSassMetricsGetMetrics", err, errlen);
   return 0;
 }
 
@@ -262,7 +249,7 @@ static int configure(ag_sassm *s, char *err, size_t errlen) {
   sc.numOfMetricConfig = (size_t)s->nm;
   sc.pConfigs = cfg;
   sc.deviceIndex = (uint32_t)s->device;
-  CP(s, cuptiSassMetricsSetConfig(&sc));
+  AG__CP(s, cuptiSassMetricsSetConfig(&sc));
   s->configured = 1;
   return 0;
 }
@@ -288,14 +275,14 @@ int ag_sassm_open(void *ctx, int device, const char *metrics, ag_sassm **out, ch
   CUpti_Profiler_Initialize_Params pi = {.structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
   CUptiResult r = s->cuptiProfilerInitialize(&pi);
   if (r != CUPTI_SUCCESS) {
-    rc = cupti_fail(s, r, "cuptiProfilerInitialize", err, errlen);
+    rc = AG__CUPTI_FAIL(s, r, "cuptiProfilerInitialize", err, errlen);
     goto out;
   }
   s->profiler = 1;
   CUpti_Device_GetChipName_Params cn = {.structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE};
   cn.deviceIndex = (size_t)device;
   if ((r = s->cuptiDeviceGetChipName(&cn)) != CUPTI_SUCCESS) {
-    rc = cupti_fail(s, r, "cuptiDeviceGetChipName", err, errlen);
+    rc = AG__CUPTI_FAIL(s, r, "cuptiDeviceGetChipName", err, errlen);
     goto out;
   }
   snprintf(s->chip, sizeof s->chip, "%s", cn.pChipName ? cn.pChipName : "?");
@@ -313,7 +300,7 @@ int ag_sassm_cubin(ag_sassm *s, const void *image, size_t bytes, char *err, size
   CUpti_GetCubinCrcParams cc = {.size = CUpti_GetCubinCrcParamsSize};
   cc.cubin = image;
   cc.cubinSize = bytes;
-  CP(s, cuptiGetCubinCrc(&cc));
+  AG__CP(s, cuptiGetCubinCrc(&cc));
   for (int i = 0; i < s->ncubins; i++)
     if (s->cubins[i] == cc.cubinCrc)
       return 0; /* the same image loaded again */
@@ -332,7 +319,7 @@ int ag_sassm_begin(ag_sassm *s, char *err, size_t errlen) {
   CUpti_SassMetricsEnable_Params en = {.structSize = CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
   en.ctx = s->ctx;
   en.enableLazyPatching = (uint8_t)s->lazy;
-  CP(s, cuptiSassMetricsEnable(&en));
+  AG__CP(s, cuptiSassMetricsEnable(&en));
   s->enabled = 1;
   return 0;
 }
@@ -426,7 +413,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
     return 0;
   CUpti_SassMetricsGetDataProperties_Params dp = {.structSize = CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE};
   dp.ctx = s->ctx;
-  CP(s, cuptiSassMetricsGetDataProperties(&dp));
+  AG__CP(s, cuptiSassMetricsGetDataProperties(&dp));
   size_t nrec = dp.numOfPatchedInstructionRecords, ninst = dp.numOfInstances;
   CUpti_SassMetrics_Data *d = NULL;
   CUpti_SassMetrics_InstanceValue *iv = NULL;
@@ -450,7 +437,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
     fp.pMetricsData = d;
     CUptiResult r = s->cuptiSassMetricsFlushData(&fp);
     if (r != CUPTI_SUCCESS) {
-      rc = cupti_fail(s, r, "cuptiSassMetricsFlushData", err, errlen);
+      rc = AG__CUPTI_FAIL(s, r, "cuptiSassMetricsFlushData", err, errlen);
       goto out;
     }
     for (size_t i = 0; i < nrec; i++) {
@@ -472,7 +459,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
   CUptiResult r = s->cuptiSassMetricsDisable(&ds);
   s->enabled = 0;
   if (r != CUPTI_SUCCESS) {
-    rc = cupti_fail(s, r, "cuptiSassMetricsDisable", err, errlen);
+    rc = AG__CUPTI_FAIL(s, r, "cuptiSassMetricsDisable", err, errlen);
     goto out;
   }
   s->dropped += ds.numOfDroppedRecords;
