@@ -5,10 +5,15 @@
  * source, so windows keep their length when clocks change) into a hardware
  * buffer that keeps the oldest records (a full buffer is reported, never
  * overwritten). The configuration is made by CUPTI's profiler host API from
- * the metric names of argus/pm_metrics.h and must take one pass. After the
- * run the buffer is decoded into a counter-data image of CHUNK samples at a
- * time; each completed sample's window (start and end timestamps) and its
- * counts (cuptiProfilerHostEvaluateToGpuValues) are kept.
+ * the metric names of argus/pm_metrics.h and must take one pass. While the
+ * harness runs, a decode thread empties the buffer every ARGUS_PM_DECODE_MS
+ * (default 10 ms) into a counter-data image of CHUNK samples (the buffer
+ * cannot hold a whole run: the first H200 run, which decoded only at the
+ * end, found it overflowed and nothing decodable); after the run, sampling
+ * stops and the rest is decoded. Each completed sample's window (start and
+ * end timestamps) and its counts (cuptiProfilerHostEvaluateToGpuValues) are
+ * kept, once: an image is decoded into until it is full, and only its
+ * samples not taken yet are taken.
  *
  * What is lost is counted: decodes that report an overflow (or fail with
  * CUPTI_ERROR_OUT_OF_MEMORY, the API's word for it), samples populated but
@@ -29,9 +34,11 @@
 #include <cupti_target.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "argus/host.h"
 #include "argus/pm_metrics.h"
@@ -67,6 +74,7 @@
 #define MAX_DECODES 100000  /* 4 * 10^8 samples: more is a broken loop */
 #define INTERVAL_MIN 1000   /* ns */
 #define INTERVAL_MAX 1000000000
+#define DECODE_MS_DEFAULT 10
 
 #define AG__PM_NAME(e, name, short_name) name,
 static const char *metric_names[AG_PM_NMETRICS] = {AG_PM_METRICS(AG__PM_NAME)};
@@ -96,9 +104,17 @@ struct ag_pms {
   size_t config_bytes, passes, data_bytes;
   /* what the decodes found */
   uint64_t decodes, full, overflow, incomplete, empty, bad_values;
+  size_t taken; /* samples of the current image already kept */
   sample *s;
   size_t ns, cap;
   int oom;
+  /* the decode thread, while sampling runs */
+  pthread_t thr;
+  int thr_on;
+  int stop; /* read and written with __atomic builtins */
+  uint64_t decode_ms, live_decodes;
+  int thr_rc; /* the thread's failure (it stops decoding; ag_pms_end reports it) */
+  char thr_err[512];
 };
 
 static int load(ag_pms *p, char *err, size_t errlen) {
@@ -217,6 +233,8 @@ static int init_image(ag_pms *p, char *err, size_t errlen) {
   return 0;
 }
 
+static void *decode_thread(void *arg);
+
 static int open_device(ag_pms *p, char *err, size_t errlen) {
   CUpti_Profiler_Initialize_Params pi = {
       .structSize = CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
@@ -273,15 +291,22 @@ static int open_device(ag_pms *p, char *err, size_t errlen) {
   st.pPmSamplingObject = p->obj;
   AG__CP(p, cuptiPmSamplingStart(&st));
   p->started = 1;
+  if (pthread_create(&p->thr, NULL, decode_thread, p)) {
+    ag__seterr(err, errlen, "PM sampling: cannot start the decode thread");
+    return AG_HOST_ENOMEM;
+  }
+  p->thr_on = 1;
   return 0;
 }
 
 int ag_pms_open(int device, ag_pms **out, char *err, size_t errlen) {
   *out = NULL;
-  uint64_t interval, mb;
+  uint64_t interval, mb, dms;
   int rc;
   if ((rc = env_u64("ARGUS_PM_INTERVAL", AG_PMS_DEFAULT_INTERVAL_NS, INTERVAL_MIN, INTERVAL_MAX,
                     "of ns", &interval, err, errlen)) ||
+      (rc = env_u64("ARGUS_PM_DECODE_MS", DECODE_MS_DEFAULT, 1, 10000, "of ms", &dms, err,
+                    errlen)) ||
       (rc = env_u64("ARGUS_PM_BUFFER_MB", AG_PMS_DEFAULT_BUFFER_MB, 1, 16384, "of MiB", &mb, err,
                     errlen)))
     return rc;
@@ -292,6 +317,7 @@ int ag_pms_open(int device, ag_pms **out, char *err, size_t errlen) {
   }
   p->device = device;
   p->interval_ns = interval;
+  p->decode_ms = dms;
   p->hw_bytes = mb << 20;
   if (!(rc = load(p, err, errlen)) && !(rc = open_device(p, err, errlen)))
     *out = p;
@@ -313,14 +339,15 @@ static int push(ag_pms *p, const sample *s) {
   return 0;
 }
 
-/* Keeps the completed samples of the counter-data image; counts the rest. */
+/* Keeps the completed samples of the counter-data image not kept yet
+ * (p->taken on); at the last decode, counts those never completed. */
 static int take(ag_pms *p, int last, char *err, size_t errlen) {
   CUpti_PmSampling_GetCounterDataInfo_Params ci = {
       .structSize = CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE};
   ci.pCounterDataImage = p->data;
   ci.counterDataImageSize = p->data_bytes;
   AG__CP(p, cuptiPmSamplingGetCounterDataInfo(&ci));
-  for (size_t i = 0; i < ci.numCompletedSamples; i++) {
+  for (size_t i = p->taken; i < ci.numCompletedSamples; i++) {
     CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
         .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
     si.pPmSamplingObject = p->obj;
@@ -328,6 +355,7 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
     si.counterDataImageSize = p->data_bytes;
     si.sampleIndex = i;
     AG__CP(p, cuptiPmSamplingCounterDataGetSampleInfo(&si));
+    p->taken = i + 1;
     sample s;
     memset(&s, 0, sizeof s);
     s.t0 = si.startTimestamp;
@@ -361,13 +389,10 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
   return 0;
 }
 
-int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
-  if (p->started) {
-    CUpti_PmSampling_Stop_Params st = {.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
-    st.pPmSamplingObject = p->obj;
-    p->started = 0;
-    AG__CP(p, cuptiPmSamplingStop(&st));
-  }
+/* Decodes what the hardware buffer holds, image after image, until CUPTI
+ * has no more records (or reports an overflow: the records after it are
+ * gone, and the session cannot be resumed). `last`: sampling has stopped. */
+static int drain(ag_pms *p, int last, char *err, size_t errlen) {
   int rc;
   for (;;) {
     if (p->decodes >= MAX_DECODES) {
@@ -389,14 +414,54 @@ int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
       return AG__CUPTI_FAIL(p, r, "cuptiPmSamplingDecodeData", err, errlen);
     int full = r == CUPTI_SUCCESS &&
                dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
-    if ((rc = take(p, !full, err, errlen)))
+    if ((rc = take(p, last && !full, err, errlen)))
       return rc;
+    if (overflow)
+      return 0;
     if (!full)
-      return 0; /* the end of the records, an overflow, or CUPTI's other reason */
+      return 0; /* the end of the records, or CUPTI's other reason */
     p->full++;
+    p->taken = 0;
     if ((rc = init_image(p, err, errlen)))
       return rc;
   }
+}
+
+static void *decode_thread(void *arg) {
+  ag_pms *p = arg;
+  struct timespec ts = {(time_t)(p->decode_ms / 1000), (long)(p->decode_ms % 1000) * 1000000L};
+  while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+    nanosleep(&ts, NULL);
+    uint64_t over = p->overflow;
+    int rc = drain(p, 0, p->thr_err, sizeof p->thr_err);
+    p->live_decodes++;
+    if (rc || p->overflow > over) { /* nothing more can be decoded: stop here */
+      p->thr_rc = rc;
+      break;
+    }
+  }
+  return NULL;
+}
+
+int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
+  if (p->thr_on) {
+    __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(p->thr, NULL);
+    p->thr_on = 0;
+    if (p->thr_rc) {
+      snprintf(err, errlen, "%s", p->thr_err);
+      return p->thr_rc;
+    }
+  }
+  if (p->started) {
+    CUpti_PmSampling_Stop_Params st = {.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
+    st.pPmSamplingObject = p->obj;
+    p->started = 0;
+    AG__CP(p, cuptiPmSamplingStop(&st));
+  }
+  if (p->overflow) /* the session ended at the overflow: what it kept is kept */
+    return take(p, 1, err, errlen);
+  return drain(p, 1, err, errlen);
 }
 
 size_t ag_pms_samples(const ag_pms *p) { return p ? p->ns : 0; }
@@ -411,7 +476,9 @@ void ag_pms_json(const ag_pms *p, ag_jb *j) {
                p->data_bytes, p->config_bytes, p->passes);
   for (int m = 0; m < AG_PM_NMETRICS; m++)
     ag_jb_printf(j, "%s\"%s\"", m ? "," : "", metric_names[m]);
-  ag_jb_printf(j, "],\"decodes\":%llu,\"counter_data_full\":%llu,\"overflow\":%llu,"
+  ag_jb_printf(j, "],\"decode_ms\":%llu,\"live_decodes\":%llu",
+               (unsigned long long)p->decode_ms, (unsigned long long)p->live_decodes);
+  ag_jb_printf(j, ",\"decodes\":%llu,\"counter_data_full\":%llu,\"overflow\":%llu,"
                   "\"incomplete_samples\":%llu,\"empty_samples\":%llu,\"bad_values\":%llu,"
                   "\"lost_samples\":%d,"
                   "\"samples_total\":%zu,\"columns\":[\"start\",\"end\"",
@@ -435,6 +502,10 @@ void ag_pms_json(const ag_pms *p, ag_jb *j) {
 void ag_pms_close(ag_pms *p) {
   if (!p)
     return;
+  if (p->thr_on) {
+    __atomic_store_n(&p->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(p->thr, NULL);
+  }
   if (p->started) {
     CUpti_PmSampling_Stop_Params st = {.structSize = CUpti_PmSampling_Stop_Params_STRUCT_SIZE};
     st.pPmSamplingObject = p->obj;

@@ -159,7 +159,9 @@ TEST(same_run) {
   CHECK(mkdtemp(dir) != NULL);
   CHECK_EQ_INT(build_variant(PM_PTX, dir, "pm.traced", AG_VARIANT_TRACED, NULL, 0), 0);
   snprintf(v, sizeof v, "%s/pm.traced.cubin", dir);
-  const char *more[] = {"ARGUS_PM=1", NULL};
+  char sites[1280];
+  snprintf(sites, sizeof sites, "ARGUS_SITES=%s/pm.traced.probes.json", dir);
+  const char *more[] = {"ARGUS_PM=1", sites, NULL};
   int rc = run(dir, "trace", v, more);
   CHECK_EQ_INT(rc, 0);
   if (!rc)
@@ -172,7 +174,10 @@ TEST(other_run) {
   CHECK(mkdtemp(dir) != NULL && mkdtemp(tdir) != NULL);
   CHECK_EQ_INT(build_variant(PM_PTX, tdir, "pm.traced", AG_VARIANT_TRACED, NULL, 0), 0);
   snprintf(v, sizeof v, "%s/pm.traced.cubin", tdir);
-  int rc = run(tdir, "trace", v, NULL);
+  char sites[1280];
+  snprintf(sites, sizeof sites, "ARGUS_SITES=%s/pm.traced.probes.json", tdir);
+  const char *more[] = {sites, NULL};
+  int rc = run(tdir, "trace", v, more);
   CHECK_EQ_INT(rc, 0);
   /* the user's build, sampled (the activity trace beside it) */
   CHECK_EQ_INT(run(dir, "pm", PM_CUBIN, NULL), 0);
