@@ -22,7 +22,10 @@
  * keep (out of memory).
  *
  * Load: one collection per harness run; memory of 80 bytes per sample
- * (100,000 per second of run at the default 10 us).
+ * (10,000 per second of run at the default 100 us), two counter-data images
+ * of CHUNK samples, and the decode thread's CPU: on the H200 machine CUPTI
+ * decodes about 8,000 samples per second (docs/throughput.md), so a shorter
+ * interval runs until the hardware buffer overflows, which is reported.
  */
 #define _GNU_SOURCE
 #include "pmsamp.h"
@@ -70,7 +73,7 @@
   X(cuptiProfilerHostEvaluateToGpuValues)
 
 #define WHO "PM sampling"
-#define CHUNK 4096          /* samples per counter-data image (one decode) */
+#define CHUNK 1024          /* samples per counter-data image (27 KiB each on the H200) */
 #define MAX_DECODES 100000  /* 4 * 10^8 samples: more is a broken loop */
 #define INTERVAL_MIN 1000   /* ns */
 #define INTERVAL_MAX 1000000000
@@ -100,7 +103,7 @@ struct ag_pms {
   int profiler, enabled, started;
   CUpti_Profiler_Host_Object *host;
   CUpti_PmSampling_Object *obj;
-  uint8_t *avail, *config, *data;
+  uint8_t *avail, *config, *data, *blank; /* blank: the image as initialized */
   size_t config_bytes, passes, data_bytes;
   /* what the decodes found */
   uint64_t decodes, full, overflow, incomplete, empty, bad_values;
@@ -113,9 +116,16 @@ struct ag_pms {
   int thr_on;
   int stop; /* read and written with __atomic builtins */
   uint64_t decode_ms, live_decodes;
+  uint64_t t_decode, t_eval, t_init; /* ns of the host spent in each (monotonic clock) */
   int thr_rc; /* the thread's failure (it stops decoding; ag_pms_end reports it) */
   char thr_err[512];
 };
+
+static uint64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 static int load(ag_pms *p, char *err, size_t errlen) {
   if (!(p->lib = ag__cupti_lib(WHO, err, errlen)))
@@ -222,14 +232,27 @@ int ag_pms_host_check(const char *chip, size_t *config_bytes, size_t *passes, ch
   return rc;
 }
 
-/* The counter-data image, empty (at open, and after each decode that filled it). */
+/* The counter-data image, empty: initialized by CUPTI once (at open), then
+ * restored from that copy after each decode that filled it (a copy costs a
+ * fifth of CUPTI's initialization). */
 static int init_image(ag_pms *p, char *err, size_t errlen) {
-  CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
-      .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-  di.pPmSamplingObject = p->obj;
-  di.counterDataSize = p->data_bytes;
-  di.pCounterData = p->data;
-  AG__CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+  uint64_t t0 = mono_ns();
+  if (p->blank) {
+    memcpy(p->data, p->blank, p->data_bytes);
+  } else {
+    CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
+        .structSize = CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    di.pPmSamplingObject = p->obj;
+    di.counterDataSize = p->data_bytes;
+    di.pCounterData = p->data;
+    AG__CP(p, cuptiPmSamplingCounterDataImageInitialize(&di));
+    if (!(p->blank = malloc(p->data_bytes ? p->data_bytes : 1))) {
+      ag__seterr(err, errlen, "out of memory");
+      return AG_HOST_ENOMEM;
+    }
+    memcpy(p->blank, p->data, p->data_bytes);
+  }
+  p->t_init += mono_ns() - t0;
   return 0;
 }
 
@@ -347,6 +370,7 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
   ci.pCounterDataImage = p->data;
   ci.counterDataImageSize = p->data_bytes;
   AG__CP(p, cuptiPmSamplingGetCounterDataInfo(&ci));
+  uint64_t t0 = mono_ns();
   for (size_t i = p->taken; i < ci.numCompletedSamples; i++) {
     CUpti_PmSampling_CounterData_GetSampleInfo_Params si = {
         .structSize = CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE};
@@ -384,16 +408,22 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
       return AG_HOST_ENOMEM;
     }
   }
+  p->t_eval += mono_ns() - t0;
   if (last && ci.numPopulatedSamples > ci.numCompletedSamples)
     p->incomplete += ci.numPopulatedSamples - ci.numCompletedSamples;
   return 0;
 }
 
-/* Decodes what the hardware buffer holds, image after image, until CUPTI
- * has no more records (or reports an overflow: the records after it are
- * gone, and the session cannot be resumed). `last`: sampling has stopped. */
-static int drain(ag_pms *p, int last, char *err, size_t errlen) {
+/* Decodes what the hardware buffer holds into the image, image after image,
+ * until CUPTI has no more records or reports an overflow (the records after
+ * it are gone: the session cannot be resumed). Sampling has stopped when
+ * `last`; while it runs (the decode thread) one call decodes at most one
+ * image, so the thread sees its stop request between images even when the
+ * sampler produces as fast as CUPTI decodes. *more: an image filled (decode
+ * again at once). */
+static int drain(ag_pms *p, int last, int *more, char *err, size_t errlen) {
   int rc;
+  *more = 0;
   for (;;) {
     if (p->decodes >= MAX_DECODES) {
       ag__seterr(err, errlen, "PM sampling: the hardware buffer still had records after %d "
@@ -406,7 +436,9 @@ static int drain(ag_pms *p, int last, char *err, size_t errlen) {
     dd.pPmSamplingObject = p->obj;
     dd.pCounterDataImage = p->data;
     dd.counterDataImageSize = p->data_bytes;
+    uint64_t t0 = mono_ns();
     CUptiResult r = p->cuptiPmSamplingDecodeData(&dd);
+    p->t_decode += mono_ns() - t0;
     p->decodes++;
     int overflow = dd.overflow || r == CUPTI_ERROR_OUT_OF_MEMORY;
     p->overflow += (uint64_t)overflow;
@@ -416,24 +448,28 @@ static int drain(ag_pms *p, int last, char *err, size_t errlen) {
                dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
     if ((rc = take(p, last && !full, err, errlen)))
       return rc;
-    if (overflow)
-      return 0;
-    if (!full)
-      return 0; /* the end of the records, or CUPTI's other reason */
+    if (overflow || !full)
+      return 0; /* an overflow, the end of the records, or CUPTI's other reason */
     p->full++;
     p->taken = 0;
     if ((rc = init_image(p, err, errlen)))
       return rc;
+    if (!last) {
+      *more = 1;
+      return 0;
+    }
   }
 }
 
 static void *decode_thread(void *arg) {
   ag_pms *p = arg;
   struct timespec ts = {(time_t)(p->decode_ms / 1000), (long)(p->decode_ms % 1000) * 1000000L};
+  int more = 0;
   while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
-    nanosleep(&ts, NULL);
+    if (!more)
+      nanosleep(&ts, NULL);
     uint64_t over = p->overflow;
-    int rc = drain(p, 0, p->thr_err, sizeof p->thr_err);
+    int rc = drain(p, 0, &more, p->thr_err, sizeof p->thr_err);
     p->live_decodes++;
     if (rc || p->overflow > over) { /* nothing more can be decoded: stop here */
       p->thr_rc = rc;
@@ -461,7 +497,8 @@ int ag_pms_end(ag_pms *p, char *err, size_t errlen) {
   }
   if (p->overflow) /* the session ended at the overflow: what it kept is kept */
     return take(p, 1, err, errlen);
-  return drain(p, 1, err, errlen);
+  int more;
+  return drain(p, 1, &more, err, errlen);
 }
 
 size_t ag_pms_samples(const ag_pms *p) { return p ? p->ns : 0; }
@@ -476,8 +513,10 @@ void ag_pms_json(const ag_pms *p, ag_jb *j) {
                p->data_bytes, p->config_bytes, p->passes);
   for (int m = 0; m < AG_PM_NMETRICS; m++)
     ag_jb_printf(j, "%s\"%s\"", m ? "," : "", metric_names[m]);
-  ag_jb_printf(j, "],\"decode_ms\":%llu,\"live_decodes\":%llu",
-               (unsigned long long)p->decode_ms, (unsigned long long)p->live_decodes);
+  ag_jb_printf(j, "],\"decode_ms\":%llu,\"live_decodes\":%llu,\"host_s\":{\"decode\":%.6f,"
+                  "\"evaluate\":%.6f,\"init\":%.6f}",
+               (unsigned long long)p->decode_ms, (unsigned long long)p->live_decodes,
+               (double)p->t_decode * 1e-9, (double)p->t_eval * 1e-9, (double)p->t_init * 1e-9);
   ag_jb_printf(j, ",\"decodes\":%llu,\"counter_data_full\":%llu,\"overflow\":%llu,"
                   "\"incomplete_samples\":%llu,\"empty_samples\":%llu,\"bad_values\":%llu,"
                   "\"lost_samples\":%d,"
@@ -530,6 +569,7 @@ void ag_pms_close(ag_pms *p) {
   free(p->avail);
   free(p->config);
   free(p->data);
+  free(p->blank);
   free(p->s);
   free(p);
 }

@@ -14,15 +14,18 @@
  *                      availability, makes the configuration, enables PM
  *                      sampling on the device, sets the interval and the
  *                      hardware buffer, and starts sampling (before the
- *                      calibration kernel that aligns its clock)
- *   ag_pms_end         stops, and decodes the hardware buffer until its
- *                      records end: every completed sample evaluated;
+ *                      calibration kernel that aligns its clock), and a
+ *                      thread that decodes while the harness runs
+ *   ag_pms_end         joins that thread, stops, and decodes the hardware
+ *                      buffer until its records end: every completed sample
+ *                      evaluated;
  *                      overflow, incomplete and malformed samples counted
  *   ag_pms_json        the "pm" member's contents
  *   ag_pms_close       disables PM sampling and releases CUPTI's objects
  *
  * ARGUS_PM_INTERVAL=ns (default AG_PMS_DEFAULT_INTERVAL_NS: docs/throughput.md
- * says why), ARGUS_PM_BUFFER_MB (the hardware buffer, default 512). PM
+ * says why), ARGUS_PM_BUFFER_MB (the hardware buffer, default 512),
+ * ARGUS_PM_DECODE_MS (the decode thread's period, default 10). PM
  * sampling takes no CUPTI subscriber. Errors are AG_HOST_* with the reason in
  * `err`: ENODEV (no CUPTI), EUNSUPPORTED (profiling not permitted, a chip
  * CUPTI cannot configure, metrics that need more than one pass), EINVAL (a
@@ -39,7 +42,7 @@
 #define AG_PMS_FILE "pm.json"
 #define AG_PMS_FORMAT "argus-pm"
 #define AG_PMS_VERSION 1
-#define AG_PMS_DEFAULT_INTERVAL_NS 10000
+#define AG_PMS_DEFAULT_INTERVAL_NS 100000
 #define AG_PMS_DEFAULT_BUFFER_MB 512
 
 typedef struct ag_pms ag_pms;
