@@ -7,13 +7,16 @@
  * overwritten). The configuration is made by CUPTI's profiler host API from
  * the metric names of argus/pm_metrics.h and must take one pass. While the
  * harness runs, a decode thread empties the buffer every ARGUS_PM_DECODE_MS
- * (default 10 ms) into a counter-data image of CHUNK samples (the buffer
- * cannot hold a whole run: the first H200 run, which decoded only at the
- * end, found it overflowed and nothing decodable); after the run, sampling
- * stops and the rest is decoded. Each completed sample's window (start and
- * end timestamps) and its counts (cuptiProfilerHostEvaluateToGpuValues) are
- * kept, once: an image is decoded into until it is full, and only its
- * samples not taken yet are taken.
+ * (default: the time a quarter of an image takes to fill, at most 10 ms)
+ * into a counter-data image of CHUNK samples (the buffer cannot hold a
+ * whole run: the first H200 run, which decoded only at the end, found it
+ * overflowed and nothing decodable); after the run, sampling stops and the
+ * rest is decoded. Each completed sample's window (start and end
+ * timestamps) and its counts (cuptiProfilerHostEvaluateToGpuValues) are
+ * kept, once: an image is decoded into until it is half full with every
+ * sample complete, and only its samples not taken yet are taken. An image
+ * that fills loses the records CUPTI read past its end (a gap the decoder
+ * reports).
  *
  * What is lost is counted: decodes that report an overflow (or fail with
  * CUPTI_ERROR_OUT_OF_MEMORY, the API's word for it), samples populated but
@@ -107,7 +110,8 @@ struct ag_pms {
   size_t config_bytes, passes, data_bytes;
   /* what the decodes found */
   uint64_t decodes, full, overflow, incomplete, empty, bad_values;
-  size_t taken; /* samples of the current image already kept */
+  size_t taken;     /* samples of the current image already kept */
+  size_t populated; /* the current image's populated samples, at the last decode */
   sample *s;
   size_t ns, cap;
   int oom;
@@ -341,6 +345,10 @@ int ag_pms_open(int device, ag_pms **out, char *err, size_t errlen) {
   p->device = device;
   p->interval_ns = interval;
   p->decode_ms = dms;
+  if (!getenv("ARGUS_PM_DECODE_MS")) { /* a quarter of an image per decode, at most */
+    uint64_t q = interval * (CHUNK / 4) / 1000000;
+    p->decode_ms = q < 1 ? 1 : q < dms ? q : dms;
+  }
   p->hw_bytes = mb << 20;
   if (!(rc = load(p, err, errlen)) && !(rc = open_device(p, err, errlen)))
     *out = p;
@@ -409,6 +417,7 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
     }
   }
   p->t_eval += mono_ns() - t0;
+  p->populated = ci.numPopulatedSamples;
   if (last && ci.numPopulatedSamples > ci.numCompletedSamples)
     p->incomplete += ci.numPopulatedSamples - ci.numCompletedSamples;
   return 0;
@@ -448,8 +457,19 @@ static int drain(ag_pms *p, int last, int *more, char *err, size_t errlen) {
                dd.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
     if ((rc = take(p, last && !full, err, errlen)))
       return rc;
-    if (overflow || !full)
-      return 0; /* an overflow, the end of the records, or CUPTI's other reason */
+    if (overflow)
+      return 0;
+    if (!full) { /* the end of the records (or CUPTI's other reason) */
+      /* A full image loses the records CUPTI read past its end (the H200 run
+       * found a window missing at every full image): an image half full whose
+       * samples are all complete is emptied now, so the next decodes start
+       * with room. */
+      if (!last && p->taken >= CHUNK / 2 && p->populated == p->taken) {
+        p->taken = 0;
+        return init_image(p, err, errlen);
+      }
+      return 0;
+    }
     p->full++;
     p->taken = 0;
     if ((rc = init_image(p, err, errlen)))

@@ -46,7 +46,8 @@
 #define PM_CUBIN "pm_truth.cubin"
 #endif
 
-static const char *const truth_args[] = {"--kernel", "pm_truth", NULL};
+/* --n: the mma phase's steps, about as long as the stream phase (10 ms) */
+static const char *const truth_args[] = {"--kernel", "pm_truth", "--n", "400000", NULL};
 
 /* The harness under `mode` (more: extra environment), its output printed;
  * 0 when it ran and passed its own check. */
@@ -260,7 +261,7 @@ TEST(observe) {
   ag_str s = AG_STR_INIT;
   ag_str_printf(&s,
                 "{\"name\": \"pm_truth\", \"module\": {\"ptx\": \"%s\"},\n"
-                " \"run\": [\"%s\", \"--kernel\", \"pm_truth\", \"--module\", \"%s\"]}\n",
+                " \"run\": [\"%s\", \"--kernel\", \"pm_truth\", \"--n\", \"400000\", \"--module\", \"%s\"]}\n",
                 PM_PTX, HW_HARNESS, PM_CUBIN);
   CHECK_EQ_INT(ag_file_write_atomic(spec, s.p, s.len), 0);
   ag_str_release(&s);
