@@ -237,7 +237,9 @@ int ag_pm_signal(const ag_pm_signal_in *in, ag_diags *d, json_t **out) {
                                                  pm->incomplete == 1 ? "was" : "were"));
   if (pm->gaps)
     json_array_append_new(warnings, json_sprintf("%zu gap%s between windows (%.1f us in all): "
-                                                 "no counts for that time",
+                                                 "no counts for that time (the decoder fell "
+                                                 "behind the sampler: a longer "
+                                                 "ARGUS_PM_INTERVAL avoids it)",
                                                  pm->gaps, pm->gaps == 1 ? "" : "s",
                                                  pm->gap_ns / 1e3));
   if (pm->ncal < pm->ncal_read)
