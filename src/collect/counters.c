@@ -365,7 +365,7 @@ int ag_ctr_open(void *ctx, int device, const char *out_dir, ag_ctr **out, char *
   }
   c->prof_init = 1;
   if ((rc = supported(c, err, errlen)) || (rc = chip_and_availability(c, err, errlen)) ||
-      (rc = ag_ctr_cat_open(c->lib, c->chip, c->avail, &c->cat, err, errlen)))
+      (rc = ag_ctr_cat_open(c->lib, AG_CTR_RANGE, c->chip, c->avail, &c->cat, err, errlen)))
     goto out;
   for (size_t i = 0; i < c->nmetrics; i++)
     if ((rc = ag_ctr_cat_lookup(c->cat, c->names[i], &c->props[i], err, errlen)))

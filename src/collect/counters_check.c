@@ -21,7 +21,7 @@ int ag_counters_check(const char *chip, const char *names, size_t *passes, ag_st
     chip = env && *env ? env : AG_CTR_DEFAULT_CHIP;
   char err[2048] = "";
   ag_ctr_cat *c = NULL;
-  int rc = ag_ctr_cat_open(NULL, chip, NULL, &c, err, sizeof err);
+  int rc = ag_ctr_cat_open(NULL, AG_CTR_RANGE, chip, NULL, &c, err, sizeof err);
   if (rc) {
     ag_str_printf(why, "%s", err);
     return rc == AG_EINVAL ? AG_EINVAL : AG_ENODEV;

@@ -59,8 +59,8 @@ static int fail(ag_ctr_cat *c, CUptiResult r, const char *call, char *err, size_
   return ag__cupti_fail((void *)c->cuptiGetResultString, (int)r, call, err, errlen);
 }
 
-int ag_ctr_cat_open(void *lib, const char *chip, const uint8_t *avail, ag_ctr_cat **out,
-                    char *err, size_t errlen) {
+int ag_ctr_cat_open(void *lib, ag_ctr_kind kind, const char *chip, const uint8_t *avail,
+                    ag_ctr_cat **out, char *err, size_t errlen) {
   *out = NULL;
   ag_ctr_cat *c = calloc(1, sizeof *c);
   if (!c) {
@@ -87,7 +87,8 @@ int ag_ctr_cat_open(void *lib, const char *chip, const uint8_t *avail, ag_ctr_ca
   CAT_FUNCS(AG__LOAD)
 #undef AG__LOAD
   AG_CUPTI_PARAMS(CUpti_Profiler_Host_Initialize_Params, ip);
-  ip.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  ip.profilerType =
+      kind == AG_CTR_PM ? CUPTI_PROFILER_TYPE_PM_SAMPLING : CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   ip.pChipName = c->chip;
   ip.pCounterAvailabilityImage = avail;
   CUptiResult r = c->cuptiProfilerHostInitialize(&ip);

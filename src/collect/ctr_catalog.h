@@ -1,7 +1,8 @@
 /*
  * ctr_catalog.h — a chip's hardware-counter metrics through CUPTI's profiler
  * host API (cupti_profiler_host.h), for the range-profiler collector
- * (counters.c) and for checking metric names on the CPU before a plan runs
+ * (counters.c), the PM sampler (pmsamp.c: its configuration image and the
+ * evaluation of its samples) and for checking metric names on the CPU before a plan runs
  * (docs/counters.md). The host API needs no GPU: it is initialized with a
  * chip name ("GH100"), lists the chip's metrics, gives a metric's type,
  * unit and description, builds the configuration image and its number of
@@ -37,16 +38,21 @@ typedef struct ag_ctr_props {
 
 typedef struct ag_ctr_cat ag_ctr_cat;
 
+/* Whose metrics: the range profiler's (counters.c) or the PM sampler's
+ * (pmsamp.c); CUPTI lists different sets for the two (3,650 and 1,279 base
+ * metrics on GH100). */
+typedef enum ag_ctr_kind { AG_CTR_RANGE = 0, AG_CTR_PM = 1 } ag_ctr_kind;
+
 /* The default metric set, NULL-terminated (docs/counters.md, "The default
  * set"): every name on GH100's list (test_counters checks it there). */
 extern const char *const ag_ctr_default[];
 
-/* Opens the catalog of `chip` (NULL: AG_CTR_DEFAULT_CHIP) with the counter
+/* Opens the `kind` catalog of `chip` (NULL: AG_CTR_DEFAULT_CHIP) with the counter
  * availability image of the device (NULL on a machine without one). `lib`:
  * a dlopen'd libcupti, or NULL to load one (ag__cupti_lib; then closed with
  * the catalog). */
-int ag_ctr_cat_open(void *lib, const char *chip, const uint8_t *avail, ag_ctr_cat **out,
-                    char *err, size_t errlen);
+int ag_ctr_cat_open(void *lib, ag_ctr_kind kind, const char *chip, const uint8_t *avail,
+                    ag_ctr_cat **out, char *err, size_t errlen);
 void ag_ctr_cat_close(ag_ctr_cat *c);
 const char *ag_ctr_cat_chip(const ag_ctr_cat *c);
 /* The chip's base metrics (counters, ratios, throughputs). */

@@ -48,6 +48,7 @@
 
 #include "argus/host.h"
 #include "argus/pm_metrics.h"
+#include "ctr_catalog.h"
 #include "cupti_lib.h"
 
 #define AG_PMS_FUNCS(X)                                                        \
@@ -66,14 +67,7 @@
   X(cuptiPmSamplingGetCounterDataSize)                                         \
   X(cuptiPmSamplingCounterDataImageInitialize)                                 \
   X(cuptiPmSamplingGetCounterDataInfo)                                         \
-  X(cuptiPmSamplingCounterDataGetSampleInfo)                                   \
-  X(cuptiProfilerHostInitialize)                                               \
-  X(cuptiProfilerHostDeinitialize)                                             \
-  X(cuptiProfilerHostConfigAddMetrics)                                         \
-  X(cuptiProfilerHostGetConfigImageSize)                                       \
-  X(cuptiProfilerHostGetConfigImage)                                           \
-  X(cuptiProfilerHostGetNumOfPasses)                                           \
-  X(cuptiProfilerHostEvaluateToGpuValues)
+  X(cuptiPmSamplingCounterDataGetSampleInfo)
 
 #define WHO "PM sampling"
 #define CHUNK 1024          /* samples per counter-data image (27 KiB each on the H200) */
@@ -104,7 +98,7 @@ struct ag_pms {
   char chip[64];
   uint64_t interval_ns, hw_bytes;
   int profiler, enabled, started;
-  CUpti_Profiler_Host_Object *host;
+  ag_ctr_cat *cat; /* the host API: configuration and evaluation */
   CUpti_PmSampling_Object *obj;
   uint8_t *avail, *config, *data, *blank; /* blank: the image as initialized */
   size_t config_bytes, passes, data_bytes;
@@ -165,50 +159,17 @@ static int env_u64(const char *k, uint64_t dflt, uint64_t lo, uint64_t hi, const
 }
 
 /* The host API's configuration of the metrics for p->chip (with the
- * device's counter availability when p->avail is set). */
+ * device's counter availability when p->avail is set): one pass, or
+ * refused. */
 static int host_config(ag_pms *p, char *err, size_t errlen) {
-  CUpti_Profiler_Host_Initialize_Params hi = {
-      .structSize = CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
-  hi.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-  hi.pChipName = p->chip;
-  hi.pCounterAvailabilityImage = p->avail;
-  CUptiResult r = p->cuptiProfilerHostInitialize(&hi);
-  if (r != CUPTI_SUCCESS) {
-    int rc = AG__CUPTI_FAIL(p, r, "cuptiProfilerHostInitialize", err, errlen);
-    size_t n = strlen(err);
-    if (n < errlen)
-      snprintf(err + n, errlen - n, " for chip '%s': this CUPTI cannot configure PM sampling "
-                                    "for it", p->chip);
-    return rc == AG_HOST_ECUPTI ? AG_HOST_EUNSUPPORTED : rc;
-  }
-  p->host = hi.pHostObject;
-  CUpti_Profiler_Host_ConfigAddMetrics_Params am = {
-      .structSize = CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
-  am.pHostObject = p->host;
-  am.ppMetricNames = metric_names;
-  am.numMetrics = AG_PM_NMETRICS;
-  AG__CP(p, cuptiProfilerHostConfigAddMetrics(&am));
-  CUpti_Profiler_Host_GetConfigImageSize_Params cs = {
-      .structSize = CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
-  cs.pHostObject = p->host;
-  AG__CP(p, cuptiProfilerHostGetConfigImageSize(&cs));
-  if (!(p->config = malloc(cs.configImageSize ? cs.configImageSize : 1))) {
-    ag__seterr(err, errlen, "out of memory");
-    return AG_HOST_ENOMEM;
-  }
-  CUpti_Profiler_Host_GetConfigImage_Params ci = {
-      .structSize = CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE};
-  ci.pHostObject = p->host;
-  ci.configImageSize = cs.configImageSize;
-  ci.pConfigImage = p->config;
-  AG__CP(p, cuptiProfilerHostGetConfigImage(&ci));
-  p->config_bytes = cs.configImageSize;
-  CUpti_Profiler_Host_GetNumOfPasses_Params np = {
-      .structSize = CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
-  np.configImageSize = p->config_bytes;
-  np.pConfigImage = p->config;
-  AG__CP(p, cuptiProfilerHostGetNumOfPasses(&np));
-  p->passes = np.numOfPasses;
+  uint8_t *img = NULL;
+  int rc = ag_ctr_cat_open(p->lib, AG_CTR_PM, p->chip, p->avail, &p->cat, err, errlen);
+  if (!rc)
+    rc = ag_ctr_cat_config(p->cat, metric_names, AG_PM_NMETRICS, &img, &p->config_bytes,
+                           &p->passes, err, errlen);
+  p->config = img;
+  if (rc)
+    return rc;
   if (p->passes != 1) {
     ag__seterr(err, errlen, "the PM sampler collects in one pass, and CUPTI schedules its %d "
                             "metrics in %zu passes on %s",
@@ -396,16 +357,10 @@ static int take(ag_pms *p, int last, char *err, size_t errlen) {
       p->empty++;
       continue;
     }
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params ev = {
-        .structSize = CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
-    ev.pHostObject = p->host;
-    ev.pCounterDataImage = p->data;
-    ev.counterDataImageSize = p->data_bytes;
-    ev.rangeIndex = i;
-    ev.ppMetricNames = metric_names;
-    ev.numMetrics = AG_PM_NMETRICS;
-    ev.pMetricValues = s.v;
-    AG__CP(p, cuptiProfilerHostEvaluateToGpuValues(&ev));
+    int rc = ag_ctr_cat_eval(p->cat, p->data, p->data_bytes, i, metric_names, AG_PM_NMETRICS,
+                             s.v, err, errlen);
+    if (rc)
+      return rc;
     for (int m = 0; m < AG_PM_NMETRICS; m++)
       if (!(s.v[m] >= 0)) { /* NaN or negative: counted, written as 0 */
         s.v[m] = 0;
@@ -575,12 +530,7 @@ void ag_pms_close(ag_pms *p) {
     d.pPmSamplingObject = p->obj;
     p->cuptiPmSamplingDisable(&d);
   }
-  if (p->host) {
-    CUpti_Profiler_Host_Deinitialize_Params hd = {
-        .structSize = CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
-    hd.pHostObject = p->host;
-    p->cuptiProfilerHostDeinitialize(&hd);
-  }
+  ag_ctr_cat_close(p->cat);
   if (p->profiler) {
     CUpti_Profiler_DeInitialize_Params pd = {
         .structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};

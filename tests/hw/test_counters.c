@@ -73,7 +73,7 @@ TEST(catalog) {
   CHECK_EQ_INT((int)ag_ctr_edit_distance(longa, longb), 1); /* past the stack rows */
   char err[2048] = "";
   ag_ctr_cat *c = NULL;
-  int rc = ag_ctr_cat_open(NULL, "GH100", NULL, &c, err, sizeof err);
+  int rc = ag_ctr_cat_open(NULL, AG_CTR_RANGE, "GH100", NULL, &c, err, sizeof err);
   if (rc == AG_HOST_ENODEV)
     SKIP("no CUPTI with the profiler host API here: %s", err);
   CHECK_EQ_INT(rc, 0);
@@ -131,7 +131,7 @@ TEST(catalog) {
   CHECK_EQ_INT(ag_ctr_cat_config(c, ag_ctr_default, n, &img, &size, &passes, err, sizeof err),
                AG_HOST_EINVAL); /* once per catalog */
   ag_ctr_cat_close(c);
-  CHECK_EQ_INT(ag_ctr_cat_open(NULL, "GX999", NULL, &c, err, sizeof err), AG_HOST_EUNSUPPORTED);
+  CHECK_EQ_INT(ag_ctr_cat_open(NULL, AG_CTR_RANGE, "GX999", NULL, &c, err, sizeof err), AG_HOST_EUNSUPPORTED);
   CHECK_CONTAINS(err, "this CUPTI does not know chip 'GX999' (it knows ");
   CHECK_CONTAINS(err, "GH100");
   /* argus plan's check: every name, with the default set */
