@@ -37,6 +37,7 @@
 #include "../trace/gpu_util.h"
 #include "../trace/trace_util.h"
 #include "hw_util.h"
+#include "pm_trace_util.h"
 #include "pmsamp.h"
 
 #ifndef PM_PTX
@@ -71,19 +72,9 @@ static int run(const char *dir, const char *mode, const char *variant, const cha
 
 /* The mean duration (ms) of region `name`'s occurrences. */
 static double mean_ms(const ag_trace *tr, const char *name) {
-  double s = 0;
-  size_t n = 0;
-  for (size_t i = 0; i < tr->nocc; i++) {
-    const ag_occ *o = &tr->occ[i];
-    int l = 0;
-    while (l < tr->ev->nlaunches && tr->ev->launches[l].launch != o->launch)
-      l++;
-    if (l < tr->ev->nlaunches && !strcmp(tr->ev->regions[o->region].qname, name)) {
-      s += (double)(o->end - o->start) / tr->clocks[l].hz * 1e3;
-      n++;
-    }
-  }
-  return n ? s / (double)n : 0;
+  double mean, span;
+  pm_region_ms(tr, name, &mean, &span);
+  return mean;
 }
 
 /* What the construction gives, on a signal and the evidence it came from. */

@@ -16,26 +16,16 @@
 #include "check.h"
 #include "../trace/trace_util.h"
 #include "hw_util.h"
+#include "pm_trace_util.h"
 
 static double num(const json_t *o, const char *k) {
   return json_number_value(json_object_get(o, k));
 }
 
-/* The span (ms) of region `name` in the trace: its first begin to its last
- * end over every warp. */
 static double span_ms(const ag_trace *tr, const char *name) {
-  double lo = INFINITY, hi = -INFINITY;
-  for (size_t i = 0; i < tr->nocc; i++) {
-    const ag_occ *o = &tr->occ[i];
-    int l = 0;
-    while (l < tr->ev->nlaunches && tr->ev->launches[l].launch != o->launch)
-      l++;
-    if (l < tr->ev->nlaunches && !strcmp(tr->ev->regions[o->region].qname, name)) {
-      lo = fmin(lo, (double)o->start / tr->clocks[l].hz * 1e3);
-      hi = fmax(hi, (double)o->end / tr->clocks[l].hz * 1e3);
-    }
-  }
-  return hi > lo ? hi - lo : 0;
+  double mean, span;
+  pm_region_ms(tr, name, &mean, &span);
+  return span;
 }
 
 TEST(recorded_other_run) {
