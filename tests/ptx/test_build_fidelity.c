@@ -1,6 +1,7 @@
 /*
  * test_build_fidelity.c — Argus measures the user's machine code. For every
- * example spec (examples/<dir>/spec*.json) and every spec of the CUDA
+ * example spec (examples/<dir>/spec*.json, examples/public/<dir>/spec*.json:
+ * public kernels) and every spec of the CUDA
  * kernels in tests/data/cuda, the trace-free variant is built as observe
  * builds it (nvcc -ptx with the spec's flags and the markers on, the
  * trace-free transform, ptxas with the options ag_spec_ptxas_options reads
@@ -94,6 +95,21 @@ static corpus_list specs(void) {
   }
   if (d)
     closedir(d);
+  /* public kernels (examples/public/<d>/spec*.json: their licences there) */
+  ag_str pub = AG_STR_INIT;
+  ag_str_printf(&pub, "%s/examples/public", srcdir);
+  if ((d = opendir(ag_str_cstr(&pub))) != NULL) {
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.')
+        continue;
+      ag_str sub = AG_STR_INIT;
+      ag_str_printf(&sub, "%s/%s", ag_str_cstr(&pub), e->d_name);
+      add_specs(&l, ag_str_cstr(&sub), "spec");
+      ag_str_release(&sub);
+    }
+    closedir(d);
+  }
+  ag_str_release(&pub);
   ag_str_clear(&ex);
   ag_str_printf(&ex, "%s/tests/data/cuda", srcdir);
   add_specs(&l, ag_str_cstr(&ex), "");

@@ -22,7 +22,8 @@ static json_t *run_argus(const char *const *args, int nargs) {
     argv[n++] = args[i];
   argv[n] = NULL;
   char path[4096], ws[1100];
-  snprintf(path, sizeof path, "PATH=%s/examples:%s", bd ? bd : "build", getenv("PATH"));
+  snprintf(path, sizeof path, "PATH=%s/examples:%s/bench:%s", bd ? bd : "build", bd ? bd : "build",
+           getenv("PATH"));
   snprintf(ws, sizeof ws, "ARGUS_WORKSPACE=%s/ws", dir);
   const char *env[] = {path, ws, NULL};
   ag_str out = AG_STR_INIT, err = AG_STR_INIT;
@@ -152,4 +153,154 @@ TEST(gemm_tma_traced) {
   json_decref(rep);
 }
 
-RUN_TESTS(T(overhead_traced), T(gemm_tma_traced))
+/* The first value of (region, signal, stat) in an observe report, or NULL. */
+static json_t *value_of(json_t *rep, const char *qname, const char *signal, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *r = json_string_value(json_object_get(v, "region"));
+    const char *g = json_string_value(json_object_get(v, "signal"));
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (g && st && !strcmp(g, signal) && !strcmp(st, stat) &&
+        (qname ? r && !strcmp(r, qname) : !r))
+      return json_object_get(v, "value");
+  }
+  return NULL;
+}
+
+/* The first value of (signal, stat) for any region, or NULL. */
+static json_t *any_value(json_t *rep, const char *signal, const char *stat) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(rep, "values"), i, v) {
+    const char *g = json_string_value(json_object_get(v, "signal"));
+    const char *st = json_string_value(json_object_get(v, "stat"));
+    if (g && st && !strcmp(g, signal) && !strcmp(st, stat))
+      return json_object_get(v, "value");
+  }
+  return NULL;
+}
+
+/* `argus observe` on a public kernel (examples/public), the way a user
+ * would: its spec with the production build (nvcc's cubin without markers,
+ * as the examples' CMake makes it) named, so that `static` compares the
+ * trace-free variant with it and `perturbation` times it. */
+static json_t *observe_public(const char *name, const char *dirname, const char *cu,
+                              const char *flags, const char *run, const char *root) {
+  const char *src = getenv("ARGUS_SOURCE_DIR"), *bd = getenv("ARGUS_BUILD_DIR");
+  char spec[1200], body[4096];
+  snprintf(spec, sizeof spec, "%s/%s.spec.json", dir, name);
+  snprintf(body, sizeof body,
+           "{\"name\": \"%s\", \"module\": {\"cuda\": \"%s/examples/public/%s/%s\", "
+           "\"flags\": [%s], \"production\": \"%s/examples/%s.cubin\"}, \"run\": [%s]}\n",
+           name, src ? src : ".", dirname, cu, flags, bd ? bd : "build", name, run);
+  CHECK_EQ_INT(ag_file_write_atomic(spec, body, strlen(body)), 0);
+  const char *args[] = {"--json", "observe", spec, "--region", root, "--signals",
+                        "duration,inst_mix,barriers,ownership,hw_counters"};
+  double t0 = (double)ag_now_ns() * 1e-9;
+  json_t *rep = run_argus(args, 7);
+  printf("@public %s: observe %.1f s\n", name, (double)ag_now_ns() * 1e-9 - t0);
+  return rep;
+}
+
+/* What every public kernel's report must hold. */
+static void check_public(json_t *rep, const char *name, const char *root,
+                         const char *const *regions) {
+  char *txt = json_dumps(rep, JSON_INDENT(1));
+  const char *out = getenv("ARGUS_EVIDENCE_OUT");
+  if (out && txt) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s.observe.json", out, name);
+    ag_file_write_atomic(p, txt, strlen(txt));
+  }
+  free(txt);
+  /* the trace-free variant against the build the user ships: identical, or
+   * the report says how it differs (markers can move code: docs/build-fidelity.md) */
+  const char *prod = json_string_value(value_of(rep, "(module)", "static", "production"));
+  printf("@public %s: static production: %.400s\n", name, prod ? prod : "(none)");
+  CHECK(prod && (strstr(prod, "identical code") || !strncmp(prod, "warning: ", 9)));
+  for (int i = 0; regions[i]; i++) {
+    char q[512];
+    snprintf(q, sizeof q, "%s%s%s", root, *regions[i] ? "/" : "", regions[i]);
+    json_t *n = value_of(rep, q, "duration", "count"), *m = value_of(rep, q, "duration", "mean");
+    printf("@public %s: %s: %lld occurrences, mean %.0f ns\n", name, q,
+           (long long)json_integer_value(n), json_number_value(m));
+    CHECK(json_integer_value(n) > 0 && json_number_value(m) > 0);
+  }
+  json_t *inst = any_value(rep, "inst_mix", "kernel_total");
+  json_t *own = any_value(rep, "ownership", "pcs");
+  printf("@public %s: inst_mix kernel total %.0f, ownership PCs %.0f\n", name,
+         json_number_value(inst), json_number_value(own));
+  CHECK(json_number_value(inst) > 0 && json_number_value(own) > 0);
+  json_t *ts = value_of(rep, NULL, "perturbation", "added_share");
+  json_t *rf = value_of(rep, NULL, "perturbation", "registers.trace_free");
+  json_t *rt = value_of(rep, NULL, "perturbation", "registers.traced");
+  json_t *cf = value_of(rep, NULL, "perturbation", "ctas_per_sm.trace_free");
+  json_t *ct = value_of(rep, NULL, "perturbation", "ctas_per_sm.traced");
+  printf("@public %s: tracing adds %.1f %%, registers %lld -> %lld, CTAs/SM %lld -> %lld; "
+         "%zu warnings, %zu missing\n",
+         name, json_number_value(ts), (long long)json_integer_value(rf),
+         (long long)json_integer_value(rt), (long long)json_integer_value(cf),
+         (long long)json_integer_value(ct), json_array_size(json_object_get(rep, "warnings")),
+         json_array_size(json_object_get(rep, "missing")));
+  CHECK(ts != NULL && rf != NULL && rt != NULL);
+  /* a traced build that lost occupancy must say so */
+  if (json_integer_value(ct) < json_integer_value(cf))
+    CHECK(json_array_size(json_object_get(rep, "warnings")) > 0);
+  size_t i;
+  json_t *w;
+  json_array_foreach(json_object_get(rep, "warnings"), i, w) {
+    char *s = json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY);
+    printf("@public %s: warning %.300s\n", name, s ? s : "");
+    free(s);
+  }
+}
+
+TEST(public_sgemm_cuda) {
+  gpu_or_skip("test_gpu_examples");
+  dir = dir ? dir : scratch_dir("examples");
+  const char *root = "sgemmWarptiling<128, 128, 16, 64, 64, 4, 8, 4, 128>";
+  json_t *rep = observe_public(
+      "sgemm10", "sgemm_cuda", "sgemm10.cu", "\"-arch=sm_90a\"",
+      "\"sgemm_harness\", \"--module\", \"none.cubin\", \"--kernel\", "
+      "\"sgemmWarptiling<128, 128, 16, 64, 64, 4, 8, 4, 128>\", \"--size\", \"2048\", "
+      "\"--reps\", \"5\"",
+      root);
+  CHECK(rep != NULL);
+  if (!rep)
+    return;
+  static const char *const regs[] = {"mainloop", "mainloop/ktile", "mainloop/ktile/load",
+                                     "mainloop/ktile/compute", "epilogue", NULL};
+  check_public(rep, "sgemm10", root, regs);
+  /* 2048^2 / 128^2 = 256 CTAs of 4 warps; 2048 / 16 = 128 k-tiles each */
+  char q[512];
+  snprintf(q, sizeof q, "%s/mainloop/ktile", root);
+  json_t *n = value_of(rep, q, "duration", "count"), *m = NULL;
+  snprintf(q, sizeof q, "%s/mainloop", root);
+  m = value_of(rep, q, "duration", "count");
+  CHECK(json_integer_value(m) > 0 && json_integer_value(n) == 128 * json_integer_value(m));
+  json_decref(rep);
+}
+
+TEST(public_fast_cu) {
+  gpu_or_skip("test_gpu_examples");
+  dir = dir ? dir : scratch_dir("examples");
+  const char *root = "M4::matmulKernel4<128, 128, 64, 256, 5>";
+  json_t *rep = observe_public(
+      "fastcu4", "fast_cu", "fastcu4.cu",
+      "\"-std=c++17\", \"-O3\", \"-DNDEBUG\", \"-w\", \"--expt-relaxed-constexpr\", "
+      "\"--expt-extended-lambda\", \"--use_fast_math\", \"-arch=sm_90a\", \"-lineinfo\"",
+      "\"wgmma_harness\", \"--module\", \"none.cubin\", \"--kernel\", "
+      "\"M4::matmulKernel4<128, 128, 64, 256, 5>\", \"--size\", \"4096\", \"--reps\", "
+      "\"5\"",
+      root);
+  CHECK(rep != NULL);
+  if (!rep)
+    return;
+  static const char *const regs[] = {"produce", "consume", "consume/ktile", "consume/ktile/wait",
+                                     "consume/ktile/mma", "epilogue", NULL};
+  check_public(rep, "fastcu4", root, regs);
+  json_decref(rep);
+}
+
+RUN_TESTS(T(overhead_traced), T(gemm_tma_traced), T(public_sgemm_cuda), T(public_fast_cu))
