@@ -80,11 +80,18 @@ typedef struct ag_attr_map {
   double *n;        /* n[p * nregions + r] */
   uint64_t dropped; /* executions the run could not count (slot 0) */
   int nolines;      /* PCs without a PTX line */
+  unsigned char *pad; /* per PC: 1 for the padding after a function's last RET
+                         or EXIT (ag_sass_cubin_padding): never run, so
+                         counted in no region (its n row is 0) */
+  int padding;      /* how many (-1: not recognized, the SASS is not sm_90;
+                       the padding then keeps its PTX line's count) */
 } ag_attr_map;
 
 /* Builds the map of `kernel` from the layout, the mapping run's counter
  * slots (slots[0..nslots), nslots >= L->nslots) and the cubin of the
- * trace-free program compiled with -lineinfo. AG_ENOTFOUND: no such kernel
+ * trace-free program compiled with -lineinfo. Every PC takes its PTX line's
+ * unit's counts but the padding after a function's last RET or EXIT, which
+ * takes none (docs/attribution.md, "SASS line info"). AG_ENOTFOUND: no such kernel
  * in the cubin; AG_EINVAL: no line info, or too few slots (diagnostics). */
 int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nslots,
                       const ag_sass_cubin *cubin, const char *kernel, ag_diags *diags,

@@ -4,7 +4,8 @@
  *
  * The map is built once per (mapping run, cubin): every SASS instruction of
  * the kernel's code section (16 bytes each on sm_90) takes its PTX line from
- * the -lineinfo table, the line its unit, the unit its counts. Attribution
+ * the -lineinfo table, the line its unit, the unit its counts; the padding
+ * after a function's last RET or EXIT (ag_sass_cubin_padding) takes none. Attribution
  * is one pass over the metric's PCs: alpha from the map row, the metric
  * split by alpha, H(p) from alpha. Metric PCs the map has no executions for
  * keep their value in `unattributed`, so the conservation check sees a lost
@@ -194,6 +195,7 @@ void ag_attr_map_free(ag_attr_map *m) {
   ag_free(m->kernel);
   ag_free(m->pc);
   ag_free(m->line);
+  ag_free(m->pad);
   ag_free(m->n);
   ag_free(m);
 }
@@ -226,7 +228,8 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
   m->pc = ag_calloc((size_t)np + 1, sizeof *m->pc);
   m->line = ag_calloc((size_t)np + 1, sizeof *m->line);
   m->n = ag_calloc((size_t)np * (size_t)R + 1, sizeof *m->n);
-  if (!m->kernel || !m->regions || !m->pc || !m->line || !m->n) {
+  m->pad = ag_calloc((size_t)np + 1, 1);
+  if (!m->kernel || !m->regions || !m->pc || !m->line || !m->n || !m->pad) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -237,6 +240,15 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
     }
   m->npcs = np;
   m->dropped = slots[0];
+  /* the padding after a function's last RET or EXIT carries that line but
+   * never runs: it takes no count (not recognized outside sm_90) */
+  m->padding = ag_sass_cubin_padding(cubin, t, m->pad);
+  if (m->padding == AG_ENOMEM) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (m->padding < 0)
+    m->padding = -1;
   for (int p = 0; p < np; p++) {
     m->pc[p] = (uint64_t)p * SASS_INSTR_BYTES;
     if (ag_sass_cubin_pc_line(cubin, t, m->pc[p], &m->line[p])) {
@@ -244,7 +256,7 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
       continue;
     }
     int u = ag_attr_unit_of_line(L, m->line[p]);
-    if (u < 0)
+    if (u < 0 || m->pad[p])
       continue;
     const ag_attr_unit *U = &L->units[u];
     double *row = &m->n[(size_t)p * (size_t)R];
