@@ -821,5 +821,44 @@ out:
   ag_diags_release(&d);
 }
 
+/* A cubin whose SASS is not sm_90 (the decoder reads sm_90 only): the
+ * padding is not recognized, so the map counts it with the RET's unit as
+ * before, and the report says so: ownership warns and has no padding_pcs,
+ * derived inst_mix's rule names it. The values are the recorded cubin's,
+ * its architecture field changed. */
+TEST(test_padding_other_sm) {
+  fx f;
+  json_t *o = NULL, *der = NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  FX_LOAD(f);
+  truth t;
+  uint32_t ret = 0;
+  int pad = helper_padding(&f, &ret);
+  CHECK_EQ_INT(expected(&f, "smsp__sass_inst_executed", &t), 0);
+  CHECK_EQ_INT(f.cub->sm, 90);
+  f.cub->sm = 80;
+  o = signal_of(&f, "ownership", "attrib_truth", NULL);
+  char *w = o ? json_dumps(json_object_get(o, "warnings"), 0) : NULL;
+  CHECK_CONTAINS(w ? w : "", "ownership of 'attrib_truth': padding PCs: not recognized (the "
+                             "cubin's SASS is not sm_90)");
+  free(w);
+  CHECK(!su_value(o, "attrib_truth", "padding_pcs"));
+  CHECK_EQ_INT((int)val(o, "attrib_truth/A", "static_pcs"), t.pcs[RA] + pad);
+  CHECK_EQ_INT((int)val(o, "attrib_truth/B", "shared_pcs"), t.helper_pcs + pad);
+  NEAR(val(o, "attrib_truth/A", "dynamic"), t.total[RA] + TW * (TK1 - 1) + pad * TW * TK1);
+  ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
+                       f.ev, "no SASS metrics here"};
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &in, &d, &der), 0);
+  w = der ? json_dumps(json_object_get(der, "warnings"), 0) : NULL;
+  CHECK_CONTAINS(w ? w : "", "(no SASS metrics here); padding PCs: not recognized");
+  free(w);
+out:
+  json_decref(o);
+  json_decref(der);
+  ag_diags_release(&d);
+  fx_free(&f);
+}
+
 RUN_TESTS(T(test_inst_mix_truth), T(test_derived_truth), T(test_derived_without_opcodes),
-          T(test_refusals), T(test_dropped), T(test_no_markers))
+          T(test_refusals), T(test_dropped), T(test_no_markers), T(test_padding_other_sm))
