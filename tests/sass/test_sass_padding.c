@@ -332,19 +332,28 @@ static void far_ptx(ag_str *s, const char *arch, int lines[5]) {
   ag_str_puts(s, "add.s32 %r3, %r3, 1;\nsetp.lt.u32 %p2, %r3, %r1;\n@%p2 bra TOP;\nret;\n}\n");
 }
 
-TEST(decode_far) {
-  su_need_tools();
+/* far_ptx for arch through ptxas (-lineinfo or not), parsed; NULL: failed (checked) */
+static ag_sass_cubin *far_cubin(const char *arch, int lineinfo, int L[5], ag_diags *d) {
   ag_str s = AG_STR_INIT, err = AG_STR_INIT;
-  ag_diags d;
-  ag_diags_init(&d);
   char *bin = NULL;
   size_t blen = 0;
   ag_sass_cubin *cub = NULL;
-  int L[5];
-  far_ptx(&s, "sm_90a", L);
-  CHECK_EQ_INT(su_ptxas("sm_90a", 1, ag_str_cstr(&s), s.len, &bin, &blen, &err), 0);
+  far_ptx(&s, arch, L);
+  CHECK_EQ_INT(su_ptxas(arch, lineinfo, ag_str_cstr(&s), s.len, &bin, &blen, &err), 0);
   if (bin)
-    CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "far.cubin", &d, &cub), 0);
+    CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, arch, d, &cub), 0);
+  ag_free(bin);
+  ag_str_release(&s);
+  ag_str_release(&err);
+  return cub;
+}
+
+TEST(decode_far) {
+  su_need_tools();
+  ag_diags d;
+  ag_diags_init(&d);
+  int L[5];
+  ag_sass_cubin *cub = far_cubin("sm_90a", 1, L, &d);
   if (!cub)
     goto out;
   int t = ag_sass_cubin_text(cub, "far"), fwd = 0, back = 0;
@@ -387,15 +396,7 @@ TEST(decode_far) {
   CHECK_EQ_INT(back, 1);
   /* an sm_80 build: its SASS is not decoded, its padding not recognized */
   ag_sass_cubin_free(cub);
-  cub = NULL;
-  ag_free(bin);
-  bin = NULL;
-  ag_str_clear(&s);
-  far_ptx(&s, "sm_80", L);
-  CHECK_EQ_INT(su_ptxas("sm_80", 0, ag_str_cstr(&s), s.len, &bin, &blen, &err), 0);
-  if (bin)
-    CHECK_EQ_INT(ag_sass_cubin_parse(bin, blen, "far80.cubin", &d, &cub), 0);
-  if (!cub)
+  if (!(cub = far_cubin("sm_80", 0, L, &d)))
     goto out;
   CHECK_EQ_INT(cub->sm, 80);
   unsigned char pad[4096];
@@ -405,9 +406,6 @@ TEST(decode_far) {
     CHECK_EQ_INT(ag_sass_cubin_padding(cub, t, pad), AG_EUNSUPPORTED);
 out:
   ag_sass_cubin_free(cub);
-  ag_free(bin);
-  ag_str_release(&s);
-  ag_str_release(&err);
   ag_diags_release(&d);
 }
 
