@@ -70,7 +70,7 @@ TEST(catalog) {
   memset(longa, 'a', 299), memset(longb, 'a', 299);
   longa[299] = longb[299] = 0;
   longb[150] = 'b';
-  CHECK_EQ_INT((int)ag_ctr_edit_distance(longa, longb), 1); /* past the stack rows */
+  CHECK_EQ_INT((int)ag_ctr_edit_distance(longa, longb), 1); /* long names: rows of 300 */
   char err[2048] = "";
   ag_ctr_cat *c = NULL;
   int rc = ag_ctr_cat_open(NULL, "GH100", NULL, &c, err, sizeof err);
