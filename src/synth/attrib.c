@@ -5,7 +5,8 @@
  * The map is built once per (mapping run, cubin): every SASS instruction of
  * the kernel's code section (16 bytes each on sm_90) takes its PTX line from
  * the -lineinfo table, the line its unit, the unit its counts; the padding
- * after a function's last RET or EXIT (ag_sass_cubin_padding) takes none. Attribution
+ * after a function's last RET or EXIT (ag_sass_cubin_padding) is marked,
+ * and counts no execution in ownership and the derived mix. Attribution
  * is one pass over the metric's PCs: alpha from the map row, the metric
  * split by alpha, H(p) from alpha. Metric PCs the map has no executions for
  * keep their value in `unattributed`, so the conservation check sees a lost
@@ -241,7 +242,7 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
   m->npcs = np;
   m->dropped = slots[0];
   /* the padding after a function's last RET or EXIT carries that line but
-   * never runs: it takes no count (not recognized outside sm_90) */
+   * never runs: marked (not recognized outside sm_90) */
   m->padding = ag_sass_cubin_padding(cubin, t, m->pad);
   if (m->padding == AG_ENOMEM) {
     rc = AG_ENOMEM;
@@ -256,7 +257,7 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
       continue;
     }
     int u = ag_attr_unit_of_line(L, m->line[p]);
-    if (u < 0 || m->pad[p])
+    if (u < 0)
       continue;
     const ag_attr_unit *U = &L->units[u];
     double *row = &m->n[(size_t)p * (size_t)R];
@@ -275,6 +276,10 @@ out:
   return 0;
 }
 
+const double *ag_attr_exec_row(const ag_attr_map *map, int p) {
+  return map->pad[p] ? NULL : &map->n[(size_t)p * (size_t)map->nregions];
+}
+
 json_t *ag_attr_ownership(const ag_attr_map *map) {
   int R = map->nregions;
   json_t *regs = json_array();
@@ -282,8 +287,8 @@ json_t *ag_attr_ownership(const ag_attr_map *map) {
     int st = 0, sh = 0;
     double dyn = 0;
     for (int p = 0; p < map->npcs; p++) {
-      const double *row = &map->n[(size_t)p * (size_t)R];
-      if (!(row[k] > 0))
+      const double *row = ag_attr_exec_row(map, p);
+      if (!row || !(row[k] > 0))
         continue;
       st++;
       dyn += row[k];
@@ -441,8 +446,8 @@ void ag_attr_mix_map(const ag_attr_map *map, const char *const *opcodes, double 
   memset(out, 0, sizeof *out * (size_t)R * AG_SASS__NCLASS);
   for (int p = 0; p < map->npcs; p++) {
     ag_sass_class c = ag_sass_classify(opcodes[p]);
-    const double *row = &map->n[(size_t)p * (size_t)R];
-    for (int k = 0; k < R; k++)
+    const double *row = ag_attr_exec_row(map, p);
+    for (int k = 0; row && k < R; k++)
       out[(size_t)k * AG_SASS__NCLASS + c] += row[k];
   }
 }

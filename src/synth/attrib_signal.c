@@ -138,14 +138,15 @@ static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_metric *
   ag_free(h);
 }
 
-/* The kernel's PCs the mapping run saw in no region (all of them: the
- * kernel did not run). */
+/* The kernel's PCs the mapping run saw execute in no region (all of them:
+ * the kernel did not run); the padding never executes. */
 static int unexecuted(const ag_attr_map *map) {
   int idle = 0;
   for (int p = 0; p < map->npcs; p++) {
+    const double *row = ag_attr_exec_row(map, p);
     int any = 0;
-    for (int r = 0; r < map->nregions && !any; r++)
-      any = map->n[(size_t)p * (size_t)map->nregions + (size_t)r] > 0;
+    for (int r = 0; row && r < map->nregions && !any; r++)
+      any = row[r] > 0;
     idle += !any;
   }
   return idle;
