@@ -80,18 +80,33 @@ typedef struct ag_attr_map {
   double *n;        /* n[p * nregions + r] */
   uint64_t dropped; /* executions the run could not count (slot 0) */
   int nolines;      /* PCs without a PTX line */
+  unsigned char *pad; /* per PC: 1 for the padding after a function's last RET
+                         or EXIT (ag_sass_cubin_padding): never executed, so
+                         ag_attr_exec_row gives it no count; its n row keeps
+                         its line's unit (a PC sample there is of a warp
+                         leaving through that RET/EXIT) */
+  int padding;      /* how many (-1: not recognized, the SASS is not sm_90;
+                       the padding then counts as its PTX line's unit) */
 } ag_attr_map;
 
 /* Builds the map of `kernel` from the layout, the mapping run's counter
  * slots (slots[0..nslots), nslots >= L->nslots) and the cubin of the
- * trace-free program compiled with -lineinfo. AG_ENOTFOUND: no such kernel
+ * trace-free program compiled with -lineinfo. Every PC takes its PTX line's
+ * unit's counts; the padding after a function's last RET or EXIT is marked
+ * in pad (docs/attribution.md, "SASS line info"). AG_ENOTFOUND: no such kernel
  * in the cubin; AG_EINVAL: no line info, or too few slots (diagnostics). */
 int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nslots,
                       const ag_sass_cubin *cubin, const char *kernel, ag_diags *diags,
                       ag_attr_map **out);
 void ag_attr_map_free(ag_attr_map *m);
+/* The executions of map PC index p per region (nregions values, borrowed):
+ * its n row, or NULL for the padding, which never executes. Ownership and
+ * the derived inst_mix count executions through it; attribution's alpha
+ * uses the n row (a metric or sample at the padding goes to its unit). */
+const double *ag_attr_exec_row(const ag_attr_map *map, int p);
 
-/* The `ownership` signal from the map alone (no metric run): per region
+/* The `ownership` signal from the map alone (no metric run), over the
+ * executed PCs (ag_attr_exec_row: not the padding): per region
  * with any PC, {"region", "static_pcs" (PCs with n > 0), "dynamic" (sum_p
  * n(r,p): warp instructions by the mapping run's count, up to the SASS
  * duplication docs/attribution.md describes), "shared_pcs" (of its PCs,
@@ -158,7 +173,8 @@ int ag_attr_mix(const ag_attr_map *map, const ag_attr_metric *metric,
 
 /* inst_mix and barriers from the map alone, when no metric run counted
  * (docs/attribution.md, "Without SASS metrics"): out[r * AG_SASS__NCLASS +
- * c] = sum of n(r, p) over the map's PCs p whose opcode (opcodes[p], one per
+ * c] = sum of n(r, p) over the map's executed PCs p (ag_attr_exec_row: not
+ * the padding) whose opcode (opcodes[p], one per
  * map PC; NULL counts as misc) is of class c: warp instructions executed,
  * as smsp__sass_inst_executed counts them. out is the caller's. */
 void ag_attr_mix_map(const ag_attr_map *map, const char *const *opcodes, double *out);

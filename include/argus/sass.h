@@ -55,6 +55,8 @@ typedef struct ag_sass_cubin {
   ag_sass_row *rows;  /* in line-program order */
   int nrows;
   int has_lineinfo;   /* a .nv_debug_line_sass section was present */
+  int sm;             /* the SASS architecture (90: sm_90 and sm_90a), from the ELF
+                         header's flags; 0 when not known */
 } ag_sass_cubin;
 
 /* Parses a 64-bit ELF cubin image. `name` names it in diagnostics. On
@@ -85,6 +87,42 @@ int ag_sass_cubin_pc_func(const ag_sass_cubin *c, int text, uint64_t pc);
  * the offset is past the function's end. */
 int ag_sass_cubin_section_pc(const ag_sass_cubin *c, const char *kernel, const char *function,
                         uint64_t pc_offset, uint64_t *pc);
+
+/* --------------------------------------- control flow and padding (sm_90) */
+/* What the padding rule needs of one SASS instruction, decoded from the
+ * cubin's code (src/sass/padding.c says which bits). */
+typedef enum ag_sass_ctl_kind {
+  AG_SASS_CTL_OTHER,
+  AG_SASS_CTL_NOP,
+  AG_SASS_CTL_BRA,
+  AG_SASS_CTL_EXIT,
+  AG_SASS_CTL_RET
+} ag_sass_ctl_kind;
+
+typedef struct ag_sass_ctl {
+  uint64_t pc;           /* offset in the code section */
+  ag_sass_ctl_kind kind;
+  int guarded;           /* 1: under a predicate other than PT */
+  int64_t target;        /* a BRA's target (offset in the section), else -1 */
+} ag_sass_ctl;
+
+/* Decodes the instruction at offset pc of texts[text]. AG_EUNSUPPORTED when
+ * the cubin's SASS is not sm_90 (c->sm), AG_EINVAL for a PC outside the
+ * section or not on an instruction. */
+int ag_sass_decode_ctl(const ag_sass_cubin *c, int text, uint64_t pc, ag_sass_ctl *out);
+/* The padding rule on one function's instructions (n of them, ascending
+ * PCs, 16 bytes apart): the index of its first padding instruction, n when
+ * it has none. Padding: the instructions after the function's last RET or
+ * EXIT, when that one is unguarded, every one after it is a NOP or an
+ * unguarded BRA to itself, and no BRA of the function branches into them
+ * (but a self-branch to itself). A self-loop anywhere else is code. */
+int ag_sass_padding_start(const ag_sass_ctl *ins, int n);
+/* Marks pad[p] = 1 for every padding PC p * 16 of texts[text], function by
+ * function (a function's code ends where the next one placed in it begins),
+ * 0 for the others; pad holds size / 16 bytes (the caller's). Returns how
+ * many it marked; AG_EUNSUPPORTED (nothing marked) when the SASS is not
+ * sm_90, AG_EINVAL for a bad text index, AG_ENOMEM. */
+int ag_sass_cubin_padding(const ag_sass_cubin *c, int text, unsigned char *pad);
 
 /* ------------------------------------------------------- opcode classes */
 /* Instruction classes of inst_mix and barriers (docs/attribution.md). */

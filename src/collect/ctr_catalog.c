@@ -157,32 +157,6 @@ size_t ag_ctr_cat_count(const ag_ctr_cat *c) {
   return n;
 }
 
-size_t ag_ctr_edit_distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  size_t stack[2][129];
-  size_t *prev = stack[0], *cur = stack[1], *heap = NULL;
-  if (lb >= 129) { /* long names: two rows on the heap */
-    if (!(heap = malloc(2 * (lb + 1) * sizeof *heap)))
-      return la > lb ? la : lb;
-    prev = heap, cur = heap + lb + 1;
-  }
-  for (size_t j = 0; j <= lb; j++)
-    prev[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    cur[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
-      size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
-      cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-    }
-    size_t *t = prev;
-    prev = cur, cur = t;
-  }
-  size_t d = prev[lb];
-  free(heap);
-  return d;
-}
-
 /* The base metric `name` starts with (the longest; base names may hold a
  * '.': "TriageCompute.sm__throughput"), its type in *type; NULL if none. */
 static const char *base_of(const ag_ctr_cat *c, const char *name, int *type) {

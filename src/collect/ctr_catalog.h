@@ -26,6 +26,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+
+#include "../core/edit_distance.h"
 
 #define AG_CTR_DEFAULT_CHIP "GH100"
 
@@ -78,7 +81,10 @@ int ag_ctr_cat_eval(ag_ctr_cat *c, const uint8_t *image, size_t size, size_t ran
                     const char *const *names, size_t n, double *values, char *err,
                     size_t errlen);
 
-/* Levenshtein distance between a and b (exposed for tests). */
-size_t ag_ctr_edit_distance(const char *a, const char *b);
+/* The edit distance between a and b (core's, src/core/edit_distance.h,
+ * with libc's allocator; exposed for tests); SIZE_MAX out of memory. */
+static inline size_t ag_ctr_edit_distance(const char *a, const char *b) {
+  return ag__edit_distance(a, b, malloc, free);
+}
 
 #endif

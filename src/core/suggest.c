@@ -2,7 +2,8 @@
  * suggest.c — "did you mean" for a name someone mistyped (a signal, a scope
  * key, a region): the known names within a few edits of it, closest first.
  * Edits are insertions, deletions, substitutions and transpositions of two
- * adjacent characters, each 1 (optimal string alignment). Called once per
+ * adjacent characters, each 1 (optimal string alignment: edit_distance.h,
+ * shared with the counter catalog of libargus_host). Called once per
  * refused name, over tens of names: quadratic in their lengths is nothing.
  */
 #include "argus/core.h"
@@ -10,32 +11,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "edit_distance.h"
+
 size_t ag_edit_distance(const char *a, const char *b) {
-  size_t n = strlen(a), m = strlen(b);
-  /* three rows: i - 2, i - 1, i */
-  size_t *r = ag_malloc(3 * (m + 1) * sizeof *r);
-  if (!r)
-    return SIZE_MAX;
-  size_t *r2 = r, *r1 = r + m + 1, *r0 = r + 2 * (m + 1);
-  for (size_t j = 0; j <= m; j++)
-    r1[j] = j;
-  for (size_t i = 1; i <= n; i++) {
-    r0[0] = i;
-    for (size_t j = 1; j <= m; j++) {
-      size_t sub = r1[j - 1] + (a[i - 1] != b[j - 1]);
-      size_t del = r1[j] + 1, ins = r0[j - 1] + 1;
-      size_t d = sub < del ? sub : del;
-      d = d < ins ? d : ins;
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && r2[j - 2] + 1 < d)
-        d = r2[j - 2] + 1;
-      r0[j] = d;
-    }
-    size_t *t = r2;
-    r2 = r1, r1 = r0, r0 = t;
-  }
-  size_t d = r1[m];
-  ag_free(r);
-  return d;
+  return ag__edit_distance(a, b, ag_malloc, ag_free);
 }
 
 int ag_str_suggest(ag_str *out, const char *word, const char *const *names, size_t n) {

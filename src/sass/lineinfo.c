@@ -267,6 +267,8 @@ static int parse(cx *x) {
       (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr) > c->len - eh.e_shoff ||
       eh.e_shstrndx >= eh.e_shnum)
     return bad(x, "the ELF section headers lie outside the file (%zu bytes)", c->len);
+  /* the SM: bits 8-15 of e_flags since CUDA's ELF ABI version 8, bits 0-7 before */
+  c->sm = (int)(d[EI_ABIVERSION] >= 8 ? (eh.e_flags >> 8) & 0xff : eh.e_flags & 0xff);
   x->sh = (const Elf64_Shdr *)(d + eh.e_shoff); /* ELF64 headers are 8-aligned */
   x->nsh = eh.e_shnum;
   if ((uintptr_t)x->sh % 8)

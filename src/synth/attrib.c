@@ -4,7 +4,9 @@
  *
  * The map is built once per (mapping run, cubin): every SASS instruction of
  * the kernel's code section (16 bytes each on sm_90) takes its PTX line from
- * the -lineinfo table, the line its unit, the unit its counts. Attribution
+ * the -lineinfo table, the line its unit, the unit its counts; the padding
+ * after a function's last RET or EXIT (ag_sass_cubin_padding) is marked,
+ * and counts no execution in ownership and the derived mix. Attribution
  * is one pass over the metric's PCs: alpha from the map row, the metric
  * split by alpha, H(p) from alpha. Metric PCs the map has no executions for
  * keep their value in `unattributed`, so the conservation check sees a lost
@@ -194,6 +196,7 @@ void ag_attr_map_free(ag_attr_map *m) {
   ag_free(m->kernel);
   ag_free(m->pc);
   ag_free(m->line);
+  ag_free(m->pad);
   ag_free(m->n);
   ag_free(m);
 }
@@ -226,7 +229,8 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
   m->pc = ag_calloc((size_t)np + 1, sizeof *m->pc);
   m->line = ag_calloc((size_t)np + 1, sizeof *m->line);
   m->n = ag_calloc((size_t)np * (size_t)R + 1, sizeof *m->n);
-  if (!m->kernel || !m->regions || !m->pc || !m->line || !m->n) {
+  m->pad = ag_calloc((size_t)np + 1, 1);
+  if (!m->kernel || !m->regions || !m->pc || !m->line || !m->n || !m->pad) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -237,6 +241,15 @@ int ag_attr_map_build(const ag_attr_layout *L, const uint64_t *slots, size_t nsl
     }
   m->npcs = np;
   m->dropped = slots[0];
+  /* the padding after a function's last RET or EXIT carries that line but
+   * never runs: marked (not recognized outside sm_90) */
+  m->padding = ag_sass_cubin_padding(cubin, t, m->pad);
+  if (m->padding == AG_ENOMEM) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (m->padding < 0)
+    m->padding = -1;
   for (int p = 0; p < np; p++) {
     m->pc[p] = (uint64_t)p * SASS_INSTR_BYTES;
     if (ag_sass_cubin_pc_line(cubin, t, m->pc[p], &m->line[p])) {
@@ -263,6 +276,10 @@ out:
   return 0;
 }
 
+const double *ag_attr_exec_row(const ag_attr_map *map, int p) {
+  return map->pad[p] ? NULL : &map->n[(size_t)p * (size_t)map->nregions];
+}
+
 json_t *ag_attr_ownership(const ag_attr_map *map) {
   int R = map->nregions;
   json_t *regs = json_array();
@@ -270,8 +287,8 @@ json_t *ag_attr_ownership(const ag_attr_map *map) {
     int st = 0, sh = 0;
     double dyn = 0;
     for (int p = 0; p < map->npcs; p++) {
-      const double *row = &map->n[(size_t)p * (size_t)R];
-      if (!(row[k] > 0))
+      const double *row = ag_attr_exec_row(map, p);
+      if (!row || !(row[k] > 0))
         continue;
       st++;
       dyn += row[k];
@@ -429,8 +446,8 @@ void ag_attr_mix_map(const ag_attr_map *map, const char *const *opcodes, double 
   memset(out, 0, sizeof *out * (size_t)R * AG_SASS__NCLASS);
   for (int p = 0; p < map->npcs; p++) {
     ag_sass_class c = ag_sass_classify(opcodes[p]);
-    const double *row = &map->n[(size_t)p * (size_t)R];
-    for (int k = 0; k < R; k++)
+    const double *row = ag_attr_exec_row(map, p);
+    for (int k = 0; row && k < R; k++)
       out[(size_t)k * AG_SASS__NCLASS + c] += row[k];
   }
 }

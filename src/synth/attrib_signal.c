@@ -138,14 +138,15 @@ static void summary(json_t *vals, const ag_attr_map *map, const ag_attr_metric *
   ag_free(h);
 }
 
-/* The kernel's PCs the mapping run saw in no region (all of them: the
- * kernel did not run). */
+/* The kernel's PCs the mapping run saw execute in no region (all of them:
+ * the kernel did not run); the padding never executes. */
 static int unexecuted(const ag_attr_map *map) {
   int idle = 0;
   for (int p = 0; p < map->npcs; p++) {
+    const double *row = ag_attr_exec_row(map, p);
     int any = 0;
-    for (int r = 0; r < map->nregions && !any; r++)
-      any = map->n[(size_t)p * (size_t)map->nregions + (size_t)r] > 0;
+    for (int r = 0; row && r < map->nregions && !any; r++)
+      any = row[r] > 0;
     idle += !any;
   }
   return idle;
@@ -222,6 +223,19 @@ out:
   "from the mapping run's block counts through line info; warp instructions executed; no " \
   "thread-level or predicated-on counts, so `branch` stays missing"
 
+/* What the map did with the padding after a function's last RET or EXIT
+ * (docs/attribution.md, "SASS line info"): the rule's clause. */
+static void padding_rule(const ag_attr_map *map, ag_str *out) {
+  if (map->padding >= 0)
+    ag_str_printf(out, "padding PCs: %d, excluded (the BRA to itself and NOPs after a "
+                       "function's last RET or EXIT never run)",
+                  map->padding);
+  else
+    ag_str_puts(out, "padding PCs: not recognized (the cubin's SASS is not sm_90), so the "
+                     "BRA to itself and NOPs after a function's last RET or EXIT count with "
+                     "its PTX line");
+}
+
 /* inst_mix or barriers of one kernel from the map alone, when the metric
  * run gave nothing (none_why says why): n(r, p) summed per region and
  * opcode class of the -lineinfo build (in->opcodes), qualified derived. */
@@ -273,8 +287,11 @@ static int derived(const char *signal, const ag_attr_inputs *in, const ag_attr_m
     value_q(vals, map->regions[r], signal, "total", json_real(total), "warp-inst", "derived");
   }
   value_q(vals, map->kernel, signal, "kernel_total", json_real(kernel), "warp-inst", "derived");
-  json_array_append_new(warn, json_sprintf("%s of '%s' is derived " DERIVED_RULE " (%s)", signal,
-                                           map->kernel, none_why));
+  ag_str pr = AG_STR_INIT;
+  padding_rule(map, &pr);
+  json_array_append_new(warn, json_sprintf("%s of '%s' is derived " DERIVED_RULE " (%s); %s",
+                                           signal, map->kernel, none_why, ag_str_cstr(&pr)));
+  ag_str_release(&pr);
   if (noop)
     json_array_append_new(warn, json_sprintf("%s of '%s': %d of %d PCs have no opcode in the "
                                              "disassembly: counted as misc",
@@ -314,8 +331,19 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
     }
     value(vals, map->kernel, signal, "pcs", json_integer(map->npcs), "count");
     /* PCs the mapping run saw in no region: code that never ran (the other
-     * side of a branch, the padding after EXIT) or PCs without a PTX line */
+     * side of a branch, the padding after a RET or EXIT) or PCs without a
+     * PTX line */
     value(vals, map->kernel, signal, "unexecuted_pcs", json_integer(unexecuted(map)), "count");
+    /* of those, the padding: excluded by rule, not by the run */
+    if (map->padding >= 0)
+      value(vals, map->kernel, signal, "padding_pcs", json_integer(map->padding), "count");
+    else {
+      ag_str pr = AG_STR_INIT;
+      padding_rule(map, &pr);
+      json_array_append_new(warn, json_sprintf("ownership of '%s': %s", map->kernel,
+                                               ag_str_cstr(&pr)));
+      ag_str_release(&pr);
+    }
     json_decref(o);
     return 0;
   }

@@ -123,16 +123,29 @@ __attribute__((unused)) static void hw_print_diags(ag_diags *d) {
 }
 
 #ifdef ARGUS_COUNTERS_EV_H
+/* The counters evidence at path decoded, or NULL (its diagnostics printed). */
+__attribute__((unused)) static ag_ctr_ev *hw_ctr_load_path(const char *path) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_ctr_ev *e = NULL;
+  if (ag_ctr_ev_load(path, &d, &e))
+    hw_print_diags(&d);
+  ag_diags_release(&d);
+  return e;
+}
+
 /* <dir>/counters.json decoded, or NULL (its diagnostics printed). */
 __attribute__((unused)) static ag_ctr_ev *hw_ctr_load(const char *dir) {
   char p[1200];
   snprintf(p, sizeof p, "%s/counters.json", dir);
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_ctr_ev *e = NULL;
-  if (ag_ctr_ev_load(p, &d, &e))
-    hw_print_diags(&d);
-  ag_diags_release(&d);
+  return hw_ctr_load_path(p);
+}
+
+/* tests/data/evidence/<name> decoded, or NULL (its diagnostics printed). */
+__attribute__((unused)) static ag_ctr_ev *hw_ctr_data(const char *name) {
+  char *p = hw_data_path(name);
+  ag_ctr_ev *e = p ? hw_ctr_load_path(p) : NULL;
+  ag_free(p);
   return e;
 }
 #endif

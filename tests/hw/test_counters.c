@@ -70,7 +70,7 @@ TEST(catalog) {
   memset(longa, 'a', 299), memset(longb, 'a', 299);
   longa[299] = longb[299] = 0;
   longb[150] = 'b';
-  CHECK_EQ_INT((int)ag_ctr_edit_distance(longa, longb), 1); /* past the stack rows */
+  CHECK_EQ_INT((int)ag_ctr_edit_distance(longa, longb), 1); /* long names: rows of 300 */
   char err[2048] = "";
   ag_ctr_cat *c = NULL;
   int rc = ag_ctr_cat_open(NULL, AG_CTR_RANGE, "GH100", NULL, &c, err, sizeof err);
@@ -169,16 +169,8 @@ static double rf(json_t *r, const char *k) {
  * 3355600: `collector` on 131,072 CTAs x 256 threads in the user range
  * "phase", kernel replay): the facts of the construction hold in it. */
 TEST(recorded) {
-  char *p = hw_data_path("collector.counters.json");
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_ctr_ev *e = NULL;
-  int rc = ag_ctr_ev_load(p, &d, &e);
-  if (rc)
-    hw_print_diags(&d);
-  CHECK_EQ_INT(rc, 0);
-  ag_diags_release(&d);
-  ag_free(p);
+  ag_ctr_ev *e = hw_ctr_data("collector.counters.json");
+  CHECK(e != NULL);
   if (!e)
     return;
   CHECK(e->synthetic == NULL); /* recorded, not made by hand */
@@ -189,16 +181,8 @@ TEST(recorded) {
 }
 
 TEST(synthetic) {
-  char *p = hw_data_path("counters.synthetic.json");
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_ctr_ev *e = NULL;
-  int rc = ag_ctr_ev_load(p, &d, &e);
-  if (rc)
-    hw_print_diags(&d);
-  CHECK_EQ_INT(rc, 0);
-  ag_diags_release(&d);
-  ag_free(p);
+  ag_ctr_ev *e = hw_ctr_data("counters.synthetic.json");
+  CHECK(e != NULL);
   if (!e)
     return;
   /* made by hand, and it says so */

@@ -43,33 +43,44 @@
 
 #define W 10000.0 /* a 10 us window */
 
+enum { ROOT, A, B, C, NR };
+
+/* The sampler's windows of a join test and their values (two metrics). */
+typedef struct wins {
+  double w0[8], w1[8], v[16];
+  size_t n;
+} wins;
+
 /* nwin windows of W ns from `origin` on the sampler's clock; value m of
  * window k is (k + 1) * (m + 1). */
-static void windows(size_t nwin, double origin, double *w0, double *w1, double *v, int nm) {
+static wins windows(size_t nwin, double origin) {
+  wins w;
+  memset(&w, 0, sizeof w);
+  w.n = nwin;
   for (size_t k = 0; k < nwin; k++) {
-    w0[k] = origin + (double)k * W;
-    w1[k] = w0[k] + W;
-    for (int m = 0; m < nm; m++)
-      v[k * (size_t)nm + (size_t)m] = (double)(k + 1) * (m + 1);
+    w.w0[k] = origin + (double)k * W;
+    w.w1[k] = w.w0[k] + W;
+    for (int m = 0; m < 2; m++)
+      w.v[k * 2 + (size_t)m] = (double)(k + 1) * (m + 1);
   }
+  return w;
 }
 
-static int join(const double *w0, const double *w1, const double *v, size_t nwin,
-                double offset, const ag_pm_span *s, size_t ns, int nr, ag_pm_join_out *out) {
-  ag_pm_join_in in = {w0, w1, nwin, v, 2, offset, s, ns, nr, AG_PM_THRESHOLD};
+/* The join of the ns spans s (regions of NR) over w, the sampler's clock
+ * `offset` ns ahead of %globaltimer. */
+static int join(const wins *w, double offset, const ag_pm_span *s, size_t ns,
+                ag_pm_join_out *out) {
+  ag_pm_join_in in = {w->w0, w->w1, w->n, w->v, 2, offset, s, ns, NR, AG_PM_THRESHOLD};
   return ag_pm_join(&in, out);
 }
-
-enum { ROOT, A, B, C, NR };
 
 /* One warp: A for 25 us, then B for 25 us. Windows 0-1 are A's, 3-4 B's;
  * window 2 is half each: mixed, no one's. A's counts are windows 0 and 1's. */
 TEST(join_partial) {
-  double w0[6], w1[6], v[12];
-  windows(6, 0, w0, w1, v, 2);
+  wins w = windows(6, 0);
   ag_pm_span s[] = {{0, 50000, ROOT, 1}, {0, 25000, A, 0}, {25000, 50000, B, 0}};
   ag_pm_join_out o;
-  CHECK_EQ_INT(join(w0, w1, v, 6, 0, s, 3, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 0, s, 3, &o), 0);
   CHECK_EQ_INT(o.regions[A].windows, 2);
   CHECK_EQ_INT(o.regions[A].touched, 3);
   CHECK_EQ_INT(o.regions[B].windows, 2);
@@ -91,8 +102,7 @@ TEST(join_partial) {
  * 0.8 and 0.2 (A's window, at the threshold); 3 and 1 cover 0.75 and 0.25
  * (no one's); 1 and 1, a half each. */
 TEST(join_two_regions) {
-  double w0[3], w1[3], v[6];
-  windows(3, 0, w0, w1, v, 2);
+  wins w = windows(3, 0);
   ag_pm_span s[32];
   size_t n = 0;
   int na[3] = {4, 3, 1};
@@ -106,7 +116,7 @@ TEST(join_two_regions) {
     s[n++] = (ag_pm_span){a, b, B, 0};
   }
   ag_pm_join_out o;
-  CHECK_EQ_INT(join(w0, w1, v, 3, 0, s, n, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 0, s, n, &o), 0);
   CHECK_NEAR(o.covered[0 * NR + A], 0.8, 1e-12);
   CHECK_NEAR(o.covered[1 * NR + A], 0.75, 1e-12);
   CHECK_NEAR(o.covered[1 * NR + B], 0.25, 1e-12);
@@ -124,11 +134,10 @@ TEST(join_two_regions) {
  * cover). Idle time dilutes: a warp resident for half a window covers half
  * of it, whatever it runs. */
 TEST(join_short_and_idle) {
-  double w0[5], w1[5], v[10];
-  windows(5, 0, w0, w1, v, 2);
+  wins w = windows(5, 0);
   ag_pm_span s[] = {{0, 45000, ROOT, 1}, {0, 41000, A, 0}, {41000, 45000, C, 0}};
   ag_pm_join_out o;
-  CHECK_EQ_INT(join(w0, w1, v, 5, 0, s, 3, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 0, s, 3, &o), 0);
   CHECK_EQ_INT(o.regions[C].windows, 0);
   CHECK_EQ_INT(o.regions[C].touched, 1);
   CHECK_NEAR(o.regions[C].covered_max, 0.4, 1e-12);
@@ -140,7 +149,7 @@ TEST(join_short_and_idle) {
   /* two warps whose lives overlap count once toward busy */
   ag_pm_span t[] = {{0, 30000, ROOT, 1}, {10000, 40000, ROOT, 1}, {0, 30000, A, 0},
                     {10000, 40000, A, 0}};
-  CHECK_EQ_INT(join(w0, w1, v, 5, 0, t, 4, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 0, t, 4, &o), 0);
   CHECK_NEAR(o.busy[1], 1.0, 1e-12);
   CHECK_NEAR(o.busy[3], 1.0, 1e-12);
   CHECK_EQ_INT(o.idle_windows, 1);
@@ -148,7 +157,7 @@ TEST(join_short_and_idle) {
   ag_pm_join_release(&o);
   /* two warps resident in the same half of a window: busy for half of it */
   ag_pm_span u[] = {{0, 15000, ROOT, 1}, {5000, 15000, ROOT, 1}};
-  CHECK_EQ_INT(join(w0, w1, v, 5, 0, u, 2, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 0, u, 2, &o), 0);
   CHECK_NEAR(o.busy[1], 0.5, 1e-12);
   CHECK_EQ_INT(o.regions[ROOT].windows, 1);
   ag_pm_join_release(&o);
@@ -156,11 +165,10 @@ TEST(join_short_and_idle) {
 
 /* A region nested in another: the child's windows are the parent's too. */
 TEST(join_nested) {
-  double w0[4], w1[4], v[8];
-  windows(4, 0, w0, w1, v, 2);
+  wins w = windows(4, 0);
   ag_pm_span s[] = {{0, 40000, ROOT, 1}, {0, 40000, A, 0}, {10000, 30000, B, 0}};
   ag_pm_join_out o;
-  CHECK_EQ_INT(join(w0, w1, v, 4, 0, s, 3, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 0, s, 3, &o), 0);
   CHECK_EQ_INT(o.regions[A].windows, 4);
   CHECK_EQ_INT(o.regions[B].windows, 2);
   CHECK_EQ_INT(o.mixed_windows, 0);
@@ -170,41 +178,40 @@ TEST(join_nested) {
 /* The sampler's clock runs 1 ms ahead of %globaltimer: with that offset the
  * answer is join_partial's; a wrong one (20 us off) moves it. */
 TEST(join_offset) {
-  double w0[6], w1[6], v[12];
-  windows(6, 1e6, w0, w1, v, 2);
+  wins w = windows(6, 1e6);
   ag_pm_span s[] = {{0, 50000, ROOT, 1}, {0, 25000, A, 0}, {25000, 50000, B, 0}};
   ag_pm_join_out o;
-  CHECK_EQ_INT(join(w0, w1, v, 6, 1e6, s, 3, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 1e6, s, 3, &o), 0);
   CHECK_EQ_INT(o.regions[A].windows, 2);
   CHECK_NEAR(o.regions[A].sum[0], 3, 1e-12);
   CHECK_EQ_INT(o.regions[B].windows, 2);
   ag_pm_join_release(&o);
-  CHECK_EQ_INT(join(w0, w1, v, 6, 1e6 - 20000, s, 3, NR, &o), 0);
+  CHECK_EQ_INT(join(&w, 1e6 - 20000, s, 3, &o), 0);
   /* the windows now fall 20 us later on the timeline: A's part is mixed */
   CHECK_EQ_INT(o.regions[A].windows, 0);
   CHECK_EQ_INT(o.regions[B].windows, 2);
   CHECK_NEAR(o.regions[B].sum[0], 2 + 3, 1e-12); /* windows 1 and 2, not 3 and 4 */
   ag_pm_join_release(&o);
-  CHECK_EQ_INT(join(w0, w1, v, 6, 0, s, 3, NR, &o), 0); /* no offset: nothing joins */
+  CHECK_EQ_INT(join(&w, 0, s, 3, &o), 0); /* no offset: nothing joins */
   CHECK_EQ_INT(o.regions[A].touched, 0);
   CHECK_EQ_INT(o.idle_windows, 6);
   ag_pm_join_release(&o);
 }
 
 TEST(join_bad_input) {
-  double w0[3] = {0, 10, 15}, w1[3] = {10, 20, 30}, v[6] = {0};
+  wins w = {{0, 10, 15}, {10, 20, 30}, {0}, 3};
   ag_pm_span s[] = {{0, 5, ROOT, 1}};
   ag_pm_join_out o;
-  CHECK_EQ_INT(join(w0, w1, v, 3, 0, s, 1, NR, &o), AG_EINVAL); /* overlapping windows */
+  CHECK_EQ_INT(join(&w, 0, s, 1, &o), AG_EINVAL); /* overlapping windows */
   CHECK(o.regions == NULL);
-  w0[2] = 20;
-  CHECK_EQ_INT(join(w0, w1, v, 3, 0, s, 1, NR, &o), 0);
+  w.w0[2] = 20;
+  CHECK_EQ_INT(join(&w, 0, s, 1, &o), 0);
   ag_pm_join_release(&o);
   ag_pm_span bad[] = {{0, 5, NR, 0}};
-  CHECK_EQ_INT(join(w0, w1, v, 3, 0, bad, 1, NR, &o), AG_EINVAL);
+  CHECK_EQ_INT(join(&w, 0, bad, 1, &o), AG_EINVAL);
   ag_pm_span back[] = {{5, 4, A, 0}};
-  CHECK_EQ_INT(join(w0, w1, v, 3, 0, back, 1, NR, &o), AG_EINVAL);
-  ag_pm_join_in in = {w0, w1, 3, v, 2, 0, s, 1, NR, 0.5};
+  CHECK_EQ_INT(join(&w, 0, back, 1, &o), AG_EINVAL);
+  ag_pm_join_in in = {w.w0, w.w1, 3, w.v, 2, 0, s, 1, NR, 0.5};
   CHECK_EQ_INT(ag_pm_join(&in, &o), AG_EINVAL); /* two regions could share a window */
 }
 
@@ -361,17 +368,23 @@ static world same_run(void) {
 
 static char pm_path[256], tr_path[256];
 
-static ag_pm_ev *load_pm(const world *w, ag_diags *d) {
+/* The synthetic pm.json of world w, written and decoded: it must load
+ * (checked; the diagnostics printed when it does not). */
+static ag_pm_ev *load_pm(const world *w) {
+  ag_diags d;
+  ag_diags_init(&d);
   snprintf(pm_path, sizeof pm_path, "/tmp/argus-test-pm-%ld.json", (long)getpid());
   write_pm(pm_path, w);
   ag_pm_ev *e = NULL;
-  if (ag_pm_ev_load(pm_path, d, &e)) {
+  if (ag_pm_ev_load(pm_path, &d, &e)) {
     ag_str s = AG_STR_INIT;
-    ag_diags_format(d, &s);
+    ag_diags_format(&d, &s);
     fprintf(stderr, "%s", ag_str_cstr(&s));
     ag_str_release(&s);
   }
+  CHECK(e != NULL);
   unlink(pm_path);
+  ag_diags_release(&d);
   return e;
 }
 
@@ -380,10 +393,7 @@ static ag_pm_ev *load_pm(const world *w, ag_diags *d) {
  * is off-center (400 ns before the first edge, 300 after the last). */
 TEST(calib_edges) {
   world w = same_run();
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_pm_ev *e = load_pm(&w, &d);
-  CHECK(e != NULL);
+  ag_pm_ev *e = load_pm(&w);
   if (!e)
     return;
   CHECK_EQ_INT(e->nsamples, 85);
@@ -397,16 +407,12 @@ TEST(calib_edges) {
   CHECK_EQ_INT(ag_pm_calib_span(e->samples, e->nsamples, 0, 50e3, &a, &b), 0);
   CHECK(a == 0 && b == 0);
   ag_pm_ev_free(e);
-  ag_diags_release(&d);
 }
 
 TEST(evidence_synthetic) {
   world w = same_run();
   w.overflow = 2;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_pm_ev *e = load_pm(&w, &d);
-  CHECK(e != NULL);
+  ag_pm_ev *e = load_pm(&w);
   if (!e)
     return;
   CHECK_EQ_STR(e->chip, "GH100");
@@ -419,7 +425,7 @@ TEST(evidence_synthetic) {
   ag_pm_ev_free(e);
   /* the activity trace beside it: the kernels on CUPTI's clock */
   w.activity = 1;
-  e = load_pm(&w, &d);
+  e = load_pm(&w);
   CHECK(e && e->sys);
   if (e && e->sys) {
     CHECK_NEAR(e->sys->offset_ns, CUPTI_OFF, 1);
@@ -427,6 +433,8 @@ TEST(evidence_synthetic) {
   }
   ag_pm_ev_free(e);
   /* a gap: a window dropped from the middle */
+  ag_diags d;
+  ag_diags_init(&d);
   snprintf(pm_path, sizeof pm_path, "/tmp/argus-test-pm-%ld.json", (long)getpid());
   write_pm(pm_path, &w);
   json_t *j = json_load_file(pm_path, 0, NULL);
@@ -496,14 +504,13 @@ TEST(evidence_bad) {
 static json_t *signal_of(const world *w, double trace_base, int64_t trace_pid,
                          const char *pm_prog, const char *tr_prog, double wrong_offset,
                          ag_diags *d, int *rc) {
-  ag_pm_ev *e = load_pm(w, d);
+  ag_pm_ev *e = load_pm(w);
   snprintf(tr_path, sizeof tr_path, "/tmp/argus-test-pmtr-%ld.agev", (long)getpid());
   write_trace(tr_path, trace_base, trace_pid);
   ag_evidence *ev = NULL;
   ag_trace *tr = NULL;
   json_t *sig = NULL;
   *rc = -1;
-  CHECK(e != NULL);
   CHECK_EQ_INT(ag_evidence_load(tr_path, d, &ev), 0);
   if (ev)
     CHECK_EQ_INT(ag_trace_decode(ev, &tr), 0);

@@ -15,8 +15,9 @@
  *   - barriers: every barrier class of every region, from the recorded
  *     opcodes (an independent class table) times their counts;
  *   - branch: efficiency and pred_on_share, each metric derived as above;
- *   - ownership: static and shared PCs exactly (the helper's, its padding),
- *     pcs, unexecuted_pcs, C's and the root's dynamic;
+ *   - ownership: static and shared PCs exactly (the helper's; its padding
+ *     none: padding_pcs, unexecuted), pcs, unexecuted_pcs, every region's
+ *     dynamic (A's and B's: CUPTI's + the hoisted LDC);
  *   - the queried region selects its subtree;
  *   - refusals: the recorded metrics of another build (not_joined, both
  *     versions, no value), a cubin of another version, a wrong map
@@ -381,27 +382,34 @@ TEST(test_inst_mix_truth) {
   json_decref(o);
   /* ownership from the map alone: A and B share exactly the helper's PCs.
    * The padding after the helper's RET (a BRA to itself, NOPs: the recorded
-   * listing) never runs but carries the RET's PTX line, so the map counts it
-   * with the helper's last unit (docs/attribution.md, "SASS line info") */
+   * listing) carries the RET's PTX line but never runs: it is no region's
+   * and unexecuted, counted in padding_pcs (docs/attribution.md, "SASS line
+   * info") */
   uint32_t ret = 0;
   int pad = helper_padding(&f, &ret);
   printf("expected: %d executed PCs, %d of the helper's padding\n", t.executed_pcs, pad);
+  CHECK(pad > 0);
   o = signal_of(&f, "ownership", "attrib_truth", NULL);
   for (int r = 0; r < NR; r++)
-    CHECK_EQ_INT((int)val(o, rname[r], "static_pcs"), t.pcs[r] + (r <= RB ? pad : 0));
-  CHECK_EQ_INT((int)val(o, "attrib_truth/A", "shared_pcs"), t.helper_pcs + pad);
-  CHECK_EQ_INT((int)val(o, "attrib_truth/B", "shared_pcs"), t.helper_pcs + pad);
+    CHECK_EQ_INT((int)val(o, rname[r], "static_pcs"), t.pcs[r]);
+  CHECK_EQ_INT((int)val(o, "attrib_truth/A", "shared_pcs"), t.helper_pcs);
+  CHECK_EQ_INT((int)val(o, "attrib_truth/B", "shared_pcs"), t.helper_pcs);
   CHECK_EQ_INT((int)val(o, "attrib_truth/C", "shared_pcs"), 0);
   int text = ag_sass_cubin_text(f.cub, "attrib_truth");
   int npcs = text < 0 ? -1 : (int)(f.cub->texts[text].size / 16);
   CHECK_EQ_INT((int)val(o, "attrib_truth", "pcs"), npcs);
-  CHECK_EQ_INT((int)val(o, "attrib_truth", "unexecuted_pcs"), npcs - t.executed_pcs - pad);
+  CHECK_EQ_INT((int)val(o, "attrib_truth", "unexecuted_pcs"), npcs - t.executed_pcs);
+  CHECK_EQ_INT((int)val(o, "attrib_truth", "padding_pcs"), pad);
   /* dynamic: the mapping run's warp instructions per region (sum over PCs of
    * their unit's count): the metric's where every PC runs as often as its
-   * PTX block (C, the root); A's and B's loop blocks are rotated by ptxas
-   * and their padding counted, so theirs are the map's own */
+   * PTX block (C, the root); A and B each have one LDC that ptxas hoisted
+   * out of the loop, which keeps the loop body's line: the map counts it k
+   * times per warp, CUPTI once (test_derived_truth) */
+  NEAR(val(o, "attrib_truth/A", "dynamic"), t.total[RA] + TW * (TK1 - 1));
+  NEAR(val(o, "attrib_truth/B", "dynamic"), t.total[RB] + TW * (TK2 - 1));
   NEAR(val(o, "attrib_truth/C", "dynamic"), t.total[RC]);
   NEAR(val(o, "attrib_truth", "dynamic"), t.total[RROOT]);
+  CHECK_EQ_INT((int)json_array_size(json_object_get(o, "warnings")), 0);
   json_decref(o);
 out:
   fx_free(&f);
@@ -418,18 +426,17 @@ static double val_or0(json_t *o, const char *region, const char *stat, const cha
 
 /* inst_mix and barriers from the map alone (docs/attribution.md, "Without
  * SASS metrics"), against the CUPTI-attributed ones of the same recorded run.
- * They differ exactly where the map's count of a PC, sum_r n(r, p), is not
- * CUPTI's m(p), and those PCs are the explained ones, each recognized from
- * the recorded listing and the construction:
- *   - the padding after the helper's RET (a BRA to itself, then NOPs): CUPTI
- *     0, the map k1 x 16 under A and k2 x 16 under B (it carries the RET's
- *     PTX line, so the map counts it with the helper's last unit);
- *   - one LDC per loop of A and B that ptxas hoisted out of the loop: CUPTI
- *     16 (once per warp), the map k x 16 (it keeps the loop body's PTX line).
- * So per region and class, derived - attributed is: A control 16 k1, misc
- * (pad - 1) 16 k1, mem_const 16 (k1 - 1); B the same with k2; C and the
+ * The padding after the helper's RET (a BRA to itself, then NOPs: the
+ * recorded listing's PCs after the RET) carries the RET's PTX line but the
+ * map excludes it: the map's count, sum_r n(r, p), equals CUPTI's (0) on
+ * every one of them, and the rule text says how many were excluded. The
+ * map's count differs from CUPTI's m(p) only where explained, recognized from
+ * the recorded listing and the construction: one LDC per loop of A and B
+ * that ptxas hoisted out of the loop, CUPTI 16 (once per warp), the map
+ * k x 16 (it keeps the loop body's PTX line). So per region and class,
+ * derived - attributed is: A mem_const 16 (k1 - 1); B 16 (k2 - 1); C and the
  * root 0; barriers 0 everywhere. A wrong sum (a class, a region, the map's
- * counts taken twice) breaks one of them. */
+ * counts taken twice, the padding counted) breaks one of them. */
 TEST(test_derived_truth) {
   fx f;
   ag_diags d;
@@ -453,16 +460,20 @@ TEST(test_derived_truth) {
                              "block counts through line info; warp instructions executed; no "
                              "thread-level or predicated-on counts, so `branch` stays missing");
   CHECK_CONTAINS(w ? w : "", "no SASS metrics in this test");
+  /* the rule names the excluded padding: the helper's, as the listing has it */
+  uint32_t ret = 0;
+  int pad = helper_padding(&f, &ret);
+  char rule[96];
+  snprintf(rule, sizeof rule, "(no SASS metrics in this test); padding PCs: %d, excluded", pad);
+  CHECK_CONTAINS(w ? w : "", rule);
   free(w);
   /* the map's PCs: CUPTI's count, and the helper's RET (the padding follows it) */
   int R = map->nregions, col = ag_sass_ev_metric(f.ev, "smsp__sass_inst_executed");
-  int ka = -1, kb = -1, pad = 0, npad = 0, nhoist[2] = {0, 0};
-  uint32_t ret = 0;
+  int ka = -1, kb = -1, npad = 0, nhoist[2] = {0, 0};
   for (int q = 0; q < R; q++) {
     ka = strcmp(map->regions[q], rname[RA]) ? ka : q;
     kb = strcmp(map->regions[q], rname[RB]) ? kb : q;
   }
-  pad = helper_padding(&f, &ret);
   m = ag_calloc((size_t)map->npcs + 1, sizeof *m);
   CHECK(ka >= 0 && kb >= 0 && ret && m);
   if (ka < 0 || kb < 0 || !ret || !m)
@@ -476,30 +487,33 @@ TEST(test_derived_truth) {
       m[spc / 16] = (double)r->v[col];
   }
   for (int p = 0; p < map->npcs; p++) {
-    const double *row = &map->n[(size_t)p * (size_t)R];
+    /* the executions the map counts at p (those derived inst_mix sums) */
+    const double *row = ag_attr_exec_row(map, p);
     double sum = 0;
-    for (int r = 0; r < R; r++)
+    for (int r = 0; row && r < R; r++)
       sum += row[r];
-    if (sum == m[p])
-      continue;
     const ag_sass_insn *x = ag_sass_ev_insn(f.ev, "attrib_truth", (uint32_t)map->pc[p]);
     const char *op = x ? x->op : "?";
+    if (map->pc[p] > ret) { /* the padding: exactly CUPTI's count, 0 */
+      CHECK(!strncmp(op, "BRA", 3) || !strcmp(op, "NOP"));
+      CHECK(sum == 0 && m[p] == 0);
+      npad += sum == m[p];
+    }
+    if (sum == m[p])
+      continue;
     printf("pc 0x%llx %s: the map %.0f, CUPTI %.0f\n", (unsigned long long)map->pc[p], op, sum,
            m[p]);
-    if (m[p] == 0 && map->pc[p] > ret && (!strncmp(op, "BRA", 3) || !strcmp(op, "NOP")) &&
-        row[ka] == TW * TK1 && row[kb] == TW * TK2 && sum == TW * (TK1 + TK2))
-      npad++;
-    else if (!strncmp(op, "LDC", 3) && m[p] == TW && (sum == row[ka] || sum == row[kb]) &&
+    if (row && !strncmp(op, "LDC", 3) && m[p] == TW && (sum == row[ka] || sum == row[kb]) &&
              (row[ka] == TW * TK1 || row[kb] == TW * TK2))
       nhoist[row[ka] > 0 ? 0 : 1]++;
     else
       CHECK(!"a PC whose map count is not CUPTI's, and not explained");
   }
   CHECK_EQ_INT(npad, pad);
+  CHECK_EQ_INT(map->padding, pad);
   CHECK_EQ_INT(nhoist[0], 1);
   CHECK_EQ_INT(nhoist[1], 1);
   /* per region and class: derived - attributed as explained */
-  int cbra = ag_sass_classify("BRA"), cnop = ag_sass_classify("NOP");
   int cldc = ag_sass_classify("LDC");
   const int kk[NR] = {TK1, TK2, 0, 0};
   double dk = 0;
@@ -510,10 +524,8 @@ TEST(test_derived_truth) {
       double x = val_or0(der, rname[r], cn, "derived");
       double y = val_or0(att, rname[r], cn, "attributed");
       double want = 0;
-      if (kk[r])
-        want = c == cbra ? TW * kk[r] : c == cnop ? (pad - 1) * TW * kk[r]
-                                    : c == cldc ? TW * (kk[r] - 1)
-                                                : 0;
+      if (kk[r] && c == cldc)
+        want = TW * (kk[r] - 1);
       if (fabs(x - y - want) > 1e-6)
         printf("%s %s: derived %.3f, attributed %.3f, %.0f explained\n", rname[r], cn, x, y,
                want);
@@ -810,5 +822,44 @@ out:
   ag_diags_release(&d);
 }
 
+/* A cubin whose SASS is not sm_90 (the decoder reads sm_90 only): the
+ * padding is not recognized, so the map counts it with the RET's unit as
+ * before, and the report says so: ownership warns and has no padding_pcs,
+ * derived inst_mix's rule names it. The values are the recorded cubin's,
+ * its architecture field changed. */
+TEST(test_padding_other_sm) {
+  fx f;
+  json_t *o = NULL, *der = NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  FX_LOAD(f);
+  truth t;
+  uint32_t ret = 0;
+  int pad = helper_padding(&f, &ret);
+  CHECK_EQ_INT(expected(&f, "smsp__sass_inst_executed", &t), 0);
+  CHECK_EQ_INT(f.cub->sm, 90);
+  f.cub->sm = 80;
+  o = signal_of(&f, "ownership", "attrib_truth", NULL);
+  char *w = o ? json_dumps(json_object_get(o, "warnings"), 0) : NULL;
+  CHECK_CONTAINS(w ? w : "", "ownership of 'attrib_truth': padding PCs: not recognized (the "
+                             "cubin's SASS is not sm_90)");
+  free(w);
+  CHECK(!su_value(o, "attrib_truth", "padding_pcs"));
+  CHECK_EQ_INT((int)val(o, "attrib_truth/A", "static_pcs"), t.pcs[RA] + pad);
+  CHECK_EQ_INT((int)val(o, "attrib_truth/B", "shared_pcs"), t.helper_pcs + pad);
+  NEAR(val(o, "attrib_truth/A", "dynamic"), t.total[RA] + TW * (TK1 - 1) + pad * TW * TK1);
+  ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
+                       f.ev, "no SASS metrics here"};
+  CHECK_EQ_INT(ag_attr_signal("inst_mix", &in, &d, &der), 0);
+  w = der ? json_dumps(json_object_get(der, "warnings"), 0) : NULL;
+  CHECK_CONTAINS(w ? w : "", "(no SASS metrics here); padding PCs: not recognized");
+  free(w);
+out:
+  json_decref(o);
+  json_decref(der);
+  ag_diags_release(&d);
+  fx_free(&f);
+}
+
 RUN_TESTS(T(test_inst_mix_truth), T(test_derived_truth), T(test_derived_without_opcodes),
-          T(test_refusals), T(test_dropped), T(test_no_markers))
+          T(test_refusals), T(test_dropped), T(test_no_markers), T(test_padding_other_sm))

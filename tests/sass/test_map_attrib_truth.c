@@ -167,11 +167,13 @@ TEST(attrib_truth_mapping) {
   CHECK_EQ_INT((int)map->dropped, 0);
   CHECK_EQ_INT(map->nolines, 0);
   /* a metric where every SASS instruction runs as its block: warp
-   * instructions per PC, the map's own sum */
+   * instructions per PC, the map's own executions (0 on the padding) */
   val = ag_calloc((size_t)map->npcs, sizeof *val);
-  for (int p = 0; p < map->npcs; p++)
-    for (int r = 0; r < map->nregions; r++)
-      val[p] += map->n[(size_t)p * (size_t)map->nregions + (size_t)r];
+  for (int p = 0; p < map->npcs; p++) {
+    const double *ex = ag_attr_exec_row(map, p);
+    for (int r = 0; ex && r < map->nregions; r++)
+      val[p] += ex[r];
+  }
   ag_attr_metric mt = {"smsp__sass_inst_executed", L->version, TRUTH_KERNEL, map->pc, val,
                        map->npcs};
   CHECK_EQ_INT(ag_attr_apply(map, &mt, &d, &res), 0);

@@ -169,13 +169,16 @@ TEST(helper_region) {
   }
   /* per PC, by its PTX line alone: who owns it */
   const ag_attr_func *S = &L->funcs[fs], *F = &L->funcs[fl];
-  int n_in = 0, n_out = 0, n_leaf = 0, n_k = 0;
+  int n_in = 0, n_out = 0, n_leaf = 0, n_k = 0, n_pad = 0;
   for (int p = 0; p < map->npcs; p++) {
     uint64_t pc = map->pc[p];
     int line = ag_attr_line(map, pc);
     double a = ag_attr_alpha(map, pc, ra), b = ag_attr_alpha(map, pc, rb);
     double i = ag_attr_alpha(map, pc, ri), r = ag_attr_alpha(map, pc, root);
-    if (line >= F->first_line && line <= F->last_line) {
+    if (map->pad[p]) { /* after a function's last RET or EXIT: never executed */
+      n_pad++;
+      CHECK(ag_attr_exec_row(map, p) == NULL);
+    } else if (line >= F->first_line && line <= F->last_line) {
       n_leaf++;
       CHECK(i == 1.0 && a == 0 && b == 0);
     } else if (line > ib && line < ie) {
@@ -195,9 +198,12 @@ TEST(helper_region) {
       CHECK(r == 1.0);
     }
   }
-  printf("PCs: %d inside hstep/inner, %d of hstep outside it, %d of hleaf, %d of the kernel\n",
-         n_in, n_out, n_leaf, n_k);
+  printf("PCs: %d inside hstep/inner, %d of hstep outside it, %d of hleaf, %d of the kernel, "
+         "%d padding\n",
+         n_in, n_out, n_leaf, n_k, n_pad);
   CHECK(n_in > 0 && n_out > 0 && n_leaf > 0 && n_k > 0);
+  CHECK(n_pad > 0);
+  CHECK_EQ_INT(n_pad, map->padding);
   /* the report: the kernel's query lists hstep/inner, A's does not, its own lists it alone */
   o = ownership(L, slots, mp.cub, KERNEL);
   CHECK_EQ_INT((int)val(o, "hstep/inner", "static_pcs"), n_in + n_leaf);

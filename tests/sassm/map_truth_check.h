@@ -145,6 +145,13 @@ static int map_truth_join(const ag_attr_map *map, const ag_sass_cubin *cub, cons
     double sum = 0;
     for (int r = 0; r < map->nregions; r++)
       sum += row[r];
+    if (map->pad[q]) { /* after a function's last RET or EXIT: never executed */
+      if (mt->value[p] != 0 || ag_attr_exec_row(map, q))
+        truth_add(why, wn, &bad, 4, "padding pc 0x%llx: metric %.17g, want 0, and no "
+                  "execution in the map; ",
+                  (unsigned long long)mt->pc[p], mt->value[p]);
+      continue;
+    }
     int f = ag_sass_cubin_pc_func(cub, t, mt->pc[p]);
     int helper = f >= 0 && strstr(cub->funcs[f].name, "$" MAP_TRUTH_HELPER) != NULL;
     if (helper) {

@@ -388,14 +388,8 @@ TEST(test_counterexample_values) {
 }
 
 /* Malformed programs: AG_EPARSE with a diagnostic where the problem is. */
-typedef struct sbad {
-  const char *text;
-  int line, col;
-  const char *msg;
-} sbad;
-
 #define H "@threads(32)\ndef k(A: Tensor(N, f32), B: Tensor(M, 8, bf16)):\n"
-static const sbad sbads[] = {
+static const dc_case sbads[] = { /* diag_case.h */
     {H "    x = y + 1\n", 3, 9, "unknown name 'y'"},
     {H "    v = B.view((M, 3), u128)\n", 3, 9, "does not cover tensor 'B'"},
     {H "    v = B.view((M / 2, 16), u128)\n", 3, 9, "is exact only when"},
@@ -455,7 +449,7 @@ static const sbad sbads[] = {
 
 TEST(test_semantic_errors) {
   for (size_t i = 0; i < sizeof sbads / sizeof sbads[0]; i++) {
-    const sbad *b = &sbads[i];
+    const dc_case *b = &sbads[i];
     ag_diags d;
     ag_diags_init(&d);
     int rc;
@@ -968,21 +962,32 @@ TEST(test_reset_advice) {
 
 /* --all: every violating instance, counted, with a counterexample each;
  * without it, the first only. */
+/* text checked (with --all and a batch size when given) that must succeed
+ * and hold one assertion: its result, or NULL (a failure); *r and d are the
+ * caller's to free. */
+static const ag_tile_assert_result *one_assert(const char *text, const char *name, int all,
+                                               int batch, ag_diags *d, ag_tile_report **r) {
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  o.all = all;
+  o.batch = batch;
+  ag_diags_init(d);
+  int rc;
+  *r = tu_check(text, name, d, &rc, &o);
+  CHECK_EQ_INT(rc, 0);
+  const ag_tile_assert_result *a = *r && (*r)->nasserts == 1 ? &(*r)->asserts[0] : NULL;
+  CHECK(a != NULL);
+  return a;
+}
+
 /* --all minimizes every counterexample, not only the first: each instance
  * of `M < 5000 + 1000 * i` is violated first at M = 5000 + 1000 * i. */
 TEST(test_all_minimized) {
   const char *text = "@threads(32)\ndef k(A: Tensor(M, f32)):\n    for i in range(3):\n"
                      "        assert M < 5000 + 1000 * i\n";
-  ag_tile_check_opts o;
-  memset(&o, 0, sizeof o);
-  o.all = 1;
   ag_diags d;
-  ag_diags_init(&d);
-  int rc;
-  ag_tile_report *r = tu_check(text, "allmin.tile", &d, &rc, &o);
-  CHECK_EQ_INT(rc, 0);
-  const ag_tile_assert_result *a = r && r->nasserts == 1 ? &r->asserts[0] : NULL;
-  CHECK(a != NULL);
+  ag_tile_report *r;
+  const ag_tile_assert_result *a = one_assert(text, "allmin.tile", 1, 0, &d, &r);
   if (a) {
     CHECK_EQ_INT(a->violations, 3);
     CHECK_EQ_INT(a->nmore, 2);
@@ -1008,17 +1013,10 @@ TEST(test_all_instances) {
                            "    for i in range(4):\n"
                            "        assert tag(s[(tid + i) % 32]) == (tid,)\n";
   for (int all = 0; all < 2; all++) {
-    ag_tile_check_opts o;
-    memset(&o, 0, sizeof o);
-    o.all = all;
-    o.batch = all ? 2 : 0; /* instances found across batches and within one */
     ag_diags d;
-    ag_diags_init(&d);
-    int rc;
-    ag_tile_report *r = tu_check(text, "all.tile", &d, &rc, &o);
-    CHECK_EQ_INT(rc, 0);
-    const ag_tile_assert_result *a = r && r->nasserts == 1 ? &r->asserts[0] : NULL;
-    CHECK(a != NULL);
+    ag_tile_report *r;
+    /* batches of 2: instances found across batches and within one */
+    const ag_tile_assert_result *a = one_assert(text, "all.tile", all, all ? 2 : 0, &d, &r);
     if (a) {
       CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
       CHECK_EQ_INT(a->instances, 4);
@@ -1052,16 +1050,9 @@ TEST(test_all_instances) {
   /* instances that no single model violates together (each needs its own
    * thread): one batch, asked again until every one is found */
   const char *excl = HDR32 "    for i in range(4):\n        assert tid != 3 * i + 1\n";
-  ag_tile_check_opts o;
-  memset(&o, 0, sizeof o);
-  o.all = 1;
   ag_diags d;
-  ag_diags_init(&d);
-  int rc;
-  ag_tile_report *r = tu_check(excl, "excl.tile", &d, &rc, &o);
-  CHECK_EQ_INT(rc, 0);
-  const ag_tile_assert_result *a = r && r->nasserts == 1 ? &r->asserts[0] : NULL;
-  CHECK(a != NULL);
+  ag_tile_report *r;
+  const ag_tile_assert_result *a = one_assert(excl, "excl.tile", 1, 0, &d, &r);
   if (a) {
     CHECK_EQ_INT(a->violations, 4);
     CHECK_EQ_INT(a->nmore, 3);

@@ -103,14 +103,9 @@ TEST(test_ast_shape) {
   ag_diags_release(&d);
 }
 
-/* Each malformed input: the first diagnostic's line, column and message. */
-typedef struct bad {
-  const char *text;
-  int line, col;
-  const char *msg;
-} bad;
-
-static const bad bads[] = {
+/* Each malformed input: the first diagnostic's line, column and message
+ * (dc_case: diag_case.h). */
+static const dc_case bads[] = {
     {"def k():\n\tx = 1\n", 2, 1, "tab in indentation"},
     {"def k():\n    x = 1\n  y = 2\n", 3, 3, "does not match the start column"},
     {"def k():\n    x = (1 +\n", 2, 9, "'(' is never closed"},
@@ -142,7 +137,7 @@ static const bad bads[] = {
 
 TEST(test_diagnostics) {
   for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
-    const bad *b = &bads[i];
+    const dc_case *b = &bads[i];
     size_t len = strlen(b->text);
     if (strstr(b->msg, "NUL"))
       len = strlen(b->text) + 2; /* the text holds a NUL */

@@ -44,6 +44,21 @@ static char *gemm_src(void) {
   return src;
 }
 
+/* gemm.tile with the first `from` replaced by `to` (malloc'd; NULL: no
+ * gemm.tile, a failure) */
+static char *gemm_edit(const char *from, const char *to) {
+  char *src = gemm_src();
+  char *bug = src ? edit(src, from, to) : NULL;
+  free(src);
+  return bug;
+}
+
+/* a check's report and its diagnostics, released */
+static void release(ag_tile_report *r, ag_diags *d) {
+  ag_tile_report_free(r);
+  ag_diags_release(d);
+}
+
 static const ag_tile_assert_result *first_violated(const ag_tile_report *r) {
   for (int i = 0; r && i < r->nasserts; i++)
     if (r->asserts[i].status == AG_TILE_VIOLATED)
@@ -68,6 +83,23 @@ static ag_tile_report *run(const char *src, const char *sym, const char *set, ag
   return tu_check(src, "loops.tile", d, rc, &o);
 }
 
+/* The sizes a loop test checks gemm at: 0 symbolic K, 1 K = 8192 (both
+ * summarized: one loop), 2 K = 128 (unrolled: none). */
+enum { NSIZES = 3 };
+static const char *const size_set[NSIZES] = {NULL, "K=8192", "K=128"};
+
+static ag_tile_report *run_size(const char *src, int k, ag_diags *d, int *rc) {
+  return run(src, k == 0 ? "K" : NULL, size_set[k], d, rc);
+}
+
+/* K of size k's run (for symbolic K, the counterexample's) */
+static int64_t size_K(int k, const ag_tile_cex *x) {
+  return k == 0 ? tu_size(x, "K") : k == 1 ? 8192 : 128;
+}
+
+/* the loops size k's report summarizes */
+static int size_loops(int k) { return k < 2 ? 1 : 0; }
+
 TEST(test_symbolic_gemm) {
   char *src = gemm_src();
   if (!src)
@@ -90,34 +122,28 @@ TEST(test_symbolic_gemm) {
   /* every assertion is reached in the summarized iterations */
   for (int i = 0; r && i < r->nasserts; i++)
     CHECK(r->asserts[i].instances > 0);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   /* the unrolled example (K = 128, four iterations) summarizes nothing */
   r = run(src, NULL, NULL, &d, &rc);
   CHECK_EQ_INT(rc, 0);
   CHECK(r && ag_tile_report_ok(r) && r->nloops == 0);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   free(src);
 }
 
 /* The prefetch skips the last k-tile: only iteration K / 32 - 1 reads a
  * stage nobody filled for it. */
 TEST(test_last_iteration_bug) {
-  char *src = gemm_src();
-  if (!src)
-    return;
-  char *bug = edit(src, "if kt + 1 < K / BK:", "if kt + 2 < K / BK:");
-  const char *sets[3] = {NULL, "K=8192", "K=128"};
-  for (int k = 0; k < 3; k++) {
+  char *bug = gemm_edit("if kt + 1 < K / BK:", "if kt + 2 < K / BK:");
+  for (int k = 0; bug && k < NSIZES; k++) {
     ag_diags d;
     int rc;
-    ag_tile_report *r = run(bug, k == 0 ? "K" : NULL, sets[k], &d, &rc);
+    ag_tile_report *r = run_size(bug, k, &d, &rc);
     CHECK_EQ_INT(rc, 0);
     const ag_tile_assert_result *a = first_violated(r);
     CHECK(a != NULL && a->cex != NULL);
     if (a && a->cex) {
-      int64_t K = k == 0 ? tu_size(a->cex, "K") : k == 1 ? 8192 : 128;
+      int64_t K = size_K(k, a->cex);
       int64_t kt = tu_loop(a->cex, "kt");
       if (kt != K / 32 - 1)
         fprintf(stderr, "case %d: K=%lld kt=%lld\n", k, (long long)K, (long long)kt);
@@ -126,12 +152,10 @@ TEST(test_last_iteration_bug) {
       CHECK(a->cex->thread >= 0 && a->cex->thread < 128);
     }
     /* K = 8192 and symbolic K are summarized, K = 128 unrolled */
-    CHECK(r && r->nloops == (k < 2 ? 1 : 0));
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    CHECK(r && r->nloops == size_loops(k));
+    release(r, &d);
   }
   free(bug);
-  free(src);
 }
 
 /* The trailing barrier gone (examples/tile/bugs/gemm-war.mut): iteration
@@ -140,18 +164,14 @@ TEST(test_last_iteration_bug) {
  * unrolled one (it was proved once: a summary's replayed iteration dropped
  * its reads, their keys taken by an abandoned attempt of the same epoch). */
 TEST(test_race_across_summarized_iterations) {
-  char *src = gemm_src();
-  if (!src)
-    return;
-  char *bug = edit(src, "                    assert tag(fb[e]) == (bn * BN + wn * 32 + ni * 8 + n, "
+  char *bug = gemm_edit("                    assert tag(fb[e]) == (bn * BN + wn * 32 + ni * 8 + n, "
                         "kt * BK + kk * 16 + k)\n        syncthreads()\n",
-                   "                    assert tag(fb[e]) == (bn * BN + wn * 32 + ni * 8 + n, "
-                   "kt * BK + kk * 16 + k)\n");
-  const char *sets[3] = {NULL, "K=8192", "K=128"};
-  for (int k = 0; bug && k < 3; k++) {
+                        "                    assert tag(fb[e]) == (bn * BN + wn * 32 + ni * 8 + n, "
+                        "kt * BK + kk * 16 + k)\n");
+  for (int k = 0; bug && k < NSIZES; k++) {
     ag_diags d;
     int rc;
-    ag_tile_report *r = run(bug, k == 0 ? "K" : NULL, sets[k], &d, &rc);
+    ag_tile_report *r = run_size(bug, k, &d, &rc);
     CHECK_EQ_INT(rc, 0);
     int races = 0;
     for (int i = 0; r && i < r->nasserts; i++)
@@ -163,12 +183,10 @@ TEST(test_race_across_summarized_iterations) {
     if (races != 2)
       fprintf(stderr, "case %d: %d races refuted\n", k, races);
     CHECK_EQ_INT(races, 2); /* the cp.async into sA and the one into sB */
-    CHECK(r && r->nloops == (k < 2 ? 1 : 0));
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    CHECK(r && r->nloops == size_loops(k));
+    release(r, &d);
   }
   free(bug);
-  free(src);
 }
 
 /* Every planted bug of examples/tile/bugs that lives in a summarized loop is
@@ -213,8 +231,7 @@ TEST(test_planted_bugs_summarized) {
       fprintf(stderr, "%s --symbolic %s: line %d not refuted\n", bugs[i].mut, bugs[i].sym, line);
     CHECK(hit);
     CHECK(r && r->nloops >= 1);
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    release(r, &d);
     free(src);
   }
 }
@@ -422,8 +439,7 @@ TEST(test_summary_matches_unrolled) {
                 size ? size : "symbolic K", violated ? "violated" : "proved",
                 sumcases[i].at[k].violated ? "violated" : "proved");
       CHECK_EQ_INT(violated, sumcases[i].at[k].violated);
-      ag_tile_report_free(r);
-      ag_diags_release(&d);
+      release(r, &d);
     }
 }
 
@@ -469,27 +485,26 @@ TEST(test_ring3) {
   /* the prefetch into the stage being read (kt + 1 is the next k-tile's
    * stage, which iteration kt + 1 still needs) */
   char *bug = edit(src, "nst = (kt + 2) % 3", "nst = (kt + 1) % 3");
-  const char *sets[3] = {NULL, "K=8192", "K=128"};
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < NSIZES; k++)
     for (int b = 0; b < 2; b++) {
       ag_diags d;
       int rc;
-      ag_tile_report *r = run(b ? bug : src, k == 0 ? "K" : NULL, sets[k], &d, &rc);
+      ag_tile_report *r = run_size(b ? bug : src, k, &d, &rc);
       if (rc)
         for (size_t i = 0; i < d.items.n; i++)
-          fprintf(stderr, "ring3 %s: %s\n", sets[k] ? sets[k] : "symbolic K", d.items.v[i].msg);
+          fprintf(stderr, "ring3 %s: %s\n", size_set[k] ? size_set[k] : "symbolic K",
+                  d.items.v[i].msg);
       CHECK_EQ_INT(rc, 0);
       CHECK(r && ag_tile_report_ok(r) == !b);
-      CHECK(r && r->nloops == (k < 2 ? 1 : 0)); /* summarized, not unrolled */
+      CHECK(r && r->nloops == size_loops(k)); /* summarized, not unrolled */
       if (r && r->nloops == 1)
         CHECK_CONTAINS(r->loops[0].how, "3*q + r for each stage r < 3");
       const ag_tile_assert_result *a = first_violated(r);
       if (b && a && a->cex) {
         int64_t kt = tu_loop(a->cex, "kt");
-        CHECK(kt >= 0 && kt < (k == 0 ? tu_size(a->cex, "K") : k == 1 ? 8192 : 128) / 32);
+        CHECK(kt >= 0 && kt < size_K(k, a->cex) / 32);
       }
-      ag_tile_report_free(r);
-      ag_diags_release(&d);
+      release(r, &d);
     }
   free(bug);
   free(src);
@@ -509,8 +524,7 @@ TEST(test_long_constant_loop) {
   CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
   fprintf(stderr, "gemm.tile --set K=8192: %.2f s CPU\n", dt);
   CHECK(dt < 4.0 * TIME_SCALE); /* 1.0 s on the 2-core machine; unrolled it was refused */
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   /* --unroll: the same loop unrolled is over the write limit, refused */
   ag_tile_check_opts o;
   memset(&o, 0, sizeof o);
@@ -521,8 +535,7 @@ TEST(test_long_constant_loop) {
   ag_diags_init(&d);
   r = tu_check(src, "gemm.tile", &d, &rc, &o);
   CHECK_EQ_INT(rc, AG_EPARSE);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   free(src);
 }
 
@@ -552,13 +565,19 @@ TEST(test_runaway_loops) {
     CHECK(dt < 1.0 * TIME_SCALE);
     if (!rc)
       CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    release(r, &d);
   }
 }
 
 #define HEAD "@threads(32)\ndef k(A: Tensor(M, f32), B: Tensor(M, f32)):\n" \
              "    T_A = A[m] -> (m,)\n    tid = threadIdx.x\n"
+
+/* HEAD + body checked with no option */
+static ag_tile_report *run_body(const char *body, ag_diags *d, int *rc) {
+  char src[1024];
+  snprintf(src, sizeof src, "%s%s", HEAD, body);
+  return run(src, NULL, NULL, d, rc);
+}
 
 /* Loops the summary cannot cover soundly. */
 TEST(test_not_summarizable) {
@@ -579,11 +598,9 @@ TEST(test_not_summarizable) {
       {"    for i in range(0, M, 2):\n        pass\n", "step other than 1"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char src[1024];
-    snprintf(src, sizeof src, "%s%s", HEAD, cases[i].body);
     ag_diags d;
     int rc;
-    ag_tile_report *r = run(src, NULL, NULL, &d, &rc);
+    ag_tile_report *r = run_body(cases[i].body, &d, &rc);
     CHECK_EQ_INT(rc, AG_EPARSE);
     CHECK(d.items.n >= 1);
     if (d.items.n >= 1) {
@@ -593,8 +610,7 @@ TEST(test_not_summarizable) {
       CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
       CHECK_EQ_INT(d.items.v[0].line, 5 + (i == 1 || i == 2));
     }
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    release(r, &d);
   }
   /* the same loops with constant bounds are unrolled and checked */
   static const char *const unrolled[] = {
@@ -604,15 +620,12 @@ TEST(test_not_summarizable) {
       "        s[i % 32, tid] = A[tid]\n        assert tag(s[i % 32, tid]) == (tid,)\n",
   };
   for (size_t i = 0; i < sizeof unrolled / sizeof unrolled[0]; i++) {
-    char src[1024];
-    snprintf(src, sizeof src, "%s%s", HEAD, unrolled[i]);
     ag_diags d;
     int rc;
-    ag_tile_report *r = run(src, NULL, NULL, &d, &rc);
+    ag_tile_report *r = run_body(unrolled[i], &d, &rc);
     CHECK_EQ_INT(rc, 0);
     CHECK(r && ag_tile_report_ok(r) && r->nloops == 0);
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    release(r, &d);
   }
 }
 
@@ -630,11 +643,9 @@ TEST(test_summary_soundness) {
       "        syncthreads()\n",
   };
   for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
-    char src[1024];
-    snprintf(src, sizeof src, "%s%s", HEAD, wrong[i]);
     ag_diags d;
     int rc;
-    ag_tile_report *r = run(src, NULL, NULL, &d, &rc);
+    ag_tile_report *r = run_body(wrong[i], &d, &rc);
     CHECK_EQ_INT(rc, 0);
     CHECK(r && !ag_tile_report_ok(r));
     CHECK(r && r->nloops == 1);
@@ -642,8 +653,7 @@ TEST(test_summary_soundness) {
     CHECK(a != NULL && a->cex != NULL);
     if (a && a->cex)
       CHECK(tu_loop(a->cex, "i") >= 0 && tu_loop(a->cex, "i") < tu_size(a->cex, "M"));
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    release(r, &d);
   }
   /* a correct loop over a symbolic range: proved, with the accesses in
    * bounds (i < M) */
@@ -656,8 +666,7 @@ TEST(test_summary_soundness) {
   ag_tile_report *r = run(ok, NULL, NULL, &d, &rc);
   CHECK_EQ_INT(rc, 0);
   CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   /* a reset under a condition the summary cannot decide happens only when
    * it holds: in the last iteration the older data is still there */
   r = run(HEAD "    s = make_shared((32,), f32)\n    for i in range(M):\n        if i + 1 < M:\n"
@@ -669,8 +678,7 @@ TEST(test_summary_soundness) {
   CHECK(a != NULL && a->cex && !a->bounds);
   if (a && a->cex)
     CHECK_EQ_INT(tu_loop(a->cex, "i"), tu_size(a->cex, "M") - 1);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   /* a register set in iteration 0 only: the summary unrolls one more
    * iteration so that every later head has it (proved, not a join) */
   r = run(HEAD "    assume M >= 2\n    r = make_local((1,), f32)\n    r[0] = A[0]\n"
@@ -681,16 +689,14 @@ TEST(test_summary_soundness) {
   CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
   if (r && r->nloops == 1)
     CHECK_CONTAINS(r->loops[0].how, "iterations 0 .. 1 unrolled");
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   /* a prefix iteration is checked only when it runs (M >= 5 here) */
   r = run(HEAD "    assume M >= 4\n    for i in range(M - 4):\n        x = A[i + 4]\n"
                "        assert tag(x) == (i + 4,)\n",
           NULL, NULL, &d, &rc);
   CHECK_EQ_INT(rc, 0);
   CHECK(r && ag_tile_report_ok(r) && r->nloops == 1);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   /* and the same with A[i + 1]: out of bounds in the last iteration */
   char *oob = edit(ok, "= A[i]", "= A[i + 1]");
   r = run(oob, NULL, NULL, &d, &rc);
@@ -699,8 +705,7 @@ TEST(test_summary_soundness) {
   CHECK(a != NULL && a->bounds && a->cex);
   if (a && a->cex)
     CHECK_EQ_INT(tu_loop(a->cex, "i"), tu_size(a->cex, "M") - 1);
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  release(r, &d);
   free(oob);
 }
 

@@ -8,6 +8,7 @@
 #define ARGUS_TEST_TILE_UTIL_H
 
 #include "argus/tile_check.h"
+#include "diag_case.h"
 
 static inline char *tu_read(const char *rel, size_t *len) {
   const char *src = getenv("ARGUS_SOURCE_DIR");
@@ -197,28 +198,10 @@ static inline int64_t tu_size(const ag_tile_cex *x, const char *name) {
 }
 
 /* The first diagnostic of d is at line:col and says msg; the formatted
- * form carries file:line:col and a caret line. */
+ * form carries file:line:col and a caret line (diag_case.h). */
 static inline void tu_expect_diag(const ag_diags *d, size_t which, int line, int col,
                                   const char *msg) {
-  CHECK(d->items.n >= 1);
-  if (d->items.n < 1) {
-    fprintf(stderr, "case %zu: no diagnostic\n", which);
-    return;
-  }
-  const ag_diag *g = &d->items.v[0];
-  if (g->line != line || g->col != col || !strstr(g->msg, msg))
-    fprintf(stderr, "case %zu: got %d:%d %s\n", which, g->line, g->col, g->msg);
-  CHECK_EQ_INT(g->line, line);
-  CHECK_EQ_INT(g->col, col);
-  CHECK_CONTAINS(g->msg, msg);
-  CHECK(g->srcline != NULL);
-  ag_str s = AG_STR_INIT;
-  ag_diags_format(d, &s);
-  char want[64];
-  snprintf(want, sizeof want, ":%d:%d: error: ", line, col);
-  CHECK_CONTAINS(ag_str_cstr(&s), want);
-  CHECK_CONTAINS(ag_str_cstr(&s), "^\n");
-  ag_str_release(&s);
+  dc_expect_caret(d, which, NULL, line, col, msg);
 }
 
 #endif
