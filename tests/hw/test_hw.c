@@ -561,9 +561,10 @@ static void bad_sys(const char *json, const char *want);
   "{\"kind\":\"kernel\",\"corr\":" #corr ",\"stream\":7,\"start\":" #t0           \
   ",\"end\":" #t1 ",\"name\":\"" name "\",\"grid\":[1,1,1],\"block\":[32,1,1],"    \
   "\"registers\":8,\"graph\":" #graph ",\"graph_node\":" #node "}"
-#define NV_M(id, m, ts, name)                                                  \
+#define NV_MT(id, m, ts, name, tid)                                            \
   "{\"kind\":\"nvtx\",\"id\":" #id ",\"marker\":\"" m "\",\"ts\":" #ts             \
-  ",\"pid\":1,\"tid\":42,\"name\":" name ",\"domain\":null}"
+  ",\"pid\":1,\"tid\":" #tid ",\"name\":" name ",\"domain\":null}"
+#define NV_M(id, m, ts, name) NV_MT(id, m, ts, name, 42)
 
 static const char nv_json[] =
     NV_SYS NV_K("k", 10, 10000, 11000, 0, 0) "," NV_K("k", 11, 12000, 13000, 0, 0) ","
@@ -573,7 +574,11 @@ static const char nv_json[] =
     NV_M(2, "end", 13500, "null") "," NV_M(3, "start", 19000, "\"graphs\"") ","
     NV_M(3, "end", 26000, "null") "," NV_M(1, "end", 27000, "null") ","
     NV_M(4, "instant", 15000, "\"mark\"") "," NV_M(5, "start", 28000, "\"never_closed\"") ","
-    NV_M(9, "end", 29000, "null") "]}";
+    NV_M(9, "end", 29000, "null") ","
+    /* another thread's range, open when "first" starts: not its nesting */
+    NV_MT(6, "start", 9400, "\"other\"", 43) "," NV_MT(6, "end", 9600, "null", 43) ","
+    /* launch 1 starts inside this one and ends after it: not enclosed */
+    NV_MT(7, "start", 11500, "\"partial\"", 44) "," NV_MT(7, "end", 12500, "null", 44) "]}";
 
 static json_t *range_named(json_t *sig, const char *name) {
   size_t i;
@@ -607,19 +612,21 @@ TEST(nvtx_graphs) {
     return;
   }
   CHECK_EQ_INT((int)e->nrecs, 6);
-  CHECK_EQ_INT((int)e->nranges, 5);
+  CHECK_EQ_INT((int)e->nranges, 7);
   CHECK_EQ_INT((int)e->nvtx_unmatched, 1);
   CHECK(e->nvtx_on && e->nvtx_by_argus);
-  /* by start: outer, first (nested), mark (instant), graphs (nested), never_closed */
-  static const char *const order[] = {"outer", "first", "mark", "graphs", "never_closed"};
-  static const int depth[] = {0, 1, 1, 1, 0}; /* mark: inside outer */
-  for (int i = 0; i < 5; i++) {
+  /* by start: outer, other (thread 43), first (nested), partial (thread 44),
+   * mark (instant, inside outer), graphs (nested), never_closed */
+  static const char *const order[] = {"outer",   "other",  "first",       "partial",
+                                      "mark",    "graphs", "never_closed"};
+  static const int depth[] = {0, 0, 1, 0, 1, 1, 0};
+  for (int i = 0; i < 7; i++) {
     CHECK_EQ_STR(e->ranges[i].name, order[i]);
     CHECK_EQ_INT(e->ranges[i].depth, depth[i]);
   }
-  CHECK(e->ranges[2].instant && !e->ranges[2].open);
-  CHECK(e->ranges[4].open && !e->ranges[4].instant);
-  CHECK_EQ_INT((int)(e->ranges[1].end - e->ranges[1].start), 4000);
+  CHECK(e->ranges[4].instant && !e->ranges[4].open);
+  CHECK(e->ranges[6].open && !e->ranges[6].instant);
+  CHECK_EQ_INT((int)(e->ranges[2].end - e->ranges[2].start), 4000);
   CHECK_EQ_INT((int)e->recs[2].graph, 5);
   CHECK_EQ_INT((int)e->recs[3].graph_node, 101);
   json_t *sig = ag_sys_signal(e);
@@ -628,7 +635,7 @@ TEST(nvtx_graphs) {
   struct {
     const char *range, *launches;
   } want[] = {{"outer", "[0,1,2,3,4,5]"}, {"first", "[0,1]"}, {"graphs", "[2,3,4,5]"},
-              {"mark", "[]"}, {"never_closed", "[]"}};
+              {"mark", "[]"}, {"never_closed", "[]"}, {"partial", "[]"}, {"other", "[]"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     json_t *g = range_named(sig, want[i].range);
     CHECK(g != NULL);
@@ -665,7 +672,7 @@ TEST(nvtx_graphs) {
   CHECK_EQ_INT(ag_sys_text(sig, &t), 0);
   printf("%s", ag_str_cstr(&t));
   CHECK_CONTAINS(ag_str_cstr(&t), "graph launches: 2");
-  CHECK_CONTAINS(ag_str_cstr(&t), "nvtx ranges: 5 (CUPTI markers; NVTX_INJECTION64_PATH "
+  CHECK_CONTAINS(ag_str_cstr(&t), "nvtx ranges: 7 (CUPTI markers; NVTX_INJECTION64_PATH "
                                   "/x/libcupti.so, set by argus)");
   CHECK_CONTAINS(ag_str_cstr(&t), "  2-3\n");
   CHECK_CONTAINS(ag_str_cstr(&t), "  0-5\n");
@@ -700,7 +707,7 @@ TEST(nvtx_graphs) {
 }
 
 /* The recorded system timeline of one traced run with an NVTX range
- * around its two kernels and the second made a graph launch:
+ * around its two kernels, both made one graph launch:
  * the joined Chrome trace. */
 TEST(chrome_nvtx) {
   char *raw = NULL, *p = NULL;
@@ -731,7 +738,7 @@ TEST(chrome_nvtx) {
     json_int_t a = json_integer_value(json_object_get(o, "start"));
     json_int_t b = json_integer_value(json_object_get(o, "end"));
     lo = a < lo ? a : lo, hi = b > hi ? b : hi;
-    if (++nk > 1) { /* the second kernel: a graph launch */
+    if (++nk) { /* both kernels: one graph launch */
       json_object_set_new(o, "graph", json_integer(9));
       json_object_set_new(o, "corr", json_integer(777));
     }
@@ -785,7 +792,7 @@ TEST(chrome_nvtx) {
       inside += g0 <= ts + 1e-9 && te <= g1 + 1e-9; /* and the graph launch its kernels */
   }
   CHECK_EQ_INT(kernels, 2);
-  CHECK_EQ_INT(inside, 1);
+  CHECK_EQ_INT(inside, 2);
 out:
   json_decref(j);
   json_decref(root);
