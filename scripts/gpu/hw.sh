@@ -11,7 +11,7 @@
 set -u
 CARRY=$(cd "$(dirname "$0")/../../.." && pwd)
 OUT=${OUT:-/tmp/argus-gpu-out}
-bash "$CARRY/scripts/gpu/run.sh" -R 'test_gpu_hw|bench_activity'
+bash "$CARRY/scripts/gpu/run.sh" -R 'test_gpu_hw|bench_collect_costs'
 R=/tmp/argus-$(basename "$CARRY")
 B=$R/build
 S=$R/src

@@ -24,7 +24,7 @@
  * seen unless the variable was set when the harness started.
  *
  * Load: one collector per harness run; a record costs CUPTI's work on the
- * launch path (measured in bench/bench_activity.c) plus one copy here.
+ * launch path (measured in bench/bench_collect_costs.c) plus one copy here.
  */
 #define _GNU_SOURCE
 #include "activity.h"

@@ -4,7 +4,7 @@
  * ground truth (tests/data/cuda/pm_truth.cu `pm_truth`: --mb MiB copied
  * --passes times, then --n MMA steps), or of the paper's collector kernel
  * (tests/data/cuda/attrib_truth.cu `collector`, for
- * bench/bench_activity.c). Copies the input in (cuMemcpyHtoD), clears the
+ * bench/bench_collect_costs.c). Copies the input in (cuMemcpyHtoD), clears the
  * output (cuMemsetD32), launches --launches times alternating over
  * --streams streams, synchronizes each stream, copies back and checks every
  * result bit for bit against the same float operations on the CPU.
