@@ -19,6 +19,13 @@
  *           the same FFMA count for its grid
  *   held    another tool holds CUPTI's subscriber: a clear failure, no
  *           evidence
+ *   tensor  examples/gemm_tma (FP16 wgmma, FP32 accumulators), 1024^3,
+ *           under ARGUS_COLLECT=counters: every launch's tensor FLOPs
+ *           (the default set's HGMMA FP16 math ops) = 2 x M x N x K within
+ *           0.1 % (the rule "one math op = one FLOP" checked against the
+ *           GEMM's known work), its precision "tensor" (the SASS FLOP
+ *           counters see next to nothing), the tensor peak read from the
+ *           device above the achieved rate
  * The evidence goes to $ARGUS_EVIDENCE_OUT (collector.counters*.json: the
  * recorded evidence that replaces tests/data/evidence/counters.synthetic.json).
  * Exit 77 without a GPU. Written before any GPU run: the first run on the
@@ -132,4 +139,67 @@ TEST(held) {
   CHECK(access(p, F_OK) != 0);
 }
 
-RUN_TESTS(T(counters_auto), T(counters_user), T(held))
+#ifndef GEMM_HARNESS
+#define GEMM_HARNESS "gemm_tma_harness"
+#endif
+#ifndef GEMM_CUBIN
+#define GEMM_CUBIN "gemm_tma.cubin"
+#endif
+
+TEST(tensor) {
+  gpu_or_skip("test_gpu_counters");
+  char dir[] = "/tmp/argus-gctrt-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const double M = 1024, N = 1024, K = 1024;
+  const char *argv[] = {GEMM_HARNESS, "--size", "1024", "--reps", "3", "--module", GEMM_CUBIN,
+                        NULL};
+  ag_trace_run_opts o;
+  hw_ctr_opts(&o, argv, GEMM_CUBIN, dir);
+  o.variant_id = "gemm_tma";
+  ag_trace_run_result res;
+  ag_str why = AG_STR_INIT;
+  int rc = ag_trace_run(&o, &res, &why);
+  if (rc)
+    fprintf(stderr, "%s\n", ag_str_cstr(&why));
+  CHECK_EQ_INT(rc, 0);
+  ag_str_release(&why);
+  if (res.evidence_path)
+    evidence_out(res.evidence_path, "gemm_tma.counters.json");
+  ag_trace_run_result_release(&res);
+  ag_ctr_ev *e = rc ? NULL : hw_ctr_load(dir);
+  if (!e)
+    return;
+  json_t *sig = ag_ctr_signal(e);
+  ag_str t = AG_STR_INIT;
+  CHECK(sig && ag_ctr_text(sig, &t) == 0);
+  printf("%s", ag_str_cstr(&t));
+  ag_str_release(&t);
+  size_t i;
+  json_t *r;
+  int gemms = 0;
+  json_array_foreach(json_object_get(sig, "ranges"), i, r) {
+    const char *k = json_string_value(json_object_get(r, "kernel"));
+    if (!k || !strstr(k, "gemm_tma"))
+      continue;
+    json_t *rf = json_object_get(r, "roofline");
+    double ft = json_number_value(json_object_get(rf, "tensor_flop"));
+    double rate = json_number_value(json_object_get(rf, "tensor_flop_per_s"));
+    double peak = json_number_value(json_object_get(rf, "tensor_peak_flop_per_s"));
+    printf("@ tensor: %s: %.0f tensor FLOPs (2MNK %.0f, ratio %.4f), %.1f of %.1f TFLOP/s, "
+           "precision %s, source %s\n",
+           json_string_value(json_object_get(r, "name")), ft, 2 * M * N * K,
+           ft / (2 * M * N * K), rate / 1e12, peak / 1e12,
+           json_string_value(json_object_get(rf, "precision")),
+           json_string_value(json_object_get(rf, "tensor_source")));
+    CHECK(fabs(ft / (2 * M * N * K) - 1) < 1e-3);
+    CHECK_EQ_STR(json_string_value(json_object_get(rf, "precision")), "tensor");
+    CHECK_EQ_STR(json_string_value(json_object_get(rf, "tensor_source")), "fp16");
+    CHECK(peak > rate && rate > 0);
+    gemms++;
+  }
+  CHECK(gemms >= 3);
+  json_decref(sig);
+  ag_ctr_ev_free(e);
+}
+
+RUN_TESTS(T(counters_auto), T(counters_user), T(held), T(tensor))
