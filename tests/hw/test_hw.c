@@ -23,6 +23,13 @@
  *                    reason is the barrier's, region issue's another one;
  *                    samples are conserved; a map of another program
  *                    version is refused (the wrong case)
+ *   chrome_nesting   the joined Chrome trace of one run (hw.trace.agev,
+ *                    hw.trace.system.json) as `argus observe --signals
+ *                    timeline,system` writes it: a JSON object of the
+ *                    format (every event named, a known phase, complete
+ *                    events with ts >= 0 and dur >= 0, metadata with its
+ *                    name) and every region event inside its launch's
+ *                    kernel event, within the alignment's stated error
  *   nvtx_graphs      constructed evidence with NVTX markers and CUDA graph
  *                    kernels: start/end pairs by ID into nested ranges
  *                    (depth), an instant marker, a range never closed and
@@ -804,6 +811,81 @@ out:
   ag_free(raw);
 }
 
+TEST(chrome_nesting) {
+  ag_sys_ev *s = load_sys("hw.trace.system.json");
+  char *p = NULL;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  ag_trace *tr = NULL;
+  json_t *j = NULL;
+  CHECK(s != NULL);
+  CHECK_EQ_INT(load_trace(&d, &p, &ev), 0);
+  if (!s || !ev || ag_trace_decode(ev, &tr))
+    goto out;
+  ag_str ct = {0};
+  CHECK_EQ_INT(ag_report_chrome_system(tr, s, NULL, 0, &ct, NULL), 0);
+  j = json_loads(ag_str_cstr(&ct), 0, NULL);
+  ag_str_release(&ct);
+  CHECK(json_is_object(j));
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
+  json_t *evs = json_object_get(j, "traceEvents"), *e;
+  CHECK(json_array_size(evs) > 0);
+  size_t i;
+  int bad = 0, regions = 0, kernels = 0, meta = 0;
+  double kts[8], kend[8];
+  json_array_foreach(evs, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    bad += !json_is_string(json_object_get(e, "name")) || !ph ||
+           !json_is_integer(json_object_get(e, "pid"));
+    if (ph && !strcmp(ph, "M")) {
+      meta++;
+      bad += !json_is_object(json_object_get(e, "args"));
+      continue;
+    }
+    bad += !ph || strcmp(ph, "X") || !json_is_number(json_object_get(e, "ts")) ||
+           json_number_value(json_object_get(e, "ts")) < 0 ||
+           json_number_value(json_object_get(e, "dur")) < 0 || !json_object_get(e, "tid");
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    const char *nm = json_string_value(json_object_get(e, "name"));
+    if (cat && !strcmp(cat, "system") && nm && !strcmp(nm, "stall_truth") && kernels < 8) {
+      kts[kernels] = json_number_value(json_object_get(e, "ts"));
+      kend[kernels] = kts[kernels] + json_number_value(json_object_get(e, "dur"));
+      kernels++;
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK(meta >= 2);
+  CHECK_EQ_INT(kernels, ev->nlaunches);
+  /* every region event inside its launch's kernel event (the tid's high
+   * half is the launch), within the stated alignment error */
+  double err_us = s->error_ns / 1e3, worst = 0;
+  json_array_foreach(evs, i, e) {
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (!cat || strcmp(cat, "region"))
+      continue;
+    json_int_t l = json_integer_value(json_object_get(e, "tid")) >> 32;
+    CHECK(l >= 0 && l < kernels);
+    if (l < 0 || l >= kernels)
+      continue;
+    double ts = json_number_value(json_object_get(e, "ts"));
+    double te = ts + json_number_value(json_object_get(e, "dur"));
+    worst = fmax(worst, fmax(kts[l] - ts, te - kend[l]));
+    regions++;
+  }
+  printf("@ nesting: %d region events in %d kernel events; the worst overhang %.3f us "
+         "(error bound %.3f us)\n", regions, kernels, worst, err_us);
+  CHECK(regions > 0);
+  CHECK(worst <= err_us);
+out:
+  json_decref(j);
+  ag_trace_free(tr);
+  ag_evidence_free(ev);
+  ag_diags_release(&d);
+  ag_free(p);
+  ag_sys_ev_free(s);
+}
+
 static void bad_sys(const char *json, const char *want) {
   ag_diags d;
   ag_diags_init(&d);
@@ -963,6 +1045,7 @@ TEST(bad_config) {
   unsetenv("ARGUS_LIBCUPTI");
 }
 
-RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(nvtx_graphs),
+RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(chrome_nesting),
+          T(nvtx_graphs),
           T(chrome_nvtx), T(stalls_recorded),
           T(bad_evidence), T(no_cupti), T(held), T(not_permitted), T(bad_config))
