@@ -83,16 +83,15 @@ TEST(counters_auto) {
   ag_ctr_ev_free(e);
 }
 
-TEST(counters_user) {
-  gpu_or_skip("test_gpu_counters");
-  char dir[] = "/tmp/argus-gctru-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  const char *argv[] = {HW_HARNESS, "--module", ATTRIB_TRUTH_CUBIN, "--kernel", "collector",
-                        "--blocks", "1024", "--threads", "256", "--range", "phase", NULL};
+/* The harness argv under the hardware counters through ag_trace_run (range
+ * mode `range`, NULL: auto) into dir, the evidence kept as save_as:
+ * decoded, or NULL (the reason printed). */
+static ag_ctr_ev *ctr_run(const char *const *argv, const char *cubin, const char *id,
+                          const char *range, const char *dir, const char *save_as) {
   ag_trace_run_opts o;
-  hw_ctr_opts(&o, argv, ATTRIB_TRUTH_CUBIN, dir);
-  o.variant_id = "collector";
-  o.counters_range = "user";
+  hw_ctr_opts(&o, argv, cubin, dir);
+  o.variant_id = id;
+  o.counters_range = range;
   ag_trace_run_result res;
   ag_str why = AG_STR_INIT;
   int rc = ag_trace_run(&o, &res, &why);
@@ -101,9 +100,19 @@ TEST(counters_user) {
   CHECK_EQ_INT(rc, 0);
   ag_str_release(&why);
   if (res.evidence_path)
-    evidence_out(res.evidence_path, "collector.counters.user.json");
+    evidence_out(res.evidence_path, save_as);
   ag_trace_run_result_release(&res);
-  ag_ctr_ev *e = rc ? NULL : hw_ctr_load(dir);
+  return rc ? NULL : hw_ctr_load(dir);
+}
+
+TEST(counters_user) {
+  gpu_or_skip("test_gpu_counters");
+  char dir[] = "/tmp/argus-gctru-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const char *argv[] = {HW_HARNESS, "--module", ATTRIB_TRUTH_CUBIN, "--kernel", "collector",
+                        "--blocks", "1024", "--threads", "256", "--range", "phase", NULL};
+  ag_ctr_ev *e = ctr_run(argv, ATTRIB_TRUTH_CUBIN, "collector", "user", dir,
+                         "collector.counters.user.json");
   if (!e)
     return;
   printf("user ranges: %ld passes, %ld harness runs\n", e->passes, e->harness_runs);
@@ -153,20 +162,7 @@ TEST(tensor) {
   const double M = 1024, N = 1024, K = 1024;
   const char *argv[] = {GEMM_HARNESS, "--size", "1024", "--reps", "3", "--module", GEMM_CUBIN,
                         NULL};
-  ag_trace_run_opts o;
-  hw_ctr_opts(&o, argv, GEMM_CUBIN, dir);
-  o.variant_id = "gemm_tma";
-  ag_trace_run_result res;
-  ag_str why = AG_STR_INIT;
-  int rc = ag_trace_run(&o, &res, &why);
-  if (rc)
-    fprintf(stderr, "%s\n", ag_str_cstr(&why));
-  CHECK_EQ_INT(rc, 0);
-  ag_str_release(&why);
-  if (res.evidence_path)
-    evidence_out(res.evidence_path, "gemm_tma.counters.json");
-  ag_trace_run_result_release(&res);
-  ag_ctr_ev *e = rc ? NULL : hw_ctr_load(dir);
+  ag_ctr_ev *e = ctr_run(argv, GEMM_CUBIN, "gemm_tma", NULL, dir, "gemm_tma.counters.json");
   if (!e)
     return;
   json_t *sig = ag_ctr_signal(e);

@@ -58,22 +58,32 @@ static json_int_t geti(json_t *o, const char *k) {
   return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+/* The harness with `args` under ARGUS_COLLECT=system into dir, its output
+ * printed, system.json kept as $ARGUS_EVIDENCE_OUT/save_as: 0, 77 (no
+ * GPU) or 1. */
+static int run_system(const char *dir, const char *const *args, const char *save_as) {
+  ag_str out = {0};
+  ag_proc_result pr;
+  CHECK_EQ_INT(hw_run(dir, "system", HW_CUBIN, HW_CUBIN, args, NULL, &out, &pr), 0);
+  printf("%s", out.p ? out.p : "");
+  ag_str_release(&out);
+  if (pr.exited && pr.exit_code == 77)
+    return 77;
+  CHECK(pr.exited && pr.exit_code == 0);
+  char p[1200];
+  snprintf(p, sizeof p, "%s/system.json", dir);
+  evidence_out(p, save_as);
+  return pr.exited && pr.exit_code == 0 ? 0 : 1;
+}
+
 TEST(system_run) {
   gpu_or_skip("test_gpu_hw");
   char dir[] = "/tmp/argus-ghw-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  ag_str out = {0};
-  ag_proc_result pr;
   const char *args[] = {"--blocks", "8", "--spin", "5", "--n", "256", "--launches", "4",
                         "--streams", "2", NULL};
-  CHECK_EQ_INT(hw_run(dir, "system", HW_CUBIN, HW_CUBIN, args, NULL, &out, &pr), 0);
-  printf("%s", out.p ? out.p : "");
-  if (pr.exited && pr.exit_code == 77)
+  if (run_system(dir, args, "hw.system.json") == 77)
     SKIP("no GPU");
-  CHECK(pr.exited && pr.exit_code == 0);
-  char p[1200];
-  snprintf(p, sizeof p, "%s/system.json", dir);
-  evidence_out(p, "hw.system.json");
   json_t *j = hw_load(dir, "system.json");
   CHECK(j != NULL);
   if (!j)
@@ -125,18 +135,6 @@ TEST(system_run) {
     CHECK(geti(c, "cupti_start") > 0);
   }
   json_decref(j);
-  ag_str_release(&out);
-}
-
-static json_t *nv_range(json_t *sig, const char *name) {
-  size_t i;
-  json_t *o;
-  json_array_foreach(json_object_get(json_object_get(sig, "nvtx"), "ranges"), i, o) {
-    const char *n = json_string_value(json_object_get(o, "name"));
-    if (n && !strcmp(n, name))
-      return o;
-  }
-  return NULL;
 }
 
 /* the launches of range or graph entry o as "0-3" style text */
@@ -151,19 +149,12 @@ TEST(nvtx_graph) {
   gpu_or_skip("test_gpu_hw");
   char dir[] = "/tmp/argus-ghwn-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  ag_str out = {0};
-  ag_proc_result pr;
   const char *args[] = {"--blocks", "8", "--spin", "5", "--n", "256", "--launches", "4",
                         "--streams", "2", "--nvtx", "--graph", "3", NULL};
-  CHECK_EQ_INT(hw_run(dir, "system", HW_CUBIN, HW_CUBIN, args, NULL, &out, &pr), 0);
-  printf("%s", out.p ? out.p : "");
-  ag_str_release(&out);
-  if (pr.exited && pr.exit_code == 77)
+  if (run_system(dir, args, "hw.nvtx.system.json") == 77)
     SKIP("no GPU");
-  CHECK(pr.exited && pr.exit_code == 0);
   char p[1200];
   snprintf(p, sizeof p, "%s/system.json", dir);
-  evidence_out(p, "hw.nvtx.system.json");
   ag_diags d;
   ag_diags_init(&d);
   ag_sys_ev *e = NULL;
@@ -184,8 +175,8 @@ TEST(nvtx_graph) {
   CHECK(e->nvtx_by_argus);
   CHECK_EQ_INT((int)e->nvtx_unmatched, 0);
   CHECK_EQ_INT(e->dropped == 0, 1);
-  json_t *all = nv_range(sig, "hw/all"), *ln = nv_range(sig, "hw/launches");
-  json_t *gr = nv_range(sig, "hw/graph"), *mk = nv_range(sig, "hw/between");
+  json_t *all = hw_nvtx_range(sig, "hw/all"), *ln = hw_nvtx_range(sig, "hw/launches");
+  json_t *gr = hw_nvtx_range(sig, "hw/graph"), *mk = hw_nvtx_range(sig, "hw/between");
   CHECK(all && ln && gr && mk);
   char buf[64];
   if (all && ln && gr && mk) {

@@ -16,20 +16,17 @@
  *                    trace: both parse, the system process is there, and
  *                    each launch's first warp entry lies inside the
  *                    kernel's CUPTI span (moved by the offset) within the
- *                    stated error: the alignment measured
+ *                    stated error: the alignment measured; the trace as
+ *                    `argus observe --signals timeline,system` writes it
+ *                    has the format's structure, and every region event
+ *                    lies inside its launch's kernel event within the
+ *                    stated error (check_nesting)
  *   stalls_recorded  the PC samples recorded on the H200 (hw.stalls.json,
  *                    with hw.ptx, hw.map_counts.json, hw.stalls.cubin)
  *                    attributed through the map: region wait's top stall
  *                    reason is the barrier's, region issue's another one;
  *                    samples are conserved; a map of another program
  *                    version is refused (the wrong case)
- *   chrome_nesting   the joined Chrome trace of one run (hw.trace.agev,
- *                    hw.trace.system.json) as `argus observe --signals
- *                    timeline,system` writes it: a JSON object of the
- *                    format (every event named, a known phase, complete
- *                    events with ts >= 0 and dur >= 0, metadata with its
- *                    name) and every region event inside its launch's
- *                    kernel event, within the alignment's stated error
  *   nvtx_graphs      constructed evidence with NVTX markers and CUDA graph
  *                    kernels: start/end pairs by ID into nested ranges
  *                    (depth), an instant marker, a range never closed and
@@ -306,6 +303,62 @@ static int load_trace(ag_diags *d, char **bytes, ag_evidence **ev) {
   return rc;
 }
 
+/* The joined Chrome trace j of one run as `argus observe --signals
+ * timeline,system` writes it: the format's structure (every event named,
+ * a known phase, complete events with ts >= 0 and dur >= 0, metadata with
+ * args) and every region event inside its launch's kernel event (the
+ * tid's high half is the launch), within the alignment's error bound. */
+static void check_nesting(json_t *j, int nlaunches, double error_ns) {
+  CHECK(json_is_object(j));
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
+  json_t *evs = json_object_get(j, "traceEvents"), *e;
+  CHECK(json_array_size(evs) > 0);
+  size_t i;
+  int bad = 0, regions = 0, kernels = 0, meta = 0;
+  double kts[8], kend[8];
+  json_array_foreach(evs, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    bad += !json_is_string(json_object_get(e, "name")) || !ph ||
+           !json_is_integer(json_object_get(e, "pid"));
+    if (ph && !strcmp(ph, "M")) {
+      meta++;
+      bad += !json_is_object(json_object_get(e, "args"));
+      continue;
+    }
+    bad += !ph || strcmp(ph, "X") || !json_is_number(json_object_get(e, "ts")) ||
+           json_number_value(json_object_get(e, "ts")) < 0 ||
+           json_number_value(json_object_get(e, "dur")) < 0 || !json_object_get(e, "tid");
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    const char *nm = json_string_value(json_object_get(e, "name"));
+    if (cat && !strcmp(cat, "system") && nm && !strcmp(nm, "stall_truth") && kernels < 8) {
+      kts[kernels] = json_number_value(json_object_get(e, "ts"));
+      kend[kernels] = kts[kernels] + json_number_value(json_object_get(e, "dur"));
+      kernels++;
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK(meta >= 2);
+  CHECK_EQ_INT(kernels, nlaunches);
+  double err_us = error_ns / 1e3, worst = 0;
+  json_array_foreach(evs, i, e) {
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (!cat || strcmp(cat, "region"))
+      continue;
+    json_int_t l = json_integer_value(json_object_get(e, "tid")) >> 32;
+    CHECK(l >= 0 && l < kernels);
+    if (l < 0 || l >= kernels)
+      continue;
+    double ts = json_number_value(json_object_get(e, "ts"));
+    double te = ts + json_number_value(json_object_get(e, "dur"));
+    worst = fmax(worst, fmax(kts[l] - ts, te - kend[l]));
+    regions++;
+  }
+  printf("@ nesting: %d region events in %d kernel events; the worst overhang %.3f us "
+         "(error bound %.3f us)\n", regions, kernels, worst, err_us);
+  CHECK(regions > 0);
+  CHECK(worst <= err_us);
+}
+
 TEST(chrome_same_run) {
   ag_sys_ev *s = load_sys("hw.trace.system.json");
   char *p = NULL;
@@ -370,6 +423,7 @@ TEST(chrome_same_run) {
       minimum = fmin(minimum, json_number_value(ts));
   }
   CHECK(minimum >= 0 && minimum < 1e-3);
+  check_nesting(j, ev->nlaunches, s->error_ns);
   /* each launch's region events start where its warps did: the system
    * kernel's ts plus (first warp entry - kernel start), on one clock; within
    * 1 us, as occurrences are placed from %clock64 through per-SM offsets
@@ -587,17 +641,6 @@ static const char nv_json[] =
     /* launch 1 starts inside this one and ends after it: not enclosed */
     NV_MT(7, "start", 11500, "\"partial\"", 44) "," NV_MT(7, "end", 12500, "null", 44) "]}";
 
-static json_t *range_named(json_t *sig, const char *name) {
-  size_t i;
-  json_t *o;
-  json_array_foreach(json_object_get(json_object_get(sig, "nvtx"), "ranges"), i, o) {
-    const char *n = json_string_value(json_object_get(o, "name"));
-    if (n && !strcmp(n, name))
-      return o;
-  }
-  return NULL;
-}
-
 /* "[0,1]" from a JSON array of integers */
 static void ints(const json_t *a, char *buf, size_t n) {
   size_t i, k = 0;
@@ -644,13 +687,13 @@ TEST(nvtx_graphs) {
   } want[] = {{"outer", "[0,1,2,3,4,5]"}, {"first", "[0,1]"}, {"graphs", "[2,3,4,5]"},
               {"mark", "[]"}, {"never_closed", "[]"}, {"partial", "[]"}, {"other", "[]"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    json_t *g = range_named(sig, want[i].range);
+    json_t *g = hw_nvtx_range(sig, want[i].range);
     CHECK(g != NULL);
     ints(json_object_get(g, "launches"), buf, sizeof buf);
     CHECK_EQ_STR(buf, want[i].launches);
   }
-  CHECK(json_is_null(json_object_get(range_named(sig, "never_closed"), "duration_ns")));
-  CHECK_EQ_INT((int)json_integer_value(json_object_get(range_named(sig, "outer"), "duration_ns")),
+  CHECK(json_is_null(json_object_get(hw_nvtx_range(sig, "never_closed"), "duration_ns")));
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(hw_nvtx_range(sig, "outer"), "duration_ns")),
                18000);
   CHECK_EQ_INT((int)json_integer_value(
                    json_object_get(json_object_get(sig, "nvtx"), "unmatched_ends")), 1);
@@ -694,7 +737,7 @@ TEST(nvtx_graphs) {
   CHECK_EQ_INT(ag_sys_synth(e, &sc, 1u << AG_SCOPE_LAUNCH, &out), 0);
   sig = json_object_get(out, "system");
   CHECK_EQ_INT((int)json_array_size(json_object_get(sig, "graphs")), 1);
-  ints(json_object_get(range_named(sig, "outer"), "launches"), buf, sizeof buf);
+  ints(json_object_get(hw_nvtx_range(sig, "outer"), "launches"), buf, sizeof buf);
   CHECK_EQ_STR(buf, "[2,3]");
   CHECK(value_of(out, "(graph 5 corr 20)", "kernels") != NULL);
   CHECK(value_of(out, "(graph 5 corr 21)", "kernels") == NULL);
@@ -809,81 +852,6 @@ out:
   ag_diags_release(&d);
   ag_free(p);
   ag_free(raw);
-}
-
-TEST(chrome_nesting) {
-  ag_sys_ev *s = load_sys("hw.trace.system.json");
-  char *p = NULL;
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_evidence *ev = NULL;
-  ag_trace *tr = NULL;
-  json_t *j = NULL;
-  CHECK(s != NULL);
-  CHECK_EQ_INT(load_trace(&d, &p, &ev), 0);
-  if (!s || !ev || ag_trace_decode(ev, &tr))
-    goto out;
-  ag_str ct = {0};
-  CHECK_EQ_INT(ag_report_chrome_system(tr, s, NULL, 0, &ct, NULL), 0);
-  j = json_loads(ag_str_cstr(&ct), 0, NULL);
-  ag_str_release(&ct);
-  CHECK(json_is_object(j));
-  CHECK_EQ_STR(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
-  json_t *evs = json_object_get(j, "traceEvents"), *e;
-  CHECK(json_array_size(evs) > 0);
-  size_t i;
-  int bad = 0, regions = 0, kernels = 0, meta = 0;
-  double kts[8], kend[8];
-  json_array_foreach(evs, i, e) {
-    const char *ph = json_string_value(json_object_get(e, "ph"));
-    bad += !json_is_string(json_object_get(e, "name")) || !ph ||
-           !json_is_integer(json_object_get(e, "pid"));
-    if (ph && !strcmp(ph, "M")) {
-      meta++;
-      bad += !json_is_object(json_object_get(e, "args"));
-      continue;
-    }
-    bad += !ph || strcmp(ph, "X") || !json_is_number(json_object_get(e, "ts")) ||
-           json_number_value(json_object_get(e, "ts")) < 0 ||
-           json_number_value(json_object_get(e, "dur")) < 0 || !json_object_get(e, "tid");
-    const char *cat = json_string_value(json_object_get(e, "cat"));
-    const char *nm = json_string_value(json_object_get(e, "name"));
-    if (cat && !strcmp(cat, "system") && nm && !strcmp(nm, "stall_truth") && kernels < 8) {
-      kts[kernels] = json_number_value(json_object_get(e, "ts"));
-      kend[kernels] = kts[kernels] + json_number_value(json_object_get(e, "dur"));
-      kernels++;
-    }
-  }
-  CHECK_EQ_INT(bad, 0);
-  CHECK(meta >= 2);
-  CHECK_EQ_INT(kernels, ev->nlaunches);
-  /* every region event inside its launch's kernel event (the tid's high
-   * half is the launch), within the stated alignment error */
-  double err_us = s->error_ns / 1e3, worst = 0;
-  json_array_foreach(evs, i, e) {
-    const char *cat = json_string_value(json_object_get(e, "cat"));
-    if (!cat || strcmp(cat, "region"))
-      continue;
-    json_int_t l = json_integer_value(json_object_get(e, "tid")) >> 32;
-    CHECK(l >= 0 && l < kernels);
-    if (l < 0 || l >= kernels)
-      continue;
-    double ts = json_number_value(json_object_get(e, "ts"));
-    double te = ts + json_number_value(json_object_get(e, "dur"));
-    worst = fmax(worst, fmax(kts[l] - ts, te - kend[l]));
-    regions++;
-  }
-  printf("@ nesting: %d region events in %d kernel events; the worst overhang %.3f us "
-         "(error bound %.3f us)\n", regions, kernels, worst, err_us);
-  CHECK(regions > 0);
-  CHECK(worst <= err_us);
-out:
-  json_decref(j);
-  ag_trace_free(tr);
-  ag_evidence_free(ev);
-  ag_diags_release(&d);
-  ag_free(p);
-  ag_sys_ev_free(s);
 }
 
 static void bad_sys(const char *json, const char *want) {
@@ -1045,7 +1013,6 @@ TEST(bad_config) {
   unsetenv("ARGUS_LIBCUPTI");
 }
 
-RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(chrome_nesting),
-          T(nvtx_graphs),
+RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(nvtx_graphs),
           T(chrome_nvtx), T(stalls_recorded),
           T(bad_evidence), T(no_cupti), T(held), T(not_permitted), T(bad_config))
