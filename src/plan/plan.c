@@ -417,8 +417,8 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
         goto fail_vec;
     }
   }
-  if ((rc = join_system_timeline(p, q)))
-    goto fail_vec;
+  if (join_system_timeline(p, q))
+    goto fail_vec; /* rc: AG_ENOMEM */
   ag_task *rep = ag_plan_add(p, AG_TASK_SYNTHESIZE, "report", "join into the report",
                              q->region, &q->scope, NULL, synths.v, (int)synths.n);
   if (!rep)
