@@ -161,38 +161,6 @@ static void first_line(const char *path, const char *key, char *out, size_t n) {
   fclose(f);
 }
 
-/* Replaces the text between the markers in FILE (appends the section when
- * the markers are missing). */
-static int write_results(const char *file, const char *section) {
-  static const char begin[] = "<!-- bench_ptx --scale: begin (written by the benchmark) -->\n";
-  static const char end[] = "<!-- bench_ptx --scale: end -->\n";
-  char *old = NULL;
-  size_t n = 0;
-  if (ag_file_read(file, &old, &n)) {
-    fprintf(stderr, "bench_ptx: cannot read '%s'\n", file);
-    return 1;
-  }
-  ag_str o = AG_STR_INIT;
-  char *b = strstr(old, begin), *e = b ? strstr(b, end) : NULL;
-  if (b && e) {
-    ag_str_append(&o, old, (size_t)(b - old));
-  } else {
-    ag_str_puts(&o, old);
-    ag_str_puts(&o, "\n");
-  }
-  ag_str_puts(&o, begin);
-  ag_str_puts(&o, section);
-  ag_str_puts(&o, end);
-  if (b && e)
-    ag_str_puts(&o, e + sizeof end - 1);
-  int rc = o.oom || ag_file_write_atomic(file, o.p, o.len);
-  if (rc)
-    fprintf(stderr, "bench_ptx: cannot write '%s'\n", file);
-  ag_free(old);
-  ag_str_release(&o);
-  return rc;
-}
-
 static int scale(int argc, char **argv) {
   int runs = 5, report_only = 0;
   const char *argus = ARGUS_BIN_DEFAULT, *results = NULL;
@@ -338,7 +306,7 @@ static int scale(int argc, char **argv) {
                     "%.3f s (%.3f-%.3f) | %.3f s (%.3f-%.3f) |\n\n",
                 rcpu.med, rcpu.min, rcpu.max, rwall.med, rwall.min, rwall.max);
   fputs(ag_str_cstr(&r), stdout);
-  if (results && write_results(results, ag_str_cstr(&r)))
+  if (results && bench_results_section(results, "bench_ptx --scale", ag_str_cstr(&r)))
     failed = 1;
   ag_str_release(&r);
   /* the generated files go; the log stays only when something failed */

@@ -83,6 +83,54 @@ static inline int bench_goal(const char *name, double value, int strict, double 
   return met || report_only;
 }
 
+/* Writes `section` into the results file `file` (bench/RESULTS.md) between
+ * the lines "<!-- KEY: begin (written by the benchmark) -->" and
+ * "<!-- KEY: end -->", replacing what was there; appends the marked section
+ * when the markers are missing. The file is replaced through a temporary
+ * beside it. 0 on success; 1 (with a message on stderr) when it cannot be
+ * read or written. */
+static inline int bench_results_section(const char *file, const char *key, const char *section) {
+  char begin[256], end[256], tmp[4096];
+  snprintf(begin, sizeof begin, "<!-- %.200s: begin (written by the benchmark) -->\n", key);
+  snprintf(end, sizeof end, "<!-- %.200s: end -->\n", key);
+  snprintf(tmp, sizeof tmp, "%.4000s.tmp", file);
+  FILE *f = fopen(file, "rb");
+  char *old = NULL;
+  long n = -1;
+  if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
+      (old = (char *)malloc((size_t)n + 1)) && fread(old, 1, (size_t)n, f) == (size_t)n)
+    old[n] = 0;
+  else
+    n = -1;
+  if (f)
+    fclose(f);
+  if (n < 0) {
+    fprintf(stderr, "bench: cannot read the results file '%s'\n", file);
+    free(old);
+    return 1;
+  }
+  char *b = strstr(old, begin), *e = b ? strstr(b, end) : NULL;
+  FILE *o = fopen(tmp, "wb");
+  int bad = !o;
+  if (o) {
+    if (b && e)
+      bad |= fwrite(old, 1, (size_t)(b - old), o) != (size_t)(b - old);
+    else
+      bad |= fputs(old, o) < 0 || fputs("\n", o) < 0;
+    bad |= fputs(begin, o) < 0 || fputs(section, o) < 0 || fputs(end, o) < 0;
+    if (b && e)
+      bad |= fputs(e + strlen(end), o) < 0;
+    bad |= fclose(o) != 0;
+  }
+  bad = bad || rename(tmp, file) != 0;
+  if (bad) {
+    fprintf(stderr, "bench: cannot write the results file '%s'\n", file);
+    remove(tmp);
+  }
+  free(old);
+  return bad;
+}
+
 /* The verdict of a paired estimate p (95 % confidence interval upper bound
  * hi) on an upper limit: "met" when the whole interval is under it, "met,
  * within noise" when only the estimate is, else "NOT met". */

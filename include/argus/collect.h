@@ -157,6 +157,9 @@ typedef struct ag_trace_run_opts {
                                    reads beside its default set (comma list), or NULL */
   const char *counters_range;   /* ARGUS_COUNTERS_RANGE: "auto" (a range per launch) or
                                    "user" (the harness's ranges), or NULL: auto */
+  int activity;                 /* 1: ARGUS_ACTIVITY=1 beside a trace or time run: CUPTI's
+                                   activity trace of the same run, system.json
+                                   (docs/system.md); the process's one CUPTI subscriber */
 } ag_trace_run_opts;
 
 /* The collection a run makes (o->collect, or its default) and the name of
@@ -172,6 +175,8 @@ typedef struct ag_trace_run_result {
   ag_proc_result proc;
   char *log_path;      /* the harness's stdout+stderr (owned) */
   char *timing_path;   /* the kernel times (AG_EV_TIMING_FILE; owned), or NULL */
+  char *system_path;   /* the activity trace beside it (o->activity: system.json; owned),
+                          or NULL */
 } ag_trace_run_result;
 
 /* Runs the harness once under Argus (ARGUS_COLLECT=trace) with a timeout

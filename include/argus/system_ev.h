@@ -4,7 +4,10 @@
  * docs/system.md), decoded and checked, and the `system` signal made from
  * it: per launch (kernel, stream, correlation ID, grid, block, registers,
  * shared memory, start and duration) and per stream (kernels, copies,
- * sets, busy time, bytes), on the %globaltimer clock.
+ * sets, busy time, bytes), on the %globaltimer clock; the harness's NVTX
+ * ranges (start and end markers paired by ID, with the launches each
+ * encloses) and its CUDA graph launches (kernels grouped by graph ID and
+ * the graph launch's correlation ID).
  *
  * Clock alignment: the evidence holds the calibration kernels' first and
  * last %globaltimer edges and CUPTI's start and end of the same kernels;
@@ -42,7 +45,21 @@ typedef struct ag_sys_rec {
   uint64_t bytes;      /* memcpy / memset */
   int copy_kind, sync_type;
   int argus;           /* an Argus calibration kernel, not the harness's */
+  uint32_t graph;      /* kernels, copies, sets launched from a CUDA graph: its ID (0: none) */
+  uint64_t graph_node; /* and the node's */
 } ag_sys_rec;
+
+/* An NVTX range (a start and an end marker of one ID) or an instant marker,
+ * host-side, on CUPTI's clock. */
+typedef struct ag_sys_range {
+  const char *name;    /* borrowed from the JSON; NULL: unnamed */
+  const char *domain;  /* NULL: NVTX's default domain */
+  uint32_t id, pid, tid;
+  int64_t start, end;  /* an instant marker: start == end; open: end = start */
+  int instant;
+  int open;            /* its end marker was not seen (the harness never popped it) */
+  int depth;           /* ranges of its thread open at its start (push/pop nesting) */
+} ag_sys_range;
 
 typedef struct ag_sys_ev {
   json_t *root;
@@ -54,6 +71,12 @@ typedef struct ag_sys_ev {
   int ncal;            /* calibrations read */
   double offset_ns;    /* CUPTI clock minus %globaltimer */
   double error_ns;     /* the alignment's error bound */
+  ag_sys_range *ranges; /* NVTX ranges and instant markers, by start */
+  size_t nranges;
+  size_t nvtx_unmatched; /* end markers whose start was not seen */
+  int nvtx_on;          /* the collection had the nvtx kind on */
+  const char *nvtx_injection; /* NVTX_INJECTION64_PATH then (borrowed), "" none */
+  int nvtx_by_argus;    /* the host runtime set it */
 } ag_sys_ev;
 
 int ag_sys_ev_load(const char *path, ag_diags *diags, ag_sys_ev **out);
@@ -86,10 +109,17 @@ static inline double ag_sys_ev_gt(const ag_sys_ev *e, int64_t cupti_ns) {
  * "observed","clock":{"offset_ns","error_ns","calibrations","rule"},
  * "dropped_records","lost_records","launches":[{"launch","kernel","corr",
  * "stream","start_ns" (globaltimer),"duration_ns","grid","block","cluster",
- * "registers","static_smem","dynamic_smem"}],"streams":[{"stream",
- * "kernels","memcpy","memset","sync","busy_ns","bytes","first_ns",
- * "last_ns"}],"calibration_kernels"}. Argus's calibration kernels are not
- * launches. NULL when out of memory. */
+ * "registers","static_smem","dynamic_smem", "graph" and "graph_node" (a
+ * graph's kernel), "nvtx" (the innermost enclosing range's name)}],
+ * "streams":[{"stream","kernels","memcpy","memset","sync","busy_ns",
+ * "bytes","first_ns","last_ns"}],"calibration_kernels",
+ * "graphs":[{"graph","corr","stream","kernels","launches","start_ns",
+ * "duration_ns"}] (one per graph launch), "nvtx" (with the nvtx kind on):
+ * {"injection","set_by_argus","rule","unmatched_ends","ranges":[{"name",
+ * "domain","tid","depth","start_ns","duration_ns","instant","open",
+ * "launches"}]}}. A range encloses a launch when the kernel's CUPTI start
+ * and end lie within the range's start and end markers (one clock).
+ * Argus's calibration kernels are not launches. NULL when out of memory. */
 json_t *ag_sys_signal(const ag_sys_ev *e);
 /* The same over the launches `scope` selects (NULL or no launch range: all):
  * a launch keeps its number in the run (launch=1:3 gives launches 1 and 2),

@@ -3,7 +3,8 @@
 # stalls collectors (docs/system.md, docs/stalls.md) in one call: the GPU
 # tests and the benchmark of tests/hw (through run.sh), the activity trace
 # and PC sampling on examples/gemm_tma (TMA + wgmma), and `argus observe
-# --signals duration,system` on it. Everything recorded comes back packed in
+# --signals duration,system` and `--signals timeline,system` (the joined
+# Chrome trace) on it. Everything recorded comes back packed in
 # $OUT/evidence.tgz (the device tool returns at most 8 files).
 #
 #   ARGUS_PACK_NAME=h sh scripts/gpu/pack.sh /work/main    # CPU machine
@@ -11,7 +12,7 @@
 set -u
 CARRY=$(cd "$(dirname "$0")/../../.." && pwd)
 OUT=${OUT:-/tmp/argus-gpu-out}
-bash "$CARRY/scripts/gpu/run.sh" -R 'test_gpu_hw|bench_activity'
+bash "$CARRY/scripts/gpu/run.sh" -R 'test_gpu_hw|test_gpu_counters|bench_collect_costs'
 R=/tmp/argus-$(basename "$CARRY")
 B=$R/build
 S=$R/src
@@ -41,6 +42,12 @@ W=$(mktemp -d)
   echo "observe: exit $?"
   "$B/tools/argus/argus" --workspace "$W/ws" --json observe spec.json --region gemm_tma \
     --signals duration,system > "$EV/gemm_tma.observe.json"
+  # the timeline and the system timeline of one traced run in one Chrome trace
+  "$B/tools/argus/argus" --workspace "$W/ws" plan spec.json --region gemm_tma \
+    --signals timeline,system
+  "$B/tools/argus/argus" --workspace "$W/ws" observe spec.json --region gemm_tma \
+    --signals timeline,system --timeline "$EV/gemm_tma.joined.trace.json"
+  echo "observe timeline,system: exit $?"
 } > "$OUT/hw.txt" 2>&1
 tar -C "$OUT" -czf "$OUT/evidence.tgz" evidence && rm -rf "$OUT/evidence" "$OUT/sass.txt"
 tail -40 "$OUT/hw.txt"

@@ -9,12 +9,22 @@
  * never dropped silently.
  *
  * Kinds: CONCURRENT_KERNEL (kernels keep running concurrently), MEMCPY,
- * MEMSET, SYNCHRONIZATION, STREAM. The driver-API kind is not enabled: its
- * record per call costs launch time, and every device record already
- * carries the correlation ID of the call that made it.
+ * MEMSET, SYNCHRONIZATION, STREAM, MARKER (NVTX). The driver-API kind is not
+ * enabled: its record per call costs launch time, and every device record
+ * already carries the correlation ID of the call that made it. A kernel
+ * launched from a CUDA graph carries its graph and graph-node IDs (and the
+ * graph launch's correlation ID); GRAPH_TRACE is not enabled: CUPTI refuses
+ * it beside the kernel records, which it summarizes away.
+ *
+ * NVTX reaches CUPTI through NVTX's injection: at its first call the
+ * harness's NVTX reads NVTX_INJECTION64_PATH and loads that library. With
+ * the nvtx kind on, ag_act_open points the variable at the CUPTI library it
+ * loaded, unless it is already set (another tool's injection is left alone
+ * and the evidence says so); NVTX calls made before ag_host_open are not
+ * seen unless the variable was set when the harness started.
  *
  * Load: one collector per harness run; a record costs CUPTI's work on the
- * launch path (measured in bench/bench_activity.c) plus one copy here.
+ * launch path (measured in bench/bench_collect_costs.c) plus one copy here.
  */
 #define _GNU_SOURCE
 #include "activity.h"
@@ -46,8 +56,8 @@
 #define BUF_BYTES (4u << 20)
 #define NSPARE 2 /* buffers zeroed (and so faulted in) at open, off the launch path */
 
-typedef enum rk { RK_KERNEL, RK_MEMCPY, RK_MEMSET, RK_SYNC, RK_STREAM } rk;
-static const char *const rk_name[] = {"kernel", "memcpy", "memset", "sync", "stream"};
+typedef enum rk { RK_KERNEL, RK_MEMCPY, RK_MEMSET, RK_SYNC, RK_STREAM, RK_MARKER, RK_N } rk;
+static const char *const rk_name[] = {"kernel", "memcpy", "memset", "sync", "stream", "nvtx"};
 
 typedef struct rec {
   rk kind;
@@ -58,11 +68,17 @@ typedef struct rec {
   int32_t grid[3], block[3], cluster[3];
   int32_t static_smem, dynamic_smem;
   uint32_t regs, local_per_thread, graph;
+  uint64_t graph_node; /* kernels, copies and sets launched from a CUDA graph */
   /* memcpy / memset */
   uint64_t bytes;
   uint32_t copy_kind, src_kind, dst_kind, value;
   /* sync / stream */
   uint32_t sync_type, event, priority, flag;
+  /* nvtx marker: name (start and instant markers) in `name`, its domain
+   * (NULL: the default one), the marker ID that pairs a start with its end,
+   * start/end/instant in `flag`, the host process and thread */
+  char *domain;
+  uint32_t marker_id, pid, tid;
 } rec;
 
 struct ag_act {
@@ -73,7 +89,7 @@ struct ag_act {
   uint32_t version;
   CUpti_SubscriberHandle sub;
   int subscribed, registered;
-  int enabled[5];
+  int enabled[RK_N];
   pthread_mutex_t mu;
   rec *recs;
   size_t nrecs, cap;
@@ -83,15 +99,18 @@ struct ag_act {
   uint8_t *spare[NSPARE];
   int nspare;
   int zeroed; /* CUPTI takes our buffers as zeroed (ZEROED_OUT_ACTIVITY_BUFFER) */
+  char nvtx_injection[1024]; /* NVTX_INJECTION64_PATH when the nvtx kind is on */
+  int nvtx_ours;             /* ag_act_open set it to this CUPTI library */
 };
 
 static ag_act *g_act; /* CUPTI's buffer callbacks have no user pointer */
 
 static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_STREAM};
+    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_STREAM,
+    CUPTI_ACTIVITY_KIND_MARKER};
 static const char *const kind_names[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET",
-                                         "SYNCHRONIZATION", "STREAM"};
+                                         "SYNCHRONIZATION", "STREAM", "MARKER"};
 
 static uint8_t *zeroed_buffer(void) {
   uint8_t *b = aligned_alloc(8, BUF_BYTES);
@@ -150,7 +169,7 @@ static void keep(ag_act *a, const CUpti_Activity *rcd) {
     r->cluster[2] = (int32_t)k->clusterZ;
     r->static_smem = k->staticSharedMemory, r->dynamic_smem = k->dynamicSharedMemory;
     r->regs = k->registersPerThread, r->local_per_thread = k->localMemoryPerThread;
-    r->graph = k->graphId;
+    r->graph = k->graphId, r->graph_node = k->graphNodeId;
     if (!r->name)
       a->nrecs--, a->oom = 1;
     return;
@@ -164,7 +183,7 @@ static void keep(ag_act *a, const CUpti_Activity *rcd) {
     r->device = m->deviceId, r->context = m->contextId, r->stream = m->streamId;
     r->corr = m->correlationId;
     r->copy_kind = m->copyKind, r->src_kind = m->srcKind, r->dst_kind = m->dstKind;
-    r->graph = m->graphId;
+    r->graph = m->graphId, r->graph_node = m->graphNodeId;
     return;
   }
   case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -175,7 +194,7 @@ static void keep(ag_act *a, const CUpti_Activity *rcd) {
     r->start = m->start, r->end = m->end, r->bytes = m->bytes, r->value = m->value;
     r->device = m->deviceId, r->context = m->contextId, r->stream = m->streamId;
     r->corr = m->correlationId;
-    r->graph = m->graphId;
+    r->graph = m->graphId, r->graph_node = m->graphNodeId;
     return;
   }
   case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -195,6 +214,24 @@ static void keep(ag_act *a, const CUpti_Activity *rcd) {
     r->kind = RK_STREAM;
     r->context = s->contextId, r->stream = s->streamId, r->corr = s->correlationId;
     r->priority = s->priority, r->flag = (uint32_t)s->flag;
+    return;
+  }
+  case CUPTI_ACTIVITY_KIND_MARKER: {
+    const CUpti_ActivityMarker2 *m = (const void *)rcd;
+    if (!(r = push(a)))
+      break;
+    r->kind = RK_MARKER;
+    r->start = r->end = m->timestamp;
+    r->marker_id = m->id, r->flag = (uint32_t)m->flags;
+    if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+        m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+      r->pid = m->objectId.pt.processId, r->tid = m->objectId.pt.threadId;
+    r->name = m->name ? strdup(m->name) : NULL;
+    r->domain = m->domain ? strdup(m->domain) : NULL;
+    if ((m->name && !r->name) || (m->domain && !r->domain)) {
+      free(r->name), free(r->domain);
+      a->nrecs--, a->oom = 1;
+    }
     return;
   }
   default:
@@ -226,29 +263,45 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
 }
 
 /* ARGUS_ACTIVITY_KINDS: a comma list of kernel, memcpy, memset, sync,
- * stream (default: all). */
-static int parse_kinds(int want[5], char *err, size_t errlen) {
+ * stream, nvtx (default: all). */
+static int parse_kinds(int want[RK_N], char *err, size_t errlen) {
   const char *e = getenv("ARGUS_ACTIVITY_KINDS");
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < RK_N; i++)
     want[i] = !(e && *e);
   if (!(e && *e))
     return 0;
   for (const char *p = e; *p;) {
     size_t n = strcspn(p, ",");
     int k = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < RK_N; i++)
       if (strlen(rk_name[i]) == n && !strncmp(p, rk_name[i], n))
         k = i;
     if (k < 0) {
       ag__seterr(err, errlen,
                  "ARGUS_ACTIVITY_KINDS='%s': '%.*s' is not an activity kind (known: kernel, "
-                 "memcpy, memset, sync, stream)", e, (int)n, p);
+                 "memcpy, memset, sync, stream, nvtx)", e, (int)n, p);
       return AG_HOST_EINVAL;
     }
     want[k] = 1;
     p += n + (p[n] == ',');
   }
   return 0;
+}
+
+/* NVTX's calls reach CUPTI through NVTX_INJECTION64_PATH (read at the
+ * harness's first NVTX call): this CUPTI library's path unless the
+ * variable names another already. */
+static void nvtx_injection(ag_act *a) {
+  const char *cur = getenv("NVTX_INJECTION64_PATH");
+  Dl_info di;
+  if (cur && *cur) {
+    snprintf(a->nvtx_injection, sizeof a->nvtx_injection, "%s", cur);
+    return;
+  }
+  if (!dladdr(*(void **)&a->cuptiSubscribe, &di) || !di.dli_fname || !*di.dli_fname)
+    return; /* the evidence's nvtx.injection stays empty: markers will not come */
+  snprintf(a->nvtx_injection, sizeof a->nvtx_injection, "%s", di.dli_fname);
+  a->nvtx_ours = setenv("NVTX_INJECTION64_PATH", a->nvtx_injection, 0) == 0;
 }
 
 static int load(ag_act *a, char *err, size_t errlen) {
@@ -287,7 +340,7 @@ int ag_act_open(ag_act **out, char *err, size_t errlen) {
     goto out;
   a->subscribed = 1;
   a->cuptiGetVersion(&a->version);
-  int want[5];
+  int want[RK_N];
   if ((rc = parse_kinds(want, err, errlen)))
     goto out;
   for (; a->nspare < NSPARE; a->nspare++)
@@ -315,6 +368,8 @@ int ag_act_open(ag_act **out, char *err, size_t errlen) {
     }
     a->enabled[i] = 1;
   }
+  if (a->enabled[RK_MARKER])
+    nvtx_injection(a);
   a->opened_ts = ag_act_now(a);
   *out = a;
 out:
@@ -367,9 +422,9 @@ static int cmp_rec(const void *x, const void *y) {
 }
 
 void ag_act_json(const ag_act *a, ag_jb *j) {
-  size_t nk[5] = {0};
-  char kl[80] = "";
-  for (int i = 0, n = 0; i < 5; i++)
+  size_t nk[RK_N] = {0};
+  char kl[96] = "";
+  for (int i = 0, n = 0; i < RK_N; i++)
     if (a->enabled[i])
       n += snprintf(kl + n, sizeof kl - (size_t)n, "%s\"%s\"", n ? "," : "", rk_name[i]);
   for (size_t i = 0; i < a->nrecs; i++)
@@ -379,11 +434,17 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
                   "\"zeroed_buffers\":%s,\"kinds\":[%s],\"buffers\":%llu,\"buffer_bytes\":%u,\"bytes_used\":%llu,"
                   "\"dropped_records\":%llu,\"lost_records\":%d,\"other_records\":%llu,"
                   "\"counts\":{\"kernel\":%zu,\"memcpy\":%zu,\"memset\":%zu,\"sync\":%zu,"
-                  "\"stream\":%zu},\"records\":[",
+                  "\"stream\":%zu,\"nvtx\":%zu},",
                a->version, (unsigned long long)a->opened_ts, a->zeroed ? "true" : "false",
                kl, (unsigned long long)a->buffers,
                BUF_BYTES, (unsigned long long)a->bytes_used, (unsigned long long)a->dropped,
-               a->oom, (unsigned long long)a->other_kinds, nk[0], nk[1], nk[2], nk[3], nk[4]);
+               a->oom, (unsigned long long)a->other_kinds, nk[0], nk[1], nk[2], nk[3], nk[4], nk[5]);
+  if (a->enabled[RK_MARKER]) {
+    ag_jb_puts(j, "\"nvtx\":{\"injection\":");
+    ag_jb_str(j, a->nvtx_injection);
+    ag_jb_printf(j, ",\"set_by_argus\":%s},", a->nvtx_ours ? "true" : "false");
+  }
+  ag_jb_puts(j, "\"records\":[");
   rec *s = a->nrecs ? malloc(a->nrecs * sizeof *s) : NULL;
   if (a->nrecs && !s) {
     j->oom = 1;
@@ -395,6 +456,27 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
   }
   for (size_t i = 0; i < a->nrecs; i++) {
     const rec *r = &s[i];
+    if (r->kind == RK_MARKER) { /* a host-side NVTX marker: no stream, no correlation */
+      uint32_t f = r->flag;
+      ag_jb_printf(j, "%s{\"kind\":\"nvtx\",\"id\":%u,\"marker\":\"%s\",\"ts\":%llu,\"pid\":%u,"
+                      "\"tid\":%u,\"name\":",
+                   i ? ",\n" : "\n", r->marker_id,
+                   f & CUPTI_ACTIVITY_FLAG_MARKER_START   ? "start"
+                   : f & CUPTI_ACTIVITY_FLAG_MARKER_END ? "end"
+                                                        : "instant",
+                   (unsigned long long)r->start, r->pid, r->tid);
+      if (r->name)
+        ag_jb_str(j, r->name);
+      else
+        ag_jb_puts(j, "null");
+      ag_jb_puts(j, ",\"domain\":");
+      if (r->domain)
+        ag_jb_str(j, r->domain);
+      else
+        ag_jb_puts(j, "null");
+      ag_jb_puts(j, "}");
+      continue;
+    }
     ag_jb_printf(j, "%s{\"kind\":\"%s\",\"corr\":%u,\"stream\":%u,\"context\":%u", i ? ",\n" : "\n",
                  rk_name[r->kind], r->corr, r->stream, r->context);
     if (r->kind != RK_STREAM)
@@ -406,26 +488,32 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
       ag_jb_str(j, r->name);
       ag_jb_printf(j, ",\"device\":%u,\"grid\":[%d,%d,%d],\"block\":[%d,%d,%d],"
                       "\"cluster\":[%d,%d,%d],\"registers\":%u,\"static_smem\":%d,"
-                      "\"dynamic_smem\":%d,\"local_per_thread\":%u,\"graph\":%u}",
+                      "\"dynamic_smem\":%d,\"local_per_thread\":%u,\"graph\":%u,"
+                      "\"graph_node\":%llu}",
                    r->device, r->grid[0], r->grid[1], r->grid[2], r->block[0], r->block[1],
                    r->block[2], r->cluster[0], r->cluster[1], r->cluster[2], r->regs,
-                   r->static_smem, r->dynamic_smem, r->local_per_thread, r->graph);
+                   r->static_smem, r->dynamic_smem, r->local_per_thread, r->graph,
+                   (unsigned long long)r->graph_node);
       break;
     case RK_MEMCPY:
       ag_jb_printf(j, ",\"device\":%u,\"bytes\":%llu,\"copy_kind\":%u,\"src_kind\":%u,"
-                      "\"dst_kind\":%u,\"graph\":%u}",
+                      "\"dst_kind\":%u,\"graph\":%u,\"graph_node\":%llu}",
                    r->device, (unsigned long long)r->bytes, r->copy_kind, r->src_kind,
-                   r->dst_kind, r->graph);
+                   r->dst_kind, r->graph, (unsigned long long)r->graph_node);
       break;
     case RK_MEMSET:
-      ag_jb_printf(j, ",\"device\":%u,\"bytes\":%llu,\"value\":%u,\"graph\":%u}", r->device,
-                   (unsigned long long)r->bytes, r->value, r->graph);
+      ag_jb_printf(j, ",\"device\":%u,\"bytes\":%llu,\"value\":%u,\"graph\":%u,"
+                      "\"graph_node\":%llu}",
+                   r->device, (unsigned long long)r->bytes, r->value, r->graph,
+                   (unsigned long long)r->graph_node);
       break;
     case RK_SYNC:
       ag_jb_printf(j, ",\"sync_type\":%u,\"event\":%u}", r->sync_type, r->event);
       break;
     case RK_STREAM:
       ag_jb_printf(j, ",\"priority\":%u,\"flag\":%u}", r->priority, r->flag);
+      break;
+    default:
       break;
     }
   }
@@ -451,7 +539,7 @@ void ag_act_close(ag_act *a) {
   for (int i = 0; i < a->nspare; i++)
     free(a->spare[i]);
   for (size_t i = 0; i < a->nrecs; i++)
-    free(a->recs[i].name);
+    free(a->recs[i].name), free(a->recs[i].domain);
   free(a->recs);
   pthread_mutex_destroy(&a->mu);
   free(a);

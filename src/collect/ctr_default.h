@@ -36,6 +36,15 @@
   X("sm__sass_thread_inst_executed_op_hmul_pred_on.sum")                       \
   X("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained")        \
   X("dram__bytes.sum.peak_sustained")                                          \
-  X("dram__cycles_elapsed.avg.per_second")
+  X("dram__cycles_elapsed.avg.per_second")                                     \
+  X("sm__ops_path_tensor_op_hgmma_src_fp16.sum")                               \
+  X("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum")                      \
+  X("sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum")                      \
+  X("sm__ops_path_tensor_src_fp8.sum")                                         \
+  X("sm__ops_path_tensor_op_hgmma_src_fp16.sum.peak_sustained")                \
+  X("sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum.peak_sustained")       \
+  X("sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum.peak_sustained")       \
+  X("sm__ops_path_tensor_src_fp8.sum.peak_sustained")                          \
+  X("gpc__cycles_elapsed.avg.per_second")
 
 #endif

@@ -29,6 +29,7 @@ void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->evidence_path);
   ag_free(r->log_path);
   ag_free(r->timing_path);
+  ag_free(r->system_path);
   memset(r, 0, sizeof *r);
 }
 
@@ -105,6 +106,8 @@ int ag__run_env(const ag_trace_run_opts *o, ag_str e[AG__RUN_ENV_MAX], int *n) {
     ag_str_printf(&e[ne++], "ARGUS_COUNTERS_METRICS=%s", o->counters_metrics);
   if (o->counters_range && *o->counters_range)
     ag_str_printf(&e[ne++], "ARGUS_COUNTERS_RANGE=%s", o->counters_range);
+  if (o->activity)
+    ag_str_printf(&e[ne++], "ARGUS_ACTIVITY=1");
   *n = ne;
   for (int i = 0; i < ne; i++)
     if (e[i].oom)
@@ -147,6 +150,11 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     unlink(ag_str_cstr(ev));
     unlink(ag_str_cstr(&tp));
     unlink(ag_str_cstr(herr));
+    /* the activity trace beside it is this run's too */
+    ag_str_clear(&tp);
+    ag_str_printf(&tp, "%s/%s", o->out_dir, AG_ACT_FILE);
+    if (!tp.oom)
+      unlink(ag_str_cstr(&tp));
     /* the hardware counters' application replay starts at its first pass */
     ag_str_clear(&tp);
     ag_str_printf(&tp, "%s/%s", o->out_dir, AG_CTR_REPLAY_FILE);
@@ -206,6 +214,11 @@ int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, 
     ag_str_printf(&tp, "%.*s%s", slash ? (int)(slash - ev + 1) : 0, ev, AG_EV_TIMING_FILE);
     if (!rc && !tp.oom && access(ag_str_cstr(&tp), R_OK) == 0)
       res->timing_path = ag_str_detach(&tp);
+    /* and the activity trace beside a trace or time run (ARGUS_ACTIVITY=1) */
+    ag_str_clear(&tp);
+    ag_str_printf(&tp, "%.*s%s", slash ? (int)(slash - ev + 1) : 0, ev, AG_ACT_FILE);
+    if (!rc && !tp.oom && strcmp(ev, ag_str_cstr(&tp)) && access(ag_str_cstr(&tp), R_OK) == 0)
+      res->system_path = ag_str_detach(&tp);
     ag_str_release(&tp);
   }
   ag_free(hosterr);

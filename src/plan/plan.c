@@ -257,6 +257,39 @@ static int check_instances(const ag_query *q, const ag_recipe_table *tb, ag_diag
   return bad ? AG_EINVAL : 0;
 }
 
+static int has_signal(const ag_query *q, const char *name) {
+  for (int i = 0; i < q->nsignals; i++)
+    if (!strcmp(q->signals[i], name))
+      return 1;
+  return 0;
+}
+
+/* The timeline and the system timeline in one query: the traced run the
+ * timeline reads also takes CUPTI's activity trace (its config "activity",
+ * part of its key), so the timeline's Chrome trace holds the region tracks
+ * and the system tracks of one run on one clock (docs/system.md, "Chrome
+ * trace"); the `system` signal keeps its own run (the build the user
+ * ships). 0, or AG_ENOMEM. */
+static int join_system_timeline(ag_plan *p, const ag_query *q) {
+  if (!has_signal(q, "timeline") || !has_signal(q, "system"))
+    return 0;
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *s = p->tasks.v[i];
+    if (s->type != AG_TASK_SYNTHESIZE || strcmp(s->op, "synth.timeline") || !s->deps.n)
+      continue;
+    ag_task *c = ag_plan_task(p, s->deps.v[0]);
+    if (!c || c->type != AG_TASK_COLLECT || json_is_true(json_object_get(c->config, "activity")))
+      continue;
+    const char *label = ag_arena_strdup(&p->arena, "run traced variant with CUPTI's activity "
+                                                   "trace beside it (the timeline's system "
+                                                   "tracks)");
+    if (!label || json_object_set_new(c->config, "activity", json_true()))
+      return AG_ENOMEM;
+    c->label = label;
+  }
+  return 0;
+}
+
 int ag_plan_build(const ag_query *q, const char *program, ag_diags *d, ag_plan **out) {
   return ag_plan_build_table(q, program, ag_recipe_builtin(), d, out);
 }
@@ -384,6 +417,8 @@ int ag_plan_build_table(const ag_query *q, const char *program, const ag_recipe_
         goto fail_vec;
     }
   }
+  if (join_system_timeline(p, q))
+    goto fail_vec; /* rc: AG_ENOMEM */
   ag_task *rep = ag_plan_add(p, AG_TASK_SYNTHESIZE, "report", "join into the report",
                              q->region, &q->scope, NULL, synths.v, (int)synths.n);
   if (!rep)

@@ -10,7 +10,10 @@
  * With the system timeline of the same run (ag_report_chrome_system,
  * docs/system.md), every event is on the %globaltimer clock instead: each
  * launch's occurrences at its first warp's entry, CUPTI's records moved by
- * the calibrated offset, in a process "system" (a thread per stream).
+ * the calibrated offset, in a process "system" (a thread per stream), the
+ * harness's NVTX ranges on a thread per host thread ("NVTX thread T",
+ * nested by time) and its CUDA graph launches on a thread "CUDA graphs"
+ * (one event per graph launch, spanning its kernels).
  */
 #include "argus/report_trace.h"
 
@@ -46,10 +49,72 @@ static double launch_origin(const ag_ev_launch *L) {
 
 static const char *const sys_kind_name[] = {"kernel", "memcpy", "memset", "sync", "stream"};
 
+/* Thread IDs of the system process beside the streams' (stream + 1) and
+ * the synchronizations' (0). */
+#define TID_NVTX ((uint64_t)1 << 32)  /* + the host thread's ID */
+#define TID_GRAPH ((uint64_t)1 << 33)
+
+typedef AG_VEC(uint64_t) u64vec;
+
+/* The NVTX ranges (complete events; an instant marker an "i" event) and
+ * the graph launches (the graph's kernels, by graph ID and correlation ID). */
+static void nvtx_graph_events(const ag_sys_ev *sys, double origin, int *first, ag_str *out,
+                              u64vec *seen) {
+  for (size_t i = 0; i < sys->nranges; i++) {
+    const ag_sys_range *g = &sys->ranges[i];
+    uint64_t tid = TID_NVTX + g->tid;
+    ag_vec_push(seen, tid);
+    ag_str_printf(out, "%s{\"name\":", *first ? "" : ",\n");
+    ag_str_json_quote(out, g->name ? g->name : "(unnamed)");
+    ag_str_printf(out, ",\"cat\":\"nvtx\",\"ph\":\"%s\",\"ts\":%.4f,", g->instant ? "i" : "X",
+                  (ag_sys_ev_gt(sys, g->start) - origin) / 1e3);
+    if (g->instant)
+      ag_str_puts(out, "\"s\":\"t\",");
+    else
+      ag_str_printf(out, "\"dur\":%.4f,", (double)(g->end - g->start) / 1e3);
+    ag_str_printf(out, "\"pid\":%u,\"tid\":%" PRIu64 ",\"args\":{\"depth\":%d%s",
+                  AG_CHROME_SYSTEM_PID, tid, g->depth, g->open ? ",\"open\":true" : "");
+    if (g->domain) {
+      ag_str_puts(out, ",\"domain\":");
+      ag_str_json_quote(out, g->domain);
+    }
+    ag_str_puts(out, "}}");
+    *first = 0;
+  }
+  /* graph launches: first and last kernel of each (graph, corr) */
+  for (size_t i = 0; i < sys->nrecs; i++) {
+    const ag_sys_rec *r = &sys->recs[i];
+    int seen_before = 0, n = 0;
+    int64_t t0 = r->start, t1 = r->end;
+    if (r->kind != AG_SYS_KERNEL || !r->graph)
+      continue;
+    for (size_t k = 0; k < sys->nrecs; k++) {
+      const ag_sys_rec *q = &sys->recs[k];
+      if (q->kind != AG_SYS_KERNEL || q->graph != r->graph || q->corr != r->corr)
+        continue;
+      seen_before |= k < i;
+      n++;
+      t0 = q->start < t0 ? q->start : t0, t1 = q->end > t1 ? q->end : t1;
+    }
+    if (seen_before)
+      continue;
+    ag_vec_push(seen, TID_GRAPH);
+    ag_str_printf(out,
+                  "%s{\"name\":\"graph %u\",\"cat\":\"graph\",\"ph\":\"X\",\"ts\":%.4f,"
+                  "\"dur\":%.4f,\"pid\":%u,\"tid\":%llu,\"args\":{\"graph\":%u,\"corr\":%u,"
+                  "\"stream\":%u,\"kernels\":%d}}",
+                  *first ? "" : ",\n", r->graph, (ag_sys_ev_gt(sys, t0) - origin) / 1e3,
+                  (double)(t1 - t0) / 1e3, AG_CHROME_SYSTEM_PID, (unsigned long long)TID_GRAPH,
+                  r->graph, r->corr, r->stream, n);
+    *first = 0;
+  }
+}
+
 /* The system timeline's events (pid AG_CHROME_SYSTEM_PID, a thread per
  * stream, one for synchronizations), `origin` ns of globaltimer at ts 0. */
 static void system_events(const ag_sys_ev *sys, double origin, int *first, ag_str *out) {
-  AG_VEC(uint64_t) seen = {0};
+  u64vec seen = {0};
+  nvtx_graph_events(sys, origin, first, out, &seen);
   for (size_t i = 0; i < sys->nrecs; i++) {
     const ag_sys_rec *r = &sys->recs[i];
     if (r->kind == AG_SYS_STREAM)
@@ -75,6 +140,9 @@ static void system_events(const ag_sys_ev *sys, double origin, int *first, ag_st
                     r->grid[0], r->grid[1], r->grid[2], r->block[0], r->block[1], r->block[2],
                     r->registers, r->static_smem + r->dynamic_smem,
                     r->argus ? ",\"argus\":\"clock calibration\"" : "");
+    if (r->graph)
+      ag_str_printf(out, ",\"graph\":%u,\"graph_node\":%llu", r->graph,
+                    (unsigned long long)r->graph_node);
     else if (r->kind != AG_SYS_SYNC)
       ag_str_printf(out, ",\"bytes\":%llu", (unsigned long long)r->bytes);
     ag_str_puts(out, "}}");
@@ -91,7 +159,15 @@ static void system_events(const ag_sys_ev *sys, double origin, int *first, ag_st
     qsort(seen.v, seen.n, sizeof *seen.v, cmp_u64);
   for (size_t i = 0; i < seen.n; i++)
     if (!i || seen.v[i] != seen.v[i - 1]) {
-      if (seen.v[i])
+      if (seen.v[i] == TID_GRAPH)
+        ag_str_printf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%"
+                           PRIu64 ",\"args\":{\"name\":\"CUDA graphs\"}}",
+                      AG_CHROME_SYSTEM_PID, seen.v[i]);
+      else if (seen.v[i] >= TID_NVTX)
+        ag_str_printf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%"
+                           PRIu64 ",\"args\":{\"name\":\"NVTX thread %" PRIu64 "\"}}",
+                      AG_CHROME_SYSTEM_PID, seen.v[i], seen.v[i] - TID_NVTX);
+      else if (seen.v[i])
         ag_str_printf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%u,\"tid\":%"
                            PRIu64 ",\"args\":{\"name\":\"stream %" PRIu64 "\"}}",
                       AG_CHROME_SYSTEM_PID, seen.v[i], seen.v[i] - 1);
@@ -168,6 +244,8 @@ static int chrome(const ag_trace *t, const ag_sys_ev *sys, const ag_scope *scope
     for (size_t i = 0; i < sys->nrecs; i++)
       if (sys->recs[i].kind != AG_SYS_STREAM)
         origin = fmin(origin, ag_sys_ev_gt(sys, sys->recs[i].start));
+    for (size_t i = 0; i < sys->nranges; i++)
+      origin = fmin(origin, ag_sys_ev_gt(sys, sys->ranges[i].start));
     for (int l = 0; l < ev->nlaunches; l++) {
       double o = launch_origin(&ev->launches[l]);
       base[l] = isfinite(o) ? o - origin : 0;

@@ -107,7 +107,10 @@ static const char *const roof_units[][2] = {
     {"intensity", "FLOP/byte"},    {"ridge", "FLOP/byte"},
     {"roof_flop_per_s", "FLOP/s"}, {"pct_of_roof", "percent"},
     {"pct_of_peak_flop", "percent"}, {"pct_of_peak_dram", "percent"},
-    {"bound", ""},                 {"precision", ""}};
+    {"bound", ""},                 {"precision", ""},
+    {"tensor_flop", "FLOP"},       {"tensor_flop_per_s", "FLOP/s"},
+    {"tensor_source", ""},         {"tensor_peak_flop_per_s", "FLOP/s"},
+    {"pct_of_tensor_peak", "percent"}};
 
 /* The report's values of the signal: per range every metric (its unit
  * CUPTI's), its roofline, the user ranges' sums and the device's peaks. */

@@ -131,10 +131,15 @@ done:
 }
 
 /* The traced run's collect hook: a traced run with a baseline is sized
- * from the baseline's launches (size_launches). */
+ * from the baseline's launches (size_launches); one the planner gave the
+ * activity trace (config "activity": the timeline and the system timeline
+ * in one query, docs/system.md) runs with it, in a process of its own (one
+ * CUPTI subscriber per process). */
 static int trace_collect(ag_exec_ctx *cx, ag_task *t, ag_collect_job *job) {
   obs *ob = cx->ud;
   ag_trace_run_opts *ro = job->ro;
+  if (json_is_true(json_object_get(t->config, "activity")))
+    ro->activity = 1, job->own_process = 1;
   const ag_task *bt = ag__obs_collect_dep(cx->plan, t, "time");
   if (!bt)
     return 0;
@@ -207,10 +212,34 @@ static int ex_synth_trace(ag_exec_ctx *cx, ag_task *t) {
     ag_str ct = AG_STR_INIT;
     ag_timeline_info ti;
     uint64_t lim = json_integer_value(json_object_get(t->config, "max_events"));
-    if ((rc = ag_report_chrome_trace_ex(tr, &scope, lim ? lim : AG_TIMELINE_MAX_EVENTS, &ct,
-                                        &ti)) == 0)
+    /* the system timeline of the same run, when the planner had it taken
+     * (docs/system.md, "Chrome trace"): one trace, one clock */
+    ag_sys_ev *sys = NULL;
+    const char *sh = ag__obs_input(cx->plan, t, "system");
+    if (sh) {
+      char *sd = NULL;
+      size_t sl = 0;
+      if ((rc = ag__obs_get(ob, t, sh, "the traced run's system timeline", &sd, &sl)) ||
+          (rc = ag_sys_ev_load_mem(sd, sl, "system.json", &d, &sys))) {
+        ag_free(sd);
+        rc = ag__obs_fail_diags(t, rc, "the traced run's system timeline", &d);
+        goto out;
+      }
+      ag_free(sd);
+    }
+    rc = sys ? ag_report_chrome_system(tr, sys, &scope, lim ? lim : AG_TIMELINE_MAX_EVENTS, &ct,
+                                       &ti)
+             : ag_report_chrome_trace_ex(tr, &scope, lim ? lim : AG_TIMELINE_MAX_EVENTS, &ct,
+                                         &ti);
+    if (rc == 0)
       rc = ag__obs_put(ob, t, "timeline", ct.p, ct.len, "timeline");
     ag_str_release(&ct);
+    if (!rc && sys) {
+      ag__obs_value(vals, t->region, signal, "system_tracks", json_true(), "", "observed");
+      ag__obs_value(vals, t->region, signal, "clock_error_ns", json_real(sys->error_ns), "ns",
+                    "observed");
+    }
+    ag_sys_ev_free(sys);
     if (rc)
       goto out;
     if (ti.every_nth > 1) {

@@ -589,6 +589,9 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   po.kind = "timing";
   if (!ro.time_only && res.timing_path && ag_store_put_file(ob->st, res.timing_path, &po, h) == 0)
     json_object_set_new(t->outputs, "timing", json_string(h));
+  po.kind = "system"; /* the activity trace beside a traced run (ro.activity) */
+  if (res.system_path && ag_store_put_file(ob->st, res.system_path, &po, h) == 0)
+    json_object_set_new(t->outputs, "system", json_string(h));
   po.kind = "log";
   if (res.log_path && ag_store_put_file(ob->st, res.log_path, &po, h) == 0)
     json_object_set_new(t->outputs, "log", json_string(h));

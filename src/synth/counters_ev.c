@@ -23,6 +23,34 @@
 #define M_SM_HZ "sm__cycles_elapsed.avg.per_second"
 #define M_DRAM_PEAK "dram__bytes.sum.peak_sustained"
 #define M_DRAM_HZ "dram__cycles_elapsed.avg.per_second"
+/* the tensor path's math ops by source precision, their peaks per GPC
+ * cycle, and the GPC clock (docs/counters.md, "Tensor FLOPs"): per source
+ * the metric of every tensor op (sm__ops_path_tensor_src_*) when the set
+ * has it (--metrics), else the default set's HGMMA one (Hopper's wgmma, at
+ * no extra replay pass); never both, which would count HGMMA twice */
+#define M_GPC_HZ "gpc__cycles_elapsed.avg.per_second"
+static const struct {
+  const char *src, *all, *hgmma;
+} tensor_src[] = {
+    {"fp16", "sm__ops_path_tensor_src_fp16.sum", "sm__ops_path_tensor_op_hgmma_src_fp16.sum"},
+    {"bf16", "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+     "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum"},
+    {"tf32", "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+     "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum"},
+    {"fp8", "sm__ops_path_tensor_src_fp8.sum", NULL},
+    {"fp64", "sm__ops_path_tensor_src_fp64.sum", NULL},
+};
+#define NTENSOR (sizeof tensor_src / sizeof tensor_src[0])
+#define TENSOR_RULE                                                            \
+  "tensor FLOPs = the sum over sources (fp16, bf16, tf32, fp8, fp64) of CUPTI's tensor-path "  \
+  "math ops, one FLOP each (a multiply-add counts 2): sm__ops_path_tensor_src_<source>.sum "   \
+  "when the set has it, else the default set's HGMMA count "                                  \
+  "sm__ops_path_tensor_op_hgmma_src_<source>.sum (wgmma only: mma.sync's HMMA and fp64 DMMA "  \
+  "need --metrics sm__ops_path_tensor_src_<source>.sum); the tensor peak = the dominant "      \
+  "source's metric .peak_sustained (math ops per GPC cycle) x "                               \
+  "gpc__cycles_elapsed.avg.per_second, both read from the device in the range; the compute "  \
+  "roof is the dominant precision's peak (FP32 or FP64 from the SASS FLOP counters, or "      \
+  "tensor)"
 
 typedef struct rd {
   const char *path;
@@ -201,14 +229,45 @@ static double flops(const ag_ctr_ev *e, size_t r, const char *p) {
          ag_ctr_ev_value(e, r, mul);
 }
 
+/* The tensor path's FLOPs (NAN when the set has none of its metrics), the
+ * dominant source (the most ops; -1: none ran) and its peak FLOP/s. */
+static double tensor_flops(const ag_ctr_ev *e, size_t r, int *src, double *peak) {
+  double sum = NAN, best = 0;
+  *src = -1, *peak = NAN;
+  const char *used[NTENSOR] = {0};
+  for (size_t k = 0; k < NTENSOR; k++) {
+    const char *m = tensor_src[k].all;
+    double v = ag_ctr_ev_value(e, r, m);
+    if (!isfinite(v) && tensor_src[k].hgmma)
+      v = ag_ctr_ev_value(e, r, m = tensor_src[k].hgmma);
+    if (!isfinite(v))
+      continue;
+    used[k] = m;
+    sum = isfinite(sum) ? sum + v : v;
+    if (v > best)
+      best = v, *src = (int)k;
+  }
+  if (*src >= 0) {
+    char m[160];
+    snprintf(m, sizeof m, "%s.peak_sustained", used[*src]);
+    *peak = ag_ctr_ev_value(e, r, m) * ag_ctr_ev_value(e, r, M_GPC_HZ);
+  }
+  return sum;
+}
+
 static json_t *roofline(const ag_ctr_ev *e, size_t r) {
   const ag_ctr_peaks *pk = &e->peaks;
   double ns = ag_ctr_ev_value(e, r, M_DURATION);
   double bytes = ag_ctr_ev_value(e, r, M_DRAM_READ) + ag_ctr_ev_value(e, r, M_DRAM_WRITE);
   double f32 = flops(e, r, "f"), f64 = flops(e, r, "d"), f16 = flops(e, r, "h");
+  int tsrc;
+  double tpeak, ft = tensor_flops(e, r, &tsrc, &tpeak);
   double s = ns > 0 ? ns * 1e-9 : NAN;
-  int dp = isfinite(f64) && (!isfinite(f32) || f64 > f32); /* the dominant precision */
-  double f = dp ? f64 : f32, peak = dp ? pk->fp64_flop_s : pk->fp32_flop_s;
+  /* the dominant precision: the most FLOPs of FP32, FP64 and the tensor path */
+  int dp = isfinite(f64) && (!isfinite(f32) || f64 > f32);
+  int tc = tsrc >= 0 && ft > (dp ? f64 : isfinite(f32) ? f32 : 0);
+  double f = tc ? ft : dp ? f64 : f32;
+  double peak = tc ? tpeak : dp ? pk->fp64_flop_s : pk->fp32_flop_s;
   double intensity = bytes > 0 ? f / bytes : NAN;
   double ridge = peak > 0 && pk->dram_bytes_s > 0 ? peak / pk->dram_bytes_s : NAN;
   double roof = isfinite(intensity) && peak > 0
@@ -216,15 +275,28 @@ static json_t *roofline(const ag_ctr_ev *e, size_t r) {
   const char *bound = !isfinite(intensity) || !isfinite(ridge) ? NULL
                       : intensity < ridge                        ? "memory"
                                                                  : "compute";
-  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:s?,s:o,s:o,s:o,s:o}",
-                   "duration_ns", num(ns), "dram_bytes", num(bytes), "fp32_flop", num(f32),
-                   "fp64_flop", num(f64), "fp16_inst_flop", num(f16), "fp32_flop_per_s",
-                   num(f32 / s), "fp64_flop_per_s", num(f64 / s), "dram_bytes_per_s",
-                   num(bytes / s), "precision", dp ? "fp64" : "fp32", "intensity",
+  json_t *o = json_pack(
+      "{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:s?,s:o,s:o,s:o,s:o}", "duration_ns",
+      num(ns), "dram_bytes", num(bytes), "fp32_flop", num(f32), "fp64_flop", num(f64),
+      "fp16_inst_flop", num(f16), "fp32_flop_per_s", num(f32 / s), "fp64_flop_per_s",
+      num(f64 / s), "dram_bytes_per_s", num(bytes / s), "precision",
+      tc ? "tensor" : dp ? "fp64" : "fp32", "intensity",
                    num(intensity), "ridge", num(ridge), "bound", bound, "roof_flop_per_s",
                    num(roof), "pct_of_roof", num(100.0 * (f / s) / roof), "pct_of_peak_flop",
                    num(peak > 0 ? 100.0 * (f / s) / peak : NAN), "pct_of_peak_dram",
                    num(pk->dram_bytes_s > 0 ? 100.0 * (bytes / s) / pk->dram_bytes_s : NAN));
+  if (o && (json_object_set_new(o, "tensor_flop", num(ft)) ||
+            json_object_set_new(o, "tensor_flop_per_s", num(ft / s)) ||
+            json_object_set_new(o, "tensor_source",
+                                tsrc >= 0 ? json_string(tensor_src[tsrc].src) : json_null()) ||
+            json_object_set_new(o, "tensor_peak_flop_per_s", num(tpeak)) ||
+            json_object_set_new(o, "pct_of_tensor_peak",
+                                num(tpeak > 0 ? 100.0 * (ft / s) / tpeak : NAN)) ||
+            json_object_set_new(o, "tensor_rule", json_string(TENSOR_RULE)))) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
 }
 
 /* A counter summed over a range's launches: a `.sum` rollup with no
@@ -373,8 +445,11 @@ int ag_ctr_text(const json_t *sig, ag_str *out) {
   json_array_foreach(json_object_get(sig, "ranges"), i, r) {
     const char *bound = json_string_value(json_object_get(json_object_get(r, "roofline"),
                                                           "bound"));
-    int dp = !strcmp(json_string_value(json_object_get(json_object_get(r, "roofline"),
-                                                       "precision")), "fp64");
+    const char *prec = json_string_value(json_object_get(json_object_get(r, "roofline"),
+                                                         "precision"));
+    const char *fk = !strcmp(prec, "tensor") ? "tensor_flop_per_s"
+                     : !strcmp(prec, "fp64") ? "fp64_flop_per_s"
+                                             : "fp32_flop_per_s";
     ag_str_printf(out, "  %-28.28s %9.3f %6.1f %6.1f %6.1f %6.1f %9.1f %9.1f %7.2f %s (%.1f)\n",
                   json_string_value(json_object_get(r, "name")), roof(r, "duration_ns") / 1e3,
                   val(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
@@ -382,8 +457,23 @@ int ag_ctr_text(const json_t *sig, ag_str *out) {
                   val(r, "sm__warps_active.avg.pct_of_peak_sustained_active"),
                   val(r, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
                   roof(r, "dram_bytes_per_s") / 1e9,
-                  roof(r, dp ? "fp64_flop_per_s" : "fp32_flop_per_s") / 1e9,
-                  roof(r, "intensity"), bound ? bound : "-", roof(r, "pct_of_roof"));
+                  roof(r, fk) / 1e9, roof(r, "intensity"), bound ? bound : "-",
+                  roof(r, "pct_of_roof"));
+  }
+  /* the tensor path, where it ran: its rate against its own peak */
+  int tensor_rule = 0;
+  json_array_foreach(json_object_get(sig, "ranges"), i, r) {
+    const char *src = json_string_value(json_object_get(json_object_get(r, "roofline"),
+                                                        "tensor_source"));
+    if (!src)
+      continue;
+    ag_str_printf(out, "  tensor %-21.28s %.1f TFLOP/s (source %s), %.1f %% of its peak %.1f "
+                       "TFLOP/s%s\n",
+                  json_string_value(json_object_get(r, "name")),
+                  roof(r, "tensor_flop_per_s") / 1e12, src, roof(r, "pct_of_tensor_peak"),
+                  roof(r, "tensor_peak_flop_per_s") / 1e12,
+                  tensor_rule++ ? "" : " (rule: tensor FLOPs = CUPTI's tensor-path math ops; "
+                                       "peak = the source's peak_sustained x GPC clock)");
   }
   json_array_foreach(json_object_get(sig, "user_ranges"), i, r)
     ag_str_printf(out, "  user range %s: %lld launches, %.0f ns, %.0f DRAM bytes\n",

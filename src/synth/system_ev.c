@@ -59,6 +59,7 @@ static int cmp_rec(const void *a, const void *b) {
 }
 
 static const char *const kind_names[] = {"kernel", "memcpy", "memset", "sync", "stream"};
+/* (the "nvtx" records are markers: read_nvtx) */
 
 static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
   const char *k = json_string_value(json_object_get(o, "kind"));
@@ -67,7 +68,7 @@ static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
     if (!strcmp(k, kind_names[j]))
       kind = j;
   if (kind < 0)
-    return bad(r, "records[%zu]: kind '%s' is none of kernel, memcpy, memset, sync, stream", i,
+    return bad(r, "records[%zu]: kind '%s' is none of kernel, memcpy, memset, sync, stream, nvtx", i,
                k ? k : "(missing)");
   s->kind = (ag_sys_kind)kind;
   int64_t v;
@@ -102,6 +103,12 @@ static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
     s->bytes = (uint64_t)v;
     if (!get_i64(o, "copy_kind", &v))
       s->copy_kind = (int)v;
+  }
+  if (kind <= AG_SYS_MEMSET) { /* launched from a CUDA graph: its IDs */
+    if (!get_i64(o, "graph", &v) && v > 0)
+      s->graph = (uint32_t)v;
+    if (!get_i64(o, "graph_node", &v) && v > 0)
+      s->graph_node = (uint64_t)v;
   } else if (kind == AG_SYS_SYNC && !get_i64(o, "sync_type", &v)) {
     s->sync_type = (int)v;
   }
@@ -148,6 +155,131 @@ static int read_calibration(rd *r, ag_sys_ev *e) {
   return 0;
 }
 
+/* An NVTX marker record: {"kind":"nvtx","id","marker":"start"|"end"|
+ * "instant","ts","pid","tid","name","domain"}, kept as a range of one
+ * marker (paired by pair_ranges). */
+static int read_marker(rd *r, json_t *o, size_t i, ag_sys_range *g, int *is_end) {
+  const char *m = json_string_value(json_object_get(o, "marker"));
+  int64_t id, ts, v;
+  if (!m || (strcmp(m, "start") && strcmp(m, "end") && strcmp(m, "instant")))
+    return bad(r, "records[%zu] (nvtx): 'marker' must be start, end or instant", i);
+  if (get_i64(o, "id", &id) || id < 0 || get_i64(o, "ts", &ts) || ts < 0)
+    return bad(r, "records[%zu] (nvtx): needs the marker 'id' and its timestamp 'ts' (CUPTI "
+                  "ns)", i);
+  g->id = (uint32_t)id;
+  g->start = g->end = ts;
+  g->instant = !strcmp(m, "instant");
+  *is_end = !strcmp(m, "end");
+  g->name = json_string_value(json_object_get(o, "name"));
+  g->domain = json_string_value(json_object_get(o, "domain"));
+  if (!get_i64(o, "tid", &v))
+    g->tid = (uint32_t)v;
+  if (!get_i64(o, "pid", &v))
+    g->pid = (uint32_t)v;
+  return 0;
+}
+
+static int cmp_range(const void *a, const void *b) {
+  const ag_sys_range *x = a, *y = b;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return (x->depth > y->depth) - (x->depth < y->depth);
+}
+
+/* Pairs the markers (m, by timestamp; ends flagged in is_end) into ranges:
+ * an end closes the open start of its ID; an end with none is counted
+ * (e->nvtx_unmatched); a start never closed stays open. The depth of a
+ * range is the number of its thread's ranges open at its start. */
+static int pair_ranges(ag_sys_ev *e, ag_sys_range *m, const int *is_end, size_t n) {
+  size_t *open = ag_calloc(n + 1, sizeof *open), nopen = 0;
+  if (!open)
+    return AG_ENOMEM;
+  e->nranges = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!is_end[i]) {
+      ag_sys_range g = m[i];
+      g.open = !g.instant;
+      for (size_t k = 0; k < nopen; k++)
+        g.depth += e->ranges[open[k]].tid == g.tid;
+      e->ranges[e->nranges] = g;
+      if (!g.instant)
+        open[nopen++] = e->nranges;
+      e->nranges++;
+      continue;
+    }
+    size_t k = nopen;
+    while (k > 0 && e->ranges[open[k - 1]].id != m[i].id)
+      k--;
+    if (!k) {
+      e->nvtx_unmatched++;
+      continue;
+    }
+    ag_sys_range *g = &e->ranges[open[k - 1]];
+    g->end = m[i].start, g->open = 0;
+    memmove(&open[k - 1], &open[k], (nopen - k) * sizeof *open);
+    nopen--;
+  }
+  ag_free(open);
+  qsort(e->ranges, e->nranges, sizeof *e->ranges, cmp_range);
+  return 0;
+}
+
+/* Markers sorted by timestamp, an end after a start of the same instant. */
+typedef struct mk {
+  ag_sys_range g;
+  int is_end;
+  size_t at;
+} mk;
+
+static int cmp_mk(const void *a, const void *b) {
+  const mk *x = a, *y = b;
+  if (x->g.start != y->g.start)
+    return x->g.start < y->g.start ? -1 : 1;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+static int is_nvtx(json_t *o) {
+  const char *k = json_string_value(json_object_get(o, "kind"));
+  return k && !strcmp(k, "nvtx");
+}
+
+static int read_nvtx(rd *r, ag_sys_ev *e, json_t *recs) {
+  json_t *nv = json_object_get(e->root, "nvtx"), *o;
+  e->nvtx_on = json_is_object(nv);
+  e->nvtx_injection = json_string_value(json_object_get(nv, "injection"));
+  if (!e->nvtx_injection)
+    e->nvtx_injection = "";
+  e->nvtx_by_argus = json_is_true(json_object_get(nv, "set_by_argus"));
+  size_t n = 0, i;
+  json_array_foreach(recs, i, o) n += is_nvtx(o);
+  mk *m = ag_calloc(n + 1, sizeof *m);
+  int *is_end = ag_calloc(n + 1, sizeof *is_end);
+  ag_sys_range *g = ag_calloc(n + 1, sizeof *g);
+  e->ranges = ag_calloc(n + 1, sizeof *e->ranges);
+  int rc = m && is_end && g && e->ranges ? 0 : AG_ENOMEM;
+  size_t k = 0;
+  json_array_foreach(recs, i, o) {
+    if (rc || !is_nvtx(o))
+      continue;
+    m[k].at = k;
+    rc = read_marker(r, o, i, &m[k].g, &m[k].is_end);
+    k++;
+  }
+  if (!rc) {
+    qsort(m, n, sizeof *m, cmp_mk);
+    for (i = 0; i < n; i++)
+      g[i] = m[i].g, is_end[i] = m[i].is_end;
+    rc = pair_ranges(e, g, is_end, n);
+  }
+  if (!rc && n && !e->nvtx_on)
+    rc = bad(r, "NVTX marker records without the 'nvtx' member that says how they were "
+                "collected");
+  ag_free(m);
+  ag_free(is_end);
+  ag_free(g);
+  return rc;
+}
+
 static int read_all(rd *r, ag_sys_ev *e, const char *format) {
   json_t *fmt = json_object_get(e->root, "format"), *ver = json_object_get(e->root, "version");
   if (!json_is_string(fmt) || strcmp(json_string_value(fmt), format) != 0)
@@ -167,14 +299,20 @@ static int read_all(rd *r, ag_sys_ev *e, const char *format) {
   json_t *recs = json_object_get(e->root, "records"), *o;
   if (!json_is_array(recs))
     return bad(r, "field 'records' is missing or not an array");
-  e->nrecs = json_array_size(recs);
-  e->recs = ag_calloc(e->nrecs + 1, sizeof *e->recs);
+  e->recs = ag_calloc(json_array_size(recs) + 1, sizeof *e->recs);
   if (!e->recs)
     return AG_ENOMEM;
   size_t i;
   int rc;
-  json_array_foreach(recs, i, o) if ((rc = read_rec(r, o, i, &e->recs[i]))) return rc;
+  json_array_foreach(recs, i, o) {
+    if (is_nvtx(o))
+      continue; /* read_nvtx */
+    if ((rc = read_rec(r, o, i, &e->recs[e->nrecs++])))
+      return rc;
+  }
   qsort(e->recs, e->nrecs, sizeof *e->recs, cmp_rec);
+  if ((rc = read_nvtx(r, e, recs)))
+    return rc;
   return read_calibration(r, e);
 }
 
@@ -216,6 +354,7 @@ void ag_sys_ev_free(ag_sys_ev *e) {
     return;
   json_decref(e->root);
   ag_free(e->recs);
+  ag_free(e->ranges);
   ag_free(e);
 }
 
@@ -245,13 +384,113 @@ static void launch_ranges(const ag_scope_dim *d, ag_str *out) {
                   (long long)d->r[i].hi);
 }
 
+/* Range g encloses record r: r's start and end within g's (CUPTI clock). */
+static int encloses(const ag_sys_range *g, const ag_sys_rec *r) {
+  return !g->instant && !g->open && g->start <= r->start && r->end <= g->end;
+}
+
+/* The innermost range enclosing r (the latest start), or NULL. */
+static const ag_sys_range *range_of(const ag_sys_ev *e, const ag_sys_rec *r) {
+  const ag_sys_range *in = NULL;
+  for (size_t i = 0; i < e->nranges; i++)
+    if (encloses(&e->ranges[i], r) && (!in || e->ranges[i].start >= in->start))
+      in = &e->ranges[i];
+  return in;
+}
+
+/* One entry per graph launch: the selected kernels of one graph ID and one
+ * correlation ID (the graph launch's). */
+static json_t *graph_launches(const ag_sys_ev *e, const int *lno) {
+  json_t *gs = json_array();
+  for (size_t i = 0; gs && i < e->nrecs; i++) {
+    const ag_sys_rec *r = &e->recs[i];
+    if (lno[i] < 0 || !r->graph)
+      continue;
+    json_t *g = NULL, *x;
+    size_t k;
+    json_array_foreach(gs, k, x) if (json_integer_value(json_object_get(x, "graph")) == r->graph &&
+                                     json_integer_value(json_object_get(x, "corr")) == r->corr)
+        g = x;
+    double t0 = ag_sys_ev_gt(e, r->start), t1 = ag_sys_ev_gt(e, r->end);
+    if (!g) {
+      g = json_pack("{s:I,s:I,s:I,s:i,s:[],s:f,s:f}", "graph", (json_int_t)r->graph, "corr",
+                    (json_int_t)r->corr, "stream", (json_int_t)r->stream, "kernels", 0,
+                    "launches", "start_ns", t0, "end_ns", t1);
+      if (!g || json_array_append_new(gs, g))
+        goto oom;
+    }
+    json_object_set_new(g, "kernels",
+                        json_integer(json_integer_value(json_object_get(g, "kernels")) + 1));
+    json_object_set_new(g, "start_ns",
+                        json_real(fmin(json_real_value(json_object_get(g, "start_ns")), t0)));
+    json_object_set_new(g, "end_ns",
+                        json_real(fmax(json_real_value(json_object_get(g, "end_ns")), t1)));
+    if (json_array_append_new(json_object_get(g, "launches"), json_integer(lno[i])))
+      goto oom;
+  }
+  size_t k;
+  json_t *x;
+  json_array_foreach(gs, k, x) {
+    double d = json_real_value(json_object_get(x, "end_ns")) -
+               json_real_value(json_object_get(x, "start_ns"));
+    if (json_object_set_new(x, "duration_ns", json_real(d)))
+      goto oom;
+  }
+  return gs;
+oom:
+  json_decref(gs);
+  return NULL;
+}
+
+/* The nvtx section: the ranges, each with the selected launches it encloses. */
+static json_t *nvtx_section(const ag_sys_ev *e, const int *lno) {
+  json_t *rs = json_array();
+  for (size_t i = 0; rs && i < e->nranges; i++) {
+    const ag_sys_range *g = &e->ranges[i];
+    json_t *ls = json_array();
+    for (size_t k = 0; ls && k < e->nrecs; k++)
+      if (lno[k] >= 0 && encloses(g, &e->recs[k]) &&
+          json_array_append_new(ls, json_integer(lno[k])))
+        json_decref(ls), ls = NULL;
+    json_t *o = ls ? json_pack("{s:s?,s:s?,s:I,s:i,s:f,s:o,s:b,s:b,s:o}", "name", g->name,
+                               "domain", g->domain, "tid", (json_int_t)g->tid, "depth", g->depth,
+                               "start_ns", ag_sys_ev_gt(e, g->start), "duration_ns",
+                               g->open ? json_null() : json_integer(g->end - g->start),
+                               "instant", g->instant, "open", g->open, "launches", ls)
+                   : NULL;
+    if (!o || json_array_append_new(rs, o)) {
+      json_decref(rs);
+      return NULL;
+    }
+  }
+  return rs ? json_pack("{s:s,s:b,s:I,s:s,s:o}", "injection", e->nvtx_injection,
+                        "set_by_argus", e->nvtx_by_argus, "unmatched_ends",
+                        (json_int_t)e->nvtx_unmatched, "rule",
+                        "a range encloses a launch when the kernel's start and end (CUPTI) lie "
+                        "between the range's start and end markers (host time, the same clock)",
+                        "ranges", rs)
+            : NULL;
+}
+
 json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
   json_t *launches = json_array(), *streams = json_array(), *covered = json_array();
+  json_t *graphs = NULL, *nvtx = NULL;
   stream_acc *acc = ag_calloc(e->nrecs + 1, sizeof *acc);
+  int *lno = ag_calloc(e->nrecs + 1, sizeof *lno);
   int ns = 0, launch = 0, calib = 0, ctx_syncs = 0;
   int selects = scope && scope->dim[AG_SCOPE_LAUNCH].n > 0;
-  if (!launches || !streams || !covered || !acc)
+  if (!launches || !streams || !covered || !acc || !lno)
     goto oom;
+  /* each kernel's launch number when the scope keeps it, else -1 */
+  for (size_t i = 0, n = 0; i < e->nrecs; i++) {
+    const ag_sys_rec *r = &e->recs[i];
+    lno[i] = -1;
+    if (r->kind != AG_SYS_KERNEL || r->argus)
+      continue;
+    if (!selects || ag_scope_contains(scope, AG_SCOPE_LAUNCH, (int64_t)n))
+      lno[i] = (int)n;
+    n++;
+  }
   for (size_t i = 0; i < e->nrecs; i++) {
     const ag_sys_rec *r = &e->recs[i];
     if (r->kind == AG_SYS_KERNEL && r->argus) {
@@ -288,6 +527,11 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
           "static_smem", r->static_smem, "dynamic_smem", r->dynamic_smem);
       if (!o || json_array_append_new(launches, o))
         goto oom;
+      const ag_sys_range *g = range_of(e, r);
+      if ((r->graph && (json_object_set_new(o, "graph", json_integer(r->graph)) ||
+                        json_object_set_new(o, "graph_node", json_integer((json_int_t)r->graph_node)))) ||
+          (g && json_object_set_new(o, "nvtx", g->name ? json_string(g->name) : json_null())))
+        goto oom;
       break;
     }
     case AG_SYS_MEMCPY:
@@ -316,6 +560,10 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
   }
   ag_free(acc);
   acc = NULL;
+  if (!(graphs = graph_launches(e, lno)) || (e->nvtx_on && !(nvtx = nvtx_section(e, lno))))
+    goto oom;
+  ag_free(lno);
+  lno = NULL;
   json_t *sel = NULL;
   if (selects) {
     ag_str sc = AG_STR_INIT;
@@ -328,7 +576,8 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
       goto oom;
   }
   json_decref(covered);
-  return json_pack("{s:s,s:s,s:{s:f,s:f,s:i,s:s},s:I,s:i,s:o,s:o,s:i,s:i,s:o*}", "signal",
+  return json_pack("{s:s,s:s,s:{s:f,s:f,s:i,s:s},s:I,s:i,s:o,s:o,s:i,s:i,s:o*,s:o,s:o*}",
+                   "signal",
                    "system",
                    "qual", "observed", "clock", "offset_ns", e->offset_ns, "error_ns",
                    e->error_ns, "calibrations", e->ncal, "rule",
@@ -337,9 +586,13 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
                    "drift between calibrations, one 32 ns timer step",
                    "dropped_records", (json_int_t)e->dropped, "lost_records", e->lost,
                    "launches", launches, "streams", streams, "calibration_kernels", calib,
-                   "context_syncs", ctx_syncs, "selection", sel);
+                   "context_syncs", ctx_syncs, "selection", sel, "graphs", graphs, "nvtx",
+                   nvtx);
 oom:
   ag_free(acc);
+  ag_free(lno);
+  json_decref(graphs);
+  json_decref(nvtx);
   json_decref(launches);
   json_decref(streams);
   json_decref(covered);
@@ -414,6 +667,10 @@ int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, j
                                         {"block", ""}};
     for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
       bad |= value(vals, name, ks[k][0], field(l, ks[k][0]), ks[k][1]);
+    static const char *const opt[] = {"graph", "graph_node", "nvtx"}; /* when it has them */
+    for (size_t k = 0; k < sizeof opt / sizeof opt[0]; k++)
+      if (json_object_get(l, opt[k]))
+        bad |= value(vals, name, opt[k], field(l, opt[k]), "");
   }
   json_array_foreach(json_object_get(sig, "streams"), i, l) {
     snprintf(name, sizeof name, "(stream %lld)",
@@ -423,6 +680,20 @@ int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, j
                                         {"busy_ns", "ns"},    {"bytes", "bytes"}};
     for (size_t k = 0; k < sizeof ks / sizeof ks[0]; k++)
       bad |= value(vals, name, ks[k][0], field(l, ks[k][0]), ks[k][1]);
+  }
+  json_array_foreach(json_object_get(sig, "graphs"), i, l) {
+    snprintf(name, sizeof name, "(graph %lld corr %lld)",
+             (long long)json_integer_value(json_object_get(l, "graph")),
+             (long long)json_integer_value(json_object_get(l, "corr")));
+    bad |= value(vals, name, "kernels", field(l, "kernels"), "count");
+    bad |= value(vals, name, "duration_ns", field(l, "duration_ns"), "ns");
+    bad |= value(vals, name, "launches", field(l, "launches"), "");
+  }
+  json_array_foreach(json_object_get(json_object_get(sig, "nvtx"), "ranges"), i, l) {
+    const char *rn = json_string_value(json_object_get(l, "name"));
+    snprintf(name, sizeof name, "(nvtx %zu %s)", i, rn ? rn : "(unnamed)");
+    bad |= value(vals, name, "duration_ns", field(l, "duration_ns"), "ns");
+    bad |= value(vals, name, "launches", field(l, "launches"), "");
   }
   json_t *clk = json_object_get(sig, "clock");
   bad |= value(vals, "(system)", "clock_offset_ns", field(clk, "offset_ns"), "ns");
@@ -456,6 +727,24 @@ int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, j
 static double num(const json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   return json_is_number(v) ? json_number_value(v) : 0;
+}
+
+/* "0-3, 5" then a newline; "-" for none. */
+static void list_launches(const json_t *ls, ag_str *out) {
+  size_t n = json_array_size(ls);
+  if (!n)
+    ag_str_puts(out, "-");
+  for (size_t i = 0; i < n;) {
+    long long a = (long long)json_integer_value(json_array_get(ls, i)), b = a;
+    size_t j = i + 1;
+    while (j < n && (long long)json_integer_value(json_array_get(ls, j)) == b + 1)
+      b++, j++;
+    ag_str_printf(out, "%s%lld", i ? ", " : "", a);
+    if (b > a)
+      ag_str_printf(out, "-%lld", b);
+    i = j;
+  }
+  ag_str_puts(out, "\n");
 }
 
 int ag_sys_text(const json_t *sig, ag_str *out) {
@@ -498,6 +787,46 @@ int ag_sys_text(const json_t *sig, ag_str *out) {
     ag_str_printf(out, "  %6lld  %7d  %6d  %6d  %4d  %8.3f  %9lld\n", (long long)num(o, "stream"),
                   (int)num(o, "kernels"), (int)num(o, "memcpy"), (int)num(o, "memset"),
                   (int)num(o, "sync"), num(o, "busy_ns") / 1e3, (long long)num(o, "bytes"));
+  json_t *gs = json_object_get(sig, "graphs");
+  if (json_array_size(gs)) {
+    ag_str_printf(out, "  graph launches: %zu (kernels grouped by graph ID and the graph "
+                       "launch's correlation ID)\n", json_array_size(gs));
+    ag_str_puts(out, "   graph      corr  stream  kernels    start_us   dur_us  launches\n");
+    json_array_foreach(gs, i, o) {
+      ag_str_printf(out, "  %6lld  %8lld  %6lld  %7d %11.3f %8.3f  ",
+                    (long long)num(o, "graph"), (long long)num(o, "corr"),
+                    (long long)num(o, "stream"), (int)num(o, "kernels"),
+                    (num(o, "start_ns") - t0) / 1e3, num(o, "duration_ns") / 1e3);
+      list_launches(json_object_get(o, "launches"), out);
+    }
+  }
+  json_t *nv = json_object_get(sig, "nvtx");
+  if (nv) {
+    json_t *rs = json_object_get(nv, "ranges");
+    const char *inj = json_string_value(json_object_get(nv, "injection"));
+    ag_str_printf(out, "  nvtx ranges: %zu (CUPTI markers; NVTX_INJECTION64_PATH %s%s)\n",
+                  json_array_size(rs), inj && *inj ? inj : "unset: no marker can come",
+                  json_is_true(json_object_get(nv, "set_by_argus")) ? ", set by argus" : "");
+    if (json_array_size(rs))
+      ag_str_puts(out, "  range                           thread  depth    start_us     dur_us  "
+                       "launches\n");
+    json_array_foreach(rs, i, o) {
+      const char *rn = json_string_value(json_object_get(o, "name"));
+      char nm[40];
+      snprintf(nm, sizeof nm, "%s%.*s", json_is_true(json_object_get(o, "instant")) ? "* " : "",
+               30, rn ? rn : "(unnamed)");
+      ag_str_printf(out, "  %-30.30s %7lld %6d %11.3f ", nm, (long long)num(o, "tid"),
+                    (int)num(o, "depth"), (num(o, "start_ns") - t0) / 1e3);
+      if (json_is_true(json_object_get(o, "open")))
+        ag_str_puts(out, "      open  ");
+      else
+        ag_str_printf(out, "%10.3f  ", num(o, "duration_ns") / 1e3);
+      list_launches(json_object_get(o, "launches"), out);
+    }
+    if (num(nv, "unmatched_ends") > 0)
+      ag_str_printf(out, "  nvtx: %lld end marker(s) without their start\n",
+                    (long long)num(nv, "unmatched_ends"));
+  }
   ag_str_printf(out, "  context synchronizations: %d\n", (int)num(sig, "context_syncs"));
   ag_str_printf(out, "  clock: CUPTI - %%globaltimer = %.0f ns (error <= %.0f ns, %d "
                      "calibrations); dropped records: %lld\n",

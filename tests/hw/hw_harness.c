@@ -4,7 +4,7 @@
  * ground truth (tests/data/cuda/pm_truth.cu `pm_truth`: --mb MiB copied
  * --passes times, then --n MMA steps), or of the paper's collector kernel
  * (tests/data/cuda/attrib_truth.cu `collector`, for
- * bench/bench_activity.c). Copies the input in (cuMemcpyHtoD), clears the
+ * bench/bench_collect_costs.c). Copies the input in (cuMemcpyHtoD), clears the
  * output (cuMemsetD32), launches --launches times alternating over
  * --streams streams, synchronizes each stream, copies back and checks every
  * result bit for bit against the same float operations on the CPU.
@@ -12,8 +12,15 @@
  *   hw_harness [--module FILE] [--kernel stall_truth|collector|pm_truth]
  *       [--blocks B] [--threads T] [--spin N] [--n N] [--launches L]
  *       [--streams S] [--mb MB] [--passes P] [--range NAME] [--hold-cupti]
+ *       [--nvtx] [--graph G]
  * --range opens a user range around the launches (ag_host_range_push/pop:
- * the hardware counters' ranges, docs/counters.md).
+ * the hardware counters' ranges, docs/counters.md). --graph G captures two
+ * launches on the first stream into a CUDA graph and launches it G times
+ * after the others (stall_truth only). --nvtx wraps the run in NVTX ranges
+ * (docs/system.md): "hw/all" around everything from the first launch to
+ * the last synchronization, inside it "hw/launches" (the launch loop and
+ * the streams' synchronization) and "hw/graph" (the graph launches and
+ * their synchronization), and an instant marker "hw/between" between them.
  * Prints "@ hw: ... host_us_per_launch X e2e_us_per_launch Y": the launch
  * loop's host time, and until every stream finished, per launch.
  * Exit 0: results match; 1: mismatch or error; 2: usage; 77: no GPU.
@@ -28,6 +35,7 @@
 
 #include "argus/host.h"
 #include "../sassm/hold_cupti.h"
+#include <nvtx3/nvToolsExt.h>
 
 static float stall_truth(float x, int n) {
   float a[8];
@@ -66,7 +74,7 @@ static double now_us(void) {
 ARGUS_HARNESS_MAIN(int argc, char **argv) {
   const char *module = "hw_truth.cubin", *kernel = "stall_truth", *range = NULL;
   int blocks = 132, threads = 256, spin = 50, n = 4096, launches = 1, nstreams = 1, hold = 0;
-  int mb = 256, passes = 40;
+  int mb = 256, passes = 40, nvtx = 0, graphs = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int more = i + 1 < argc;
@@ -82,6 +90,8 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     else if (!strcmp(a, "--passes") && more) passes = atoi(argv[++i]);
     else if (!strcmp(a, "--range") && more) range = argv[++i];
     else if (!strcmp(a, "--hold-cupti")) hold = 1;
+    else if (!strcmp(a, "--nvtx")) nvtx = 1;
+    else if (!strcmp(a, "--graph") && more) graphs = atoi(argv[++i]);
     else {
       fprintf(stderr, "hw: unknown argument '%s'\n", a);
       return 2;
@@ -90,10 +100,11 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   int coll = !strcmp(kernel, "collector"), pm = !strcmp(kernel, "pm_truth");
   if (blocks < 1 || threads < 32 || threads % 32 || threads > 256 || spin < 0 || n < 1 ||
       launches < 1 || nstreams < 1 || nstreams > 4 || mb < 1 || passes < 0 ||
-      (!coll && !pm && strcmp(kernel, "stall_truth")) || (pm && n >= 1 << 23)) {
+      (!coll && !pm && strcmp(kernel, "stall_truth")) || (pm && n >= 1 << 23) || graphs < 0 ||
+      (graphs && (coll || pm))) {
     fprintf(stderr, "hw: needs blocks >= 1, threads a multiple of 32 up to 256, n, launches, "
                     "mb >= 1, 1 to 4 streams, kernel stall_truth, collector or pm_truth (n "
-                    "below 2^23)\n");
+                    "below 2^23); --graph G >= 0 with stall_truth only\n");
     return 2;
   }
   if (hold && hold_cupti("hw"))
@@ -108,6 +119,8 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   unsigned long long n4 = bytes / 16;
   float *hsrc = pm ? malloc(bytes) : NULL, *hdst = pm ? malloc(bytes) : NULL;
   CUstream st[4] = {0};
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
   int r = ag_host_open(&host);
   if (r) {
     fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
@@ -147,6 +160,8 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
   void *args_c[] = {&dout, &din};
   void *args_p[] = {&ddst, &dsrc, &n4, &passes, &n, &dout};
   double t0 = now_us();
+  if (nvtx)
+    nvtxRangePushA("hw/all"), nvtxRangePushA("hw/launches");
   if (range && ag_host_range_push(host, range)) {
     fprintf(stderr, "hw: %s\n", ag_host_errmsg(host));
     goto out;
@@ -169,6 +184,29 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
       goto out;
     }
   double t2 = now_us();
+  if (nvtx)
+    nvtxRangePop(), nvtxMarkA("hw/between");
+  if (graphs) { /* two launches captured into one graph, launched `graphs` times */
+    CUfunction f = (CUfunction)ag_host_kernel_cufunction(k);
+    if (nvtx)
+      nvtxRangePushA("hw/graph");
+    int bad = cuStreamBeginCapture(st[0], CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS;
+    for (int c = 0; c < 2 && !bad; c++)
+      bad = cuLaunchKernel(f, (unsigned)blocks, 1, 1, (unsigned)threads, 1, 1, 0, st[0], args_s,
+                           NULL) != CUDA_SUCCESS;
+    bad |= cuStreamEndCapture(st[0], &graph) != CUDA_SUCCESS;
+    bad = bad || cuGraphInstantiate(&exec, graph, 0) != CUDA_SUCCESS;
+    for (int g = 0; g < graphs && !bad; g++)
+      bad = cuGraphLaunch(exec, st[0]) != CUDA_SUCCESS;
+    if (bad || cuStreamSynchronize(st[0])) {
+      fprintf(stderr, "hw: the CUDA graph (capture, instantiate, launch) failed\n");
+      goto out;
+    }
+    if (nvtx)
+      nvtxRangePop();
+  }
+  if (nvtx)
+    nvtxRangePop();
   if (cuMemcpyDtoH(out, dout, sizeof(float) * (size_t)total)) {
     fprintf(stderr, "hw: copy back failed\n");
     goto out;
@@ -201,6 +239,10 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
          (t2 - t0) / launches);
   rc = wrong ? 1 : 0;
 out:
+  if (exec)
+    cuGraphExecDestroy(exec);
+  if (graph)
+    cuGraphDestroy(graph);
   for (int s = 0; s < nstreams; s++)
     if (st[s])
       cuStreamDestroy(st[s]);

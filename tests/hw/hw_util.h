@@ -3,7 +3,8 @@
  * tests share: running tests/hw/hw_harness under a collection, reading a JSON
  * evidence file, the recorded evidence's path, printing diagnostics, the
  * options of a hardware-counter run through ag_trace_run, and opening the
- * host runtime with stand-ins (CPU tests).
+ * host runtime with stand-ins (CPU tests), an NVTX range of the system
+ * signal by name.
  */
 #ifndef ARGUS_TEST_HW_UTIL_H
 #define ARGUS_TEST_HW_UTIL_H
@@ -113,6 +114,18 @@ __attribute__((unused)) static char *hw_data_path(const char *name) {
   ag_str p = {0};
   ag_str_printf(&p, "%s/tests/data/evidence/%s", src ? src : ".", name);
   return ag_str_detach(&p);
+}
+
+/* The system signal's NVTX range named `name` (borrowed), or NULL. */
+__attribute__((unused)) static json_t *hw_nvtx_range(json_t *sig, const char *name) {
+  size_t i;
+  json_t *o;
+  json_array_foreach(json_object_get(json_object_get(sig, "nvtx"), "ranges"), i, o) {
+    const char *n = json_string_value(json_object_get(o, "name"));
+    if (n && !strcmp(n, name))
+      return o;
+  }
+  return NULL;
 }
 
 __attribute__((unused)) static void hw_print_diags(ag_diags *d) {

@@ -244,6 +244,33 @@ TEST(synthetic) {
   CHECK_NEAR(rf(r1, "pct_of_roof"), 100.0 * (f1 / 30e-6) / ((f1 / b1) * 2 * 3.201e9 * 768), 1e-9);
   CHECK_NEAR(rf(r1, "dram_bytes_per_s"), b1 / 30e-6, 1e-12);
   CHECK_NEAR(rf(r1, "pct_of_peak_dram"), 100.0 * (b1 / 30e-6) / (2 * 3.201e9 * 768), 1e-9);
+  CHECK(json_is_null(json_object_get(json_object_get(r1, "roofline"), "tensor_source")));
+  CHECK_NEAR(rf(r1, "tensor_flop"), 0, 0);
+  /* range 2, a 4096^3 FP16 GEMM on HGMMA: no SASS FLOP at all; its tensor
+   * FLOPs (2 x 4096^3 math ops) against the HGMMA FP16 peak (540,672 math
+   * ops per GPC cycle x 1.755 GHz) make it compute bound on the tensor roof */
+  json_t *r2 = range_of(sig, "(launch 2 gemm)");
+  CHECK(r2 != NULL);
+  if (r2) {
+    double ft = 2.0 * 4096 * 4096 * 4096, tp = 540672.0 * 1.755e9, b2 = 100663296.0;
+    CHECK_NEAR(rf(r2, "fp32_flop"), 0, 0);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(r2, "roofline"),
+                                                   "precision")), "tensor");
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(r2, "roofline"),
+                                                   "tensor_source")), "fp16");
+    CHECK_NEAR(rf(r2, "tensor_flop"), ft, 0);
+    CHECK_NEAR(rf(r2, "tensor_flop_per_s"), ft / 200e-6, 1e-12);
+    CHECK_NEAR(rf(r2, "tensor_peak_flop_per_s"), tp, 1e-12);
+    CHECK_NEAR(rf(r2, "pct_of_tensor_peak"), 100.0 * (ft / 200e-6) / tp, 1e-9);
+    CHECK_NEAR(rf(r2, "pct_of_peak_flop"), 100.0 * (ft / 200e-6) / tp, 1e-9);
+    CHECK_NEAR(rf(r2, "intensity"), ft / b2, 1e-12);
+    CHECK_NEAR(rf(r2, "ridge"), tp / (2 * 3.201e9 * 768), 1e-12);
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(r2, "roofline"), "bound")),
+                 "compute");
+    CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(r2, "roofline"),
+                                                     "tensor_rule")),
+                   "sm__ops_path_tensor_op_hgmma_src_<source>.sum");
+  }
   CHECK_NEAR(json_number_value(json_object_get(json_object_get(r1, "values"),
                                                "sm__throughput.avg.pct_of_peak_sustained_elapsed")),
              20.5, 0);
@@ -271,8 +298,29 @@ TEST(synthetic) {
   CHECK_CONTAINS(ag_str_cstr(&txt), "66.9 FP32 TFLOP/s, 33.5 FP64 TFLOP/s, 4.92 TB/s DRAM");
   CHECK_CONTAINS(ag_str_cstr(&txt), "memory (91.0)");
   CHECK_CONTAINS(ag_str_cstr(&txt), "user range phase: 2 launches");
+  CHECK_CONTAINS(ag_str_cstr(&txt), "  tensor (launch 2 gemm)       687.2 TFLOP/s (source "
+                                    "fp16), 72.4 % of its peak 948.9 TFLOP/s (rule: ");
   ag_str_release(&txt);
   json_decref(sig);
+  /* with the metric of every FP16 tensor op in the set (--metrics), the
+   * HGMMA count is not added to it: here the BF16 HGMMA column renamed to
+   * sm__ops_path_tensor_src_fp16.sum, counting HGMMA's ops and 4096^3 more
+   * (as if an HMMA phase ran too): that count alone is the FP16 tensor work */
+  {
+    size_t kb = (size_t)ag_ctr_ev_metric(e, "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32.sum");
+    size_t kf = (size_t)ag_ctr_ev_metric(e, "sm__ops_path_tensor_op_hgmma_src_fp16.sum");
+    const char *was = e->metrics[kb].name;
+    e->metrics[kb].name = "sm__ops_path_tensor_src_fp16.sum";
+    e->ranges[2].values[kb] = e->ranges[2].values[kf] + 4096.0 * 4096 * 4096;
+    sig = ag_ctr_signal(e);
+    json_t *g = sig ? range_of(sig, "(launch 2 gemm)") : NULL;
+    CHECK(g != NULL);
+    if (g)
+      CHECK_NEAR(rf(g, "tensor_flop"), 3.0 * 4096 * 4096 * 4096, 0);
+    json_decref(sig);
+    e->metrics[kb].name = was;
+    e->ranges[2].values[kb] = 0;
+  }
   /* the wrong case: a device without an FP peak has no compute roof */
   e->peaks.fp32_lanes = 0, e->peaks.fp32_flop_s = 0;
   sig = ag_ctr_signal(e);

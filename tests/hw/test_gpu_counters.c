@@ -19,6 +19,13 @@
  *           the same FFMA count for its grid
  *   held    another tool holds CUPTI's subscriber: a clear failure, no
  *           evidence
+ *   tensor  examples/gemm_tma (FP16 wgmma, FP32 accumulators), 1024^3,
+ *           under ARGUS_COLLECT=counters: every launch's tensor FLOPs
+ *           (the default set's HGMMA FP16 math ops) = 2 x M x N x K within
+ *           0.1 % (the rule "one math op = one FLOP" checked against the
+ *           GEMM's known work), its precision "tensor" (the SASS FLOP
+ *           counters see next to nothing), the tensor peak read from the
+ *           device above the achieved rate
  * The evidence goes to $ARGUS_EVIDENCE_OUT (collector.counters*.json: the
  * recorded evidence that replaces tests/data/evidence/counters.synthetic.json).
  * Exit 77 without a GPU. Written before any GPU run: the first run on the
@@ -76,16 +83,15 @@ TEST(counters_auto) {
   ag_ctr_ev_free(e);
 }
 
-TEST(counters_user) {
-  gpu_or_skip("test_gpu_counters");
-  char dir[] = "/tmp/argus-gctru-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  const char *argv[] = {HW_HARNESS, "--module", ATTRIB_TRUTH_CUBIN, "--kernel", "collector",
-                        "--blocks", "1024", "--threads", "256", "--range", "phase", NULL};
+/* The harness argv under the hardware counters through ag_trace_run (range
+ * mode `range`, NULL: auto) into dir, the evidence kept as save_as:
+ * decoded, or NULL (the reason printed). */
+static ag_ctr_ev *ctr_run(const char *const *argv, const char *cubin, const char *id,
+                          const char *range, const char *dir, const char *save_as) {
   ag_trace_run_opts o;
-  hw_ctr_opts(&o, argv, ATTRIB_TRUTH_CUBIN, dir);
-  o.variant_id = "collector";
-  o.counters_range = "user";
+  hw_ctr_opts(&o, argv, cubin, dir);
+  o.variant_id = id;
+  o.counters_range = range;
   ag_trace_run_result res;
   ag_str why = AG_STR_INIT;
   int rc = ag_trace_run(&o, &res, &why);
@@ -94,9 +100,19 @@ TEST(counters_user) {
   CHECK_EQ_INT(rc, 0);
   ag_str_release(&why);
   if (res.evidence_path)
-    evidence_out(res.evidence_path, "collector.counters.user.json");
+    evidence_out(res.evidence_path, save_as);
   ag_trace_run_result_release(&res);
-  ag_ctr_ev *e = rc ? NULL : hw_ctr_load(dir);
+  return rc ? NULL : hw_ctr_load(dir);
+}
+
+TEST(counters_user) {
+  gpu_or_skip("test_gpu_counters");
+  char dir[] = "/tmp/argus-gctru-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const char *argv[] = {HW_HARNESS, "--module", ATTRIB_TRUTH_CUBIN, "--kernel", "collector",
+                        "--blocks", "1024", "--threads", "256", "--range", "phase", NULL};
+  ag_ctr_ev *e = ctr_run(argv, ATTRIB_TRUTH_CUBIN, "collector", "user", dir,
+                         "collector.counters.user.json");
   if (!e)
     return;
   printf("user ranges: %ld passes, %ld harness runs\n", e->passes, e->harness_runs);
@@ -132,4 +148,54 @@ TEST(held) {
   CHECK(access(p, F_OK) != 0);
 }
 
-RUN_TESTS(T(counters_auto), T(counters_user), T(held))
+#ifndef GEMM_HARNESS
+#define GEMM_HARNESS "gemm_tma_harness"
+#endif
+#ifndef GEMM_CUBIN
+#define GEMM_CUBIN "gemm_tma.cubin"
+#endif
+
+TEST(tensor) {
+  gpu_or_skip("test_gpu_counters");
+  char dir[] = "/tmp/argus-gctrt-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const double M = 1024, N = 1024, K = 1024;
+  const char *argv[] = {GEMM_HARNESS, "--size", "1024", "--reps", "3", "--module", GEMM_CUBIN,
+                        NULL};
+  ag_ctr_ev *e = ctr_run(argv, GEMM_CUBIN, "gemm_tma", NULL, dir, "gemm_tma.counters.json");
+  if (!e)
+    return;
+  json_t *sig = ag_ctr_signal(e);
+  ag_str t = AG_STR_INIT;
+  CHECK(sig && ag_ctr_text(sig, &t) == 0);
+  printf("%s", ag_str_cstr(&t));
+  ag_str_release(&t);
+  size_t i;
+  json_t *r;
+  int gemms = 0;
+  json_array_foreach(json_object_get(sig, "ranges"), i, r) {
+    const char *k = json_string_value(json_object_get(r, "kernel"));
+    if (!k || !strstr(k, "gemm_tma"))
+      continue;
+    json_t *rf = json_object_get(r, "roofline");
+    double ft = json_number_value(json_object_get(rf, "tensor_flop"));
+    double rate = json_number_value(json_object_get(rf, "tensor_flop_per_s"));
+    double peak = json_number_value(json_object_get(rf, "tensor_peak_flop_per_s"));
+    printf("@ tensor: %s: %.0f tensor FLOPs (2MNK %.0f, ratio %.4f), %.1f of %.1f TFLOP/s, "
+           "precision %s, source %s\n",
+           json_string_value(json_object_get(r, "name")), ft, 2 * M * N * K,
+           ft / (2 * M * N * K), rate / 1e12, peak / 1e12,
+           json_string_value(json_object_get(rf, "precision")),
+           json_string_value(json_object_get(rf, "tensor_source")));
+    CHECK(fabs(ft / (2 * M * N * K) - 1) < 1e-3);
+    CHECK_EQ_STR(json_string_value(json_object_get(rf, "precision")), "tensor");
+    CHECK_EQ_STR(json_string_value(json_object_get(rf, "tensor_source")), "fp16");
+    CHECK(peak > rate && rate > 0);
+    gemms++;
+  }
+  CHECK(gemms >= 3);
+  json_decref(sig);
+  ag_ctr_ev_free(e);
+}
+
+RUN_TESTS(T(counters_auto), T(counters_user), T(held), T(tensor))

@@ -8,6 +8,14 @@
  *                 memset, the synchronizations, no dropped record, and the
  *                 two calibration kernels that align CUPTI's clock with
  *                 %globaltimer (offset and error printed)
+ *   nvtx_graph    the harness with NVTX ranges and a CUDA graph (--nvtx
+ *                 --graph 3) under ARGUS_COLLECT=system: the NVTX markers
+ *                 reach CUPTI (NVTX_INJECTION64_PATH set by the host
+ *                 runtime), "hw/launches" encloses the 4 stream launches,
+ *                 "hw/graph" (nested in "hw/all") the 6 graph kernels, the
+ *                 instant marker is seen; the graph kernels carry one graph
+ *                 ID and two node IDs, and group into 3 graph launches of 2
+ *                 (the graph launch's correlation ID)
  *   system_trace  the traced variant under ARGUS_COLLECT=trace with
  *                 ARGUS_ACTIVITY=1: trace.agev and system.json of one run
  *   stalls        the mapping run, then the -lineinfo cubin of the same PTX
@@ -24,6 +32,7 @@
 
 #include "argus/collect.h"
 #include "argus/stalls.h"
+#include "argus/system_ev.h"
 #include "argus/variant.h"
 #include "check.h"
 #include "../trace/gpu_util.h"
@@ -49,22 +58,32 @@ static json_int_t geti(json_t *o, const char *k) {
   return json_is_integer(v) ? json_integer_value(v) : -1;
 }
 
+/* The harness with `args` under ARGUS_COLLECT=system into dir, its output
+ * printed, system.json kept as $ARGUS_EVIDENCE_OUT/save_as: 0, 77 (no
+ * GPU) or 1. */
+static int run_system(const char *dir, const char *const *args, const char *save_as) {
+  ag_str out = {0};
+  ag_proc_result pr;
+  CHECK_EQ_INT(hw_run(dir, "system", HW_CUBIN, HW_CUBIN, args, NULL, &out, &pr), 0);
+  printf("%s", out.p ? out.p : "");
+  ag_str_release(&out);
+  if (pr.exited && pr.exit_code == 77)
+    return 77;
+  CHECK(pr.exited && pr.exit_code == 0);
+  char p[1200];
+  snprintf(p, sizeof p, "%s/system.json", dir);
+  evidence_out(p, save_as);
+  return pr.exited && pr.exit_code == 0 ? 0 : 1;
+}
+
 TEST(system_run) {
   gpu_or_skip("test_gpu_hw");
   char dir[] = "/tmp/argus-ghw-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  ag_str out = {0};
-  ag_proc_result pr;
   const char *args[] = {"--blocks", "8", "--spin", "5", "--n", "256", "--launches", "4",
                         "--streams", "2", NULL};
-  CHECK_EQ_INT(hw_run(dir, "system", HW_CUBIN, HW_CUBIN, args, NULL, &out, &pr), 0);
-  printf("%s", out.p ? out.p : "");
-  if (pr.exited && pr.exit_code == 77)
+  if (run_system(dir, args, "hw.system.json") == 77)
     SKIP("no GPU");
-  CHECK(pr.exited && pr.exit_code == 0);
-  char p[1200];
-  snprintf(p, sizeof p, "%s/system.json", dir);
-  evidence_out(p, "hw.system.json");
   json_t *j = hw_load(dir, "system.json");
   CHECK(j != NULL);
   if (!j)
@@ -116,7 +135,95 @@ TEST(system_run) {
     CHECK(geti(c, "cupti_start") > 0);
   }
   json_decref(j);
-  ag_str_release(&out);
+}
+
+/* the launches of range or graph entry o as "0-3" style text */
+static void nv_launches(json_t *o, char *buf, size_t n) {
+  json_t *ls = json_object_get(o, "launches");
+  size_t k = json_array_size(ls);
+  snprintf(buf, n, "%zu:%lld-%lld", k, k ? (long long)json_integer_value(json_array_get(ls, 0)) : -1LL,
+           k ? (long long)json_integer_value(json_array_get(ls, k - 1)) : -1LL);
+}
+
+TEST(nvtx_graph) {
+  gpu_or_skip("test_gpu_hw");
+  char dir[] = "/tmp/argus-ghwn-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  const char *args[] = {"--blocks", "8", "--spin", "5", "--n", "256", "--launches", "4",
+                        "--streams", "2", "--nvtx", "--graph", "3", NULL};
+  if (run_system(dir, args, "hw.nvtx.system.json") == 77)
+    SKIP("no GPU");
+  char p[1200];
+  snprintf(p, sizeof p, "%s/system.json", dir);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_sys_ev *e = NULL;
+  CHECK_EQ_INT(ag_sys_ev_load(p, &d, &e), 0);
+  if (!e) {
+    print_diags(&d);
+    ag_diags_release(&d);
+    return;
+  }
+  json_t *sig = ag_sys_signal(e);
+  ag_str t = {0};
+  CHECK(sig && ag_sys_text(sig, &t) == 0);
+  printf("%s", ag_str_cstr(&t));
+  ag_str_release(&t);
+  CHECK(e->nvtx_on);
+  printf("@ nvtx: injection %s (set by argus: %d), %zu ranges, %zu unmatched ends\n",
+         e->nvtx_injection, e->nvtx_by_argus, e->nranges, e->nvtx_unmatched);
+  CHECK(e->nvtx_by_argus);
+  CHECK_EQ_INT((int)e->nvtx_unmatched, 0);
+  CHECK_EQ_INT(e->dropped == 0, 1);
+  json_t *all = hw_nvtx_range(sig, "hw/all"), *ln = hw_nvtx_range(sig, "hw/launches");
+  json_t *gr = hw_nvtx_range(sig, "hw/graph"), *mk = hw_nvtx_range(sig, "hw/between");
+  CHECK(all && ln && gr && mk);
+  char buf[64];
+  if (all && ln && gr && mk) {
+    CHECK_EQ_INT((int)geti(all, "depth"), 0);
+    CHECK_EQ_INT((int)geti(ln, "depth"), 1);
+    CHECK_EQ_INT((int)geti(gr, "depth"), 1);
+    CHECK(json_is_true(json_object_get(mk, "instant")));
+    nv_launches(all, buf, sizeof buf);
+    CHECK_EQ_STR(buf, "10:0-9"); /* the ranges enclose their kernels */
+    nv_launches(ln, buf, sizeof buf);
+    CHECK_EQ_STR(buf, "4:0-3");
+    nv_launches(gr, buf, sizeof buf);
+    CHECK_EQ_STR(buf, "6:4-9");
+  }
+  /* graph kernels: one graph ID, two node IDs, three graph launches of two */
+  json_t *ls = json_object_get(sig, "launches"), *o;
+  size_t i;
+  json_int_t gid = 0, node0 = -1, node1 = -1;
+  int ingraph = 0;
+  json_array_foreach(ls, i, o) {
+    json_int_t g = geti(o, "graph");
+    if (i < 4) {
+      CHECK(g == -1); /* no graph ID: not a graph kernel */
+      continue;
+    }
+    ingraph++;
+    CHECK(g > 0);
+    gid = gid ? gid : g;
+    CHECK(g == gid);
+    json_int_t nd = geti(o, "graph_node");
+    if (node0 < 0)
+      node0 = nd;
+    else if (nd != node0)
+      node1 = nd;
+    CHECK_EQ_STR(json_string_value(json_object_get(o, "nvtx")), "hw/graph");
+  }
+  CHECK_EQ_INT(ingraph, 6);
+  CHECK(node1 >= 0 && node1 != node0);
+  json_t *gs = json_object_get(sig, "graphs");
+  CHECK_EQ_INT((int)json_array_size(gs), 3);
+  json_array_foreach(gs, i, o) {
+    CHECK_EQ_INT((int)geti(o, "kernels"), 2);
+    CHECK(geti(o, "graph") == gid);
+  }
+  json_decref(sig);
+  ag_sys_ev_free(e);
+  ag_diags_release(&d);
 }
 
 TEST(system_trace) {
@@ -315,4 +422,4 @@ TEST(held) {
   }
 }
 
-RUN_TESTS(T(system_run), T(system_trace), T(stalls), T(held))
+RUN_TESTS(T(system_run), T(nvtx_graph), T(system_trace), T(stalls), T(held))

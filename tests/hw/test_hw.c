@@ -16,13 +16,28 @@
  *                    trace: both parse, the system process is there, and
  *                    each launch's first warp entry lies inside the
  *                    kernel's CUPTI span (moved by the offset) within the
- *                    stated error: the alignment measured
+ *                    stated error: the alignment measured; the trace as
+ *                    `argus observe --signals timeline,system` writes it
+ *                    has the format's structure, and every region event
+ *                    lies inside its launch's kernel event within the
+ *                    stated error (check_nesting)
  *   stalls_recorded  the PC samples recorded on the H200 (hw.stalls.json,
  *                    with hw.ptx, hw.map_counts.json, hw.stalls.cubin)
  *                    attributed through the map: region wait's top stall
  *                    reason is the barrier's, region issue's another one;
  *                    samples are conserved; a map of another program
  *                    version is refused (the wrong case)
+ *   nvtx_graphs      constructed evidence with NVTX markers and CUDA graph
+ *                    kernels: start/end pairs by ID into nested ranges
+ *                    (depth), an instant marker, a range never closed and
+ *                    an end without its start reported; each range lists
+ *                    the launches it encloses (and a launch its innermost
+ *                    range); graph kernels grouped per graph launch (graph
+ *                    ID and correlation ID); launch= selects; the text
+ *   chrome_nvtx      NVTX ranges and a graph launch added around the
+ *                    two kernels of hw.trace.system.json: the joined Chrome
+ *                    trace parses, has the NVTX and graph threads, and the
+ *                    range's event encloses every kernel's event
  *   bad_evidence     malformed files: a diagnostic naming what is wrong
  *   no_cupti, held, not_permitted, bad_config
  *                    the collectors' failures, through a stand-in CUPTI
@@ -288,6 +303,62 @@ static int load_trace(ag_diags *d, char **bytes, ag_evidence **ev) {
   return rc;
 }
 
+/* The joined Chrome trace j of one run as `argus observe --signals
+ * timeline,system` writes it: the format's structure (every event named,
+ * a known phase, complete events with ts >= 0 and dur >= 0, metadata with
+ * args) and every region event inside its launch's kernel event (the
+ * tid's high half is the launch), within the alignment's error bound. */
+static void check_nesting(json_t *j, int nlaunches, double error_ns) {
+  CHECK(json_is_object(j));
+  CHECK_EQ_STR(json_string_value(json_object_get(j, "displayTimeUnit")), "ns");
+  json_t *evs = json_object_get(j, "traceEvents"), *e;
+  CHECK(json_array_size(evs) > 0);
+  size_t i;
+  int bad = 0, regions = 0, kernels = 0, meta = 0;
+  double kts[8], kend[8];
+  json_array_foreach(evs, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    bad += !json_is_string(json_object_get(e, "name")) || !ph ||
+           !json_is_integer(json_object_get(e, "pid"));
+    if (ph && !strcmp(ph, "M")) {
+      meta++;
+      bad += !json_is_object(json_object_get(e, "args"));
+      continue;
+    }
+    bad += !ph || strcmp(ph, "X") || !json_is_number(json_object_get(e, "ts")) ||
+           json_number_value(json_object_get(e, "ts")) < 0 ||
+           json_number_value(json_object_get(e, "dur")) < 0 || !json_object_get(e, "tid");
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    const char *nm = json_string_value(json_object_get(e, "name"));
+    if (cat && !strcmp(cat, "system") && nm && !strcmp(nm, "stall_truth") && kernels < 8) {
+      kts[kernels] = json_number_value(json_object_get(e, "ts"));
+      kend[kernels] = kts[kernels] + json_number_value(json_object_get(e, "dur"));
+      kernels++;
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  CHECK(meta >= 2);
+  CHECK_EQ_INT(kernels, nlaunches);
+  double err_us = error_ns / 1e3, worst = 0;
+  json_array_foreach(evs, i, e) {
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (!cat || strcmp(cat, "region"))
+      continue;
+    json_int_t l = json_integer_value(json_object_get(e, "tid")) >> 32;
+    CHECK(l >= 0 && l < kernels);
+    if (l < 0 || l >= kernels)
+      continue;
+    double ts = json_number_value(json_object_get(e, "ts"));
+    double te = ts + json_number_value(json_object_get(e, "dur"));
+    worst = fmax(worst, fmax(kts[l] - ts, te - kend[l]));
+    regions++;
+  }
+  printf("@ nesting: %d region events in %d kernel events; the worst overhang %.3f us "
+         "(error bound %.3f us)\n", regions, kernels, worst, err_us);
+  CHECK(regions > 0);
+  CHECK(worst <= err_us);
+}
+
 TEST(chrome_same_run) {
   ag_sys_ev *s = load_sys("hw.trace.system.json");
   char *p = NULL;
@@ -352,6 +423,7 @@ TEST(chrome_same_run) {
       minimum = fmin(minimum, json_number_value(ts));
   }
   CHECK(minimum >= 0 && minimum < 1e-3);
+  check_nesting(j, ev->nlaunches, s->error_ns);
   /* each launch's region events start where its warps did: the system
    * kernel's ts plus (first warp entry - kernel start), on one clock; within
    * 1 us, as occurrences are placed from %clock64 through per-SM offsets
@@ -537,6 +609,251 @@ done:
   ag_free(ptx);
 }
 
+/* ------------------------------------------------ NVTX ranges, CUDA graphs */
+
+static void bad_sys(const char *json, const char *want);
+
+#define NV_SYS                                                                 \
+  "{\"format\":\"argus-system\",\"version\":1,\"dropped_records\":0,"              \
+  "\"calibration\":[{\"gt_first\":1000,\"gt_last\":5000,\"cupti_start\":900,"       \
+  "\"cupti_end\":4950}],\"nvtx\":{\"injection\":\"/x/libcupti.so\","                \
+  "\"set_by_argus\":true},\"records\":["
+#define NV_K(name, corr, t0, t1, graph, node)                                  \
+  "{\"kind\":\"kernel\",\"corr\":" #corr ",\"stream\":7,\"start\":" #t0           \
+  ",\"end\":" #t1 ",\"name\":\"" name "\",\"grid\":[1,1,1],\"block\":[32,1,1],"    \
+  "\"registers\":8,\"graph\":" #graph ",\"graph_node\":" #node "}"
+#define NV_MT(id, m, ts, name, tid)                                            \
+  "{\"kind\":\"nvtx\",\"id\":" #id ",\"marker\":\"" m "\",\"ts\":" #ts             \
+  ",\"pid\":1,\"tid\":" #tid ",\"name\":" name ",\"domain\":null}"
+#define NV_M(id, m, ts, name) NV_MT(id, m, ts, name, 42)
+
+static const char nv_json[] =
+    NV_SYS NV_K("k", 10, 10000, 11000, 0, 0) "," NV_K("k", 11, 12000, 13000, 0, 0) ","
+    NV_K("g1", 20, 20000, 21000, 5, 100) "," NV_K("g2", 20, 21100, 22000, 5, 101) ","
+    NV_K("g1", 21, 23000, 24000, 5, 100) "," NV_K("g2", 21, 24100, 25000, 5, 101) ","
+    NV_M(1, "start", 9000, "\"outer\"") "," NV_M(2, "start", 9500, "\"first\"") ","
+    NV_M(2, "end", 13500, "null") "," NV_M(3, "start", 19000, "\"graphs\"") ","
+    NV_M(3, "end", 26000, "null") "," NV_M(1, "end", 27000, "null") ","
+    NV_M(4, "instant", 15000, "\"mark\"") "," NV_M(5, "start", 28000, "\"never_closed\"") ","
+    NV_M(9, "end", 29000, "null") ","
+    /* another thread's range, open when "first" starts: not its nesting */
+    NV_MT(6, "start", 9400, "\"other\"", 43) "," NV_MT(6, "end", 9600, "null", 43) ","
+    /* launch 1 starts inside this one and ends after it: not enclosed */
+    NV_MT(7, "start", 11500, "\"partial\"", 44) "," NV_MT(7, "end", 12500, "null", 44) "]}";
+
+/* "[0,1]" from a JSON array of integers */
+static void ints(const json_t *a, char *buf, size_t n) {
+  size_t i, k = 0;
+  json_t *x;
+  buf[k++] = '[';
+  json_array_foreach(a, i, x) k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "",
+                                                    (long long)json_integer_value(x));
+  snprintf(buf + k, n - k, "]");
+}
+
+TEST(nvtx_graphs) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_sys_ev *e = NULL;
+  CHECK_EQ_INT(ag_sys_ev_load_mem(nv_json, strlen(nv_json), "nv.json", &d, &e), 0);
+  if (!e) {
+    hw_print_diags(&d);
+    ag_diags_release(&d);
+    return;
+  }
+  CHECK_EQ_INT((int)e->nrecs, 6);
+  CHECK_EQ_INT((int)e->nranges, 7);
+  CHECK_EQ_INT((int)e->nvtx_unmatched, 1);
+  CHECK(e->nvtx_on && e->nvtx_by_argus);
+  /* by start: outer, other (thread 43), first (nested), partial (thread 44),
+   * mark (instant, inside outer), graphs (nested), never_closed */
+  static const char *const order[] = {"outer",   "other",  "first",       "partial",
+                                      "mark",    "graphs", "never_closed"};
+  static const int depth[] = {0, 0, 1, 0, 1, 1, 0};
+  for (int i = 0; i < 7; i++) {
+    CHECK_EQ_STR(e->ranges[i].name, order[i]);
+    CHECK_EQ_INT(e->ranges[i].depth, depth[i]);
+  }
+  CHECK(e->ranges[4].instant && !e->ranges[4].open);
+  CHECK(e->ranges[6].open && !e->ranges[6].instant);
+  CHECK_EQ_INT((int)(e->ranges[2].end - e->ranges[2].start), 4000);
+  CHECK_EQ_INT((int)e->recs[2].graph, 5);
+  CHECK_EQ_INT((int)e->recs[3].graph_node, 101);
+  json_t *sig = ag_sys_signal(e);
+  CHECK(sig != NULL);
+  char buf[128];
+  struct {
+    const char *range, *launches;
+  } want[] = {{"outer", "[0,1,2,3,4,5]"}, {"first", "[0,1]"}, {"graphs", "[2,3,4,5]"},
+              {"mark", "[]"}, {"never_closed", "[]"}, {"partial", "[]"}, {"other", "[]"}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    json_t *g = hw_nvtx_range(sig, want[i].range);
+    CHECK(g != NULL);
+    ints(json_object_get(g, "launches"), buf, sizeof buf);
+    CHECK_EQ_STR(buf, want[i].launches);
+  }
+  CHECK(json_is_null(json_object_get(hw_nvtx_range(sig, "never_closed"), "duration_ns")));
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(hw_nvtx_range(sig, "outer"), "duration_ns")),
+               18000);
+  CHECK_EQ_INT((int)json_integer_value(
+                   json_object_get(json_object_get(sig, "nvtx"), "unmatched_ends")), 1);
+  /* a launch names its innermost range; graph kernels carry their IDs */
+  json_t *ls = json_object_get(sig, "launches");
+  CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(ls, 0), "nvtx")), "first");
+  CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(ls, 3), "nvtx")), "graphs");
+  CHECK(json_object_get(json_array_get(ls, 0), "graph") == NULL);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(json_array_get(ls, 2), "graph")), 5);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(json_array_get(ls, 5), "graph_node")),
+               101);
+  /* two graph launches of graph 5 (correlation IDs 20 and 21), two kernels each */
+  json_t *gs = json_object_get(sig, "graphs");
+  CHECK_EQ_INT((int)json_array_size(gs), 2);
+  static const int corr[] = {20, 21};
+  static const char *const gl[] = {"[2,3]", "[4,5]"};
+  for (int i = 0; i < 2; i++) {
+    json_t *g = json_array_get(gs, (size_t)i);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(g, "corr")), corr[i]);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(g, "kernels")), 2);
+    CHECK(fabs(json_number_value(json_object_get(g, "duration_ns")) - 2000.0) < 1e-9);
+    ints(json_object_get(g, "launches"), buf, sizeof buf);
+    CHECK_EQ_STR(buf, gl[i]);
+  }
+  ag_str t = {0};
+  CHECK_EQ_INT(ag_sys_text(sig, &t), 0);
+  printf("%s", ag_str_cstr(&t));
+  CHECK_CONTAINS(ag_str_cstr(&t), "graph launches: 2");
+  CHECK_CONTAINS(ag_str_cstr(&t), "nvtx ranges: 7 (CUPTI markers; NVTX_INJECTION64_PATH "
+                                  "/x/libcupti.so, set by argus)");
+  CHECK_CONTAINS(ag_str_cstr(&t), "  2-3\n");
+  CHECK_CONTAINS(ag_str_cstr(&t), "  0-5\n");
+  CHECK_CONTAINS(ag_str_cstr(&t), "* mark");
+  CHECK_CONTAINS(ag_str_cstr(&t), "open");
+  CHECK_CONTAINS(ag_str_cstr(&t), "1 end marker(s) without their start");
+  ag_str_release(&t);
+  json_decref(sig);
+  /* launch=2:4 keeps the first graph launch only */
+  ag_scope sc = scope_of("launch=2:4");
+  json_t *out = NULL;
+  CHECK_EQ_INT(ag_sys_synth(e, &sc, 1u << AG_SCOPE_LAUNCH, &out), 0);
+  sig = json_object_get(out, "system");
+  CHECK_EQ_INT((int)json_array_size(json_object_get(sig, "graphs")), 1);
+  ints(json_object_get(hw_nvtx_range(sig, "outer"), "launches"), buf, sizeof buf);
+  CHECK_EQ_STR(buf, "[2,3]");
+  CHECK(value_of(out, "(graph 5 corr 20)", "kernels") != NULL);
+  CHECK(value_of(out, "(graph 5 corr 21)", "kernels") == NULL);
+  CHECK(value_of(out, "(nvtx 0 outer)", "duration_ns") != NULL);
+  CHECK(value_of(out, "(launch 2 g1)", "graph") != NULL);
+  json_decref(out);
+  ag_sys_ev_free(e);
+  /* malformed markers */
+  bad_sys(NV_SYS NV_M(1, "begin", 9000, "\"x\"") "]}", "'marker' must be start, end or instant");
+  bad_sys(NV_SYS "{\"kind\":\"nvtx\",\"id\":1,\"marker\":\"start\"}]}",
+             "records[0] (nvtx): needs the marker 'id' and its timestamp 'ts'");
+  bad_sys("{\"format\":\"argus-system\",\"version\":1,\"dropped_records\":0,"
+             "\"calibration\":[{\"gt_first\":1000,\"gt_last\":5000,\"cupti_start\":900,"
+             "\"cupti_end\":4950}],\"records\":[" NV_M(1, "instant", 9000, "\"x\"") "]}",
+             "NVTX marker records without the 'nvtx' member");
+  ag_diags_release(&d);
+}
+
+/* The recorded system timeline of one traced run with an NVTX range
+ * around its two kernels, both made one graph launch:
+ * the joined Chrome trace. */
+TEST(chrome_nvtx) {
+  char *raw = NULL, *p = NULL;
+  size_t n = 0;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_evidence *ev = NULL;
+  ag_trace *tr = NULL;
+  ag_sys_ev *s = NULL;
+  json_t *root = NULL, *j = NULL;
+  CHECK_EQ_INT(file("hw.trace.system.json", &raw, &n), 0);
+  CHECK_EQ_INT(load_trace(&d, &p, &ev), 0);
+  if (!raw || !ev || ag_trace_decode(ev, &tr))
+    goto out;
+  root = json_loadb(raw, n, 0, NULL);
+  CHECK(root != NULL);
+  if (!root)
+    goto out;
+  json_t *recs = json_object_get(root, "records"), *o;
+  size_t i;
+  json_int_t lo = INT64_MAX, hi = 0;
+  int nk = 0;
+  json_array_foreach(recs, i, o) {
+    const char *k = json_string_value(json_object_get(o, "kind"));
+    const char *nm = json_string_value(json_object_get(o, "name"));
+    if (strcmp(k, "kernel") || !strcmp(nm, "argus_calibrate"))
+      continue;
+    json_int_t a = json_integer_value(json_object_get(o, "start"));
+    json_int_t b = json_integer_value(json_object_get(o, "end"));
+    lo = a < lo ? a : lo, hi = b > hi ? b : hi;
+    if (++nk) { /* both kernels: one graph launch */
+      json_object_set_new(o, "graph", json_integer(9));
+      json_object_set_new(o, "corr", json_integer(777));
+    }
+  }
+  CHECK_EQ_INT(nk, 2);
+  json_object_set_new(root, "nvtx", json_pack("{s:s,s:b}", "injection", "libcupti.so",
+                                              "set_by_argus", 1));
+  json_array_append_new(recs, json_pack("{s:s,s:i,s:s,s:I,s:i,s:s}", "kind", "nvtx", "id", 1,
+                                        "marker", "start", "ts", lo - 500, "tid", 3, "name",
+                                        "all_launches"));
+  json_array_append_new(recs, json_pack("{s:s,s:i,s:s,s:I,s:i}", "kind", "nvtx", "id", 1,
+                                        "marker", "end", "ts", hi + 500, "tid", 3));
+  char *js = json_dumps(root, JSON_COMPACT);
+  CHECK_EQ_INT(ag_sys_ev_load_mem(js, strlen(js), "nv.trace.system.json", &d, &s), 0);
+  free(js);
+  if (!s) {
+    hw_print_diags(&d);
+    goto out;
+  }
+  ag_str ct = {0};
+  CHECK_EQ_INT(ag_report_chrome_system(tr, s, NULL, 0, &ct, NULL), 0);
+  j = json_loads(ag_str_cstr(&ct), 0, NULL);
+  CHECK(j != NULL);
+  CHECK_CONTAINS(ag_str_cstr(&ct), "\"name\":\"NVTX thread 3\"");
+  CHECK_CONTAINS(ag_str_cstr(&ct), "\"name\":\"CUDA graphs\"");
+  ag_str_release(&ct);
+  double r0 = -1, r1 = -1, g0 = -1, g1 = -1;
+  int kernels = 0, graphs = 0, inside = 0;
+  json_t *evs = json_object_get(j, "traceEvents");
+  json_array_foreach(evs, i, o) {
+    const char *cat = json_string_value(json_object_get(o, "cat"));
+    double ts = json_number_value(json_object_get(o, "ts"));
+    double du = json_number_value(json_object_get(o, "dur"));
+    if (cat && !strcmp(cat, "nvtx"))
+      r0 = ts, r1 = ts + du;
+    if (cat && !strcmp(cat, "graph"))
+      g0 = ts, g1 = ts + du, graphs++;
+  }
+  CHECK(r0 >= 0 && r1 > r0);
+  CHECK_EQ_INT(graphs, 1);
+  json_array_foreach(evs, i, o) {
+    const char *cat = json_string_value(json_object_get(o, "cat"));
+    const char *nm = json_string_value(json_object_get(o, "name"));
+    if (!cat || strcmp(cat, "system") || strcmp(nm, "stall_truth"))
+      continue;
+    double ts = json_number_value(json_object_get(o, "ts"));
+    double te = ts + json_number_value(json_object_get(o, "dur"));
+    kernels++;
+    CHECK(r0 <= ts && te <= r1); /* the range encloses every kernel */
+    if (json_object_get(json_object_get(o, "args"), "graph"))
+      inside += g0 <= ts + 1e-9 && te <= g1 + 1e-9; /* and the graph launch its kernels */
+  }
+  CHECK_EQ_INT(kernels, 2);
+  CHECK_EQ_INT(inside, 2);
+out:
+  json_decref(j);
+  json_decref(root);
+  ag_sys_ev_free(s);
+  ag_trace_free(tr);
+  ag_evidence_free(ev);
+  ag_diags_release(&d);
+  ag_free(p);
+  ag_free(raw);
+}
+
 static void bad_sys(const char *json, const char *want) {
   ag_diags d;
   ag_diags_init(&d);
@@ -696,5 +1013,6 @@ TEST(bad_config) {
   unsetenv("ARGUS_LIBCUPTI");
 }
 
-RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(stalls_recorded),
+RUN_TESTS(T(system_recorded), T(system_launch_scope), T(chrome_same_run), T(nvtx_graphs),
+          T(chrome_nvtx), T(stalls_recorded),
           T(bad_evidence), T(no_cupti), T(held), T(not_permitted), T(bad_config))

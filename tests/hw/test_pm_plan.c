@@ -10,6 +10,11 @@
  *             decoder
  *   cli       `argus plan SPEC --region R --signals duration,throughput`
  *             on tests/data/evidence/hw.ptx prints the three runs
+ *   timeline_system  timeline + system in one query: the traced run the
+ *             timeline reads takes the activity trace beside it (config
+ *             "activity", so its key differs from a traced run without),
+ *             the system signal keeps its own run; without either signal
+ *             no traced run has it (docs/system.md, "Chrome trace")
  */
 #include <unistd.h>
 
@@ -145,4 +150,64 @@ TEST(cli) {
   CHECK_EQ_INT(system(cmd), 0);
 }
 
-RUN_TESTS(T(plan), T(adapter), T(cli))
+/* The traced run's Collect task of a plan for `sigs`, or NULL. */
+static ag_plan *plan_of(const char *const *sigs, int n) {
+  ag_query q;
+  memset(&q, 0, sizeof q);
+  q.region = "k";
+  q.signals = (const char **)sigs;
+  q.nsignals = n;
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_plan *p = NULL;
+  CHECK_EQ_INT(ag_plan_build(&q, "prog", &d, &p), 0);
+  ag_diags_release(&d);
+  return p;
+}
+
+static int activity_runs(const ag_plan *p, int *traced_with, int *system_runs) {
+  int with = 0, sys = 0;
+  for (size_t i = 0; p && i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    json_t *b = json_object_get(t->config, "backends");
+    const char *one = json_array_size(b) == 1 ? json_string_value(json_array_get(b, 0)) : "";
+    if (t->type != AG_TASK_COLLECT)
+      continue;
+    if (!strcmp(one, "trace") && json_is_true(json_object_get(t->config, "activity"))) {
+      with++;
+      CHECK_CONTAINS(t->label, "activity trace beside it");
+    }
+    sys += !strcmp(one, "system");
+  }
+  *traced_with = with, *system_runs = sys;
+  return with;
+}
+
+TEST(timeline_system) {
+  const char *both[] = {"duration", "timeline", "system"};
+  const char *tl[] = {"timeline"}, *ds[] = {"duration", "system"};
+  int with, sys;
+  ag_plan *p = plan_of(both, 3);
+  activity_runs(p, &with, &sys);
+  CHECK_EQ_INT(with, 1);
+  CHECK_EQ_INT(sys, 1); /* the system signal: the user's build, a run of its own */
+  /* the timeline reads the traced run that has the activity trace */
+  for (size_t i = 0; p && i < p->tasks.n; i++) {
+    const ag_task *t = p->tasks.v[i];
+    if (!strcmp(t->op, "synth.timeline"))
+      CHECK(json_is_true(json_object_get(ag_plan_task(p, t->deps.v[0])->config, "activity")));
+  }
+  CHECK_EQ_INT(p ? p->nruns : 0, 3);
+  ag_plan_free(p);
+  p = plan_of(tl, 1);
+  activity_runs(p, &with, &sys);
+  CHECK_EQ_INT(with, 0);
+  ag_plan_free(p);
+  p = plan_of(ds, 2);
+  activity_runs(p, &with, &sys);
+  CHECK_EQ_INT(with, 0);
+  CHECK_EQ_INT(sys, 1);
+  ag_plan_free(p);
+}
+
+RUN_TESTS(T(plan), T(adapter), T(cli), T(timeline_system))

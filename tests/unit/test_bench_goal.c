@@ -2,12 +2,15 @@
  * test_bench_goal.c — the benchmarks' goal verdicts (bench/goal.h) on the
  * CPU: the comparison at, under and over a limit (strict or not), NaN never
  * meeting a goal, the uniform line scripts/gpu/run.sh greps, and the paired
- * estimate's three verdicts. A benchmark that runs only on the GPU
+ * estimate's three verdicts; the results file's marked section written,
+ * replaced, and refused for a file that cannot be read. A benchmark that runs only on the GPU
  * (trace_overhead, bench_probes) has its verdict tested here.
  */
 #include "check.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "goal.h"
 
@@ -61,4 +64,44 @@ TEST(test_median) {
   CHECK(t1 >= t0 && t0 > 0);
 }
 
-RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict), T(test_median))
+static char *slurp(const char *p) {
+  FILE *f = fopen(p, "rb");
+  static char buf[4096];
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  buf[n] = 0;
+  if (f)
+    fclose(f);
+  return buf;
+}
+
+TEST(test_results_section) {
+  char p[] = "/tmp/argus-results-XXXXXX";
+  int fd = mkstemp(p);
+  CHECK(fd >= 0);
+  const char *head = "# results\n\n## old\ntext\n";
+  CHECK(write(fd, head, strlen(head)) == (ssize_t)strlen(head));
+  close(fd);
+  /* no markers yet: the section is appended */
+  CHECK_EQ_INT(bench_results_section(p, "bench_x", "| a | 1 |\n"), 0);
+  CHECK_EQ_STR(slurp(p), "# results\n\n## old\ntext\n\n"
+                         "<!-- bench_x: begin (written by the benchmark) -->\n| a | 1 |\n"
+                         "<!-- bench_x: end -->\n");
+  /* text after the section stays; a second write replaces the section only */
+  FILE *f = fopen(p, "ab");
+  fputs("## after\n", f);
+  fclose(f);
+  CHECK_EQ_INT(bench_results_section(p, "bench_x", "| a | 2 |\n| b | 3 |\n"), 0);
+  CHECK_EQ_STR(slurp(p), "# results\n\n## old\ntext\n\n"
+                         "<!-- bench_x: begin (written by the benchmark) -->\n| a | 2 |\n"
+                         "| b | 3 |\n<!-- bench_x: end -->\n## after\n");
+  /* another key: a section of its own */
+  CHECK_EQ_INT(bench_results_section(p, "bench_y", "y\n"), 0);
+  CHECK_CONTAINS(slurp(p), "| b | 3 |\n<!-- bench_x: end -->\n## after\n\n<!-- bench_y: begin");
+  unlink(p);
+  /* a file that is not there: refused, nothing made */
+  CHECK_EQ_INT(bench_results_section(p, "bench_x", "z\n"), 1);
+  CHECK(access(p, F_OK) != 0);
+}
+
+RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict), T(test_median),
+          T(test_results_section))
