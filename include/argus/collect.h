@@ -157,7 +157,20 @@ typedef struct ag_trace_run_opts {
                                    reads beside its default set (comma list), or NULL */
   const char *counters_range;   /* ARGUS_COUNTERS_RANGE: "auto" (a range per launch) or
                                    "user" (the harness's ranges), or NULL: auto */
+  const char *const *env_extra; /* more "K=V" for the harness's environment (NULL-terminated;
+                                   a python spec's Triton switches: ag_triton_collect_setup),
+                                   or NULL */
 } ag_trace_run_opts;
+
+/* libargus_host.so for a process that loads the host runtime itself (a
+ * python spec's Triton run): $ARGUS_HOST_LIBRARY, else this build's, else
+ * the installed one (<prefix>/lib/libargus_host.so.1),
+ * else the soname for the loader's search. Owned. */
+char *ag_collect_host_library(void);
+/* The directory holding the argus Python package (python/argus) to put
+ * first on PYTHONPATH: $ARGUS_PYTHONPATH, else this source tree's python/
+ * when it exists; NULL: none (the package must be installed). Owned. */
+char *ag_collect_python_dir(void);
 
 /* The collection a run makes (o->collect, or its default) and the name of
  * the evidence file it writes in out_dir: "evidence.agev" (trace),
