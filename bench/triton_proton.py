@@ -1,0 +1,167 @@
+"""Argus's traced variant beside Triton's Proton (instrumentation mode) on the same Triton
+kernel, in one run (issue 22; docs/triton.md, "Proton side by side").
+
+usage: triton_proton.py ARGUS [--launches N] [--results FILE]
+
+The kernel: bench/triton/kernels.py, 128 programs x 256 threads, 64 trips of 8
+multiply-adds, one scope/region around each trip (64 occurrences per warp) — once with
+Argus's markers (work_argus), once with Proton's scopes (work_proton), the same body.
+
+- baseline: work_argus launched here, outside Argus (its markers emit no machine code:
+  test_triton), N launches;
+- Proton: work_proton compiled and run under proton.start(backend="instrumentation") with
+  the Triton semantic enabled, N launches, then proton.finalize();
+- Argus: `argus observe` on a python spec whose program (bench/triton/argus_run.py) launches
+  work_argus N times unchanged; it times its launches in each run it is run in (discovery:
+  plain Triton; the timing run; the traced run, Argus's traced variant substituted).
+
+Each launch is timed the same way for every tool: the kernel by CUDA events around the
+launch queued behind a sleep kernel (so the host's submission is not in them), the host by
+the wall time of the launch call. Added kernel time = median(tool) - median(baseline);
+host time per launch = median launch call (tool) - median launch call (baseline), plus
+for Proton its finalize() spread over the launches. Goals (issue 22): Argus's added
+kernel time <= 0.5 x Proton's, Argus's host time <= 1 ms per launch; exit 1 when a goal
+is not met, 77 without a GPU, torch or Proton."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+
+
+def goal(name, value, limit, unit):
+    met = value == value and value <= limit  # NaN never meets a goal
+    print("goal: %s: %s (%.4g %s, goal <= %.4g %s)" % (name, "met" if met else "NOT met", value,
+                                                      unit, limit, unit))
+    return met
+
+
+def skip_reason():
+    try:
+        import torch
+    except Exception as e:  # noqa: BLE001
+        return "no torch (%s)" % e
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    try:
+        import triton.profiler  # noqa: F401
+        import triton.profiler.language  # noqa: F401
+    except Exception as e:  # noqa: BLE001
+        return "no Proton (triton.profiler: %s)" % e
+    return None
+
+
+def main(argv):
+    if not argv or argv[0].startswith("-"):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    argus, n, results = argv[0], 20, None
+    i = 1
+    while i < len(argv):
+        if argv[i] == "--launches" and i + 1 < len(argv):
+            n = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--results" and i + 1 < len(argv):
+            results = argv[i + 1]
+            i += 2
+        else:
+            print("triton_proton: unknown option '%s'" % argv[i], file=sys.stderr)
+            return 2
+    why = skip_reason()
+    if why:
+        print("skip: %s" % why)
+        return 77
+    os.environ["PYTHONPATH"] = os.path.join(SRC, "python") + (
+        ":" + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
+    sys.path.insert(0, os.path.join(SRC, "python"))
+    sys.path.insert(0, os.path.join(HERE, "triton"))
+    import torch
+    import triton.profiler as proton
+    import triton.profiler.language as pl
+    import kernels as K
+
+    work = tempfile.mkdtemp(prefix="argus-proton-")
+    x = torch.rand(K.PROGRAMS * K.B, device="cuda")
+    y = torch.empty_like(x)
+    # baseline: the kernel without instrumentation (the first launch compiles)
+    bk, bh = K.timed_launches(K.work_argus, x, y, n + 1)
+    bk, bh = bk[1:], bh[1:]
+    # Proton, instrumentation mode
+    pl.enable_semantic("triton")
+    proton.start(os.path.join(work, "proton"), backend="instrumentation")
+    pk, ph = K.timed_launches(K.work_proton, x, y, n + 1)
+    t0 = time.perf_counter()
+    proton.finalize()
+    fin_ms = (time.perf_counter() - t0) * 1e3
+    pk, ph = pk[1:], ph[1:]
+    # Argus: observe a python spec that launches work_argus
+    spec = os.path.join(work, "spec.json")
+    with open(spec, "w") as f:
+        json.dump({"python": os.path.join(HERE, "triton", "argus_run.py"), "args": [str(n)],
+                   "kernel": "work_argus"}, f)
+    env = dict(os.environ, BENCH_OUT=work, ARGUS_PYTHON=os.environ.get("ARGUS_PYTHON",
+                                                                        sys.executable))
+    t0 = time.perf_counter()
+    p = subprocess.run([argus, "--json", "-W", os.path.join(work, "ws"), "observe", spec,
+                        "--region", "work_argus", "--signals", "duration"],
+                       capture_output=True, text=True, env=env, timeout=900)
+    obs_s = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr[-4000:])
+        print("triton_proton: argus observe failed (exit %d)" % p.returncode)
+        return 1
+    report = json.loads(p.stdout)
+    runs = {}
+    for r in ("plain", "time", "trace"):
+        try:
+            with open(os.path.join(work, "%s.json" % r)) as f:
+                runs[r] = json.load(f)
+        except OSError:
+            print("triton_proton: the %s run left no timings" % r)
+            return 1
+    ak, ah = runs["trace"]["kernel_ms"], runs["trace"]["host_ms"]
+    med = K.median
+    base_k, base_h = med(bk), med(bh)
+    prot_add_us = (med(pk) - base_k) * 1e3
+    argus_add_us = (med(ak) - med(runs["plain"]["kernel_ms"])) * 1e3
+    prot_host_ms = med(ph) - base_h + fin_ms / n
+    argus_host_ms = med(ah) - med(runs["plain"]["host_ms"])
+    rep_add = [v["value"] for v in report.get("values", [])
+               if v.get("signal") == "perturbation" and v.get("stat") == "added_time"]
+    occ = K.TRIPS
+    rows = [
+        ("baseline kernel (no instrumentation)", "%.2f us" % (base_k * 1e3), ""),
+        ("Proton: added kernel time", "%.2f us" % prot_add_us,
+         "%.1f ns per occurrence per warp" % (prot_add_us * 1e3 / occ)),
+        ("Argus traced: added kernel time", "%.2f us" % argus_add_us,
+         "%.1f ns per occurrence per warp" % (argus_add_us * 1e3 / occ)),
+        ("Argus / Proton added time", "%.3f" % (argus_add_us / prot_add_us
+                                                 if prot_add_us > 0 else float("nan")),
+         "goal <= 0.5"),
+        ("Argus report's added_time (host runtime's events)",
+         "%.2f us" % (rep_add[0] / 1e3) if rep_add else "-", "traced - trace-free variant"),
+        ("Proton: host time per launch", "%.3f ms" % prot_host_ms,
+         "finalize %.1f ms over %d launches" % (fin_ms, n)),
+        ("Argus traced: host time per launch", "%.3f ms" % argus_host_ms, "goal <= 1 ms"),
+        ("argus observe (discovery + 2 runs + synthesis)", "%.1f s" % obs_s, ""),
+    ]
+    table = "| figure | value | note |\n|---|---|---|\n" + "".join(
+        "| %s | %s | %s |\n" % r for r in rows)
+    print(table)
+    ok = goal("Argus added kernel time / Proton's", argus_add_us / prot_add_us
+              if prot_add_us > 0 else float("nan"), 0.5, "x")
+    ok &= goal("Argus host time per launch", argus_host_ms, 1.0, "ms")
+    if results:
+        with open(results, "a") as f:
+            f.write("\n## Argus beside Proton on a Triton kernel (issue 22)\n\n%s\n"
+                    "- date: %s, %d launches each, command: `python3 bench/triton_proton.py "
+                    "ARGUS --launches %d`\n" % (table, time.strftime("%Y-%m-%d"), n, n))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
