@@ -135,7 +135,11 @@ char *ag_triton_override_path(const char *override_dir, const char *key, const c
  * when python_dir is given, PYTHONPATH with it first (where argus/ is).
  * Both NULL-terminated and owned (ag_triton_collect_release). AG_EINVAL
  * (why says it) for a spec not discovered, a key or name that is no single
- * path component; AG_ENOTFOUND when the cubin cannot be read. */
+ * path component; AG_ENOTFOUND when the cubin cannot be read.
+ * variant_cubin NULL: the run times Triton's own build of the kernel (the
+ * user's production code, what the trace-free timing run measures): no
+ * override, and ARGUS_TRITON_OWN=1 tells the binding to take the module
+ * Triton compiled as the variant without comparing its bytes. */
 typedef struct ag_triton_collect {
   char **argv;
   char **env;

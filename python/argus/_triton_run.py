@@ -11,7 +11,8 @@ clock calibration and the collectors) and Triton's CompiledKernel is wrapped:
   cuModuleLoadData), ag_host_adopt takes its module as the variant: the bytes Triton
   loaded must be the variant's (else the override was not applied and the run
   fails saying so), a traced variant's probe descriptor is bound, a mapping
-  variant's counters;
+  variant's counters; in the timing run of the user's build (ARGUS_TRITON_OWN=1, no
+  override) Triton's own module is taken as it is;
 - its launcher (CompiledKernel._run, which calls cuLaunchKernelEx) is wrapped in
   ag_host_launch_begin / ag_host_launch_end with the launch Triton makes: grid
   (gridX * num_ctas, gridY, gridZ), block (32 * num_warps), the metadata's shared
@@ -76,7 +77,10 @@ class Binding:
         self.adopted: List[Any] = []
 
     def adopt(self, ck: Any) -> None:
-        m = self.host.adopt(int(ck.module), ck.kernel, ck.name)
+        # ARGUS_TRITON_OWN=1: the run times Triton's own build (no override): its bytes
+        # are not the variant file's, and are not compared
+        own = os.environ.get("ARGUS_TRITON_OWN") == "1"
+        m = self.host.adopt(int(ck.module), None if own else ck.kernel, ck.name)
         k = self.host.kernel(m, ck.name)
         ck._run = Launch(ck._run, self.host, k, ck.metadata)
         self.adopted.append(ck)

@@ -219,20 +219,20 @@ int ag_triton_collect_setup(const ag_spec *s, const char *run_dir, const char *v
   size_t len = 0;
   ag_str od = AG_STR_INIT, kd = AG_STR_INIT;
   int rc = abs ? 0 : AG_ENOMEM;
-  if (!rc && (rc = ag_file_read(variant_cubin, &data, &len)))
+  if (!rc && variant_cubin && (rc = ag_file_read(variant_cubin, &data, &len)))
     ag_str_printf(why, "cannot read the variant '%s': %s", variant_cubin, ag_strerror(rc));
   if (rc)
     goto out;
   ag_str_printf(&od, "%s/override", abs);
   ag_str_printf(&kd, "%s/%s", ag_str_cstr(&od), s->triton_key);
   if (od.oom || kd.oom ||
-      !(out->override = ag_triton_override_path(ag_str_cstr(&od), s->triton_key,
-                                                s->python_kernel, "cubin"))) {
+      (variant_cubin && !(out->override = ag_triton_override_path(
+                              ag_str_cstr(&od), s->triton_key, s->python_kernel, "cubin")))) {
     rc = AG_ENOMEM;
     goto out;
   }
-  if ((rc = ag_mkdir_p(ag_str_cstr(&kd), 0755)) ||
-      (rc = ag_file_write_atomic(out->override, data, len))) {
+  if (variant_cubin && ((rc = ag_mkdir_p(ag_str_cstr(&kd), 0755)) ||
+                        (rc = ag_file_write_atomic(out->override, data, len)))) {
     ag_str_printf(why, "cannot write the override '%s': %s", out->override, ag_strerror(rc));
     goto out;
   }
@@ -253,8 +253,12 @@ int ag_triton_collect_setup(const ag_spec *s, const char *run_dir, const char *v
   int ne = 0;
   for (int i = 0; i < 8; i++)
     ag_str_init(&e[i]);
-  ag_str_puts(&e[ne++], "TRITON_KERNEL_OVERRIDE=1");
-  ag_str_printf(&e[ne++], "TRITON_OVERRIDE_DIR=%s", ag_str_cstr(&od));
+  if (variant_cubin) {
+    ag_str_puts(&e[ne++], "TRITON_KERNEL_OVERRIDE=1");
+    ag_str_printf(&e[ne++], "TRITON_OVERRIDE_DIR=%s", ag_str_cstr(&od));
+  } else { /* Triton's own build is the variant: taken as Triton loads it */
+    ag_str_puts(&e[ne++], "ARGUS_TRITON_OWN=1");
+  }
   ag_str_puts(&e[ne++], "TRITON_ALWAYS_COMPILE=1");
   ag_str_printf(&e[ne++], "TRITON_CACHE_DIR=%s/triton-cache", abs);
   ag_str_printf(&e[ne++], "ARGUS_TRITON_KERNEL=%s", s->python_kernel);

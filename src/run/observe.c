@@ -571,8 +571,11 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
       rc = ag__obs_fail(t, AG_ENOMEM, "out of memory");
       goto out;
     }
-    if ((rc = ag_triton_collect_setup(ob->spec, ag_str_cstr(&dir), ag_str_cstr(&cubin), host_lib,
-                                      pydir, &tc, &why))) {
+    /* the timing run of the user's build: Triton's own cubin, not overridden */
+    const char *prod = ag__obs_input(cx->plan, t, "production");
+    int own = ro.time_only && prod && job.cubin && !strcmp(job.cubin, prod);
+    if ((rc = ag_triton_collect_setup(ob->spec, ag_str_cstr(&dir), own ? NULL : ag_str_cstr(&cubin),
+                                      host_lib, pydir, &tc, &why))) {
       rc = ag__obs_fail(t, rc, "%s", ag_str_cstr(&why));
       goto out;
     }

@@ -345,6 +345,13 @@ TEST(collect_setup) {
   CHECK_EQ_STR(env_of(c.env, "ARGUS_HOST_LIBRARY"), "/lib/libargus_host.so.1");
   CHECK_EQ_STR(env_of(c.env, "PYTHONPATH"), "/src/python:/usr/old");
   ag_triton_collect_release(&c);
+  /* no variant: Triton's own build is timed, nothing overridden */
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, NULL, "h.so", NULL, &c, &why), 0);
+  CHECK(c.override == NULL && env_of(c.env, "TRITON_KERNEL_OVERRIDE") == NULL &&
+        env_of(c.env, "TRITON_OVERRIDE_DIR") == NULL);
+  CHECK_EQ_STR(env_of(c.env, "ARGUS_TRITON_OWN"), "1");
+  CHECK_EQ_STR(env_of(c.env, "ARGUS_TRITON_KERNEL"), "matmul");
+  ag_triton_collect_release(&c);
   /* no python dir: PYTHONPATH is left as it is */
   CHECK_EQ_INT(ag_triton_collect_setup(s, run, cub, "h.so", NULL, &c, &why), 0);
   CHECK(env_of(c.env, "PYTHONPATH") == NULL);

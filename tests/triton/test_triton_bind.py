@@ -132,6 +132,18 @@ def case(name, out):
         err = open(os.path.join(out, "host-error.txt")).read()
         check("not the variant" in err, "the refusal is in host-error.txt for the task", err)
         host.close()
+    elif name == "own":  # the timing run of Triton's own build: its bytes are not compared
+        host = Host()
+        b = Binding(host, "matmul", StandIn)
+        b.install()
+        ck = StandIn("matmul", b"TRITONS-OWN-CUBIN", FakeMeta())
+        ck._init_handles()
+        check(isinstance(ck._run, Launch), "Triton's own module is adopted as the variant")
+        ck._run(2, 1, 1, 0, 1)
+        host.finish()
+        t = json.load(open(os.path.join(out, "timing.json")))
+        check(len(t["launches"]) == 1, "its launch is timed", t["launches"])
+        host.close()
     elif name == "errors":
         host = Host()
         try:
@@ -197,6 +209,9 @@ def run_case(name, collect):
             env.pop(k, None)
         if collect:
             env.update(ARGUS_COLLECT=collect, ARGUS_OUT=d, ARGUS_VARIANT=variant)
+        env.pop("ARGUS_TRITON_OWN", None)
+        if name == "own":
+            env["ARGUS_TRITON_OWN"] = "1"
         p = subprocess.run([sys.executable, __file__, "--case", name, d], env=env,
                            capture_output=True, text=True, timeout=120)
         sys.stderr.write(p.stderr)
@@ -220,6 +235,7 @@ if __name__ == "__main__":
     run_case("time", "time")
     run_case("clusters", "time")
     run_case("mismatch", "trace")
+    run_case("own", "time")
     run_case("errors", "time")
     run_case("fails", "time")
     run_case("main", "trace")

@@ -87,6 +87,9 @@ def sane(name, r, kernel, outer, inner, after, trips, warps_per_launch):
     print("@ %s: traced kernel %s ns, trace-free %s ns, added %s ns" %
           (name, tk, tf, one(r, None, "perturbation", "added_time")))
     check(tk and tf and tk > 0 and tf > 0, "%s: traced and trace-free kernel times" % name, tk, tf)
+    tb = one(r, None, "perturbation", "timed_build") or ""
+    check("Triton's own build" in tb, "%s: the trace-free time is of Triton's own build" % name,
+          tb)
     lv = one(r, None, "perturbation", "launches") or {}
     rec = lv.get("recorded") or []
     check(len(rec) >= 1, "%s: launches recorded (the traced variant ran in Triton's place)" %
