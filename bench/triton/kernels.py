@@ -42,9 +42,10 @@ def launch(kernel, x, y):
 
 
 def timed_launches(kernel, x, y, n, sleep_cycles=20_000_000):
-    """n launches, each timed two ways: the kernel on the GPU (CUDA events around the
-    launch, queued behind a sleep kernel so the host's submission time is not in them),
-    and the host's wall time of the launch call. Returns (kernel_ms, host_ms) lists."""
+    """n launches, each timed two ways: the host's wall time of the launch call, and the
+    stream time of the launch (CUDA events around the launch call, queued behind a sleep
+    kernel so the host's submission is not in them, unless the call itself waits for the
+    GPU). Returns (stream_ms, host_ms) lists."""
     import time
 
     import torch
@@ -61,6 +62,24 @@ def timed_launches(kernel, x, y, n, sleep_cycles=20_000_000):
         kms.append(a.elapsed_time(b))
         hms.append((t1 - t0) * 1e3)
     return kms, hms
+
+
+def kernel_times(kernel, x, y, n):
+    """The kernel's own GPU time in ms for n launches, as CUPTI's activity records give it
+    (torch.profiler): the start and end of the kernel on the GPU, whatever the host does
+    around the launch. [] when the profiler recorded none of it."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            launch(kernel, x, y)
+        torch.cuda.synchronize()
+    name = kernel.fn.__name__
+    out = []
+    for e in prof.events():
+        if e.name == name and str(getattr(e, "device_type", "")).endswith("CUDA"):
+            out.append(e.time_range.elapsed_us() / 1e3)
+    return out
 
 
 def median(v):
