@@ -1528,9 +1528,20 @@ static int launch_end(struct inflight *f, int launched) {
   CUresult r = launched && f->lt ? h->cu.cuEventRecord(f->lt->b, (CUstream)f->stream)
                                  : CUDA_SUCCESS;
   if (f->gated)
-    open_gate(h);
+    open_gate(h); /* on every path: a closed gate would hold the stream forever */
   if (r != CUDA_SUCCESS)
     return cu_fail(h, r, "cuEventRecord(launch end)");
+  if (!launched && f->lt && f->lt == &h->times[h->ntimes - 1]) {
+    /* a launch that did not happen is not timed: its events go back (spares) */
+    if (!h->nspare) {
+      h->spare[0] = f->lt->a, h->spare[1] = f->lt->b;
+      h->nspare = 1;
+    } else {
+      h->cu.cuEventDestroy(f->lt->a);
+      h->cu.cuEventDestroy(f->lt->b);
+    }
+    h->ntimes--;
+  }
   if (!launched || !k->mod->variant)
     return 0;
   if (f->why == LW_COUNT && (rc = finish_count(h, f->stream)))

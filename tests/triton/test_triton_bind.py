@@ -51,13 +51,13 @@ class StandIn:
         m = ctypes.c_void_p()
         assert fake.cuModuleLoadData(ctypes.byref(m), ctypes.c_char_p(self.kernel)) == 0
         self.module, self.function = m.value, 1
-        fail = self.fail
+        ck = self
 
         meta = self.metadata
 
         def launcher(*a):  # as Triton's launcher: cuLaunchKernelEx with these dimensions
             StandIn.calls.append(a)
-            if fail:
+            if ck.fail:
                 raise RuntimeError("the launch failed")
             gx, gy, gz, stream, function = a[:5]
             if gx * gy * gz == 0:  # Triton's launcher queues nothing then
@@ -181,10 +181,13 @@ def case(name, out):
             check(False, "the launcher's exception propagates")
         except RuntimeError as e:
             check("the launch failed" in str(e), "the launcher's own exception", str(e))
-        # the end ran (the fake driver fails a sync behind a closed gate)
-        host.finish()
+        # the end ran: the next launch begins (a begin before the end is refused)
+        ck.fail = False
+        ck._run(3, 1, 1, 0, 1)
+        host.finish()  # the fake driver fails a sync behind a closed gate
         t = json.load(open(os.path.join(out, "timing.json")))
-        check(len(t["launches"]) == 1, "the failed launch was begun and ended", t["launches"])
+        check([x["grid"][0] for x in t["launches"]] == [3],
+              "the failed launch is not timed, the next one is", t["launches"])
         host.close()
     elif name == "main":
         script = os.path.join(out, "prog.py")
