@@ -45,12 +45,11 @@ def goal(name, value, limit, unit):
 
 
 def skip_reason():
-    try:
-        import torch
-    except Exception as e:  # noqa: BLE001
-        return "no torch (%s)" % e
-    if not torch.cuda.is_available():
-        return "no CUDA device"
+    sys.path.insert(0, os.path.join(SRC, "tests", "triton", "gpu"))
+    from test_triton_gpu import skip_reason as gpu_skip  # torch, a CUDA device, Triton
+    why = gpu_skip()
+    if why:
+        return why
     try:
         import triton.profiler  # noqa: F401
         import triton.profiler.language  # noqa: F401

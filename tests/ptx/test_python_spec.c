@@ -50,11 +50,16 @@ static ag_spec *load(const char *text, ag_diags *d, int want_rc) {
   return s;
 }
 
+/* The spec both tests start from: bench.py --n 64, kernel matmul. */
+static ag_spec *load_bench(ag_diags *d) {
+  return load("{\"python\": \"bench.py\", \"args\": [\"--n\", \"64\"], "
+              "\"kernel\": \"matmul\"}", d, 0);
+}
+
 TEST(valid) {
   ag_diags d;
   ag_diags_init(&d);
-  ag_spec *s = load("{\"python\": \"bench.py\", \"args\": [\"--n\", \"64\"], "
-                    "\"kernel\": \"matmul\"}", &d, 0);
+  ag_spec *s = load_bench(&d);
   char want[600];
   snprintf(want, sizeof want, "%s/bench.py", dir);
   if (s) {
@@ -300,8 +305,7 @@ static const char *env_of(char **env, const char *k) {
 TEST(collect_setup) {
   ag_diags d;
   ag_diags_init(&d);
-  ag_spec *s = load("{\"python\": \"bench.py\", \"args\": [\"--n\", \"64\"], "
-                    "\"kernel\": \"matmul\"}", &d, 0);
+  ag_spec *s = load_bench(&d);
   if (!s)
     return;
   put("variant.cubin", "CUBIN\001bytes", 0644);
