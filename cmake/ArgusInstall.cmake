@@ -2,6 +2,7 @@
 #   bin/argus, bin/argus-worker     the CLI and its multi-variant GPU worker
 #   lib/libargus.so.N               the client API (soname: ARGUS_API_VERSION)
 #   lib/libargus_host.a             the harness runtime
+#   lib/libargus_host.so.1          the same, shared (Triton's Python process loads it)
 #   include/argus/{argus.h,host.h,region.cuh}
 #   lib/pkgconfig/{argus,argus-host}.pc, lib/cmake/Argus/  (find_package(Argus))
 # Every installed path is relative to the prefix (the .pc files use
@@ -19,6 +20,7 @@ install(FILES ${PROJECT_BINARY_DIR}/install/argus.pc DESTINATION lib/pkgconfig)
 if(TARGET argus_host)
   install(TARGETS argus-worker RUNTIME DESTINATION bin)
   install(TARGETS argus_host ARCHIVE DESTINATION lib)
+  install(TARGETS argus_host_shared LIBRARY DESTINATION lib)
   install(FILES ${PROJECT_SOURCE_DIR}/include/argus/host.h
                 ${PROJECT_SOURCE_DIR}/include/argus/region.cuh DESTINATION include/argus)
   configure_file(${_inst}/argus-host.pc.in ${PROJECT_BINARY_DIR}/install/argus-host.pc @ONLY)

@@ -160,7 +160,20 @@ typedef struct ag_trace_run_opts {
   int activity;                 /* 1: ARGUS_ACTIVITY=1 beside a trace or time run: CUPTI's
                                    activity trace of the same run, system.json
                                    (docs/system.md); the process's one CUPTI subscriber */
+  const char *const *env_extra; /* more "K=V" for the harness's environment (NULL-terminated;
+                                   a python spec's Triton switches: ag_triton_collect_setup),
+                                   or NULL */
 } ag_trace_run_opts;
+
+/* libargus_host.so for a process that loads the host runtime itself (a
+ * python spec's Triton run): $ARGUS_HOST_LIBRARY, else this build's, else
+ * the installed one (<prefix>/lib/libargus_host.so.1),
+ * else the soname for the loader's search. Owned. */
+char *ag_collect_host_library(void);
+/* The directory holding the argus Python package (python/argus) to put
+ * first on PYTHONPATH: $ARGUS_PYTHONPATH, else this source tree's python/
+ * when it exists; NULL: none (the package must be installed). Owned. */
+char *ag_collect_python_dir(void);
 
 /* The collection a run makes (o->collect, or its default) and the name of
  * the evidence file it writes in out_dir: "evidence.agev" (trace),

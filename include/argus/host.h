@@ -93,6 +93,22 @@ int ag_host_load(ag_host *h, const char *path, ag_host_module **out);
  * ARGUS_MODULE and in the evidence (may be NULL). */
 int ag_host_load_image(ag_host *h, const void *image, const char *name,
                        ag_host_module **out);
+/* Adopts a module another runtime loaded (Triton's launcher: docs/triton.md,
+ * "Load-time substitution"): `cumodule` is its CUmodule, `name` identifies it
+ * for ARGUS_MODULE and in the evidence, `image` and `image_bytes` are the
+ * bytes that runtime loaded (NULL: not checked). The module stays the other
+ * runtime's (ag_host never unloads it) and must be loaded in the primary
+ * context ag_host_open made current. Outside Argus, and for a module the
+ * task does not replace, it is a module like any other (its kernels launch
+ * through ag_host_launch or ag_host_launch_begin/_end). Under Argus, when it
+ * is the module the task replaces, it is taken as the variant, as
+ * ag_host_load would load it: its bytes must be ARGUS_VARIANT's (else
+ * AG_HOST_EINVAL: the other runtime loaded something else, the substitution
+ * was not applied), a traced run needs its probe descriptor, a mapping run
+ * its counter descriptor; the descriptors are bound and its launches
+ * timed. Adopting the same CUmodule again returns the same module. */
+int ag_host_adopt(ag_host *h, void *cumodule, const void *image, size_t image_bytes,
+                  const char *name, ag_host_module **out);
 /* 1 when this module is the Argus variant (probes present and bound). */
 int ag_host_module_traced(const ag_host_module *m);
 
@@ -107,6 +123,21 @@ void *ag_host_kernel_cufunction(ag_host_kernel *k);
  * first ARGUS_TRACE_LAUNCHES of them after ARGUS_TRACE_SKIP are recorded. */
 int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
                    unsigned shared_bytes, void *stream, void **args);
+
+/* ag_host_launch in two halves, for a kernel another runtime launches
+ * (Triton's launcher calls cuLaunchKernelEx itself): ag_host_launch_begin
+ * does what ag_host_launch does before cuLaunchKernel (the launch index, the
+ * trace descriptor, the timing's start event behind a stream wait the host
+ * releases), the caller then launches k's function with the same grid,
+ * block, shared bytes and stream, and ag_host_launch_end (launched: 1 when
+ * the launch was queued, 0 when it failed) records the end event, releases
+ * the stream and binds ahead for the next launch. Every begin needs its end,
+ * on the error path too: until then the stream waits. A begin while another
+ * launch is begun, or an end without its begin, is an error (the earlier
+ * launch's stream is released); ag_host_finish ends a launch left begun. */
+int ag_host_launch_begin(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
+                         unsigned shared_bytes, void *stream);
+int ag_host_launch_end(ag_host_kernel *k, int launched);
 
 /* A named range of the harness's own (docs/counters.md): under Argus's
  * hardware-counter collection (ARGUS_COLLECT=counters) the launches between

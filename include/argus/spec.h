@@ -123,6 +123,32 @@ void ag_triton_kernels_free(ag_triton_kernel *k, int n);
  * kernel <key>/<name>: <override_dir>/<key>/<name>.<ext>. Owned. */
 char *ag_triton_override_path(const char *override_dir, const char *key, const char *name,
                               const char *ext);
+/* A collect run of a python spec's variant (docs/triton.md, "A collect
+ * run"): the variant's cubin is copied to <run_dir>/override/<key>/<name>
+ * .cubin (s->triton_key, s->python_kernel: after discovery); argv runs the
+ * script through the binding, `python -m argus._triton_run SCRIPT ARGS...`;
+ * env holds Triton's override switches (TRITON_KERNEL_OVERRIDE=1,
+ * TRITON_OVERRIDE_DIR, TRITON_ALWAYS_COMPILE=1), a private TRITON_CACHE_DIR
+ * (<run_dir>/triton-cache: an override compiled into the user's cache would
+ * be served to their next run), ARGUS_TRITON_KERNEL (the kernel to
+ * substitute), ARGUS_HOST_LIBRARY (host_library: libargus_host.so) and,
+ * when python_dir is given, PYTHONPATH with it first (where argus/ is).
+ * Both NULL-terminated and owned (ag_triton_collect_release). AG_EINVAL
+ * (why says it) for a spec not discovered, a key or name that is no single
+ * path component; AG_ENOTFOUND when the cubin cannot be read.
+ * variant_cubin NULL: the run times Triton's own build of the kernel (the
+ * user's production code, what the trace-free timing run measures): no
+ * override, and ARGUS_TRITON_OWN=1 tells the binding to take the module
+ * Triton compiled as the variant without comparing its bytes. */
+typedef struct ag_triton_collect {
+  char **argv;
+  char **env;
+  char *override; /* the override file (owned) */
+} ag_triton_collect;
+int ag_triton_collect_setup(const ag_spec *s, const char *run_dir, const char *variant_cubin,
+                            const char *host_library, const char *python_dir,
+                            ag_triton_collect *out, ag_str *why);
+void ag_triton_collect_release(ag_triton_collect *c);
 /* The discovery of a python spec's module: ag_triton_dump into a temporary
  * directory, ag_triton_scan, then the kernel named "kernel" (else the only
  * one) must have been compiled exactly once; its PTX is copied to a

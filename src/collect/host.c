@@ -165,6 +165,7 @@ struct ag_host_module {
   char *name;
   int traced;
   int variant; /* the variant a Collect task loaded: its launches are timed */
+  int adopted; /* loaded by another runtime (ag_host_adopt): never unloaded here */
   CUdeviceptr desc; /* __argus_trace, when traced */
   ag__map_binding map; /* a mapping variant's counters (map_bind.c) */
   ag_host_kernel *kernels;
@@ -249,6 +250,16 @@ struct ag_host {
   CUdeviceptr gate_dev;
   uint32_t gate_seq;
   int gate_state; /* 0 untried, 1 usable, -1 unavailable, -2 a profiler is attached */
+  /* the launch between ag_host_launch_begin and ag_host_launch_end (another
+   * runtime launches the kernel in between: docs/triton.md) */
+  struct inflight {
+    ag_host_kernel *k; /* NULL: none */
+    launch_time *lt;
+    launch_why why;
+    uint32_t idx;
+    int gated;
+    void *stream;
+  } fl;
 };
 
 static void setmsg(ag_host *h, const char *fmt, ...)
@@ -620,7 +631,7 @@ static void free_module(ag_host *h, ag_host_module *m) {
     free(k->name);
     free(k);
   }
-  if (m->mod && h->ok)
+  if (m->mod && h->ok && !m->adopted)
     h->cu.cuModuleUnload(m->mod);
   free(m->name);
   free(m);
@@ -726,8 +737,10 @@ static int replaces(ag_host *h, const char *name) {
   return name && strstr(name, h->module_match) != NULL;
 }
 
-static int load_common(ag_host *h, const void *image, const char *name, int is_variant,
-                       ag_host_module **out) {
+/* Loads `image` (adopted NULL), or takes the module another runtime loaded
+ * (adopted), and binds what a variant needs. */
+static int load_common(ag_host *h, const void *image, CUmodule adopted, const char *name,
+                       int is_variant, ag_host_module **out) {
   ag_host_module *m = calloc(1, sizeof *m);
   if (!m) {
     setmsg(h, "out of memory");
@@ -735,7 +748,8 @@ static int load_common(ag_host *h, const void *image, const char *name, int is_v
   }
   m->h = h;
   m->name = strdup(name ? name : "(image)");
-  CUresult r = h->cu.cuModuleLoadData(&m->mod, image);
+  m->adopted = adopted != NULL;
+  CUresult r = adopted ? (m->mod = adopted, CUDA_SUCCESS) : h->cu.cuModuleLoadData(&m->mod, image);
   if (r != CUDA_SUCCESS) {
     char call[512];
     snprintf(call, sizeof call, "cuModuleLoadData('%s')", m->name ? m->name : "?");
@@ -776,14 +790,24 @@ static int load_common(ag_host *h, const void *image, const char *name, int is_v
 
 static int prepare_ahead(ag_host *h, ag_host_module *m);
 
-/* Loads the variant file in place of the module `name`. */
-static int load_variant(ag_host *h, const char *name, ag_host_module **out) {
+/* Loads the variant file in place of the module `name`; or, adopted, takes
+ * the module another runtime loaded from `image` (len bytes; NULL: not
+ * checked) as the variant, once its bytes are the variant file's. */
+static int load_variant(ag_host *h, const char *name, CUmodule adopted, const void *image,
+                        size_t ilen, ag_host_module **out) {
   char *data = NULL;
   size_t len = 0;
   int rc = read_file(h, h->variant, &data, &len);
   if (rc)
     return rc;
-  rc = load_common(h, data, h->variant, 1, out);
+  if (adopted && image && (ilen != len || memcmp(image, data, len) != 0)) {
+    setmsg(h, "the module '%s' that was loaded is not the variant '%s' (%zu bytes, the "
+              "variant %zu): the substitution was not applied",
+           name ? name : "(image)", h->variant, ilen, len);
+    free(data);
+    return AG_HOST_EINVAL;
+  }
+  rc = load_common(h, data, adopted, h->variant, 1, out);
   /* SASS metrics: the variant's CRC, and the patching range opened before
    * its kernels' first launch */
   if (rc == 0 && h->sassm &&
@@ -814,13 +838,13 @@ int ag_host_load(ag_host *h, const char *path, ag_host_module **out) {
     return AG_HOST_EINVAL;
   }
   if (replaces(h, path))
-    return fail(h, load_variant(h, path, out));
+    return fail(h, load_variant(h, path, NULL, NULL, 0, out));
   char *data = NULL;
   size_t len = 0;
   int rc = read_file(h, path, &data, &len);
   if (rc)
     return fail(h, rc);
-  rc = load_common(h, data, path, 0, out);
+  rc = load_common(h, data, NULL, path, 0, out);
   free(data);
   return fail(h, rc);
 }
@@ -833,8 +857,29 @@ int ag_host_load_image(ag_host *h, const void *image, const char *name,
     return AG_HOST_EINVAL;
   }
   if (replaces(h, name))
-    return fail(h, load_variant(h, name, out));
-  return fail(h, load_common(h, image, name, 0, out));
+    return fail(h, load_variant(h, name, NULL, NULL, 0, out));
+  return fail(h, load_common(h, image, NULL, name, 0, out));
+}
+
+int ag_host_adopt(ag_host *h, void *cumodule, const void *image, size_t image_bytes,
+                  const char *name, ag_host_module **out) {
+  *out = NULL;
+  if (!h->ok) {
+    setmsg(h, "ag_host_adopt: the session is not open");
+    return AG_HOST_EINVAL;
+  }
+  if (!cumodule) {
+    setmsg(h, "ag_host_adopt('%s'): no module (the CUmodule is NULL)", name ? name : "(image)");
+    return fail(h, AG_HOST_EINVAL);
+  }
+  for (ag_host_module *m = h->modules; m; m = m->next)
+    if (m->mod == (CUmodule)cumodule) {
+      *out = m; /* adopted (or loaded) before: the same module object */
+      return 0;
+    }
+  if (replaces(h, name))
+    return fail(h, load_variant(h, name, (CUmodule)cumodule, image, image_bytes, out));
+  return fail(h, load_common(h, NULL, (CUmodule)cumodule, name, 0, out));
 }
 
 int ag_host_module_traced(const ag_host_module *m) { return m && m->traced; }
@@ -1430,58 +1475,126 @@ static void open_gate(ag_host *h) {
   __atomic_store_n(h->gate, h->gate_seq, __ATOMIC_SEQ_CST);
 }
 
-int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
-                   unsigned shared_bytes, void *stream, void **args) {
+/* The first half of a launch: the launch index, the descriptor, the timing
+ * slot and its start event behind the gate; *f says what the second half
+ * finishes. On failure nothing is left queued behind a closed gate. */
+static int launch_begin(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
+                        unsigned shared_bytes, void *stream, struct inflight *f) {
   ag_host *h = k->mod->h;
   int rc;
+  memset(f, 0, sizeof *f);
+  f->why = LW_TIME_ONLY;
+  f->stream = stream;
   if (h->finished) {
     setmsg(h, "ag_host_launch after ag_host_finish");
-    return fail(h, AG_HOST_EINVAL);
+    return AG_HOST_EINVAL;
   }
-  launch_time *lt = NULL;
-  launch_why why = LW_TIME_ONLY;
-  uint32_t idx = 0;
   if (k->mod->variant) {
-    idx = h->nlaunch++;
-    if (k->mod->traced && (rc = prepare_launch(k, idx, grid, block, shared_bytes, stream, &why)))
-      return fail(h, rc);
-    if ((rc = time_slot(k, idx, grid, block, shared_bytes, &lt)))
-      return fail(h, rc);
-    if (lt)
-      lt->why = why;
+    f->idx = h->nlaunch++;
+    if (k->mod->traced &&
+        (rc = prepare_launch(k, f->idx, grid, block, shared_bytes, stream, &f->why)))
+      return rc;
+    if ((rc = time_slot(k, f->idx, grid, block, shared_bytes, &f->lt)))
+      return rc;
+    if (f->lt)
+      f->lt->why = f->why;
   }
   /* the range profiler's auto range i is the i-th kernel launched */
   if (h->ctr) {
     unsigned g3[3] = {grid.x, grid.y, grid.z}, b3[3] = {block.x, block.y, block.z};
-    ag_ctr_launch(h->ctr, k->name, g3, b3, k->mod->variant ? (long)idx : -1);
+    ag_ctr_launch(h->ctr, k->name, g3, b3, k->mod->variant ? (long)f->idx : -1);
   }
   /* after the descriptor's copies, behind the gate: the events hold the kernel */
-  int gated = lt && close_gate(h, stream);
-  CUresult r = lt ? h->cu.cuEventRecord(lt->a, (CUstream)stream) : CUDA_SUCCESS;
-  if (r == CUDA_SUCCESS)
-    r = h->cu.cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                             shared_bytes, (CUstream)stream, args, NULL);
-  if (r == CUDA_SUCCESS && lt)
-    r = h->cu.cuEventRecord(lt->b, (CUstream)stream);
-  if (gated)
+  f->gated = f->lt && close_gate(h, stream);
+  CUresult r = f->lt ? h->cu.cuEventRecord(f->lt->a, (CUstream)stream) : CUDA_SUCCESS;
+  if (r != CUDA_SUCCESS) {
+    if (f->gated)
+      open_gate(h);
+    return cu_fail(h, r, "cuEventRecord(launch start)");
+  }
+  f->k = k;
+  return 0;
+}
+
+/* The second half, once the kernel is queued (launched 1) or its launch
+ * failed (0): the end event, the gate opened (on every path: a closed gate
+ * would hold the stream forever), then, while the kernel runs, the count's
+ * verdict and the next launch's descriptor and events. */
+static int launch_end(struct inflight *f, int launched) {
+  ag_host_kernel *k = f->k;
+  ag_host *h = k->mod->h;
+  int rc;
+  f->k = NULL;
+  CUresult r = launched && f->lt ? h->cu.cuEventRecord(f->lt->b, (CUstream)f->stream)
+                                 : CUDA_SUCCESS;
+  if (f->gated)
     open_gate(h); /* on every path: a closed gate would hold the stream forever */
+  if (r != CUDA_SUCCESS)
+    return cu_fail(h, r, "cuEventRecord(launch end)");
+  if (!launched && f->lt && f->lt == &h->times[h->ntimes - 1]) {
+    /* a launch that did not happen is not timed: its events go back (spares) */
+    if (!h->nspare) {
+      h->spare[0] = f->lt->a, h->spare[1] = f->lt->b;
+      h->nspare = 1;
+    } else {
+      h->cu.cuEventDestroy(f->lt->a);
+      h->cu.cuEventDestroy(f->lt->b);
+    }
+    h->ntimes--;
+  }
+  if (!launched || !k->mod->variant)
+    return 0;
+  if (f->why == LW_COUNT && (rc = finish_count(h, f->stream)))
+    return rc;
+  if (h->ahead && (rc = bind_ahead(k, f->idx, f->stream, f->lt ? f->lt->b : NULL)))
+    return rc;
+  return spare_events(h);
+}
+
+int ag_host_launch(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
+                   unsigned shared_bytes, void *stream, void **args) {
+  ag_host *h = k->mod->h;
+  struct inflight f;
+  int rc = launch_begin(k, grid, block, shared_bytes, stream, &f);
+  if (rc)
+    return fail(h, rc);
+  CUresult r = h->cu.cuLaunchKernel(k->fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                    shared_bytes, (CUstream)stream, args, NULL);
+  rc = launch_end(&f, r == CUDA_SUCCESS);
   if (r != CUDA_SUCCESS) {
     char call[300];
     snprintf(call, sizeof call, "cuLaunchKernel('%s', grid %ux%ux%u, block %ux%ux%u)",
              k->name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
     return fail(h, cu_fail(h, r, call));
   }
-  /* while the kernel runs: the count's verdict, the next launch's
-   * descriptor and events */
-  if (k->mod->variant) {
-    if (why == LW_COUNT && (rc = finish_count(h, stream)))
-      return fail(h, rc);
-    if (h->ahead && (rc = bind_ahead(k, idx, stream, lt ? lt->b : NULL)))
-      return fail(h, rc);
-    if ((rc = spare_events(h)))
-      return fail(h, rc);
+  return fail(h, rc);
+}
+
+int ag_host_launch_begin(ag_host_kernel *k, ag_host_dim grid, ag_host_dim block,
+                         unsigned shared_bytes, void *stream) {
+  ag_host *h = k->mod->h;
+  if (h->fl.k) {
+    /* the earlier launch's gate must not hold its stream: open it, and refuse */
+    launch_end(&h->fl, 0);
+    setmsg(h, "ag_host_launch_begin('%s'): the launch begun before has no "
+              "ag_host_launch_end (each begin needs its end, after the launch)", k->name);
+    return fail(h, AG_HOST_EBUSY);
   }
-  return 0;
+  return fail(h, launch_begin(k, grid, block, shared_bytes, stream, &h->fl));
+}
+
+int ag_host_launch_end(ag_host_kernel *k, int launched) {
+  ag_host *h = k->mod->h;
+  if (h->fl.k != k) {
+    int other = h->fl.k != NULL;
+    setmsg(h, "ag_host_launch_end('%s'): %s", k->name,
+           other ? "the launch begun is another kernel's" : "no launch was begun "
+                                                             "(ag_host_launch_begin)");
+    if (other)
+      launch_end(&h->fl, 0);
+    return fail(h, AG_HOST_EINVAL);
+  }
+  return fail(h, launch_end(&h->fl, launched != 0));
 }
 
 int ag_host_sync(ag_host *h) {
@@ -1926,6 +2039,8 @@ int ag_host_finish(ag_host *h) {
   if (h->finished)
     return 0;
   h->finished = 1;
+  if (h->fl.k) /* a launch begun and never ended: its gate would hold the device */
+    launch_end(&h->fl, 0);
   int rc = ag_host_sync(h);
   if (rc || !h->collect)
     return rc;

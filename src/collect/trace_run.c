@@ -58,6 +58,33 @@ static int put_path(ag_str *e, const char *key, const char *path) {
   return 0;
 }
 
+char *ag_collect_host_library(void) {
+  const char *e = getenv("ARGUS_HOST_LIBRARY");
+  if (e && *e)
+    return ag_strdup(e);
+#ifdef ARGUS_HOST_SO_PATH
+  if (access(ARGUS_HOST_SO_PATH, R_OK) == 0)
+    return ag_strdup(ARGUS_HOST_SO_PATH);
+#endif
+  /* installed: <prefix>/lib/libargus_host.so.1 beside libargus (docs/api.md) */
+  char *inst = ag_install_path("lib/libargus_host.so.1");
+  if (inst && access(inst, R_OK) == 0)
+    return inst;
+  ag_free(inst);
+  return ag_strdup("libargus_host.so.1");
+}
+
+char *ag_collect_python_dir(void) {
+  const char *e = getenv("ARGUS_PYTHONPATH");
+  if (e && *e)
+    return ag_strdup(e);
+#ifdef ARGUS_PYTHON_DIR
+  if (access(ARGUS_PYTHON_DIR "/argus/_triton_run.py", R_OK) == 0)
+    return ag_strdup(ARGUS_PYTHON_DIR);
+#endif
+  return NULL;
+}
+
 const char *ag_trace_run_collect(const ag_trace_run_opts *o) {
   return o->collect ? o->collect : o->time_only ? "time" : "trace";
 }
@@ -235,10 +262,18 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
     rc = ag__run_prepare(o, &ev, &herr, &logp, why);
   if (rc)
     goto out;
-  const char *envv[AG__RUN_ENV_MAX + 1];
+  size_t nx = 0;
+  while (o->env_extra && o->env_extra[nx])
+    nx++;
+  const char **envv = ag_calloc((size_t)ne + nx + 1, sizeof *envv);
+  if (!envv) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
   for (int i = 0; i < ne; i++)
     envv[i] = ag_str_cstr(&e[i]);
-  envv[ne] = NULL;
+  for (size_t i = 0; i < nx; i++)
+    envv[(size_t)ne + i] = o->env_extra[i];
   ag_proc_opts po;
   memset(&po, 0, sizeof po);
   po.argv = o->argv;
@@ -257,6 +292,7 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
     if (rc) {
       ag_str_printf(why, "cannot start the harness '%s': %s", o->argv[0], ag_strerror(rc));
       ag_str_release(&next);
+      ag_free(envv);
       goto out;
     }
     if (!counters || next.oom || !res->proc.exited || res->proc.exit_code != 0 ||
@@ -267,10 +303,12 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
       ag_str_printf(why, "the hardware counters' application replay asked for more than %d "
                          "runs of the harness", AG_CTR_MAX_PASSES);
       ag_str_release(&next);
+      ag_free(envv);
       rc = AG_ECHILD;
       goto out;
     }
   }
+  ag_free(envv);
   ag_str_release(&next);
   res->log_path = ag_str_detach(&logp);
   rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res, po.timeout_s, why);

@@ -188,6 +188,106 @@ char *ag_triton_override_path(const char *override_dir, const char *key, const c
   return r;
 }
 
+/* A key or a kernel name Triton makes a path component of. */
+static int path_component(const char *w) {
+  return w && *w && !strchr(w, '/') && strcmp(w, ".") && strcmp(w, "..");
+}
+
+void ag_triton_collect_release(ag_triton_collect *c) {
+  ag_spec_options_free(c->argv);
+  ag_spec_options_free(c->env);
+  ag_free(c->override);
+  memset(c, 0, sizeof *c);
+}
+
+int ag_triton_collect_setup(const ag_spec *s, const char *run_dir, const char *variant_cubin,
+                            const char *host_library, const char *python_dir,
+                            ag_triton_collect *out, ag_str *why) {
+  memset(out, 0, sizeof *out);
+  if (!s->python || !s->triton_key || !s->python_kernel) {
+    ag_str_printf(why, "the spec '%s' is not a discovered python spec (no Triton kernel key)",
+                  s->path ? s->path : "?");
+    return AG_EINVAL;
+  }
+  if (!path_component(s->triton_key) || !path_component(s->python_kernel)) {
+    ag_str_printf(why, "the Triton kernel '%s' (key '%s') is not a file name Triton would "
+                       "override: a name or key with '/' or a dot directory",
+                  s->python_kernel, s->triton_key);
+    return AG_EINVAL;
+  }
+  char *abs = ag_path_abs(run_dir), *data = NULL;
+  size_t len = 0;
+  ag_str od = AG_STR_INIT, kd = AG_STR_INIT;
+  int rc = abs ? 0 : AG_ENOMEM;
+  if (!rc && variant_cubin && (rc = ag_file_read(variant_cubin, &data, &len)))
+    ag_str_printf(why, "cannot read the variant '%s': %s", variant_cubin, ag_strerror(rc));
+  if (rc)
+    goto out;
+  ag_str_printf(&od, "%s/override", abs);
+  ag_str_printf(&kd, "%s/%s", ag_str_cstr(&od), s->triton_key);
+  if (od.oom || kd.oom ||
+      (variant_cubin && !(out->override = ag_triton_override_path(
+                              ag_str_cstr(&od), s->triton_key, s->python_kernel, "cubin")))) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (variant_cubin && ((rc = ag_mkdir_p(ag_str_cstr(&kd), 0755)) ||
+                        (rc = ag_file_write_atomic(out->override, data, len)))) {
+    ag_str_printf(why, "cannot write the override '%s': %s", out->override, ag_strerror(rc));
+    goto out;
+  }
+  /* argv: python -m argus._triton_run SCRIPT ARGS... */
+  if (!(out->argv = ag_calloc((size_t)s->npython_args + 5, sizeof *out->argv)) ||
+      !(out->argv[0] = ag_strdup(ag_spec_python_exe())) || !(out->argv[1] = ag_strdup("-m")) ||
+      !(out->argv[2] = ag_strdup("argus._triton_run")) ||
+      !(out->argv[3] = ag_strdup(s->python))) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  for (int i = 0; i < s->npython_args; i++)
+    if (!(out->argv[i + 4] = ag_strdup(s->python_args[i]))) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+  ag_str e[8];
+  int ne = 0;
+  for (int i = 0; i < 8; i++)
+    ag_str_init(&e[i]);
+  if (variant_cubin) {
+    ag_str_puts(&e[ne++], "TRITON_KERNEL_OVERRIDE=1");
+    ag_str_printf(&e[ne++], "TRITON_OVERRIDE_DIR=%s", ag_str_cstr(&od));
+  } else { /* Triton's own build is the variant: taken as Triton loads it */
+    ag_str_puts(&e[ne++], "ARGUS_TRITON_OWN=1");
+  }
+  ag_str_puts(&e[ne++], "TRITON_ALWAYS_COMPILE=1");
+  ag_str_printf(&e[ne++], "TRITON_CACHE_DIR=%s/triton-cache", abs);
+  ag_str_printf(&e[ne++], "ARGUS_TRITON_KERNEL=%s", s->python_kernel);
+  if (host_library)
+    ag_str_printf(&e[ne++], "ARGUS_HOST_LIBRARY=%s", host_library);
+  if (python_dir) {
+    const char *old = getenv("PYTHONPATH");
+    ag_str_printf(&e[ne++], "PYTHONPATH=%s%s%s", python_dir, old && *old ? ":" : "",
+                  old && *old ? old : "");
+  }
+  if (!(out->env = ag_calloc((size_t)ne + 1, sizeof *out->env)))
+    rc = AG_ENOMEM;
+  for (int i = 0; i < ne; i++) {
+    if (!rc && !e[i].oom)
+      out->env[i] = ag_str_detach(&e[i]);
+    else
+      rc = AG_ENOMEM;
+    ag_str_release(&e[i]);
+  }
+out:
+  if (rc)
+    ag_triton_collect_release(out);
+  ag_free(abs);
+  ag_free(data);
+  ag_str_release(&od);
+  ag_str_release(&kd);
+  return rc;
+}
+
 /* "a, b, c": the distinct kernel names (they are sorted). */
 static void list_names(const ag_triton_kernel *k, int n, ag_str *out) {
   for (int i = 0; i < n; i++)

@@ -515,15 +515,13 @@ const ag_task *ag__obs_collect_dep(const ag_plan *p, const ag_task *t, const cha
  * records the launches size_launches chose. */
 static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
-  if (ob->spec->python) /* docs/triton.md, "Load-time substitution" */
-    return ag__obs_fail(t, AG_EUNSUPPORTED,
-                        "the python spec '%s': running its Triton kernel's variants is not "
-                        "built yet (discovery, regions, variants and plans are)",
-                        ob->spec->path);
-  if (!ob->spec->run)
+  if (!ob->spec->run && !ob->spec->python)
     return ag__obs_fail(t, AG_EINVAL, "the spec '%s' has no \"run\" harness to collect with",
                         ob->spec->path);
   ag_str dir = AG_STR_INIT, cubin = AG_STR_INIT, sites = AG_STR_INIT, why = AG_STR_INIT;
+  ag_triton_collect tc; /* a python spec: Triton runs the variant (docs/triton.md) */
+  memset(&tc, 0, sizeof tc);
+  char *host_lib = NULL, *pydir = NULL;
   ag_trace_run_result res;
   memset(&res, 0, sizeof res);
   ag_trace_run_opts ro;
@@ -566,7 +564,25 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.variant_id = ch;
   ro.out_dir = ag_str_cstr(&dir);
   ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
-  ag_worker *wk = !job.own_process && ob->workers && cx->device >= 0 && cx->device < ob->nworkers
+  if (ob->spec->python) { /* the script runs; Triton loads the variant as its cubin */
+    host_lib = ag_collect_host_library();
+    pydir = ag_collect_python_dir();
+    if (!host_lib) {
+      rc = ag__obs_fail(t, AG_ENOMEM, "out of memory");
+      goto out;
+    }
+    /* the timing run of the user's build: Triton's own cubin, not overridden */
+    const char *prod = ag__obs_input(cx->plan, t, "production");
+    int own = ro.time_only && prod && job.cubin && !strcmp(job.cubin, prod);
+    if ((rc = ag_triton_collect_setup(ob->spec, ag_str_cstr(&dir), own ? NULL : ag_str_cstr(&cubin),
+                                      host_lib, pydir, &tc, &why))) {
+      rc = ag__obs_fail(t, rc, "%s", ag_str_cstr(&why));
+      goto out;
+    }
+    ro.argv = (const char *const *)tc.argv;
+    ro.env_extra = (const char *const *)tc.env;
+  }
+  ag_worker *wk = !job.own_process && !ob->spec->python && ob->workers && cx->device >= 0 && cx->device < ob->nworkers
                       ? ob->workers[cx->device]
                       : NULL;
   if (wk) { /* the lane's worker process already runs on this GPU */
@@ -602,6 +618,9 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
       break;
   }
 out:
+  ag_triton_collect_release(&tc);
+  ag_free(host_lib);
+  ag_free(pydir);
   json_decref(job.extra);
   ag_trace_run_result_release(&res);
   ag_str_release(&dir);
@@ -982,6 +1001,20 @@ static json_t *harness_identity(const obs *ob) {
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)(eq - *e), *e);
     json_object_set_new(env, name, json_string(eq + 1));
+  }
+  if (sp->python) { /* the script, its arguments, the interpreter, Triton's kernel */
+    json_array_append_new(argv, json_string(ag_spec_python_exe()));
+    json_array_append_new(argv, json_string(sp->python));
+    for (int i = 0; i < sp->npython_args; i++)
+      json_array_append_new(argv, json_string(sp->python_args[i]));
+    if (file_hash(sp->python, hex))
+      json_object_set_new(files, "python", json_string(hex));
+    char *exe = harness_path(sp->dir, ag_spec_python_exe(), 1);
+    if (exe && file_hash(exe, hex))
+      json_object_set_new(files, "interpreter", json_string(hex));
+    ag_free(exe);
+    json_object_set_new(h, "triton", json_pack("{s:s?,s:s?}", "kernel", sp->python_kernel,
+                                               "key", sp->triton_key));
   }
   json_object_set_new(h, "argv", argv);
   json_object_set_new(h, "files", files);

@@ -349,7 +349,13 @@ CUresult cuEventDestroy(CUevent e) {
   free(e);
   OK;
 }
-CUresult cuEventRecord(CUevent e, CUstream s) { (void)e, (void)s; OK; }
+/* an event remembers that it was recorded: the elapsed time of one that was
+ * not is an error, as the driver's (CUDA_ERROR_INVALID_HANDLE) */
+CUresult cuEventRecord(CUevent e, CUstream s) {
+  (void)s;
+  *(unsigned char *)e = 1;
+  OK;
+}
 CUresult cuEventSynchronize(CUevent e) { (void)e; OK; }
 /* Kernel times and occupancy for CPU tests of the perturbation report: from
  * FAKE_CUDA_<WHAT>_<COLLECT> (COLLECT: TIME or TRACE, from the run's
@@ -362,7 +368,8 @@ static double fake_num(const char *what, double dflt) {
   return v && *v ? atof(v) : dflt;
 }
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
-  (void)a, (void)b;
+  if (!*(unsigned char *)a || !*(unsigned char *)b)
+    return CUDA_ERROR_INVALID_HANDLE;
   *ms = (float)(fake_num("NS", 10000.0) / 1e6);
   OK;
 }

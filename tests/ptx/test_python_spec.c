@@ -51,11 +51,16 @@ static ag_spec *load(const char *text, ag_diags *d, int want_rc) {
   return s;
 }
 
+/* The spec both tests start from: bench.py --n 64, kernel matmul. */
+static ag_spec *load_bench(ag_diags *d) {
+  return load("{\"python\": \"bench.py\", \"args\": [\"--n\", \"64\"], "
+              "\"kernel\": \"matmul\"}", d, 0);
+}
+
 TEST(valid) {
   ag_diags d;
   ag_diags_init(&d);
-  ag_spec *s = load("{\"python\": \"bench.py\", \"args\": [\"--n\", \"64\"], "
-                    "\"kernel\": \"matmul\"}", &d, 0);
+  ag_spec *s = load_bench(&d);
   char want[600];
   snprintf(want, sizeof want, "%s/bench.py", dir);
   if (s) {
@@ -267,4 +272,100 @@ TEST(scan_and_override_path) {
   ag_free(o);
 }
 
-RUN_TESTS(T(valid), T(invalid), T(discover), T(scan_and_override_path))
+/* The value of K in a NULL-terminated "K=V" list, or NULL. */
+static const char *env_of(char **env, const char *k) {
+  size_t n = strlen(k);
+  for (int i = 0; env && env[i]; i++)
+    if (!strncmp(env[i], k, n) && env[i][n] == '=')
+      return env[i] + n + 1;
+  return NULL;
+}
+
+/* The collect run of a python spec's variant (docs/triton.md, "A collect
+ * run"): the variant as Triton's cubin override, the argv through
+ * argus._triton_run, the environment; and each refusal. */
+TEST(collect_setup) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_spec *s = load_bench(&d);
+  if (!s)
+    return;
+  put("variant.cubin", "CUBIN\001bytes", 0644);
+  char cub[700], run[700], want[900];
+  snprintf(cub, sizeof cub, "%s/variant.cubin", dir);
+  snprintf(run, sizeof run, "%s/run1", dir);
+  ag_triton_collect c;
+  ag_str why = AG_STR_INIT;
+  /* not discovered yet: no key */
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, cub, "/lib/libargus_host.so.1", NULL, &c, &why),
+               AG_EINVAL);
+  CHECK(strstr(ag_str_cstr(&why), "not a discovered python spec") != NULL);
+  CHECK(c.argv == NULL && c.env == NULL && c.override == NULL);
+  s->triton_key = ag_strdup("JMN22OQ");
+  ag_str_clear(&why);
+  setenv("PYTHONPATH", "/usr/old", 1);
+  setenv("ARGUS_PYTHON", "/opt/py/bin/python3", 1);
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, cub, "/lib/libargus_host.so.1", "/src/python", &c,
+                                       &why), 0);
+  snprintf(want, sizeof want, "%s/override/JMN22OQ/matmul.cubin", run);
+  CHECK_EQ_STR(c.override, want);
+  char *data = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(ag_file_read(want, &data, &len), 0);
+  CHECK(len == 11 && data && !memcmp(data, "CUBIN\001bytes", 11)); /* byte for byte */
+  ag_free(data);
+  const char *argv_want[] = {"/opt/py/bin/python3", "-m", "argus._triton_run", NULL, "--n", "64",
+                             NULL};
+  snprintf(want, sizeof want, "%s/bench.py", dir);
+  argv_want[3] = want;
+  for (int i = 0; i < 7; i++)
+    if (argv_want[i] || c.argv[i])
+      CHECK_EQ_STR(c.argv[i], argv_want[i]);
+  CHECK_EQ_STR(env_of(c.env, "TRITON_KERNEL_OVERRIDE"), "1");
+  CHECK_EQ_STR(env_of(c.env, "TRITON_ALWAYS_COMPILE"), "1");
+  snprintf(want, sizeof want, "%s/override", run);
+  CHECK_EQ_STR(env_of(c.env, "TRITON_OVERRIDE_DIR"), want);
+  snprintf(want, sizeof want, "%s/triton-cache", run); /* private: never the user's cache */
+  CHECK_EQ_STR(env_of(c.env, "TRITON_CACHE_DIR"), want);
+  CHECK_EQ_STR(env_of(c.env, "ARGUS_TRITON_KERNEL"), "matmul");
+  CHECK_EQ_STR(env_of(c.env, "ARGUS_HOST_LIBRARY"), "/lib/libargus_host.so.1");
+  CHECK_EQ_STR(env_of(c.env, "PYTHONPATH"), "/src/python:/usr/old");
+  ag_triton_collect_release(&c);
+  /* no variant: Triton's own build is timed, nothing overridden */
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, NULL, "h.so", NULL, &c, &why), 0);
+  CHECK(c.override == NULL && env_of(c.env, "TRITON_KERNEL_OVERRIDE") == NULL &&
+        env_of(c.env, "TRITON_OVERRIDE_DIR") == NULL);
+  CHECK_EQ_STR(env_of(c.env, "ARGUS_TRITON_OWN"), "1");
+  CHECK_EQ_STR(env_of(c.env, "ARGUS_TRITON_KERNEL"), "matmul");
+  ag_triton_collect_release(&c);
+  /* no python dir: PYTHONPATH is left as it is */
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, cub, "h.so", NULL, &c, &why), 0);
+  CHECK(env_of(c.env, "PYTHONPATH") == NULL);
+  ag_triton_collect_release(&c);
+  unsetenv("PYTHONPATH");
+  unsetenv("ARGUS_PYTHON");
+  /* a variant that cannot be read */
+  ag_str_clear(&why);
+  snprintf(want, sizeof want, "%s/missing.cubin", dir);
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, want, "h.so", NULL, &c, &why), AG_ENOTFOUND);
+  CHECK(strstr(ag_str_cstr(&why), "cannot read the variant") != NULL);
+  /* a key or name that is no single path component */
+  const char *badk[] = {"../up", "a/b", "..", ""};
+  for (int i = 0; i < 4; i++) {
+    ag_free(s->triton_key);
+    s->triton_key = ag_strdup(badk[i]);
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_triton_collect_setup(s, run, cub, "h.so", NULL, &c, &why), AG_EINVAL);
+    CHECK(strstr(ag_str_cstr(&why), "is not a file name Triton would override") != NULL);
+  }
+  ag_free(s->triton_key);
+  s->triton_key = ag_strdup("K");
+  ag_free(s->python_kernel);
+  s->python_kernel = ag_strdup("x/y");
+  CHECK_EQ_INT(ag_triton_collect_setup(s, run, cub, "h.so", NULL, &c, &why), AG_EINVAL);
+  ag_str_release(&why);
+  ag_spec_free(s);
+  ag_diags_release(&d);
+}
+
+RUN_TESTS(T(valid), T(invalid), T(discover), T(scan_and_override_path), T(collect_setup))
