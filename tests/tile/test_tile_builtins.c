@@ -74,6 +74,7 @@ static const char *cuda_want(const char *name, ag__dt dt) {
       {"abs", "fabsf(", "fabs("},           {"max", "fmaxf(", "fmax("},
       {"min", "fminf(", "fmin("},           {"reduce_max", "fmaxf(", "fmax("},
       {"reduce_min", "fminf(", "fmin("},    {"reduce_sum", " + ", " + "},
+      {"shfl_xor", "__shfl_xor_sync(0xffffffffu, ", "__shfl_xor_sync(0xffffffffu, "},
   };
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
     if (!strcmp(w[i][0], name))
@@ -102,7 +103,12 @@ static void reduce_in(int t, double *r) {
 
 /* The expected element of thread t for kernel (row b, type dt); *known = 0
  * when this test has no reference for the row. */
+#define LANE_MASK 5 /* the lane mask of the warp-exchange kernels */
 static double expected(const ag__builtin *b, ag__dt dt, int t, int *known) {
+  if (b->kind == AG__BI_LANE) { /* another lane's input, bit for bit */
+    *known = !strcmp(b->name, "shfl_xor");
+    return round_to(dt, in_x(t ^ LANE_MASK));
+  }
   if (b->kind == AG__BI_REDUCE) {
     double r[4];
     reduce_in(t, r);
@@ -123,6 +129,8 @@ static void kernel_text(ag_str *out, const ag__builtin *b, ag__dt dt, char *name
                        "    r[2] = X[(t + 1) %% %d]\n    r[3] = Y[(t + 3) %% %d]\n"
                        "    Z[t] = %s(r)\n",
                   tn, NT, NT, b->name);
+  else if (b->kind == AG__BI_LANE)
+    ag_str_printf(out, "    Z[t] = %s(X[t], %d)\n", b->name, LANE_MASK);
   else if (b->arity == 1)
     ag_str_printf(out, "    Z[t] = %s(X[t])\n", b->name);
   else
@@ -418,7 +426,8 @@ TEST(test_integer_data) {
         snprintf(text, sizeof text,
                  "@threads(32)\ndef k(I: Tensor(32, %s), J: Tensor(32, %s)):\n"
                  "    t = threadIdx.x\n    I[t] = %s(I[t]%s)\n",
-                 tn, tn, b->name, b->arity == 2 ? ", J[t]" : "");
+                 tn, tn, b->name,
+                 b->kind == AG__BI_LANE ? ", 3" : b->arity == 2 ? ", J[t]" : "");
       ag_diags d;
       ag_diags_init(&d);
       ag_tile_program *p = NULL;
@@ -431,7 +440,8 @@ TEST(test_integer_data) {
         ag_tile_lowered *l = rc ? NULL : lowered(p);
         CHECK(l != NULL);
         if (l && b->cuda_int)
-          CHECK_CONTAINS(l->cuda, b->cuda_int[0] == '(' ? " ? " : "");
+          CHECK_CONTAINS(l->cuda, b->kind == AG__BI_LANE ? "__shfl_xor_sync(0xffffffffu, "
+                                  : b->cuda_int[0] == '(' ? " ? " : "");
         ag_tile_lowered_free(l);
       } else {
         CHECK(rc != 0);
@@ -445,6 +455,100 @@ TEST(test_integer_data) {
       ag_tile_program_free(p);
       ag_diags_release(&d);
     }
+  }
+}
+
+/* The warp exchange on integer data of 1, 2, 4 and 8 bytes, in a block of
+ * two warps: lane l of warp w gets lane l ^ m of the same warp, bit for bit
+ * (the interpreter against the index arithmetic here), in a loop too. */
+TEST(test_lane_exchange_data) {
+  static const ag__dt dts[] = {DT_I8, DT_U16, DT_U32, DT_I64};
+  for (size_t j = 0; j < sizeof dts / sizeof dts[0]; j++) {
+    const char *tn = ag__dt_name(dts[j]);
+    int sz = ag__dt_size(dts[j]);
+    char text[512];
+    snprintf(text, sizeof text,
+             "@threads(64)\ndef k(I: Tensor(64, %s), J: Tensor(64, %s)):\n"
+             "    t = threadIdx.x\n    v = I[t]\n    for s in range(3):\n"
+             "        v = shfl_xor(v, 6)\n    J[t] = shfl_xor(v, 13)\n",
+             tn, tn);
+    ag_tile_program *p = checked(text);
+    CHECK(p != NULL);
+    ag_tile_lowered *l = p ? lowered(p) : NULL;
+    CHECK(l != NULL);
+    if (!l) {
+      ag_tile_program_free(p);
+      continue;
+    }
+    unsigned char *in = calloc(64, (size_t)sz), *out = calloc(64, (size_t)sz);
+    for (int e = 0; e < 64; e++)
+      for (int b = 0; b < sz; b++)
+        in[e * sz + b] = (unsigned char)(e * 37 + b * 11 + 1);
+    void *t[2] = {in, out};
+    char err[512] = "";
+    int rc = interpret(p, l, "k", t, err, sizeof err);
+    if (rc)
+      fprintf(stderr, "%s: %s\n", tn, err);
+    CHECK_EQ_INT(rc, 0);
+    int bad = 0;
+    for (int e = 0; !rc && e < 64; e++) {
+      int from = (e & ~31) | ((e & 31) ^ 6 ^ 13); /* the exchanges compose */
+      bad += memcmp(out + e * sz, in + from * sz, (size_t)sz) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* the comparison can fail: without the exchange J would be I */
+    CHECK(memcmp(out, in, (size_t)sz) != 0);
+    free(in);
+    free(out);
+    ag_tile_lowered_free(l);
+    ag_tile_program_free(p);
+  }
+}
+
+/* What cannot exchange is refused, by the checker at the call and by the
+ * lowering (which `argus run --unchecked` reaches without the checker). */
+TEST(test_lane_exchange_refused) {
+  static const struct {
+    const char *body; /* after t = threadIdx.x, in a kernel of `threads` threads */
+    int threads, checker_line, lower_refuses;
+    const char *msg;
+  } cases[] = {
+      {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 4, 1, "may differ between the lanes"},
+      {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 5, 0, "thread-dependent 'if'"},
+      {"    X[t] = shfl_xor(X[t], 32)\n", 32, 3, 1, "lane mask in 0..31"},
+      {"    X[t] = shfl_xor(X[t], t)\n", 32, 3, 1, "the lane mask"},
+      {"    X[t] = shfl_xor(X[t], 1)\n", 48, 3, 1, "whole warps"},
+      {"    X[t] = shfl_xor(3, 1)\n", 32, 3, 1, "exchanges data"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "@threads(%d)\ndef k(X: Tensor(64, f32)):\n    t = threadIdx.x\n%s",
+             cases[i].threads, cases[i].body);
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_tile_program *p = NULL;
+    CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
+    if (cases[i].lower_refuses) {
+      ag_tile_lowered *l = NULL;
+      ag_tile_lower_opts o;
+      memset(&o, 0, sizeof o);
+      CHECK(ag_tile_lower(p, &o, &d, &l) != 0);
+      CHECK(d.items.n > 0);
+      if (d.items.n)
+        CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+      ag_tile_lowered_free(l);
+    } else {
+      ag_tile_report *r = NULL;
+      CHECK(ag_tile_check(p, NULL, &d, &r) != 0);
+      CHECK(d.items.n > 0);
+      if (d.items.n) {
+        CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+        CHECK_EQ_INT(d.items.v[0].line, cases[i].checker_line);
+      }
+      ag_tile_report_free(r);
+    }
+    ag_tile_program_free(p);
+    ag_diags_release(&d);
   }
 }
 
@@ -566,5 +670,6 @@ TEST(test_builtins_compile) {
 }
 
 RUN_TESTS(T(test_every_builtin_checks_lowers_and_interprets), T(test_integer_folds),
-          T(test_integer_data), T(test_float_to_int), T(test_c_names),
+          T(test_integer_data), T(test_lane_exchange_data), T(test_lane_exchange_refused),
+          T(test_float_to_int), T(test_c_names),
           T(test_builtins_compile))
