@@ -1550,7 +1550,7 @@ static ag__value *builtin(ag__ck *c, const ag_tile_node *n, const ag__builtin *b
  * Tags are in terms of the holding thread, so another lane's tag is not the
  * operand's: the result is top (the values no longer carry their origin;
  * relabel them to assert on them), bottom when the operand is bottom (a
- * constant in every lane), the operand's own tag for mask 0. Registers only:
+ * constant in every lane). Registers only:
  * no memory is touched, so no race. Every lane of the warp takes part: not
  * under a thread-dependent 'if' (the lowering's full-mask shfl.sync would
  * hang or read lanes that did not arrive), and only in blocks of whole warps. */
@@ -1573,10 +1573,6 @@ static ag__value *lane_xchg(ag__ck *c, const ag_tile_node *n, const ag__builtin 
     ag__ck_error(c, n->list.v[1], "%s() needs a lane mask in 0..31, not %lld", bi->name,
                  (long long)m);
   ag__value *r = newv(c, V_DATA);
-  if (m == 0) {
-    r->d = d;
-    return r;
-  }
   const ag__tag *t = elem_tag(c, &d, 0, d.n);
   r->d = data_fill(c, d.dt, d.n,
                    t->k == TG_BOT ? t : ag__tag_top(c, "a value from another lane (shfl_xor)"));
