@@ -470,7 +470,7 @@ TEST(test_lane_exchange_data) {
     snprintf(text, sizeof text,
              "@threads(64)\ndef k(I: Tensor(64, %s), J: Tensor(64, %s)):\n"
              "    t = threadIdx.x\n    v = I[t]\n    for s in range(3):\n"
-             "        v = shfl_xor(v, 6)\n    J[t] = shfl_xor(v, 13)\n",
+             "        v = shfl_xor(v, 6 + 7 * (s %% 2))\n    J[t] = shfl_xor(v, 9)\n",
              tn, tn);
     ag_tile_program *p = checked(text);
     CHECK(p != NULL);
@@ -492,7 +492,7 @@ TEST(test_lane_exchange_data) {
     CHECK_EQ_INT(rc, 0);
     int bad = 0;
     for (int e = 0; !rc && e < 64; e++) {
-      int from = (e & ~31) | ((e & 31) ^ 6 ^ 13); /* the exchanges compose */
+      int from = (e & ~31) | ((e & 31) ^ 6 ^ 13 ^ 6 ^ 9); /* the exchanges compose */
       bad += memcmp(out + e * sz, in + from * sz, (size_t)sz) != 0;
     }
     CHECK_EQ_INT(bad, 0);
@@ -516,7 +516,11 @@ TEST(test_lane_exchange_refused) {
       {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 4, 1, "may differ between the lanes"},
       {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 5, 0, "thread-dependent 'if'"},
       {"    X[t] = shfl_xor(X[t], 32)\n", 32, 3, 1, "lane mask in 0..31"},
-      {"    X[t] = shfl_xor(X[t], t)\n", 32, 3, 1, "the lane mask"},
+      {"    X[t] = shfl_xor(X[t], t)\n", 32, 3, 1, "the same in every lane"},
+      {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 4, 1,
+       "lane mask in 0..31, not 32"},
+      {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 5, 0,
+       "lane mask in 0..31, not 32"},
       {"    X[t] = shfl_xor(X[t], 1)\n", 48, 3, 1, "whole warps"},
       {"    X[t] = shfl_xor(3, 1)\n", 32, 3, 1, "exchanges data"},
   };

@@ -1126,6 +1126,19 @@ static value *reduce(lw *L, const ag_tile_node *n, const ag__builtin *bi) {
   return vdata(L, dt, store_of(L, dt, r));
 }
 
+/* Each value of a lane mask over the enclosing loops' values must be in 0..31. */
+typedef struct lanemask {
+  const ag_expr *e;
+  int64_t v;
+  int bad;
+} lanemask;
+static int lanemask_fn(lw *L, void *ud) {
+  lanemask *c = ud;
+  if (ag_expr_eval(c->e, env_cb, L, &c->v) || c->v < 0 || c->v > 31)
+    c->bad = 1;
+  return c->bad;
+}
+
 /* A warp exchange (AG__BI_LANE, tile_builtin.h): the data in its storage
  * type (bf16 and f16 as their bits), moved by a full-mask shfl.sync.bfly,
  * so every lane of the warp must reach it: refused under an 'if' that may
@@ -1149,11 +1162,23 @@ static value *lane_xchg(lw *L, const ag_tile_node *n, const ag__builtin *bi) {
   if (ag__dt_size(dt) > 8)
     fail(L, n->list.v[0], "%s() needs a scalar element (8 bytes at most), not %s", bi->name,
          ag__dt_name(dt));
-  int64_t m = as_const(L, n->list.v[1], ev(L, n->list.v[1]), "the lane mask");
-  if (m < 0 || m > 31)
-    fail(L, n->list.v[1], "%s() needs a lane mask in 0..31, not %lld", bi->name, (long long)m);
+  /* the mask: a constant, or loop variables only (the same in every lane), each value in 0..31 */
+  const ag_expr *mx = as_int(L, n->list.v[1], ev(L, n->list.v[1]), "the lane mask");
+  if (!is_static(L, mx))
+    fail(L, n->list.v[1], "the lane mask of %s() must be the same in every lane: a constant or "
+                          "an expression of loop variables", bi->name);
+  lanemask lm = {mx, 0, 0};
+  int64_t budget = 1 << 16;
+  const char *syms[16];
+  int ns = 0;
+  loop_syms(L, mx, syms, &ns, 16);
+  if (enumerate(L, syms, ns, 0, lanemask_fn, &lm, &budget) || lm.bad)
+    fail(L, n->list.v[1], "%s() needs a lane mask in 0..31, not %lld", bi->name,
+         (long long)lm.v);
+  int64_t m;
+  const char *mtext = const_of(L, mx, &m) ? fmt(L, "%lld", (long long)m) : xtext(L, mx);
   const char *t = !ag__dt_is_float(dt) || is_half(dt) ? bi->cuda_int : cuda_of(bi, dt);
-  const char *a[2] = {data_text(L, n->list.v[0], x, dt), fmt(L, "%lld", (long long)m)};
+  const char *a[2] = {data_text(L, n->list.v[0], x, dt), mtext};
   const char *r = expand(L, t, a);
   return vdata(L, dt, ag__dt_size(dt) < 4 ? fmt(L, "(%s)%s", ag__dt_ctype(dt), r) : r);
 }
