@@ -9,6 +9,9 @@
  * through NVRTC in one module (skipped without NVRTC). A row this test has
  * no reference for fails it: a new builtin needs one here. The comparison
  * can fail: each builtin's result differs from another builtin's reference.
+ * The warp exchange (shfl_xor) also: on integer data of every width in two
+ * warps, its tags in the checker, and what is refused where (a split warp,
+ * a mask out of range or not the same in every lane, a partial warp).
  */
 #include "argus/tile_check.h"
 #include "argus/tile_lower.h"
@@ -505,6 +508,41 @@ TEST(test_lane_exchange_data) {
   }
 }
 
+/* Tags: another lane's value is top (its tag named the other thread), so
+ * '!= top' on it is violated, with the reason; a constant's stays bottom; the
+ * lane's own load keeps its tag. A mask of loop variables (1 << k) checks. */
+TEST(test_lane_exchange_tags) {
+  const char *text = "@threads(32)\ndef k(X: Tensor(32, f32), Z: Tensor(32, f32)):\n"
+                     "    T_X = X[i] -> (i,)\n    t = threadIdx.x\n    r = make_local((3,), f32)\n"
+                     "    r[0] = X[t]\n    assert tag(r[0]) == (t,)\n    for k in range(2):\n"
+                     "        r[1] = shfl_xor(X[t], 1 << k)\n        assert tag(r[1]) != top\n"
+                     "    r[2] = shfl_xor(cvt(3, f32), 1)\n    assert tag(r[2]) == bot\n"
+                     "    Z[t] = r[1] + r[2]\n";
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  ag_tile_report *r = NULL;
+  CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
+  CHECK_EQ_INT(ag_tile_check(p, NULL, &d, &r), 0);
+  int seen = 0;
+  for (int i = 0; r && i < r->nasserts; i++) {
+    const ag_tile_assert_result *a = &r->asserts[i];
+    if (a->bounds || a->race)
+      continue;
+    seen++;
+    CHECK_EQ_INT(a->status, a->line == 10 ? AG_TILE_VIOLATED : AG_TILE_PROVED);
+  }
+  CHECK_EQ_INT(seen, 3);
+  ag_str s = AG_STR_INIT;
+  if (r)
+    ag_tile_report_text(r, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "a value from another lane (shfl_xor)");
+  ag_str_release(&s);
+  ag_tile_report_free(r);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+}
+
 /* What cannot exchange is refused, by the checker at the call and by the
  * lowering (which `argus run --unchecked` reaches without the checker). */
 TEST(test_lane_exchange_refused) {
@@ -678,5 +716,6 @@ TEST(test_builtins_compile) {
 
 RUN_TESTS(T(test_every_builtin_checks_lowers_and_interprets), T(test_integer_folds),
           T(test_integer_data), T(test_lane_exchange_data), T(test_lane_exchange_refused),
+          T(test_lane_exchange_tags),
           T(test_float_to_int), T(test_c_names),
           T(test_builtins_compile))
