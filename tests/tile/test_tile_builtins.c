@@ -324,6 +324,8 @@ TEST(test_every_builtin_checks_lowers_and_interprets) {
                 b->name);
       CHECK(cu != NULL);
       CHECK_CONTAINS(sec, cu ? cu : "");
+      if (b->kind == AG__BI_LANE) /* the mask, as written */
+        CHECK_CONTAINS(sec, ", 5)");
       free(sec);
       void *t[3] = {calloc(NT, (size_t)sz), calloc(NT, (size_t)sz), calloc(NT, (size_t)sz)};
       for (int e = 0; e < NT; e++) {
@@ -548,19 +550,20 @@ TEST(test_lane_exchange_tags) {
 TEST(test_lane_exchange_refused) {
   static const struct {
     const char *body; /* after t = threadIdx.x, in a kernel of `threads` threads */
-    int threads, checker_line, lower_refuses;
+    int threads, line, lower_refuses; /* the call's line; 1: the lowering's case, else the checker's */
     const char *msg;
   } cases[] = {
-      {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 4, 1, "may differ between the lanes"},
+      {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 5, 1, "may differ between the lanes"},
       {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 5, 0, "thread-dependent 'if'"},
-      {"    X[t] = shfl_xor(X[t], 32)\n", 32, 3, 1, "lane mask in 0..31"},
-      {"    X[t] = shfl_xor(X[t], t)\n", 32, 3, 1, "the same in every lane"},
-      {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 4, 1,
+      {"    X[t] = shfl_xor(X[t], 32)\n", 32, 4, 1, "lane mask in 0..31"},
+      {"    X[t] = shfl_xor(X[t], t)\n", 32, 4, 1, "the same in every lane"},
+      {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 5, 1,
        "lane mask in 0..31, not 32"},
       {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 5, 0,
        "lane mask in 0..31, not 32"},
-      {"    X[t] = shfl_xor(X[t], 1)\n", 48, 3, 1, "whole warps"},
-      {"    X[t] = shfl_xor(3, 1)\n", 32, 3, 1, "exchanges data"},
+      {"    X[t] = shfl_xor(X[t], 1)\n", 48, 4, 1, "whole warps"},
+      {"    X[t] = shfl_xor(X[t], 1)\n", 48, 4, 0, "whole warps"},
+      {"    X[t] = shfl_xor(3, 1)\n", 32, 4, 1, "exchanges data"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char text[512];
@@ -576,8 +579,10 @@ TEST(test_lane_exchange_refused) {
       memset(&o, 0, sizeof o);
       CHECK(ag_tile_lower(p, &o, &d, &l) != 0);
       CHECK(d.items.n > 0);
-      if (d.items.n)
+      if (d.items.n) {
         CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+        CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
+      }
       ag_tile_lowered_free(l);
     } else {
       ag_tile_report *r = NULL;
@@ -585,7 +590,7 @@ TEST(test_lane_exchange_refused) {
       CHECK(d.items.n > 0);
       if (d.items.n) {
         CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
-        CHECK_EQ_INT(d.items.v[0].line, cases[i].checker_line);
+        CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
       }
       ag_tile_report_free(r);
     }
