@@ -181,6 +181,13 @@ static ag_tile_program *checked(const char *text) {
   ag_diags_release(&d);
   return p;
 }
+/* Parses text ("t.tile") into *p and checks it into *r; the first nonzero code. */
+static int parse_check(const char *text, ag_diags *d, ag_tile_program **p, ag_tile_report **r) {
+  *p = NULL;
+  *r = NULL;
+  int rc = ag_tile_parse(text, strlen(text), "t.tile", d, p);
+  return rc ? rc : ag_tile_check(*p, NULL, d, r);
+}
 static ag_tile_lowered *lowered(const ag_tile_program *p) {
   ag_diags d;
   ag_diags_init(&d);
@@ -435,10 +442,10 @@ TEST(test_integer_data) {
                  b->kind == AG__BI_LANE ? ", 3" : b->arity == 2 ? ", J[t]" : "");
       ag_diags d;
       ag_diags_init(&d);
-      ag_tile_program *p = NULL;
-      ag_tile_report *r = NULL;
-      CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
-      int rc = ag_tile_check(p, NULL, &d, &r);
+      ag_tile_program *p;
+      ag_tile_report *r;
+      int rc = parse_check(text, &d, &p, &r);
+      CHECK(p != NULL);
       if (b->int_data) {
         CHECK_EQ_INT(rc, 0);
         CHECK(r && ag_tile_report_ok(r));
@@ -522,10 +529,9 @@ TEST(test_lane_exchange_tags) {
                      "    Z[t] = r[1] + r[2]\n";
   ag_diags d;
   ag_diags_init(&d);
-  ag_tile_program *p = NULL;
-  ag_tile_report *r = NULL;
-  CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
-  CHECK_EQ_INT(ag_tile_check(p, NULL, &d, &r), 0);
+  ag_tile_program *p;
+  ag_tile_report *r;
+  CHECK_EQ_INT(parse_check(text, &d, &p, &r), 0);
   int seen = 0;
   for (int i = 0; r && i < r->nasserts; i++) {
     const ag_tile_assert_result *a = &r->asserts[i];
