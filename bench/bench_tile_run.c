@@ -5,12 +5,16 @@
  *   gemm.tile (mma.sync, as written) vs cuBLAS bf16 -> f32 at 4096^3 and
  *   8192^3: TFLOP/s and the ratio, each result checked against cuBLAS;
  *   attention.tile vs torch's SDPA backends (bench/explore/sdpa_bench.py)
- *   at head dim 64 and 128 (d=128: the program at --set d=128);
+ *   at head dim 64 and 128 (d=128: the program at --set d=128), on the same
+ *   inputs (the kernel's Q, K, V, written to a temporary directory), and its
+ *   O compared with SDPA's in f32 element by element (the tolerance of
+ *   tests/tile/attention_ref.h);
  *   lowering + NVRTC time per example, cold (an empty cache) and cached.
  *
  * Timing is ag_tile_run_exec's: warm-up, a memset of twice the L2 before
  * each sample, CUDA events, the median of the samples. Goals: the kernels
- * match cuBLAS, and a cached build takes under 0.5 s. Without a GPU: the
+ * match cuBLAS, attention.tile matches SDPA at d = 64 and 128, and a
+ * cached build takes under 0.5 s. Without a GPU: the
  * build figures only, then exit 77.
  * Usage: bench_tile_run [SAMPLES]
  */
@@ -37,6 +41,17 @@ static int run(const char *file, const char *spec, const ag_tile_exec_opts *o,
   if (rc)
     printf("%s %s: %s: %s\n", file, spec, ag_strerror(rc), r->err);
   return rc;
+}
+
+/* dir/name gets n bytes of p; 0 or -1. */
+static int write_file(const char *dir, const char *name, const void *p, size_t n) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return -1;
+  size_t w = fwrite(p, 1, n, f);
+  return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
 int main(int argc, char **argv) {
@@ -116,6 +131,8 @@ int main(int argc, char **argv) {
   printf("\nattention (non-causal, bf16, sq = skv = %d, %d query heads on %d kv heads, batch 1; "
          "FLOPs = 4 sq skv d hq):\n", SQ, HQ, HKV);
   double tile_ms[2] = {0, 0}; /* d = 64, 128 */
+  char io[] = "/tmp/argus-bench-sdpa-XXXXXX"; /* the kernel's Q, K, V and O, for SDPA */
+  int have_io = mkdtemp(io) != NULL;
   for (int di = 0; di < 2; di++) {
     int d = di ? 128 : 64;
     char spec[128];
@@ -123,6 +140,7 @@ int main(int argc, char **argv) {
     memset(&o, 0, sizeof o);
     o.bench = 1;
     o.samples = samples;
+    o.keep_tensors = 1;
     o.flops = 4ull * SQ * SKV * (unsigned long long)d * HQ;
     ag_tile_exec_result r;
     if (run("examples/tile/attention.tile", spec, &o, &r, NULL, NULL) == 0) {
@@ -132,6 +150,17 @@ int main(int argc, char **argv) {
              d, r.kernel.median_ms, r.kernel.p10_ms, r.kernel.p90_ms, r.kernel.tflops, r.sm_mhz);
       printf("@json {\"bench\":\"tile_attention\",\"d\":%d,\"tile_ms\":%.5f}\n", d,
              r.kernel.median_ms);
+      /* Q, K, V, O: (sq, hq, d), (skv, hkv, d), (skv, hkv, d), (sq, hq, d) bf16 */
+      size_t qb = (size_t)SQ * HQ * d * 2, kb = (size_t)SKV * HKV * d * 2;
+      const size_t bytes[4] = {qb, kb, kb, qb};
+      static const char *const nm[4] = {"q", "k", "v", "o"};
+      for (int t = 0; have_io && t < 4; t++) {
+        char f[32];
+        snprintf(f, sizeof f, "d%d.%s", d, nm[t]);
+        if (!r.tensors || r.ntensors < 4 || write_file(io, f, r.tensors[t], bytes[t]))
+          printf("  attention.tile d=%d: cannot write %s/%s for SDPA\n", d, io, f);
+      }
+      ag_tile_exec_result_release(&r);
     } else {
       ok = 0;
     }
@@ -143,21 +172,44 @@ int main(int argc, char **argv) {
   snprintf(a[3], 16, "%d", HKV);
   snprintf(a[4], 16, "%d", samples);
   const char *argv2[] = {"python3", src("bench/explore/sdpa_bench.py"), a[0], a[1], a[2], a[3],
-                         a[4], "64", "128", NULL};
+                         a[4], "64", "128", "--inputs", io, NULL};
   ag_str out = AG_STR_INIT;
   ag_proc_opts po = {.argv = argv2, .capture_out = &out, .capture_err = &out, .timeout_s = 300};
   ag_proc_result pr;
   if (ag_proc_run(&po, &pr))
     printf("  sdpa: not measured (no python3)\n");
+  int compared[2] = {0, 0};
   for (char *save = NULL, *l = strtok_r(out.len ? out.p : NULL, "\n", &save); l;
        l = strtok_r(NULL, "\n", &save)) {
     printf("  %s\n", l);
     double ms = 0;
-    const char *m = strstr(l, "median_ms=");
+    unsigned long long off = 0;
+    const char *m = strstr(l, "median_ms="), *c = strstr(l, "elements_off=");
     int di = strstr(l, "d=64 ") ? 0 : strstr(l, "d=128 ") ? 1 : -1;
     if (di >= 0 && tile_ms[di] > 0 && m && sscanf(m, "median_ms=%lf", &ms) == 1)
       printf("    ratio attention.tile / this backend: %.3f\n", ms / tile_ms[di]);
+    if (di >= 0 && !strncmp(l, "sdpa check ", 11) && c &&
+        sscanf(c, "elements_off=%llu", &off) == 1) {
+      char g[96];
+      snprintf(g, sizeof g, "attention.tile d=%d matches SDPA (elements off)", di ? 128 : 64);
+      ok &= bench_goal(g, (double)off, 0, 0, "elements");
+      compared[di] = 1;
+    }
   }
+  for (int di = 0; di < 2; di++)
+    if (tile_ms[di] > 0 && !compared[di]) {
+      printf("attention.tile d=%d: not compared with SDPA (no 'sdpa check' line above)\n",
+             di ? 128 : 64);
+      ok = 0;
+    }
+  for (int di = 0; have_io && di < 2; di++)
+    for (int t = 0; t < 4; t++) {
+      char f[1200];
+      snprintf(f, sizeof f, "%s/d%d.%c", io, di ? 128 : 64, "qkvo"[t]);
+      unlink(f);
+    }
+  if (have_io)
+    rmdir(io);
   ag_str_release(&out);
   return ok ? 0 : 1;
 }

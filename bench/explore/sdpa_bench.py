@@ -6,11 +6,20 @@ bench/RESULTS.md. One line per (head dim, backend):
 
   sdpa d=64 backend=cudnn median_ms=0.91 min_ms=0.90 max_ms=0.95 tflops=301.2 gqa=native
 
-Usage: sdpa_bench.py SQ SKV HQ HKV SAMPLES [D ...]. Non-causal, batch 1, bf16;
-FLOPs = 4 * sq * skv * d * hq (the two products). GQA runs natively
-(enable_gqa) where the backend takes it, else with K and V repeated to hq
-heads (the line says which).
+Usage: sdpa_bench.py SQ SKV HQ HKV SAMPLES [D ...] [--inputs DIR]. Non-causal,
+batch 1, bf16; FLOPs = 4 * sq * skv * d * hq (the two products). GQA runs
+natively (enable_gqa) where the backend takes it, else with K and V repeated
+to hq heads (the line says which).
+
+--inputs DIR: DIR/d<D>.q, .k, .v and .o are attention.tile's Q (sq, hq, d),
+K and V (skv, hkv, d) and its output O (sq, hq, d), bf16, as bench_tile_run
+writes them. The backends then run on those inputs, and O is compared with
+SDPA in f32 on them, element by element, within attention_ref.h's tolerance
+(|O - ref| <= 4e-3 |ref| + 4e-3 max|V of the kv head|), in one line:
+
+  sdpa check d=64 reference=sdpa-f32 elements_off=0 of=8388608 max_abs_err=0.0012
 """
+import os
 import sys
 
 try:
@@ -42,9 +51,38 @@ def timed(fn, samples, warm=5):
     return med, ts[0], ts[-1]
 
 
+def load(path, shape):
+    """A bf16 tensor of this shape from raw bytes, on the GPU; None when absent."""
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        raw = bytearray(f.read())
+    return torch.frombuffer(raw, dtype=torch.bfloat16).reshape(shape).cuda()
+
+
+def check(o_tile, q, k, v, hq, hkv, d):
+    """attention.tile's O against SDPA in f32 on the same inputs."""
+    g = hq // hkv
+    ref = F.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(g, dim=1),
+                                         v.float().repeat_interleave(g, dim=1))
+    vmax = v.float().abs().amax(dim=(0, 2, 3)).repeat_interleave(g)  # per query head
+    got = o_tile.float()
+    err = (got - ref).abs()
+    tol = 4e-3 * ref.abs() + 4e-3 * vmax.view(1, hq, 1, 1)
+    off = int((~(err <= tol)).sum().item())
+    print(f"sdpa check d={d} reference=sdpa-f32 elements_off={off} of={err.numel()} "
+          f"max_abs_err={err.max().item():.4g}")
+
+
 def main():
-    sq, skv, hq, hkv, samples = (int(a) for a in sys.argv[1:6])
-    dims = [int(a) for a in sys.argv[6:]] or [64, 128]
+    args = sys.argv[1:]
+    inputs = None
+    if "--inputs" in args:
+        i = args.index("--inputs")
+        inputs = args[i + 1]
+        del args[i:i + 2]
+    sq, skv, hq, hkv, samples = (int(a) for a in args[0:5])
+    dims = [int(a) for a in args[5:]] or [64, 128]
     torch.manual_seed(0)
     backends = [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
                 ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
@@ -52,6 +90,16 @@ def main():
         q = (torch.rand(1, hq, sq, d, device="cuda") - 0.5).to(torch.bfloat16)
         k = (torch.rand(1, hkv, skv, d, device="cuda") - 0.5).to(torch.bfloat16)
         v = (torch.rand(1, hkv, skv, d, device="cuda") - 0.5).to(torch.bfloat16)
+        if inputs:  # the kernel's own inputs: (s, h, d) rows, as (1, h, s, d) views
+            t = [load(os.path.join(inputs, f"d{d}.{n}"), shp) for n, shp in
+                 (("q", (sq, hq, d)), ("k", (skv, hkv, d)), ("v", (skv, hkv, d)),
+                  ("o", (sq, hq, d)))]
+            if any(x is None for x in t):
+                print(f"sdpa check d={d}: no inputs in {inputs}")
+            else:
+                q, k, v, o_tile = (x.permute(1, 0, 2).unsqueeze(0).contiguous() for x in t)
+                check(o_tile, q, k, v, hq, hkv, d)
+            sys.stdout.flush()
         kx = k.repeat_interleave(hq // hkv, dim=1)
         vx = v.repeat_interleave(hq // hkv, dim=1)
         flops = 4.0 * sq * skv * d * hq

@@ -1,6 +1,6 @@
 /*
  * tile_builtin.h — the tile DSL's data types and its builtin functions on
- * data (exp2, sqrt, max, reduce_sum, ...), one table each, shared by the
+ * data (exp2, sqrt, max, reduce_sum, shfl_xor, ...), one table each, shared by the
  * checker (src/tile/check), the lowering (src/tile/lower) and the value
  * interpreter (src/tile/run), so the three cannot drift apart: adding a
  * builtin is one row of ag__builtins (src/tile/front/builtin.c), and
@@ -39,12 +39,17 @@ const char *ag__dt_ctype(ag__dt t);
 typedef enum {
   AG__BI_MAP,    /* element-wise on scalar data: the result has the operands' type */
   AG__BI_REDUCE, /* over a register tile, in its layout's index order: the element type */
+  AG__BI_LANE,   /* a warp exchange: operand 0 is scalar data, operand 1 a compile-time lane
+                  * mask in 0..31; lane l gets operand 0 of lane l ^ mask, bit for bit. Every
+                  * lane of the warp takes part (a full-mask shfl.sync.bfly): refused under a
+                  * branch that may split a warp, and in a block that is not whole warps. */
 } ag__bikind;
 
 typedef struct ag__builtin {
   const char *name; /* the DSL name */
   ag__bikind kind;
-  int arity;        /* MAP: data operands of one type (constants take it); REDUCE: 1 tile */
+  int arity;        /* MAP: data operands of one type (constants take it); REDUCE: 1 tile;
+                     * LANE: 2 (the data, the lane mask) */
   const char *step; /* REDUCE: the MAP row that combines two elements; NULL: addition */
   /* Operand kinds. Floating-point data always (bf16 and f16 computed in f32 and rounded to
    * the type after each operation, as the lowering does); integer data when int_data (C's
@@ -55,7 +60,7 @@ typedef struct ag__builtin {
   float (*f32)(float x, float y);    /* the scalar operation (y unused when unary) */
   double (*f64)(double x, double y);
   /* CUDA C of the lowering: f32 (bf16, f16 and f32, in f32), f64, integers (NULL when not
-   * int_data); $0 and $1 stand for the operands' C expressions. */
+   * int_data); $0 and $1 stand for the operands' C expressions (LANE: $1 is the mask). */
   const char *cuda_f32, *cuda_f64, *cuda_int;
 } ag__builtin;
 

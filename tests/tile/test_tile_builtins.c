@@ -9,6 +9,9 @@
  * through NVRTC in one module (skipped without NVRTC). A row this test has
  * no reference for fails it: a new builtin needs one here. The comparison
  * can fail: each builtin's result differs from another builtin's reference.
+ * The warp exchange (shfl_xor) also: on integer data of every width in two
+ * warps, its tags in the checker, and what is refused where (a split warp,
+ * a mask out of range or not the same in every lane, a partial warp).
  */
 #include "argus/tile_check.h"
 #include "argus/tile_lower.h"
@@ -74,6 +77,7 @@ static const char *cuda_want(const char *name, ag__dt dt) {
       {"abs", "fabsf(", "fabs("},           {"max", "fmaxf(", "fmax("},
       {"min", "fminf(", "fmin("},           {"reduce_max", "fmaxf(", "fmax("},
       {"reduce_min", "fminf(", "fmin("},    {"reduce_sum", " + ", " + "},
+      {"shfl_xor", "__shfl_xor_sync(0xffffffffu, ", "__shfl_xor_sync(0xffffffffu, "},
   };
   for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
     if (!strcmp(w[i][0], name))
@@ -102,7 +106,12 @@ static void reduce_in(int t, double *r) {
 
 /* The expected element of thread t for kernel (row b, type dt); *known = 0
  * when this test has no reference for the row. */
+#define LANE_MASK 5 /* the lane mask of the warp-exchange kernels */
 static double expected(const ag__builtin *b, ag__dt dt, int t, int *known) {
+  if (b->kind == AG__BI_LANE) { /* another lane's input, bit for bit */
+    *known = !strcmp(b->name, "shfl_xor");
+    return round_to(dt, in_x(t ^ LANE_MASK));
+  }
   if (b->kind == AG__BI_REDUCE) {
     double r[4];
     reduce_in(t, r);
@@ -123,6 +132,8 @@ static void kernel_text(ag_str *out, const ag__builtin *b, ag__dt dt, char *name
                        "    r[2] = X[(t + 1) %% %d]\n    r[3] = Y[(t + 3) %% %d]\n"
                        "    Z[t] = %s(r)\n",
                   tn, NT, NT, b->name);
+  else if (b->kind == AG__BI_LANE)
+    ag_str_printf(out, "    Z[t] = %s(X[t], %d)\n", b->name, LANE_MASK);
   else if (b->arity == 1)
     ag_str_printf(out, "    Z[t] = %s(X[t])\n", b->name);
   else
@@ -169,6 +180,13 @@ static ag_tile_program *checked(const char *text) {
   ag_tile_report_free(r);
   ag_diags_release(&d);
   return p;
+}
+/* Parses text ("t.tile") into *p and checks it into *r; the first nonzero code. */
+static int parse_check(const char *text, ag_diags *d, ag_tile_program **p, ag_tile_report **r) {
+  *p = NULL;
+  *r = NULL;
+  int rc = ag_tile_parse(text, strlen(text), "t.tile", d, p);
+  return rc ? rc : ag_tile_check(*p, NULL, d, r);
 }
 static ag_tile_lowered *lowered(const ag_tile_program *p) {
   ag_diags d;
@@ -313,6 +331,8 @@ TEST(test_every_builtin_checks_lowers_and_interprets) {
                 b->name);
       CHECK(cu != NULL);
       CHECK_CONTAINS(sec, cu ? cu : "");
+      if (b->kind == AG__BI_LANE) /* the mask, as written */
+        CHECK_CONTAINS(sec, ", 5)");
       free(sec);
       void *t[3] = {calloc(NT, (size_t)sz), calloc(NT, (size_t)sz), calloc(NT, (size_t)sz)};
       for (int e = 0; e < NT; e++) {
@@ -418,20 +438,22 @@ TEST(test_integer_data) {
         snprintf(text, sizeof text,
                  "@threads(32)\ndef k(I: Tensor(32, %s), J: Tensor(32, %s)):\n"
                  "    t = threadIdx.x\n    I[t] = %s(I[t]%s)\n",
-                 tn, tn, b->name, b->arity == 2 ? ", J[t]" : "");
+                 tn, tn, b->name,
+                 b->kind == AG__BI_LANE ? ", 3" : b->arity == 2 ? ", J[t]" : "");
       ag_diags d;
       ag_diags_init(&d);
-      ag_tile_program *p = NULL;
-      ag_tile_report *r = NULL;
-      CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
-      int rc = ag_tile_check(p, NULL, &d, &r);
+      ag_tile_program *p;
+      ag_tile_report *r;
+      int rc = parse_check(text, &d, &p, &r);
+      CHECK(p != NULL);
       if (b->int_data) {
         CHECK_EQ_INT(rc, 0);
         CHECK(r && ag_tile_report_ok(r));
         ag_tile_lowered *l = rc ? NULL : lowered(p);
         CHECK(l != NULL);
         if (l && b->cuda_int)
-          CHECK_CONTAINS(l->cuda, b->cuda_int[0] == '(' ? " ? " : "");
+          CHECK_CONTAINS(l->cuda, b->kind == AG__BI_LANE ? "__shfl_xor_sync(0xffffffffu, "
+                                  : b->cuda_int[0] == '(' ? " ? " : "");
         ag_tile_lowered_free(l);
       } else {
         CHECK(rc != 0);
@@ -445,6 +467,141 @@ TEST(test_integer_data) {
       ag_tile_program_free(p);
       ag_diags_release(&d);
     }
+  }
+}
+
+/* The warp exchange on integer data of 1, 2, 4 and 8 bytes, in a block of
+ * two warps: lane l of warp w gets lane l ^ m of the same warp, bit for bit
+ * (the interpreter against the index arithmetic here), in a loop too. */
+TEST(test_lane_exchange_data) {
+  static const ag__dt dts[] = {DT_I8, DT_U16, DT_U32, DT_I64};
+  for (size_t j = 0; j < sizeof dts / sizeof dts[0]; j++) {
+    const char *tn = ag__dt_name(dts[j]);
+    int sz = ag__dt_size(dts[j]);
+    char text[512];
+    snprintf(text, sizeof text,
+             "@threads(64)\ndef k(I: Tensor(64, %s), J: Tensor(64, %s)):\n"
+             "    t = threadIdx.x\n    v = I[t]\n    for s in range(3):\n"
+             "        v = shfl_xor(v, 6 + 7 * (s %% 2))\n    J[t] = shfl_xor(v, 9)\n",
+             tn, tn);
+    ag_tile_program *p = checked(text);
+    CHECK(p != NULL);
+    ag_tile_lowered *l = p ? lowered(p) : NULL;
+    CHECK(l != NULL);
+    if (!l) {
+      ag_tile_program_free(p);
+      continue;
+    }
+    unsigned char *in = calloc(64, (size_t)sz), *out = calloc(64, (size_t)sz);
+    for (int e = 0; e < 64; e++)
+      for (int b = 0; b < sz; b++)
+        in[e * sz + b] = (unsigned char)(e * 37 + b * 11 + 1);
+    void *t[2] = {in, out};
+    char err[512] = "";
+    int rc = interpret(p, l, "k", t, err, sizeof err);
+    if (rc)
+      fprintf(stderr, "%s: %s\n", tn, err);
+    CHECK_EQ_INT(rc, 0);
+    int bad = 0;
+    for (int e = 0; !rc && e < 64; e++) {
+      int from = (e & ~31) | ((e & 31) ^ 6 ^ 13 ^ 6 ^ 9); /* the exchanges compose */
+      bad += memcmp(out + e * sz, in + from * sz, (size_t)sz) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    /* the comparison can fail: without the exchange J would be I */
+    CHECK(memcmp(out, in, (size_t)sz) != 0);
+    free(in);
+    free(out);
+    ag_tile_lowered_free(l);
+    ag_tile_program_free(p);
+  }
+}
+
+/* Tags: another lane's value is top (its tag named the other thread), so
+ * '!= top' on it is violated, with the reason; a constant's stays bottom; the
+ * lane's own load keeps its tag. A mask of loop variables (1 << k) checks. */
+TEST(test_lane_exchange_tags) {
+  const char *text = "@threads(32)\ndef k(X: Tensor(32, f32), Z: Tensor(32, f32)):\n"
+                     "    T_X = X[i] -> (i,)\n    t = threadIdx.x\n    r = make_local((3,), f32)\n"
+                     "    r[0] = X[t]\n    assert tag(r[0]) == (t,)\n    for k in range(2):\n"
+                     "        r[1] = shfl_xor(X[t], 1 << k)\n        assert tag(r[1]) != top\n"
+                     "    r[2] = shfl_xor(cvt(3, f32), 1)\n    assert tag(r[2]) == bot\n"
+                     "    Z[t] = r[1] + r[2]\n";
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p;
+  ag_tile_report *r;
+  CHECK_EQ_INT(parse_check(text, &d, &p, &r), 0);
+  int seen = 0;
+  for (int i = 0; r && i < r->nasserts; i++) {
+    const ag_tile_assert_result *a = &r->asserts[i];
+    if (a->bounds || a->race)
+      continue;
+    seen++;
+    CHECK_EQ_INT(a->status, a->line == 10 ? AG_TILE_VIOLATED : AG_TILE_PROVED);
+  }
+  CHECK_EQ_INT(seen, 3);
+  ag_str s = AG_STR_INIT;
+  if (r)
+    ag_tile_report_text(r, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), "a value from another lane (shfl_xor)");
+  ag_str_release(&s);
+  ag_tile_report_free(r);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+}
+
+/* What cannot exchange is refused, by the checker at the call and by the
+ * lowering (which `argus run --unchecked` reaches without the checker). */
+TEST(test_lane_exchange_refused) {
+  static const struct {
+    const char *body; /* after t = threadIdx.x, in a kernel of `threads` threads */
+    int threads, line, lower_refuses; /* the call's line; 1: the lowering's case, else the checker's */
+    const char *msg;
+  } cases[] = {
+      {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 5, 1, "may differ between the lanes"},
+      {"    if t < 5:\n        X[t] = shfl_xor(X[t], 1)\n", 32, 5, 0, "thread-dependent 'if'"},
+      {"    X[t] = shfl_xor(X[t], 32)\n", 32, 4, 1, "lane mask in 0..31"},
+      {"    X[t] = shfl_xor(X[t], t)\n", 32, 4, 1, "the same in every lane"},
+      {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 5, 1,
+       "lane mask in 0..31, not 32"},
+      {"    for s in range(2):\n        X[t] = shfl_xor(X[t], 31 + s)\n", 32, 5, 0,
+       "lane mask in 0..31, not 32"},
+      {"    X[t] = shfl_xor(X[t], 1)\n", 48, 4, 1, "whole warps"},
+      {"    X[t] = shfl_xor(X[t], 1)\n", 48, 4, 0, "whole warps"},
+      {"    X[t] = shfl_xor(3, 1)\n", 32, 4, 1, "exchanges data"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "@threads(%d)\ndef k(X: Tensor(64, f32)):\n    t = threadIdx.x\n%s",
+             cases[i].threads, cases[i].body);
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_tile_program *p = NULL;
+    CHECK_EQ_INT(ag_tile_parse(text, strlen(text), "t.tile", &d, &p), 0);
+    if (cases[i].lower_refuses) {
+      ag_tile_lowered *l = NULL;
+      ag_tile_lower_opts o;
+      memset(&o, 0, sizeof o);
+      CHECK(ag_tile_lower(p, &o, &d, &l) != 0);
+      CHECK(d.items.n > 0);
+      if (d.items.n) {
+        CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+        CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
+      }
+      ag_tile_lowered_free(l);
+    } else {
+      ag_tile_report *r = NULL;
+      CHECK(ag_tile_check(p, NULL, &d, &r) != 0);
+      CHECK(d.items.n > 0);
+      if (d.items.n) {
+        CHECK_CONTAINS(d.items.v[0].msg, cases[i].msg);
+        CHECK_EQ_INT(d.items.v[0].line, cases[i].line);
+      }
+      ag_tile_report_free(r);
+    }
+    ag_tile_program_free(p);
+    ag_diags_release(&d);
   }
 }
 
@@ -556,6 +713,9 @@ TEST(test_builtins_compile) {
       snprintf(entry, sizeof entry, ".entry %s(", l->kernels[i].name);
       CHECK_CONTAINS(ag_str_cstr(&s), entry);
     }
+    /* the warp exchange is a full-mask butterfly shuffle in the PTX */
+    if (!rc)
+      CHECK_CONTAINS(ag_str_cstr(&s), "shfl.sync.bfly.b32");
     printf("  %d kernels through NVRTC\n", l->nkernels);
   }
   ag_tile_lowered_free(l);
@@ -566,5 +726,7 @@ TEST(test_builtins_compile) {
 }
 
 RUN_TESTS(T(test_every_builtin_checks_lowers_and_interprets), T(test_integer_folds),
-          T(test_integer_data), T(test_float_to_int), T(test_c_names),
+          T(test_integer_data), T(test_lane_exchange_data), T(test_lane_exchange_refused),
+          T(test_lane_exchange_tags),
+          T(test_float_to_int), T(test_c_names),
           T(test_builtins_compile))

@@ -2,8 +2,8 @@
  * test_tile_interp.c — the value reference (src/tile/run/interp.c) on the
  * CPU: gemm.tile against C = A B^T in double, a naive GEMM written in the
  * DSL and the same with a planted bug (which must mismatch, at row 5),
- * attention.tile against a hand-written reference of what its threads
- * compute (attention_ref.h, the same one the GPU kernel is compared with),
+ * attention.tile against true attention in double (attention_ref.h, the
+ * same reference the GPU kernel is compared with), at head dims 64 and 128,
  * an intrinsic's registers in the operand's byte order, and the errors for
  * what it does not model and for an access out of bounds.
  */
@@ -148,24 +148,40 @@ TEST(test_planted_bug) {
   release(&g);
 }
 
-/* head dim 128 (--set d=128): the value reference against the same hand-written reference */
-TEST(test_attention_d128) {
+/* attention.tile is true attention: the value reference (what the program
+ * computes, lane by lane, with its shfl_xor row max and row sum and its
+ * rescaled accumulator) against softmax(Q K^T / sqrt(d)) V in double, at
+ * head dims 64 and 128, over 4 kv tiles (the running max grows between
+ * tiles and the accumulator is rescaled), with 2 kv heads (gqa 4) and
+ * inputs in [-2, 2) (scores spread enough that the softmax is far from
+ * flat). The comparison can fail: a result off by 1 in one element, or
+ * every element 3 % off (a row sum that misses a term), is caught. */
+static void attention_true(int d) {
   prog g;
-  char err[512];
-  CHECK_EQ_INT(setup(&g, ex("attention.tile"), NULL, "sq=64,hq=4,hkv=1,d=128", 0.5f), 0);
+  char err[512], spec[96];
+  snprintf(spec, sizeof spec, "sq=64,hq=8,hkv=2,skv=128,d=%d", d);
+  CHECK_EQ_INT(setup(&g, ex("attention.tile"), NULL, spec, 2.0f), 0);
   CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
   if (err[0])
     printf("  %s\n", err);
   long bad = 0;
-  for (int h = 0; h < 4; h++)
-    bad += attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, h, 128);
+  for (int h = 0; h < 8; h++)
+    bad += attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 128, 0, h, d);
   CHECK_EQ_INT(bad, 0);
+  printf("  attention.tile d=%d (sq 64, 8 heads, skv 128): equals softmax(QK^T/sqrt(d))V\n", d);
   uint16_t *O = g.t[3];
-  /* dim 100 of head 1 */
-  O[(0 * 4 + 1) * 128 + 100] = f2bf(bf2f(O[(0 * 4 + 1) * 128 + 100]) + 1.0f);
-  CHECK(attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 4, 1, 64, 0, 1, 128) > 0);
+  long e1 = (0 * 8 + 5) * (long)d + d - 3; /* row 0, head 5, dim d - 3 */
+  float keep = bf2f(O[e1]);
+  O[e1] = f2bf(keep + 1.0f);
+  CHECK(attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 128, 0, 5, d) > 0);
+  O[e1] = f2bf(keep);
+  for (long e = 0; e < 64L * 8 * d; e++)
+    O[e] = f2bf(bf2f(O[e]) * 1.03f);
+  CHECK(attention_ref_d(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 128, 0, 2, d) > 0);
   release(&g);
 }
+TEST(test_attention_true_d64) { attention_true(64); }
+TEST(test_attention_d128) { attention_true(128); }
 
 TEST(test_attention_tile) {
   prog g;
@@ -342,7 +358,8 @@ TEST(test_errors) {
 
 RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_bug},
           {"test_attention_tile", test_attention_tile},
-          {"test_attention_d128", test_attention_d128}, {"test_cvt_rounding", test_cvt_rounding},
+          {"test_attention_d128", test_attention_d128},
+          {"test_attention_true_d64", test_attention_true_d64}, {"test_cvt_rounding", test_cvt_rounding},
           {"test_unary_minus", test_unary_minus},
           {"test_masked_names", test_masked_names},
           {"test_register_operands", test_register_operands},

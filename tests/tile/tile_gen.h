@@ -14,6 +14,9 @@
  *     a unary one on an argument in [0.5, 1.5] (abs(X[i]) + 0.5,
  *     min(abs(e), 1.0) + 0.5: in the domain of sqrt and rcp, small for exp),
  *     a binary one on two expressions;
+ *   - warp exchanges shfl_xor(x, m) (the table's lane row) of an expression,
+ *     with m in 1..31, except under an if on the thread (the checker refuses
+ *     a warp-wide operation there, even on a warp-role branch);
  *   - a register tile rl of 4 f32: fill(rl, e), rl[k] = e (k a constant or
  *     a loop variable mod 4) and every reduction of the table over it;
  *   - loops of 1..4 trips (their variable in indices and conditions);
@@ -45,6 +48,7 @@ typedef struct tgen {
   int depth;   /* nesting of loops and ifs */
   int loopv;   /* loop variables open (i0, i1, ...) */
   int in_cond; /* inside an if: no barrier */
+  int split;   /* inside an if on the thread: no warp exchange */
   int budget;  /* statements left */
 } tgen;
 
@@ -112,7 +116,9 @@ static void tg_call(tgen *g, int d) {
 
 /* An f32 data expression of bounded size and magnitude. */
 static void tg_expr(tgen *g, int d) {
-  int k = d <= 0 ? tg_pick(g, 2) : tg_pick(g, 11);
+  int k = d <= 0 ? tg_pick(g, 2) : tg_pick(g, 12);
+  if (k == 9 && g->split)
+    k = 10;
   switch (k) {
   case 0: ag_str_puts(g->out, tg_vars[tg_pick(g, 4)]); break;
   case 1: {
@@ -158,6 +164,11 @@ static void tg_expr(tgen *g, int d) {
     ag_str_printf(g->out, "(cvt(cvt(%s[", tg_pick(g, 2) ? "X" : "Y");
     tg_index(g);
     ag_str_puts(g->out, "] * 8.0, i32), f32) * 0.125)");
+    break;
+  case 9: /* another lane's value */
+    ag_str_printf(g->out, "%s(", tg_builtin(g, AG__BI_LANE)->name);
+    tg_expr(g, d - 1);
+    ag_str_printf(g->out, ", %d)", 1 + tg_pick(g, 31));
     break;
   default:
     tg_call(g, d);
@@ -252,9 +263,9 @@ static void tg_stmt(tgen *g) {
     ag_str_puts(g->out, "if ");
     tg_cond(g, &td);
     ag_str_puts(g->out, ":\n");
-    int was = g->in_cond;
+    int was = g->in_cond, split = g->split;
     g->in_cond = 1; /* the checker takes barriers under no run-time if (td or not) */
-    (void)td;
+    g->split |= td;
     g->depth++;
     tg_block(g, 1 + tg_pick(g, 2));
     g->depth--;
@@ -266,6 +277,7 @@ static void tg_stmt(tgen *g) {
       g->depth--;
     }
     g->in_cond = was;
+    g->split = split;
     break;
   }
   }
@@ -278,7 +290,7 @@ static void tg_block(tgen *g, int n) {
 
 /* The program of seed s into out; *threads gets its block size. */
 static void tile_gen(uint64_t seed, ag_str *out, int *threads) {
-  tgen g = {seed * 0x2545f4914f6cdd1dull + 1, out, 0, 0, 0, 0, 0};
+  tgen g = {seed * 0x2545f4914f6cdd1dull + 1, out, 0, 0, 0, 0, 0, 0};
   static const int T[] = {32, 64, 128};
   g.threads = T[tg_pick(&g, 3)];
   *threads = g.threads;

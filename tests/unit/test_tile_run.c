@@ -142,7 +142,7 @@ TEST(test_bind_attention) {
   ag_tile_program_free(p);
   CHECK_EQ_INT(bind_file("examples/tile/attention.tile", "sq=64,hq=5,hkv=1", &msg, &b, &low, &p),
                AG_EPARSE);
-  CHECK_CONTAINS(ag_str_cstr(&msg), "attention.tile:27:5: error: the sizes violate "
+  CHECK_CONTAINS(ag_str_cstr(&msg), "attention.tile:30:5: error: the sizes violate "
                                     "'assume hq == hkv * gqa'");
   ag_tile_lowered_free(low);
   ag_tile_program_free(p);

@@ -936,15 +936,25 @@ static rval *call(rx *x, const ag_tile_node *n) {
     const tset **b = data_of(x, n, e, &nb, &d0);
     return mk_data(x, dt, ag__dt_size(dt), union_bytes(x, b, nb));
   }
-  if (!strcmp(fn, "exp2") || !strcmp(fn, "exp") || !strcmp(fn, "max") || !strcmp(fn, "min") ||
-      !strcmp(fn, "sqrt") || !strcmp(fn, "rcp") || !strcmp(fn, "abs")) {
+  /* the builtin table (src/tile/tile_builtin.h), by kind */
+  const ag__builtin *bi = ag__builtin_lookup(fn);
+  if (bi && bi->kind == AG__BI_MAP) {
     rval *ops[2];
     int k = n->list.n;
     for (int i = 0; i < k; i++)
       ops[i] = ev(x, n->list.v[i]);
     return arith(x, n, ops, k);
   }
-  if (!strncmp(fn, "reduce_", 7)) {
+  if (bi && bi->kind == AG__BI_LANE) {
+    /* another lane's value carries no tag of its origin: top (bottom stays
+     * bottom), as docs/tile-dsl.md defines it */
+    rval *e = ev(x, n->list.v[0]);
+    int nb;
+    ag__dt d0;
+    const tset **b = data_of(x, n, e, &nb, &d0);
+    return mk_data(x, d0, nb, union_bytes(x, b, nb) ? ts_top(x) : NULL);
+  }
+  if (bi && bi->kind == AG__BI_REDUCE) {
     rval *t = ev(x, n->list.v[0]);
     int64_t sz = ag_layout_size(&t->t->layout);
     int es = ag__dt_size(t->t->dt);

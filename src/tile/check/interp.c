@@ -1546,6 +1546,39 @@ static ag__value *builtin(ag__ck *c, const ag_tile_node *n, const ag__builtin *b
   return v;
 }
 
+/* A warp exchange (AG__BI_LANE): lane l gets the value of lane l ^ mask.
+ * Tags are in terms of the holding thread, so another lane's tag is not the
+ * operand's: the result is top (the values no longer carry their origin;
+ * relabel them to assert on them), bottom when the operand is bottom (a
+ * constant in every lane). Registers only:
+ * no memory is touched, so no race. Every lane of the warp takes part: not
+ * under a thread-dependent 'if' (the lowering's full-mask shfl.sync would
+ * hang or read lanes that did not arrive), and only in blocks of whole warps. */
+static ag__value *lane_xchg(ag__ck *c, const ag_tile_node *n, const ag__builtin *bi) {
+  nargs(c, n, 2, 2, "shfl_xor(x, lane_mask)");
+  need_uniform(c, n, bi->name);
+  if (c->nthreads % 32)
+    ag__ck_error(c, n, "%s() needs a block of whole warps (this one has %lld threads)",
+                 bi->name, (long long)c->nthreads);
+  ag__value *x = eval(c, n->list.v[0]);
+  if (x->k != V_DATA && x->k != V_ELEM)
+    ag__ck_error(c, n->list.v[0], "%s() exchanges data (a register element or a value)",
+                 bi->name);
+  ag__data d = to_data(c, n, x, DT_NONE);
+  if (ag__dt_size(d.dt) > 8)
+    ag__ck_error(c, n->list.v[0], "%s() needs a scalar element (8 bytes at most), not %s",
+                 bi->name, ag__dt_name(d.dt));
+  int64_t m = as_const(c, n->list.v[1], eval(c, n->list.v[1]), "the lane mask");
+  if (m < 0 || m > 31)
+    ag__ck_error(c, n->list.v[1], "%s() needs a lane mask in 0..31, not %lld", bi->name,
+                 (long long)m);
+  ag__value *r = newv(c, V_DATA);
+  const ag__tag *t = elem_tag(c, &d, 0, d.n);
+  r->d = data_fill(c, d.dt, d.n,
+                   t->k == TG_BOT ? t : ag__tag_top(c, "a value from another lane (shfl_xor)"));
+  return r;
+}
+
 static ag__value *call(ag__ck *c, const ag_tile_node *n) {
   const ag_tile_node *f = n->a;
   /* methods: x.view(...) */
@@ -1657,7 +1690,8 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
   }
   const ag__builtin *bi = ag__builtin_lookup(fn);
   if (bi)
-    return bi->kind == AG__BI_REDUCE ? reduce(c, n) : builtin(c, n, bi);
+    return bi->kind == AG__BI_REDUCE ? reduce(c, n)
+           : bi->kind == AG__BI_LANE ? lane_xchg(c, n, bi) : builtin(c, n, bi);
   if (!strcmp(fn, "range"))
     ag__ck_error(c, n, "range() is only valid in a 'for' loop");
   if (ag__dt_lookup(fn) != DT_NONE)

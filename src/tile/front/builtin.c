@@ -90,6 +90,12 @@ static const ag__builtin table[] = {
     {.name = "reduce_max", .kind = AG__BI_REDUCE, .arity = 1, .step = "max", .int_data = 1},
     {.name = "reduce_min", .kind = AG__BI_REDUCE, .arity = 1, .step = "min", .int_data = 1},
     {.name = "reduce_sum", .kind = AG__BI_REDUCE, .arity = 1, .int_data = 1},
+    /* the lowering stores bf16 and f16 as 16-bit patterns and computes them in f32; a value
+     * that goes f32 and back is the same bits, so the f32 template moves them exactly */
+    {.name = "shfl_xor", .kind = AG__BI_LANE, .arity = 2, .int_data = 1,
+     .cuda_f32 = "__shfl_xor_sync(0xffffffffu, $0, $1)",
+     .cuda_f64 = "__shfl_xor_sync(0xffffffffu, $0, $1)",
+     .cuda_int = "__shfl_xor_sync(0xffffffffu, $0, $1)"},
 };
 
 const ag__builtin *ag__builtin_lookup(const char *name) {

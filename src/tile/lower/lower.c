@@ -119,6 +119,7 @@ typedef struct lw {
   int tmp;
   const char *hint; /* the DSL name an assignment binds (names buffers) */
   int nested;       /* inside a loop or a run-time if */
+  int lane_split;   /* inside an 'if' whose condition may differ between lanes of a warp */
   jmp_buf jb;
   int oom;
   /* the kernel being lowered */
@@ -1125,6 +1126,63 @@ static value *reduce(lw *L, const ag_tile_node *n, const ag__builtin *bi) {
   return vdata(L, dt, store_of(L, dt, r));
 }
 
+/* Each value of a lane mask over the enclosing loops' values must be in 0..31. */
+typedef struct lanemask {
+  const ag_expr *e;
+  int64_t v;
+  int bad;
+} lanemask;
+static int lanemask_fn(lw *L, void *ud) {
+  lanemask *c = ud;
+  if (ag_expr_eval(c->e, env_cb, L, &c->v) || c->v < 0 || c->v > 31)
+    c->bad = 1;
+  return c->bad;
+}
+
+/* A warp exchange (AG__BI_LANE, tile_builtin.h): the data in its storage
+ * type (bf16 and f16 as their bits), moved by a full-mask shfl.sync.bfly,
+ * so every lane of the warp must reach it: refused under an 'if' that may
+ * split a warp (a warp-role branch such as `if wid < 2:` keeps warps whole)
+ * and in a block whose threads are not whole warps. */
+static value *lane_xchg(lw *L, const ag_tile_node *n, const ag__builtin *bi) {
+  if (n->list.n != 2)
+    fail(L, n, "%s(x, lane_mask) takes two arguments", bi->name);
+  const int64_t *b = L->k->block;
+  if ((b[0] * b[1] * b[2]) % 32)
+    fail(L, n, "%s() needs a block of whole warps (this one has %lld threads)", bi->name,
+         (long long)(b[0] * b[1] * b[2]));
+  if (L->lane_split)
+    fail(L, n, "%s() inside an 'if' whose condition may differ between the lanes of a warp "
+               "(every lane of the warp must take part; branch on the warp index instead)",
+         bi->name);
+  value *x = ev(L, n->list.v[0]);
+  if (!is_dataish(x))
+    fail(L, n->list.v[0], "%s() exchanges data, not %s", bi->name, kind_name(x->k));
+  int dt = data_dt(x);
+  if (ag__dt_size(dt) > 8)
+    fail(L, n->list.v[0], "%s() needs a scalar element (8 bytes at most), not %s", bi->name,
+         ag__dt_name(dt));
+  /* the mask: a constant, or loop variables only (the same in every lane), each value in 0..31 */
+  const ag_expr *mx = as_int(L, n->list.v[1], ev(L, n->list.v[1]), "the lane mask");
+  if (!is_static(L, mx))
+    fail(L, n->list.v[1], "the lane mask of %s() must be the same in every lane: a constant or "
+                          "an expression of loop variables", bi->name);
+  lanemask lm = {mx, 0, 0};
+  int64_t budget = 1 << 16;
+  const char *syms[16];
+  int ns = 0;
+  loop_syms(L, mx, syms, &ns, 16);
+  if (enumerate(L, syms, ns, 0, lanemask_fn, &lm, &budget) || lm.bad)
+    fail(L, n->list.v[1], "%s() needs a lane mask in 0..31, not %lld", bi->name,
+         (long long)lm.v);
+  int64_t m;
+  const char *mtext = const_of(L, mx, &m) ? fmt(L, "%lld", (long long)m) : xtext(L, mx);
+  const char *t = !ag__dt_is_float(dt) || is_half(dt) ? bi->cuda_int : cuda_of(bi, dt);
+  const char *a[2] = {data_text(L, n->list.v[0], x, dt), mtext};
+  const char *r = expand(L, t, a);
+  return vdata(L, dt, ag__dt_size(dt) < 4 ? fmt(L, "(%s)%s", ag__dt_ctype(dt), r) : r);
+}
+
 /* Element-wise arithmetic on data: an operator (op: + - * / or "neg"), or
  * a builtin of the table (bi). */
 static value *data_arith(lw *L, const ag_tile_node *n, const char *op, const ag__builtin *bi,
@@ -1397,6 +1455,8 @@ static value *call(lw *L, const ag_tile_node *n) {
   const ag__builtin *bi = ag__builtin_lookup(fn);
   if (bi && bi->kind == AG__BI_REDUCE)
     return reduce(L, n, bi);
+  if (bi && bi->kind == AG__BI_LANE)
+    return lane_xchg(L, n, bi);
   if (bi) {
     if (n->list.n != bi->arity)
       fail(L, n, "%s() takes %d argument%s", fn, bi->arity, bi->arity == 1 ? "" : "s");
@@ -2045,7 +2105,9 @@ static void lower_if(lw *L, const ag_tile_node *n) {
   prepare_block(L, n, &n->list, &n->list2, &wmark);
   /* a branch on a warp role is a role region: ARGUS_ROLE labels it, and a
    * region of the same name spans it (docs/lower.md, "Regions for free") */
-  int role = !L->o->no_markers && cond_dep(L, n->a) == TH_WARP;
+  int dep = cond_dep(L, n->a);
+  int role = !L->o->no_markers && dep == TH_WARP;
+  int split = dep == TH_LANE;
   emit(L, n, "if (%s) {", c->c);
   for (int br = 0; br < 2; br++) {
     const ag_tile_list *b = br ? &n->list2 : &n->list;
@@ -2057,6 +2119,7 @@ static void lower_if(lw *L, const ag_tile_node *n) {
     L->ind++;
     L->depth++;
     L->nested++;
+    L->lane_split += split;
     size_t mark = L->env.n;
     const char *rname = role ? fmt(L, br ? "role_%d_else" : "role_%d", n->line) : NULL;
     if (rname) {
@@ -2069,6 +2132,7 @@ static void lower_if(lw *L, const ag_tile_node *n) {
       end_region(L, NULL, rname);
     }
     L->nested--;
+    L->lane_split -= split;
     L->depth--;
     L->ind--;
     poison_since(L, mark, fmt(L, "is bound in a branch of the 'if' at line %d and is not known "

@@ -647,6 +647,35 @@ static int warp_active(ip *c, const ag_tile_node *n, int w, const char *what) {
   return active != 0;
 }
 
+/* A warp exchange (AG__BI_LANE, tile_builtin.h): lane l of each warp gets
+ * the bits of lane l ^ mask, as shfl.sync.bfly with a full mask; every lane
+ * of a warp takes part or none does (the lowering refuses what could split
+ * a warp; a run that splits one anyway is an error here). */
+static rv *lane_xchg(ip *c, const ag_tile_node *n, const ag__builtin *bi) {
+  if (n->list.n != 2)
+    fail(c, n, "%s(x, lane_mask) takes two arguments", bi->name);
+  if (c->T % 32)
+    fail(c, n, "%s() needs a block of whole warps (this one has %d threads)", bi->name, c->T);
+  rv *x = eval(c, argn(c, n, 0));
+  if (!is_dataish(x))
+    fail(c, n, "%s() exchanges data", bi->name);
+  x = as_data(c, n, x, 0);
+  int w = ag__dt_size(x->dt);
+  if (w > 8)
+    fail(c, n, "%s() needs a scalar element, not %s", bi->name, ag__dt_name(x->dt));
+  int64_t m = as_const(c, argn(c, n, 1), eval(c, argn(c, n, 1)));
+  if (m < 0 || m > 31)
+    fail(c, n, "%s() needs a lane mask in 0..31, not %lld", bi->name, (long long)m);
+  rv *r = newv(c, K_DATA);
+  r->dt = x->dt;
+  r->d = alloc(c, (size_t)c->T * 32);
+  for (int wp = 0; wp < c->T / 32; wp++)
+    if (warp_active(c, n, wp, bi->name))
+      for (int l = 0; l < 32; l++)
+        memcpy(r->d + (wp * 32 + l) * 32, x->d + (wp * 32 + (l ^ (int)m)) * 32, (size_t)w);
+  return r;
+}
+
 static void mma(ip *c, const ag_tile_node *n) {
   rv *d = reg_tile(c, n, argn(c, n, 0)), *a = reg_tile(c, n, argn(c, n, 1)),
      *b = reg_tile(c, n, argn(c, n, 2)), *cc = reg_tile(c, n, argn(c, n, 3));
@@ -844,6 +873,8 @@ static rv *call(ip *c, const ag_tile_node *n) {
       acc = data_op(c, n, '+', step, acc, load(c, n, tile_elem(c, t->t, e)));
     return acc;
   }
+  if (bi && bi->kind == AG__BI_LANE)
+    return lane_xchg(c, n, bi);
   if (bi) {
     rv *a = eval(c, argn(c, n, 0)), *b = bi->arity == 2 ? eval(c, argn(c, n, 1)) : NULL;
     if (bi->ints && a->k == K_INT && (!b || b->k == K_INT)) {
