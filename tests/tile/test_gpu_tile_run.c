@@ -148,9 +148,13 @@ static void attention_case(int sq, int hq, int hkv, int skv, int d, int nblocks,
   uint16_t *Ow = (uint16_t *)O;
   Ow[5] = f2bf(bf2f(Ow[5]) + 1.0f);
   CHECK(attention_ref_d(Q, K, V, O, hq, hkv, skv, 0, 0, d) > 0);
-  /* ... and on a row sum 5 % off (every element of a block scaled) */
+  /* ... and on a row sum off (every element of a block scaled): 5 % on the
+   * short sequences; over thousands of keys O averages down to about 1/50 of
+   * max|V|, where the tolerance's absolute part (4e-3 max|V|) hides 5 %, so
+   * there 25 % (the H200 run of 2026-12-02: 5 % went unseen at skv=4096) */
+  float off = skv <= 256 ? 1.05f : 1.25f;
   for (long e = 0; e < 64L * hq * d; e++)
-    Ow[e] = f2bf(bf2f(Ow[e]) * 1.05f);
+    Ow[e] = f2bf(bf2f(Ow[e]) * off);
   CHECK(attention_ref_d(Q, K, V, O, hq, hkv, skv, 0, 1 % hq, d) > 0);
   ag_tile_exec_result_release(&r);
 }
