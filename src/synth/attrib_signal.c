@@ -205,10 +205,26 @@ static int stalls_of(const ag_attr_inputs *in, const ag_attr_map *map, json_t *v
   if (json_integer_value(json_object_get(sj, "hw_buffer_full")) > 0)
     json_array_append_new(warn, json_sprintf("stalls of '%s': the hardware sample buffer filled",
                                              map->kernel));
-  if (!json_is_true(json_object_get(sj, "conserved")))
-    json_array_append_new(warn, json_sprintf("stalls of '%s': the regions' samples are not the "
-                                             "kernel's (a PC lost or counted twice)",
-                                             map->kernel));
+  if (!json_is_true(json_object_get(sj, "conserved"))) {
+    /* samples on PCs the mapping run never saw execute stay unattributed (the
+     * regions' sum plus those is the kernel's: said with their share); any
+     * other difference is a PC lost or counted twice */
+    double sum = 0, tot = json_number_value(json_object_get(sj, "samples")),
+           un = json_number_value(json_object_get(sj, "unattributed"));
+    size_t ri;
+    json_t *rg;
+    json_array_foreach(json_object_get(sj, "regions"), ri, rg)
+        sum += json_number_value(json_object_get(rg, "samples"));
+    if (un > 0 && fabs(sum + un - tot) <= 1e-9 * (tot > 1 ? tot : 1))
+      json_array_append_new(warn, json_sprintf("stalls of '%s': %.0f of %.0f samples (%.2g %%) "
+                                               "fell on PCs the mapping run never saw execute "
+                                               "and stay unattributed",
+                                               map->kernel, un, tot, 100.0 * un / tot));
+    else
+      json_array_append_new(warn, json_sprintf("stalls of '%s': the regions' samples are not "
+                                               "the kernel's (a PC lost or counted twice)",
+                                               map->kernel));
+  }
 out:
   json_decref(sj);
   ag_diags_release(&d);

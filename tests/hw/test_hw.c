@@ -593,6 +593,28 @@ TEST(stalls_recorded) {
     CHECK_EQ_INT(json_array_size(json_object_get(so, "not_joined")), 1);
     CHECK_EQ_INT(json_array_size(json_object_get(so, "values")), 0);
     json_decref(so);
+    /* samples on PCs the mapping run never saw execute (the hottest unit's
+     * count zeroed): unattributed, and the warning says how many, not that a
+     * PC was lost or counted twice */
+    in.metrics_version = L->version;
+    uint64_t *z = ag_malloc(nslots * sizeof *z);
+    CHECK(z != NULL);
+    if (z) {
+      memcpy(z, slots, nslots * sizeof *z);
+      size_t hot = 1;
+      for (size_t k = 1; k < nslots; k++)
+        if (z[k] > z[hot])
+          hot = k;
+      z[hot] = 0;
+      in.slots = z;
+      CHECK_EQ_INT(ag_attr_signal("stalls", &in, &d, &so), 0);
+      const char *wt = json_string_value(json_array_get(json_object_get(so, "warnings"), 0));
+      printf("@ stalls, hottest unit unmapped: %s\n", wt ? wt : "(no warning)");
+      CHECK(wt && strstr(wt, "fell on PCs the mapping run never saw execute"));
+      CHECK(wt && !strstr(wt, "counted twice"));
+      json_decref(so);
+      ag_free(z);
+    }
   }
 done:
   json_decref(sj);
