@@ -8,6 +8,7 @@
 
 #include "argus/demangle.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
@@ -180,13 +181,42 @@ typedef struct region_rank {
   double count;  /* then its largest other total (attributed instructions) */
 } region_rank;
 
+/* Names in natural order: runs of digits compare as numbers, so
+ * "(launch 2 k)" comes before "(launch 10 k)". */
+static int natcmp(const char *a, const char *b) {
+  while (*a && *b) {
+    if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+      while (*a == '0' && isdigit((unsigned char)a[1]))
+        a++;
+      while (*b == '0' && isdigit((unsigned char)b[1]))
+        b++;
+      size_t na = 0, nb = 0;
+      while (isdigit((unsigned char)a[na]))
+        na++;
+      while (isdigit((unsigned char)b[nb]))
+        nb++;
+      if (na != nb)
+        return na < nb ? -1 : 1;
+      int c = strncmp(a, b, na);
+      if (c)
+        return c;
+      a += na, b += nb;
+      continue;
+    }
+    if (*a != *b)
+      return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+    a++, b++;
+  }
+  return *a ? 1 : *b ? -1 : 0;
+}
+
 static int cmp_rank(const void *a, const void *b) {
   const region_rank *x = a, *y = b;
   if (x->weight != y->weight)
     return x->weight < y->weight ? 1 : -1;
   if (x->count != y->count)
     return x->count < y->count ? 1 : -1;
-  return strcmp(x->name, y->name);
+  return natcmp(x->name, y->name);
 }
 
 /* [1,2,3,5] -> "1-3, 5" */

@@ -103,6 +103,29 @@ TEST(test_text_order_times_first) {
   ag_report_free(r);
 }
 
+/* Regions of equal weight in natural order: launch 2 before launch 10 */
+TEST(test_text_order_natural) {
+  const char *sigs[] = {"hw_counters"};
+  ag_query q = {.region = "k", .signals = sigs, .nsignals = 1};
+  ag_report *r = ag_report_new(&q, "k@v1");
+  ag_provenance pv = {NULL, 0, "k@v1", "counters", "", NULL};
+  static const char *const names[] = {"(launch 10 k)", "(launch 2 k)", "(launch 1 k)",
+                                      "(launch 02a k)"};
+  for (int i = 0; i < 4; i++)
+    ag_report_add(r, names[i], "hw_counters", "gpu__time_duration.sum", 1.0, "nanosecond",
+                  AG_QUAL_OBSERVED, -1, &pv);
+  ag_str t = AG_STR_INIT;
+  CHECK_EQ_INT(ag_report_text(r, &t), 0);
+  const char *s = ag_str_cstr(&t), *l1 = strstr(s, "(launch 1 k)"),
+             *l2 = strstr(s, "(launch 2 k)"), *l2a = strstr(s, "(launch 02a k)"),
+             *l10 = strstr(s, "(launch 10 k)");
+  CHECK(l1 && l2 && l2a && l10);
+  if (l1 && l2 && l2a && l10)
+    CHECK(l1 < l2 && l2 < l2a && l2a < l10);
+  ag_str_release(&t);
+  ag_report_free(r);
+}
+
 /* One failure behind several signals is said once in full; a breakdown
  * object prints its fields (numbers, text, yes/no) and groups with their
  * unit; an attributed value shows its entropy. */
@@ -139,4 +162,5 @@ TEST(test_text_missing_once_and_fields) {
 }
 
 RUN_TESTS(T(test_values_carry_qual_and_provenance), T(test_exact_joins),
-          T(test_text_order_times_first), T(test_text_missing_once_and_fields))
+          T(test_text_order_times_first), T(test_text_order_natural),
+          T(test_text_missing_once_and_fields))
