@@ -13,12 +13,12 @@
  * does not handle: adding a row without handling it everywhere fails here.
  */
 #include "argus/layout.h"
-#include "argus/tile_check.h"
-#include "argus/tile_lower.h"
 #include "argus/tile_run.h"
 #include "check.h"
 
 #include "../../src/tile/run/run_int.h"
+#define TILE_PIPE_FILE "intrin.tile"
+#include "tile_pipe.h"
 
 /* The name of the first row of kind k (NULL when the table has none). */
 static const char *row_of(ag__ik k) {
@@ -106,68 +106,6 @@ static const char *cuda_want(const ag__intrin *in) {
   return NULL;
 }
 
-/* Parses and checks text; the diagnostics printed when it does not check clean. */
-static ag_tile_program *checked(const char *text) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_tile_program *p = NULL;
-  ag_tile_report *r = NULL;
-  int rc = ag_tile_parse(text, strlen(text), "intrin.tile", &d, &p);
-  if (!rc)
-    rc = ag_tile_check(p, NULL, &d, &r);
-  if (!rc && !ag_tile_report_ok(r))
-    rc = AG_EVIOLATION;
-  if (rc) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    if (r)
-      ag_tile_report_text(r, &s);
-    printf("  does not check (%s):\n%s\n%s", ag_err_name(rc), ag_str_cstr(&s), text);
-    ag_str_release(&s);
-  }
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
-  return p;
-}
-
-/* Lowers p (NULL, with the diagnostics printed, when it does not lower). */
-static ag_tile_lowered *lowered(const ag_tile_program *p) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_tile_lowered *l = NULL;
-  ag_tile_lower_opts o;
-  memset(&o, 0, sizeof o);
-  if (ag_tile_lower(p, &o, &d, &l)) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    printf("  does not lower:\n%s\n", ag_str_cstr(&s));
-    ag_str_release(&s);
-  }
-  ag_diags_release(&d);
-  return l;
-}
-
-/* Runs kernel 0 of p in the value interpreter over tensors t; 0 or its code. */
-static int interpret(const ag_tile_program *p, const ag_tile_lowered *l, void **t, char *err,
-                     size_t errn) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_tile_run_sizes s;
-  ag_tile_bound b;
-  memset(&s, 0, sizeof s);
-  memset(&b, 0, sizeof b);
-  int rc = ag_tile_run_sizes_parse(p, NULL, NULL, &d, &s);
-  if (!rc)
-    rc = ag_tile_run_bind(p, &l->kernels[0], &s, &d, &b);
-  if (!rc)
-    rc = ag_tile_interp(p, &b, NULL, 0, t, err, errn);
-  else
-    snprintf(err, errn, "cannot bind the kernel");
-  ag_tile_bound_release(&b);
-  ag_tile_run_sizes_release(&s);
-  ag_diags_release(&d);
-  return rc;
-}
 
 /* Small integers, exact in bf16 and in the sums of 16 products. */
 static float small(int i, int k) { return (float)((i * k + 3) % 7 - 3); }
@@ -189,7 +127,7 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
       C[i] = small(i, 11) / 2;
     }
     t[0] = A, t[1] = B, t[2] = C, t[3] = D;
-    rc = interpret(p, l, t, err, sizeof err);
+    rc = interpret(p, l, "kern", t, err, sizeof err);
     for (int m = 0; !rc && m < 16; m++)
       for (int n = 0; n < 8; n++) {
         double s = C[m * 8 + n];
@@ -203,7 +141,7 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
     for (int i = 0; i < r * 8; i++)
       S[i] = (uint16_t)(0x1000 + i); /* distinct patterns: the value names its element */
     t[0] = S, t[1] = Y;
-    rc = interpret(p, l, t, err, sizeof err);
+    rc = interpret(p, l, "kern", t, err, sizeof err);
     /* the row's destination layout: (lane, value) -> row + r * column */
     ag_arena ar;
     ag_arena_init(&ar, 0);
@@ -234,7 +172,7 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
     for (int i = 0; i < 32; i++)
       X[i] = 0x9e3779b9u * (uint32_t)(i + 1);
     t[0] = X, t[1] = Y;
-    rc = interpret(p, l, t, err, sizeof err);
+    rc = interpret(p, l, "kern", t, err, sizeof err);
     for (int i = 0; !rc && i < 32; i++)
       bad += Y[i] != X[31 - i];
   }
@@ -278,8 +216,8 @@ TEST(test_every_row) {
   }
 }
 
-/* A name that is not a row is no intrinsic in the lowering or the value
- * interpreter (the prefix of a row is not enough: ldmatrix_x3 is none). */
+/* A name that is not a row is no intrinsic to the lowering (the prefix of a
+ * row is not enough: ldmatrix_x3 is none), as to the checker. */
 TEST(test_not_a_row) {
   CHECK(ag__intrin_lookup("ldmatrix_x3") == NULL);
   CHECK(ag__intrin_lookup("mma_m16n8k8") == NULL);
