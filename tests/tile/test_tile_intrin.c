@@ -216,6 +216,49 @@ TEST(test_every_row) {
   }
 }
 
+/* The lowering's message for text (a program it must refuse), "" when it lowers. */
+static void lower_error(const char *text, ag_str *out) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  ag_tile_lowered *l = NULL;
+  ag_tile_lower_opts o;
+  memset(&o, 0, sizeof o);
+  if (!ag_tile_parse(text, strlen(text), "t.tile", &d, &p))
+    ag_tile_lower(p, &o, &d, &l);
+  ag_diags_format(&d, out);
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+}
+
+/* What the lowering refuses by the row (the checker refuses these first):
+ * a cp.async size outside the row's sizes, a group count out of range. */
+TEST(test_lower_refusals) {
+  static const struct {
+    const char *dt, *wait, *want;
+  } cases[] = {
+      {"u16", "0", "t.tile:5:5: error: cp_async copies 4, 8 or 16 bytes between elements of one size"},
+      {"u32", "8", "t.tile:6:19: error: cp_async_wait(n) needs n in 0..7, not 8"},
+      {"u64", "0", ""}, /* 8 bytes: one of the row's sizes */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ag_str text = AG_STR_INIT, err = AG_STR_INIT;
+    ag_str_printf(&text,
+                  "@threads(32)\ndef kern(X: Tensor(32, %s)):\n    t = threadIdx.x\n"
+                  "    s = make_shared((32,), %s)\n    cp_async(s[t], X[t])\n"
+                  "    cp_async_wait(%s)\n",
+                  cases[i].dt, cases[i].dt, cases[i].wait);
+    lower_error(ag_str_cstr(&text), &err);
+    if (cases[i].want[0])
+      CHECK_CONTAINS(ag_str_cstr(&err), cases[i].want);
+    else
+      CHECK_EQ_STR(ag_str_cstr(&err), "");
+    ag_str_release(&text);
+    ag_str_release(&err);
+  }
+}
+
 /* A name that is not a row is no intrinsic to the lowering (the prefix of a
  * row is not enough: ldmatrix_x3 is none), as to the checker. */
 TEST(test_not_a_row) {
@@ -242,4 +285,5 @@ TEST(test_not_a_row) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS({"test_every_row", test_every_row}, {"test_not_a_row", test_not_a_row})
+RUN_TESTS({"test_every_row", test_every_row}, {"test_lower_refusals", test_lower_refusals},
+          {"test_not_a_row", test_not_a_row})

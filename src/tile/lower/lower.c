@@ -1334,7 +1334,7 @@ static void do_ldmatrix(lw *L, const ag_tile_node *n, const ag__intrin *in) {
     store_words(L, n, dt, base, num, "unsigned", lv);
 }
 
-static void do_cp_async(lw *L, const ag_tile_node *n) {
+static void do_cp_async(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   if (n->list.n != 2)
     fail(L, n, "cp_async(dst, src) takes two arguments");
   value *d = ev(L, n->list.v[0]), *s = ev(L, n->list.v[1]);
@@ -1343,7 +1343,8 @@ static void do_cp_async(lw *L, const ag_tile_node *n) {
   if (s->k != V_ELEM || s->t->sp != SP_G)
     fail(L, n->list.v[1], "the source of cp_async is a global tensor element");
   int w = ag__dt_size(d->t->dt);
-  if (w != ag__dt_size(s->t->dt) || (w != 4 && w != 8 && w != 16))
+  /* the row's sizes: a bit mask of byte counts (every element size is a power of two) */
+  if (w != ag__dt_size(s->t->dt) || !(w & in->sizes))
     fail(L, n, "cp_async copies 4, 8 or 16 bytes between elements of one size");
   emit(L, n, "ag_cp_async<%d>(%s + (%s), &AG_GL(%s, %s, %s));", w, d->t->buf, xtext(L, d->x),
        ag__dt_ctype(s->t->dt), s->t->buf, gl_offset(L, s->t));
@@ -1353,7 +1354,7 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
   switch (in->kind) {
   case IK_MMA: do_mma(L, n); break;
   case IK_LDMATRIX: do_ldmatrix(L, n, in); break;
-  case IK_CP_ASYNC: do_cp_async(L, n); break;
+  case IK_CP_ASYNC: do_cp_async(L, n, in); break;
   case IK_CP_COMMIT: emit(L, n, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");"); break;
   case IK_CP_WAIT: {
     if (n->list.n != 1)
