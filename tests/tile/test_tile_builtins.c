@@ -21,6 +21,8 @@
 #include <math.h>
 
 #include "../../src/tile/run/run_int.h"
+#define TILE_PIPE_FILE "builtins.tile"
+#include "tile_pipe.h"
 
 #define NT 32 /* threads, elements per tensor */
 
@@ -158,29 +160,6 @@ static double get(ag__dt dt, const void *buf, int i) {
 }
 static int same(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
-/* Parses and checks text; NULL (with the diagnostics printed) when it does not check clean. */
-static ag_tile_program *checked(const char *text) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_tile_program *p = NULL;
-  ag_tile_report *r = NULL;
-  int rc = ag_tile_parse(text, strlen(text), "builtins.tile", &d, &p);
-  if (!rc)
-    rc = ag_tile_check(p, NULL, &d, &r);
-  if (!rc && !ag_tile_report_ok(r))
-    rc = AG_EVIOLATION;
-  if (rc) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    fprintf(stderr, "does not check (%s):\n%s\n%s", ag_err_name(rc), ag_str_cstr(&s), text);
-    ag_str_release(&s);
-    ag_tile_program_free(p);
-    p = NULL;
-  }
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
-  return p;
-}
 /* Parses text ("t.tile") into *p and checks it into *r; the first nonzero code. */
 static int parse_check(const char *text, ag_diags *d, ag_tile_program **p, ag_tile_report **r) {
   *p = NULL;
@@ -188,52 +167,7 @@ static int parse_check(const char *text, ag_diags *d, ag_tile_program **p, ag_ti
   int rc = ag_tile_parse(text, strlen(text), "t.tile", d, p);
   return rc ? rc : ag_tile_check(*p, NULL, d, r);
 }
-static ag_tile_lowered *lowered(const ag_tile_program *p) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_tile_lowered *l = NULL;
-  ag_tile_lower_opts o;
-  memset(&o, 0, sizeof o);
-  if (ag_tile_lower(p, &o, &d, &l)) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    fprintf(stderr, "does not lower:\n%s\n", ag_str_cstr(&s));
-    ag_str_release(&s);
-  }
-  ag_diags_release(&d);
-  return l;
-}
 
-/* Runs kernel `name` of p (lowered as l) in the value interpreter over
- * tensors t (its X, Y, Z); 0 or the interpreter's code (err says why). */
-static int interpret(const ag_tile_program *p, const ag_tile_lowered *l, const char *name,
-                     void **t, char *err, size_t errn) {
-  const ag_tile_lkernel *k = NULL;
-  for (int i = 0; i < l->nkernels; i++)
-    if (!strcmp(l->kernels[i].name, name))
-      k = &l->kernels[i];
-  if (!k) {
-    snprintf(err, errn, "no lowered kernel %s", name);
-    return AG_ENOTFOUND;
-  }
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_tile_run_sizes s;
-  ag_tile_bound b;
-  memset(&s, 0, sizeof s);
-  memset(&b, 0, sizeof b);
-  int rc = ag_tile_run_sizes_parse(p, name, NULL, &d, &s);
-  if (!rc)
-    rc = ag_tile_run_bind(p, k, &s, &d, &b);
-  if (!rc)
-    rc = ag_tile_interp(p, &b, NULL, 0, t, err, errn);
-  else
-    snprintf(err, errn, "cannot bind %s", name);
-  ag_tile_bound_release(&b);
-  ag_tile_run_sizes_release(&s);
-  ag_diags_release(&d);
-  return rc;
-}
 
 /* The CUDA C of kernel name in cuda (owned; "" when absent). */
 static char *section(const char *cuda, const char *name) {

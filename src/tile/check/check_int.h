@@ -1,7 +1,7 @@
 /*
  * check_int.h — internals of the tile checker (src/tile/check): the values
  * the symbolic interpreter computes with, tags and the lattice, the shared
- * memory model, proof obligations, and the intrinsic table.
+ * memory model and proof obligations (the intrinsic table: ../tile_intrin.h).
  *
  * One ag__ck context lives for one kernel check; everything it builds is in
  * its arena (expressions are hash-consed there by the layout module).
@@ -14,6 +14,7 @@
 #include "argus/tile.h"
 #include "argus/tile_check.h"
 #include "../tile_builtin.h" /* ag__dt and the builtins, shared with the lowering and the runner */
+#include "../tile_intrin.h"  /* the intrinsic table, shared likewise */
 
 #include <setjmp.h>
 #include <string.h>
@@ -191,7 +192,6 @@ typedef enum {
 } ag__vk;
 
 typedef struct ag__value ag__value;
-typedef struct ag__intrin ag__intrin;
 
 /* An element reference: one element of a tile, not yet loaded. */
 typedef struct ag__elem {
@@ -236,34 +236,6 @@ struct ag__value {
   const ag_tile_node *poison_at;
   ag__tagv tv;
 };
-
-/* -------------------------------------------------------------- intrinsics */
-typedef enum { IK_MMA, IK_LDMATRIX, IK_CP_ASYNC, IK_CP_COMMIT, IK_CP_WAIT, IK_SYNC } ag__ik;
-
-/* One row of the intrinsic table. TV layouts map (lane, value) to the
- * element's offset in the operand tile, column-major (row + rows * col), as
- * in argus/layout_atoms.h. */
-struct ag__intrin {
-  const char *name;        /* as written in the DSL */
-  ag__ik kind;
-  const char *ptx;         /* the instruction it stands for */
-  int nops;
-  const char *opnames[4];  /* "d", "a", "b", "c" / "dst", "src" */
-  /* MMA */
-  int m, n, k;
-  const char *atom_a, *atom_b, *atom_c; /* layout_atoms names */
-  ag__dt acc_dt;
-  /* LDMATRIX: num matrices, transposed; dst/src layouts in CuTe notation on
-   * the stacked (8*num) x 8 tile */
-  int num, trans;
-  const char *dst_tv;
-  const char *src_tv;
-  /* CP_ASYNC: allowed sizes (bit mask of 4, 8, 16) */
-  int sizes;
-  const char *semantics;   /* one line for docs and --help */
-};
-const ag__intrin *ag__intrin_lookup(const char *name);
-const ag__intrin *ag__intrin_table(int *n);
 
 /* ------------------------------------------------------------- obligations */
 typedef enum { OB_EQ, OB_NE, OB_INT, OB_RACE } ag__obk;

@@ -21,6 +21,7 @@
  * enumeration of loop values is capped at 2^16 combinations).
  */
 #include "../tile_builtin.h"
+#include "../tile_intrin.h"
 #include "../tile_xop.h"
 #include "argus/layout.h"
 #include "argus/layout_atoms.h"
@@ -73,6 +74,7 @@ struct value {
   int n;            /* V_TUPLE */
   value *items;
   const char *name; /* V_INTRIN, V_IOP: the intrinsic; V_POISON: why */
+  const ag__intrin *in; /* V_INTRIN, V_IOP: its row of the intrinsic table */
   const char *op;   /* V_IOP: "a", "b", "c" */
   int cvar;         /* V_INT / V_DATA: index in lw.cvars, or -1 */
 };
@@ -1250,11 +1252,8 @@ static value *cvt(lw *L, const ag_tile_node *n) {
 }
 
 /* ----------------------------------------------------------- intrinsics */
-static int intrinsic_name(const char *n) {
-  return !strcmp(n, "mma_m16n8k16") || !strncmp(n, "ldmatrix_x", 10) || !strcmp(n, "cp_async") ||
-         !strcmp(n, "cp_async_commit") || !strcmp(n, "cp_async_wait") ||
-         !strcmp(n, "syncthreads");
-}
+/* Every intrinsic is a row of the shared table (../tile_intrin.h), looked up
+ * by name (ag__intrin_lookup) and lowered by its kind: one handler per kind. */
 
 static void do_mma(lw *L, const ag_tile_node *n) {
   if (n->list.n != 4)
@@ -1300,11 +1299,9 @@ static void do_mma(lw *L, const ag_tile_node *n) {
     store_words(L, n, t[0], base[0], 4, "float", dl);
 }
 
-static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
-  int num = name[10] - '0';
-  int trans = strstr(name, "_trans") != NULL;
-  if ((num != 1 && num != 2 && num != 4) || strlen(name) != (size_t)(trans ? 17 : 11))
-    fail(L, n, "unknown intrinsic '%s'", name);
+static void do_ldmatrix(lw *L, const ag_tile_node *n, const ag__intrin *in) {
+  const char *name = in->name;
+  int num = in->num, trans = in->trans;
   if (n->list.n != 2)
     fail(L, n, "%s(dst, src) takes two arguments", name);
   const ag_expr *base;
@@ -1337,7 +1334,7 @@ static void do_ldmatrix(lw *L, const ag_tile_node *n, const char *name) {
     store_words(L, n, dt, base, num, "unsigned", lv);
 }
 
-static void do_cp_async(lw *L, const ag_tile_node *n) {
+static void do_cp_async(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   if (n->list.n != 2)
     fail(L, n, "cp_async(dst, src) takes two arguments");
   value *d = ev(L, n->list.v[0]), *s = ev(L, n->list.v[1]);
@@ -1346,38 +1343,39 @@ static void do_cp_async(lw *L, const ag_tile_node *n) {
   if (s->k != V_ELEM || s->t->sp != SP_G)
     fail(L, n->list.v[1], "the source of cp_async is a global tensor element");
   int w = ag__dt_size(d->t->dt);
-  if (w != ag__dt_size(s->t->dt) || (w != 4 && w != 8 && w != 16))
+  /* the row's sizes: a bit mask of byte counts (every element size is a power of two) */
+  if (w != ag__dt_size(s->t->dt) || !(w & in->sizes))
     fail(L, n, "cp_async copies 4, 8 or 16 bytes between elements of one size");
   emit(L, n, "ag_cp_async<%d>(%s + (%s), &AG_GL(%s, %s, %s));", w, d->t->buf, xtext(L, d->x),
        ag__dt_ctype(s->t->dt), s->t->buf, gl_offset(L, s->t));
 }
 
-static value *call_intrinsic(lw *L, const ag_tile_node *n, const char *name) {
-  if (!strcmp(name, "mma_m16n8k16"))
-    do_mma(L, n);
-  else if (!strncmp(name, "ldmatrix_x", 10))
-    do_ldmatrix(L, n, name);
-  else if (!strcmp(name, "cp_async"))
-    do_cp_async(L, n);
-  else if (!strcmp(name, "cp_async_commit"))
-    emit(L, n, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
-  else if (!strcmp(name, "cp_async_wait")) {
+static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in) {
+  switch (in->kind) {
+  case IK_MMA: do_mma(L, n); break;
+  case IK_LDMATRIX: do_ldmatrix(L, n, in); break;
+  case IK_CP_ASYNC: do_cp_async(L, n, in); break;
+  case IK_CP_COMMIT: emit(L, n, "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");"); break;
+  case IK_CP_WAIT: {
     if (n->list.n != 1)
-      fail(L, n, "cp_async_wait(n) takes one argument");
+      fail(L, n, "%s(n) takes one argument", in->name);
     int64_t k = as_const(L, n->list.v[0], ev(L, n->list.v[0]), "the group count");
     if (k < 0 || k > 7)
-      fail(L, n->list.v[0], "cp_async_wait(n) needs n in 0..7, not %lld", (long long)k);
+      fail(L, n->list.v[0], "%s(n) needs n in 0..7, not %lld", in->name, (long long)k);
     emit(L, n, "asm volatile(\"cp.async.wait_group %lld;\" ::: \"memory\");", (long long)k);
-  } else if (!strcmp(name, "syncthreads"))
-    emit(L, n, "__syncthreads();");
+    break;
+  }
+  case IK_SYNC: emit(L, n, "__syncthreads();"); break;
+  default: fail(L, n, "the lowering has no handler for intrinsic '%s'", in->name);
+  }
   return newv(L, V_NONE);
 }
 
 static value *intrin_coord(lw *L, const ag_tile_node *n, value *op) {
   if (n->list.n != 2)
     fail(L, n, "an operand layout takes (lane, value)");
-  const char *atom = !strcmp(op->op, "a") ? "mma.m16n8k16.a"
-                     : !strcmp(op->op, "b") ? "mma.m16n8k16.b" : "mma.m16n8k16.c";
+  const char *atom = !strcmp(op->op, "a")   ? op->in->atom_a
+                     : !strcmp(op->op, "b") ? op->in->atom_b : op->in->atom_c;
   ag_layout tv;
   ag_atom_info info;
   if (ag_atom_layout(&L->lc, atom, &tv, &info))
@@ -1417,8 +1415,9 @@ static value *call(lw *L, const ag_tile_node *n) {
   value *user = lookup(L, fn);
   if (user)
     fail(L, f, "'%s' is %s, not a function", fn, kind_name(user->k));
-  if (intrinsic_name(fn))
-    return call_intrinsic(L, n, fn);
+  const ag__intrin *in = ag__intrin_lookup(fn);
+  if (in)
+    return call_intrinsic(L, n, in);
   if (!strcmp(fn, "make_shared"))
     return make_shared(L, n);
   if (!strcmp(fn, "make_local"))
@@ -1581,9 +1580,11 @@ static value *ev(lw *L, const ag_tile_node *n) {
       d->dt = dt;
       return d;
     }
-    if (intrinsic_name(n->name)) {
+    const ag__intrin *in = ag__intrin_lookup(n->name);
+    if (in) {
       value *i = newv(L, V_INTRIN);
       i->name = n->name;
+      i->in = in;
       return i;
     }
     fail(L, n, "unknown name '%s'", n->name);
@@ -1597,10 +1598,11 @@ static value *ev(lw *L, const ag_tile_node *n) {
       return vint(L, xs(L, fmt(L, "%s.%s", b->name, n->name)));
     }
     value *bv = ev(L, b);
-    if (bv->k == V_INTRIN && !strcmp(bv->name, "mma_m16n8k16") &&
+    if (bv->k == V_INTRIN && bv->in->kind == IK_MMA &&
         (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
       value *v = newv(L, V_IOP);
       v->name = bv->name;
+      v->in = bv->in;
       v->op = n->name;
       return v;
     }

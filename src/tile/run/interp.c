@@ -22,6 +22,7 @@
  * Cost: about 10^7 thread-statements per second; gemm.tile at 128^3 runs
  * in well under a second. For toy sizes only.
  */
+#include "../tile_intrin.h"
 #include "../tile_xop.h"
 #include "argus/layout_atoms.h"
 #include "argus/tile_run.h"
@@ -59,6 +60,7 @@ struct rv {
   ag_layout lay;     /* K_LAYOUT */
   ag_swizzle sw;     /* K_SWZ */
   const char *name;  /* K_INTRIN, K_IOP ("a", "b", "c") */
+  const ag__intrin *in; /* K_INTRIN, K_IOP: the row of the intrinsic table */
 };
 
 typedef struct bind {
@@ -771,16 +773,15 @@ static rv *call(ip *c, const ag_tile_node *n) {
     rv *fv = eval(c, f);
     if (fv->k != K_IOP)
       fail(c, f, "'%s' is not a function", f->name);
-    /* mma_m16n8k16.a/.b/.c(lane, e): the fragment's coordinates */
+    /* mma_m16n8k16.a/.b/.c(lane, e): the fragment's coordinates, by the row's layout atoms */
     rv *lane = eval(c, argn(c, n, 0)), *e = eval(c, argn(c, n, 1));
+    const char *atom = fv->name[0] == 'a'   ? fv->in->atom_a
+                       : fv->name[0] == 'b' ? fv->in->atom_b : fv->in->atom_c;
     ag_layout tv;
-    int rows = fv->name[0] == 'b' ? 8 : 16;
-    if (fv->name[0] == 'a')
-      ag_atom_mma_m16n8k16_a(&c->lc, &tv);
-    else if (fv->name[0] == 'b')
-      ag_atom_mma_m16n8k16_b(&c->lc, &tv);
-    else
-      ag_atom_mma_m16n8k16_c(&c->lc, &tv);
+    ag_atom_info info;
+    if (ag_atom_layout(&c->lc, atom, &tv, &info))
+      fail(c, f, "no layout for '%s'", atom);
+    int rows = (int)info.rows;
     rv *x = vint_a(c, K_INT), *y = vint_a(c, K_INT);
     for (int th = 0; th < c->T; th++) {
       int64_t o;
@@ -885,29 +886,28 @@ static rv *call(ip *c, const ag_tile_node *n) {
     }
     return data_op(c, n, 0, bi, a, b);
   }
-  if (!strcmp(fn, "cp_async")) {
-    rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
-    if (d->k != K_ELEM || s->k != K_ELEM)
-      fail(c, n, "cp_async copies a global element into a shared one");
-    if (ag__dt_size(d->t->dt) != ag__dt_size(s->t->dt))
-      fail(c, n, "cp_async of elements of different sizes");
-    store(c, n, d, load(c, n, s));
+  const ag__intrin *in = ag__intrin_lookup(fn);
+  if (in) { /* one handler per kind of the intrinsic table (../tile_intrin.h) */
+    switch (in->kind) {
+    case IK_CP_ASYNC: {
+      rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
+      if (d->k != K_ELEM || s->k != K_ELEM)
+        fail(c, n, "%s copies a global element into a shared one", in->name);
+      if (ag__dt_size(d->t->dt) != ag__dt_size(s->t->dt))
+        fail(c, n, "%s of elements of different sizes", in->name);
+      store(c, n, d, load(c, n, s));
+      break;
+    }
+    case IK_MMA: mma(c, n); break;
+    case IK_LDMATRIX: ldmatrix(c, n, in->num, in->trans); break;
+    case IK_SYNC: case IK_CP_COMMIT: case IK_CP_WAIT:
+      break; /* lockstep: nothing to wait for */
+    default: fail(c, f, "the value interpreter has no handler for intrinsic '%s'", in->name);
+    }
     return newv(c, K_NONE);
   }
-  if (!strcmp(fn, "mma_m16n8k16")) {
-    mma(c, n);
-    return newv(c, K_NONE);
-  }
-  if (!strncmp(fn, "ldmatrix_x", 10)) {
-    int nm = fn[10] - '0';
-    if ((nm != 1 && nm != 2 && nm != 4) || (fn[11] && strcmp(fn + 11, "_trans")))
-      fail(c, f, "unknown function '%s'", fn);
-    ldmatrix(c, n, nm, fn[11] != 0);
-    return newv(c, K_NONE);
-  }
-  if (!strcmp(fn, "syncthreads") || !strcmp(fn, "cp_async_commit") ||
-      !strcmp(fn, "cp_async_wait") || !strcmp(fn, "reset") || !strcmp(fn, "tag"))
-    return newv(c, K_NONE); /* lockstep: nothing to wait for; tags are not values */
+  if (!strcmp(fn, "reset") || !strcmp(fn, "tag"))
+    return newv(c, K_NONE); /* tags are not values */
   fail(c, f, "'%s' is not interpreted by the value reference", fn);
 }
 
@@ -935,9 +935,11 @@ static rv *eval(ip *c, const ag_tile_node *n) {
       v->dt = dt;
       return v;
     }
-    if (!strcmp(n->name, "mma_m16n8k16")) {
+    const ag__intrin *in = ag__intrin_lookup(n->name);
+    if (in) {
       v = newv(c, K_INTRIN);
       v->name = n->name;
+      v->in = in;
       return v;
     }
     fail(c, n, "unknown name '%s'", n->name);
@@ -960,9 +962,11 @@ static rv *eval(ip *c, const ag_tile_node *n) {
       return v;
     }
     rv *bv = eval(c, b);
-    if (bv->k == K_INTRIN && (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
+    if (bv->k == K_INTRIN && bv->in->kind == IK_MMA &&
+        (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
       rv *v = newv(c, K_IOP);
       v->name = n->name;
+      v->in = bv->in;
       return v;
     }
     fail(c, n, "'.%s' is not interpreted here", n->name);

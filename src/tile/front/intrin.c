@@ -6,6 +6,9 @@
  * instruction of a known kind (a wgmma shape, a TMA box) is a new row plus
  * its layouts.
  *
+ * The checker, the lowering and the value interpreter share it through
+ * ../tile_intrin.h; it lives in the front end's library, which all three link.
+ *
  * TV layouts map (lane, value) to the element's offset in the operand's tile,
  * column-major, as argus/layout_atoms.h does. The mma layouts come from the
  * layout module's atoms by name; the ldmatrix rows below are written for
@@ -17,7 +20,7 @@
  *   trans:     holds row 8i + 2*t0 + v0, column t1
  * (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
  */
-#include "check_int.h"
+#include "../tile_intrin.h"
 
 #include <string.h>
 

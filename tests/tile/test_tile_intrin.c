@@ -1,0 +1,280 @@
+/*
+ * test_tile_intrin.c — every row of the intrinsic table (src/tile/tile_intrin.h)
+ * in each of its three users. For each row, a kernel that calls it (by the
+ * row's name, with the rows of the other kinds it needs looked up in the
+ * table by kind) checks clean (the checker), lowers to CUDA C that holds
+ * the row's instruction (the lowering), and runs in the value interpreter,
+ * whose result is compared with a reference computed here: D = A B^T + C for
+ * an mma (its fragments placed through the row's own .a/.b/.c layouts), the
+ * PTX ISA's fragment layout for an ldmatrix of the row's width and
+ * transposition (which must also be the row's dst_tv layout), a permuted copy
+ * through shared memory for the cp.async group and the barrier. A row of a
+ * kind this test has no program for fails it, and so does a row a module
+ * does not handle: adding a row without handling it everywhere fails here.
+ */
+#include "argus/layout.h"
+#include "argus/tile_run.h"
+#include "check.h"
+
+#include "../../src/tile/run/run_int.h"
+#define TILE_PIPE_FILE "intrin.tile"
+#include "tile_pipe.h"
+
+/* The name of the first row of kind k (NULL when the table has none). */
+static const char *row_of(ag__ik k) {
+  int n;
+  const ag__intrin *t = ag__intrin_table(&n);
+  for (int i = 0; i < n; i++)
+    if (t[i].kind == k)
+      return t[i].name;
+  return NULL;
+}
+
+/* The program for row in (owned by out); 0 when this test has no program for its kind. */
+static int program(const ag__intrin *in, ag_str *out) {
+  switch (in->kind) {
+  case IK_MMA:
+    ag_str_printf(out,
+                  "@threads(32)\n"
+                  "def kern(A: Tensor(16, 16, bf16), B: Tensor(8, 16, bf16), C: Tensor(16, 8, f32),\n"
+                  "         D: Tensor(16, 8, f32)):\n"
+                  "    lane = threadIdx.x\n"
+                  "    a = make_local((8,), bf16)\n    b = make_local((4,), bf16)\n"
+                  "    c = make_local((4,), f32)\n    d = make_local((4,), f32)\n"
+                  "    for e in range(8):\n"
+                  "        m, k = %s.a(lane, e)\n        a[e] = A[m, k]\n"
+                  "    for e in range(4):\n"
+                  "        n, k = %s.b(lane, e)\n        b[e] = B[n, k]\n"
+                  "        m, n = %s.c(lane, e)\n        c[e] = C[m, n]\n"
+                  "    %s(d, a, b, c)\n"
+                  "    for e in range(4):\n"
+                  "        m, n = %s.c(lane, e)\n        D[m, n] = d[e]\n",
+                  in->name, in->name, in->name, in->name, in->name);
+    return 1;
+  case IK_LDMATRIX: {
+    int r = 8 * in->num, v = 2 * in->num; /* rows of the stacked tile; values per lane */
+    ag_str_printf(out,
+                  "@threads(32)\n"
+                  "def kern(S: Tensor(%d, bf16), Y: Tensor(%d, bf16)):\n"
+                  "    t = threadIdx.x\n"
+                  "    s = make_shared((%d, 8), bf16)\n"
+                  "    for j in range(%d):\n"
+                  "        e = t * %d + j\n        s[e / 8, e %% 8] = S[e]\n"
+                  "    syncthreads()\n"
+                  "    r = make_local((%d,), bf16)\n"
+                  "    %s(r, s[t %% %d, 0])\n"
+                  "    for j in range(%d):\n        Y[t * %d + j] = r[j]\n",
+                  r * 8, 32 * v, r, v, v, v, in->name, r, v, v);
+    return 1;
+  }
+  case IK_CP_ASYNC:
+  case IK_CP_COMMIT:
+  case IK_CP_WAIT:
+  case IK_SYNC: {
+    /* one program holds the four kinds; the row under test takes its kind's place */
+    const char *cp = in->kind == IK_CP_ASYNC ? in->name : row_of(IK_CP_ASYNC);
+    const char *commit = in->kind == IK_CP_COMMIT ? in->name : row_of(IK_CP_COMMIT);
+    const char *wait = in->kind == IK_CP_WAIT ? in->name : row_of(IK_CP_WAIT);
+    const char *sync = in->kind == IK_SYNC ? in->name : row_of(IK_SYNC);
+    if (!cp || !commit || !wait || !sync)
+      return 0;
+    ag_str_printf(out,
+                  "@threads(32)\n"
+                  "def kern(X: Tensor(32, u32), Y: Tensor(32, u32)):\n"
+                  "    t = threadIdx.x\n"
+                  "    s = make_shared((32,), u32)\n"
+                  "    %s(s[t], X[t])\n    %s()\n    %s(0)\n    %s()\n"
+                  "    Y[t] = s[31 - t]\n",
+                  cp, commit, wait, sync);
+    return 1;
+  }
+  }
+  return 0;
+}
+
+/* What the lowered CUDA C of row in must hold, written here (mma and
+ * ldmatrix: the row's instruction, which names its width and .trans). */
+static const char *cuda_want(const ag__intrin *in) {
+  switch (in->kind) {
+  case IK_MMA:
+  case IK_LDMATRIX: return in->ptx;
+  case IK_CP_ASYNC: return "ag_cp_async<4>(";
+  case IK_CP_COMMIT: return "asm volatile(\"cp.async.commit_group;\"";
+  case IK_CP_WAIT: return "asm volatile(\"cp.async.wait_group 0;\"";
+  case IK_SYNC: return "__syncthreads();";
+  }
+  return NULL;
+}
+
+
+/* Integers in -8..7, exact in bf16 and in the sums of 16 products, with no
+ * short period in i (an element read from the wrong place shows). */
+static float small(int i, int k) {
+  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
+}
+
+/* The value interpreter's result for row in against the reference; the number of mismatches. */
+static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
+                            const ag_tile_lowered *l) {
+  void *t[4] = {0};
+  char err[512] = "";
+  long bad = 0;
+  int rc = -1;
+  if (in->kind == IK_MMA) {
+    uint16_t *A = malloc(256 * 2), *B = malloc(128 * 2);
+    float *C = malloc(128 * 4), *D = calloc(128, 4);
+    for (int i = 0; i < 256; i++)
+      A[i] = ag__f2bf(small(i, 5));
+    for (int i = 0; i < 128; i++) {
+      B[i] = ag__f2bf(small(i, 3));
+      C[i] = small(i, 11) / 2;
+    }
+    t[0] = A, t[1] = B, t[2] = C, t[3] = D;
+    rc = interpret(p, l, "kern", t, err, sizeof err);
+    for (int m = 0; !rc && m < 16; m++)
+      for (int n = 0; n < 8; n++) {
+        double s = C[m * 8 + n];
+        for (int k = 0; k < 16; k++)
+          s += (double)ag__bf2f(A[m * 16 + k]) * ag__bf2f(B[n * 16 + k]);
+        bad += D[m * 8 + n] != (float)s;
+      }
+  } else if (in->kind == IK_LDMATRIX) {
+    int r = 8 * in->num, v = 2 * in->num;
+    uint16_t *S = malloc((size_t)r * 8 * 2), *Y = calloc((size_t)32 * v, 2);
+    for (int i = 0; i < r * 8; i++)
+      S[i] = (uint16_t)(0x1000 + i); /* distinct patterns: the value names its element */
+    t[0] = S, t[1] = Y;
+    rc = interpret(p, l, "kern", t, err, sizeof err);
+    /* the row's destination layout: (lane, value) -> row + r * column */
+    ag_arena ar;
+    ag_arena_init(&ar, 0);
+    ag_layout_ctx lc;
+    ag_layout_ctx_init(&lc, &ar);
+    ag_layout tv;
+    ag_diags d;
+    ag_diags_init(&d);
+    int lrc = ag_layout_parse(&lc, in->dst_tv, &d, &tv);
+    CHECK_EQ_INT(lrc, 0);
+    for (int lane = 0; !rc && !lrc && lane < 32; lane++)
+      for (int j = 0; j < v; j++) {
+        /* PTX ISA: value j of lane (t0 = lane % 4, t1 = lane / 4) is matrix j / 2's
+         * row t1, column 2 t0 + j % 2; .trans: row 2 t0 + j % 2, column t1 */
+        int t0 = lane % 4, t1 = lane / 4, i = j / 2;
+        int row = in->trans ? 8 * i + 2 * t0 + j % 2 : 8 * i + t1;
+        int col = in->trans ? t1 : 2 * t0 + j % 2;
+        int64_t o = -1;
+        ag_layout_eval_index(&tv, lane + 32 * j, &o);
+        bad += o != row + (int64_t)r * col; /* the table says the same */
+        bad += Y[lane * v + j] != S[row * 8 + col];
+      }
+    ag_diags_release(&d);
+    ag_layout_ctx_release(&lc);
+    ag_arena_release(&ar);
+  } else {
+    uint32_t *X = malloc(32 * 4), *Y = calloc(32, 4);
+    for (int i = 0; i < 32; i++)
+      X[i] = 0x9e3779b9u * (uint32_t)(i + 1);
+    t[0] = X, t[1] = Y;
+    rc = interpret(p, l, "kern", t, err, sizeof err);
+    for (int i = 0; !rc && i < 32; i++)
+      bad += Y[i] != X[31 - i];
+  }
+  if (rc)
+    printf("  %s: the value interpreter fails: %s\n", in->name, err);
+  CHECK_EQ_INT(rc, 0);
+  for (int i = 0; i < 4; i++)
+    free(t[i]);
+  return rc ? -1 : bad;
+}
+
+TEST(test_every_row) {
+  int n;
+  const ag__intrin *tab = ag__intrin_table(&n);
+  CHECK(n >= 11); /* mma, six ldmatrix, four cp.async and barrier rows */
+  for (int i = 0; i < n; i++) {
+    const ag__intrin *in = &tab[i];
+    CHECK(ag__intrin_lookup(in->name) == in);
+    ag_str text = AG_STR_INIT;
+    int known = program(in, &text);
+    if (!known)
+      printf("  row '%s': this test has no program for its kind: add one\n", in->name);
+    CHECK(known);
+    ag_tile_program *p = known ? checked(ag_str_cstr(&text)) : NULL;
+    ag_tile_lowered *l = p ? lowered(p) : NULL;
+    CHECK(l != NULL);
+    if (l) {
+      const char *want = cuda_want(in);
+      CHECK(want != NULL);
+      if (want && !strstr(l->cuda, want))
+        printf("  row '%s': the lowered CUDA C lacks \"%s\"\n", in->name, want);
+      CHECK(want && strstr(l->cuda, want));
+      long bad = run_and_compare(in, p, l);
+      if (bad)
+        printf("  row '%s': %ld values differ from the reference\n", in->name, bad);
+      CHECK_EQ_INT(bad, 0);
+    }
+    ag_tile_lowered_free(l);
+    ag_tile_program_free(p);
+    ag_str_release(&text);
+  }
+}
+
+/* The lowering's message for text (a program it must refuse), "" when it lowers. */
+static void lower_error(const char *text, ag_str *out) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  ag_tile_lowered *l = NULL;
+  ag_tile_lower_opts o;
+  memset(&o, 0, sizeof o);
+  if (!ag_tile_parse(text, strlen(text), "t.tile", &d, &p))
+    ag_tile_lower(p, &o, &d, &l);
+  ag_diags_format(&d, out);
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+}
+
+/* What the lowering refuses by the row (the checker refuses these first):
+ * a cp.async size outside the row's sizes, a group count out of range. */
+TEST(test_lower_refusals) {
+  static const struct {
+    const char *dt, *wait, *want;
+  } cases[] = {
+      {"u16", "0", "t.tile:5:5: error: cp_async copies 4, 8 or 16 bytes between elements of one size"},
+      {"u32", "8", "t.tile:6:19: error: cp_async_wait(n) needs n in 0..7, not 8"},
+      {"u64", "0", ""}, /* 8 bytes: one of the row's sizes */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ag_str text = AG_STR_INIT, err = AG_STR_INIT;
+    ag_str_printf(&text,
+                  "@threads(32)\ndef kern(X: Tensor(32, %s)):\n    t = threadIdx.x\n"
+                  "    s = make_shared((32,), %s)\n    cp_async(s[t], X[t])\n"
+                  "    cp_async_wait(%s)\n",
+                  cases[i].dt, cases[i].dt, cases[i].wait);
+    lower_error(ag_str_cstr(&text), &err);
+    if (cases[i].want[0])
+      CHECK_CONTAINS(ag_str_cstr(&err), cases[i].want);
+    else
+      CHECK_EQ_STR(ag_str_cstr(&err), "");
+    ag_str_release(&text);
+    ag_str_release(&err);
+  }
+}
+
+/* A name that is not a row is no intrinsic to the lowering (the prefix of a
+ * row is not enough: ldmatrix_x3 is none), as to the checker. */
+TEST(test_not_a_row) {
+  CHECK(ag__intrin_lookup("ldmatrix_x3") == NULL);
+  CHECK(ag__intrin_lookup("mma_m16n8k8") == NULL);
+  static const char text[] = "@threads(32)\ndef kern(Y: Tensor(32, u32)):\n"
+                             "    r = make_local((4,), u32)\n"
+                             "    ldmatrix_x3(r, Y[threadIdx.x])\n";
+  ag_str err = AG_STR_INIT;
+  lower_error(text, &err);
+  CHECK_CONTAINS(ag_str_cstr(&err), "t.tile:4:5: error: unknown function 'ldmatrix_x3'");
+  ag_str_release(&err);
+}
+
+RUN_TESTS({"test_every_row", test_every_row}, {"test_lower_refusals", test_lower_refusals},
+          {"test_not_a_row", test_not_a_row})
