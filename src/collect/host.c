@@ -478,8 +478,12 @@ static int calibrate(ag_host *h, const char *when, uint64_t span_ns) {
       return cu_fail(h, r, "cuModuleLoadData(calibration kernel)");
     }
     if ((r = h->cu.cuModuleGetFunction(&h->cal_fn, h->cal_mod, "argus_calibrate")) ||
-        (r = h->cu.cuMemAlloc(&h->cal_buf, sizeof out)))
-      return cu_fail(h, r, "calibration setup"); /* ag_host_close unloads it */
+        (r = h->cu.cuMemAlloc(&h->cal_buf, sizeof out))) {
+      h->cu.cuModuleUnload(h->cal_mod); /* the next calibration tries again */
+      h->cal_mod = NULL;
+      h->cal_buf = 0;
+      return cu_fail(h, r, "calibration setup");
+    }
   }
   uint64_t span = span_ns;
   void *args[] = {&h->cal_buf, &span};
