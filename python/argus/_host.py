@@ -89,11 +89,22 @@ class Host:
         if rc:
             raise HostError(call, rc, self._msg())
 
+    @property
+    def closed(self) -> bool:
+        """After close(): the session's objects are freed, no call may reach them."""
+        return self.h is None
+
+    def _open(self, call: str) -> None:
+        if self.h is None:
+            raise HostError(call, -998, "the session is closed (ag_host_close): its modules "
+                                        "and kernels are freed")
+
     def under_argus(self) -> bool:
         return bool(self.lib.ag_host_under_argus(self.h))
 
     def adopt(self, module: int, image: Optional[bytes], name: str) -> int:
         """ag_host_adopt: the module another runtime loaded (a CUmodule as an int)."""
+        self._open("ag_host_adopt('%s')" % name)
         m = ctypes.c_void_p()
         data = bytes(image) if image is not None else None
         self._check("ag_host_adopt('%s')" % name,
@@ -103,9 +114,11 @@ class Host:
         return m.value
 
     def traced(self, module: int) -> bool:
+        self._open("ag_host_module_traced")
         return bool(self.lib.ag_host_module_traced(ctypes.c_void_p(module)))
 
     def kernel(self, module: int, name: str) -> int:
+        self._open("ag_host_kernel_get('%s')" % name)
         k = ctypes.c_void_p()
         self._check("ag_host_kernel_get('%s')" % name,
                     self.lib.ag_host_kernel_get(ctypes.c_void_p(module), name.encode(),
@@ -114,16 +127,19 @@ class Host:
 
     def launch_begin(self, kernel: int, grid: Sequence[int], block: Sequence[int], shared: int,
                      stream: int) -> None:
+        self._open("ag_host_launch_begin")
         self._check("ag_host_launch_begin",
                     self.lib.ag_host_launch_begin(ctypes.c_void_p(kernel), Dim(*grid),
                                                   Dim(*block), shared,
                                                   ctypes.c_void_p(stream or None)))
 
     def launch_end(self, kernel: int, launched: bool) -> None:
+        self._open("ag_host_launch_end")
         self._check("ag_host_launch_end",
                     self.lib.ag_host_launch_end(ctypes.c_void_p(kernel), 1 if launched else 0))
 
     def finish(self) -> None:
+        self._open("ag_host_finish")
         self._check("ag_host_finish", self.lib.ag_host_finish(self.h))
 
     def close(self) -> None:

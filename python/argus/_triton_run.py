@@ -49,7 +49,10 @@ class Launch:
         return (gx * self.num_ctas, gy, gz), (32 * self.num_warps, 1, 1), self.shared
 
     def __call__(self, gx, gy, gz, stream, function, *args):
-        if gx * gy * gz <= 0:  # Triton launches nothing for an empty grid
+        # Triton launches nothing for an empty grid; after the session's close (the
+        # script's atexit handlers, threads still running) the launch is Triton's alone:
+        # the kernel handle points into freed memory
+        if gx * gy * gz <= 0 or self.host.closed:
             return self.inner(gx, gy, gz, stream, function, *args)
         grid, block, shared = self.dims(gx, gy, gz)
         self.host.launch_begin(self.kernel, grid, block, shared, stream)

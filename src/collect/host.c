@@ -239,6 +239,14 @@ struct ag_host {
   int have_last_stream;
   calib cal[2];
   int ncal;
+  /* the calibration kernel, loaded by the first calibration (ag_host_open,
+   * before the harness runs) and kept until ag_host_close: the finish
+   * calibration loads no module after the harness's own code ran (a
+   * profiler the harness ran may be tearing CUPTI down then: docs/triton.md,
+   * "Limits") */
+  CUmodule cal_mod;
+  CUfunction cal_fn;
+  CUdeviceptr cal_buf;
   char budget_note[160];
   launch_time *times; /* every timed launch of the variant, in launch order */
   uint32_t ntimes, times_cap;
@@ -462,34 +470,33 @@ static const char calib_ptx[] =
     "}\n";
 
 static int calibrate(ag_host *h, const char *when, uint64_t span_ns) {
-  CUmodule mod = NULL;
-  CUdeviceptr buf = 0;
-  int rc = 0;
   CUresult r;
-  if ((r = h->cu.cuModuleLoadData(&mod, calib_ptx)) != CUDA_SUCCESS)
-    return cu_fail(h, r, "cuModuleLoadData(calibration kernel)");
-  CUfunction fn;
   uint64_t out[4] = {0};
+  if (!h->cal_mod) {
+    if ((r = h->cu.cuModuleLoadData(&h->cal_mod, calib_ptx)) != CUDA_SUCCESS) {
+      h->cal_mod = NULL;
+      return cu_fail(h, r, "cuModuleLoadData(calibration kernel)");
+    }
+    if ((r = h->cu.cuModuleGetFunction(&h->cal_fn, h->cal_mod, "argus_calibrate")) ||
+        (r = h->cu.cuMemAlloc(&h->cal_buf, sizeof out))) {
+      h->cu.cuModuleUnload(h->cal_mod); /* the next calibration tries again */
+      h->cal_mod = NULL;
+      h->cal_buf = 0;
+      return cu_fail(h, r, "calibration setup");
+    }
+  }
   uint64_t span = span_ns;
-  if ((r = h->cu.cuModuleGetFunction(&fn, mod, "argus_calibrate")) ||
-      (r = h->cu.cuMemAlloc(&buf, sizeof out))) {
-    rc = cu_fail(h, r, "calibration setup");
-    goto out;
-  }
-  void *args[] = {&buf, &span};
-  if ((r = h->cu.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL)) ||
+  void *args[] = {&h->cal_buf, &span};
+  if ((r = h->cu.cuLaunchKernel(h->cal_fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL)) ||
       (r = h->cu.cuCtxSynchronize()) ||
-      (r = h->cu.cuMemcpyDtoH(out, buf, sizeof out))) {
-    rc = cu_fail(h, r, "calibration kernel");
-    goto out;
-  }
+      (r = h->cu.cuMemcpyDtoH(out, h->cal_buf, sizeof out)))
+    return cu_fail(h, r, "calibration kernel");
   if (out[2] <= out[0] || out[3] <= out[1]) {
     setmsg(h, "clock calibration read no progress (globaltimer %llu..%llu, clock "
               "%llu..%llu)",
            (unsigned long long)out[0], (unsigned long long)out[2],
            (unsigned long long)out[1], (unsigned long long)out[3]);
-    rc = AG_HOST_ECUDA;
-    goto out;
+    return AG_HOST_ECUDA;
   }
   if (h->ncal < 2) {
     h->cal[h->ncal].when = when;
@@ -499,12 +506,7 @@ static int calibrate(ag_host *h, const char *when, uint64_t span_ns) {
     h->cal[h->ncal].cycles = out[3] - out[1];
     h->ncal++;
   }
-out:
-  if (buf)
-    h->cu.cuMemFree(buf);
-  if (mod)
-    h->cu.cuModuleUnload(mod);
-  return rc;
+  return 0;
 }
 
 /* PM sampling, started before the calibration kernel that aligns its clock;
@@ -669,6 +671,10 @@ void ag_host_close(ag_host *h) {
       h->cu.cuEventDestroy(h->spare[0]);
       h->cu.cuEventDestroy(h->spare[1]);
     }
+    if (h->cal_buf)
+      h->cu.cuMemFree(h->cal_buf);
+    if (h->cal_mod)
+      h->cu.cuModuleUnload(h->cal_mod);
   }
   /* every driver call before the context goes and the library is closed */
   for (uint32_t i = 0; h->ok && i < h->ntimes; i++) {

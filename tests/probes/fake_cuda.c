@@ -17,7 +17,9 @@
 static int poisoned;
 /* FAKE_CUDA_LOG=FILE: every module load ("load <its first 8 bytes, printable>")
  * and every launch of a kernel in a traced run ("launch <descriptor launch>
- * enabled <0|1> cap <slots>") is appended to FILE. FAKE_CUDA_RECORDS=N: each
+ * enabled <0|1> cap <slots>") is appended to FILE, and so are the calibration
+ * kernel's loads ("calibration load") and every unload ("unload").
+ * FAKE_CUDA_RECORDS=N: each
  * warp of a launch whose descriptor records reports N records in its
  * metadata (count and max_count, exited), as the probe would. */
 static void fake_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -140,6 +142,8 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   head[8] = 0;
   if (strcmp(head, ".version") && strncmp(head, "\t.versi", 8)) /* not the calibration */
     fake_log("load %s", head);
+  else
+    fake_log("calibration load");
   /* holds the module's 32-byte descriptor at 0; a mapping variant's
    * (docs/attribution.md) at 64 and its slot count at 96 */
   *m = (CUmodule)calloc(1, 128);
@@ -155,6 +159,7 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   OK;
 }
 CUresult cuModuleUnload(CUmodule m) {
+  fake_log("unload");
   if ((unsigned char *)m == fake_desc)
     fake_desc = NULL;
   if ((unsigned char *)m + 64 == fake_map)

@@ -118,6 +118,58 @@ def case(name, out):
             check([x.split()[1] for x in rec] == ["0", "1", "2"],
                   "the descriptor carries each launch's index", rec)
         host.close()
+    elif name == "selection":
+        # the launches of bench/triton/argus_run.py under observe's default selection of
+        # a traced run (launch 0 counts the records per warp, launches 1..40 recorded;
+        # run_case sets ARGUS_TRACE_*), then finish and close as python -m
+        # argus._triton_run does, and a launch after the close (docs/triton.md, "Limits")
+        host = Host()
+        b = Binding(host, "work_argus", StandIn)
+        b.install()
+        ck = StandIn("work_argus", image, FakeMeta(num_warps=8, shared=0))
+        ck._init_handles()
+        b.uninstall()
+        logp = os.environ["FAKE_CUDA_LOG"]
+        for i in range(41):
+            ck._run(16, 1, 1, 0x55, 1, "args", i)
+        before = open(logp).read().split("\n")
+        host.finish()
+        t = json.load(open(os.path.join(out, "timing.json")))
+        whys = [x["why"].split(" ")[0] for x in t["launches"]]
+        check(t["launches_total"] == 41 and whys == ["count-only:"] + ["recorded"] * 40,
+              "launch 0 counted, launches 1..40 recorded", whys)
+        check(os.path.exists(os.path.join(out, "trace.agev")), "the trace evidence is written")
+        after = open(logp).read().split("\n")[len(before) - 1:]
+        check(not [x for x in after if "load" in x],
+              "the finish calibration loads and unloads no module (loaded at the open)", after)
+        check([x for x in before if "load" in x][:1] == ["calibration load"] and
+              sum(x == "calibration load" for x in before) == 1,
+              "the calibration kernel is loaded once, at the open, before the launches",
+              [x for x in before if "load" in x])
+        host.close()
+        check(open(logp).read().split("\n").count("unload") == 1,
+              "the close unloads the calibration kernel (the adopted module is Triton's)")
+        calls = []
+
+        class Closed:
+            def __getattr__(self, a):
+                calls.append(a)
+                raise RuntimeError("libargus_host called after ag_host_close: %s" % a)
+        host.lib = Closed()
+        n = len(StandIn.calls)
+        try:
+            ck._run(16, 1, 1, 0x55, 1, "args", 41)
+        except RuntimeError as e:
+            check(False, "a launch after the close reaches Triton's launcher", str(e))
+        check(len(StandIn.calls) == n + 1 and not calls,
+              "a launch after the close is Triton's alone (no call into the freed session)",
+              calls)
+        try:
+            host.finish()
+            check(False, "finish after the close is refused")
+        except HostError as e:
+            check("closed" in e.message and not calls, "finish after the close: HostError",
+                  str(e), calls)
     elif name == "mismatch":
         host = Host()
         b = Binding(host, "matmul", StandIn)
@@ -215,6 +267,9 @@ def run_case(name, collect):
         env.pop("ARGUS_TRITON_OWN", None)
         if name == "own":
             env["ARGUS_TRITON_OWN"] = "1"
+        if name == "selection":  # what observe passes for 41 launches of 128 warps
+            env.update(ARGUS_TRACE_SKIP="1", ARGUS_TRACE_LAUNCHES="40", ARGUS_TRACE_COUNT="1",
+                       ARGUS_TRACE_WARPS="128", FAKE_CUDA_RECORDS="130")
         p = subprocess.run([sys.executable, __file__, "--case", name, d], env=env,
                            capture_output=True, text=True, timeout=120)
         sys.stderr.write(p.stderr)
@@ -239,6 +294,7 @@ if __name__ == "__main__":
         print("skip: no libargus_host.so or stand-in driver (a build without CUDA)")
         sys.exit(77)
     run_case("trace", "trace")
+    run_case("selection", "trace")
     run_case("time", "time")
     run_case("clusters", "time")
     run_case("mismatch", "trace")
