@@ -34,6 +34,7 @@
 #include "argus/pm.h"
 #include "argus/variant.h"
 #include "check.h"
+#include "report_util.h"
 #include "../trace/gpu_util.h"
 #include "../trace/trace_util.h"
 #include "hw_util.h"
@@ -231,16 +232,8 @@ TEST(overflow) {
 }
 
 static double val(json_t *rep, const char *region, const char *stat) {
-  size_t i;
-  json_t *x;
-  json_array_foreach(json_object_get(rep, "values"), i, x) {
-    const char *r = json_string_value(json_object_get(x, "region"));
-    const char *g = json_string_value(json_object_get(x, "signal"));
-    const char *s = json_string_value(json_object_get(x, "stat"));
-    if (r && g && s && !strcmp(r, region) && !strcmp(g, "throughput") && !strcmp(s, stat))
-      return json_number_value(json_object_get(x, "value"));
-  }
-  return NAN;
+  json_t *v = report_value(rep, region, "throughput", stat);
+  return v ? json_number_value(v) : NAN;
 }
 
 TEST(observe) {

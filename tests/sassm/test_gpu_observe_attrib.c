@@ -21,6 +21,7 @@
  */
 #include "argus/observe.h"
 #include "check.h"
+#include "report_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,16 +66,8 @@ static int make_spec(char *dir, size_t n, const char *extra, char *spec, char *w
 }
 
 static double val(json_t *rep, const char *region, const char *signal, const char *stat) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(rep, "values"), i, v) {
-    const char *r = json_string_value(json_object_get(v, "region"));
-    const char *g = json_string_value(json_object_get(v, "signal"));
-    const char *s = json_string_value(json_object_get(v, "stat"));
-    if (r && g && s && !strcmp(r, region) && !strcmp(g, signal) && !strcmp(s, stat))
-      return json_number_value(json_object_get(v, "value"));
-  }
-  return -1;
+  json_t *v = report_value(rep, region, signal, stat);
+  return v ? json_number_value(v) : -1;
 }
 
 /* Sum of `stat` of `signal` over the regions of the kernel (its root and

@@ -8,6 +8,7 @@
  * without a GPU.
  */
 #include "check.h"
+#include "report_util.h"
 #include "gpu_util.h"
 
 static char *dir;
@@ -165,17 +166,7 @@ TEST(gemm_tma_traced) {
 
 /* The first value of (region, signal, stat) in an observe report, or NULL. */
 static json_t *value_of(json_t *rep, const char *qname, const char *signal, const char *stat) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(rep, "values"), i, v) {
-    const char *r = json_string_value(json_object_get(v, "region"));
-    const char *g = json_string_value(json_object_get(v, "signal"));
-    const char *st = json_string_value(json_object_get(v, "stat"));
-    if (g && st && !strcmp(g, signal) && !strcmp(st, stat) &&
-        (qname ? r && !strcmp(r, qname) : !r))
-      return json_object_get(v, "value");
-  }
-  return NULL;
+  return report_value(rep, qname, signal, stat);
 }
 
 /* The first value of (signal, stat) for any region, or NULL. */
