@@ -31,11 +31,9 @@
 #include "argus/core.h"
 #include "argus/pm.h"
 #include "goal.h"
+#include "hw_util.h"
 #include "pmsamp.h"
 
-#ifndef HW_HARNESS
-#define HW_HARNESS "hw_harness"
-#endif
 #ifndef PM_CUBIN
 #define PM_CUBIN "pm_truth.cubin"
 #endif
@@ -54,17 +52,13 @@ static int sample(unsigned long long iv, fig *f) {
   char dir[] = "/tmp/argus-bpmi-XXXXXX";
   if (!mkdtemp(dir))
     return 1;
-  char envc[] = "ARGUS_COLLECT=pm", envout[256], envvar[512], envi[64];
-  snprintf(envout, sizeof envout, "ARGUS_OUT=%s", dir);
-  snprintf(envvar, sizeof envvar, "ARGUS_VARIANT=%s", PM_CUBIN);
+  char envi[64];
   snprintf(envi, sizeof envi, "ARGUS_PM_INTERVAL=%llu", iv);
-  const char *env[] = {envc, envout, envvar, "ARGUS_VARIANT_ID=bench_pm", envi, NULL};
-  const char *argv[] = {HW_HARNESS, "--module", PM_CUBIN, "--kernel", "pm_truth",
-                        "--n", "400000", NULL};
+  const char *more[] = {envi, NULL};
+  const char *args[] = {"--kernel", "pm_truth", "--n", "400000", NULL};
   ag_str out = AG_STR_INIT;
-  ag_proc_opts o = {.argv = argv, .env_add = env, .capture_out = &out, .timeout_s = 180};
   ag_proc_result r;
-  int rc = ag_proc_run(&o, &r);
+  int rc = hw_run(dir, "pm", PM_CUBIN, PM_CUBIN, args, more, &out, &r);
   if (rc || !r.exited || r.exit_code) {
     fprintf(stderr, "bench_pm_interval: the harness failed at %llu ns:\n%s\n", iv,
             ag_str_cstr(&out));

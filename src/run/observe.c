@@ -574,17 +574,18 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
     /* the timing run of the user's build: Triton's own cubin, not overridden */
     const char *prod = ag__obs_input(cx->plan, t, "production");
     int own = ro.time_only && prod && job.cubin && !strcmp(job.cubin, prod);
-    if ((rc = ag_triton_collect_setup(ob->spec, ag_str_cstr(&dir), own ? NULL : ag_str_cstr(&cubin),
-                                      host_lib, pydir, &tc, &why))) {
+    if ((rc = ag_triton_collect_setup(ob->spec, ag_str_cstr(&dir),
+                                      own ? NULL : ag_str_cstr(&cubin), host_lib, pydir, &tc,
+                                      &why))) {
       rc = ag__obs_fail(t, rc, "%s", ag_str_cstr(&why));
       goto out;
     }
     ro.argv = (const char *const *)tc.argv;
     ro.env_extra = (const char *const *)tc.env;
   }
-  ag_worker *wk = !job.own_process && !ob->spec->python && ob->workers && cx->device >= 0 && cx->device < ob->nworkers
-                      ? ob->workers[cx->device]
-                      : NULL;
+  int pooled = !job.own_process && !ob->spec->python && ob->workers && cx->device >= 0 &&
+               cx->device < ob->nworkers;
+  ag_worker *wk = pooled ? ob->workers[cx->device] : NULL;
   if (wk) { /* the lane's worker process already runs on this GPU */
     ro.device = -1;
     rc = ag_worker_collect(wk, ob->spec->run_library, &ro, &res, &why);

@@ -51,8 +51,8 @@ static const struct {
   "gpc__cycles_elapsed.avg.per_second, both read from the device in the range; the compute "  \
   "roof is the dominant precision's peak (FP32 or FP64 from the SASS FLOP counters, or "      \
   "tensor). On GH100 the HGMMA fp16 source's peak_sustained is 8,192 math ops per SM per "     \
-  "cycle (measured on the H200: 1,988 TFLOP/s), twice the dense FP16 rate (the 2:4-sparse "    \
-  "one): a dense kernel reaches at most half of this tensor roof"
+  "cycle, twice the dense FP16 rate (the 2:4-sparse one): a dense kernel reaches at most "     \
+  "half of this tensor roof"
 
 typedef struct rd {
   const char *path;

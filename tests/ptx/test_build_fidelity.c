@@ -79,37 +79,30 @@ static void add_specs(corpus_list *l, const char *dir, const char *prefix) {
   closedir(d);
 }
 
-static corpus_list specs(void) {
-  corpus_list l = {0};
-  ag_str ex = AG_STR_INIT;
-  ag_str_printf(&ex, "%s/examples", srcdir);
-  DIR *d = opendir(ag_str_cstr(&ex));
+/* The spec*.json files of every subdirectory of dir. */
+static void add_spec_dirs(corpus_list *l, const char *dir) {
+  DIR *d = opendir(dir);
   struct dirent *e;
   while (d && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.')
       continue;
     ag_str sub = AG_STR_INIT;
-    ag_str_printf(&sub, "%s/%s", ag_str_cstr(&ex), e->d_name);
-    add_specs(&l, ag_str_cstr(&sub), "spec");
+    ag_str_printf(&sub, "%s/%s", dir, e->d_name);
+    add_specs(l, ag_str_cstr(&sub), "spec");
     ag_str_release(&sub);
   }
   if (d)
     closedir(d);
+}
+
+static corpus_list specs(void) {
+  corpus_list l = {0};
+  ag_str ex = AG_STR_INIT;
+  ag_str_printf(&ex, "%s/examples", srcdir);
+  add_spec_dirs(&l, ag_str_cstr(&ex));
   /* public kernels (examples/public/<d>/spec*.json: their licences there) */
-  ag_str pub = AG_STR_INIT;
-  ag_str_printf(&pub, "%s/examples/public", srcdir);
-  if ((d = opendir(ag_str_cstr(&pub))) != NULL) {
-    while ((e = readdir(d)) != NULL) {
-      if (e->d_name[0] == '.')
-        continue;
-      ag_str sub = AG_STR_INIT;
-      ag_str_printf(&sub, "%s/%s", ag_str_cstr(&pub), e->d_name);
-      add_specs(&l, ag_str_cstr(&sub), "spec");
-      ag_str_release(&sub);
-    }
-    closedir(d);
-  }
-  ag_str_release(&pub);
+  ag_str_printf(&ex, "/public");
+  add_spec_dirs(&l, ag_str_cstr(&ex));
   ag_str_clear(&ex);
   ag_str_printf(&ex, "%s/tests/data/cuda", srcdir);
   add_specs(&l, ag_str_cstr(&ex), "");

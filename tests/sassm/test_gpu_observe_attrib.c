@@ -220,16 +220,9 @@ out:
 /* The qualification of a value, or "" when there is none. */
 static const char *qual_of(json_t *rep, const char *region, const char *signal,
                            const char *stat) {
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(rep, "values"), i, v) {
-    const char *r = json_string_value(json_object_get(v, "region"));
-    const char *g = json_string_value(json_object_get(v, "signal"));
-    const char *s = json_string_value(json_object_get(v, "stat"));
-    if (r && g && s && !strcmp(r, region) && !strcmp(g, signal) && !strcmp(s, stat))
-      return json_string_value(json_object_get(v, "qual"));
-  }
-  return "";
+  json_t *e = report_entry(rep, region, signal, stat);
+  const char *q = json_string_value(json_object_get(e, "qual"));
+  return q ? q : "";
 }
 
 /* CUPTI held by another subscriber in the harness: the SASS-metrics run is
