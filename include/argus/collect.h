@@ -60,6 +60,11 @@ int ag_jit_target(const char *ptx, size_t len, char arch[16]);
  * owned. */
 int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char *arch,
                       const char *const *opts, ag_diags *diags, ag_cubin **out);
+/* ag_jit_compile_ex with the ptxas at `ptxas` (NULL: ag_jit_ptxas's), e.g.
+ * the one Triton assembles with for a python spec (docs/triton.md). */
+int ag_jit_compile_with(const char *ptxas, const char *ptx, size_t len, const char *name,
+                        const char *arch, const char *const *opts, ag_diags *diags,
+                        ag_cubin **out);
 /* ag_jit_compile_ex with no options: `-arch=ARCH -m64`, nvcc's default. */
 int ag_jit_compile(const char *ptx, size_t len, const char *name, const char *arch,
                    ag_diags *diags, ag_cubin **out);
@@ -97,6 +102,9 @@ int ag_jit_parse_info(const char *log, ag_jit_func **funcs, int *nfuncs);
 char *ag_jit_ptxas(void);
 /* Its version ("13.0.88"; "" when it cannot be run), read once. Borrowed. */
 const char *ag_jit_compiler_version(void);
+/* The version of the ptxas at `ptxas` (NULL: ag_jit_ptxas's) into out ("" when
+ * it cannot be run). */
+void ag_jit_tool_version(const char *ptxas, char out[64]);
 /* 13, 0 */
 int ag_jit_version(unsigned *major, unsigned *minor);
 

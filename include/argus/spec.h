@@ -73,6 +73,17 @@ typedef struct ag_spec {
   char *python_kernel; /* "kernel", or NULL; after discovery the kernel found */
   char *triton_key;    /* after discovery: Triton's directory name for that kernel
                           (the hash of its source and specialization) */
+  /* After discovery, from the compiled kernel's metadata (Triton's cache
+   * <name>.json) and the environment the script ran in: how Triton
+   * assembled it, so that the variants are assembled the same way
+   * (docs/triton.md, "Build fidelity"). NULL when the metadata was not
+   * found; triton_build_note then says why. */
+  char *triton_version;     /* "3.6.0" */
+  char *triton_ptxas;       /* the ptxas Triton ran (path) */
+  char **triton_ptxas_opts; /* its options, NULL-terminated (no -v, input, output) */
+  char *triton_build_note;  /* why the three above are NULL, or NULL */
+  int production_is_temp;   /* production is a temporary file ag_spec_free removes
+                               (a python spec's: Triton's cubin from the dump) */
 } ag_spec;
 
 /* What turns a tile spec into a module and a harness: lowers s->tile
@@ -111,9 +122,20 @@ const char *ag_spec_python_exe(void);
 char **ag_spec_python_argv(const ag_spec *s);
 /* Runs the spec's script once, in the spec's directory, with Triton's dump
  * on (TRITON_KERNEL_DUMP=1, TRITON_DUMP_DIR=dump_dir, TRITON_ALWAYS_COMPILE=1
- * so that cached kernels are compiled and dumped too) and a timeout. A
- * script that fails is AG_ECHILD with its exit and the tail of its stderr. */
-int ag_triton_dump(const ag_spec *s, const char *dump_dir, double timeout_s, ag_diags *d);
+ * so that cached kernels are compiled and dumped too) and a timeout;
+ * cache_dir (NULL: the user's) becomes TRITON_CACHE_DIR, where Triton keeps
+ * each kernel's metadata (<hash>/<name>.json). A script that fails is
+ * AG_ECHILD with its exit and the tail of its stderr. */
+int ag_triton_dump(const ag_spec *s, const char *dump_dir, const char *cache_dir,
+                   double timeout_s, ag_diags *d);
+/* How Triton 3.6 assembled a kernel, from its metadata (the JSON text of
+ * <name>.json) and the environment (Triton's knobs: TRITON_PTXAS_PATH,
+ * TRITON_DISABLE_LINE_INFO, DISABLE_PTXAS_OPT), as its make_cubin does:
+ * sets s->triton_version, s->triton_ptxas and s->triton_ptxas_opts. The
+ * ptxas is $TRITON_PTXAS_PATH when executable, else bin/ptxas of the
+ * nvidia backend directory the metadata's libdevice lies in. AG_EPARSE
+ * (why says it) for metadata without the fields Triton 3.6 writes. */
+int ag_triton_build_from_metadata(ag_spec *s, const char *json_text, ag_str *why);
 /* The kernels of a dump directory, sorted by name, then key. *out is owned
  * (ag_triton_kernels_free); a directory with none gives *n 0. AG_ENOTFOUND
  * when dump_dir cannot be read. */
@@ -153,7 +175,11 @@ void ag_triton_collect_release(ag_triton_collect *c);
  * directory, ag_triton_scan, then the kernel named "kernel" (else the only
  * one) must have been compiled exactly once; its PTX is copied to a
  * temporary file, s->ptx (removed by ag_spec_free), and s->python_kernel and
- * s->triton_key name it. A no-op for other specs and when s->ptx is set.
+ * s->triton_key name it; Triton's cubin of it becomes s->production (a
+ * temporary file too), and its metadata sets how Triton assembled it
+ * (ag_triton_build_from_metadata; when it is missing, triton_build_note
+ * says so and the variants are assembled as a PTX module's). A no-op for
+ * other specs and when s->ptx is set.
  * Errors are diagnostics at the spec. */
 int ag_spec_python_discover(ag_spec *s, ag_diags *d);
 

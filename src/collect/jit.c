@@ -53,34 +53,58 @@ char *ag_jit_ptxas(void) {
                                                         : NULL;
 }
 
-static pthread_once_t version_once = PTHREAD_ONCE_INIT;
-static char version_text[64];
-
-/* "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88" */
-static void read_version(void) {
-  char *ptxas = ag_jit_ptxas();
-  if (!ptxas)
-    return;
+/* "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88" in out ("" when
+ * the tool cannot be run). */
+static void tool_version(const char *ptxas, char out[64]) {
+  out[0] = 0;
   const char *argv[] = {ptxas, "--version", NULL};
-  ag_str out = AG_STR_INIT;
+  ag_str text = AG_STR_INIT;
   ag_proc_opts o;
   memset(&o, 0, sizeof o);
   o.argv = argv;
-  o.capture_out = &out;
+  o.capture_out = &text;
   o.timeout_s = 60;
   ag_proc_result r;
   if (ag_proc_run(&o, &r) == 0 && r.exited && r.exit_code == 0) {
-    const char *v = strstr(ag_str_cstr(&out), ", V");
+    const char *v = strstr(ag_str_cstr(&text), ", V");
     if (v)
-      snprintf(version_text, sizeof version_text, "%.*s", (int)strcspn(v + 3, " \r\n"), v + 3);
+      snprintf(out, 64, "%.*s", (int)strcspn(v + 3, " \r\n"), v + 3);
   }
-  ag_str_release(&out);
+  ag_str_release(&text);
+}
+
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static char version_text[64];
+
+static void read_version(void) {
+  char *ptxas = ag_jit_ptxas();
+  if (ptxas)
+    tool_version(ptxas, version_text);
   ag_free(ptxas);
 }
 
 const char *ag_jit_compiler_version(void) {
   pthread_once(&version_once, read_version);
   return version_text;
+}
+
+/* Another ptxas's version: the last one asked for is remembered (a python
+ * spec's variants all use Triton's). */
+static pthread_mutex_t other_lock = PTHREAD_MUTEX_INITIALIZER;
+static char other_path[4096], other_version[64];
+
+void ag_jit_tool_version(const char *ptxas, char out[64]) {
+  if (!ptxas) {
+    snprintf(out, 64, "%s", ag_jit_compiler_version());
+    return;
+  }
+  pthread_mutex_lock(&other_lock);
+  if (strcmp(other_path, ptxas) || !other_version[0]) {
+    tool_version(ptxas, other_version);
+    snprintf(other_path, sizeof other_path, "%s", ptxas);
+  }
+  snprintf(out, 64, "%s", other_version);
+  pthread_mutex_unlock(&other_lock);
 }
 
 int ag_jit_version(unsigned *major, unsigned *minor) {
@@ -349,6 +373,12 @@ static int temp_file(const char *suffix, const void *data, size_t len, char path
 
 int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char *arch,
                       const char *const *opts, ag_diags *diags, ag_cubin **out) {
+  return ag_jit_compile_with(NULL, ptx, len, name, arch, opts, diags, out);
+}
+
+int ag_jit_compile_with(const char *tool, const char *ptx, size_t len, const char *name,
+                        const char *arch, const char *const *opts, ag_diags *diags,
+                        ag_cubin **out) {
   *out = NULL;
   int rc = 0;
   char in[64] = "", cub[64] = "";
@@ -378,7 +408,13 @@ int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char 
     goto out;
   }
   strcpy(c->arch, oa);
-  if (!(ptxas = ag_jit_ptxas())) {
+  if (tool && access(tool, X_OK) != 0) {
+    ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
+                 "cannot compile: the ptxas '%s' is not an executable file", tool);
+    rc = AG_ENOTFOUND;
+    goto out;
+  }
+  if (!(ptxas = tool ? ag_strdup(tool) : ag_jit_ptxas())) {
     ag_diags_add(diags, AG_SEV_ERROR, name, 0, 0, NULL, 0,
                  "cannot compile: no ptxas found (set ARGUS_PTXAS, or put the CUDA "
                  "toolkit's bin directory in PATH)");
@@ -456,7 +492,9 @@ int ag_jit_compile_ex(const char *ptx, size_t len, const char *name, const char 
     goto out;
   c->options = o;
   o = NULL;
-  snprintf(c->compiler, sizeof c->compiler, "ptxas %s", ag_jit_compiler_version());
+  char ver[64];
+  ag_jit_tool_version(tool, ver);
+  snprintf(c->compiler, sizeof c->compiler, "ptxas %s", ver);
 out:
   if (in[0])
     unlink(in);

@@ -625,7 +625,13 @@ void ag_spec_free(ag_spec *s) {
   ag_free(s->tile);
   ag_free(s->tile_kernel);
   ag_free(s->tile_sizes);
+  if (s->production_is_temp && s->production)
+    unlink(s->production);
   ag_free(s->production);
+  ag_free(s->triton_version);
+  ag_free(s->triton_ptxas);
+  free_strv(s->triton_ptxas_opts);
+  ag_free(s->triton_build_note);
   ag_free(s->python);
   ag_free(s->python_kernel);
   ag_free(s->triton_key);

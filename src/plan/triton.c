@@ -21,8 +21,10 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,17 +58,21 @@ static const char *tail(const char *text, size_t max) {
   return nl && nl[1] ? nl + 1 : p;
 }
 
-int ag_triton_dump(const ag_spec *s, const char *dump_dir, double timeout_s, ag_diags *d) {
+int ag_triton_dump(const ag_spec *s, const char *dump_dir, const char *cache_dir,
+                   double timeout_s, ag_diags *d) {
   char **argv = ag_spec_python_argv(s);
-  ag_str env = AG_STR_INIT, err = AG_STR_INIT, how = AG_STR_INIT;
-  char *abs = ag_path_abs(dump_dir);
+  ag_str env = AG_STR_INIT, cenv = AG_STR_INIT, err = AG_STR_INIT, how = AG_STR_INIT;
+  char *abs = ag_path_abs(dump_dir), *cabs = cache_dir ? ag_path_abs(cache_dir) : NULL;
   int rc = 0;
-  if (!argv || !abs || ag_str_printf(&env, "TRITON_DUMP_DIR=%s", abs) < 0 || env.oom) {
+  if (!argv || !abs || (cache_dir && !cabs) ||
+      ag_str_printf(&env, "TRITON_DUMP_DIR=%s", abs) < 0 ||
+      (cabs && ag_str_printf(&cenv, "TRITON_CACHE_DIR=%s", cabs) < 0) || env.oom ||
+      cenv.oom) {
     rc = AG_ENOMEM;
     goto out;
   }
   const char *add[] = {"TRITON_KERNEL_DUMP=1", ag_str_cstr(&env), "TRITON_ALWAYS_COMPILE=1",
-                       NULL};
+                       cabs ? ag_str_cstr(&cenv) : NULL, NULL};
   ag_proc_opts o;
   memset(&o, 0, sizeof o);
   o.argv = (const char *const *)argv;
@@ -93,7 +99,9 @@ int ag_triton_dump(const ag_spec *s, const char *dump_dir, double timeout_s, ag_
 out:
   ag_spec_options_free(argv);
   ag_free(abs);
+  ag_free(cabs);
   ag_str_release(&env);
+  ag_str_release(&cenv);
   ag_str_release(&err);
   ag_str_release(&how);
   return rc;
@@ -337,53 +345,273 @@ static int choose(const ag_spec *s, const ag_triton_kernel *k, int n, ag_diags *
   return first;
 }
 
+/* Triton's knob `name` as its env_bool reads it: "1", "true", "on". */
+static int knob_on(const char *name) {
+  const char *v = getenv(name);
+  return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "on"));
+}
+
+static int push_opt(char ***v, int *n, const char *o) {
+  char **nv = ag_realloc(*v, (size_t)(*n + 2) * sizeof *nv);
+  if (!nv)
+    return AG_ENOMEM;
+  *v = nv;
+  nv[*n] = ag_strdup(o);
+  nv[*n + 1] = NULL;
+  return nv[(*n)++] ? 0 : AG_ENOMEM;
+}
+
+int ag_triton_build_from_metadata(ag_spec *s, const char *json_text, ag_str *why) {
+  json_error_t e;
+  json_t *m = json_loads(json_text, 0, &e);
+  json_t *ver = json_object_get(m, "triton_version");
+  json_t *fuse = json_object_get(m, "enable_fp_fusion");
+  json_t *po = json_object_get(m, "ptx_options");
+  json_t *arch = json_object_get(json_object_get(m, "target"), "arch");
+  const char *libdevice = NULL;
+  size_t i;
+  json_t *lib;
+  json_array_foreach(json_object_get(m, "extern_libs"), i, lib) {
+    const char *lname = json_string_value(json_array_get(lib, 0));
+    if (lname && !strcmp(lname, "libdevice") && json_is_string(json_array_get(lib, 1)))
+      libdevice = json_string_value(json_array_get(lib, 1));
+  }
+  int rc = 0;
+  if (!m) {
+    ag_str_printf(why, "Triton's metadata is not JSON: %s (line %d)", e.text, e.line);
+    return AG_EPARSE;
+  }
+  if (!json_is_string(ver) || !json_is_boolean(fuse) ||
+      !(json_is_null(po) || json_is_string(po)) ||
+      !json_is_integer(arch) || json_integer_value(arch) < 10 || json_integer_value(arch) > 999 ||
+      !libdevice) {
+    ag_str_printf(why, "Triton's metadata lacks what Triton 3.6 writes (\"triton_version\", "
+                       "\"enable_fp_fusion\", \"ptx_options\", \"target\": {\"arch\"}, "
+                       "the libdevice of \"extern_libs\")");
+    json_decref(m);
+    return AG_EPARSE;
+  }
+  int sm = (int)json_integer_value(arch);
+  /* make_cubin: ptxas_blackwell from sm_100 on; the knob's path when it
+   * runs, else the backend's own bin/ (libdevice is <backend>/lib/...) */
+  const char *tool = sm >= 100 ? "ptxas-blackwell" : "ptxas";
+  const char *env = getenv(sm >= 100 ? "TRITON_PTXAS_BLACKWELL_PATH" : "TRITON_PTXAS_PATH");
+  ag_str p = AG_STR_INIT;
+  if (env && *env && access(env, X_OK) == 0) {
+    ag_str_puts(&p, env);
+  } else {
+    const char *slash = strrchr(libdevice, '/');
+    size_t dl = slash ? (size_t)(slash - libdevice) : 0; /* <backend>/lib */
+    while (dl > 0 && libdevice[dl - 1] == '/')
+      dl--;
+    while (dl > 0 && libdevice[dl - 1] != '/')
+      dl--; /* <backend>/ */
+    if (dl > 1)
+      ag_str_printf(&p, "%.*sbin/%s", (int)dl, libdevice, tool);
+  }
+  char **opts = NULL;
+  int n = 0;
+  if (!p.len) {
+    ag_str_printf(why, "cannot tell where Triton's %s is from the libdevice path '%s'", tool,
+                  libdevice);
+    rc = AG_EPARSE;
+  }
+  if (!rc) { /* the options, in make_cubin's order */
+    if (knob_on("TRITON_DISABLE_LINE_INFO"))
+      rc = push_opt(&opts, &n, "-lineinfo") || push_opt(&opts, &n, "-suppress-debug-info");
+    else if (knob_on("DISABLE_PTXAS_OPT"))
+      rc = push_opt(&opts, &n, "-g");
+    else
+      rc = push_opt(&opts, &n, "-lineinfo");
+    if (!rc && !json_is_true(fuse))
+      rc = push_opt(&opts, &n, "--fmad=false");
+    if (!rc && knob_on("DISABLE_PTXAS_OPT"))
+      rc = push_opt(&opts, &n, "--opt-level") || push_opt(&opts, &n, "0");
+    for (const char *w = json_string_value(po); !rc && w && *w;) { /* split(" ") */
+      size_t l = strcspn(w, " ");
+      char word[256];
+      if (l >= sizeof word) {
+        ag_str_printf(why, "a ptxas option in Triton's ptx_options is longer than 255 bytes");
+        rc = AG_EPARSE;
+        break;
+      }
+      memcpy(word, w, l);
+      word[l] = 0;
+      if (l)
+        rc = push_opt(&opts, &n, word);
+      w += l + (w[l] == ' ');
+    }
+    char gpu[32];
+    snprintf(gpu, sizeof gpu, "--gpu-name=sm_%d%s", sm, sm >= 90 ? "a" : "");
+    if (!rc)
+      rc = push_opt(&opts, &n, gpu);
+  }
+  if (!rc && (!(s->triton_version = ag_strdup(json_string_value(ver))) ||
+              !(s->triton_ptxas = ag_str_detach(&p))))
+    rc = AG_ENOMEM;
+  if (rc) {
+    ag_free(s->triton_version);
+    s->triton_version = NULL;
+    ag_spec_options_free(opts);
+  } else {
+    s->triton_ptxas_opts = opts;
+  }
+  ag_str_release(&p);
+  json_decref(m);
+  return rc;
+}
+
+/* Triton's metadata of kernel `name` in the private cache: its
+ * <hash>/<name>.json. One is the kernel's; none (a stand-in for Triton) or
+ * several (the same source compiled with other options, e.g. num_warps:
+ * one dump key, several cache entries) leave the build unknown, said in
+ * s->triton_build_note (several: an error, Argus cannot tell which runs). */
+static int read_metadata(ag_spec *s, const char *cache, const char *name, ag_diags *d) {
+  DIR *dp = opendir(cache);
+  ag_str found = AG_STR_INIT, why = AG_STR_INIT;
+  int count = 0, rc = 0;
+  struct dirent *e;
+  while (dp && (e = readdir(dp))) {
+    if (e->d_name[0] == '.')
+      continue;
+    ag_str p = AG_STR_INIT;
+    ag_str_printf(&p, "%s/%s/%s.json", cache, e->d_name, name);
+    if (!p.oom && access(ag_str_cstr(&p), R_OK) == 0) {
+      count++;
+      ag_str_release(&found);
+      ag_str_puts(&found, ag_str_cstr(&p));
+    }
+    ag_str_release(&p);
+  }
+  if (dp)
+    closedir(dp);
+  char *text = NULL;
+  size_t len;
+  if (count > 1) {
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "the Python program '%s' compiled kernel '%s' %d times from the same source "
+                 "with different options (num_warps, num_stages, ...; Triton's cache holds "
+                 "%d builds): Argus measures one module, and cannot tell which of them is "
+                 "launched (docs/triton.md, \"Limits\")",
+                 s->python, name, count, count);
+    rc = AG_ENOTFOUND;
+  } else if (count == 0) {
+    ag_str_printf(&why, "Triton's metadata of '%s' was not found in its cache: the variants "
+                        "are assembled by Argus's ptxas with nvcc's options for PTX, not as "
+                        "Triton assembles them", name);
+  } else if ((rc = ag_file_read(ag_str_cstr(&found), &text, &len)) ||
+             (rc = ag_triton_build_from_metadata(s, text, &why))) {
+    if (rc == AG_ENOMEM)
+      goto out;
+    ag_str w2 = AG_STR_INIT;
+    ag_str_printf(&w2, "Triton's metadata '%s': %s: the variants are assembled by Argus's "
+                       "ptxas with nvcc's options for PTX, not as Triton assembles them",
+                  ag_str_cstr(&found), why.len ? ag_str_cstr(&why) : ag_strerror(rc));
+    ag_str_release(&why);
+    why = w2;
+    rc = 0;
+  }
+  if (!rc && why.len && !(s->triton_build_note = ag_str_detach(&why)))
+    rc = AG_ENOMEM;
+out:
+  ag_free(text);
+  ag_str_release(&found);
+  ag_str_release(&why);
+  return rc;
+}
+
+/* Copies `from` into a new temporary file named by tmpl (mkstemps with a
+ * suffix of `suffix` bytes); AG_* with a diagnostic. */
+static int copy_temp(const ag_spec *s, const char *from, char *tmpl, int suffix, const char *what,
+                     ag_diags *d) {
+  char *text = NULL;
+  size_t len = 0;
+  int rc = ag_file_read(from, &text, &len), fd = -1;
+  if (!rc) {
+    fd = mkstemps(tmpl, suffix);
+    if (fd < 0 || close(fd) != 0)
+      rc = AG_EIO;
+    else
+      rc = ag_file_write_atomic(tmpl, text, len);
+    if (rc && fd >= 0)
+      unlink(tmpl);
+  }
+  if (rc)
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0, "cannot copy %s '%s': %s", what, from,
+                 rc == AG_EIO ? strerror(errno) : ag_strerror(rc));
+  ag_free(text);
+  return rc;
+}
+
 int ag_spec_python_discover(ag_spec *s, ag_diags *d) {
   if (!s->python || s->ptx)
     return 0;
-  char dir[] = "/tmp/argus-triton-dump-XXXXXX", tmpl[] = "/tmp/argus-triton-XXXXXX.ptx";
+  char dir[] = "/tmp/argus-triton-dump-XXXXXX", tmpl[] = "/tmp/argus-triton-XXXXXX.ptx",
+       ctmpl[] = "/tmp/argus-triton-XXXXXX.cubin";
   if (!mkdtemp(dir)) {
     ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
                  "cannot make a directory for Triton's dump: %s", strerror(errno));
     return AG_EIO;
   }
   ag_triton_kernel *k = NULL;
-  int n = 0, fd = -1;
-  char *text = NULL;
-  size_t len = 0;
-  int rc = ag_triton_dump(s, dir, DISCOVER_TIMEOUT_S, d);
+  ag_str dump = AG_STR_INIT, cache = AG_STR_INIT, cub = AG_STR_INIT;
+  int n = 0, have_ptx = 0;
+  /* the dump and a private cache (the metadata; nothing lands in the user's) */
+  ag_str_printf(&dump, "%s/dump", dir);
+  ag_str_printf(&cache, "%s/cache", dir);
+  int rc = dump.oom || cache.oom ? AG_ENOMEM : 0;
+  if (!rc && (rc = ag_mkdir_p(ag_str_cstr(&dump), 0700))) /* a script may compile nothing */
+    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0,
+                 "cannot make a directory for Triton's dump: %s", ag_strerror(rc));
+  if (!rc)
+    rc = ag_triton_dump(s, ag_str_cstr(&dump), ag_str_cstr(&cache), DISCOVER_TIMEOUT_S, d);
   if (rc)
     goto out;
-  if ((rc = ag_triton_scan(dir, &k, &n)))
+  if ((rc = ag_triton_scan(ag_str_cstr(&dump), &k, &n)))
     goto out;
   int i = choose(s, k, n, d);
   if (i < 0) {
     rc = AG_ENOTFOUND;
     goto out;
   }
-  if ((rc = ag_file_read(k[i].ptx, &text, &len)))
+  if ((rc = read_metadata(s, ag_str_cstr(&cache), k[i].name, d)))
     goto out;
-  fd = mkstemps(tmpl, 4);
-  if (fd < 0 || close(fd) != 0 || (rc = ag_file_write_atomic(tmpl, text, len))) {
-    ag_diags_add(d, AG_SEV_ERROR, s->path, 0, 0, NULL, 0, "cannot write the PTX of '%s': %s",
-                 k[i].name, rc ? ag_strerror(rc) : strerror(errno));
-    rc = rc ? rc : AG_EIO;
+  if ((rc = copy_temp(s, k[i].ptx, tmpl, 4, "the PTX of", d)))
     goto out;
-  }
+  have_ptx = 1;
   if (!(s->ptx = ag_strdup(tmpl))) {
     rc = AG_ENOMEM;
     goto out;
   }
   s->ptx_is_temp = 1; /* the spec removes it now */
-  fd = -1;
+  have_ptx = 0;
+  /* Triton's cubin: the build the user ships, the trace-free variant's peer */
+  ag_str_printf(&cub, "%s/%s/%s.cubin", ag_str_cstr(&dump), k[i].key, k[i].name);
+  if (cub.oom) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  if (access(ag_str_cstr(&cub), R_OK) == 0 && !s->production) {
+    if ((rc = copy_temp(s, ag_str_cstr(&cub), ctmpl, 6, "Triton's cubin", d)))
+      goto out;
+    if (!(s->production = ag_strdup(ctmpl))) {
+      unlink(ctmpl);
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    s->production_is_temp = 1;
+  }
   ag_free(s->python_kernel);
   s->python_kernel = ag_strdup(k[i].name);
   s->triton_key = ag_strdup(k[i].key);
   if (!s->python_kernel || !s->triton_key)
     rc = AG_ENOMEM;
 out:
-  if (rc && fd >= 0)
+  if (rc && have_ptx)
     unlink(tmpl);
-  ag_free(text);
+  ag_str_release(&dump);
+  ag_str_release(&cache);
+  ag_str_release(&cub);
   ag_triton_kernels_free(k, n);
   ag_remove_tree(dir);
   return rc;

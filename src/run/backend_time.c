@@ -17,13 +17,13 @@ static json_t *baseline_of(const obs *ob, int have_production) {
   if (!have_production) {
     kind = "trace-free variant";
     ag_str_puts(&w, "the trace-free variant (markers on): the user's build could not be made");
-  } else if (sp->production) {
-    kind = "production file";
-    ag_str_printf(&w, "the production build '%s' named in the spec", sp->production);
   } else if (sp->python) {
     kind = "triton build";
     ag_str_printf(&w, "Triton's own build of '%s' (its ptxas and options), as the script "
                       "'%s' runs it", sp->python_kernel ? sp->python_kernel : "?", sp->python);
+  } else if (sp->production) {
+    kind = "production file";
+    ag_str_printf(&w, "the production build '%s' named in the spec", sp->production);
   } else if (sp->cuda) {
     kind = "markers-off build";
     ag__obs_user_build_label(sp, &w);

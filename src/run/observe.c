@@ -321,7 +321,10 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
     if ((rc = ag_file_read(ob->spec->production, &prod, &plen)))
       return ag__obs_fail(t, rc, "cannot read the production build '%s' named in %s: %s",
                           ob->spec->production, ob->spec->path, ag_strerror(rc));
-    ag_str_puts(&label, ob->spec->production);
+    if (ob->spec->python) /* discovery took it from Triton's dump */
+      ag_str_printf(&label, "Triton's build of '%s'", ob->spec->python_kernel);
+    else
+      ag_str_puts(&label, ob->spec->production);
   } else { /* the same source, flags and options, markers off */
     ag_diags d;
     ag_diags_init(&d);
@@ -369,7 +372,8 @@ static int compare_production(obs *ob, ag_task *t, const ag_cubin *cb, json_t *r
   json_object_set_new(res, "production",
                       json_pack("{s:s,s:b,s:b,s:s,s:b}", "path", ag_str_cstr(&label), "compared",
                                 rc == 0, "identical", rc == 0 && cmp.identical, "summary",
-                                ag_str_cstr(&cmp.summary), "file", ob->spec->production != NULL));
+                                ag_str_cstr(&cmp.summary), "file",
+                                ob->spec->production != NULL && !ob->spec->python));
   ag_str_release(&cmp.summary);
   ag_str_release(&label);
   return 0;
@@ -407,10 +411,14 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
       ag_free(ptx);
       return ag__obs_fail(t, AG_EINVAL, "the build has more than 62 ptxas options");
     }
-  if (json_is_true(json_object_get(t->config, "lineinfo")))
+  int has_li = 0; /* Triton's options have it already */
+  for (size_t i = 0; i < no; i++)
+    has_li |= !strcmp(opts[i], "-lineinfo");
+  if (json_is_true(json_object_get(t->config, "lineinfo")) && !has_li)
     opts[no++] = "-lineinfo";
   opts[no] = NULL;
-  if ((rc = ag_jit_compile_ex(ptx, len, ob->spec->name, NULL, no ? opts : NULL, &d, &cb))) {
+  if ((rc = ag_jit_compile_with(ob->ptxas, ptx, len, ob->spec->name, NULL, no ? opts : NULL, &d,
+                                &cb))) {
     rc = ag__obs_fail_diags(t, rc, "compilation failed", &d);
     goto out;
   }
@@ -428,7 +436,8 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
         ag_cubin *c2 = NULL;
         ag_diags_release(&d);
         ag_diags_init(&d);
-        if (ag_jit_compile_ex(capped.p, capped.len, ob->spec->name, NULL, no ? opts : NULL, &d,
+        if (ag_jit_compile_with(ob->ptxas, capped.p, capped.len, ob->spec->name, NULL,
+                                no ? opts : NULL, &d,
                               &c2) == 0) {
           ag_cubin_free(cb);
           cb = c2;
@@ -1014,8 +1023,9 @@ static json_t *harness_identity(const obs *ob) {
     if (exe && file_hash(exe, hex))
       json_object_set_new(files, "interpreter", json_string(hex));
     ag_free(exe);
-    json_object_set_new(h, "triton", json_pack("{s:s?,s:s?}", "kernel", sp->python_kernel,
-                                               "key", sp->triton_key));
+    json_object_set_new(h, "triton", json_pack("{s:s?,s:s?,s:s?}", "kernel", sp->python_kernel,
+                                               "key", sp->triton_key, "version",
+                                               sp->triton_version));
   }
   json_object_set_new(h, "argv", argv);
   json_object_set_new(h, "files", files);
@@ -1264,6 +1274,30 @@ static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
     if (!ob->spec->nflags)
       ag_str_printf(&as, " -arch=sm_90a");
     ag_str_printf(&as, " -DARGUS_MARKERS=1 compiles it");
+  } else if (ob->spec->python && ob->spec->triton_ptxas) {
+    /* as Triton assembles its PTX: its ptxas, its options (docs/triton.md) */
+    const ag_spec *sp = ob->spec;
+    int n = 0;
+    while (sp->triton_ptxas_opts[n])
+      n++;
+    if (!(ob->ptxas_opts = ag_calloc((size_t)n + 1, sizeof *ob->ptxas_opts))) {
+      ag_str_release(&as);
+      return AG_ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+      if (!(ob->ptxas_opts[i] = ag_strdup(sp->triton_ptxas_opts[i]))) {
+        ag_str_release(&as);
+        return AG_ENOMEM;
+      }
+    ob->ptxas = sp->triton_ptxas;
+    ag_str_printf(&as, "as Triton %s assembles it (%s", sp->triton_version, sp->triton_ptxas);
+    for (int i = 0; i < n; i++)
+      ag_str_printf(&as, " %s", sp->triton_ptxas_opts[i]);
+    ag_str_puts(&as, ")");
+  } else if (ob->spec->python) {
+    ag_str_printf(&as, "as nvcc -arch=%s compiles PTX (%s)", target,
+                  ob->spec->triton_build_note ? ob->spec->triton_build_note
+                                              : "Triton's build is not known");
   } else {
     ag_str_printf(&as, "as nvcc -arch=%s compiles PTX", target);
   }
@@ -1295,8 +1329,11 @@ static int build_options(obs *ob, const char *ptx, size_t len, ag_diags *d) {
     rc = ag_sha256_hex(data, plen, hash);
     ag_free(data);
   }
-  ob->build = json_pack("{s:s,s:o,s:s,s:s?}", "compiler", ag_jit_compiler_version(), "options",
-                        opts, "as", ag_str_cstr(&as), "production", hash[0] ? hash : NULL);
+  char ver[64];
+  ag_jit_tool_version(ob->ptxas, ver);
+  ob->build = json_pack("{s:s,s:o,s:s,s:s?,s:s?}", "compiler", ver, "options", opts, "as",
+                        ag_str_cstr(&as), "production", hash[0] ? hash : NULL, "ptxas",
+                        ob->ptxas);
   ag_str_release(&as);
   return rc ? rc : ob->build ? 0 : AG_ENOMEM;
 }

@@ -31,6 +31,7 @@ typedef struct obs {
    * spec's flags (NULL: nvcc's default for the PTX's .target), and the
    * build's identity for the memo key (compiler, options, production) */
   char **ptxas_opts;
+  const char *ptxas; /* the ptxas (NULL: ag_jit_ptxas's; a python spec: Triton's) */
   json_t *build;
   /* multi-variant GPU workers, one per device lane (spec "run_library"),
    * or NULL: a harness process per collection */

@@ -130,21 +130,40 @@ TEST(invalid) {
 
 /* A stand-in for python running a Triton script: it checks Triton's dump
  * environment, then writes <TRITON_DUMP_DIR>/<key>/<name>.ptx (and .ttir)
- * for each argument NAME@KEY, saying in the PTX where it ran; "fail" fails. */
+ * for each argument NAME@KEY, saying in the PTX where it ran; NAME@KEY+N
+ * also writes Triton's cubin of it (.cubin) and N cache entries
+ * <TRITON_CACHE_DIR>/<hash>/<name>.json holding $FAKE_META (Triton's
+ * metadata); "fail" fails. */
 static const char *fake_python =
     "#!/bin/sh\n"
     "[ \"$TRITON_KERNEL_DUMP\" = 1 ] && [ \"$TRITON_ALWAYS_COMPILE\" = 1 ] || {\n"
     "  echo \"no dump environment\" >&2; exit 3; }\n"
     "case $TRITON_DUMP_DIR in /*) ;; *) echo \"relative dump dir\" >&2; exit 4;; esac\n"
+    "case $TRITON_CACHE_DIR in /*) ;; *) echo \"no private cache\" >&2; exit 5;; esac\n"
     "shift\n"
     "for k in \"$@\"; do\n"
     "  [ \"$k\" = fail ] && { echo 'Traceback: ValueError: boom' >&2; exit 1; }\n"
+    "  meta=${k#*+}; [ \"$meta\" = \"$k\" ] && meta=0; k=${k%%+*}\n"
     "  name=${k%@*} key=${k#*@}\n"
     "  mkdir -p \"$TRITON_DUMP_DIR/$key\"\n"
     "  printf '// kernel %s key %s in %s\\n' \"$name\" \"$key\" \"$(pwd)\" \\\n"
     "    > \"$TRITON_DUMP_DIR/$key/$name.ptx\"\n"
     "  : > \"$TRITON_DUMP_DIR/$key/$name.ttir\"\n"
+    "  [ \"$meta\" = 0 ] || printf 'CUBIN %s' \"$name\" > \"$TRITON_DUMP_DIR/$key/$name.cubin\"\n"
+    "  while [ \"$meta\" -gt 0 ]; do\n"
+    "    mkdir -p \"$TRITON_CACHE_DIR/H$meta$key\"\n"
+    "    printf '%s' \"$FAKE_META\" > \"$TRITON_CACHE_DIR/H$meta$key/$name.json\"\n"
+    "    meta=$((meta - 1))\n"
+    "  done\n"
     "done\n";
+
+/* Triton 3.6's metadata of a kernel (the fields Argus reads, and some it
+ * does not) */
+#define META_JSON(fuse, ptx_options, arch)                                                       \
+  "{\"hash\": \"2abd\", \"target\": {\"backend\": \"cuda\", \"arch\": " arch ", "                 \
+  "\"warp_size\": 32}, \"num_warps\": 8, \"ptx_options\": " ptx_options ", "                      \
+  "\"enable_fp_fusion\": " fuse ", \"extern_libs\": [[\"libdevice\", "                          \
+  "\"/opt/tri/backends/nvidia/lib/libdevice.10.bc\"]], \"triton_version\": \"3.6.0\"}"
 
 /* Discovers the spec {"python": "bench.py", "args": ARGS[, "kernel": K]}. */
 static int run_discovery(const char *args, const char *kernel, ag_spec **out, ag_diags *d) {
@@ -222,6 +241,49 @@ TEST(discover) {
   CHECK(diag_has(&d, "ValueError: boom"));
   CHECK(s && s->ptx == NULL);
   ag_spec_free(s);
+  /* Triton's metadata and cubin: how it assembled the kernel, its cubin the
+   * production build (both temporary files the spec removes) */
+  setenv("FAKE_META", META_JSON("true", "null", "90"), 1);
+  size_t before = d.items.n; /* the refusals' above */
+  CHECK_EQ_INT(run_discovery("\"mm@KM+1\"", NULL, &s, &d), 0);
+  char *prod = s && s->production ? ag_strdup(s->production) : NULL;
+  if (s) {
+    CHECK(s->production_is_temp && prod);
+    CHECK_EQ_STR(s->triton_version, "3.6.0");
+    CHECK_EQ_STR(s->triton_ptxas, "/opt/tri/backends/nvidia/bin/ptxas");
+    CHECK(s->triton_ptxas_opts && !strcmp(s->triton_ptxas_opts[0], "-lineinfo") &&
+          !strcmp(s->triton_ptxas_opts[1], "--gpu-name=sm_90a") && !s->triton_ptxas_opts[2]);
+    CHECK(s->triton_build_note == NULL);
+    CHECK_EQ_INT(ag_file_read(prod, &text, &len), 0);
+    CHECK(text && len == 8 && !memcmp(text, "CUBIN mm", 8));
+    ag_free(text);
+    text = NULL;
+  }
+  ag_spec_free(s);
+  CHECK(prod && access(prod, F_OK) != 0);
+  ag_free(prod);
+  /* no metadata (an older Triton, a stand-in): said, not refused */
+  CHECK_EQ_INT(run_discovery("\"mm@KM\"", NULL, &s, &d), 0);
+  if (s) {
+    CHECK(s->triton_ptxas == NULL && s->triton_ptxas_opts == NULL && s->production == NULL);
+    CHECK(s->triton_build_note && strstr(s->triton_build_note, "metadata of 'mm' was not found"));
+  }
+  ag_spec_free(s);
+  /* metadata that is not Triton 3.6's: said in the note, not refused */
+  setenv("FAKE_META", "{\"triton_version\": \"3.6.0\"}", 1);
+  CHECK_EQ_INT(run_discovery("\"mm@KM+1\"", NULL, &s, &d), 0);
+  if (s) {
+    CHECK(s->triton_ptxas == NULL);
+    CHECK(s->triton_build_note && strstr(s->triton_build_note, "lacks what Triton 3.6 writes"));
+  }
+  ag_spec_free(s);
+  CHECK_EQ_INT((int)(d.items.n - before), 0);
+  /* one source compiled twice with other options (one dump key, two builds) */
+  CHECK_EQ_INT(run_discovery("\"mm@KM+2\"", NULL, &s, &d), AG_ENOTFOUND);
+  CHECK(diag_has(&d, "compiled kernel 'mm' 2 times from the same source with different"));
+  CHECK(s && s->ptx == NULL && s->production == NULL);
+  ag_spec_free(s);
+  unsetenv("FAKE_META");
   /* no such python */
   setenv("ARGUS_PYTHON", "/nonexistent/python3", 1);
   CHECK(run_discovery("\"mm@K\"", NULL, &s, &d) != 0);
@@ -230,6 +292,102 @@ TEST(discover) {
   unsetenv("ARGUS_PYTHON");
   CHECK_EQ_STR(ag_spec_python_exe(), "python3");
   ag_diags_release(&d);
+}
+
+/* "a b c": the options, for comparison */
+static void joined(char **v, char *out, size_t n) {
+  out[0] = 0;
+  for (int i = 0; v && v[i]; i++)
+    snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? " " : "", v[i]);
+}
+
+/* How Triton 3.6's make_cubin assembles, from the metadata and its knobs. */
+TEST(build_from_metadata) {
+  setup();
+  static const struct {
+    const char *meta, *knob, *ptxas, *opts;
+  } cases[] = {
+      {META_JSON("true", "null", "90"), NULL, "/opt/tri/backends/nvidia/bin/ptxas",
+       "-lineinfo --gpu-name=sm_90a"},
+      {META_JSON("false", "\"-O3  --maxrregcount=128\"", "90"), NULL,
+       "/opt/tri/backends/nvidia/bin/ptxas",
+       "-lineinfo --fmad=false -O3 --maxrregcount=128 --gpu-name=sm_90a"},
+      {META_JSON("true", "null", "90"), "TRITON_DISABLE_LINE_INFO=1",
+       "/opt/tri/backends/nvidia/bin/ptxas", "-lineinfo -suppress-debug-info --gpu-name=sm_90a"},
+      {META_JSON("true", "null", "90"), "DISABLE_PTXAS_OPT=true",
+       "/opt/tri/backends/nvidia/bin/ptxas", "-g --opt-level 0 --gpu-name=sm_90a"},
+      {META_JSON("true", "null", "90"), "DISABLE_PTXAS_OPT=no",
+       "/opt/tri/backends/nvidia/bin/ptxas", "-lineinfo --gpu-name=sm_90a"},
+      {META_JSON("true", "null", "100"), NULL, "/opt/tri/backends/nvidia/bin/ptxas-blackwell",
+       "-lineinfo --gpu-name=sm_100a"},
+      {META_JSON("true", "null", "80"), NULL, "/opt/tri/backends/nvidia/bin/ptxas",
+       "-lineinfo --gpu-name=sm_80"},
+      /* the knob's ptxas when it runs (the stand-in python is executable), else the backend's */
+      {META_JSON("true", "null", "90"), "TRITON_PTXAS_PATH=@", "@",
+       "-lineinfo --gpu-name=sm_90a"},
+      {META_JSON("true", "null", "90"), "TRITON_PTXAS_PATH=/nonexistent/ptxas",
+       "/opt/tri/backends/nvidia/bin/ptxas", "-lineinfo --gpu-name=sm_90a"},
+  };
+  char exe[600];
+  snprintf(exe, sizeof exe, "%s/fake-python", dir);
+  put("fake-python", fake_python, 0755);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char knob[700] = "", *eq;
+    if (cases[i].knob) {
+      snprintf(knob, sizeof knob, "%s", cases[i].knob);
+      eq = strchr(knob, '=');
+      *eq = 0;
+      setenv(knob, !strcmp(eq + 1, "@") ? exe : eq + 1, 1);
+    }
+    ag_spec s;
+    memset(&s, 0, sizeof s);
+    ag_str why = AG_STR_INIT;
+    CHECK_EQ_INT(ag_triton_build_from_metadata(&s, cases[i].meta, &why), 0);
+    char got[600];
+    joined(s.triton_ptxas_opts, got, sizeof got);
+    if (strcmp(got, cases[i].opts) ||
+        strcmp(s.triton_ptxas ? s.triton_ptxas : "", !strcmp(cases[i].ptxas, "@") ? exe
+                                                                               : cases[i].ptxas))
+      fprintf(stderr, "case %zu: ptxas '%s' options '%s'\n", i, s.triton_ptxas, got);
+    CHECK_EQ_STR(got, cases[i].opts);
+    CHECK_EQ_STR(s.triton_ptxas, !strcmp(cases[i].ptxas, "@") ? exe : cases[i].ptxas);
+    CHECK_EQ_STR(s.triton_version, "3.6.0");
+    ag_free(s.triton_version);
+    ag_free(s.triton_ptxas);
+    ag_spec_options_free(s.triton_ptxas_opts);
+    ag_str_release(&why);
+    if (cases[i].knob)
+      unsetenv(knob);
+  }
+  /* what Triton 3.6 does not write: refused, saying what is missing */
+  static const struct {
+    const char *meta, *want;
+  } bad[] = {
+      {"{nope", "not JSON"},
+      {"{\"target\": {\"arch\": 90}, \"enable_fp_fusion\": true, \"ptx_options\": null, "
+       "\"extern_libs\": [[\"libdevice\", \"/t/lib/libdevice.bc\"]]}",
+       "lacks what Triton 3.6 writes"},
+      {META_JSON("true", "null", "\"90\""), "lacks what Triton 3.6 writes"},
+      {META_JSON("true", "7", "90"), "lacks what Triton 3.6 writes"},
+      {META_JSON("1", "null", "90"), "lacks what Triton 3.6 writes"},
+      {"{\"triton_version\": \"3.6.0\", \"target\": {\"arch\": 90}, \"enable_fp_fusion\": "
+       "true, \"ptx_options\": null, \"extern_libs\": []}",
+       "lacks what Triton 3.6 writes"},
+      {"{\"triton_version\": \"3.6.0\", \"target\": {\"arch\": 90}, \"enable_fp_fusion\": "
+       "true, \"ptx_options\": null, \"extern_libs\": [[\"libdevice\", \"libdevice.bc\"]]}",
+       "cannot tell where Triton's ptxas is"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ag_spec s;
+    memset(&s, 0, sizeof s);
+    ag_str why = AG_STR_INIT;
+    CHECK_EQ_INT(ag_triton_build_from_metadata(&s, bad[i].meta, &why), AG_EPARSE);
+    if (!strstr(ag_str_cstr(&why), bad[i].want))
+      fprintf(stderr, "bad %zu: %s\n", i, ag_str_cstr(&why));
+    CHECK(strstr(ag_str_cstr(&why), bad[i].want) != NULL);
+    CHECK(s.triton_version == NULL && s.triton_ptxas == NULL && s.triton_ptxas_opts == NULL);
+    ag_str_release(&why);
+  }
 }
 
 TEST(scan_and_override_path) {
@@ -368,4 +526,5 @@ TEST(collect_setup) {
   ag_diags_release(&d);
 }
 
-RUN_TESTS(T(valid), T(invalid), T(discover), T(scan_and_override_path), T(collect_setup))
+RUN_TESTS(T(valid), T(invalid), T(discover), T(build_from_metadata), T(scan_and_override_path),
+          T(collect_setup))

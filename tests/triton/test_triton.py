@@ -314,6 +314,22 @@ def test_python_spec_discovery(tmp_path, monkeypatch):
     assert "__argus_trace" in v.read_text()
 
 
+@pytest.mark.parametrize("name", ["matmul", "attention_fwd"])
+def test_variants_assembled_as_triton_does(tmp_path, monkeypatch, name):
+    """A python spec's variants are assembled by Triton's ptxas with Triton's options (from the
+    kernel's metadata): the trace-free variant's code is Triton's cubin's, byte for byte, and
+    the report says how it was built (docs/triton.md, "Build fidelity")."""
+    monkeypatch.setenv("ARGUS_PYTHON", sys.executable)
+    monkeypatch.delenv("ARGUS_PTXAS", raising=False)
+    r = argus("--workspace", str(tmp_path / "ws"), "observe", spec(tmp_path, [name]), "--region",
+              name, "--signals", "static")
+    out = r.stdout
+    assert "production matches Triton's build of '%s': identical code" % name in out, out
+    own = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    assert "as Triton %s assembles it (%s -lineinfo --gpu-name=sm_90a)" % (
+        triton.__version__, own) in out, out
+
+
 def test_override_layout(tmp_path):
     """Triton 3.6 reads an override of stage EXT of a kernel where its dump wrote that stage,
     <dir>/<key>/<name>.EXT (ag_triton_override_path), when it compiles: a traced variant put
