@@ -58,6 +58,29 @@ def skip_reason():
     return None
 
 
+def proton_kept(path):
+    """What Proton's profile (its hatchet JSON) holds for the scope "step": the sum of the
+    metrics named count over the nodes of that frame, as text; what was found otherwise."""
+    try:
+        with open(path) as f:
+            tree = json.load(f)
+    except (OSError, ValueError) as e:
+        return "- (%s)" % e
+    total, names, stack = 0, set(), list(tree if isinstance(tree, list) else [tree])
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        frame = node.get("frame") or {}
+        metrics = node.get("metrics") or {}
+        names.update(metrics)
+        if frame.get("name") == "step":
+            total += sum(v for k, v in metrics.items()
+                         if k.startswith("count") and isinstance(v, (int, float)))
+        stack.extend(node.get("children") or [])
+    return "%d" % total if total else "- (no count for 'step'; metrics %s)" % sorted(names)
+
+
 def main(argv):
     if not argv or argv[0].startswith("-"):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
@@ -107,6 +130,7 @@ def main(argv):
     t0 = time.perf_counter()
     proton.finalize()
     fin_ms = (time.perf_counter() - t0) * 1e3
+    kept = proton_kept(os.path.join(work, "proton.hatchet"))
     if not pk:  # the stream time instead (it holds what Proton does on the GPU's clock)
         pk, pk_how = ps, "stream time (CUPTI recorded no Proton kernel)"
     # Argus: observe a python spec that launches work_argus
@@ -180,6 +204,9 @@ def main(argv):
         ("Argus report's added_time", "%.2f us" % (rep_add[0] / 1e3) if rep_add else "-",
          "traced variant - Triton's own build, the host runtime's events"),
         ("Argus: launches recorded, records dropped", "%d, %d" % (nrec, drops), ""),
+        ("Proton: scope occurrences in its profile", kept,
+         "of %d run (%d launches x %d programs x %d warps x %d trips)"
+         % ((n + 1) * K.PROGRAMS * K.WARPS * K.TRIPS, n + 1, K.PROGRAMS, K.WARPS, K.TRIPS)),
         ("Proton: host time per launch", "%.3f ms" % prot_host_ms,
          "finalize %.1f ms over %d launches" % (fin_ms, n)),
         ("Argus traced: host time per launch", "%.3f ms" % argus_host_ms, "goal <= 1 ms"),
