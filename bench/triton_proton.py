@@ -147,12 +147,11 @@ def main(argv):
     obs_s = time.perf_counter() - t0
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-4000:])
-        try:  # the report says which task failed and why
-            for m in json.loads(p.stdout).get("failed", []) or []:
-                print("triton_proton: failed: %s" % json.dumps(m)[:2000])
+        try:  # the report's "missing" says which signal a failed task took, and why
+            for m in json.loads(p.stdout).get("missing", []) or []:
+                print("triton_proton: missing: %s" % json.dumps(m)[:4000])
         except ValueError:
-            pass
-        print(p.stdout[-4000:])
+            print(p.stdout[-4000:])
         print("triton_proton: argus observe failed (exit %d)" % p.returncode)
         return 1
     report = json.loads(p.stdout)
