@@ -135,37 +135,34 @@ TEST(test_canonical_layout_errors) {
   lctx t;
   lctx_init(&t);
   ag_smem_tile tile;
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, (ag_swz_mode)48, 64, 64, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err), "swizzle 48 is no swizzle mode: 0 (none), 32, 64 or 128");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, (ag_gmma_major)2, AG_SWZ_NONE, 64, 64, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err), "major 2 is neither K-major (0) nor MN-major (1)");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, AG_SWZ_128B, 60, 64, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err),
-                 "K-major tile rows (M or N) is 60: with 128B swizzle it must be a positive "
-                 "multiple of 8 (a core matrix has 8 rows)");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, AG_SWZ_128B, 64, 32, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err),
-                 "K-major tile cols (K) is 32: with 128B swizzle it must be a positive multiple "
-                 "of 64 (one swizzle row of 16-bit elements)");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, AG_SWZ_32B, 64, 0, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err), "cols (K) is 0");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_MN_MAJOR, AG_SWZ_64B, 48, 64, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err),
-                 "MN-major tile rows (M or N) is 48: with 64B swizzle it must be a positive "
-                 "multiple of 32 (one swizzle row of 16-bit elements)");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_MN_MAJOR, AG_SWZ_NONE, 64, 12, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err), "a core matrix has 8 K rows");
-  CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, AG_SWZ_128B, 256, 512, 0, &tile),
-               AG_EINVAL);
-  CHECK_CONTAINS(ag_str_cstr(&t.c.err),
-                 "a 256 x 512 tile of 16-bit elements is 262144 bytes: at most 232448");
+  static const struct {
+    int major, mode;
+    int64_t rows, cols;
+    const char *msg;
+  } cases[] = {
+      {0, 48, 64, 64, "swizzle 48 is no swizzle mode: 0 (none), 32, 64 or 128"},
+      {2, 0, 64, 64, "major 2 is neither K-major (0) nor MN-major (1)"},
+      {0, 128, 60, 64,
+       "K-major tile rows (M or N) is 60: with 128B swizzle it must be a positive multiple of "
+       "8 (a core matrix has 8 rows)"},
+      {0, 128, 64, 32,
+       "K-major tile cols (K) is 32: with 128B swizzle it must be a positive multiple of 64 "
+       "(one swizzle row of 16-bit elements)"},
+      {0, 32, 64, 0, "cols (K) is 0"},
+      {1, 64, 48, 64,
+       "MN-major tile rows (M or N) is 48: with 64B swizzle it must be a positive multiple of "
+       "32 (one swizzle row of 16-bit elements)"},
+      {1, 0, 64, 12, "MN-major tile cols (K) is 12: with no swizzle it must be a positive "
+                     "multiple of 8 (a core matrix has 8 K rows)"},
+      {0, 128, 256, 512, "a 256 x 512 tile of 16-bit elements is 262144 bytes: at most 232448"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, (ag_gmma_major)cases[i].major,
+                                     (ag_swz_mode)cases[i].mode, cases[i].rows, cases[i].cols, 0,
+                                     &tile),
+                 AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&t.c.err), cases[i].msg);
+  }
   CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, AG_SWZ_128B, 224, 512, 0, &tile), 0);
   /* tiles made by hand */
   CHECK_EQ_INT(ag_gmma_smem_layout(&t.c, AG_GMMA_K_MAJOR, AG_SWZ_128B, 64, 64, 0, &tile), 0);

@@ -126,21 +126,18 @@ int ag_gmma_smem_layout(ag_layout_ctx *c, ag_gmma_major major, ag_swz_mode swz, 
     return ag__lfail(c, AG_EINVAL, "major %d is neither K-major (0) nor MN-major (1)", major);
   const char *mj = major_name(major);
   int64_t span = 8 * ch; /* elements in one swizzle row */
-  int64_t rstep = major == AG_GMMA_K_MAJOR ? 8 : span, cstep = major == AG_GMMA_K_MAJOR ? span : 8;
-  if (rows < 1 || rows % rstep)
-    return ag__lfail(c, AG_EINVAL,
-                     "%s tile rows (M or N) is %lld: with %s it must be a positive multiple of "
-                     "%lld (%s)",
-                     mj, (long long)rows, mode_name(swz), (long long)rstep,
-                     major == AG_GMMA_K_MAJOR ? "a core matrix has 8 rows"
-                                              : "one swizzle row of 16-bit elements");
-  if (cols < 1 || cols % cstep)
-    return ag__lfail(c, AG_EINVAL,
-                     "%s tile cols (K) is %lld: with %s it must be a positive multiple of %lld "
-                     "(%s)",
-                     mj, (long long)cols, mode_name(swz), (long long)cstep,
-                     major == AG_GMMA_K_MAJOR ? "one swizzle row of 16-bit elements"
-                                              : "a core matrix has 8 K rows");
+  /* K-major: core matrices of 8 rows, rows one span wide; MN-major: the other way */
+  int kmaj = major == AG_GMMA_K_MAJOR;
+  static const char *const dim[2] = {"rows (M or N)", "cols (K)"};
+  int64_t ext[2] = {rows, cols}, step[2] = {kmaj ? 8 : span, kmaj ? span : 8};
+  for (int i = 0; i < 2; i++)
+    if (ext[i] < 1 || ext[i] % step[i])
+      return ag__lfail(c, AG_EINVAL,
+                       "%s tile %s is %lld: with %s it must be a positive multiple of %lld (%s)",
+                       mj, dim[i], (long long)ext[i], mode_name(swz), (long long)step[i],
+                       kmaj != (i == 0)   ? "one swizzle row of 16-bit elements"
+                       : i == 0 ? "a core matrix has 8 rows"
+                                : "a core matrix has 8 K rows");
   if (rows > TILE_BYTES_MAX / 2 / cols)
     return ag__lfail(c, AG_EINVAL,
                      "a %lld x %lld tile of 16-bit elements is %lld bytes: at most %d (227 KiB "
