@@ -17,6 +17,12 @@
  *  ldmatrix .m8n8 .x4 .b16: threads 8i..8i+7 supply the row addresses of
  *   matrix i; destination register di holds matrix i, and in it each thread
  *   holds row groupID, elements threadID_in_group*2 and *2+1.
+ *  9.7.15.5.1.1 wgmma .m64nNk16 A from registers (a0..a7, Figure 148), warp
+ *   w of the warpgroup owning rows 16w..16w+15, each warp's 16 x 16 block as
+ *   mma.m16n8k16's A:
+ *   row = 16w + groupID      for ai, 0 <= i < 2 || 4 <= i < 6
+ *         16w + groupID + 8  otherwise
+ *   col = threadID_in_group*2 + (i & 0x1) (+ 8 for i >= 4)
  *  9.7.15.5.1.1 wgmma .m64nNk16 accumulator D (d0..d(N/2-1)), warp w of
  *   the warpgroup owning rows 16w..16w+15:
  *   row = 16w + groupID + 8*((i >> 1) & 1)   (groupID for i % 4 < 2, +8 otherwise)
@@ -70,6 +76,12 @@ static void wgmma_d(int64_t t, int64_t i, int n, int64_t *row, int64_t *col) {
   *col = (i >> 2) * 8 + tig * 2 + (i & 1);
 }
 
+static void wgmma_a(int64_t t, int64_t i, int n, int64_t *row, int64_t *col) {
+  int64_t w = t / 32, lane = t % 32, g = lane >> 2, tig = lane % 4;
+  *row = ((i >= 0 && i < 2) || (i >= 4 && i < 6)) ? 16 * w + g : 16 * w + g + 8;
+  *col = i < 4 ? tig * 2 + (i & 1) : tig * 2 + (i & 1) + 8;
+}
+
 /* deliberately wrong oracles: a plausible misreading of each formula */
 static void mma_a_wrong(int64_t t, int64_t i, int n, int64_t *row, int64_t *col) {
   mma_a(t, i, n, row, col);
@@ -97,6 +109,11 @@ static void ldsm_src_wrong(int64_t t, int64_t v, int n, int64_t *row, int64_t *c
 static void wgmma_d_wrong(int64_t t, int64_t i, int n, int64_t *row, int64_t *col) {
   wgmma_d(t, i, n, row, col);
   *col = (i >> 2) * 8 + (t % 4) * 2 + ((i >> 1) & 1); /* the row bit as column bit */
+}
+
+static void wgmma_a_wrong(int64_t t, int64_t i, int n, int64_t *row, int64_t *col) {
+  wgmma_a(t, i, n, row, col);
+  *row = (t % 32 >> 2) + 8 * (t / 32) + 32 * ((i >> 1) & 1); /* warps as 8-row blocks */
 }
 
 /* Number of (t, v) whose offset disagrees with the oracle; also checks the
@@ -176,6 +193,28 @@ TEST(test_wgmma_accumulator) {
   }
 }
 
+TEST(test_wgmma_a) {
+  check_atom("wgmma.m64nNk16.a", 0, wgmma_a, wgmma_a_wrong, 128, 8, 64, 16);
+  for (int n = 8; n <= 256; n += 8) {
+    char name[32];
+    snprintf(name, sizeof name, "wgmma.m64n%dk16.a", n);
+    check_atom(name, n, wgmma_a, wgmma_a_wrong, 128, 8, 64, 16);
+  }
+  lctx t;
+  lctx_init(&t);
+  ag_layout tv;
+  ag_atom_info info;
+  CHECK_EQ_INT(ag_atom_layout(&t.c, "wgmma.m64n96k16.a", &tv, &info), 0);
+  CHECK_EQ_STR(info.name, "wgmma.m64n96k16.a");
+  CHECK_EQ_STR(info.axes, "M x K");
+  CHECK_EQ_INT(ag_atom_layout(&t.c, "wgmma.m64n12k16.a", &tv, NULL), AG_EINVAL);
+  CHECK_CONTAINS(ag_str_cstr(&t.c.err), "N must be a multiple of 8 in 8..256, not 12");
+  CHECK_EQ_INT(ag_atom_layout(&t.c, "wgmma.m64n264k16.a", &tv, NULL), AG_EINVAL);
+  CHECK_EQ_INT(ag_atom_layout(&t.c, "wgmma.m64n64k16.b", &tv, NULL), AG_ENOTFOUND);
+  CHECK_CONTAINS(ag_str_cstr(&t.c.err), "wgmma.m64n<N>k16.a");
+  lctx_free(&t);
+}
+
 TEST(test_atom_lookup_errors) {
   lctx t;
   lctx_init(&t);
@@ -192,5 +231,5 @@ TEST(test_atom_lookup_errors) {
   lctx_free(&t);
 }
 
-RUN_TESTS(T(test_mma_m16n8k16), T(test_ldmatrix_x4), T(test_wgmma_accumulator),
+RUN_TESTS(T(test_mma_m16n8k16), T(test_ldmatrix_x4), T(test_wgmma_accumulator), T(test_wgmma_a),
           T(test_atom_lookup_errors))

@@ -126,6 +126,24 @@ TEST(test_print_drawings) {
   CHECK_EQ_INT(run("layout", "print", "@wgmma.m64n16k16.d", "--tv", NULL), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "wgmma.m64n16k16.d = ((4,8,4),(2,2,2)):((128,1,16),(64,8,512)) on a 64x16 tile");
   CHECK_CONTAINS(ag_str_cstr(&out), " 63 | T124V2 | T124V3 | T125V2 |");
+  OK_LINE("Swizzle<3,3,3> o ((8,8),(64,1)):((64,512),(1,4096))", "layout", "gmma", "K", "128",
+          "64", "64");
+  OK_LINE("Swizzle<0,3,3> o ((8,2),(8,2)):((1,128),(8,64))", "layout", "gmma", "MN", "none",
+          "16", "16");
+  CHECK_EQ_INT(run("layout", "gmma", "K", "64", "64", "32", "--json", NULL), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"b\": 2,\n    \"m\": 3,\n    \"s\": 3\n");
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"text\": \"((8,8),(32,1)):((32,256),(1,2048))\"");
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"swizzle_bytes\": 64");
+  CHECK_EQ_INT(run("layout", "gmma", "K", "128", "64", "32", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "K-major tile cols (K) is 32: with 128B swizzle");
+  CHECK_EQ_INT(run("layout", "gmma", "K", "48", "64", "64", NULL), 1);
+  CHECK_CONTAINS(ag_str_cstr(&err), "swizzle 48 is no swizzle mode");
+  CHECK_EQ_INT(run("layout", "gmma", "T", "128", "64", "64", NULL), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "MAJOR is 'T': K or MN");
+  CHECK_EQ_INT(run("layout", "gmma", "K", "128", "0", "64", NULL), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "ROWS:1:1: error: 0 is out of range");
+  CHECK_EQ_INT(run("layout", "gmma", "K", "128B", "64", "64", NULL), 2);
+  CHECK_EQ_INT(run("layout", "gmma", "K", "128", "64", "x", NULL), 2);
   CHECK_EQ_INT(run("layout", "print", "(8,8):(1,8)", "--swizzle", "1,1,1", NULL), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "Swizzle<1,1,1> o (8,8):(1,8)");
   CHECK_CONTAINS(ag_str_cstr(&out), " 4 |  6 |");

@@ -44,6 +44,8 @@ const char cmd_layout_details[] =
     "  raked_product A B        A repeated over B, interleaved\n"
     "  swizzle B M S X          Swizzle<B,M,S> applied to the offset X\n"
     "  print L [--tv --tile M,N] [--swizzle B,M,S]   draw a rank-2 layout\n"
+    "  gmma K|MN none|32|64|128 ROWS COLS  the canonical wgmma layout of a 16-bit\n"
+    "                           tile (A: M x K, B: N x K): Swizzle<B,3,3> o L\n"
     "exit 0 ok, 1 undefined operation, 2 malformed input. See docs/layout.md.";
 
 typedef struct S {
@@ -324,6 +326,42 @@ static int do_swizzle(S *s, const char **a, int n) {
   return AG_EXIT_OK;
 }
 
+/* The canonical wgmma shared-memory layout of a 16-bit tile (layout_atoms.h). */
+static int do_gmma(S *s, const char **a, int n) {
+  (void)n;
+  ag_gmma_major mj;
+  if (!strcmp(a[0], "K"))
+    mj = AG_GMMA_K_MAJOR;
+  else if (!strcmp(a[0], "MN"))
+    mj = AG_GMMA_MN_MAJOR;
+  else
+    return ag_cli_usage_error(s->cli, "MAJOR is '%s': K or MN", a[0]);
+  int64_t sw = 0, rows, cols;
+  int rc;
+  if (strcmp(a[1], "none") && (rc = arg_int(s, "SWIZZLE", a[1], 0, 1024, &sw)))
+    return rc;
+  if ((rc = arg_int(s, "ROWS", a[2], 1, INT32_MAX, &rows)) ||
+      (rc = arg_int(s, "COLS", a[3], 1, INT32_MAX, &cols)))
+    return rc;
+  ag_smem_tile t;
+  if (ag_gmma_smem_layout(&s->c, mj, (ag_swz_mode)sw, rows, cols, 0, &t))
+    return op_fail(s);
+  if (s->cli->json) {
+    json_t *j = json_pack("{s:s,s:s,s:I,s:I,s:I,s:{s:i,s:i,s:i},s:o}", "op", "gmma", "major",
+                          a[0], "swizzle_bytes", (json_int_t)sw, "rows", (json_int_t)rows,
+                          "cols", (json_int_t)cols, "swizzle", "b", t.swz.b, "m", t.swz.m, "s",
+                          t.swz.s, "layout", ag_layout_to_json(&t.layout));
+    rc = j ? ag_cli_print_json(j) : AG_ENOMEM;
+    json_decref(j);
+    return rc ? AG_EXIT_FAIL : AG_EXIT_OK;
+  }
+  ag_str out = AG_STR_INIT;
+  ag_layout_print(&t.layout, &out);
+  printf("Swizzle<%d,%d,%d> o %s\n", t.swz.b, t.swz.m, t.swz.s, ag_str_cstr(&out));
+  ag_str_release(&out);
+  return AG_EXIT_OK;
+}
+
 /* --------------------------------------------------------------- printing */
 
 enum { MAX_CELLS = 1 << 20 };
@@ -599,6 +637,7 @@ static const sub subs[] = {
     {"raked_product", 2, 2, do_rank_product, "A B"},
     {"swizzle", 4, 4, do_swizzle, "B M S X"},
     {"print", 1, 1, do_print, "L [--tv --tile M,N] [--swizzle B,M,S]"},
+    {"gmma", 4, 4, do_gmma, "K|MN none|32|64|128 ROWS COLS"},
 };
 
 int cmd_layout(ag_cli *cli) {
