@@ -198,6 +198,9 @@ typedef struct ag_trace_run_result {
   char *timing_path;   /* the kernel times (AG_EV_TIMING_FILE; owned), or NULL */
   char *system_path;   /* the activity trace beside it (o->activity: system.json; owned),
                           or NULL */
+  char *late_exit;     /* the harness did not end cleanly, but only after the host
+                          runtime had finished and closed (AG_HOST_CLOSED_FILE): what
+                          happened, for a warning; the run counts (owned), or NULL */
 } ag_trace_run_result;
 
 /* Runs the harness once under Argus (ARGUS_COLLECT=trace) with a timeout

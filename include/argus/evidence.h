@@ -46,6 +46,10 @@ extern "C" {
 /* Beside it (and alone in a timing run, ARGUS_COLLECT=time): every launch of
  * the variant with its kernel time and occupancy (JSON; docs/evidence.md). */
 #define AG_EV_TIMING_FILE "timing.json"
+/* Written by ag_host_close as its last act, after a finish that wrote the
+ * evidence: a harness that dies after it (a library's exit-time teardown)
+ * left complete evidence (docs/harness.md, "A harness that dies at exit"). */
+#define AG_HOST_CLOSED_FILE "host-closed.txt"
 
 /* The constant the host binds before each recorded launch. enabled == 0:
  * the probes store nothing (a traced module loaded outside Argus, or a launch

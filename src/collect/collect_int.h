@@ -20,8 +20,10 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
 /* Judges a finished run (res->proc, res->log_path set): timeout, exit
  * status, the host runtime's error, the evidence file. On success sets
  * res->evidence_path; on failure removes any evidence and says why (with the
- * tail of the log). */
+ * tail of the log). allow_late: a harness process killed by a signal after
+ * the host runtime closed (AG_HOST_CLOSED_FILE) succeeds, with
+ * res->late_exit saying so (0 for the worker: its harness is a function). */
 int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, double timeout_s,
-                    ag_str *why);
+                    int allow_late, ag_str *why);
 
 #endif

@@ -690,6 +690,17 @@ void ag_host_close(ag_host *h) {
     h->cu.cuDevicePrimaryCtxRelease(h->dev);
   if (h->cu.lib)
     dlclose(h->cu.lib);
+  /* the last act: the evidence is written and the session closed, so a
+   * death of the process after this leaves it whole (AG_HOST_CLOSED_FILE) */
+  if (h->ok && h->collect && h->finished && h->out_dir && !h->msg[0]) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", h->out_dir, AG_HOST_CLOSED_FILE);
+    FILE *f = fopen(path, "w");
+    if (f) {
+      fputs("closed\n", f);
+      fclose(f);
+    }
+  }
   free(h->recs);
   free(h->replaced_name);
   free(h);

@@ -30,6 +30,7 @@ void ag_trace_run_result_release(ag_trace_run_result *r) {
   ag_free(r->log_path);
   ag_free(r->timing_path);
   ag_free(r->system_path);
+  ag_free(r->late_exit);
   memset(r, 0, sizeof *r);
 }
 
@@ -177,6 +178,10 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
     unlink(ag_str_cstr(ev));
     unlink(ag_str_cstr(&tp));
     unlink(ag_str_cstr(herr));
+    ag_str_clear(&tp);
+    ag_str_printf(&tp, "%s/%s", o->out_dir, AG_HOST_CLOSED_FILE);
+    if (!tp.oom)
+      unlink(ag_str_cstr(&tp));
     /* the activity trace beside it is this run's too */
     ag_str_clear(&tp);
     ag_str_printf(&tp, "%s/%s", o->out_dir, AG_ACT_FILE);
@@ -197,7 +202,7 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
 }
 
 int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, double timeout_s,
-                    ag_str *why) {
+                    int allow_late, ag_str *why) {
   int rc = 0;
   char *hosterr = NULL;
   size_t hl = 0;
@@ -206,10 +211,34 @@ int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, 
       hosterr[--hl] = 0;
   }
   int have_ev = access(ev, R_OK) == 0;
+  /* the host runtime closed after writing the evidence: a death by a signal
+   * after that (a library's teardown at exit) leaves the evidence whole; an
+   * exit status is the program's own verdict and still fails the run */
+  const char *sl = strrchr(ev, '/');
+  ag_str cp = AG_STR_INIT;
+  ag_str_printf(&cp, "%.*s%s", sl ? (int)(sl - ev + 1) : 0, ev, AG_HOST_CLOSED_FILE);
+  int closed = !cp.oom && access(ag_str_cstr(&cp), R_OK) == 0;
+  ag_str_release(&cp);
+  if (allow_late && !res->proc.timed_out && !res->proc.exited && have_ev && !hosterr && closed) {
+    ag_str d = AG_STR_INIT, note = AG_STR_INIT;
+    ag_proc_describe(&res->proc, &d);
+    ag_str_printf(&note, "the harness did not end cleanly (%s), after the Argus host runtime had "
+                         "written the evidence and closed: the evidence is complete; what the "
+                         "process did at its exit is not Argus's",
+                  ag_str_cstr(&d));
+    if (res->log_path)
+      tail_of(res->log_path, &note);
+    ag_str_release(&d);
+    if (note.oom || !(res->late_exit = ag_str_detach(&note))) {
+      ag_str_release(&note);
+      ag_free(hosterr);
+      return AG_ENOMEM;
+    }
+  }
   if (res->proc.timed_out) {
     ag_str_printf(why, "the harness did not finish within %.0f s and was killed", timeout_s);
     rc = AG_ETIMEOUT;
-  } else if (!res->proc.exited || res->proc.exit_code != 0) {
+  } else if (!res->late_exit && (!res->proc.exited || res->proc.exit_code != 0)) {
     ag_str d = AG_STR_INIT;
     ag_proc_describe(&res->proc, &d);
     ag_str_printf(why, "the harness failed (%s)", ag_str_cstr(&d));
@@ -311,7 +340,7 @@ int ag_trace_run(const ag_trace_run_opts *o, ag_trace_run_result *res, ag_str *w
   ag_free(envv);
   ag_str_release(&next);
   res->log_path = ag_str_detach(&logp);
-  rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res, po.timeout_s, why);
+  rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res, po.timeout_s, 1, why);
 out:
   for (int i = 0; i < AG__RUN_ENV_MAX; i++)
     ag_str_release(&e[i]);

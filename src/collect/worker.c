@@ -350,7 +350,7 @@ int ag_worker_collect(ag_worker *w, const char *library, const ag_trace_run_opts
     int lost = strstr(line, " lost") != NULL;
     res->proc.wall_s = (double)(ag_now_ns() - t0) / 1e9;
     rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res,
-                         o->timeout_s > 0 ? o->timeout_s : 600.0, why);
+                         o->timeout_s > 0 ? o->timeout_s : 600.0, 0, why);
     if (lost) {
       if (!rc) /* the job ended, and then the context was found broken */
         ag_str_printf(why, "the GPU context was lost after this run");
@@ -384,8 +384,10 @@ int ag_worker_collect(ag_worker *w, const char *library, const ag_trace_run_opts
     rc = AG_ECHILD;
     goto out;
   }
+  /* a harness function that crashes after its close took the worker with
+   * it: a crash in the harness, never an exit-time teardown (0: no late exit) */
   rc = ag__run_outcome(ag_str_cstr(&ev), ag_str_cstr(&herr), res,
-                       o->timeout_s > 0 ? o->timeout_s : 600.0, why);
+                       o->timeout_s > 0 ? o->timeout_s : 600.0, 0, why);
   if (!rc) /* cannot happen: a dead worker wrote no verdict */
     rc = AG_ECHILD;
 out:

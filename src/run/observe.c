@@ -621,6 +621,8 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   po.kind = "log";
   if (res.log_path && ag_store_put_file(ob->st, res.log_path, &po, h) == 0)
     json_object_set_new(t->outputs, "log", json_string(h));
+  if (res.late_exit) /* the evidence counts; the report warns (ex_report) */
+    json_object_set_new(job.extra, "late_exit", json_pack("{s:s}", "warning", res.late_exit));
   const char *name;
   json_t *x;
   json_object_foreach(job.extra, name, x) { /* the hooks' notes: launch_plan, baseline */
@@ -825,6 +827,22 @@ static int ex_report(ag_exec_ctx *cx, ag_task *t) {
       ag_report_missing(r, s->region, signal, why);
     }
     json_decref(out);
+  }
+  /* a harness that died after the host runtime had closed: its evidence
+   * counts, the report says what happened (docs/harness.md) */
+  for (size_t i = 0; !rc && i < cx->plan->tasks.n; i++) {
+    const ag_task *c = cx->plan->tasks.v[i];
+    const char *h = json_string_value(json_object_get(c->outputs, "late_exit"));
+    json_t *note = NULL;
+    if (c->type != AG_TASK_COLLECT || !h ||
+        (rc = ag__obs_get_json(ob, t, h, "a collection's note on its harness's exit", &note)))
+      continue;
+    ag_str w = AG_STR_INIT;
+    ag_str_printf(&w, "collection %d: %s", c->id,
+                  json_string_value(json_object_get(note, "warning")));
+    rc = w.oom ? AG_ENOMEM : ag_report_warning(r, ag_str_cstr(&w));
+    ag_str_release(&w);
+    json_decref(note);
   }
   if (!rc) {
     ag_report_attach_plan(r, cx->plan);

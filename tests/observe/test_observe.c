@@ -368,13 +368,16 @@ static const char *fake_production; /* the spec's "production" file (NULL: none)
 static const char *fake_tag = "";   /* a workspace of its own (no memo hits from others) */
 static const char *fake_trace;      /* --trace (NULL: every region) */
 static const char *fake_scope;      /* --scope (NULL: everything) */
+static const char *fake_mode = "ok"; /* the fake harness's mode (fake_harness.c) */
+static int fake_process;             /* run the harness as a program (fake_harness_exe) */
 
 static int fake_observe(const char *launches_arg, const char *sel, ag_observe_result *r) {
   const char *bd = getenv("ARGUS_BUILD_DIR");
   char *abs = realpath(bd ? bd : "build", NULL);
   char fake[512], lib[512], ptx[512], spec[256], wsdir[160];
   snprintf(fake, sizeof fake, "%s/tests/probes/libfake_cuda.so", abs ? abs : "build");
-  snprintf(lib, sizeof lib, "%s/tests/probes/libfake_harness.so", abs ? abs : "build");
+  snprintf(lib, sizeof lib, "%s/tests/probes/%s", abs ? abs : "build",
+           fake_process ? "fake_harness_exe" : "libfake_harness.so");
   snprintf(ptx, sizeof ptx, "%s/tests/data/ptx/overhead.ptx", abs ? abs : "build");
   free(abs);
   setenv("ARGUS_LIBCUDA", fake, 1);
@@ -383,10 +386,12 @@ static int fake_observe(const char *launches_arg, const char *sel, ag_observe_re
            fake_tag);
   ag_str s = AG_STR_INIT;
   ag_str_printf(&s, "{\"name\": \"overhead\", \"module\": {\"ptx\": \"%s\"%s%s%s}, \"run\": "
-                    "[\"fake\", \"ok\", \"/dev/null\", \"%s\"], \"run_library\": \"%s\"}",
+                    "[\"%s\", \"%s\", \"/dev/null\", \"%s\"]%s%s%s}",
                 ptx, fake_production ? ", \"production\": \"" : "",
-                fake_production ? fake_production : "", fake_production ? "\"" : "", launches_arg,
-                lib);
+                fake_production ? fake_production : "", fake_production ? "\"" : "",
+                fake_process ? lib : "fake", fake_mode, launches_arg,
+                fake_process ? "" : ", \"run_library\": \"", fake_process ? "" : lib,
+                fake_process ? "" : "\"");
   ag_file_write_atomic(spec, s.p, s.len);
   ag_str_release(&s);
   const char *sigs[] = {"duration"};
@@ -914,9 +919,37 @@ TEST(test_occupancy_buckets) {
   CHECK_EQ_INT(ag_occ_reg_bucket_max(256), -1);
 }
 
+/* A harness that dies by a signal after the host runtime closed: its
+ * collections count, and the report warns, naming the collection and what
+ * the harness said last (docs/harness.md, "A harness that dies at exit"). */
+TEST(test_harness_dies_at_exit) {
+  fake_mode = "abortafterclose";
+  fake_tag = "-late";
+  fake_process = 1; /* a process of its own: the worker's harness is a function */
+  ag_observe_result r;
+  memset(&r, 0, sizeof r);
+  int rc = fake_observe("3", NULL, &r);
+  fake_mode = "ok";
+  fake_tag = "";
+  fake_process = 0;
+  CHECK_EQ_INT(rc, 0);
+  json_t *w = json_object_get(r.report, "warnings");
+  int late = 0;
+  for (size_t i = 0; i < json_array_size(w); i++) {
+    const char *s = json_string_value(json_array_get(w, i));
+    late += s && strstr(s, "collection ") && strstr(s, "did not end cleanly (killed by signal 6") &&
+            strstr(s, "free(): invalid pointer");
+  }
+  if (late < 2)
+    fprintf(stderr, "warnings: %s\n", json_dumps(w, 0));
+  CHECK(late >= 2); /* the timing run and the traced run */
+  CHECK(json_array_size(json_object_get(r.report, "missing")) == 0);
+  ag_observe_result_release(&r);
+}
+
 RUN_TESTS(T(test_attributed_without_cupti), T(test_perturbation_report), T(test_trace_selection),
           T(test_timed_build_and_counted_records), T(test_occupancy_buckets),
           T(test_traced_build_keeps_occupancy), T(test_set_maxnreg), T(test_relative_workspace),
           T(test_cli), T(test_plan_runs_discovery_only),
           T(test_observe_without_gpu_and_memoization), T(test_failing_harness_fails_alone),
-          T(test_bad_queries))
+          T(test_bad_queries), T(test_harness_dies_at_exit))

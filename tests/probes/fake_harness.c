@@ -7,8 +7,10 @@
  * job's Argus environment is set), template (ok, launching the kernel named
  * argv[3], e.g. by its demangled name, with dynamic shared memory), ranges
  * (ok, the three launches in ranges: outer { launch, inner { launch } },
- * launch; the hardware counters' user ranges). Built as a library
- * (ARGUS_HARNESS_MAIN).
+ * launch; the hardware counters' user ranges), abortafterclose (ok, then
+ * SIGABRT: a library's teardown at exit), abortbeforeclose (ok up to the
+ * finish, SIGABRT before the close), exitafterclose (ok, then exit 7). Built
+ * as a library (ARGUS_HARNESS_MAIN).
  */
 #include <dlfcn.h>
 #include <signal.h>
@@ -20,7 +22,7 @@
 #include "argus/host.h"
 
 static int run_ok(const char *module, const char *kernel, unsigned smem, int launches,
-                  int ranges) {
+                  int ranges, int abort_before_close) {
   ag_host *h = NULL;
   ag_host_module *m = NULL;
   ag_host_kernel *k = NULL;
@@ -41,6 +43,10 @@ static int run_ok(const char *module, const char *kernel, unsigned smem, int lau
   } else {
     printf("fake harness: ok\n");
     rc = 0;
+  }
+  if (abort_before_close) {
+    fflush(stdout);
+    raise(SIGABRT);
   }
   ag_host_close(h);
   return rc;
@@ -71,7 +77,14 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
    * argv[3] is the number of launches */
   int tmpl = !strcmp(mode, "template") && argc > 3;
   int rc = run_ok(module, tmpl ? argv[3] : "kern", tmpl ? 99328 : 0,
-                  !tmpl && argc > 3 ? atoi(argv[3]) : 1, !strcmp(mode, "ranges"));
+                  !tmpl && argc > 3 ? atoi(argv[3]) : 1, !strcmp(mode, "ranges"),
+                  !strcmp(mode, "abortbeforeclose"));
+  if (!strcmp(mode, "abortafterclose")) {
+    fprintf(stderr, "free(): invalid pointer\n"); /* what glibc said on the H200 */
+    raise(SIGABRT);
+  }
+  if (!strcmp(mode, "exitafterclose"))
+    exit(7);
   if (!strcmp(mode, "poison")) {
     void *lib = dlopen(getenv("ARGUS_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
     void (*poison)(void) = NULL;

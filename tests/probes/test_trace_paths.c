@@ -363,8 +363,52 @@ static void setup(void) {
 }
 
 static void teardown(void) __attribute__((destructor));
+/* A harness that dies by a signal after the host runtime closed (a library's
+ * teardown at exit, as PyTorch's profiler did on the H200) left complete
+ * evidence: the trace stands, with a warning that says what happened. One
+ * that dies before the close, or exits with a status after it (the
+ * program's own verdict), still fails. */
+TEST(harness_dies_at_exit) {
+  static const struct {
+    const char *mode;
+    int rc;
+    const char *err;
+  } cases[] = {
+      {"abortafterclose", 0, "warning: the harness did not end cleanly (killed by signal 6"},
+      {"abortbeforeclose", 1, "the harness failed (killed by signal 6"},
+      {"exitafterclose", 1, "the harness failed (exit 7)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char p[600], name[64];
+    snprintf(name, sizeof name, "die%zu", i);
+    make_project(name);
+    snprintf(p, sizeof p, "%s/%s/spec.json", root, name);
+    ag_str spec = AG_STR_INIT;
+    ag_str_printf(&spec, "{\"name\": \"ovh\", \"module\": {\"ptx\": \"overhead.ptx\"},\n"
+                         " \"run\": [\"./bin/fake_harness_exe\", \"%s\", \"module.cubin\"]}\n",
+                  cases[i].mode);
+    CHECK_EQ_INT(ag_file_write_atomic(p, spec.p, spec.len), 0);
+    ag_str_release(&spec);
+    snprintf(p, sizeof p, "%s/%s", root, name);
+    ag_str o = AG_STR_INIT, e = AG_STR_INIT;
+    const char *a[] = {"--json", "trace", "spec.json", NULL};
+    int rc = argus_in(p, a, &o, &e);
+    if (rc != cases[i].rc || !strstr(ag_str_cstr(&e), cases[i].err))
+      fprintf(stderr, "%s: exit %d\n%s\n", cases[i].mode, rc, ag_str_cstr(&e));
+    CHECK_EQ_INT(rc, cases[i].rc);
+    CHECK_CONTAINS(ag_str_cstr(&e), cases[i].err);
+    if (!cases[i].rc) { /* the evidence, and the harness's last words in the warning */
+      CHECK_CONTAINS(ag_str_cstr(&o), "\"argus.trace/1\"");
+      CHECK_CONTAINS(ag_str_cstr(&e), "free(): invalid pointer");
+      CHECK_CONTAINS(ag_str_cstr(&e), "after the Argus host runtime had written the evidence");
+    }
+    ag_str_release(&o);
+    ag_str_release(&e);
+  }
+}
+
 static void teardown(void) { tu_rm_rf(root); }
 
 RUN_TESTS(T(trace_from_the_repository_root), T(template_kernels_by_demangled_name),
           T(spec_resolves_the_harness_path),
-          T(proc_paths_are_the_callers), T(trace_under_a_profiler))
+          T(proc_paths_are_the_callers), T(trace_under_a_profiler), T(harness_dies_at_exit))

@@ -96,6 +96,14 @@ TEST(jobs_share_one_worker_and_fail_alone) {
   CHECK_EQ_INT(job(w, "ok", 30, &why, NULL), 0);
   ag_worker_stats(w, &starts, NULL);
   CHECK_EQ_INT(starts, 2);
+  /* a harness function that aborts after its close crashed (no exit-time
+   * teardown in a worker): the job fails, saying how */
+  CHECK(job(w, "abortafterclose", 30, &why, NULL) != 0);
+  CHECK(strstr(ag_str_cstr(&why), "signal 6") ||
+        strstr(ag_str_cstr(&why), "GPU worker ended (exit"));
+  CHECK_EQ_INT(job(w, "ok", 30, &why, NULL), 0);
+  ag_worker_stats(w, &starts, NULL);
+  CHECK_EQ_INT(starts, 3);
   /* exit() inside the entry point */
   CHECK_EQ_INT(job(w, "exit", 30, &why, NULL), AG_ECHILD);
   CHECK_CONTAINS(ag_str_cstr(&why), "GPU worker ended (exit 5) while argus_harness_main ran");

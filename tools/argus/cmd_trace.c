@@ -183,6 +183,8 @@ static int collect(ag_cli *cli, const char *specpath, char **regs, int nreg, jso
     exit_code = ag_cli_fail(cli, 0, "%s", ag_str_cstr(&why));
     goto out;
   }
+  if (res.late_exit)
+    fprintf(stderr, "argus trace: warning: %s\n", res.late_exit);
   *evidence = ag_strdup(res.evidence_path);
   exit_code = *evidence ? AG_EXIT_OK : ag_cli_fail(cli, AG_ENOMEM, "evidence");
 out:
