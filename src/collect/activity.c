@@ -264,8 +264,8 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
 
 /* ARGUS_ACTIVITY_KINDS: a comma list of kernel, memcpy, memset, sync,
  * stream, nvtx (default: all). */
-static int parse_kinds(int want[RK_N], char *err, size_t errlen) {
-  const char *e = getenv("ARGUS_ACTIVITY_KINDS");
+static int parse_kinds(const char *names, int want[RK_N], char *err, size_t errlen) {
+  const char *e = names ? names : getenv("ARGUS_ACTIVITY_KINDS");
   for (int i = 0; i < RK_N; i++)
     want[i] = !(e && *e);
   if (!(e && *e))
@@ -278,8 +278,9 @@ static int parse_kinds(int want[RK_N], char *err, size_t errlen) {
         k = i;
     if (k < 0) {
       ag__seterr(err, errlen,
-                 "ARGUS_ACTIVITY_KINDS='%s': '%.*s' is not an activity kind (known: kernel, "
-                 "memcpy, memset, sync, stream, nvtx)", e, (int)n, p);
+                 "%s='%s': '%.*s' is not an activity kind (known: kernel, "
+                 "memcpy, memset, sync, stream, nvtx)",
+                 names ? "the activity kinds" : "ARGUS_ACTIVITY_KINDS", e, (int)n, p);
       return AG_HOST_EINVAL;
     }
     want[k] = 1;
@@ -318,7 +319,7 @@ static int load(ag_act *a, char *err, size_t errlen) {
   return 0;
 }
 
-int ag_act_open(ag_act **out, char *err, size_t errlen) {
+int ag_act_open(ag_act **out, const char *names, char *err, size_t errlen) {
   *out = NULL;
   if (g_act) {
     ag__seterr(err, errlen, "an activity collection is already open in this process");
@@ -341,7 +342,7 @@ int ag_act_open(ag_act **out, char *err, size_t errlen) {
   a->subscribed = 1;
   a->cuptiGetVersion(&a->version);
   int want[RK_N];
-  if ((rc = parse_kinds(want, err, errlen)))
+  if ((rc = parse_kinds(names, want, err, errlen)))
     goto out;
   for (; a->nspare < NSPARE; a->nspare++)
     if (!(a->spare[a->nspare] = zeroed_buffer()))

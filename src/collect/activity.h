@@ -32,7 +32,10 @@
 
 typedef struct ag_act ag_act;
 
-int ag_act_open(ag_act **out, char *err, size_t errlen);
+/* names: the kinds, "kernel,memcpy,..." (as ARGUS_ACTIVITY_KINDS), or NULL
+ * for $ARGUS_ACTIVITY_KINDS, else every kind. NVTX_INJECTION64_PATH is set
+ * only when the nvtx kind is on. */
+int ag_act_open(ag_act **out, const char *names, char *err, size_t errlen);
 int ag_act_flush(ag_act *a, char *err, size_t errlen);
 /* CUPTI's timestamp now (the records' clock), 0 when unavailable. */
 uint64_t ag_act_now(const ag_act *a);

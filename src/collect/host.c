@@ -511,12 +511,13 @@ static int calibrate(ag_host *h, const char *when, uint64_t span_ns) {
 
 /* PM sampling, started before the calibration kernel that aligns its clock;
  * the activity trace beside it (kernels on CUPTI's clock, which align a
- * region timeline of another run) unless ARGUS_PM_ACTIVITY=0. */
+ * region timeline of another run) unless ARGUS_PM_ACTIVITY=0: kernels only,
+ * so a PM run sets no NVTX injection (docs/throughput.md). */
 static int open_pm(ag_host *h) {
   const char *a = env("ARGUS_PM_ACTIVITY");
   int rc;
   if (!h->act && !(a && !strcmp(a, "0")) &&
-      (rc = ag_act_open(&h->act, h->msg, sizeof h->msg)))
+      (rc = ag_act_open(&h->act, "kernel", h->msg, sizeof h->msg)))
     return rc;
   return ag_pms_open(h->device, &h->pms, h->msg, sizeof h->msg);
 }
@@ -568,7 +569,7 @@ int ag_host_open(ag_host **out) {
     }
     /* the activity trace sees the calibration kernels: they align its
      * clock with %globaltimer (docs/system.md) */
-    if (h->want_act && (rc = ag_act_open(&h->act, h->msg, sizeof h->msg))) {
+    if (h->want_act && (rc = ag_act_open(&h->act, NULL, h->msg, sizeof h->msg))) {
       h->finished = 1;
       return fail(h, rc);
     }

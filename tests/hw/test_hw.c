@@ -947,7 +947,7 @@ TEST(no_cupti) {
   char err[1024] = "";
   ag_act *a = NULL;
   ag_pcs *p = NULL;
-  CHECK_EQ_INT(ag_act_open(&a, err, sizeof err), AG_HOST_ENODEV);
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), AG_HOST_ENODEV);
   CHECK(a == NULL);
   CHECK_CONTAINS(err, "no CUPTI: cannot load /nonexistent/libcupti.so");
   CHECK_CONTAINS(err, "the activity trace needs libcupti.so");
@@ -963,7 +963,7 @@ TEST(held) {
   char err[1024] = "";
   ag_act *a = NULL;
   ag_pcs *p = NULL;
-  CHECK_EQ_INT(ag_act_open(&a, err, sizeof err), AG_HOST_EBUSY);
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), AG_HOST_EBUSY);
   CHECK_CONTAINS(err, "CUPTI already has a subscriber in this process");
   CHECK_CONTAINS(err, "the activity trace needs the process's one CUPTI subscriber");
   CHECK_EQ_INT(ag_pcs_open(NULL, &p, err, sizeof err), AG_HOST_EBUSY);
@@ -994,19 +994,30 @@ TEST(not_permitted) {
   CHECK_CONTAINS(why, "profiling is not permitted");
   /* the activity trace, refused the same way */
   setenv("FAKE_CUPTI_ACTIVITY", "35", 1);
-  CHECK_EQ_INT(ag_act_open(&a, err, sizeof err), AG_HOST_EUNSUPPORTED);
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), AG_HOST_EUNSUPPORTED);
   CHECK(a == NULL);
   CHECK_CONTAINS(err, "cuptiActivityEnable(CONCURRENT_KERNEL) failed: profiling is not permitted");
   /* a kind CUPTI does not support on this device */
   setenv("FAKE_CUPTI_ACTIVITY", "27", 1);
-  CHECK_EQ_INT(ag_act_open(&a, err, sizeof err), AG_HOST_EUNSUPPORTED);
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), AG_HOST_EUNSUPPORTED);
   CHECK_CONTAINS(err, "CUPTI_ERROR_NOT_SUPPORTED");
   unsetenv("FAKE_CUPTI_ACTIVITY");
-  /* one that opens (the stand-in's activity API succeeds): and closes */
-  CHECK_EQ_INT(ag_act_open(&a, err, sizeof err), 0);
+  /* kernels only (PM sampling's): no NVTX injection is set */
+  unsetenv("NVTX_INJECTION64_PATH");
+  CHECK_EQ_INT(ag_act_open(&a, "kernel", err, sizeof err), 0);
+  CHECK(a != NULL && getenv("NVTX_INJECTION64_PATH") == NULL);
+  ag_act_close(a);
+  a = NULL;
+  CHECK_EQ_INT(ag_act_open(&a, "kernel,fft", err, sizeof err), AG_HOST_EINVAL);
+  CHECK_CONTAINS(err, "the activity kinds='kernel,fft': 'fft' is not an activity kind");
+  /* one that opens (the stand-in's activity API succeeds), every kind: NVTX's
+   * injection names the CUPTI library; and closes */
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), 0);
   CHECK(a != NULL);
+  CHECK(getenv("NVTX_INJECTION64_PATH") && strstr(getenv("NVTX_INJECTION64_PATH"), "cupti"));
+  unsetenv("NVTX_INJECTION64_PATH");
   ag_act *b = NULL;
-  CHECK_EQ_INT(ag_act_open(&b, err, sizeof err), AG_HOST_EBUSY); /* one per process */
+  CHECK_EQ_INT(ag_act_open(&b, NULL, err, sizeof err), AG_HOST_EBUSY); /* one per process */
   CHECK_CONTAINS(err, "already open");
   CHECK_EQ_INT((int)ag_act_records(a), 0);
   ag_act_close(a);
@@ -1028,7 +1039,7 @@ TEST(bad_config) {
   }
   unsetenv("ARGUS_STALLS_PERIOD");
   setenv("ARGUS_ACTIVITY_KINDS", "kernel,fft", 1);
-  CHECK_EQ_INT(ag_act_open(&a, err, sizeof err), AG_HOST_EINVAL);
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), AG_HOST_EINVAL);
   CHECK_CONTAINS(err, "'fft' is not an activity kind");
   unsetenv("ARGUS_ACTIVITY_KINDS");
   unsetenv("FAKE_CUPTI_SUBSCRIBE");
