@@ -15,7 +15,11 @@ Checks, per kernel:
   `step` times per trip within `mainloop`'s mean), the kernel's regions in sequence
   within the kernel (mean `mainloop` + mean `epilogue` < the kernel time);
 - the perturbation values: the traced and trace-free kernel times of the same launches
-  (both runs through Triton), recorded launches, no dropped records."""
+  (both runs through Triton), recorded launches, no dropped records;
+- the matmul's attributed signals (inst_mix, ownership: the mapping variant in Triton's
+  place) and the async latency of its cp.async sites in a steady-state trip of the mainloop
+  (`--scope iter=2:3`: the forced-completion probes, one run per site), and the static line:
+  the trace-free variant is Triton's own cubin."""
 import json
 import os
 import shutil
@@ -64,13 +68,16 @@ def one(report, region, signal, stat):
     return vs[0]["value"] if vs else None
 
 
-def observe(argus, work, name, args, kernel, region):
+def observe(argus, work, name, args, kernel, region, signals="duration,occurrences",
+            scope=None):
     spec = os.path.join(work, "%s.json" % name)
     with open(spec, "w") as f:
         json.dump({"python": os.path.join(HERE, "run_kernels.py"), "args": args,
                    "kernel": kernel}, f)
     cmd = [argus, "--json", "-W", os.path.join(work, "ws-" + name), "observe", spec,
-           "--region", region, "--signals", "duration,occurrences", "--timeout", "300"]
+           "--region", region, "--signals", signals, "--timeout", "300"]
+    if scope:
+        cmd += ["--scope", scope]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     sys.stderr.write(p.stderr[-6000:])
     check(p.returncode == 0, "%s: argus observe exits 0" % name, p.returncode)
@@ -135,6 +142,45 @@ def sane(name, r, kernel, outer, inner, after, trips, warps_per_launch):
           "%s: nothing of duration missing" % name, r.get("missing"))
 
 
+def attributed(r):
+    """The matmul's static line and attributed signals: the trace-free variant is Triton's
+    own cubin (assembled as Triton does), every region owns instructions, the mix is there."""
+    prod = one(r, "(module)", "static", "production") or ""
+    print("@ matmul: static production: %s" % prod[:300])
+    check("identical code" in prod, "matmul: the trace-free variant is Triton's cubin", prod)
+    inst = [v for v in values(r, None, "inst_mix") if v.get("stat") == "kernel_total"]
+    own = [v for v in values(r, None, "ownership") if v.get("stat") == "pcs"]
+    print("@ matmul: inst_mix kernel_total %s, ownership pcs %s" %
+          ([v["value"] for v in inst], [(v.get("region"), v["value"]) for v in own][:6]))
+    check(inst and inst[0]["value"] > 0, "matmul: a derived or attributed instruction mix", inst)
+    regs = {v.get("region") for v in own if isinstance(v.get("value"), (int, float))
+            and v["value"] > 0}
+    for reg in ("matmul/mainloop", "matmul/mainloop/step", "matmul/epilogue"):
+        check(reg in regs, "matmul: %s owns instructions" % reg, sorted(regs))
+    check(not [m for m in r.get("missing", []) if m.get("signal") in ("inst_mix", "ownership")],
+          "matmul: nothing attributed is missing", r.get("missing"))
+
+
+def asynchronous(r):
+    """The async latency of the mainloop's cp.async sites in trip 2: an issue-to-completion
+    latency per site (derived), and where the consumer waits, its exposed part (observed) no
+    longer than the latency."""
+    lat = [v for v in values(r, None, "async_latency") if (v.get("stat") or "").startswith(
+        "latency[")]
+    exp = {v["stat"][len("exposed"):]: v["value"] for v in values(r, None, "async_latency")
+           if (v.get("stat") or "").startswith("exposed[")}
+    print("@ matmul async: %d latencies %s; exposed %s" %
+          (len(lat), [(v["stat"], v["value"]) for v in lat][:8], list(exp.items())[:8]))
+    check(len(lat) >= 1, "matmul: async latencies of the mainloop's copies", r.get("missing"))
+    for v in lat:
+        check(isinstance(v.get("value"), (int, float)) and 0 < v["value"] < 1e6,
+              "matmul: %s is a latency in ns" % v["stat"], v.get("value"))
+        e = exp.get(v["stat"][len("latency"):])
+        if isinstance(e, (int, float)):
+            check(e <= v["value"] * 1.05 + 50, "matmul: %s's exposed part within it" % v["stat"],
+                  e, v["value"])
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 if __name__ == "__main__":
@@ -151,6 +197,10 @@ if __name__ == "__main__":
         # matmul 1024^3, 128x128 tiles: 64 programs x 8 warps; K / BLOCK_K = 16 trips
         r = observe(argus, work, "matmul", ["matmul", "6"], "matmul", "matmul")
         sane("matmul", r, "matmul", "mainloop", "step", "epilogue", 16, 64 * 8)
+        attributed(observe(argus, work, "matmul", ["matmul", "6"], "matmul", "matmul",
+                           "static,inst_mix,ownership"))
+        asynchronous(observe(argus, work, "matmul", ["matmul", "6"], "matmul",
+                             "matmul/mainloop", "async_latency", "iter=2:3"))
         # attention 4 x 1024 x 64, 64-row blocks: 16 x 4 programs x 4 warps; 1024 / 64 trips
         r = observe(argus, work, "attention", ["attention", "6"], "attention_fwd",
                     "attention_fwd")
