@@ -409,6 +409,15 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
     int self_ok = rec->done_pc <= t->pc;
     int all_ok = rec->vis_epoch <= t->epoch;
     Z3_ast settled = all_ok ? ztrue(s) : self_ok ? Z3_mk_eq(s->z, w, reader) : zfalse(s);
+    /* a bulk copy: settled for the threads of each mbarrier wait on its phase before the read */
+    for (const ag__mset *m = rec->mset; m && !all_ok; m = m->next)
+      if (m->pc < t->pc) {
+        if (!m->guard) {
+          all_ok = 1;
+          settled = ztrue(s);
+        } else
+          settled = Z3_mk_or(s->z, 2, (Z3_ast[]){settled, trb(s, m->guard, reader)});
+      }
     Z3_ast live = and2(s, and2(s, wrange, trb(s, rec->guard, w)), alive);
     int nb = aligned ? 1 : E; /* byte groups to test */
     for (int j0 = 0; j0 < nb; j0++) {
@@ -431,7 +440,9 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
         memset(&a, 0, sizeof a);
         a.cond = and2(s, base, Z3_mk_not(s->z, settled));
         a.top = 1;
-        a.why = rec->group >= 0 && rec->done_pc > t->pc
+        a.why = rec->mbar ? (rec->mlate ? c->mbars.v[rec->mbar - 1].why_late
+                                        : c->mbars.v[rec->mbar - 1].why_wait)
+                : rec->group >= 0 && rec->done_pc > t->pc
                     ? "the cp.async copy that writes it has not been waited for"
                     : "no barrier between the write and the read";
         a.rec = rec;
