@@ -115,6 +115,14 @@ static const bug bugs[] = {
      "'sA'", -1, -1},
     {"gemm-noreset", "assert tag(sAh[", "add reset(sA[nst, :, :]) after the barrier", "A[", NULL,
      "'sA'", -1, -1},
+    /* the mbarrier ring (examples/tile/ring_bulk.tile) */
+    {"ring-parity", "assert tag(x)", "not settled", NULL, NULL, "no mbar_wait in this thread", -1,
+     -1},
+    {"ring-stage", "assert tag(x)", "no data reaches it", NULL, NULL, "'buf' byte 512", -1, -1},
+    {"ring-release", "bulk_copy(buf[s, 0]", "write-after-read race: thread 0's bulk copy", NULL,
+     NULL, "'buf'", -1, -1},
+    {"ring-expect", "assert tag(x)", "not settled", NULL, NULL, "may land after its phase", -1, -1},
+    {"ring-bytes", "assert tag(x)", "not settled", NULL, NULL, "may land after its phase", -1, -1},
 };
 
 TEST(test_planted_bugs) {
