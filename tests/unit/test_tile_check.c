@@ -397,6 +397,11 @@ TEST(test_counterexample_values) {
 
 /* Malformed programs: AG_EPARSE with a diagnostic where the problem is. */
 #define H "@threads(32)\ndef k(A: Tensor(N, f32), B: Tensor(M, 8, bf16)):\n"
+/* an initialized mbarrier bar[0] (count 1), a shared tile s of 64 f32 */
+#define MB                                                                                      \
+  H "    bar = make_shared((2,), u64)\n    s = make_shared((64,), f32)\n"                        \
+    "    if threadIdx.x == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"      \
+    "    syncthreads()\n"
 static const dc_case sbads[] = { /* diag_case.h */
     {H "    x = y + 1\n", 3, 9, "unknown name 'y'"},
     {H "    v = B.view((M, 3), u128)\n", 3, 9, "does not cover tensor 'B'"},
@@ -453,6 +458,33 @@ static const dc_case sbads[] = { /* diag_case.h */
      "the constant 1.5 is not an integer, so it cannot be u32 data"},
     {H "    r = make_local((4,), u32)\n    r[0] = 2.5\n", 4, 5,
      "the constant 2.5 is not an integer"},
+    /* mbarriers and bulk copies (the statement under test is at line 9) */
+    {MB "    mbar_arrive(s[0])\n", 9, 17, "is a u64 element of a shared tile"},
+    {MB "    mbar_wait(A[0], 0)\n", 9, 15, "not a global element"},
+    {MB "    x = make_local((2,), u64)\n    mbar_arrive(x[0])\n", 10, 17, "not a register element"},
+    {MB "    bulk_copy(s[0], A[0], 24, bar[0])\n", 9, 27, "a positive multiple of 16 bytes"},
+    {MB "    bulk_copy(s[1], A[0], 16, bar[0])\n", 9, 15,
+     "shared destination of bulk_copy must be 16-byte aligned"},
+    {MB "    bulk_copy(s[0], A[1], 16, bar[0])\n", 9, 21,
+     "global source of bulk_copy must be 16-byte aligned"},
+    {MB "    bulk_copy(s[32], A[0], 256, bar[0])\n", 9, 15, "runs past its 256 bytes"},
+    {MB "    mbar_wait(bar[0], threadIdx.x % 2)\n", 9, 35, "phase parity known at each wait"},
+    {MB "    mbar_wait(bar[0], 2)\n", 9, 23, "parity is 0 or 1, not 2"},
+    {MB "    mbar_wait(bar[1], 0)\n", 9, 15, "which no mbar_init before it initializes"},
+    {MB "    mbar_wait(bar[0], 0)\n", 9, 5, "can never return here: it waits for phase 0"},
+    {MB "    if N > 4:\n        mbar_wait(bar[0], 1)\n", 10, 9,
+     "mbar_wait inside an 'if' whose condition the checker cannot decide"},
+    {MB "    mbar_init(bar[0], 1)\n", 9, 5, "again (initialized at line 6)"},
+    {MB "    if threadIdx.x < N:\n        mbar_arrive(bar[0])\n", 10, 9,
+     "cannot count the threads of"},
+    {MB "    mbar_arrive(bar[threadIdx.x % 2])\n", 9, 17, "the same element for every thread"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 0)\n", 10, 27,
+     "arrival count in 1 .. 2^20 - 1, not 0"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 1)\n    mbar_arrive(bar[1])\n", 11,
+     5, "before the syncthreads() that makes its mbar_init (line 10) visible"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 1)\n    syncthreads()\n"
+        "    bulk_copy(s[0], A[0], 16, bar[1])\n",
+     12, 31, "no fence_mbar_init() follows its mbar_init"},
 };
 
 TEST(test_semantic_errors) {
