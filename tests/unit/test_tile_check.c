@@ -301,6 +301,49 @@ static const prog progs[] = {
      "        assert tag(h2[v]) == (v / 2 * 8 + lane % 4 * 2 + v % 2, lane / 4)\n"
      "    for v in range(2):\n        assert tag(h1[v]) == (lane % 4 * 2 + v, lane / 4)\n",
      {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
+    /* mbarriers: a bulk copy is settled for the threads whose wait saw its
+     * phase complete, and for every thread after a barrier that follows */
+    {"mbar-one-waiter",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+           "        bulk_copy(s[0], A[0], 128, bar[0])\n        mbar_wait(bar[0], 0)\n"
+           "        assert tag(s[tid]) == (tid,)\n"
+           "    assert tag(s[tid]) == (tid,)\n"
+           "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED, AG_TILE_PROVED}, "no mbar_wait in this thread"},
+    /* two phases of one barrier: the parity alternates */
+    {"mbar-phases",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    for r in range(2):\n        reset(s)\n"
+           "        if tid == 0:\n            mbar_expect_tx(bar[0], 128)\n"
+           "            bulk_copy(s[0], A[r * 32], 128, bar[0])\n"
+           "        mbar_wait(bar[0], r % 2)\n"
+           "        assert tag(s[tid]) == (r * 32 + tid,)\n        syncthreads()\n",
+     {AG_TILE_PROVED}, NULL},
+    {"mbar-phases-parity",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    for r in range(2):\n        reset(s)\n"
+           "        if tid == 0:\n            mbar_expect_tx(bar[0], 128)\n"
+           "            bulk_copy(s[0], A[r * 32], 128, bar[0])\n"
+           "        mbar_wait(bar[0], 0)\n"
+           "        assert tag(s[tid]) == (r * 32 + tid,)\n        syncthreads()\n",
+     {AG_TILE_VIOLATED}, "no mbar_wait in this thread"},
+    /* two bulk copies of 64 bytes complete one phase that expects 128 */
+    {"mbar-two-copies",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+           "        bulk_copy(s[0], A[0], 64, bar[0])\n"
+           "        bulk_copy(s[16], A[16], 64, bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_PROVED}, NULL},
 };
 
 TEST(test_semantics) {
