@@ -344,6 +344,28 @@ static const prog progs[] = {
            "        bulk_copy(s[16], A[16], 64, bar[0])\n"
            "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
      {AG_TILE_PROVED}, NULL},
+    /* a second copy while the phase waits for the first one's bytes: its
+     * bytes may complete that phase, before the first copy lands */
+    {"mbar-in-flight",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 64)\n"
+           "        bulk_copy(s[0], A[0], 64, bar[0])\n"
+           "        bulk_copy(s[16], A[16], 64, bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid % 16]) == (tid % 16,)\n",
+     {AG_TILE_VIOLATED}, "may land after its phase"},
+    /* more bytes copied than expected before the last arrival: every copy of
+     * the phase may land after it completes */
+    {"mbar-overcopy",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 2)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 64)\n"
+           "        bulk_copy(s[0], A[0], 64, bar[0])\n"
+           "        bulk_copy(s[16], A[16], 64, bar[0])\n        mbar_arrive(bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid % 16]) == (tid % 16,)\n",
+     {AG_TILE_VIOLATED}, "may land after its phase"},
 };
 
 TEST(test_semantics) {

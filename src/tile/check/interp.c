@@ -1795,6 +1795,14 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   }
   c->pc++;
   ag__mbar *b = &c->mbars.v[bi];
+  /* the barrier's current phase in the hardware is the first one not
+   * complete: with a phase in flight (its copies not landed), this copy's
+   * bytes may count against it, which then completes before its own copies
+   * land, and this copy against none it was meant for */
+  int early = b->done < b->open;
+  for (size_t i = 0; early && i < c->wrecs.n; i++)
+    if (c->wrecs.v[i].mbar == bi + 1 && c->wrecs.v[i].mphase >= b->done)
+      c->wrecs.v[i].mlate = 1;
   c->next_mbar = bi + 1;
   c->next_mphase = b->open;
   shared_write(c, n, dv->e.addr, dt->buf, &d, -1);
@@ -1804,7 +1812,7 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   b = &c->mbars.v[bi];
   b->tx -= k * bytes;
   b->open_copies++;
-  if (b->tx < 0)
+  if (b->tx < 0 || early)
     w->mlate = 1; /* bytes the phase does not expect: it may complete without them */
   mbar_close(c, bi);
 }
