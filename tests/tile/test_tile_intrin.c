@@ -142,11 +142,13 @@ static const char *cuda_want(const ag__intrin *in) {
   case IK_CP_COMMIT: return "asm volatile(\"cp.async.commit_group;\"";
   case IK_CP_WAIT: return "asm volatile(\"cp.async.wait_group 0;\"";
   case IK_SYNC: return "__syncthreads();";
-  case IK_MBAR_INIT:
-  case IK_MBAR_FENCE:
-  case IK_MBAR_ARRIVE:
-  case IK_MBAR_WAIT:
-  case IK_BULK_COPY: return in->ptx; /* the prelude's helper spells the instruction */
+  /* the prelude's helpers spell the instructions (it holds every row's PTX
+   * whatever is called): the call of the row's helper on the program's tiles */
+  case IK_MBAR_INIT: return "ag_mbar_init(bar + ";
+  case IK_MBAR_FENCE: return "ag_mbar_fence_init();";
+  case IK_MBAR_ARRIVE: return in->tx ? "ag_mbar_expect_tx(bar + " : "ag_mbar_arrive(bar + ";
+  case IK_MBAR_WAIT: return "ag_mbar_wait(bar + ";
+  case IK_BULK_COPY: return "ag_bulk_copy(s + ";
   }
   return NULL;
 }
@@ -250,6 +252,8 @@ TEST(test_every_row) {
     if (l) {
       const char *want = cuda_want(in);
       CHECK(want != NULL);
+      if (in->kind >= IK_MBAR_INIT) /* the row's instruction is in the CUDA C too */
+        CHECK_CONTAINS(l->cuda, in->ptx);
       if (want && !strstr(l->cuda, want))
         printf("  row '%s': the lowered CUDA C lacks \"%s\"\n", in->name, want);
       CHECK(want && strstr(l->cuda, want));
@@ -335,7 +339,9 @@ TEST(test_ring_bulk) {
   CHECK(l != NULL);
   if (l) {
     CHECK_CONTAINS(l->cuda, "ag_bulk_copy(");
-    CHECK_CONTAINS(l->cuda, "ag_mbar_wait(");
+    CHECK_CONTAINS(l->cuda, ", 1 - ph);"); /* the producer's parity, then the consumers' */
+    CHECK_CONTAINS(l->cuda, "ag_mbar_wait(full + (s_2 * 8), ph);");
+    CHECK_CONTAINS(l->cuda, ", 512u, full + (s_2 * 8));"); /* the row's bytes */
     CHECK_CONTAINS(l->cuda, "ag_mbar_expect_tx(");
     enum { R = 8, C = 128 };
     float *X = malloc(R * C * 4), *Y = calloc(R * C, 4);

@@ -116,13 +116,18 @@ static const bug bugs[] = {
     {"gemm-noreset", "assert tag(sAh[", "add reset(sA[nst, :, :]) after the barrier", "A[", NULL,
      "'sA'", -1, -1},
     /* the mbarrier ring (examples/tile/ring_bulk.tile) */
-    {"ring-parity", "assert tag(x)", "not settled", NULL, NULL, "no mbar_wait in this thread", -1,
-     -1},
+    /* at row 0 no wait saw the copy's phase; later, the phase before may still be in flight
+     * when the next copy on the barrier is issued */
+    {"ring-parity", "assert tag(x)", "not settled", NULL, NULL, "of mbarrier 'full[", -1, -1},
+    {"ring-parity", "bulk_copy(buf[s, 0]", "read-after-write race: thread", NULL, NULL,
+     "'buf'", -1, -1},
     {"ring-stage", "assert tag(x)", "no data reaches it", NULL, NULL, "'buf' byte 512", -1, -1},
     {"ring-release", "bulk_copy(buf[s, 0]", "write-after-read race: thread 0's bulk copy", NULL,
      NULL, "'buf'", -1, -1},
     {"ring-expect", "assert tag(x)", "not settled", NULL, NULL, "may land after its phase", -1, -1},
     {"ring-bytes", "assert tag(x)", "not settled", NULL, NULL, "may land after its phase", -1, -1},
+    {"ring-early-release", "bulk_copy(buf[s, 0]", "write-after-read race: thread 0's bulk copy",
+     NULL, NULL, "'buf'", -1, -1},
 };
 
 TEST(test_planted_bugs) {
@@ -344,6 +349,25 @@ static const prog progs[] = {
            "        bulk_copy(s[16], A[16], 64, bar[0])\n"
            "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
      {AG_TILE_PROVED}, NULL},
+    /* a copy into a phase that expects no bytes: it completed before */
+    {"mbar-unexpected",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_arrive(bar[0])\n"
+           "        bulk_copy(s[0], A[0], 128, bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_VIOLATED}, "may land after its phase"},
+    /* a read before the wait that settles the copy */
+    {"mbar-early-read",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+           "        bulk_copy(s[0], A[0], 128, bar[0])\n"
+           "    assert tag(s[tid]) == (tid,)\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_VIOLATED, AG_TILE_PROVED}, "no mbar_wait in this thread"},
     /* a second copy while the phase waits for the first one's bytes: its
      * bytes may complete that phase, before the first copy lands */
     {"mbar-in-flight",
@@ -537,6 +561,9 @@ static const dc_case sbads[] = { /* diag_case.h */
     {MB "    mbar_wait(bar[0], 2)\n", 9, 23, "parity is 0 or 1, not 2"},
     {MB "    mbar_wait(bar[1], 0)\n", 9, 15, "which no mbar_init before it initializes"},
     {MB "    mbar_wait(bar[0], 0)\n", 9, 5, "can never return here: it waits for phase 0"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 2)\n    syncthreads()\n"
+        "    if threadIdx.x == 0:\n        mbar_arrive(bar[1])\n    mbar_wait(bar[1], 0)\n",
+     14, 5, "which still needs 1 arrivals"},
     {MB "    if N > 4:\n        mbar_wait(bar[0], 1)\n", 10, 9,
      "mbar_wait inside an 'if' whose condition the checker cannot decide"},
     {MB "    mbar_init(bar[0], 1)\n", 9, 5, "again (initialized at line 6)"},
