@@ -1758,12 +1758,14 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
                               ag__xc(c, es));
   in_bounds(c, n->list.v[1], p->name, p->rank - 1, last, p->dims[p->rank - 1]);
   {
-    int64_t lo, hi;
-    if (ag__xbounds(c, dv->e.addr, &lo, &hi) == 0 && hi + bytes > c->sbufs.v[dt->buf].size)
+    int64_t lo = 0, hi = 0;
+    if (bytes > c->sbufs.v[dt->buf].size ||
+        (ag__xbounds(c, dv->e.addr, &lo, &hi) == 0 && hi + bytes > c->sbufs.v[dt->buf].size))
       ag__ck_error(c, n->list.v[0],
                    "bulk_copy of %lld bytes at byte %lld of shared '%s' runs past its %lld "
                    "bytes",
-                   (long long)bytes, (long long)hi, c->sbufs.v[dt->buf].name,
+                   (long long)bytes, (long long)(bytes > c->sbufs.v[dt->buf].size ? 0 : hi),
+                   c->sbufs.v[dt->buf].name,
                    (long long)c->sbufs.v[dt->buf].size);
   }
   int bi = mbar_operand(c, n, n->list.v[3], in->name, 0);
