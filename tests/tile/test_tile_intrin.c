@@ -368,21 +368,17 @@ TEST(test_ring_bulk) {
   /* every row count */
   ag_diags d;
   ag_diags_init(&d);
-  ag_tile_program *ps = NULL;
-  ag_tile_report *r = NULL;
   ag_tile_check_opts o;
   memset(&o, 0, sizeof o);
   const char *sym[] = {"R"};
   o.symbolic = sym;
   o.nsymbolic = 1;
-  int rc = ag_tile_parse(src, strlen(src), "ring_bulk.tile", &d, &ps);
-  if (!rc)
-    rc = ag_tile_check(ps, &o, &d, &r);
+  int rc;
+  ag_tile_report *r = tu_check(src, "ring_bulk.tile", &d, &rc, &o);
   CHECK_EQ_INT(rc, 0);
   CHECK(r && ag_tile_report_ok(r));
   CHECK(r && r->nloops == 1); /* the ring loop is summarized */
   ag_tile_report_free(r);
-  ag_tile_program_free(ps);
   ag_diags_release(&d);
   free(src);
 }
