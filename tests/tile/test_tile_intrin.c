@@ -340,7 +340,7 @@ TEST(test_ring_bulk) {
   if (l) {
     CHECK_CONTAINS(l->cuda, "ag_bulk_copy(");
     CHECK_CONTAINS(l->cuda, ", 1 - ph);"); /* the producer's parity, then the consumers' */
-    CHECK_CONTAINS(l->cuda, "ag_mbar_wait(full + (s_2 * 8), ph);");
+    CHECK_CONTAINS(l->cuda, "ag_mbar_wait(full + (s_2 * 8), ph);\n");
     CHECK_CONTAINS(l->cuda, ", 512u, full + (s_2 * 8));"); /* the row's bytes */
     CHECK_CONTAINS(l->cuda, "ag_mbar_expect_tx(");
     enum { R = 8, C = 128 };

@@ -318,6 +318,17 @@ static const prog progs[] = {
            "    assert tag(s[tid]) == (tid,)\n"
            "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n",
      {AG_TILE_PROVED, AG_TILE_VIOLATED, AG_TILE_PROVED}, "no mbar_wait in this thread"},
+    /* the other threads read without waiting: a read-after-write race */
+    {"mbar-one-waiter-race",
+     "@threads(32)\ndef k(A: Tensor(4096, f32), Y: Tensor(32, f32)):\n    T = A[i] -> (i,)\n"
+     "    tid = threadIdx.x\n"
+     "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+     "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+     "    syncthreads()\n"
+     "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+     "        bulk_copy(s[0], A[0], 128, bar[0])\n        mbar_wait(bar[0], 0)\n"
+     "    Y[tid] = s[tid]\n",
+     {AG_TILE_VIOLATED}, "read-after-write race: thread"},
     /* two phases of one barrier: the parity alternates */
     {"mbar-phases",
      HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
