@@ -16,7 +16,10 @@
  *    tag that the solver resolves against every write that reaches it (weak
  *    updates: two writes with different tags make top; reset() clears);
  *  - global reads carry the tensor's tag function of the element's
- *    coordinates; global writes are not tracked.
+ *    coordinates; global writes are not tracked;
+ *  - mbarriers count their phases on the block's one timeline; a bulk copy
+ *    is a shared write settled for the threads whose mbar_wait saw the
+ *    phase it completes (do_mbar_wait).
  * A malformed program (unknown name, wrong operand shape, a view whose
  * size differs, a register index that depends on the thread, ...) stops
  * the check with a diagnostic at the offending node.

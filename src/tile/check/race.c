@@ -27,6 +27,11 @@
  * threads and both statements. Every pair is listed under the write's
  * statement ("no data race: <the write>").
  *
+ * mbarriers order accesses too (ag__race_mbar_ordered): a bulk copy
+ * before a read by threads that waited for its phase, and any access
+ * before an arrive of every thread (a release) before an access by threads
+ * that waited for that phase (an acquire); such pairs are race-free.
+ *
  * Load: a few pairs per access in real kernels (reads and writes of a stage
  * are separated by barriers); each enumeration costs block size x access
  * width. An access the interval already holds (same kind, buffer, address,
