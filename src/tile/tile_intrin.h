@@ -1,7 +1,8 @@
 /*
  * tile_intrin.h — the tile DSL's hardware intrinsics (mma_m16n8k16,
  * ldmatrix_x1/x2/x4[_trans], cp_async, cp_async_commit, cp_async_wait,
- * syncthreads), one table (src/tile/front/intrin.c) shared by the checker
+ * syncthreads, the mbarriers mbar_init/mbar_arrive/mbar_expect_tx/mbar_wait/
+ * fence_mbar_init and the 1-D bulk copy bulk_copy), one table (src/tile/front/intrin.c) shared by the checker
  * (src/tile/check), the lowering (src/tile/lower) and the value interpreter
  * (src/tile/run), as tile_builtin.h is for builtins: each module looks a
  * name up with ag__intrin_lookup and dispatches on the row's kind, so no
@@ -16,7 +17,14 @@
 #include "tile_builtin.h"
 
 /* The semantic kinds; each module has one handler per kind. */
-typedef enum { IK_MMA, IK_LDMATRIX, IK_CP_ASYNC, IK_CP_COMMIT, IK_CP_WAIT, IK_SYNC } ag__ik;
+typedef enum {
+  IK_MMA, IK_LDMATRIX, IK_CP_ASYNC, IK_CP_COMMIT, IK_CP_WAIT, IK_SYNC,
+  IK_MBAR_INIT,   /* mbar_init(bar, count) */
+  IK_MBAR_FENCE,  /* fence_mbar_init(): inits visible to the async proxy */
+  IK_MBAR_ARRIVE, /* mbar_arrive(bar); with tx: mbar_expect_tx(bar, bytes) */
+  IK_MBAR_WAIT,   /* mbar_wait(bar, parity) */
+  IK_BULK_COPY    /* bulk_copy(dst, src, bytes, bar) */
+} ag__ik;
 
 /* One row of the intrinsic table. TV layouts map (lane, value) to the
  * element's offset in the operand tile, column-major (row + rows * col), as
@@ -38,6 +46,10 @@ typedef struct ag__intrin {
   const char *src_tv;
   /* CP_ASYNC: allowed sizes (bit mask of 4, 8, 16) */
   int sizes;
+  /* MBAR_ARRIVE: 1 when the arrive also expects transaction bytes (its
+   * second operand); BULK_COPY: the alignment of sizes and addresses */
+  int tx;
+  int align;
   const char *semantics;   /* one line for docs and --help */
 } ag__intrin;
 

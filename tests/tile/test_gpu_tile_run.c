@@ -6,8 +6,9 @@
  * (head dims 64 and 128) against true attention in double (attention_ref.h)
  * and against the value reference (interp.c) at a small size, and the
  * bad-input paths that need a device: a kernel that faults and one that
- * hangs past the watchdog fail cleanly with the reason. Exit 77 without a
- * GPU.
+ * hangs past the watchdog fail cleanly with the reason; ring_bulk.tile (an
+ * mbarrier ring of bulk copies) against the value reference. Exit 77
+ * without a GPU.
  */
 #include "argus/tile_run.h"
 #include "check.h"
@@ -173,6 +174,26 @@ TEST(test_attention_toy) {
   printf("  attention.tile sq=128 vs the value reference: %llu elements, max error %.3g\n",
          (unsigned long long)r.nelems, r.max_err);
 }
+/* examples/tile/ring_bulk.tile: the mbarrier ring of 1-D bulk copies
+ * (cp.async.bulk, mbarrier try_wait.parity) on the device against the value
+ * reference, at 8 rows (4 rounds of the 2 stages) and 1000 rows (the loop
+ * stays a loop) */
+TEST(test_ring_bulk) {
+  static const char *specs[] = {"R=8", "R=1000"};
+  for (int i = 0; i < 2; i++) {
+    ag_tile_exec_opts o;
+    memset(&o, 0, sizeof o);
+    o.ref = AG_TILE_REF_AUTO;
+    ag_tile_exec_result r;
+    CHECK_EQ_INT(run_file(src_file("examples/tile/ring_bulk.tile"), specs[i], &o, &r), 0);
+    CHECK(r.ref_used && !strcmp(r.ref_used, "interp"));
+    CHECK_EQ_U64(r.nelems, (uint64_t)(i ? 1000 : 8) * 128 * 2); /* X and Y */
+    CHECK_EQ_U64(r.nbad, 0);
+    printf("  ring_bulk.tile %s vs the value reference: %llu elements, %llu wrong\n", specs[i],
+           (unsigned long long)r.nelems, (unsigned long long)r.nbad);
+    ag_tile_exec_result_release(&r);
+  }
+}
 TEST(test_attention_4k) { attention_case(4096, 8, 2, 4096, 64, 6, 1.0); }
 /* head dim 128: the same program at --set d=128, against the same reference
  * and the value reference */
@@ -249,6 +270,7 @@ int main(int argc, char **argv) {
                                    {"test_attention_toy", test_attention_toy},
                                    {"test_attention_4k", test_attention_4k},
                                    {"test_attention_d128", test_attention_d128},
+                                   {"test_ring_bulk", test_ring_bulk},
                                    {"test_fault_and_hang", test_fault_and_hang}};
   int failed = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -17,6 +17,7 @@
 #include "check.h"
 
 #include "../../src/tile/run/run_int.h"
+#include "tile_util.h"
 #define TILE_PIPE_FILE "intrin.tile"
 #include "tile_pipe.h"
 
@@ -26,6 +27,16 @@ static const char *row_of(ag__ik k) {
   const ag__intrin *t = ag__intrin_table(&n);
   for (int i = 0; i < n; i++)
     if (t[i].kind == k)
+      return t[i].name;
+  return NULL;
+}
+
+/* The name of the first row of kind k whose tx flag is tx (mbar_arrive / mbar_expect_tx). */
+static const char *row_tx(ag__ik k, int tx) {
+  int n;
+  const ag__intrin *t = ag__intrin_table(&n);
+  for (int i = 0; i < n; i++)
+    if (t[i].kind == k && t[i].tx == tx)
       return t[i].name;
   return NULL;
 }
@@ -88,6 +99,35 @@ static int program(const ag__intrin *in, ag_str *out) {
                   cp, commit, wait, sync);
     return 1;
   }
+  case IK_MBAR_INIT:
+  case IK_MBAR_FENCE:
+  case IK_MBAR_ARRIVE:
+  case IK_MBAR_WAIT:
+  case IK_BULK_COPY: {
+    /* one program holds the mbarrier kinds: thread 0 initializes (count 33:
+     * its expect_tx and the 32 plain arrivals), expects 128 bytes and copies
+     * them in bulk; every thread arrives and waits for phase 0 */
+#define PICK(k_, tx_) (in->kind == (k_) && in->tx == (tx_) ? in->name : row_tx((k_), (tx_)))
+    const char *init = PICK(IK_MBAR_INIT, 0), *fence = PICK(IK_MBAR_FENCE, 0);
+    const char *expect = PICK(IK_MBAR_ARRIVE, 1), *arrive = PICK(IK_MBAR_ARRIVE, 0);
+    const char *wait = PICK(IK_MBAR_WAIT, 0), *bulk = PICK(IK_BULK_COPY, 0);
+#undef PICK
+    if (!init || !fence || !expect || !arrive || !wait || !bulk)
+      return 0;
+    ag_str_printf(out,
+                  "@threads(32)\n"
+                  "def kern(X: Tensor(32, u32), Y: Tensor(32, u32)):\n"
+                  "    t = threadIdx.x\n"
+                  "    bar = make_shared((1,), u64)\n"
+                  "    s = make_shared((32,), u32)\n"
+                  "    if t == 0:\n        %s(bar[0], 33)\n        %s()\n"
+                  "    syncthreads()\n"
+                  "    if t == 0:\n        %s(bar[0], 128)\n        %s(s[0], X[0], 128, bar[0])\n"
+                  "    %s(bar[0])\n    %s(bar[0], 0)\n"
+                  "    Y[t] = s[31 - t]\n",
+                  init, fence, expect, bulk, arrive, wait);
+    return 1;
+  }
   }
   return 0;
 }
@@ -102,6 +142,13 @@ static const char *cuda_want(const ag__intrin *in) {
   case IK_CP_COMMIT: return "asm volatile(\"cp.async.commit_group;\"";
   case IK_CP_WAIT: return "asm volatile(\"cp.async.wait_group 0;\"";
   case IK_SYNC: return "__syncthreads();";
+  /* the prelude's helpers spell the instructions (it holds every row's PTX
+   * whatever is called): the call of the row's helper on the program's tiles */
+  case IK_MBAR_INIT: return "ag_mbar_init(bar + ";
+  case IK_MBAR_FENCE: return "ag_mbar_fence_init();";
+  case IK_MBAR_ARRIVE: return in->tx ? "ag_mbar_expect_tx(bar + " : "ag_mbar_arrive(bar + ";
+  case IK_MBAR_WAIT: return "ag_mbar_wait(bar + ";
+  case IK_BULK_COPY: return "ag_bulk_copy(s + ";
   }
   return NULL;
 }
@@ -190,7 +237,7 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
 TEST(test_every_row) {
   int n;
   const ag__intrin *tab = ag__intrin_table(&n);
-  CHECK(n >= 11); /* mma, six ldmatrix, four cp.async and barrier rows */
+  CHECK(n >= 17); /* mma, six ldmatrix, four cp.async and barrier rows, six mbarrier rows */
   for (int i = 0; i < n; i++) {
     const ag__intrin *in = &tab[i];
     CHECK(ag__intrin_lookup(in->name) == in);
@@ -205,6 +252,8 @@ TEST(test_every_row) {
     if (l) {
       const char *want = cuda_want(in);
       CHECK(want != NULL);
+      if (in->kind >= IK_MBAR_INIT) /* the row's instruction is in the CUDA C too */
+        CHECK_CONTAINS(l->cuda, in->ptx);
       if (want && !strstr(l->cuda, want))
         printf("  row '%s': the lowered CUDA C lacks \"%s\"\n", in->name, want);
       CHECK(want && strstr(l->cuda, want));
@@ -276,5 +325,63 @@ TEST(test_not_a_row) {
   ag_str_release(&err);
 }
 
+/* examples/tile/ring_bulk.tile, a 2-stage mbarrier ring of bulk copies:
+ * checked clean (also for every row count, --symbolic R), lowered with the
+ * mbarrier and bulk-copy PTX, and run in the value interpreter against
+ * Y = 2 X; a wrong reference (Y = X) must fail. */
+TEST(test_ring_bulk) {
+  char *src = tu_read("examples/tile/ring_bulk.tile", NULL);
+  CHECK(src != NULL);
+  if (!src)
+    return;
+  ag_tile_program *p = checked(src);
+  ag_tile_lowered *l = p ? lowered(p) : NULL;
+  CHECK(l != NULL);
+  if (l) {
+    CHECK_CONTAINS(l->cuda, "ag_bulk_copy(");
+    CHECK_CONTAINS(l->cuda, ", 1 - ph);"); /* the producer's parity, then the consumers' */
+    CHECK_CONTAINS(l->cuda, "ag_mbar_wait(full + (s_2 * 8), ph);\n");
+    CHECK_CONTAINS(l->cuda, ", 512u, full + (s_2 * 8));"); /* the row's bytes */
+    CHECK_CONTAINS(l->cuda, "ag_mbar_expect_tx(");
+    enum { R = 8, C = 128 };
+    float *X = malloc(R * C * 4), *Y = calloc(R * C, 4);
+    for (int i = 0; i < R * C; i++)
+      X[i] = small(i, 7) / 4;
+    void *t[2] = {X, Y};
+    char err[512] = "";
+    int rc = interpret(p, l, "ring_bulk", t, err, sizeof err);
+    if (rc)
+      printf("  ring_bulk: the value interpreter fails: %s\n", err);
+    CHECK_EQ_INT(rc, 0);
+    long bad = 0, bad_wrong = 0;
+    for (int i = 0; i < R * C; i++) {
+      bad += Y[i] != 2 * X[i];
+      bad_wrong += Y[i] != X[i];
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(bad_wrong > 0); /* the deliberately wrong reference */
+    free(X);
+    free(Y);
+  }
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  /* every row count */
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  const char *sym[] = {"R"};
+  o.symbolic = sym;
+  o.nsymbolic = 1;
+  int rc;
+  ag_tile_report *r = tu_check(src, "ring_bulk.tile", &d, &rc, &o);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && ag_tile_report_ok(r));
+  CHECK(r && r->nloops == 1); /* the ring loop is summarized */
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+  free(src);
+}
+
 RUN_TESTS({"test_every_row", test_every_row}, {"test_lower_refusals", test_lower_refusals},
-          {"test_not_a_row", test_not_a_row})
+          {"test_not_a_row", test_not_a_row}, {"test_ring_bulk", test_ring_bulk})

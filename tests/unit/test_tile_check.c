@@ -115,6 +115,19 @@ static const bug bugs[] = {
      "'sA'", -1, -1},
     {"gemm-noreset", "assert tag(sAh[", "add reset(sA[nst, :, :]) after the barrier", "A[", NULL,
      "'sA'", -1, -1},
+    /* the mbarrier ring (examples/tile/ring_bulk.tile) */
+    /* at row 0 no wait saw the copy's phase; later, the phase before may still be in flight
+     * when the next copy on the barrier is issued */
+    {"ring-parity", "assert tag(x)", "not settled", NULL, NULL, "of mbarrier 'full[", -1, -1},
+    {"ring-parity", "bulk_copy(buf[s, 0]", "read-after-write race: thread", NULL, NULL,
+     "'buf'", -1, -1},
+    {"ring-stage", "assert tag(x)", "no data reaches it", NULL, NULL, "'buf' byte 512", -1, -1},
+    {"ring-release", "bulk_copy(buf[s, 0]", "write-after-read race: thread 0's bulk copy", NULL,
+     NULL, "'buf'", -1, -1},
+    {"ring-expect", "assert tag(x)", "not settled", NULL, NULL, "may land after its phase", -1, -1},
+    {"ring-bytes", "assert tag(x)", "not settled", NULL, NULL, "may land after its phase", -1, -1},
+    {"ring-early-release", "bulk_copy(buf[s, 0]", "write-after-read race: thread 0's bulk copy",
+     NULL, NULL, "'buf'", -1, -1},
 };
 
 TEST(test_planted_bugs) {
@@ -293,6 +306,101 @@ static const prog progs[] = {
      "        assert tag(h2[v]) == (v / 2 * 8 + lane % 4 * 2 + v % 2, lane / 4)\n"
      "    for v in range(2):\n        assert tag(h1[v]) == (lane % 4 * 2 + v, lane / 4)\n",
      {AG_TILE_PROVED, AG_TILE_PROVED, AG_TILE_VIOLATED}, "the tags differ"},
+    /* mbarriers: a bulk copy is settled for the threads whose wait saw its
+     * phase complete, and for every thread after a barrier that follows */
+    {"mbar-one-waiter",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+           "        bulk_copy(s[0], A[0], 128, bar[0])\n        mbar_wait(bar[0], 0)\n"
+           "        assert tag(s[tid]) == (tid,)\n"
+           "    assert tag(s[tid]) == (tid,)\n"
+           "    syncthreads()\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_PROVED, AG_TILE_VIOLATED, AG_TILE_PROVED}, "no mbar_wait in this thread"},
+    /* the other threads read without waiting: a read-after-write race */
+    {"mbar-one-waiter-race",
+     "@threads(32)\ndef k(A: Tensor(4096, f32), Y: Tensor(32, f32)):\n    T = A[i] -> (i,)\n"
+     "    tid = threadIdx.x\n"
+     "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+     "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+     "    syncthreads()\n"
+     "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+     "        bulk_copy(s[0], A[0], 128, bar[0])\n        mbar_wait(bar[0], 0)\n"
+     "    Y[tid] = s[tid]\n    assert tid < 32\n",
+     {AG_TILE_VIOLATED, AG_TILE_PROVED}, "read-after-write race: thread"},
+    /* two phases of one barrier: the parity alternates */
+    {"mbar-phases",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    for r in range(2):\n        reset(s)\n"
+           "        if tid == 0:\n            mbar_expect_tx(bar[0], 128)\n"
+           "            bulk_copy(s[0], A[r * 32], 128, bar[0])\n"
+           "        mbar_wait(bar[0], r % 2)\n"
+           "        assert tag(s[tid]) == (r * 32 + tid,)\n        syncthreads()\n",
+     {AG_TILE_PROVED}, NULL},
+    {"mbar-phases-parity",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    for r in range(2):\n        reset(s)\n"
+           "        if tid == 0:\n            mbar_expect_tx(bar[0], 128)\n"
+           "            bulk_copy(s[0], A[r * 32], 128, bar[0])\n"
+           "        mbar_wait(bar[0], 0)\n"
+           "        assert tag(s[tid]) == (r * 32 + tid,)\n        syncthreads()\n",
+     {AG_TILE_VIOLATED}, "no mbar_wait in this thread"},
+    /* two bulk copies of 64 bytes complete one phase that expects 128 */
+    {"mbar-two-copies",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+           "        bulk_copy(s[0], A[0], 64, bar[0])\n"
+           "        bulk_copy(s[16], A[16], 64, bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_PROVED}, NULL},
+    /* a copy into a phase that expects no bytes: it completed before */
+    {"mbar-unexpected",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_arrive(bar[0])\n"
+           "        bulk_copy(s[0], A[0], 128, bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_VIOLATED}, "may land after its phase"},
+    /* a read before the wait that settles the copy */
+    {"mbar-early-read",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 128)\n"
+           "        bulk_copy(s[0], A[0], 128, bar[0])\n"
+           "    assert tag(s[tid]) == (tid,)\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid]) == (tid,)\n",
+     {AG_TILE_VIOLATED, AG_TILE_PROVED}, "no mbar_wait in this thread"},
+    /* a second copy while the phase waits for the first one's bytes: its
+     * bytes may complete that phase, before the first copy lands */
+    {"mbar-in-flight",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 64)\n"
+           "        bulk_copy(s[0], A[0], 64, bar[0])\n"
+           "        bulk_copy(s[16], A[16], 64, bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid % 16]) == (tid % 16,)\n",
+     {AG_TILE_VIOLATED}, "may land after its phase"},
+    /* more bytes copied than expected before the last arrival: every copy of
+     * the phase may land after it completes */
+    {"mbar-overcopy",
+     HDR32 "    bar = make_shared((1,), u64)\n    s = make_shared((32,), f32)\n"
+           "    if tid == 0:\n        mbar_init(bar[0], 2)\n        fence_mbar_init()\n"
+           "    syncthreads()\n"
+           "    if tid == 0:\n        mbar_expect_tx(bar[0], 64)\n"
+           "        bulk_copy(s[0], A[0], 64, bar[0])\n"
+           "        bulk_copy(s[16], A[16], 64, bar[0])\n        mbar_arrive(bar[0])\n"
+           "    mbar_wait(bar[0], 0)\n    assert tag(s[tid % 16]) == (tid % 16,)\n",
+     {AG_TILE_VIOLATED}, "may land after its phase"},
 };
 
 TEST(test_semantics) {
@@ -389,6 +497,11 @@ TEST(test_counterexample_values) {
 
 /* Malformed programs: AG_EPARSE with a diagnostic where the problem is. */
 #define H "@threads(32)\ndef k(A: Tensor(N, f32), B: Tensor(M, 8, bf16)):\n"
+/* an initialized mbarrier bar[0] (count 1), a shared tile s of 64 f32 */
+#define MB                                                                                      \
+  H "    bar = make_shared((2,), u64)\n    s = make_shared((64,), f32)\n"                        \
+    "    if threadIdx.x == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"      \
+    "    syncthreads()\n"
 static const dc_case sbads[] = { /* diag_case.h */
     {H "    x = y + 1\n", 3, 9, "unknown name 'y'"},
     {H "    v = B.view((M, 3), u128)\n", 3, 9, "does not cover tensor 'B'"},
@@ -445,6 +558,36 @@ static const dc_case sbads[] = { /* diag_case.h */
      "the constant 1.5 is not an integer, so it cannot be u32 data"},
     {H "    r = make_local((4,), u32)\n    r[0] = 2.5\n", 4, 5,
      "the constant 2.5 is not an integer"},
+    /* mbarriers and bulk copies (the statement under test is at line 9) */
+    {MB "    mbar_arrive(s[0])\n", 9, 17, "is a u64 element of a shared tile"},
+    {MB "    mbar_wait(A[0], 0)\n", 9, 15, "not a global element"},
+    {MB "    x = make_local((2,), u64)\n    mbar_arrive(x[0])\n", 10, 17, "not a register element"},
+    {MB "    bulk_copy(s[0], A[0], 24, bar[0])\n", 9, 27, "a positive multiple of 16 bytes"},
+    {MB "    bulk_copy(s[1], A[0], 16, bar[0])\n", 9, 15,
+     "shared destination of bulk_copy must be 16-byte aligned"},
+    {MB "    bulk_copy(s[0], A[1], 16, bar[0])\n", 9, 21,
+     "global source of bulk_copy must be 16-byte aligned"},
+    {MB "    bulk_copy(s[32], A[0], 256, bar[0])\n", 9, 15, "runs past its 256 bytes"},
+    {MB "    mbar_wait(bar[0], threadIdx.x % 2)\n", 9, 35, "phase parity known at each wait"},
+    {MB "    mbar_wait(bar[0], 2)\n", 9, 23, "parity is 0 or 1, not 2"},
+    {MB "    mbar_wait(bar[1], 0)\n", 9, 15, "which no mbar_init before it initializes"},
+    {MB "    mbar_wait(bar[0], 0)\n", 9, 5, "can never return here: it waits for phase 0"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 2)\n    syncthreads()\n"
+        "    if threadIdx.x == 0:\n        mbar_arrive(bar[1])\n    mbar_wait(bar[1], 0)\n",
+     14, 5, "which still needs 1 arrivals"},
+    {MB "    if N > 4:\n        mbar_wait(bar[0], 1)\n", 10, 9,
+     "mbar_wait inside an 'if' whose condition the checker cannot decide"},
+    {MB "    mbar_init(bar[0], 1)\n", 9, 5, "again (initialized at line 6)"},
+    {MB "    if threadIdx.x < N:\n        mbar_arrive(bar[0])\n", 10, 9,
+     "cannot count the threads of"},
+    {MB "    mbar_arrive(bar[threadIdx.x % 2])\n", 9, 17, "the same element for every thread"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 0)\n", 10, 27,
+     "arrival count in 1 .. 2^20 - 1, not 0"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 1)\n    mbar_arrive(bar[1])\n", 11,
+     5, "before the syncthreads() that makes its mbar_init (line 10) visible"},
+    {MB "    if threadIdx.x == 0:\n        mbar_init(bar[1], 1)\n    syncthreads()\n"
+        "    bulk_copy(s[0], A[0], 16, bar[1])\n",
+     12, 31, "no fence_mbar_init() follows its mbar_init"},
 };
 
 TEST(test_semantic_errors) {

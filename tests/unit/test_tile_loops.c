@@ -202,6 +202,10 @@ TEST(test_planted_bugs_summarized) {
       {"gemm-oob", "gA[bm + 1, r, 0, c]", "K"},     {"gemm-alias", "sA[0, r + 32,", "K"},
       {"gemm-war", "cp_async(sA[nst", "K"},         {"gemm-noreset", "assert tag(sAh[", "K"},
       {"attention-war", "cp_async(sKw[ls, r", "skv"},
+      /* the mbarrier ring: stage and phase parity of i summarized (period 2K) */
+      {"ring-parity", "assert tag(x)", "R"},        {"ring-stage", "assert tag(x)", "R"},
+      {"ring-release", "bulk_copy(buf[s, 0]", "R"}, {"ring-expect", "assert tag(x)", "R"},
+      {"ring-bytes", "assert tag(x)", "R"},         {"ring-early-release", "bulk_copy(buf[s, 0]", "R"},
   };
   for (size_t i = 0; i < sizeof bugs / sizeof bugs[0]; i++) {
 #ifdef __SANITIZE_ADDRESS__

@@ -146,6 +146,8 @@ void ag__ck_free(ag__ck *c) {
   ag_vec_free(&c->wrecs);
   ag_vec_free(&c->resets);
   ag_vec_free(&c->reads);
+  ag_vec_free(&c->mbars);
+  ag_vec_free(&c->msyncs);
   ag_map_release(&c->read_seen);
   ag_vec_free(&c->obligs);
   ag_vec_free(&c->asserts);

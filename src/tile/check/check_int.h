@@ -115,7 +115,54 @@ typedef struct ag__wrec {
   int vis_epoch;         /* others see it from this barrier interval on */
   const ag_tile_node *at;
   int64_t lo, hi;        /* bounds of the bytes it may touch (for pruning) */
+  /* a bulk copy: it completes transaction bytes of phase mphase of mbarrier
+   * mbar - 1 (0: not a bulk copy); mlate: that phase may complete before its
+   * bytes land (its expected bytes differ from the bytes copied into it);
+   * mset: the waits that settle it for their threads from their pc on */
+  int mbar;
+  int64_t mphase;
+  int mlate;
+  const struct ag__mset *mset;
 } ag__wrec;
+
+/* A wait on an mbarrier that settles a bulk copy for the threads of its
+ * guard (NULL: every thread) from time pc on. */
+typedef struct ag__mset {
+  int64_t pc;
+  const ag__bx *guard;
+  const struct ag__mset *next;
+} ag__mset;
+
+/* An mbarrier (PTX mbarrier.*): a u64 element of a shared tile at a
+ * compile-time address. The interpreter keeps one timeline for the block,
+ * so a barrier's phases are counted: phases below `done` have completed;
+ * phases in [done, open) have all their arrivals and complete when their
+ * bulk copies land, at a time nobody knows; phase `open` collects arrivals
+ * (`pending` still missing) and transaction bytes (`tx`: expected minus
+ * copied). */
+typedef struct ag__mbar {
+  int buf;
+  int64_t addr;            /* byte address in the buffer */
+  const char *name;        /* "full[1]", for messages */
+  const char *why_wait, *why_late; /* why a bulk copy it completes is unsettled */
+  const ag_tile_node *at;  /* its mbar_init */
+  int64_t count;           /* arrivals per phase */
+  int init_epoch;          /* barrier interval of the init */
+  int fenced;              /* a fence_mbar_init() followed the init */
+  int64_t done, open, pending, tx;
+  int open_copies;         /* bulk copies counted against the open phase */
+  const ag_tile_node *lost; /* a summarized loop that used it: its phase is unknown after */
+} ag__mbar;
+
+/* Orderings through mbarriers, for the race check: a release (every thread
+ * of the block arrived on phase `phase` of mbarrier `bar` at pc) or an
+ * acquire (the threads of guard waited at pc and saw every phase below
+ * `phase` complete). */
+typedef struct ag__msync {
+  int bar, wait;
+  int64_t phase, pc;
+  const ag__bx *guard;
+} ag__msync;
 
 /* A read of shared memory (a load or an ldmatrix row; tag() is a ghost and
  * reads nothing): every thread "tid" satisfying guard reads `width` bytes at
@@ -134,6 +181,7 @@ typedef struct ag__rrec {
   struct ag__loopvar *loops;
   int64_t lo, hi;        /* bounds of the bytes it may touch */
   int write;             /* 1: a write (a store, a cp.async at its issue), else a read */
+  int wrec;              /* a write: its record's index + 1 (0: none) */
 } ag__rrec;
 
 /* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc,
@@ -361,6 +409,11 @@ typedef struct ag__ck {
   void *decider;           /* smt.c's context for ag__smt_decide */
   int64_t pc;
   int epoch;
+  AG_VEC(ag__mbar) mbars;  /* mbarriers (interp.c) */
+  AG_VEC(ag__msync) msyncs; /* releases and acquires through them (race.c) */
+  int64_t msettle_from;    /* waits settle the bulk copies issued from here on (loop.c) */
+  int next_mbar;           /* the next shared write is a bulk copy on this mbarrier + 1 ... */
+  int64_t next_mphase;     /* ... completing this phase of it (interp.c) */
   int group_open;          /* cp.async writes since the last commit */
   int ngroups;             /* committed groups */
   AG_VEC(ag__loopvar) loops;
@@ -420,6 +473,14 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
                    const ag__bx *guard);
 void ag__race_write(ag__ck *c, const ag__wrec *w);
 void ag__race_barrier(ag__ck *c);
+/* 1 when the earlier access r and the later one l are ordered through
+ * mbarriers for every thread pair (a bulk copy settled for l's threads; an
+ * arrive of every thread after r and a wait of l's threads before l that saw
+ * its phase complete) */
+int ag__race_mbar_ordered(ag__ck *c, const ag__rrec *r, const ag__rrec *l);
+/* 1 when bulk copy w is settled for thread `reader` (tid := reader, -1:
+ * unknown) at time pc: a wait on its phase returned in that thread */
+int ag__wrec_msettled(const ag__wrec *w, int64_t reader, int64_t pc);
 /* A statement's entry in the report (c->asserts), counting one instance. */
 int ag__ck_stmt(ag__ck *c, const ag_tile_node *n);
 
@@ -463,6 +524,8 @@ uint32_t ag__u32_op(ag_expr_op op, uint32_t a, uint32_t b);
 /* loop summaries (loop.c): the statements of interp.c they reuse */
 void ag__exec_block(ag__ck *c, const ag_tile_list *body);
 void ag__bind(ag__ck *c, const char *name, const ag_expr *value);
+/* 0 and *v when name is bound to a compile-time integer here, else -1. */
+int ag__name_const(ag__ck *c, const char *name, int64_t *v);
 const ag__tag ***ag__snapshot_regs(ag__ck *c);
 int64_t ag__block_cost(const ag_tile_list *body);
 /* Checks loop n (`for v in range(start, stop)`, stop maybe symbolic) without

@@ -254,7 +254,8 @@ static int32_t *writers_of(evctx *x, int i, uint8_t **offs) {
 
 static int eval_write(evctx *x, const ag__tag *t, const ag__wrec *w, int64_t wt, int64_t off,
                       int proj, ag__cset *out, int depth) {
-  int settled = (wt == x->tid && w->done_pc <= t->pc) || w->vis_epoch <= t->epoch;
+  int settled = (wt == x->tid && w->done_pc <= t->pc) || w->vis_epoch <= t->epoch ||
+                ag__wrec_msettled(w, x->tid, t->pc);
   if (!settled) {
     ag__ctag top = {1, 0, {0}};
     return ag__cset_add(out, &top);
@@ -309,7 +310,8 @@ static int eval_shr(evctx *x, const ag__tag *t, int proj, ag__cset *out, int dep
       int64_t off = X - A;
       if (off < 0 || off >= w->width)
         continue;
-      int settled = (wt == reader && w->done_pc <= t->pc) || w->vis_epoch <= t->epoch;
+      int settled = (wt == reader && w->done_pc <= t->pc) || w->vis_epoch <= t->epoch ||
+                    ag__wrec_msettled(w, reader, t->pc);
       if (!settled) {
         ag__ctag top = {1, 0, {0}};
         ag__cset_add(out, &top);

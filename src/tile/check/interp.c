@@ -16,7 +16,10 @@
  *    tag that the solver resolves against every write that reaches it (weak
  *    updates: two writes with different tags make top; reset() clears);
  *  - global reads carry the tensor's tag function of the element's
- *    coordinates; global writes are not tracked.
+ *    coordinates; global writes are not tracked;
+ *  - mbarriers count their phases on the block's one timeline; a bulk copy
+ *    is a shared write settled for the threads whose mbar_wait saw the
+ *    phase it completes (do_mbar_wait).
  * A malformed program (unknown name, wrong operand shape, a view whose
  * size differs, a register index that depends on the thread, ...) stops
  * the check with a diagnostic at the offending node.
@@ -29,6 +32,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static int log2i(int64_t v) {
@@ -1000,6 +1004,9 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
     w.vis_epoch = INT_MAX;
   }
   w.at = at;
+  w.mbar = c->next_mbar;
+  w.mphase = c->next_mphase;
+  c->next_mbar = 0;
   int64_t lo, hi;
   if (ag__xbounds(c, addr, &lo, &hi) == 0) {
     w.lo = lo;
@@ -1468,6 +1475,353 @@ static void do_fill(ag__ck *c, const ag_tile_node *n) {
     c->rbufs.v[buf].bytes[base + j] = t;
 }
 
+/* ------------------------------------------------------------- mbarriers */
+static int bx_depends(const ag__bx *b, const char *sym);
+/* docs/check.md, "mbarriers". The interpreter keeps one timeline for the
+ * block (statements run in program order for every thread at once), so an
+ * mbarrier's phases are counted as the statements arrive on it; bulk copies
+ * land at a time nobody knows, so a phase whose arrivals are complete waits
+ * for them (in flight) and a wait that may return before it does sees only
+ * the phases below it. */
+
+/* The part of a guard that depends on the thread: conjuncts that do not are
+ * the same for the whole block (a summarized iteration's facts, an undecided
+ * uniform condition), so a statement under them runs in all threads or none */
+static const ag__bx *thread_part(ag__ck *c, const ag__bx *b) {
+  if (!b || !bx_depends(b, "tid"))
+    return NULL;
+  if (b->k == BX_AND) {
+    const ag__bx *x = thread_part(c, b->x), *y = thread_part(c, b->y);
+    return !x ? y : !y ? x : ag__band(c, x, y);
+  }
+  return b;
+}
+
+/* How many threads of the block take the statement at the current path. */
+static int64_t path_threads(ag__ck *c, const ag_tile_node *n, const char *what) {
+  const ag__bx *g = thread_part(c, c->path);
+  if (!g)
+    return c->nthreads;
+  int64_t cnt = 0;
+  for (int64_t t = 0; t < c->nthreads; t++) {
+    int v = ag__beval_tid(g, t);
+    if (v < 0)
+      ag__ck_error(c, n,
+                   "%s under a condition the checker cannot count the threads of (it mixes "
+                   "the thread index with other values); write the condition on the thread "
+                   "index alone (if threadIdx.x == 0:)",
+                   what);
+    cnt += v;
+  }
+  return cnt;
+}
+
+/* The mbarrier operand of an mbar_* or bulk_copy call: its index. */
+static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node *an,
+                        const char *fname, int init) {
+  ag__value *v = eval(c, an);
+  if (v->k != V_ELEM || v->e.tile->sp != SP_SHARED || v->e.tile->dt != DT_U64)
+    ag__ck_error(c, an,
+                 "the mbarrier of %s is a u64 element of a shared tile (bars = "
+                 "make_shared((2,), u64), then bars[s]), not %s",
+                 fname,
+                 v->k == V_ELEM ? (v->e.tile->sp == SP_SHARED ? "a shared element of another type"
+                                   : v->e.tile->sp == SP_GLOBAL ? "a global element"
+                                                                : "a register element")
+                                : kind_name(v->k));
+  int64_t addr;
+  if (!ag_expr_is_const(v->e.addr, &addr))
+    ag__ck_error(c, an,
+                 "the mbarrier of %s must be the same element for every thread and known at "
+                 "each iteration (index it with constants or a ring stage such as i %% K)",
+                 fname);
+  if (addr % 8)
+    ag__ck_error(c, an, "the mbarrier of %s is at byte %lld of '%s', not 8-byte aligned", fname,
+                 (long long)addr, c->sbufs.v[v->e.tile->buf].name);
+  if (c->uniform_if)
+    ag__ck_error(c, call,
+                 "%s inside an 'if' whose condition the checker cannot decide from the "
+                 "assumptions (it depends on problem sizes or a summarized loop's iteration); "
+                 "move it out of the 'if' or add an 'assume' that decides the condition",
+                 fname);
+  for (size_t i = 0; i < c->mbars.n; i++)
+    if (c->mbars.v[i].buf == v->e.tile->buf && c->mbars.v[i].addr == addr) {
+      if (init)
+        ag__ck_error(c, call, "mbar_init of mbarrier '%s' again (initialized at line %d)",
+                     c->mbars.v[i].name, c->mbars.v[i].at->line);
+      const ag__mbar *b = &c->mbars.v[i];
+      if (b->lost)
+        ag__ck_error(c, call,
+                     "%s on mbarrier '%s' after the summarized loop at line %d that uses it: "
+                     "its phase there is not tracked (check a fixed size with --unroll, or use "
+                     "the barrier inside the loop only)",
+                     fname, b->name, b->lost->line);
+      if (b->init_epoch >= c->epoch)
+        ag__ck_error(c, call,
+                     "%s on mbarrier '%s' before the syncthreads() that makes its mbar_init "
+                     "(line %d) visible to every thread (mbar_init, fence_mbar_init(), then "
+                     "syncthreads())",
+                     fname, b->name, b->at->line);
+      return (int)i;
+    }
+  char nm[160];
+  snprintf(nm, sizeof nm, "%s[%lld]", c->sbufs.v[v->e.tile->buf].name, (long long)(addr / 8));
+  if (!init)
+    ag__ck_error(c, an, "%s on mbarrier '%s', which no mbar_init before it initializes", fname,
+                 nm);
+  ag__mbar b;
+  memset(&b, 0, sizeof b);
+  b.buf = v->e.tile->buf;
+  b.addr = addr;
+  b.name = ag__ck_strdup(c, nm);
+  char why[400];
+  snprintf(why, sizeof why,
+           "the bulk copy that writes it completes a phase of mbarrier '%s' that no mbar_wait "
+           "in this thread has seen complete before the read (a wait on the wrong parity, a "
+           "wrong stage, or none)",
+           nm);
+  b.why_wait = ag__ck_strdup(c, why);
+  snprintf(why, sizeof why,
+           "the bulk copy that writes it may land after its phase of mbarrier '%s' completes: "
+           "the bytes that phase expects (mbar_expect_tx) differ from the bytes copied into it",
+           nm);
+  b.why_late = ag__ck_strdup(c, why);
+  b.at = call;
+  b.init_epoch = c->epoch;
+  if (ag_vec_push(&c->mbars, b))
+    ag__ck_oom(c);
+  return (int)c->mbars.n - 1;
+}
+
+static void msync_push(ag__ck *c, int bar, int wait, int64_t phase, const ag__bx *guard) {
+  ag__msync m = {bar, wait, phase, c->pc, guard};
+  if (ag_vec_push(&c->msyncs, m))
+    ag__ck_oom(c);
+}
+
+/* The open phase has its arrivals and, when tx <= 0, its bytes (tx < 0: more
+ * bytes copied than expected, so it may complete before they land). */
+static void mbar_close(ag__ck *c, int bi) {
+  ag__mbar *b = &c->mbars.v[bi];
+  if (b->pending > 0 || b->tx > 0)
+    return;
+  int flight = 0;
+  for (size_t i = 0; i < c->wrecs.n; i++) {
+    ag__wrec *w = &c->wrecs.v[i];
+    if (w->mbar == bi + 1 && w->mphase == b->open) {
+      if (b->tx < 0)
+        w->mlate = 1;
+      flight |= !w->mlate;
+    }
+  }
+  if (!flight && b->done == b->open)
+    b->done++;
+  b->open++;
+  b->pending = b->count;
+  b->tx = 0;
+  b->open_copies = 0;
+}
+
+static void do_mbar_init(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 2, 2, "mbar_init(bar, count)");
+  int bi = mbar_operand(c, n, n->list.v[0], in->name, 1);
+  int64_t cnt = as_const(c, n->list.v[1], eval(c, n->list.v[1]), "the arrival count");
+  if (cnt < 1 || cnt >= (1 << 20))
+    ag__ck_error(c, n->list.v[1], "mbar_init needs an arrival count in 1 .. 2^20 - 1, not %lld",
+                 (long long)cnt);
+  c->pc++;
+  ag__mbar *b = &c->mbars.v[bi];
+  b->count = b->pending = cnt;
+}
+
+static void do_mbar_arrive(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  if (in->tx)
+    nargs(c, n, 2, 2, "mbar_expect_tx(bar, bytes)");
+  else
+    nargs(c, n, 1, 1, "mbar_arrive(bar)");
+  int bi = mbar_operand(c, n, n->list.v[0], in->name, 0);
+  int64_t bytes = 0;
+  if (in->tx) {
+    bytes = as_const(c, n->list.v[1], eval(c, n->list.v[1]), "the transaction bytes");
+    if (bytes < 0 || bytes >= (1 << 20))
+      ag__ck_error(c, n->list.v[1],
+                   "mbar_expect_tx needs a byte count in 0 .. 2^20 - 1, not %lld",
+                   (long long)bytes);
+  }
+  int64_t k = path_threads(c, n, in->name);
+  c->pc++;
+  ag__mbar *b = &c->mbars.v[bi];
+  if (k == c->nthreads)
+    msync_push(c, bi, 0, b->open, NULL); /* every thread arrives: a release */
+  /* each thread: expect its bytes, then arrive; a phase that completes
+   * passes the remaining arrivals on to the next one */
+  while (k > 0) {
+    b = &c->mbars.v[bi];
+    b->tx += bytes;
+    b->pending--;
+    k--;
+    mbar_close(c, bi);
+  }
+}
+
+static void do_mbar_wait(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 2, 2, "mbar_wait(bar, parity)");
+  int bi = mbar_operand(c, n, n->list.v[0], in->name, 0);
+  ag__value *pv = eval(c, n->list.v[1]);
+  const ag_expr *pe = as_int(c, n->list.v[1], pv, "the phase parity");
+  int64_t par;
+  if (!ag_expr_is_const(pe, &par))
+    ag__ck_error(c, n->list.v[1],
+                 "mbar_wait needs a phase parity known at each wait (a constant, or "
+                 "(i / K) %% 2 of a loop variable i and the ring's K)");
+  if (par != 0 && par != 1)
+    ag__ck_error(c, n->list.v[1], "mbar_wait's phase parity is 0 or 1, not %lld",
+                 (long long)par);
+  (void)path_threads(c, n, in->name);
+  c->pc++;
+  ag__mbar *b = &c->mbars.v[bi];
+  /* try_wait.parity returns once the current phase's parity differs from
+   * par: at once when phase `done` (not yet complete) has the other parity,
+   * else when phase `done` completes */
+  int64_t upto;
+  if (b->done % 2 != par)
+    upto = b->done;
+  else if (b->done < b->open)
+    upto = b->done + 1;
+  else
+    ag__ck_error(c, n,
+                 "mbar_wait(%s, %lld) can never return here: it waits for phase %lld of "
+                 "mbarrier '%s', which still needs %lld arrivals and %lld transaction bytes "
+                 "that nothing before it provides (a wrong parity, a missing arrive, or an "
+                 "mbar_expect_tx larger than the bytes copied)",
+                 b->name, (long long)par, (long long)b->done, b->name, (long long)b->pending,
+                 (long long)(b->tx > 0 ? b->tx : 0));
+  const ag__bx *g = thread_part(c, c->path);
+  if (!g && upto > b->done)
+    b->done = upto; /* every thread waited: the phase is complete from here */
+  msync_push(c, bi, 1, upto, g);
+  for (size_t i = 0; i < c->wrecs.n; i++) {
+    ag__wrec *w = &c->wrecs.v[i];
+    if (w->mbar != bi + 1 || w->mphase >= upto || w->mlate || (w->mset && !w->mset->guard) ||
+        w->pc < c->msettle_from)
+      continue;
+    ag__mset *m = ag__ck_alloc(c, sizeof *m);
+    m->pc = c->pc;
+    m->guard = g;
+    m->next = w->mset;
+    w->mset = m;
+    if (w->vis_epoch > c->epoch + 1)
+      w->vis_epoch = c->epoch + 1; /* a barrier after the wait shows it to every thread */
+  }
+}
+
+static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 4, 4, "bulk_copy(dst, src, bytes, bar)");
+  ag__value *dv = eval(c, n->list.v[0]);
+  ag__value *sv = eval(c, n->list.v[1]);
+  if (dv->k != V_ELEM || dv->e.tile->sp != SP_SHARED)
+    ag__ck_error(c, n->list.v[0],
+                 "the destination of bulk_copy is the shared element its bytes start at");
+  if (sv->k != V_ELEM || sv->e.tile->sp != SP_GLOBAL)
+    ag__ck_error(c, n->list.v[1],
+                 "the source of bulk_copy is the global tensor element its bytes start at");
+  int64_t bytes = as_const(c, n->list.v[2], eval(c, n->list.v[2]), "the byte count");
+  int al = in->align;
+  if (bytes <= 0 || bytes % al || bytes >= (1 << 20))
+    ag__ck_error(c, n->list.v[2],
+                 "bulk_copy moves a positive multiple of %d bytes below 2^20, not %lld", al,
+                 (long long)bytes);
+  const ag__tile *dt = dv->e.tile, *st = sv->e.tile;
+  if (dt->swizzled)
+    ag__ck_error(c, n->list.v[0],
+                 "bulk_copy writes bytes in order: its destination tile must not be swizzled");
+  if (ag__xalign(c, dv->e.addr) < al)
+    ag__ck_error(c, n->list.v[0],
+                 "the shared destination of bulk_copy must be %d-byte aligned; its byte offset "
+                 "is not a provable multiple of %d",
+                 al, al);
+  const ag__param *p = &c->params.v[st->g.tensor];
+  int es = ag__dt_size(p->dt);
+  if (st->g.linear)
+    ag__ck_error(c, n->list.v[1],
+                 "bulk_copy reads along the innermost dimension of its tensor; take the "
+                 "source from the tensor or a view that keeps its dimensions");
+  /* the global address: every stride is a multiple of the row (innermost
+   * dim x element size), and the innermost offset is in bytes */
+  const ag_expr *row = ag__x(c, AG_X_MUL, p->dims[p->rank - 1], ag__xc(c, es));
+  const ag_expr *inner = sv->e.tcoord[p->rank - 1];
+  if (ag__xalign(c, inner) < al || (p->rank > 1 && ag__xalign(c, row) < al))
+    ag__ck_error(c, n->list.v[1],
+                 "the global source of bulk_copy must be %d-byte aligned: the byte offset in "
+                 "the row and the row's size (%s's last dimension times %d bytes) must be "
+                 "provable multiples of %d (assume a size is a multiple if it is)",
+                 al, p->name, es, al);
+  /* the bytes stay in the row: the last element read is in bounds */
+  const ag_expr *last = ag__x(c, AG_X_DIV, ag__x(c, AG_X_ADD, inner, ag__xc(c, bytes - 1)),
+                              ag__xc(c, es));
+  in_bounds(c, n->list.v[1], p->name, p->rank - 1, last, p->dims[p->rank - 1]);
+  {
+    int64_t lo = 0, hi = 0;
+    if (bytes > c->sbufs.v[dt->buf].size ||
+        (ag__xbounds(c, dv->e.addr, &lo, &hi) == 0 && hi + bytes > c->sbufs.v[dt->buf].size))
+      ag__ck_error(c, n->list.v[0],
+                   "bulk_copy of %lld bytes at byte %lld of shared '%s' runs past its %lld "
+                   "bytes",
+                   (long long)bytes, (long long)(bytes > c->sbufs.v[dt->buf].size ? 0 : hi),
+                   c->sbufs.v[dt->buf].name,
+                   (long long)c->sbufs.v[dt->buf].size);
+  }
+  int bi = mbar_operand(c, n, n->list.v[3], in->name, 0);
+  if (!c->mbars.v[bi].fenced)
+    ag__ck_error(c, n->list.v[3],
+                 "bulk_copy completes on mbarrier '%s', but no fence_mbar_init() follows its "
+                 "mbar_init (line %d): the copy engine may not see the initialized barrier",
+                 c->mbars.v[bi].name, c->mbars.v[bi].at->line);
+  int64_t k = path_threads(c, n, in->name);
+  /* the data: the source's tags, byte by byte (one parametric tag) */
+  ag__data d = data_new(c, p->dt, (int)bytes);
+  const ag_expr **co = ag__ck_alloc(c, (size_t)p->rank * sizeof *co);
+  for (int j = 0; j < p->rank - 1; j++)
+    co[j] = sv->e.tcoord[j];
+  const ag_expr *b_el = ag__x(c, AG_X_DIV, inner, ag__xc(c, es));
+  if (p->tagfn) {
+    for (int64_t j = 0; j < bytes; j += es) {
+      co[p->rank - 1] = ag__x(c, AG_X_ADD, b_el, ag__xc(c, j / es));
+      const ag__tag *t = apply_tagfn(c, n, p->tagfn, co);
+      for (int b = 0; b < es; b++)
+        d.tags[j + b] = t;
+    }
+    const ag_expr *byte = ag_expr_sym(&c->lc, "@byte");
+    if (!byte)
+      ag__ck_oom(c);
+    co[p->rank - 1] = ag__x(c, AG_X_ADD, b_el, ag__x(c, AG_X_DIV, byte, ag__xc(c, es)));
+    d.ptag = apply_tagfn(c, n, p->tagfn, co);
+    d.pgran = es;
+  }
+  c->pc++;
+  ag__mbar *b = &c->mbars.v[bi];
+  /* the barrier's current phase in the hardware is the first one not
+   * complete: with a phase in flight (its copies not landed), this copy's
+   * bytes may count against it, which then completes before its own copies
+   * land, and this copy against none it was meant for */
+  int early = b->done < b->open;
+  for (size_t i = 0; early && i < c->wrecs.n; i++)
+    if (c->wrecs.v[i].mbar == bi + 1 && c->wrecs.v[i].mphase >= b->done)
+      c->wrecs.v[i].mlate = 1;
+  c->next_mbar = bi + 1;
+  c->next_mphase = b->open;
+  shared_write(c, n, dv->e.addr, dt->buf, &d, -1);
+  ag__wrec *w = &c->wrecs.v[c->wrecs.n - 1];
+  w->done_pc = INT64_MAX; /* not even the issuing thread sees it before a wait */
+  w->vis_epoch = INT_MAX;
+  b = &c->mbars.v[bi];
+  b->tx -= k * bytes;
+  b->open_copies++;
+  if (b->tx < 0 || early)
+    w->mlate = 1; /* bytes the phase does not expect: it may complete without them */
+  mbar_close(c, bi);
+}
+
 static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   switch (in->kind) {
   case IK_MMA: do_mma(c, n, in); break;
@@ -1487,6 +1841,16 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
     ag__race_barrier(c);
     c->pc++;
     break;
+  case IK_MBAR_INIT: do_mbar_init(c, n, in); break;
+  case IK_MBAR_FENCE:
+    nargs(c, n, 0, 0, "fence_mbar_init()");
+    for (size_t i = 0; i < c->mbars.n; i++)
+      c->mbars.v[i].fenced = 1;
+    c->pc++;
+    break;
+  case IK_MBAR_ARRIVE: do_mbar_arrive(c, n, in); break;
+  case IK_MBAR_WAIT: do_mbar_wait(c, n, in); break;
+  case IK_BULK_COPY: do_bulk_copy(c, n, in); break;
   }
   return newv(c, V_NONE);
 }
@@ -2428,6 +2792,10 @@ static void exec_for(ag__ck *c, const ag_tile_node *n) {
 
 void ag__exec_block(ag__ck *c, const ag_tile_list *body) { exec_block(c, body); }
 void ag__bind(ag__ck *c, const char *name, const ag_expr *value) { bind(c, name, vint(c, value)); }
+int ag__name_const(ag__ck *c, const char *name, int64_t *v) {
+  ag__value *x = lookup(c, name);
+  return x && x->k == V_INT && ag_expr_is_const(x->i, v) ? 0 : -1;
+}
 
 static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
   step(c, n);

@@ -66,7 +66,18 @@ typedef struct snap {
   int64_t pc, smem_top;
   int epoch, group_open, ngroups, uniform_if, symbolic_if, nested;
   const ag__bx *path;
+  ag__mbar *mbars;         /* mbarrier states (interp.c) */
+  size_t nmbars, nmsyncs;
+  int64_t msettle_from;
+  const ag__mset **mset;   /* per write record: its settling waits, ... */
+  unsigned char *mlate;    /* ... and whether its phase may complete without it */
 } snap;
+
+static ag__mbar *mbars_copy(ag__ck *c) {
+  ag__mbar *m = ag__ck_alloc(c, (c->mbars.n + 1) * sizeof *m);
+  ag__mcpy(m, c->mbars.v, c->mbars.n * sizeof *m);
+  return m;
+}
 
 static void take(ag__ck *c, snap *s) {
   s->nwrecs = c->wrecs.n;
@@ -90,6 +101,16 @@ static void take(ag__ck *c, snap *s) {
     s->done_pc[i] = c->wrecs.v[i].done_pc;
     s->vis_epoch[i] = c->wrecs.v[i].vis_epoch;
   }
+  s->mset = ag__ck_alloc(c, (s->nwrecs + 1) * sizeof *s->mset);
+  s->mlate = ag__ck_alloc(c, s->nwrecs + 1);
+  for (size_t i = 0; i < s->nwrecs; i++) {
+    s->mset[i] = c->wrecs.v[i].mset;
+    s->mlate[i] = (unsigned char)c->wrecs.v[i].mlate;
+  }
+  s->nmbars = c->mbars.n;
+  s->mbars = mbars_copy(c);
+  s->nmsyncs = c->msyncs.n;
+  s->msettle_from = c->msettle_from;
   s->nreads = c->reads.n;
   s->reads = ag__ck_alloc(c, (s->nreads + 1) * sizeof *s->reads);
   ag__mcpy(s->reads, c->reads.v, s->nreads * sizeof *s->reads);
@@ -134,7 +155,13 @@ static void restore(ag__ck *c, const snap *s) {
   for (size_t i = 0; i < s->nwrecs; i++) {
     c->wrecs.v[i].done_pc = s->done_pc[i];
     c->wrecs.v[i].vis_epoch = s->vis_epoch[i];
+    c->wrecs.v[i].mset = s->mset[i];
+    c->wrecs.v[i].mlate = s->mlate[i];
   }
+  c->mbars.n = s->nmbars;
+  ag__mcpy(c->mbars.v, s->mbars, s->nmbars * sizeof *s->mbars);
+  c->msyncs.n = s->nmsyncs;
+  c->msettle_from = s->msettle_from;
   c->reads.n = 0;
   for (size_t i = 0; i < s->nreads; i++)
     if (ag_vec_push(&c->reads, s->reads[i]))
@@ -215,30 +242,49 @@ static int64_t gcd(int64_t a, int64_t b) {
   return a;
 }
 
-static void ring_expr(const ag_tile_node *e, const taint *t, int64_t *p) {
-  if (!e)
-    return;
-  if (e->kind == AG_TN_BINOP && e->op == AG_OP_MOD && e->b && e->b->kind == AG_TN_INT &&
-      e->b->ival > 1 && e->b->ival <= MAX_RING && mentions(e->a, t)) {
-    int64_t m = e->b->ival;
-    *p = *p / gcd(*p, m) * m;
-  }
-  ring_expr(e->a, t, p);
-  ring_expr(e->b, t, p);
-  ring_expr(e->c, t, p);
-  for (int i = 0; i < e->list.n; i++)
-    ring_expr(e->list.v[i], t, p);
-  for (int i = 0; i < e->list2.n; i++)
-    ring_expr(e->list2.v[i], t, p);
+/* A literal, or a name bound to a compile-time integer (a module constant:
+ * `i % K`), in 2 .. MAX_RING; else 0. */
+static int64_t ring_const(ag__ck *c, const ag_tile_node *e) {
+  int64_t v = 0;
+  if (e && e->kind == AG_TN_INT)
+    v = e->ival;
+  else if (!e || e->kind != AG_TN_NAME || ag__name_const(c, e->name, &v))
+    return 0;
+  return v > 1 && v <= MAX_RING ? v : 0;
 }
 
-static int ring_period(const ag_tile_node *loop) {
+static void ring_expr(ag__ck *c, const ag_tile_node *e, const taint *t, int64_t *p) {
+  if (!e)
+    return;
+  int64_t m;
+  if (e->kind == AG_TN_BINOP && e->op == AG_OP_MOD && (m = ring_const(c, e->b)) &&
+      mentions(e->a, t)) {
+    /* (x / d) % m, the phase parity (i / K) % 2 of a K-stage ring: period d*m */
+    const ag_tile_node *a = e->a;
+    int64_t d;
+    if (a->kind == AG_TN_BINOP && (a->op == AG_OP_DIV || a->op == AG_OP_FLOORDIV) &&
+        (d = ring_const(c, a->b)))
+      m *= d;
+    *p = *p / gcd(*p, m) * m;
+    if (*p > MAX_RING)
+      *p = MAX_RING + 1; /* too long: no summary (and no overflow) */
+  }
+  ring_expr(c, e->a, t, p);
+  ring_expr(c, e->b, t, p);
+  ring_expr(c, e->c, t, p);
+  for (int i = 0; i < e->list.n; i++)
+    ring_expr(c, e->list.v[i], t, p);
+  for (int i = 0; i < e->list2.n; i++)
+    ring_expr(c, e->list2.v[i], t, p);
+}
+
+static int ring_period(ag__ck *c, const ag_tile_node *loop) {
   taint t = {{loop->name}, 1};
   for (int pass = 0; pass < 8 && taint_block(&loop->list, &t); pass++)
     ;
   int64_t p = 1;
   for (int i = 0; i < loop->list.n; i++)
-    ring_expr(loop->list.v[i], &t, &p);
+    ring_expr(c, loop->list.v[i], &t, &p);
   return p > MAX_RING ? 0 : (int)p;
 }
 
@@ -264,6 +310,7 @@ typedef struct summ {
   const ag__tag ***rexit;      /* registers after the loop (join) */
   const char *why;
   int empty_classes, group_open;
+  const char *bmiss;           /* an mbarrier whose state does not repeat every P iterations */
   AG_VEC(ag__rrec) end_reads;  /* reads the loop may leave to the code after it */
 } summ;
 
@@ -381,7 +428,38 @@ static void run_iteration(ag__ck *c, summ *S, const ag_expr *v, int64_t value) {
   ag__exec_block(c, &S->n->list);
 }
 
-enum { A_OK, A_MISMATCH, A_RANGES, A_FAIL };
+enum { A_OK, A_MISMATCH, A_RANGES, A_FAIL, A_BARS };
+
+/* The mbarriers at the head of a replay for stage r: their state at the
+ * prefix's head start + h + r (the replay starts at v - D = start + h + r +
+ * P*(q - qmin)), with every phase number moved up by an even count past
+ * every number used so far, so that waits of the replay see the releases of
+ * the prefix (their order) and the parities are the real ones: the check
+ * after the stage (bars_repeat) makes sure P iterations complete an even
+ * number of phases of each barrier and leave it as they found it. */
+static ag__mbar *bars_shifted(ag__ck *c, const ag__mbar *head, size_t n) {
+  ag__mbar *m = ag__ck_alloc(c, (n + 1) * sizeof *m);
+  for (size_t i = 0; i < n; i++) {
+    m[i] = head[i];
+    int64_t delta = c->mbars.v[i].open + 2 - head[i].done;
+    if (delta < 0)
+      delta = 0;
+    delta += delta & 1;
+    m[i].done += delta;
+    m[i].open += delta;
+  }
+  return m;
+}
+
+static void bars_repeat(ag__ck *c, summ *S, const ag__mbar *start, size_t n) {
+  for (size_t i = 0; i < n && !S->bmiss; i++) {
+    const ag__mbar *a = &start[i], *b = &c->mbars.v[i];
+    int64_t dd = b->done - a->done;
+    if (a->count != b->count || dd != b->open - a->open || (dd & 1) || a->pending != b->pending ||
+        a->tx != b->tx || a->open_copies != b->open_copies)
+      S->bmiss = a->name;
+  }
+}
 
 /* 1 when the loop may stop at head uv (its trip count may be uv - start)
  * under the assumptions; a constant bound decides it at once */
@@ -410,13 +488,18 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
    * reads still live then go on after the loop) */
   const ag__bx *path0 = c->path;
   const ag__tag ****heads = ag__ck_alloc(c, (size_t)(F + 1) * sizeof *heads);
+  ag__mbar **bheads = ag__ck_alloc(c, (size_t)(F + 1) * sizeof *bheads);
+  memset(bheads, 0, (size_t)(F + 1) * sizeof *bheads);
+  size_t nbars = c->mbars.n;
   int nheads = 0;
+  S->bmiss = NULL;
   S->end_reads.n = 0;
   for (int u = 0; u < F; u++) {
     const ag_expr *uv = ag__xc(c, S->start + u);
     const ag__bx *runs = ag__bcmp(c, AG_OP_LT, uv, S->stop);
     if (u == S->h)
       S->rstar = ag__snapshot_regs(c);
+    bheads[u] = mbars_copy(c);
     if (exit_possible(c, S, uv)) {
       if (u > 0)
         heads[nheads++] = ag__snapshot_regs(c);
@@ -435,6 +518,8 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   }
   if (!S->rstar)
     S->rstar = ag__snapshot_regs(c);
+  if (!bheads[F] && (F == 0 || bheads[F - 1]))
+    bheads[F] = mbars_copy(c); /* the head after the prefix */
   const ag__tag ***rpfx = ag__snapshot_regs(c);
   int group_open = c->group_open;
   size_t wr0 = c->wrecs.n;
@@ -477,6 +562,13 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
       if (ag_vec_push(&S->end_reads, c->reads.v[i]))
         ag__ck_oom(c);
     c->read_gen++;
+    const ag__mbar *bstart = NULL;
+    if (nbars && S->h + r <= F && bheads[S->h + r]) {
+      bstart = bars_shifted(c, bheads[S->h + r], nbars);
+      ag__mcpy(c->mbars.v, bstart, nbars * sizeof *bstart);
+    }
+    int64_t settle0 = c->msettle_from;
+    c->msettle_from = c->pc + 1; /* waits of the replay settle its own copies only */
     havoc(c, S);
     load_rstar(c, S);
     head_bindings(c, S, pre);
@@ -493,8 +585,13 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     c->path = path0;
     c->facts = NULL;
     S->it->P = 0;
+    c->msettle_from = settle0;
     compare_rstar(c, S);
+    if (bstart)
+      bars_repeat(c, S, bstart, nbars);
   }
+  if (S->bmiss)
+    return A_BARS;
   /* the summary needs shared addresses that do not depend on q; the bytes
    * the loop writes or resets are havoc before a replay and after the loop
    * (a reset of the prefix that may not run must not kill older data
@@ -565,7 +662,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   S->n = n;
   S->start = start;
   S->stop = stop;
-  S->P = ring_period(n);
+  S->P = ring_period(c, n);
   if (!S->P) {
     *why = "its ring of stages ('v % P') is longer than 16";
     return -1;
@@ -644,6 +741,20 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
       break;
     if (a == A_RANGES)
       continue;
+    if (a == A_BARS) {
+      /* the head state of an mbarrier may settle after more iterations */
+      if (S->h < MAX_WARMUP) {
+        S->h++;
+        continue;
+      }
+      char *w = ag__ck_alloc(c, 300);
+      snprintf(w, 300,
+               "the phases of mbarrier '%s' do not repeat every %d iterations (the ring's "
+               "period): its arrivals, expected bytes or completed phases per period differ",
+               S->bmiss, S->P);
+      S->why = w;
+      break;
+    }
     /* registers differ between heads: unroll one more iteration while that
      * removes differences, then make the rest top */
     if (S->settled_h < 0 && S->h < MAX_WARMUP && (S->prev_nmiss == 0 || S->nmiss < S->prev_nmiss)) {
@@ -677,6 +788,11 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
       add_range(c, S, c->wrecs.v[i].buf, c->wrecs.v[i].lo, c->wrecs.v[i].hi, &grew);
     }
   havoc(c, S);
+  /* the phase of an mbarrier the loop used is not tracked after it */
+  for (size_t i = 0; i < pre->nmbars; i++)
+    if (c->mbars.v[i].done != pre->mbars[i].done || c->mbars.v[i].open != pre->mbars[i].open ||
+        c->mbars.v[i].pending != pre->mbars[i].pending || c->mbars.v[i].tx != pre->mbars[i].tx)
+      c->mbars.v[i].lost = S->n;
   set_regs(c, S->nr0, S->rexit);
   head_bindings(c, S, pre);
   c->group_open = S->group_open;

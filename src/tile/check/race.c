@@ -27,6 +27,11 @@
  * threads and both statements. Every pair is listed under the write's
  * statement ("no data race: <the write>").
  *
+ * mbarriers order accesses too (ag__race_mbar_ordered): a bulk copy
+ * before a read by threads that waited for its phase, and any access
+ * before an arrive of every thread (a release) before an access by threads
+ * that waited for that phase (an acquire); such pairs are race-free.
+ *
  * Load: a few pairs per access in real kernels (reads and writes of a stage
  * are separated by barriers); each enumeration costs block size x access
  * width. An access the interval already holds (same kind, buffer, address,
@@ -37,6 +42,7 @@
  */
 #include "check_int.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* The key of access r in c->read_seen: generation gen (the interval's, or
@@ -64,9 +70,18 @@ static int remember(ag__ck *c, const ag__rrec *r) {
   /* not the epoch: a loop summary restores the epoch and the list of
    * accesses (loop.c), and a key of an abandoned attempt would hide one */
   access_key key = key_of(c->read_gen, r, r->write);
-  if (ag_map_has(&c->read_seen, &key, sizeof key))
-    return 0; /* the same bytes accessed by the same threads in this interval */
-  if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
+  void *seen = ag_map_get(&c->read_seen, &key, sizeof key);
+  if (seen) {
+    /* the same bytes accessed by the same threads in this interval: the
+     * latest one is what an mbarrier must order (ag__race_mbar_ordered) */
+    ag__rrec *o = &c->reads.v[(size_t)((intptr_t)seen - 1)];
+    o->pc = r->pc;
+    o->nloops = r->nloops;
+    o->loops = r->loops;
+    o->wrec = r->wrec;
+    return 0;
+  }
+  if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)(intptr_t)(c->reads.n + 1)))
     ag__ck_oom(c);
   if (ag_vec_push(&c->reads, *r))
     ag__ck_oom(c);
@@ -175,6 +190,44 @@ out:
   return free_;
 }
 
+/* 1 when every thread of guard x is one of guard y's (syntactically: y is
+ * true, x itself, or a conjunct of x) */
+static int implies(const ag__bx *x, const ag__bx *y) {
+  if (!y || x == y)
+    return 1;
+  return x && x->k == BX_AND && (implies(x->x, y) || implies(x->y, y));
+}
+
+int ag__wrec_msettled(const ag__wrec *w, int64_t reader, int64_t pc) {
+  for (const ag__mset *m = w->mset; m; m = m->next)
+    if (m->pc < pc && (!m->guard || (reader >= 0 && ag__beval_tid(m->guard, reader) == 1)))
+      return 1;
+  return 0;
+}
+
+int ag__race_mbar_ordered(ag__ck *c, const ag__rrec *r, const ag__rrec *l) {
+  if (r->write && r->wrec && !l->write) {
+    /* a bulk copy, read by threads that each waited on its phase */
+    for (const ag__mset *m = c->wrecs.v[r->wrec - 1].mset; m; m = m->next)
+      if (m->pc < l->pc && implies(l->guard, m->guard))
+        return 1;
+  }
+  /* every thread arrived after r (a release), and l's threads waited for
+   * that phase before l (an acquire) */
+  for (size_t i = 0; i < c->msyncs.n; i++) {
+    const ag__msync *a = &c->msyncs.v[i];
+    if (a->wait || a->pc <= r->pc || a->pc >= l->pc)
+      continue;
+    for (size_t j = i + 1; j < c->msyncs.n; j++) {
+      const ag__msync *w = &c->msyncs.v[j];
+      if (w->wait && w->bar == a->bar && w->pc > a->pc && w->pc < l->pc && w->phase > a->phase &&
+          implies(l->guard, w->guard))
+        return 1;
+    }
+  }
+  return 0;
+}
+
 /* Pairs the earlier access r with the later one; *copy: the later one's
  * record for the obligations (made once). 1 when decided race-free here. */
 static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const ag__rrec **copy) {
@@ -182,6 +235,11 @@ static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const a
   if ((!r->write && !later->write) || r->buf != later->buf || r->hi <= later->lo ||
       r->lo >= later->hi)
     return 1;
+  if (r != later && c->msyncs.n && ag__race_mbar_ordered(c, r, later)) {
+    int si = ag__ck_stmt(c, later->write ? later->at : r->at);
+    c->asserts.v[si].race = 1; /* its entry, proved */
+    return 1;
+  }
   const ag_tile_node *wat = later->write ? later->at : r->at; /* the write's entry */
   int stmt = ag__ck_stmt(c, wat);
   c->asserts.v[stmt].race = 1;
@@ -253,6 +311,8 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
   r.epoch = w->epoch;
   r.lo = w->lo;
   r.hi = w->hi;
+  if (w->mbar)
+    r.wrec = (int)(w - c->wrecs.v) + 1;
   /* a summary's replayed iteration: its pairs are the checked one's, but
    * its writes stay for the checked iteration's accesses */
   if (!c->replay) {

@@ -409,6 +409,15 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
     int self_ok = rec->done_pc <= t->pc;
     int all_ok = rec->vis_epoch <= t->epoch;
     Z3_ast settled = all_ok ? ztrue(s) : self_ok ? Z3_mk_eq(s->z, w, reader) : zfalse(s);
+    /* a bulk copy: settled for the threads of each mbarrier wait on its phase before the read */
+    for (const ag__mset *m = rec->mset; m && !all_ok; m = m->next)
+      if (m->pc < t->pc) {
+        if (!m->guard) {
+          all_ok = 1;
+          settled = ztrue(s);
+        } else
+          settled = Z3_mk_or(s->z, 2, (Z3_ast[]){settled, trb(s, m->guard, reader)});
+      }
     Z3_ast live = and2(s, and2(s, wrange, trb(s, rec->guard, w)), alive);
     int nb = aligned ? 1 : E; /* byte groups to test */
     for (int j0 = 0; j0 < nb; j0++) {
@@ -431,7 +440,9 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
         memset(&a, 0, sizeof a);
         a.cond = and2(s, base, Z3_mk_not(s->z, settled));
         a.top = 1;
-        a.why = rec->group >= 0 && rec->done_pc > t->pc
+        a.why = rec->mbar ? (rec->mlate ? c->mbars.v[rec->mbar - 1].why_late
+                                        : c->mbars.v[rec->mbar - 1].why_wait)
+                : rec->group >= 0 && rec->done_pc > t->pc
                     ? "the cp.async copy that writes it has not been waited for"
                     : "no barrier between the write and the read";
         a.rec = rec;
@@ -1165,12 +1176,33 @@ static ag_tile_cex *race_cex(smt *s, const ag__oblig *o, const enc *e, Z3_model 
             rr->buf, rr->loops, rr->nloops);
   race_side(s, &x->rhs, rw->at, rw->write ? "writes" : "reads", w, aw, rw->width, rw->buf,
             o->loops, o->nloops);
-  char buf[900], wr[256], rd[256];
+  char buf[1200], wr[256], rd[256];
   const ag__sbuf *sb = &s->c->sbufs.v[rw->buf];
   const char *name = sb->name ? sb->name : "?";
   where(s, rw->at, wr, sizeof wr);
   where(s, rr->at, rd, sizeof rd);
-  if (!rr->write)
+  /* a bulk copy (an mbarrier's transactions): the fix is an mbarrier wait */
+  const ag__wrec *bulk = rr->write && rr->wrec ? &s->c->wrecs.v[rr->wrec - 1]
+                         : rw->write && rw->wrec ? &s->c->wrecs.v[rw->wrec - 1]
+                                                 : NULL;
+  const char *bar = bulk && bulk->mbar ? s->c->mbars.v[bulk->mbar - 1].name : NULL;
+  if (bar && !rr->write)
+    snprintf(buf, sizeof buf,
+             "write-after-read race: thread %lld's bulk copy writes shared '%s' byte %lld at %s "
+             "while thread %lld may still be reading it at %s (no mbarrier orders the read "
+             "before the copy); make the copying thread mbar_wait, before the copy, on an "
+             "mbarrier every reader arrives on after its last read of the stage (an 'empty' "
+             "barrier)",
+             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd);
+  else if (bar && !rw->write)
+    snprintf(buf, sizeof buf,
+             "read-after-write race: thread %lld reads shared '%s' byte %lld at %s, which "
+             "thread %lld's bulk copy writes at %s, before a wait on the phase of mbarrier '%s' "
+             "that the copy completes has returned in the reading thread; mbar_wait on that "
+             "phase (its parity) before the read, and let the phase expect exactly the bytes "
+             "copied (mbar_expect_tx)",
+             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd, bar);
+  else if (!rr->write)
     snprintf(buf, sizeof buf,
              "write-after-read race: thread %lld writes shared '%s' byte %lld at %s while "
              "thread %lld may still be reading it at %s (no barrier between the read and the "

@@ -45,7 +45,15 @@ static int64_t fdiv(int64_t a, int64_t m) { return a >= 0 ? a / m : -((-a + m - 
  * (2^32 is a multiple of it), else when v + k stays in [0, 2^32) for every v
  * the facts allow; NULL when it does not apply. */
 static const ag_expr *fold_stage(ag__ck *c, const ag_expr *a, int64_t m) {
-  int64_t k = 0;
+  int64_t k = 0, d = 1;
+  /* ((v + k) / d) % m, the phase parity (i / K) % 2 of a K-stage ring, with
+   * d*m | P: v + k = P*q + r0 + k and d | P give (r0 + k) / d mod m, when
+   * v + k cannot wrap (unsigned division) */
+  if (a->op == AG_X_DIV && ag_expr_is_const(a->b, &d) && d > 1 && d <= (1 << 16)) {
+    a = a->a;
+    m *= d;
+  } else
+    d = 1;
   if (a->op == AG_X_ADD && ag_expr_is_const(a->b, &k))
     a = a->a;
   if (a->op != AG_X_SYM || k < -((int64_t)1 << 40) || k > ((int64_t)1 << 40))
@@ -55,9 +63,15 @@ static const ag_expr *fold_stage(ag__ck *c, const ag_expr *a, int64_t m) {
     it = it->up;
   if (!it || !it->P || it->P % m != 0)
     return NULL;
-  if ((m & (m - 1)) != 0 && (it->vmin + k < 0 || ((int64_t)1 << 31) - 1 + k >= ((int64_t)1 << 32)))
+  if ((d > 1 || (m & (m - 1)) != 0) &&
+      (it->vmin + k < 0 || ((int64_t)1 << 31) - 1 + k >= ((int64_t)1 << 32)))
     return NULL;
   int64_t r = it->r0 + k;
+  if (d > 1) {
+    int64_t md = m / d;
+    r = fdiv(r, d);
+    return ag__xc(c, r - fdiv(r, md) * md);
+  }
   return ag__xc(c, r - fdiv(r, m) * m);
 }
 

@@ -68,6 +68,35 @@ static const ag__intrin table[] = {
      .semantics = "waits until at most N committed groups are pending"},
     {.name = "syncthreads", .kind = IK_SYNC, .ptx = "bar.sync 0",
      .semantics = "block-wide barrier: shared-memory writes before it are visible after it"},
+    /* mbarriers (PTX ISA, "Parallel Synchronization and Communication
+     * Instructions: mbarrier"): a u64 in shared memory; a phase completes
+     * when its pending arrival count and its transaction count are both 0 */
+    {.name = "mbar_init", .kind = IK_MBAR_INIT, .ptx = "mbarrier.init.shared::cta.b64",
+     .nops = 2, .opnames = {"bar", "count"},
+     .semantics = "initializes the mbarrier (a u64 shared element): phase 0, `count` "
+                  "arrivals expected per phase"},
+    {.name = "fence_mbar_init", .kind = IK_MBAR_FENCE,
+     .ptx = "fence.mbarrier_init.release.cluster",
+     .semantics = "makes the mbar_init before it visible to bulk copies (the async proxy); "
+                  "a syncthreads() after it makes them visible to the other threads"},
+    {.name = "mbar_arrive", .kind = IK_MBAR_ARRIVE,
+     .ptx = "mbarrier.arrive.shared::cta.b64", .nops = 1, .opnames = {"bar"},
+     .semantics = "one arrival per calling thread on the current phase"},
+    {.name = "mbar_expect_tx", .kind = IK_MBAR_ARRIVE, .tx = 1,
+     .ptx = "mbarrier.arrive.expect_tx.shared::cta.b64", .nops = 2,
+     .opnames = {"bar", "bytes"},
+     .semantics = "the current phase expects `bytes` more transaction bytes, then one "
+                  "arrival per calling thread"},
+    {.name = "mbar_wait", .kind = IK_MBAR_WAIT,
+     .ptx = "mbarrier.try_wait.parity.shared::cta.b64", .nops = 2, .opnames = {"bar", "parity"},
+     .semantics = "waits until the phase of parity `parity` has completed (a try_wait.parity "
+                  "loop); bulk copies that completed it are settled for the calling thread"},
+    {.name = "bulk_copy", .kind = IK_BULK_COPY,
+     .ptx = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes", .nops = 4,
+     .opnames = {"dst", "src", "bytes", "bar"}, .align = 16,
+     .semantics = "copies `bytes` (a multiple of 16) from a global element on into shared "
+                  "memory, both 16-byte aligned; the bytes complete transactions of the "
+                  "mbarrier's current phase and are settled once a wait on that phase returns"},
 };
 
 const ag__intrin *ag__intrin_lookup(const char *name) {

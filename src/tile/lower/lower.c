@@ -1350,6 +1350,53 @@ static void do_cp_async(lw *L, const ag_tile_node *n, const ag__intrin *in) {
        ag__dt_ctype(s->t->dt), s->t->buf, gl_offset(L, s->t));
 }
 
+/* The mbarrier operand of an mbar_* or bulk_copy call: its address as C. */
+static const char *mbar_addr(lw *L, const ag_tile_node *n, const char *name) {
+  value *b = ev(L, n);
+  if (b->k != V_ELEM || b->t->sp != SP_S || b->t->dt != DT_U64)
+    fail(L, n, "the mbarrier of %s is a u64 element of a shared tile", name);
+  return fmt(L, "%s + (%s)", b->t->buf, xtext(L, b->x));
+}
+
+static void do_mbar(lw *L, const ag_tile_node *n, const ag__intrin *in) {
+  if (n->list.n != in->nops)
+    fail(L, n, "%s takes %d argument%s", in->name, in->nops, in->nops == 1 ? "" : "s");
+  switch (in->kind) {
+  case IK_MBAR_INIT:
+    emit(L, n, "ag_mbar_init(%s, %lldu);", mbar_addr(L, n->list.v[0], in->name),
+         (long long)as_const(L, n->list.v[1], ev(L, n->list.v[1]), "the arrival count"));
+    break;
+  case IK_MBAR_FENCE: emit(L, n, "ag_mbar_fence_init();"); break;
+  case IK_MBAR_ARRIVE:
+    if (in->tx)
+      emit(L, n, "ag_mbar_expect_tx(%s, %lldu);", mbar_addr(L, n->list.v[0], in->name),
+           (long long)as_const(L, n->list.v[1], ev(L, n->list.v[1]), "the transaction bytes"));
+    else
+      emit(L, n, "ag_mbar_arrive(%s);", mbar_addr(L, n->list.v[0], in->name));
+    break;
+  case IK_MBAR_WAIT: {
+    const char *bar = mbar_addr(L, n->list.v[0], in->name);
+    emit(L, n, "ag_mbar_wait(%s, %s);", bar, xtext(L, as_int(L, n->list.v[1], ev(L, n->list.v[1]), "the phase parity")));
+    break;
+  }
+  default: { /* IK_BULK_COPY */
+    value *d = ev(L, n->list.v[0]), *s = ev(L, n->list.v[1]);
+    if (d->k != V_ELEM || d->t->sp != SP_S)
+      fail(L, n->list.v[0], "the destination of bulk_copy is a shared tile element");
+    if (s->k != V_ELEM || s->t->sp != SP_G)
+      fail(L, n->list.v[1], "the source of bulk_copy is a global tensor element");
+    int64_t bytes = as_const(L, n->list.v[2], ev(L, n->list.v[2]), "the byte count");
+    if (bytes <= 0 || bytes % in->align)
+      fail(L, n->list.v[2], "bulk_copy moves a positive multiple of %d bytes, not %lld", in->align,
+           (long long)bytes);
+    const char *bar = mbar_addr(L, n->list.v[3], in->name);
+    emit(L, n, "ag_bulk_copy(%s + (%s), &AG_GL(%s, %s, %s), %lldu, %s);", d->t->buf,
+         xtext(L, d->x), ag__dt_ctype(s->t->dt), s->t->buf, gl_offset(L, s->t),
+         (long long)bytes, bar);
+  }
+  }
+}
+
 static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   switch (in->kind) {
   case IK_MMA: do_mma(L, n); break;
@@ -1366,6 +1413,11 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
     break;
   }
   case IK_SYNC: emit(L, n, "__syncthreads();"); break;
+  case IK_MBAR_INIT:
+  case IK_MBAR_FENCE:
+  case IK_MBAR_ARRIVE:
+  case IK_MBAR_WAIT:
+  case IK_BULK_COPY: do_mbar(L, n, in); break;
   default: fail(L, n, "the lowering has no handler for intrinsic '%s'", in->name);
   }
   return newv(L, V_NONE);
@@ -2511,6 +2563,25 @@ static const char prelude[] =
     "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(ag_saddr(dst)), \"l\"(src) : \"memory\");\n"
     "  else\n"
     "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], %2;\" :: \"r\"(ag_saddr(dst)), \"l\"(src), \"n\"(N) : \"memory\");\n"
+    "}\n"
+    /* mbarriers and the 1-D bulk copy (PTX ISA 8.0, sm_90) */
+    "static __device__ __forceinline__ void ag_mbar_init(void *bar, unsigned count) {\n"
+    "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(ag_saddr(bar)), \"r\"(count) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_mbar_fence_init(void) {\n"
+    "  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_mbar_arrive(void *bar) {\n"
+    "  asm volatile(\"{\\n .reg .b64 st;\\n mbarrier.arrive.shared::cta.b64 st, [%0];\\n}\" :: \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_mbar_expect_tx(void *bar, unsigned bytes) {\n"
+    "  asm volatile(\"{\\n .reg .b64 st;\\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\\n}\" :: \"r\"(ag_saddr(bar)), \"r\"(bytes) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_mbar_wait(void *bar, unsigned parity) {\n"
+    "  asm volatile(\"{\\n .reg .pred p;\\n AG_WAIT:\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n @!p bra AG_WAIT;\\n}\" :: \"r\"(ag_saddr(bar)), \"r\"(parity) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_bulk_copy(void *dst, const void *src, unsigned bytes, void *bar) {\n"
+    "  asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\" :: \"r\"(ag_saddr(dst)), \"l\"(src), \"r\"(bytes), \"r\"(ag_saddr(bar)) : \"memory\");\n"
     "}\n";
 
 /* One kernel; 0, or 1 after an error (diagnosed). */

@@ -900,8 +900,29 @@ static rv *call(ip *c, const ag_tile_node *n) {
     }
     case IK_MMA: mma(c, n); break;
     case IK_LDMATRIX: ldmatrix(c, n, in->num, in->trans); break;
+    case IK_BULK_COPY: {
+      /* every thread of the mask copies its bytes at once, as a cp.async */
+      rv *d = eval(c, argn(c, n, 0)), *s = eval(c, argn(c, n, 1));
+      rv *nb = eval(c, argn(c, n, 2));
+      if (d->k != K_ELEM || s->k != K_ELEM || d->t->sp != SP_S || s->t->sp != SP_G)
+        fail(c, n, "%s copies from a global element on into shared memory", in->name);
+      int64_t bytes = as_const(c, argn(c, n, 2), nb);
+      for (int th = 0; th < c->T; th++) {
+        if (!c->mask[th])
+          continue;
+        int64_t db, sb;
+        unsigned char *dp = buf_of(c, d->t, th, &db), *sp = buf_of(c, s->t, th, &sb);
+        if (bytes <= 0 || d->addr[th] < 0 || d->addr[th] + bytes > db || s->addr[th] < 0 ||
+            s->addr[th] + bytes > sb)
+          fail(c, n, "%s of %lld bytes outside its buffers (thread %d)", in->name,
+               (long long)bytes, th);
+        memcpy(dp + d->addr[th], sp + s->addr[th], (size_t)bytes);
+      }
+      break;
+    }
     case IK_SYNC: case IK_CP_COMMIT: case IK_CP_WAIT:
-      break; /* lockstep: nothing to wait for */
+    case IK_MBAR_INIT: case IK_MBAR_FENCE: case IK_MBAR_ARRIVE: case IK_MBAR_WAIT:
+      break; /* lockstep: nothing to wait for (a checked program waits where it must) */
     default: fail(c, f, "the value interpreter has no handler for intrinsic '%s'", in->name);
     }
     return newv(c, K_NONE);
