@@ -79,6 +79,13 @@ void ag_tile_bound_release(ag_tile_bound *b);
  * k->params, or -1 when k is not GEMM-shaped. */
 int ag_tile_run_gemm_shape(const ag_tile_lkernel *k, int *ia, int *ib, int *ic);
 
+/* Fills a tensor of dtype dt (bytes long) with the seeded values argus run
+ * gives every tensor (docs/run.md, "Inputs"): floats uniform in [-amp, amp)
+ * rounded to the type, integer bytes in 0..15, from the splitmix64 state
+ * *seed, which advances (the tensors of a launch are filled in parameter
+ * order from one state that starts at the seed). */
+void ag_tile_run_fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, double amp);
+
 typedef enum ag_tile_ref { AG_TILE_REF_NONE, AG_TILE_REF_AUTO, AG_TILE_REF_CPU,
                            AG_TILE_REF_CUBLAS, AG_TILE_REF_INTERP } ag_tile_ref;
 
