@@ -139,6 +139,8 @@ typedef struct ag_tile_exec_result {
   void **tensors;                /* keep_tensors: [k->nparams] host copies (NULL for sizes),
                                     owned: ag_tile_exec_result_release */
   int ntensors;
+  double tol_atol, tol_rtol;     /* in, for ag_tile_run_compare: both > 0 replace the
+                                    dtype's tolerance (argus optimize's task files) */
 } ag_tile_exec_result;
 
 /* Frees what r owns (the kept tensors). */
@@ -149,7 +151,8 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol);
 
 /* Compares every tensor of b (host buffers in parameter order, NULL for
  * sizes) of got with want, element by element in its dtype within
- * ag_tile_run_tolerance: sets r->nelems, nbad, max_err, and for the first
+ * ag_tile_run_tolerance (or r->tol_atol, r->tol_rtol when both are set;
+ * a tensor NULL in got or want is skipped): sets r->nelems, nbad, max_err, and for the first
  * wrong element its tensor (compared_param), coordinates (first_bad,
  * bad_rank), got, want and the tolerance. */
 void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *want,

@@ -561,6 +561,10 @@ void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *
     uint64_t n = b->bytes[i] / (uint64_t)(wide ? 8 : w);
     double atol, rtol;
     ag_tile_run_tolerance(prm->dtype, &atol, &rtol);
+    if (r->tol_atol > 0 && r->tol_rtol > 0) { /* the caller's (argus optimize's task) */
+      atol = r->tol_atol;
+      rtol = r->tol_rtol;
+    }
     for (uint64_t e = 0; e < n; e++) {
       double g = ag__tile_elem_value(dt, got[i], e), v = ag__tile_elem_value(dt, want[i], e);
       double err = fabs(g - v);
