@@ -339,6 +339,7 @@ TEST(test_validator) {
   CHECK(tm != NULL);
   CHECK_EQ_STR(json_string_value(json_object_get(tm, "status")), "not run");
   CHECK_EQ_STR(json_string_value(json_object_get(step_of(&v, "correctness"), "runner")), "interp");
+  CHECK_EQ_INT(json_array_size(json_object_get(step_of(&v, "correctness"), "seeds")), 2); /* every seed ran */
   CHECK(json_object_get(tm, "median_ms") == NULL);
   ag_opt_verdict_release(&v);
 
