@@ -14,6 +14,7 @@
  * A few dozen entries, loaded once per run.
  */
 #include "argus/agent.h"
+#include "agent_int.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -75,11 +76,6 @@ int ag_tile_src_const(const char *src, const char *name, int64_t *val) {
 
 /* ----------------------------------------------------------- validation */
 
-#define KERR(...)                                                                              \
-  do {                                                                                         \
-    ag_json_diag(d, text, file, __VA_ARGS__);                                                 \
-    rc = AG_EPARSE;                                                                            \
-  } while (0)
 
 static const char *const cmp_ops[] = {"lt", "le", "gt", "ge", "eq", "ne", NULL};
 
@@ -91,7 +87,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
   const char *key;
   json_t *v;
   if (!json_is_object(j)) {
-    KERR(NULL, 0, 0, "a knowledge-base entry is a JSON object (docs/optimize.md)");
+    AG__JSON_ERR(NULL, 0, 0, "a knowledge-base entry is a JSON object (docs/optimize.md)");
     return rc;
   }
   json_object_foreach(j, key, v) {
@@ -100,23 +96,23 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
       ok |= !strcmp(key, known[i]);
     if (!ok) {
       const char *kp[] = {key};
-      KERR(kp, 1, 0, "unknown key '%s' in a knowledge-base entry", key);
+      AG__JSON_ERR(kp, 1, 0, "unknown key '%s' in a knowledge-base entry", key);
     }
   }
   const char *kid[] = {"id"};
   v = json_object_get(j, "id");
   if (!json_is_string(v) || strcmp(json_string_value(v), stem))
-    KERR(kid, 1, 1, "'id' must be a string equal to the file's name ('%s')", stem);
+    AG__JSON_ERR(kid, 1, 1, "'id' must be a string equal to the file's name ('%s')", stem);
   const char *kt[] = {"title"};
   if (!json_is_string(json_object_get(j, "title")))
-    KERR(kt, 1, 1, "'title' must be a string");
+    AG__JSON_ERR(kt, 1, 1, "'title' must be a string");
   const char *kpr[] = {"prior"};
   v = json_object_get(j, "prior");
   if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100)
-    KERR(kpr, 1, 1, "'prior' must be an integer in 0..100 (the rank without evidence)");
+    AG__JSON_ERR(kpr, 1, 1, "'prior' must be an integer in 0..100 (the rank without evidence)");
   const char *ktg[] = {"targets"};
   if (!json_is_string(json_object_get(j, "targets")))
-    KERR(ktg, 1, 1, "'targets' must be a string: the region whose share of time ranks the "
+    AG__JSON_ERR(ktg, 1, 1, "'targets' must be a string: the region whose share of time ranks the "
                     "entry (\"mainloop\")");
   /* precondition */
   json_t *pre = json_object_get(j, "precondition");
@@ -124,7 +120,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
   json_t *prog = json_is_object(pre) ? json_object_get(pre, "program") : NULL;
   json_t *ev = json_is_object(pre) ? json_object_get(pre, "evidence") : NULL;
   if (!json_is_object(pre) || !json_is_array(prog) || (ev && !json_is_array(ev)))
-    KERR(kp, 1, 1, "'precondition' must be {\"program\": [...], \"evidence\": [...]}");
+    AG__JSON_ERR(kp, 1, 1, "'precondition' must be {\"program\": [...], \"evidence\": [...]}");
   else {
     size_t i;
     json_t *c;
@@ -143,7 +139,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
       if (json_object_size(c) == 1 && (json_is_string(json_object_get(c, "contains")) ||
                                        json_is_string(json_object_get(c, "not_contains"))))
         continue;
-      KERR(kpp, 2, 1, "program precondition %zu must be {\"const\": NAME, OP: integer} (OP "
+      AG__JSON_ERR(kpp, 2, 1, "program precondition %zu must be {\"const\": NAME, OP: integer} (OP "
                       "lt le gt ge eq ne), {\"contains\": TEXT} or {\"not_contains\": TEXT}",
            i + 1);
     }
@@ -153,7 +149,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
       if (!json_is_string(json_object_get(c, "region")) || !json_is_string(json_object_get(c, "signal")) ||
           !json_is_number(s) || json_number_value(s) < 0 || json_number_value(s) > 1 ||
           json_object_size(c) != 3)
-        KERR(kpe, 2, 1, "evidence precondition %zu must be {\"region\": R, \"signal\": S, "
+        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu must be {\"region\": R, \"signal\": S, "
                         "\"share_gt\": 0..1}", i + 1);
     }
   }
@@ -162,7 +158,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
   const char *ke[] = {"edit"};
   const char *kind = json_string_value(json_object_get(e, "kind"));
   if (!json_is_object(e) || !kind)
-    KERR(ke, 1, 1, "'edit' must be an object with a 'kind' (set_const or rewrite)");
+    AG__JSON_ERR(ke, 1, 1, "'edit' must be an object with a 'kind' (set_const or rewrite)");
   else if (!strcmp(kind, "set_const")) {
     json_t *vals = json_object_get(e, "values");
     int good = json_is_string(json_object_get(e, "name")) && json_is_array(vals) &&
@@ -171,7 +167,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     json_t *x;
     json_array_foreach(vals, i, x) good &= json_is_integer(x) && json_integer_value(x) > 0;
     if (!good || json_object_size(e) != 3)
-      KERR(ke, 1, 1, "a set_const edit is {\"kind\": \"set_const\", \"name\": NAME, "
+      AG__JSON_ERR(ke, 1, 1, "a set_const edit is {\"kind\": \"set_const\", \"name\": NAME, "
                      "\"values\": [positive integers]}");
   } else if (!strcmp(kind, "rewrite")) {
     json_t *f = json_object_get(e, "from"), *t = json_object_get(e, "to");
@@ -180,11 +176,11 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     if (!json_is_string(f) || !json_string_length(f) || !json_is_string(t) ||
         (lc && !json_is_string(lc)) || (un && !json_is_string(un)) ||
         json_object_size(e) != want || !strcmp(json_string_value(f), json_string_value(t)))
-      KERR(ke, 1, 1, "a rewrite edit is {\"kind\": \"rewrite\", \"from\": TEXT, \"to\": "
+      AG__JSON_ERR(ke, 1, 1, "a rewrite edit is {\"kind\": \"rewrite\", \"from\": TEXT, \"to\": "
                      "OTHER TEXT[, \"line_contains\": TEXT][, \"unless\": TEXT]}");
   } else {
     const char *kk[] = {"edit", "kind"};
-    KERR(kk, 2, 1, "unknown edit kind '%s' (set_const, rewrite)", kind);
+    AG__JSON_ERR(kk, 2, 1, "unknown edit kind '%s' (set_const, rewrite)", kind);
   }
   /* invariants */
   json_t *inv = json_object_get(j, "invariants");
@@ -197,14 +193,14 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     good &= s && (!strcmp(s, "assertions") || !strcmp(s, "bounds") || !strcmp(s, "races"));
   }
   if (!good)
-    KERR(ki, 1, 1, "'invariants' must be a non-empty array of \"assertions\" (every tag "
+    AG__JSON_ERR(ki, 1, 1, "'invariants' must be a non-empty array of \"assertions\" (every tag "
                    "assertion still proved, none removed), \"bounds\", \"races\"");
   /* example */
   json_t *ex = json_object_get(j, "example");
   const char *kx[] = {"example"};
   if (!json_is_object(ex) || !json_is_string(json_object_get(ex, "program")) ||
       !json_is_string(json_object_get(ex, "sizes")) || json_object_size(ex) != 2)
-    KERR(kx, 1, 1, "'example' must be {\"program\": FILE.tile (relative to the repository), "
+    AG__JSON_ERR(kx, 1, 1, "'example' must be {\"program\": FILE.tile (relative to the repository), "
                    "\"sizes\": \"M=64,...\"}: the test applies the entry to it");
   return rc;
 }

@@ -6,6 +6,7 @@
  * per run.
  */
 #include "argus/agent.h"
+#include "agent_int.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -32,29 +33,25 @@ static int name_ok(const char *s) {
   return 1;
 }
 
-#define ERR(...)                                                                               \
-  do {                                                                                         \
-    ag_json_diag(d, text, path, __VA_ARGS__);                                                 \
-    rc = AG_EPARSE;                                                                            \
-  } while (0)
 
-static int file_field(ag_diags *d, const char *text, const char *path, const char *dir,
+static int file_field(ag_diags *d, const char *text, const char *file, const char *dir,
                       const char *const *kp, int n, const json_t *v, char **out) {
   int rc = 0;
   const char *why;
   if (!json_is_string(v) || !json_string_length(v)) {
-    ERR(kp, n, 1, "'%s' must be a non-empty string: the path of a .tile file", kp[n - 1]);
+    AG__JSON_ERR(kp, n, 1, "'%s' must be a non-empty string: the path of a .tile file", kp[n - 1]);
     return rc;
   }
   if (!(*out = resolve(dir, json_string_value(v))))
     return AG_ENOMEM;
   if (ag_file_problem(*out, &why))
-    ERR(kp, n, 1, "cannot read '%s' (%s): %s; paths are relative to the task file", kp[n - 1],
+    AG__JSON_ERR(kp, n, 1, "cannot read '%s' (%s): %s; paths are relative to the task file", kp[n - 1],
         *out, why);
   return rc;
 }
 
 int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
+  const char *file = path;
   *out = NULL;
   char *text = NULL, *dir = NULL;
   size_t len = 0;
@@ -95,7 +92,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
       ok |= !strcmp(key, known[i]);
     if (!ok) {
       const char *kp[] = {key};
-      ERR(kp, 1, 0, "unknown key '%s' (a task has name, program, sizes, reference, seeds, "
+      AG__JSON_ERR(kp, 1, 0, "unknown key '%s' (a task has name, program, sizes, reference, seeds, "
                     "objective)", key);
     }
   }
@@ -104,9 +101,9 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
     const char *kp[] = {"name"};
     v = json_object_get(j, "name");
     if (!v)
-      ERR(NULL, 0, 0, "the task has no 'name' (it names the refs optimize/<name>/...)");
+      AG__JSON_ERR(NULL, 0, 0, "the task has no 'name' (it names the refs optimize/<name>/...)");
     else if (!json_is_string(v) || !name_ok(json_string_value(v)))
-      ERR(kp, 1, 1, "'name' must be 1-64 of A-Z a-z 0-9 . _ - (not starting with - or .)");
+      AG__JSON_ERR(kp, 1, 1, "'name' must be 1-64 of A-Z a-z 0-9 . _ - (not starting with - or .)");
     else if (!(t->name = ag_strdup(json_string_value(v)))) {
       rc = AG_ENOMEM;
       goto out;
@@ -117,7 +114,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
     const char *kp[] = {"program"};
     v = json_object_get(j, "program");
     if (!v)
-      ERR(NULL, 0, 0, "the task has no 'program' (the starting .tile file)");
+      AG__JSON_ERR(NULL, 0, 0, "the task has no 'program' (the starting .tile file)");
     else {
       int r = file_field(d, text, path, dir, kp, 1, v, &t->program);
       if (r == AG_ENOMEM) {
@@ -132,16 +129,16 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
     const char *kp[] = {"sizes"};
     v = json_object_get(j, "sizes");
     if (!v)
-      ERR(NULL, 0, 0, "the task has no 'sizes' (an object NAME: value, e.g. {\"M\": 64})");
+      AG__JSON_ERR(NULL, 0, 0, "the task has no 'sizes' (an object NAME: value, e.g. {\"M\": 64})");
     else if (!json_is_object(v) || !json_object_size(v))
-      ERR(kp, 1, 1, "'sizes' must be a non-empty object of NAME: positive integer");
+      AG__JSON_ERR(kp, 1, 1, "'sizes' must be a non-empty object of NAME: positive integer");
     else {
       json_t *sv;
       json_object_foreach(v, key, sv) {
         const char *kp2[] = {"sizes", key};
         json_int_t x = json_is_integer(sv) ? json_integer_value(sv) : 0;
         if (!json_is_integer(sv) || x <= 0 || x >= ((json_int_t)1 << 32))
-          ERR(kp2, 2, 1, "size '%s' must be a positive integer below 2^32", key);
+          AG__JSON_ERR(kp2, 2, 1, "size '%s' must be a positive integer below 2^32", key);
         else
           ag_str_printf(&sizes, "%s%s=%lld", sizes.len ? "," : "", key, (long long)x);
       }
@@ -161,10 +158,10 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
     v = json_object_get(j, "reference");
     json_t *outs = v ? json_object_get(v, "outputs") : NULL;
     if (!v)
-      ERR(NULL, 0, 0, "the task has no 'reference' (an object with 'outputs': the tensors "
+      AG__JSON_ERR(NULL, 0, 0, "the task has no 'reference' (an object with 'outputs': the tensors "
                       "the program computes)");
     else if (!json_is_object(v))
-      ERR(kp, 1, 1, "'reference' must be an object {\"program\", \"outputs\", \"atol\", "
+      AG__JSON_ERR(kp, 1, 1, "'reference' must be an object {\"program\", \"outputs\", \"atol\", "
                     "\"rtol\"}");
     if (v && json_is_object(v)) {
       json_t *rv;
@@ -179,22 +176,22 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
           rc = r ? r : rc;
         } else if (!strcmp(key, "atol") || !strcmp(key, "rtol")) {
           if (!json_is_number(rv) || json_number_value(rv) <= 0)
-            ERR(kp2, 2, 1, "'%s' must be a positive number (leave it out for the dtype's "
+            AG__JSON_ERR(kp2, 2, 1, "'%s' must be a positive number (leave it out for the dtype's "
                            "tolerance, docs/run.md)", key);
           else if (key[0] == 'a')
             t->atol = json_number_value(rv);
           else
             t->rtol = json_number_value(rv);
         } else if (strcmp(key, "outputs")) {
-          ERR(kp2, 2, 0, "unknown key '%s' in 'reference' (program, outputs, atol, rtol)", key);
+          AG__JSON_ERR(kp2, 2, 0, "unknown key '%s' in 'reference' (program, outputs, atol, rtol)", key);
         }
       }
       const char *kp2[] = {"reference", "outputs"};
       if (!outs)
-        ERR(kp, 1, 0, "'reference' has no 'outputs' (the tensors the program computes, e.g. "
+        AG__JSON_ERR(kp, 1, 0, "'reference' has no 'outputs' (the tensors the program computes, e.g. "
                       "[\"C\"])");
       else if (!json_is_array(outs) || !json_array_size(outs))
-        ERR(kp2, 2, 1, "'outputs' must be a non-empty array of tensor names");
+        AG__JSON_ERR(kp2, 2, 1, "'outputs' must be a non-empty array of tensor names");
       else {
         t->outputs = ag_calloc(json_array_size(outs), sizeof *t->outputs);
         if (!t->outputs) {
@@ -205,7 +202,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
         json_t *o;
         json_array_foreach(outs, i, o) {
           if (!json_is_string(o) || !json_string_length(o)) {
-            ERR(kp2, 2, 1, "'outputs' must be an array of tensor names (strings)");
+            AG__JSON_ERR(kp2, 2, 1, "'outputs' must be an array of tensor names (strings)");
             break;
           }
           if (!(t->outputs[t->noutputs++] = ag_strdup(json_string_value(o)))) {
@@ -215,7 +212,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
         }
       }
       if ((t->atol > 0) != (t->rtol > 0))
-        ERR(kp, 1, 0, "give both 'atol' and 'rtol' or neither");
+        AG__JSON_ERR(kp, 1, 0, "give both 'atol' and 'rtol' or neither");
     }
   }
   /* seeds */
@@ -232,7 +229,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
       memcpy(t->seeds, dflt, sizeof dflt);
       t->nseeds = 3;
     } else if (!json_is_array(v) || !json_array_size(v) || json_array_size(v) > 64) {
-      ERR(kp, 1, 1, "'seeds' must be an array of 1 to 64 positive integers");
+      AG__JSON_ERR(kp, 1, 1, "'seeds' must be an array of 1 to 64 positive integers");
     } else {
       t->seeds = ag_calloc(json_array_size(v), sizeof *t->seeds);
       if (!t->seeds) {
@@ -243,7 +240,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
       json_t *s;
       json_array_foreach(v, i, s) {
         if (!json_is_integer(s) || json_integer_value(s) <= 0) {
-          ERR(kp, 1, 1, "'seeds' must be an array of 1 to 64 positive integers");
+          AG__JSON_ERR(kp, 1, 1, "'seeds' must be an array of 1 to 64 positive integers");
           break;
         }
         t->seeds[t->nseeds++] = (uint64_t)json_integer_value(s);
@@ -258,24 +255,24 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
     json_t *m = json_is_object(v) ? json_object_get(v, "metric") : NULL;
     json_t *s = json_is_object(v) ? json_object_get(v, "samples") : NULL;
     if (!json_is_object(v))
-      ERR(kp, 1, 1, "'objective' must be an object {\"metric\": \"time\", \"samples\": N}");
+      AG__JSON_ERR(kp, 1, 1, "'objective' must be an object {\"metric\": \"time\", \"samples\": N}");
     else {
       json_t *ov;
       json_object_foreach(v, key, ov) {
         if (strcmp(key, "metric") && strcmp(key, "samples")) {
           const char *kp2[] = {"objective", key};
-          ERR(kp2, 2, 0, "unknown key '%s' in 'objective' (metric, samples)", key);
+          AG__JSON_ERR(kp2, 2, 0, "unknown key '%s' in 'objective' (metric, samples)", key);
         }
       }
       if (m && (!json_is_string(m) || strcmp(json_string_value(m), "time"))) {
         const char *kp2[] = {"objective", "metric"};
-        ERR(kp2, 2, 1, "'metric' must be \"time\" (the kernel's median time at the task's "
+        AG__JSON_ERR(kp2, 2, 1, "'metric' must be \"time\" (the kernel's median time at the task's "
                        "sizes; the only objective so far)");
       }
       if (s) {
         const char *kp2[] = {"objective", "samples"};
         if (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > 10000)
-          ERR(kp2, 2, 1, "'samples' must be an integer in 1..10000");
+          AG__JSON_ERR(kp2, 2, 1, "'samples' must be an integer in 1..10000");
         else
           t->samples = (int)json_integer_value(s);
       }
