@@ -88,11 +88,15 @@ static int validate_version(run *R, int n, int64_t id, int64_t parent, const cha
   json_t *seeds = json_array();
   for (int i = 0; i < t->nseeds; i++)
     json_array_append_new(seeds, json_integer((json_int_t)t->seeds[i]));
-  json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:s, s:i}", "argus_optimize",
+  json_t *outs = json_array();
+  for (int i = 0; i < t->noutputs; i++)
+    json_array_append_new(outs, json_string(t->outputs[i]));
+  /* everything the verdict depends on besides the two inputs */
+  json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:f, s:f, s:s, s:s}", "argus_optimize",
                           "validate", "task", t->name, "version", vname, "sizes", t->sizes,
-                          "seeds", seeds, "outputs_first", t->outputs[0], "device",
-                          R->o->device == AG_OPT_DEVICE_CPU ? "cpu" : "auto", "kb_invariants",
-                          kb != NULL);
+                          "seeds", seeds, "outputs", outs, "atol", t->atol, "rtol", t->rtol,
+                          "device", R->o->device == AG_OPT_DEVICE_CPU ? "cpu" : "auto",
+                          "invariants", kb ? kb->id : "");
   const char *inputs[] = {shash, rhash};
   ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, inputs, 2, "argus optimize", 0, NULL};
   ag_store_claim cl;
