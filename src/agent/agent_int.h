@@ -9,10 +9,20 @@
 
 #include "argus/core.h"
 
+#include <string.h>
+
 #define AG__JSON_ERR(...)                                                                      \
   do {                                                                                         \
     ag_json_diag(d, text, file, __VA_ARGS__);                                                 \
     rc = AG_EPARSE;                                                                            \
   } while (0)
+
+/* 1 when key is one of known (NULL-terminated). */
+static inline int ag__key_known(const char *key, const char *const *known) {
+  for (int i = 0; known[i]; i++)
+    if (!strcmp(key, known[i]))
+      return 1;
+  return 0;
+}
 
 #endif

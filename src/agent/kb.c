@@ -91,10 +91,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     return rc;
   }
   json_object_foreach(j, key, v) {
-    int ok = 0;
-    for (int i = 0; known[i]; i++)
-      ok |= !strcmp(key, known[i]);
-    if (!ok) {
+    if (!ag__key_known(key, known)) {
       const char *kp[] = {key};
       AG__JSON_ERR(kp, 1, 0, "unknown key '%s' in a knowledge-base entry", key);
     }

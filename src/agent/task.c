@@ -87,10 +87,7 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
   const char *key;
   json_t *v;
   json_object_foreach(j, key, v) {
-    int ok = 0;
-    for (int i = 0; known[i]; i++)
-      ok |= !strcmp(key, known[i]);
-    if (!ok) {
+    if (!ag__key_known(key, known)) {
       const char *kp[] = {key};
       AG__JSON_ERR(kp, 1, 0, "unknown key '%s' (a task has name, program, sizes, reference, seeds, "
                     "objective)", key);
