@@ -263,6 +263,17 @@ int ag_json_load_str(const char *text, const char *name, ag_diags *diags,
  * at its line and column, and AG_EPARSE. *out is a new reference. */
 int ag_json_load_doc(const char *name, const void *data, size_t len, const char *what,
                      ag_diags *diags, json_t **out);
+/* Positions in JSON text, which jansson does not keep: finds the key
+ * path[n-1] inside the objects path[0..n-2] of text (want_value: the
+ * position of its value instead of the key) and sets *line and *col
+ * (1-based). 0 if found, -1 if not. */
+int ag_json_locate(const char *text, const char *const *path, int n, int want_value, int *line,
+                   int *col);
+/* Adds an error diagnostic at the key (or value) path[0..n-1] of text
+ * (ag_json_locate; n 0 or not found: no position), echoing its line. */
+void ag_json_diag(ag_diags *d, const char *text, const char *file, const char *const *path,
+                  int n, int want_value, const char *fmt, ...) AG_PRINTF(7, 8);
+
 /* Canonical form: sorted keys, compact, no trailing newline. Owned. */
 char *ag_json_canonical(const json_t *j);
 
@@ -298,11 +309,12 @@ typedef struct ag_proc_opts {
   const char *const *envp;    /* NULL: inherit */
   const char *const *env_add; /* "K=V" entries added to the environment */
   const char *cwd;            /* NULL: inherit. Relative paths in these options
-                                 (argv[0], stdout_path, stderr_path) are the
+                                 (argv[0], stdout_path, stderr_path, stdin_path) are the
                                  caller's, not cwd's: they are made absolute
                                  before the child changes directory */
   const char *stdout_path;    /* NULL: inherit; file is created/truncated */
   const char *stderr_path;    /* NULL: inherit; may equal stdout_path */
+  const char *stdin_path;     /* NULL: /dev/null; else the file read as standard input */
   ag_str *capture_out;        /* if set, stdout is captured here (and stdout_path ignored) */
   ag_str *capture_err;        /* if set, stderr is captured here */
   double timeout_s;           /* <= 0: none. On expiry the process group is killed */

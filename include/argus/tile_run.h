@@ -79,6 +79,13 @@ void ag_tile_bound_release(ag_tile_bound *b);
  * k->params, or -1 when k is not GEMM-shaped. */
 int ag_tile_run_gemm_shape(const ag_tile_lkernel *k, int *ia, int *ib, int *ic);
 
+/* Fills a tensor of dtype dt (bytes long) with the seeded values argus run
+ * gives every tensor (docs/run.md, "Inputs"): floats uniform in [-amp, amp)
+ * rounded to the type, integer bytes in 0..15, from the splitmix64 state
+ * *seed, which advances (the tensors of a launch are filled in parameter
+ * order from one state that starts at the seed). */
+void ag_tile_run_fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, double amp);
+
 typedef enum ag_tile_ref { AG_TILE_REF_NONE, AG_TILE_REF_AUTO, AG_TILE_REF_CPU,
                            AG_TILE_REF_CUBLAS, AG_TILE_REF_INTERP } ag_tile_ref;
 
@@ -132,6 +139,8 @@ typedef struct ag_tile_exec_result {
   void **tensors;                /* keep_tensors: [k->nparams] host copies (NULL for sizes),
                                     owned: ag_tile_exec_result_release */
   int ntensors;
+  double tol_atol, tol_rtol;     /* in, for ag_tile_run_compare: both > 0 replace the
+                                    dtype's tolerance (argus optimize's task files) */
 } ag_tile_exec_result;
 
 /* Frees what r owns (the kept tensors). */
@@ -142,7 +151,8 @@ void ag_tile_run_tolerance(const char *dtype, double *atol, double *rtol);
 
 /* Compares every tensor of b (host buffers in parameter order, NULL for
  * sizes) of got with want, element by element in its dtype within
- * ag_tile_run_tolerance: sets r->nelems, nbad, max_err, and for the first
+ * ag_tile_run_tolerance (or r->tol_atol, r->tol_rtol when both are set;
+ * a tensor NULL in got or want is skipped): sets r->nelems, nbad, max_err, and for the first
  * wrong element its tensor (compared_param), coordinates (first_bad,
  * bad_rank), got, want and the tolerance. */
 void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *want,

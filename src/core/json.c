@@ -4,6 +4,10 @@
  */
 #include "argus/core.h"
 
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,3 +71,143 @@ char *ag_json_canonical(const json_t *j) {
   free(s);
   return r;
 }
+
+/* ------------------------------------------------------ position scanner */
+
+typedef struct scan {
+  const char *p, *end, *ls;
+  int line;
+} scan;
+
+static void sc_ws(scan *s) {
+  while (s->p < s->end && isspace((unsigned char)*s->p)) {
+    if (*s->p == '\n') {
+      s->line++;
+      s->ls = s->p + 1;
+    }
+    s->p++;
+  }
+}
+
+static int sc_skip_value(scan *s, int depth);
+
+static int sc_string(scan *s, const char **start, size_t *len) {
+  if (s->p >= s->end || *s->p != '"')
+    return -1;
+  s->p++;
+  *start = s->p;
+  while (s->p < s->end && *s->p != '"') {
+    if (*s->p == '\\' && s->p + 1 < s->end)
+      s->p++;
+    s->p++;
+  }
+  if (s->p >= s->end)
+    return -1;
+  *len = (size_t)(s->p - *start);
+  s->p++;
+  return 0;
+}
+
+static int sc_skip_value(scan *s, int depth) {
+  sc_ws(s);
+  if (s->p >= s->end || depth > 64)
+    return -1;
+  char c = *s->p;
+  if (c == '"') {
+    const char *a;
+    size_t n;
+    return sc_string(s, &a, &n);
+  }
+  if (c == '{' || c == '[') {
+    char close = c == '{' ? '}' : ']';
+    s->p++;
+    for (;;) {
+      sc_ws(s);
+      if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+      }
+      if (c == '{') {
+        const char *a;
+        size_t n;
+        if (sc_string(s, &a, &n))
+          return -1;
+        sc_ws(s);
+        if (s->p >= s->end || *s->p != ':')
+          return -1;
+        s->p++;
+      }
+      if (sc_skip_value(s, depth + 1))
+        return -1;
+      sc_ws(s);
+      if (s->p < s->end && *s->p == ',')
+        s->p++;
+    }
+  }
+  while (s->p < s->end && !isspace((unsigned char)*s->p) && *s->p != ',' && *s->p != '}' &&
+         *s->p != ']')
+    s->p++;
+  return 0;
+}
+
+int ag_json_locate(const char *text, const char *const *path, int n, int want_value, int *line,
+                  int *col) {
+  scan s = {text, text + strlen(text), text, 1};
+  for (int d = 0; d < n; d++) {
+    sc_ws(&s);
+    if (s.p >= s.end || *s.p != '{')
+      return -1;
+    s.p++;
+    for (;;) {
+      sc_ws(&s);
+      if (s.p >= s.end || *s.p == '}')
+        return -1;
+      const char *kp = s.p, *k;
+      int kl = s.line;
+      const char *kls = s.ls;
+      size_t klen;
+      if (sc_string(&s, &k, &klen))
+        return -1;
+      sc_ws(&s);
+      if (s.p >= s.end || *s.p != ':')
+        return -1;
+      s.p++;
+      if (klen == strlen(path[d]) && !memcmp(k, path[d], klen)) {
+        if (d == n - 1) {
+          if (want_value) {
+            sc_ws(&s);
+            *line = s.line;
+            *col = (int)(s.p - s.ls) + 1;
+          } else {
+            *line = kl;
+            *col = (int)(kp - kls) + 1;
+          }
+          return 0;
+        }
+        break; /* descend */
+      }
+      if (sc_skip_value(&s, 0))
+        return -1;
+      sc_ws(&s);
+      if (s.p < s.end && *s.p == ',')
+        s.p++;
+    }
+  }
+  return -1;
+}
+
+void ag_json_diag(ag_diags *d, const char *text, const char *file,
+                     const char *const *path, int n, int want_value, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  int line = 0, col = 0;
+  if (n)
+    ag_json_locate(text, path, n, want_value, &line, &col);
+  size_t ll = 0;
+  const char *src = line ? ag_text_line(text, strlen(text), line, &ll) : NULL;
+  ag_diags_add(d, AG_SEV_ERROR, file, line, col, src, ll, "%s", msg);
+}
+

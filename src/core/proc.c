@@ -101,8 +101,8 @@ int ag_proc_run(const ag_proc_opts *o, ag_proc_result *res) {
     return AG_EINVAL;
   int rc = 0;
   char *prog = ag_which(o->argv[0]);
-  char **env = NULL, *outp = NULL, *errp = NULL;
-  const char *out_path = o->stdout_path, *err_path = o->stderr_path;
+  char **env = NULL, *outp = NULL, *errp = NULL, *inp = NULL;
+  const char *out_path = o->stdout_path, *err_path = o->stderr_path, *in_path = o->stdin_path;
   int pout[2] = {-1, -1}, perr[2] = {-1, -1};
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
@@ -117,12 +117,15 @@ int ag_proc_run(const ag_proc_opts *o, ag_proc_result *res) {
     }
     outp = o->stdout_path ? ag_path_abs(o->stdout_path) : NULL;
     errp = o->stderr_path ? ag_path_abs(o->stderr_path) : NULL;
-    if (prog[0] != '/' || (o->stdout_path && !outp) || (o->stderr_path && !errp)) {
+    inp = o->stdin_path ? ag_path_abs(o->stdin_path) : NULL;
+    if (prog[0] != '/' || (o->stdout_path && !outp) || (o->stderr_path && !errp) ||
+        (o->stdin_path && !inp)) {
       rc = AG_ENOMEM;
       goto out;
     }
     out_path = outp ? outp : out_path;
     err_path = errp ? errp : err_path;
+    in_path = inp ? inp : in_path;
   }
   if (!(env = build_env(o))) {
     rc = AG_ENOMEM;
@@ -157,7 +160,7 @@ int ag_proc_run(const ag_proc_opts *o, ag_proc_result *res) {
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
   else if (err_path)
     posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 0, in_path ? in_path : "/dev/null", O_RDONLY, 0);
 
   uint64_t t0 = ag_now_ns();
   pid_t pid;
@@ -241,6 +244,7 @@ out:
   ag_free(prog);
   ag_free(outp);
   ag_free(errp);
+  ag_free(inp);
   return rc;
 }
 

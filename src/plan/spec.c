@@ -3,8 +3,8 @@
  * sources to PTX with nvcc.
  *
  * jansson does not keep positions of values, so diagnostics about a key or
- * a value locate it with a small position scanner over the spec text
- * (locate()). Specs are tiny and read once per command.
+ * a value locate it with core's position scanner over the spec text
+ * (ag_json_diag). Specs are tiny and read once per command.
  */
 #include "argus/spec.h"
 #include "ptxcache.h"
@@ -20,150 +20,6 @@
 #ifndef ARGUS_INCLUDE_DIR
 #define ARGUS_INCLUDE_DIR "include"
 #endif
-
-/* ------------------------------------------------------ position scanner */
-
-typedef struct scan {
-  const char *p, *end, *ls;
-  int line;
-} scan;
-
-static void sc_ws(scan *s) {
-  while (s->p < s->end && isspace((unsigned char)*s->p)) {
-    if (*s->p == '\n') {
-      s->line++;
-      s->ls = s->p + 1;
-    }
-    s->p++;
-  }
-}
-
-static int sc_skip_value(scan *s, int depth);
-
-static int sc_string(scan *s, const char **start, size_t *len) {
-  if (s->p >= s->end || *s->p != '"')
-    return -1;
-  s->p++;
-  *start = s->p;
-  while (s->p < s->end && *s->p != '"') {
-    if (*s->p == '\\' && s->p + 1 < s->end)
-      s->p++;
-    s->p++;
-  }
-  if (s->p >= s->end)
-    return -1;
-  *len = (size_t)(s->p - *start);
-  s->p++;
-  return 0;
-}
-
-static int sc_skip_value(scan *s, int depth) {
-  sc_ws(s);
-  if (s->p >= s->end || depth > 64)
-    return -1;
-  char c = *s->p;
-  if (c == '"') {
-    const char *a;
-    size_t n;
-    return sc_string(s, &a, &n);
-  }
-  if (c == '{' || c == '[') {
-    char close = c == '{' ? '}' : ']';
-    s->p++;
-    for (;;) {
-      sc_ws(s);
-      if (s->p < s->end && *s->p == close) {
-        s->p++;
-        return 0;
-      }
-      if (c == '{') {
-        const char *a;
-        size_t n;
-        if (sc_string(s, &a, &n))
-          return -1;
-        sc_ws(s);
-        if (s->p >= s->end || *s->p != ':')
-          return -1;
-        s->p++;
-      }
-      if (sc_skip_value(s, depth + 1))
-        return -1;
-      sc_ws(s);
-      if (s->p < s->end && *s->p == ',')
-        s->p++;
-    }
-  }
-  while (s->p < s->end && !isspace((unsigned char)*s->p) && *s->p != ',' && *s->p != '}' &&
-         *s->p != ']')
-    s->p++;
-  return 0;
-}
-
-/* Finds the key `path[n-1]` inside objects path[0..n-2] (want_value: the
- * position of its value instead of the key). Sets line/col, 0 if found. */
-static int locate(const char *text, const char *const *path, int n, int want_value, int *line,
-                  int *col) {
-  scan s = {text, text + strlen(text), text, 1};
-  for (int d = 0; d < n; d++) {
-    sc_ws(&s);
-    if (s.p >= s.end || *s.p != '{')
-      return -1;
-    s.p++;
-    for (;;) {
-      sc_ws(&s);
-      if (s.p >= s.end || *s.p == '}')
-        return -1;
-      const char *kp = s.p, *k;
-      int kl = s.line;
-      const char *kls = s.ls;
-      size_t klen;
-      if (sc_string(&s, &k, &klen))
-        return -1;
-      sc_ws(&s);
-      if (s.p >= s.end || *s.p != ':')
-        return -1;
-      s.p++;
-      if (klen == strlen(path[d]) && !memcmp(k, path[d], klen)) {
-        if (d == n - 1) {
-          if (want_value) {
-            sc_ws(&s);
-            *line = s.line;
-            *col = (int)(s.p - s.ls) + 1;
-          } else {
-            *line = kl;
-            *col = (int)(kp - kls) + 1;
-          }
-          return 0;
-        }
-        break; /* descend */
-      }
-      if (sc_skip_value(&s, 0))
-        return -1;
-      sc_ws(&s);
-      if (s.p < s.end && *s.p == ',')
-        s.p++;
-    }
-  }
-  return -1;
-}
-
-static void spec_err(ag_diags *d, const char *text, const char *file,
-                     const char *const *path, int n, int want_value, const char *fmt, ...)
-    AG_PRINTF(7, 8);
-static void spec_err(ag_diags *d, const char *text, const char *file,
-                     const char *const *path, int n, int want_value, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  int line = 0, col = 0;
-  if (n)
-    locate(text, path, n, want_value, &line, &col);
-  size_t ll = 0;
-  const char *src = line ? ag_text_line(text, strlen(text), line, &ll) : NULL;
-  ag_diags_add(d, AG_SEV_ERROR, file, line, col, src, ll, "%s", msg);
-}
 
 /* ------------------------------------------------------------- loading */
 
@@ -221,7 +77,7 @@ static int real_file(const char *text, const char *path, ag_diags *diags, const 
     return AG_ENOMEM;
   char *real = realpath(rel, NULL);
   if (!real)
-    spec_err(diags, text, path, pk, 1, 1, "cannot read the %s '%s': %s", what, rel,
+    ag_json_diag(diags, text, path, pk, 1, 1, "cannot read the %s '%s': %s", what, rel,
              strerror(errno));
   ag_free(rel);
   if (!real)
@@ -255,7 +111,7 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
   for (int i = 0; i < 4; i++)
     if (json_object_get(j, other[i])) {
       const char *p1[] = {other[i]};
-      spec_err(diags, text, path, p1, 1, 0,
+      ag_json_diag(diags, text, path, p1, 1, 0,
                "a tile spec has no \"%s\": argus lowers the program and runs it itself "
                "(argus run)",
                other[i]);
@@ -266,7 +122,7 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
   const char *pt[] = {"tile"}, *pk[] = {"kernel"}, *ps[] = {"size", NULL},
              *pu[] = {"unchecked"}, *pn[] = {"name"};
   if (!json_is_string(t) || !*json_string_value(t)) {
-    spec_err(diags, text, path, pt, 1, 1,
+    ag_json_diag(diags, text, path, pt, 1, 1,
              "\"tile\" must be a file name (string): the .tile program");
   } else {
     int rc = real_file(text, path, diags, s->dir, "tile", json_string_value(t), "tile program",
@@ -275,20 +131,20 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
       return rc;
   }
   if (k && (!json_is_string(k) || !*json_string_value(k)))
-    spec_err(diags, text, path, pk, 1, 1, "\"kernel\" must be a kernel name (string)");
+    ag_json_diag(diags, text, path, pk, 1, 1, "\"kernel\" must be a kernel name (string)");
   else if (k && !(s->tile_kernel = ag_strdup(json_string_value(k))))
     return AG_ENOMEM;
   if (u && !json_is_boolean(u))
-    spec_err(diags, text, path, pu, 1, 1, "\"unchecked\" must be true or false");
+    ag_json_diag(diags, text, path, pu, 1, 1, "\"unchecked\" must be true or false");
   s->tile_unchecked = json_is_true(u);
   if (name && (!json_is_string(name) || !*json_string_value(name)))
-    spec_err(diags, text, path, pn, 1, 1, "\"name\" must be a non-empty string");
+    ag_json_diag(diags, text, path, pn, 1, 1, "\"name\" must be a non-empty string");
   if (!sz) {
-    spec_err(diags, text, path, NULL, 0, 0,
+    ag_json_diag(diags, text, path, NULL, 0, 0,
              "tile spec has no \"size\": give every problem size of the kernel, "
              "{\"size\": {\"M\": 128, ...}}");
   } else if (!json_is_object(sz)) {
-    spec_err(diags, text, path, ps, 1, 1,
+    ag_json_diag(diags, text, path, ps, 1, 1,
              "\"size\" must be an object of sizes: {\"M\": 128, \"N\": 128}");
   } else {
     ag_str a = AG_STR_INIT;
@@ -298,7 +154,7 @@ static int load_tile(json_t *j, const char *text, const char *path, ag_diags *di
       ps[1] = key;
       if (!json_is_integer(v) || json_integer_value(v) < 1 ||
           json_integer_value(v) > 0xffffffffLL)
-        spec_err(diags, text, path, ps, 2, 1,
+        ag_json_diag(diags, text, path, ps, 2, 1,
                  "size '%s' must be a positive integer below 2^32", key);
       else
         ag_str_printf(&a, "%s%s=%lld", a.len ? "," : "", key,
@@ -362,37 +218,37 @@ static int load_python(json_t *j, const char *text, const char *path, ag_diags *
     if (json_object_get(j, other[i])) {
       const char *p1[] = {other[i]};
       if (i < 3)
-        spec_err(diags, text, path, p1, 1, 0,
+        ag_json_diag(diags, text, path, p1, 1, 0,
                  "a python spec has no \"%s\": Argus takes the module from Triton and runs "
                  "the script itself (docs/triton.md)",
                  other[i]);
       else
-        spec_err(diags, text, path, p1, 1, 0,
+        ag_json_diag(diags, text, path, p1, 1, 0,
                  "\"%s\" belongs to a tile spec, not to a python spec", other[i]);
     }
   json_t *py = json_object_get(j, "python"), *args = json_object_get(j, "args"),
          *k = json_object_get(j, "kernel"), *name = json_object_get(j, "name");
   const char *pp[] = {"python"}, *pa[] = {"args"}, *pk[] = {"kernel"}, *pn[] = {"name"};
   if (!json_is_string(py) || !*json_string_value(py)) {
-    spec_err(diags, text, path, pp, 1, 1,
+    ag_json_diag(diags, text, path, pp, 1, 1,
              "\"python\" must be a file name (string): the Python script to run");
   } else if (real_file(text, path, diags, s->dir, "python", json_string_value(py),
                        "Python script", &s->python)) {
     return AG_ENOMEM;
   }
   if (args && (!json_is_array(args) || !all_strings(args)))
-    spec_err(diags, text, path, pa, 1, 1,
+    ag_json_diag(diags, text, path, pa, 1, 1,
              "\"args\" must be an array of strings (the script's arguments)");
   else if (args ? str_array(args, &s->python_args, &s->npython_args) != 0
                 : !(s->python_args = ag_calloc(1, sizeof *s->python_args)))
     return AG_ENOMEM;
   if (k && (!json_is_string(k) || !valid_ident(json_string_value(k))))
-    spec_err(diags, text, path, pk, 1, 1,
+    ag_json_diag(diags, text, path, pk, 1, 1,
              "\"kernel\" must be a kernel name (the @triton.jit function's)");
   else if (k && !(s->python_kernel = ag_strdup(json_string_value(k))))
     return AG_ENOMEM;
   if (name && (!json_is_string(name) || !*json_string_value(name)))
-    spec_err(diags, text, path, pn, 1, 1, "\"name\" must be a non-empty string");
+    ag_json_diag(diags, text, path, pn, 1, 1, "\"name\" must be a non-empty string");
   if (json_is_string(name) && *json_string_value(name))
     s->name = ag_strdup(json_string_value(name));
   else if (s->python_kernel)
@@ -424,7 +280,7 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
       goto out;
   }
   if (!json_is_object(j)) {
-    spec_err(diags, text, path, NULL, 0, 0,
+    ag_json_diag(diags, text, path, NULL, 0, 0,
              "a program spec is a JSON object with \"name\", \"module\" and \"run\"");
     goto invalid;
   }
@@ -434,7 +290,7 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
     const char *p1[] = {key};
     if (strcmp(key, "name") && strcmp(key, "module") && strcmp(key, "run") &&
         strcmp(key, "run_library") && !is_tile_key(key) && !is_python_key(key))
-      spec_err(diags, text, path, p1, 1, 0,
+      ag_json_diag(diags, text, path, p1, 1, 0,
                "unknown key '%s' in program spec (expected name, module, run, run_library; "
                "or tile, kernel, size, unchecked; or python, args, kernel)",
                key);
@@ -454,29 +310,29 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   json_object_foreach(j, key, v) {
     const char *p1[] = {key};
     if (is_tile_key(key))
-      spec_err(diags, text, path, p1, 1, 0, "\"%s\" belongs to a tile spec: it needs \"tile\"",
+      ag_json_diag(diags, text, path, p1, 1, 0, "\"%s\" belongs to a tile spec: it needs \"tile\"",
                key);
     else if (is_python_key(key))
-      spec_err(diags, text, path, p1, 1, 0,
+      ag_json_diag(diags, text, path, p1, 1, 0,
                "\"%s\" belongs to a python spec: it needs \"python\"", key);
   }
   json_t *name = json_object_get(j, "name");
   if (!name) {
-    spec_err(diags, text, path, NULL, 0, 0, "program spec has no \"name\"");
+    ag_json_diag(diags, text, path, NULL, 0, 0, "program spec has no \"name\"");
   } else if (!json_is_string(name) || !*json_string_value(name)) {
     const char *p1[] = {"name"};
-    spec_err(diags, text, path, p1, 1, 1, "\"name\" must be a non-empty string");
+    ag_json_diag(diags, text, path, p1, 1, 1, "\"name\" must be a non-empty string");
   } else if (!(s->name = ag_strdup(json_string_value(name)))) {
     goto out;
   }
   json_t *mod = json_object_get(j, "module");
   const char *pm[] = {"module", NULL};
   if (!mod) {
-    spec_err(diags, text, path, NULL, 0, 0,
+    ag_json_diag(diags, text, path, NULL, 0, 0,
              "program spec has no \"module\" ({\"cuda\": FILE, \"flags\": [...]} or "
              "{\"ptx\": FILE})");
   } else if (!json_is_object(mod)) {
-    spec_err(diags, text, path, pm, 1, 1,
+    ag_json_diag(diags, text, path, pm, 1, 1,
              "\"module\" must be an object: {\"cuda\": FILE, \"flags\": [...]} or "
              "{\"ptx\": FILE}");
   } else {
@@ -484,7 +340,7 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
       pm[1] = key;
       if (strcmp(key, "cuda") && strcmp(key, "ptx") && strcmp(key, "flags") &&
           strcmp(key, "production"))
-        spec_err(diags, text, path, pm, 2, 0,
+        ag_json_diag(diags, text, path, pm, 2, 0,
                  "unknown key '%s' in \"module\" (expected cuda, ptx, flags, production)",
                  key);
     }
@@ -492,28 +348,28 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
            *fl = json_object_get(mod, "flags"), *pr = json_object_get(mod, "production");
     if (cu && px) {
       pm[1] = "ptx";
-      spec_err(diags, text, path, pm, 2, 0, "\"module\" has both \"cuda\" and \"ptx\": give one");
+      ag_json_diag(diags, text, path, pm, 2, 0, "\"module\" has both \"cuda\" and \"ptx\": give one");
     } else if (!cu && !px) {
-      spec_err(diags, text, path, pm, 1, 1, "\"module\" needs \"cuda\" or \"ptx\"");
+      ag_json_diag(diags, text, path, pm, 1, 1, "\"module\" needs \"cuda\" or \"ptx\"");
     }
     if (cu) {
       pm[1] = "cuda";
       if (!json_is_string(cu))
-        spec_err(diags, text, path, pm, 2, 1, "\"cuda\" must be a file name (string)");
+        ag_json_diag(diags, text, path, pm, 2, 1, "\"cuda\" must be a file name (string)");
       else if (!(s->cuda = resolve_path(s->dir, json_string_value(cu))))
         goto out;
     }
     if (px) {
       pm[1] = "ptx";
       if (!json_is_string(px))
-        spec_err(diags, text, path, pm, 2, 1, "\"ptx\" must be a file name (string)");
+        ag_json_diag(diags, text, path, pm, 2, 1, "\"ptx\" must be a file name (string)");
       else if (!(s->ptx = resolve_path(s->dir, json_string_value(px))))
         goto out;
     }
     if (pr) {
       pm[1] = "production";
       if (!json_is_string(pr) || !*json_string_value(pr))
-        spec_err(diags, text, path, pm, 2, 1,
+        ag_json_diag(diags, text, path, pm, 2, 1,
                  "\"production\" must be a file name (string): the cubin or fatbin of the "
                  "user's own build");
       else if (!(s->production = resolve_path(s->dir, json_string_value(pr))))
@@ -522,9 +378,9 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
     if (fl) {
       pm[1] = "flags";
       if (!json_is_array(fl) || !all_strings(fl))
-        spec_err(diags, text, path, pm, 2, 1, "\"flags\" must be an array of strings");
+        ag_json_diag(diags, text, path, pm, 2, 1, "\"flags\" must be an array of strings");
       else if (!cu)
-        spec_err(diags, text, path, pm, 2, 0, "\"flags\" apply to a \"cuda\" module only");
+        ag_json_diag(diags, text, path, pm, 2, 0, "\"flags\" apply to a \"cuda\" module only");
       else if (str_array(fl, &s->flags, &s->nflags))
         goto out;
     }
@@ -533,7 +389,7 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   if (run) {
     const char *pr[] = {"run"};
     if (!json_is_array(run) || !json_array_size(run) || !all_strings(run))
-      spec_err(diags, text, path, pr, 1, 1,
+      ag_json_diag(diags, text, path, pr, 1, 1,
                "\"run\" must be a non-empty array of strings (the harness argv)");
     else if (str_array(run, &s->run, &s->nrun))
       goto out;
@@ -549,11 +405,11 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
   if (lib) {
     const char *pl[] = {"run_library"};
     if (!json_is_string(lib) || !*json_string_value(lib))
-      spec_err(diags, text, path, pl, 1, 1,
+      ag_json_diag(diags, text, path, pl, 1, 1,
                "\"run_library\" must be a file name (string): the harness built as a shared "
                "library exporting argus_harness_main");
     else if (!run)
-      spec_err(diags, text, path, pl, 1, 0,
+      ag_json_diag(diags, text, path, pl, 1, 0,
                "\"run_library\" needs \"run\" (the argv it is called with)");
     else if (!(s->run_library = resolve_lib(s->dir, json_string_value(lib))))
       goto out;

@@ -92,6 +92,7 @@ int cmd_layout(ag_cli *cli); extern const ag_cli_opt cmd_layout_opts[]; extern c
 int cmd_check(ag_cli *cli); extern const ag_cli_opt cmd_check_opts[]; extern const char cmd_check_details[];
 int cmd_lower(ag_cli *cli); extern const ag_cli_opt cmd_lower_opts[]; extern const char cmd_lower_details[];
 int cmd_run(ag_cli *cli); extern const ag_cli_opt cmd_run_opts[]; extern const char cmd_run_details[];
+int cmd_optimize(ag_cli *cli); extern const ag_cli_opt cmd_optimize_opts[]; extern const char cmd_optimize_details[];
 int cmd_mcp(ag_cli *cli); extern const ag_cli_opt cmd_mcp_opts[]; extern const char cmd_mcp_details[];
 struct ag_tile_program;
 struct ag_tile_lowered;

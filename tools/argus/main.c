@@ -51,6 +51,9 @@ static const ag_cli_cmd commands[] = {
     {"check", cmd_check, 0, "[options] FILE", "prove a tile program's tag assertions (exit 1: violated, 2: malformed)", cmd_check_details, cmd_check_opts},
     {"lower", cmd_lower, 0, "[options] FILE.tile", "lower a tile program to CUDA C or PTX (exit 1: it does not check, 2: malformed)", cmd_lower_details, cmd_lower_opts},
     {"run", cmd_run, 0, "[options] FILE.tile --size NAME=V,...", "run a tile program on the GPU: against a reference (--check-ref), timed (--bench)", cmd_run_details, cmd_run_opts},
+    {"optimize", cmd_optimize, 0, "TASK.json [--policy NAME] [--trials N] [--budget-seconds S] [--resume] [-- POLICY-COMMAND...]",
+     "the optimization loop: candidates as workspace versions, checked, lowered, run against the reference, timed",
+     cmd_optimize_details, cmd_optimize_opts},
     {"mcp", cmd_mcp, 0, "[--max-line BYTES]", "serve Argus's tools to an agent: a Model Context Protocol server on stdio", cmd_mcp_details, cmd_mcp_opts},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

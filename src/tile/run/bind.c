@@ -183,6 +183,36 @@ int ag_tile_cexpr_eval(const char *expr, const char *const *names, const uint64_
   return c.rc;
 }
 
+/* ---------------------------------------------------------------- values */
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+void ag_tile_run_fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, double amp) {
+  unsigned char *b = buf;
+  int is_half = !strcmp(dt, "bf16") || !strcmp(dt, "f16");
+  if (is_half || !strcmp(dt, "f32") || !strcmp(dt, "f64")) {
+    int w = is_half ? 2 : dt[1] == '3' ? 4 : 8;
+    for (uint64_t i = 0; i + (uint64_t)w <= bytes; i += (uint64_t)w) {
+      float f = (float)(((double)(rng_next(seed) >> 40) / 16777216.0 - 0.5) * 2 * amp);
+      if (is_half) {
+        uint16_t h = dt[0] == 'b' ? ag__f2bf(f) : ag__f2h(f);
+        memcpy(b + i, &h, 2);
+      } else if (w == 4) {
+        memcpy(b + i, &f, 4);
+      } else {
+        double d = f;
+        memcpy(b + i, &d, 8);
+      }
+    }
+    return;
+  }
+  for (uint64_t i = 0; i < bytes; i++) /* integers: each byte 0..15, small values */
+    b[i] = (unsigned char)(rng_next(seed) & 15u);
+}
+
 /* ------------------------------------------------------------------ sizes */
 static const ag_tile_node *find_kernel(const ag_tile_program *p, const char *name) {
   for (int i = 0; i < p->top.n; i++) {
@@ -531,6 +561,10 @@ void ag_tile_run_compare(const ag_tile_bound *b, void *const *got, void *const *
     uint64_t n = b->bytes[i] / (uint64_t)(wide ? 8 : w);
     double atol, rtol;
     ag_tile_run_tolerance(prm->dtype, &atol, &rtol);
+    if (r->tol_atol > 0 && r->tol_rtol > 0) { /* the caller's (argus optimize's task) */
+      atol = r->tol_atol;
+      rtol = r->tol_rtol;
+    }
     for (uint64_t e = 0; e < n; e++) {
       double g = ag__tile_elem_value(dt, got[i], e), v = ag__tile_elem_value(dt, want[i], e);
       double err = fabs(g - v);

@@ -137,36 +137,6 @@ static int cu_err(api *a, ag_tile_exec_result *r, int cr, const char *what) {
   return AG_ECUDA;
 }
 
-/* ---------------------------------------------------------------- values */
-static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-static void fill(const char *dt, void *buf, uint64_t bytes, uint64_t *seed, double amp) {
-  unsigned char *b = buf;
-  int is_half = !strcmp(dt, "bf16") || !strcmp(dt, "f16");
-  if (is_half || !strcmp(dt, "f32") || !strcmp(dt, "f64")) {
-    int w = is_half ? 2 : dt[1] == '3' ? 4 : 8;
-    for (uint64_t i = 0; i + (uint64_t)w <= bytes; i += (uint64_t)w) {
-      float f = (float)(((double)(rng_next(seed) >> 40) / 16777216.0 - 0.5) * 2 * amp);
-      if (is_half) {
-        uint16_t h = dt[0] == 'b' ? ag__f2bf(f) : ag__f2h(f);
-        memcpy(b + i, &h, 2);
-      } else if (w == 4) {
-        memcpy(b + i, &f, 4);
-      } else {
-        double d = f;
-        memcpy(b + i, &d, 8);
-      }
-    }
-    return;
-  }
-  for (uint64_t i = 0; i < bytes; i++) /* integers: each byte 0..15, small values */
-    b[i] = (unsigned char)(rng_next(seed) & 15u);
-}
-
 /* ----------------------------------------------------------------- timing */
 static int cmp_double(const void *x, const void *y) {
   double a = *(const double *)x, b = *(const double *)y;
@@ -362,7 +332,8 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       rc = AG_ENOMEM;
       goto out;
     }
-    fill(k->params[i].dtype, host[i], b->bytes[i], &seed, o->amplitude > 0 ? o->amplitude : 0.5);
+    ag_tile_run_fill(k->params[i].dtype, host[i], b->bytes[i], &seed,
+                     o->amplitude > 0 ? o->amplitude : 0.5);
     if ((cr = a.alloc(&dev[i], b->bytes[i])) || (cr = a.htod(dev[i], host[i], b->bytes[i]))) {
       rc = cu_err(&a, r, cr, "allocating and copying the inputs");
       goto out;

@@ -1,0 +1,149 @@
+/*
+ * argus/agent.h — `argus optimize` (src/agent, docs/optimize.md): the task
+ * file, the knowledge base of edits, the validator and the policies of the
+ * optimization loop, whose candidates are program versions in the
+ * workspace.
+ *
+ * Library code: never prints, never exits. Errors are AG_E* codes with
+ * diagnostics (file:line:col for task files and KB entries) or a message.
+ */
+#ifndef ARGUS_AGENT_H
+#define ARGUS_AGENT_H
+
+#include "argus/core.h"
+#include "argus/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ task */
+/* A task file (JSON, docs/optimize.md "Task files"). Paths are resolved
+ * against the task file's directory. */
+typedef struct ag_opt_task {
+  char *name;        /* [A-Za-z0-9._-], 1..64: the refs optimize/<name>/... */
+  char *file;        /* the task file as given */
+  char *program;     /* the starting .tile (resolved path) */
+  char *reference;   /* the reference .tile (resolved; default: program) */
+  char *sizes;       /* "M=64,N=64,K=64": argus run's --size text */
+  char **outputs;    /* tensors the reference defines; every other tensor is an input */
+  int noutputs;
+  double atol, rtol; /* 0: the dtype's tolerance (docs/run.md) */
+  uint64_t *seeds;   /* correctness inputs, one run per seed (and the policy's seed: seeds[0]) */
+  int nseeds;
+  int samples;       /* timing samples (GPU) */
+} ag_opt_task;
+
+/* Loads and validates a task file: AG_EPARSE with diagnostics at the key or
+ * value (an unknown key, a wrong type, a missing field, a size that is not a
+ * positive integer below 2^32, a bad name, a file that cannot be read).
+ * *out is owned: ag_opt_task_free. */
+int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out);
+void ag_opt_task_free(ag_opt_task *t);
+
+/* ---------------------------------------------------------- knowledge base */
+/* One entry of src/agent/kb/ (a JSON file each): its precondition on the
+ * program (and on evidence), the edit of the tile source it makes, the
+ * invariant templates that must still hold. */
+typedef struct ag_kb_entry {
+  char *id;
+  char *file;
+  json_t *j; /* the whole entry (owned reference) */
+} ag_kb_entry;
+
+typedef struct ag_kb {
+  ag_kb_entry *e;
+  int n;
+} ag_kb;
+
+/* Loads every *.json of dir (sorted by name). AG_EPARSE with diagnostics at
+ * the offending key of the offending file. */
+int ag_kb_load(const char *dir, ag_diags *d, ag_kb *out);
+void ag_kb_release(ag_kb *kb);
+/* The knowledge base shipped with Argus: $ARGUS_KB_DIR, else the source
+ * tree's src/agent/kb. Static text. */
+const char *ag_kb_default_dir(void);
+
+/* 1 when the program preconditions of e hold on src (constants, text the
+ * program contains or not); why (may be NULL) gets the first that fails. */
+int ag_kb_applies(const ag_kb_entry *e, const char *src, ag_str *why);
+/* The parameter values of e's edit, in the order the search tries them
+ * (json array, borrowed); values equal to the program's current one are
+ * skipped by ag_kb_apply. */
+const json_t *ag_kb_values(const ag_kb_entry *e);
+/* Applies e to src with parameter value v (a set_const's value; ignored by a
+ * rewrite): *out the edited source (owned), *what the transform text
+ * ("kb:pipeline-stages(STAGES=2)", owned). AG_EINVAL when the edit does not
+ * apply or changes nothing (why says which). */
+int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **out, char **what,
+                ag_str *why);
+/* The value of module-level constant NAME in src (a plain integer). */
+int ag_tile_src_const(const char *src, const char *name, int64_t *val);
+
+/* ------------------------------------------------------------- validator */
+typedef struct ag_opt_verdict {
+  int ok;              /* 1: every step that ran passed */
+  char step[32];       /* the first step that failed ("" when ok) */
+  int timed;           /* 1: the timing step ran (a GPU) */
+  double median_ms;    /* when timed */
+  json_t *feedback;    /* {"ok", "failed_step", "steps": [{"step", "status", ...}]}: owned */
+} ag_opt_verdict;
+
+/* How the validator runs the candidate: AUTO takes the GPU when there is
+ * one (argus run's launch path) and the value interpreter otherwise; CPU
+ * always the interpreter (timing: not run). */
+typedef enum ag_opt_device { AG_OPT_DEVICE_AUTO, AG_OPT_DEVICE_CPU } ag_opt_device;
+
+/* Validates a candidate's source, in order: parse, `argus check` at the
+ * task's sizes (the counterexample is the feedback), invariants of the edit
+ * (kb may be NULL), lowering, binding to the sizes, compilation (NVRTC,
+ * where built), correctness against the reference on each seed (fresh
+ * seeded buffers per run, inputs compared byte for byte after it), timing
+ * (GPU only). Returns 0 with *v filled whatever the verdict, or AG_ENOMEM
+ * / AG_EIO for the validator's own failures (err says). */
+int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const char *name,
+                    const ag_kb_entry *kb, ag_opt_device dev, ag_opt_verdict *v, char *err,
+                    size_t errlen);
+void ag_opt_verdict_release(ag_opt_verdict *v);
+
+/* ------------------------------------------------------------ the loop */
+typedef struct ag_opt_opts {
+  const char *policy;     /* "evidence", "blind" or "llm" */
+  const char *const *llm_argv; /* llm: the policy command (argv, never a shell) */
+  int trials;             /* candidates to make in this run (0: 5) */
+  double budget_s;        /* stop starting trials after this many seconds (0: none) */
+  int resume;             /* 1: continue the run recorded in the workspace */
+  const char *kb_dir;     /* NULL: ag_kb_default_dir() */
+  ag_opt_device device;
+  double llm_timeout_s;   /* 0: 600 */
+} ag_opt_opts;
+
+typedef struct ag_opt_trial {
+  int n;                  /* 0: the starting program */
+  int64_t version, parent;
+  char *edit;             /* the transform text */
+  char step[32];          /* failed step, "" when valid */
+  int valid, timed;
+  double median_ms;
+} ag_opt_trial;
+
+typedef struct ag_opt_result {
+  ag_opt_trial *trials;   /* every trial of the run so far, resumed ones too */
+  int ntrials;
+  int64_t best;           /* the version optimize/<task>/best names */
+  int stopped;            /* 1: stopped by the budget before the trials were made */
+  char state[AG_STORE_HASH_LEN + 1]; /* the state artifact */
+} ag_opt_result;
+
+/* Runs the loop (docs/optimize.md): AG_EPARSE (bad policy, or the policy
+ * command's garbage: err says), AG_EEXISTS (a run of this task is in the
+ * workspace and resume is 0), AG_ENOTFOUND (resume with no run), AG_ECHILD
+ * (the policy command crashed). r is filled as far as it got. */
+int ag_opt_run(ag_store *st, const ag_opt_task *t, const ag_opt_opts *o, ag_opt_result *r,
+               char *err, size_t errlen);
+void ag_opt_result_release(ag_opt_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

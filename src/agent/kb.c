@@ -1,0 +1,428 @@
+/*
+ * kb.c — the knowledge base of `argus optimize` (src/agent/kb/NAME.json,
+ * docs/optimize.md "Knowledge base"): entries are data; this file loads and
+ * validates them (diagnostics at the key), tests their program
+ * preconditions and applies their edits to tile source text.
+ *
+ * Two edit kinds, both plain text edits of the .tile source, so that the
+ * result is a program a person can read and `argus check` re-proves:
+ *   set_const  NAME = V on a module-level constant line (tile shapes,
+ *              pipeline stages: programs written in those knobs);
+ *   rewrite    on each line that contains `line_contains` and `from` (and
+ *              not `unless`), the first `from` becomes `to` (a swizzle
+ *              added to a make_shared).
+ * A few dozen entries, loaded once per run.
+ */
+#include "argus/agent.h"
+#include "agent_int.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef ARGUS_KB_SOURCE_DIR
+#define ARGUS_KB_SOURCE_DIR "src/agent/kb"
+#endif
+
+const char *ag_kb_default_dir(void) {
+  const char *e = getenv("ARGUS_KB_DIR");
+  return e && *e ? e : ARGUS_KB_SOURCE_DIR;
+}
+
+/* ------------------------------------------------------------ constants */
+
+/* The line of module-level constant `name` ("NAME = 64" at column 0): its
+ * start and the value's start and end. */
+static const char *const_line(const char *src, const char *name, const char **vs,
+                              const char **ve) {
+  size_t n = strlen(name);
+  for (const char *l = src; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (strncmp(l, name, n) || (l[n] != ' ' && l[n] != '='))
+      continue;
+    const char *p = l + n;
+    while (*p == ' ')
+      p++;
+    if (*p != '=' || p[1] == '=')
+      continue;
+    p++;
+    while (*p == ' ')
+      p++;
+    const char *q = p;
+    while (isdigit((unsigned char)*q))
+      q++;
+    if (q == p)
+      continue; /* an expression, not a plain integer */
+    const char *r = q;
+    while (*r == ' ')
+      r++;
+    if (*r && *r != '\n' && *r != '#')
+      continue;
+    *vs = p;
+    *ve = q;
+    return l;
+  }
+  return NULL;
+}
+
+int ag_tile_src_const(const char *src, const char *name, int64_t *val) {
+  const char *vs, *ve;
+  *val = 0;
+  if (!const_line(src, name, &vs, &ve) || ve - vs > 18)
+    return AG_ENOTFOUND;
+  *val = strtoll(vs, NULL, 10);
+  return 0;
+}
+
+/* ----------------------------------------------------------- validation */
+
+
+static const char *const cmp_ops[] = {"lt", "le", "gt", "ge", "eq", "ne", NULL};
+
+static int check_entry(const char *text, const char *file, const char *stem, json_t *j,
+                       ag_diags *d) {
+  int rc = 0;
+  static const char *const known[] = {"id", "title", "prior", "targets", "precondition",
+                                      "edit", "invariants", "example", "doc", NULL};
+  const char *key;
+  json_t *v;
+  if (!json_is_object(j)) {
+    AG__JSON_ERR(NULL, 0, 0, "a knowledge-base entry is a JSON object (docs/optimize.md)");
+    return rc;
+  }
+  json_object_foreach(j, key, v) {
+    if (!ag__key_known(key, known)) {
+      const char *kp[] = {key};
+      AG__JSON_ERR(kp, 1, 0, "unknown key '%s' in a knowledge-base entry", key);
+    }
+  }
+  const char *kid[] = {"id"};
+  v = json_object_get(j, "id");
+  if (!json_is_string(v) || strcmp(json_string_value(v), stem))
+    AG__JSON_ERR(kid, 1, 1, "'id' must be a string equal to the file's name ('%s')", stem);
+  const char *kt[] = {"title"};
+  if (!json_is_string(json_object_get(j, "title")))
+    AG__JSON_ERR(kt, 1, 1, "'title' must be a string");
+  const char *kpr[] = {"prior"};
+  v = json_object_get(j, "prior");
+  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 100)
+    AG__JSON_ERR(kpr, 1, 1, "'prior' must be an integer in 0..100 (the rank without evidence)");
+  const char *ktg[] = {"targets"};
+  if (!json_is_string(json_object_get(j, "targets")))
+    AG__JSON_ERR(ktg, 1, 1, "'targets' must be a string: the region whose share of time ranks the "
+                    "entry (\"mainloop\")");
+  /* precondition */
+  json_t *pre = json_object_get(j, "precondition");
+  const char *kp[] = {"precondition"};
+  json_t *prog = json_is_object(pre) ? json_object_get(pre, "program") : NULL;
+  json_t *ev = json_is_object(pre) ? json_object_get(pre, "evidence") : NULL;
+  if (!json_is_object(pre) || !json_is_array(prog) || (ev && !json_is_array(ev)))
+    AG__JSON_ERR(kp, 1, 1, "'precondition' must be {\"program\": [...], \"evidence\": [...]}");
+  else {
+    size_t i;
+    json_t *c;
+    json_array_foreach(prog, i, c) {
+      const char *kpp[] = {"precondition", "program"};
+      json_t *cn = json_object_get(c, "const");
+      int nops = 0;
+      for (int k = 0; cmp_ops[k]; k++)
+        if (json_object_get(c, cmp_ops[k])) {
+          nops++;
+          if (!json_is_integer(json_object_get(c, cmp_ops[k])))
+            nops = 99;
+        }
+      if (json_is_string(cn) && nops == 1 && json_object_size(c) == 2)
+        continue;
+      if (json_object_size(c) == 1 && (json_is_string(json_object_get(c, "contains")) ||
+                                       json_is_string(json_object_get(c, "not_contains"))))
+        continue;
+      AG__JSON_ERR(kpp, 2, 1, "program precondition %zu must be {\"const\": NAME, OP: integer} (OP "
+                      "lt le gt ge eq ne), {\"contains\": TEXT} or {\"not_contains\": TEXT}",
+           i + 1);
+    }
+    json_array_foreach(ev, i, c) {
+      const char *kpe[] = {"precondition", "evidence"};
+      json_t *s = json_object_get(c, "share_gt");
+      if (!json_is_string(json_object_get(c, "region")) || !json_is_string(json_object_get(c, "signal")) ||
+          !json_is_number(s) || json_number_value(s) < 0 || json_number_value(s) > 1 ||
+          json_object_size(c) != 3)
+        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu must be {\"region\": R, \"signal\": S, "
+                        "\"share_gt\": 0..1}", i + 1);
+    }
+  }
+  /* edit */
+  json_t *e = json_object_get(j, "edit");
+  const char *ke[] = {"edit"};
+  const char *kind = json_string_value(json_object_get(e, "kind"));
+  if (!json_is_object(e) || !kind)
+    AG__JSON_ERR(ke, 1, 1, "'edit' must be an object with a 'kind' (set_const or rewrite)");
+  else if (!strcmp(kind, "set_const")) {
+    json_t *vals = json_object_get(e, "values");
+    int good = json_is_string(json_object_get(e, "name")) && json_is_array(vals) &&
+               json_array_size(vals) > 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(vals, i, x) good &= json_is_integer(x) && json_integer_value(x) > 0;
+    if (!good || json_object_size(e) != 3)
+      AG__JSON_ERR(ke, 1, 1, "a set_const edit is {\"kind\": \"set_const\", \"name\": NAME, "
+                     "\"values\": [positive integers]}");
+  } else if (!strcmp(kind, "rewrite")) {
+    json_t *f = json_object_get(e, "from"), *t = json_object_get(e, "to");
+    json_t *lc = json_object_get(e, "line_contains"), *un = json_object_get(e, "unless");
+    size_t want = 3 + (lc != NULL) + (un != NULL);
+    if (!json_is_string(f) || !json_string_length(f) || !json_is_string(t) ||
+        (lc && !json_is_string(lc)) || (un && !json_is_string(un)) ||
+        json_object_size(e) != want || !strcmp(json_string_value(f), json_string_value(t)))
+      AG__JSON_ERR(ke, 1, 1, "a rewrite edit is {\"kind\": \"rewrite\", \"from\": TEXT, \"to\": "
+                     "OTHER TEXT[, \"line_contains\": TEXT][, \"unless\": TEXT]}");
+  } else {
+    const char *kk[] = {"edit", "kind"};
+    AG__JSON_ERR(kk, 2, 1, "unknown edit kind '%s' (set_const, rewrite)", kind);
+  }
+  /* invariants */
+  json_t *inv = json_object_get(j, "invariants");
+  const char *ki[] = {"invariants"};
+  int good = json_is_array(inv) && json_array_size(inv) > 0;
+  size_t i;
+  json_t *x;
+  json_array_foreach(inv, i, x) {
+    const char *s = json_string_value(x);
+    good &= s && (!strcmp(s, "assertions") || !strcmp(s, "bounds") || !strcmp(s, "races"));
+  }
+  if (!good)
+    AG__JSON_ERR(ki, 1, 1, "'invariants' must be a non-empty array of \"assertions\" (every tag "
+                   "assertion still proved, none removed), \"bounds\", \"races\"");
+  /* example */
+  json_t *ex = json_object_get(j, "example");
+  const char *kx[] = {"example"};
+  if (!json_is_object(ex) || !json_is_string(json_object_get(ex, "program")) ||
+      !json_is_string(json_object_get(ex, "sizes")) || json_object_size(ex) != 2)
+    AG__JSON_ERR(kx, 1, 1, "'example' must be {\"program\": FILE.tile (relative to the repository), "
+                   "\"sizes\": \"M=64,...\"}: the test applies the entry to it");
+  return rc;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ag_kb_load(const char *dir, ag_diags *d, ag_kb *out) {
+  memset(out, 0, sizeof *out);
+  DIR *dh = opendir(dir);
+  if (!dh) {
+    ag_diags_add(d, AG_SEV_ERROR, dir, 0, 0, NULL, 0,
+                 "cannot open the knowledge base '%s' (a directory of *.json entries; "
+                 "--kb DIR or ARGUS_KB_DIR)", dir);
+    return AG_ENOTFOUND;
+  }
+  char **names = NULL;
+  int n = 0, cap = 0, rc = 0;
+  struct dirent *de;
+  while ((de = readdir(dh))) {
+    size_t l = strlen(de->d_name);
+    if (l < 6 || strcmp(de->d_name + l - 5, ".json") || de->d_name[0] == '.')
+      continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      char **nn = ag_realloc(names, (size_t)cap * sizeof *nn);
+      if (!nn) {
+        rc = AG_ENOMEM;
+        break;
+      }
+      names = nn;
+    }
+    if (!(names[n] = ag_strdup(de->d_name))) {
+      rc = AG_ENOMEM;
+      break;
+    }
+    n++;
+  }
+  closedir(dh);
+  if (!rc && n)
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+  if (!rc && !(out->e = ag_calloc((size_t)(n ? n : 1), sizeof *out->e)))
+    rc = AG_ENOMEM;
+  for (int i = 0; !rc && i < n; i++) {
+    size_t pl = strlen(dir) + strlen(names[i]) + 2;
+    char *path = ag_malloc(pl), *text = NULL, *stem = ag_strndup(names[i], strlen(names[i]) - 5);
+    size_t len;
+    json_t *j = NULL;
+    if (!path || !stem) {
+      rc = AG_ENOMEM;
+    } else {
+      snprintf(path, pl, "%s/%s", dir, names[i]);
+      int r = ag_file_read(path, &text, &len);
+      if (r)
+        rc = r;
+      else if (!(r = ag_json_load_str(text, path, d, &j)) && !(r = check_entry(text, path, stem, j, d))) {
+        ag_kb_entry *e = &out->e[out->n++];
+        e->j = j;
+        e->file = path;
+        e->id = stem;
+        j = NULL;
+        path = stem = NULL;
+      } else if (r) {
+        rc = r;
+      }
+    }
+    json_decref(j);
+    ag_free(text);
+    ag_free(path);
+    ag_free(stem);
+  }
+  if (!rc && !out->n) {
+    ag_diags_add(d, AG_SEV_ERROR, dir, 0, 0, NULL, 0,
+                 "the knowledge base '%s' has no entries (*.json)", dir);
+    rc = AG_EPARSE;
+  }
+  for (int i = 0; i < n; i++)
+    ag_free(names[i]);
+  ag_free(names);
+  if (rc)
+    ag_kb_release(out);
+  return rc;
+}
+
+void ag_kb_release(ag_kb *kb) {
+  for (int i = 0; kb->e && i < kb->n; i++) {
+    ag_free(kb->e[i].id);
+    ag_free(kb->e[i].file);
+    json_decref(kb->e[i].j);
+  }
+  ag_free(kb->e);
+  memset(kb, 0, sizeof *kb);
+}
+
+/* ------------------------------------------------------- preconditions */
+
+int ag_kb_applies(const ag_kb_entry *e, const char *src, ag_str *why) {
+  json_t *prog = json_object_get(json_object_get(e->j, "precondition"), "program");
+  size_t i;
+  json_t *c;
+  json_array_foreach(prog, i, c) {
+    const char *s;
+    if ((s = json_string_value(json_object_get(c, "contains")))) {
+      if (!strstr(src, s)) {
+        if (why)
+          ag_str_printf(why, "the program does not contain '%s'", s);
+        return 0;
+      }
+      continue;
+    }
+    if ((s = json_string_value(json_object_get(c, "not_contains")))) {
+      if (strstr(src, s)) {
+        if (why)
+          ag_str_printf(why, "the program contains '%s'", s);
+        return 0;
+      }
+      continue;
+    }
+    const char *name = json_string_value(json_object_get(c, "const"));
+    int64_t val;
+    if (ag_tile_src_const(src, name, &val)) {
+      if (why)
+        ag_str_printf(why, "the program has no module-level constant '%s = N'", name);
+      return 0;
+    }
+    for (int k = 0; cmp_ops[k]; k++) {
+      json_t *o = json_object_get(c, cmp_ops[k]);
+      if (!o)
+        continue;
+      int64_t w = (int64_t)json_integer_value(o);
+      int ok = k == 0 ? val < w : k == 1 ? val <= w : k == 2 ? val > w : k == 3 ? val >= w
+                                                        : k == 4 ? val == w : val != w;
+      if (!ok) {
+        if (why)
+          ag_str_printf(why, "%s is %lld, not %s %lld", name, (long long)val, cmp_ops[k],
+                        (long long)w);
+        return 0;
+      }
+    }
+  }
+  return 1;
+}
+
+const json_t *ag_kb_values(const ag_kb_entry *e) {
+  return json_object_get(json_object_get(e->j, "edit"), "values");
+}
+
+/* ---------------------------------------------------------------- edits */
+
+int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **out, char **what,
+                ag_str *why) {
+  *out = *what = NULL;
+  json_t *ed = json_object_get(e->j, "edit");
+  const char *kind = json_string_value(json_object_get(ed, "kind"));
+  ag_str o = AG_STR_INIT, w = AG_STR_INIT;
+  int rc = 0;
+  if (!strcmp(kind, "set_const")) {
+    const char *name = json_string_value(json_object_get(ed, "name")), *vs, *ve;
+    if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+      if (why)
+        ag_str_printf(why, "%s needs a positive integer value", e->id);
+      return AG_EINVAL;
+    }
+    if (!const_line(src, name, &vs, &ve)) {
+      if (why)
+        ag_str_printf(why, "the program has no module-level constant '%s = N'", name);
+      return AG_EINVAL;
+    }
+    long long nv = (long long)json_integer_value(v);
+    if (ve - vs < 19 && strtoll(vs, NULL, 10) == nv) {
+      if (why)
+        ag_str_printf(why, "%s is %lld already", name, nv);
+      return AG_EINVAL;
+    }
+    ag_str_append(&o, src, (size_t)(vs - src));
+    ag_str_printf(&o, "%lld", nv);
+    ag_str_puts(&o, ve);
+    ag_str_printf(&w, "kb:%s(%s=%lld)", e->id, name, nv);
+  } else {
+    const char *from = json_string_value(json_object_get(ed, "from"));
+    const char *to = json_string_value(json_object_get(ed, "to"));
+    const char *lc = json_string_value(json_object_get(ed, "line_contains"));
+    const char *un = json_string_value(json_object_get(ed, "unless"));
+    int changed = 0;
+    for (const char *l = src; *l;) {
+      const char *nl = strchr(l, '\n');
+      size_t ll = nl ? (size_t)(nl - l) + 1 : strlen(l);
+      char *line = ag_strndup(l, ll);
+      if (!line) {
+        rc = AG_ENOMEM;
+        goto out;
+      }
+      char *f = strstr(line, from);
+      if (f && (!lc || strstr(line, lc)) && (!un || !strstr(line, un))) {
+        ag_str_append(&o, line, (size_t)(f - line));
+        ag_str_puts(&o, to);
+        ag_str_puts(&o, f + strlen(from));
+        changed++;
+      } else {
+        ag_str_puts(&o, line);
+      }
+      ag_free(line);
+      l += ll;
+    }
+    if (!changed) {
+      if (why)
+        ag_str_printf(why, "no line of the program has '%s'%s%s%s%s", from, lc ? " with '" : "",
+                      lc ? lc : "", lc ? "'" : "", un ? " (without the 'unless' text)" : "");
+      rc = AG_EINVAL;
+      goto out;
+    }
+    ag_str_printf(&w, "kb:%s(%d sites)", e->id, changed);
+  }
+  if (o.oom || w.oom) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
+  *out = o.p ? o.p : ag_strdup("");
+  *what = w.p;
+  o.p = w.p = NULL;
+  if (!*out)
+    rc = AG_ENOMEM;
+out:
+  ag_str_release(&o);
+  ag_str_release(&w);
+  return rc;
+}

@@ -1,0 +1,771 @@
+/*
+ * test_agent.c — `argus optimize` on the CPU (docs/optimize.md): task files
+ * and their errors, every knowledge-base entry applied to its example and
+ * validated, the validator's steps and the planted reward hacks, the loop's
+ * trajectory in the workspace, stop and resume, the llm protocol with a
+ * scripted fake policy, and the command line's errors.
+ */
+#include "argus/agent.h"
+#include "argus/store.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static char pbuf[8][1024];
+static const char *src_path(int slot, const char *rel) {
+  const char *s = getenv("ARGUS_SOURCE_DIR");
+  snprintf(pbuf[slot], sizeof pbuf[slot], "%s/%s", s ? s : ".", rel);
+  return pbuf[slot];
+}
+static const char *tmp_path(int slot, const char *rel) {
+  const char *b = getenv("ARGUS_BUILD_DIR");
+  snprintf(pbuf[slot], sizeof pbuf[slot], "%s/test_agent.d/%s", b ? b : ".", rel);
+  return pbuf[slot];
+}
+static const char *write_tmp(int slot, const char *name, const char *text) {
+  const char *p = tmp_path(slot, name);
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", p);
+  *strrchr(dir, '/') = 0;
+  ag_mkdir_p(dir, 0755);
+  CHECK(ag_file_write_atomic(p, text, strlen(text)) == 0);
+  return p;
+}
+
+/* A task over gemm_naive.tile at 64 x 64 x 64 (the program path absolute). */
+static const char *task_file(int slot, const char *name, const char *extra) {
+  char text[8192];
+  snprintf(text, sizeof text,
+           "{\n  \"name\": \"%s\",\n  \"program\": \"%s\",\n  \"sizes\": {\"M\": 64, \"N\": 64, "
+           "\"K\": 64},\n  \"reference\": {\"outputs\": [\"C\"]},\n  \"seeds\": [1, 2]%s\n}\n",
+           name, src_path(7, "examples/tile/gemm_naive.tile"), extra);
+  char fn[256];
+  snprintf(fn, sizeof fn, "%s.task.json", name);
+  return write_tmp(slot, fn, text);
+}
+
+static ag_opt_task *load_task(const char *path) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_opt_task *t = NULL;
+  int rc = ag_opt_task_load(path, &d, &t);
+  if (rc) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    fprintf(stderr, "%s", ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  ag_diags_release(&d);
+  return t;
+}
+
+/* The diagnostics of a task file that must not load. */
+static void task_error(const char *name, const char *text, const char *want, int line) {
+  const char *p = write_tmp(0, name, text);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_opt_task *t = NULL;
+  CHECK_EQ_INT(ag_opt_task_load(p, &d, &t), AG_EPARSE);
+  CHECK(t == NULL);
+  ag_str s = AG_STR_INIT;
+  ag_diags_format(&d, &s);
+  CHECK_CONTAINS(ag_str_cstr(&s), want);
+  if (line) {
+    CHECK(d.items.n >= 1);
+    CHECK_EQ_INT(d.items.v[0].line, line);
+    CHECK(d.items.v[0].col > 0);
+  }
+  ag_str_release(&s);
+  ag_diags_release(&d);
+}
+
+TEST(test_task_file) {
+  ag_opt_task *t = load_task(src_path(0, "tests/agent/gemm_naive.task.json"));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  CHECK_EQ_STR(t->name, "gemm-naive");
+  CHECK_EQ_STR(t->sizes, "M=64,N=64,K=64");
+  CHECK_EQ_INT(t->noutputs, 1);
+  CHECK_EQ_STR(t->outputs[0], "C");
+  CHECK_EQ_INT(t->nseeds, 2);
+  CHECK_EQ_INT(t->samples, 50);
+  CHECK_EQ_STR(t->reference, t->program); /* no reference program: the start */
+  CHECK_CONTAINS(t->program, "tests/agent/../../examples/tile/gemm_naive.tile");
+  ag_opt_task_free(t);
+
+  task_error("bad1.json", "{\n  \"name\": \"x\",\n  \"sizes\": {\"M\": 64,}\n}\n", "bad1.json:3:",
+             3);
+  task_error("bad2.json", "{\"name\": \"x\", \"program\": \"nope.tile\",\n \"sizez\": {}}\n",
+             "unknown key 'sizez'", 2);
+  task_error("bad3.json", "{\"name\": \"x\",\n \"program\": \"nope.tile\"}\n", "cannot read", 2);
+  task_error("bad4.json", "{\"name\": \"has space\"}\n", "'name' must be", 1);
+  char text[8192];
+  snprintf(text, sizeof text,
+           "{\"name\": \"x\", \"program\": \"%s\",\n \"sizes\": {\"M\": 0},\n \"reference\": "
+           "{\"outputs\": [\"C\"]}}\n", src_path(1, "examples/tile/gemm_naive.tile"));
+  task_error("bad5.json", text, "size 'M' must be a positive integer", 2);
+  snprintf(text, sizeof text,
+           "{\"name\": \"x\", \"program\": \"%s\", \"sizes\": {\"M\": 64},\n \"reference\": "
+           "{\"outputs\": [\"C\"], \"atol\": 0.1}}\n", src_path(1, "examples/tile/gemm_naive.tile"));
+  task_error("bad6.json", text, "give both 'atol' and 'rtol'", 2);
+  snprintf(text, sizeof text,
+           "{\"name\": \"x\", \"program\": \"%s\", \"sizes\": {\"M\": 64}, \"reference\": "
+           "{\"outputs\": [\"C\"]},\n \"objective\": {\"metric\": \"tflops\"}}\n",
+           src_path(1, "examples/tile/gemm_naive.tile"));
+  task_error("bad7.json", text, "'metric' must be \"time\"", 2);
+  snprintf(text, sizeof text,
+           "{\"name\": \"x\", \"program\": \"%s\", \"sizes\": {\"M\": 64}, \"reference\": "
+           "{\"outputs\": []},\n \"seeds\": [1, -2]}\n", src_path(1, "examples/tile/gemm_naive.tile"));
+  task_error("bad8.json", text, "'outputs' must be a non-empty array", 1);
+  task_error("bad9.json", "[1, 2]\n", "a task file is a JSON object", 0);
+}
+
+static ag_opt_task *example_task(const ag_kb_entry *e) {
+  json_t *ex = json_object_get(e->j, "example");
+  char text[8192], sizes[512];
+  ag_str obj = AG_STR_INIT;
+  snprintf(sizes, sizeof sizes, "%s", json_string_value(json_object_get(ex, "sizes")));
+  for (char *tok = strtok(sizes, ","); tok; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    *eq = 0;
+    ag_str_printf(&obj, "%s\"%s\": %s", obj.len ? ", " : "", tok, eq + 1);
+  }
+  snprintf(text, sizeof text,
+           "{\"name\": \"kb-%s\", \"program\": \"%s\", \"sizes\": {%s}, \"reference\": "
+           "{\"outputs\": [\"C\"]}, \"seeds\": [7]}\n", e->id,
+           src_path(1, json_string_value(json_object_get(ex, "program"))), ag_str_cstr(&obj));
+  ag_str_release(&obj);
+  char fn[256];
+  snprintf(fn, sizeof fn, "kb-%s.json", e->id);
+  return load_task(write_tmp(0, fn, text));
+}
+
+static int validate_src(const ag_opt_task *t, const char *src, const ag_kb_entry *e,
+                        ag_opt_verdict *v) {
+  char err[1024];
+  int rc = ag_opt_validate(t, src, strlen(src), "candidate.tile", e, AG_OPT_DEVICE_CPU, v, err,
+                           sizeof err);
+  if (rc)
+    fprintf(stderr, "validate: %s\n", err);
+  return rc;
+}
+
+/* Every entry of the shipped KB, applied to its example: the edited program
+ * checks clean (its invariant templates hold), lowers, binds and computes
+ * what the unedited one computes. */
+TEST(test_kb_entries) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_kb kb;
+  CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
+  ag_diags_release(&d);
+  CHECK(kb.n >= 4);
+  int seen_rewrite = 0, seen_const = 0;
+  for (int i = 0; i < kb.n; i++) {
+    ag_kb_entry *e = &kb.e[i];
+    ag_opt_task *t = example_task(e);
+    CHECK(t != NULL);
+    if (!t)
+      continue;
+    char *src = NULL;
+    size_t len;
+    CHECK(ag_file_read(t->program, &src, &len) == 0);
+    ag_str why = AG_STR_INIT;
+    CHECK(ag_kb_applies(e, src, &why));
+    const json_t *vals = ag_kb_values(e);
+    char *out = NULL, *what = NULL;
+    CHECK_EQ_INT(ag_kb_apply(e, src, vals ? json_array_get(vals, 0) : NULL, &out, &what, &why), 0);
+    CHECK(out && strcmp(out, src));
+    CHECK_CONTAINS(what, e->id);
+    ag_opt_verdict v;
+    CHECK_EQ_INT(validate_src(t, out, e, &v), 0);
+    if (!v.ok)
+      fprintf(stderr, "%s: %s\n", e->id, json_dumps(v.feedback, 0));
+    CHECK(v.ok);
+    CHECK_EQ_STR(v.step, "");
+    /* the result has the edit; applied again it changes nothing new */
+    const char *kind = json_string_value(json_object_get(json_object_get(e->j, "edit"), "kind"));
+    if (!strcmp(kind, "rewrite")) {
+      seen_rewrite = 1;
+      CHECK_CONTAINS(out, "swizzle(2, 0, 3)");
+      CHECK(!ag_kb_applies(e, out, NULL)); /* precondition: no swizzle yet */
+    } else {
+      seen_const = 1;
+      const char *name = json_string_value(json_object_get(json_object_get(e->j, "edit"), "name"));
+      int64_t val;
+      CHECK_EQ_INT(ag_tile_src_const(out, name, &val), 0);
+      CHECK_EQ_INT(val, json_integer_value(json_array_get(vals, 0)));
+      char *again = NULL, *w2 = NULL;
+      ag_str_clear(&why);
+      CHECK_EQ_INT(ag_kb_apply(e, out, json_array_get(vals, 0), &again, &w2, &why), AG_EINVAL);
+      CHECK_CONTAINS(ag_str_cstr(&why), "already");
+    }
+    ag_opt_verdict_release(&v);
+    ag_str_release(&why);
+    ag_free(out);
+    ag_free(what);
+    ag_free(src);
+    ag_opt_task_free(t);
+  }
+  CHECK(seen_rewrite && seen_const);
+  /* preconditions that fail */
+  const ag_kb_entry *stages = NULL;
+  for (int i = 0; i < kb.n; i++)
+    if (!strcmp(kb.e[i].id, "pipeline-stages"))
+      stages = &kb.e[i];
+  CHECK(stages != NULL);
+  if (stages) {
+    ag_str why = AG_STR_INIT;
+    CHECK(!ag_kb_applies(stages, "STAGES = 4\ncp_async_wait(STAGES - 1)\n", &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "STAGES is 4, not lt 4");
+    ag_str_clear(&why);
+    CHECK(ag_kb_applies(stages, "STAGES = 3\ncp_async_wait(STAGES - 1)\n", &why));
+    CHECK(!ag_kb_applies(stages, "STAGES = 1\n", &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "does not contain 'cp_async_wait(STAGES - 1)'");
+    ag_str_clear(&why);
+    CHECK(!ag_kb_applies(stages, "X = 1\n", &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "no module-level constant 'STAGES");
+    ag_str_release(&why);
+  }
+  ag_kb_release(&kb);
+  /* constants: only a plain module-level integer counts */
+  int64_t v;
+  CHECK_EQ_INT(ag_tile_src_const("BM = 64\nWM = BM / 2\n", "BM", &v), 0);
+  CHECK_EQ_INT(v, 64);
+  CHECK_EQ_INT(ag_tile_src_const("BM = 64\nWM = BM / 2\n", "WM", &v), AG_ENOTFOUND);
+  CHECK_EQ_INT(ag_tile_src_const("    BM = 64\n", "BM", &v), AG_ENOTFOUND);
+  CHECK_EQ_INT(ag_tile_src_const("BMX = 64\nBM = 8 # c\n", "BM", &v), 0);
+  CHECK_EQ_INT(v, 8);
+}
+
+TEST(test_kb_bad_entries) {
+  static const struct {
+    const char *text, *want;
+    int line;
+  } cases[] = {
+      {"{\"id\": \"e\",\n \"bogus\": 1}", "unknown key 'bogus'", 2},
+      {"{\"id\": \"other\", \"title\": \"t\"}", "'id' must be a string equal to the file's name", 1},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\",\n \"precondition\": "
+       "{\"program\": []},\n \"edit\": {\"kind\": \"explode\"}, \"invariants\": [\"bounds\"], "
+       "\"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "unknown edit kind 'explode'", 3},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\",\n \"precondition\": "
+       "{\"program\": [{\"const\": \"X\", \"lt\": 2, \"gt\": 1}]},\n \"edit\": {\"kind\": "
+       "\"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"bounds\"], "
+       "\"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "program precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": []}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"},\n "
+       "\"invariants\": [\"fast\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "'invariants' must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": []}, \"edit\": {\"kind\": \"set_const\", \"name\": \"S\", \"values\": [0]},\n "
+       "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "a set_const edit is", 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char dir[64];
+    snprintf(dir, sizeof dir, "kbbad%zu/e.json", i);
+    write_tmp(0, dir, cases[i].text);
+    char *slash = strrchr(pbuf[0], '/');
+    *slash = 0;
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_kb kb;
+    CHECK_EQ_INT(ag_kb_load(pbuf[0], &d, &kb), AG_EPARSE);
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), cases[i].want);
+    CHECK_CONTAINS(ag_str_cstr(&s), "e.json:");
+    CHECK(d.items.n >= 1 && d.items.v[0].line == cases[i].line);
+    ag_str_release(&s);
+    ag_diags_release(&d);
+  }
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_kb kb;
+  CHECK_EQ_INT(ag_kb_load(tmp_path(0, "no-such-kb"), &d, &kb), AG_ENOTFOUND);
+  ag_diags_release(&d);
+}
+
+static char *gemm_src(void) {
+  char *src = NULL;
+  size_t len;
+  CHECK(ag_file_read(src_path(0, "examples/tile/gemm_naive.tile"), &src, &len) == 0);
+  return src;
+}
+
+static char *replace(const char *s, const char *from, const char *to) {
+  const char *f = strstr(s, from);
+  CHECK(f != NULL);
+  if (!f)
+    return ag_strdup(s);
+  ag_str o = AG_STR_INIT;
+  ag_str_append(&o, s, (size_t)(f - s));
+  ag_str_puts(&o, to);
+  ag_str_puts(&o, f + strlen(from));
+  return o.p;
+}
+
+static const json_t *step_of(const ag_opt_verdict *v, const char *name) {
+  size_t i;
+  json_t *s;
+  json_array_foreach(json_object_get(v->feedback, "steps"), i, s) {
+    if (!strcmp(json_string_value(json_object_get(s, "step")), name))
+      return s;
+  }
+  return NULL;
+}
+
+#define STORE_LINE                                                                             \
+  "                C[bm * BM + wm * WM + mi * 16 + m, bn * BN + wn * WN + ni * 8 + n] = "      \
+  "acc[mi, ni, e]"
+
+/* The validator's steps, and the reward hacks it must reject. */
+TEST(test_validator) {
+  ag_opt_task *t = load_task(task_file(0, "val", ""));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  char *src = gemm_src();
+  ag_opt_verdict v;
+  /* the start: valid; on the CPU nothing is timed, and it says so */
+  CHECK_EQ_INT(validate_src(t, src, NULL, &v), 0);
+  CHECK(v.ok);
+  CHECK(!v.timed);
+  const json_t *tm = step_of(&v, "timing");
+  CHECK(tm != NULL);
+  CHECK_EQ_STR(json_string_value(json_object_get(tm, "status")), "not run");
+  CHECK_EQ_STR(json_string_value(json_object_get(step_of(&v, "correctness"), "runner")), "interp");
+  CHECK_EQ_INT(json_array_size(json_object_get(step_of(&v, "correctness"), "seeds")), 2); /* every seed ran */
+  CHECK(json_object_get(tm, "median_ms") == NULL);
+  ag_opt_verdict_release(&v);
+
+  /* hack 1: a cached output. The candidate never stores C, so it passes only
+   * where its output buffer already holds the reference's result */
+  char *hack = replace(src, STORE_LINE, "                x = acc[mi, ni, e]");
+  CHECK_EQ_INT(validate_src(t, hack, NULL, &v), 0);
+  CHECK(!v.ok);
+  CHECK_EQ_STR(v.step, "correctness");
+  CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "correctness"), "message")), "C[");
+  CHECK(json_integer_value(json_object_get(step_of(&v, "correctness"), "wrong")) > 4000);
+  CHECK(step_of(&v, "timing") == NULL); /* never timed */
+  ag_opt_verdict_release(&v);
+  ag_free(hack);
+
+  /* hack 2: computes C right, and writes its input A */
+  char with[1024];
+  snprintf(with, sizeof with, "%s\n%s", STORE_LINE,
+           "                A[bm * BM + wm * WM + mi * 16 + m, 0] = cvt(acc[mi, ni, e], bf16)");
+  hack = replace(src, STORE_LINE, with);
+  CHECK_EQ_INT(validate_src(t, hack, NULL, &v), 0);
+  CHECK(!v.ok);
+  CHECK_EQ_STR(v.step, "correctness");
+  CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "correctness"), "message")),
+                 "input 'A' was modified");
+  ag_opt_verdict_release(&v);
+  ag_free(hack);
+
+  /* a wrong ldmatrix row: argus check's counterexample is the feedback */
+  hack = replace(src, "r = wm * WM + mi * 16 + lane % 16", "r = wm * WM + mi * 16 + lane % 8");
+  CHECK_EQ_INT(validate_src(t, hack, NULL, &v), 0);
+  CHECK(!v.ok);
+  CHECK_EQ_STR(v.step, "check");
+  const json_t *ck = step_of(&v, "check");
+  CHECK(json_array_size(json_object_get(ck, "violated")) >= 1);
+  CHECK(json_object_get(json_array_get(json_object_get(ck, "violated"), 0), "counterexample"));
+  CHECK_CONTAINS(json_string_value(json_object_get(ck, "text")), "violated");
+  CHECK(step_of(&v, "lower") == NULL);
+  ag_opt_verdict_release(&v);
+  ag_free(hack);
+
+  /* a syntax error; sizes that violate an assume; removed assertions */
+  CHECK_EQ_INT(validate_src(t, "def (:\n", NULL, &v), 0);
+  CHECK_EQ_STR(v.step, "parse");
+  CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "parse"), "text")), "candidate.tile:1:");
+  ag_opt_verdict_release(&v);
+  hack = replace(src, "BM = 32\n", "BM = 128\n");
+  CHECK_EQ_INT(validate_src(t, hack, NULL, &v), 0);
+  CHECK_EQ_STR(v.step, "bind");
+  CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "bind"), "message")), "M % BM == 0");
+  ag_opt_verdict_release(&v);
+  ag_free(hack);
+  ag_kb_entry fake = {"fake", "fake.json", json_pack("{s:[s]}", "invariants", "assertions")};
+  hack = replace(src, "            assert tag(sAh[st, r, tid % 4 * 8]) != top\n", "");
+  CHECK_EQ_INT(validate_src(t, hack, &fake, &v), 0);
+  CHECK_EQ_STR(v.step, "invariants");
+  CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "invariants"), "message")),
+                 "removed tag assertions: 3 in the program, 4");
+  ag_opt_verdict_release(&v);
+  CHECK_EQ_INT(validate_src(t, src, &fake, &v), 0);
+  CHECK(v.ok);
+  ag_opt_verdict_release(&v);
+  json_decref(fake.j);
+  ag_free(hack);
+
+  /* another kernel signature than the reference's */
+  hack = replace(src, "C: Tensor(M, N, f32)", "C: Tensor(M, N, bf16)");
+  char *h2 = replace(hack, "= acc[mi, ni, e]", "= cvt(acc[mi, ni, e], bf16)");
+  CHECK_EQ_INT(validate_src(t, h2, NULL, &v), 0);
+  CHECK_EQ_STR(v.step, "correctness");
+  CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "correctness"), "message")),
+                 "differ from the reference's");
+  ag_opt_verdict_release(&v);
+  ag_free(hack);
+  ag_free(h2);
+  ag_free(src);
+  ag_opt_task_free(t);
+
+  /* a tolerance the task sets: tiny enough that bf16 products in another
+   * order (BN 64: another warp split) still pass, zero-width fails is not
+   * expressible (must be > 0); a huge one accepts an off-by-one-ulp change */
+  t = load_task(task_file(0, "tol", ""));
+  CHECK(t != NULL);
+  if (t) {
+    src = gemm_src();
+    hack = replace(src, STORE_LINE, "                C[bm * BM + wm * WM + mi * 16 + m, bn * BN + "
+                                    "wn * WN + ni * 8 + n] = acc[mi, ni, e] * 1.01");
+    CHECK_EQ_INT(validate_src(t, hack, NULL, &v), 0);
+    CHECK_EQ_STR(v.step, "correctness"); /* 1 % off: beyond f32's 1e-3 */
+    ag_opt_verdict_release(&v);
+    t->atol = 0.5;
+    t->rtol = 0.05;
+    CHECK_EQ_INT(validate_src(t, hack, NULL, &v), 0);
+    CHECK(v.ok); /* within the task's own tolerance */
+    ag_opt_verdict_release(&v);
+    ag_free(hack);
+    ag_free(src);
+    ag_opt_task_free(t);
+  }
+}
+
+static ag_store *open_ws(const char *name) {
+  const char *p = tmp_path(0, name);
+  ag_remove_tree(p);
+  ag_store *st = NULL;
+  CHECK_EQ_INT(ag_store_open(p, AG_STORE_CREATE, &st), 0);
+  return st;
+}
+
+static int run_opt(ag_store *st, const ag_opt_task *t, const char *policy, int trials, int resume,
+                   ag_opt_result *r, char *err) {
+  ag_opt_opts o;
+  memset(&o, 0, sizeof o);
+  o.policy = policy;
+  o.trials = trials;
+  o.resume = resume;
+  o.kb_dir = src_path(5, "src/agent/kb");
+  o.device = AG_OPT_DEVICE_CPU;
+  return ag_opt_run(st, t, &o, r, err, 1024);
+}
+
+static const char *const evidence_path[] = {
+    "start", "kb:pipeline-stages(STAGES=2)", "kb:pipeline-stages(STAGES=3)",
+    "kb:pipeline-stages(STAGES=4)", "kb:block-tile-m(BM=64)", "kb:block-tile-m(BM=128)"};
+
+/* The loop: the evidence policy's trajectory as versions in the workspace,
+ * the refs, the log; stop and resume give the uninterrupted run's path. */
+TEST(test_loop) {
+  ag_opt_task *t = load_task(task_file(0, "loop", ""));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  char err[1024];
+  ag_opt_result r;
+  ag_store *st = open_ws("ws-loop");
+  CHECK_EQ_INT(run_opt(st, t, "evidence", 4, 0, &r, err), 0);
+  CHECK_EQ_INT(r.ntrials, 5);
+  CHECK_EQ_INT(r.stopped, 0);
+  for (int i = 0; i < r.ntrials && i < 5; i++) {
+    CHECK_EQ_INT(r.trials[i].n, i);
+    CHECK_EQ_STR(r.trials[i].edit, evidence_path[i]);
+    CHECK(r.trials[i].valid);
+    CHECK(!r.trials[i].timed);
+    CHECK_EQ_INT(r.trials[i].version, i + 1);
+    CHECK_EQ_INT(r.trials[i].parent, i); /* a chain: each forked from the last valid one */
+  }
+  CHECK_EQ_INT(r.best, 1); /* nothing timed: the start */
+  /* the workspace: versions forked from their parents by their edits */
+  ag_version v;
+  CHECK_EQ_INT(ag_store_version_get(st, 3, &v), 0);
+  CHECK_EQ_INT(v.parent, 2);
+  CHECK_EQ_STR(v.transform, "kb:pipeline-stages(STAGES=3)");
+  CHECK(v.task_id > 0);
+  void *data;
+  size_t len;
+  CHECK_EQ_INT(ag_store_get(st, v.module, &data, &len), 0);
+  CHECK_CONTAINS((char *)data, "STAGES = 3\n");
+  ag_free(data);
+  ag_store_version_release(&v);
+  ag_ref ref;
+  CHECK_EQ_INT(ag_store_ref_get(st, "optimize/loop/best", &ref), 0);
+  CHECK_EQ_INT(ref.target.kind, AG_OBJ_VERSION);
+  CHECK_EQ_INT(ref.target.id, 1);
+  CHECK_EQ_INT(ag_store_ref_get(st, "optimize/loop/state", &ref), 0);
+  CHECK_EQ_STR(ref.target.hash, r.state);
+  CHECK_EQ_INT(ag_store_get(st, r.state, &data, &len), 0);
+  CHECK_CONTAINS((char *)data, "\"policy\":\"evidence\"");
+  ag_free(data);
+  ag_log_entry *log;
+  size_t nlog;
+  CHECK_EQ_INT(ag_store_log(st, 0, &log, &nlog), 0);
+  ag_str all = AG_STR_INIT;
+  for (size_t i = 0; i < nlog; i++)
+    ag_str_printf(&all, "%s\n", log[i].text);
+  CHECK_CONTAINS(ag_str_cstr(&all), "v2 from v1 by kb:pipeline-stages(STAGES=2)");
+  CHECK_CONTAINS(ag_str_cstr(&all), "v5 from v4 by kb:block-tile-m(BM=64)");
+  CHECK_CONTAINS(ag_str_cstr(&all), "collect ok");
+  ag_str_release(&all);
+  ag_store_log_free(log, nlog);
+  ag_opt_result_release(&r);
+  /* a second run without --resume is refused; resume continues */
+  CHECK_EQ_INT(run_opt(st, t, "evidence", 4, 0, &r, err), AG_EEXISTS);
+  CHECK_CONTAINS(err, "--resume");
+  ag_opt_result_release(&r);
+  CHECK_EQ_INT(run_opt(st, t, "blind", 6, 1, &r, err), AG_EINVAL);
+  CHECK_CONTAINS(err, "used policy 'evidence'");
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+
+  /* stop after 2, resume to 5: the same path as one run of 5 */
+  st = open_ws("ws-resume");
+  CHECK_EQ_INT(run_opt(st, t, "evidence", 5, 1, &r, err), AG_ENOTFOUND);
+  CHECK_CONTAINS(err, "holds no run");
+  ag_opt_result_release(&r);
+  CHECK_EQ_INT(run_opt(st, t, "evidence", 2, 0, &r, err), 0);
+  CHECK_EQ_INT(r.ntrials, 3);
+  ag_opt_result_release(&r);
+  CHECK_EQ_INT(run_opt(st, t, "evidence", 5, 1, &r, err), 0);
+  CHECK_EQ_INT(r.ntrials, 6);
+  for (int i = 0; i < r.ntrials && i < 6; i++)
+    CHECK_EQ_STR(r.trials[i].edit, evidence_path[i]);
+  if (r.ntrials == 6) { /* BM 128 > M 64: refused before anything runs */
+    CHECK(!r.trials[5].valid);
+    CHECK_EQ_STR(r.trials[5].step, "bind");
+  }
+  ag_opt_result_release(&r);
+  /* resumed at its end: nothing more to do */
+  CHECK_EQ_INT(run_opt(st, t, "evidence", 5, 1, &r, err), 0);
+  CHECK_EQ_INT(r.ntrials, 6);
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+
+  /* the budget stops before a trial; blind is deterministic for its seed */
+  st = open_ws("ws-budget");
+  ag_opt_opts o;
+  memset(&o, 0, sizeof o);
+  o.policy = "evidence";
+  o.trials = 5;
+  o.budget_s = 1e-9;
+  o.kb_dir = src_path(5, "src/agent/kb");
+  o.device = AG_OPT_DEVICE_CPU;
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.stopped, 1);
+  CHECK_EQ_INT(r.ntrials, 1);
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  char first[6][128];
+  for (int k = 0; k < 2; k++) {
+    st = open_ws(k ? "ws-blind2" : "ws-blind1");
+    CHECK_EQ_INT(run_opt(st, t, "blind", 5, 0, &r, err), 0);
+    CHECK_EQ_INT(r.ntrials, 6);
+    int same_as_evidence = 1;
+    for (int i = 0; i < r.ntrials && i < 6; i++) {
+      if (!k)
+        snprintf(first[i], sizeof first[i], "%s", r.trials[i].edit);
+      else
+        CHECK_EQ_STR(r.trials[i].edit, first[i]);
+      same_as_evidence &= !strcmp(r.trials[i].edit, evidence_path[i]);
+    }
+    CHECK(!same_as_evidence); /* blind ignores the KB's ranking */
+    ag_opt_result_release(&r);
+    ag_store_close(st);
+  }
+  /* the search runs dry: every edit from every valid version tried (a KB of
+   * the swizzle alone: one edit, then nothing applies) */
+  char *entry = NULL;
+  size_t elen;
+  CHECK(ag_file_read(src_path(1, "src/agent/kb/smem-swizzle.json"), &entry, &elen) == 0);
+  write_tmp(2, "kb-one/smem-swizzle.json", entry ? entry : "");
+  ag_free(entry);
+  st = open_ws("ws-dry");
+  memset(&o, 0, sizeof o);
+  o.policy = "evidence";
+  o.trials = 5;
+  o.kb_dir = tmp_path(5, "kb-one");
+  o.device = AG_OPT_DEVICE_CPU;
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.stopped, 2);
+  CHECK_EQ_INT(r.ntrials, 2);
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  ag_opt_task_free(t);
+}
+
+static int have_python(void) {
+  char *p = ag_which("python3");
+  ag_free(p);
+  return p != NULL;
+}
+
+/* The llm protocol with a scripted fake policy (tests/agent/fake_policy.py). */
+TEST(test_llm_policy) {
+  if (!have_python()) {
+    SKIP("no python3 for the fake policy");
+    return;
+  }
+  ag_opt_task *t = load_task(task_file(0, "llm", ""));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  char err[1024];
+  ag_opt_result r;
+  ag_opt_opts o;
+  memset(&o, 0, sizeof o);
+  o.policy = "llm";
+  o.trials = 4;
+  o.kb_dir = src_path(5, "src/agent/kb");
+  o.device = AG_OPT_DEVICE_CPU;
+  const char *argv[] = {"python3", src_path(4, "tests/agent/fake_policy.py"), "script", NULL};
+  o.llm_argv = argv;
+  ag_store *st = open_ws("ws-llm");
+  int rc = ag_opt_run(st, t, &o, &r, err, sizeof err);
+  if (rc)
+    fprintf(stderr, "llm: %s\n", err);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_EQ_INT(r.ntrials, 5);
+  if (r.ntrials == 5) {
+    CHECK_EQ_STR(r.trials[1].edit, "kb:smem-swizzle(2 sites)");
+    CHECK(r.trials[1].valid);
+    CHECK_EQ_STR(r.trials[2].edit, "llm:write-input");
+    CHECK(!r.trials[2].valid); /* the planted hack: rejected, and the run goes on */
+    CHECK_EQ_STR(r.trials[2].step, "correctness");
+    CHECK_EQ_INT(r.trials[2].parent, 2);
+    CHECK_EQ_STR(r.trials[3].edit, "llm:two stages");
+    CHECK(r.trials[3].valid);
+    CHECK_EQ_INT(r.trials[3].parent, 2); /* from the newest valid version, not the hack */
+    CHECK_EQ_STR(r.trials[4].edit, "llm:cached-output");
+    CHECK(!r.trials[4].valid);
+    CHECK_EQ_STR(r.trials[4].step, "correctness");
+    CHECK_EQ_INT(r.best, 1); /* no rejected candidate is ever the best */
+  }
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+
+  static const struct {
+    const char *mode;
+    int rc;
+    const char *want;
+  } bad[] = {
+      {"crash", AG_ECHILD, "failed (exit 3); its stderr ends: fake policy: boom"},
+      {"garbage", AG_EPARSE, "printed something that is not a candidate: 'I think"},
+      {"unknown-kb", AG_EPARSE, "asked for KB entry 'no-such-entry', which does not exist"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *a2[] = {"python3", src_path(4, "tests/agent/fake_policy.py"), bad[i].mode, NULL};
+    o.llm_argv = a2;
+    st = open_ws("ws-llm-bad");
+    CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), bad[i].rc);
+    CHECK_CONTAINS(err, bad[i].want);
+    CHECK_EQ_INT(r.ntrials, 1); /* the start only: nothing recorded for a bad answer */
+    ag_opt_result_release(&r);
+    ag_store_close(st);
+  }
+  const char *nope[] = {"/no/such/policy", NULL};
+  o.llm_argv = nope;
+  st = open_ws("ws-llm-bad");
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), AG_ECHILD);
+  CHECK_CONTAINS(err, "cannot start the policy command '/no/such/policy'");
+  ag_opt_result_release(&r);
+  o.policy = "magic";
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), AG_EPARSE);
+  CHECK_CONTAINS(err, "unknown policy 'magic'");
+  ag_opt_result_release(&r);
+  o.policy = "llm";
+  o.llm_argv = NULL;
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), AG_EPARSE);
+  CHECK_CONTAINS(err, "needs a command");
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  ag_opt_task_free(t);
+}
+
+/* ------------------------------------------------------------------ CLI */
+static int run_cli(const char *const *argv, ag_str *out, ag_str *errs) {
+  ag_str_clear(out);
+  ag_str_clear(errs);
+  ag_proc_opts o = {.argv = argv, .capture_out = out, .capture_err = errs, .timeout_s = 300};
+  ag_proc_result r;
+  if (ag_proc_run(&o, &r) || !r.exited)
+    return -1;
+  return r.exit_code;
+}
+
+TEST(test_cli) {
+  const char *bin = getenv("ARGUS_BIN");
+  bin = bin ? bin : "argus";
+  ag_str out = AG_STR_INIT, errs = AG_STR_INIT;
+  const char *task = task_file(1, "cli", "");
+  char ws[1024];
+  snprintf(ws, sizeof ws, "%s", tmp_path(0, "ws-cli"));
+  ag_remove_tree(ws);
+  const char *ok[] = {bin, "-W", ws, "optimize", task, "--trials", "3", "--cpu", NULL};
+  CHECK_EQ_INT(run_cli(ok, &out, &errs), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "trial 1: v2 from v1 by kb:pipeline-stages(STAGES=2): valid, not timed");
+  CHECK_CONTAINS(ag_str_cstr(&out), "best: v1 (ref optimize/cli/best); nothing was timed");
+  const char *log[] = {bin, "-W", ws, "ws", "log", NULL};
+  CHECK_EQ_INT(run_cli(log, &out, &errs), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "v4 from v3 by kb:pipeline-stages(STAGES=4)");
+  CHECK_CONTAINS(ag_str_cstr(&out), "optimize/cli/best -> v1");
+  const char *again[] = {bin, "-W", ws, "optimize", task, "--trials", "4", "--cpu", "--json", NULL};
+  CHECK_EQ_INT(run_cli(again, &out, &errs), 2);
+  CHECK_CONTAINS(ag_str_cstr(&errs), "continue it with --resume");
+  const char *res[] = {bin, "-W", ws, "optimize", task, "--trials", "4", "--cpu", "--resume",
+                       "--json", NULL};
+  CHECK_EQ_INT(run_cli(res, &out, &errs), 0);
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"schema\": \"argus.optimize/1\"");
+  CHECK_CONTAINS(ag_str_cstr(&out), "kb:block-tile-m(BM=64)");
+  static const struct {
+    const char *a1, *a2, *want;
+    int code;
+  } bad[] = {
+      {"--policy", "magic", "unknown policy 'magic' (evidence, blind, llm)", 2},
+      {"--policy", "llm", "--policy llm needs its command after '--'", 2},
+      {"--trials", "0", "--trials must be a number in 1..10000", 2},
+      {"--trials", "2.5", "--trials must be an integer", 2},
+      {"--budget-seconds", "soon", "--budget-seconds must be a number", 2},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *a[] = {bin, "-W", ws, "optimize", task, bad[i].a1, bad[i].a2, NULL};
+    CHECK_EQ_INT(run_cli(a, &out, &errs), bad[i].code);
+    CHECK_CONTAINS(ag_str_cstr(&errs), bad[i].want);
+  }
+  const char *malformed = write_tmp(2, "malformed.json", "{\"name\": \"m\",\n  \"program\": 3}\n");
+  const char *m[] = {bin, "-W", ws, "optimize", malformed, NULL};
+  CHECK_EQ_INT(run_cli(m, &out, &errs), 2);
+  CHECK_CONTAINS(ag_str_cstr(&errs), "malformed.json:2:14: error: 'program' must be a non-empty string");
+  CHECK_CONTAINS(ag_str_cstr(&errs), "the task file");
+  const char *none[] = {bin, "-W", ws, "optimize", tmp_path(3, "absent.json"), NULL};
+  CHECK_EQ_INT(run_cli(none, &out, &errs), 2);
+  CHECK_CONTAINS(ag_str_cstr(&errs), "absent.json");
+  if (have_python()) {
+    const char *task2 = task_file(1, "cli-llm", "");
+    const char *crash[] = {bin, "-W", ws, "optimize", task2, "--cpu", "--policy", "llm", "--",
+                           "python3", src_path(4, "tests/agent/fake_policy.py"), "crash", NULL};
+    CHECK_EQ_INT(run_cli(crash, &out, &errs), 1);
+    CHECK_CONTAINS(ag_str_cstr(&errs), "the policy command 'python3' failed (exit 3)");
+    const char *garb[] = {bin, "-W", ws, "optimize", task2, "--cpu", "--resume", "--policy", "llm",
+                          "--", "python3", src_path(4, "tests/agent/fake_policy.py"), "garbage",
+                          NULL};
+    CHECK_EQ_INT(run_cli(garb, &out, &errs), 1);
+    CHECK_CONTAINS(ag_str_cstr(&errs), "not a candidate");
+  }
+  ag_str_release(&out);
+  ag_str_release(&errs);
+}
+
+RUN_TESTS({"task_file", test_task_file}, {"kb_entries", test_kb_entries},
+          {"kb_bad_entries", test_kb_bad_entries}, {"validator", test_validator},
+          {"loop", test_loop}, {"llm_policy", test_llm_policy}, {"cli", test_cli})
