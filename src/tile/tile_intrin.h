@@ -16,7 +16,9 @@
 #include "tile_builtin.h"
 
 /* The semantic kinds; each module has one handler per kind. */
-typedef enum { IK_MMA, IK_LDMATRIX, IK_CP_ASYNC, IK_CP_COMMIT, IK_CP_WAIT, IK_SYNC } ag__ik;
+typedef enum { IK_MMA, IK_LDMATRIX, IK_CP_ASYNC, IK_CP_COMMIT, IK_CP_WAIT, IK_SYNC,
+               /* wgmma (warpgroup, asynchronous): the product, fence, commit_group, wait_group */
+               IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT } ag__ik;
 
 /* One row of the intrinsic table. TV layouts map (lane, value) to the
  * element's offset in the operand tile, column-major (row + rows * col), as
@@ -27,7 +29,8 @@ typedef struct ag__intrin {
   const char *ptx;         /* the instruction it stands for */
   int nops;
   const char *opnames[4];  /* "d", "a", "b", "c" / "dst", "src" */
-  /* MMA */
+  /* MMA, WGMMA (atom_c: wgmma's accumulator, the .d atom; atom_b: none, B is
+   * read from shared memory through a descriptor) */
   int m, n, k;
   const char *atom_a, *atom_b, *atom_c; /* layout_atoms names */
   ag__dt acc_dt;
@@ -40,6 +43,20 @@ typedef struct ag__intrin {
   int sizes;
   const char *semantics;   /* one line for docs and --help */
 } ag__intrin;
+
+/* A wgmma shared operand (rows x 16, 16-bit elements esz = 2): the tile's
+ * layout l, swizzle (on byte offsets, when swizzled) and byte offset base in
+ * its buffer, whose swizzle period (ag__wgmma_period) the buffer is aligned
+ * to. Only base's constant addend modulo the period matters (the caller
+ * checks that the rest is a multiple of it). Derives the matrix descriptor
+ * (ag_gmma_desc_derive) with start relative to the period-aligned part and
+ * gives the operand's major-ness; an error (in c->err) names the first
+ * element where the tile is not a canonical GMMA layout of its mode. The
+ * checker and the lowering both call it, so they derive the same one. */
+#include "argus/layout_atoms.h"
+int64_t ag__wgmma_period(int swizzled, ag_swizzle swz);
+int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
+                   const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major);
 
 /* The row named name, or NULL (borrowed: static data). */
 const ag__intrin *ag__intrin_lookup(const char *name);

@@ -267,7 +267,18 @@ typedef struct ag__oblig {
    * read-after-write (race.c) */
   const ag__rrec *rr;
   const ag__rrec *rw;
+  const char *why;         /* OB_INT: the counterexample's reason when set (arena) */
 } ag__oblig;
+
+/* Accumulator registers a wgmma wrote that no wgmma_wait has retired yet:
+ * bytes [lo, hi) of register buffer buf, written by the wgmma at `at` in
+ * wgmma group `group` (interp.c, "wgmma"). */
+typedef struct ag__wgpend {
+  int buf;
+  int64_t lo, hi;
+  int group;
+  const ag_tile_node *at;
+} ag__wgpend;
 
 /* ---------------------------------------------------------------- context */
 typedef struct ag__binding {
@@ -365,6 +376,8 @@ typedef struct ag__ck {
   int ngroups;             /* committed groups */
   AG_VEC(ag__loopvar) loops;
   int64_t steps;           /* interpreted statements (bounded) */
+  int wg_ngroups;          /* committed wgmma groups */
+  AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
 } ag__ck;
 
 /* A malformed program: adds an error at node n and unwinds to the check's

@@ -1213,6 +1213,10 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
     x->reason = dupstr(s, buf);
     return x;
   }
+  if (o->k == OB_INT && o->why) {
+    x->reason = dupstr(s, o->why);
+    return x;
+  }
   if (o->k == OB_INT) {
     x->reason = dupstr(s, "the condition is false");
     return x;
