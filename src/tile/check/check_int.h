@@ -267,7 +267,9 @@ typedef struct ag__oblig {
    * read-after-write (race.c) */
   const ag__rrec *rr;
   const ag__rrec *rw;
-  const char *why;         /* OB_INT: the counterexample's reason when set (arena) */
+  const char *why;         /* OB_INT: the counterexample's reason when set (arena);
+                              OB_NE: the left side's text (a wgmma operand) */
+  const ag_expr *wv, *wk;  /* a wgmma operand's value index and k (symbols), or NULL */
 } ag__oblig;
 
 /* Accumulator registers a wgmma wrote that no wgmma_wait has retired yet:

@@ -1503,9 +1503,7 @@ static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t o
              "line)",
              what, c->rbufs.v[buf].name ? c->rbufs.v[buf].name : "?",
              (long long)((off > p->lo ? off : p->lo) - p->lo), p->at->line);
-    size_t len = strlen(msg) + 1;
-    char *why = ag__ck_alloc(c, len);
-    ag__mcpy(why, msg, len);
+    const char *why = ag__ck_strdup(c, msg);
     ag__oblig o;
     memset(&o, 0, sizeof o);
     o.k = OB_INT;
@@ -1561,7 +1559,7 @@ static void wg_operand(ag__ck *c, const ag_tile_node *n, const ag__tile *t,
 /* The obligation that element (row, k) of shared operand t is settled for
  * the thread, for every value index and k the path bounds. */
 static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, const ag_expr *row,
-                       const ag_expr *k, const ag__bx *path) {
+                       const ag_expr *k, const ag__bx *path, const ag_expr *v, const char *why) {
   ag_xtuple kids[2] = {{1, row, 0, NULL}, {1, k, 0, NULL}};
   ag_xtuple *kp[2] = {&kids[0], &kids[1]};
   ag_xtuple co = {0, NULL, 2, kp};
@@ -1586,6 +1584,9 @@ static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, cons
   o.rhs.tag = ag__tag_top(c, NULL);
   o.rhs.proj = -1;
   o.rhs.literal = 1;
+  o.why = why;
+  o.wv = v;
+  o.wk = k;
   o.stmt = ag__ck_stmt(c, n);
   o.nloops = (int)c->loops.n;
   o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
@@ -1657,9 +1658,14 @@ static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
     ag__ck_error(c, n, "internal: cannot evaluate '%s'", in->atom_c);
   const ag_expr *m = ag__x(c, AG_X_MOD, off, ag__xc(c, 64));
   const ag_expr *nn = ag__x(c, AG_X_DIV, off, ag__xc(c, 64));
-  if (ashared)
-    wg_settled(c, n->list.v[1], av->t, m, ks, path);
-  wg_settled(c, n->list.v[2], bv->t, nn, ks, path);
+  char why[160];
+  if (ashared) {
+    snprintf(why, sizeof why, "%s operand a: A[m, k] of the thread's accumulator (m, n)",
+             in->name);
+    wg_settled(c, n->list.v[1], av->t, m, ks, path, vs, ag__ck_strdup(c, why));
+  }
+  snprintf(why, sizeof why, "%s operand b: B[n, k] of the thread's accumulator (m, n)", in->name);
+  wg_settled(c, n->list.v[2], bv->t, nn, ks, path, vs, ag__ck_strdup(c, why));
   /* D keeps its tags; it is pending in the open group */
   ag__wgpend p = {dbuf, dbase, dbase + dsize, c->wg_ngroups, n};
   if (ag_vec_push(&c->wg_pend, p))
