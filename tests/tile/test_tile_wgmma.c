@@ -87,6 +87,7 @@ TEST(test_example) {
     CHECK_CONTAINS(l->cuda, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16");
     /* the descriptors hopper.cuh writes by hand: LBO 16, SBO 1024, 128B */
     CHECK_CONTAINS(l->cuda, "16u, 1024u, 1u)");
+    CHECK_CONTAINS(l->cuda, ", p, 1, 1, 0, 0;"); /* K-major A and B: not transposed */
     CHECK_CONTAINS(l->cuda, "__align__(1024) unsigned char ag_smem[]");
     int c = compiles(l);
     if (c < 0)
@@ -298,6 +299,14 @@ TEST(test_bad_input) {
       {"128", "", "m, n = wgmma_m64n64k16.b(t, 0)", 14, 12,
        "wgmma_m64n64k16 has operand layouts .a and .d (thread in the warpgroup, value)"},
       {"128", "", "wgmma_m64n12k16(acc, sA, sB)", 14, 5, "unknown function 'wgmma_m64n12k16'"},
+      {"64", "", "wgmma_m64n64k16(acc, sA, sB)", 14, 5,
+       "wgmma_m64n64k16 is issued by whole warpgroups of 128 threads; the block has 64"},
+      {"128",
+       "    q = make_shared(layout((4, 64, 16), (16, 64, 1)), bf16, swizzle(1, 3, 3))\n"
+       "    r0 = blockIdx.x % 4\n",
+       "wgmma_m64n64k16(acc, sA, q[r0, :, :])", 16, 30,
+       "operand b of wgmma_m64n64k16: the tile's offset in its buffer varies by other than "
+       "multiples of 256 bytes (the swizzle's period)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *s = prog(cases[i].threads, cases[i].decl, cases[i].call, "");

@@ -1597,7 +1597,7 @@ static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, cons
 
 static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   nargs(c, n, 3, 3, "wgmma_m64nNk16(d, a, b)");
-  need_uniform(c, n, in->name);
+  need_uniform(c, n, in->name); /* the warpgroup issues it together */
   if (c->nthreads % 128)
     ag__ck_error(c, n, "%s is issued by whole warpgroups of 128 threads; the block has %lld",
                  in->name, (long long)c->nthreads);

@@ -1694,9 +1694,15 @@ static value *ev(lw *L, const ag_tile_node *n) {
       return vint(L, xs(L, fmt(L, "%s.%s", b->name, n->name)));
     }
     value *bv = ev(L, b);
-    if (bv->k == V_INTRIN && ((bv->in->kind == IK_MMA &&
-        (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) ||
-        (bv->in->kind == IK_WGMMA && (!strcmp(n->name, "a") || !strcmp(n->name, "d"))))) {
+    if (bv->k == V_INTRIN && bv->in->kind == IK_WGMMA && (!strcmp(n->name, "a") || !strcmp(n->name, "d"))) {
+      value *v = newv(L, V_IOP); /* wgmma's .a and .d atoms */
+      v->name = bv->name;
+      v->in = bv->in;
+      v->op = n->name;
+      return v;
+    }
+    if (bv->k == V_INTRIN && bv->in->kind == IK_MMA &&
+        (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
       value *v = newv(L, V_IOP);
       v->name = bv->name;
       v->in = bv->in;

@@ -1050,9 +1050,14 @@ static rv *eval(ip *c, const ag_tile_node *n) {
       return v;
     }
     rv *bv = eval(c, b);
-    if (bv->k == K_INTRIN && ((bv->in->kind == IK_MMA &&
-        (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) ||
-        (bv->in->kind == IK_WGMMA && (!strcmp(n->name, "a") || !strcmp(n->name, "d"))))) {
+    if (bv->k == K_INTRIN && bv->in->kind == IK_WGMMA && (!strcmp(n->name, "a") || !strcmp(n->name, "d"))) {
+      rv *v = newv(c, K_IOP); /* wgmma's .a and .d atoms */
+      v->name = n->name;
+      v->in = bv->in;
+      return v;
+    }
+    if (bv->k == K_INTRIN && bv->in->kind == IK_MMA &&
+        (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
       rv *v = newv(c, K_IOP);
       v->name = n->name;
       v->in = bv->in;
