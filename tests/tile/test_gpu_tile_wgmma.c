@@ -6,10 +6,10 @@
  */
 #include "argus/tile_run.h"
 #include "check.h"
-
-#include <dlfcn.h>
+#include "../trace/gpu_util.h"
 
 static void wg_case(const char *spec, ag_tile_ref ref, const char *want_ref) {
+  gpu_or_skip("test_gpu_tile_wgmma");
   char path[1024];
   const char *s = getenv("ARGUS_SOURCE_DIR");
   snprintf(path, sizeof path, "%s/examples/tile/wgmma_gemm.tile", s ? s : ".");
@@ -32,27 +32,5 @@ TEST(test_wgmma_512) { wg_case("M=512,N=512,K=512", AG_TILE_REF_CPU, "cpu"); }
 TEST(test_wgmma_toy_interp) { wg_case("M=64,N=128,K=128", AG_TILE_REF_INTERP, "interp"); }
 TEST(test_wgmma_4096) { wg_case("M=4096,N=4096,K=4096", AG_TILE_REF_CUBLAS, "cublas"); }
 
-int main(int argc, char **argv) {
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-  int n = 0;
-  int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
-  int (*count)(int *) = cuda ? (int (*)(int *))dlsym(cuda, "cuDeviceGetCount") : NULL;
-  if (!init || !count || init(0) || count(&n) || n == 0) {
-    printf("test_gpu_tile_wgmma: skipped: no GPU\n");
-    return 77;
-  }
-  static const chk_case cases[] = {{"test_wgmma_512", test_wgmma_512},
-                                   {"test_wgmma_toy_interp", test_wgmma_toy_interp},
-                                   {"test_wgmma_4096", test_wgmma_4096}};
-  int failed = 0;
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (argc > 1 && strcmp(argv[1], cases[i].name))
-      continue;
-    chk__cur_failed = chk__cur_skipped = 0;
-    cases[i].fn();
-    printf("%s %s\n", chk__cur_failed ? "FAIL" : "ok  ", cases[i].name);
-    fflush(stdout);
-    failed += chk__cur_failed;
-  }
-  return failed ? 1 : 0;
-}
+RUN_TESTS({"test_wgmma_512", test_wgmma_512}, {"test_wgmma_toy_interp", test_wgmma_toy_interp},
+          {"test_wgmma_4096", test_wgmma_4096})

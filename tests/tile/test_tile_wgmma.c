@@ -74,7 +74,6 @@ static int compiles(const ag_tile_lowered *l) {
 }
 
 TEST(test_example) {
-  (void)interpret; /* tile_pipe.h: this test binds sizes itself */
   char *src = tu_read("examples/tile/wgmma_gemm.tile", NULL);
   CHECK(src != NULL);
   if (!src)
@@ -104,18 +103,7 @@ TEST(test_example) {
       B[i] = ag__f2bf(small(i, 5));
     void *t[3] = {A, B, C};
     char err[512] = "";
-    const ag_tile_lkernel *k = &l->kernels[0];
-    ag_diags d;
-    ag_diags_init(&d);
-    ag_tile_run_sizes s;
-    ag_tile_bound b;
-    memset(&s, 0, sizeof s);
-    memset(&b, 0, sizeof b);
-    int rc = ag_tile_run_sizes_parse(p, "wgmma_gemm", "M=128,N=256", &d, &s);
-    if (!rc)
-      rc = ag_tile_run_bind(p, k, &s, &d, &b);
-    if (!rc)
-      rc = ag_tile_interp(p, &b, NULL, 0, t, err, sizeof err);
+    int rc = interpret_sizes(p, l, "wgmma_gemm", "M=128,N=256", t, err, sizeof err);
     if (rc)
       printf("  interp: %s\n", err);
     CHECK_EQ_INT(rc, 0);
@@ -128,9 +116,6 @@ TEST(test_example) {
         bad += C[m * N + n] != (float)sum;
       }
     CHECK_EQ_INT(bad, 0);
-    ag_tile_bound_release(&b);
-    ag_tile_run_sizes_release(&s);
-    ag_diags_release(&d);
     free(A), free(B), free(C);
   }
   ag_tile_lowered_free(l);

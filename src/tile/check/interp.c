@@ -1487,6 +1487,16 @@ static void do_fill(ag__ck *c, const ag_tile_node *n) {
  * tags (as mma's) and is pending until a wgmma_wait retires its group: a
  * read or write of a pending byte other than by a wgmma is refuted. */
 
+/* Records o (its statement and loop instance taken here). */
+static void wg_push(ag__ck *c, ag__oblig *o) {
+  o->stmt = ag__ck_stmt(c, o->at);
+  o->nloops = (int)c->loops.n;
+  o->loops = ag__ck_alloc(c, (size_t)(o->nloops ? o->nloops : 1) * sizeof *o->loops);
+  ag__mcpy(o->loops, c->loops.v, (size_t)o->nloops * sizeof *o->loops);
+  if (ag_vec_push(&c->obligs, *o))
+    ag__ck_oom(c);
+}
+
 /* The check's `why` for a pending accumulator; `what` names the access. */
 static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
                            const char *what) {
@@ -1511,12 +1521,7 @@ static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t o
     o.path = c->path;
     o.cond = ag__bconst(c, 0);
     o.why = why;
-    o.stmt = ag__ck_stmt(c, at);
-    o.nloops = (int)c->loops.n;
-    o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
-    ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
-    if (ag_vec_push(&c->obligs, o))
-      ag__ck_oom(c);
+    wg_push(c, &o);
     return;
   }
 }
@@ -1587,12 +1592,7 @@ static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, cons
   o.why = why;
   o.wv = v;
   o.wk = k;
-  o.stmt = ag__ck_stmt(c, n);
-  o.nloops = (int)c->loops.n;
-  o.loops = ag__ck_alloc(c, (size_t)(o.nloops ? o.nloops : 1) * sizeof *o.loops);
-  ag__mcpy(o.loops, c->loops.v, (size_t)o.nloops * sizeof *o.loops);
-  if (ag_vec_push(&c->obligs, o))
-    ag__ck_oom(c);
+  wg_push(c, &o);
 }
 
 static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {

@@ -21,9 +21,8 @@
  * (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
  */
 #include "../tile_intrin.h"
+#include "../layout/layout_int.h" /* ag__lfail: the layout module's error convention */
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #define MMA_ROW(nm, dtname)                                                                  \
@@ -146,17 +145,6 @@ int64_t ag__wgmma_period(int swizzled, ag_swizzle swz) {
   return swizzled ? (int64_t)1 << (swz.b + swz.m + swz.s) : 128;
 }
 
-static int wg_fail(ag_layout_ctx *c, const char *fmt, ...) AG_PRINTF(2, 3);
-static int wg_fail(ag_layout_ctx *c, const char *fmt, ...) {
-  ag_str_clear(&c->err);
-  c->err.oom = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  ag_str_vprintf(&c->err, fmt, ap);
-  va_end(ap);
-  return AG_EINVAL;
-}
-
 int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
                    const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major) {
   int64_t period = ag__wgmma_period(swizzled, swz), k0 = 0;
@@ -164,10 +152,10 @@ int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzl
     ag_expr_is_const(base->b, &k0);
   int64_t r = ((k0 % period) + period) % period;
   if (r % esz)
-    return wg_fail(c, "the operand starts inside an element");
+    return ag__lfail(c, AG_EINVAL, "the operand starts inside an element");
   ag_layout m0, m1;
   if (ag_layout_rank(l) != 2 || ag_layout_mode(c, l, 0, &m0) || ag_layout_mode(c, l, 1, &m1))
-    return wg_fail(c, "the operand is a rank-2 shared tile");
+    return ag__lfail(c, AG_EINVAL, "the operand is a rank-2 shared tile");
   ag_smem_tile st;
   memset(&st, 0, sizeof st);
   st.elem_bytes = esz;
@@ -199,8 +187,8 @@ int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzl
   if (rc)
     return rc;
   if (o01 - o00 != esz && o10 - o00 != esz)
-    return wg_fail(c, "the tile is neither K-major (k contiguous) nor MN-major (the row "
-                      "contiguous) in shared memory");
+    return ag__lfail(c, AG_EINVAL, "the tile is neither K-major (k contiguous) nor MN-major "
+                                   "(the row contiguous) in shared memory");
   *major = o01 - o00 == esz ? AG_GMMA_K_MAJOR : AG_GMMA_MN_MAJOR;
   return ag_gmma_desc_derive(c, &st, *major, 0, kc, rows, out);
 }
