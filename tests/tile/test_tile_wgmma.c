@@ -87,6 +87,8 @@ TEST(test_example) {
     /* the descriptors hopper.cuh writes by hand: LBO 16, SBO 1024, 128B */
     CHECK_CONTAINS(l->cuda, "16u, 1024u, 1u)");
     CHECK_CONTAINS(l->cuda, ", p, 1, 1, 0, 0;"); /* K-major A and B: not transposed */
+    /* cp.async's writes made visible to wgmma's async proxy */
+    CHECK_CONTAINS(l->cuda, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
     CHECK_CONTAINS(l->cuda, "__align__(1024) unsigned char ag_smem[]");
     int c = compiles(l);
     if (c < 0)

@@ -1448,7 +1448,12 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
   }
   case IK_SYNC: emit(L, n, "__syncthreads();"); break;
   case IK_WGMMA: do_wgmma(L, n, in); break;
-  case IK_WG_FENCE: emit(L, n, "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");"); break;
+  case IK_WG_FENCE:
+    /* shared-memory writes of the generic proxy (stores, cp.async) made visible to the
+     * async proxy wgmma reads through, then the wgmma fence */
+    emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+    emit(L, n, "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+    break;
   case IK_WG_COMMIT:
     emit(L, n, "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
     break;
