@@ -250,6 +250,12 @@ TEST(test_small_programs) {
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);
   free(s);
+  /* one row of A stored again after the barrier: only the threads whose accumulators
+   * need row 63 read unsettled data; refuted at the wgmma, naming operand a */
+  s = prog("128", "    if t < 16:\n        sA[63, t] = A[63, t]\n", "wgmma_m64n64k16(acc, sA, sB)",
+           "");
+  refuted("late-row", s, "wgmma_m64n64k16(acc, sA, sB)", "not settled", NULL);
+  free(s);
   /* a write into the accumulators before the wait: refuted at that line */
   s = prog("128", "", "wgmma_m64n64k16(acc, sA, sB)", "    fill(acc, 1)\n");
   refuted("pending-fill", s, "fill(acc, 1)", "fill() writes register 'acc'",
