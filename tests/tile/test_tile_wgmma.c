@@ -292,6 +292,10 @@ TEST(test_bad_input) {
       {"128", "", "m, n = wgmma_m64n64k16.b(t, 0)", 14, 12,
        "wgmma_m64n64k16 has operand layouts .a and .d (thread in the warpgroup, value)"},
       {"128", "", "wgmma_m64n12k16(acc, sA, sB)", 14, 5, "unknown function 'wgmma_m64n12k16'"},
+      {"128", "    w = make_shared((64, 32), bf16, swizzle(2, 3, 3))\n",
+       "wgmma_m64n64k16(acc, w[:, 4:20], sB)", 15, 26,
+       "operand a of wgmma_m64n64k16 has no wgmma descriptor: the operand's start address is 8 "
+       "bytes: a descriptor holds a multiple of 16"},
       {"64", "", "wgmma_m64n64k16(acc, sA, sB)", 14, 5,
        "wgmma_m64n64k16 is issued by whole warpgroups of 128 threads; the block has 64"},
       {"128",
