@@ -23,7 +23,9 @@ typedef enum {
   IK_MBAR_FENCE,  /* fence_mbar_init(): inits visible to the async proxy */
   IK_MBAR_ARRIVE, /* mbar_arrive(bar); with tx: mbar_expect_tx(bar, bytes) */
   IK_MBAR_WAIT,   /* mbar_wait(bar, parity) */
-  IK_BULK_COPY    /* bulk_copy(dst, src, bytes, bar) */
+  IK_BULK_COPY,   /* bulk_copy(dst, src, bytes, bar) */
+  /* wgmma (warpgroup, asynchronous): the product, fence, commit_group, wait_group */
+  IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT
 } ag__ik;
 
 /* One row of the intrinsic table. TV layouts map (lane, value) to the
@@ -35,7 +37,8 @@ typedef struct ag__intrin {
   const char *ptx;         /* the instruction it stands for */
   int nops;
   const char *opnames[4];  /* "d", "a", "b", "c" / "dst", "src" */
-  /* MMA */
+  /* MMA, WGMMA (atom_c: wgmma's accumulator, the .d atom; atom_b: none, B is
+   * read from shared memory through a descriptor) */
   int m, n, k;
   const char *atom_a, *atom_b, *atom_c; /* layout_atoms names */
   ag__dt acc_dt;
@@ -52,6 +55,20 @@ typedef struct ag__intrin {
   int align;
   const char *semantics;   /* one line for docs and --help */
 } ag__intrin;
+
+/* A wgmma shared operand (rows x 16, 16-bit elements esz = 2): the tile's
+ * layout l, swizzle (on byte offsets, when swizzled) and byte offset base in
+ * its buffer, whose swizzle period (ag__wgmma_period) the buffer is aligned
+ * to. Only base's constant addend modulo the period matters (the caller
+ * checks that the rest is a multiple of it). Derives the matrix descriptor
+ * (ag_gmma_desc_derive) with start relative to the period-aligned part and
+ * gives the operand's major-ness; an error (in c->err) names the first
+ * element where the tile is not a canonical GMMA layout of its mode. The
+ * checker and the lowering both call it, so they derive the same one. */
+#include "argus/layout_atoms.h"
+int64_t ag__wgmma_period(int swizzled, ag_swizzle swz);
+int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
+                   const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major);
 
 /* The row named name, or NULL (borrowed: static data). */
 const ag__intrin *ag__intrin_lookup(const char *name);

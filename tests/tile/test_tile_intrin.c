@@ -128,6 +128,46 @@ static int program(const ag__intrin *in, ag_str *out) {
                   init, fence, expect, bulk, arrive, wait);
     return 1;
   }
+  case IK_WGMMA:
+  case IK_WG_FENCE:
+  case IK_WG_COMMIT:
+  case IK_WG_WAIT: {
+    /* one product, fenced, committed and waited for; the row under test takes its kind's
+     * place (the product: the m64n64k16 row). A comes from registers when N % 16 == 8,
+     * else from shared memory; both operands 32-byte swizzled, K-major. */
+    const char *mm = in->kind == IK_WGMMA ? in->name : "wgmma_m64n64k16";
+    const ag__intrin *w = ag__intrin_lookup(mm);
+    const char *fence = in->kind == IK_WG_FENCE ? in->name : row_of(IK_WG_FENCE);
+    const char *commit = in->kind == IK_WG_COMMIT ? in->name : row_of(IK_WG_COMMIT);
+    const char *wait = in->kind == IK_WG_WAIT ? in->name : row_of(IK_WG_WAIT);
+    if (!w || !fence || !commit || !wait)
+      return 0;
+    int n = w->n, areg = n % 16 == 8;
+    ag_str_printf(out,
+                  "@threads(128)\n"
+                  "def kern(A: Tensor(64, 16, bf16), B: Tensor(%d, 16, bf16), C: Tensor(64, %d, f32),\n"
+                  "         D: Tensor(64, %d, f32)):\n"
+                  "    t = threadIdx.x\n"
+                  "    sA = make_shared((64, 16), bf16, swizzle(1, 3, 3))\n"
+                  "    sB = make_shared((%d, 16), bf16, swizzle(1, 3, 3))\n"
+                  "    for j in range(8):\n"
+                  "        e = j * 128 + t\n        sA[e / 16, e %% 16] = A[e / 16, e %% 16]\n"
+                  "    for j in range(%d):\n"
+                  "        e = j * 128 + t\n        sB[e / 16, e %% 16] = B[e / 16, e %% 16]\n"
+                  "    syncthreads()\n"
+                  "    a = make_local((8,), bf16)\n"
+                  "    for e in range(8):\n"
+                  "        m, k = %s.a(t, e)\n        a[e] = A[m, k]\n"
+                  "    d = make_local((%d,), f32)\n"
+                  "    for v in range(%d):\n"
+                  "        m, n = %s.d(t, v)\n        d[v] = C[m, n]\n"
+                  "    %s()\n    %s(d, %s, sB)\n    %s()\n    %s(0)\n"
+                  "    for v in range(%d):\n"
+                  "        m, n = %s.d(t, v)\n        D[m, n] = d[v]\n",
+                  n, n, n, n, n / 8, mm, n / 2, n / 2, mm, fence, mm, areg ? "a" : "sA", commit,
+                  wait, n / 2, mm);
+    return 1;
+  }
   }
   return 0;
 }
@@ -149,6 +189,10 @@ static const char *cuda_want(const ag__intrin *in) {
   case IK_MBAR_ARRIVE: return in->tx ? "ag_mbar_expect_tx(bar + " : "ag_mbar_arrive(bar + ";
   case IK_MBAR_WAIT: return "ag_mbar_wait(bar + ";
   case IK_BULK_COPY: return "ag_bulk_copy(s + ";
+  case IK_WGMMA: return in->ptx;
+  case IK_WG_FENCE: return "asm volatile(\"wgmma.fence.sync.aligned;\"";
+  case IK_WG_COMMIT: return "asm volatile(\"wgmma.commit_group.sync.aligned;\"";
+  case IK_WG_WAIT: return "asm volatile(\"wgmma.wait_group.sync.aligned 0;\"";
   }
   return NULL;
 }
@@ -217,6 +261,25 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
     ag_diags_release(&d);
     ag_layout_ctx_release(&lc);
     ag_arena_release(&ar);
+  } else if (in->kind >= IK_WGMMA) {
+    int n = in->kind == IK_WGMMA ? in->n : 64;
+    uint16_t *A = malloc(64 * 16 * 2), *B = malloc((size_t)n * 16 * 2);
+    float *C = malloc((size_t)64 * n * 4), *D = calloc((size_t)64 * n, 4);
+    for (int i = 0; i < 64 * 16; i++)
+      A[i] = ag__f2bf(small(i, 7));
+    for (int i = 0; i < n * 16; i++)
+      B[i] = ag__f2bf(small(i, 13));
+    for (int i = 0; i < 64 * n; i++)
+      C[i] = small(i, 17) / 2;
+    t[0] = A, t[1] = B, t[2] = C, t[3] = D;
+    rc = interpret(p, l, "kern", t, err, sizeof err);
+    for (int m = 0; !rc && m < 64; m++)
+      for (int j = 0; j < n; j++) {
+        double s = C[m * n + j];
+        for (int k = 0; k < 16; k++)
+          s += (double)ag__bf2f(A[m * 16 + k]) * ag__bf2f(B[j * 16 + k]);
+        bad += D[m * n + j] != (float)s;
+      }
   } else {
     uint32_t *X = malloc(32 * 4), *Y = calloc(32, 4);
     for (int i = 0; i < 32; i++)
@@ -237,7 +300,8 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
 TEST(test_every_row) {
   int n;
   const ag__intrin *tab = ag__intrin_table(&n);
-  CHECK(n >= 17); /* mma, six ldmatrix, four cp.async and barrier rows, six mbarrier rows */
+  CHECK(n >= 52); /* mma, six ldmatrix, four cp.async and barrier rows, six mbarrier rows,
+                     32 wgmma products and their fence, commit and wait */
   for (int i = 0; i < n; i++) {
     const ag__intrin *in = &tab[i];
     CHECK(ag__intrin_lookup(in->name) == in);
@@ -252,7 +316,8 @@ TEST(test_every_row) {
     if (l) {
       const char *want = cuda_want(in);
       CHECK(want != NULL);
-      if (in->kind >= IK_MBAR_INIT) /* the row's instruction is in the CUDA C too */
+      if (in->kind >= IK_MBAR_INIT && in->kind <= IK_BULK_COPY) /* the row's instruction is in
+                                                                 the CUDA C too (the helpers) */
         CHECK_CONTAINS(l->cuda, in->ptx);
       if (want && !strstr(l->cuda, want))
         printf("  row '%s': the lowered CUDA C lacks \"%s\"\n", in->name, want);

@@ -58,8 +58,8 @@ static ag_tile_lowered *lowered(const ag_tile_program *p) {
 
 /* Runs kernel `name` of p (lowered as l) in the value interpreter over
  * tensors t (in its parameters' order); 0 or the interpreter's code (err says why). */
-static int interpret(const ag_tile_program *p, const ag_tile_lowered *l, const char *name,
-                     void **t, char *err, size_t errn) {
+static int interpret_sizes(const ag_tile_program *p, const ag_tile_lowered *l, const char *name,
+                           const char *sizes, void **t, char *err, size_t errn) {
   const ag_tile_lkernel *k = NULL;
   for (int i = 0; i < l->nkernels; i++)
     if (!strcmp(l->kernels[i].name, name))
@@ -74,7 +74,7 @@ static int interpret(const ag_tile_program *p, const ag_tile_lowered *l, const c
   ag_tile_bound b;
   memset(&s, 0, sizeof s);
   memset(&b, 0, sizeof b);
-  int rc = ag_tile_run_sizes_parse(p, name, NULL, &d, &s);
+  int rc = ag_tile_run_sizes_parse(p, name, sizes, &d, &s);
   if (!rc)
     rc = ag_tile_run_bind(p, k, &s, &d, &b);
   if (!rc)
@@ -85,6 +85,11 @@ static int interpret(const ag_tile_program *p, const ag_tile_lowered *l, const c
   ag_tile_run_sizes_release(&s);
   ag_diags_release(&d);
   return rc;
+}
+/* ... with no sizes (every size a constant); sizes: "M=128,N=256" */
+__attribute__((unused)) static int interpret(const ag_tile_program *p, const ag_tile_lowered *l,
+                                             const char *name, void **t, char *err, size_t errn) {
+  return interpret_sizes(p, l, name, NULL, t, err, errn);
 }
 
 #endif

@@ -549,6 +549,10 @@ TEST(test_examples_assemble) {
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
       }
       ag_tile_lowered *lw = lower_file(path, err, sizeof err);
+      /* a shared tile no wgmma descriptor can read (wgmma-swizzle.mut): the lowering
+       * refuses it as the checker does, naming the element */
+      if (!lw && pass == 1 && strstr(err, "has no wgmma descriptor: the tile is no canonical"))
+        continue;
       CHECK(lw != NULL);
       if (!lw) {
         printf("  %s: %s\n", e->d_name, err);

@@ -145,6 +145,7 @@ void ag__ck_free(ag__ck *c) {
   ag_vec_free(&c->rbufs);
   ag_vec_free(&c->wrecs);
   ag_vec_free(&c->resets);
+  ag_vec_free(&c->wg_pend);
   ag_vec_free(&c->reads);
   ag_vec_free(&c->mbars);
   ag_vec_free(&c->msyncs);

@@ -315,7 +315,20 @@ typedef struct ag__oblig {
    * read-after-write (race.c) */
   const ag__rrec *rr;
   const ag__rrec *rw;
+  const char *why;         /* OB_INT: the counterexample's reason when set (arena);
+                              OB_NE: the left side's text (a wgmma operand) */
+  const ag_expr *wv, *wk;  /* a wgmma operand's value index and k (symbols), or NULL */
 } ag__oblig;
+
+/* Accumulator registers a wgmma wrote that no wgmma_wait has retired yet:
+ * bytes [lo, hi) of register buffer buf, written by the wgmma at `at` in
+ * wgmma group `group` (interp.c, "wgmma"). */
+typedef struct ag__wgpend {
+  int buf;
+  int64_t lo, hi;
+  int group;
+  const ag_tile_node *at;
+} ag__wgpend;
 
 /* ---------------------------------------------------------------- context */
 typedef struct ag__binding {
@@ -418,6 +431,8 @@ typedef struct ag__ck {
   int ngroups;             /* committed groups */
   AG_VEC(ag__loopvar) loops;
   int64_t steps;           /* interpreted statements (bounded) */
+  int wg_ngroups;          /* committed wgmma groups */
+  AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
 } ag__ck;
 
 /* A malformed program: adds an error at node n and unwinds to the check's

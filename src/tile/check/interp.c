@@ -158,6 +158,8 @@ static ag__scope *scope_snapshot(ag__ck *c) {
 static ag__value *eval(ag__ck *c, const ag_tile_node *n);
 static void exec_block(ag__ck *c, const ag_tile_list *body);
 static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e);
+static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
+                           const char *what);
 
 static const ag_expr *as_int(ag__ck *c, const ag_tile_node *n, ag__value *v, const char *what) {
   if (v->k == V_INT)
@@ -914,6 +916,7 @@ static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e) {
   case SP_REG: {
     int64_t off;
     ag_expr_is_const(e->addr, &off);
+    wg_pending_hit(c, at, t->buf, off, w, "reads");
     const ag__rbuf *r = &c->rbufs.v[t->buf];
     for (int j = 0; j < w; j++)
       d.tags[j] = r->bytes[off + j];
@@ -1046,6 +1049,7 @@ static void store(ag__ck *c, const ag_tile_node *at, const ag__elem *e, const ag
   case SP_REG: {
     int64_t off;
     ag_expr_is_const(e->addr, &off);
+    wg_pending_hit(c, at, t->buf, off, w, "writes");
     ag__rbuf *r = &c->rbufs.v[t->buf];
     for (int j = 0; j < w; j++)
       r->bytes[off + j] = d->tags[j];
@@ -1470,6 +1474,7 @@ static void do_fill(ag__ck *c, const ag_tile_node *n) {
   reg_range(c, n->list.v[0], tv, "fill's tile", &buf, &base, &size, &dt);
   ag__value *val = eval(c, n->list.v[1]);
   ag__data d = to_data(c, n, val, dt); /* a constant: bottom (a float one must fit dt) */
+  wg_pending_hit(c, n, buf, base, (int)size, "fill() writes");
   const ag__tag *t = elem_tag(c, &d, 0, d.n);
   for (int64_t j = 0; j < size; j++)
     c->rbufs.v[buf].bytes[base + j] = t;
@@ -1822,6 +1827,219 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   mbar_close(c, bi);
 }
 
+/* ------------------------------------------------------------------ wgmma
+ * wgmma_m64nNk16(d, a, b): one warpgroup (128 threads) computes D += A B^T
+ * asynchronously. d is the thread's N/2 f32 accumulators (the .d atom); a is
+ * 8 bf16/f16 registers (the .a atom) or a 64 x 16 shared tile; b an N x 16
+ * shared tile. A shared operand reaches the instruction as a matrix
+ * descriptor the lowering derives from the tile's layout and swizzle; here
+ * the tile must be a canonical GMMA layout of its swizzle mode (the first
+ * element where it is not is the error), and every element a thread's
+ * accumulators depend on (A row m, B row n over k, for each (m, n) of the
+ * .d atom) must be settled for that thread: one obligation per operand,
+ * for every thread, value and k at once (symbols @wg.v, @wg.k). D keeps its
+ * tags (as mma's) and is pending until a wgmma_wait retires its group: a
+ * read or write of a pending byte other than by a wgmma is refuted. */
+
+/* Records o (its statement and loop instance taken here). */
+static void wg_push(ag__ck *c, ag__oblig *o) {
+  o->stmt = ag__ck_stmt(c, o->at);
+  o->nloops = (int)c->loops.n;
+  o->loops = ag__ck_alloc(c, (size_t)(o->nloops ? o->nloops : 1) * sizeof *o->loops);
+  ag__mcpy(o->loops, c->loops.v, (size_t)o->nloops * sizeof *o->loops);
+  if (ag_vec_push(&c->obligs, *o))
+    ag__ck_oom(c);
+}
+
+/* The check's `why` for a pending accumulator; `what` names the access. */
+static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
+                           const char *what) {
+  if (c->replay)
+    return;
+  for (size_t i = 0; i < c->wg_pend.n; i++) {
+    const ag__wgpend *p = &c->wg_pend.v[i];
+    if (p->buf != buf || off + w <= p->lo || off >= p->hi)
+      continue;
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "%s register '%s' byte %lld, an accumulator of the wgmma at line %d, before a "
+             "wgmma_wait retires its group (commit the group, then wgmma_wait(0) before this "
+             "line)",
+             what, c->rbufs.v[buf].name ? c->rbufs.v[buf].name : "?",
+             (long long)((off > p->lo ? off : p->lo) - p->lo), p->at->line);
+    const char *why = ag__ck_strdup(c, msg);
+    ag__oblig o;
+    memset(&o, 0, sizeof o);
+    o.k = OB_INT;
+    o.at = at;
+    o.path = c->path;
+    o.cond = ag__bconst(c, 0);
+    o.why = why;
+    wg_push(c, &o);
+    return;
+  }
+}
+
+/* Checks that shared tile t is a canonical GMMA operand of rows x 16; a
+ * malformed one stops the check at n. */
+static void wg_operand(ag__ck *c, const ag_tile_node *n, const ag__tile *t,
+                       const ag__intrin *in, const char *opname, int64_t rows) {
+  if (ag_layout_rank(&t->layout) != 2)
+    ag__ck_error(c, n, "operand %s of %s is a rank-2 shared tile (%s x K), not rank %d", opname,
+                 in->name, opname[0] == 'a' ? "M" : "N", ag_layout_rank(&t->layout));
+  ag_layout m0, m1;
+  if (ag_layout_mode(&c->lc, &t->layout, 0, &m0) || ag_layout_mode(&c->lc, &t->layout, 1, &m1))
+    ag__ck_oom(c);
+  if (ag_layout_size(&m0) != rows || ag_layout_size(&m1) != 16)
+    ag__ck_error(c, n, "operand %s of %s is a %lld x 16 shared tile, not %lld x %lld (slice "
+                 "16 columns of k: s[..., k0:k0 + 16])",
+                 opname, in->name, (long long)rows, (long long)ag_layout_size(&m0),
+                 (long long)ag_layout_size(&m1));
+  int esz = ag__dt_size(t->dt);
+  /* the swizzle repeats every `period` bytes from the buffer's start (the
+   * lowering aligns the buffer to it): the offset's multiples of it do not
+   * matter, what is left must be the same for every thread and iteration */
+  int64_t period = ag__wgmma_period(t->swizzled, t->swz);
+  int64_t k0;
+  const ag_expr *rest = ag__xsplit_const(c, t->base, &k0);
+  int64_t rv;
+  if (!(ag_expr_is_const(rest, &rv) && rv == 0) && ag__xalign(c, rest) % period)
+    ag__ck_error(c, n, "operand %s of %s: the tile's offset in its buffer varies by other "
+                 "than multiples of %lld bytes (the swizzle's period), so no one descriptor "
+                 "layout fits every instance; index stages and rows in whole periods",
+                 opname, in->name, (long long)period);
+  ag_gmma_desc d;
+  ag_gmma_major major;
+  if (ag__wgmma_desc(&c->lc, &t->layout, t->swizzled, t->swz, esz, t->base, rows, &d, &major))
+    ag__ck_error(c, n, "operand %s of %s has no wgmma descriptor: %s", opname, in->name,
+                 ag_str_cstr(&c->lc.err));
+}
+
+/* The obligation that element (row, k) of shared operand t is settled for
+ * the thread, for every value index and k the path bounds. */
+static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, const ag_expr *row,
+                       const ag_expr *k, const ag__bx *path, const ag_expr *v, const char *why) {
+  ag_xtuple kids[2] = {{1, row, 0, NULL}, {1, k, 0, NULL}};
+  ag_xtuple *kp[2] = {&kids[0], &kids[1]};
+  ag_xtuple co = {0, NULL, 2, kp};
+  const ag_expr *off;
+  if (ag_layout_eval_coord_x(&c->lc, &t->layout, &co, &off))
+    ag__ck_error(c, n, "internal: cannot evaluate the operand's layout");
+  int esz = ag__dt_size(t->dt);
+  const ag_expr *addr =
+      swizzled(c, t, ag__x(c, AG_X_ADD, t->base, ag__x(c, AG_X_MUL, off, ag__xc(c, esz))));
+  ag__data d = data_new(c, t->dt, esz);
+  for (int j = 0; j < esz; j++)
+    d.tags[j] = ag__tag_shr(c, t->buf, ag__x(c, AG_X_ADD, addr, ag__xc(c, j)), n);
+  if (c->replay)
+    return;
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.k = OB_NE;
+  o.at = n;
+  o.path = path;
+  o.lhs.tag = elem_tag(c, &d, 0, d.n);
+  o.lhs.proj = -1;
+  o.rhs.tag = ag__tag_top(c, NULL);
+  o.rhs.proj = -1;
+  o.rhs.literal = 1;
+  o.why = why;
+  o.wv = v;
+  o.wk = k;
+  wg_push(c, &o);
+}
+
+static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 3, 3, "wgmma_m64nNk16(d, a, b)");
+  need_uniform(c, n, in->name); /* the warpgroup issues it together */
+  if (c->nthreads % 128)
+    ag__ck_error(c, n, "%s is issued by whole warpgroups of 128 threads; the block has %lld",
+                 in->name, (long long)c->nthreads);
+  int dbuf;
+  int64_t dbase, dsize;
+  ag__dt ddt;
+  reg_range(c, n->list.v[0], eval(c, n->list.v[0]), "operand d", &dbuf, &dbase, &dsize, &ddt);
+  if (ddt != DT_F32 || dsize != 2 * in->n)
+    ag__ck_error(c, n->list.v[0], "operand d of %s is the thread's %d f32 accumulators "
+                 "(make_local((%d,), f32)), not %lld bytes of %s",
+                 in->name, in->n / 2, in->n / 2, (long long)dsize, ag__dt_name(ddt));
+  ag__value *av = eval(c, n->list.v[1]), *bv = eval(c, n->list.v[2]);
+  if (bv->k != V_TILE || bv->t->sp != SP_SHARED)
+    ag__ck_error(c, n->list.v[2], "operand b of %s is an N x 16 shared tile (read through a "
+                 "descriptor), not %s",
+                 in->name, bv->k == V_TILE ? "a register or global tile" : kind_name(bv->k));
+  ag__dt adt, bdt = bv->t->dt;
+  int ashared = av->k == V_TILE && av->t->sp == SP_SHARED;
+  int abuf = -1;
+  int64_t abase = 0, asize = 16;
+  if (ashared)
+    adt = av->t->dt;
+  else {
+    reg_range(c, n->list.v[1], av, "operand a (registers, or a 64 x 16 shared tile)", &abuf,
+              &abase, &asize, &adt);
+    if (asize != 16)
+      ag__ck_error(c, n->list.v[1], "operand a of %s in registers is the thread's 8 bf16/f16 "
+                   "values (the .a atom), not %lld bytes",
+                   in->name, (long long)asize);
+  }
+  if ((adt != DT_BF16 && adt != DT_F16) || bdt != adt)
+    ag__ck_error(c, n, "operands a and b of %s must both be bf16 or both f16 (got %s and %s)",
+                 in->name, ag__dt_name(adt), ag__dt_name(bdt));
+  if (ashared)
+    wg_operand(c, n->list.v[1], av->t, in, "a", 64);
+  wg_operand(c, n->list.v[2], bv->t, in, "b", in->n);
+  if (abuf >= 0)
+    wg_pending_hit(c, n->list.v[1], abuf, abase, 16, "wgmma reads operand a from");
+  c->pc++;
+  /* what the thread's accumulators depend on: (m, n) = .d(t, v) for every v
+   * and k; t is the thread's index in its warpgroup */
+  ag_layout dtv;
+  ag_atom_info info;
+  if (ag_atom_layout(&c->lc, in->atom_c, &dtv, &info))
+    ag__ck_error(c, n, "no layout for '%s': %s", in->atom_c, ag_str_cstr(&c->lc.err));
+  const ag_expr *vs = ag_expr_sym(&c->lc, "@wg.v"), *ks = ag_expr_sym(&c->lc, "@wg.k");
+  if (!vs || !ks)
+    ag__ck_oom(c);
+  const ag__bx *range = ag__band(c, ag__bcmp(c, AG_OP_LT, vs, ag__xc(c, in->n / 2)),
+                                 ag__bcmp(c, AG_OP_LT, ks, ag__xc(c, 16)));
+  const ag__bx *path = c->path ? ag__band(c, c->path, range) : range;
+  ag_xtuple kids[2] = {{1, ag__x(c, AG_X_MOD, c->tid, ag__xc(c, 128)), 0, NULL},
+                       {1, vs, 0, NULL}};
+  ag_xtuple *kp[2] = {&kids[0], &kids[1]};
+  ag_xtuple co = {0, NULL, 2, kp};
+  const ag_expr *off;
+  if (ag_layout_eval_coord_x(&c->lc, &dtv, &co, &off))
+    ag__ck_error(c, n, "internal: cannot evaluate '%s'", in->atom_c);
+  const ag_expr *m = ag__x(c, AG_X_MOD, off, ag__xc(c, 64));
+  const ag_expr *nn = ag__x(c, AG_X_DIV, off, ag__xc(c, 64));
+  char why[160];
+  if (ashared) {
+    snprintf(why, sizeof why, "%s operand a: A[m, k] of the thread's accumulator (m, n)",
+             in->name);
+    wg_settled(c, n->list.v[1], av->t, m, ks, path, vs, ag__ck_strdup(c, why));
+  }
+  snprintf(why, sizeof why, "%s operand b: B[n, k] of the thread's accumulator (m, n)", in->name);
+  wg_settled(c, n->list.v[2], bv->t, nn, ks, path, vs, ag__ck_strdup(c, why));
+  /* D keeps its tags; it is pending in the open group */
+  ag__wgpend p = {dbuf, dbase, dbase + dsize, c->wg_ngroups, n};
+  if (ag_vec_push(&c->wg_pend, p))
+    ag__ck_oom(c);
+}
+
+static void do_wg_wait(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 1, 1, "wgmma_wait(n)");
+  need_block(c, n, "wgmma_wait");
+  int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "the number of pending groups");
+  if (k < 0 || k > 7)
+    ag__ck_error(c, n, "wgmma_wait needs a count in 0..7, not %lld", (long long)k);
+  c->pc++;
+  size_t j = 0;
+  for (size_t i = 0; i < c->wg_pend.n; i++)
+    if (!(c->wg_pend.v[i].group < c->wg_ngroups - k))
+      c->wg_pend.v[j++] = c->wg_pend.v[i];
+  c->wg_pend.n = j;
+}
+
 static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   switch (in->kind) {
   case IK_MMA: do_mma(c, n, in); break;
@@ -1841,6 +2059,11 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
     ag__race_barrier(c);
     c->pc++;
     break;
+  case IK_WGMMA: do_wgmma(c, n, in); break;
+  case IK_WG_FENCE:
+    nargs(c, n, 0, 0, "wgmma_fence()");
+    need_uniform(c, n, "wgmma_fence");
+    break;
   case IK_MBAR_INIT: do_mbar_init(c, n, in); break;
   case IK_MBAR_FENCE:
     nargs(c, n, 0, 0, "fence_mbar_init()");
@@ -1851,6 +2074,12 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
   case IK_MBAR_ARRIVE: do_mbar_arrive(c, n, in); break;
   case IK_MBAR_WAIT: do_mbar_wait(c, n, in); break;
   case IK_BULK_COPY: do_bulk_copy(c, n, in); break;
+  case IK_WG_COMMIT:
+    nargs(c, n, 0, 0, "wgmma_commit()");
+    need_block(c, n, "wgmma_commit");
+    c->wg_ngroups++;
+    break;
+  case IK_WG_WAIT: do_wg_wait(c, n); break;
   }
   return newv(c, V_NONE);
 }
@@ -2121,7 +2350,11 @@ static ag__value *attr(ag__ck *c, const ag_tile_node *n) {
   }
   ag__value *bv = eval(c, b);
   if (bv->k == V_INTRIN) {
-    if (bv->in->kind != IK_MMA || (strcmp(n->name, "a") && strcmp(n->name, "b") && strcmp(n->name, "c")))
+    if (bv->in->kind == IK_WGMMA && strcmp(n->name, "a") && strcmp(n->name, "d"))
+      ag__ck_error(c, n, "%s has operand layouts .a and .d (thread in the warpgroup, value)",
+                   bv->in->name);
+    else if (bv->in->kind != IK_WGMMA &&
+             (bv->in->kind != IK_MMA || (strcmp(n->name, "a") && strcmp(n->name, "b") && strcmp(n->name, "c"))))
       ag__ck_error(c, n, "%s has operand layouts .a, .b and .c", bv->in->name);
     ag__value *v = newv(c, V_INTRIN_OP);
     v->in = bv->in;

@@ -71,6 +71,9 @@ typedef struct snap {
   int64_t msettle_from;
   const ag__mset **mset;   /* per write record: its settling waits, ... */
   unsigned char *mlate;    /* ... and whether its phase may complete without it */
+  int wg_ngroups;          /* wgmma groups and unretired accumulators */
+  ag__wgpend *wg_pend;
+  size_t nwg_pend;
 } snap;
 
 static ag__mbar *mbars_copy(ag__ck *c) {
@@ -124,6 +127,10 @@ static void take(ag__ck *c, snap *s) {
   s->uniform_if = c->uniform_if;
   s->symbolic_if = c->symbolic_if;
   s->nested = c->nested;
+  s->wg_ngroups = c->wg_ngroups;
+  s->nwg_pend = c->wg_pend.n;
+  s->wg_pend = ag__ck_alloc(c, (s->nwg_pend + 1) * sizeof *s->wg_pend);
+  ag__mcpy(s->wg_pend, c->wg_pend.v, s->nwg_pend * sizeof *s->wg_pend);
 }
 
 static void set_regs(ag__ck *c, size_t nrbufs, const ag__tag ***regs) {
@@ -179,6 +186,11 @@ static void restore(ag__ck *c, const snap *s) {
   c->uniform_if = s->uniform_if;
   c->symbolic_if = s->symbolic_if;
   c->nested = s->nested;
+  c->wg_ngroups = s->wg_ngroups;
+  c->wg_pend.n = 0;
+  for (size_t i = 0; i < s->nwg_pend; i++)
+    if (ag_vec_push(&c->wg_pend, s->wg_pend[i]))
+      ag__ck_oom(c);
 }
 
 /* ------------------------------------------------------ the ring period */

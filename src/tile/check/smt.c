@@ -1079,7 +1079,10 @@ static ag_tile_cex *new_cex(smt *s, const ag__oblig *o) {
   }
   const ag_tile_node *e = o->at->a;
   (void)e;
-  if (o->k != OB_INT && o->k != OB_RACE) {
+  if (o->k == OB_NE && o->why) { /* an implicit obligation (a wgmma operand): no assert */
+    x->lhs.expr = dupstr(s, o->why);
+    x->rhs.expr = dupstr(s, "top");
+  } else if (o->k != OB_INT && o->k != OB_RACE) {
     x->lhs.expr = side_text_of(s, o->at, 0);
     x->rhs.expr = side_text_of(s, o->at, 1);
   }
@@ -1230,6 +1233,15 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
   ag_tile_cex *x = new_cex(s, o);
   fill_env(s, x, m);
   loops_from_model(s, x, o, m);
+  if (o->wv && o->wk) {
+    /* which of the thread's accumulator values and which k read the element */
+    char buf[400];
+    snprintf(buf, sizeof buf, "%s (accumulator value %lld, k = %lld)", o->why ? o->why : "",
+             (long long)mval(s, m, tr(s, o->wv, s->tid)),
+             (long long)mval(s, m, tr(s, o->wk, s->tid)));
+    ag_free(x->lhs.expr);
+    x->lhs.expr = dupstr(s, buf);
+  }
   if (o->k == OB_INT && o->bidx) {
     /* an access out of bounds: which index, its value, the extent */
     char buf[512];
@@ -1243,6 +1255,10 @@ static ag_tile_cex *cex_from_model(smt *s, const ag__oblig *o, const enc *e, Z3_
              ag_str_cstr(&ix), (long long)mval(s, m, tr(s, o->bext, s->tid)));
     ag_str_release(&ix);
     x->reason = dupstr(s, buf);
+    return x;
+  }
+  if (o->k == OB_INT && o->why) {
+    x->reason = dupstr(s, o->why);
     return x;
   }
   if (o->k == OB_INT) {

@@ -21,6 +21,7 @@
  * (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
  */
 #include "../tile_intrin.h"
+#include "../layout/layout_int.h" /* ag__lfail: the layout module's error convention */
 
 #include <string.h>
 
@@ -41,6 +42,23 @@
     .num = num_, .trans = trans_, .dst_tv = dst, .src_tv = src,                              \
     .semantics = "each lane supplies one 16-byte row address; destination b16 values take "  \
                  "the tags of the shared-memory bytes their layout selects"                  \
+  }
+
+/* wgmma.m64nNk16 with f32 accumulators: d is the thread's N/2 f32 registers
+ * (the .d atom), a is either 8 bf16/f16 registers (the .a atom) or a 64 x 16
+ * shared tile, b an N x 16 shared tile; the shared operands go to the
+ * instruction as matrix descriptors derived from the tile's layout and
+ * swizzle (ag_gmma_desc_derive). The PTX names .bf16; an f16 operand pair
+ * gets .f16 from the lowering. */
+#define WG_ROW(N)                                                                            \
+  {                                                                                          \
+    .name = "wgmma_m64n" #N "k16", .kind = IK_WGMMA,                                         \
+    .ptx = "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16", .nops = 3,            \
+    .opnames = {"d", "a", "b"}, .m = 64, .n = N, .k = 16, .atom_a = "wgmma.m64nNk16.a",      \
+    .atom_c = "wgmma.m64n" #N "k16.d", .acc_dt = DT_F32,                                     \
+    .semantics = "D[m,n] += sum_k A[m,k] * B[n,k] per warpgroup, asynchronously: every "    \
+                 "shared operand element a thread's accumulators depend on must be settled; "  \
+                 "D keeps its tags and may not be read until a wgmma_wait retires its group"   \
   }
 
 static const ag__intrin table[] = {
@@ -97,6 +115,47 @@ static const ag__intrin table[] = {
      .semantics = "copies `bytes` (a multiple of 16) from a global element on into shared "
                   "memory, both 16-byte aligned; the bytes complete transactions of the "
                   "mbarrier's current phase and are settled once a wait on that phase returns"},
+    WG_ROW(8),
+    WG_ROW(16),
+    WG_ROW(24),
+    WG_ROW(32),
+    WG_ROW(40),
+    WG_ROW(48),
+    WG_ROW(56),
+    WG_ROW(64),
+    WG_ROW(72),
+    WG_ROW(80),
+    WG_ROW(88),
+    WG_ROW(96),
+    WG_ROW(104),
+    WG_ROW(112),
+    WG_ROW(120),
+    WG_ROW(128),
+    WG_ROW(136),
+    WG_ROW(144),
+    WG_ROW(152),
+    WG_ROW(160),
+    WG_ROW(168),
+    WG_ROW(176),
+    WG_ROW(184),
+    WG_ROW(192),
+    WG_ROW(200),
+    WG_ROW(208),
+    WG_ROW(216),
+    WG_ROW(224),
+    WG_ROW(232),
+    WG_ROW(240),
+    WG_ROW(248),
+    WG_ROW(256),
+    {.name = "wgmma_fence", .kind = IK_WG_FENCE,
+     .ptx = "fence.proxy.async.shared::cta; wgmma.fence.sync.aligned",
+     .semantics = "orders register and shared-memory accesses before the wgmma that follow"},
+    {.name = "wgmma_commit", .kind = IK_WG_COMMIT, .ptx = "wgmma.commit_group.sync.aligned",
+     .semantics = "closes the open group of wgmma operations"},
+    {.name = "wgmma_wait", .kind = IK_WG_WAIT, .ptx = "wgmma.wait_group.sync.aligned N",
+     .nops = 1, .opnames = {"n"},
+     .semantics = "waits until at most N committed wgmma groups are pending: the accumulators "
+                  "of the others are settled"},
 };
 
 const ag__intrin *ag__intrin_lookup(const char *name) {
@@ -109,4 +168,57 @@ const ag__intrin *ag__intrin_lookup(const char *name) {
 const ag__intrin *ag__intrin_table(int *n) {
   *n = (int)(sizeof table / sizeof table[0]);
   return table;
+}
+
+/* ------------------------------------------------- wgmma shared operands */
+int64_t ag__wgmma_period(int swizzled, ag_swizzle swz) {
+  return swizzled ? (int64_t)1 << (swz.b + swz.m + swz.s) : 128;
+}
+
+int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
+                   const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major) {
+  int64_t period = ag__wgmma_period(swizzled, swz), k0 = 0;
+  if (!ag_expr_is_const(base, &k0) && base->op == AG_X_ADD)
+    ag_expr_is_const(base->b, &k0);
+  int64_t r = ((k0 % period) + period) % period;
+  if (r % esz)
+    return ag__lfail(c, AG_EINVAL, "the operand starts inside an element");
+  ag_layout m0, m1;
+  if (ag_layout_rank(l) != 2 || ag_layout_mode(c, l, 0, &m0) || ag_layout_mode(c, l, 1, &m1))
+    return ag__lfail(c, AG_EINVAL, "the operand is a rank-2 shared tile");
+  ag_smem_tile st;
+  memset(&st, 0, sizeof st);
+  st.elem_bytes = esz;
+  if (swizzled) {
+    st.swz = swz;
+    for (int b = esz; b > 1; b /= 2)
+      st.swz.m--; /* bytes to elements */
+  }
+  /* (rows, (cols, 2)) : (.., (.., r)): element (row, 16 + k) is at r + l(row, k) */
+  int64_t kc = 0;
+  st.layout = *l;
+  if (r) {
+    ag_tuple *sh[2] = {m1.shape, ag_tuple_leaf(c, 2)};
+    ag_tuple *sd[2] = {m1.stride, ag_tuple_leaf(c, r / esz)};
+    ag_tuple *s2[2] = {m0.shape, ag_tuple_make(c, 2, sh)};
+    ag_tuple *d2[2] = {m0.stride, ag_tuple_make(c, 2, sd)};
+    if (!sh[1] || !sd[1] || !s2[1] || !d2[1] ||
+        ag_layout_make(c, ag_tuple_make(c, 2, s2), ag_tuple_make(c, 2, d2), &st.layout))
+      return AG_ENOMEM;
+    kc = 16;
+  }
+  /* K-major: k is contiguous; MN-major: the row is */
+  int64_t o00 = 0, o01 = 0, o10 = 0;
+  int rc = ag_smem_tile_addr(c, &st, 0, kc, &o00);
+  if (!rc)
+    rc = ag_smem_tile_addr(c, &st, 0, kc + 1, &o01);
+  if (!rc)
+    rc = ag_smem_tile_addr(c, &st, 1, kc, &o10);
+  if (rc)
+    return rc;
+  if (o01 - o00 != esz && o10 - o00 != esz)
+    return ag__lfail(c, AG_EINVAL, "the tile is neither K-major (k contiguous) nor MN-major "
+                                   "(the row contiguous) in shared memory");
+  *major = o01 - o00 == esz ? AG_GMMA_K_MAJOR : AG_GMMA_MN_MAJOR;
+  return ag_gmma_desc_derive(c, &st, *major, 0, kc, rows, out);
 }

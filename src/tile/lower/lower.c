@@ -905,6 +905,9 @@ static value *make_shared(lw *L, const ag_tile_node *n) {
   }
   int64_t bytes = ag_layout_cosize(&t->layout) * ag__dt_size(dt);
   L->smem_top = (L->smem_top + 127) / 128 * 128;
+  if (t->swizzled) /* wgmma swizzles absolute addresses: start on the pattern's period */
+    L->smem_top = (L->smem_top + ag__wgmma_period(1, t->swz) - 1) / ag__wgmma_period(1, t->swz) *
+                  ag__wgmma_period(1, t->swz);
   t->buf = cname(L, L->hint ? L->hint : "ag_smem_tile");
   emit(L, n, "unsigned char *const %s = ag_smem + %lld; /* %lld bytes */", t->buf,
        (long long)L->smem_top, (long long)bytes);
@@ -1397,6 +1400,84 @@ static void do_mbar(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   }
 }
 
+/* wgmma_m64nNk16(d, a, b): d the thread's N/2 f32 accumulators ("+f", in
+ * the .d atom's order), a 8 bf16/f16 registers or a shared tile, b a shared
+ * tile; a shared operand goes as a matrix descriptor whose LBO, SBO and mode
+ * ag__wgmma_desc derives from the tile (as the checker does) and whose start
+ * is the tile's address at run time. scale-d is 1 (D += A B^T); a K-major
+ * operand is not transposed, an MN-major one is (imm-trans 1). */
+static const char *wg_desc(lw *L, const ag_tile_node *n, const tile *t, const ag__intrin *in,
+                           const char *opname, int64_t rows, int *trans) {
+  ag_gmma_desc d;
+  ag_gmma_major major;
+  if (ag__wgmma_desc(&L->lc, &t->layout, t->swizzled, t->swz, ag__dt_size(t->dt), t->base, rows,
+                     &d, &major))
+    fail(L, n, "operand %s of %s has no wgmma descriptor: %s", opname, in->name,
+         ag_str_cstr(&L->lc.err));
+  *trans = major == AG_GMMA_MN_MAJOR;
+  int mode = d.swizzle == AG_SWZ_128B ? 1 : d.swizzle == AG_SWZ_64B ? 2 : d.swizzle == AG_SWZ_32B ? 3 : 0;
+  return fmt(L, "ag_wgmma_desc(ag_saddr(%s + (%s)), %uu, %uu, %du)", t->buf, xtext(L, t->base),
+             (unsigned)d.lbo, (unsigned)d.sbo, mode);
+}
+
+static void do_wgmma(lw *L, const ag_tile_node *n, const ag__intrin *in) {
+  if (n->list.n != 3)
+    fail(L, n, "%s(d, a, b) takes three operands", in->name);
+  const ag_expr *dbase, *abase = NULL;
+  int64_t dsize, asize = 0;
+  const tile *dt = reg_range(L, n->list.v[0], ev(L, n->list.v[0]), "d", &dbase, &dsize);
+  int nd = in->n / 2;
+  if (dt->dt != DT_F32 || dsize != 4 * nd)
+    fail(L, n->list.v[0], "operand d of %s is %d f32 registers", in->name, nd);
+  value *av = ev(L, n->list.v[1]), *bv = ev(L, n->list.v[2]);
+  if (bv->k != V_TILE || bv->t->sp != SP_S)
+    fail(L, n->list.v[2], "operand b of %s is a shared tile", in->name);
+  int ashared = av->k == V_TILE && av->t->sp == SP_S;
+  const tile *at = ashared ? av->t : reg_range(L, n->list.v[1], av, "a", &abase, &asize);
+  if (!ashared && asize != 16)
+    fail(L, n->list.v[1], "operand a of %s in registers is 8 bf16/f16 values", in->name);
+  if (at->dt != bv->t->dt || (at->dt != DT_BF16 && at->dt != DT_F16))
+    fail(L, n, "the a and b operands of %s are bf16 (or f16) of one type", in->name);
+  const char *ab = at->dt == DT_BF16 ? "bf16" : "f16";
+  int ta = 0, tb = 0;
+  const char *da = ashared ? wg_desc(L, n->list.v[1], at, in, "a", 64, &ta) : NULL;
+  const char *db = wg_desc(L, n->list.v[2], bv->t, in, "b", in->n, &tb);
+  const char **dl = zalloc(L, (size_t)nd * sizeof *dl);
+  int via = reg_words(L, dt, dbase, nd, DT_F32, "float", dl);
+  if (via)
+    for (int j = 0; j < nd; j++)
+      emit(L, n, "%s = %s;", dl[j], word_rval(L, dt, dbase, j, "float", DT_F32));
+  ag_str s = AG_STR_INIT;
+  int na = ashared ? 1 : 4; /* a's operands after the nd accumulators */
+  ag_str_printf(&s, "asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"
+                    "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+                nd + na + 1, in->n, ab, ab);
+  for (int j = 0; j < nd; j++)
+    ag_str_printf(&s, "%%%d%s", j, j + 1 < nd ? ", " : "}, ");
+  if (ashared)
+    ag_str_printf(&s, "%%%d, ", nd);
+  else
+    ag_str_printf(&s, "{%%%d, %%%d, %%%d, %%%d}, ", nd, nd + 1, nd + 2, nd + 3);
+  ag_str_printf(&s, "%%%d, p, 1, 1", nd + na);
+  if (ashared)
+    ag_str_printf(&s, ", %d", ta);
+  ag_str_printf(&s, ", %d;\\n}\\n\"\n      : ", tb);
+  for (int j = 0; j < nd; j++)
+    ag_str_printf(&s, "\"+f\"(%s)%s", dl[j], j + 1 < nd ? ", " : "\n      : ");
+  if (ashared)
+    ag_str_printf(&s, "\"l\"(%s), ", da);
+  else
+    for (int j = 0; j < 4; j++)
+      ag_str_printf(&s, "\"r\"(%s), ", word_rval(L, at, abase, j, "unsigned", DT_U32));
+  ag_str_printf(&s, "\"l\"(%s), \"r\"(1) : \"memory\");", db);
+  if (s.oom)
+    oom(L);
+  emit(L, n, "%s", ag_str_cstr(&s));
+  ag_str_release(&s);
+  if (via)
+    store_words(L, n, dt, dbase, nd, "float", dl);
+}
+
 static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   switch (in->kind) {
   case IK_MMA: do_mma(L, n); break;
@@ -1418,6 +1499,26 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
   case IK_MBAR_ARRIVE:
   case IK_MBAR_WAIT:
   case IK_BULK_COPY: do_mbar(L, n, in); break;
+  case IK_WGMMA: do_wgmma(L, n, in); break;
+  case IK_WG_FENCE:
+    /* shared-memory writes of the generic proxy (stores, cp.async) made visible to the
+     * async proxy wgmma reads through, then the wgmma fence */
+    emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+    emit(L, n, "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+    break;
+  case IK_WG_COMMIT:
+    emit(L, n, "asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+    break;
+  case IK_WG_WAIT: {
+    if (n->list.n != 1)
+      fail(L, n, "%s(n) takes one argument", in->name);
+    int64_t k = as_const(L, n->list.v[0], ev(L, n->list.v[0]), "the group count");
+    if (k < 0 || k > 7)
+      fail(L, n->list.v[0], "%s(n) needs n in 0..7, not %lld", in->name, (long long)k);
+    emit(L, n, "asm volatile(\"wgmma.wait_group.sync.aligned %lld;\" ::: \"memory\");",
+         (long long)k);
+    break;
+  }
   default: fail(L, n, "the lowering has no handler for intrinsic '%s'", in->name);
   }
   return newv(L, V_NONE);
@@ -1650,6 +1751,13 @@ static value *ev(lw *L, const ag_tile_node *n) {
       return vint(L, xs(L, fmt(L, "%s.%s", b->name, n->name)));
     }
     value *bv = ev(L, b);
+    if (bv->k == V_INTRIN && bv->in->kind == IK_WGMMA && (!strcmp(n->name, "a") || !strcmp(n->name, "d"))) {
+      value *v = newv(L, V_IOP); /* wgmma's .a and .d atoms */
+      v->name = bv->name;
+      v->in = bv->in;
+      v->op = n->name;
+      return v;
+    }
     if (bv->k == V_INTRIN && bv->in->kind == IK_MMA &&
         (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
       value *v = newv(L, V_IOP);
@@ -2437,7 +2545,7 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
   }
   ag_str_puts(o, ") {\n");
   L->ind = 1;
-  emit(L, NULL, "extern __shared__ __align__(128) unsigned char ag_smem[];");
+  emit(L, NULL, "extern __shared__ __align__(1024) unsigned char ag_smem[];");
   /* regions: the main loop is the top-level loop with the most work */
   const ag_tile_list *body = &k->list2;
   int main_i = -1;
@@ -2557,6 +2665,12 @@ static const char prelude[] =
     "}\n"
     "static __device__ __forceinline__ unsigned ag_saddr(const void *p) {\n"
     "  return (unsigned)__cvta_generic_to_shared(p);\n"
+    "}\n"
+    "/* a wgmma matrix descriptor: start, LBO, SBO >> 4; mode 0 none, 1 128B, 2 64B, 3 32B */\n"
+    "static __device__ __forceinline__ unsigned long long ag_wgmma_desc(unsigned a, unsigned lbo,\n"
+    "                                                                   unsigned sbo, unsigned mode) {\n"
+    "  return (unsigned long long)((a & 0x3FFFFu) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |\n"
+    "         ((unsigned long long)(sbo >> 4) << 32) | ((unsigned long long)mode << 62);\n"
     "}\n"
     "template <int N> static __device__ __forceinline__ void ag_cp_async(void *dst, const void *src) {\n"
     "  if (N == 16)\n"

@@ -765,6 +765,90 @@ static void ldmatrix(ip *c, const ag_tile_node *n, int nmat, int trans) {
   }
 }
 
+/* wgmma_m64nNk16(d, a, b) per warpgroup (lockstep: at once): A (64 x 16)
+ * from the threads' registers through the .a atom or from a shared tile, B
+ * (N x 16) from a shared tile, D += A B^T through the .d atom, summed in
+ * double and rounded to f32 once, as mma. A shared operand is the same tile
+ * for every thread of the warpgroup. */
+static double wg_shared(ip *c, const ag_tile_node *n, const tile *t, int th0, int64_t row,
+                        int64_t k) {
+  int64_t ln;
+  ag_layout m0;
+  if (ag_layout_mode(&c->lc, &t->lay, 0, &m0))
+    fail(c, n, "out of memory");
+  int64_t rows = ag_layout_size(&m0);
+  if (ag_layout_eval_index(&t->lay, row + rows * k, &ln))
+    fail(c, n, "cannot evaluate the operand's layout");
+  int64_t a = t->dom + swz(t, t->off[th0] + ln * ag__dt_size(t->dt));
+  return ld(t->dt, c->smem + a);
+}
+
+static void wgmma(ip *c, const ag_tile_node *n, const ag__intrin *in) {
+  if (c->T % 128)
+    fail(c, n, "%s needs whole warpgroups of 128 threads", in->name);
+  rv *d = reg_tile(c, n, argn(c, n, 0)), *a = eval(c, argn(c, n, 1)), *b = eval(c, argn(c, n, 2));
+  int nd = in->n / 2;
+  if (ag_layout_size(&d->t->lay) != nd || d->t->dt != DT_F32)
+    fail(c, n, "%s takes d of %d f32", in->name, nd);
+  if (b->k != K_TILE || b->t->sp != SP_S || (a->k != K_TILE))
+    fail(c, n, "%s takes a (registers or shared) and b (shared) tiles", in->name);
+  int ashared = a->t->sp == SP_S;
+  ag_layout la, ld_;
+  ag_atom_info info;
+  if (ag_atom_layout(&c->lc, in->atom_a, &la, NULL) || ag_atom_layout(&c->lc, in->atom_c, &ld_, &info))
+    fail(c, n, "no layout for %s", in->name);
+  rv **ae = alloc(c, 8 * sizeof *ae), **de = alloc(c, (size_t)nd * sizeof *de);
+  if (!ashared)
+    for (int e = 0; e < 8; e++)
+      ae[e] = load(c, n, reg_at(c, a->t, 2 * e));
+  for (int e = 0; e < nd; e++)
+    de[e] = reg_at(c, d->t, 4 * e);
+  int N = in->n;
+  double *A = alloc(c, 64 * 16 * sizeof *A), *B = alloc(c, (size_t)N * 16 * sizeof *B);
+  for (int w = 0; w < c->T / 128; w++) {
+    int act = 0;
+    for (int q = 0; q < 4; q++)
+      act += warp_active(c, n, 4 * w + q, in->name);
+    if (!act)
+      continue;
+    if (act != 4)
+      fail(c, n, "%s with part of warpgroup %d", in->name, w);
+    int th0 = 128 * w;
+    for (int th = th0; th < th0 + 128; th++)
+      if ((ashared && a->t->off[th] != a->t->off[th0]) || b->t->off[th] != b->t->off[th0])
+        fail(c, n, "%s: thread %d names another shared operand than thread %d of its warpgroup",
+             in->name, th, th0);
+    for (int64_t r = 0; r < (N > 64 ? N : 64); r++)
+      for (int64_t k = 0; k < 16; k++) {
+        if (r < N)
+          B[r * 16 + k] = wg_shared(c, n, b->t, th0, r, k);
+        if (r < 64 && ashared)
+          A[r * 16 + k] = wg_shared(c, n, a->t, th0, r, k);
+      }
+    if (!ashared)
+      for (int t = 0; t < 128; t++)
+        for (int e = 0; e < 8; e++) {
+          int64_t o;
+          ag_layout_eval_index(&la, t + 128 * e, &o);
+          A[(o % 64) * 16 + o / 64] = ld(a->t->dt, ae[e]->d + (th0 + t) * 32);
+        }
+    for (int t = 0; t < 128; t++) {
+      int th = th0 + t;
+      int64_t bytes;
+      unsigned char *buf = buf_of(c, d->t, th, &bytes);
+      for (int e = 0; e < nd; e++) {
+        int64_t o;
+        ag_layout_eval_index(&ld_, t + 128 * e, &o);
+        int64_t m = o % 64, nn = o / 64;
+        double s = ld(DT_F32, buf + de[e]->addr[th]);
+        for (int k = 0; k < 16; k++)
+          s += A[m * 16 + k] * B[nn * 16 + k];
+        st(DT_F32, buf + de[e]->addr[th], s);
+      }
+    }
+  }
+}
+
 static rv *call(ip *c, const ag_tile_node *n) {
   const ag_tile_node *f = n->a;
   if (f->kind == AG_TN_ATTR && !strcmp(f->name, "view"))
@@ -785,7 +869,8 @@ static rv *call(ip *c, const ag_tile_node *n) {
     rv *x = vint_a(c, K_INT), *y = vint_a(c, K_INT);
     for (int th = 0; th < c->T; th++) {
       int64_t o;
-      ag_layout_eval_index(&tv, (int64_t)(lane->i[th] % 32) + 32 * (int64_t)e->i[th], &o);
+      ag_layout_eval_index(&tv, (int64_t)(lane->i[th] % info.threads) +
+                                    info.threads * (int64_t)e->i[th], &o);
       x->i[th] = (uint32_t)(o % rows);
       y->i[th] = (uint32_t)(o / rows);
     }
@@ -923,6 +1008,9 @@ static rv *call(ip *c, const ag_tile_node *n) {
     case IK_SYNC: case IK_CP_COMMIT: case IK_CP_WAIT:
     case IK_MBAR_INIT: case IK_MBAR_FENCE: case IK_MBAR_ARRIVE: case IK_MBAR_WAIT:
       break; /* lockstep: nothing to wait for (a checked program waits where it must) */
+    case IK_WGMMA: wgmma(c, n, in); break;
+    case IK_WG_FENCE: case IK_WG_COMMIT: case IK_WG_WAIT:
+      break; /* lockstep: the product is done at the call */
     default: fail(c, f, "the value interpreter has no handler for intrinsic '%s'", in->name);
     }
     return newv(c, K_NONE);
@@ -983,6 +1071,12 @@ static rv *eval(ip *c, const ag_tile_node *n) {
       return v;
     }
     rv *bv = eval(c, b);
+    if (bv->k == K_INTRIN && bv->in->kind == IK_WGMMA && (!strcmp(n->name, "a") || !strcmp(n->name, "d"))) {
+      rv *v = newv(c, K_IOP); /* wgmma's .a and .d atoms */
+      v->name = n->name;
+      v->in = bv->in;
+      return v;
+    }
     if (bv->k == K_INTRIN && bv->in->kind == IK_MMA &&
         (!strcmp(n->name, "a") || !strcmp(n->name, "b") || !strcmp(n->name, "c"))) {
       rv *v = newv(c, K_IOP);
