@@ -201,6 +201,19 @@ int ag__run_prepare(const ag_trace_run_opts *o, ag_str *ev, ag_str *herr, ag_str
   return oom ? AG_ENOMEM : 0;
 }
 
+/* The file `name` in the evidence file ev's directory, when it can be read:
+ * owned, or NULL. */
+static char *beside(const char *ev, const char *name) {
+  const char *sl = strrchr(ev, '/');
+  ag_str p = AG_STR_INIT;
+  ag_str_printf(&p, "%.*s%s", sl ? (int)(sl - ev + 1) : 0, ev, name);
+  if (p.oom || access(ag_str_cstr(&p), R_OK) != 0) {
+    ag_str_release(&p);
+    return NULL;
+  }
+  return ag_str_detach(&p);
+}
+
 int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, double timeout_s,
                     int allow_late, ag_str *why) {
   int rc = 0;
@@ -214,11 +227,9 @@ int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, 
   /* the host runtime closed after writing the evidence: a death by a signal
    * after that (a library's teardown at exit) leaves the evidence whole; an
    * exit status is the program's own verdict and still fails the run */
-  const char *sl = strrchr(ev, '/');
-  ag_str cp = AG_STR_INIT;
-  ag_str_printf(&cp, "%.*s%s", sl ? (int)(sl - ev + 1) : 0, ev, AG_HOST_CLOSED_FILE);
-  int closed = !cp.oom && access(ag_str_cstr(&cp), R_OK) == 0;
-  ag_str_release(&cp);
+  char *cp = beside(ev, AG_HOST_CLOSED_FILE);
+  int closed = cp != NULL;
+  ag_free(cp);
   if (allow_late && !res->proc.timed_out && !res->proc.exited && have_ev && !hosterr && closed) {
     ag_str d = AG_STR_INIT, note = AG_STR_INIT;
     ag_proc_describe(&res->proc, &d);
@@ -264,18 +275,14 @@ int ag__run_outcome(const char *ev, const char *herr, ag_trace_run_result *res, 
     res->evidence_path = ag_strdup(ev);
     if (!res->evidence_path)
       rc = AG_ENOMEM;
-    /* the kernel times beside a trace (absent from an older host runtime) */
-    const char *slash = strrchr(ev, '/');
-    ag_str tp = AG_STR_INIT;
-    ag_str_printf(&tp, "%.*s%s", slash ? (int)(slash - ev + 1) : 0, ev, AG_EV_TIMING_FILE);
-    if (!rc && !tp.oom && access(ag_str_cstr(&tp), R_OK) == 0)
-      res->timing_path = ag_str_detach(&tp);
-    /* and the activity trace beside a trace or time run (ARGUS_ACTIVITY=1) */
-    ag_str_clear(&tp);
-    ag_str_printf(&tp, "%.*s%s", slash ? (int)(slash - ev + 1) : 0, ev, AG_ACT_FILE);
-    if (!rc && !tp.oom && strcmp(ev, ag_str_cstr(&tp)) && access(ag_str_cstr(&tp), R_OK) == 0)
-      res->system_path = ag_str_detach(&tp);
-    ag_str_release(&tp);
+    /* the kernel times beside a trace (absent from an older host runtime),
+     * and the activity trace beside a trace or time run (ARGUS_ACTIVITY=1) */
+    char *sys = rc ? NULL : beside(ev, AG_ACT_FILE);
+    res->timing_path = rc ? NULL : beside(ev, AG_EV_TIMING_FILE);
+    if (sys && strcmp(ev, sys))
+      res->system_path = sys;
+    else
+      ag_free(sys);
   }
   ag_free(hosterr);
   return rc;
