@@ -2,8 +2,9 @@
  * bench_tile_run.c — the tile programs as kernels, side by side with the
  * best library code on the same GPU in one run (issue 20, bench/RESULTS.md):
  *
- *   gemm.tile (mma.sync, as written) vs cuBLAS bf16 -> f32 at 4096^3 and
- *   8192^3: TFLOP/s and the ratio, each result checked against cuBLAS;
+ *   gemm.tile (mma.sync, as written) and wgmma_gemm.tile (one warpgroup's
+ *   wgmma, issue 23) vs cuBLAS bf16 -> f32 at 4096^3 and 8192^3: TFLOP/s
+ *   and the ratio, each result checked against cuBLAS;
  *   attention.tile vs torch's SDPA backends (bench/explore/sdpa_bench.py)
  *   at head dim 64 and 128 (d=128: the program at --set d=128), on the same
  *   inputs (the kernel's Q, K, V, written to a temporary directory), and its
@@ -97,22 +98,29 @@ int main(int argc, char **argv) {
   o.bench = 1;
   o.samples = samples;
   o.ref = AG_TILE_REF_CUBLAS;
-  printf("\ngemm.tile vs cuBLAS (bf16 in, f32 out, C = A B^T; %d samples, L2 flushed):\n",
+  printf("\ngemm.tile and wgmma_gemm.tile vs cuBLAS (bf16 in, f32 out, C = A B^T; %d samples, "
+         "L2 flushed):\n",
          samples);
-  printf("  %-6s %12s %10s %12s %10s %7s  %s\n", "size", "tile ms", "TFLOP/s", "cuBLAS ms",
-         "TFLOP/s", "ratio", "check");
+  printf("  %-15s %-6s %12s %10s %12s %10s %7s  %s\n", "program", "size", "tile ms", "TFLOP/s",
+         "cuBLAS ms", "TFLOP/s", "ratio", "check");
   static const int sizes[] = {4096, 8192};
-  for (int i = 0; i < 2; i++) {
-    char spec[96];
-    snprintf(spec, sizeof spec, "M=%d,N=%d,K=%d", sizes[i], sizes[i], sizes[i]);
+  /* gemm.tile: mma.sync; wgmma_gemm.tile: one warpgroup's wgmma from
+   * swizzled shared tiles (issue 23's starting point) */
+  static const char *const gemms[] = {"gemm.tile", "wgmma_gemm.tile"};
+  for (int i = 0; i < 4; i++) {
+    const char *gf = gemms[i / 2];
+    char spec[96], path[64];
+    snprintf(spec, sizeof spec, "M=%d,N=%d,K=%d", sizes[i % 2], sizes[i % 2], sizes[i % 2]);
+    snprintf(path, sizeof path, "examples/tile/%s", gf);
     ag_tile_exec_result r;
-    if (run("examples/tile/gemm.tile", spec, &o, &r, NULL, NULL)) {
+    if (run(path, spec, &o, &r, NULL, NULL)) {
       ok = 0;
       continue;
     }
-    printf("  %-6d %12.4f %10.1f %12.4f %10.1f %7.3f  %llu of %llu elements off (max error "
-           "%.3g)\n",
-           sizes[i], r.kernel.median_ms, r.kernel.tflops, r.cublas.median_ms, r.cublas.tflops,
+    printf("  %-15s %-6d %12.4f %10.1f %12.4f %10.1f %7.3f  %llu of %llu elements off (max "
+           "error %.3g)\n",
+           gf, sizes[i % 2], r.kernel.median_ms, r.kernel.tflops, r.cublas.median_ms,
+           r.cublas.tflops,
            r.cublas.median_ms / r.kernel.median_ms, (unsigned long long)r.nbad,
            (unsigned long long)r.nelems, r.max_err);
     printf("         spread: tile p10 %.4f p90 %.4f, cuBLAS p10 %.4f p90 %.4f ms; SM %d MHz "
@@ -120,10 +128,11 @@ int main(int argc, char **argv) {
            r.kernel.p10_ms, r.kernel.p90_ms, r.cublas.p10_ms, r.cublas.p90_ms, r.sm_mhz,
            r.sm_mhz_max, r.mem_mhz);
     char g[96];
-    snprintf(g, sizeof g, "gemm.tile %d^3 matches cuBLAS (elements off)", sizes[i]);
+    snprintf(g, sizeof g, "%s %d^3 matches cuBLAS (elements off)", gf, sizes[i % 2]);
     ok &= bench_goal(g, (double)r.nbad, 0, 0, "elements");
-    printf("@json {\"bench\":\"tile_gemm\",\"n\":%d,\"tile_ms\":%.5f,\"cublas_ms\":%.5f}\n",
-           sizes[i], r.kernel.median_ms, r.cublas.median_ms);
+    printf("@json {\"bench\":\"tile_gemm\",\"file\":\"%s\",\"n\":%d,\"tile_ms\":%.5f,"
+           "\"cublas_ms\":%.5f}\n",
+           gf, sizes[i % 2], r.kernel.median_ms, r.cublas.median_ms);
   }
 
   /* 3. attention.tile vs SDPA */

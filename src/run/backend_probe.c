@@ -105,7 +105,12 @@ static int ex_synth_async(ag_exec_ctx *cx, ag_task *t) {
     json_object_set(out, "missing", missing);
   json_object_set_new(out, "not_joined", not_joined);
   not_joined = NULL;
-  json_t *absent = json_object_get(t->config, "absent"), *warn = json_array(), *a;
+  json_t *absent = json_object_get(t->config, "absent"), *a;
+  json_t *warn = json_incref(json_object_get(out, "warnings")); /* the synthesis's own */
+  if (!json_is_array(warn)) {
+    json_decref(warn);
+    warn = json_array();
+  }
   size_t ai;
   json_array_foreach(absent, ai, a) {
     ag_str w = AG_STR_INIT;

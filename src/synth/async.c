@@ -287,9 +287,9 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
   char (*wait_ops)[40] = NULL;
   double *buf = NULL;
   json_t *insts = json_array(), *values = json_array(), *notes = json_array();
-  json_t *missing = json_array();
+  json_t *missing = json_array(), *warnings = json_array();
   int rc = 0;
-  if (!insts || !values || !notes || !missing) {
+  if (!insts || !values || !notes || !missing || !warnings) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -468,12 +468,12 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
       int group_last = grouped && !strcmp(last, es->op_id);
       if (grouped) {
         json_object_set_new(inst, "group", json_pack("{s:i,s:s}", "ops", gsize, "last", last));
-        if (m && !group_last) {
-          char why[256];
-          snprintf(why, sizeof why, "not separable per op: one wgmma.wait_group completes the "
-                                    "whole group of %d; see group_hidden[%s@%u]", gsize, last,
-                   es->occurrence);
-          add_missing(missing, "exposed/hidden", es, why);
+        if (m && !group_last) { /* given for the group: said, not missing */
+          json_array_append_new(
+              warnings, json_sprintf("async_latency: exposed/hidden[%s@%u]: not separable per "
+                                     "op: one wgmma.wait_group completes the whole group of "
+                                     "%d; see group_exposed and group_hidden[%s@%u]",
+                                     es->op_id, es->occurrence, gsize, last, es->occurrence));
           m = 0;
         }
       }
@@ -504,9 +504,9 @@ int ag_async_synth(const json_t *discovery, const ag_evidence *ref,
     }
     ag_trace_free(pt);
   }
-  *out = json_pack("{s:o,s:o,s:o,s:o}", "instances", insts, "values", values, "notes", notes,
-                   "missing", missing);
-  insts = values = notes = missing = NULL;
+  *out = json_pack("{s:o,s:o,s:o,s:o,s:o}", "instances", insts, "values", values, "notes", notes,
+                   "missing", missing, "warnings", warnings);
+  insts = values = notes = missing = warnings = NULL;
   if (!*out)
     rc = AG_ENOMEM;
 out:
@@ -514,6 +514,7 @@ out:
   json_decref(values);
   json_decref(notes);
   json_decref(missing);
+  json_decref(warnings);
   ag_trace_free(rt);
   ag_free(waits);
   ag_free(is_wait);

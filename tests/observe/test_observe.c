@@ -241,6 +241,9 @@ TEST(test_cli) {
                1);
   CHECK_CONTAINS(ag_str_cstr(&out), "missing duration");
   CHECK_CONTAINS(ag_str_cstr(&out), "registers");
+  /* stderr names the failed task and its reason */
+  CHECK_CONTAINS(ag_str_cstr(&err), "argus observe: task #");
+  CHECK_CONTAINS(ag_str_cstr(&err), ") failed: ");
   /* retry: what succeeded comes from the workspace */
   CHECK_EQ_INT(cli(&out, &err, "observe", "--retry-failed", NULL), 1);
   CHECK_CONTAINS(ag_str_cstr(&err), "from the workspace");

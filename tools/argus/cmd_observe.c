@@ -146,6 +146,14 @@ static void print_summary(const ag_observe_result *r) {
                   "%d skipped (%.2f s)\n",
           r->program, r->stats.total, r->stats.ok, r->stats.cached, r->stats.failed,
           r->stats.skipped, r->stats.wall_s);
+  /* what failed, and why: the report says what each failure cost (missing,
+   * or a value of lower qualification), this says which task it was */
+  for (size_t i = 0; r->plan && i < r->plan->tasks.n; i++) {
+    const ag_task *t = r->plan->tasks.v[i];
+    if (t->status == AG_TS_FAILED)
+      fprintf(stderr, "argus observe: task #%d (%s) failed: %s\n", t->id, t->label,
+              t->error ? t->error : "no reason given");
+  }
 }
 
 int cmd_observe(ag_cli *cli) {

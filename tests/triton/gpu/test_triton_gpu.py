@@ -149,9 +149,13 @@ def attributed(r):
     print("@ matmul: static production: %s" % prod[:300])
     check("identical code" in prod, "matmul: the trace-free variant is Triton's cubin", prod)
     inst = [v for v in values(r, None, "inst_mix") if v.get("stat") == "kernel_total"]
-    own = [v for v in values(r, None, "ownership") if v.get("stat") == "pcs"]
-    print("@ matmul: inst_mix kernel_total %s, ownership pcs %s" %
-          ([v["value"] for v in inst], [(v.get("region"), v["value"]) for v in own][:6]))
+    # the kernel's "pcs" is every PC; a region's own are its "static_pcs"
+    own = [v for v in values(r, None, "ownership") if v.get("stat") == "static_pcs"]
+    print("@ matmul: inst_mix kernel_total %s (%s), ownership static_pcs %s" %
+          ([v["value"] for v in inst], [v.get("qual") for v in inst],
+           [(v.get("region"), v["value"]) for v in own][:6]))
+    for w in r.get("warnings", []):
+        print("@ matmul: warning: %s" % str(w)[:400])
     check(inst and inst[0]["value"] > 0, "matmul: a derived or attributed instruction mix", inst)
     regs = {v.get("region") for v in own if isinstance(v.get("value"), (int, float))
             and v["value"] > 0}
@@ -172,6 +176,7 @@ def asynchronous(r):
     print("@ matmul async: %d latencies %s; exposed %s" %
           (len(lat), [(v["stat"], v["value"]) for v in lat][:8], list(exp.items())[:8]))
     check(len(lat) >= 1, "matmul: async latencies of the mainloop's copies", r.get("missing"))
+    check(not r.get("missing"), "matmul: nothing of async_latency missing", r.get("missing"))
     for v in lat:
         check(isinstance(v.get("value"), (int, float)) and 0 < v["value"] < 1e6,
               "matmul: %s is a latency in ns" % v["stat"], v.get("value"))
