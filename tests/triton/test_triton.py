@@ -387,3 +387,46 @@ def test_triton_ptxas_rebuilds_tritons_cubin(built, tmp_path, name):
                                    else "other code, %d against %d instructions"
                                    % (len(got["toolkit"]) // 16, len(want) // 16)))
     assert got["triton"] == want
+
+
+# ------------------------------------------------- a public kernel: Liger-Kernel's RMSNorm
+PUBLIC = os.path.join(HERE, "..", "..", "examples", "public", "liger_rmsnorm")
+
+
+def test_public_liger_rmsnorm(tmp_path, monkeypatch):
+    """A kernel Argus did not write (linkedin/Liger-Kernel's RMSNorm forward, four markers
+    added; examples/public/README.md), as its python spec names it, compiled without a GPU:
+    its regions are found, the markers cost no machine code (the file with the "# argus"
+    lines deleted compiles to the same code), and observe's trace-free variant is Triton's
+    cubin byte for byte (the production line says so)."""
+    monkeypatch.setenv("ARGUS_PYTHON", sys.executable)
+    monkeypatch.delenv("ARGUS_PTXAS", raising=False)
+    s = tmp_path / "spec.json"
+    s.write_text(json.dumps({"python": os.path.join(PUBLIC, "run.py"),
+                             "args": ["--compile-only", str(tmp_path / "out")],
+                             "kernel": "_rms_norm_forward_kernel"}))
+    r = argus("--json", "regions", str(s))
+    names = {x["qname"] for x in json.loads(r.stdout)["regions"]}
+    assert {"_rms_norm_forward_kernel/rstd", "_rms_norm_forward_kernel/scale"} <= names, names
+    r = argus("--workspace", str(tmp_path / "ws"), "observe", str(s), "--region",
+              "_rms_norm_forward_kernel", "--signals", "static")
+    assert ("production matches Triton's build of '_rms_norm_forward_kernel': identical code"
+            in r.stdout), r.stdout
+    # the markerless twin: the upstream kernel as Liger ships it
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    for f in ("rms_norm.py", "run.py"):
+        text = open(os.path.join(PUBLIC, f)).read()
+        if f == "rms_norm.py":
+            text = "\n".join(x for x in text.splitlines() if not x.endswith("# argus")) + "\n"
+            assert "at.begin" not in text and "at.end" not in text and "import argus" not in text
+        (twin / f).write_text(text)
+    for d in (PUBLIC, str(twin)):
+        p = subprocess.run([sys.executable, os.path.join(d, "run.py"), "--compile-only",
+                            os.path.join(d if d != PUBLIC else str(tmp_path), "cc")],
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-2000:]
+    a = text_sections(open(tmp_path / "cc" / "_rms_norm_forward_kernel.cubin", "rb").read())
+    b = text_sections(open(twin / "cc" / "_rms_norm_forward_kernel.cubin", "rb").read())
+    assert list(a) == list(b) == ["_rms_norm_forward_kernel"]
+    assert a == b, "the markers changed the machine code"

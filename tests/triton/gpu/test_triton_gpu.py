@@ -69,10 +69,10 @@ def one(report, region, signal, stat):
 
 
 def observe(argus, work, name, args, kernel, region, signals="duration,occurrences",
-            scope=None):
+            scope=None, script=None):
     spec = os.path.join(work, "%s.json" % name)
     with open(spec, "w") as f:
-        json.dump({"python": os.path.join(HERE, "run_kernels.py"), "args": args,
+        json.dump({"python": script or os.path.join(HERE, "run_kernels.py"), "args": args,
                    "kernel": kernel}, f)
     cmd = [argus, "--json", "-W", os.path.join(work, "ws-" + name), "observe", spec,
            "--region", region, "--signals", signals, "--timeout", "300"]
@@ -186,6 +186,34 @@ def asynchronous(r):
                   e, v["value"])
 
 
+def public(argus, work, src):
+    """A kernel Argus did not write: Liger-Kernel's RMSNorm forward (examples/public/
+    liger_rmsnorm, four markers added), run by its own script: every row's rstd then scale,
+    observed; the trace-free build is Triton's cubin; what tracing cost is reported."""
+    k = "_rms_norm_forward_kernel"
+    rows, launches, warps = 8192, 6, 8
+    r = observe(argus, work, "liger", [str(launches), str(rows)], k, k,
+                "duration,occurrences,static",
+                script=os.path.join(src, "examples", "public", "liger_rmsnorm", "run.py"))
+    prod = one(r, "(module)", "static", "production") or ""
+    print("@ liger: static production: %s" % prod[:200])
+    check("identical code" in prod, "liger: the trace-free variant is Triton's cubin", prod)
+    tk = one(r, None, "perturbation", "traced_kernel_time")
+    tf = one(r, None, "perturbation", "trace_free_kernel_time")
+    print("@ liger: traced kernel %s ns, trace-free %s ns, added %s ns" %
+          (tk, tf, one(r, None, "perturbation", "added_time")))
+    check(tk and tf and tk > 0 and tf > 0, "liger: traced and trace-free kernel times", tk, tf)
+    n = len((one(r, None, "perturbation", "launches") or {}).get("recorded") or [])
+    for reg in ("rstd", "scale"):
+        q = "%s/%s" % (k, reg)
+        cnt, mean = one(r, q, "duration", "count"), one(r, q, "duration", "mean")
+        print("@ liger: %s count %s mean %s ns" % (q, cnt, mean))
+        check(cnt == rows * warps * n and n >= 1, "liger: one %s per warp per row per launch" %
+              reg, cnt, rows, warps, n)
+        check(mean and 0 < mean < (tk or 0), "liger: %s within the kernel" % reg, mean, tk)
+    check(not r.get("missing"), "liger: nothing missing", r.get("missing"))
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 if __name__ == "__main__":
@@ -210,6 +238,7 @@ if __name__ == "__main__":
         r = observe(argus, work, "attention", ["attention", "6"], "attention_fwd",
                     "attention_fwd")
         sane("attention", r, "attention_fwd", "kv_loop", "kv_loop", "normalize", 16, 64 * 4)
+        public(argus, work, src)
     finally:
         if not os.environ.get("ARGUS_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
