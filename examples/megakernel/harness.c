@@ -326,6 +326,7 @@ static int run(const opts *o, const char *argv0) {
   p.ntasks = dag.ntasks;
   p.ncounters = dag.ncounters;
   p.nchunks = dag.nchunks;
+  p.chunk = dag.chunk;
   p.max_pos = max_pos;
   if (bad)
     return 1;

@@ -67,7 +67,7 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
 /* Stages K floats of src (written in this launch) into sm->in; with norm,
  * as RMSNorm(src) * norm. Shared by qkv, gate_up, logits (with the norm) and
  * wo, down (without). */
-__device__ __noinline__ void stage_input(const float *src, int K, const uint16_t *norm,
+__device__ __forceinline__ void stage_input(const float *src, int K, const uint16_t *norm,
                                          float eps, mk_smem *sm) {
   ARGUS_BEGIN(stage);
   float ss = 0.0f;
@@ -90,7 +90,7 @@ __device__ __noinline__ void stage_input(const float *src, int K, const uint16_t
 
 /* sm->out[i] = W_i . sm->in for n0 rows of W0 then n1 rows of W1 (K inputs,
  * row-major bf16). A warp per row, 8 bf16 per lane per load. */
-__device__ __noinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_t *W1, int n1,
+__device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_t *W1, int n1,
                                        int K, mk_smem *sm) {
   ARGUS_BEGIN(gemv);
   int w = threadIdx.x / 32, lane = threadIdx.x % 32, k8 = K / 8;
@@ -116,7 +116,7 @@ __device__ __noinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_
 }
 
 /* the task is done: its writes are made visible, then its counter counts it */
-__device__ __noinline__ void signal_done(unsigned *ctr) {
+__device__ __forceinline__ void signal_done(unsigned *ctr) {
   ARGUS_BEGIN(signal);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -130,6 +130,42 @@ __device__ __forceinline__ const uint16_t *W(const mk_params &p, uint64_t off) {
   return (const uint16_t *)p.w + off;
 }
 
+/* bytes from p into L2 (the TMA unit's bulk prefetch; p and n 16-byte multiples) */
+__device__ __forceinline__ void prefetch_l2(const uint16_t *p, size_t elems) {
+  const char *c = (const char *)p;
+  for (size_t o = 0, n = elems * 2; o < n; o += 65536) {
+    unsigned k = n - o < 65536 ? (unsigned)(n - o) : 65536u;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + o), "r"(k) : "memory");
+  }
+}
+
+/* A GEMV task's weights depend on nothing: thread 0 starts streaming them
+ * into L2 as soon as the task is taken (one task ahead), so HBM works while
+ * the CTA waits for the task's inputs. */
+__device__ __forceinline__ void prefetch_task(const mk_params &p, const mk_task &t) {
+  const size_t lw = p.L.layer_stride * (size_t)t.layer, H = p.c.hidden, F = p.c.ffn;
+  switch (t.op) {
+  case MK_OP_QKV:
+    prefetch_l2(W(p, lw + p.L.layer0.wqkv) + t.a * H, t.b * H);
+    break;
+  case MK_OP_WO:
+    prefetch_l2(W(p, lw + p.L.layer0.wo) + t.a * H, t.b * H);
+    break;
+  case MK_OP_GATEUP:
+    prefetch_l2(W(p, lw + p.L.layer0.w_gate) + t.a * H, t.b * H);
+    prefetch_l2(W(p, lw + p.L.layer0.w_up) + t.a * H, t.b * H);
+    break;
+  case MK_OP_DOWN:
+    prefetch_l2(W(p, lw + p.L.layer0.w_down) + t.a * F, t.b * F);
+    break;
+  case MK_OP_LOGITS:
+    prefetch_l2(W(p, p.L.lm_head) + t.a * H, t.b * H);
+    break;
+  default:
+    break;
+  }
+}
+
 /* attention for KV head g over positions [ch * CHUNK, ...) up to p.pos: the
  * chunk's softmax partials; the chunk holding p.pos also writes that
  * position's key and value into the cache. The last chunk of the head to
@@ -139,9 +175,9 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
   const int qpg = p.c.n_heads / p.c.n_kv_heads, g = t.a, ch = t.b, tid = threadIdx.x;
   const int H = p.c.hidden, D = MK_HEAD_DIM;
   const float *qkv = (const float *)p.qkv;
-  const int p0 = ch * MK_ATTN_CHUNK;
+  const int p0 = ch * p.chunk;
   int np = p.pos + 1 - p0;
-  np = np < 0 ? 0 : (np > MK_ATTN_CHUNK ? MK_ATTN_CHUNK : np);
+  np = np < 0 ? 0 : (np > p.chunk ? p.chunk : np);
   const size_t cbase = ((size_t)t.layer * p.c.n_kv_heads + g) * p.max_pos * D;
   uint16_t *kc = (uint16_t *)p.kcache + cbase, *vc = (uint16_t *)p.vcache + cbase;
   ARGUS_BEGIN(rope);
@@ -154,7 +190,7 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
     sm->q[h * D + i + D / 2] = (b * c + a * s) * 0.125f;
   }
   ARGUS_END(rope);
-  if (p.pos >= p0 && p.pos < p0 + MK_ATTN_CHUNK) {
+  if (p.pos >= p0 && p.pos < p0 + p.chunk) {
     ARGUS_BEGIN(kv_update);
     if (tid < D / 2) {
       const float *k = qkv + H + (size_t)g * D, *v = qkv + H + (size_t)p.c.n_kv_heads * D + g * D;
@@ -280,8 +316,11 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
   const int tid = threadIdx.x, H = p.c.hidden, F = p.c.ffn;
   float *x = (float *)p.x;
   ARGUS_BEGIN(core_loop);
-  if (tid == 0)
+  if (tid == 0) {
     sm.next = (int)atomicAdd(queue, 1u);
+    if (sm.next < p.ntasks)
+      prefetch_task(p, tasks[sm.next]);
+  }
   for (;;) {
     ARGUS_BEGIN(scheduler);
     __syncthreads();
@@ -291,7 +330,13 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     if (idx < p.ntasks) {
       t = tasks[idx];
       if (tid == 0) {
-        sm.next = (int)atomicAdd(queue, 1u); /* prefetch: safe, tasks are in DAG order */
+        const int nx = (int)atomicAdd(queue, 1u); /* one ahead: safe, tasks are in DAG order */
+        sm.next = nx;
+        if (nx < p.ntasks) {
+          ARGUS_BEGIN(prefetch);
+          prefetch_task(p, tasks[nx]);
+          ARGUS_END(prefetch);
+        }
         if (t.wait >= 0)
           while (ld_acquire(ctr + t.wait) < (unsigned)t.wait_target)
             __nanosleep(20);

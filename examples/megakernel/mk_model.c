@@ -127,7 +127,7 @@ void mk_weights_generate(const mk_config *c, uint64_t seed, uint16_t *w) {
   int n = mk_draws(c, d, (int)(sizeof d / sizeof d[0]));
   for (int t = 0; t < n; t++)
     for (uint64_t i = 0; i < d[t].count; i++)
-      w[d[t].offset + i] = mk_bf16(d[t].base + d[t].scale * mk_uniform(seed, d[t].stream, i));
+      w[d[t].offset + i] = mk_draw_value(d[t].base, d[t].scale, mk_uniform(seed, d[t].stream, i));
 }
 
 static uint32_t get_u32(const unsigned char *p) {
@@ -335,7 +335,10 @@ int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t e
                 max_pos, MK_ATTN_CHUNK * MK_MAX_CHUNKS);
   int cap = 0, G = c->n_kv_heads;
   int qkv_rows = (c->n_heads + 2 * G) * c->head_dim;
-  d->nchunks = (max_pos + MK_ATTN_CHUNK - 1) / MK_ATTN_CHUNK;
+  /* about 32 chunks per KV head (4 x 32 tasks fill 132 SMs), 16 to 128 positions each */
+  d->chunk = ((max_pos + 31) / 32 + 15) / 16 * 16;
+  d->chunk = d->chunk < 16 ? 16 : d->chunk > MK_ATTN_CHUNK ? MK_ATTN_CHUNK : d->chunk;
+  d->nchunks = (max_pos + d->chunk - 1) / d->chunk;
   d->ncounters = mk_ctr_logits(c) + 1;
   d->logits_tiles = ntiles(c->vocab, MK_TILE_LOGITS);
   d->target = calloc((size_t)d->ncounters, sizeof *d->target);

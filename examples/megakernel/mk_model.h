@@ -24,7 +24,7 @@
 
 #define MK_HEAD_DIM 64
 #define MK_MAX_K 8192      /* the longest GEMV input the kernels stage (ffn, hidden) */
-#define MK_ATTN_CHUNK 128  /* positions per attention task */
+#define MK_ATTN_CHUNK 128  /* the most positions per attention task (mk_dag.chunk) */
 #define MK_MAX_CHUNKS 128  /* so at most 16384 positions */
 #define MK_MAX_QPG 16      /* query heads per KV head */
 
@@ -84,7 +84,7 @@ typedef struct mk_params {
   uint64_t amax_v, amax_i;            /* the logits tiles' maxima (float, int32) */
   uint64_t kcache, vcache;            /* bf16 [layer][kv head][max_pos][64] */
   uint64_t tokens;                    /* int32: tokens[step] in, tokens[step + 1] out */
-  int32_t ntasks, ncounters, nchunks, max_pos, step, pos, pad0, pad1;
+  int32_t ntasks, ncounters, nchunks, chunk, max_pos, step, pos, pad0;
 } mk_params;
 
 #define MK_THREADS 512 /* per CTA of the persistent kernel: 16 warps */
@@ -107,6 +107,7 @@ typedef struct mk_dag {
   int ntasks;
   int32_t *target; /* per counter: how many signals complete it */
   int ncounters;
+  int chunk;        /* positions per attention task: a multiple of 16, 16..MK_ATTN_CHUNK */
   int nchunks;      /* attention chunks per KV head */
   int logits_tiles; /* argmax partials written by the logits tiles */
 } mk_dag;
@@ -158,6 +159,12 @@ MK_HD float mk_bf16_float(uint16_t b) {
  * inputs), a norm weight 1 + 0.1 u, the embedding unit variance: activations
  * stay of order 1 through the 22 layers. `stream` numbers the tensor in file
  * order (embed 0, layer l's tensors 1 + 7 l ... 7 + 7 l, final norm, lm_head). */
+/* the drawn value as bf16: the product is exact in double, so a fused and an
+ * unfused multiply-add give the same sum, on the host and on the device */
+MK_HD uint16_t mk_draw_value(float base, float scale, float u) {
+  return mk_bf16((float)((double)base + (double)scale * (double)u));
+}
+
 typedef struct mk_draw {
   uint64_t offset, count, stream;
   float base, scale;

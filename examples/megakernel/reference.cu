@@ -15,7 +15,7 @@ extern "C" __global__ void mk_fill(uint16_t *w, uint64_t count, uint64_t seed, u
                                    float base, float scale) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < count;
        i += (uint64_t)gridDim.x * blockDim.x)
-    w[i] = mk_bf16(base + scale * mk_uniform(seed, stream, i));
+    w[i] = mk_draw_value(base, scale, mk_uniform(seed, stream, i));
 }
 
 /* the context: positions below ctx of every layer's K and V, unit variance
@@ -32,8 +32,8 @@ extern "C" __global__ void mk_fill_cache(uint16_t *kc, uint16_t *vc, int layers,
       vc[e] = 0;
       continue;
     }
-    kc[e] = mk_bf16(1.7320508f * mk_uniform(seed, 1000 + 2 * l, i));
-    vc[e] = mk_bf16(1.7320508f * mk_uniform(seed, 1001 + 2 * l, i));
+    kc[e] = mk_draw_value(0.0f, 1.7320508f, mk_uniform(seed, 1000 + 2 * l, i));
+    vc[e] = mk_draw_value(0.0f, 1.7320508f, mk_uniform(seed, 1001 + 2 * l, i));
   }
 }
 

@@ -114,9 +114,9 @@ TEST(test_observe_durations) {
   setenv("PATH", path, 1); /* the spec's harness */
   snprintf(spec, sizeof spec, "%s/examples/megakernel/spec.json", src ? src : ".");
   CHECK(mkdtemp(ws) != NULL);
-  const char *sigs[] = {"duration"};
+  const char *sigs[] = {"duration", "occurrences"};
   ag_observe_opts o = {.spec = spec, .workspace = ws, .region = "mk_decode_step", .signals = sigs,
-                       .nsignals = 1, .ndevices = -1, .timeout_s = 300};
+                       .nsignals = 2, .ndevices = -1, .timeout_s = 300};
   ag_diags d;
   ag_diags_init(&d);
   ag_observe_result r;
@@ -132,14 +132,27 @@ TEST(test_observe_durations) {
   if (rc || !r.report)
     return;
   char *js = json_dumps(r.report, JSON_COMPACT);
-  printf("report: %.20000s\n", js ? js : "?");
+  printf("report: %.200000s\n", js ? js : "?");
   free(js);
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(r.report, "values"), i, v) { /* every value, one line each */
+    char *vs = json_dumps(json_object_get(v, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
+    printf("@ value %s %s %s = %.200s\n", json_string_value(json_object_get(v, "region")),
+           json_string_value(json_object_get(v, "signal")),
+           json_string_value(json_object_get(v, "stat")), vs ? vs : "?");
+    free(vs);
+  }
   static const char *const regions[] = {
       "mk_decode_step/core_loop", "mk_decode_step/core_loop/scheduler",
       "mk_decode_step/core_loop/dispatch", "mk_decode_step/core_loop/dispatch/qkv",
       "mk_decode_step/core_loop/dispatch/attention", "mk_decode_step/core_loop/dispatch/gate_up",
-      "mk_decode_step/core_loop/dispatch/down", "mk_decode_step/core_loop/dispatch/logits"};
-  for (size_t i = 0; i < sizeof regions / sizeof regions[0]; i++) {
+      "mk_decode_step/core_loop/dispatch/down", "mk_decode_step/core_loop/dispatch/logits",
+      "mk_decode_step/core_loop/dispatch/qkv/gemv", "mk_decode_step/core_loop/dispatch/qkv/rmsnorm",
+      "mk_decode_step/core_loop/dispatch/down/gemv", "mk_decode_step/core_loop/dispatch/signal",
+      "mk_decode_step/core_loop/dispatch/attention/combine",
+      "mk_decode_step/core_loop/scheduler/prefetch"};
+  for (i = 0; i < sizeof regions / sizeof regions[0]; i++) {
     double t = val(r.report, regions[i], "total"), n = val(r.report, regions[i], "count");
     printf("@ observe %s: count %.0f total %.0f\n", regions[i], n, t);
     CHECK(n > 0);

@@ -202,6 +202,7 @@ TEST(test_dag_tinyllama) {
   mk_dag d;
   CHECK_EQ_INT(mk_dag_build(&c, 4096 + 64, &d, err, sizeof err), 0);
   CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
+  CHECK_EQ_INT(d.chunk, 128);
   CHECK_EQ_INT(d.nchunks, 33);
   CHECK_EQ_INT(d.logits_tiles, 500);
   CHECK_EQ_INT(d.ncounters, 1 + 22 * 9 + 1);
@@ -225,8 +226,14 @@ TEST(test_dag_tinyllama) {
   mk_dag_release(&d);
   CHECK(d.tasks == NULL);
   CHECK_EQ_INT(mk_dag_build(&c, 1024 + 64, &d, err, sizeof err), 0);
-  CHECK_EQ_INT(d.nchunks, 9);
+  CHECK_EQ_INT(d.chunk, 48); /* about 32 chunks per KV head */
+  CHECK_EQ_INT(d.nchunks, 23);
+  CHECK_EQ_INT(d.ntasks, 1 + 22 * (80 + 4 * 23 + 128 + 352 + 128) + 500 + 1);
   CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
+  mk_dag_release(&d);
+  CHECK_EQ_INT(mk_dag_build(&c, 100, &d, err, sizeof err), 0);
+  CHECK_EQ_INT(d.chunk, 16); /* the smallest chunk */
+  CHECK_EQ_INT(d.nchunks, 7);
   mk_dag_release(&d);
   CHECK_EQ_INT(mk_dag_build(&c, 0, &d, err, sizeof err), -1);
   CHECK_CONTAINS(err, "0 positions");
