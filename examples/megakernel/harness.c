@@ -16,7 +16,8 @@
  *
  *   megakernel_harness [--ctx N] [--steps S] [--seed X] [--weights FILE]
  *                      [--tiny] [--save-weights FILE] [--no-time]
- *                      [--module FILE] [--ref-module FILE]
+ *                      [--prefetch] [--module FILE] [--ref-module FILE]
+ * --seed draws the weights (unless --weights) and the context's KV cache.
  * Exit 0: all steps within the tolerances; 1: a mismatch or a CUDA error;
  * 2: usage or a bad weight file.
  */
@@ -57,7 +58,7 @@ static ag_host *host;
   } while (0)
 
 typedef struct opts {
-  int ctx, steps, tiny, time;
+  int ctx, steps, tiny, time, prefetch;
   uint64_t seed;
   const char *weights, *save, *module, *ref_module;
 } opts;
@@ -143,13 +144,15 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 static int parse(int argc, char **argv, opts *o) {
-  *o = (opts){1024, 64, 0, 1, 1, NULL, NULL, NULL, NULL};
+  *o = (opts){1024, 64, 0, 1, 0, 1, NULL, NULL, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--tiny"))
       o->tiny = 1;
     else if (!strcmp(a, "--no-time"))
       o->time = 0;
+    else if (!strcmp(a, "--prefetch"))
+      o->prefetch = 1;
     else if (!v) {
       fprintf(stderr, "%s: '%s' is not an option, or needs a value\n", who, a);
       return usage();
@@ -327,6 +330,7 @@ static int run(const opts *o, const char *argv0) {
   p.ncounters = dag.ncounters;
   p.nchunks = dag.nchunks;
   p.chunk = dag.chunk;
+  p.prefetch = o->prefetch;
   p.max_pos = max_pos;
   if (bad)
     return 1;

@@ -18,10 +18,12 @@
  *
  * Regions (docs/megakernel.md, "Regions"): core_loop, scheduler, dispatch,
  * one per operator (embed, qkv, attention, wo, gate_up, down, logits,
- * sample), rope and kv_update inside attention, combine for the last chunk,
- * and the helpers shared by several operators as functions of their own:
- * stage_input/rmsnorm (qkv, gate_up, logits; wo and down stage without the
- * norm), gemv_rows/gemv (every GEMV operator), signal_done/signal.
+ * sample), rope, kv_update, scores, values and combine inside attention, and
+ * the helpers shared by several operators: stage and rmsnorm (stage_input:
+ * qkv, gate_up, logits; wo and down stage without the norm), gemv (gemv_rows:
+ * every GEMV operator), signal (signal_done). The helpers are inlined (traced
+ * variants probe markers in kernels only), so their regions appear under each
+ * operator that calls them.
  */
 #include "argus/region.cuh"
 #include "mk_device.cuh"
@@ -56,6 +58,19 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
   t = warp_sum(t);
   __syncthreads();
   return t;
+}
+
+/* the warp's argmax of (v, i), ties to the lower index: lane 0's result is the warp's */
+__device__ __forceinline__ void warp_argmax(float &v, int &i) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    int oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (ov > v || (ov == v && oi < i)) {
+      v = ov;
+      i = oi;
+    }
+  }
 }
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
@@ -139,9 +154,10 @@ __device__ __forceinline__ void prefetch_l2(const uint16_t *p, size_t elems) {
   }
 }
 
-/* A GEMV task's weights depend on nothing: thread 0 starts streaming them
- * into L2 as soon as the task is taken (one task ahead), so HBM works while
- * the CTA waits for the task's inputs. */
+/* A GEMV task's weights depend on nothing: with p.prefetch, thread 0 starts
+ * streaming them into L2 as soon as the task is taken (one task ahead), so
+ * HBM works while the CTA waits for the task's inputs. Off by default: on the
+ * H200 it made a step slower (docs/megakernel.md, "Measurements"). */
 __device__ __forceinline__ void prefetch_task(const mk_params &p, const mk_task &t) {
   const size_t lw = p.L.layer_stride * (size_t)t.layer, H = p.c.hidden, F = p.c.ffn;
   switch (t.op) {
@@ -318,7 +334,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
   ARGUS_BEGIN(core_loop);
   if (tid == 0) {
     sm.next = (int)atomicAdd(queue, 1u);
-    if (sm.next < p.ntasks)
+    if (p.prefetch && sm.next < p.ntasks)
       prefetch_task(p, tasks[sm.next]);
   }
   for (;;) {
@@ -332,7 +348,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
       if (tid == 0) {
         const int nx = (int)atomicAdd(queue, 1u); /* one ahead: safe, tasks are in DAG order */
         sm.next = nx;
-        if (nx < p.ntasks) {
+        if (p.prefetch && nx < p.ntasks) {
           ARGUS_BEGIN(prefetch);
           prefetch_task(p, tasks[nx]);
           ARGUS_END(prefetch);
@@ -411,15 +427,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
             bv = sm.out[i];
             bi = t.a + i;
           }
-#pragma unroll
-        for (int o = 16; o; o >>= 1) {
-          float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-          int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-          if (ov > bv || (ov == bv && oi < bi)) {
-            bv = ov;
-            bi = oi;
-          }
-        }
+        warp_argmax(bv, bi);
         if (tid == 0) {
           ((float *)p.amax_v)[t.a / MK_TILE_LOGITS] = bv;
           ((int *)p.amax_i)[t.a / MK_TILE_LOGITS] = bi;
@@ -442,15 +450,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
             bi = vi;
           }
         }
-#pragma unroll
-        for (int o = 16; o; o >>= 1) {
-          float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-          int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-          if (ov > bv || (ov == bv && oi < bi)) {
-            bv = ov;
-            bi = oi;
-          }
-        }
+        warp_argmax(bv, bi);
         if (tid == 0)
           ((int *)p.tokens)[p.step + 1] = bi;
       }

@@ -335,9 +335,10 @@ int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t e
                 max_pos, MK_ATTN_CHUNK * MK_MAX_CHUNKS);
   int cap = 0, G = c->n_kv_heads;
   int qkv_rows = (c->n_heads + 2 * G) * c->head_dim;
-  /* about 32 chunks per KV head (4 x 32 tasks fill 132 SMs), 16 to 128 positions each */
+  /* about 32 chunks per KV head (4 x 32 tasks fill 132 SMs), a multiple of 16
+   * positions each (so at least 16), at most MK_ATTN_CHUNK */
   d->chunk = ((max_pos + 31) / 32 + 15) / 16 * 16;
-  d->chunk = d->chunk < 16 ? 16 : d->chunk > MK_ATTN_CHUNK ? MK_ATTN_CHUNK : d->chunk;
+  d->chunk = d->chunk > MK_ATTN_CHUNK ? MK_ATTN_CHUNK : d->chunk;
   d->nchunks = (max_pos + d->chunk - 1) / d->chunk;
   d->ncounters = mk_ctr_logits(c) + 1;
   d->logits_tiles = ntiles(c->vocab, MK_TILE_LOGITS);

@@ -84,7 +84,8 @@ typedef struct mk_params {
   uint64_t amax_v, amax_i;            /* the logits tiles' maxima (float, int32) */
   uint64_t kcache, vcache;            /* bf16 [layer][kv head][max_pos][64] */
   uint64_t tokens;                    /* int32: tokens[step] in, tokens[step + 1] out */
-  int32_t ntasks, ncounters, nchunks, chunk, max_pos, step, pos, pad0;
+  int32_t ntasks, ncounters, nchunks, chunk, max_pos, step, pos;
+  int32_t prefetch; /* 1: stream each next task's weights into L2 (--prefetch; off: it measured slower) */
 } mk_params;
 
 #define MK_THREADS 512 /* per CTA of the persistent kernel: 16 warps */
