@@ -1,0 +1,481 @@
+/*
+ * megakernel.cu - one persistent kernel per decode step of a Llama-style
+ * model (TinyLlama-1.1B shapes; docs/megakernel.md).
+ *
+ * The host builds the step's tile DAG once (mk_model.c: mk_dag_build): tasks
+ * in a topological order, each waiting on one global counter and signalling
+ * one. One CTA per SM runs the core loop: the scheduler takes the next task
+ * from a global queue (an atomic counter over the task list; the next index
+ * is fetched while the current task runs), waits until the task's counter is
+ * complete, dispatches it to its operator, and signals. Because tasks are
+ * taken in topological order, every task waited for has been taken by a CTA
+ * that is running, so the loop cannot deadlock. The last CTA to leave zeroes
+ * the counters and the queue for the next launch.
+ *
+ * Data written by another CTA in this launch is read through L2 (__ldcg):
+ * L1 is not coherent between SMs. Weights and the KV cache of earlier steps
+ * are read-only for the launch.
+ *
+ * Regions (docs/megakernel.md, "Regions"): core_loop, scheduler, dispatch,
+ * one per operator (embed, qkv, attention, wo, gate_up, down, logits,
+ * sample), rope, kv_update, scores, values and combine inside attention, and
+ * the helpers shared by several operators: stage and rmsnorm (stage_input:
+ * qkv, gate_up, logits; wo and down stage without the norm), gemv (gemv_rows:
+ * every GEMV operator), signal (signal_done). The helpers are inlined (traced
+ * variants probe markers in kernels only), so their regions appear under each
+ * operator that calls them.
+ */
+#include "argus/region.cuh"
+#include "mk_device.cuh"
+
+#define NWARPS (MK_THREADS / 32)
+
+struct __align__(16) mk_smem {
+  float in[MK_MAX_K];              /* the staged GEMV input */
+  float out[64];                   /* a tile's results */
+  float red[NWARPS];
+  float q[MK_MAX_QPG * MK_HEAD_DIM]; /* attention: roped, scaled queries */
+  float k[MK_HEAD_DIM], v[MK_HEAD_DIM]; /* the current position's key (roped) and value */
+  float sc[MK_MAX_QPG * MK_ATTN_CHUNK]; /* scores, then probabilities */
+  float m[MK_MAX_QPG], l[MK_MAX_QPG];
+  int next, last;
+};
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float block_sum(float v, float *red) {
+  v = warp_sum(v);
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0)
+    red[w] = v;
+  __syncthreads();
+  float t = lane < NWARPS ? red[lane] : 0.0f;
+  t = warp_sum(t);
+  __syncthreads();
+  return t;
+}
+
+/* the warp's argmax of (v, i), ties to the lower index: lane 0's result is the warp's */
+__device__ __forceinline__ void warp_argmax(float &v, int &i) {
+#pragma unroll
+  for (int o = 16; o; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    int oi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (ov > v || (ov == v && oi < i)) {
+      v = ov;
+      i = oi;
+    }
+  }
+}
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* Stages K floats of src (written in this launch) into sm->in; with norm,
+ * as RMSNorm(src) * norm. Shared by qkv, gate_up, logits (with the norm) and
+ * wo, down (without). */
+__device__ __forceinline__ void stage_input(const float *src, int K, const uint16_t *norm,
+                                         float eps, mk_smem *sm) {
+  ARGUS_BEGIN(stage);
+  float ss = 0.0f;
+  for (int k = threadIdx.x; k < K; k += MK_THREADS) {
+    float v = mk_ldcg(src + k);
+    sm->in[k] = v;
+    ss += v * v;
+  }
+  ARGUS_END(stage);
+  if (norm) {
+    ARGUS_BEGIN(rmsnorm);
+    float tot = block_sum(ss, sm->red);
+    float r = rsqrtf(tot / (float)K + eps);
+    for (int k = threadIdx.x; k < K; k += MK_THREADS)
+      sm->in[k] = sm->in[k] * r * mk_bf(norm[k]);
+    ARGUS_END(rmsnorm);
+  }
+  __syncthreads();
+}
+
+/* sm->out[i] = W_i . sm->in for n0 rows of W0 then n1 rows of W1 (K inputs,
+ * row-major bf16). A warp per row, 8 bf16 per lane per load. */
+__device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_t *W1, int n1,
+                                       int K, mk_smem *sm) {
+  ARGUS_BEGIN(gemv);
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32, k8 = K / 8;
+  for (int i = w; i < n0 + n1; i += NWARPS) {
+    const uint4 *row = (const uint4 *)(i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K);
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int j = lane; j < k8; j += 32) {
+      uint4 u = __ldg(row + j);
+      const float4 *x = (const float4 *)(sm->in + 8 * j);
+      float4 a = x[0], b = x[1];
+      acc += __uint_as_float(u.x << 16) * a.x + __uint_as_float(u.x & 0xffff0000u) * a.y;
+      acc += __uint_as_float(u.y << 16) * a.z + __uint_as_float(u.y & 0xffff0000u) * a.w;
+      acc += __uint_as_float(u.z << 16) * b.x + __uint_as_float(u.z & 0xffff0000u) * b.y;
+      acc += __uint_as_float(u.w << 16) * b.z + __uint_as_float(u.w & 0xffff0000u) * b.w;
+    }
+    acc = warp_sum(acc);
+    if (lane == 0)
+      sm->out[i] = acc;
+  }
+  ARGUS_END(gemv);
+  __syncthreads();
+}
+
+/* the task is done: its writes are made visible, then its counter counts it */
+__device__ __forceinline__ void signal_done(unsigned *ctr) {
+  ARGUS_BEGIN(signal);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(ctr, 1u);
+  }
+  ARGUS_END(signal);
+}
+
+__device__ __forceinline__ const uint16_t *W(const mk_params &p, uint64_t off) {
+  return (const uint16_t *)p.w + off;
+}
+
+/* bytes from p into L2 (the TMA unit's bulk prefetch; p and n 16-byte multiples) */
+__device__ __forceinline__ void prefetch_l2(const uint16_t *p, size_t elems) {
+  const char *c = (const char *)p;
+  for (size_t o = 0, n = elems * 2; o < n; o += 65536) {
+    unsigned k = n - o < 65536 ? (unsigned)(n - o) : 65536u;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + o), "r"(k) : "memory");
+  }
+}
+
+/* A GEMV task's weights depend on nothing: with p.prefetch, thread 0 starts
+ * streaming them into L2 as soon as the task is taken (one task ahead), so
+ * HBM works while the CTA waits for the task's inputs. Off by default: on the
+ * H200 it made a step slower (docs/megakernel.md, "Measurements"). */
+__device__ __forceinline__ void prefetch_task(const mk_params &p, const mk_task &t) {
+  const size_t lw = p.L.layer_stride * (size_t)t.layer, H = p.c.hidden, F = p.c.ffn;
+  switch (t.op) {
+  case MK_OP_QKV:
+    prefetch_l2(W(p, lw + p.L.layer0.wqkv) + t.a * H, t.b * H);
+    break;
+  case MK_OP_WO:
+    prefetch_l2(W(p, lw + p.L.layer0.wo) + t.a * H, t.b * H);
+    break;
+  case MK_OP_GATEUP:
+    prefetch_l2(W(p, lw + p.L.layer0.w_gate) + t.a * H, t.b * H);
+    prefetch_l2(W(p, lw + p.L.layer0.w_up) + t.a * H, t.b * H);
+    break;
+  case MK_OP_DOWN:
+    prefetch_l2(W(p, lw + p.L.layer0.w_down) + t.a * F, t.b * F);
+    break;
+  case MK_OP_LOGITS:
+    prefetch_l2(W(p, p.L.lm_head) + t.a * H, t.b * H);
+    break;
+  default:
+    break;
+  }
+}
+
+/* attention for KV head g over positions [ch * CHUNK, ...) up to p.pos: the
+ * chunk's softmax partials; the chunk holding p.pos also writes that
+ * position's key and value into the cache. The last chunk of the head to
+ * finish combines them into attn and signals the layer's attention counter. */
+__device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &t, mk_smem *sm) {
+  ARGUS_BEGIN(attention);
+  const int qpg = p.c.n_heads / p.c.n_kv_heads, g = t.a, ch = t.b, tid = threadIdx.x;
+  const int H = p.c.hidden, D = MK_HEAD_DIM;
+  const float *qkv = (const float *)p.qkv;
+  const int p0 = ch * p.chunk;
+  int np = p.pos + 1 - p0;
+  np = np < 0 ? 0 : (np > p.chunk ? p.chunk : np);
+  const size_t cbase = ((size_t)t.layer * p.c.n_kv_heads + g) * p.max_pos * D;
+  uint16_t *kc = (uint16_t *)p.kcache + cbase, *vc = (uint16_t *)p.vcache + cbase;
+  ARGUS_BEGIN(rope);
+  for (int e = tid; e < qpg * (D / 2); e += MK_THREADS) {
+    int h = e / (D / 2), i = e % (D / 2);
+    const float *q = qkv + (size_t)(g * qpg + h) * D;
+    float c, s, a = mk_ldcg(q + i), b = mk_ldcg(q + i + D / 2);
+    mk_rope_cs(i, p.pos, p.c.rope_theta, &c, &s);
+    sm->q[h * D + i] = (a * c - b * s) * 0.125f;
+    sm->q[h * D + i + D / 2] = (b * c + a * s) * 0.125f;
+  }
+  ARGUS_END(rope);
+  if (p.pos >= p0 && p.pos < p0 + p.chunk) {
+    ARGUS_BEGIN(kv_update);
+    if (tid < D / 2) {
+      const float *k = qkv + H + (size_t)g * D, *v = qkv + H + (size_t)p.c.n_kv_heads * D + g * D;
+      float c, s, a = mk_ldcg(k + tid), b = mk_ldcg(k + tid + D / 2);
+      mk_rope_cs(tid, p.pos, p.c.rope_theta, &c, &s);
+      uint16_t ka = mk_bf16(a * c - b * s), kb = mk_bf16(b * c + a * s);
+      uint16_t va = mk_bf16(mk_ldcg(v + tid)), vb = mk_bf16(mk_ldcg(v + tid + D / 2));
+      kc[(size_t)p.pos * D + tid] = ka;
+      kc[(size_t)p.pos * D + tid + D / 2] = kb;
+      vc[(size_t)p.pos * D + tid] = va;
+      vc[(size_t)p.pos * D + tid + D / 2] = vb;
+      sm->k[tid] = mk_bf(ka);
+      sm->k[tid + D / 2] = mk_bf(kb);
+      sm->v[tid] = mk_bf(va);
+      sm->v[tid + D / 2] = mk_bf(vb);
+    }
+    ARGUS_END(kv_update);
+  }
+  __syncthreads();
+  ARGUS_BEGIN(scores);
+  {
+    int w = tid / 32, lane = tid % 32;
+    for (int j = w; j < np; j += NWARPS) {
+      int pos = p0 + j;
+      float k0, k1;
+      if (pos == p.pos) {
+        k0 = sm->k[2 * lane];
+        k1 = sm->k[2 * lane + 1];
+      } else {
+        uint32_t u = *(const uint32_t *)(kc + (size_t)pos * D + 2 * lane);
+        k0 = __uint_as_float(u << 16);
+        k1 = __uint_as_float(u & 0xffff0000u);
+      }
+      for (int h = 0; h < qpg; h++) {
+        float s = warp_sum(sm->q[h * D + 2 * lane] * k0 + sm->q[h * D + 2 * lane + 1] * k1);
+        if (lane == 0)
+          sm->sc[h * MK_ATTN_CHUNK + j] = s;
+      }
+    }
+  }
+  __syncthreads();
+  /* a warp per head: the chunk's max and sum of exponentials */
+  {
+    int w = tid / 32, lane = tid % 32;
+    for (int h = w; h < qpg; h += NWARPS) {
+      float m = -INFINITY;
+      for (int j = lane; j < np; j += 32)
+        m = fmaxf(m, sm->sc[h * MK_ATTN_CHUNK + j]);
+#pragma unroll
+      for (int o = 16; o; o >>= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      float l = 0.0f;
+      for (int j = lane; j < np; j += 32) {
+        float e = expf(sm->sc[h * MK_ATTN_CHUNK + j] - m);
+        sm->sc[h * MK_ATTN_CHUNK + j] = e;
+        l += e;
+      }
+      l = warp_sum(l);
+      if (lane == 0) {
+        sm->m[h] = m;
+        sm->l[h] = l;
+      }
+    }
+  }
+  __syncthreads();
+  ARGUS_END(scores);
+  ARGUS_BEGIN(values);
+  float *po = (float *)p.part_o, *pml = (float *)p.part_ml;
+  for (int e = tid; e < qpg * D; e += MK_THREADS) {
+    int h = e / D, d = e % D;
+    float o = 0.0f;
+    for (int j = 0; j < np; j++) {
+      int pos = p0 + j;
+      float v = pos == p.pos ? sm->v[d] : mk_bf(vc[(size_t)pos * D + d]);
+      o += sm->sc[h * MK_ATTN_CHUNK + j] * v;
+    }
+    size_t slot = ((size_t)g * p.nchunks + ch) * qpg + h;
+    po[slot * D + d] = o;
+    if (d == 0) {
+      pml[slot * 2] = sm->m[h];
+      pml[slot * 2 + 1] = sm->l[h];
+    }
+  }
+  ARGUS_END(values);
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    unsigned *arr = (unsigned *)p.counters + mk_ctr_arrive(&p.c, t.layer, g);
+    sm->last = atomicAdd(arr, 1u) == (unsigned)(p.nchunks - 1);
+  }
+  __syncthreads();
+  if (sm->last) {
+    ARGUS_BEGIN(combine);
+    __threadfence();
+    float *attn = (float *)p.attn;
+    for (int e = tid; e < qpg * D; e += MK_THREADS) {
+      int h = e / D, d = e % D;
+      float M = -INFINITY;
+      for (int c2 = 0; c2 < p.nchunks; c2++)
+        M = fmaxf(M, mk_ldcg(pml + (((size_t)g * p.nchunks + c2) * qpg + h) * 2));
+      float L = 0.0f, O = 0.0f;
+      for (int c2 = 0; c2 < p.nchunks; c2++) {
+        size_t slot = ((size_t)g * p.nchunks + c2) * qpg + h;
+        float lc = mk_ldcg(pml + slot * 2 + 1);
+        if (lc == 0.0f)
+          continue; /* a chunk past the current position */
+        float f = expf(mk_ldcg(pml + slot * 2) - M);
+        L += lc * f;
+        O += mk_ldcg(po + slot * D + d) * f;
+      }
+      attn[(size_t)(g * qpg + h) * D + d] = O / L;
+    }
+    ARGUS_END(combine);
+    signal_done((unsigned *)p.counters + mk_ctr_attn(&p.c, t.layer));
+  }
+  ARGUS_END(attention);
+}
+
+extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const mk_params p) {
+  __shared__ mk_smem sm;
+  unsigned *queue = (unsigned *)p.queue, *ctr = (unsigned *)p.counters;
+  const mk_task *tasks = (const mk_task *)p.tasks;
+  const int tid = threadIdx.x, H = p.c.hidden, F = p.c.ffn;
+  float *x = (float *)p.x;
+  ARGUS_BEGIN(core_loop);
+  if (tid == 0) {
+    sm.next = (int)atomicAdd(queue, 1u);
+    if (p.prefetch && sm.next < p.ntasks)
+      prefetch_task(p, tasks[sm.next]);
+  }
+  for (;;) {
+    ARGUS_BEGIN(scheduler);
+    __syncthreads();
+    const int idx = sm.next;
+    __syncthreads(); /* all have read it before thread 0 fetches the next */
+    mk_task t = {0, 0, 0, 0, -1, 0, -1, 0};
+    if (idx < p.ntasks) {
+      t = tasks[idx];
+      if (tid == 0) {
+        const int nx = (int)atomicAdd(queue, 1u); /* one ahead: safe, tasks are in DAG order */
+        sm.next = nx;
+        if (p.prefetch && nx < p.ntasks) {
+          ARGUS_BEGIN(prefetch);
+          prefetch_task(p, tasks[nx]);
+          ARGUS_END(prefetch);
+        }
+        if (t.wait >= 0)
+          while (ld_acquire(ctr + t.wait) < (unsigned)t.wait_target)
+            __nanosleep(20);
+      }
+      __syncthreads();
+    }
+    ARGUS_END(scheduler);
+    if (idx >= p.ntasks)
+      break;
+    ARGUS_BEGIN(dispatch);
+    const size_t lw = p.L.layer_stride * (size_t)t.layer;
+    switch (t.op) {
+    case MK_OP_EMBED: {
+      ARGUS_BEGIN(embed);
+      int tok = ((const int *)p.tokens)[p.step];
+      for (int i = t.a + tid; i < t.a + t.b; i += MK_THREADS)
+        x[i] = mk_bf(W(p, p.L.embed)[(size_t)tok * H + i]);
+      ARGUS_END(embed);
+      break;
+    }
+    case MK_OP_QKV: {
+      ARGUS_BEGIN(qkv);
+      stage_input(x, H, W(p, lw + p.L.layer0.attn_norm), p.c.rms_eps, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.wqkv) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
+      if (tid < t.b)
+        ((float *)p.qkv)[t.a + tid] = sm.out[tid];
+      ARGUS_END(qkv);
+      break;
+    }
+    case MK_OP_ATTN:
+      op_attention(p, t, &sm);
+      break;
+    case MK_OP_WO: {
+      ARGUS_BEGIN(wo);
+      stage_input((const float *)p.attn, H, NULL, 0.0f, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.wo) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
+      if (tid < t.b)
+        x[t.a + tid] = mk_ldcg(x + t.a + tid) + sm.out[tid];
+      ARGUS_END(wo);
+      break;
+    }
+    case MK_OP_GATEUP: {
+      ARGUS_BEGIN(gate_up);
+      stage_input(x, H, W(p, lw + p.L.layer0.mlp_norm), p.c.rms_eps, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.w_gate) + (size_t)t.a * H, t.b,
+                W(p, lw + p.L.layer0.w_up) + (size_t)t.a * H, t.b, H, &sm);
+      if (tid < t.b)
+        ((float *)p.h)[t.a + tid] = mk_silu(sm.out[tid]) * sm.out[t.b + tid];
+      ARGUS_END(gate_up);
+      break;
+    }
+    case MK_OP_DOWN: {
+      ARGUS_BEGIN(down);
+      stage_input((const float *)p.h, F, NULL, 0.0f, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.w_down) + (size_t)t.a * F, t.b, NULL, 0, F, &sm);
+      if (tid < t.b)
+        x[t.a + tid] = mk_ldcg(x + t.a + tid) + sm.out[tid];
+      ARGUS_END(down);
+      break;
+    }
+    case MK_OP_LOGITS: {
+      ARGUS_BEGIN(logits);
+      stage_input(x, H, W(p, p.L.final_norm), p.c.rms_eps, &sm);
+      gemv_rows(W(p, p.L.lm_head) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
+      if (tid < t.b)
+        ((float *)p.logits)[t.a + tid] = sm.out[tid];
+      if (tid < 32) { /* the tile's argmax; ties to the lower index */
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+        for (int i = tid; i < t.b; i += 32)
+          if (sm.out[i] > bv) {
+            bv = sm.out[i];
+            bi = t.a + i;
+          }
+        warp_argmax(bv, bi);
+        if (tid == 0) {
+          ((float *)p.amax_v)[t.a / MK_TILE_LOGITS] = bv;
+          ((int *)p.amax_i)[t.a / MK_TILE_LOGITS] = bi;
+        }
+      }
+      ARGUS_END(logits);
+      break;
+    }
+    case MK_OP_SAMPLE: {
+      ARGUS_BEGIN(sample);
+      if (tid < 32) {
+        int n = (p.c.vocab + MK_TILE_LOGITS - 1) / MK_TILE_LOGITS;
+        float bv = -INFINITY;
+        int bi = 0x7fffffff;
+        for (int i = tid; i < n; i += 32) {
+          float v = mk_ldcg((const float *)p.amax_v + i);
+          int vi = __ldcg((const int *)p.amax_i + i);
+          if (v > bv || (v == bv && vi < bi)) {
+            bv = v;
+            bi = vi;
+          }
+        }
+        warp_argmax(bv, bi);
+        if (tid == 0)
+          ((int *)p.tokens)[p.step + 1] = bi;
+      }
+      ARGUS_END(sample);
+      break;
+    }
+    default:
+      break;
+    }
+    if (t.signal >= 0 && t.op != MK_OP_ATTN)
+      signal_done(ctr + t.signal);
+    ARGUS_END(dispatch);
+  }
+  ARGUS_END(core_loop);
+  /* the last CTA out resets the queue and the counters for the next launch:
+   * every other CTA has finished its tasks and stopped fetching */
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    if (atomicAdd(queue + 1, 1u) == gridDim.x - 1) {
+      for (int i = 0; i < p.ncounters; i++)
+        ctr[i] = 0;
+      queue[0] = 0;
+      queue[1] = 0;
+      __threadfence();
+    }
+  }
+}
