@@ -28,7 +28,8 @@ typedef struct ag_opt_task {
   char *sizes;       /* "M=64,N=64,K=64": argus run's --size text; the check and the
                         correctness runs (toy sizes: the reference is interpreted) */
   char *time_sizes;  /* the same names at the timing (and evidence) sizes; NULL: sizes */
-  char **outputs;    /* tensors the reference defines; every other tensor is an input */
+  char **outputs;    /* tensors the reference defines (NULL-terminated); every other tensor
+                        is an input */
   int noutputs;
   double atol, rtol; /* 0: the dtype's tolerance (docs/run.md) */
   uint64_t *seeds;   /* correctness inputs, one run per seed (and the policy's seed: seeds[0]) */

@@ -223,24 +223,11 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
                       "[\"C\"])");
       else if (!json_is_array(outs) || !json_array_size(outs))
         AG__JSON_ERR(kp2, 2, 1, "'outputs' must be a non-empty array of tensor names");
-      else {
-        t->outputs = ag_calloc(json_array_size(outs), sizeof *t->outputs);
-        if (!t->outputs) {
-          rc = AG_ENOMEM;
-          goto out;
-        }
-        size_t i;
-        json_t *o;
-        json_array_foreach(outs, i, o) {
-          if (!json_is_string(o) || !json_string_length(o)) {
-            AG__JSON_ERR(kp2, 2, 1, "'outputs' must be an array of tensor names (strings)");
-            break;
-          }
-          if (!(t->outputs[t->noutputs++] = ag_strdup(json_string_value(o)))) {
-            rc = AG_ENOMEM;
-            goto out;
-          }
-        }
+      else if (!ag_json_all_strings(outs, 1))
+        AG__JSON_ERR(kp2, 2, 1, "'outputs' must be an array of tensor names (strings)");
+      else if (ag_json_strv(outs, &t->outputs, &t->noutputs)) {
+        rc = AG_ENOMEM;
+        goto out;
       }
       if ((t->atol > 0) != (t->rtol > 0))
         AG__JSON_ERR(kp, 1, 0, "give both 'atol' and 'rtol' or neither");
@@ -331,9 +318,7 @@ void ag_opt_task_free(ag_opt_task *t) {
   ag_free(t->reference);
   ag_free(t->sizes);
   ag_free(t->time_sizes);
-  for (int i = 0; i < t->noutputs; i++)
-    ag_free(t->outputs[i]);
-  ag_free(t->outputs);
+  ag_strv_free(t->outputs);
   ag_free(t->seeds);
   ag_free(t);
 }
