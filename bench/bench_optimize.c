@@ -20,10 +20,10 @@
 #include "argus/agent.h"
 #include "argus/spec.h"
 #include "argus/tile_run.h"
+#include "bench_util.h"
 #include "goal.h"
 #include "optimize_curve.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -33,15 +33,6 @@
 #define MAXT 256 /* trials per run */
 #define MAXR 8   /* repeats */
 #define TOL 0.03 /* "reached": within 3 % of the target */
-
-static const char *src(const char *rel) {
-  static char buf[4][1024];
-  static int slot;
-  const char *s = getenv("ARGUS_SOURCE_DIR");
-  slot = (slot + 1) % 4;
-  snprintf(buf[slot], sizeof buf[slot], "%s/%s", s ? s : ".", rel);
-  return buf[slot];
-}
 
 static const struct problem {
   const char *name, *task, *hand;
@@ -75,7 +66,7 @@ static int one_run(const ag_opt_task *t, const char *pol, int trials, const char
   memset(&o, 0, sizeof o);
   o.policy = pol;
   o.trials = trials;
-  o.kb_dir = src("src/agent/kb");
+  o.kb_dir = bench_src("src/agent/kb");
   o.device = AG_OPT_DEVICE_AUTO;
   ag_opt_result r;
   double t0 = bench_now_ms();
@@ -144,11 +135,8 @@ int main(int argc, char **argv) {
                     "[--results FILE]\n", MAXT - 1, MAXR);
     return 2;
   }
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-  int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
-  int (*count)(int *) = cuda ? (int (*)(int *))dlsym(cuda, "cuDeviceGetCount") : NULL;
-  int ndev = 0;
-  if (!init || !count || init(0) || count(&ndev) || ndev == 0) {
+  int ndev = bench_gpu_count();
+  if (ndev == 0) {
     printf("bench_optimize: skipped: no GPU\n");
     return 77;
   }
@@ -170,7 +158,7 @@ int main(int argc, char **argv) {
     ag_diags d;
     ag_diags_init(&d);
     ag_opt_task *t = NULL;
-    if (ag_opt_task_load(src(pb->task), &d, &t)) {
+    if (ag_opt_task_load(bench_src(pb->task), &d, &t)) {
       ag_str s = AG_STR_INIT;
       ag_diags_format(&d, &s);
       printf("%s: the task does not load: %s\n", pb->name, ag_str_cstr(&s));
@@ -192,7 +180,7 @@ int main(int argc, char **argv) {
     ag_tile_exec_result hr;
     memset(&hr, 0, sizeof hr);
     double hand_ms = 0, cublas_ms = 0;
-    if (ag_tile_run_file(src(pb->hand), tsz, &xo, NULL, &hr, NULL, NULL) == 0) {
+    if (ag_tile_run_file(bench_src(pb->hand), tsz, &xo, NULL, &hr, NULL, NULL) == 0) {
       hand_ms = hr.kernel.median_ms;
       cublas_ms = hr.cublas.samples ? hr.cublas.median_ms : 0;
       snprintf(device, sizeof device, "%s", hr.device);
@@ -258,22 +246,10 @@ int main(int argc, char **argv) {
     ag_opt_task_free(t);
   }
   /* the section */
-  char date[64], commit[64] = "unknown";
+  char date[64], commit[64];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  {
-    ag_str co = AG_STR_INIT;
-    const char *av[] = {"git", "-C", src(""), "rev-parse", "--short", "HEAD", NULL};
-    ag_proc_opts po;
-    memset(&po, 0, sizeof po);
-    po.argv = av;
-    po.capture_out = &co;
-    ag_proc_result pr;
-    if (!ag_proc_run(&po, &pr) && pr.exited && pr.exit_code == 0 && co.len)
-      snprintf(commit, sizeof commit, "%.*s", (int)strcspn(ag_str_cstr(&co), "\n"),
-               ag_str_cstr(&co));
-    ag_str_release(&co);
-  }
+  bench_commit(bench_src(""), commit, sizeof commit);
   struct utsname un;
   uname(&un);
   ag_str r = AG_STR_INIT;
