@@ -121,6 +121,10 @@ TEST(test_task_file) {
            "{\"outputs\": []},\n \"seeds\": [1, -2]}\n", src_path(1, "examples/tile/gemm_naive.tile"));
   task_error("bad8.json", text, "'outputs' must be a non-empty array", 1);
   task_error("bad9.json", "[1, 2]\n", "a task file is a JSON object", 0);
+  snprintf(text, sizeof text,
+           "{\"name\": \"x\", \"program\": \"%s\", \"sizes\": {\"M\": 64}, \"reference\":\n "
+           "{\"outputs\": [\"C\", \"\"]}}\n", src_path(1, "examples/tile/gemm_naive.tile"));
+  task_error("bad10.json", text, "'outputs' must be an array of tensor names (strings)", 2);
 
   /* time_sizes: the timing sizes, the same names as sizes */
   t = load_task(task_file(0, "timed", ",\n  \"time_sizes\": {\"M\": 2048, \"N\": 1024, \"K\": 4096}"));
