@@ -14,8 +14,9 @@
  * the repeats; within 3 %). Exit 77 without a GPU, 1 when a goal is not met
  * or a run fails.
  *
- * Usage: bench_optimize [--trials N] [--repeats R] [--only NAME]
+ * Usage: bench_optimize [--trials N] [--repeats R] [--only gemm_naive|attention_naive]
  *                       [--results bench/RESULTS.md]
+ * (--results writes the section "bench_optimize[ NAME]" of the file.)
  */
 #include "argus/agent.h"
 #include "argus/spec.h"
@@ -255,20 +256,24 @@ int main(int argc, char **argv) {
   ag_str r = AG_STR_INIT;
   ag_str_printf(&r, "## argus optimize: evidence vs blind (issue 24)\n\n"
                     "- date: %s, commit %s\n- machine: %s (%s), %d GPU(s)\n"
-                    "- command: `build/bench/bench_optimize --trials %d --repeats %d --results "
-                    "bench/RESULTS.md` (ctest: `bench_optimize`, label bench)\n"
+                    "- command: `build/bench/bench_optimize%s%s --trials %d --repeats %d "
+                    "--results bench/RESULTS.md` (ctest: `bench_optimize`, "
+                    "`bench_optimize_attention`, label bench)\n"
                     "- what: each policy %d times in a fresh workspace, %d trials a run (the "
                     "start is trial 0), the same seeds; a candidate is checked at the task's "
                     "`sizes` against the value interpreter and timed at its `time_sizes` "
                     "(median of the task's samples, L2 flushed); \"reach\": the first trial "
                     "whose best so far is within 3 %% of blind's final best of the same repeat "
                     "(blind's own row: when blind got there)\n%s\n",
-                date, commit, device, un.nodename, ndev, trials, repeats, repeats, trials,
+                date, commit, device, un.nodename, ndev, only ? " --only " : "",
+                only ? only : "", trials, repeats, repeats, trials,
                 ag_str_cstr(&goals));
   ag_str_puts(&r, ag_str_cstr(&sec));
   ag_str_puts(&r, "\n");
   printf("\n%s", ag_str_cstr(&r));
-  if (results && bench_results_section(results, "bench_optimize", ag_str_cstr(&r)))
+  char key[128]; /* one section per program set, so that the runs of --only do not overwrite */
+  snprintf(key, sizeof key, "bench_optimize%s%.64s", only ? " " : "", only ? only : "");
+  if (results && bench_results_section(results, key, ag_str_cstr(&r)))
     failed = 1;
   ag_str_release(&r);
   ag_str_release(&sec);

@@ -201,10 +201,14 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
   /* example */
   json_t *ex = json_object_get(j, "example");
   const char *kx[] = {"example"};
+  json_t *eo = json_object_get(ex, "outputs");
   if (!json_is_object(ex) || !json_is_string(json_object_get(ex, "program")) ||
-      !json_is_string(json_object_get(ex, "sizes")) || json_object_size(ex) != 2)
+      !json_is_string(json_object_get(ex, "sizes")) ||
+      (eo && (!json_array_size(eo) || !ag_json_all_strings(eo, 1))) ||
+      json_object_size(ex) != 2u + (eo != NULL))
     AG__JSON_ERR(kx, 1, 1, "'example' must be {\"program\": FILE.tile (relative to the repository), "
-                   "\"sizes\": \"M=64,...\"}: the test applies the entry to it");
+                   "\"sizes\": \"M=64,...\"[, \"outputs\": [TENSOR, ...] (default [\"C\"])]}: the "
+                   "test applies the entry to it");
   return rc;
 }
 
