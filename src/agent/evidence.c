@@ -56,6 +56,20 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
     }
     json_object_set(r, !strcmp(stat, "total") ? "total_ns" : "count", val);
   }
+  const char *key;
+  json_t *r;
+  const char *denom = "kernel";
+  if (root <= 0) { /* no duration of the kernel itself: its top-level regions' */
+    double sum = 0;
+    json_object_foreach(regions, key, r) {
+      if (!strchr(key, '/'))
+        sum += json_number_value(json_object_get(r, "total_ns"));
+    }
+    if (sum > 0) {
+      root = sum;
+      denom = "top-level regions";
+    }
+  }
   if (root <= 0) {
     json_decref(regions);
     const char *miss = NULL;
@@ -68,14 +82,13 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
              miss ? ": " : "", miss ? miss : "");
     return AG_ENOTFOUND;
   }
-  const char *key;
-  json_t *r;
   json_object_foreach(regions, key, r) {
     json_t *tot = json_object_get(r, "total_ns");
     json_object_set_new(r, "share", json_real(tot ? json_number_value(tot) / root : 0));
   }
-  *out = json_pack("{s:s, s:s, s:[s], s:f, s:o}", "kernel", kernel, "sizes", sizes ? sizes : "",
-                   "signals", "duration", "total_ns", root, "regions", regions);
+  *out = json_pack("{s:s, s:s, s:[s], s:f, s:s, s:o}", "kernel", kernel, "sizes",
+                   sizes ? sizes : "", "signals", "duration", "total_ns", root, "share_of", denom,
+                   "regions", regions);
   return *out ? 0 : AG_ENOMEM;
 }
 

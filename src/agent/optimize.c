@@ -104,7 +104,8 @@ static int collect_evidence(run *R, json_t *tr, const char *vname, const char *s
     snprintf(ehash, sizeof ehash, "%s", cl.outputs[0].hash);
   } else {
     ag_opt_evidence_fn fn = R->o->evidence ? R->o->evidence : ag_opt_evidence_observe;
-    snprintf(dir, sizeof dir, "%s/tmp", ag_store_path(R->st));
+    /* cache/: scratch no record owns, which gc and ws check leave alone */
+    snprintf(dir, sizeof dir, "%s/cache/optimize", ag_store_path(R->st));
     int erc = fn(t, R->o, src, dir, &ev, why, sizeof why);
     if (erc == AG_ENOMEM) {
       rc = erc;

@@ -915,6 +915,13 @@ TEST(test_evidence) {
                AG_ENOTFOUND);
   CHECK(ev2 == NULL);
   CHECK_CONTAINS(why, "no duration of kernel 'attn'");
+  CHECK_EQ_STR(json_string_value(json_object_get(ev, "share_of")), "kernel");
+  /* without the kernel's own duration: the shares are of its top-level regions' sum */
+  json_array_remove(json_object_get(rep, "values"), 0);
+  CHECK_EQ_INT(ag_opt_evidence_from_report(rep, "gemm", "M=64", &ev2, why, sizeof why), 0);
+  CHECK(fabs(ag_opt_evidence_share(ev2, "mainloop") - 800.0 / 900.0) < 1e-12);
+  CHECK_EQ_STR(json_string_value(json_object_get(ev2, "share_of")), "top-level regions");
+  json_decref(ev2);
   json_decref(rep);
 
   ag_kb kb;
