@@ -6,6 +6,7 @@
  * scripted fake policy, and the command line's errors.
  */
 #include "argus/agent.h"
+#include "argus/collect.h"
 #include "argus/store.h"
 #include "check.h"
 
@@ -950,6 +951,25 @@ TEST(test_evidence) {
   CHECK(t != NULL);
   if (!t)
     return;
+  /* the default collector (argus observe): none with --cpu, nor without a GPU */
+  {
+    ag_opt_opts co = cpu_opts("evidence", 1, NULL);
+    json_t *none = NULL;
+    char w[1024] = "";
+    CHECK_EQ_INT(ag_opt_evidence_observe(t, &co, "x", tmp_path(6, "obs"), &none, w, sizeof w),
+                 AG_ENODEV);
+    CHECK(none == NULL);
+    CHECK_CONTAINS(w, "the CPU was asked for (--cpu)");
+    ag_str gw = AG_STR_INIT;
+    if (ag_collect_gpu_probe(&gw)) { /* this machine has no GPU */
+      co.device = AG_OPT_DEVICE_AUTO;
+      CHECK_EQ_INT(ag_opt_evidence_observe(t, &co, "x", tmp_path(6, "obs"), &none, w, sizeof w),
+                   AG_ENODEV);
+      CHECK_CONTAINS(w, "no GPU");
+      CHECK(none == NULL);
+    }
+    ag_str_release(&gw);
+  }
   char err[1024];
   ag_opt_result r;
   /* evidence: the mainloop's 80 % first, the refuted entry never */
@@ -1047,6 +1067,9 @@ TEST(test_cli) {
   CHECK_EQ_INT(run_cli(ok, &out, &errs), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "trial 1: v2 from v1 by kb:pipeline-stages(STAGES=2): valid, not timed");
   CHECK_CONTAINS(ag_str_cstr(&out), "best: v1 (ref optimize/cli/best); nothing was timed");
+  /* the evidence policy says it had none, and why */
+  CHECK_CONTAINS(ag_str_cstr(&out), "  ranked by prior: no evidence of v1 (the CPU was asked for "
+                                    "(--cpu): nothing is observed)");
   const char *log[] = {bin, "-W", ws, "ws", "log", NULL};
   CHECK_EQ_INT(run_cli(log, &out, &errs), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "v4 from v3 by kb:pipeline-stages(STAGES=4)");
@@ -1059,6 +1082,8 @@ TEST(test_cli) {
   CHECK_EQ_INT(run_cli(res, &out, &errs), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "\"schema\": \"argus.optimize/1\"");
   CHECK_CONTAINS(ag_str_cstr(&out), "kb:block-tile-m(BM=64)");
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"rank\": \"prior: no evidence of v4");
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"evidence\": false");
   static const struct {
     const char *a1, *a2, *want;
     int code;
