@@ -30,6 +30,7 @@
  * the commit and the machine.
  */
 #include "argus/ptx.h"
+#include "bench_util.h"
 #include "goal.h"
 
 #include <stdio.h>
@@ -257,25 +258,13 @@ static int scale(int argc, char **argv) {
     return rc;
   /* the report */
   ag_str r = AG_STR_INIT;
-  char date[64], cpu_model[256], load[128], commit[64] = "unknown";
+  char date[64], cpu_model[256], load[128], commit[64];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
   first_line("/proc/cpuinfo", "model name", cpu_model, sizeof cpu_model);
   first_line("/proc/loadavg", NULL, load, sizeof load);
   load[strcspn(load, "\n")] = 0;
-  {
-    ag_str co = AG_STR_INIT;
-    const char *av[] = {"git", "-C", ARGUS_SOURCE_DEFAULT, "rev-parse", "--short", "HEAD", NULL};
-    ag_proc_opts po;
-    memset(&po, 0, sizeof po);
-    po.argv = av;
-    po.capture_out = &co;
-    ag_proc_result pr;
-    if (!ag_proc_run(&po, &pr) && pr.exited && pr.exit_code == 0 && co.len)
-      snprintf(commit, sizeof commit, "%.*s", (int)strcspn(ag_str_cstr(&co), "\n"),
-               ag_str_cstr(&co));
-    ag_str_release(&co);
-  }
+  bench_commit(ARGUS_SOURCE_DEFAULT, commit, sizeof commit);
   struct utsname un;
   uname(&un);
   ag_str_printf(&r, "## Region discovery and the traced variant at scale (issue 16)\n\n"

@@ -20,25 +20,16 @@
  * Usage: bench_tile_run [SAMPLES]
  */
 #include "argus/tile_run.h"
+#include "bench_util.h"
 #include "goal.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char *src(const char *rel) {
-  static char buf[4][1024];
-  static int slot;
-  const char *s = getenv("ARGUS_SOURCE_DIR");
-  slot = (slot + 1) % 4;
-  snprintf(buf[slot], sizeof buf[slot], "%s/%s", s ? s : ".", rel);
-  return buf[slot];
-}
-
 static int run(const char *file, const char *spec, const ag_tile_exec_opts *o,
                ag_tile_exec_result *r, double *build_s, int *cached) {
-  int rc = ag_tile_run_file(src(file), spec, o, NULL, r, build_s, cached);
+  int rc = ag_tile_run_file(bench_src(file), spec, o, NULL, r, build_s, cached);
   if (rc)
     printf("%s %s: %s: %s\n", file, spec, ag_strerror(rc), r->err);
   return rc;
@@ -84,11 +75,7 @@ int main(int argc, char **argv) {
   }
   ok &= bench_goal("tile build from the PTX cache (slowest example)", worst_cached, 1, 0.5, "s");
 
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-  int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
-  int (*count)(int *) = cuda ? (int (*)(int *))dlsym(cuda, "cuDeviceGetCount") : NULL;
-  int n = 0;
-  if (!init || !count || init(0) || count(&n) || n == 0) {
+  if (bench_gpu_count() == 0) {
     printf("bench_tile_run: skipped: no GPU\n");
     return 77;
   }
@@ -180,7 +167,7 @@ int main(int argc, char **argv) {
   snprintf(a[2], 16, "%d", HQ);
   snprintf(a[3], 16, "%d", HKV);
   snprintf(a[4], 16, "%d", samples);
-  const char *argv2[] = {"python3", src("bench/explore/sdpa_bench.py"), a[0], a[1], a[2], a[3],
+  const char *argv2[] = {"python3", bench_src("bench/explore/sdpa_bench.py"), a[0], a[1], a[2], a[3],
                          a[4], "64", "128", "--inputs", io, NULL};
   ag_str out = AG_STR_INIT;
   ag_proc_opts po = {.argv = argv2, .capture_out = &out, .capture_err = &out, .timeout_s = 300};

@@ -25,8 +25,11 @@ typedef struct ag_opt_task {
   char *file;        /* the task file as given */
   char *program;     /* the starting .tile (resolved path) */
   char *reference;   /* the reference .tile (resolved; default: program) */
-  char *sizes;       /* "M=64,N=64,K=64": argus run's --size text */
-  char **outputs;    /* tensors the reference defines; every other tensor is an input */
+  char *sizes;       /* "M=64,N=64,K=64": argus run's --size text; the check and the
+                        correctness runs (toy sizes: the reference is interpreted) */
+  char *time_sizes;  /* the same names at the timing (and evidence) sizes; NULL: sizes */
+  char **outputs;    /* tensors the reference defines (NULL-terminated); every other tensor
+                        is an input */
   int noutputs;
   double atol, rtol; /* 0: the dtype's tolerance (docs/run.md) */
   uint64_t *seeds;   /* correctness inputs, one run per seed (and the policy's seed: seeds[0]) */
@@ -80,6 +83,23 @@ int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **o
 /* The value of module-level constant NAME in src (a plain integer). */
 int ag_tile_src_const(const char *src, const char *name, int64_t *val);
 
+/* 1 when every evidence precondition of e holds on evidence (an object of
+ * ag_opt_evidence_from_report), 0 when one fails (why gets which), -1 when
+ * one cannot be decided: no evidence, or a signal it did not observe. */
+int ag_kb_evidence_holds(const ag_kb_entry *e, const json_t *evidence, ag_str *why);
+
+/* ------------------------------------------------------- region evidence */
+/* Evidence (docs/optimize.md, "Region evidence"): {"kernel", "sizes",
+ * "signals": ["duration"], "total_ns": the kernel's, "regions": {PATH:
+ * {"total_ns", "count", "share"}}}, PATH the region below the kernel
+ * ("mainloop", "prologue/loop_i_42"). From an `argus observe` report
+ * (its "values"); AG_ENOTFOUND (why says) when it has no duration of the
+ * kernel. *out owned. */
+int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const char *sizes,
+                                json_t **out, char *why, size_t whylen);
+/* A region's share of the kernel's time (0 for a region not in it). */
+double ag_opt_evidence_share(const json_t *evidence, const char *region);
+
 /* ------------------------------------------------------------- validator */
 typedef struct ag_opt_verdict {
   int ok;              /* 1: every step that ran passed */
@@ -107,6 +127,21 @@ int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const cha
 void ag_opt_verdict_release(ag_opt_verdict *v);
 
 /* ------------------------------------------------------------ the loop */
+struct ag_opt_opts;
+/* Collects the evidence of a valid candidate src: 0 with *ev (owned), or
+ * non-zero with why (no GPU, an observation that failed): the evidence is
+ * then absent. workdir: a directory of the workspace for scratch files. */
+typedef int (*ag_opt_evidence_fn)(const ag_opt_task *t, const struct ag_opt_opts *o,
+                                  const char *src, const char *workdir, json_t **ev, char *why,
+                                  size_t whylen);
+/* The collector the evidence and llm policies use by default: `argus
+ * observe` (the duration of every region) on the candidate lowered at the
+ * task's timing sizes, on the GPU; AG_ENODEV without one or with --cpu. The
+ * tile spec builder must be registered (ag_spec_set_tile_builder: argus
+ * does). */
+int ag_opt_evidence_observe(const ag_opt_task *t, const struct ag_opt_opts *o, const char *src,
+                            const char *workdir, json_t **ev, char *why, size_t whylen);
+
 typedef struct ag_opt_opts {
   const char *policy;     /* "evidence", "blind" or "llm" */
   const char *const *llm_argv; /* llm: the policy command (argv, never a shell) */
@@ -116,6 +151,7 @@ typedef struct ag_opt_opts {
   const char *kb_dir;     /* NULL: ag_kb_default_dir() */
   ag_opt_device device;
   double llm_timeout_s;   /* 0: 600 */
+  ag_opt_evidence_fn evidence; /* NULL: ag_opt_evidence_observe; blind never calls it */
 } ag_opt_opts;
 
 typedef struct ag_opt_trial {
@@ -125,6 +161,9 @@ typedef struct ag_opt_trial {
   char step[32];          /* failed step, "" when valid */
   int valid, timed;
   double median_ms;
+  char *rank;             /* how the policy ranked the entries for it ("evidence: mainloop
+                             0.97", "prior: no evidence of v3 (no GPU ...)"); NULL: none */
+  int has_evidence;       /* 1: the version's evidence was collected */
 } ag_opt_trial;
 
 typedef struct ag_opt_result {

@@ -276,6 +276,13 @@ void ag_json_diag(ag_diags *d, const char *text, const char *file, const char *c
 
 /* Canonical form: sorted keys, compact, no trailing newline. Owned. */
 char *ag_json_canonical(const json_t *j);
+/* 1 when a is an array of strings (nonempty: each of at least one char). */
+int ag_json_all_strings(const json_t *a, int nonempty);
+/* The strings of array a (every element a string: ag_json_all_strings) as a
+ * NULL-terminated vector *out (owned: ag_strv_free) of *n; AG_ENOMEM. */
+int ag_json_strv(const json_t *a, char ***out, int *n);
+/* Frees a NULL-terminated vector of owned strings (NULL: nothing). */
+void ag_strv_free(char **v);
 
 /* ---------------------------------------------------------------- files */
 /* Reads a whole file; *data is owned and NUL-terminated. */

@@ -142,12 +142,18 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     }
     json_array_foreach(ev, i, c) {
       const char *kpe[] = {"precondition", "evidence"};
-      json_t *s = json_object_get(c, "share_gt");
-      if (!json_is_string(json_object_get(c, "region")) || !json_is_string(json_object_get(c, "signal")) ||
+      json_t *gt = json_object_get(c, "share_gt"), *lt = json_object_get(c, "share_lt");
+      json_t *s = gt ? gt : lt;
+      const char *sig = json_string_value(json_object_get(c, "signal"));
+      if (!json_is_string(json_object_get(c, "region")) || !sig || (gt && lt) ||
           !json_is_number(s) || json_number_value(s) < 0 || json_number_value(s) > 1 ||
           json_object_size(c) != 3)
-        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu must be {\"region\": R, \"signal\": S, "
-                        "\"share_gt\": 0..1}", i + 1);
+        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu must be {\"region\": R, \"signal\": "
+                        "\"duration\", \"share_gt\" or \"share_lt\": 0..1}", i + 1);
+      else if (strcmp(sig, "duration"))
+        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu: signal '%s' is not one the evidence "
+                        "collector observes (duration: a region's share of the kernel's time)",
+                        i + 1, sig);
     }
   }
   /* edit */
@@ -195,10 +201,14 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
   /* example */
   json_t *ex = json_object_get(j, "example");
   const char *kx[] = {"example"};
+  json_t *eo = json_object_get(ex, "outputs");
   if (!json_is_object(ex) || !json_is_string(json_object_get(ex, "program")) ||
-      !json_is_string(json_object_get(ex, "sizes")) || json_object_size(ex) != 2)
+      !json_is_string(json_object_get(ex, "sizes")) ||
+      (eo && (!json_array_size(eo) || !ag_json_all_strings(eo, 1))) ||
+      json_object_size(ex) != 2u + (eo != NULL))
     AG__JSON_ERR(kx, 1, 1, "'example' must be {\"program\": FILE.tile (relative to the repository), "
-                   "\"sizes\": \"M=64,...\"}: the test applies the entry to it");
+                   "\"sizes\": \"M=64,...\"[, \"outputs\": [TENSOR, ...] (default [\"C\"])]}: the "
+                   "test applies the entry to it");
   return rc;
 }
 

@@ -24,13 +24,17 @@ typedef struct run {
   ag_store *st;
   const ag_opt_task *t;
   const ag_opt_opts *o;
+  const char *pol; /* the policy (o->policy or "evidence") */
   ag_kb kb;
   json_t *state;  /* {"task", "policy", "seed", "trials": [...], "best"} */
   char *err;
   size_t errlen;
 } run;
 
-static void trial_release(ag_opt_trial *t) { ag_free(t->edit); }
+static void trial_release(ag_opt_trial *t) {
+  ag_free(t->edit);
+  ag_free(t->rank);
+}
 
 void ag_opt_result_release(ag_opt_result *r) {
   for (int i = 0; r->trials && i < r->ntrials; i++)
@@ -72,12 +76,107 @@ static int version_source(run *R, int64_t id, char **src, char hash[65]) {
   return rc;
 }
 
+/* ------------------------------------------------------------ evidence */
+
+/* Collects the evidence of valid version vname (source src, artifact
+ * shash) as a collect task (config: task, version, timing sizes, signals;
+ * input: the source): ok with the evidence (kind json) as output
+ * "evidence", failed with why it is absent. The trial tr gets "evidence"
+ * (the artifact) or "evidence_missing" (why). */
+static int collect_evidence(run *R, json_t *tr, const char *vname, const char *src,
+                            const char *shash) {
+  const ag_opt_task *t = R->t;
+  char ehash[65] = "", why[1024] = "", dir[4096];
+  json_t *ev = NULL;
+  char *text = NULL;
+  json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:[s], s:s}", "argus_optimize", "evidence",
+                          "task", t->name, "version", vname, "sizes",
+                          t->time_sizes ? t->time_sizes : t->sizes, "signals", "duration",
+                          "device", R->o->device == AG_OPT_DEVICE_CPU ? "cpu" : "auto");
+  const char *inputs[] = {shash};
+  ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, inputs, 1, "argus optimize", 0, NULL};
+  ag_store_claim cl;
+  memset(&cl, 0, sizeof cl);
+  int rc = cfg ? ag_store_task_begin(R->st, &ts, 0, &cl) : AG_ENOMEM;
+  if (rc)
+    goto out;
+  if (cl.status == AG_STORE_TASK_OK && cl.noutputs) {
+    snprintf(ehash, sizeof ehash, "%s", cl.outputs[0].hash);
+  } else {
+    ag_opt_evidence_fn fn = R->o->evidence ? R->o->evidence : ag_opt_evidence_observe;
+    /* cache/: scratch no record owns, which gc and ws check leave alone */
+    snprintf(dir, sizeof dir, "%s/cache/optimize", ag_store_path(R->st));
+    int erc = fn(t, R->o, src, dir, &ev, why, sizeof why);
+    if (erc == AG_ENOMEM) {
+      rc = erc;
+      goto out;
+    }
+    if (!erc && (!ev || !(text = ag_json_canonical(ev)))) {
+      rc = AG_ENOMEM;
+      goto out;
+    }
+    if (!erc) {
+      ag_put_opts eo = {"json", cl.task_id};
+      if ((rc = ag_store_put(R->st, text, strlen(text), &eo, ehash)))
+        goto out;
+    }
+    if (erc && !why[0])
+      snprintf(why, sizeof why, "%s", ag_strerror(erc));
+    ag_store_output o = {"evidence", ""};
+    snprintf(o.hash, sizeof o.hash, "%s", ehash);
+    ag_store_result fr = {erc ? AG_STORE_TASK_FAILED : AG_STORE_TASK_OK, erc ? NULL : &o,
+                          erc ? 0u : 1u, erc ? why : NULL};
+    if ((rc = ag_store_task_finish(R->st, cl.task_id, &fr)))
+      goto out;
+  }
+  if (ehash[0])
+    json_object_set_new(tr, "evidence", json_string(ehash));
+  else
+    json_object_set_new(tr, "evidence_missing", json_string(why));
+out:
+  ag_free(text);
+  json_decref(ev);
+  ag_free(cl.outputs);
+  json_decref(cfg);
+  return rc;
+}
+
+/* The evidence of version id from its trial (owned; NULL when absent, with
+ * why: the trial's evidence_missing). */
+static json_t *version_evidence(run *R, int64_t id, const char **why) {
+  size_t i;
+  json_t *tr;
+  *why = "no evidence was collected";
+  json_array_foreach(json_object_get(R->state, "trials"), i, tr) {
+    if (json_integer_value(json_object_get(tr, "id")) != id)
+      continue;
+    const char *h = json_string_value(json_object_get(tr, "evidence"));
+    const char *m = json_string_value(json_object_get(tr, "evidence_missing"));
+    if (m)
+      *why = m;
+    void *data;
+    size_t len;
+    json_t *ev = NULL;
+    if (h && !ag_store_get(R->st, h, &data, &len)) {
+      ag_diags d;
+      ag_diags_init(&d);
+      if (ag_json_load_str(data, "evidence", &d, &ev))
+        *why = "its evidence artifact does not parse";
+      ag_diags_release(&d);
+      ag_free(data);
+    }
+    return ev;
+  }
+  return NULL;
+}
+
 /* --------------------------------------------------------- validation */
 
 /* Validates version `id` (source src, artifact shash) and binds the
  * verdict to it; appends the trial to the state. */
 static int validate_version(run *R, int n, int64_t id, int64_t parent, const char *what,
-                            const char *src, const char *shash, const ag_kb_entry *kb) {
+                            const char *src, const char *shash, const ag_kb_entry *kb,
+                            const char *rank) {
   const ag_opt_task *t = R->t;
   char rhash[65], vname[32], vhash[65] = "";
   int rc;
@@ -97,6 +196,8 @@ static int validate_version(run *R, int n, int64_t id, int64_t parent, const cha
                           "seeds", seeds, "outputs", outs, "atol", t->atol, "rtol", t->rtol,
                           "device", R->o->device == AG_OPT_DEVICE_CPU ? "cpu" : "auto",
                           "invariants", kb ? kb->id : "");
+  if (cfg && t->time_sizes) /* absent when there are none: earlier runs' keys stand */
+    json_object_set_new(cfg, "time_sizes", json_string(t->time_sizes));
   const char *inputs[] = {shash, rhash};
   ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, inputs, 2, "argus optimize", 0, NULL};
   ag_store_claim cl;
@@ -176,7 +277,14 @@ static int validate_version(run *R, int n, int64_t id, int64_t parent, const cha
     }
     json_object_set_new(tr, "id", json_integer((json_int_t)id));
     json_object_set_new(tr, "source", json_string(shash));
+    if (rank)
+      json_object_set_new(tr, "rank", json_string(rank));
     json_array_append_new(json_object_get(R->state, "trials"), tr);
+    /* the evidence the next proposals from this version rank by; blind
+     * never collects it (it sees end-to-end time only) */
+    if (strcmp(R->pol, "blind") && json_is_true(json_object_get(tr, "valid")) &&
+        (rc = collect_evidence(R, tr, vname, src, shash)))
+      goto out;
   }
 out:
   ag_free(vtext);
@@ -240,6 +348,7 @@ typedef struct cand {
   int64_t parent;
   char *src;
   char *what;
+  char *rank; /* how the entries were ranked (owned; NULL for the llm) */
   const ag_kb_entry *kb;
 } cand;
 
@@ -264,33 +373,72 @@ static int tried(run *R, int64_t parent, const char *what, const char *src) {
 
 typedef struct ranked {
   const ag_kb_entry *e;
-  int64_t prior;
-  uint64_t tie;
+  double share;  /* the share of time of the region the entry targets (evidence) */
+  int64_t prior; /* the entry's prior (evidence; 0 for blind) */
+  uint64_t tie;  /* a hash of the seed and the entry's id */
+  int out;       /* 1: the evidence refutes a precondition */
 } ranked;
 
 static int cmp_ranked(const void *a, const void *b) {
   const ranked *x = a, *y = b;
+  if (x->out != y->out)
+    return x->out - y->out;
+  if (x->share != y->share)
+    return x->share > y->share ? -1 : 1;
   if (x->prior != y->prior)
     return x->prior > y->prior ? -1 : 1;
   return x->tie < y->tie ? -1 : x->tie > y->tie;
+}
+
+/* Ranks the KB for proposals from version parent into rk (R->kb.n) and says
+ * how in *how (owned). blind: the seeded hash alone; evidence: with the
+ * parent's evidence, the entries whose evidence preconditions it does not
+ * refute, by the share of time of the region each targets, then prior; with
+ * none, by prior, saying why. */
+static int rank_entries(run *R, int64_t parent, ranked *rk, char **how) {
+  int blind = !strcmp(R->pol, "blind");
+  uint64_t seed = R->t->seeds[0];
+  const char *why = NULL;
+  json_t *ev = blind ? NULL : version_evidence(R, parent, &why);
+  ag_str h = AG_STR_INIT;
+  for (int i = 0; i < R->kb.n; i++) {
+    const ag_kb_entry *e = &R->kb.e[i];
+    rk[i].e = e;
+    rk[i].prior = blind ? 0 : (int64_t)json_integer_value(json_object_get(e->j, "prior"));
+    rk[i].tie = str_hash(seed, e->id);
+    rk[i].share = ev ? ag_opt_evidence_share(ev, json_string_value(json_object_get(e->j, "targets")))
+                     : 0;
+    rk[i].out = ev && ag_kb_evidence_holds(e, ev, NULL) == 0;
+  }
+  qsort(rk, (size_t)R->kb.n, sizeof *rk, cmp_ranked);
+  if (blind)
+    ag_str_puts(&h, "blind: seeded order");
+  else if (!ev)
+    ag_str_printf(&h, "prior: no evidence of v%lld (%s)", (long long)parent, why);
+  else {
+    ag_str_printf(&h, "evidence of v%lld:", (long long)parent);
+    for (int i = 0; i < R->kb.n; i++)
+      ag_str_printf(&h, "%s %s %s %.3f", i ? "," : "", rk[i].e->id, rk[i].out ? "refuted" :
+                    json_string_value(json_object_get(rk[i].e->j, "targets")), rk[i].share);
+  }
+  json_decref(ev);
+  if (h.oom) {
+    ag_str_release(&h);
+    return AG_ENOMEM;
+  }
+  *how = ag_strdup(ag_str_cstr(&h));
+  ag_str_release(&h);
+  return *how ? 0 : AG_ENOMEM;
 }
 
 /* evidence and blind: the same search over KB entries and their values from
  * a parent version; they differ in the ranking only (docs/optimize.md). */
 static int search_next(run *R, cand *c) {
   json_t *trials = json_object_get(R->state, "trials");
-  int blind = !strcmp(R->o->policy, "blind");
-  uint64_t seed = R->t->seeds[0];
   int rc = 0;
-  ranked *rk = ag_calloc((size_t)R->kb.n, sizeof *rk);
+  ranked *rk = ag_calloc((size_t)R->kb.n + 1, sizeof *rk);
   if (!rk)
     return AG_ENOMEM;
-  for (int i = 0; i < R->kb.n; i++) {
-    rk[i].e = &R->kb.e[i];
-    rk[i].prior = blind ? 0 : (int64_t)json_integer_value(json_object_get(R->kb.e[i].j, "prior"));
-    rk[i].tie = str_hash(seed, R->kb.e[i].id);
-  }
-  qsort(rk, (size_t)R->kb.n, sizeof *rk, cmp_ranked);
   /* parents in order of preference: the best timed valid version, then
    * the valid versions from the newest back */
   size_t nt = json_array_size(trials);
@@ -311,12 +459,14 @@ static int search_next(run *R, cand *c) {
         continue;
       parent = (int64_t)json_integer_value(json_object_get(tr, "id"));
     }
-    char *psrc = NULL;
-    if ((rc = version_source(R, parent, &psrc, NULL)))
+    char *psrc = NULL, *how = NULL;
+    if ((rc = version_source(R, parent, &psrc, NULL)) || (rc = rank_entries(R, parent, rk, &how))) {
+      ag_free(psrc);
       break;
+    }
     for (int k = 0; k < R->kb.n && !c->src; k++) {
       const ag_kb_entry *e = rk[k].e;
-      if (!ag_kb_applies(e, psrc, NULL))
+      if (rk[k].out || !ag_kb_applies(e, psrc, NULL))
         continue;
       const json_t *vals = ag_kb_values(e);
       size_t nv = vals ? json_array_size(vals) : 1;
@@ -336,8 +486,11 @@ static int search_next(run *R, cand *c) {
         c->src = out;
         c->what = what;
         c->kb = e;
+        c->rank = how;
+        how = NULL;
       }
     }
+    ag_free(how);
     ag_free(psrc);
     if (rc)
       break;
@@ -390,6 +543,16 @@ static int llm_next(run *R, cand *c) {
                   "argus-optimize/1", "task", "name", R->t->name, "sizes", R->t->sizes,
                   "objective", "time", "parent", vname, "program", psrc, "feedback",
                   feedback ? feedback : json_null(), "evidence", "kb", kb, "history", hist);
+  if (req) { /* the parent's region evidence, or null and why */
+    const char *why = NULL;
+    json_t *ev = version_evidence(R, parent, &why);
+    json_object_set_new(req, "evidence", ev ? ev : json_null());
+    if (!ev)
+      json_object_set_new(req, "evidence_missing", json_string(why));
+  }
+  if (req && R->t->time_sizes)
+    json_object_set_new(json_object_get(req, "task"), "time_sizes",
+                        json_string(R->t->time_sizes));
   if (!req || !(text = json_dumps(req, JSON_INDENT(1)))) {
     rc = AG_ENOMEM;
     goto out;
@@ -511,7 +674,7 @@ static int start_run(run *R) {
   size_t len;
   if ((rc = ag_file_read(t->program, &src, &len)))
     return rc;
-  rc = validate_version(R, 0, id, 0, NULL, src, shash, NULL);
+  rc = validate_version(R, 0, id, 0, NULL, src, shash, NULL, NULL);
   ag_free(src);
   if (rc)
     return rc;
@@ -561,7 +724,9 @@ static int fill_result(run *R, ag_opt_result *r) {
     x->valid = json_is_true(json_object_get(tr, "valid"));
     x->timed = json_object_get(tr, "median_ms") != NULL;
     x->median_ms = json_number_value(json_object_get(tr, "median_ms"));
-    if (!x->edit)
+    x->has_evidence = json_object_get(tr, "evidence") != NULL;
+    const char *rank = json_string_value(json_object_get(tr, "rank"));
+    if (!x->edit || (rank && !(x->rank = ag_strdup(rank))))
       return AG_ENOMEM;
   }
   r->best = (int64_t)json_integer_value(json_object_get(R->state, "best"));
@@ -580,6 +745,7 @@ int ag_opt_run(ag_store *st, const ag_opt_task *t, const ag_opt_opts *o, ag_opt_
   R.err = err;
   R.errlen = errlen;
   const char *pol = o->policy ? o->policy : "evidence";
+  R.pol = pol;
   int rc = 0, trials = o->trials > 0 ? o->trials : 5;
   uint64_t t0 = ag_now_ns();
   if (strcmp(pol, "evidence") && strcmp(pol, "blind") && strcmp(pol, "llm")) {
@@ -687,13 +853,14 @@ int ag_opt_run(ag_store *st, const ag_opt_task *t, const ag_opt_opts *o, ag_opt_
       json_decref(cfg);
       ag_free(cl.outputs);
       if (!rc)
-        rc = validate_version(&R, n, id, c.parent, c.what, c.src, shash, c.kb);
+        rc = validate_version(&R, n, id, c.parent, c.what, c.src, shash, c.kb, c.rank);
       if (!rc)
         rc = save_state(&R);
     }
   cand_out:
     ag_free(c.src);
     ag_free(c.what);
+    ag_free(c.rank);
     if (rc)
       goto out;
   }

@@ -50,13 +50,52 @@ static int file_field(ag_diags *d, const char *text, const char *file, const cha
   return rc;
 }
 
+/* `key` (sizes or time_sizes): a non-empty object of NAME: positive integer
+ * below 2^32, as "M=64,N=64" in *out. With like (the object of 'sizes'),
+ * the same names as it, no more and no fewer. */
+static int sizes_field(ag_diags *d, const char *text, const char *file, const char *key0,
+                       const json_t *v, const json_t *like, char **out) {
+  int rc = 0;
+  const char *kp[] = {key0};
+  const char *key;
+  json_t *sv;
+  ag_str s = AG_STR_INIT;
+  if (!json_is_object(v) || !json_object_size(v)) {
+    AG__JSON_ERR(kp, 1, 1, "'%s' must be a non-empty object of NAME: positive integer", key0);
+    return rc;
+  }
+  json_object_foreach((json_t *)v, key, sv) {
+    const char *kp2[] = {key0, key};
+    json_int_t x = json_is_integer(sv) ? json_integer_value(sv) : 0;
+    if (!json_is_integer(sv) || x <= 0 || x >= ((json_int_t)1 << 32))
+      AG__JSON_ERR(kp2, 2, 1, "size '%s' must be a positive integer below 2^32", key);
+    else if (like && json_is_object(like) && !json_object_get(like, key))
+      AG__JSON_ERR(kp2, 2, 0, "'%s' names '%s', which 'sizes' does not: the timing sizes set "
+                   "the same names as the correctness sizes", key0, key);
+    else
+      ag_str_printf(&s, "%s%s=%lld", s.len ? "," : "", key, (long long)x);
+  }
+  if (like && json_is_object(like)) {
+    json_object_foreach((json_t *)like, key, sv) {
+      if (!json_object_get(v, key))
+        AG__JSON_ERR(kp, 1, 1, "'%s' has no '%s': name every size of 'sizes' (the timing "
+                     "sizes replace them all)", key0, key);
+    }
+  }
+  if (s.oom)
+    rc = AG_ENOMEM;
+  else if (!rc && !(*out = ag_strdup(ag_str_cstr(&s))))
+    rc = AG_ENOMEM;
+  ag_str_release(&s);
+  return rc;
+}
+
 int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
   const char *file = path;
   *out = NULL;
   char *text = NULL, *dir = NULL;
   size_t len = 0;
   json_t *j = NULL;
-  ag_str sizes = AG_STR_INIT;
   ag_opt_task *t = ag_calloc(1, sizeof *t);
   int rc = 0;
   if (!t)
@@ -82,15 +121,15 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
     rc = AG_EPARSE;
     goto out;
   }
-  static const char *const known[] = {"name", "program", "sizes", "reference", "seeds",
-                                      "objective", NULL};
+  static const char *const known[] = {"name", "program", "sizes", "time_sizes", "reference",
+                                      "seeds", "objective", NULL};
   const char *key;
   json_t *v;
   json_object_foreach(j, key, v) {
     if (!ag__key_known(key, known)) {
       const char *kp[] = {key};
-      AG__JSON_ERR(kp, 1, 0, "unknown key '%s' (a task has name, program, sizes, reference, seeds, "
-                    "objective)", key);
+      AG__JSON_ERR(kp, 1, 0, "unknown key '%s' (a task has name, program, sizes, time_sizes, "
+                    "reference, seeds, objective)", key);
     }
   }
   /* name */
@@ -121,32 +160,27 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
       rc = r ? r : rc;
     }
   }
-  /* sizes */
+  /* sizes: the correctness sizes; time_sizes: the timing sizes (default: sizes) */
   {
-    const char *kp[] = {"sizes"};
     v = json_object_get(j, "sizes");
     if (!v)
       AG__JSON_ERR(NULL, 0, 0, "the task has no 'sizes' (an object NAME: value, e.g. {\"M\": 64})");
-    else if (!json_is_object(v) || !json_object_size(v))
-      AG__JSON_ERR(kp, 1, 1, "'sizes' must be a non-empty object of NAME: positive integer");
     else {
-      json_t *sv;
-      json_object_foreach(v, key, sv) {
-        const char *kp2[] = {"sizes", key};
-        json_int_t x = json_is_integer(sv) ? json_integer_value(sv) : 0;
-        if (!json_is_integer(sv) || x <= 0 || x >= ((json_int_t)1 << 32))
-          AG__JSON_ERR(kp2, 2, 1, "size '%s' must be a positive integer below 2^32", key);
-        else
-          ag_str_printf(&sizes, "%s%s=%lld", sizes.len ? "," : "", key, (long long)x);
-      }
-      if (sizes.oom) {
-        rc = AG_ENOMEM;
+      int r = sizes_field(d, text, path, "sizes", v, NULL, &t->sizes);
+      if (r == AG_ENOMEM) {
+        rc = r;
         goto out;
       }
-      if (!(t->sizes = ag_strdup(ag_str_cstr(&sizes)))) {
-        rc = AG_ENOMEM;
+      rc = r ? r : rc;
+    }
+    json_t *tv = json_object_get(j, "time_sizes");
+    if (tv && v) {
+      int r = sizes_field(d, text, path, "time_sizes", tv, v, &t->time_sizes);
+      if (r == AG_ENOMEM) {
+        rc = r;
         goto out;
       }
+      rc = r ? r : rc;
     }
   }
   /* reference */
@@ -189,24 +223,11 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
                       "[\"C\"])");
       else if (!json_is_array(outs) || !json_array_size(outs))
         AG__JSON_ERR(kp2, 2, 1, "'outputs' must be a non-empty array of tensor names");
-      else {
-        t->outputs = ag_calloc(json_array_size(outs), sizeof *t->outputs);
-        if (!t->outputs) {
-          rc = AG_ENOMEM;
-          goto out;
-        }
-        size_t i;
-        json_t *o;
-        json_array_foreach(outs, i, o) {
-          if (!json_is_string(o) || !json_string_length(o)) {
-            AG__JSON_ERR(kp2, 2, 1, "'outputs' must be an array of tensor names (strings)");
-            break;
-          }
-          if (!(t->outputs[t->noutputs++] = ag_strdup(json_string_value(o)))) {
-            rc = AG_ENOMEM;
-            goto out;
-          }
-        }
+      else if (!ag_json_all_strings(outs, 1))
+        AG__JSON_ERR(kp2, 2, 1, "'outputs' must be an array of tensor names (strings)");
+      else if (ag_json_strv(outs, &t->outputs, &t->noutputs)) {
+        rc = AG_ENOMEM;
+        goto out;
       }
       if ((t->atol > 0) != (t->rtol > 0))
         AG__JSON_ERR(kp, 1, 0, "give both 'atol' and 'rtol' or neither");
@@ -278,7 +299,6 @@ int ag_opt_task_load(const char *path, ag_diags *d, ag_opt_task **out) {
   if (!rc && !t->reference && !(t->reference = ag_strdup(t->program)))
     rc = AG_ENOMEM;
 out:
-  ag_str_release(&sizes);
   json_decref(j);
   ag_free(text);
   ag_free(dir);
@@ -297,9 +317,8 @@ void ag_opt_task_free(ag_opt_task *t) {
   ag_free(t->program);
   ag_free(t->reference);
   ag_free(t->sizes);
-  for (int i = 0; i < t->noutputs; i++)
-    ag_free(t->outputs[i]);
-  ag_free(t->outputs);
+  ag_free(t->time_sizes);
+  ag_strv_free(t->outputs);
   ag_free(t->seeds);
   ag_free(t);
 }

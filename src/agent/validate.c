@@ -239,13 +239,14 @@ int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const cha
                     size_t errlen) {
   memset(v, 0, sizeof *v);
   err[0] = 0;
-  prog cand, ref;
+  prog cand, ref, timed; /* timed: cand at the task's time_sizes */
   memset(&cand, 0, sizeof cand);
+  memset(&timed, 0, sizeof timed);
   memset(&ref, 0, sizeof ref);
   ag_diags d;
   ag_diags_init(&d);
   ag_tile_report *rep = NULL;
-  ag_str ptx = AG_STR_INIT;
+  ag_str ptx = AG_STR_INIT, tptx = AG_STR_INIT;
   char *start = NULL;
   size_t slen;
   int rc = 0, have_ptx = 0;
@@ -337,9 +338,29 @@ int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const cha
     goto done;
   }
   cand.bound = 1;
+  /* the timing sizes: the same program lowered and bound at them (a const
+   * such as K changes the lowering); an assume they violate is a bind
+   * failure, found on the CPU too */
+  if (t->time_sizes) {
+    json_object_set_new(st, "time_sizes", json_string(t->time_sizes));
+    if (ag_tile_run_sizes_parse(cand.p, NULL, t->time_sizes, &d, &timed.sz) ||
+        ag_tile_lower(cand.p,
+                      &(ag_tile_lower_opts){NULL, (const char *const *)timed.sz.defines,
+                                            timed.sz.ndefines, 1},
+                      &d, &timed.low) ||
+        ag_tile_run_bind(cand.p, &timed.low->kernels[0], &timed.sz, &d, &timed.b)) {
+      fail(v, st, "bind");
+      json_object_set_new(st, "sizes", json_string("time_sizes"));
+      add_diags(st, &d);
+      goto done;
+    }
+    timed.bound = 1;
+  }
   /* compile */
   st = step_new(steps, "compile", "passed");
   int nrc = ag_tile_nvrtc_ptx(cand.low->cuda, cand.low->len, "sm_90a", &d, &ptx, NULL);
+  if (!nrc && t->time_sizes)
+    nrc = ag_tile_nvrtc_ptx(timed.low->cuda, timed.low->len, "sm_90a", &d, &tptx, NULL);
   if (nrc == AG_EUNSUPPORTED) {
     json_object_set_new(st, "status", json_string("not run"));
     json_object_set_new(st, "why", json_string("argus was built without NVRTC"));
@@ -418,7 +439,9 @@ int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const cha
     xo.seed = t->seeds[0];
     xo.bench = 1;
     xo.samples = t->samples;
-    int xrc = ag_tile_run_exec(&cand.b, ptx.p, &xo, &xr);
+    int xrc = t->time_sizes ? ag_tile_run_exec(&timed.b, tptx.p, &xo, &xr)
+                            : ag_tile_run_exec(&cand.b, ptx.p, &xo, &xr);
+    json_object_set_new(st, "sizes", json_string(t->time_sizes ? t->time_sizes : t->sizes));
     if (xrc == 0) {
       v->timed = 1;
       v->median_ms = xr.kernel.median_ms;
@@ -448,7 +471,9 @@ done:
     json_object_set_new(v->feedback, "failed_step", json_string(v->step));
   ag_free(start);
   ag_str_release(&ptx);
+  ag_str_release(&tptx);
   ag_tile_report_free(rep);
+  prog_release(&timed);
   prog_release(&cand);
   prog_release(&ref);
   ag_diags_release(&d);

@@ -211,3 +211,38 @@ void ag_json_diag(ag_diags *d, const char *text, const char *file,
   ag_diags_add(d, AG_SEV_ERROR, file, line, col, src, ll, "%s", msg);
 }
 
+
+int ag_json_all_strings(const json_t *a, int nonempty) {
+  if (!json_is_array(a))
+    return 0;
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    const json_t *e = json_array_get(a, i);
+    if (!json_is_string(e) || (nonempty && !json_string_length(e)))
+      return 0;
+  }
+  return 1;
+}
+
+int ag_json_strv(const json_t *a, char ***out, int *n) {
+  size_t k = json_array_size(a);
+  char **v = ag_calloc(k + 1, sizeof *v);
+  *out = NULL;
+  if (!v)
+    return AG_ENOMEM;
+  for (size_t i = 0; i < k; i++)
+    if (!(v[i] = ag_strdup(json_string_value(json_array_get(a, i))))) {
+      ag_strv_free(v);
+      return AG_ENOMEM;
+    }
+  *out = v;
+  *n = (int)k;
+  return 0;
+}
+
+void ag_strv_free(char **v) {
+  if (!v)
+    return;
+  for (char **p = v; *p; p++)
+    ag_free(*p);
+  ag_free(v);
+}

@@ -40,30 +40,6 @@ static char *resolve_lib(const char *dir, const char *p) {
   return strchr(p, '/') ? resolve_path(dir, p) : ag_strdup(p);
 }
 
-static int str_array(json_t *a, char ***out, int *nout) {
-  size_t n = json_array_size(a);
-  char **v = ag_calloc(n + 1, sizeof *v);
-  if (!v)
-    return AG_ENOMEM;
-  for (size_t i = 0; i < n; i++)
-    if (!(v[i] = ag_strdup(json_string_value(json_array_get(a, i))))) {
-      for (size_t k = 0; k < i; k++)
-        ag_free(v[k]);
-      ag_free(v);
-      return AG_ENOMEM;
-    }
-  *out = v;
-  *nout = (int)n;
-  return 0;
-}
-
-static int all_strings(json_t *a) {
-  for (size_t i = 0; i < json_array_size(a); i++)
-    if (!json_is_string(json_array_get(a, i)))
-      return 0;
-  return 1;
-}
-
 /* The file `value` (the value of `key`) names, relative to the spec's
  * directory, resolved to an absolute path in *out (owned): a program runs in
  * the spec's directory, so the path must not depend on ours. A file that
@@ -236,10 +212,10 @@ static int load_python(json_t *j, const char *text, const char *path, ag_diags *
                        "Python script", &s->python)) {
     return AG_ENOMEM;
   }
-  if (args && (!json_is_array(args) || !all_strings(args)))
+  if (args && (!json_is_array(args) || !ag_json_all_strings(args, 0)))
     ag_json_diag(diags, text, path, pa, 1, 1,
              "\"args\" must be an array of strings (the script's arguments)");
-  else if (args ? str_array(args, &s->python_args, &s->npython_args) != 0
+  else if (args ? ag_json_strv(args, &s->python_args, &s->npython_args) != 0
                 : !(s->python_args = ag_calloc(1, sizeof *s->python_args)))
     return AG_ENOMEM;
   if (k && (!json_is_string(k) || !valid_ident(json_string_value(k))))
@@ -377,21 +353,21 @@ int ag_spec_load_str(const char *text, const char *path, ag_diags *diags, ag_spe
     }
     if (fl) {
       pm[1] = "flags";
-      if (!json_is_array(fl) || !all_strings(fl))
+      if (!json_is_array(fl) || !ag_json_all_strings(fl, 0))
         ag_json_diag(diags, text, path, pm, 2, 1, "\"flags\" must be an array of strings");
       else if (!cu)
         ag_json_diag(diags, text, path, pm, 2, 0, "\"flags\" apply to a \"cuda\" module only");
-      else if (str_array(fl, &s->flags, &s->nflags))
+      else if (ag_json_strv(fl, &s->flags, &s->nflags))
         goto out;
     }
   }
   json_t *run = json_object_get(j, "run");
   if (run) {
     const char *pr[] = {"run"};
-    if (!json_is_array(run) || !json_array_size(run) || !all_strings(run))
+    if (!json_is_array(run) || !json_array_size(run) || !ag_json_all_strings(run, 0))
       ag_json_diag(diags, text, path, pr, 1, 1,
                "\"run\" must be a non-empty array of strings (the harness argv)");
-    else if (str_array(run, &s->run, &s->nrun))
+    else if (ag_json_strv(run, &s->run, &s->nrun))
       goto out;
     else if (strchr(s->run[0], '/')) { /* a path: the spec's, like "module" */
       char *h = resolve_lib(s->dir, s->run[0]);
@@ -452,14 +428,6 @@ int ag_spec_load(const char *path, ag_diags *diags, ag_spec **out) {
   return rc;
 }
 
-static void free_strv(char **v) {
-  if (!v)
-    return;
-  for (char **p = v; *p; p++)
-    ag_free(*p);
-  ag_free(v);
-}
-
 /* Frees n words, some of which may have been taken (set to NULL). */
 static void free_words(char **v, int n) {
   for (int i = 0; v && i < n; i++)
@@ -486,14 +454,14 @@ void ag_spec_free(ag_spec *s) {
   ag_free(s->production);
   ag_free(s->triton_version);
   ag_free(s->triton_ptxas);
-  free_strv(s->triton_ptxas_opts);
+  ag_strv_free(s->triton_ptxas_opts);
   ag_free(s->triton_build_note);
   ag_free(s->python);
   ag_free(s->python_kernel);
   ag_free(s->triton_key);
-  free_strv(s->python_args);
-  free_strv(s->flags);
-  free_strv(s->run);
+  ag_strv_free(s->python_args);
+  ag_strv_free(s->flags);
+  ag_strv_free(s->run);
   ag_free(s);
 }
 
@@ -696,7 +664,7 @@ static int split_words(const char *line, char ***out, int *n) {
     v[++*n] = NULL;
   }
   if (rc) {
-    free_strv(v);
+    ag_strv_free(v);
     *n = 0;
     return rc;
   }
@@ -795,7 +763,7 @@ int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *
           opts = v;
           found = 1;
         } else {
-          free_strv(v);
+          ag_strv_free(v);
         }
       }
       free_words(words, n);
@@ -818,7 +786,7 @@ int ag_spec_ptxas_options(const char *cu, const char *const *flags, const char *
   opts = NULL;
 out:
   free_words(words, n);
-  free_strv(opts);
+  ag_strv_free(opts);
   ag_free(argv);
   ag_free(nvcc);
   ag_str_release(&so);
@@ -826,4 +794,4 @@ out:
   return rc;
 }
 
-void ag_spec_options_free(char **opts) { free_strv(opts); }
+void ag_spec_options_free(char **opts) { ag_strv_free(opts); }

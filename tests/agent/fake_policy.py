@@ -21,6 +21,9 @@ for key in ("protocol", "task", "parent", "program", "feedback", "evidence", "kb
 if req["protocol"] != "argus-optimize/1" or not req["history"] or req["task"]["objective"] != "time":
     sys.stderr.write("fake policy: unexpected request %r\n" % {k: req[k] for k in ("protocol", "task")})
     sys.exit(4)
+if req["evidence"] is None and not req.get("evidence_missing"):
+    sys.stderr.write("fake policy: no evidence and no word on why\n")
+    sys.exit(4)
 prog = req["program"]
 store = [l for l in prog.split("\n") if l.startswith("                C[bm * BM")]
 if len(store) != 1:

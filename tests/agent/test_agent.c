@@ -6,9 +6,11 @@
  * scripted fake policy, and the command line's errors.
  */
 #include "argus/agent.h"
+#include "argus/collect.h"
 #include "argus/store.h"
 #include "check.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -120,6 +122,45 @@ TEST(test_task_file) {
            "{\"outputs\": []},\n \"seeds\": [1, -2]}\n", src_path(1, "examples/tile/gemm_naive.tile"));
   task_error("bad8.json", text, "'outputs' must be a non-empty array", 1);
   task_error("bad9.json", "[1, 2]\n", "a task file is a JSON object", 0);
+  snprintf(text, sizeof text,
+           "{\"name\": \"x\", \"program\": \"%s\", \"sizes\": {\"M\": 64}, \"reference\":\n "
+           "{\"outputs\": [\"C\", \"\"]}}\n", src_path(1, "examples/tile/gemm_naive.tile"));
+  task_error("bad10.json", text, "'outputs' must be an array of tensor names (strings)", 2);
+
+  /* time_sizes: the timing sizes, the same names as sizes */
+  t = load_task(task_file(0, "timed", ",\n  \"time_sizes\": {\"M\": 2048, \"N\": 1024, \"K\": 4096}"));
+  CHECK(t != NULL);
+  if (t) {
+    CHECK_EQ_STR(t->sizes, "M=64,N=64,K=64");
+    CHECK_EQ_STR(t->time_sizes, "M=2048,N=1024,K=4096");
+    ag_opt_task_free(t);
+  }
+  t = load_task(src_path(0, "tests/agent/gemm_naive.task.json"));
+  CHECK(t && t->time_sizes == NULL); /* none: timing at sizes */
+  ag_opt_task_free(t);
+  static const struct {
+    const char *extra, *want;
+  } bad_ts[] = {
+      {",\n  \"time_sizes\": {\"M\": 2048, \"N\": 2048}", "'time_sizes' has no 'K'"},
+      {",\n  \"time_sizes\": {\"M\": 2048, \"N\": 2048, \"K\": 64, \"Q\": 1}",
+       "'time_sizes' names 'Q', which 'sizes' does not"},
+      {",\n  \"time_sizes\": {\"M\": 2048, \"N\": -1, \"K\": 64}",
+       "size 'N' must be a positive integer below 2^32"},
+      {",\n  \"time_sizes\": [2048]", "'time_sizes' must be a non-empty object"},
+  };
+  for (size_t i = 0; i < sizeof bad_ts / sizeof bad_ts[0]; i++) {
+    ag_diags d;
+    ag_diags_init(&d);
+    ag_opt_task *bt = NULL;
+    CHECK_EQ_INT(ag_opt_task_load(task_file(0, "badts", bad_ts[i].extra), &d, &bt), AG_EPARSE);
+    CHECK(bt == NULL);
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    CHECK_CONTAINS(ag_str_cstr(&s), bad_ts[i].want);
+    CHECK_CONTAINS(ag_str_cstr(&s), "badts.task.json:7:"); /* at the key's line */
+    ag_str_release(&s);
+    ag_diags_release(&d);
+  }
 }
 
 static ag_opt_task *example_task(const ag_kb_entry *e) {
@@ -132,10 +173,14 @@ static ag_opt_task *example_task(const ag_kb_entry *e) {
     *eq = 0;
     ag_str_printf(&obj, "%s\"%s\": %s", obj.len ? ", " : "", tok, eq + 1);
   }
+  json_t *outs = json_object_get(ex, "outputs");
+  char *otext = outs ? json_dumps(outs, JSON_COMPACT) : NULL;
   snprintf(text, sizeof text,
            "{\"name\": \"kb-%s\", \"program\": \"%s\", \"sizes\": {%s}, \"reference\": "
-           "{\"outputs\": [\"C\"]}, \"seeds\": [7]}\n", e->id,
-           src_path(1, json_string_value(json_object_get(ex, "program"))), ag_str_cstr(&obj));
+           "{\"outputs\": %s}, \"seeds\": [7]}\n", e->id,
+           src_path(1, json_string_value(json_object_get(ex, "program"))), ag_str_cstr(&obj),
+           otext ? otext : "[\"C\"]");
+  free(otext);
   ag_str_release(&obj);
   char fn[256];
   snprintf(fn, sizeof fn, "kb-%s.json", e->id);
@@ -189,7 +234,7 @@ TEST(test_kb_entries) {
     const char *kind = json_string_value(json_object_get(json_object_get(e->j, "edit"), "kind"));
     if (!strcmp(kind, "rewrite")) {
       seen_rewrite = 1;
-      CHECK_CONTAINS(out, "swizzle(2, 0, 3)");
+      CHECK_CONTAINS(out, json_string_value(json_object_get(json_object_get(e->j, "edit"), "to")));
       CHECK(!ag_kb_applies(e, out, NULL)); /* precondition: no swizzle yet */
     } else {
       seen_const = 1;
@@ -264,6 +309,26 @@ TEST(test_kb_bad_entries) {
        "{\"program\": []}, \"edit\": {\"kind\": \"set_const\", \"name\": \"S\", \"values\": [0]},\n "
        "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
        "a set_const edit is", 1},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": [],\n \"evidence\": [{\"region\": \"m\", \"signal\": \"stalls\", \"share_gt\": "
+       "0.1}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": "
+       "[\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "signal 'stalls' is not one the evidence collector observes", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": [],\n \"evidence\": [{\"region\": \"m\", \"signal\": \"duration\", \"share_gt\": "
+       "0.1, \"share_lt\": 0.5}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
+       "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "evidence precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": [],\n \"evidence\": [{\"region\": \"m\", \"signal\": \"duration\", \"share_lt\": "
+       "1.5}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
+       "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
+       "evidence precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": []}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
+       "\"invariants\": [\"races\"],\n \"example\": {\"program\": \"a\", \"sizes\": \"M=1\", "
+       "\"outputs\": []}}",
+       "'example' must be", 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char dir[64];
@@ -324,6 +389,40 @@ static const json_t *step_of(const ag_opt_verdict *v, const char *name) {
   "acc[mi, ni, e]"
 
 /* The validator's steps, and the reward hacks it must reject. */
+/* Timing sizes: checked and compared at sizes, bound (and timed, on a GPU)
+ * at time_sizes; an assume the timing sizes violate is a bind failure. */
+TEST(test_validator_time_sizes) {
+  char *src = gemm_src();
+  ag_opt_verdict v;
+  ag_opt_task *t = load_task(
+      task_file(0, "valts", ",\n  \"time_sizes\": {\"M\": 4096, \"N\": 2048, \"K\": 4096}"));
+  CHECK(t != NULL);
+  if (t && src) {
+    CHECK_EQ_INT(validate_src(t, src, NULL, &v), 0);
+    CHECK(v.ok);
+    const json_t *b = step_of(&v, "bind");
+    CHECK_EQ_STR(json_string_value(json_object_get(b, "time_sizes")), "M=4096,N=2048,K=4096");
+    CHECK_EQ_STR(json_string_value(json_object_get(step_of(&v, "correctness"), "runner")),
+                 "interp"); /* the correctness runs at 64^3 */
+    ag_opt_verdict_release(&v);
+  }
+  ag_opt_task_free(t);
+  t = load_task(task_file(0, "valts2", ",\n  \"time_sizes\": {\"M\": 4096, \"N\": 2000, \"K\": 4096}"));
+  CHECK(t != NULL);
+  if (t && src) {
+    CHECK_EQ_INT(validate_src(t, src, NULL, &v), 0);
+    CHECK(!v.ok);
+    CHECK_EQ_STR(v.step, "bind");
+    const json_t *b = step_of(&v, "bind");
+    CHECK_EQ_STR(json_string_value(json_object_get(b, "sizes")), "time_sizes");
+    CHECK_CONTAINS(json_string_value(json_object_get(b, "message")), "N % BN == 0");
+    CHECK(step_of(&v, "correctness") == NULL); /* never run */
+    ag_opt_verdict_release(&v);
+  }
+  ag_opt_task_free(t);
+  ag_free(src);
+}
+
 TEST(test_validator) {
   ag_opt_task *t = load_task(task_file(0, "val", ""));
   CHECK(t != NULL);
@@ -449,15 +548,21 @@ static ag_store *open_ws(const char *name) {
   return st;
 }
 
-static int run_opt(ag_store *st, const ag_opt_task *t, const char *policy, int trials, int resume,
-                   ag_opt_result *r, char *err) {
+/* The options of a run on the CPU. */
+static ag_opt_opts cpu_opts(const char *policy, int trials, const char *kb_dir) {
   ag_opt_opts o;
   memset(&o, 0, sizeof o);
   o.policy = policy;
   o.trials = trials;
-  o.resume = resume;
-  o.kb_dir = src_path(5, "src/agent/kb");
+  o.kb_dir = kb_dir;
   o.device = AG_OPT_DEVICE_CPU;
+  return o;
+}
+
+static int run_opt(ag_store *st, const ag_opt_task *t, const char *policy, int trials, int resume,
+                   ag_opt_result *r, char *err) {
+  ag_opt_opts o = cpu_opts(policy, trials, src_path(5, "src/agent/kb"));
+  o.resume = resume;
   return ag_opt_run(st, t, &o, r, err, 1024);
 }
 
@@ -622,12 +727,7 @@ TEST(test_llm_policy) {
     return;
   char err[1024];
   ag_opt_result r;
-  ag_opt_opts o;
-  memset(&o, 0, sizeof o);
-  o.policy = "llm";
-  o.trials = 4;
-  o.kb_dir = src_path(5, "src/agent/kb");
-  o.device = AG_OPT_DEVICE_CPU;
+  ag_opt_opts o = cpu_opts("llm", 4, src_path(5, "src/agent/kb"));
   const char *argv[] = {"python3", src_path(4, "tests/agent/fake_policy.py"), "script", NULL};
   o.llm_argv = argv;
   ag_store *st = open_ws("ws-llm");
@@ -692,6 +792,258 @@ TEST(test_llm_policy) {
   ag_opt_task_free(t);
 }
 
+
+/* The naive attention start (examples/tile/attention_naive.tile: Bc = 16, no
+ * swizzle) computes what the hand-written attention.tile computes: its
+ * bench task names attention.tile as the reference, interpreted on the same
+ * seeded Q, K, V; and a planted bug (a row's sum over 2 of its 4 lanes) is
+ * caught. */
+TEST(test_attention_naive) {
+  ag_opt_task *t = load_task(src_path(0, "bench/optimize/attention_naive.task.json"));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  CHECK_CONTAINS(t->reference, "examples/tile/attention.tile");
+  CHECK_EQ_STR(t->time_sizes, "sq=4096,hq=32,hkv=8,skv=4096");
+  char *src = NULL;
+  size_t len;
+  CHECK(ag_file_read(t->program, &src, &len) == 0);
+  ag_opt_verdict v;
+  if (src && validate_src(t, src, NULL, &v) == 0) {
+    if (!v.ok)
+      fprintf(stderr, "attention_naive: %s\n", json_dumps(v.feedback, 0));
+    CHECK(v.ok);
+    CHECK_EQ_INT(json_array_size(json_object_get(step_of(&v, "correctness"), "seeds")), 2);
+    ag_opt_verdict_release(&v);
+  }
+  const char *scale = "rl[rr] = rcp(sr + shfl_xor(sr, 2))";
+  char *f = src ? strstr(src, scale) : NULL;
+  CHECK(f != NULL);
+  if (f) {
+    ag_str bad = AG_STR_INIT;
+    ag_str_append(&bad, src, (size_t)(f - src));
+    ag_str_puts(&bad, "rl[rr] = rcp(sr)");
+    ag_str_puts(&bad, f + strlen(scale));
+    CHECK_EQ_INT(validate_src(t, bad.p, NULL, &v), 0);
+    CHECK(!v.ok);
+    CHECK_EQ_STR(v.step, "correctness");
+    CHECK_CONTAINS(json_string_value(json_object_get(step_of(&v, "correctness"), "message")),
+                   "O[");
+    ag_opt_verdict_release(&v);
+    ag_str_release(&bad);
+  }
+  ag_free(src);
+  ag_opt_task_free(t);
+}
+
+/* ------------------------------------------------------------- evidence */
+
+/* A report as `argus observe` writes it (its "values"): gemm's duration,
+ * its mainloop 80 % and epilogue 10 %, and values the evidence ignores
+ * (another kernel, another signal). */
+static json_t *fake_report(void) {
+  return json_pack(
+      "{s:[{s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:i}, {s:s,s:s,s:s,s:f},"
+      " {s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:f}]}",
+      "values", "region", "gemm", "signal", "duration", "stat", "total", "value", 1000.0,
+      "region", "gemm/mainloop", "signal", "duration", "stat", "total", "value", 800.0,
+      "region", "gemm/mainloop", "signal", "duration", "stat", "count", "value", 2,
+      "region", "gemm/epilogue", "signal", "duration", "stat", "total", "value", 100.0,
+      "region", "other/mainloop", "signal", "duration", "stat", "total", "value", 990.0,
+      "region", "gemm/prologue", "signal", "stalls", "stat", "total", "value", 999.0);
+}
+
+static int ev_calls, ev_mode; /* ev_mode 1: evidence; 0: none (as without a GPU) */
+
+static int fake_evidence(const ag_opt_task *t, const ag_opt_opts *o, const char *src,
+                         const char *workdir, json_t **ev, char *why, size_t whylen) {
+  ev_calls++;
+  if (!ev_mode) {
+    snprintf(why, whylen, "no GPU in this test");
+    return AG_ENODEV;
+  }
+  json_t *rep = fake_report();
+  int rc = ag_opt_evidence_from_report(rep, "gemm", t->sizes, ev, why, whylen);
+  json_decref(rep);
+  return rc;
+}
+
+/* A KB of three entries over gemm_naive's knobs: ev-tile-m targets the
+ * epilogue (prior 90); ev-stages the mainloop (prior 10) when it takes over
+ * half the time; ev-tile-n the mainloop (prior 50) when it takes under half. */
+static const char *evidence_kb(void) {
+  static const char *const e[][2] = {
+      {"ev-tile-m", "\"targets\": \"epilogue\", \"prior\": 90, \"precondition\": {\"program\": "
+                    "[{\"const\": \"BM\", \"lt\": 128}]}, \"edit\": {\"kind\": \"set_const\", "
+                    "\"name\": \"BM\", \"values\": [64]}"},
+      {"ev-stages", "\"targets\": \"mainloop\", \"prior\": 10, \"precondition\": {\"program\": "
+                    "[], \"evidence\": [{\"region\": \"mainloop\", \"signal\": \"duration\", "
+                    "\"share_gt\": 0.5}]}, \"edit\": {\"kind\": \"set_const\", \"name\": "
+                    "\"STAGES\", \"values\": [2]}"},
+      {"ev-tile-n", "\"targets\": \"mainloop\", \"prior\": 50, \"precondition\": {\"program\": "
+                    "[], \"evidence\": [{\"region\": \"mainloop\", \"signal\": \"duration\", "
+                    "\"share_lt\": 0.5}]}, \"edit\": {\"kind\": \"set_const\", \"name\": \"BN\", "
+                    "\"values\": [64]}"},
+  };
+  for (int i = 0; i < 3; i++) {
+    char text[2048], fn[64];
+    snprintf(text, sizeof text,
+             "{\"id\": \"%s\", \"title\": \"t\", %s, \"invariants\": [\"assertions\"], "
+             "\"example\": {\"program\": \"examples/tile/gemm_naive.tile\", \"sizes\": "
+             "\"M=64,N=64,K=64\"}}\n", e[i][0], e[i][1]);
+    snprintf(fn, sizeof fn, "kb-ev/%s.json", e[i][0]);
+    write_tmp(2, fn, text);
+  }
+  return tmp_path(5, "kb-ev");
+}
+
+/* The evidence policy ranks the entries the evidence does not refute by the
+ * share of time of their target region; without evidence it says so and
+ * ranks by prior; blind never asks for evidence. */
+TEST(test_evidence) {
+  json_t *rep = fake_report(), *ev = NULL;
+  char why[512] = "";
+  CHECK_EQ_INT(ag_opt_evidence_from_report(rep, "gemm", "M=64", &ev, why, sizeof why), 0);
+  CHECK(ev != NULL);
+  CHECK(fabs(ag_opt_evidence_share(ev, "mainloop") - 0.8) < 1e-12);
+  CHECK(fabs(ag_opt_evidence_share(ev, "epilogue") - 0.1) < 1e-12);
+  CHECK(ag_opt_evidence_share(ev, "prologue") == 0); /* no duration of it: no time */
+  CHECK_EQ_INT(json_integer_value(json_object_get(
+                   json_object_get(json_object_get(ev, "regions"), "mainloop"), "count")), 2);
+  CHECK(fabs(json_number_value(json_object_get(ev, "total_ns")) - 1000) < 1e-9);
+  json_t *ev2 = NULL;
+  CHECK_EQ_INT(ag_opt_evidence_from_report(rep, "attn", "M=64", &ev2, why, sizeof why),
+               AG_ENOTFOUND);
+  CHECK(ev2 == NULL);
+  CHECK_CONTAINS(why, "no duration of kernel 'attn'");
+  CHECK_EQ_STR(json_string_value(json_object_get(ev, "share_of")), "kernel");
+  /* without the kernel's own duration: the shares are of its top-level regions' sum */
+  json_array_remove(json_object_get(rep, "values"), 0);
+  CHECK_EQ_INT(ag_opt_evidence_from_report(rep, "gemm", "M=64", &ev2, why, sizeof why), 0);
+  CHECK(fabs(ag_opt_evidence_share(ev2, "mainloop") - 800.0 / 900.0) < 1e-12);
+  CHECK_EQ_STR(json_string_value(json_object_get(ev2, "share_of")), "top-level regions");
+  json_decref(ev2);
+  json_decref(rep);
+
+  ag_kb kb;
+  ag_diags d;
+  ag_diags_init(&d);
+  CHECK_EQ_INT(ag_kb_load(evidence_kb(), &d, &kb), 0);
+  ag_diags_release(&d);
+  if (kb.n == 3 && ev) {
+    const ag_kb_entry *stages = &kb.e[0], *tm = &kb.e[1], *tn = &kb.e[2]; /* by name */
+    CHECK_EQ_STR(stages->id, "ev-stages");
+    ag_str w = AG_STR_INIT;
+    CHECK_EQ_INT(ag_kb_evidence_holds(stages, ev, &w), 1);
+    CHECK_EQ_INT(ag_kb_evidence_holds(tn, ev, &w), 0);
+    CHECK_CONTAINS(ag_str_cstr(&w), "mainloop's duration share 0.800 is not < 0.5");
+    CHECK_EQ_INT(ag_kb_evidence_holds(tm, ev, NULL), 1);     /* no evidence precondition */
+    CHECK_EQ_INT(ag_kb_evidence_holds(stages, NULL, NULL), -1); /* no evidence: unknown */
+    CHECK_EQ_INT(ag_kb_evidence_holds(tm, NULL, NULL), 1);
+    json_object_set_new(ev, "signals", json_array()); /* a signal it did not observe */
+    CHECK_EQ_INT(ag_kb_evidence_holds(tn, ev, NULL), -1);
+    ag_str_release(&w);
+  }
+  ag_kb_release(&kb);
+  json_decref(ev);
+
+  ag_opt_task *t = load_task(task_file(0, "ev", ""));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  /* the default collector (argus observe): none with --cpu, nor without a GPU */
+  {
+    ag_opt_opts co = cpu_opts("evidence", 1, NULL);
+    json_t *none = NULL;
+    char w[1024] = "";
+    CHECK_EQ_INT(ag_opt_evidence_observe(t, &co, "x", tmp_path(6, "obs"), &none, w, sizeof w),
+                 AG_ENODEV);
+    CHECK(none == NULL);
+    CHECK_CONTAINS(w, "the CPU was asked for (--cpu)");
+    ag_str gw = AG_STR_INIT;
+    if (ag_collect_gpu_probe(&gw)) { /* this machine has no GPU */
+      co.device = AG_OPT_DEVICE_AUTO;
+      CHECK_EQ_INT(ag_opt_evidence_observe(t, &co, "x", tmp_path(6, "obs"), &none, w, sizeof w),
+                   AG_ENODEV);
+      CHECK_CONTAINS(w, "no GPU");
+      CHECK(none == NULL);
+    }
+    ag_str_release(&gw);
+  }
+  char err[1024];
+  ag_opt_result r;
+  /* evidence: the mainloop's 80 % first, the refuted entry never */
+  ag_opt_opts o = cpu_opts("evidence", 2, evidence_kb());
+  o.evidence = fake_evidence;
+  ev_mode = 1;
+  ev_calls = 0;
+  ag_store *st = open_ws("ws-ev");
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.ntrials, 3);
+  CHECK_EQ_INT(ev_calls, 3); /* each valid version observed once */
+  if (r.ntrials == 3) {
+    CHECK_EQ_STR(r.trials[1].edit, "kb:ev-stages(STAGES=2)");
+    CHECK_EQ_STR(r.trials[2].edit, "kb:ev-tile-m(BM=64)");
+    CHECK(r.trials[0].has_evidence && r.trials[1].has_evidence && r.trials[2].has_evidence);
+    CHECK_CONTAINS(r.trials[1].rank, "evidence of v1: ev-stages mainloop 0.800");
+    CHECK_CONTAINS(r.trials[1].rank, "ev-tile-n refuted");
+    CHECK_CONTAINS(r.trials[2].rank, "evidence of v2");
+  }
+  ag_opt_result_release(&r);
+  /* resumed: the recorded evidence is read back, only the new version is
+   * observed; from v3 and v2 nothing new applies (ev-tile-n stays refuted),
+   * so v1 gets ev-tile-m; then the search is exhausted */
+  o.trials = 5;
+  o.resume = 1;
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.ntrials, 4);
+  CHECK_EQ_INT(r.stopped, 2);
+  CHECK_EQ_INT(ev_calls, 4);
+  if (r.ntrials == 4) {
+    CHECK_EQ_STR(r.trials[3].edit, "kb:ev-tile-m(BM=64)");
+    CHECK_EQ_INT(r.trials[3].parent, 1);
+    CHECK_CONTAINS(r.trials[3].rank, "evidence of v1");
+  }
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  /* no evidence: said, and the prior ranks (ev-tile-m's 90 first) */
+  o.trials = 1;
+  o.resume = 0;
+  ev_mode = 0;
+  st = open_ws("ws-ev-none");
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.ntrials, 2);
+  if (r.ntrials == 2) {
+    CHECK_EQ_STR(r.trials[1].edit, "kb:ev-tile-m(BM=64)");
+    CHECK(!r.trials[0].has_evidence);
+    CHECK_CONTAINS(r.trials[1].rank, "prior: no evidence of v1 (no GPU in this test)");
+  }
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  /* blind: never asks for evidence, even where there is some */
+  ev_mode = 1;
+  ev_calls = 0;
+  o.policy = "blind";
+  o.trials = 3;
+  st = open_ws("ws-ev-blind");
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.ntrials, 4);
+  CHECK_EQ_INT(ev_calls, 0);
+  for (int i = 0; i < r.ntrials; i++) {
+    CHECK(!r.trials[i].has_evidence);
+    if (i)
+      CHECK_EQ_STR(r.trials[i].rank, "blind: seeded order");
+  }
+  void *data;
+  size_t len;
+  CHECK_EQ_INT(ag_store_get(st, r.state, &data, &len), 0);
+  CHECK(!strstr((char *)data, "evidence")); /* nor a reason for its absence */
+  ag_free(data);
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  ag_opt_task_free(t);
+}
+
 /* ------------------------------------------------------------------ CLI */
 static int run_cli(const char *const *argv, ag_str *out, ag_str *errs) {
   ag_str_clear(out);
@@ -715,6 +1067,9 @@ TEST(test_cli) {
   CHECK_EQ_INT(run_cli(ok, &out, &errs), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "trial 1: v2 from v1 by kb:pipeline-stages(STAGES=2): valid, not timed");
   CHECK_CONTAINS(ag_str_cstr(&out), "best: v1 (ref optimize/cli/best); nothing was timed");
+  /* the evidence policy says it had none, and why */
+  CHECK_CONTAINS(ag_str_cstr(&out), "  ranked by prior: no evidence of v1 (the CPU was asked for "
+                                    "(--cpu): nothing is observed)");
   const char *log[] = {bin, "-W", ws, "ws", "log", NULL};
   CHECK_EQ_INT(run_cli(log, &out, &errs), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "v4 from v3 by kb:pipeline-stages(STAGES=4)");
@@ -727,6 +1082,8 @@ TEST(test_cli) {
   CHECK_EQ_INT(run_cli(res, &out, &errs), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "\"schema\": \"argus.optimize/1\"");
   CHECK_CONTAINS(ag_str_cstr(&out), "kb:block-tile-m(BM=64)");
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"rank\": \"prior: no evidence of v4");
+  CHECK_CONTAINS(ag_str_cstr(&out), "\"evidence\": false");
   static const struct {
     const char *a1, *a2, *want;
     int code;
@@ -768,4 +1125,6 @@ TEST(test_cli) {
 
 RUN_TESTS({"task_file", test_task_file}, {"kb_entries", test_kb_entries},
           {"kb_bad_entries", test_kb_bad_entries}, {"validator", test_validator},
+          {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence},
+          {"attention_naive", test_attention_naive},
           {"loop", test_loop}, {"llm_policy", test_llm_policy}, {"cli", test_cli})

@@ -3,11 +3,15 @@
  * the validator's correctness runs go through argus run's launch path
  * (runner "gpu") and its timing step measures every valid candidate; the
  * planted reward hacks are rejected on the device too and never timed; the
- * best ref names the valid trial with the least median. Exit 77 without a
- * GPU.
+ * best ref names the valid trial with the least median. The task checks
+ * at 128^3 and times at 2048^3 (time_sizes); the evidence policy observes
+ * every valid version's regions there (argus observe, the duration signal)
+ * and ranks by them. Exit 77 without a GPU.
  */
 #include "argus/agent.h"
+#include "argus/spec.h"
 #include "argus/store.h"
+#include "argus/tile_run.h"
 #include "check.h"
 
 #include <dlfcn.h>
@@ -29,7 +33,8 @@ static ag_opt_task *task(void) {
   char text[4096];
   snprintf(text, sizeof text,
            "{\"name\": \"gpu\", \"program\": \"%s\", \"sizes\": {\"M\": 128, \"N\": 128, \"K\": "
-           "128}, \"reference\": {\"outputs\": [\"C\"]}, \"seeds\": [1, 2], \"objective\": "
+           "128}, \"time_sizes\": {\"M\": 2048, \"N\": 2048, \"K\": 2048}, \"reference\": "
+           "{\"outputs\": [\"C\"]}, \"seeds\": [1, 2], \"objective\": "
            "{\"metric\": \"time\", \"samples\": 20}}\n",
            src_path(0, "examples/tile/gemm_naive.tile"));
   const char *p = tmp_path(1, "gpu.task.json");
@@ -75,6 +80,9 @@ TEST(test_validator_gpu) {
   CHECK(v.median_ms > 0 && v.median_ms < 10);
   CHECK_EQ_STR(json_string_value(json_object_get(step_of(&v, "correctness"), "runner")), "gpu");
   CHECK_EQ_STR(json_string_value(json_object_get(step_of(&v, "timing"), "status")), "passed");
+  CHECK_EQ_STR(json_string_value(json_object_get(step_of(&v, "timing"), "sizes")),
+               "M=2048,N=2048,K=2048"); /* timed at the timing sizes */
+  printf("start at 2048^3: %.4f ms\n", v.median_ms);
   ag_opt_verdict_release(&v);
   /* the hacks, on the device: rejected, not timed */
   const char *hacks[][2] = {
@@ -131,6 +139,11 @@ TEST(test_loop_gpu) {
     printf("trial %d: v%lld %s %s %.4f ms\n", r.trials[i].n, (long long)r.trials[i].version,
            r.trials[i].edit, r.trials[i].valid ? "valid" : r.trials[i].step, r.trials[i].median_ms);
     CHECK_EQ_INT(r.trials[i].timed, r.trials[i].valid); /* every valid one timed, no other */
+    CHECK_EQ_INT(r.trials[i].has_evidence, r.trials[i].valid); /* and observed */
+    if (i) {
+      printf("  ranked by %s\n", r.trials[i].rank ? r.trials[i].rank : "(none)");
+      CHECK(r.trials[i].rank && !strncmp(r.trials[i].rank, "evidence of v", 13));
+    }
     if (r.trials[i].valid && (!best || r.trials[i].median_ms < best_ms)) {
       best = r.trials[i].version;
       best_ms = r.trials[i].median_ms;
@@ -154,6 +167,8 @@ int main(int argc, char **argv) {
     printf("test_gpu_optimize: skipped: no GPU\n");
     return 77;
   }
+  const char *bin = getenv("ARGUS_BIN");
+  ag_spec_set_tile_builder(ag_tile_spec_build, (void *)(bin ? bin : "argus"));
   static const chk_case cases[] = {{"test_validator_gpu", test_validator_gpu},
                                    {"test_loop_gpu", test_loop_gpu}};
   int failed = 0;

@@ -4,7 +4,7 @@
  * meeting a goal, the uniform line scripts/gpu/run.sh greps, and the paired
  * estimate's three verdicts; the results file's marked section written,
  * replaced, and refused for a file that cannot be read. A benchmark that runs only on the GPU
- * (trace_overhead, bench_probes) has its verdict tested here.
+ * (trace_overhead, bench_probes, bench_optimize) has its verdict tested here.
  */
 #include "check.h"
 
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "goal.h"
+#include "optimize_curve.h"
 
 TEST(test_goal_comparison) {
   CHECK(bench_goal_met(0.9, 1.0, 1));
@@ -103,5 +104,37 @@ TEST(test_results_section) {
   CHECK(access(p, F_OK) != 0);
 }
 
+/* bench_optimize: the best-so-far curve (invalid and untimed trials never
+ * count), the trial that reaches a target within a tolerance, and the
+ * verdict on the medians over the repeats (never reaching counts as worst). */
+TEST(test_optimize_curve) {
+  const double ms[] = {5.0, 4.0, 9.0, 1.0, 3.5, 0};
+  const int valid[] = {1, 1, 1, 0, 1, 1};
+  double best[6];
+  opt_best_so_far(ms, valid, 6, best);
+  const double want[] = {5.0, 4.0, 4.0, 4.0, 3.5, 3.5};
+  for (int i = 0; i < 6; i++)
+    CHECK(best[i] == want[i]);
+  const int none[] = {0, 0};
+  opt_best_so_far(ms, none, 2, best);
+  CHECK(best[0] == 0 && best[1] == 0);
+  opt_best_so_far(ms, valid, 6, best);
+  CHECK_EQ_INT(opt_trials_to_reach(best, 6, 3.5, 0), 4);
+  CHECK_EQ_INT(opt_trials_to_reach(best, 6, 3.9, 0.03), 1); /* 4.0 <= 3.9 * 1.03 */
+  CHECK_EQ_INT(opt_trials_to_reach(best, 6, 3.8, 0.03), 4);
+  CHECK_EQ_INT(opt_trials_to_reach(best, 6, 3.0, 0.03), -1);
+  double e, b;
+  const int ev[] = {2, 4, 3}, bl[] = {5, 3, 6};
+  CHECK(opt_fewer_trials(ev, bl, 3, 10, &e, &b));
+  CHECK(e == 3 && b == 5);
+  CHECK(!opt_fewer_trials(bl, ev, 3, 10, &e, &b));
+  const int same[] = {3, 3};
+  CHECK(!opt_fewer_trials(same, same, 2, 10, &e, &b)); /* equal is not fewer */
+  const int never[] = {-1, -1}, late[] = {9, 10};
+  CHECK(!opt_fewer_trials(never, late, 2, 10, &e, &b));
+  CHECK(e == 11 && b == 9.5);
+  CHECK(!opt_fewer_trials(ev, bl, 0, 10, &e, &b));
+}
+
 RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict), T(test_median),
-          T(test_results_section))
+          T(test_results_section), T(test_optimize_curve))

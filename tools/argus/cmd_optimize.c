@@ -102,6 +102,9 @@ int cmd_optimize(ag_cli *cli) {
                             x->edit, "valid", x->valid, "failed_step", x->step);
       if (x->timed)
         json_object_set_new(j, "median_ms", json_real(x->median_ms));
+      if (x->rank)
+        json_object_set_new(j, "rank", json_string(x->rank));
+      json_object_set_new(j, "evidence", json_boolean(x->has_evidence));
       json_array_append_new(arr, j);
     }
     if (!rc) {
@@ -124,6 +127,8 @@ int cmd_optimize(ag_cli *cli) {
         printf("trial %d: v%lld from v%lld by %s: %s%s%s\n", x->n, (long long)x->version,
                (long long)x->parent, x->edit, x->valid ? "valid, " : "rejected at ",
                x->valid ? tm : x->step, "");
+      if (x->rank)
+        printf("  ranked by %s\n", x->rank);
       else
         printf("trial %d: v%lld (the start, %s): %s%s\n", x->n, (long long)x->version, t->program,
                x->valid ? "valid, " : "rejected at ", x->valid ? tm : x->step);
