@@ -25,7 +25,10 @@ typedef enum {
   IK_MBAR_WAIT,   /* mbar_wait(bar, parity) */
   IK_BULK_COPY,   /* bulk_copy(dst, src, bytes, bar) */
   /* wgmma (warpgroup, asynchronous): the product, fence, commit_group, wait_group */
-  IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT
+  IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT,
+  /* warp specialization: setmaxnreg_inc/_dec(N) (tx: 1 inc, 0 dec), and
+   * cp_async_mbar_arrive(bar): an arrival when the thread's cp.asyncs land */
+  IK_SETMAXNREG, IK_CP_MBAR_ARRIVE
 } ag__ik;
 
 /* One row of the intrinsic table. TV layouts map (lane, value) to the

@@ -192,11 +192,24 @@ out:
 
 /* 1 when every thread of guard x is one of guard y's (syntactically: y is
  * true, x itself, or a conjunct of x) */
+static int bx_same(const ag__bx *x, const ag__bx *y) {
+  if (x == y)
+    return 1;
+  if (!x || !y || x->k != y->k)
+    return 0;
+  switch (x->k) {
+  case BX_CONST: return x->value == y->value;
+  case BX_CMP: return x->op == y->op && x->a == y->a && x->b == y->b;
+  default: return bx_same(x->x, y->x) && bx_same(x->y, y->y);
+  }
+}
 static int implies(const ag__bx *x, const ag__bx *y) {
-  if (!y || x == y)
+  if (!y || bx_same(x, y))
     return 1;
   return x && x->k == BX_AND && (implies(x->x, y) || implies(x->y, y));
 }
+
+int ag__bx_implies(const ag__bx *x, const ag__bx *y) { return implies(x, y); }
 
 int ag__wrec_msettled(const ag__wrec *w, int64_t reader, int64_t pc) {
   for (const ag__mset *m = w->mset; m; m = m->next)
@@ -212,11 +225,12 @@ int ag__race_mbar_ordered(ag__ck *c, const ag__rrec *r, const ag__rrec *l) {
       if (m->pc < l->pc && implies(l->guard, m->guard))
         return 1;
   }
-  /* every thread arrived after r (a release), and l's threads waited for
-   * that phase before l (an acquire) */
+  /* every thread of r arrived after r (a release: all threads, or a role's
+   * threads of a warp-specialized kernel), and l's threads waited for that
+   * phase before l (an acquire) */
   for (size_t i = 0; i < c->msyncs.n; i++) {
     const ag__msync *a = &c->msyncs.v[i];
-    if (a->wait || a->pc <= r->pc || a->pc >= l->pc)
+    if (a->wait || a->pc <= r->pc || a->pc >= l->pc || !implies(r->guard, a->guard))
       continue;
     for (size_t j = i + 1; j < c->msyncs.n; j++) {
       const ag__msync *w = &c->msyncs.v[j];
@@ -311,8 +325,7 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
   r.epoch = w->epoch;
   r.lo = w->lo;
   r.hi = w->hi;
-  if (w->mbar)
-    r.wrec = (int)(w - c->wrecs.v) + 1;
+  r.wrec = (int)(w - c->wrecs.v) + 1; /* its mbarrier, if any, may come later (cp.async) */
   /* a summary's replayed iteration: its pairs are the checked one's, but
    * its writes stay for the checked iteration's accesses */
   if (!c->replay) {

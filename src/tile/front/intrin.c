@@ -156,6 +156,20 @@ static const ag__intrin table[] = {
      .nops = 1, .opnames = {"n"},
      .semantics = "waits until at most N committed wgmma groups are pending: the accumulators "
                   "of the others are settled"},
+    /* warp specialization (docs/tile-dsl.md, "Warp specialization") */
+    {.name = "setmaxnreg_inc", .kind = IK_SETMAXNREG, .tx = 1,
+     .ptx = "setmaxnreg.inc.sync.aligned.u32", .nops = 1, .opnames = {"n"},
+     .semantics = "raises the warpgroup's per-thread register limit to N (a multiple of 8 in "
+                  "24..256); every warp of the warpgroup executes it"},
+    {.name = "setmaxnreg_dec", .kind = IK_SETMAXNREG, .tx = 0,
+     .ptx = "setmaxnreg.dec.sync.aligned.u32", .nops = 1, .opnames = {"n"},
+     .semantics = "lowers the warpgroup's per-thread register limit to N (a multiple of 8 in "
+                  "24..256); every warp of the warpgroup executes it"},
+    {.name = "cp_async_mbar_arrive", .kind = IK_CP_MBAR_ARRIVE,
+     .ptx = "cp.async.mbarrier.arrive.noinc.shared::cta.b64", .nops = 1, .opnames = {"bar"},
+     .semantics = "one arrival per calling thread on the mbarrier once every cp_async the "
+                  "thread issued before it has landed (counted in mbar_init's count); a wait "
+                  "on that phase settles those copies"},
 };
 
 const ag__intrin *ag__intrin_lookup(const char *name) {

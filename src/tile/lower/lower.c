@@ -1519,6 +1519,23 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
          (long long)k);
     break;
   }
+  case IK_CP_MBAR_ARRIVE:
+    if (n->list.n != 1)
+      fail(L, n, "%s(bar) takes one argument", in->name);
+    emit(L, n, "ag_cp_async_mbar_arrive(%s);", mbar_addr(L, n->list.v[0], in->name));
+    break;
+  case IK_SETMAXNREG: {
+    /* warp specialization: every warp of the warpgroup (checked by argus check) */
+    if (n->list.n != 1)
+      fail(L, n, "%s(n) takes one argument", in->name);
+    int64_t r = as_const(L, n->list.v[0], ev(L, n->list.v[0]), "the register count");
+    if (r < 24 || r > 256 || r % 8)
+      fail(L, n->list.v[0], "%s needs a register count that is a multiple of 8 in 24..256, "
+                            "not %lld", in->name, (long long)r);
+    emit(L, n, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\" ::: \"memory\");",
+         in->tx ? "inc" : "dec", (long long)r);
+    break;
+  }
   default: fail(L, n, "the lowering has no handler for intrinsic '%s'", in->name);
   }
   return newv(L, V_NONE);
@@ -2693,6 +2710,9 @@ static const char prelude[] =
     "}\n"
     "static __device__ __forceinline__ void ag_mbar_wait(void *bar, unsigned parity) {\n"
     "  asm volatile(\"{\\n .reg .pred p;\\n AG_WAIT:\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n @!p bra AG_WAIT;\\n}\" :: \"r\"(ag_saddr(bar)), \"r\"(parity) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_cp_async_mbar_arrive(void *bar) {\n"
+    "  asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(ag_saddr(bar)) : \"memory\");\n"
     "}\n"
     "static __device__ __forceinline__ void ag_bulk_copy(void *dst, const void *src, unsigned bytes, void *bar) {\n"
     "  asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\" :: \"r\"(ag_saddr(dst)), \"l\"(src), \"r\"(bytes), \"r\"(ag_saddr(bar)) : \"memory\");\n"

@@ -1007,6 +1007,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     }
     case IK_SYNC: case IK_CP_COMMIT: case IK_CP_WAIT:
     case IK_MBAR_INIT: case IK_MBAR_FENCE: case IK_MBAR_ARRIVE: case IK_MBAR_WAIT:
+    case IK_CP_MBAR_ARRIVE: case IK_SETMAXNREG:
       break; /* lockstep: nothing to wait for (a checked program waits where it must) */
     case IK_WGMMA: wgmma(c, n, in); break;
     case IK_WG_FENCE: case IK_WG_COMMIT: case IK_WG_WAIT:
