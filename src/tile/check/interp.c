@@ -158,6 +158,7 @@ static ag__scope *scope_snapshot(ag__ck *c) {
 static ag__value *eval(ag__ck *c, const ag_tile_node *n);
 static void exec_block(ag__ck *c, const ag_tile_list *body);
 static void exec_stmt(ag__ck *c, const ag_tile_node *n);
+static void need_warpgroup(ag__ck *c, const ag_tile_node *n, const char *what);
 static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e);
 static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
                            const char *what);
@@ -1438,7 +1439,13 @@ static void do_wait(ag__ck *c, const ag_tile_node *n) {
 
 static void do_reset(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 1, 1, "reset(tile)");
-  need_uniform(c, n, "reset");
+  /* a role of a warp-specialized kernel resets the stage it refills: the
+   * bytes lose their tags at that point of the interleaving (a reader of
+   * the other role after it sees the refill, unsettled until it waits) */
+  if (c->roles)
+    need_warpgroup(c, n, "reset");
+  else
+    need_uniform(c, n, "reset");
   ag__value *v = eval(c, n->list.v[0]);
   if (v->k != V_TILE || v->t->sp != SP_SHARED)
     ag__ck_error(c, n, "reset() takes a shared tile (registers are simply overwritten)");
@@ -1733,8 +1740,13 @@ static void do_mbar_wait(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
                  b->name, (long long)par, (long long)done, b->name, (long long)b->pending,
                  (long long)(b->tx > 0 ? b->tx : 0));
   const ag__bx *g = thread_part(c, c->path);
-  if (!g && upto > b->done)
-    b->done = upto; /* every thread waited: the phase is complete from here */
+  /* every thread waited: the phase is complete from here. In a role split
+   * the waiting role is the one the barrier signals (consumers on `full`,
+   * the producer on `empty`): the phase is complete for the phase count
+   * too; a thread of another role that did not synchronize with the wait
+   * and touches the stage is a race (race.c) */
+  if ((!g || c->roles) && upto > b->done)
+    b->done = upto;
   msync_push(c, bi, 1, upto, g);
   for (size_t i = 0; i < c->wrecs.n; i++) {
     ag__wrec *w = &c->wrecs.v[i];
@@ -3185,17 +3197,20 @@ static void role_fuse(ag__ck *c, ag__roles *r, const ag_tile_list *lp, const ag_
                    "warp-specialized 'if'; bind it before the 'if' (the checker runs the "
                    "roles' loops as one)",
                    fp->name);
-    ag__roles lvl = *r;
-    lvl.step = body;
-    lvl.np0 = r->p->b.n;
-    lvl.nq0 = r->q->b.n;
-    lvl.up = c->roles;
-    c->roles = &lvl;
+    /* in the arena: an error inside unwinds past this frame (loop.c's
+     * attempts restore c->roles) */
+    ag__roles *lvl = ag__ck_alloc(c, sizeof *lvl);
+    *lvl = *r;
+    lvl->step = body;
+    lvl->np0 = r->p->b.n;
+    lvl->nq0 = r->q->b.n;
+    lvl->up = c->roles;
+    c->roles = lvl;
     exec_stmt(c, loop);
-    c->roles = lvl.up;
+    c->roles = lvl->up;
     /* names the loop bound are not visible after it */
-    r->p->b.n = lvl.np0;
-    r->q->b.n = lvl.nq0;
+    r->p->b.n = lvl->np0;
+    r->q->b.n = lvl->nq0;
     ip = jp + 1;
     iq = jq + 1;
   }
@@ -3236,9 +3251,11 @@ static void exec_roles(ag__ck *c, const ag_tile_node *n, const ag__bx *cond) {
   r.gp = cond;
   r.gq = ag__bnot(c, cond);
   r.up = c->roles;
+  c->roles = &r;
   c->symbolic_if++;
   role_fuse(c, &r, &n->list, &n->list2);
   c->symbolic_if--;
+  c->roles = r.up;
 }
 
 static void exec_if(ag__ck *c, const ag_tile_node *n) {
