@@ -1,0 +1,163 @@
+/*
+ * test_tile_ws.c — warp specialization in the checker (docs/check.md,
+ * "Warp specialization"): a producer warpgroup and a consumer warpgroup in
+ * the two branches of `if t / 128 == 0:` run as two timelines that meet at
+ * the mbarriers of a full/empty ring. The correct ring is proved, unrolled
+ * and summarized (--symbolic R); the planted bugs are refuted at the right
+ * line with the thread and iteration: (a) the producer refills a stage the
+ * consumer has not released (no empty wait), (b) the consumer waits on the
+ * wrong parity, (c) the consumer reads the wrong stage. setmaxnreg and role
+ * loops that do not line up get their errors.
+ */
+#include "check.h"
+#include "tile_util.h"
+
+static const char *ring =
+    "K = 2\n"
+    "@threads(256)\n"
+    "@grid(1)\n"
+    "def ws(X: Tensor(R, 128, f32), Y: Tensor(R, 128, f32), R: const = 4):\n"
+    "    T_X = X[r, c] -> (r, c)\n"
+    "    full = make_shared((K,), u64)\n"
+    "    empty = make_shared((K,), u64)\n"
+    "    buf = make_shared((K, 128), f32)\n"
+    "    t = threadIdx.x\n"
+    "    if t == 0:\n"
+    "        for s in range(K):\n"
+    "            mbar_init(full[s], 128)\n"
+    "            mbar_init(empty[s], 128)\n"
+    "        fence_mbar_init()\n"
+    "    syncthreads()\n"
+    "    if t / 128 == 0:\n"
+    "        setmaxnreg_dec(40)\n"
+    "        for i in range(R):\n"
+    "            s = i % K\n"
+    "            ph = i / K % 2\n"
+    "            mbar_wait(empty[s], 1 - ph)\n"
+    "            reset(buf[s, :])\n"
+    "            cp_async(buf[s, t], X[i, t])\n"
+    "            cp_async_mbar_arrive(full[s])\n"
+    "    else:\n"
+    "        setmaxnreg_inc(232)\n"
+    "        for i in range(R):\n"
+    "            s = i % K\n"
+    "            ph = i / K % 2\n"
+    "            mbar_wait(full[s], ph)\n"
+    "            x = buf[s, t - 128]\n"
+    "            assert tag(x) == (i, t - 128)\n"
+    "            Y[i, t - 128] = x * 2.0\n"
+    "            mbar_arrive(empty[s])\n";
+
+/* ring with line `from` replaced by `to` (owned) */
+static char *edit(const char *from, const char *to) {
+  const char *p = strstr(ring, from);
+  CHECK(p != NULL);
+  if (!p)
+    return NULL;
+  size_t n = strlen(ring) + strlen(to) + 1;
+  char *s = malloc(n);
+  snprintf(s, n, "%.*s%s%s", (int)(p - ring), ring, to, p + strlen(from));
+  return s;
+}
+
+static ag_tile_report *run(const char *text, int symbolic, int *rc) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_check_opts o;
+  memset(&o, 0, sizeof o);
+  const char *sym[] = {"R"};
+  if (symbolic) {
+    o.symbolic = sym;
+    o.nsymbolic = 1;
+  }
+  ag_tile_report *r = tu_check(text, "ws.tile", &d, rc, &o);
+  if (*rc) {
+    ag_str f = AG_STR_INIT;
+    ag_diags_format(&d, &f);
+    printf("  %s\n", ag_str_cstr(&f));
+    ag_str_release(&f);
+  }
+  ag_diags_release(&d);
+  return r;
+}
+
+TEST(test_ring_proved) {
+  for (int sym = 0; sym < 2; sym++) {
+    int rc;
+    ag_tile_report *r = run(ring, sym, &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(r && ag_tile_report_ok(r));
+    const ag_tile_assert_result *a = r ? tu_find(r, tu_line_of(ring, "assert tag(x)")) : NULL;
+    CHECK(a && a->status == AG_TILE_PROVED);
+    CHECK(r && r->races_proved >= 1);
+    ag_tile_report_free(r);
+  }
+}
+
+/* the bug is refuted: a race at the producer's cp_async (the copy and the
+ * reader named), and for (b) and (c) the assertion too */
+static void refuted(const char *from, const char *to, int assert_too, const char *why) {
+  for (int sym = 0; sym < 2; sym++) {
+    char *s = edit(from, to);
+    int rc;
+    ag_tile_report *r = s ? run(s, sym, &rc) : NULL;
+    CHECK(r != NULL);
+    const ag_tile_assert_result *w = r ? tu_find(r, tu_line_of(s, "cp_async(buf")) : NULL;
+    CHECK(w && w->race && w->status == AG_TILE_VIOLATED && w->cex);
+    if (w && w->cex) {
+      CHECK_CONTAINS(w->cex->reason, why);
+      CHECK(w->cex->thread >= 0 && w->cex->other >= 0);
+      CHECK((w->cex->thread < 128) != (w->cex->other < 128)); /* one of each role */
+    }
+    const ag_tile_assert_result *a = r ? tu_find(r, tu_line_of(s, "assert tag(x)")) : NULL;
+    if (assert_too)
+      CHECK(a && a->status == AG_TILE_VIOLATED && a->cex && a->cex->thread >= 128);
+    ag_tile_report_free(r);
+    free(s);
+  }
+}
+
+TEST(test_planted_bugs) {
+  /* (a) no empty wait: the refill overtakes the consumer's read */
+  refuted("            mbar_wait(empty[s], 1 - ph)\n", "            pass\n", 0,
+          "write-after-read race");
+  /* (b) the wrong parity: the read is not ordered after the copy */
+  refuted("mbar_wait(full[s], ph)", "mbar_wait(full[s], 1 - ph)", 1, "read-after-write race");
+  /* (c) the stage off by one */
+  refuted("x = buf[s, t - 128]", "x = buf[(i + 1) % K, t - 128]", 1, "write-after-read race");
+}
+
+static void refused(const char *from, const char *to, const char *msg) {
+  char *s = edit(from, to);
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = s ? tu_check(s, "ws.tile", &d, &rc, NULL) : NULL;
+  CHECK(s && rc != 0);
+  ag_str f = AG_STR_INIT;
+  ag_diags_format(&d, &f);
+  CHECK_CONTAINS(ag_str_cstr(&f), msg);
+  ag_str_release(&f);
+  ag_diags_release(&d);
+  ag_tile_report_free(r);
+  free(s);
+}
+
+TEST(test_bad_input) {
+  refused("setmaxnreg_dec(40)", "setmaxnreg_dec(44)",
+          "setmaxnreg_dec needs a register count that is a multiple of 8 in 24..256, not 44");
+  refused("setmaxnreg_inc(232)", "setmaxnreg_inc(264)", "multiple of 8 in 24..256, not 264");
+  refused("        setmaxnreg_dec(40)\n", "        if t < 64:\n            setmaxnreg_dec(40)\n",
+          "setmaxnreg_dec inside a thread-dependent 'if' that does not take whole warpgroups: "
+          "thread 0 runs it and thread 64 of the same warpgroup 0 does not");
+  /* the consumer's loop runs another range than the producer's */
+  refused("        for i in range(R):\n            s = i % K\n            ph = i / K % 2\n"
+          "            mbar_wait(full",
+          "        for i in range(R + 1):\n            s = i % K\n            ph = i / K % 2\n"
+          "            mbar_wait(full",
+          "run side by side (the checker interleaves the roles' mbarrier loops in order): give "
+          "them the same variable and the same range");
+}
+
+RUN_TESTS({"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
+          {"test_bad_input", test_bad_input})
