@@ -16,6 +16,7 @@
 
 #include "../../src/tile/run/run_int.h"
 #define TILE_PIPE_FILE "wgmma.tile"
+#define TILE_PIPE_COMPILE /* compiles(): NVRTC and ptxas */
 #include "tile_pipe.h"
 
 #include <unistd.h>
@@ -23,54 +24,6 @@
 /* Integers in -8..7 (exact in bf16; sums of 256 products exact in f32). */
 static float small(int i, int k) {
   return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
-}
-
-/* ptxas -arch=sm_90a on ptx: 1 assembled, 0 refused (err), -1 no ptxas. */
-static int assemble(const char *ptx, ag_str *err) {
-  char *as = ag_which("ptxas");
-  if (!as && access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-    as = ag_strdup("/usr/local/cuda/bin/ptxas");
-  if (!as)
-    return -1;
-  char in[] = "/tmp/argus-wg-XXXXXX.ptx", outp[] = "/tmp/argus-wg-XXXXXX.cubin";
-  int fd = mkstemps(in, 4), fd2 = mkstemps(outp, 6);
-  int ok = 0;
-  if (fd >= 0 && fd2 >= 0 && write(fd, ptx, strlen(ptx)) == (ssize_t)strlen(ptx)) {
-    const char *argv[] = {as, "-arch=sm_90a", "-o", outp, in, NULL};
-    ag_proc_opts o;
-    memset(&o, 0, sizeof o);
-    o.argv = argv;
-    o.capture_err = err;
-    o.timeout_s = 300;
-    ag_proc_result r;
-    ok = !ag_proc_run(&o, &r) && r.exited && r.exit_code == 0;
-  }
-  if (fd >= 0)
-    close(fd), unlink(in);
-  if (fd2 >= 0)
-    close(fd2), unlink(outp);
-  ag_free(as);
-  return ok;
-}
-
-/* NVRTC then ptxas on l's CUDA C: 1 when both ran and accepted it, 0 when one
- * refused, -1 when either is missing. */
-static int compiles(const ag_tile_lowered *l) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_str ptx = AG_STR_INIT, err = AG_STR_INIT;
-  int rc = ag_tile_nvrtc_ptx(l->cuda, strlen(l->cuda), "sm_90a", &d, &ptx, NULL);
-  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : assemble(ag_str_cstr(&ptx), &err);
-  if (r == 0) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    printf("  does not compile: %s%s\n", ag_str_cstr(&s), ag_str_cstr(&err));
-    ag_str_release(&s);
-  }
-  ag_str_release(&ptx);
-  ag_str_release(&err);
-  ag_diags_release(&d);
-  return r;
 }
 
 TEST(test_example) {

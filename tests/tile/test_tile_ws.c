@@ -7,10 +7,20 @@
  * line with the thread and iteration: (a) the producer refills a stage the
  * consumer has not released (no empty wait), (b) the consumer waits on the
  * wrong parity, (c) the consumer reads the wrong stage. setmaxnreg and role
- * loops that do not line up get their errors.
+ * loops that do not line up get their errors. examples/tile/ws_gemm.tile
+ * (a warp-specialized persistent wgmma GEMM) checks clean, lowers (its
+ * setmaxnreg, its run-time tile loop), compiles for sm_90a, and the value
+ * interpreter (the roles as cooperating tasks) matches C = A B^T.
  */
+#include "argus/layout.h"
+#include "argus/tile_run.h"
 #include "check.h"
 #include "tile_util.h"
+
+#include "../../src/tile/run/run_int.h"
+#define TILE_PIPE_FILE "ws_gemm.tile"
+#define TILE_PIPE_COMPILE
+#include "tile_pipe.h"
 
 static const char *ring =
     "K = 2\n"
@@ -159,5 +169,63 @@ TEST(test_bad_input) {
           "them the same variable and the same range");
 }
 
-RUN_TESTS({"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
+/* Integers in -8..7 (exact in bf16; sums of 256 products exact in f32). */
+static float small(int i, int k) {
+  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
+}
+
+TEST(test_example) {
+  char *src = tu_read("examples/tile/ws_gemm.tile", NULL);
+  CHECK(src != NULL);
+  if (!src)
+    return;
+  ag_tile_program *p = checked(src);
+  CHECK(p != NULL);
+  ag_tile_lowered *l = p ? lowered(p) : NULL;
+  CHECK(l != NULL);
+  if (l) {
+    CHECK_CONTAINS(l->cuda, "setmaxnreg.dec.sync.aligned.u32 40;");
+    CHECK_CONTAINS(l->cuda, "setmaxnreg.inc.sync.aligned.u32 232;");
+    CHECK_CONTAINS(l->cuda, "__launch_bounds__(256, 1)"); /* setmaxnreg needs it */
+    CHECK_CONTAINS(l->cuda, "cp.async.mbarrier.arrive.noinc.shared::cta.b64");
+    CHECK_CONTAINS(l->cuda, "< (unsigned)((7 - blockIdx.x) / 4 + 1)"); /* the tile loop */
+    CHECK_CONTAINS(l->cuda, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
+    int c = compiles(l);
+    if (c < 0)
+      printf("  NVRTC or ptxas missing: the compile step is skipped\n");
+    else
+      CHECK_EQ_INT(c, 1);
+    /* the value interpreter: C (128 x 256) = A B^T, K = 256, 4 blocks of 2 tiles (run
+     * one role after the other, the producer's last k-tiles would be all the consumer
+     * sees: the roles must step together) */
+    enum { M = 128, N = 256, K = 256 };
+    uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
+    float *C = calloc((size_t)M * N, 4);
+    for (int i = 0; i < M * K; i++)
+      A[i] = ag__f2bf(small(i, 3));
+    for (int i = 0; i < N * K; i++)
+      B[i] = ag__f2bf(small(i, 5));
+    void *t[3] = {A, B, C};
+    char err[512] = "";
+    int rc = interpret(p, l, "ws_gemm", t, err, sizeof err);
+    if (rc)
+      printf("  interp: %s\n", err);
+    CHECK_EQ_INT(rc, 0);
+    long bad = 0;
+    for (int m = 0; !rc && m < M; m++)
+      for (int n = 0; n < N; n++) {
+        double sum = 0;
+        for (int kk = 0; kk < K; kk++)
+          sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
+        bad += C[m * N + n] != (float)sum;
+      }
+    CHECK_EQ_INT(bad, 0);
+    free(A), free(B), free(C);
+  }
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  free(src);
+}
+
+RUN_TESTS({"test_example", test_example}, {"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
           {"test_bad_input", test_bad_input})

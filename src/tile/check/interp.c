@@ -3036,30 +3036,11 @@ typedef struct ag__roles {
 
 static const ag_tile_node role_mark; /* b of a fused loop body node */
 
-static int mbar_call(const ag_tile_node *e) {
-  if (!e)
-    return 0;
-  if (e->kind == AG_TN_CALL && e->a && e->a->kind == AG_TN_NAME) {
-    const ag__intrin *in = ag__intrin_lookup(e->a->name);
-    if (in && (in->kind == IK_MBAR_WAIT || in->kind == IK_MBAR_ARRIVE ||
-               in->kind == IK_BULK_COPY || in->kind == IK_CP_MBAR_ARRIVE))
-      return 1;
-  }
-  if (mbar_call(e->a) || mbar_call(e->b) || mbar_call(e->c))
-    return 1;
-  for (int i = 0; i < e->list.n; i++)
-    if (mbar_call(e->list.v[i]))
-      return 1;
-  for (int i = 0; i < e->list2.n; i++)
-    if (mbar_call(e->list2.v[i]))
-      return 1;
-  return 0;
-}
-static int sync_loop(const ag_tile_node *s) { return s->kind == AG_TN_FOR && mbar_call(s); }
+static int sync_loop(const ag_tile_node *s) { return ag__intrin_sync_loop(s); }
 static int has_sync_loop(const ag_tile_list *l) {
   for (int i = 0; i < l->n; i++)
-    if (sync_loop(l->v[i]) || (l->v[i]->kind != AG_TN_FOR && mbar_call(l->v[i]) &&
-                               (has_sync_loop(&l->v[i]->list) || has_sync_loop(&l->v[i]->list2))))
+    if (sync_loop(l->v[i]) || (l->v[i]->kind != AG_TN_FOR && (has_sync_loop(&l->v[i]->list) ||
+                                                             has_sync_loop(&l->v[i]->list2))))
       return 1;
   return 0;
 }

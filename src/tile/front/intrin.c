@@ -21,6 +21,7 @@
  * (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
  */
 #include "../tile_intrin.h"
+#include "argus/tile.h"
 #include "../layout/layout_int.h" /* ag__lfail: the layout module's error convention */
 
 #include <string.h>
@@ -236,3 +237,25 @@ int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzl
   *major = o01 - o00 == esz ? AG_GMMA_K_MAJOR : AG_GMMA_MN_MAJOR;
   return ag_gmma_desc_derive(c, &st, *major, 0, kc, rows, out);
 }
+
+static int mbar_call(const ag_tile_node *e) {
+  if (!e)
+    return 0;
+  if (e->kind == AG_TN_CALL && e->a && e->a->kind == AG_TN_NAME) {
+    const ag__intrin *in = ag__intrin_lookup(e->a->name);
+    if (in && (in->kind == IK_MBAR_WAIT || in->kind == IK_MBAR_ARRIVE ||
+               in->kind == IK_BULK_COPY || in->kind == IK_CP_MBAR_ARRIVE))
+      return 1;
+  }
+  if (mbar_call(e->a) || mbar_call(e->b) || mbar_call(e->c))
+    return 1;
+  for (int i = 0; i < e->list.n; i++)
+    if (mbar_call(e->list.v[i]))
+      return 1;
+  for (int i = 0; i < e->list2.n; i++)
+    if (mbar_call(e->list2.v[i]))
+      return 1;
+  return 0;
+}
+
+int ag__intrin_sync_loop(const ag_tile_node *s) { return s->kind == AG_TN_FOR && mbar_call(s); }
