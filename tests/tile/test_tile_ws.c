@@ -227,5 +227,51 @@ TEST(test_example) {
   free(src);
 }
 
-RUN_TESTS({"test_example", test_example}, {"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
+/* A planted bug of ws_gemm.tile (examples/tile/bugs/ws-*.mut, applied as apply.sh does
+ * for a one-line edit): the write at `at` races (reason `why`), between a producer
+ * thread and a consumer thread; with `operand`, the wgmma's operand is top too. */
+static void ws_bug(const char *from, const char *to, const char *at, const char *why,
+                   int operand) {
+  char *src = tu_read("examples/tile/ws_gemm.tile", NULL);
+  CHECK(src != NULL);
+  const char *p = src ? strstr(src, from) : NULL;
+  CHECK(p != NULL);
+  if (!p) {
+    free(src);
+    return;
+  }
+  size_t n = strlen(src) + strlen(to) + 1;
+  char *s = malloc(n);
+  snprintf(s, n, "%.*s%s%s", (int)(p - src), src, to, p + strlen(from));
+  int rc;
+  ag_tile_report *r = run(s, 0, &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && !ag_tile_report_ok(r));
+  const ag_tile_assert_result *w = r ? tu_find(r, tu_line_of(s, at)) : NULL;
+  CHECK(w && w->race && w->status == AG_TILE_VIOLATED && w->cex);
+  if (w && w->cex) {
+    CHECK_CONTAINS(w->cex->reason, why);
+    CHECK((w->cex->thread < 128) != (w->cex->other < 128)); /* one of each role */
+  }
+  const ag_tile_assert_result *o = r ? tu_find(r, tu_line_of(s, "wgmma_m64n64k16(acc")) : NULL;
+  if (operand) {
+    CHECK(o && o->status == AG_TILE_VIOLATED && o->cex && o->cex->thread >= 128);
+    if (o && o->cex)
+      CHECK_CONTAINS(o->cex->reason, "not settled");
+  }
+  ag_tile_report_free(r);
+  free(s);
+  free(src);
+}
+
+TEST(test_example_bugs) {
+  ws_bug("mbar_wait(empty[s], 1 - ph)", "pass", "cp_async(sAc[s, e / 8, e % 8]",
+         "write-after-read race: thread", 0);
+  ws_bug("mbar_wait(full[s], ph)", "mbar_wait(full[s], 1 - ph)", "cp_async(sAc[s, e / 8, e % 8]",
+         "read-after-write race", 1);
+  ws_bug("sA[s, :, kk * 16:kk * 16 + 16], sB[s, :", "sA[(kt + 1) % S, :, kk * 16:kk * 16 + 16], "
+         "sB[(kt + 1) % S, :", "cp_async(sAc[s, e / 8, e % 8]", "write-after-read race", 0);
+}
+
+RUN_TESTS({"test_example", test_example}, {"test_example_bugs", test_example_bugs}, {"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
           {"test_bad_input", test_bad_input})

@@ -1589,13 +1589,15 @@ static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node 
   b.name = ag__ck_strdup(c, nm);
   char why[400];
   snprintf(why, sizeof why,
-           "the bulk copy that writes it completes a phase of mbarrier '%s' that no mbar_wait "
+           "the copy that writes it (bulk, or a cp.async the barrier tracks) completes a phase "
+           "of mbarrier '%s' that no mbar_wait "
            "in this thread has seen complete before the read (a wait on the wrong parity, a "
            "wrong stage, or none)",
            nm);
   b.why_wait = ag__ck_strdup(c, why);
   snprintf(why, sizeof why,
-           "the bulk copy that writes it may land after its phase of mbarrier '%s' completes: "
+           "the copy that writes it (bulk, or a cp.async the barrier tracks) may land after its "
+           "phase of mbarrier '%s' completes: "
            "the bytes that phase expects (mbar_expect_tx) differ from the bytes copied into it",
            nm);
   b.why_late = ag__ck_strdup(c, why);
@@ -2104,10 +2106,21 @@ static void wg_race_reads(ag__ck *c, const ag_tile_node *n, const ag__tile *t, i
       addr[e] = swizzled(c, t, ag__x(c, AG_X_ADD, t->base, ag__x(c, AG_X_MUL, off,
                                                                    ag__xc(c, esz))));
     }
+    /* contiguous for every thread: the addresses depend on the thread only
+     * (a constant stage) and are evaluated, or the difference folds */
     int contiguous = per <= 8;
     for (int e = 1; contiguous && e < per; e++) {
       int64_t d;
-      contiguous = ag_expr_is_const(ag__x(c, AG_X_SUB, addr[e], addr[0]), &d) && d == e * esz;
+      const ag_expr *diff = ag__x(c, AG_X_SUB, addr[e], addr[0]);
+      if (ag_expr_is_const(diff, &d)) {
+        contiguous = d == e * esz;
+        continue;
+      }
+      for (int64_t th = 0; contiguous && th < c->nthreads; th++) {
+        int64_t a0, ae;
+        contiguous = !ag__xeval_tid(addr[0], th, &a0) && !ag__xeval_tid(addr[e], th, &ae) &&
+                     ae - a0 == e * esz;
+      }
     }
     if (contiguous)
       ag__race_read(c, n, t->buf, addr[0], 16, g);
