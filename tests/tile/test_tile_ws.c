@@ -273,5 +273,29 @@ TEST(test_example_bugs) {
          "sB[(kt + 1) % S, :", "cp_async(sAc[s, e / 8, e % 8]", "write-after-read race", 0);
 }
 
-RUN_TESTS({"test_example", test_example}, {"test_example_bugs", test_example_bugs}, {"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
+/* The GPU test's specs (test_gpu_tile_ws) lower, bind and compile here (all but the launch;
+ * NVRTC missing: skipped) */
+TEST(test_gpu_specs) {
+  static const char *specs[] = {"MT=8,NT=8,K=512,NB=32", "MT=2,NT=4,K=256,NB=4",
+                                "MT=64,NT=64,K=4096,NB=132"};
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    ag_tile_exec_result r;
+    int rc = ag_tile_run_file("examples/tile/ws_gemm.tile", specs[i], NULL, NULL, &r, NULL, NULL);
+    if (rc == AG_EUNSUPPORTED) {
+      printf("  %s: NVRTC missing: skipped\n", specs[i]);
+      continue;
+    }
+    if (rc)
+      printf("  %s: %s: %s\n", specs[i], ag_strerror(rc), r.err);
+    CHECK_EQ_INT(rc, 0);
+  }
+  /* a spec that breaks an assumption is refused */
+  ag_tile_exec_result r;
+  int rc = ag_tile_run_file("examples/tile/ws_gemm.tile", "MT=1,NT=1,K=256,NB=2", NULL, NULL, &r,
+                            NULL, NULL);
+  CHECK(rc != 0);
+  CHECK_CONTAINS(r.err, "assume NB <= MT * NT");
+}
+
+RUN_TESTS({"test_example", test_example}, {"test_gpu_specs", test_gpu_specs}, {"test_example_bugs", test_example_bugs}, {"test_ring_proved", test_ring_proved}, {"test_planted_bugs", test_planted_bugs},
           {"test_bad_input", test_bad_input})
