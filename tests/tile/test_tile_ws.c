@@ -276,11 +276,14 @@ TEST(test_example_bugs) {
 /* The GPU test's specs (test_gpu_tile_ws) lower, bind and compile here (all but the launch;
  * NVRTC missing: skipped) */
 TEST(test_gpu_specs) {
+  char path[1024];
+  const char *src = getenv("ARGUS_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/examples/tile/ws_gemm.tile", src ? src : ".");
   static const char *specs[] = {"MT=8,NT=8,K=512,NB=32", "MT=2,NT=4,K=256,NB=4",
                                 "MT=64,NT=64,K=4096,NB=132"};
   for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
     ag_tile_exec_result r;
-    int rc = ag_tile_run_file("examples/tile/ws_gemm.tile", specs[i], NULL, NULL, &r, NULL, NULL);
+    int rc = ag_tile_run_file(path, specs[i], NULL, NULL, &r, NULL, NULL);
     if (rc == AG_EUNSUPPORTED) {
       printf("  %s: NVRTC missing: skipped\n", specs[i]);
       continue;
@@ -291,7 +294,7 @@ TEST(test_gpu_specs) {
   }
   /* a spec that breaks an assumption is refused */
   ag_tile_exec_result r;
-  int rc = ag_tile_run_file("examples/tile/ws_gemm.tile", "MT=1,NT=1,K=256,NB=2", NULL, NULL, &r,
+  int rc = ag_tile_run_file(path, "MT=1,NT=1,K=256,NB=2", NULL, NULL, &r,
                             NULL, NULL);
   CHECK(rc != 0);
   CHECK_CONTAINS(r.err, "assume NB <= MT * NT");
