@@ -144,6 +144,40 @@ static int compiles(const ag_tile_lowered *l) {
   return r;
 }
 
+
+/* Integers in -8..7 (exact in bf16; sums of 256 products exact in f32). */
+static float small(int i, int k) {
+  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
+}
+
+/* Runs GEMM kernel `name` (A(M, K), B(N, K) bf16 -> C(M, N) f32) in the value
+ * interpreter on small integers (sizes: its size spec, or NULL) and compares C
+ * with A B^T in double: the number of wrong elements, or -1 when it does not run. */
+__attribute__((unused)) static long interp_gemm_bad(const ag_tile_program *p,
+                                                    const ag_tile_lowered *l, const char *name,
+                                                    const char *sizes, int M, int N, int K) {
+  uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
+  float *C = calloc((size_t)M * N, 4);
+  for (int i = 0; i < M * K; i++)
+    A[i] = ag__f2bf(small(i, 3));
+  for (int i = 0; i < N * K; i++)
+    B[i] = ag__f2bf(small(i, 5));
+  void *t[3] = {A, B, C};
+  char err[512] = "";
+  int rc = interpret_sizes(p, l, name, sizes, t, err, sizeof err);
+  if (rc)
+    printf("  interp: %s\n", err);
+  long bad = rc ? -1 : 0;
+  for (int m = 0; !rc && m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double sum = 0;
+      for (int kk = 0; kk < K; kk++)
+        sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
+      bad += C[m * N + n] != (float)sum;
+    }
+  free(A), free(B), free(C);
+  return bad;
+}
 #endif
 
 #endif

@@ -3072,17 +3072,30 @@ static int role_split(ag__ck *c, const ag__bx *cond) {
   return seen[0] && seen[1];
 }
 
+/* A role's view of the names: its own (own) over the scope's; role_leave
+ * restores the scope's n0 bindings (neutral, returned here). */
+static ag__binding *role_enter(ag__ck *c, const ag__scope *own, size_t *n0) {
+  ag__scope *outer = c->scope;
+  *n0 = outer->b.n;
+  ag__binding *neutral = ag__ck_alloc(c, (*n0 ? *n0 : 1) * sizeof *neutral);
+  ag__mcpy(neutral, outer->b.v, *n0 * sizeof *neutral);
+  for (size_t i = 0; i < own->b.n; i++)
+    bind_in(c, outer, own->b.v[i].name, own->b.v[i].v);
+  return neutral;
+}
+static void role_leave(ag__ck *c, const ag__binding *neutral, size_t n0) {
+  c->scope->b.n = n0;
+  ag__mcpy(c->scope->b.v, neutral, n0 * sizeof *neutral);
+}
+
 /* Runs statements [from, to) of l as role r (names: own, guard: g). */
 static void role_seg(ag__ck *c, ag__scope *own, const ag__bx *g, const ag_tile_list *l, int from,
                      int to) {
   if (from >= to)
     return;
   ag__scope *outer = c->scope;
-  size_t n0 = outer->b.n;
-  ag__binding *neutral = ag__ck_alloc(c, (n0 ? n0 : 1) * sizeof *neutral);
-  ag__mcpy(neutral, outer->b.v, n0 * sizeof *neutral);
-  for (size_t i = 0; i < own->b.n; i++)
-    bind_in(c, outer, own->b.v[i].name, own->b.v[i].v);
+  size_t n0;
+  ag__binding *neutral = role_enter(c, own, &n0);
   const ag__bx *path = c->path;
   c->path = ag__band(c, path, g);
   for (int i = from; i < to; i++)
@@ -3098,8 +3111,7 @@ static void role_seg(ag__ck *c, ag__scope *own, const ag__bx *g, const ag_tile_l
     if (same != 1)
       bind_in(c, own, x->name, x->v);
   }
-  outer->b.n = n0;
-  ag__mcpy(outer->b.v, neutral, n0 * sizeof *neutral);
+  role_leave(c, neutral, n0);
 }
 
 /* The two roles' segments side by side; registers merge at the join. */
@@ -3124,17 +3136,12 @@ static void role_range(ag__ck *c, ag__scope *own, const ag_tile_node *f, const a
       it->list.n < 1 || it->list.n > 3)
     ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
                         "step)");
-  ag__scope *outer = c->scope;
-  size_t n0 = outer->b.n;
-  ag__binding *keep = ag__ck_alloc(c, (n0 ? n0 : 1) * sizeof *keep);
-  ag__mcpy(keep, outer->b.v, n0 * sizeof *keep);
-  for (size_t i = 0; i < own->b.n; i++)
-    bind_in(c, outer, own->b.v[i].name, own->b.v[i].v);
+  size_t n0;
+  ag__binding *keep = role_enter(c, own, &n0);
   for (int i = 0; i < 3; i++)
     x[i] = i < it->list.n ? as_int(c, it->list.v[i], eval(c, it->list.v[i]), "a loop bound")
                           : NULL;
-  outer->b.n = n0;
-  ag__mcpy(outer->b.v, keep, n0 * sizeof *keep);
+  role_leave(c, keep, n0);
 }
 
 static void role_fuse(ag__ck *c, ag__roles *r, const ag_tile_list *lp, const ag_tile_list *lq) {
