@@ -25,7 +25,10 @@ typedef enum {
   IK_MBAR_WAIT,   /* mbar_wait(bar, parity) */
   IK_BULK_COPY,   /* bulk_copy(dst, src, bytes, bar) */
   /* wgmma (warpgroup, asynchronous): the product, fence, commit_group, wait_group */
-  IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT
+  IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT,
+  /* warp specialization: setmaxnreg_inc/_dec(N) (tx: 1 inc, 0 dec), and
+   * cp_async_mbar_arrive(bar): an arrival when the thread's cp.asyncs land */
+  IK_SETMAXNREG, IK_CP_MBAR_ARRIVE
 } ag__ik;
 
 /* One row of the intrinsic table. TV layouts map (lane, value) to the
@@ -69,6 +72,13 @@ typedef struct ag__intrin {
 int64_t ag__wgmma_period(int swizzled, ag_swizzle swz);
 int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
                    const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major);
+
+/* Warp specialization: 1 when statement s is a `for` whose body (at any
+ * depth) calls an mbarrier operation (mbar_wait, mbar_arrive/expect_tx,
+ * bulk_copy, cp_async_mbar_arrive): the loops the checker and the value
+ * interpreter run side by side for the roles of a role split. */
+struct ag_tile_node;
+int ag__intrin_sync_loop(const struct ag_tile_node *s);
 
 /* The row named name, or NULL (borrowed: static data). */
 const ag__intrin *ag__intrin_lookup(const char *name);

@@ -7,25 +7,10 @@
 #include "argus/tile_run.h"
 #include "check.h"
 #include "../trace/gpu_util.h"
+#include "tile_gpu.h"
 
 static void wg_case(const char *spec, ag_tile_ref ref, const char *want_ref) {
-  gpu_or_skip("test_gpu_tile_wgmma");
-  char path[1024];
-  const char *s = getenv("ARGUS_SOURCE_DIR");
-  snprintf(path, sizeof path, "%s/examples/tile/wgmma_gemm.tile", s ? s : ".");
-  ag_tile_exec_opts o;
-  memset(&o, 0, sizeof o);
-  o.ref = ref;
-  ag_tile_exec_result r;
-  int rc = ag_tile_run_file(path, spec, &o, NULL, &r, NULL, NULL);
-  if (rc)
-    printf("  %s: %s: %s\n", spec, ag_strerror(rc), r.err);
-  CHECK_EQ_INT(rc, 0);
-  CHECK(r.ref_used && !strcmp(r.ref_used, want_ref));
-  CHECK(r.nelems > 0);
-  CHECK_EQ_U64(r.nbad, 0);
-  printf("  wgmma_gemm.tile %s vs %s: %llu elements, %llu differ, max error %.3g\n", spec,
-         want_ref, (unsigned long long)r.nelems, (unsigned long long)r.nbad, r.max_err);
+  tile_gpu_case("test_gpu_tile_wgmma", "wgmma_gemm.tile", spec, ref, want_ref);
 }
 
 TEST(test_wgmma_512) { wg_case("M=512,N=512,K=512", AG_TILE_REF_CPU, "cpu"); }

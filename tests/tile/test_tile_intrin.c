@@ -168,6 +168,40 @@ static int program(const ag__intrin *in, ag_str *out) {
                   wait, n / 2, mm);
     return 1;
   }
+  case IK_SETMAXNREG: {
+    /* a warp-specialized block: warpgroup 0 lowers its registers, warpgroup 1
+     * raises them (the row under test is one of the two) */
+    const char *other = row_tx(IK_SETMAXNREG, !in->tx);
+    if (!other)
+      return 0;
+    ag_str_printf(out,
+                  "@threads(256)\n"
+                  "def kern(X: Tensor(32, u32), Y: Tensor(32, u32)):\n"
+                  "    t = threadIdx.x\n"
+                  "    if t / 128 == 0:\n        %s(40)\n    else:\n        %s(232)\n"
+                  "    if t < 32:\n        Y[t] = X[31 - t]\n",
+                  in->tx ? other : in->name, in->tx ? in->name : other);
+    return 1;
+  }
+  case IK_CP_MBAR_ARRIVE: {
+    /* every thread copies one word with cp.async and arrives when it lands */
+    const char *init = row_tx(IK_MBAR_INIT, 0), *fence = row_tx(IK_MBAR_FENCE, 0);
+    const char *wait = row_tx(IK_MBAR_WAIT, 0), *cp = row_of(IK_CP_ASYNC);
+    if (!init || !fence || !wait || !cp)
+      return 0;
+    ag_str_printf(out,
+                  "@threads(32)\n"
+                  "def kern(X: Tensor(32, u32), Y: Tensor(32, u32)):\n"
+                  "    t = threadIdx.x\n"
+                  "    bar = make_shared((1,), u64)\n"
+                  "    s = make_shared((32,), u32)\n"
+                  "    if t == 0:\n        %s(bar[0], 32)\n        %s()\n"
+                  "    syncthreads()\n"
+                  "    %s(s[t], X[t])\n    %s(bar[0])\n    %s(bar[0], 0)\n"
+                  "    Y[t] = s[31 - t]\n",
+                  init, fence, cp, in->name, wait);
+    return 1;
+  }
   }
   return 0;
 }
@@ -193,6 +227,9 @@ static const char *cuda_want(const ag__intrin *in) {
   case IK_WG_FENCE: return "asm volatile(\"wgmma.fence.sync.aligned;\"";
   case IK_WG_COMMIT: return "asm volatile(\"wgmma.commit_group.sync.aligned;\"";
   case IK_WG_WAIT: return "asm volatile(\"wgmma.wait_group.sync.aligned 0;\"";
+  case IK_SETMAXNREG: return in->tx ? "setmaxnreg.inc.sync.aligned.u32 232;"
+                                    : "setmaxnreg.dec.sync.aligned.u32 40;";
+  case IK_CP_MBAR_ARRIVE: return "ag_cp_async_mbar_arrive(bar + ";
   }
   return NULL;
 }
@@ -261,7 +298,7 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
     ag_diags_release(&d);
     ag_layout_ctx_release(&lc);
     ag_arena_release(&ar);
-  } else if (in->kind >= IK_WGMMA) {
+  } else if (in->kind >= IK_WGMMA && in->kind <= IK_WG_WAIT) {
     int n = in->kind == IK_WGMMA ? in->n : 64;
     uint16_t *A = malloc(64 * 16 * 2), *B = malloc((size_t)n * 16 * 2);
     float *C = malloc((size_t)64 * n * 4), *D = calloc((size_t)64 * n, 4);

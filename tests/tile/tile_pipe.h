@@ -2,7 +2,8 @@
  * tile_pipe.h — the front of the tile pipeline for tests that run every row
  * of a shared table (test_tile_builtins, test_tile_intrin): a program text
  * parsed and checked clean, then lowered, each printing why when it fails,
- * then one kernel run in the value interpreter.
+ * then one kernel run in the value interpreter; with TILE_PIPE_COMPILE, compiles():
+ * the lowered CUDA C through NVRTC and ptxas for sm_90a.
  * Include after check.h; TILE_PIPE_FILE names the text in diagnostics.
  */
 #ifndef ARGUS_TEST_TILE_PIPE_H
@@ -91,5 +92,92 @@ __attribute__((unused)) static int interpret(const ag_tile_program *p, const ag_
                                              const char *name, void **t, char *err, size_t errn) {
   return interpret_sizes(p, l, name, NULL, t, err, errn);
 }
+
+#ifdef TILE_PIPE_COMPILE /* compiles(): NVRTC, then ptxas -arch=sm_90a */
+#include <unistd.h>
+
+/* ptxas -arch=sm_90a on ptx: 1 assembled, 0 refused (err), -1 no ptxas. */
+static int assemble(const char *ptx, ag_str *err) {
+  char *as = ag_which("ptxas");
+  if (!as && access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+    as = ag_strdup("/usr/local/cuda/bin/ptxas");
+  if (!as)
+    return -1;
+  char in[] = "/tmp/argus-wg-XXXXXX.ptx", outp[] = "/tmp/argus-wg-XXXXXX.cubin";
+  int fd = mkstemps(in, 4), fd2 = mkstemps(outp, 6);
+  int ok = 0;
+  if (fd >= 0 && fd2 >= 0 && write(fd, ptx, strlen(ptx)) == (ssize_t)strlen(ptx)) {
+    const char *argv[] = {as, "-arch=sm_90a", "-o", outp, in, NULL};
+    ag_proc_opts o;
+    memset(&o, 0, sizeof o);
+    o.argv = argv;
+    o.capture_err = err;
+    o.timeout_s = 300;
+    ag_proc_result r;
+    ok = !ag_proc_run(&o, &r) && r.exited && r.exit_code == 0;
+  }
+  if (fd >= 0)
+    close(fd), unlink(in);
+  if (fd2 >= 0)
+    close(fd2), unlink(outp);
+  ag_free(as);
+  return ok;
+}
+
+/* NVRTC then ptxas on l's CUDA C: 1 when both ran and accepted it, 0 when one
+ * refused, -1 when either is missing. */
+static int compiles(const ag_tile_lowered *l) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_str ptx = AG_STR_INIT, err = AG_STR_INIT;
+  int rc = ag_tile_nvrtc_ptx(l->cuda, strlen(l->cuda), "sm_90a", &d, &ptx, NULL);
+  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : assemble(ag_str_cstr(&ptx), &err);
+  if (r == 0) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    printf("  does not compile: %s%s\n", ag_str_cstr(&s), ag_str_cstr(&err));
+    ag_str_release(&s);
+  }
+  ag_str_release(&ptx);
+  ag_str_release(&err);
+  ag_diags_release(&d);
+  return r;
+}
+
+
+/* Integers in -8..7 (exact in bf16; sums of 256 products exact in f32). */
+static float small(int i, int k) {
+  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
+}
+
+/* Runs GEMM kernel `name` (A(M, K), B(N, K) bf16 -> C(M, N) f32) in the value
+ * interpreter on small integers (sizes: its size spec, or NULL) and compares C
+ * with A B^T in double: the number of wrong elements, or -1 when it does not run. */
+__attribute__((unused)) static long interp_gemm_bad(const ag_tile_program *p,
+                                                    const ag_tile_lowered *l, const char *name,
+                                                    const char *sizes, int M, int N, int K) {
+  uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
+  float *C = calloc((size_t)M * N, 4);
+  for (int i = 0; i < M * K; i++)
+    A[i] = ag__f2bf(small(i, 3));
+  for (int i = 0; i < N * K; i++)
+    B[i] = ag__f2bf(small(i, 5));
+  void *t[3] = {A, B, C};
+  char err[512] = "";
+  int rc = interpret_sizes(p, l, name, sizes, t, err, sizeof err);
+  if (rc)
+    printf("  interp: %s\n", err);
+  long bad = rc ? -1 : 0;
+  for (int m = 0; !rc && m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double sum = 0;
+      for (int kk = 0; kk < K; kk++)
+        sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
+      bad += C[m * N + n] != (float)sum;
+    }
+  free(A), free(B), free(C);
+  return bad;
+}
+#endif
 
 #endif

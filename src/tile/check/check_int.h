@@ -433,6 +433,8 @@ typedef struct ag__ck {
   int64_t steps;           /* interpreted statements (bounded) */
   int wg_ngroups;          /* committed wgmma groups */
   AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
+  const ag__bx *wg_role;   /* the threads of the first wgmma_commit under a role split */
+  struct ag__roles *roles; /* the warp-specialized role splits being run (interp.c) */
 } ag__ck;
 
 /* A malformed program: adds an error at node n and unwinds to the check's
@@ -493,6 +495,9 @@ void ag__race_barrier(ag__ck *c);
  * arrive of every thread after r and a wait of l's threads before l that saw
  * its phase complete) */
 int ag__race_mbar_ordered(ag__ck *c, const ag__rrec *r, const ag__rrec *l);
+/* 1 when every thread of guard x is one of guard y's (syntactically: y is
+ * NULL, x itself, or a conjunct of x) */
+int ag__bx_implies(const ag__bx *x, const ag__bx *y);
 /* 1 when bulk copy w is settled for thread `reader` (tid := reader, -1:
  * unknown) at time pc: a wait on its phase returned in that thread */
 int ag__wrec_msettled(const ag__wrec *w, int64_t reader, int64_t pc);

@@ -157,6 +157,8 @@ static ag__scope *scope_snapshot(ag__ck *c) {
 /* --------------------------------------------------------------- forwards */
 static ag__value *eval(ag__ck *c, const ag_tile_node *n);
 static void exec_block(ag__ck *c, const ag_tile_list *body);
+static void exec_stmt(ag__ck *c, const ag_tile_node *n);
+static void need_warpgroup(ag__ck *c, const ag_tile_node *n, const char *what);
 static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e);
 static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
                            const char *what);
@@ -1437,7 +1439,13 @@ static void do_wait(ag__ck *c, const ag_tile_node *n) {
 
 static void do_reset(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 1, 1, "reset(tile)");
-  need_uniform(c, n, "reset");
+  /* a role of a warp-specialized kernel resets the stage it refills: the
+   * bytes lose their tags at that point of the interleaving (a reader of
+   * the other role after it sees the refill, unsettled until it waits) */
+  if (c->roles)
+    need_warpgroup(c, n, "reset");
+  else
+    need_uniform(c, n, "reset");
   ag__value *v = eval(c, n->list.v[0]);
   if (v->k != V_TILE || v->t->sp != SP_SHARED)
     ag__ck_error(c, n, "reset() takes a shared tile (registers are simply overwritten)");
@@ -1581,13 +1589,15 @@ static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node 
   b.name = ag__ck_strdup(c, nm);
   char why[400];
   snprintf(why, sizeof why,
-           "the bulk copy that writes it completes a phase of mbarrier '%s' that no mbar_wait "
+           "the copy that writes it (bulk, or a cp.async the barrier tracks) completes a phase "
+           "of mbarrier '%s' that no mbar_wait "
            "in this thread has seen complete before the read (a wait on the wrong parity, a "
            "wrong stage, or none)",
            nm);
   b.why_wait = ag__ck_strdup(c, why);
   snprintf(why, sizeof why,
-           "the bulk copy that writes it may land after its phase of mbarrier '%s' completes: "
+           "the copy that writes it (bulk, or a cp.async the barrier tracks) may land after its "
+           "phase of mbarrier '%s' completes: "
            "the bytes that phase expects (mbar_expect_tx) differ from the bytes copied into it",
            nm);
   b.why_late = ag__ck_strdup(c, why);
@@ -1596,6 +1606,33 @@ static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node 
   if (ag_vec_push(&c->mbars, b))
     ag__ck_oom(c);
   return (int)c->mbars.n - 1;
+}
+
+/* The phases of mbarrier bi that every thread of g knows complete at time
+ * pc: the block's `done`, a wait of g's threads on it, or (happens-before,
+ * `depth` links) a wait of g's threads on another barrier's phase whose
+ * arrivals came from threads that knew more when they arrived (the
+ * producer of a warp-specialized ring waits on `empty[s]`, on which the
+ * consumers arrived after they waited on `full[s]`). */
+static int64_t mbar_known(ag__ck *c, int bi, const ag__bx *g, int64_t pc, int depth) {
+  int64_t k = c->mbars.v[bi].done;
+  for (size_t i = 0; i < c->msyncs.n; i++) {
+    const ag__msync *w = &c->msyncs.v[i];
+    if (!w->wait || w->pc >= pc || !ag__bx_implies(g, w->guard))
+      continue;
+    if (w->bar == bi) {
+      k = w->phase > k ? w->phase : k;
+      continue;
+    }
+    for (size_t j = 0; depth > 0 && j < i; j++) {
+      const ag__msync *a = &c->msyncs.v[j];
+      if (a->wait || a->bar != w->bar || a->phase >= w->phase || a->pc >= w->pc)
+        continue;
+      int64_t ka = mbar_known(c, bi, a->guard, a->pc, depth - 1);
+      k = ka > k ? ka : k;
+    }
+  }
+  return k;
 }
 
 static void msync_push(ag__ck *c, int bar, int wait, int64_t phase, const ag__bx *guard) {
@@ -1656,8 +1693,9 @@ static void do_mbar_arrive(ag__ck *c, const ag_tile_node *n, const ag__intrin *i
   int64_t k = path_threads(c, n, in->name);
   c->pc++;
   ag__mbar *b = &c->mbars.v[bi];
-  if (k == c->nthreads)
-    msync_push(c, bi, 0, b->open, NULL); /* every thread arrives: a release */
+  /* the arriving threads release what they did before (all threads, or a
+   * role's: race.c pairs it with the accesses of those threads) */
+  msync_push(c, bi, 0, b->open, k == c->nthreads ? NULL : thread_part(c, c->path));
   /* each thread: expect its bytes, then arrive; a phase that completes
    * passes the remaining arrivals on to the next one */
   while (k > 0) {
@@ -1687,23 +1725,30 @@ static void do_mbar_wait(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   ag__mbar *b = &c->mbars.v[bi];
   /* try_wait.parity returns once the current phase's parity differs from
    * par: at once when phase `done` (not yet complete) has the other parity,
-   * else when phase `done` completes */
+   * else when phase `done` completes; `done` is what the waiting threads
+   * know complete */
+  int64_t done = mbar_known(c, bi, thread_part(c, c->path), c->pc, 2);
   int64_t upto;
-  if (b->done % 2 != par)
-    upto = b->done;
-  else if (b->done < b->open)
-    upto = b->done + 1;
+  if (done % 2 != par)
+    upto = done;
+  else if (done < b->open)
+    upto = done + 1;
   else
     ag__ck_error(c, n,
                  "mbar_wait(%s, %lld) can never return here: it waits for phase %lld of "
                  "mbarrier '%s', which still needs %lld arrivals and %lld transaction bytes "
                  "that nothing before it provides (a wrong parity, a missing arrive, or an "
                  "mbar_expect_tx larger than the bytes copied)",
-                 b->name, (long long)par, (long long)b->done, b->name, (long long)b->pending,
+                 b->name, (long long)par, (long long)done, b->name, (long long)b->pending,
                  (long long)(b->tx > 0 ? b->tx : 0));
   const ag__bx *g = thread_part(c, c->path);
-  if (!g && upto > b->done)
-    b->done = upto; /* every thread waited: the phase is complete from here */
+  /* every thread waited: the phase is complete from here. In a role split
+   * the waiting role is the one the barrier signals (consumers on `full`,
+   * the producer on `empty`): the phase is complete for the phase count
+   * too; a thread of another role that did not synchronize with the wait
+   * and touches the stage is a race (race.c) */
+  if ((!g || c->roles) && upto > b->done)
+    b->done = upto;
   msync_push(c, bi, 1, upto, g);
   for (size_t i = 0; i < c->wrecs.n; i++) {
     ag__wrec *w = &c->wrecs.v[i];
@@ -1809,9 +1854,10 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
    * complete: with a phase in flight (its copies not landed), this copy's
    * bytes may count against it, which then completes before its own copies
    * land, and this copy against none it was meant for */
-  int early = b->done < b->open;
+  int64_t known = mbar_known(c, bi, thread_part(c, c->path), c->pc, 2);
+  int early = known < b->open;
   for (size_t i = 0; early && i < c->wrecs.n; i++)
-    if (c->wrecs.v[i].mbar == bi + 1 && c->wrecs.v[i].mphase >= b->done)
+    if (c->wrecs.v[i].mbar == bi + 1 && c->wrecs.v[i].mphase >= known)
       c->wrecs.v[i].mlate = 1;
   c->next_mbar = bi + 1;
   c->next_mphase = b->open;
@@ -1825,6 +1871,85 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   if (b->tx < 0 || early)
     w->mlate = 1; /* bytes the phase does not expect: it may complete without them */
   mbar_close(c, bi);
+}
+
+/* cp_async_mbar_arrive(bar): each calling thread arrives on bar's current
+ * phase once the cp.asyncs it issued before have landed (PTX
+ * cp.async.mbarrier.arrive.noinc: the arrival counts against mbar_init's
+ * count). Those copies become the phase's transactions: settled for a
+ * thread once its wait on the phase returns, like a bulk copy's. A copy
+ * whose writers are not all among the callers stays as it was (unsettled
+ * until a cp_async_wait). */
+static void do_cp_mbar_arrive(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 1, 1, "cp_async_mbar_arrive(bar)");
+  int bi = mbar_operand(c, n, n->list.v[0], in->name, 0);
+  int64_t k = path_threads(c, n, in->name);
+  const ag__bx *g = thread_part(c, c->path);
+  c->pc++;
+  ag__mbar *b = &c->mbars.v[bi];
+  int64_t known = mbar_known(c, bi, g, c->pc, 2);
+  for (size_t i = 0; i < c->wrecs.n; i++) {
+    ag__wrec *w = &c->wrecs.v[i];
+    if (w->group < 0 || w->mbar || w->done_pc != INT64_MAX || w->pc < c->msettle_from ||
+        !ag__bx_implies(thread_part(c, w->guard), g))
+      continue;
+    w->mbar = bi + 1;
+    w->mphase = b->open;
+    /* a phase of this barrier still in flight for the callers: the arrival
+     * may count against it (as a bulk copy's bytes would) */
+    if (known < b->open)
+      w->mlate = 1;
+  }
+  msync_push(c, bi, 0, b->open, k == c->nthreads ? NULL : g);
+  while (k > 0) {
+    b = &c->mbars.v[bi];
+    b->pending--;
+    k--;
+    mbar_close(c, bi);
+  }
+}
+
+/* An instruction every warp of a warpgroup executes together (.sync.aligned:
+ * setmaxnreg, wgmma): the block is whole warpgroups and the path takes each
+ * warpgroup whole (a role split such as `if tid / 128 == 0:`), decided by
+ * enumerating the block. */
+static void need_warpgroup(ag__ck *c, const ag_tile_node *n, const char *what) {
+  if (c->nthreads % 128)
+    ag__ck_error(c, n, "%s is executed by whole warpgroups of 128 threads; the block has %lld",
+                 what, (long long)c->nthreads);
+  if (c->uniform_if)
+    ag__ck_error(c, n,
+                 "%s inside an 'if' whose condition the checker cannot decide from the "
+                 "assumptions; every warp of a warpgroup must execute it (move it out of the "
+                 "'if' or add an 'assume' that decides the condition)",
+                 what);
+  const ag__bx *g = thread_part(c, c->path);
+  if (!g)
+    return;
+  for (int64_t t = 0; t < c->nthreads; t++) {
+    int v = ag__beval_tid(g, t), v0 = ag__beval_tid(g, t - t % 128);
+    if (v < 0 || v != v0)
+      ag__ck_error(c, n,
+                   "%s inside a thread-dependent 'if' that does not take whole warpgroups: "
+                   "thread %lld %s it and thread %lld of the same warpgroup %lld %s (every "
+                   "warp of a warpgroup must execute it: branch on the warpgroup, "
+                   "if threadIdx.x / 128 == 0:)",
+                   what, (long long)(t - t % 128), v0 > 0 ? "runs" : "does not run",
+                   (long long)t, (long long)(t / 128),
+                   v < 0 ? "cannot be decided" : v ? "does" : "does not");
+  }
+}
+
+/* setmaxnreg_inc/_dec(N): PTX's rules, checked at the call */
+static void do_setmaxnreg(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  nargs(c, n, 1, 1, in->tx ? "setmaxnreg_inc(n)" : "setmaxnreg_dec(n)");
+  int64_t r = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "the register count");
+  if (r < 24 || r > 256 || r % 8)
+    ag__ck_error(c, n->list.v[0],
+                 "%s needs a register count that is a multiple of 8 in 24..256, not %lld",
+                 in->name, (long long)r);
+  need_warpgroup(c, n, in->name);
+  c->pc++;
 }
 
 /* ------------------------------------------------------------------ wgmma
@@ -1949,9 +2074,66 @@ static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, cons
   wg_push(c, &o);
 }
 
+/* The shared bytes operand t (rows x 16) of a wgmma reads, for the race
+ * check (race.c): the warpgroup reads them through the async proxy; thread
+ * tid % 128 is named the reader of 16-byte chunks q = j * 128 + tid % 128
+ * (row q / 2, columns (q % 2) * 8 ..), or of single elements where a chunk
+ * is not contiguous (an MN-major tile). Every byte of the operand is read by
+ * one thread of the warpgroup, so a write another thread makes before a
+ * release of the warpgroup's threads is paired with it. */
+static void wg_race_reads(ag__ck *c, const ag_tile_node *n, const ag__tile *t, int64_t rows) {
+  int esz = ag__dt_size(t->dt);
+  int per = 16 / esz;                       /* elements per 16-byte chunk */
+  int64_t chunks = rows * (16 / per);
+  const ag_expr *lt = ag__x(c, AG_X_MOD, c->tid, ag__xc(c, 128));
+  for (int64_t j = 0; j * 128 < chunks; j++) {
+    const ag_expr *q = ag__x(c, AG_X_ADD, lt, ag__xc(c, j * 128));
+    const ag_expr *row = ag__x(c, AG_X_DIV, q, ag__xc(c, 16 / per));
+    const ag_expr *col0 =
+        ag__x(c, AG_X_MUL, ag__x(c, AG_X_MOD, q, ag__xc(c, 16 / per)), ag__xc(c, per));
+    const ag__bx *g = c->path;
+    if ((j + 1) * 128 > chunks)
+      g = ag__band(c, g ? g : ag__bconst(c, 1), ag__bcmp(c, AG_OP_LT, q, ag__xc(c, chunks)));
+    const ag_expr *addr[8];
+    for (int e = 0; e < per && e < 8; e++) {
+      ag_xtuple kids[2] = {{1, row, 0, NULL},
+                           {1, ag__x(c, AG_X_ADD, col0, ag__xc(c, e)), 0, NULL}};
+      ag_xtuple *kp[2] = {&kids[0], &kids[1]};
+      ag_xtuple co = {0, NULL, 2, kp};
+      const ag_expr *off;
+      if (ag_layout_eval_coord_x(&c->lc, &t->layout, &co, &off))
+        ag__ck_error(c, n, "internal: cannot evaluate the operand's layout");
+      addr[e] = swizzled(c, t, ag__x(c, AG_X_ADD, t->base, ag__x(c, AG_X_MUL, off,
+                                                                   ag__xc(c, esz))));
+    }
+    /* contiguous for every thread: the addresses depend on the thread only
+     * (a constant stage) and are evaluated, or the difference folds */
+    int contiguous = per <= 8;
+    for (int e = 1; contiguous && e < per; e++) {
+      int64_t d;
+      const ag_expr *diff = ag__x(c, AG_X_SUB, addr[e], addr[0]);
+      if (ag_expr_is_const(diff, &d)) {
+        contiguous = d == e * esz;
+        continue;
+      }
+      for (int64_t th = 0; contiguous && th < c->nthreads; th++) {
+        int64_t a0, ae;
+        contiguous = !ag__xeval_tid(addr[0], th, &a0) && !ag__xeval_tid(addr[e], th, &ae) &&
+                     ae - a0 == e * esz;
+      }
+    }
+    if (contiguous)
+      ag__race_read(c, n, t->buf, addr[0], 16, g);
+    else
+      for (int e = 0; e < per && e < 8; e++)
+        ag__race_read(c, n, t->buf, addr[e], esz, g);
+  }
+}
+
 static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   nargs(c, n, 3, 3, "wgmma_m64nNk16(d, a, b)");
-  need_uniform(c, n, in->name); /* the warpgroup issues it together */
+  if (c->symbolic_if)
+    need_warpgroup(c, n, in->name); /* the warpgroup issues it together: a role's */
   if (c->nthreads % 128)
     ag__ck_error(c, n, "%s is issued by whole warpgroups of 128 threads; the block has %lld",
                  in->name, (long long)c->nthreads);
@@ -2020,15 +2202,38 @@ static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   }
   snprintf(why, sizeof why, "%s operand b: B[n, k] of the thread's accumulator (m, n)", in->name);
   wg_settled(c, n->list.v[2], bv->t, nn, ks, path, vs, ag__ck_strdup(c, why));
+  if (ashared)
+    wg_race_reads(c, n->list.v[1], av->t, 64);
+  wg_race_reads(c, n->list.v[2], bv->t, in->n);
   /* D keeps its tags; it is pending in the open group */
   ag__wgpend p = {dbuf, dbase, dbase + dsize, c->wg_ngroups, n};
   if (ag_vec_push(&c->wg_pend, p))
     ag__ck_oom(c);
 }
 
+/* wgmma groups are counted for the block: under a role split (a
+ * thread-dependent 'if' that takes whole warpgroups) one role may commit
+ * and wait on them, not two */
+static void wg_block(ag__ck *c, const ag_tile_node *n, const char *what) {
+  if (!c->symbolic_if) {
+    need_block(c, n, what);
+    return;
+  }
+  need_warpgroup(c, n, what);
+  const ag__bx *g = thread_part(c, c->path);
+  if (!c->wg_role)
+    c->wg_role = g;
+  else if (c->wg_role != g)
+    ag__ck_error(c, n,
+                 "%s under another thread condition than the wgmma groups before it: the "
+                 "checker counts wgmma groups for the block, so only one role of a "
+                 "warp-specialized kernel may commit and wait on them",
+                 what);
+}
+
 static void do_wg_wait(ag__ck *c, const ag_tile_node *n) {
   nargs(c, n, 1, 1, "wgmma_wait(n)");
-  need_block(c, n, "wgmma_wait");
+  wg_block(c, n, "wgmma_wait");
   int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "the number of pending groups");
   if (k < 0 || k > 7)
     ag__ck_error(c, n, "wgmma_wait needs a count in 0..7, not %lld", (long long)k);
@@ -2062,7 +2267,8 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
   case IK_WGMMA: do_wgmma(c, n, in); break;
   case IK_WG_FENCE:
     nargs(c, n, 0, 0, "wgmma_fence()");
-    need_uniform(c, n, "wgmma_fence");
+    if (c->symbolic_if)
+      need_warpgroup(c, n, "wgmma_fence");
     break;
   case IK_MBAR_INIT: do_mbar_init(c, n, in); break;
   case IK_MBAR_FENCE:
@@ -2076,10 +2282,12 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
   case IK_BULK_COPY: do_bulk_copy(c, n, in); break;
   case IK_WG_COMMIT:
     nargs(c, n, 0, 0, "wgmma_commit()");
-    need_block(c, n, "wgmma_commit");
+    wg_block(c, n, "wgmma_commit");
     c->wg_ngroups++;
     break;
   case IK_WG_WAIT: do_wg_wait(c, n); break;
+  case IK_SETMAXNREG: do_setmaxnreg(c, n, in); break;
+  case IK_CP_MBAR_ARRIVE: do_cp_mbar_arrive(c, n, in); break;
   }
   return newv(c, V_NONE);
 }
@@ -2810,6 +3018,247 @@ static int bx_depends(const ag__bx *b, const char *sym) {
   }
 }
 
+/* ------------------------------------------------------ warp specialization
+ * A role split is a thread-dependent 'if' whose condition takes whole
+ * warpgroups (if threadIdx.x / 128 == 0: producer, else: consumers) and
+ * whose branches hold loops that synchronize through mbarriers. The roles
+ * run concurrently; the interpreter runs them as two timelines interleaved
+ * iteration by iteration: the branches are cut at their synchronizing loops
+ * (a `for` whose body uses an mbarrier), which must match in order, variable
+ * and range (evaluated: the same expression); the statements between them
+ * run as segments of each role under its guard (producer, then consumers),
+ * and a matched pair of loops runs as one loop whose body is again the two
+ * roles' bodies, cut the same way (a persistent tile loop around a k loop).
+ * Nothing orders one role's statements against the other's but the
+ * mbarriers: races and settledness are decided per thread from waits,
+ * arrivals and barriers (race.c, mbar_known), never from this order, and
+ * the phase counts are those of this interleaving, which is every
+ * execution's when the kernel is race-free (a producer can get ahead of it
+ * only by refilling a stage the consumers have not released, a
+ * write-after-read race reported at its copy).
+ *
+ * Each role sees its own names (those bound before the split and its own);
+ * registers merge at each segment's join, as in an 'if'. */
+typedef struct ag__roles {
+  const ag_tile_node *step;   /* the loop body node this level runs (NULL: the split) */
+  ag__scope *p, *q;           /* the roles' own names (producer, consumers) */
+  const ag__bx *gp, *gq;      /* their guards */
+  size_t np0, nq0;            /* names bound before the loop (kept across iterations) */
+  struct ag__roles *up;
+} ag__roles;
+
+static const ag_tile_node role_mark; /* b of a fused loop body node */
+
+static int sync_loop(const ag_tile_node *s) { return ag__intrin_sync_loop(s); }
+static int has_sync_loop(const ag_tile_list *l) {
+  for (int i = 0; i < l->n; i++)
+    if (sync_loop(l->v[i]) || (l->v[i]->kind != AG_TN_FOR && (has_sync_loop(&l->v[i]->list) ||
+                                                             has_sync_loop(&l->v[i]->list2))))
+      return 1;
+  return 0;
+}
+
+/* 1 when cond takes whole warpgroups and differs between two of them */
+static int role_split(ag__ck *c, const ag__bx *cond) {
+  if (c->nthreads % 128 || c->nthreads < 256)
+    return 0;
+  int seen[2] = {0, 0};
+  for (int64_t t = 0; t < c->nthreads; t++) {
+    int v = ag__beval_tid(cond, t);
+    if (v < 0 || v != ag__beval_tid(cond, t - t % 128))
+      return 0;
+    seen[v] = 1;
+  }
+  return seen[0] && seen[1];
+}
+
+/* A role's view of the names: its own (own) over the scope's; role_leave
+ * restores the scope's n0 bindings (neutral, returned here). */
+static ag__binding *role_enter(ag__ck *c, const ag__scope *own, size_t *n0) {
+  ag__scope *outer = c->scope;
+  *n0 = outer->b.n;
+  ag__binding *neutral = ag__ck_alloc(c, (*n0 ? *n0 : 1) * sizeof *neutral);
+  ag__mcpy(neutral, outer->b.v, *n0 * sizeof *neutral);
+  for (size_t i = 0; i < own->b.n; i++)
+    bind_in(c, outer, own->b.v[i].name, own->b.v[i].v);
+  return neutral;
+}
+static void role_leave(ag__ck *c, const ag__binding *neutral, size_t n0) {
+  c->scope->b.n = n0;
+  ag__mcpy(c->scope->b.v, neutral, n0 * sizeof *neutral);
+}
+
+/* Runs statements [from, to) of l as role r (names: own, guard: g). */
+static void role_seg(ag__ck *c, ag__scope *own, const ag__bx *g, const ag_tile_list *l, int from,
+                     int to) {
+  if (from >= to)
+    return;
+  ag__scope *outer = c->scope;
+  size_t n0;
+  ag__binding *neutral = role_enter(c, own, &n0);
+  const ag__bx *path = c->path;
+  c->path = ag__band(c, path, g);
+  for (int i = from; i < to; i++)
+    exec_stmt(c, l->v[i]);
+  c->path = path;
+  for (size_t i = 0; i < outer->b.n; i++) {
+    const ag__binding *x = &outer->b.v[i];
+    int same = 0;
+    for (size_t j = 0; j < n0 && !same; j++)
+      same = neutral[j].name == x->name || !strcmp(neutral[j].name, x->name)
+                 ? (neutral[j].v == x->v ? 1 : -1)
+                 : 0;
+    if (same != 1)
+      bind_in(c, own, x->name, x->v);
+  }
+  role_leave(c, neutral, n0);
+}
+
+/* The two roles' segments side by side; registers merge at the join. */
+static void role_pair(ag__ck *c, ag__roles *r, const ag_tile_list *lp, int p0, int p1,
+                      const ag_tile_list *lq, int q0, int q1) {
+  size_t nbufs = c->rbufs.n;
+  const ag__tag ***before = ag__snapshot_regs(c);
+  role_seg(c, r->p, r->gp, lp, p0, p1);
+  const ag__tag ***after_p = ag__snapshot_regs(c);
+  for (size_t i = 0; i < nbufs; i++)
+    ag__mcpy(c->rbufs.v[i].bytes, before[i], (size_t)c->rbufs.v[i].size * sizeof **before);
+  role_seg(c, r->q, r->gq, lq, q0, q1);
+  for (size_t i = 0; i < nbufs; i++)
+    for (int64_t j = 0; j < c->rbufs.v[i].size; j++)
+      c->rbufs.v[i].bytes[j] = ag__tag_join(c, c->rbufs.v[i].bytes[j], after_p[i][j]);
+}
+
+/* The expressions of a loop's range(...) arguments, in role scope own. */
+static void role_range(ag__ck *c, ag__scope *own, const ag_tile_node *f, const ag_expr **x) {
+  const ag_tile_node *it = f->a;
+  if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range") ||
+      it->list.n < 1 || it->list.n > 3)
+    ag__ck_error(c, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, "
+                        "step)");
+  size_t n0;
+  ag__binding *keep = role_enter(c, own, &n0);
+  for (int i = 0; i < 3; i++)
+    x[i] = i < it->list.n ? as_int(c, it->list.v[i], eval(c, it->list.v[i]), "a loop bound")
+                          : NULL;
+  role_leave(c, keep, n0);
+}
+
+static void role_fuse(ag__ck *c, ag__roles *r, const ag_tile_list *lp, const ag_tile_list *lq) {
+  int ip = 0, iq = 0;
+  for (;;) {
+    int jp = ip, jq = iq;
+    while (jp < lp->n && !sync_loop(lp->v[jp]))
+      jp++;
+    while (jq < lq->n && !sync_loop(lq->v[jq]))
+      jq++;
+    role_pair(c, r, lp, ip, jp, lq, iq, jq);
+    if (jp == lp->n && jq == lq->n)
+      return;
+    if (jp == lp->n || jq == lq->n) {
+      const ag_tile_node *f = jp < lp->n ? lp->v[jp] : lq->v[jq];
+      ag__ck_error(c, f,
+                   "loop 'for %s' of one role of this warp-specialized 'if' synchronizes "
+                   "through mbarriers, but the other role has no loop left to run beside it: "
+                   "the checker interleaves the roles loop by loop (docs/check.md, \"Warp "
+                   "specialization\"); give both roles the same loops",
+                   f->name);
+    }
+    const ag_tile_node *fp = lp->v[jp], *fq = lq->v[jq];
+    const ag_expr *xp[3], *xq[3];
+    role_range(c, r->p, fp, xp);
+    role_range(c, r->q, fq, xq);
+    if (strcmp(fp->name, fq->name) || fp->a->list.n != fq->a->list.n || xp[0] != xq[0] ||
+        xp[1] != xq[1] || xp[2] != xq[2])
+      ag__ck_error(c, fq,
+                   "the roles' loops at lines %d ('for %s') and %d ('for %s') run side by side "
+                   "(the checker interleaves the roles' mbarrier loops in order): give them the "
+                   "same variable and the same range",
+                   fp->line, fp->name, fq->line, fq->name);
+    /* names the body uses must come from before the split or the loop */
+    ag_tile_node *body = ag__ck_alloc(c, sizeof *body);
+    body->kind = AG_TN_IF;
+    body->line = fp->line;
+    body->col = fp->col;
+    body->b = (ag_tile_node *)&role_mark;
+    body->list = fp->list;
+    body->list2 = fq->list;
+    ag_tile_node *loop = ag__ck_alloc(c, sizeof *loop);
+    *loop = *fp;
+    loop->list.n = 1;
+    loop->list.v = ag__ck_alloc(c, sizeof *loop->list.v);
+    loop->list.v[0] = body;
+    /* the range, evaluated by exec_loop in the neutral scope, must mean
+     * what it meant in the roles' scopes */
+    const ag_expr *xn[3];
+    role_range(c, scope_new(c, NULL), fp, xn);
+    if (xn[0] != xp[0] || xn[1] != xp[1] || xn[2] != xp[2])
+      ag__ck_error(c, fp->a,
+                   "the range of loop 'for %s' uses a name bound inside a role of this "
+                   "warp-specialized 'if'; bind it before the 'if' (the checker runs the "
+                   "roles' loops as one)",
+                   fp->name);
+    /* in the arena: an error inside unwinds past this frame (loop.c's
+     * attempts restore c->roles) */
+    ag__roles *lvl = ag__ck_alloc(c, sizeof *lvl);
+    *lvl = *r;
+    lvl->step = body;
+    lvl->np0 = r->p->b.n;
+    lvl->nq0 = r->q->b.n;
+    lvl->up = c->roles;
+    c->roles = lvl;
+    exec_stmt(c, loop);
+    c->roles = lvl->up;
+    /* names the loop bound are not visible after it */
+    r->p->b.n = lvl->np0;
+    r->q->b.n = lvl->nq0;
+    ip = jp + 1;
+    iq = jq + 1;
+  }
+}
+
+/* One iteration of a fused loop: the roles' bodies. */
+static void exec_role_step(ag__ck *c, const ag_tile_node *n) {
+  ag__roles *r = c->roles;
+  while (r && r->step != n)
+    r = r->up;
+  if (!r)
+    ag__ck_error(c, n, "internal: a role step outside its loop");
+  /* a name a role bound in an earlier iteration is not carried over (a
+   * summarized loop's iterations are independent), and one from before the
+   * loop must keep its value in a summarized loop */
+  r->p->b.n = r->np0;
+  r->q->b.n = r->nq0;
+  ag__binding *kp = ag__ck_alloc(c, (r->np0 + r->nq0 + 1) * sizeof *kp);
+  ag__mcpy(kp, r->p->b.v, r->np0 * sizeof *kp);
+  ag__mcpy(kp + r->np0, r->q->b.v, r->nq0 * sizeof *kp);
+  role_fuse(c, r, &n->list, &n->list2);
+  for (size_t i = 0; c->summarizing && i < r->np0 + r->nq0; i++) {
+    const ag__binding *now = i < r->np0 ? &r->p->b.v[i] : &r->q->b.v[i - r->np0];
+    if (now->v != kp[i].v)
+      ag__ck_error(c, n,
+                   "a role of this warp-specialized loop assigns '%s', bound before the loop, "
+                   "in a summarized loop: its value would carry from one iteration to the "
+                   "next; assign it inside the loop only",
+                   now->name);
+  }
+}
+
+static void exec_roles(ag__ck *c, const ag_tile_node *n, const ag__bx *cond) {
+  ag__roles r;
+  memset(&r, 0, sizeof r);
+  r.p = scope_new(c, NULL);
+  r.q = scope_new(c, NULL);
+  r.gp = cond;
+  r.gq = ag__bnot(c, cond);
+  r.up = c->roles;
+  c->roles = &r;
+  c->symbolic_if++;
+  role_fuse(c, &r, &n->list, &n->list2);
+  c->symbolic_if--;
+  c->roles = r.up;
+}
+
 static void exec_if(ag__ck *c, const ag_tile_node *n) {
   const ag__bx *cond = as_bool(c, n->a, eval(c, n->a));
   int cv;
@@ -2822,6 +3271,12 @@ static void exec_if(ag__ck *c, const ag_tile_node *n) {
    * tests it at run time */
   int uniform = !bx_depends(cond, "tid");
   int nested = c->nested++;
+  if (!uniform && (has_sync_loop(&n->list) || has_sync_loop(&n->list2)) &&
+      role_split(c, cond)) {
+    exec_roles(c, n, cond); /* warp specialization: the roles run side by side */
+    c->nested = nested;
+    return;
+  }
   if (uniform && (cv = ag__smt_decide(c, cond)) >= 0) {
     exec_block(c, cv ? &n->list : &n->list2);
     c->nested = nested;
@@ -3042,7 +3497,12 @@ static void exec_stmt(ag__ck *c, const ag_tile_node *n) {
     break;
   }
   case AG_TN_FOR: exec_for(c, n); break;
-  case AG_TN_IF: exec_if(c, n); break;
+  case AG_TN_IF:
+    if (n->b == &role_mark)
+      exec_role_step(c, n);
+    else
+      exec_if(c, n);
+    break;
   case AG_TN_REGION: exec_block(c, &n->list); break; /* a region only marks code */
   case AG_TN_ASSERT: exec_assert(c, n); break;
   case AG_TN_ASSUME: {

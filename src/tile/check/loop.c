@@ -706,6 +706,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   }
   jmp_buf outer;
   memcpy(outer, c->fail, sizeof outer);
+  struct ag__roles *roles = c->roles; /* the role splits around the loop (interp.c) */
   size_t ndiag = c->diags->items.n;
   int nerr = c->diags->nerrors;
   c->summarizing++;
@@ -716,6 +717,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
        * unrolled; a condition the summary could not decide may be decided
        * after more unrolled iterations */
       memcpy(c->fail, outer, sizeof outer);
+      c->roles = roles;
       c->iters = S->it; /* an inner summary's, when it failed inside */
       S->it->P = 0;
       if (c->fail_rc == AG_ENOMEM)

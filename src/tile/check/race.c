@@ -150,7 +150,7 @@ static void race_work(ag__ck *c, const ag_tile_node *at, int64_t units) {
  * touched by the earlier one r of no other thread (decided by enumerating
  * the block); 0 when some may be, or when the addresses or guards depend on
  * more than the thread index. */
-static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__rrec *w) {
+static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__rrec *w, int *found) {
   int64_t lo = r->lo, span = r->hi - r->lo;
   if (span <= 0 || span > c->sbufs.v[r->buf].size)
     return 0;
@@ -180,8 +180,10 @@ static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__rrec *w) {
       goto out;
     for (int j = 0; g && j < w->width; j++) {
       int64_t b = a + j - lo;
-      if (b >= 0 && b < span && (reader[b] == -2 || (reader[b] >= 0 && reader[b] != t)))
+      if (b >= 0 && b < span && (reader[b] == -2 || (reader[b] >= 0 && reader[b] != t))) {
+        *found = 1; /* two threads meet this byte: a race, whatever the solver says */
         goto out;
+      }
     }
   }
   free_ = 1;
@@ -192,11 +194,24 @@ out:
 
 /* 1 when every thread of guard x is one of guard y's (syntactically: y is
  * true, x itself, or a conjunct of x) */
+static int bx_same(const ag__bx *x, const ag__bx *y) {
+  if (x == y)
+    return 1;
+  if (!x || !y || x->k != y->k)
+    return 0;
+  switch (x->k) {
+  case BX_CONST: return x->value == y->value;
+  case BX_CMP: return x->op == y->op && x->a == y->a && x->b == y->b;
+  default: return bx_same(x->x, y->x) && bx_same(x->y, y->y);
+  }
+}
 static int implies(const ag__bx *x, const ag__bx *y) {
-  if (!y || x == y)
+  if (!y || bx_same(x, y))
     return 1;
   return x && x->k == BX_AND && (implies(x->x, y) || implies(x->y, y));
 }
+
+int ag__bx_implies(const ag__bx *x, const ag__bx *y) { return implies(x, y); }
 
 int ag__wrec_msettled(const ag__wrec *w, int64_t reader, int64_t pc) {
   for (const ag__mset *m = w->mset; m; m = m->next)
@@ -212,11 +227,12 @@ int ag__race_mbar_ordered(ag__ck *c, const ag__rrec *r, const ag__rrec *l) {
       if (m->pc < l->pc && implies(l->guard, m->guard))
         return 1;
   }
-  /* every thread arrived after r (a release), and l's threads waited for
-   * that phase before l (an acquire) */
+  /* every thread of r arrived after r (a release: all threads, or a role's
+   * threads of a warp-specialized kernel), and l's threads waited for that
+   * phase before l (an acquire) */
   for (size_t i = 0; i < c->msyncs.n; i++) {
     const ag__msync *a = &c->msyncs.v[i];
-    if (a->wait || a->pc <= r->pc || a->pc >= l->pc)
+    if (a->wait || a->pc <= r->pc || a->pc >= l->pc || !implies(r->guard, a->guard))
       continue;
     for (size_t j = i + 1; j < c->msyncs.n; j++) {
       const ag__msync *w = &c->msyncs.v[j];
@@ -263,12 +279,24 @@ static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const a
   key.kinds = r->write * 2 + later->write;
   if (ag_map_has(&c->read_seen, &key, sizeof key))
     return 1;
-  if (enum_race_free(c, r, later)) {
+  /* the two statements already race (found by enumeration): the write's
+   * entry is violated; more instances of the pair add nothing but work (a
+   * broken ring pairs every stage access with every refill) */
+  struct {
+    int64_t tag, gen; /* gen: an abandoned summary attempt's pairs do not count */
+    const void *ra, *la;
+  } skey = {-3, c->read_gen, r->at, later->at};
+  if (ag_map_has(&c->read_seen, &skey, sizeof skey))
+    return 0;
+  int found = 0;
+  if (enum_race_free(c, r, later, &found)) {
     if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)1))
       ag__ck_oom(c);
     return 1;
   }
   int64_t max_writes = c->opts->max_writes ? c->opts->max_writes : AG_TILE_MAX_WRITES;
+  if (found && ag_map_put(&c->read_seen, &skey, sizeof skey, (void *)1))
+    ag__ck_oom(c);
   if (++c->race_obligs > max_writes)
     ag__ck_error(c, later->at,
                  "more than %lld pairs of shared accesses by different threads of the same "
@@ -311,8 +339,7 @@ void ag__race_write(ag__ck *c, const ag__wrec *w) {
   r.epoch = w->epoch;
   r.lo = w->lo;
   r.hi = w->hi;
-  if (w->mbar)
-    r.wrec = (int)(w - c->wrecs.v) + 1;
+  r.wrec = (int)(w - c->wrecs.v) + 1; /* its mbarrier, if any, may come later (cp.async) */
   /* a summary's replayed iteration: its pairs are the checked one's, but
    * its writes stay for the checked iteration's accesses */
   if (!c->replay) {

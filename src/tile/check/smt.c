@@ -1185,26 +1185,29 @@ static ag_tile_cex *race_cex(smt *s, const ag__oblig *o, const enc *e, Z3_model 
   where(s, rw->at, wr, sizeof wr);
   where(s, rr->at, rd, sizeof rd);
   /* a bulk copy (an mbarrier's transactions): the fix is an mbarrier wait */
-  const ag__wrec *bulk = rr->write && rr->wrec ? &s->c->wrecs.v[rr->wrec - 1]
+  const ag__wrec *bulk = rr->write && rr->wrec && s->c->wrecs.v[rr->wrec - 1].mbar
+                             ? &s->c->wrecs.v[rr->wrec - 1]
                          : rw->write && rw->wrec ? &s->c->wrecs.v[rw->wrec - 1]
                                                  : NULL;
   const char *bar = bulk && bulk->mbar ? s->c->mbars.v[bulk->mbar - 1].name : NULL;
+  /* a cp.async an mbarrier tracks (cp_async_mbar_arrive), or a bulk copy */
+  const char *copy = bulk && bulk->group >= 0 ? "cp.async" : "bulk copy";
   if (bar && !rr->write)
     snprintf(buf, sizeof buf,
-             "write-after-read race: thread %lld's bulk copy writes shared '%s' byte %lld at %s "
+             "write-after-read race: thread %lld's %s writes shared '%s' byte %lld at %s "
              "while thread %lld may still be reading it at %s (no mbarrier orders the read "
              "before the copy); make the copying thread mbar_wait, before the copy, on an "
              "mbarrier every reader arrives on after its last read of the stage (an 'empty' "
              "barrier)",
-             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd);
+             (long long)w, copy, name, (long long)byte, wr, (long long)x->thread, rd);
   else if (bar && !rw->write)
     snprintf(buf, sizeof buf,
              "read-after-write race: thread %lld reads shared '%s' byte %lld at %s, which "
-             "thread %lld's bulk copy writes at %s, before a wait on the phase of mbarrier '%s' "
+             "thread %lld's %s writes at %s, before a wait on the phase of mbarrier '%s' "
              "that the copy completes has returned in the reading thread; mbar_wait on that "
              "phase (its parity) before the read, and let the phase expect exactly the bytes "
              "copied (mbar_expect_tx)",
-             (long long)w, name, (long long)byte, wr, (long long)x->thread, rd, bar);
+             (long long)w, name, (long long)byte, wr, (long long)x->thread, copy, rd, bar);
   else if (!rr->write)
     snprintf(buf, sizeof buf,
              "write-after-read race: thread %lld writes shared '%s' byte %lld at %s while "

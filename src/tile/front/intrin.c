@@ -21,6 +21,7 @@
  * (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
  */
 #include "../tile_intrin.h"
+#include "argus/tile.h"
 #include "../layout/layout_int.h" /* ag__lfail: the layout module's error convention */
 
 #include <string.h>
@@ -156,6 +157,20 @@ static const ag__intrin table[] = {
      .nops = 1, .opnames = {"n"},
      .semantics = "waits until at most N committed wgmma groups are pending: the accumulators "
                   "of the others are settled"},
+    /* warp specialization (docs/tile-dsl.md, "Warp specialization") */
+    {.name = "setmaxnreg_inc", .kind = IK_SETMAXNREG, .tx = 1,
+     .ptx = "setmaxnreg.inc.sync.aligned.u32", .nops = 1, .opnames = {"n"},
+     .semantics = "raises the warpgroup's per-thread register limit to N (a multiple of 8 in "
+                  "24..256); every warp of the warpgroup executes it"},
+    {.name = "setmaxnreg_dec", .kind = IK_SETMAXNREG, .tx = 0,
+     .ptx = "setmaxnreg.dec.sync.aligned.u32", .nops = 1, .opnames = {"n"},
+     .semantics = "lowers the warpgroup's per-thread register limit to N (a multiple of 8 in "
+                  "24..256); every warp of the warpgroup executes it"},
+    {.name = "cp_async_mbar_arrive", .kind = IK_CP_MBAR_ARRIVE,
+     .ptx = "cp.async.mbarrier.arrive.noinc.shared::cta.b64", .nops = 1, .opnames = {"bar"},
+     .semantics = "one arrival per calling thread on the mbarrier once every cp_async the "
+                  "thread issued before it has landed (counted in mbar_init's count); a wait "
+                  "on that phase settles those copies"},
 };
 
 const ag__intrin *ag__intrin_lookup(const char *name) {
@@ -222,3 +237,25 @@ int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzl
   *major = o01 - o00 == esz ? AG_GMMA_K_MAJOR : AG_GMMA_MN_MAJOR;
   return ag_gmma_desc_derive(c, &st, *major, 0, kc, rows, out);
 }
+
+static int mbar_call(const ag_tile_node *e) {
+  if (!e)
+    return 0;
+  if (e->kind == AG_TN_CALL && e->a && e->a->kind == AG_TN_NAME) {
+    const ag__intrin *in = ag__intrin_lookup(e->a->name);
+    if (in && (in->kind == IK_MBAR_WAIT || in->kind == IK_MBAR_ARRIVE ||
+               in->kind == IK_BULK_COPY || in->kind == IK_CP_MBAR_ARRIVE))
+      return 1;
+  }
+  if (mbar_call(e->a) || mbar_call(e->b) || mbar_call(e->c))
+    return 1;
+  for (int i = 0; i < e->list.n; i++)
+    if (mbar_call(e->list.v[i]))
+      return 1;
+  for (int i = 0; i < e->list2.n; i++)
+    if (mbar_call(e->list2.v[i]))
+      return 1;
+  return 0;
+}
+
+int ag__intrin_sync_loop(const ag_tile_node *s) { return s->kind == AG_TN_FOR && mbar_call(s); }

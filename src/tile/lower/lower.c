@@ -384,6 +384,18 @@ static int loop_syms(lw *L, const ag_expr *e, const char **out, int *n, int max)
   }
   return loop_syms(L, e->a, out, n, max) && loop_syms(L, e->b, out, n, max);
 }
+/* 1 when e depends on an enclosing loop's variable (through C variables) */
+static int mentions_loop(lw *L, const ag_expr *e, int depth) {
+  if (!e || e->op == AG_X_CONST || depth > 64)
+    return depth > 64;
+  if (e->op == AG_X_SYM) {
+    if (find_loop(L, e->name))
+      return 1;
+    int c = find_cvar(L, e->name);
+    return c >= 0 && L->cvars.v[c].tree && mentions_loop(L, L->cvars.v[c].tree, depth + 1);
+  }
+  return mentions_loop(L, e->a, depth + 1) || mentions_loop(L, e->b, depth + 1);
+}
 static int env_cb(void *ud, const char *name, int64_t *v) {
   lw *L = ud;
   loopv *lp = find_loop(L, name);
@@ -1519,6 +1531,23 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
          (long long)k);
     break;
   }
+  case IK_CP_MBAR_ARRIVE:
+    if (n->list.n != 1)
+      fail(L, n, "%s(bar) takes one argument", in->name);
+    emit(L, n, "ag_cp_async_mbar_arrive(%s);", mbar_addr(L, n->list.v[0], in->name));
+    break;
+  case IK_SETMAXNREG: {
+    /* warp specialization: every warp of the warpgroup (checked by argus check) */
+    if (n->list.n != 1)
+      fail(L, n, "%s(n) takes one argument", in->name);
+    int64_t r = as_const(L, n->list.v[0], ev(L, n->list.v[0]), "the register count");
+    if (r < 24 || r > 256 || r % 8)
+      fail(L, n->list.v[0], "%s needs a register count that is a multiple of 8 in 24..256, "
+                            "not %lld", in->name, (long long)r);
+    emit(L, n, "asm volatile(\"setmaxnreg.%s.sync.aligned.u32 %lld;\" ::: \"memory\");",
+         in->tx ? "inc" : "dec", (long long)r);
+    break;
+  }
   default: fail(L, n, "the lowering has no handler for intrinsic '%s'", in->name);
   }
   return newv(L, V_NONE);
@@ -2109,6 +2138,26 @@ static int skip_block(lw *L, const ag_tile_node *n) {
   return 1;
 }
 
+/* 1 when a statement of l (at any depth) calls an intrinsic of kind k */
+static int calls_kind_node(const ag_tile_node *e, ag__ik k);
+static int calls_kind(const ag_tile_list *l, ag__ik k) {
+  for (int i = 0; i < l->n; i++)
+    if (calls_kind_node(l->v[i], k))
+      return 1;
+  return 0;
+}
+static int calls_kind_node(const ag_tile_node *e, ag__ik k) {
+  if (!e)
+    return 0;
+  if (e->kind == AG_TN_CALL && e->a && e->a->kind == AG_TN_NAME) {
+    const ag__intrin *in = ag__intrin_lookup(e->a->name);
+    if (in && in->kind == k)
+      return 1;
+  }
+  return calls_kind_node(e->a, k) || calls_kind_node(e->b, k) || calls_kind_node(e->c, k) ||
+         calls_kind(&e->list, k) || calls_kind(&e->list2, k);
+}
+
 #define AG_LOWER_UNROLL_MAX 64
 static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   const ag_tile_node *it = n->a;
@@ -2116,13 +2165,23 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
       it->list.n < 1 || it->list.n > 3)
     fail(L, it, "a loop runs over range(stop), range(start, stop) or range(start, stop, step)");
   int64_t a[3] = {0, 0, 1};
+  const char *rstop = NULL; /* a run-time stop (a persistent tile loop's), as C */
   for (int i = 0; i < it->list.n; i++) {
     value *v = ev(L, it->list.v[i]);
     int64_t c;
-    if (!ag_expr_is_const(as_int(L, it->list.v[i], v, "a loop bound"), &c))
-      fail(L, it->list.v[i],
-           "not lowered: a loop bound that is not a compile-time constant (it may depend on "
-           "an enclosing loop's variable in the checker, not in the lowering)");
+    const ag_expr *x = as_int(L, it->list.v[i], v, "a loop bound");
+    int is_stop = i == (it->list.n == 1 ? 0 : 1);
+    if (!ag_expr_is_const(x, &c)) {
+      /* a stop over the block index (and sizes bound by --set): the loop
+       * stays a C loop whose variable is the same in every thread */
+      if (!is_stop || mentions_loop(L, x, 0))
+        fail(L, it->list.v[i],
+             "not lowered: a loop bound that is not a compile-time constant (it may depend on "
+             "an enclosing loop's variable in the checker, not in the lowering; a run-time "
+             "stop may depend on the block index only)");
+      rstop = xtext(L, x);
+      c = 0;
+    }
     a[i] = c;
   }
   int64_t start = 0, stop = a[0], step = 1;
@@ -2133,9 +2192,11 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   }
   if (step == 0)
     fail(L, it, "range() step must not be zero");
+  if (rstop && (start < 0 || step <= 0))
+    fail(L, it, "not lowered: a loop with a run-time stop needs a start >= 0 and a step > 0");
   if (!region && skip_block(L, n))
     return;
-  int64_t trips = trips_of(start, stop, step);
+  int64_t trips = rstop ? INT64_MAX : trips_of(start, stop, step);
   if (trips == 0) {
     emit(L, n, "/* for %s in range(...): no iterations */", n->name);
     return;
@@ -2148,7 +2209,11 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
    * loop at K = 8192 or a spin of 2^31 iterations stays a loop */
   if (trips <= AG_LOWER_UNROLL_MAX)
     emit(L, n, "#pragma unroll");
-  if (start >= 0 && step > 0)
+  if (rstop) {
+    emit(L, n, "for (unsigned %s = %lldu; %s < (unsigned)(%s); %s += %lldu) {", cv,
+         (long long)start, cv, rstop, cv, (long long)step);
+    stop = INT64_MAX; /* not enumerable: what depends on the variable is not a constant */
+  } else if (start >= 0 && step > 0)
     emit(L, n, "for (unsigned %s = %lldu; %s < %lldu; %s += %lldu) {", cv, (long long)start, cv,
          (long long)stop, cv, (long long)step);
   else {
@@ -2533,8 +2598,11 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
   ag_str_printf(o, "\n/* kernel %s: block (%lld, %lld, %lld), grid (%s, %s, %s) */\n", k->name,
                 (long long)lk->block[0], (long long)lk->block[1], (long long)lk->block[2],
                 lk->grid[0], lk->grid[1], lk->grid[2]);
-  ag_str_printf(o, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(",
-                (long long)(lk->block[0] * lk->block[1] * lk->block[2]), k->name);
+  /* setmaxnreg needs the register count at entry fixed (ptxas ignores it
+   * otherwise): one block per SM */
+  ag_str_printf(o, "extern \"C\" __global__ void __launch_bounds__(%lld%s) %s(",
+                (long long)(lk->block[0] * lk->block[1] * lk->block[2]),
+                calls_kind(&k->list2, IK_SETMAXNREG) ? ", 1" : "", k->name);
   for (size_t i = 0; i < L->params.n; i++) {
     const ag_tile_lparam *p = &L->params.v[i];
     if (p->kind == AG_TILE_PARAM_TENSOR)
@@ -2693,6 +2761,9 @@ static const char prelude[] =
     "}\n"
     "static __device__ __forceinline__ void ag_mbar_wait(void *bar, unsigned parity) {\n"
     "  asm volatile(\"{\\n .reg .pred p;\\n AG_WAIT:\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n @!p bra AG_WAIT;\\n}\" :: \"r\"(ag_saddr(bar)), \"r\"(parity) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_cp_async_mbar_arrive(void *bar) {\n"
+    "  asm volatile(\"cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\" :: \"r\"(ag_saddr(bar)) : \"memory\");\n"
     "}\n"
     "static __device__ __forceinline__ void ag_bulk_copy(void *dst, const void *src, unsigned bytes, void *bar) {\n"
     "  asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\" :: \"r\"(ag_saddr(dst)), \"l\"(src), \"r\"(bytes), \"r\"(ag_saddr(bar)) : \"memory\");\n"

@@ -236,6 +236,7 @@ static void bindv(ip *c, const char *name, rv *v) {
 /* --------------------------------------------------------------- values */
 static rv *eval(ip *c, const ag_tile_node *n);
 static void exec_block(ip *c, const ag_tile_list *l);
+static void exec_stmt(ip *c, const ag_tile_node *n);
 
 static uint32_t as_u(ip *c, const ag_tile_node *n, rv *v, int t) {
   if (v->k == K_INT || v->k == K_BOOL)
@@ -1007,6 +1008,7 @@ static rv *call(ip *c, const ag_tile_node *n) {
     }
     case IK_SYNC: case IK_CP_COMMIT: case IK_CP_WAIT:
     case IK_MBAR_INIT: case IK_MBAR_FENCE: case IK_MBAR_ARRIVE: case IK_MBAR_WAIT:
+    case IK_CP_MBAR_ARRIVE: case IK_SETMAXNREG:
       break; /* lockstep: nothing to wait for (a checked program waits where it must) */
     case IK_WGMMA: wgmma(c, n, in); break;
     case IK_WG_FENCE: case IK_WG_COMMIT: case IK_WG_WAIT:
@@ -1216,6 +1218,88 @@ static void exec_assign(ip *c, const ag_tile_node *n) {
     assign_to(c, tg->v[i], v->items[i]);
 }
 
+/* Warp specialization (docs/run.md): a role split is an 'if' whose condition
+ * takes whole warpgroups, differs between two of them, and whose branches
+ * hold loops that synchronize through mbarriers. Threads run in lockstep
+ * here and mbarrier waits are no-ops, so the roles are run as cooperating
+ * tasks that step at their mbarrier loops: each branch is cut at those
+ * loops (which must line up, as the checker requires), the statements
+ * between run for each role under its mask (producer first), and a matched
+ * pair of loops runs one iteration of each role's body at a time. That is
+ * an execution of the kernel: the producer fills a stage before the
+ * consumers read it, and refills it after they released it (a checked
+ * kernel waits for nothing else). */
+static int role_mask(ip *c, const unsigned char *m) {
+  if (c->T % 128)
+    return 0;
+  for (int th = 0; th < c->T; th++)
+    if (m[th] != m[th - th % 128])
+      return 0;
+  return 1;
+}
+static int has_sync(const ag_tile_list *l) {
+  for (int i = 0; i < l->n; i++)
+    if (ag__intrin_sync_loop(l->v[i]) ||
+        (l->v[i]->kind != AG_TN_FOR && (has_sync(&l->v[i]->list) || has_sync(&l->v[i]->list2))))
+      return 1;
+  return 0;
+}
+static void range_of(ip *c, const ag_tile_node *f, int64_t *a3) {
+  const ag_tile_node *it = f->a;
+  if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range") ||
+      it->list.n < 1 || it->list.n > 3)
+    fail(c, it, "a loop runs over range(...)");
+  int64_t a[3] = {0, 0, 1};
+  for (int i = 0; i < it->list.n; i++)
+    a[i] = as_const(c, it->list.v[i], eval(c, it->list.v[i]));
+  a3[0] = it->list.n >= 2 ? a[0] : 0;
+  a3[1] = it->list.n >= 2 ? a[1] : a[0];
+  a3[2] = it->list.n == 3 ? a[2] : 1;
+  if (a3[2] == 0)
+    fail(c, it, "range() step must not be zero");
+}
+static void role_fuse(ip *c, const ag_tile_list *lp, unsigned char *mp, const ag_tile_list *lq,
+                      unsigned char *mq) {
+  unsigned char *all = c->mask;
+  int ip0 = 0, iq0 = 0;
+  for (;;) {
+    int jp = ip0, jq = iq0;
+    while (jp < lp->n && !ag__intrin_sync_loop(lp->v[jp]))
+      jp++;
+    while (jq < lq->n && !ag__intrin_sync_loop(lq->v[jq]))
+      jq++;
+    c->mask = mp;
+    for (int i = ip0; i < jp; i++)
+      exec_stmt(c, lp->v[i]);
+    c->mask = mq;
+    for (int i = iq0; i < jq; i++)
+      exec_stmt(c, lq->v[i]);
+    c->mask = all;
+    if (jp == lp->n && jq == lq->n)
+      return;
+    const ag_tile_node *fp = jp < lp->n ? lp->v[jp] : NULL, *fq = jq < lq->n ? lq->v[jq] : NULL;
+    int64_t rp[3], rq[3];
+    if (fp && fq) {
+      c->mask = mp;
+      range_of(c, fp, rp);
+      c->mask = mq;
+      range_of(c, fq, rq);
+      c->mask = all;
+    }
+    if (!fp || !fq || strcmp(fp->name, fq->name) || rp[0] != rq[0] || rp[1] != rq[1] ||
+        rp[2] != rq[2])
+      fail(c, fp ? fp : fq,
+           "the roles' mbarrier loops do not line up (the same loops, variables and ranges in "
+           "both branches; argus check says which)");
+    for (int64_t v = rp[0]; rp[2] > 0 ? v < rp[1] : v > rp[1]; v += rp[2]) {
+      bindv(c, fp->name, vint_u(c, (uint32_t)v));
+      role_fuse(c, &fp->list, mp, &fq->list, mq);
+    }
+    ip0 = jp + 1;
+    iq0 = jq + 1;
+  }
+}
+
 static void exec_stmt(ip *c, const ag_tile_node *n) {
   switch (n->kind) {
   case AG_TN_ASSIGN: exec_assign(c, n); return;
@@ -1234,6 +1318,11 @@ static void exec_stmt(ip *c, const ag_tile_node *n) {
       me[th] = saved[th] && !x;
       any_t |= mt[th];
       any_e |= me[th];
+    }
+    if (any_t && any_e && role_mask(c, mt) && (has_sync(&n->list) || has_sync(&n->list2))) {
+      role_fuse(c, &n->list, mt, &n->list2, me); /* warp specialization */
+      c->mask = saved;
+      return;
     }
     if (any_t) {
       c->mask = mt;

@@ -1,0 +1,25 @@
+/*
+ * test_gpu_tile_ws.c — examples/tile/ws_gemm.tile (warp-specialized,
+ * persistent: a producer warpgroup with cp.async + mbarrier arrivals, a
+ * consumer warpgroup with wgmma, setmaxnreg) on the GPU (argus run,
+ * docs/run.md): at 512^3 against C = A B^T in double on the CPU (32 blocks
+ * of two tiles each), at the file's toy size against the value interpreter
+ * (the roles run as cooperating tasks there), and at 4096^3 against cuBLAS
+ * on 132 persistent blocks (uneven: 31 or 32 tiles each). Exit 77 without a
+ * GPU.
+ */
+#include "argus/tile_run.h"
+#include "check.h"
+#include "../trace/gpu_util.h"
+#include "tile_gpu.h"
+
+static void ws_case(const char *spec, ag_tile_ref ref, const char *want_ref) {
+  tile_gpu_case("test_gpu_tile_ws", "ws_gemm.tile", spec, ref, want_ref);
+}
+
+TEST(test_ws_512) { ws_case("MT=8,NT=8,K=512,NB=32", AG_TILE_REF_CPU, "cpu"); }
+TEST(test_ws_toy_interp) { ws_case("MT=2,NT=4,K=256,NB=4", AG_TILE_REF_INTERP, "interp"); }
+TEST(test_ws_4096) { ws_case("MT=64,NT=64,K=4096,NB=132", AG_TILE_REF_CUBLAS, "cublas"); }
+
+RUN_TESTS({"test_ws_512", test_ws_512}, {"test_ws_toy_interp", test_ws_toy_interp},
+          {"test_ws_4096", test_ws_4096})
