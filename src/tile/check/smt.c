@@ -452,6 +452,12 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
         push_alt(s, out, a);
       }
       Z3_ast ok = and2(s, base, settled);
+      if (rec->bcond) { /* a TMA box: the byte holds data only inside the tensor (else zeros) */
+        Z3_ast saved = s->cur_byte;
+        s->cur_byte = off;
+        ok = and2(s, ok, trb(s, rec->bcond, w));
+        s->cur_byte = saved;
+      }
       size_t before = out->n;
       if (rec->ptag && rec->pgran % span == 0) {
         /* one parametric tag for the whole write */
