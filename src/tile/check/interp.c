@@ -2059,6 +2059,15 @@ static void do_tma_load(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
     const ag__bx *in_i = ag__bcmp(c, AG_OP_LT, co[i], p->dims[i]);
     inb = inb ? ag__band(c, inb, in_i) : in_i;
   }
+  /* a box the assumptions keep inside the tensor has no zeros */
+  const ag__bx *all_in = NULL;
+  for (int i = 0; i < r; i++) {
+    const ag__bx *in_i = ag__bcmp(c, AG_OP_LE, ag__x(c, AG_X_ADD, org[i], ag__xc(c, m->box[i])),
+                                  p->dims[i]);
+    all_in = all_in ? ag__band(c, all_in, in_i) : in_i;
+  }
+  if (ag__smt_decide(c, all_in) == 1)
+    inb = NULL;
   if (p->tagfn) {
     const ag__tag *wide = ag__tag_top(c, "a read wider than one element of a TMA box (the "
                                          "checker tags a box element by element)");
