@@ -463,6 +463,9 @@ typedef struct ag__ck {
   AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
   int wide_writes;         /* the kernel has bulk copies or TMA loads: a shared write's
                               byte index ("@byte") may exceed 15 */
+  const ag__tag **tma_wide; /* [tma_wide_n] of one top tag: the per-byte tags of every TMA
+                               box (reads wider than an element), shared, never written */
+  int64_t tma_wide_n;
   int64_t tst_ngroups;     /* committed tma_store groups */
   AG_VEC(ag__tstore) tst_pend; /* tma_store sources not yet released by a tma_store_wait */
 } ag__ck;

@@ -994,8 +994,12 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
   w.buf = buf;
   w.addr = addr;
   w.width = d->n;
-  w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
-  ag__mcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  if (d->tags == c->tma_wide) {
+    w.tags = c->tma_wide; /* shared and read-only: a TMA box's bytes (do_tma_load) */
+  } else {
+    w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
+    ag__mcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  }
   w.ptag = d->ptag;
   w.pgran = d->pgran;
   w.guard = c->path;
@@ -2029,7 +2033,8 @@ static void do_tma_load(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
                  c->mbars.v[bi].name, c->mbars.v[bi].at->line);
   int64_t k = path_threads(c, n, in->name);
   int es = m->map.elem_bytes;
-  ag__data d = data_new(c, p->dt, (int)m->bytes);
+  ag__data d = p->tagfn ? (ag__data){p->dt, (int)m->bytes, NULL, NULL, 0}
+                        : data_new(c, p->dt, (int)m->bytes);
   /* byte @byte of the box's range: the chunk swizzle (its own inverse) gives
    * the packed offset, which names the box element; element-wide reads take
    * the parametric tag, wider ones are not tracked (top) */
@@ -2069,10 +2074,16 @@ static void do_tma_load(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
   if (ag__smt_decide(c, all_in) == 1)
     inb = NULL;
   if (p->tagfn) {
-    const ag__tag *wide = ag__tag_top(c, "a read wider than one element of a TMA box (the "
-                                         "checker tags a box element by element)");
-    for (int64_t j = 0; j < m->bytes; j++)
-      d.tags[j] = wide;
+    /* one array for every box (a box has at most 227 KiB) */
+    if (c->tma_wide_n < m->bytes) {
+      const ag__tag *wide = ag__tag_top(c, "a read wider than one element of a TMA box (the "
+                                           "checker tags a box element by element)");
+      c->tma_wide = ag__ck_alloc(c, (size_t)m->bytes * sizeof *c->tma_wide);
+      for (int64_t j = 0; j < m->bytes; j++)
+        c->tma_wide[j] = wide;
+      c->tma_wide_n = m->bytes;
+    }
+    d.tags = c->tma_wide;
     d.ptag = apply_tagfn(c, n, p->tagfn, co);
     d.pgran = es;
   }
