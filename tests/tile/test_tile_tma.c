@@ -103,6 +103,9 @@ TEST(test_example) {
                             "(int)(bm * 64));");
     CHECK_CONTAINS(l->cuda, "ag_mbar_expect_tx(full + (j * 8), 24576u);");
     CHECK_CONTAINS(l->cuda, "asm volatile(\"cp.async.bulk.wait_group.read 0;\" ::: \"memory\");");
+    /* the tile's shared stores reach the async proxy before the barrier the store follows */
+    CHECK_CONTAINS(l->cuda, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");\n"
+                            "  __syncthreads();");
     /* buffers of a TMA kernel start on 1024-byte boundaries (the barriers too) */
     CHECK_CONTAINS(l->cuda, "empty = ag_smem + 132096;");
     int c = compiles(l);
@@ -272,6 +275,12 @@ TEST(test_small_programs) {
   s = prog("tma_map(X, box=(16, 8))", "", "tma_load(tm, 8, 0, s, bar[0])",
            "    y = s[t / 8, t % 8]\n    assert tag(y) != bot\n");
   refuted("oob", s, "assert tag(y) != bot", -1, "no data reaches it", NULL);
+  free(s);
+  /* ... and with R = 20 (the box provably passes the end): rows 20..23 of the box, read by
+   * threads 96..127, are zeros */
+  s = prog("tma_map(X, box=(16, 8))", "    assume R == 20\n", "tma_load(tm, 8, 0, s, bar[0])",
+           "    y = s[t / 8, t % 8]\n    assert tag(y) != bot\n");
+  refuted("oob-20", s, "assert tag(y) != bot", 96, "no data reaches it", NULL);
   free(s);
   /* a tma_store's source overwritten before the wait */
   s = prog("tma_map(X, box=(16, 8))", "    tY = tma_map(Y, box=(16, 8))\n",
