@@ -18,58 +18,6 @@
 #define TILE_PIPE_FILE "tma.tile"
 #include "tile_pipe.h"
 
-#include <unistd.h>
-
-/* Integers in -8..7 (exact in bf16; sums of 512 products exact in f32). */
-static float small(int i, int k) {
-  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
-}
-
-/* NVRTC then ptxas -arch=sm_90a on l's CUDA C: 1 both accepted it, 0 one
- * refused, -1 one is missing. */
-static int compiles(const ag_tile_lowered *l) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_str ptx = AG_STR_INIT, err = AG_STR_INIT;
-  int rc = ag_tile_nvrtc_ptx(l->cuda, strlen(l->cuda), "sm_90a", &d, &ptx, NULL);
-  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : 1;
-  char *as = ag_which("ptxas");
-  if (!as && access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-    as = ag_strdup("/usr/local/cuda/bin/ptxas");
-  if (r == 1 && !as)
-    r = -1;
-  if (r == 1) {
-    char in[] = "/tmp/argus-tma-XXXXXX.ptx", outp[] = "/tmp/argus-tma-XXXXXX.cubin";
-    int fd = mkstemps(in, 4), fd2 = mkstemps(outp, 6);
-    r = 0;
-    if (fd >= 0 && fd2 >= 0 && write(fd, ag_str_cstr(&ptx), ptx.len) == (ssize_t)ptx.len) {
-      const char *argv[] = {as, "-arch=sm_90a", "-o", outp, in, NULL};
-      ag_proc_opts o;
-      memset(&o, 0, sizeof o);
-      o.argv = argv;
-      o.capture_err = &err;
-      o.timeout_s = 300;
-      ag_proc_result pr;
-      r = !ag_proc_run(&o, &pr) && pr.exited && pr.exit_code == 0;
-    }
-    if (fd >= 0)
-      close(fd), unlink(in);
-    if (fd2 >= 0)
-      close(fd2), unlink(outp);
-  }
-  if (r == 0) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    printf("  does not compile: %s%s\n", ag_str_cstr(&s), ag_str_cstr(&err));
-    ag_str_release(&s);
-  }
-  ag_free(as);
-  ag_str_release(&ptx);
-  ag_str_release(&err);
-  ag_diags_release(&d);
-  return r;
-}
-
 TEST(test_example) {
   char *src = tu_read("examples/tile/tma_gemm.tile", NULL);
   CHECK(src != NULL);
@@ -108,35 +56,8 @@ TEST(test_example) {
                             "  __syncthreads();");
     /* buffers of a TMA kernel start on 1024-byte boundaries (the barriers too) */
     CHECK_CONTAINS(l->cuda, "empty = ag_smem + 132096;");
-    int c = compiles(l);
-    if (c < 0)
-      printf("  NVRTC or ptxas missing: the compile step is skipped\n");
-    else
-      CHECK_EQ_INT(c, 1);
-    /* the value interpreter at M = 128, N = 256 (K = 512) against C = A B^T */
-    enum { M = 128, N = 256, K = 512 };
-    uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
-    float *C = calloc((size_t)M * N, 4);
-    for (int i = 0; i < M * K; i++)
-      A[i] = ag__f2bf(small(i, 3));
-    for (int i = 0; i < N * K; i++)
-      B[i] = ag__f2bf(small(i, 5));
-    void *t[3] = {A, B, C};
-    char err[512] = "";
-    int rc = interpret_sizes(p, l, "tma_gemm", "M=128,N=256", t, err, sizeof err);
-    if (rc)
-      printf("  interp: %s\n", err);
-    CHECK_EQ_INT(rc, 0);
-    long bad = 0;
-    for (int m = 0; !rc && m < M; m++)
-      for (int n = 0; n < N; n++) {
-        double sum = 0;
-        for (int kk = 0; kk < K; kk++)
-          sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
-        bad += C[m * N + n] != (float)sum;
-      }
-    CHECK_EQ_INT(bad, 0);
-    free(A), free(B), free(C);
+    /* the value interpreter at M = 128, N = 256, K = 512 against C = A B^T */
+    CHECK_EQ_INT(pipe_gemm_example(p, l, "tma_gemm", 128, 256, 512), 0);
   }
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);
@@ -227,6 +148,23 @@ static char *prog(const char *map, const char *decl, const char *load, const cha
   return r;
 }
 
+/* Y stored from s by thread 0 (committed), then `wait`, then every thread writes s. */
+static char *store_prog(const char *wait) {
+  ag_str t = AG_STR_INIT;
+  ag_str_printf(&t,
+                "    syncthreads()\n"
+                "    if t == 0:\n"
+                "        tma_store(tY, 0, 0, s)\n"
+                "        tma_store_commit()\n"
+                "%s"
+                "    s[t / 8, t %% 8] = 1.0\n",
+                wait);
+  char *r = prog("tma_map(X, box=(16, 8))", "    tY = tma_map(Y, box=(16, 8))\n",
+                 "tma_load(tm, 0, 0, s, bar[0])", ag_str_cstr(&t));
+  ag_str_release(&t);
+  return r;
+}
+
 TEST(test_small_programs) {
   /* every element of the box: settled, with X's tag (the assumption keeps the box inside X) */
   const char *check_all = "    y = s[t / 8, t % 8]\n"
@@ -283,28 +221,14 @@ TEST(test_small_programs) {
   refuted("oob-20", s, "assert tag(y) != bot", 96, "no data reaches it", NULL);
   free(s);
   /* a tma_store's source overwritten before the wait */
-  s = prog("tma_map(X, box=(16, 8))", "    tY = tma_map(Y, box=(16, 8))\n",
-           "tma_load(tm, 0, 0, s, bar[0])",
-           "    syncthreads()\n"
-           "    if t == 0:\n"
-           "        tma_store(tY, 0, 0, s)\n"
-           "        tma_store_commit()\n"
-           "    s[t / 8, t % 8] = 1.0\n");
+  s = store_prog("");
   refuted("store-war", s, "s[t / 8, t % 8] = 1.0", -1,
           "write-after-read race: this write to shared 's' (bytes 0..511) may land while the "
           "tma_store at line 19 still reads them",
           NULL);
   free(s);
   /* ... and after it: clean */
-  s = prog("tma_map(X, box=(16, 8))", "    tY = tma_map(Y, box=(16, 8))\n",
-           "tma_load(tm, 0, 0, s, bar[0])",
-           "    syncthreads()\n"
-           "    if t == 0:\n"
-           "        tma_store(tY, 0, 0, s)\n"
-           "        tma_store_commit()\n"
-           "        tma_store_wait(0)\n"
-           "    syncthreads()\n"
-           "    s[t / 8, t % 8] = 1.0\n");
+  s = store_prog("        tma_store_wait(0)\n    syncthreads()\n");
   p = checked(s);
   CHECK(p != NULL);
   ag_tile_program_free(p);

@@ -18,61 +18,6 @@
 #define TILE_PIPE_FILE "wgmma.tile"
 #include "tile_pipe.h"
 
-#include <unistd.h>
-
-/* Integers in -8..7 (exact in bf16; sums of 256 products exact in f32). */
-static float small(int i, int k) {
-  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
-}
-
-/* ptxas -arch=sm_90a on ptx: 1 assembled, 0 refused (err), -1 no ptxas. */
-static int assemble(const char *ptx, ag_str *err) {
-  char *as = ag_which("ptxas");
-  if (!as && access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
-    as = ag_strdup("/usr/local/cuda/bin/ptxas");
-  if (!as)
-    return -1;
-  char in[] = "/tmp/argus-wg-XXXXXX.ptx", outp[] = "/tmp/argus-wg-XXXXXX.cubin";
-  int fd = mkstemps(in, 4), fd2 = mkstemps(outp, 6);
-  int ok = 0;
-  if (fd >= 0 && fd2 >= 0 && write(fd, ptx, strlen(ptx)) == (ssize_t)strlen(ptx)) {
-    const char *argv[] = {as, "-arch=sm_90a", "-o", outp, in, NULL};
-    ag_proc_opts o;
-    memset(&o, 0, sizeof o);
-    o.argv = argv;
-    o.capture_err = err;
-    o.timeout_s = 300;
-    ag_proc_result r;
-    ok = !ag_proc_run(&o, &r) && r.exited && r.exit_code == 0;
-  }
-  if (fd >= 0)
-    close(fd), unlink(in);
-  if (fd2 >= 0)
-    close(fd2), unlink(outp);
-  ag_free(as);
-  return ok;
-}
-
-/* NVRTC then ptxas on l's CUDA C: 1 when both ran and accepted it, 0 when one
- * refused, -1 when either is missing. */
-static int compiles(const ag_tile_lowered *l) {
-  ag_diags d;
-  ag_diags_init(&d);
-  ag_str ptx = AG_STR_INIT, err = AG_STR_INIT;
-  int rc = ag_tile_nvrtc_ptx(l->cuda, strlen(l->cuda), "sm_90a", &d, &ptx, NULL);
-  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : assemble(ag_str_cstr(&ptx), &err);
-  if (r == 0) {
-    ag_str s = AG_STR_INIT;
-    ag_diags_format(&d, &s);
-    printf("  does not compile: %s%s\n", ag_str_cstr(&s), ag_str_cstr(&err));
-    ag_str_release(&s);
-  }
-  ag_str_release(&ptx);
-  ag_str_release(&err);
-  ag_diags_release(&d);
-  return r;
-}
-
 TEST(test_example) {
   char *src = tu_read("examples/tile/wgmma_gemm.tile", NULL);
   CHECK(src != NULL);
@@ -90,35 +35,8 @@ TEST(test_example) {
     /* cp.async's writes made visible to wgmma's async proxy */
     CHECK_CONTAINS(l->cuda, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
     CHECK_CONTAINS(l->cuda, "__align__(1024) unsigned char ag_smem[]");
-    int c = compiles(l);
-    if (c < 0)
-      printf("  NVRTC or ptxas missing: the compile step is skipped\n");
-    else
-      CHECK_EQ_INT(c, 1);
     /* the value interpreter at M = 128, N = 256, K = 256 against C = A B^T */
-    enum { M = 128, N = 256, K = 256 };
-    uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
-    float *C = calloc((size_t)M * N, 4);
-    for (int i = 0; i < M * K; i++)
-      A[i] = ag__f2bf(small(i, 3));
-    for (int i = 0; i < N * K; i++)
-      B[i] = ag__f2bf(small(i, 5));
-    void *t[3] = {A, B, C};
-    char err[512] = "";
-    int rc = interpret_sizes(p, l, "wgmma_gemm", "M=128,N=256", t, err, sizeof err);
-    if (rc)
-      printf("  interp: %s\n", err);
-    CHECK_EQ_INT(rc, 0);
-    long bad = 0;
-    for (int m = 0; !rc && m < M; m++)
-      for (int n = 0; n < N; n++) {
-        double sum = 0;
-        for (int kk = 0; kk < K; kk++)
-          sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
-        bad += C[m * N + n] != (float)sum;
-      }
-    CHECK_EQ_INT(bad, 0);
-    free(A), free(B), free(C);
+    CHECK_EQ_INT(pipe_gemm_example(p, l, "wgmma_gemm", 128, 256, 256), 0);
   }
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);
@@ -243,7 +161,7 @@ TEST(test_small_programs) {
   CHECK(l != NULL);
   if (l) {
     CHECK_CONTAINS(l->cuda, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
-    int c = compiles(l);
+    int c = pipe_compiles(l);
     if (c >= 0)
       CHECK_EQ_INT(c, 1);
   }

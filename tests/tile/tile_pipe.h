@@ -2,7 +2,8 @@
  * tile_pipe.h — the front of the tile pipeline for tests that run every row
  * of a shared table (test_tile_builtins, test_tile_intrin): a program text
  * parsed and checked clean, then lowered, each printing why when it fails,
- * then one kernel run in the value interpreter.
+ * then one kernel run in the value interpreter; and the sm_90a compile step
+ * (NVRTC, then ptxas) of test_tile_wgmma and test_tile_tma.
  * Include after check.h; TILE_PIPE_FILE names the text in diagnostics.
  */
 #ifndef ARGUS_TEST_TILE_PIPE_H
@@ -11,6 +12,9 @@
 #include "argus/tile_check.h"
 #include "argus/tile_lower.h"
 #include "argus/tile_run.h"
+#include "argus/core.h"
+
+#include <unistd.h>
 
 #ifndef TILE_PIPE_FILE
 #define TILE_PIPE_FILE "t.tile"
@@ -90,6 +94,99 @@ static int interpret_sizes(const ag_tile_program *p, const ag_tile_lowered *l, c
 __attribute__((unused)) static int interpret(const ag_tile_program *p, const ag_tile_lowered *l,
                                              const char *name, void **t, char *err, size_t errn) {
   return interpret_sizes(p, l, name, NULL, t, err, errn);
+}
+
+/* ptxas -arch=sm_90a on ptx: 1 assembled, 0 refused (err), -1 no ptxas. */
+static inline int pipe_assemble(const char *ptx, ag_str *err) {
+  char *as = ag_which("ptxas");
+  if (!as && access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
+    as = ag_strdup("/usr/local/cuda/bin/ptxas");
+  if (!as)
+    return -1;
+  char in[] = "/tmp/argus-wg-XXXXXX.ptx", outp[] = "/tmp/argus-wg-XXXXXX.cubin";
+  int fd = mkstemps(in, 4), fd2 = mkstemps(outp, 6);
+  int ok = 0;
+  if (fd >= 0 && fd2 >= 0 && write(fd, ptx, strlen(ptx)) == (ssize_t)strlen(ptx)) {
+    const char *argv[] = {as, "-arch=sm_90a", "-o", outp, in, NULL};
+    ag_proc_opts o;
+    memset(&o, 0, sizeof o);
+    o.argv = argv;
+    o.capture_err = err;
+    o.timeout_s = 300;
+    ag_proc_result r;
+    ok = !ag_proc_run(&o, &r) && r.exited && r.exit_code == 0;
+  }
+  if (fd >= 0)
+    close(fd), unlink(in);
+  if (fd2 >= 0)
+    close(fd2), unlink(outp);
+  ag_free(as);
+  return ok;
+}
+
+/* NVRTC then ptxas on l's CUDA C: 1 when both ran and accepted it, 0 when one
+ * refused, -1 when either is missing. */
+static inline int pipe_compiles(const ag_tile_lowered *l) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_str ptx = AG_STR_INIT, err = AG_STR_INIT;
+  int rc = ag_tile_nvrtc_ptx(l->cuda, strlen(l->cuda), "sm_90a", &d, &ptx, NULL);
+  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : pipe_assemble(ag_str_cstr(&ptx), &err);
+  if (r == 0) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    printf("  does not compile: %s%s\n", ag_str_cstr(&s), ag_str_cstr(&err));
+    ag_str_release(&s);
+  }
+  ag_str_release(&ptx);
+  ag_str_release(&err);
+  ag_diags_release(&d);
+  return r;
+}
+
+
+/* Integers in -8..7, exact in bf16 and in sums of 512 products in f32, with
+ * no short period in i (an element read from the wrong place shows). */
+static inline float pipe_small(int i, int k) {
+  return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
+}
+
+/* A GEMM example's CUDA C through NVRTC and ptxas (1, or -1 when one is
+ * missing: skipped, saying so), then its kernel `name` in the value
+ * interpreter at sizes M x N (K: the kernel's const, as given) over bf16
+ * A (M x K), B (N x K) against C = A B^T summed in double: the number of
+ * elements that differ, or -1 when it does not compile or run. */
+static inline long pipe_gemm_example(const ag_tile_program *p, const ag_tile_lowered *l,
+                                     const char *name, int M, int N, int K) {
+  int c = pipe_compiles(l);
+  if (c < 0)
+    printf("  NVRTC or ptxas missing: the compile step is skipped\n");
+  if (c == 0)
+    return -1;
+  uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
+  float *C = calloc((size_t)M * N, 4);
+  long bad = -1;
+  if (A && B && C) {
+    for (int i = 0; i < M * K; i++)
+      A[i] = ag__f2bf(pipe_small(i, 3));
+    for (int i = 0; i < N * K; i++)
+      B[i] = ag__f2bf(pipe_small(i, 5));
+    void *t[3] = {A, B, C};
+    char err[512] = "", sizes[64];
+    snprintf(sizes, sizeof sizes, "M=%d,N=%d", M, N);
+    int rc = interpret_sizes(p, l, name, sizes, t, err, sizeof err);
+    if (rc)
+      printf("  interp: %s\n", err);
+    for (int m = 0, n; !rc && m < M; m++)
+      for (n = 0, bad = bad < 0 ? 0 : bad; n < N; n++) {
+        double sum = 0;
+        for (int kk = 0; kk < K; kk++)
+          sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
+        bad += C[m * N + n] != (float)sum;
+      }
+  }
+  free(A), free(B), free(C);
+  return bad;
 }
 
 #endif

@@ -1848,7 +1848,7 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
 }
 
 
-static void wg_push(ag__ck *c, ag__oblig *o);
+static void refute_here(ag__ck *c, const ag_tile_node *at, const char *why);
 
 /* -------------------------------------------------------------------- TMA
  * tma_map(A, box=(b0, ..., bn), swizzle=S) names the box of tensor
@@ -2145,14 +2145,7 @@ static void tst_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t 
              "tma_store_wait(0) in the storing thread and a syncthreads() before this line)",
              c->sbufs.v[buf].name, (long long)(lo > t->lo ? lo : t->lo),
              (long long)((hi < t->hi ? hi : t->hi) - 1), t->at->line);
-    ag__oblig o;
-    memset(&o, 0, sizeof o);
-    o.k = OB_INT;
-    o.at = at;
-    o.path = c->path;
-    o.cond = ag__bconst(c, 0);
-    o.why = ag__ck_strdup(c, msg);
-    wg_push(c, &o);
+    refute_here(c, at, msg);
     return;
   }
 }
@@ -2181,6 +2174,18 @@ static void wg_push(ag__ck *c, ag__oblig *o) {
     ag__ck_oom(c);
 }
 
+/* A violation at `at` for every thread on the path, saying why. */
+static void refute_here(ag__ck *c, const ag_tile_node *at, const char *why) {
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.k = OB_INT;
+  o.at = at;
+  o.path = c->path;
+  o.cond = ag__bconst(c, 0);
+  o.why = ag__ck_strdup(c, why);
+  wg_push(c, &o);
+}
+
 /* The check's `why` for a pending accumulator; `what` names the access. */
 static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
                            const char *what) {
@@ -2197,15 +2202,7 @@ static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t o
              "line)",
              what, c->rbufs.v[buf].name ? c->rbufs.v[buf].name : "?",
              (long long)((off > p->lo ? off : p->lo) - p->lo), p->at->line);
-    const char *why = ag__ck_strdup(c, msg);
-    ag__oblig o;
-    memset(&o, 0, sizeof o);
-    o.k = OB_INT;
-    o.at = at;
-    o.path = c->path;
-    o.cond = ag__bconst(c, 0);
-    o.why = why;
-    wg_push(c, &o);
+    refute_here(c, at, msg);
     return;
   }
 }
