@@ -1729,6 +1729,16 @@ static void do_mbar_wait(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   }
 }
 
+/* A copy that completes on mbarrier bi (at node n) needs the
+ * fence_mbar_init() after its init. */
+static void need_fenced(ag__ck *c, const ag_tile_node *n, int bi, const char *fname) {
+  if (!c->mbars.v[bi].fenced)
+    ag__ck_error(c, n,
+                 "%s completes on mbarrier '%s', but no fence_mbar_init() follows its "
+                 "mbar_init (line %d): the copy engine may not see the initialized barrier",
+                 fname, c->mbars.v[bi].name, c->mbars.v[bi].at->line);
+}
+
 /* Issues a copy that completes transaction bytes on mbarrier bi (a bulk
  * copy, a TMA load) by k threads: a shared write of d at addr of buffer
  * buf, settled only by a wait on the phase it completes; bcond (or NULL)
@@ -1818,11 +1828,7 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
                    (long long)c->sbufs.v[dt->buf].size);
   }
   int bi = mbar_operand(c, n, n->list.v[3], in->name, 0);
-  if (!c->mbars.v[bi].fenced)
-    ag__ck_error(c, n->list.v[3],
-                 "bulk_copy completes on mbarrier '%s', but no fence_mbar_init() follows its "
-                 "mbar_init (line %d): the copy engine may not see the initialized barrier",
-                 c->mbars.v[bi].name, c->mbars.v[bi].at->line);
+  need_fenced(c, n->list.v[3], bi, in->name);
   int64_t k = path_threads(c, n, in->name);
   /* the data: the source's tags, byte by byte (one parametric tag) */
   ag__data d = data_new(c, p->dt, (int)bytes);
@@ -2026,11 +2032,7 @@ static void do_tma_load(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) 
   const ag__param *p = &c->params.v[m->param];
   const ag_expr *addr = tma_smem(c, n->list.v[1 + r], m, in->name, &buf);
   int bi = mbar_operand(c, n, n->list.v[2 + r], in->name, 0);
-  if (!c->mbars.v[bi].fenced)
-    ag__ck_error(c, n->list.v[2 + r],
-                 "tma_load completes on mbarrier '%s', but no fence_mbar_init() follows its "
-                 "mbar_init (line %d): the copy engine may not see the initialized barrier",
-                 c->mbars.v[bi].name, c->mbars.v[bi].at->line);
+  need_fenced(c, n->list.v[2 + r], bi, in->name);
   int64_t k = path_threads(c, n, in->name);
   int es = m->map.elem_bytes;
   ag__data d = p->tagfn ? (ag__data){p->dt, (int)m->bytes, NULL, NULL, 0}

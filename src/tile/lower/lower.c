@@ -1555,6 +1555,12 @@ static void do_tma(lw *L, const ag_tile_node *n, const ag__intrin *in) {
     emit(L, n, "ag_tma_store%d(&%s, %s%s);", r, m->name, sm, cs);
 }
 
+/* Shared-memory writes of the generic proxy (stores, cp.async) made visible
+ * to the async proxy (wgmma's operand reads, TMA stores). */
+static void proxy_fence(lw *L, const ag_tile_node *n) {
+  emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+}
+
 static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   switch (in->kind) {
   case IK_MMA: do_mma(L, n); break;
@@ -1572,7 +1578,7 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
   }
   case IK_SYNC:
     if (L->uses_tma) /* shared stores made visible to the async proxy a tma_store reads through */
-      emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+      proxy_fence(L, n);
     emit(L, n, "__syncthreads();");
     break;
   case IK_MBAR_INIT:
@@ -1596,7 +1602,7 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
   case IK_WG_FENCE:
     /* shared-memory writes of the generic proxy (stores, cp.async) made visible to the
      * async proxy wgmma reads through, then the wgmma fence */
-    emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+    proxy_fence(L, n);
     emit(L, n, "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     break;
   case IK_WG_COMMIT:
