@@ -19,14 +19,8 @@
 #include "tile_pipe.h"
 
 TEST(test_example) {
-  char *src = tu_read("examples/tile/tma_gemm.tile", NULL);
-  CHECK(src != NULL);
-  if (!src)
-    return;
-  ag_tile_program *p = checked(src);
-  CHECK(p != NULL);
-  ag_tile_lowered *l = p ? lowered(p) : NULL;
-  CHECK(l != NULL);
+  ag_tile_lowered *l;
+  ag_tile_program *p = pipe_example("examples/tile/tma_gemm.tile", &l);
   if (l) {
     const ag_tile_lkernel *k = &l->kernels[0];
     /* three maps, after the parameters: A's and B's boxes 128B-swizzled, C's not */
@@ -61,40 +55,13 @@ TEST(test_example) {
   }
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);
-  free(src);
 }
 
-/* The report violates the line holding `at` with a counterexample in
- * thread `thread` (-1: any of the block) whose reason holds `want` and
- * whose left side holds `lhs` (or NULL). */
+/* Refuted at the line holding `at`, in thread `thread` (-1: any), the reason holding
+ * `want` and the left side's tag `lhs` (NULL: not checked). */
 static void refuted(const char *name, const char *src, const char *at, int thread,
                     const char *want, const char *lhs) {
-  int line = tu_line_of(src, at);
-  CHECK(line > 0);
-  ag_diags d;
-  ag_diags_init(&d);
-  int rc;
-  ag_tile_report *r = tu_check(src, name, &d, &rc, NULL);
-  CHECK_EQ_INT(rc, 0);
-  CHECK(r && !ag_tile_report_ok(r));
-  const ag_tile_assert_result *a = r ? tu_find(r, line) : NULL;
-  CHECK(a != NULL);
-  if (a) {
-    CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
-    CHECK(a->cex != NULL);
-    if (a->cex) {
-      printf("  %s: line %d, thread %lld: %s | %s = %s\n", name, line,
-             (long long)a->cex->thread, a->cex->reason, a->cex->lhs.expr ? a->cex->lhs.expr : "",
-             a->cex->lhs.tag ? a->cex->lhs.tag : "");
-      if (thread >= 0)
-        CHECK_EQ_INT(a->cex->thread, thread);
-      CHECK_CONTAINS(a->cex->reason, want);
-      if (lhs)
-        CHECK_CONTAINS(a->cex->lhs.tag ? a->cex->lhs.tag : "", lhs);
-    }
-  }
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  tu_refuted(name, src, at, (tu_refute){want, thread, NULL, lhs, NULL});
 }
 
 TEST(test_planted_bugs) {
@@ -276,39 +243,16 @@ TEST(test_bad_input) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *s = prog(cases[i].map, cases[i].decl, cases[i].load, "");
-    /* the map after s, so that the tile case can name it */
-    ag_diags d;
-    ag_diags_init(&d);
-    int rc;
-    ag_tile_report *r = tu_check(s, "t.tile", &d, &rc, NULL);
-    CHECK(rc != 0);
-    ag_str f = AG_STR_INIT;
-    ag_diags_format(&d, &f);
-    char at[32];
-    snprintf(at, sizeof at, ":%d:%d: error", cases[i].line, cases[i].col);
-    if (!strstr(ag_str_cstr(&f), cases[i].msg) || !strstr(ag_str_cstr(&f), at))
-      printf("  case %zu: %s\n", i, ag_str_cstr(&f));
-    CHECK_CONTAINS(ag_str_cstr(&f), cases[i].msg);
-    CHECK_CONTAINS(ag_str_cstr(&f), at);
-    ag_str_release(&f);
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    tu_expect_error(s, cases[i].line, cases[i].col, cases[i].msg);
     free(s);
   }
   /* a row of N f32 with nothing saying N % 4 == 0: no provable 16-byte stride */
-  const char *src = "@threads(32)\n"
-                    "def k(X: Tensor(4, N, f32)):\n"
-                    "    tm = tma_map(X, box=(4, 8))\n";
-  ag_diags d;
-  ag_diags_init(&d);
-  int rc;
-  ag_tile_report *r = tu_check(src, "t.tile", &d, &rc, NULL);
-  CHECK(rc != 0);
-  tu_expect_diag(&d, 0, 3, 18,
-                 "tma_map of 'X': a row of 'X' (its last dimension times 4 bytes) must be a "
-                 "provable multiple of 16 bytes");
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  tu_expect_error("@threads(32)\n"
+                  "def k(X: Tensor(4, N, f32)):\n"
+                  "    tm = tma_map(X, box=(4, 8))\n",
+                  3, 18,
+                  "tma_map of 'X': a row of 'X' (its last dimension times 4 bytes) must be a "
+                  "provable multiple of 16 bytes");
 }
 
 RUN_TESTS({"test_example", test_example}, {"test_planted_bugs", test_planted_bugs},

@@ -4,7 +4,7 @@
  * parsed and checked clean, then lowered, each printing why when it fails,
  * then one kernel run in the value interpreter; and the sm_90a compile step
  * (NVRTC, then ptxas) of test_tile_wgmma and test_tile_tma.
- * Include after check.h; TILE_PIPE_FILE names the text in diagnostics.
+ * Include after check.h (it includes tile_util.h); TILE_PIPE_FILE names the text in diagnostics.
  */
 #ifndef ARGUS_TEST_TILE_PIPE_H
 #define ARGUS_TEST_TILE_PIPE_H
@@ -13,6 +13,7 @@
 #include "argus/tile_lower.h"
 #include "argus/tile_run.h"
 #include "argus/core.h"
+#include "tile_util.h"
 
 #include <unistd.h>
 
@@ -187,6 +188,21 @@ static inline long pipe_gemm_example(const ag_tile_program *p, const ag_tile_low
   }
   free(A), free(B), free(C);
   return bad;
+}
+
+/* The example file rel (relative to the source tree) checked clean and
+ * lowered: *l (owned, or NULL when a step fails: the failure is recorded);
+ * returns the program (owned, or NULL). */
+static inline ag_tile_program *pipe_example(const char *rel, ag_tile_lowered **l) {
+  *l = NULL;
+  char *src = tu_read(rel, NULL);
+  CHECK(src != NULL);
+  ag_tile_program *p = src ? checked(src) : NULL;
+  CHECK(p != NULL);
+  *l = p ? lowered(p) : NULL;
+  CHECK(*l != NULL);
+  free(src);
+  return p;
 }
 
 #endif
