@@ -41,6 +41,19 @@ typedef struct ag_tile_lparam {
   char **dims;                 /* tensors: each dim as a C expression over sizes */
 } ag_tile_lparam;
 
+/* A TMA tensor map (tma_map in the DSL): the entry takes it as a
+ * `const __grid_constant__ CUtensorMap` after the other parameters, in this
+ * order; the host encodes it with cuTensorMapEncodeTiled over tensor
+ * parameter `tensor` (its dims and a packed row-major layout), the box and
+ * the swizzle, zeros outside the tensor (docs/lower.md, "TMA"). */
+typedef struct ag_tile_ltmap {
+  char *name;                  /* the entry parameter's C name */
+  int tensor;                  /* index in params */
+  int rank;
+  int64_t box[5];              /* elements, in the tensor's dimension order */
+  int swizzle;                 /* bytes: 0 (none), 32, 64, 128 */
+} ag_tile_ltmap;
+
 /* One lowered kernel: what a launcher needs besides the module. */
 typedef struct ag_tile_lkernel {
   char *name;                  /* the extern "C" entry name */
@@ -54,6 +67,8 @@ typedef struct ag_tile_lkernel {
   int nassumes;
   char **regions;              /* the regions the markers make, qualified ("gemm/mainloop") */
   int nregions;
+  ag_tile_ltmap *tmaps;        /* the entry's tensor-map parameters, after params */
+  int ntmaps;
 } ag_tile_lkernel;
 
 typedef struct ag_tile_lowered {

@@ -2,7 +2,8 @@
  * tile_intrin.h — the tile DSL's hardware intrinsics (mma_m16n8k16,
  * ldmatrix_x1/x2/x4[_trans], cp_async, cp_async_commit, cp_async_wait,
  * syncthreads, the mbarriers mbar_init/mbar_arrive/mbar_expect_tx/mbar_wait/
- * fence_mbar_init and the 1-D bulk copy bulk_copy), one table (src/tile/front/intrin.c) shared by the checker
+ * fence_mbar_init, the 1-D bulk copy bulk_copy and the TMA tensor copies
+ * tma_load/tma_store/tma_store_commit/tma_store_wait), one table (src/tile/front/intrin.c) shared by the checker
  * (src/tile/check), the lowering (src/tile/lower) and the value interpreter
  * (src/tile/run), as tile_builtin.h is for builtins: each module looks a
  * name up with ag__intrin_lookup and dispatches on the row's kind, so no
@@ -24,6 +25,13 @@ typedef enum {
   IK_MBAR_ARRIVE, /* mbar_arrive(bar); with tx: mbar_expect_tx(bar, bytes) */
   IK_MBAR_WAIT,   /* mbar_wait(bar, parity) */
   IK_BULK_COPY,   /* bulk_copy(dst, src, bytes, bar) */
+  /* TMA tensor copies through a tma_map (cp.async.bulk.tensor): a box into shared memory
+   * completing on an mbarrier, a box out of it in a bulk group, the group's commit and its
+   * wait for the reads */
+  IK_TMA_LOAD,    /* tma_load(map, coords..., dst, bar) */
+  IK_TMA_STORE,   /* tma_store(map, coords..., src) */
+  IK_TMA_COMMIT,  /* tma_store_commit() */
+  IK_TMA_WAIT,    /* tma_store_wait(n) */
   /* wgmma (warpgroup, asynchronous): the product, fence, commit_group, wait_group */
   IK_WGMMA, IK_WG_FENCE, IK_WG_COMMIT, IK_WG_WAIT,
   /* warp specialization: setmaxnreg_inc/_dec(N) (tx: 1 inc, 0 dec), and
@@ -38,7 +46,7 @@ typedef struct ag__intrin {
   const char *name;        /* as written in the DSL */
   ag__ik kind;
   const char *ptx;         /* the instruction it stands for */
-  int nops;
+  int nops;                /* -1: variable (a TMA copy has one coordinate per map dimension) */
   const char *opnames[4];  /* "d", "a", "b", "c" / "dst", "src" */
   /* MMA, WGMMA (atom_c: wgmma's accumulator, the .d atom; atom_b: none, B is
    * read from shared memory through a descriptor) */
@@ -69,16 +77,24 @@ typedef struct ag__intrin {
  * element where the tile is not a canonical GMMA layout of its mode. The
  * checker and the lowering both call it, so they derive the same one. */
 #include "argus/layout_atoms.h"
+#include "argus/tile.h"
 int64_t ag__wgmma_period(int swizzled, ag_swizzle swz);
 int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
                    const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major);
 
 /* Warp specialization: 1 when statement s is a `for` whose body (at any
  * depth) calls an mbarrier operation (mbar_wait, mbar_arrive/expect_tx,
- * bulk_copy, cp_async_mbar_arrive): the loops the checker and the value
+ * bulk_copy, tma_load, cp_async_mbar_arrive): the loops the checker and the value
  * interpreter run side by side for the roles of a role split. */
 struct ag_tile_node;
 int ag__intrin_sync_loop(const struct ag_tile_node *s);
+/* 1 when the tree under n calls tma_map: every shared buffer of such a
+ * kernel starts on a 1024-byte boundary (the checker's addresses and the
+ * lowering's placement), since TMA swizzles absolute addresses. */
+int ag__tile_uses_tma(const ag_tile_node *n);
+/* 1 when the tree under n calls the function named fn. */
+int ag__tile_calls(const ag_tile_node *n, const char *fn);
+#define AG__TMA_SMEM_ALIGN 1024
 
 /* The row named name, or NULL (borrowed: static data). */
 const ag__intrin *ag__intrin_lookup(const char *name);

@@ -128,6 +128,38 @@ static int program(const ag__intrin *in, ag_str *out) {
                   init, fence, expect, bulk, arrive, wait);
     return 1;
   }
+  case IK_TMA_LOAD:
+  case IK_TMA_STORE:
+  case IK_TMA_COMMIT:
+  case IK_TMA_WAIT: {
+    /* one program holds the TMA kinds: thread 0 loads X's box (rank 1, 128 bytes) on an
+     * mbarrier, every thread writes s reversed into r, and thread 0 stores r to Y */
+    const char *ld = in->kind == IK_TMA_LOAD ? in->name : row_of(IK_TMA_LOAD);
+    const char *stv = in->kind == IK_TMA_STORE ? in->name : row_of(IK_TMA_STORE);
+    const char *commit = in->kind == IK_TMA_COMMIT ? in->name : row_of(IK_TMA_COMMIT);
+    const char *wait = in->kind == IK_TMA_WAIT ? in->name : row_of(IK_TMA_WAIT);
+    if (!ld || !stv || !commit || !wait)
+      return 0;
+    ag_str_printf(out,
+                  "@threads(32)\n"
+                  "def kern(X: Tensor(32, u32), Y: Tensor(32, u32)):\n"
+                  "    t = threadIdx.x\n"
+                  "    tmX = tma_map(X, box=(32,))\n"
+                  "    tmY = tma_map(Y, box=(32,))\n"
+                  "    bar = make_shared((1,), u64)\n"
+                  "    s = make_shared((32,), u32)\n"
+                  "    r = make_shared((32,), u32)\n"
+                  "    if t == 0:\n        mbar_init(bar[0], 1)\n        fence_mbar_init()\n"
+                  "    syncthreads()\n"
+                  "    if t == 0:\n        mbar_expect_tx(bar[0], tmX.bytes)\n"
+                  "        %s(tmX, 0, s, bar[0])\n"
+                  "    mbar_wait(bar[0], 0)\n"
+                  "    r[t] = s[31 - t]\n"
+                  "    syncthreads()\n"
+                  "    if t == 0:\n        %s(tmY, 0, r)\n        %s()\n        %s(0)\n",
+                  ld, stv, commit, wait);
+    return 1;
+  }
   case IK_WGMMA:
   case IK_WG_FENCE:
   case IK_WG_COMMIT:
@@ -223,6 +255,10 @@ static const char *cuda_want(const ag__intrin *in) {
   case IK_MBAR_ARRIVE: return in->tx ? "ag_mbar_expect_tx(bar + " : "ag_mbar_arrive(bar + ";
   case IK_MBAR_WAIT: return "ag_mbar_wait(bar + ";
   case IK_BULK_COPY: return "ag_bulk_copy(s + ";
+  case IK_TMA_LOAD: return "ag_tma_load1(s + ";
+  case IK_TMA_STORE: return "ag_tma_store1(&tmY, r + ";
+  case IK_TMA_COMMIT: return "asm volatile(\"cp.async.bulk.commit_group;\"";
+  case IK_TMA_WAIT: return "asm volatile(\"cp.async.bulk.wait_group.read 0;\"";
   case IK_WGMMA: return in->ptx;
   case IK_WG_FENCE: return "asm volatile(\"wgmma.fence.sync.aligned;\"";
   case IK_WG_COMMIT: return "asm volatile(\"wgmma.commit_group.sync.aligned;\"";
@@ -337,8 +373,8 @@ static long run_and_compare(const ag__intrin *in, const ag_tile_program *p,
 TEST(test_every_row) {
   int n;
   const ag__intrin *tab = ag__intrin_table(&n);
-  CHECK(n >= 52); /* mma, six ldmatrix, four cp.async and barrier rows, six mbarrier rows,
-                     32 wgmma products and their fence, commit and wait */
+  CHECK(n >= 56); /* mma, six ldmatrix, four cp.async and barrier rows, six mbarrier rows,
+                     four TMA rows, 32 wgmma products and their fence, commit and wait */
   for (int i = 0; i < n; i++) {
     const ag__intrin *in = &tab[i];
     CHECK(ag__intrin_lookup(in->name) == in);

@@ -16,20 +16,11 @@
 
 #include "../../src/tile/run/run_int.h"
 #define TILE_PIPE_FILE "wgmma.tile"
-#define TILE_PIPE_COMPILE /* compiles(): NVRTC and ptxas */
 #include "tile_pipe.h"
 
-#include <unistd.h>
-
 TEST(test_example) {
-  char *src = tu_read("examples/tile/wgmma_gemm.tile", NULL);
-  CHECK(src != NULL);
-  if (!src)
-    return;
-  ag_tile_program *p = checked(src);
-  CHECK(p != NULL);
-  ag_tile_lowered *l = p ? lowered(p) : NULL;
-  CHECK(l != NULL);
+  ag_tile_lowered *l;
+  ag_tile_program *p = pipe_example("examples/tile/wgmma_gemm.tile", &l);
   if (l) {
     CHECK_CONTAINS(l->cuda, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16");
     /* the descriptors hopper.cuh writes by hand: LBO 16, SBO 1024, 128B */
@@ -38,51 +29,20 @@ TEST(test_example) {
     /* cp.async's writes made visible to wgmma's async proxy */
     CHECK_CONTAINS(l->cuda, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
     CHECK_CONTAINS(l->cuda, "__align__(1024) unsigned char ag_smem[]");
-    int c = compiles(l);
-    if (c < 0)
-      printf("  NVRTC or ptxas missing: the compile step is skipped\n");
-    else
-      CHECK_EQ_INT(c, 1);
     /* the value interpreter at M = 128, N = 256, K = 256 against C = A B^T */
-    CHECK_EQ_INT(interp_gemm_bad(p, l, "wgmma_gemm", "M=128,N=256", 128, 256, 256), 0);
+    CHECK_EQ_INT(pipe_gemm_example(p, l, "wgmma_gemm", 128, 256, 256), 0);
   }
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);
-  free(src);
 }
 
-/* A planted bug: the report violates the line holding `at`, with a
- * counterexample whose reason or left side holds `want`, in thread 0..127. */
+/* A planted bug: refuted at the line holding `at`, in a thread of the warpgroup, the reason
+ * holding `want`; lhs: the operand's left side (an unsettled cp.async byte of sA). */
 static void refuted(const char *name, const char *src, const char *at, const char *want,
                     const char *lhs) {
-  int line = tu_line_of(src, at);
-  CHECK(line > 0);
-  ag_diags d;
-  ag_diags_init(&d);
-  int rc;
-  ag_tile_report *r = tu_check(src, name, &d, &rc, NULL);
-  CHECK_EQ_INT(rc, 0);
-  CHECK(r && !ag_tile_report_ok(r));
-  const ag_tile_assert_result *a = tu_find(r, line);
-  CHECK(a != NULL);
-  if (a) {
-    CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
-    CHECK(a->cex != NULL);
-    if (a->cex) {
-      printf("  %s: line %d, thread %lld: %s | %s\n", name, line, (long long)a->cex->thread,
-             a->cex->reason, a->cex->lhs.expr ? a->cex->lhs.expr : "");
-      CHECK(a->cex->thread >= 0 && a->cex->thread < 128);
-      CHECK_CONTAINS(a->cex->reason, want);
-      if (lhs) {
-        CHECK(a->cex->lhs.expr != NULL);
-        CHECK_CONTAINS(a->cex->lhs.expr ? a->cex->lhs.expr : "", lhs);
-        CHECK_CONTAINS(a->cex->lhs.tag ? a->cex->lhs.tag : "", "not been waited for");
-        CHECK_CONTAINS(a->cex->lhs.via ? a->cex->lhs.via : "", "shared 'sA' byte");
-      }
-    }
-  }
-  ag_tile_report_free(r);
-  ag_diags_release(&d);
+  tu_refuted(name, src, at,
+             (tu_refute){want, -1, lhs, lhs ? "not been waited for" : NULL,
+                         lhs ? "shared 'sA' byte" : NULL});
 }
 
 TEST(test_planted_bugs) {
@@ -169,7 +129,7 @@ TEST(test_small_programs) {
   CHECK(l != NULL);
   if (l) {
     CHECK_CONTAINS(l->cuda, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
-    int c = compiles(l);
+    int c = pipe_compiles(l);
     if (c >= 0)
       CHECK_EQ_INT(c, 1);
   }
@@ -241,22 +201,7 @@ TEST(test_bad_input) {
       free(s);
       s = s2;
     }
-    ag_diags d;
-    ag_diags_init(&d);
-    int rc;
-    ag_tile_report *r = tu_check(s, "t.tile", &d, &rc, NULL);
-    CHECK(rc != 0);
-    ag_str f = AG_STR_INIT;
-    ag_diags_format(&d, &f);
-    if (!strstr(ag_str_cstr(&f), cases[i].msg))
-      printf("  case %zu: %s\n", i, ag_str_cstr(&f));
-    CHECK_CONTAINS(ag_str_cstr(&f), cases[i].msg);
-    char at[32];
-    snprintf(at, sizeof at, ":%d:%d: error", cases[i].line, cases[i].col);
-    CHECK_CONTAINS(ag_str_cstr(&f), at);
-    ag_str_release(&f);
-    ag_tile_report_free(r);
-    ag_diags_release(&d);
+    tu_expect_error(s, cases[i].line, cases[i].col, cases[i].msg);
     free(s);
   }
 }

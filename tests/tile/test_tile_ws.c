@@ -19,7 +19,7 @@
 
 #include "../../src/tile/run/run_int.h"
 #define TILE_PIPE_FILE "ws_gemm.tile"
-#define TILE_PIPE_COMPILE
+
 #include "tile_pipe.h"
 
 static const char *ring =
@@ -185,7 +185,7 @@ TEST(test_example) {
     CHECK_CONTAINS(l->cuda, "cp.async.mbarrier.arrive.noinc.shared::cta.b64");
     CHECK_CONTAINS(l->cuda, "< (unsigned)((7 - blockIdx.x) / 4 + 1)"); /* the tile loop */
     CHECK_CONTAINS(l->cuda, "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16");
-    int c = compiles(l);
+    int c = pipe_compiles(l);
     if (c < 0)
       printf("  NVRTC or ptxas missing: the compile step is skipped\n");
     else
@@ -193,7 +193,7 @@ TEST(test_example) {
     /* the value interpreter: C (128 x 256) = A B^T, K = 256, 4 blocks of 2 tiles (run
      * one role after the other, the producer's last k-tiles would be all the consumer
      * sees: the roles must step together) */
-    CHECK_EQ_INT(interp_gemm_bad(p, l, "ws_gemm", NULL, 128, 256, 256), 0);
+    CHECK_EQ_INT(pipe_gemm_interp(p, l, "ws_gemm", NULL, 128, 256, 256), 0);
   }
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);

@@ -2,9 +2,9 @@
  * tile_pipe.h — the front of the tile pipeline for tests that run every row
  * of a shared table (test_tile_builtins, test_tile_intrin): a program text
  * parsed and checked clean, then lowered, each printing why when it fails,
- * then one kernel run in the value interpreter; with TILE_PIPE_COMPILE, compiles():
- * the lowered CUDA C through NVRTC and ptxas for sm_90a.
- * Include after check.h; TILE_PIPE_FILE names the text in diagnostics.
+ * then one kernel run in the value interpreter; and the sm_90a compile step
+ * (NVRTC, then ptxas) of test_tile_wgmma and test_tile_tma.
+ * Include after check.h (it includes tile_util.h); TILE_PIPE_FILE names the text in diagnostics.
  */
 #ifndef ARGUS_TEST_TILE_PIPE_H
 #define ARGUS_TEST_TILE_PIPE_H
@@ -12,6 +12,10 @@
 #include "argus/tile_check.h"
 #include "argus/tile_lower.h"
 #include "argus/tile_run.h"
+#include "argus/core.h"
+#include "tile_util.h"
+
+#include <unistd.h>
 
 #ifndef TILE_PIPE_FILE
 #define TILE_PIPE_FILE "t.tile"
@@ -93,11 +97,8 @@ __attribute__((unused)) static int interpret(const ag_tile_program *p, const ag_
   return interpret_sizes(p, l, name, NULL, t, err, errn);
 }
 
-#ifdef TILE_PIPE_COMPILE /* compiles(): NVRTC, then ptxas -arch=sm_90a */
-#include <unistd.h>
-
 /* ptxas -arch=sm_90a on ptx: 1 assembled, 0 refused (err), -1 no ptxas. */
-static int assemble(const char *ptx, ag_str *err) {
+static inline int pipe_assemble(const char *ptx, ag_str *err) {
   char *as = ag_which("ptxas");
   if (!as && access("/usr/local/cuda/bin/ptxas", X_OK) == 0)
     as = ag_strdup("/usr/local/cuda/bin/ptxas");
@@ -126,12 +127,12 @@ static int assemble(const char *ptx, ag_str *err) {
 
 /* NVRTC then ptxas on l's CUDA C: 1 when both ran and accepted it, 0 when one
  * refused, -1 when either is missing. */
-static int compiles(const ag_tile_lowered *l) {
+static inline int pipe_compiles(const ag_tile_lowered *l) {
   ag_diags d;
   ag_diags_init(&d);
   ag_str ptx = AG_STR_INIT, err = AG_STR_INIT;
   int rc = ag_tile_nvrtc_ptx(l->cuda, strlen(l->cuda), "sm_90a", &d, &ptx, NULL);
-  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : assemble(ag_str_cstr(&ptx), &err);
+  int r = rc == AG_EUNSUPPORTED ? -1 : rc ? 0 : pipe_assemble(ag_str_cstr(&ptx), &err);
   if (r == 0) {
     ag_str s = AG_STR_INIT;
     ag_diags_format(&d, &s);
@@ -145,39 +146,69 @@ static int compiles(const ag_tile_lowered *l) {
 }
 
 
-/* Integers in -8..7 (exact in bf16; sums of 256 products exact in f32). */
-static float small(int i, int k) {
+/* Integers in -8..7, exact in bf16 and in sums of 512 products in f32, with
+ * no short period in i (an element read from the wrong place shows). */
+static inline float pipe_small(int i, int k) {
   return (float)((int)(((uint32_t)i * 2654435761u + (uint32_t)k * 40503u) >> 28) - 8);
 }
 
-/* Runs GEMM kernel `name` (A(M, K), B(N, K) bf16 -> C(M, N) f32) in the value
- * interpreter on small integers (sizes: its size spec, or NULL) and compares C
- * with A B^T in double: the number of wrong elements, or -1 when it does not run. */
-__attribute__((unused)) static long interp_gemm_bad(const ag_tile_program *p,
-                                                    const ag_tile_lowered *l, const char *name,
-                                                    const char *sizes, int M, int N, int K) {
+/* Kernel `name` of a GEMM example in the value interpreter (sizes: its size
+ * spec, or NULL; K: the kernel's const, as given) over bf16 A (M x K), B (N x K)
+ * against C = A B^T summed in double: the number of elements that differ, or
+ * -1 when it does not run. */
+static inline long pipe_gemm_interp(const ag_tile_program *p, const ag_tile_lowered *l,
+                                    const char *name, const char *sizes, int M, int N, int K) {
   uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
   float *C = calloc((size_t)M * N, 4);
-  for (int i = 0; i < M * K; i++)
-    A[i] = ag__f2bf(small(i, 3));
-  for (int i = 0; i < N * K; i++)
-    B[i] = ag__f2bf(small(i, 5));
-  void *t[3] = {A, B, C};
-  char err[512] = "";
-  int rc = interpret_sizes(p, l, name, sizes, t, err, sizeof err);
-  if (rc)
-    printf("  interp: %s\n", err);
-  long bad = rc ? -1 : 0;
-  for (int m = 0; !rc && m < M; m++)
-    for (int n = 0; n < N; n++) {
-      double sum = 0;
-      for (int kk = 0; kk < K; kk++)
-        sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
-      bad += C[m * N + n] != (float)sum;
-    }
+  long bad = -1;
+  if (A && B && C) {
+    for (int i = 0; i < M * K; i++)
+      A[i] = ag__f2bf(pipe_small(i, 3));
+    for (int i = 0; i < N * K; i++)
+      B[i] = ag__f2bf(pipe_small(i, 5));
+    void *t[3] = {A, B, C};
+    char err[512] = "";
+    int rc = interpret_sizes(p, l, name, sizes, t, err, sizeof err);
+    if (rc)
+      printf("  interp: %s\n", err);
+    for (int m = 0, n; !rc && m < M; m++)
+      for (n = 0, bad = bad < 0 ? 0 : bad; n < N; n++) {
+        double sum = 0;
+        for (int kk = 0; kk < K; kk++)
+          sum += (double)ag__bf2f(A[m * K + kk]) * ag__bf2f(B[n * K + kk]);
+        bad += C[m * N + n] != (float)sum;
+      }
+  }
   free(A), free(B), free(C);
   return bad;
 }
-#endif
+
+/* pipe_gemm_interp at "M=M,N=N" after the sm_90a compile step. */
+static inline long pipe_gemm_example(const ag_tile_program *p, const ag_tile_lowered *l,
+                                     const char *name, int M, int N, int K) {
+  int c = pipe_compiles(l);
+  if (c < 0)
+    printf("  NVRTC or ptxas missing: the compile step is skipped\n");
+  if (c == 0)
+    return -1;
+  char sizes[64];
+  snprintf(sizes, sizeof sizes, "M=%d,N=%d", M, N);
+  return pipe_gemm_interp(p, l, name, sizes, M, N, K);
+}
+
+/* The example file rel (relative to the source tree) checked clean and
+ * lowered: *l (owned, or NULL when a step fails: the failure is recorded);
+ * returns the program (owned, or NULL). */
+static inline ag_tile_program *pipe_example(const char *rel, ag_tile_lowered **l) {
+  *l = NULL;
+  char *src = tu_read(rel, NULL);
+  CHECK(src != NULL);
+  ag_tile_program *p = src ? checked(src) : NULL;
+  CHECK(p != NULL);
+  *l = p ? lowered(p) : NULL;
+  CHECK(*l != NULL);
+  free(src);
+  return p;
+}
 
 #endif

@@ -395,7 +395,23 @@ TEST(test_cli_lower) {
   CHECK_EQ_INT(json_integer_value(json_object_get(k, "smem_bytes")), 16384);
   CHECK_EQ_INT(json_array_size(json_object_get(k, "regions")), 5);
   CHECK_EQ_INT(json_array_size(json_object_get(k, "preconditions")), 2);
+  CHECK_EQ_INT(json_array_size(json_object_get(k, "tensor_maps")), 0);
   CHECK_CONTAINS(json_string_value(json_object_get(j, "cuda")), "extern \"C\" __global__");
+  json_decref(j);
+  /* tensor maps: name, tensor, box (the tensor's order), swizzle */
+  char tma[512];
+  snprintf(tma, sizeof tma, "%s/examples/tile/tma_gemm.tile", srcdir());
+  const char *at[] = {bin, "--json", "lower", "--unchecked", tma, NULL};
+  CHECK_EQ_INT(run_cli(at, &out, &err), 0);
+  j = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(j != NULL);
+  json_t *tms = json_object_get(json_array_get(json_object_get(j, "kernels"), 0), "tensor_maps");
+  CHECK_EQ_INT(json_array_size(tms), 3);
+  json_t *tb = json_array_get(tms, 1);
+  CHECK_EQ_STR(json_string_value(json_object_get(tb, "name")), "tmB");
+  CHECK_EQ_STR(json_string_value(json_object_get(tb, "tensor")), "B");
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(tb, "box"), 0)), 128);
+  CHECK_EQ_INT(json_integer_value(json_object_get(tb, "swizzle")), 128);
   json_decref(j);
   /* a planted bug does not check: exit 1, naming the assertion; --unchecked lowers it */
   char tmp[] = "/tmp/test_tile_lower_cli_XXXXXX";

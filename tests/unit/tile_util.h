@@ -204,4 +204,69 @@ static inline void tu_expect_diag(const ag_diags *d, size_t which, int line, int
   dc_expect_caret(d, which, NULL, line, col, msg);
 }
 
+/* src does not check: its diagnostics hold msg and ":line:col: error". */
+static inline void tu_expect_error(const char *src, int line, int col, const char *msg) {
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(src, "t.tile", &d, &rc, NULL);
+  CHECK(rc != 0);
+  ag_str f = AG_STR_INIT;
+  ag_diags_format(&d, &f);
+  char at[32];
+  snprintf(at, sizeof at, ":%d:%d: error", line, col);
+  if (!strstr(ag_str_cstr(&f), msg) || !strstr(ag_str_cstr(&f), at))
+    printf("  expected \"%s\" at %s:\n%s\n", msg, at, ag_str_cstr(&f));
+  CHECK_CONTAINS(ag_str_cstr(&f), msg);
+  CHECK_CONTAINS(ag_str_cstr(&f), at);
+  ag_str_release(&f);
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+}
+
+/* What a refutation must show: the reason, the counterexample's thread
+ * (-1: any of the block) and its left side's expression, tag and the shared
+ * byte it came through (NULL: not checked). */
+typedef struct tu_refute {
+  const char *reason;
+  int64_t thread;
+  const char *lhs_expr, *lhs_tag, *lhs_via;
+} tu_refute;
+
+/* src checks, and the assertion (or access) on the line holding `at` is
+ * violated with a counterexample that shows w (printed, named `name`). */
+static inline void tu_refuted(const char *name, const char *src, const char *at, tu_refute w) {
+  int line = tu_line_of(src, at);
+  CHECK(line > 0);
+  ag_diags d;
+  ag_diags_init(&d);
+  int rc;
+  ag_tile_report *r = tu_check(src, name, &d, &rc, NULL);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && !ag_tile_report_ok(r));
+  const ag_tile_assert_result *a = r ? tu_find(r, line) : NULL;
+  CHECK(a != NULL);
+  const ag_tile_cex *x = a ? a->cex : NULL;
+  if (a) {
+    CHECK_EQ_INT(a->status, AG_TILE_VIOLATED);
+    CHECK(x != NULL);
+  }
+  if (x) {
+    printf("  %s: line %d, thread %lld: %s | %s = %s\n", name, line, (long long)x->thread,
+           x->reason, x->lhs.expr ? x->lhs.expr : "", x->lhs.tag ? x->lhs.tag : "");
+    CHECK(x->thread >= 0);
+    if (w.thread >= 0)
+      CHECK_EQ_INT(x->thread, w.thread);
+    CHECK_CONTAINS(x->reason, w.reason);
+    if (w.lhs_expr)
+      CHECK_CONTAINS(x->lhs.expr ? x->lhs.expr : "", w.lhs_expr);
+    if (w.lhs_tag)
+      CHECK_CONTAINS(x->lhs.tag ? x->lhs.tag : "", w.lhs_tag);
+    if (w.lhs_via)
+      CHECK_CONTAINS(x->lhs.via ? x->lhs.via : "", w.lhs_via);
+  }
+  ag_tile_report_free(r);
+  ag_diags_release(&d);
+}
+
 #endif

@@ -53,11 +53,21 @@ static json_t *kernel_json(const ag_tile_lkernel *k) {
                                              k->assume_lines[i]));
   for (int i = 0; i < k->nregions; i++)
     json_array_append_new(regions, json_string(k->regions[i]));
-  return json_pack("{s:s,s:[I,I,I],s:[s,s,s],s:I,s:o,s:o,s:o}", "name", k->name, "block",
+  json_t *tmaps = json_array();
+  for (int i = 0; i < k->ntmaps; i++) {
+    const ag_tile_ltmap *m = &k->tmaps[i];
+    json_t *box = json_array();
+    for (int j = 0; j < m->rank; j++)
+      json_array_append_new(box, json_integer((json_int_t)m->box[j]));
+    json_array_append_new(tmaps, json_pack("{s:s,s:s,s:o,s:i}", "name", m->name, "tensor",
+                                           k->params[m->tensor].name, "box", box, "swizzle",
+                                           m->swizzle));
+  }
+  return json_pack("{s:s,s:[I,I,I],s:[s,s,s],s:I,s:o,s:o,s:o,s:o}", "name", k->name, "block",
                    (json_int_t)k->block[0], (json_int_t)k->block[1], (json_int_t)k->block[2],
                    "grid", k->grid[0], k->grid[1], k->grid[2], "smem_bytes",
                    (json_int_t)k->smem_bytes, "params", params, "preconditions", assumes,
-                   "regions", regions);
+                   "regions", regions, "tensor_maps", tmaps);
 }
 
 /* Checks the parsed program p of FILE with the defines and refuses it when an

@@ -146,6 +146,7 @@ void ag__ck_free(ag__ck *c) {
   ag_vec_free(&c->wrecs);
   ag_vec_free(&c->resets);
   ag_vec_free(&c->wg_pend);
+  ag_vec_free(&c->tst_pend);
   ag_vec_free(&c->reads);
   ag_vec_free(&c->mbars);
   ag_vec_free(&c->msyncs);
@@ -172,6 +173,7 @@ ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_til
   }
   c->prog = p;
   c->kernel = k;
+  c->wide_writes = ag__tile_calls(k, "bulk_copy") || ag__tile_calls(k, "tma_load");
   c->opts = o;
   c->diags = d;
   ag_arena_init(&c->arena, 0);

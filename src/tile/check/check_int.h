@@ -123,6 +123,10 @@ typedef struct ag__wrec {
   int64_t mphase;
   int mlate;
   const struct ag__mset *mset;
+  /* a TMA box: byte "@byte" holds the source's data only where bcond holds
+   * (the element is inside the tensor); elsewhere the copy writes zeros,
+   * which carry no tag (bottom). NULL: every byte. */
+  const struct ag__bx *bcond;
 } ag__wrec;
 
 /* A wait on an mbarrier that settles a bulk copy for the threads of its
@@ -236,8 +240,31 @@ typedef struct ag__rbuf {
 typedef enum {
   V_NONE, V_INT, V_BOOL, V_FLOAT, V_TILE, V_ELEM, V_DATA, V_TUPLE, V_DTYPE,
   V_LAYOUT, V_SWIZZLE, V_TAGFN, V_INTRIN, V_INTRIN_OP, V_TAGV,
-  V_POISON /* differs between the branches of a thread-dependent if (at: poison_at) */
+  V_POISON, /* differs between the branches of a thread-dependent if (at: poison_at) */
+  V_TMAP     /* a TMA tensor map (tma_map) */
 } ag__vk;
+
+/* tma_map(A, box=(...), swizzle=S): the box of tensor parameter `param`, in
+ * the tensor's dimension order (the last is contiguous); map: the same as
+ * the layout module's ag_tma_map (dimension 0 innermost; dims and strides
+ * are the run's, so placeholders here). */
+typedef struct ag__tmap {
+  int param;
+  int rank;
+  int64_t box[5];
+  int64_t bytes;           /* what one copy moves */
+  ag_tma_map map;
+  const char *name;        /* the name it is bound to, or NULL */
+} ag__tmap;
+
+/* A tma_store whose shared source bytes [lo, hi) of buffer buf the copy
+ * engine may still read: group is the bulk group (-1: not committed yet). */
+typedef struct ag__tstore {
+  int buf;
+  int64_t lo, hi;
+  int64_t group;
+  const ag_tile_node *at;
+} ag__tstore;
 
 typedef struct ag__value ag__value;
 
@@ -283,6 +310,7 @@ struct ag__value {
   const char *opname;      /* V_INTRIN_OP: "a", "b", "c" */
   const ag_tile_node *poison_at;
   ag__tagv tv;
+  const ag__tmap *tm;      /* V_TMAP */
 };
 
 /* ------------------------------------------------------------- obligations */
@@ -435,6 +463,13 @@ typedef struct ag__ck {
   AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
   const ag__bx *wg_role;   /* the threads of the first wgmma_commit under a role split */
   struct ag__roles *roles; /* the warp-specialized role splits being run (interp.c) */
+  int wide_writes;         /* the kernel has bulk copies or TMA loads: a shared write's
+                              byte index ("@byte") may exceed 15 */
+  const ag__tag **tma_wide; /* [tma_wide_n] of one top tag: the per-byte tags of every TMA
+                               box (reads wider than an element), shared, never written */
+  int64_t tma_wide_n;
+  int64_t tst_ngroups;     /* committed tma_store groups */
+  AG_VEC(ag__tstore) tst_pend; /* tma_store sources not yet released by a tma_store_wait */
 } ag__ck;
 
 /* A malformed program: adds an error at node n and unwinds to the check's

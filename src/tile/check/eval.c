@@ -263,6 +263,13 @@ static int eval_write(evctx *x, const ag__tag *t, const ag__wrec *w, int64_t wt,
   evctx y = *x;
   y.tid = wt;
   y.byte = off;
+  if (w->bcond) { /* a TMA box: zeros (bottom) outside the tensor */
+    int in = 0;
+    if (bev(&y, w->bcond, &in))
+      return AG_EUNDEFINED;
+    if (!in)
+      return 0;
+  }
   return eval_rec(&y, w->ptag ? w->ptag : w->tags[off], proj, out, depth + 1);
 }
 

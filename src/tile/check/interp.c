@@ -91,6 +91,7 @@ static const char *kind_name(ag__vk k) {
   case V_INTRIN_OP: return "an intrinsic operand layout";
   case V_TAGV: return "a tag";
   case V_POISON: return "a name with different values on two paths";
+  case V_TMAP: return "a tensor map";
   }
   return "a value";
 }
@@ -984,6 +985,8 @@ static ag__data load(ag__ck *c, const ag_tile_node *at, const ag__elem *e) {
   return d;
 }
 
+static void tst_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t lo, int64_t hi);
+
 static int access_width_ok(int w) { return w == 1 || w == 2 || w == 4 || w == 8 || w == 16; }
 
 static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr, int buf,
@@ -993,8 +996,12 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
   w.buf = buf;
   w.addr = addr;
   w.width = d->n;
-  w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
-  ag__mcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  if (d->tags == c->tma_wide) {
+    w.tags = c->tma_wide; /* shared and read-only: a TMA box's bytes (do_tma_load) */
+  } else {
+    w.tags = ag__ck_alloc(c, (size_t)d->n * sizeof *w.tags);
+    ag__mcpy(w.tags, d->tags, (size_t)d->n * sizeof *w.tags);
+  }
   w.ptag = d->ptag;
   w.pgran = d->pgran;
   w.guard = c->path;
@@ -1034,6 +1041,7 @@ static void shared_write(ag__ck *c, const ag_tile_node *at, const ag_expr *addr,
                  "instance is one, and each read is checked against all of them); make the "
                  "compile-time sizes smaller for checking or raise the limit with --max-writes",
                  (long long)max_writes);
+  tst_pending_hit(c, at, buf, w.lo, w.hi);
   if (ag_vec_push(&c->wrecs, w))
     ag__ck_oom(c);
   ag__race_write(c, &c->wrecs.v[c->wrecs.n - 1]);
@@ -1225,7 +1233,8 @@ static ag__value *make_shared(ag__ck *c, const ag_tile_node *n) {
       ag__ck_error(c, n, "a swizzled tile must span whole %lld-byte swizzle periods",
                    (long long)span);
   }
-  c->smem_top = (c->smem_top + 127) / 128 * 128;
+  int64_t al = ag__tile_uses_tma(c->kernel) ? AG__TMA_SMEM_ALIGN : 128;
+  c->smem_top = (c->smem_top + al - 1) / al * al;
   if (c->smem_top + bytes > 227 * 1024)
     ag__ck_error(c, n, "shared memory use %lld bytes exceeds the 227 KiB a block may have",
                  (long long)(c->smem_top + bytes));
@@ -1765,6 +1774,49 @@ static void do_mbar_wait(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
   }
 }
 
+/* A copy that completes on mbarrier bi (at node n) needs the
+ * fence_mbar_init() after its init. */
+static void need_fenced(ag__ck *c, const ag_tile_node *n, int bi, const char *fname) {
+  if (!c->mbars.v[bi].fenced)
+    ag__ck_error(c, n,
+                 "%s completes on mbarrier '%s', but no fence_mbar_init() follows its "
+                 "mbar_init (line %d): the copy engine may not see the initialized barrier",
+                 fname, c->mbars.v[bi].name, c->mbars.v[bi].at->line);
+}
+
+/* Issues a copy that completes transaction bytes on mbarrier bi (a bulk
+ * copy, a TMA load) by k threads: a shared write of d at addr of buffer
+ * buf, settled only by a wait on the phase it completes; bcond (or NULL)
+ * says which bytes hold data (ag__wrec). */
+static void bulk_issue(ag__ck *c, const ag_tile_node *n, int bi, int64_t k, const ag_expr *addr,
+                       int buf, const ag__data *d, const ag__bx *bcond) {
+  int64_t bytes = d->n;
+  c->pc++;
+  ag__mbar *b = &c->mbars.v[bi];
+  /* the barrier's current phase in the hardware is the first one not
+   * complete: with a phase in flight (its copies not landed), this copy's
+   * bytes may count against it, which then completes before its own copies
+   * land, and this copy against none it was meant for */
+  int64_t known = mbar_known(c, bi, thread_part(c, c->path), c->pc, 2);
+  int early = known < b->open;
+  for (size_t i = 0; early && i < c->wrecs.n; i++)
+    if (c->wrecs.v[i].mbar == bi + 1 && c->wrecs.v[i].mphase >= known)
+      c->wrecs.v[i].mlate = 1;
+  c->next_mbar = bi + 1;
+  c->next_mphase = b->open;
+  shared_write(c, n, addr, buf, d, -1);
+  ag__wrec *w = &c->wrecs.v[c->wrecs.n - 1];
+  w->done_pc = INT64_MAX; /* not even the issuing thread sees it before a wait */
+  w->vis_epoch = INT_MAX;
+  w->bcond = bcond;
+  b = &c->mbars.v[bi];
+  b->tx -= k * bytes;
+  b->open_copies++;
+  if (b->tx < 0 || early)
+    w->mlate = 1; /* bytes the phase does not expect: it may complete without them */
+  mbar_close(c, bi);
+}
+
 static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   nargs(c, n, 4, 4, "bulk_copy(dst, src, bytes, bar)");
   ag__value *dv = eval(c, n->list.v[0]);
@@ -1822,11 +1874,7 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
                    (long long)c->sbufs.v[dt->buf].size);
   }
   int bi = mbar_operand(c, n, n->list.v[3], in->name, 0);
-  if (!c->mbars.v[bi].fenced)
-    ag__ck_error(c, n->list.v[3],
-                 "bulk_copy completes on mbarrier '%s', but no fence_mbar_init() follows its "
-                 "mbar_init (line %d): the copy engine may not see the initialized barrier",
-                 c->mbars.v[bi].name, c->mbars.v[bi].at->line);
+  need_fenced(c, n->list.v[3], bi, in->name);
   int64_t k = path_threads(c, n, in->name);
   /* the data: the source's tags, byte by byte (one parametric tag) */
   ag__data d = data_new(c, p->dt, (int)bytes);
@@ -1848,29 +1896,306 @@ static void do_bulk_copy(ag__ck *c, const ag_tile_node *n, const ag__intrin *in)
     d.ptag = apply_tagfn(c, n, p->tagfn, co);
     d.pgran = es;
   }
+  bulk_issue(c, n, bi, k, dv->e.addr, dt->buf, &d, NULL);
+}
+
+
+static void refute_here(ag__ck *c, const ag_tile_node *at, const char *why);
+
+/* -------------------------------------------------------------------- TMA
+ * tma_map(A, box=(b0, ..., bn), swizzle=S) names the box of tensor
+ * parameter A that a TMA copy moves (a CUtensorMap the host encodes with
+ * cuTensorMapEncodeTiled). The driver's rules are the layout module's
+ * (ag_tma_map_check: rank, element size, box extents, inner box bytes
+ * against the swizzle span); what depends on problem sizes (the global
+ * strides, a multiple of 16 bytes) must be provable here. tma_load is a
+ * bulk copy of the box (bulk_issue) whose bytes are placed as the hardware
+ * places them: box element j packed row after row, then the map's swizzle
+ * permuting 16-byte chunks by the absolute address (ag_tma_box_elem; the
+ * buffer starts on a 1024-byte boundary); the data of byte b is the source
+ * element that lands there, and an element outside the tensor is zero
+ * (bottom). tma_store reads the box's bytes at its issue (the race check)
+ * and keeps them pending until a tma_store_wait retires its group: a write
+ * to them before is refuted. */
+
+static ag__value *make_tma_map(ag__ck *c, const ag_tile_node *n) {
+  if (c->symbolic_if || c->uniform_if || c->nested)
+    ag__ck_error(c, n,
+                 "tma_map inside a loop or an 'if': a tensor map is a kernel parameter the host "
+                 "encodes once; declare it at the kernel's top level");
+  const ag_tile_node *an = arg(c, n, 0, "tensor", 1);
+  ag__value *tv = eval(c, an);
+  if (tv->k != V_TILE || tv->t->sp != SP_GLOBAL)
+    ag__ck_error(c, an,
+                 "the first argument of tma_map is a tensor parameter (tma_map(A, box=(64, 64), "
+                 "swizzle=128)), not %s",
+                 tv->k == V_TILE ? "a shared or register tile" : kind_name(tv->k));
+  const ag__param *p = &c->params.v[tv->t->g.tensor];
+  if (an->kind != AG_TN_NAME || strcmp(an->name, p->name) || tv->t->g.linear ||
+      tv->t->g.rank != p->rank)
+    ag__ck_error(c, an,
+                 "tma_map takes the tensor parameter itself ('%s'), not a view or a slice of it: "
+                 "the box and the coordinates of each copy select the part",
+                 p->name);
+  ag__tmap *m = ag__ck_alloc(c, sizeof *m);
+  memset(m, 0, sizeof *m);
+  m->param = tv->t->g.tensor;
+  m->rank = p->rank;
+  const ag_tile_node *bn = arg(c, n, 1, "box", 1);
+  ag__value *bv = eval(c, bn);
+  int nb = bv->k == V_TUPLE ? bv->n : 1;
+  if (nb != p->rank || (bv->k != V_TUPLE && bv->k != V_INT))
+    ag__ck_error(c, bn,
+                 "the box of tma_map has one extent per dimension of '%s' (%d, in its order), "
+                 "not %d",
+                 p->name, p->rank, nb);
+  int es = ag__dt_size(p->dt);
+  m->bytes = es;
+  for (int i = 0; i < nb; i++) {
+    ag__value *iv = bv->k == V_TUPLE ? &bv->items[i] : bv;
+    m->box[i] = as_const(c, bn, iv, "a box extent");
+    if (m->box[i] < 1 || m->box[i] > 256)
+      ag__ck_error(c, bn, "box extent %d of tma_map is %lld: TMA boxes hold 1 to 256 elements "
+                          "per dimension",
+                   i, (long long)m->box[i]);
+    m->bytes *= m->box[i];
+  }
+  const ag_tile_node *sn = arg(c, n, 2, "swizzle", 0);
+  int64_t swz = sn ? as_const(c, sn, eval(c, sn), "the swizzle span") : 0;
+  if (swz != 0 && swz != 32 && swz != 64 && swz != 128)
+    ag__ck_error(c, sn, "the swizzle of tma_map is a span in bytes: 0 (none), 32, 64 or 128, "
+                        "not %lld",
+                 (long long)swz);
+  ag_tma_map *tm = &m->map;
+  tm->rank = p->rank;
+  tm->elem_bytes = es;
+  tm->elem_float = ag__dt_is_float(p->dt);
+  for (int i = 0; i < p->rank; i++) {
+    tm->dim[i] = 1; /* the run's: checked by argus run before encoding */
+    tm->box[i] = (uint32_t)m->box[p->rank - 1 - i];
+    tm->estride[i] = 1;
+    if (i + 1 < p->rank)
+      tm->stride[i] = 16;
+  }
+  tm->swizzle = (ag_swz_mode)swz;
+  int64_t j0[5] = {0};
+  int32_t o0[5] = {0};
+  ag_tma_elem e0;
+  if (ag_tma_map_check(&c->lc, tm) || ag_tma_box_elem(&c->lc, tm, o0, 0, j0, &e0))
+    ag__ck_error(c, n, "tma_map of '%s': %s (TMA's dimension 0 is the tensor's last)", p->name,
+                 ag_str_cstr(&c->lc.err));
+  /* the global strides: every one is a multiple of the row's bytes */
+  if (p->rank > 1) {
+    const ag_expr *row = ag__x(c, AG_X_MUL, p->dims[p->rank - 1], ag__xc(c, es));
+    if (ag__xalign(c, row) < 16 &&
+        ag__smt_decide(c, ag__bcmp(c, AG_OP_EQ, ag__x(c, AG_X_MOD, row, ag__xc(c, 16)),
+                                   ag__xc(c, 0))) != 1)
+      ag__ck_error(c, an,
+                   "tma_map of '%s': a row of '%s' (its last dimension times %d bytes) must be "
+                   "a provable multiple of 16 bytes, the TMA's global stride rule (assume the "
+                   "size is a multiple of %d if it is)",
+                   p->name, p->name, es, 16 / es > 1 ? 16 / es : 1);
+  }
+  ag__value *v = newv(c, V_TMAP);
+  v->tm = m;
+  return v;
+}
+
+/* The destination or source of a TMA copy: a shared tile (its first
+ * element) or element; its byte address in the buffer, aligned as the copy
+ * needs. */
+static const ag_expr *tma_smem(ag__ck *c, const ag_tile_node *tn, const ag__tmap *m,
+                               const char *fname, int *buf) {
+  ag__value *tv = eval(c, tn);
+  const ag_expr *addr;
+  int64_t room = -1, al = 128, period = 128;
+  if (tv->k == V_TILE && tv->t->sp == SP_SHARED) {
+    addr = tv->t->base;
+    *buf = tv->t->buf;
+    room = ag_layout_cosize(&tv->t->layout) * ag__dt_size(tv->t->dt);
+    if (tv->t->swizzled)
+      period = (int64_t)1 << (tv->t->swz.b + tv->t->swz.m + tv->t->swz.s);
+  } else if (tv->k == V_ELEM && tv->e.tile->sp == SP_SHARED) {
+    addr = tv->e.addr;
+    *buf = tv->e.tile->buf;
+  } else {
+    ag__ck_error(c, tn, "the shared side of %s is a shared tile (s[st, :, :]) or the shared "
+                        "element the box starts at, not %s",
+                 fname, tv->k == V_TILE || tv->k == V_ELEM ? "global or register memory"
+                                                          : kind_name(tv->k));
+  }
+  if (m->map.swizzle != AG_SWZ_NONE)
+    al = 8 * (int64_t)m->map.swizzle; /* the pattern repeats every 8 swizzle rows */
+  if (period > al)
+    al = period;
+  if (ag__xalign(c, addr) < al)
+    ag__ck_error(c, tn,
+                 "the shared side of %s must start on a %lld-byte boundary (TMA needs 128 bytes; "
+                 "a swizzle repeats every 8 of its rows, and the checker places the box where "
+                 "the pattern starts): its byte offset in '%s' is not a provable multiple of "
+                 "%lld",
+                 fname, (long long)al, c->sbufs.v[*buf].name, (long long)al);
+  if (room >= 0 && room < m->bytes)
+    ag__ck_error(c, tn, "the box of %s is %lld bytes; the shared tile holds %lld", fname,
+                 (long long)m->bytes, (long long)room);
+  int64_t lo = 0, hi = 0;
+  if (m->bytes > c->sbufs.v[*buf].size ||
+      (ag__xbounds(c, addr, &lo, &hi) == 0 && hi + m->bytes > c->sbufs.v[*buf].size))
+    ag__ck_error(c, tn, "the box of %s (%lld bytes) at byte %lld of shared '%s' runs past its "
+                        "%lld bytes",
+                 fname, (long long)m->bytes, (long long)(m->bytes > c->sbufs.v[*buf].size ? 0 : hi),
+                 c->sbufs.v[*buf].name, (long long)c->sbufs.v[*buf].size);
+  return addr;
+}
+
+/* The map operand and the coordinates of a TMA copy (the tensor's order). */
+static const ag__tmap *tma_args(ag__ck *c, const ag_tile_node *n, const ag__intrin *in,
+                                const ag_expr **co) {
+  if (n->list.n < 1)
+    ag__ck_error(c, n, "%s takes a tensor map first (tma_map(...))", in->name);
+  ag__value *mv = eval(c, n->list.v[0]);
+  if (mv->k != V_TMAP)
+    ag__ck_error(c, n->list.v[0], "the first argument of %s is a tensor map (tm = tma_map(A, "
+                                  "box=...)), not %s",
+                 in->name, kind_name(mv->k));
+  const ag__tmap *m = mv->tm;
+  int load = in->kind == IK_TMA_LOAD, want = 1 + m->rank + (load ? 2 : 1);
+  if (n->list.n != want)
+    ag__ck_error(c, n,
+                 "%s(map, %d coordinate%s, %s) takes %d arguments for the rank-%d map of '%s', "
+                 "not %d",
+                 in->name, m->rank, m->rank == 1 ? "" : "s", load ? "dst, bar" : "src", want,
+                 m->rank, c->params.v[m->param].name, n->list.n);
+  for (int i = 0; i < m->rank; i++)
+    co[i] = as_int(c, n->list.v[1 + i], eval(c, n->list.v[1 + i]), "a box coordinate");
+  return m;
+}
+
+static void do_tma_load(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  const ag_expr *org[5];
+  const ag__tmap *m = tma_args(c, n, in, org);
+  int r = m->rank, buf = 0;
+  const ag__param *p = &c->params.v[m->param];
+  const ag_expr *addr = tma_smem(c, n->list.v[1 + r], m, in->name, &buf);
+  int bi = mbar_operand(c, n, n->list.v[2 + r], in->name, 0);
+  need_fenced(c, n->list.v[2 + r], bi, in->name);
+  int64_t k = path_threads(c, n, in->name);
+  int es = m->map.elem_bytes;
+  ag__data d = p->tagfn ? (ag__data){p->dt, (int)m->bytes, NULL, NULL, 0}
+                        : data_new(c, p->dt, (int)m->bytes);
+  /* byte @byte of the box's range: the chunk swizzle (its own inverse) gives
+   * the packed offset, which names the box element; element-wide reads take
+   * the parametric tag, wider ones are not tracked (top) */
+  const ag_expr *byte = ag_expr_sym(&c->lc, "@byte");
+  if (!byte)
+    ag__ck_oom(c);
+  const ag_expr *lin = byte;
+  int64_t ch = m->map.swizzle == AG_SWZ_NONE ? 1 : (int64_t)m->map.swizzle / 16;
+  if (ch > 1)
+    lin = ag__x(c, AG_X_XOR, byte,
+                ag__x(c, AG_X_SHL,
+                      ag__x(c, AG_X_AND, ag__x(c, AG_X_SHR, byte, ag__xc(c, 7)), ag__xc(c, ch - 1)),
+                      ag__xc(c, 4)));
+  const ag_expr *co[5];
+  const ag__bx *inb = NULL;
+  int64_t inner = m->box[r - 1] * es;
+  const ag_expr *rest = ag__x(c, AG_X_DIV, lin, ag__xc(c, inner));
+  for (int i = r - 1; i >= 0; i--) {
+    const ag_expr *j;
+    if (i == r - 1)
+      j = ag__x(c, AG_X_DIV, ag__x(c, AG_X_MOD, lin, ag__xc(c, inner)), ag__xc(c, es));
+    else {
+      j = i ? ag__x(c, AG_X_MOD, rest, ag__xc(c, m->box[i])) : rest;
+      rest = ag__x(c, AG_X_DIV, rest, ag__xc(c, m->box[i]));
+    }
+    co[i] = ag__x(c, AG_X_ADD, org[i], j);
+    const ag__bx *in_i = ag__bcmp(c, AG_OP_LT, co[i], p->dims[i]);
+    inb = inb ? ag__band(c, inb, in_i) : in_i;
+  }
+  /* a box the assumptions keep inside the tensor has no zeros */
+  const ag__bx *all_in = NULL;
+  for (int i = 0; i < r; i++) {
+    const ag__bx *in_i = ag__bcmp(c, AG_OP_LE, ag__x(c, AG_X_ADD, org[i], ag__xc(c, m->box[i])),
+                                  p->dims[i]);
+    all_in = all_in ? ag__band(c, all_in, in_i) : in_i;
+  }
+  if (ag__smt_decide(c, all_in) == 1)
+    inb = NULL;
+  if (p->tagfn) {
+    /* one array for every box (a box has at most 227 KiB) */
+    if (c->tma_wide_n < m->bytes) {
+      const ag__tag *wide = ag__tag_top(c, "a read wider than one element of a TMA box (the "
+                                           "checker tags a box element by element)");
+      c->tma_wide = ag__ck_alloc(c, (size_t)m->bytes * sizeof *c->tma_wide);
+      for (int64_t j = 0; j < m->bytes; j++)
+        c->tma_wide[j] = wide;
+      c->tma_wide_n = m->bytes;
+    }
+    d.tags = c->tma_wide;
+    d.ptag = apply_tagfn(c, n, p->tagfn, co);
+    d.pgran = es;
+  }
+  bulk_issue(c, n, bi, k, addr, buf, &d, inb);
+}
+
+static void do_tma_store(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
+  const ag_expr *org[5];
+  const ag__tmap *m = tma_args(c, n, in, org);
+  int buf = 0;
+  const ag_expr *addr = tma_smem(c, n->list.v[1 + m->rank], m, in->name, &buf);
+  if (c->summarizing)
+    ag__ck_error(c, n, "tma_store inside a summarized loop is not modelled (its pending reads "
+                       "are not part of the loop's state); check a fixed size with --unroll");
+  (void)path_threads(c, n, in->name);
+  /* the copy engine reads the box now (a read for the race check) and until
+   * the wait that retires its group */
+  if (!c->ghost)
+    ag__race_read(c, n, buf, addr, (int)m->bytes, c->path);
   c->pc++;
-  ag__mbar *b = &c->mbars.v[bi];
-  /* the barrier's current phase in the hardware is the first one not
-   * complete: with a phase in flight (its copies not landed), this copy's
-   * bytes may count against it, which then completes before its own copies
-   * land, and this copy against none it was meant for */
-  int64_t known = mbar_known(c, bi, thread_part(c, c->path), c->pc, 2);
-  int early = known < b->open;
-  for (size_t i = 0; early && i < c->wrecs.n; i++)
-    if (c->wrecs.v[i].mbar == bi + 1 && c->wrecs.v[i].mphase >= known)
-      c->wrecs.v[i].mlate = 1;
-  c->next_mbar = bi + 1;
-  c->next_mphase = b->open;
-  shared_write(c, n, dv->e.addr, dt->buf, &d, -1);
-  ag__wrec *w = &c->wrecs.v[c->wrecs.n - 1];
-  w->done_pc = INT64_MAX; /* not even the issuing thread sees it before a wait */
-  w->vis_epoch = INT_MAX;
-  b = &c->mbars.v[bi];
-  b->tx -= k * bytes;
-  b->open_copies++;
-  if (b->tx < 0 || early)
-    w->mlate = 1; /* bytes the phase does not expect: it may complete without them */
-  mbar_close(c, bi);
+  ag__tstore t = {buf, 0, c->sbufs.v[buf].size, -1, n};
+  int64_t lo, hi;
+  if (ag__xbounds(c, addr, &lo, &hi) == 0) {
+    t.lo = lo;
+    t.hi = hi + m->bytes;
+  }
+  if (ag_vec_push(&c->tst_pend, t))
+    ag__ck_oom(c);
+}
+
+static void do_tma_wait(ag__ck *c, const ag_tile_node *n) {
+  nargs(c, n, 1, 1, "tma_store_wait(n)");
+  int64_t k = as_const(c, n->list.v[0], eval(c, n->list.v[0]), "the group count");
+  if (k < 0 || k > 7)
+    ag__ck_error(c, n->list.v[0], "tma_store_wait(n) needs n in 0..7, not %lld", (long long)k);
+  (void)path_threads(c, n, "tma_store_wait");
+  size_t j = 0;
+  for (size_t i = 0; i < c->tst_pend.n; i++) {
+    const ag__tstore *t = &c->tst_pend.v[i];
+    if (t->group < 0 || t->group >= c->tst_ngroups - k)
+      c->tst_pend.v[j++] = *t;
+  }
+  c->tst_pend.n = j;
+  c->pc++;
+}
+
+/* A shared write that may land on the source of a tma_store not retired. */
+static void tst_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t lo, int64_t hi) {
+  if (c->replay)
+    return;
+  for (size_t i = 0; i < c->tst_pend.n; i++) {
+    const ag__tstore *t = &c->tst_pend.v[i];
+    if (t->buf != buf || hi <= t->lo || lo >= t->hi)
+      continue;
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "write-after-read race: this write to shared '%s' (bytes %lld..%lld) may land "
+             "while the tma_store at line %d still reads them (tma_store_commit(), then "
+             "tma_store_wait(0) in the storing thread and a syncthreads() before this line)",
+             c->sbufs.v[buf].name, (long long)(lo > t->lo ? lo : t->lo),
+             (long long)((hi < t->hi ? hi : t->hi) - 1), t->at->line);
+    refute_here(c, at, msg);
+    return;
+  }
 }
 
 /* cp_async_mbar_arrive(bar): each calling thread arrives on bar's current
@@ -1976,6 +2301,18 @@ static void wg_push(ag__ck *c, ag__oblig *o) {
     ag__ck_oom(c);
 }
 
+/* A violation at `at` for every thread on the path, saying why. */
+static void refute_here(ag__ck *c, const ag_tile_node *at, const char *why) {
+  ag__oblig o;
+  memset(&o, 0, sizeof o);
+  o.k = OB_INT;
+  o.at = at;
+  o.path = c->path;
+  o.cond = ag__bconst(c, 0);
+  o.why = ag__ck_strdup(c, why);
+  wg_push(c, &o);
+}
+
 /* The check's `why` for a pending accumulator; `what` names the access. */
 static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t off, int w,
                            const char *what) {
@@ -1992,15 +2329,7 @@ static void wg_pending_hit(ag__ck *c, const ag_tile_node *at, int buf, int64_t o
              "line)",
              what, c->rbufs.v[buf].name ? c->rbufs.v[buf].name : "?",
              (long long)((off > p->lo ? off : p->lo) - p->lo), p->at->line);
-    const char *why = ag__ck_strdup(c, msg);
-    ag__oblig o;
-    memset(&o, 0, sizeof o);
-    o.k = OB_INT;
-    o.at = at;
-    o.path = c->path;
-    o.cond = ag__bconst(c, 0);
-    o.why = why;
-    wg_push(c, &o);
+    refute_here(c, at, msg);
     return;
   }
 }
@@ -2280,6 +2609,17 @@ static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__int
   case IK_MBAR_ARRIVE: do_mbar_arrive(c, n, in); break;
   case IK_MBAR_WAIT: do_mbar_wait(c, n, in); break;
   case IK_BULK_COPY: do_bulk_copy(c, n, in); break;
+  case IK_TMA_LOAD: do_tma_load(c, n, in); break;
+  case IK_TMA_STORE: do_tma_store(c, n, in); break;
+  case IK_TMA_COMMIT:
+    nargs(c, n, 0, 0, "tma_store_commit()");
+    (void)path_threads(c, n, in->name);
+    for (size_t i = 0; i < c->tst_pend.n; i++)
+      if (c->tst_pend.v[i].group < 0)
+        c->tst_pend.v[i].group = c->tst_ngroups;
+    c->tst_ngroups++;
+    break;
+  case IK_TMA_WAIT: do_tma_wait(c, n); break;
   case IK_WG_COMMIT:
     nargs(c, n, 0, 0, "wgmma_commit()");
     wg_block(c, n, "wgmma_commit");
@@ -2444,6 +2784,8 @@ static ag__value *call(ag__ck *c, const ag_tile_node *n) {
     return make_shared(c, n);
   if (!strcmp(fn, "make_local"))
     return make_local(c, n);
+  if (!strcmp(fn, "tma_map"))
+    return make_tma_map(c, n);
   if (!strcmp(fn, "tag"))
     return tag_of(c, n);
   if (!strcmp(fn, "reset")) {
@@ -2557,6 +2899,13 @@ static ag__value *attr(ag__ck *c, const ag_tile_node *n) {
     return vint(c, ag__x(c, AG_X_DIV, t, ag__xc(c, c->tdim[0] * c->tdim[1])));
   }
   ag__value *bv = eval(c, b);
+  if (bv->k == V_TMAP) {
+    if (strcmp(n->name, "bytes"))
+      ag__ck_error(c, n, "a tensor map has one attribute, .bytes (what one copy of its box "
+                         "moves), not .%s",
+                   n->name);
+    return vint(c, ag__xc(c, bv->tm->bytes));
+  }
   if (bv->k == V_INTRIN) {
     if (bv->in->kind == IK_WGMMA && strcmp(n->name, "a") && strcmp(n->name, "d"))
       ag__ck_error(c, n, "%s has operand layouts .a and .d (thread in the warpgroup, value)",

@@ -154,7 +154,14 @@ static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__rrec *w, int *
   int64_t lo = r->lo, span = r->hi - r->lo;
   if (span <= 0 || span > c->sbufs.v[r->buf].size)
     return 0;
-  race_work(c, w->at, span + c->nthreads * (r->width + w->width));
+  /* the work: the bytes each access's threads touch (a copy one thread
+   * issues, such as a TMA box, costs its width once) */
+  int64_t nr = 0, nw = 0;
+  for (int64_t t = 0; t < c->nthreads; t++) {
+    nr += ag__beval_tid(r->guard, t) != 0;
+    nw += ag__beval_tid(w->guard, t) != 0;
+  }
+  race_work(c, w->at, span + 2 * c->nthreads + nr * r->width + nw * w->width);
   int32_t *reader = ag_calloc((size_t)span, sizeof *reader);
   if (!reader)
     ag__ck_oom(c);

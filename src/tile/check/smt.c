@@ -452,6 +452,12 @@ static void alts_read(smt *s, const ag__tag *t, const ag_expr *addr, int E, Z3_a
         push_alt(s, out, a);
       }
       Z3_ast ok = and2(s, base, settled);
+      if (rec->bcond) { /* a TMA box: the byte holds data only inside the tensor (else zeros) */
+        Z3_ast saved = s->cur_byte;
+        s->cur_byte = off;
+        ok = and2(s, ok, trb(s, rec->bcond, w));
+        s->cur_byte = saved;
+      }
       size_t before = out->n;
       if (rec->ptag && rec->pgran % span == 0) {
         /* one parametric tag for the whole write */
@@ -783,8 +789,10 @@ static unsigned char *coverage(smt *s, cover_vec *cache, const ag__tag *t) {
           if (e->buf == t->buf && !e->guard && e->pc > w->pc && b >= e->lo && b < e->hi)
             killed = 1;
         }
-        if (!killed)
-          cc.bits[b] = 1;
+        /* a TMA box that may pass the tensor's end: its bytes hold data only
+         * where they are inside (2: ask box_byte_holds) */
+        if (!killed && (!w->bcond || !cc.bits[b]))
+          cc.bits[b] = w->bcond ? 2 : 1;
       }
     }
   }
@@ -793,6 +801,36 @@ static unsigned char *coverage(smt *s, cover_vec *cache, const ag__tag *t) {
     ag__ck_oom(c);
   }
   return cc.ok ? cc.bits : NULL;
+}
+
+/* 1 when a TMA box that reaches byte a of t's buffer (read by t) holds
+ * data there for every size the assumptions allow: its byte condition,
+ * at that byte, decided by the solver. */
+static int box_byte_holds(smt *s, const ag__tag *t, int64_t a) {
+  ag__ck *c = s->c;
+  const ag_expr *byte = ag_expr_sym(&c->lc, "@byte");
+  if (!byte)
+    ag__ck_oom(c);
+  size_t nres = resets_before(c, t->pc);
+  for (int i = 0; i < t->nrec; i++) {
+    const ag__wrec *w = &c->wrecs.v[i];
+    int64_t A;
+    if (w->buf != t->buf || !w->bcond || ag__xeval_tid(w->addr, 0, &A) || a < A ||
+        a >= A + w->width)
+      continue;
+    int killed = 0;
+    for (size_t k = 0; k < nres && !killed; k++) {
+      const ag__reset *e = &c->resets.v[k];
+      killed = e->buf == t->buf && !e->guard && e->pc > w->pc && a >= e->lo && a < e->hi;
+    }
+    const ag__bx *saved = c->facts;
+    c->facts = NULL; /* the check's facts are not the write's */
+    int in = killed ? 0 : ag__smt_decide(c, ag__bsubst(c, w->bcond, byte, ag__xc(c, a - A)));
+    c->facts = saved;
+    if (in == 1)
+      return 1;
+  }
+  return 0;
 }
 
 /* Finds a thread whose read of t reaches no write: returns 1 and sets
@@ -831,7 +869,7 @@ static int empty_read(smt *s, cover_vec *cache, const ag__tag *t, const ag__bx *
     int64_t a;
     if (ag__xeval_tid(t->addr, th, &a))
       return 0;
-    if (a < 0 || a >= size || !bits[a]) {
+    if (a < 0 || a >= size || !bits[a] || (bits[a] == 2 && !box_byte_holds(s, t, a))) {
       *thread = th;
       *addr = a;
       return 1;

@@ -264,8 +264,9 @@ static uint64_t mask_rec(ag__ck *c, const ag_expr *e, int depth) {
         m <<= 1;
       return m - 1;
     }
-    if (!strcmp(e->name, "@byte"))
-      return 0xf; /* a byte inside one shared write: at most 16 bytes */
+    if (!strcmp(e->name, "@byte")) /* a byte inside one shared write: a store or a cp.async
+                                       moves at most 16 bytes, a bulk copy or a TMA box more */
+      return c->wide_writes ? 0x3ffff : 0xf;
     if (!strncmp(e->name, "bid.", 4))
       return 0xffff;
     for (size_t i = 0; i < c->sizes.n; i++)

@@ -116,6 +116,27 @@ static const ag__intrin table[] = {
      .semantics = "copies `bytes` (a multiple of 16) from a global element on into shared "
                   "memory, both 16-byte aligned; the bytes complete transactions of the "
                   "mbarrier's current phase and are settled once a wait on that phase returns"},
+    /* TMA tensor copies (PTX ISA, "cp.async.bulk.tensor"): the box a tma_map
+     * (a CUtensorMap the host encodes) selects at the coordinates */
+    {.name = "tma_load", .kind = IK_TMA_LOAD,
+     .ptx = "cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes",
+     .nops = -1, .opnames = {"map", "coords", "dst", "bar"}, .align = 128,
+     .semantics = "copies the map's box at the coordinates (zeros outside the tensor) into "
+                  "shared memory from dst's first element on, placed by the map's swizzle; "
+                  "the bytes complete transactions of the mbarrier's current phase and "
+                  "carry the source's tags once a wait on that phase returns"},
+    {.name = "tma_store", .kind = IK_TMA_STORE,
+     .ptx = "cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group", .nops = -1,
+     .opnames = {"map", "coords", "src"}, .align = 128,
+     .semantics = "copies the box from shared memory (src's first element on) to the tensor "
+                  "at the coordinates (elements outside it are skipped) in the open bulk "
+                  "group; the shared bytes are read until a tma_store_wait retires the group"},
+    {.name = "tma_store_commit", .kind = IK_TMA_COMMIT, .ptx = "cp.async.bulk.commit_group",
+     .semantics = "closes the open group of tma_store copies"},
+    {.name = "tma_store_wait", .kind = IK_TMA_WAIT, .ptx = "cp.async.bulk.wait_group.read N",
+     .nops = 1, .opnames = {"n"},
+     .semantics = "waits until at most N committed tma_store groups still read shared "
+                  "memory: the others' source bytes may be overwritten"},
     WG_ROW(8),
     WG_ROW(16),
     WG_ROW(24),
@@ -179,6 +200,24 @@ const ag__intrin *ag__intrin_lookup(const char *name) {
       return &table[i];
   return NULL;
 }
+
+int ag__tile_calls(const ag_tile_node *n, const char *fn) {
+  if (!n)
+    return 0;
+  if (n->kind == AG_TN_CALL && n->a && n->a->kind == AG_TN_NAME && !strcmp(n->a->name, fn))
+    return 1;
+  if (ag__tile_calls(n->a, fn) || ag__tile_calls(n->b, fn) || ag__tile_calls(n->c, fn))
+    return 1;
+  for (int i = 0; i < n->list.n; i++)
+    if (ag__tile_calls(n->list.v[i], fn))
+      return 1;
+  for (int i = 0; i < n->list2.n; i++)
+    if (ag__tile_calls(n->list2.v[i], fn))
+      return 1;
+  return 0;
+}
+
+int ag__tile_uses_tma(const ag_tile_node *n) { return ag__tile_calls(n, "tma_map"); }
 
 const ag__intrin *ag__intrin_table(int *n) {
   *n = (int)(sizeof table / sizeof table[0]);
@@ -244,7 +283,8 @@ static int mbar_call(const ag_tile_node *e) {
   if (e->kind == AG_TN_CALL && e->a && e->a->kind == AG_TN_NAME) {
     const ag__intrin *in = ag__intrin_lookup(e->a->name);
     if (in && (in->kind == IK_MBAR_WAIT || in->kind == IK_MBAR_ARRIVE ||
-               in->kind == IK_BULK_COPY || in->kind == IK_CP_MBAR_ARRIVE))
+               in->kind == IK_BULK_COPY || in->kind == IK_TMA_LOAD ||
+               in->kind == IK_CP_MBAR_ARRIVE))
       return 1;
   }
   if (mbar_call(e->a) || mbar_call(e->b) || mbar_call(e->c))

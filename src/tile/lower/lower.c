@@ -59,7 +59,7 @@ typedef struct tile {
 } tile;
 
 typedef enum { V_NONE, V_INT, V_BOOL, V_FLOAT, V_DATA, V_ELEM, V_TILE, V_LAYOUT, V_SWZ,
-               V_TUPLE, V_DTYPE, V_INTRIN, V_IOP, V_POISON } vkind;
+               V_TUPLE, V_DTYPE, V_INTRIN, V_IOP, V_POISON, V_TMAP } vkind;
 typedef struct value value;
 struct value {
   vkind k;
@@ -77,6 +77,7 @@ struct value {
   const ag__intrin *in; /* V_INTRIN, V_IOP: its row of the intrinsic table */
   const char *op;   /* V_IOP: "a", "b", "c" */
   int cvar;         /* V_INT / V_DATA: index in lw.cvars, or -1 */
+  int tmap;         /* V_TMAP: index in lw.tmaps */
 };
 
 typedef struct binding {
@@ -133,6 +134,9 @@ typedef struct lw {
   AG_VEC(char *) regions;
   const char *rpath[64]; /* the regions open here, outermost first */
   int nrpath;
+  int uses_tma;           /* the kernel has tensor maps: buffers on 1024-byte boundaries */
+  AG_VEC(ag_tile_ltmap) tmaps; /* named by the pre-scan, filled where tma_map is lowered */
+  int ntmap_done;
 } lw;
 
 static void fail(lw *L, const ag_tile_node *n, const char *fmt, ...) AG_PRINTF(3, 4)
@@ -515,7 +519,7 @@ static const char *kind_name(vkind k) {
   static const char *const n[] = {"nothing", "an integer", "a condition", "a float constant",
                                   "a data value", "a tile element", "a tile", "a layout",
                                   "a swizzle", "a tuple", "a data type", "an intrinsic",
-                                  "an operand layout", "an unusable name"};
+                                  "an operand layout", "an unusable name", "a tensor map"};
   return n[k];
 }
 static const ag_expr *as_int(lw *L, const ag_tile_node *n, value *v, const char *what) {
@@ -917,6 +921,8 @@ static value *make_shared(lw *L, const ag_tile_node *n) {
   }
   int64_t bytes = ag_layout_cosize(&t->layout) * ag__dt_size(dt);
   L->smem_top = (L->smem_top + 127) / 128 * 128;
+  if (L->uses_tma) /* TMA swizzles absolute addresses: the checker places every buffer so */
+    L->smem_top = (L->smem_top + AG__TMA_SMEM_ALIGN - 1) / AG__TMA_SMEM_ALIGN * AG__TMA_SMEM_ALIGN;
   if (t->swizzled) /* wgmma swizzles absolute addresses: start on the pattern's period */
     L->smem_top = (L->smem_top + ag__wgmma_period(1, t->swz) - 1) / ag__wgmma_period(1, t->swz) *
                   ag__wgmma_period(1, t->swz);
@@ -1490,6 +1496,83 @@ static void do_wgmma(lw *L, const ag_tile_node *n, const ag__intrin *in) {
     store_words(L, n, dt, dbase, nd, "float", dl);
 }
 
+/* tma_map(A, box=..., swizzle=...): the pre-scan named it (a parameter of
+ * the entry); here its tensor, box and swizzle are recorded for the host. */
+static value *tma_map(lw *L, const ag_tile_node *n) {
+  if (L->nested || (size_t)L->ntmap_done >= L->tmaps.n)
+    fail(L, n, "not lowered: tma_map outside an assignment 'name = tma_map(...)' at the "
+               "kernel's top level");
+  const ag_tile_node *an = arg(L, n, 0, "tensor", 1);
+  value *tv = ev(L, an);
+  int j = -1;
+  for (size_t i = 0; tv->k == V_TILE && tv->t->sp == SP_G && tv->t->param && i < L->params.n; i++)
+    if (L->params.v[i].kind == AG_TILE_PARAM_TENSOR && !strcmp(L->params.v[i].name, tv->t->buf))
+      j = (int)i;
+  if (j < 0)
+    fail(L, an, "tma_map takes a tensor parameter itself, not %s", kind_name(tv->k));
+  ag_tile_ltmap *m = &L->tmaps.v[L->ntmap_done];
+  m->tensor = j;
+  m->rank = L->params.v[j].rank;
+  const ag_tile_node *bn = arg(L, n, 1, "box", 1);
+  value *bv = ev(L, bn);
+  int nb = bv->k == V_TUPLE ? bv->n : 1;
+  if (nb != m->rank || m->rank > 5)
+    fail(L, bn, "the box of tma_map has one extent per dimension of the tensor (%d), not %d",
+         m->rank, nb);
+  for (int i = 0; i < nb; i++)
+    m->box[i] = as_const(L, bn, bv->k == V_TUPLE ? &bv->items[i] : bv, "a box extent");
+  const ag_tile_node *sn = arg(L, n, 2, "swizzle", 0);
+  m->swizzle = sn ? (int)as_const(L, sn, ev(L, sn), "the swizzle span") : 0;
+  value *v = newv(L, V_TMAP);
+  v->tmap = L->ntmap_done++;
+  return v;
+}
+
+/* The shared side of a TMA copy: a tile's first element or an element. */
+static const char *tma_smem(lw *L, const ag_tile_node *n, const char *name) {
+  value *d = ev(L, n);
+  if (d->k == V_TILE && d->t->sp == SP_S)
+    return fmt(L, "%s + (%s)", d->t->buf, xtext(L, d->t->base));
+  if (d->k == V_ELEM && d->t->sp == SP_S)
+    return fmt(L, "%s + (%s)", d->t->buf, xtext(L, d->x));
+  fail(L, n, "the shared side of %s is a shared tile or element", name);
+  return NULL;
+}
+
+/* tma_load(map, coords..., dst, bar), tma_store(map, coords..., src): the
+ * prelude's helper for the map's rank, coordinates innermost first. */
+static void do_tma(lw *L, const ag_tile_node *n, const ag__intrin *in) {
+  value *mv = n->list.n ? ev(L, n->list.v[0]) : NULL;
+  if (!mv || mv->k != V_TMAP)
+    fail(L, n, "%s takes a tensor map first", in->name);
+  const ag_tile_ltmap *m = &L->tmaps.v[mv->tmap];
+  int r = m->rank, load = in->kind == IK_TMA_LOAD;
+  if (n->list.n != 1 + r + (load ? 2 : 1))
+    fail(L, n, "%s takes the map, %d coordinates and %s", in->name, r,
+         load ? "the destination and the mbarrier" : "the source");
+  ag_str co = AG_STR_INIT;
+  for (int i = r - 1; i >= 0; i--)
+    ag_str_printf(&co, ", (int)(%s)",
+                  xtext(L, as_int(L, n->list.v[1 + i], ev(L, n->list.v[1 + i]), "a box coordinate")));
+  const char *cs = fmt(L, "%s", co.oom ? "" : ag_str_cstr(&co));
+  int bad = co.oom;
+  ag_str_release(&co);
+  if (bad)
+    oom(L);
+  const char *sm = tma_smem(L, n->list.v[1 + r], in->name);
+  if (load)
+    emit(L, n, "ag_tma_load%d(%s, &%s, %s%s);", r, sm, m->name,
+         mbar_addr(L, n->list.v[2 + r], in->name), cs);
+  else
+    emit(L, n, "ag_tma_store%d(&%s, %s%s);", r, m->name, sm, cs);
+}
+
+/* Shared-memory writes of the generic proxy (stores, cp.async) made visible
+ * to the async proxy (wgmma's operand reads, TMA stores). */
+static void proxy_fence(lw *L, const ag_tile_node *n) {
+  emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+}
+
 static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in) {
   switch (in->kind) {
   case IK_MMA: do_mma(L, n); break;
@@ -1505,17 +1588,33 @@ static value *call_intrinsic(lw *L, const ag_tile_node *n, const ag__intrin *in)
     emit(L, n, "asm volatile(\"cp.async.wait_group %lld;\" ::: \"memory\");", (long long)k);
     break;
   }
-  case IK_SYNC: emit(L, n, "__syncthreads();"); break;
+  case IK_SYNC:
+    if (L->uses_tma) /* shared stores made visible to the async proxy a tma_store reads through */
+      proxy_fence(L, n);
+    emit(L, n, "__syncthreads();");
+    break;
   case IK_MBAR_INIT:
   case IK_MBAR_FENCE:
   case IK_MBAR_ARRIVE:
   case IK_MBAR_WAIT:
   case IK_BULK_COPY: do_mbar(L, n, in); break;
+  case IK_TMA_LOAD:
+  case IK_TMA_STORE: do_tma(L, n, in); break;
+  case IK_TMA_COMMIT: emit(L, n, "asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");"); break;
+  case IK_TMA_WAIT: {
+    if (n->list.n != 1)
+      fail(L, n, "%s(n) takes one argument", in->name);
+    int64_t k = as_const(L, n->list.v[0], ev(L, n->list.v[0]), "the group count");
+    if (k < 0 || k > 7)
+      fail(L, n->list.v[0], "%s(n) needs n in 0..7, not %lld", in->name, (long long)k);
+    emit(L, n, "asm volatile(\"cp.async.bulk.wait_group.read %lld;\" ::: \"memory\");", (long long)k);
+    break;
+  }
   case IK_WGMMA: do_wgmma(L, n, in); break;
   case IK_WG_FENCE:
     /* shared-memory writes of the generic proxy (stores, cp.async) made visible to the
      * async proxy wgmma reads through, then the wgmma fence */
-    emit(L, n, "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+    proxy_fence(L, n);
     emit(L, n, "asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     break;
   case IK_WG_COMMIT:
@@ -1604,6 +1703,8 @@ static value *call(lw *L, const ag_tile_node *n) {
     return make_shared(L, n);
   if (!strcmp(fn, "make_local"))
     return make_local(L, n);
+  if (!strcmp(fn, "tma_map"))
+    return tma_map(L, n);
   if (!strcmp(fn, "reset"))
     return newv(L, V_NONE); /* tags only */
   if (!strcmp(fn, "fill")) {
@@ -1794,6 +1895,13 @@ static value *ev(lw *L, const ag_tile_node *n) {
       v->in = bv->in;
       v->op = n->name;
       return v;
+    }
+    if (bv->k == V_TMAP && !strcmp(n->name, "bytes")) { /* what one copy of the box moves */
+      const ag_tile_ltmap *m = &L->tmaps.v[bv->tmap];
+      int64_t bytes = ag__dt_size(ag__dt_lookup(L->params.v[m->tensor].dtype));
+      for (int i = 0; i < m->rank; i++)
+        bytes *= m->box[i];
+      return vint(L, xc(L, bytes));
     }
     fail(L, n, "%s has no attribute '%s'", kind_name(bv->k), n->name);
   }
@@ -2594,6 +2702,22 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     if (!lk->grid[i])
       oom(L);
   }
+  /* tensor maps: the top-level 'name = tma_map(...)' statements, entry parameters */
+  L->uses_tma = ag__tile_uses_tma(k);
+  for (int i = 0; i < k->list2.n; i++) {
+    const ag_tile_node *st = k->list2.v[i];
+    if (st->kind != AG_TN_ASSIGN || st->list.n != 1 || st->list.v[0]->kind != AG_TN_NAME ||
+        st->list2.n != 1 || st->list2.v[0]->kind != AG_TN_CALL ||
+        st->list2.v[0]->a->kind != AG_TN_NAME || strcmp(st->list2.v[0]->a->name, "tma_map"))
+      continue;
+    ag_tile_ltmap tm;
+    memset(&tm, 0, sizeof tm);
+    tm.name = ag_strdup(cname(L, st->list.v[0]->name));
+    if (!tm.name || ag_vec_push(&L->tmaps, tm)) {
+      ag_free(tm.name);
+      oom(L);
+    }
+  }
   /* the entry */
   ag_str_printf(o, "\n/* kernel %s: block (%lld, %lld, %lld), grid (%s, %s, %s) */\n", k->name,
                 (long long)lk->block[0], (long long)lk->block[1], (long long)lk->block[2],
@@ -2611,6 +2735,9 @@ static void lower_kernel(lw *L, const ag_tile_node *k) {
     else
       ag_str_printf(o, "%sunsigned %s", i ? ", " : "", p->name);
   }
+  for (size_t i = 0; i < L->tmaps.n; i++)
+    ag_str_printf(o, "%sconst __grid_constant__ CUtensorMap %s", L->params.n || i ? ", " : "",
+                  L->tmaps.v[i].name);
   ag_str_puts(o, ") {\n");
   L->ind = 1;
   emit(L, NULL, "extern __shared__ __align__(1024) unsigned char ag_smem[];");
@@ -2767,6 +2894,42 @@ static const char prelude[] =
     "}\n"
     "static __device__ __forceinline__ void ag_bulk_copy(void *dst, const void *src, unsigned bytes, void *bar) {\n"
     "  asm volatile(\"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\" :: \"r\"(ag_saddr(dst)), \"l\"(src), \"r\"(bytes), \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    /* TMA tensor copies (PTX ISA 8.0, sm_90): the map is a __grid_constant__ CUtensorMap
+     * parameter, addressed generically; coordinates innermost first */
+    "#ifndef CU_TENSOR_MAP_NUM_QWORDS\n"
+    "#define CU_TENSOR_MAP_NUM_QWORDS 16\n"
+    "typedef struct CUtensorMap_st { alignas(64) unsigned long long opaque[CU_TENSOR_MAP_NUM_QWORDS]; } CUtensorMap;\n"
+    "#endif\n"
+    "static __device__ __forceinline__ void ag_tma_load1(void *dst, const CUtensorMap *map, void *bar, int c0) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];\" :: \"r\"(ag_saddr(dst)), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_store1(const CUtensorMap *map, const void *src, int c0) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];\" :: \"l\"((unsigned long long)map), \"r\"(ag_saddr(src)), \"r\"(c0) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_load2(void *dst, const CUtensorMap *map, void *bar, int c0, int c1) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\" :: \"r\"(ag_saddr(dst)), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_store2(const CUtensorMap *map, const void *src, int c0, int c1) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\" :: \"l\"((unsigned long long)map), \"r\"(ag_saddr(src)), \"r\"(c0), \"r\"(c1) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_load3(void *dst, const CUtensorMap *map, void *bar, int c0, int c1, int c2) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\" :: \"r\"(ag_saddr(dst)), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_store3(const CUtensorMap *map, const void *src, int c0, int c1, int c2) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\" :: \"l\"((unsigned long long)map), \"r\"(ag_saddr(src)), \"r\"(c0), \"r\"(c1), \"r\"(c2) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_load4(void *dst, const CUtensorMap *map, void *bar, int c0, int c1, int c2, int c3) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\" :: \"r\"(ag_saddr(dst)), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3), \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_store4(const CUtensorMap *map, const void *src, int c0, int c1, int c2, int c3) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\" :: \"l\"((unsigned long long)map), \"r\"(ag_saddr(src)), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_load5(void *dst, const CUtensorMap *map, void *bar, int c0, int c1, int c2, int c3, int c4) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\" :: \"r\"(ag_saddr(dst)), \"l\"((unsigned long long)map), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3), \"r\"(c4), \"r\"(ag_saddr(bar)) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void ag_tma_store5(const CUtensorMap *map, const void *src, int c0, int c1, int c2, int c3, int c4) {\n"
+    "  asm volatile(\"cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\" :: \"l\"((unsigned long long)map), \"r\"(ag_saddr(src)), \"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3), \"r\"(c4) : \"memory\");\n"
     "}\n";
 
 /* One kernel; 0, or 1 after an error (diagnosed). */
@@ -2813,6 +2976,9 @@ static void free_kernel(ag_tile_lkernel *k) {
   for (int i = 0; i < k->nregions; i++)
     ag_free(k->regions[i]);
   ag_free(k->regions);
+  for (int i = 0; i < k->ntmaps; i++)
+    ag_free(k->tmaps[i].name);
+  ag_free(k->tmaps);
 }
 
 void ag_tile_lowered_free(ag_tile_lowered *l) {
@@ -2878,6 +3044,8 @@ int ag_tile_lower(const ag_tile_program *p, const ag_tile_lower_opts *o, ag_diag
     lk->nassumes = (int)L->assumes.n;
     lk->regions = L->regions.v;
     lk->nregions = (int)L->regions.n;
+    lk->tmaps = L->tmaps.v;
+    lk->ntmaps = (int)L->tmaps.n;
     free_params(L->tensors.v, (int)L->tensors.n);
     ag_vec_free(&L->env);
     ag_vec_free(&L->cvars);

@@ -48,6 +48,10 @@ typedef struct api {
   int (*attr)(int *, int, int);
   int (*err_name)(int, const char **);
   int (*dev_name)(char *, int, int);
+  /* cuTensorMapEncodeTiled (CUDA 12): map, data type, rank, address, dims, strides, box,
+   * element strides, interleave, swizzle, L2 promotion, out-of-bounds fill */
+  int (*tmap_encode)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                     const unsigned *, const unsigned *, int, int, int, int);
   /* cuBLAS */
   int (*blas_create)(void **);
   int (*blas_destroy)(void *);
@@ -89,6 +93,7 @@ static int load_api(api *a, char *err, size_t errlen) {
   SYM(attr, "cuDeviceGetAttribute");
   SYM(err_name, "cuGetErrorName");
   SYM(dev_name, "cuDeviceGetName");
+  SYM(tmap_encode, "cuTensorMapEncodeTiled"); /* checked where a kernel has tensor maps */
 #undef SYM
   if (!a->alloc || !a->mfree || !a->htod || !a->dtoh || !a->memset8 || !a->ev_create ||
       !a->ev_record || !a->ev_query || !a->ev_sync || !a->ev_elapsed || !a->ev_destroy ||
@@ -266,6 +271,73 @@ void ag_tile_exec_result_release(ag_tile_exec_result *r) {
   r->ntensors = 0;
 }
 
+/* The driver's CUtensorMapDataType of a DSL type (cuda.h), or -1. */
+static int tmap_dtype(const char *dt) {
+  static const struct {
+    const char *name;
+    int v;
+  } map[] = {{"u8", 0},  {"i8", 0},  {"u16", 1}, {"i16", 1}, {"u32", 2}, {"i32", 3},
+             {"u64", 4}, {"i64", 5}, {"f16", 6}, {"f32", 7}, {"f64", 8}, {"bf16", 9}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(map[i].name, dt))
+      return map[i].v;
+  return -1;
+}
+
+/* Encodes tensor map tm (a 128-byte CUtensorMap in out) over the device
+ * tensor at d: the layout module's rules first (a clear error naming the
+ * field), then cuTensorMapEncodeTiled (docs/run.md, "TMA"). */
+static int tmap_build(api *a, const ag_tile_bound *b, const ag_tile_ltmap *tm, devptr d,
+                      void *out, ag_tile_exec_result *r) {
+  const ag_tile_lparam *p = &b->k->params[tm->tensor];
+  int dt = tmap_dtype(p->dtype);
+  ag_tma_map m;
+  memset(&m, 0, sizeof m);
+  m.rank = tm->rank;
+  m.elem_bytes = ag__dt_size(ag__dt_lookup(p->dtype));
+  m.elem_float = ag__dt_is_float(ag__dt_lookup(p->dtype));
+  m.gaddr = d;
+  m.swizzle = (ag_swz_mode)tm->swizzle;
+  uint64_t pitch = (uint64_t)m.elem_bytes;
+  for (int i = 0; i < tm->rank; i++) { /* TMA dimension 0 is the tensor's last */
+    m.dim[i] = b->dims[tm->tensor * AG_TILE_RUN_MAXRANK + tm->rank - 1 - i];
+    if (i)
+      m.stride[i - 1] = pitch;
+    pitch *= m.dim[i];
+    m.box[i] = (uint32_t)tm->box[tm->rank - 1 - i];
+    m.estride[i] = 1;
+  }
+  ag_arena ar;
+  ag_arena_init(&ar, 0);
+  ag_layout_ctx lc;
+  ag_layout_ctx_init(&lc, &ar);
+  int rc = dt < 0 ? AG_EINVAL : ag_tma_map_check(&lc, &m);
+  if (rc)
+    snprintf(r->err, sizeof r->err, "tensor map '%s' of '%s': %s", tm->name, p->name,
+             dt < 0 ? "TMA has no element type for it" : ag_str_cstr(&lc.err));
+  ag_layout_ctx_release(&lc);
+  ag_arena_release(&ar);
+  if (rc)
+    return rc;
+  if (!a->tmap_encode) {
+    snprintf(r->err, sizeof r->err,
+             "the CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or later is needed for "
+             "tensor map '%s')", tm->name);
+    return AG_ENODEV;
+  }
+  int swz = tm->swizzle == 128 ? 3 : tm->swizzle == 64 ? 2 : tm->swizzle == 32 ? 1 : 0;
+  int cr = a->tmap_encode(out, dt, (unsigned)m.rank, (void *)(uintptr_t)d, m.dim, m.stride, m.box,
+                          m.estride, 0 /* no interleave */, swz, 2 /* L2 promotion 128B */,
+                          0 /* zeros outside the tensor */);
+  if (cr) {
+    char what[160];
+    snprintf(what, sizeof what, "cuTensorMapEncodeTiled for tensor map '%s'", tm->name);
+    cu_err(a, r, cr, what);
+    return AG_EINVAL; /* the context is sound: the caller frees as usual */
+  }
+  return 0;
+}
+
 int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec_opts *o,
                      ag_tile_exec_result *r) {
   memset(r, 0, sizeof *r);
@@ -278,13 +350,18 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
   ag_host_kernel *hk = NULL;
   void **host = ag_calloc((size_t)np + 1, sizeof *host);
   devptr *dev = ag_calloc((size_t)np + 1, sizeof *dev);
-  void **args = ag_calloc((size_t)np + 1, sizeof *args);
+  void **args = ag_calloc((size_t)np + (size_t)k->ntmaps + 1, sizeof *args);
+  /* CUtensorMap parameters: 128 bytes, 64-byte aligned */
+  typedef struct {
+    _Alignas(64) unsigned long long opaque[16];
+  } tmap_t;
+  tmap_t *tmaps = ag_calloc((size_t)k->ntmaps + 1, sizeof *tmaps);
   double *want = NULL;
   void *out = NULL, *ev = NULL, *blas = NULL;
   devptr flush = 0, cref = 0;
   double timeout = o->timeout_s > 0 ? o->timeout_s : 60;
   int ia, ib, ic, gemm = ag_tile_run_gemm_shape(k, &ia, &ib, &ic) == 0;
-  if (!host || !dev || !args) {
+  if (!host || !dev || !args || !tmaps) {
     rc = AG_ENOMEM;
     goto out;
   }
@@ -339,6 +416,11 @@ int ag_tile_run_exec(const ag_tile_bound *b, const char *ptx, const ag_tile_exec
       goto out;
     }
     args[i] = &dev[i];
+  }
+  for (int i = 0; i < k->ntmaps; i++) {
+    if ((rc = tmap_build(&a, b, &k->tmaps[i], dev[k->tmaps[i].tensor], &tmaps[i], r)))
+      goto out;
+    args[np + i] = &tmaps[i];
   }
   /* one launch, watched */
   launcher l = {&a, h, hk, b, args, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -546,6 +628,7 @@ out:
   ag_free(host);
   ag_free(dev);
   ag_free(args);
+  ag_free(tmaps);
   ag_free(want);
   ag_free(out);
   if (rc != AG_ETIMEOUT) /* a hung kernel keeps the context: the process must exit */

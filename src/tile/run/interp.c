@@ -36,7 +36,7 @@
 
 
 enum { K_NONE, K_INT, K_BOOL, K_FLOAT, K_DTYPE, K_TUPLE, K_TILE, K_ELEM, K_DATA, K_LAYOUT,
-       K_SWZ, K_INTRIN, K_IOP };
+       K_SWZ, K_INTRIN, K_IOP, K_TMAP };
 enum { SP_G, SP_S, SP_R };
 
 typedef struct tile {
@@ -61,6 +61,7 @@ struct rv {
   ag_swizzle sw;     /* K_SWZ */
   const char *name;  /* K_INTRIN, K_IOP ("a", "b", "c") */
   const ag__intrin *in; /* K_INTRIN, K_IOP: the row of the intrinsic table */
+  ag_tma_map *tm;    /* K_TMAP: the map, dimension 0 innermost (t: the tensor's tile) */
 };
 
 typedef struct bind {
@@ -850,6 +851,116 @@ static void wgmma(ip *c, const ag_tile_node *n, const ag__intrin *in) {
   }
 }
 
+/* ------------------------------------------------------------------- TMA
+ * tma_map builds the layout module's ag_tma_map for the bound sizes (the
+ * driver's rules checked as argus run checks them before encoding);
+ * tma_load and tma_store move the box element by element where
+ * ag_tma_box_elem puts it (the map's swizzle on the shared address, zeros
+ * for elements outside the tensor; a store skips those), in every thread of
+ * the mask at once, as a bulk copy. */
+static const ag_tile_node *kwarg(const ag_tile_node *call, int pos, const char *name) {
+  int k = 0;
+  for (int i = 0; i < call->list.n; i++) {
+    const ag_tile_node *a = call->list.v[i];
+    if (a->kind == AG_TN_KWARG ? !strcmp(a->name, name) : k++ == pos)
+      return a->kind == AG_TN_KWARG ? a->a : a;
+  }
+  return NULL;
+}
+
+static rv *tma_map(ip *c, const ag_tile_node *n) {
+  const ag_tile_node *an = kwarg(n, 0, "tensor"), *bn = kwarg(n, 1, "box"),
+                     *sn = kwarg(n, 2, "swizzle");
+  if (!an || !bn)
+    fail(c, n, "tma_map(tensor, box=(...)[, swizzle=S])");
+  rv *tv = eval(c, an), *bv = eval(c, bn);
+  if (tv->k != K_TILE || tv->t->sp != SP_G)
+    fail(c, an, "tma_map takes a tensor parameter");
+  int r = ag_layout_rank(&tv->t->lay), nb = bv->k == K_TUPLE ? bv->n : 1;
+  if (r < 1 || r > 5 || nb != r)
+    fail(c, bn, "the box of tma_map has one extent per dimension of the tensor (%d), not %d", r,
+         nb);
+  ag_tma_map *m = alloc(c, sizeof *m);
+  memset(m, 0, sizeof *m);
+  m->rank = r;
+  m->elem_bytes = ag__dt_size(tv->t->dt);
+  m->elem_float = ag__dt_is_float(tv->t->dt);
+  uint64_t pitch = (uint64_t)m->elem_bytes;
+  for (int i = 0; i < r; i++) { /* dimension i is the tensor's r - 1 - i */
+    ag_layout md;
+    if (ag_layout_mode(&c->lc, &tv->t->lay, r - 1 - i, &md))
+      fail(c, an, "bad tensor layout");
+    m->dim[i] = (uint64_t)ag_layout_size(&md);
+    if (i)
+      m->stride[i - 1] = pitch;
+    pitch *= m->dim[i];
+    m->box[i] = (uint32_t)as_const(c, bn, bv->k == K_TUPLE ? bv->items[r - 1 - i] : bv);
+    m->estride[i] = 1;
+  }
+  m->swizzle = (ag_swz_mode)(sn ? as_const(c, sn, eval(c, sn)) : 0);
+  if (ag_tma_map_check(&c->lc, m))
+    fail(c, n, "tma_map: %s", ag_str_cstr(&c->lc.err));
+  rv *v = newv(c, K_TMAP);
+  v->t = tv->t;
+  v->tm = m;
+  return v;
+}
+
+static void tma_copy(ip *c, const ag_tile_node *n, const ag__intrin *in) {
+  rv *mv = eval(c, argn(c, n, 0));
+  if (mv->k != K_TMAP)
+    fail(c, n, "%s takes a tensor map first", in->name);
+  const ag_tma_map *m = mv->tm;
+  int r = m->rank, load = in->kind == IK_TMA_LOAD;
+  if (n->list.n != 1 + r + (load ? 2 : 1))
+    fail(c, n, "%s takes the map, %d coordinates and %s", in->name, r,
+         load ? "the destination and the mbarrier" : "the source");
+  rv *co[5];
+  for (int i = 0; i < r; i++)
+    co[i] = eval(c, argn(c, n, 1 + i));
+  rv *sv = eval(c, argn(c, n, 1 + r));
+  if ((sv->k != K_TILE && sv->k != K_ELEM) || sv->t->sp != SP_S)
+    fail(c, n, "the shared side of %s is a shared tile or element", in->name);
+  int64_t gbytes, sbytes;
+  unsigned char *g = buf_of(c, mv->t, 0, &gbytes), *sm = buf_of(c, sv->t, 0, &sbytes);
+  int64_t es = m->elem_bytes, ext[5], total = 1;
+  for (int i = 0; i < r; i++)
+    total *= ext[i] = ag_tma_box_extent(m, i);
+  for (int th = 0; th < c->T; th++) {
+    if (!c->mask[th])
+      continue;
+    int32_t org[5];
+    for (int i = 0; i < r; i++)
+      org[i] = (int32_t)as_u(c, n, co[r - 1 - i], th);
+    int64_t dst = sv->k == K_ELEM ? sv->addr[th] : sv->t->dom + swz(sv->t, sv->t->off[th]);
+    for (int64_t e = 0; e < total; e++) {
+      int64_t j[5] = {0}, x = e;
+      for (int i = 0; i < r; i++) {
+        j[i] = x % ext[i];
+        x /= ext[i];
+      }
+      ag_tma_elem te;
+      if (dst < 0 || dst > UINT32_MAX ||
+          ag_tma_box_elem(&c->lc, m, org, (uint32_t)dst, j, &te))
+        fail(c, n, "%s: %s", in->name, ag_str_cstr(&c->lc.err));
+      if (te.addr + es > sbytes)
+        fail(c, n, "%s writes past shared memory (thread %d)", in->name, th);
+      int64_t go = 0;
+      for (int i = r - 1; !te.oob && i >= 0; i--)
+        go = go * (int64_t)m->dim[i] + te.g[i];
+      go *= es;
+      if (!te.oob && go + es > gbytes)
+        fail(c, n, "%s outside its tensor (thread %d)", in->name, th);
+      if (load && te.oob)
+        memset(sm + te.addr, 0, (size_t)es);
+      else if (load)
+        memcpy(sm + te.addr, g + go, (size_t)es);
+      else if (!te.oob)
+        memcpy(g + go, sm + te.addr, (size_t)es);
+    }
+  }
+}
+
 static rv *call(ip *c, const ag_tile_node *n) {
   const ag_tile_node *f = n->a;
   if (f->kind == AG_TN_ATTR && !strcmp(f->name, "view"))
@@ -885,13 +996,16 @@ static rv *call(ip *c, const ag_tile_node *n) {
   if (f->kind != AG_TN_NAME)
     fail(c, f, "only named functions can be called");
   const char *fn = f->name;
+  if (!strcmp(fn, "tma_map"))
+    return tma_map(c, n);
   if (!strcmp(fn, "make_shared")) {
     ag_tuple *sh = to_tuple(c, n, eval(c, argn(c, n, 0)));
     int dt = as_dtype(c, argn(c, n, 1));
     tile *t = tile_new(c, SP_S, dt, 0);
     t->lay = rowmajor(c, n, sh);
     int64_t bytes = ag_layout_size(&t->lay) * ag__dt_size(dt);
-    t->dom = (c->smem_bytes + 127) / 128 * 128;
+    int64_t al = ag__tile_uses_tma(c->k) ? AG__TMA_SMEM_ALIGN : 128; /* as the lowering */
+    t->dom = (c->smem_bytes + al - 1) / al * al;
     c->smem_bytes = t->dom + bytes;
     if (c->smem_bytes > c->smem_cap)
       fail(c, n, "shared memory over %lld bytes", (long long)c->smem_cap);
@@ -1006,6 +1120,8 @@ static rv *call(ip *c, const ag_tile_node *n) {
       }
       break;
     }
+    case IK_TMA_LOAD: case IK_TMA_STORE: tma_copy(c, n, in); break;
+    case IK_TMA_COMMIT: case IK_TMA_WAIT:
     case IK_SYNC: case IK_CP_COMMIT: case IK_CP_WAIT:
     case IK_MBAR_INIT: case IK_MBAR_FENCE: case IK_MBAR_ARRIVE: case IK_MBAR_WAIT:
     case IK_CP_MBAR_ARRIVE: case IK_SETMAXNREG:
@@ -1086,6 +1202,8 @@ static rv *eval(ip *c, const ag_tile_node *n) {
       v->in = bv->in;
       return v;
     }
+    if (bv->k == K_TMAP && !strcmp(n->name, "bytes"))
+      return vint_u(c, (uint32_t)ag_tma_box_bytes(bv->tm));
     fail(c, n, "'.%s' is not interpreted here", n->name);
   }
   case AG_TN_BINOP: return binop(c, n);
