@@ -32,7 +32,9 @@ typedef enum ag_sys_kind {
   AG_SYS_MEMCPY,
   AG_SYS_MEMSET,
   AG_SYS_SYNC,
-  AG_SYS_STREAM
+  AG_SYS_STREAM,
+  AG_SYS_API /* a launch call (CUPTI's runtime / driver API records, the `api` kind:
+                kept for the calls that launched a kernel), host-side */
 } ag_sys_kind;
 
 typedef struct ag_sys_rec {
@@ -47,6 +49,9 @@ typedef struct ag_sys_rec {
   int argus;           /* an Argus calibration kernel, not the harness's */
   uint32_t graph;      /* kernels, copies, sets launched from a CUDA graph: its ID (0: none) */
   uint64_t graph_node; /* and the node's */
+  int device;          /* kernels, copies, sets: the device (0 when not recorded) */
+  uint32_t tid;        /* api: the calling thread */
+  const char *api;     /* api: "runtime" or "driver" (borrowed) */
 } ag_sys_rec;
 
 /* An NVTX range (a start and an end marker of one ID) or an instant marker,

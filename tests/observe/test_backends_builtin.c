@@ -88,7 +88,7 @@ TEST(test_builtin_agree) {
   {
     ag_trace_run_opts ro;
     memset(&ro, 0, sizeof ro);
-    ag_collect_job job = {"c", &ro, "evidence", NULL, 0};
+    ag_collect_job job = {"c", &ro, "evidence", NULL, 0, 0};
     CHECK_EQ_INT(ss->collect(NULL, NULL, &job), 0);
     CHECK_EQ_STR(ro.collect, "sass");
     CHECK_EQ_INT(job.own_process, 1); /* CUPTI patches at a kernel's first launch only */
