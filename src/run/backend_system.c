@@ -14,6 +14,14 @@
 #include "argus/system_ev.h"
 #include "observe_int.h"
 
+/* The comm evidence's run: its variant's transform config (collect <-
+ * compile <- transform) asks for the launch calls ("api"). */
+static int wants_api(const ag_plan *p, const ag_task *t) {
+  const ag_task *c = p && t->deps.n ? ag_plan_task(p, t->deps.v[0]) : NULL;
+  const ag_task *v = c && c->deps.n ? ag_plan_task(p, c->deps.v[0]) : NULL;
+  return v && json_is_true(json_object_get(v->config, "api"));
+}
+
 /* The collect hook: the production build when the compile made one (what
  * the user ships, as the timing run), under ARGUS_COLLECT=system, in a
  * harness process of its own (one CUPTI subscriber per process). */
@@ -21,12 +29,12 @@ static int system_collect(ag_exec_ctx *cx, ag_task *t, ag_collect_job *job) {
   /* the comm evidence: the launch calls too, and every GPU (docs/comm.md) */
   static const char *const with_api[] = {
       "ARGUS_ACTIVITY_KINDS=kernel,memcpy,memset,sync,stream,nvtx,api", NULL};
-  const char *prod = cx ? ag__obs_input(cx->plan, t, "production") : NULL;
+  const char *prod = ag__obs_input(cx->plan, t, "production");
   if (prod)
     job->cubin = prod;
   job->ro->collect = "system";
   job->own_process = 1;
-  if (json_is_true(json_object_get(t->config, "api"))) {
+  if (wants_api(cx->plan, t)) {
     if (job->ro->env_extra)
       return ag__obs_fail(t, AG_EINVAL, "the comm signal's run sets ARGUS_ACTIVITY_KINDS, and "
                                         "this run has an environment of its own already");

@@ -311,7 +311,23 @@ TEST(bad_input) {
               "kind 'fft' is none of kernel, memcpy, memset, sync, stream, api, nvtx");
 }
 
-/* The plan: comm's own run, with the launch calls, seeing every GPU. */
+/* The collect task of evidence `ev` in plan p. */
+static ag_task *collect_of(const ag_plan *p, const char *synth) {
+  for (size_t i = 0; i < p->tasks.n; i++) {
+    ag_task *t = p->tasks.v[i];
+    if (strcmp(t->op, synth))
+      continue;
+    for (size_t k = 0; k < t->deps.n; k++) {
+      ag_task *c = ag_plan_task(p, t->deps.v[k]);
+      if (c && c->type == AG_TASK_COLLECT)
+        return c;
+    }
+  }
+  return NULL;
+}
+
+/* The plan: comm's own run, with the launch calls, seeing every GPU; the
+ * system signal's run bound to its lane with the default kinds. */
 TEST(plan) {
   const ag_recipe *r = ag_recipe_find("comm");
   CHECK(r != NULL);
@@ -321,36 +337,48 @@ TEST(plan) {
   CHECK_EQ_STR(r->synth, "synth.comm");
   const ag_evidence_kind *k = ag_evidence_find("comm");
   CHECK(k && !strcmp(k->backend, "system") && strstr(k->transform, "\"api\":true"));
-  ag_backend_set s;
+  const char *sigs[] = {"system", "comm"};
+  ag_query q;
+  memset(&q, 0, sizeof q);
+  q.region = "k";
+  q.signals = sigs;
+  q.nsignals = 2;
   ag_diags d;
   ag_diags_init(&d);
+  ag_plan *p = NULL;
+  ag_backend_set s;
+  CHECK_EQ_INT(ag_plan_build(&q, "prog", &d, &p), 0);
   CHECK_EQ_INT(ag_backend_set_init(&s, ag_backends_builtin(), -1, NULL, 0, NULL, &d), 0);
   const ag_backend *sys = ag_backend_for_evidence(&s, "comm");
   CHECK(sys && !strcmp(sys->name, "system"));
   CHECK(ag_backend_for_op(&s, "synth.comm") == sys);
-  if (sys) {
+  ag_task *tc = p ? collect_of(p, "synth.comm") : NULL, *ts = p ? collect_of(p, "synth.system") : NULL;
+  CHECK(tc && ts && tc != ts && tc->run != ts->run); /* two runs */
+  if (sys && tc && ts) {
+    ag_exec_ctx cx = {p, 0, NULL};
     ag_trace_run_opts ro;
     memset(&ro, 0, sizeof ro);
     ag_collect_job job = {"c", &ro, "system", NULL, 0, 0};
-    ag_task t;
-    memset(&t, 0, sizeof t);
-    t.config = json_pack("{s:b,s:b}", "activity", 1, "api", 1);
-    CHECK_EQ_INT(sys->collect(NULL, &t, &job), 0);
+    CHECK_EQ_INT(sys->collect(&cx, tc, &job), 0);
     CHECK_EQ_INT(job.all_devices, 1);
     CHECK_EQ_INT(job.own_process, 1);
+    CHECK_EQ_STR(ro.collect, "system");
     CHECK(ro.env_extra && !strcmp(ro.env_extra[0],
                                   "ARGUS_ACTIVITY_KINDS=kernel,memcpy,memset,sync,stream,nvtx,api"));
-    /* the system signal's run: bound to its lane, the default kinds */
     ag_trace_run_opts ro2;
     memset(&ro2, 0, sizeof ro2);
     ag_collect_job j2 = {"c", &ro2, "system", NULL, 0, 0};
-    json_object_set_new(t.config, "api", json_false());
-    CHECK_EQ_INT(sys->collect(NULL, &t, &j2), 0);
+    CHECK_EQ_INT(sys->collect(&cx, ts, &j2), 0);
     CHECK_EQ_INT(j2.all_devices, 0);
     CHECK(ro2.env_extra == NULL);
-    json_decref(t.config);
+    /* a run with an environment of its own already: refused, with why */
+    static const char *const mine[] = {"X=1", NULL};
+    ro2.env_extra = mine;
+    CHECK_EQ_INT(sys->collect(&cx, tc, &j2), AG_EINVAL);
+    CHECK_CONTAINS(tc->error, "sets ARGUS_ACTIVITY_KINDS");
   }
   ag_backend_set_release(&s);
+  ag_plan_free(p);
   ag_diags_release(&d);
 }
 
