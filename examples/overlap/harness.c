@@ -228,6 +228,10 @@ static int pipeline(ag_host *host, ag_host_kernel *k0, rank *rk, const opts *o) 
 static int reference(ag_host *host, ag_host_kernel *k0, rank *rk, const opts *o) {
   int n = o->ranks;
   size_t shard = (size_t)o->m / n * o->k;
+  char decl[128];
+  snprintf(decl, sizeof decl, "argus.comm op=all_gather bytes=%zu ranks=%d",
+           shard * n * sizeof(float), n);
+  nvtxRangePushA(decl);
   if (ncclGroupStart() != ncclSuccess)
     return -1;
   for (int i = 0; i < n; i++)
@@ -236,6 +240,7 @@ static int reference(ag_host *host, ag_host_kernel *k0, rank *rk, const opts *o)
       return -1;
   if (ncclGroupEnd() != ncclSuccess)
     return -1;
+  nvtxRangePop();
   for (int i = 0; i < n; i++)
     if (cudaSetDevice(rk[i].dev) ||
         gemm(host, k0, &rk[i], i == 0, rk[i].a_full, rk[i].c_ref, o->m, o, rk[i].sms, rk[i].comp))
