@@ -145,6 +145,14 @@ def main():
         if not os.access(p, os.X_OK):
             print(f"bench_overlap: {p} is not built (ninja -C build overlap_harness argus)")
             return 1
+    try:  # the harness's libnccl.so.2: the toolkit's, else torch's wheel's (the GPU machine)
+        import nvidia.nccl
+        lib = os.path.join(list(nvidia.nccl.__path__)[0], "lib")
+        if os.path.exists(os.path.join(lib, "libnccl.so.2")):
+            os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(
+                x for x in (os.environ.get("LD_LIBRARY_PATH"), lib) if x)
+    except ImportError:
+        pass
     world = 2
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     out = tempfile.mkdtemp(prefix="bench_overlap.")

@@ -141,6 +141,13 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope);
  * all of it. A selection that covers no launch is missing, with why; one
  * that covers some adds the value "(system) launches_covered". AG_ENOMEM. */
 int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, json_t **out);
+/* Appends one report value {"region","signal","stat","value" (taken, even
+ * on failure),"unit","qual"} to vals: nonzero when out of memory. The
+ * system and comm syntheses' values. */
+int ag_sys_value(json_t *vals, const char *signal, const char *region, const char *stat,
+                 json_t *v, const char *unit, const char *qual);
+/* A deep copy of o's member k, or JSON null when it has none. */
+json_t *ag_sys_field(const json_t *o, const char *k);
 /* The text a kernel engineer reads first: launches, streams, the clock. */
 int ag_sys_text(const json_t *signal, ag_str *out);
 

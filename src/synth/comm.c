@@ -348,15 +348,10 @@ out:
 
 static int value(json_t *vals, const char *region, const char *stat, json_t *v,
                  const char *unit, const char *qual) {
-  return json_array_append_new(vals, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "region", region,
-                                               "signal", "comm", "stat", stat, "value", v,
-                                               "unit", unit, "qual", qual));
+  return ag_sys_value(vals, "comm", region, stat, v, unit, qual);
 }
 
-static json_t *field(const json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return v ? json_deep_copy(v) : json_null();
-}
+static json_t *field(const json_t *o, const char *k) { return ag_sys_field(o, k); }
 
 /* "(comm all_gather bytes=N sms=S)": a group's region name. */
 static void group_name(const json_t *x, char *buf, size_t n) {

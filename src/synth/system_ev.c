@@ -613,17 +613,24 @@ oom:
 
 /* ------------------------------------------------------- the synthesis */
 
-static int value(json_t *vals, const char *region, const char *stat, json_t *v,
-                 const char *unit) {
+int ag_sys_value(json_t *vals, const char *signal, const char *region, const char *stat,
+                 json_t *v, const char *unit, const char *qual) {
   return json_array_append_new(vals, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "region", region,
-                                               "signal", "system", "stat", stat, "value", v,
-                                               "unit", unit, "qual", "observed"));
+                                               "signal", signal, "stat", stat, "value", v,
+                                               "unit", unit, "qual", qual));
 }
 
-static json_t *field(const json_t *o, const char *k) {
+json_t *ag_sys_field(const json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   return v ? json_deep_copy(v) : json_null();
 }
+
+static int value(json_t *vals, const char *region, const char *stat, json_t *v,
+                 const char *unit) {
+  return ag_sys_value(vals, "system", region, stat, v, unit, "observed");
+}
+
+static json_t *field(const json_t *o, const char *k) { return ag_sys_field(o, k); }
 
 /* Warnings for the scope's coordinates the evidence does not record: the
  * values cover all of them. */

@@ -26,6 +26,17 @@ if [ "$HAVE" -lt "$N" ]; then
   exit 77
 fi
 fail() { echo "gpu_overlap: FAIL: $*"; exit 1; }
+# libnccl.so.2: the toolkit's, else the one torch's wheels bring (nvidia.nccl)
+if ldd "$H" 2>/dev/null | grep -q 'libnccl.so.2 => not found'; then
+  NL=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+  if [ -n "$NL" ] && [ -e "$NL/libnccl.so.2" ]; then
+    export LD_LIBRARY_PATH="$NL${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "gpu_overlap: libnccl.so.2 from $NL"
+  else
+    echo "gpu_overlap: no libnccl.so.2 on this machine (not in the toolkit, no nvidia.nccl wheel): skipped"
+    exit 77
+  fi
+fi
 for P in 1 2; do
   OUT=$("$H" --ranks "$N" --m 2048 --n 1024 --k 1024 --chunks 4 --comm-sms 8 --barrier $P --iters 3)
   rc=$?
