@@ -71,6 +71,8 @@ typedef struct rank {
   float *a_shard, *a_full, *b, *c, *c_ref;
   cudaStream_t comm, comp;
   cudaEvent_t ev[MAXS];
+  cudaEvent_t done; /* the compute stream's end of an iteration: the next one's
+                       all-gathers overwrite the gathered A only after it */
   ncclComm_t nc, nc_ref; /* R CTAs; NCCL's default */
   cudaLibrary_t lib;     /* ranks > 0: the production cubin (the CUDA runtime's
                             library API: the harness starts without libcuda) */
@@ -188,6 +190,9 @@ static int pipeline(ag_host *host, ag_host_kernel *k0, rank *rk, const opts *o) 
   size_t rc = (size_t)o->m / ((size_t)n * o->S); /* rows per rank per chunk */
   size_t chunk = rc * o->k, gathered = chunk * n;
   char decl[128];
+  for (int i = 0; i < n; i++)
+    if (cudaSetDevice(rk[i].dev) || cudaStreamWaitEvent(rk[i].comm, rk[i].done, 0))
+      return -1;
   for (int s = 0; s < o->S; s++) {
     snprintf(decl, sizeof decl, "argus.comm op=all_gather bytes=%zu ranks=%d",
              gathered * sizeof(float), n);
@@ -220,6 +225,8 @@ static int pipeline(ag_host *host, ag_host_kernel *k0, rank *rk, const opts *o) 
                (int)(rc * n), o, grid, r->comp))
         return -1;
     }
+    if (cudaEventRecord(r->done, r->comp))
+      return -1;
   }
   return 0;
 }
@@ -320,6 +327,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
     CK(cudaStreamCreateWithFlags(&r->comp, cudaStreamNonBlocking));
     for (int s = 0; s < o.S; s++)
       CK(cudaEventCreateWithFlags(&r->ev[s], cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming));
     if (i > 0) { /* rank 0's module is the host runtime's (ag_host_open's device 0) */
       CK(cudaLibraryLoadFromFile(&r->lib, module, NULL, NULL, 0, NULL, NULL, 0));
       CK(cudaLibraryGetKernel(&r->fn, r->lib, "overlap_gemm"));
@@ -396,6 +404,7 @@ ARGUS_HARNESS_MAIN(int argc, char **argv) {
       }
     }
   }
+  CK(cudaSetDevice(0)); /* the host runtime's device (ag_host_open's context) */
   AH(ag_host_finish(host));
   double flops = 2.0 * o.m * o.n * o.k * n;
   printf("{\"S\":%d,\"R\":%d,\"P\":%d,\"ranks\":%d,\"m\":%d,\"n\":%d,\"k\":%d,\"iters\":%d,"
