@@ -8,7 +8,8 @@
  * compute stream with the persistent GEMM (overlap_gemm.cu, SMs - R CTAs).
  * The compute stream waits on the communication every P chunks (the
  * barrier interval): at chunk s with s % P == 0 it waits for chunk
- * min(s + P - 1, S - 1), then runs P GEMMs. The reference path is not
+ * min(s + P - 1, S - 1), then runs P GEMMs; an iteration's all-gathers wait
+ * for the previous iteration's last GEMM. The reference path is not
  * overlapped: one all-gather of the whole shard, then one GEMM of all M
  * rows, on one stream, with NCCL's default CTAs and the full grid.
  *

@@ -304,6 +304,8 @@ TEST(bad_input) {
   /* a launch call without its thread or API family */
   expect_fail(HEAD CAL ",{\"kind\":\"api\",\"corr\":7,\"start\":1,\"end\":2}]}", 1,
               "records[1] (api): needs 'api' (runtime or driver) and the thread 'tid'");
+  expect_fail(HEAD CAL ",{\"kind\":\"api\",\"corr\":7,\"start\":1,\"end\":2,\"api\":\"driver\"}]}",
+              1, "records[1] (api): needs 'api' (runtime or driver) and the thread 'tid'");
   expect_fail(HEAD CAL ",{\"kind\":\"api\",\"corr\":7,\"start\":3,\"end\":2,\"api\":\"driver\","
                        "\"tid\":1}]}",
               1, "records[1] (api): needs 'start' <= 'end'");
