@@ -126,7 +126,10 @@ def main():
     ap.add_argument("--pgo", default=os.path.join(ROOT, "scripts", "overlap_pgo.py"))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--top", type=int, default=3)
-    ap.add_argument("--shapes", type=int, default=len(SHAPES), help="the first N shapes")
+    ap.add_argument("--shapes", type=lambda s: [int(x) for x in s.split(",")],
+                    default=list(range(len(SHAPES))),
+                    help="which shapes (indices into the five, e.g. 0,1: a device call has "
+                         "10 minutes; the goal is judged on the five)")
     ap.add_argument("--results", help="write the table into this file (bench/RESULTS.md)")
     a = ap.parse_args()
     a.harness = a.harness or os.path.join(a.build, "examples", "overlap_harness")
@@ -157,7 +160,7 @@ def main():
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     out = tempfile.mkdtemp(prefix="bench_overlap.")
     rows, gains = [], []
-    for m, n, k in SHAPES[:a.shapes]:
+    for m, n, k in (SHAPES[i] for i in a.shapes):
         base = baseline_ms(m, n, k, world, a.reps)
         ours, best = ours_ms(a, m, n, k, world, sms, out)
         flops = 2.0 * m * n * k
@@ -168,12 +171,12 @@ def main():
                     f"{best['predicted_ns'] / 1e6:.3f} | {100 * gain:+.1f} % |\n")
         print(rows[-1], end="", flush=True)
     avg = sum(gains) / len(gains)
-    met = avg >= GOAL
+    met = avg >= GOAL and len(gains) == len(SHAPES)
     text = ("| M x N x K | PyTorch ms | PyTorch TFLOP/s | ours ms | ours TFLOP/s | picked | "
             "predicted ms | gain |\n|---|---|---|---|---|---|---|---|\n" + "".join(rows) +
             f"\naverage gain {100 * avg:+.1f} % over {len(gains)} shapes, {world} GPUs "
             f"({torch.cuda.get_device_name(0)}): goal +{100 * GOAL:.0f} % "
-            f"{'met' if met else 'missed'}\n")
+            f"{'met' if met else 'missed' if len(gains) == len(SHAPES) else 'not judged (a subset)'}\n")
     print(text)
     if a.results:
         write_results(a.results, text)
