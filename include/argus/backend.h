@@ -56,6 +56,8 @@ typedef struct ag_collect_job {
   int own_process;       /* 1: the run is a harness process of its own, never a
                             multi-variant worker's (CUPTI patches a kernel only at
                             its first launch in a process: docs/sass-metrics.md) */
+  int all_devices;       /* 1: the harness sees every GPU (not bound to the lane's:
+                            a multi-GPU communicator, docs/comm.md) */
 } ag_collect_job;
 
 /* Decodes one evidence artifact of this backend into *out (owned; released

@@ -32,7 +32,9 @@ typedef enum ag_sys_kind {
   AG_SYS_MEMCPY,
   AG_SYS_MEMSET,
   AG_SYS_SYNC,
-  AG_SYS_STREAM
+  AG_SYS_STREAM,
+  AG_SYS_API /* a launch call (CUPTI's runtime / driver API records, the `api` kind:
+                kept for the calls that launched a kernel), host-side */
 } ag_sys_kind;
 
 typedef struct ag_sys_rec {
@@ -47,6 +49,9 @@ typedef struct ag_sys_rec {
   int argus;           /* an Argus calibration kernel, not the harness's */
   uint32_t graph;      /* kernels, copies, sets launched from a CUDA graph: its ID (0: none) */
   uint64_t graph_node; /* and the node's */
+  int device;          /* kernels, copies, sets: the device (0 when not recorded) */
+  uint32_t tid;        /* api: the calling thread */
+  const char *api;     /* api: "runtime" or "driver" (borrowed) */
 } ag_sys_rec;
 
 /* An NVTX range (a start and an end marker of one ID) or an instant marker,
@@ -136,6 +141,13 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope);
  * all of it. A selection that covers no launch is missing, with why; one
  * that covers some adds the value "(system) launches_covered". AG_ENOMEM. */
 int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, json_t **out);
+/* Appends one report value {"region","signal","stat","value" (taken, even
+ * on failure),"unit","qual"} to vals: nonzero when out of memory. The
+ * system and comm syntheses' values. */
+int ag_sys_value(json_t *vals, const char *signal, const char *region, const char *stat,
+                 json_t *v, const char *unit, const char *qual);
+/* A deep copy of o's member k, or JSON null when it has none. */
+json_t *ag_sys_field(const json_t *o, const char *k);
 /* The text a kernel engineer reads first: launches, streams, the clock. */
 int ag_sys_text(const json_t *signal, ag_str *out);
 

@@ -9,9 +9,12 @@
  * never dropped silently.
  *
  * Kinds: CONCURRENT_KERNEL (kernels keep running concurrently), MEMCPY,
- * MEMSET, SYNCHRONIZATION, STREAM, MARKER (NVTX). The driver-API kind is not
- * enabled: its record per call costs launch time, and every device record
- * already carries the correlation ID of the call that made it. A kernel
+ * MEMSET, SYNCHRONIZATION, STREAM, MARKER (NVTX). The API kinds (RUNTIME and
+ * DRIVER, Argus's `api` kind) are off unless named: their record per call
+ * costs launch time, and every device record already carries the
+ * correlation ID of the call that made it. The comm signal names them (the
+ * launch call's start is its launch overhead's origin, docs/comm.md); only
+ * the calls whose correlation ID a kernel carries are written. A kernel
  * launched from a CUDA graph carries its graph and graph-node IDs (and the
  * graph launch's correlation ID); GRAPH_TRACE is not enabled: CUPTI refuses
  * it beside the kernel records, which it summarizes away.
@@ -56,8 +59,11 @@
 #define BUF_BYTES (4u << 20)
 #define NSPARE 2 /* buffers zeroed (and so faulted in) at open, off the launch path */
 
-typedef enum rk { RK_KERNEL, RK_MEMCPY, RK_MEMSET, RK_SYNC, RK_STREAM, RK_MARKER, RK_N } rk;
-static const char *const rk_name[] = {"kernel", "memcpy", "memset", "sync", "stream", "nvtx"};
+typedef enum rk {
+  RK_KERNEL, RK_MEMCPY, RK_MEMSET, RK_SYNC, RK_STREAM, RK_MARKER, RK_API, RK_N
+} rk;
+static const char *const rk_name[] = {"kernel", "memcpy", "memset", "sync",
+                                      "stream", "nvtx",   "api"};
 
 typedef struct rec {
   rk kind;
@@ -79,6 +85,8 @@ typedef struct rec {
    * start/end/instant in `flag`, the host process and thread */
   char *domain;
   uint32_t marker_id, pid, tid;
+  /* api: runtime (flag 0) or driver (1) call, its callback ID in `event`,
+   * the thread in `tid` */
 } rec;
 
 struct ag_act {
@@ -108,9 +116,13 @@ static ag_act *g_act; /* CUPTI's buffer callbacks have no user pointer */
 static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
     CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_STREAM,
-    CUPTI_ACTIVITY_KIND_MARKER};
+    CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 static const char *const kind_names[] = {"CONCURRENT_KERNEL", "MEMCPY", "MEMSET",
-                                         "SYNCHRONIZATION", "STREAM", "MARKER"};
+                                         "SYNCHRONIZATION", "STREAM", "MARKER",
+                                         "RUNTIME", "DRIVER"};
+/* kinds[i]'s Argus kind (the api kind is two of CUPTI's) */
+static const rk kind_rk[] = {RK_KERNEL, RK_MEMCPY, RK_MEMSET, RK_SYNC,
+                             RK_STREAM, RK_MARKER, RK_API,    RK_API};
 
 static uint8_t *zeroed_buffer(void) {
   uint8_t *b = aligned_alloc(8, BUF_BYTES);
@@ -234,6 +246,17 @@ static void keep(ag_act *a, const CUpti_Activity *rcd) {
     }
     return;
   }
+  case CUPTI_ACTIVITY_KIND_RUNTIME:
+  case CUPTI_ACTIVITY_KIND_DRIVER: {
+    const CUpti_ActivityAPI *c = (const void *)rcd;
+    if (!(r = push(a)))
+      break;
+    r->kind = RK_API;
+    r->start = c->start, r->end = c->end, r->corr = c->correlationId;
+    r->flag = rcd->kind == CUPTI_ACTIVITY_KIND_DRIVER, r->event = c->cbid;
+    r->pid = c->processId, r->tid = c->threadId;
+    return;
+  }
   default:
     a->other_kinds++;
     return;
@@ -263,11 +286,11 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
 }
 
 /* ARGUS_ACTIVITY_KINDS: a comma list of kernel, memcpy, memset, sync,
- * stream, nvtx (default: all). */
+ * stream, nvtx, api (default: all but api). */
 static int parse_kinds(const char *names, int want[RK_N], char *err, size_t errlen) {
   const char *e = names ? names : getenv("ARGUS_ACTIVITY_KINDS");
   for (int i = 0; i < RK_N; i++)
-    want[i] = !(e && *e);
+    want[i] = !(e && *e) && i != RK_API;
   if (!(e && *e))
     return 0;
   for (const char *p = e; *p;) {
@@ -279,7 +302,7 @@ static int parse_kinds(const char *names, int want[RK_N], char *err, size_t errl
     if (k < 0) {
       ag__seterr(err, errlen,
                  "%s='%s': '%.*s' is not an activity kind (known: kernel, "
-                 "memcpy, memset, sync, stream, nvtx)",
+                 "memcpy, memset, sync, stream, nvtx, api)",
                  names ? "the activity kinds" : "ARGUS_ACTIVITY_KINDS", e, (int)n, p);
       return AG_HOST_EINVAL;
     }
@@ -359,7 +382,7 @@ int ag_act_open(ag_act **out, const char *names, char *err, size_t errlen) {
   }
   a->registered = 1;
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
-    if (!want[i])
+    if (!want[kind_rk[i]])
       continue;
     if ((r = a->cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS) {
       char call[96];
@@ -367,7 +390,7 @@ int ag_act_open(ag_act **out, const char *names, char *err, size_t errlen) {
       rc = AG__CUPTI_FAIL(a, r, call, err, errlen);
       goto out;
     }
-    a->enabled[i] = 1;
+    a->enabled[kind_rk[i]] = 1;
   }
   if (a->enabled[RK_MARKER])
     nvtx_injection(a);
@@ -422,6 +445,24 @@ static int cmp_rec(const void *x, const void *y) {
   return (a->corr > b->corr) - (a->corr < b->corr);
 }
 
+static int cmp_u32(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* The kernels' correlation IDs, sorted (a launch call is written when a
+ * kernel carries its ID). */
+static uint32_t *kernel_corrs(const rec *r, size_t n) {
+  uint32_t *c = malloc((n + 1) * sizeof *c);
+  size_t k = 0;
+  for (size_t i = 0; c && i < n; i++)
+    if (r[i].kind == RK_KERNEL)
+      c[k++] = r[i].corr;
+  if (c)
+    qsort(c, k, sizeof *c, cmp_u32);
+  return c;
+}
+
 void ag_act_json(const ag_act *a, ag_jb *j) {
   size_t nk[RK_N] = {0};
   char kl[96] = "";
@@ -435,11 +476,12 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
                   "\"zeroed_buffers\":%s,\"kinds\":[%s],\"buffers\":%llu,\"buffer_bytes\":%u,\"bytes_used\":%llu,"
                   "\"dropped_records\":%llu,\"lost_records\":%d,\"other_records\":%llu,"
                   "\"counts\":{\"kernel\":%zu,\"memcpy\":%zu,\"memset\":%zu,\"sync\":%zu,"
-                  "\"stream\":%zu,\"nvtx\":%zu},",
+                  "\"stream\":%zu,\"nvtx\":%zu,\"api\":%zu},",
                a->version, (unsigned long long)a->opened_ts, a->zeroed ? "true" : "false",
                kl, (unsigned long long)a->buffers,
                BUF_BYTES, (unsigned long long)a->bytes_used, (unsigned long long)a->dropped,
-               a->oom, (unsigned long long)a->other_kinds, nk[0], nk[1], nk[2], nk[3], nk[4], nk[5]);
+               a->oom, (unsigned long long)a->other_kinds, nk[0], nk[1], nk[2], nk[3], nk[4], nk[5],
+               nk[RK_API]);
   if (a->enabled[RK_MARKER]) {
     ag_jb_puts(j, "\"nvtx\":{\"injection\":");
     ag_jb_str(j, a->nvtx_injection);
@@ -455,13 +497,29 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
     memcpy(s, a->recs, a->nrecs * sizeof *s);
     qsort(s, a->nrecs, sizeof *s, cmp_rec);
   }
-  for (size_t i = 0; i < a->nrecs; i++) {
+  uint32_t *kc = a->enabled[RK_API] ? kernel_corrs(s, a->nrecs) : NULL;
+  if (a->enabled[RK_API] && !kc) {
+    free(s);
+    j->oom = 1;
+    return;
+  }
+  for (size_t i = 0, nk0 = nk[RK_KERNEL], out = 0; i < a->nrecs; i++) {
     const rec *r = &s[i];
+    if (r->kind == RK_API) { /* a launch call: only those that made a kernel */
+      if (!bsearch(&r->corr, kc, nk0, sizeof *kc, cmp_u32))
+        continue;
+      ag_jb_printf(j, "%s{\"kind\":\"api\",\"corr\":%u,\"start\":%llu,\"end\":%llu,"
+                      "\"api\":\"%s\",\"cbid\":%u,\"pid\":%u,\"tid\":%u}",
+                   out++ ? ",\n" : "\n", r->corr, (unsigned long long)r->start,
+                   (unsigned long long)r->end, r->flag ? "driver" : "runtime", r->event, r->pid,
+                   r->tid);
+      continue;
+    }
     if (r->kind == RK_MARKER) { /* a host-side NVTX marker: no stream, no correlation */
       uint32_t f = r->flag;
       ag_jb_printf(j, "%s{\"kind\":\"nvtx\",\"id\":%u,\"marker\":\"%s\",\"ts\":%llu,\"pid\":%u,"
                       "\"tid\":%u,\"name\":",
-                   i ? ",\n" : "\n", r->marker_id,
+                   out++ ? ",\n" : "\n", r->marker_id,
                    f & CUPTI_ACTIVITY_FLAG_MARKER_START   ? "start"
                    : f & CUPTI_ACTIVITY_FLAG_MARKER_END ? "end"
                                                         : "instant",
@@ -478,7 +536,8 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
       ag_jb_puts(j, "}");
       continue;
     }
-    ag_jb_printf(j, "%s{\"kind\":\"%s\",\"corr\":%u,\"stream\":%u,\"context\":%u", i ? ",\n" : "\n",
+    ag_jb_printf(j, "%s{\"kind\":\"%s\",\"corr\":%u,\"stream\":%u,\"context\":%u",
+                 out++ ? ",\n" : "\n",
                  rk_name[r->kind], r->corr, r->stream, r->context);
     if (r->kind != RK_STREAM)
       ag_jb_printf(j, ",\"start\":%llu,\"end\":%llu", (unsigned long long)r->start,
@@ -519,6 +578,7 @@ void ag_act_json(const ag_act *a, ag_jb *j) {
     }
   }
   free(s);
+  free(kc);
   ag_jb_puts(j, "]");
 }
 
@@ -526,7 +586,7 @@ void ag_act_close(ag_act *a) {
   if (!a)
     return;
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
-    if (a->enabled[i])
+    if (a->enabled[kind_rk[i]])
       a->cuptiActivityDisable(kinds[i]);
   if (a->registered)
     a->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -51,6 +51,12 @@ static const ag_evidence_kind evidence_kinds[] = {
     {.name = "system", .variant = "trace-free", .backend = "system", .prereq = "discover",
      .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
      .transform = "{\"activity\":true}"},
+    /* the system timeline with the launch calls (the `api` kind) beside it,
+     * the harness seeing every GPU (NCCL's communicator spans them): the
+     * comm signal's evidence (docs/comm.md); its own run, as `system` */
+    {.name = "comm", .variant = "trace-free", .backend = "system", .prereq = "discover",
+     .retained_scope = 1u << AG_SCOPE_LAUNCH, .effects = AG_EFF_PERTURBS_TIMING,
+     .transform = "{\"activity\":true,\"api\":true}"},
     /* PM sampling (docs/throughput.md): hardware counters per window beside
      * the timing run of the user's build, in a run of its own (its
      * transform config): not the trace-free timing run, whose kernel times
@@ -107,6 +113,11 @@ static const ag_recipe recipes[] = {
      .summary = "the system timeline per launch (kernel, grid, block, registers, shared "
                 "memory, stream, correlation ID, start, duration) and per stream (kernels, "
                 "copies, sets, synchronizations, busy time), on the %globaltimer clock"},
+    {.signal = "comm", .evidence = "comm", .synth = "synth.comm", .qual = AG_QUAL_DERIVED,
+     .unit = "ns",
+     .summary = "per NCCL collective (all-gather, reduce-scatter, all-reduce): count, launch "
+                "overhead, duration, SMs (observed); declared bytes, algorithm and bus "
+                "bandwidth, overlap with the compute kernels of the same run (derived)"},
     {.signal = "throughput", .evidence = "pm", .synth = "synth.throughput",
      .qual = AG_QUAL_DERIVED, .unit = "GB/s",
      .summary = "per region the DRAM read and write, L2, SM-active, tensor-pipe and FMA rates "

@@ -117,8 +117,8 @@ static void system_events(const ag_sys_ev *sys, double origin, int *first, ag_st
   nvtx_graph_events(sys, origin, first, out, &seen);
   for (size_t i = 0; i < sys->nrecs; i++) {
     const ag_sys_rec *r = &sys->recs[i];
-    if (r->kind == AG_SYS_STREAM)
-      continue;
+    if (r->kind == AG_SYS_STREAM || r->kind == AG_SYS_API)
+      continue; /* no device span (a launch call is host time) */
     uint64_t tid = r->kind == AG_SYS_SYNC ? 0 : (uint64_t)r->stream + 1;
     ag_vec_push(&seen, tid);
     double ts = (ag_sys_ev_gt(sys, r->start) - origin) / 1e3;

@@ -535,7 +535,7 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   memset(&res, 0, sizeof res);
   ag_trace_run_opts ro;
   memset(&ro, 0, sizeof ro);
-  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object(), 0};
+  ag_collect_job job = {ag__obs_input(cx->plan, t, "cubin"), &ro, "evidence", json_object(), 0, 0};
   const char *ph = ag__obs_input(cx->plan, t, "probes");
   int rc = 0;
   ro.argv = (const char *const *)ob->spec->run;
@@ -572,7 +572,9 @@ static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ro.sites_path = ag_str_cstr(&sites);
   ro.variant_id = ch;
   ro.out_dir = ag_str_cstr(&dir);
-  ro.device = cx->device; /* one isolated process per collection, bound to its lane's GPU */
+  /* one isolated process per collection, bound to its lane's GPU (or, for a
+   * multi-GPU harness, seeing them all) */
+  ro.device = job.all_devices ? -1 : cx->device;
   if (ob->spec->python) { /* the script runs; Triton loads the variant as its cubin */
     host_lib = ag_collect_host_library();
     pydir = ag_collect_python_dir();

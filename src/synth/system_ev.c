@@ -58,26 +58,33 @@ static int cmp_rec(const void *a, const void *b) {
   return (x->corr > y->corr) - (x->corr < y->corr);
 }
 
-static const char *const kind_names[] = {"kernel", "memcpy", "memset", "sync", "stream"};
+static const char *const kind_names[] = {"kernel", "memcpy", "memset", "sync", "stream", "api"};
+#define NKINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
 /* (the "nvtx" records are markers: read_nvtx) */
 
 static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
   const char *k = json_string_value(json_object_get(o, "kind"));
   int kind = -1;
-  for (int j = 0; k && j < 5; j++)
+  for (int j = 0; k && j < NKINDS; j++)
     if (!strcmp(k, kind_names[j]))
       kind = j;
   if (kind < 0)
-    return bad(r, "records[%zu]: kind '%s' is none of kernel, memcpy, memset, sync, stream, nvtx", i,
-               k ? k : "(missing)");
+    return bad(r, "records[%zu]: kind '%s' is none of kernel, memcpy, memset, sync, stream, api, "
+                  "nvtx", i, k ? k : "(missing)");
   s->kind = (ag_sys_kind)kind;
   int64_t v;
   if (get_i64(o, "corr", &v) || v < 0)
     return bad(r, "records[%zu]: no correlation ID 'corr'", i);
   s->corr = (uint32_t)v;
-  if (get_i64(o, "stream", &v) || v < 0)
+  if (kind == AG_SYS_API) { /* a host call: its thread, no stream */
+    s->api = json_string_value(json_object_get(o, "api"));
+    if (!s->api || get_i64(o, "tid", &v) || v < 0)
+      return bad(r, "records[%zu] (api): needs 'api' (runtime or driver) and the thread 'tid'", i);
+    s->tid = (uint32_t)v;
+  } else if (get_i64(o, "stream", &v) || v < 0) {
     return bad(r, "records[%zu]: no 'stream'", i);
-  s->stream = (uint32_t)v;
+  }
+  s->stream = kind == AG_SYS_API ? 0 : (uint32_t)v;
   if (!get_i64(o, "context", &v))
     s->context = (uint32_t)v;
   if (kind != AG_SYS_STREAM) {
@@ -104,6 +111,8 @@ static int read_rec(rd *r, json_t *o, size_t i, ag_sys_rec *s) {
     if (!get_i64(o, "copy_kind", &v))
       s->copy_kind = (int)v;
   }
+  if (kind <= AG_SYS_MEMSET && !get_i64(o, "device", &v) && v >= 0)
+    s->device = (int)v;
   if (kind <= AG_SYS_MEMSET) { /* launched from a CUDA graph: its IDs */
     if (!get_i64(o, "graph", &v) && v > 0)
       s->graph = (uint32_t)v;
@@ -509,6 +518,8 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
       ctx_syncs++; /* a context-wide synchronization: no stream */
       continue;
     }
+    if (r->kind == AG_SYS_API)
+      continue; /* a host call: the comm signal's (argus/comm.h), no stream */
     stream_acc *s = stream_of(acc, &ns, r->stream);
     double t0 = ag_sys_ev_gt(e, r->start), t1 = ag_sys_ev_gt(e, r->end);
     if (r->kind != AG_SYS_STREAM && r->kind != AG_SYS_SYNC) {
@@ -544,6 +555,7 @@ json_t *ag_sys_signal_in(const ag_sys_ev *e, const ag_scope *scope) {
       s->sync++;
       break;
     case AG_SYS_STREAM:
+    case AG_SYS_API:
       break;
     }
   }
@@ -601,17 +613,24 @@ oom:
 
 /* ------------------------------------------------------- the synthesis */
 
-static int value(json_t *vals, const char *region, const char *stat, json_t *v,
-                 const char *unit) {
+int ag_sys_value(json_t *vals, const char *signal, const char *region, const char *stat,
+                 json_t *v, const char *unit, const char *qual) {
   return json_array_append_new(vals, json_pack("{s:s,s:s,s:s,s:o,s:s,s:s}", "region", region,
-                                               "signal", "system", "stat", stat, "value", v,
-                                               "unit", unit, "qual", "observed"));
+                                               "signal", signal, "stat", stat, "value", v,
+                                               "unit", unit, "qual", qual));
 }
 
-static json_t *field(const json_t *o, const char *k) {
+json_t *ag_sys_field(const json_t *o, const char *k) {
   json_t *v = json_object_get(o, k);
   return v ? json_deep_copy(v) : json_null();
 }
+
+static int value(json_t *vals, const char *region, const char *stat, json_t *v,
+                 const char *unit) {
+  return ag_sys_value(vals, "system", region, stat, v, unit, "observed");
+}
+
+static json_t *field(const json_t *o, const char *k) { return ag_sys_field(o, k); }
 
 /* Warnings for the scope's coordinates the evidence does not record: the
  * values cover all of them. */

@@ -1041,7 +1041,41 @@ TEST(bad_config) {
   setenv("ARGUS_ACTIVITY_KINDS", "kernel,fft", 1);
   CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), AG_HOST_EINVAL);
   CHECK_CONTAINS(err, "'fft' is not an activity kind");
+  CHECK_CONTAINS(err, "(known: kernel, memcpy, memset, sync, stream, nvtx, api)");
   unsetenv("ARGUS_ACTIVITY_KINDS");
+  /* the api kind (the comm signal's launch calls): CUPTI's RUNTIME (5) and
+   * DRIVER (4) kinds, off by default: a device refusing RUNTIME fails the
+   * open only when api is named */
+  setenv("FAKE_CUPTI_ACTIVITY", "27", 1);
+  setenv("FAKE_CUPTI_ACTIVITY_KIND", "5", 1);
+  unsetenv("NVTX_INJECTION64_PATH");
+  CHECK_EQ_INT(ag_act_open(&a, NULL, err, sizeof err), 0);
+  if (a) {
+    ag_jb j = {0};
+    ag_act_json(a, &j);
+    CHECK_CONTAINS(j.p, "\"kinds\":[\"kernel\",\"memcpy\",\"memset\",\"sync\",\"stream\","
+                        "\"nvtx\"]");
+    CHECK_CONTAINS(j.p, "\"api\":0}");
+    ag_jb_release(&j);
+    ag_act_close(a);
+    a = NULL;
+  }
+  CHECK_EQ_INT(ag_act_open(&a, "kernel,api", err, sizeof err), AG_HOST_EUNSUPPORTED);
+  CHECK_CONTAINS(err, "cuptiActivityEnable(RUNTIME) failed");
+  setenv("FAKE_CUPTI_ACTIVITY_KIND", "4", 1);
+  CHECK_EQ_INT(ag_act_open(&a, "kernel,api", err, sizeof err), AG_HOST_EUNSUPPORTED);
+  CHECK_CONTAINS(err, "cuptiActivityEnable(DRIVER) failed");
+  unsetenv("FAKE_CUPTI_ACTIVITY_KIND");
+  unsetenv("FAKE_CUPTI_ACTIVITY");
+  CHECK_EQ_INT(ag_act_open(&a, "kernel,api", err, sizeof err), 0);
+  if (a) {
+    ag_jb j = {0};
+    ag_act_json(a, &j);
+    CHECK_CONTAINS(j.p, "\"kinds\":[\"kernel\",\"api\"]");
+    ag_jb_release(&j);
+    ag_act_close(a);
+    a = NULL;
+  }
   unsetenv("FAKE_CUPTI_SUBSCRIBE");
   unsetenv("ARGUS_LIBCUPTI");
 }

@@ -109,7 +109,7 @@ TEST(adapter) {
     CHECK_EQ_STR(b->output, "pm");
     ag_trace_run_opts ro;
     memset(&ro, 0, sizeof ro);
-    ag_collect_job job = {"c", &ro, "pm", NULL, 0};
+    ag_collect_job job = {"c", &ro, "pm", NULL, 0, 0};
     CHECK_EQ_INT(b->collect(NULL, NULL, &job), 0);
     CHECK_EQ_STR(ro.collect, "pm");
     CHECK_EQ_INT(job.own_process, 1);

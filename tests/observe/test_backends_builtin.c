@@ -40,7 +40,9 @@ TEST(test_builtin_agree) {
                        "synth.barriers",    "synth.branch",
                        /* issue 21: the system timeline, stalls, PM sampling, hardware
                           counters */
-                       "synth.system", "synth.stalls", "synth.throughput", "synth.hw_counters"};
+                       "synth.system", "synth.stalls", "synth.throughput", "synth.hw_counters",
+                       /* issue 26: NCCL's collectives on the system timeline */
+                       "synth.comm"};
   CHECK_EQ_INT(s.execs.n, sizeof ops / sizeof ops[0]);
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
     if (count_op(&s, ops[i]) != 1)
@@ -88,7 +90,7 @@ TEST(test_builtin_agree) {
   {
     ag_trace_run_opts ro;
     memset(&ro, 0, sizeof ro);
-    ag_collect_job job = {"c", &ro, "evidence", NULL, 0};
+    ag_collect_job job = {"c", &ro, "evidence", NULL, 0, 0};
     CHECK_EQ_INT(ss->collect(NULL, NULL, &job), 0);
     CHECK_EQ_STR(ro.collect, "sass");
     CHECK_EQ_INT(job.own_process, 1); /* CUPTI patches at a kernel's first launch only */

@@ -56,7 +56,7 @@ FAIL_FN(cuptiGetCubinCrc)
 
 /* The activity and PC-sampling entry points (tests/hw/test_hw.c): with
  * FAKE_CUPTI_SUBSCRIBE=0, cuptiActivityEnable returns FAKE_CUPTI_ACTIVITY
- * (default 0) and cuptiPCSamplingEnable FAKE_CUPTI_PCSAMPLING (default 35,
+ * (default 0; with FAKE_CUPTI_ACTIVITY_KIND=N, for kind N only) and cuptiPCSamplingEnable FAKE_CUPTI_PCSAMPLING (default 35,
  * CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: profiling not permitted). */
 static res env_res(const char *k, int dflt) {
   const char *e = getenv(k);
@@ -69,7 +69,9 @@ res cuptiActivityRegisterCallbacks(void *a, void *b) {
 }
 res cuptiActivityEnable(int kind);
 res cuptiActivityEnable(int kind) {
-  (void)kind;
+  /* FAKE_CUPTI_ACTIVITY_KIND=N: only kind N gets FAKE_CUPTI_ACTIVITY's code */
+  if (getenv("FAKE_CUPTI_ACTIVITY_KIND") && env_res("FAKE_CUPTI_ACTIVITY_KIND", -1) != kind)
+    return 0;
   return env_res("FAKE_CUPTI_ACTIVITY", 0);
 }
 res cuptiActivityDisable(int kind);

@@ -118,7 +118,7 @@ static int ex_compile(ag_exec_ctx *cx, ag_task *t) {
 static int ex_collect(ag_exec_ctx *cx, ag_task *t) {
   ag_trace_run_opts ro;
   memset(&ro, 0, sizeof ro);
-  ag_collect_job job = {"the-cubin", &ro, "evidence", json_object(), 0};
+  ag_collect_job job = {"the-cubin", &ro, "evidence", json_object(), 0, 0};
   size_t k;
   json_t *v;
   int rc = 0;
