@@ -97,6 +97,12 @@ static int one_run(const ag_opt_task *t, const char *pol, int trials, const char
     printf("    %2d v%-3lld %-34s %-24s best %.4f ms%s%.100s\n", x->n, (long long)x->version,
            x->edit, what, f->best[i], x->rank ? "  | " : "", x->rank ? x->rank : "");
   }
+  /* the table cuts the ranking note; why evidence was absent, whole, once */
+  for (int i = 0; i < f->n; i++)
+    if (r.trials[i].rank && strstr(r.trials[i].rank, "no evidence")) {
+      printf("    (trial %d) %s\n", r.trials[i].n, r.trials[i].rank);
+      break;
+    }
   if (!rc && (!f->n || f->start_ms <= 0)) {
     printf("  %s run %d: the start was not timed\n", pol, k);
     rc = 1;
@@ -141,7 +147,20 @@ int main(int argc, char **argv) {
     printf("bench_optimize: skipped: no GPU\n");
     return 77;
   }
+  /* the tile harness is `argus run`: $ARGUS_BIN, else the build tree's argus
+   * beside this benchmark (build/bench -> build/tools/argus), else PATH's */
   const char *bin = getenv("ARGUS_BIN");
+  static char tree[4096];
+  ssize_t sl = bin ? -1 : readlink("/proc/self/exe", tree, sizeof tree - 32);
+  if (sl > 0) {
+    tree[sl] = 0;
+    char *slash = strrchr(tree, '/');
+    if (slash) {
+      strcpy(slash, "/../tools/argus/argus");
+      if (access(tree, X_OK) == 0)
+        bin = tree;
+    }
+  }
   ag_spec_set_tile_builder(ag_tile_spec_build, (void *)(bin ? bin : "argus"));
   char dir[] = "/tmp/argus-bench-optimize-XXXXXX";
   if (!mkdtemp(dir))

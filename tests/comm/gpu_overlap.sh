@@ -44,11 +44,15 @@ for P in 1 2; do
   [ $rc -eq 0 ] || fail "the harness exited $rc (P=$P)"
   echo "$OUT" | grep -q '"check":"ok"' || fail "the check did not pass (P=$P)"
 done
-WS=$(mktemp -d)
-trap 'rm -rf "$WS"' EXIT
-PATH=$(dirname "$H"):$PATH "$ARGUS" --json -W "$WS" observe "$SPEC" --region mainloop \
-  --signals duration,comm > "$WS/report.json" || fail "argus observe failed"
-python3 - "$WS/report.json" "$N" <<'PY' || exit 1
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+# exit 1 is a report with something missing: with one GPU the comm signal is
+# (NCCL's one-rank all-gather is a copy), which the check below expects
+PATH=$(dirname "$H"):$PATH "$ARGUS" --json -W "$D/ws" observe "$SPEC" --region mainloop \
+  --signals duration,comm > "$D/report.json"
+rc=$?
+[ $rc -eq 0 ] || { [ $rc -eq 1 ] && [ "$N" -eq 1 ]; } || fail "argus observe exited $rc"
+python3 - "$D/report.json" "$N" <<'PY' || exit 1
 import json, sys
 rep = json.load(open(sys.argv[1])); n = int(sys.argv[2])
 vals = rep["values"]
