@@ -56,8 +56,9 @@ static void system_release(void *e) { ag_sys_ev_free(e); }
  * says which coordinates select: docs/system.md, "Scope"). */
 static int ex_synth_system(ag_exec_ctx *cx, ag_task *t) {
   obs *ob = cx->ud;
-  int comm = !strcmp(t->op, "synth.comm");
-  const char *h = ag__obs_input(cx->plan, t, comm ? "comm" : "system");
+  /* the comm collection is the system backend's run too: its output is
+   * named "system" (the backend's output; the only input of synth.comm) */
+  const char *h = ag__obs_input(cx->plan, t, "system");
   const ag_evidence_kind *ek = ag_evidence_find("system");
   char *data = NULL;
   size_t len = 0;

@@ -223,4 +223,26 @@ out:
   ag_str_release(&err);
 }
 
-RUN_TESTS(T(plan), T(metrics), T(observe))
+/* The comm signal through observe with the stand-ins: its run is the system
+ * backend's (its output is named "system"), so synth.comm must read that
+ * run's timeline. The stand-in CUPTI records no calibration kernel, so the
+ * timeline is refused when decoded: the synthesis got as far as the file
+ * (before, it found no input at all: "cannot read the system timeline (none)"). */
+TEST(comm) {
+  setup();
+  ag_str out = AG_STR_INIT, err = AG_STR_INIT;
+  int rc = argus(&out, &err, 1, "--json", "observe", specpath, "--region", "step", "--signals",
+                 "comm", NULL);
+  CHECK_EQ_INT(rc, 1);
+  json_t *rep = json_loads(ag_str_cstr(&out), 0, NULL);
+  CHECK(rep != NULL);
+  char *m = rep ? json_dumps(json_object_get(rep, "missing"), 0) : NULL;
+  CHECK_CONTAINS(m ? m : "", "system.json: error: no calibration kernel");
+  CHECK(m && !strstr(m, "cannot read the system timeline"));
+  free(m);
+  json_decref(rep);
+  ag_str_release(&out);
+  ag_str_release(&err);
+}
+
+RUN_TESTS(T(plan), T(metrics), T(observe), T(comm))
