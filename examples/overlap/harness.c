@@ -102,7 +102,7 @@ static int usage(const char *argv0) {
 
 static int parse(int argc, char **argv, opts *o) {
   *o = (opts){.m = 4096, .n = 4096, .k = 4096, .S = 4, .R = 8, .P = 1, .iters = 10};
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* every option takes a value */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int *dst = !strcmp(a, "--m")          ? &o->m
                : !strcmp(a, "--n")        ? &o->n
@@ -126,7 +126,6 @@ static int parse(int argc, char **argv, opts *o) {
     } else {
       return usage(argv[0]);
     }
-    i++;
   }
   if (o->S < 1 || o->S > MAXS || o->P < 1 || o->P > o->S || o->R < 1 || o->iters < 1 ||
       o->n % TILE || o->k % 16 || o->m <= 0 || o->n <= 0 || o->k <= 0)
