@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <unistd.h>
 
 #define MAXT 256 /* trials per run */
 #define MAXR 8   /* repeats */
@@ -147,21 +146,8 @@ int main(int argc, char **argv) {
     printf("bench_optimize: skipped: no GPU\n");
     return 77;
   }
-  /* the tile harness is `argus run`: $ARGUS_BIN, else the build tree's argus
-   * beside this benchmark (build/bench -> build/tools/argus), else PATH's */
-  const char *bin = getenv("ARGUS_BIN");
-  static char tree[4096];
-  ssize_t sl = bin ? -1 : readlink("/proc/self/exe", tree, sizeof tree - 32);
-  if (sl > 0) {
-    tree[sl] = 0;
-    char *slash = strrchr(tree, '/');
-    if (slash) {
-      strcpy(slash, "/../tools/argus/argus");
-      if (access(tree, X_OK) == 0)
-        bin = tree;
-    }
-  }
-  ag_spec_set_tile_builder(ag_tile_spec_build, (void *)(bin ? bin : "argus"));
+  /* the tile harness is `argus run`: ag_tile_spec_build finds the build tree's */
+  ag_spec_set_tile_builder(ag_tile_spec_build, NULL);
   char dir[] = "/tmp/argus-bench-optimize-XXXXXX";
   if (!mkdtemp(dir))
     return 1;

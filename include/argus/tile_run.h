@@ -183,7 +183,8 @@ struct ag_spec;
  * whose assertions do not all hold: AG_EVIOLATION, naming the first),
  * compiles it through NVRTC and sets s->ptx (a file with the PTX) and
  * s->run (`argus_exe run FILE --kernel K --size ... --unchecked`).
- * argus_exe: the argus executable (const char *; NULL: "argus" in PATH). */
+ * argus_exe: the argus executable (const char *; NULL: $ARGUS_BIN, else an
+ * installed bin/argus, else the build tree's, else "argus" in PATH). */
 int ag_tile_spec_build(struct ag_spec *s, void *argus_exe, ag_diags *d);
 
 /* --ref auto takes the value reference for kernels that are not GEMM-shaped

@@ -103,12 +103,31 @@ static int write_ptx(ag_spec *s, const ag_str *ptx, ag_diags *d) {
   return 0;
 }
 
+/* The argus executable that runs a tile spec (`argus run`): the one given,
+ * else $ARGUS_BIN, else an installed bin/argus beside libargus, else the
+ * build tree's, else PATH's (the order of the worker's lookup). Owned. */
+static char *argus_cli(const char *given) {
+  const char *e = given && *given ? given : getenv("ARGUS_BIN");
+  if (e && *e)
+    return ag_strdup(e);
+  char *inst = ag_install_path("bin/argus");
+  if (inst && access(inst, X_OK) == 0)
+    return inst;
+  ag_free(inst);
+#ifdef ARGUS_CLI_PATH
+  if (access(ARGUS_CLI_PATH, X_OK) == 0)
+    return ag_strdup(ARGUS_CLI_PATH);
+#endif
+  return ag_strdup("argus");
+}
+
 int ag_tile_spec_build(ag_spec *s, void *argus_exe, ag_diags *d) {
   ag_tile_program *p = NULL;
   ag_tile_lowered *low = NULL;
   ag_tile_run_sizes sz;
   ag_tile_bound b;
   ag_str ptx = AG_STR_INIT;
+  char *exe = NULL;
   memset(&sz, 0, sizeof sz);
   memset(&b, 0, sizeof b);
   int rc = ag_tile_parse_file(s->tile, d, &p);
@@ -133,7 +152,11 @@ int ag_tile_spec_build(ag_spec *s, void *argus_exe, ag_diags *d) {
   if (rc)
     goto out;
   /* the harness: argus run, on what was checked here */
-  const char *exe = argus_exe ? argus_exe : "argus";
+  exe = argus_cli(argus_exe);
+  if (!exe) {
+    rc = AG_ENOMEM;
+    goto out;
+  }
   const char *argv[] = {exe, "run", s->tile, "--kernel", low->kernels[0].name,
                         "--size", s->tile_sizes, "--unchecked", NULL};
   if (!s->tile_sizes || !*s->tile_sizes) { /* no sizes: no --size */
@@ -153,6 +176,7 @@ int ag_tile_spec_build(ag_spec *s, void *argus_exe, ag_diags *d) {
       goto out;
     }
 out:
+  ag_free(exe);
   ag_str_release(&ptx);
   ag_tile_bound_release(&b);
   ag_tile_run_sizes_release(&sz);
