@@ -324,6 +324,22 @@ TEST(test_kb_bad_entries) {
        "1.5}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
        "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
        "evidence precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"region\": \"m\", \"signal\": \"static\", \"metric\": \"occupancy\", \"lt\": 0.5}]}}",
+       "static's occupancy is the kernel's: no 'region'", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"signal\": \"inst_mix\", \"metric\": \"loads_per_mma\", \"gt\": 2}]}}",
+       "inst_mix's loads_per_mma is of a region", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"region\": \"m\", \"signal\": \"inst_mix\", \"metric\": \"flops\", \"gt\": 2}]}}",
+       "'flops' is not a metric of signal 'inst_mix'", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"signal\": \"static\", \"metric\": \"occupancy\", \"lt\": 2}]}}",
+       "evidence precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"signal\": \"static\", \"metric\": \"registers\"}]}",
+       "gain factor 1: a factor is", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"intensity\": [\"BM\"]}]}",
+       "gain factor 1: {\"intensity\": [GROWN, OTHER]}", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"scale\": 0}]}",
+       "gain factor 1: {\"scale\": X}", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": {\"scale\": 0.5}}",
+       "'gain' must be an array", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
        "{\"program\": []}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
        "\"invariants\": [\"races\"],\n \"example\": {\"program\": \"a\", \"sizes\": \"M=1\", "
