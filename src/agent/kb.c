@@ -251,9 +251,13 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     size_t i;
     json_t *x;
     json_array_foreach(vals, i, x) good &= json_is_integer(x) && json_integer_value(x) > 0;
-    if (!good || json_object_size(e) != 3)
+    json_t *rn = json_object_get(e, "rename");
+    const char *pc = json_string_value(rn);
+    good &= !rn || (pc && strchr(pc, '%') && strchr(pc, '%') == strrchr(pc, '%'));
+    if (!good || json_object_size(e) != 3u + (rn != NULL))
       AG__JSON_ERR(ke, 1, 1, "a set_const edit is {\"kind\": \"set_const\", \"name\": NAME, "
-                     "\"values\": [positive integers]}");
+                     "\"values\": [positive integers][, \"rename\": TEXT with one %% (the "
+                     "value: every TEXT of the old value becomes TEXT of the new)]}");
   } else if (!strcmp(kind, "rewrite")) {
     json_t *f = json_object_get(e, "from"), *t = json_object_get(e, "to");
     json_t *lc = json_object_get(e, "line_contains"), *un = json_object_get(e, "unless");
@@ -440,6 +444,31 @@ const json_t *ag_kb_values(const ag_kb_entry *e) {
 
 /* ---------------------------------------------------------------- edits */
 
+/* Every occurrence in o of template t (one '%') with the value from
+ * becomes t with the value to (an instruction whose shape is the
+ * constant: wgmma_m64n%k16). */
+static int rename_all(ag_str *o, const char *t, long long from, long long to) {
+  char a[128], b[128];
+  const char *pc = strchr(t, '%');
+  snprintf(a, sizeof a, "%.*s%lld%s", (int)(pc - t), t, from, pc + 1);
+  snprintf(b, sizeof b, "%.*s%lld%s", (int)(pc - t), t, to, pc + 1);
+  ag_str r = AG_STR_INIT;
+  const char *p = ag_str_cstr(o), *q;
+  while ((q = strstr(p, a))) {
+    ag_str_append(&r, p, (size_t)(q - p));
+    ag_str_puts(&r, b);
+    p = q + strlen(a);
+  }
+  ag_str_puts(&r, p);
+  if (r.oom) {
+    ag_str_release(&r);
+    return AG_ENOMEM;
+  }
+  ag_str_release(o);
+  *o = r;
+  return 0;
+}
+
 int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **out, char **what,
                 ag_str *why) {
   *out = *what = NULL;
@@ -469,6 +498,9 @@ int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **o
     ag_str_printf(&o, "%lld", nv);
     ag_str_puts(&o, ve);
     ag_str_printf(&w, "kb:%s(%s=%lld)", e->id, name, nv);
+    const char *rn = json_string_value(json_object_get(ed, "rename"));
+    if (rn && !o.oom && (rc = rename_all(&o, rn, strtoll(vs, NULL, 10), nv)))
+      goto out;
   } else {
     const char *from = json_string_value(json_object_get(ed, "from"));
     const char *to = json_string_value(json_object_get(ed, "to"));

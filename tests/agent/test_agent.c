@@ -242,6 +242,19 @@ TEST(test_kb_entries) {
       int64_t val;
       CHECK_EQ_INT(ag_tile_src_const(out, name, &val), 0);
       CHECK_EQ_INT(val, json_integer_value(json_array_get(vals, 0)));
+      const char *rn = json_string_value(json_object_get(json_object_get(e->j, "edit"), "rename"));
+      if (rn) { /* the instruction's shape follows the constant: none of the old one left */
+        int64_t old;
+        char tn[128], to[128];
+        CHECK_EQ_INT(ag_tile_src_const(src, name, &old), 0);
+        const char *pc = strchr(rn, '%');
+        snprintf(tn, sizeof tn, "%.*s%lld%s", (int)(pc - rn), rn, (long long)val, pc + 1);
+        snprintf(to, sizeof to, "%.*s%lld%s", (int)(pc - rn), rn, (long long)old, pc + 1);
+        CHECK_CONTAINS(src, to);
+        CHECK_CONTAINS(out, tn);
+        CHECK(!strstr(out, to));
+        CHECK(!ag_kb_applies(e, out, NULL));
+      }
       char *again = NULL, *w2 = NULL;
       ag_str_clear(&why);
       CHECK_EQ_INT(ag_kb_apply(e, out, json_array_get(vals, 0), &again, &w2, &why), AG_EINVAL);
@@ -305,6 +318,11 @@ TEST(test_kb_bad_entries) {
        "{\"program\": []}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"},\n "
        "\"invariants\": [\"fast\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
        "'invariants' must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": []}, \"edit\": {\"kind\": \"set_const\", \"name\": \"S\", \"values\": [8], "
+       "\"rename\": \"op_%_%\"},\n \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", "
+       "\"sizes\": \"M=1\"}}",
+       "TEXT with one %", 1},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
        "{\"program\": []}, \"edit\": {\"kind\": \"set_const\", \"name\": \"S\", \"values\": [0]},\n "
        "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
