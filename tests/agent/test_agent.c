@@ -1032,6 +1032,14 @@ TEST(test_evidence_metrics) {
                                                        "ctas_per_sm")), 12);
   CHECK(json_object_get(json_object_get(json_object_get(json_object_get(ev, "regions"), "mainloop"),
                                         "inst_mix"), "total") == NULL);
+  /* shared memory limits it too: 100,000 bytes a CTA, two fit */
+  json_t *big = json_deep_copy(ev);
+  CHECK_EQ_INT(ag_opt_evidence_occupancy(big, 128, 100000), 0);
+  CHECK(ag_opt_evidence_metric(big, NULL, "static", "occupancy", &x));
+  CHECK(fabs(x - 0.125) < 1e-12);
+  CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(big, "static"), "occupancy_limit")),
+               "shared memory");
+  json_decref(big);
   /* without registers no occupancy */
   json_t *bare = json_pack("{s:{}}", "static");
   CHECK_EQ_INT(ag_opt_evidence_occupancy(bare, 128, 0), AG_ENOTFOUND);
