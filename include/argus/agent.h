@@ -99,6 +99,29 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
                                 json_t **out, char *why, size_t whylen);
 /* A region's share of the kernel's time (0 for a region not in it). */
 double ag_opt_evidence_share(const json_t *evidence, const char *region);
+/* 1 when (signal, metric) is one evidence preconditions and gains read
+ * (metric NULL: any of the signal's); *region: 1 when it is of a region,
+ * *unit: 1 when it lies in 0..1 (either may be NULL). */
+int ag_opt_metric_known(const char *signal, const char *metric, int *region, int *unit);
+/* The value of a metric in evidence: 1 with *v, 0 when the signal was not
+ * observed or the metric is not defined there (no tensor instruction).
+ * duration share (0 for a region not in it); inst_mix loads_per_mma,
+ * load_share, shared_share of region; static occupancy, registers. */
+int ag_opt_evidence_metric(const json_t *evidence, const char *region, const char *signal,
+                           const char *metric, double *v);
+/* Adds the theoretical occupancy (ag_occupancy, sm_90's limits) to the
+ * evidence's "static" from its registers and static shared memory and the
+ * launch's threads and dynamic shared memory; AG_ENOTFOUND without
+ * registers. */
+int ag_opt_evidence_occupancy(json_t *evidence, unsigned threads, unsigned dynamic_smem);
+/* The expected gain of entry e on the program src with evidence: the share
+ * of time of the region it targets times each factor of its "gain" (an
+ * evidence metric, its complement, the tile's intensity gain, a scale);
+ * how (NULL: not wanted) gets the product written out. */
+double ag_kb_gain(const ag_kb_entry *e, const json_t *evidence, const char *src, ag_str *how);
+/* The signals the KB's evidence preconditions and gains read, duration
+ * first, comma-separated, into out. */
+int ag_kb_signals(const ag_kb *kb, ag_str *out);
 
 /* ------------------------------------------------------------- validator */
 typedef struct ag_opt_verdict {
@@ -152,6 +175,9 @@ typedef struct ag_opt_opts {
   ag_opt_device device;
   double llm_timeout_s;   /* 0: 600 */
   ag_opt_evidence_fn evidence; /* NULL: ag_opt_evidence_observe; blind never calls it */
+  const char *evidence_signals; /* the signals the collector observes, comma-separated
+                                   (ag_opt_run sets it from the KB: ag_kb_signals); NULL:
+                                   "duration" */
 } ag_opt_opts;
 
 typedef struct ag_opt_trial {

@@ -14,6 +14,7 @@
 #include "argus/agent.h"
 #include "argus/collect.h"
 #include "argus/observe.h"
+#include "argus/synth.h"
 #include "argus/tile_run.h"
 
 #include <stdlib.h>
@@ -22,23 +23,55 @@
 
 /* ----------------------------------------------------- report -> evidence */
 
+/* Region path's object in regions, made when absent (NULL: no memory). */
+static json_t *region_of(json_t *regions, const char *path) {
+  json_t *r = json_object_get(regions, path);
+  if (!r && (r = json_object()) && json_object_set_new(regions, path, r))
+    r = NULL;
+  return r;
+}
+
+/* o[sub][key] = val (sub NULL: o[key]); AG_ENOMEM when it cannot. */
+static int sub_set(json_t *o, const char *sub, const char *key, json_t *val) {
+  if (sub) {
+    json_t *s = json_object_get(o, sub);
+    if (!s && (!(s = json_object()) || json_object_set_new(o, sub, s)))
+      return AG_ENOMEM;
+    o = s;
+  }
+  return json_object_set(o, key, val) ? AG_ENOMEM : 0;
+}
+
 int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const char *sizes,
                                 json_t **out, char *why, size_t whylen) {
   *out = NULL;
   size_t kl = strlen(kernel), i;
-  json_t *v, *regions = json_object();
+  json_t *v, *regions = json_object(), *stat_o = json_object();
   double root = -1;
-  if (!regions)
-    return AG_ENOMEM;
+  if (!regions || !stat_o)
+    goto oom;
   json_array_foreach(json_object_get(report, "values"), i, v) {
     const char *reg = json_string_value(json_object_get(v, "region"));
     const char *sig = json_string_value(json_object_get(v, "signal"));
     const char *stat = json_string_value(json_object_get(v, "stat"));
     json_t *val = json_object_get(v, "value");
-    if (!reg || !sig || !stat || strcmp(sig, "duration") || !json_is_number(val))
+    if (!reg || !sig || !stat || !json_is_number(val))
       continue;
     if (strncmp(reg, kernel, kl) || (reg[kl] && reg[kl] != '/'))
       continue; /* another kernel's region */
+    if (!strcmp(sig, "static") && !reg[kl]) { /* the compiler's report of the kernel */
+      if (sub_set(stat_o, NULL, stat, val))
+        goto oom;
+      continue;
+    }
+    if (!strcmp(sig, "inst_mix") && reg[kl] && strcmp(stat, "total")) {
+      json_t *r = region_of(regions, reg + kl + 1);
+      if (!r || sub_set(r, "inst_mix", stat, val))
+        goto oom;
+      continue;
+    }
+    if (strcmp(sig, "duration"))
+      continue;
     if (!reg[kl]) {
       if (!strcmp(stat, "total"))
         root = json_number_value(val);
@@ -46,14 +79,9 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
     }
     if (strcmp(stat, "total") && strcmp(stat, "count"))
       continue;
-    json_t *r = json_object_get(regions, reg + kl + 1);
-    if (!r) {
-      r = json_object();
-      if (!r || json_object_set_new(regions, reg + kl + 1, r)) {
-        json_decref(regions);
-        return AG_ENOMEM;
-      }
-    }
+    json_t *r = region_of(regions, reg + kl + 1);
+    if (!r)
+      goto oom;
     json_object_set(r, !strcmp(stat, "total") ? "total_ns" : "count", val);
   }
   const char *key;
@@ -72,6 +100,7 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
   }
   if (root <= 0) {
     json_decref(regions);
+    json_decref(stat_o);
     const char *miss = NULL;
     json_array_foreach(json_object_get(report, "missing"), i, v) {
       const char *w = json_string_value(json_object_get(v, "why"));
@@ -82,17 +111,132 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
              miss ? ": " : "", miss ? miss : "");
     return AG_ENOTFOUND;
   }
+  int mix = 0;
   json_object_foreach(regions, key, r) {
     json_t *tot = json_object_get(r, "total_ns");
     json_object_set_new(r, "share", json_real(tot ? json_number_value(tot) / root : 0));
+    mix |= json_object_get(r, "inst_mix") != NULL;
   }
-  *out = json_pack("{s:s, s:s, s:[s], s:f, s:s, s:o}", "kernel", kernel, "sizes",
-                   sizes ? sizes : "", "signals", "duration", "total_ns", root, "share_of", denom,
+  /* the signals observed: duration, and those the report has values of */
+  json_t *sigs = json_pack("[s]", "duration");
+  if (!sigs)
+    goto oom;
+  if (mix)
+    json_array_append_new(sigs, json_string("inst_mix"));
+  if (json_object_size(stat_o))
+    json_array_append_new(sigs, json_string("static"));
+  *out = json_pack("{s:s, s:s, s:o, s:f, s:s, s:o}", "kernel", kernel, "sizes",
+                   sizes ? sizes : "", "signals", sigs, "total_ns", root, "share_of", denom,
                    "regions", regions);
+  regions = NULL;
+  if (*out && json_object_size(stat_o))
+    json_object_set(*out, "static", stat_o);
+  json_decref(stat_o);
   return *out ? 0 : AG_ENOMEM;
+oom:
+  json_decref(regions);
+  json_decref(stat_o);
+  return AG_ENOMEM;
+}
+
+/* ------------------------------------------------------------- metrics */
+
+/* The metrics evidence preconditions and gains read (docs/optimize.md,
+ * "Evidence preconditions"): signal, metric, whether it is of a region,
+ * whether it lies in 0..1. */
+static const struct {
+  const char *signal, *metric;
+  int region, unit;
+} metrics[] = {
+    {"duration", "share", 1, 1},        /* the region's share of the kernel's time */
+    {"inst_mix", "loads_per_mma", 1, 0}, /* load instructions per tensor instruction */
+    {"inst_mix", "load_share", 1, 1},    /* loads / (loads + tensor) */
+    {"inst_mix", "shared_share", 1, 1},  /* shared-memory loads / (loads + tensor) */
+    {"static", "occupancy", 0, 1},       /* resident warps / 64, from registers and smem */
+    {"static", "registers", 0, 0},       /* per thread, the compiler's */
+};
+
+int ag_opt_metric_known(const char *signal, const char *metric, int *region, int *unit) {
+  for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++)
+    if (!strcmp(metrics[i].signal, signal) && (!metric || !strcmp(metrics[i].metric, metric))) {
+      if (region)
+        *region = metrics[i].region;
+      if (unit)
+        *unit = metrics[i].unit;
+      return 1;
+    }
+  return 0;
+}
+
+static int observed(const json_t *ev, const char *signal) {
+  size_t k;
+  json_t *s;
+  json_array_foreach(json_object_get(ev, "signals"), k, s) {
+    if (json_is_string(s) && !strcmp(json_string_value(s), signal))
+      return 1;
+  }
+  return 0;
+}
+
+static double mix_of(const json_t *mix, const char *cls) {
+  return json_number_value(json_object_get(mix, cls));
+}
+
+int ag_opt_evidence_metric(const json_t *ev, const char *region, const char *signal,
+                           const char *metric, double *v) {
+  *v = 0;
+  if (!ev || !observed(ev, signal))
+    return 0;
+  json_t *r = region ? json_object_get(json_object_get(ev, "regions"), region) : NULL;
+  if (!strcmp(signal, "duration")) {
+    *v = r ? json_number_value(json_object_get(r, "share")) : 0; /* absent: no time */
+    return 1;
+  }
+  if (!strcmp(signal, "static")) {
+    json_t *x = json_object_get(json_object_get(ev, "static"), metric);
+    *v = json_number_value(x);
+    return json_is_number(x);
+  }
+  /* inst_mix: the region's load and tensor warp instructions */
+  json_t *mix = json_object_get(r, "inst_mix");
+  double shared = mix_of(mix, "mem_shared");
+  double loads = mix_of(mix, "mem_global") + shared + mix_of(mix, "ldgsts") + mix_of(mix, "tma");
+  double tensor = mix_of(mix, "tensor");
+  if (!strcmp(metric, "loads_per_mma")) {
+    *v = tensor > 0 ? loads / tensor : 0;
+    return tensor > 0;
+  }
+  *v = loads + tensor > 0 ? (!strcmp(metric, "load_share") ? loads : shared) / (loads + tensor)
+                          : 0;
+  return loads + tensor > 0;
+}
+
+int ag_opt_evidence_occupancy(json_t *ev, unsigned threads, unsigned dynamic_smem) {
+  json_t *st = json_object_get(ev, "static");
+  json_t *regs = json_object_get(st, "registers");
+  if (!json_is_integer(regs))
+    return AG_ENOTFOUND;
+  ag_occupancy_result o;
+  int rc = ag_occupancy(NULL, (int)json_integer_value(regs), threads,
+                        (unsigned)json_integer_value(json_object_get(st, "shared_memory_static")),
+                        dynamic_smem, &o);
+  if (rc)
+    return rc;
+  json_object_set_new(st, "threads", json_integer(threads));
+  json_object_set_new(st, "shared_memory_dynamic", json_integer(dynamic_smem));
+  json_object_set_new(st, "ctas_per_sm", json_integer(o.ctas));
+  json_object_set_new(st, "occupancy_limit", json_string(o.limit ? o.limit : ""));
+  return json_object_set_new(st, "occupancy", json_real(o.occupancy)) ? AG_ENOMEM : 0;
 }
 
 /* --------------------------------------------------------- preconditions */
+
+/* A precondition's or a gain factor's metric: the old duration form
+ * {"share_gt"/"share_lt"} reads "share". */
+static const char *metric_of(const json_t *c) {
+  const char *m = json_string_value(json_object_get(c, "metric"));
+  return m ? m : "share";
+}
 
 int ag_kb_evidence_holds(const ag_kb_entry *e, const json_t *evidence, ag_str *why) {
   json_t *pre = json_object_get(json_object_get(e->j, "precondition"), "evidence");
@@ -101,28 +245,25 @@ int ag_kb_evidence_holds(const ag_kb_entry *e, const json_t *evidence, ag_str *w
   int unknown = 0;
   if (!evidence)
     return json_array_size(pre) ? -1 : 1;
-  json_t *regions = json_object_get(evidence, "regions");
   json_array_foreach(pre, i, c) {
     const char *reg = json_string_value(json_object_get(c, "region"));
     const char *sig = json_string_value(json_object_get(c, "signal"));
+    const char *met = metric_of(c);
     json_t *gt = json_object_get(c, "share_gt"), *lt = json_object_get(c, "share_lt");
-    json_t *r = json_object_get(regions, reg);
-    int observed = 0;
-    size_t k;
-    json_t *s;
-    json_array_foreach(json_object_get(evidence, "signals"), k, s) observed |=
-        json_is_string(s) && !strcmp(json_string_value(s), sig);
-    if (!observed) {
-      unknown = 1;
+    if (!gt && !lt) {
+      gt = json_object_get(c, "gt");
+      lt = json_object_get(c, "lt");
+    }
+    double x;
+    if (!ag_opt_evidence_metric(evidence, reg, sig, met, &x)) {
+      unknown = 1; /* not observed (or not defined: no tensor instruction) */
       continue;
     }
-    /* a region the kernel does not have takes no time */
-    double share = r ? json_number_value(json_object_get(r, "share")) : 0;
     double th = json_number_value(gt ? gt : lt);
-    if (gt ? !(share > th) : !(share < th)) {
+    if (gt ? !(x > th) : !(x < th)) {
       if (why)
-        ag_str_printf(why, "%s's %s share %.3f is not %s %g", reg, sig, share, gt ? ">" : "<",
-                      th);
+        ag_str_printf(why, "%s%s%s %s %.3f is not %s %g", reg ? reg : "", reg ? "'s " : "the kernel's ",
+                      sig, met, x, gt ? ">" : "<", th);
       return 0;
     }
   }
@@ -132,6 +273,73 @@ int ag_kb_evidence_holds(const ag_kb_entry *e, const json_t *evidence, ag_str *w
 double ag_opt_evidence_share(const json_t *evidence, const char *region) {
   json_t *r = json_object_get(json_object_get(evidence, "regions"), region);
   return r ? json_number_value(json_object_get(r, "share")) : 0;
+}
+
+/* ----------------------------------------------------------------- gain */
+
+/* Output tile a x b per block loads (a + b) rows per k step for 2ab
+ * FLOPs: intensity a b / (a + b). */
+static double intensity(double a, double b) {
+  return a + b > 0 ? a * b / (a + b) : 0;
+}
+
+/* The factor {"intensity": [A, B]} of entry e on src: the part of the
+ * loads per FLOP that growing A to the entry's next value removes. */
+static double intensity_factor(const ag_kb_entry *e, const json_t *f, const char *src) {
+  json_t *names = json_object_get(f, "intensity");
+  int64_t a, b, next = 0;
+  if (!src || ag_tile_src_const(src, json_string_value(json_array_get(names, 0)), &a) ||
+      ag_tile_src_const(src, json_string_value(json_array_get(names, 1)), &b))
+    return 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(ag_kb_values(e), i, v) {
+    int64_t x = (int64_t)json_integer_value(v);
+    if (x > a && (!next || x < next))
+      next = x;
+  }
+  double in = intensity((double)next, (double)b);
+  return next && in > 0 ? 1 - intensity((double)a, (double)b) / in : 0;
+}
+
+double ag_kb_gain(const ag_kb_entry *e, const json_t *ev, const char *src, ag_str *how) {
+  const char *tg = json_string_value(json_object_get(e->j, "targets"));
+  double g = ag_opt_evidence_share(ev, tg);
+  if (how)
+    ag_str_printf(how, "%s %.3f", tg, g);
+  size_t i;
+  json_t *f;
+  json_array_foreach(json_object_get(e->j, "gain"), i, f) {
+    double x;
+    if (json_object_get(f, "intensity")) {
+      x = intensity_factor(e, f, src);
+      if (how)
+        ag_str_printf(how, " x intensity(%s) %.3f",
+                      json_string_value(json_array_get(json_object_get(f, "intensity"), 0)), x);
+    } else if (json_object_get(f, "scale")) {
+      x = json_number_value(json_object_get(f, "scale"));
+      if (how)
+        ag_str_printf(how, " x %.3g", x);
+    } else {
+      const char *met = metric_of(f), *reg = json_string_value(json_object_get(f, "region"));
+      int cpl = json_is_true(json_object_get(f, "complement"));
+      if (!ag_opt_evidence_metric(ev, reg, json_string_value(json_object_get(f, "signal")), met,
+                                  &x)) {
+        if (how)
+          ag_str_printf(how, " x %s ?", met); /* not observed: no factor */
+        continue;
+      }
+      x = x < 0 ? 0 : x > 1 ? 1 : x;
+      if (cpl)
+        x = 1 - x;
+      if (how)
+        ag_str_printf(how, " x %s%s %.3f", cpl ? "1-" : "", met, x);
+    }
+    g *= x;
+  }
+  if (how)
+    ag_str_printf(how, " = %.3f", g);
+  return g;
 }
 
 /* ------------------------------------------------------ the observation */
@@ -153,7 +361,8 @@ static json_t *sizes_object(const char *sizes) {
 }
 
 /* The first kernel's name of src at sizes (a lowering without markers). */
-static int kernel_name(const char *src, const char *sizes, char *name, size_t cap, ag_diags *d) {
+static int kernel_name(const char *src, const char *sizes, char *name, size_t cap,
+                       unsigned *threads, unsigned *smem, ag_diags *d) {
   ag_tile_program *p = NULL;
   ag_tile_run_sizes sz;
   ag_tile_lowered *low = NULL;
@@ -164,8 +373,12 @@ static int kernel_name(const char *src, const char *sizes, char *name, size_t ca
   ag_tile_lower_opts lo = {NULL, (const char *const *)sz.defines, sz.ndefines, 1};
   if (!rc)
     rc = ag_tile_lower(p, &lo, d, &low);
-  if (!rc)
-    snprintf(name, cap, "%s", low->kernels[0].name);
+  if (!rc) {
+    const ag_tile_lkernel *k = &low->kernels[0];
+    snprintf(name, cap, "%s", k->name);
+    *threads = (unsigned)(k->block[0] * k->block[1] * k->block[2]);
+    *smem = (unsigned)k->smem_bytes;
+  }
   ag_tile_lowered_free(low);
   ag_tile_run_sizes_release(&sz);
   ag_tile_program_free(p);
@@ -192,7 +405,8 @@ int ag_opt_evidence_observe(const ag_opt_task *t, const ag_opt_opts *o, const ch
   ag_diags_init(&d);
   json_t *spec = NULL;
   char *text = NULL;
-  int rc = kernel_name(src, sizes, kernel, sizeof kernel, &d);
+  unsigned threads = 0, smem = 0;
+  int rc = kernel_name(src, sizes, kernel, sizeof kernel, &threads, &smem, &d);
   dir[0] = 0;
   if (rc) {
     ag_str s = AG_STR_INIT;
@@ -225,14 +439,23 @@ int ag_opt_evidence_observe(const ag_opt_task *t, const ag_opt_opts *o, const ch
   }
   /* one observation workspace for the run (its build and PTX caches) */
   snprintf(ws, sizeof ws, "%s/optimize-observe", workdir);
-  const char *sigs[] = {"duration"};
+  /* the signals the policy asks for (the KB's; duration always) */
+  const char *sigs[8];
+  char list[256];
+  int ns = 0;
+  snprintf(list, sizeof list, "%s", o->evidence_signals ? o->evidence_signals : "duration");
+  for (char *p = list, *q; p && *p && ns < 8; p = q) {
+    if ((q = strchr(p, ',')))
+      *q++ = 0;
+    sigs[ns++] = p;
+  }
   ag_observe_opts oo;
   memset(&oo, 0, sizeof oo);
   oo.spec = path;
   oo.workspace = ws;
   oo.region = kernel;
   oo.signals = sigs;
-  oo.nsignals = 1;
+  oo.nsignals = ns;
   oo.ndevices = -1;
   oo.timeout_s = 300;
   ag_observe_result r;
@@ -248,8 +471,11 @@ int ag_opt_evidence_observe(const ag_opt_task *t, const ag_opt_opts *o, const ch
     rc = AG_ENODEV;
   } else {
     rc = ag_opt_evidence_from_report(r.report, kernel, sizes, out, why, whylen);
-    if (!rc)
+    if (!rc) {
       json_object_set_new(*out, "report", json_string(r.report_hash));
+      if (threads)
+        ag_opt_evidence_occupancy(*out, threads, smem); /* none without registers */
+    }
   }
   ag_observe_result_release(&r);
 out:

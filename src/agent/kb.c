@@ -79,11 +79,87 @@ int ag_tile_src_const(const char *src, const char *name, int64_t *val) {
 
 static const char *const cmp_ops[] = {"lt", "le", "gt", "ge", "eq", "ne", NULL};
 
+/* Says in what why an evidence precondition (gain 0) or a gain factor
+ * (gain 1) c is not: 0 when it is good. A precondition is {"region": R,
+ * "signal": "duration", "share_gt" or "share_lt": 0..1} or {["region": R,]
+ * "signal": S, "metric": M, "gt" or "lt": X}; a factor {["region": R,]
+ * "signal": S, "metric": M[, "complement": true]} (M in 0..1),
+ * {"intensity": [A, B]} or {"scale": 0..1}. */
+static int evidence_term(const json_t *c, int gain, char *why, size_t cap) {
+  const char *sig = json_string_value(json_object_get(c, "signal"));
+  const char *met = json_string_value(json_object_get(c, "metric"));
+  json_t *reg = json_object_get(c, "region");
+  size_t n = json_object_size(c);
+  if (!json_is_object(c)) {
+    snprintf(why, cap, "must be an object");
+    return 1;
+  }
+  if (gain && json_object_get(c, "intensity")) {
+    json_t *a = json_object_get(c, "intensity");
+    if (n == 1 && json_array_size(a) == 2 && json_is_string(json_array_get(a, 0)) &&
+        json_is_string(json_array_get(a, 1)))
+      return 0;
+    snprintf(why, cap, "{\"intensity\": [GROWN, OTHER]}: two module-level constants, the one "
+                       "the entry grows first");
+    return 1;
+  }
+  if (gain && json_object_get(c, "scale")) {
+    double x = json_number_value(json_object_get(c, "scale"));
+    if (n == 1 && json_is_number(json_object_get(c, "scale")) && x > 0 && x <= 1)
+      return 0;
+    snprintf(why, cap, "{\"scale\": X}: X in (0, 1]");
+    return 1;
+  }
+  if (!sig) {
+    snprintf(why, cap, "'signal' must be a string (duration, inst_mix, static)");
+    return 1;
+  }
+  if (!ag_opt_metric_known(sig, NULL, NULL, NULL)) {
+    snprintf(why, cap, "signal '%s' is not one the evidence collector observes (duration, "
+                       "inst_mix, static)", sig);
+    return 1;
+  }
+  int isreg = 0, unit = 0;
+  if (!ag_opt_metric_known(sig, met ? met : "share", &isreg, &unit)) {
+    snprintf(why, cap, "'%s' is not a metric of signal '%s' (docs/optimize.md: share; "
+                       "loads_per_mma, load_share, shared_share; occupancy, registers)",
+             met ? met : "(none)", sig);
+    return 1;
+  }
+  if (isreg != (reg != NULL) || (reg && !json_is_string(reg))) {
+    snprintf(why, cap, "%s's %s %s", sig, met ? met : "share",
+             isreg ? "is of a region: 'region' must name it" : "is the kernel's: no 'region'");
+    return 1;
+  }
+  size_t want = 1 + (reg != NULL) + (met != NULL);
+  if (gain) {
+    json_t *cp = json_object_get(c, "complement");
+    if (!met || !unit || (cp && !json_is_boolean(cp)) || n != want + (cp != NULL)) {
+      snprintf(why, cap, "a factor is {[\"region\": R,] \"signal\": S, \"metric\": M[, "
+                         "\"complement\": true]} of a metric in 0..1");
+      return 1;
+    }
+    return 0;
+  }
+  json_t *gt = json_object_get(c, met ? "gt" : "share_gt"), *lt = json_object_get(c, met ? "lt" : "share_lt");
+  json_t *x = gt ? gt : lt;
+  if ((gt && lt) || !json_is_number(x) || n != want + 1 ||
+      (unit && (json_number_value(x) < 0 || json_number_value(x) > 1))) {
+    snprintf(why, cap, met ? "must be {[\"region\": R,] \"signal\": S, \"metric\": M, \"gt\" "
+                             "or \"lt\": X}%s"
+                           : "must be {\"region\": R, \"signal\": \"duration\", "
+                             "\"share_gt\" or \"share_lt\": 0..1}%s",
+             unit && met ? " (X in 0..1)" : "");
+    return 1;
+  }
+  return 0;
+}
+
 static int check_entry(const char *text, const char *file, const char *stem, json_t *j,
                        ag_diags *d) {
   int rc = 0;
-  static const char *const known[] = {"id", "title", "prior", "targets", "precondition",
-                                      "edit", "invariants", "example", "doc", NULL};
+  static const char *const known[] = {"id",    "title",      "prior",   "targets", "precondition",
+                                      "gain",  "invariants", "example", "doc",     "edit", NULL};
   const char *key;
   json_t *v;
   if (!json_is_object(j)) {
@@ -142,18 +218,24 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     }
     json_array_foreach(ev, i, c) {
       const char *kpe[] = {"precondition", "evidence"};
-      json_t *gt = json_object_get(c, "share_gt"), *lt = json_object_get(c, "share_lt");
-      json_t *s = gt ? gt : lt;
-      const char *sig = json_string_value(json_object_get(c, "signal"));
-      if (!json_is_string(json_object_get(c, "region")) || !sig || (gt && lt) ||
-          !json_is_number(s) || json_number_value(s) < 0 || json_number_value(s) > 1 ||
-          json_object_size(c) != 3)
-        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu must be {\"region\": R, \"signal\": "
-                        "\"duration\", \"share_gt\" or \"share_lt\": 0..1}", i + 1);
-      else if (strcmp(sig, "duration"))
-        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu: signal '%s' is not one the evidence "
-                        "collector observes (duration: a region's share of the kernel's time)",
-                        i + 1, sig);
+      char what[256];
+      if (evidence_term(c, 0, what, sizeof what))
+        AG__JSON_ERR(kpe, 2, 1, "evidence precondition %zu%s%s", i + 1,
+                     strncmp(what, "must", 4) ? ": " : " ", what);
+    }
+  }
+  /* gain: the factors of the expected gain (evidence metrics) */
+  json_t *gain = json_object_get(j, "gain");
+  const char *kg[] = {"gain"};
+  if (gain && !json_is_array(gain))
+    AG__JSON_ERR(kg, 1, 1, "'gain' must be an array of factors (docs/optimize.md)");
+  else {
+    size_t i;
+    json_t *c;
+    json_array_foreach(gain, i, c) {
+      char what[256];
+      if (evidence_term(c, 1, what, sizeof what))
+        AG__JSON_ERR(kg, 1, 1, "gain factor %zu: %s", i + 1, what);
     }
   }
   /* edit */
@@ -169,9 +251,13 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     size_t i;
     json_t *x;
     json_array_foreach(vals, i, x) good &= json_is_integer(x) && json_integer_value(x) > 0;
-    if (!good || json_object_size(e) != 3)
+    json_t *rn = json_object_get(e, "rename");
+    const char *pc = json_string_value(rn);
+    good &= !rn || (pc && strchr(pc, '%') && strchr(pc, '%') == strrchr(pc, '%'));
+    if (!good || json_object_size(e) != 3u + (rn != NULL))
       AG__JSON_ERR(ke, 1, 1, "a set_const edit is {\"kind\": \"set_const\", \"name\": NAME, "
-                     "\"values\": [positive integers]}");
+                     "\"values\": [positive integers][, \"rename\": TEXT with one %% (the "
+                     "value: every TEXT of the old value becomes TEXT of the new)]}");
   } else if (!strcmp(kind, "rewrite")) {
     json_t *f = json_object_get(e, "from"), *t = json_object_get(e, "to");
     json_t *lc = json_object_get(e, "line_contains"), *un = json_object_get(e, "unless");
@@ -358,6 +444,31 @@ const json_t *ag_kb_values(const ag_kb_entry *e) {
 
 /* ---------------------------------------------------------------- edits */
 
+/* Every occurrence in o of template t (one '%') with the value from
+ * becomes t with the value to (an instruction whose shape is the
+ * constant: wgmma_m64n%k16). */
+static int rename_all(ag_str *o, const char *t, long long from, long long to) {
+  char a[128], b[128];
+  const char *pc = strchr(t, '%');
+  snprintf(a, sizeof a, "%.*s%lld%s", (int)(pc - t), t, from, pc + 1);
+  snprintf(b, sizeof b, "%.*s%lld%s", (int)(pc - t), t, to, pc + 1);
+  ag_str r = AG_STR_INIT;
+  const char *p = ag_str_cstr(o), *q;
+  while ((q = strstr(p, a))) {
+    ag_str_append(&r, p, (size_t)(q - p));
+    ag_str_puts(&r, b);
+    p = q + strlen(a);
+  }
+  ag_str_puts(&r, p);
+  if (r.oom) {
+    ag_str_release(&r);
+    return AG_ENOMEM;
+  }
+  ag_str_release(o);
+  *o = r;
+  return 0;
+}
+
 int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **out, char **what,
                 ag_str *why) {
   *out = *what = NULL;
@@ -387,6 +498,9 @@ int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **o
     ag_str_printf(&o, "%lld", nv);
     ag_str_puts(&o, ve);
     ag_str_printf(&w, "kb:%s(%s=%lld)", e->id, name, nv);
+    const char *rn = json_string_value(json_object_get(ed, "rename"));
+    if (rn && !o.oom && (rc = rename_all(&o, rn, strtoll(vs, NULL, 10), nv)))
+      goto out;
   } else {
     const char *from = json_string_value(json_object_get(ed, "from"));
     const char *to = json_string_value(json_object_get(ed, "to"));
@@ -435,4 +549,29 @@ out:
   ag_str_release(&o);
   ag_str_release(&w);
   return rc;
+}
+
+/* ------------------------------------------------------------- signals */
+
+static void add_signal(ag_str *out, const json_t *c) {
+  const char *s = json_string_value(json_object_get(c, "signal"));
+  if (!s)
+    return;
+  /* whole names in the comma list */
+  for (const char *p = ag_str_cstr(out); p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+    if (!strncmp(p, s, strlen(s)) && (p[strlen(s)] == ',' || !p[strlen(s)]))
+      return;
+  ag_str_printf(out, ",%s", s);
+}
+
+int ag_kb_signals(const ag_kb *kb, ag_str *out) {
+  ag_str_puts(out, "duration");
+  for (int i = 0; i < kb->n; i++) {
+    size_t k;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(kb->e[i].j, "precondition"), "evidence"),
+                       k, c) add_signal(out, c);
+    json_array_foreach(json_object_get(kb->e[i].j, "gain"), k, c) add_signal(out, c);
+  }
+  return out->oom ? AG_ENOMEM : 0;
 }

@@ -89,9 +89,10 @@ static int collect_evidence(run *R, json_t *tr, const char *vname, const char *s
   char ehash[65] = "", why[1024] = "", dir[4096];
   json_t *ev = NULL;
   char *text = NULL;
-  json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:[s], s:s}", "argus_optimize", "evidence",
+  json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "argus_optimize", "evidence",
                           "task", t->name, "version", vname, "sizes",
-                          t->time_sizes ? t->time_sizes : t->sizes, "signals", "duration",
+                          t->time_sizes ? t->time_sizes : t->sizes, "signals",
+                          R->o->evidence_signals ? R->o->evidence_signals : "duration",
                           "device", R->o->device == AG_OPT_DEVICE_CPU ? "cpu" : "auto");
   const char *inputs[] = {shash};
   ag_store_task_spec ts = {AG_TASK_COLLECT, cfg, inputs, 1, "argus optimize", 0, NULL};
@@ -373,7 +374,7 @@ static int tried(run *R, int64_t parent, const char *what, const char *src) {
 
 typedef struct ranked {
   const ag_kb_entry *e;
-  double share;  /* the share of time of the region the entry targets (evidence) */
+  double share;  /* the expected gain: the target's share of time x the gain factors */
   int64_t prior; /* the entry's prior (evidence; 0 for blind) */
   uint64_t tie;  /* a hash of the seed and the entry's id */
   int out;       /* 1: the evidence refutes a precondition */
@@ -395,7 +396,7 @@ static int cmp_ranked(const void *a, const void *b) {
  * parent's evidence, the entries whose evidence preconditions it does not
  * refute, by the share of time of the region each targets, then prior; with
  * none, by prior, saying why. */
-static int rank_entries(run *R, int64_t parent, ranked *rk, char **how) {
+static int rank_entries(run *R, int64_t parent, const char *psrc, ranked *rk, char **how) {
   int blind = !strcmp(R->pol, "blind");
   uint64_t seed = R->t->seeds[0];
   const char *why = NULL;
@@ -406,8 +407,7 @@ static int rank_entries(run *R, int64_t parent, ranked *rk, char **how) {
     rk[i].e = e;
     rk[i].prior = blind ? 0 : (int64_t)json_integer_value(json_object_get(e->j, "prior"));
     rk[i].tie = str_hash(seed, e->id);
-    rk[i].share = ev ? ag_opt_evidence_share(ev, json_string_value(json_object_get(e->j, "targets")))
-                     : 0;
+    rk[i].share = ev ? ag_kb_gain(e, ev, psrc, NULL) : 0;
     rk[i].out = ev && ag_kb_evidence_holds(e, ev, NULL) == 0;
   }
   qsort(rk, (size_t)R->kb.n, sizeof *rk, cmp_ranked);
@@ -417,9 +417,17 @@ static int rank_entries(run *R, int64_t parent, ranked *rk, char **how) {
     ag_str_printf(&h, "prior: no evidence of v%lld (%s)", (long long)parent, why);
   else {
     ag_str_printf(&h, "evidence of v%lld:", (long long)parent);
-    for (int i = 0; i < R->kb.n; i++)
-      ag_str_printf(&h, "%s %s %s %.3f", i ? "," : "", rk[i].e->id, rk[i].out ? "refuted" :
-                    json_string_value(json_object_get(rk[i].e->j, "targets")), rk[i].share);
+    for (int i = 0, k = 0; i < R->kb.n; i++) {
+      if (!ag_kb_applies(rk[i].e, psrc, NULL))
+        continue; /* its program preconditions fail: not a candidate */
+      ag_str_printf(&h, "%s %s ", k++ ? "," : "", rk[i].e->id);
+      if (rk[i].out) {
+        ag_str_puts(&h, "refuted: ");
+        ag_kb_evidence_holds(rk[i].e, ev, &h);
+      } else {
+        ag_kb_gain(rk[i].e, ev, psrc, &h);
+      }
+    }
   }
   json_decref(ev);
   if (h.oom) {
@@ -460,7 +468,7 @@ static int search_next(run *R, cand *c) {
       parent = (int64_t)json_integer_value(json_object_get(tr, "id"));
     }
     char *psrc = NULL, *how = NULL;
-    if ((rc = version_source(R, parent, &psrc, NULL)) || (rc = rank_entries(R, parent, rk, &how))) {
+    if ((rc = version_source(R, parent, &psrc, NULL)) || (rc = rank_entries(R, parent, psrc, rk, &how))) {
       ag_free(psrc);
       break;
     }
@@ -768,6 +776,13 @@ int ag_opt_run(ag_store *st, const ag_opt_task *t, const ag_opt_opts *o, ag_opt_
     return rc;
   }
   ag_diags_release(&d);
+  /* the collector observes the signals the KB reads */
+  ag_str sigs = AG_STR_INIT;
+  ag_opt_opts oc = *o;
+  if ((rc = ag_kb_signals(&R.kb, &sigs)))
+    goto out;
+  oc.evidence_signals = ag_str_cstr(&sigs);
+  R.o = o = &oc;
   char sname[256];
   ref_name(sname, sizeof sname, t, "state");
   ag_ref ref;
@@ -876,5 +891,6 @@ out:
     snprintf(err, errlen, "argus optimize: %s", ag_strerror(rc));
   json_decref(R.state);
   ag_kb_release(&R.kb);
+  ag_str_release(&sigs);
   return rc;
 }

@@ -242,6 +242,19 @@ TEST(test_kb_entries) {
       int64_t val;
       CHECK_EQ_INT(ag_tile_src_const(out, name, &val), 0);
       CHECK_EQ_INT(val, json_integer_value(json_array_get(vals, 0)));
+      const char *rn = json_string_value(json_object_get(json_object_get(e->j, "edit"), "rename"));
+      if (rn) { /* the instruction's shape follows the constant: none of the old one left */
+        int64_t old;
+        char tn[128], to[128];
+        CHECK_EQ_INT(ag_tile_src_const(src, name, &old), 0);
+        const char *pc = strchr(rn, '%');
+        snprintf(tn, sizeof tn, "%.*s%lld%s", (int)(pc - rn), rn, (long long)val, pc + 1);
+        snprintf(to, sizeof to, "%.*s%lld%s", (int)(pc - rn), rn, (long long)old, pc + 1);
+        CHECK_CONTAINS(src, to);
+        CHECK_CONTAINS(out, tn);
+        CHECK(!strstr(out, to));
+        CHECK(!ag_kb_applies(e, out, NULL));
+      }
       char *again = NULL, *w2 = NULL;
       ag_str_clear(&why);
       CHECK_EQ_INT(ag_kb_apply(e, out, json_array_get(vals, 0), &again, &w2, &why), AG_EINVAL);
@@ -306,6 +319,11 @@ TEST(test_kb_bad_entries) {
        "\"invariants\": [\"fast\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
        "'invariants' must be", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
+       "{\"program\": []}, \"edit\": {\"kind\": \"set_const\", \"name\": \"S\", \"values\": [8], "
+       "\"rename\": \"op_%_%\"},\n \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", "
+       "\"sizes\": \"M=1\"}}",
+       "TEXT with one %", 1},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
        "{\"program\": []}, \"edit\": {\"kind\": \"set_const\", \"name\": \"S\", \"values\": [0]},\n "
        "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
        "a set_const edit is", 1},
@@ -324,6 +342,22 @@ TEST(test_kb_bad_entries) {
        "1.5}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
        "\"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
        "evidence precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"region\": \"m\", \"signal\": \"static\", \"metric\": \"occupancy\", \"lt\": 0.5}]}}",
+       "static's occupancy is the kernel's: no 'region'", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"signal\": \"inst_mix\", \"metric\": \"loads_per_mma\", \"gt\": 2}]}}",
+       "inst_mix's loads_per_mma is of a region", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"region\": \"m\", \"signal\": \"inst_mix\", \"metric\": \"flops\", \"gt\": 2}]}}",
+       "'flops' is not a metric of signal 'inst_mix'", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"signal\": \"static\", \"metric\": \"occupancy\", \"lt\": 2}]}}",
+       "evidence precondition 1 must be", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"signal\": \"static\", \"metric\": \"registers\"}]}",
+       "gain factor 1: a factor is", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"intensity\": [\"BM\"]}]}",
+       "gain factor 1: {\"intensity\": [GROWN, OTHER]}", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"scale\": 0}]}",
+       "gain factor 1: {\"scale\": X}", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": {\"scale\": 0.5}}",
+       "'gain' must be an array", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
        "{\"program\": []}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
        "\"invariants\": [\"races\"],\n \"example\": {\"program\": \"a\", \"sizes\": \"M=1\", "
@@ -897,6 +931,206 @@ static const char *evidence_kb(void) {
   return tmp_path(5, "kb-ev");
 }
 
+/* A constructed report (not a measurement) of gemm_naive.tile's kernel in
+ * the knobs of src: the mainloop 80 % of the time; its warp instructions per
+ * warp and k-tile counted from the program's loops (cp.async BM / 32 + BN /
+ * 32, ldmatrix 2 (WM / 16 + WN / 16), mma 2 (WM / 16)(WN / 8)); registers
+ * as ptxas 12.x gives for the lowered kernel at K = 2048 (38, 55, 72 at
+ * 32 x 32, 64 x 32, 64 x 64 with one stage), 128 otherwise. Another
+ * kernel's static values and inst_mix's total are there to be ignored. */
+static json_t *gemm_report(const char *src) {
+  int64_t bm = 32, bn = 32, stg = 1;
+  ag_tile_src_const(src, "BM", &bm);
+  ag_tile_src_const(src, "BN", &bn);
+  ag_tile_src_const(src, "STAGES", &stg);
+  int64_t wm = bm / 2, wn = bn / 2;
+  int regs = stg == 1 && bm == 32 && bn == 32 ? 38 : stg == 1 && bm * bn == 2048 ? 55
+             : stg == 1 && bm == 64 && bn == 64 ? 72 : 128;
+  return json_pack(
+      "{s:[{s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:I}, {s:s,s:s,s:s,s:I},"
+      " {s:s,s:s,s:s,s:I}, {s:s,s:s,s:s,s:I}, {s:s,s:s,s:s,s:i}, {s:s,s:s,s:s,s:i},"
+      " {s:s,s:s,s:s,s:i}]}",
+      "values", "region", "gemm", "signal", "duration", "stat", "total", "value", 1000.0,
+      "region", "gemm/mainloop", "signal", "duration", "stat", "total", "value", 800.0,
+      "region", "gemm/mainloop", "signal", "inst_mix", "stat", "ldgsts", "value",
+      (json_int_t)(bm / 32 + bn / 32), "region", "gemm/mainloop", "signal", "inst_mix", "stat",
+      "mem_shared", "value", (json_int_t)(2 * (wm / 16 + wn / 16)), "region", "gemm/mainloop",
+      "signal", "inst_mix", "stat", "tensor", "value", (json_int_t)(2 * (wm / 16) * (wn / 8)),
+      "region", "gemm/mainloop", "signal", "inst_mix", "stat", "integer", "value",
+      (json_int_t)40, "region", "gemm/mainloop", "signal", "inst_mix", "stat", "total", "value",
+      1, "region", "gemm", "signal", "static", "stat", "registers", "value", regs, "region",
+      "other", "signal", "static", "stat", "registers", "value", 255);
+}
+
+/* gemm_report's evidence with the occupancy of 128 threads and the
+ * program's dynamic shared memory (STAGES (BM + BN) 64 bytes). */
+static json_t *gemm_evidence(const char *src) {
+  json_t *rep = gemm_report(src), *ev = NULL;
+  char why[256];
+  int64_t bm = 32, bn = 32, stg = 1;
+  ag_tile_src_const(src, "BM", &bm);
+  ag_tile_src_const(src, "BN", &bn);
+  ag_tile_src_const(src, "STAGES", &stg);
+  if (!ag_opt_evidence_from_report(rep, "gemm", "M=2048", &ev, why, sizeof why))
+    ag_opt_evidence_occupancy(ev, 128, (unsigned)(stg * (bm + bn) * 64));
+  json_decref(rep);
+  return ev;
+}
+
+static int gemm_evidence_fn(const ag_opt_task *t, const ag_opt_opts *o, const char *src,
+                            const char *workdir, json_t **ev, char *why, size_t whylen) {
+  (void)t, (void)workdir;
+  ev_calls++;
+  CHECK_EQ_STR(o->evidence_signals, "duration,inst_mix,static"); /* the KB's */
+  *ev = gemm_evidence(src);
+  snprintf(why, whylen, "constructed");
+  return *ev ? 0 : AG_ENOMEM;
+}
+
+static double kb_gain(const ag_kb *kb, const char *id, const json_t *ev, const char *src,
+                      int *holds, ag_str *how) {
+  for (int i = 0; i < kb->n; i++)
+    if (!strcmp(kb->e[i].id, id)) {
+      *holds = ag_kb_evidence_holds(&kb->e[i], ev, how);
+      return ag_kb_gain(&kb->e[i], ev, src, how);
+    }
+  *holds = -2;
+  return -1;
+}
+
+/* The metrics the gemm entries read, and how they rank the entries: at
+ * 32 x 32 (occupancy 0.75) the pipeline is refuted and the block tiles
+ * lead; at 64 x 32 growing N gains more than growing M; at 64 x 64
+ * (occupancy 0.4375) the pipeline applies and leads. */
+TEST(test_evidence_metrics) {
+  char *src = NULL;
+  size_t len;
+  CHECK(ag_file_read(src_path(0, "examples/tile/gemm_naive.tile"), &src, &len) == 0);
+  if (!src)
+    return;
+  json_t *ev = gemm_evidence(src);
+  CHECK(ev != NULL);
+  double x;
+  CHECK(ag_opt_evidence_metric(ev, "mainloop", "inst_mix", "loads_per_mma", &x));
+  CHECK(fabs(x - 1.5) < 1e-12); /* (2 + 4) / 4 */
+  CHECK(ag_opt_evidence_metric(ev, "mainloop", "inst_mix", "load_share", &x));
+  CHECK(fabs(x - 0.6) < 1e-12);
+  CHECK(ag_opt_evidence_metric(ev, "mainloop", "inst_mix", "shared_share", &x));
+  CHECK(fabs(x - 0.4) < 1e-12);
+  CHECK(ag_opt_evidence_metric(ev, NULL, "static", "registers", &x));
+  CHECK(x == 38);
+  CHECK(ag_opt_evidence_metric(ev, NULL, "static", "occupancy", &x));
+  CHECK(fabs(x - 0.75) < 1e-12); /* 12 CTAs of 4 warps */
+  CHECK(ag_opt_evidence_metric(ev, "mainloop", "duration", "share", &x));
+  CHECK(fabs(x - 0.8) < 1e-12);
+  CHECK(!ag_opt_evidence_metric(ev, "epilogue", "inst_mix", "loads_per_mma", &x)); /* no mma */
+  CHECK(!ag_opt_evidence_metric(NULL, "mainloop", "duration", "share", &x));
+  json_t *sig = json_object_get(ev, "signals");
+  CHECK_EQ_INT((int)json_array_size(sig), 3);
+  CHECK_EQ_STR(json_string_value(json_array_get(sig, 1)), "inst_mix");
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(json_object_get(ev, "static"),
+                                                       "ctas_per_sm")), 12);
+  CHECK(json_object_get(json_object_get(json_object_get(json_object_get(ev, "regions"), "mainloop"),
+                                        "inst_mix"), "total") == NULL);
+  /* shared memory limits it too: 100,000 bytes a CTA, two fit */
+  json_t *big = json_deep_copy(ev);
+  CHECK_EQ_INT(ag_opt_evidence_occupancy(big, 128, 100000), 0);
+  CHECK(ag_opt_evidence_metric(big, NULL, "static", "occupancy", &x));
+  CHECK(fabs(x - 0.125) < 1e-12);
+  CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(big, "static"), "occupancy_limit")),
+               "shared memory");
+  json_decref(big);
+  /* without registers no occupancy */
+  json_t *bare = json_pack("{s:{}}", "static");
+  CHECK_EQ_INT(ag_opt_evidence_occupancy(bare, 128, 0), AG_ENOTFOUND);
+  json_decref(bare);
+
+  ag_kb kb;
+  ag_diags d;
+  ag_diags_init(&d);
+  CHECK_EQ_INT(ag_kb_load(src_path(1, "src/agent/kb"), &d, &kb), 0);
+  ag_diags_release(&d);
+  ag_str h = AG_STR_INIT;
+  CHECK_EQ_INT(ag_kb_signals(&kb, &h), 0);
+  CHECK_EQ_STR(ag_str_cstr(&h), "duration,inst_mix,static");
+  ag_str_clear(&h);
+  int holds;
+  double gm = kb_gain(&kb, "block-tile-m", ev, src, &holds, &h);
+  CHECK_EQ_INT(holds, 1);
+  CHECK(fabs(gm - 0.8 * 0.6 * 0.25) < 1e-12); /* intensity 16 -> 21.3 */
+  CHECK_CONTAINS(ag_str_cstr(&h), "mainloop 0.800 x load_share 0.600 x intensity(BM) 0.250 = 0.120");
+  ag_str_clear(&h);
+  double gs = kb_gain(&kb, "pipeline-stages", ev, src, &holds, &h);
+  CHECK_EQ_INT(holds, 0);
+  CHECK_CONTAINS(ag_str_cstr(&h), "the kernel's static occupancy 0.750 is not < 0.5");
+  CHECK(fabs(gs - 0.8 * 0.25) < 1e-12);
+  ag_str_clear(&h);
+  double gw = kb_gain(&kb, "smem-swizzle", ev, src, &holds, &h);
+  CHECK_EQ_INT(holds, 1);
+  CHECK(fabs(gw - 0.8 * 0.4 * 0.25) < 1e-12);
+  CHECK(gw < gm);
+  json_decref(ev);
+  /* 64 x 32: N's growth first */
+  char *s2 = NULL, *what = NULL;
+  const ag_kb_entry *tm = NULL;
+  for (int i = 0; i < kb.n; i++)
+    if (!strcmp(kb.e[i].id, "block-tile-m"))
+      tm = &kb.e[i];
+  CHECK(tm != NULL);
+  json_t *v64 = json_integer(64);
+  if (tm && !ag_kb_apply(tm, src, v64, &s2, &what, NULL)) {
+    ev = gemm_evidence(s2);
+    gm = kb_gain(&kb, "block-tile-m", ev, s2, &holds, &h);
+    double gn = kb_gain(&kb, "block-tile-n", ev, s2, &holds, &h);
+    CHECK(gn > gm);
+    CHECK(fabs(gn - 0.8 * 9.0 / 17 * (1 - (64.0 * 32 / 96) / 32)) < 1e-12);
+    kb_gain(&kb, "pipeline-stages", ev, s2, &holds, NULL);
+    CHECK_EQ_INT(holds, 0); /* occupancy 0.5625 (9 CTAs) */
+    json_decref(ev);
+    /* without the static signal the pipeline's precondition is unknown and
+     * its factor is left out */
+    ev = gemm_evidence(s2);
+    json_array_remove(json_object_get(ev, "signals"), 2);
+    ag_str_clear(&h);
+    kb_gain(&kb, "pipeline-stages", ev, s2, &holds, &h);
+    CHECK_EQ_INT(holds, -1);
+    CHECK_CONTAINS(ag_str_cstr(&h), "x occupancy ?");
+    json_decref(ev);
+  }
+  json_decref(v64);
+  ag_free(s2);
+  ag_free(what);
+  ag_str_release(&h);
+  ag_kb_release(&kb);
+  ag_free(src);
+
+  /* the policy with the real KB over constructed evidence: M, then N,
+   * then (occupancy 0.4375) the pipeline */
+  ag_opt_task *t = load_task(task_file(0, "evm", ""));
+  CHECK(t != NULL);
+  if (!t)
+    return;
+  ag_opt_opts o = cpu_opts("evidence", 3, src_path(1, "src/agent/kb"));
+  o.evidence = gemm_evidence_fn;
+  ev_calls = 0;
+  ag_store *st = open_ws("ws-evm");
+  ag_opt_result r;
+  char err[1024];
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.ntrials, 4);
+  if (r.ntrials == 4) {
+    CHECK_EQ_STR(r.trials[1].edit, "kb:block-tile-m(BM=64)");
+    CHECK_EQ_STR(r.trials[2].edit, "kb:block-tile-n(BN=64)");
+    CHECK_EQ_STR(r.trials[3].edit, "kb:pipeline-stages(STAGES=2)");
+    CHECK_CONTAINS(r.trials[1].rank, "pipeline-stages refuted: the kernel's static occupancy 0.750");
+    CHECK_CONTAINS(r.trials[2].rank, "block-tile-n mainloop 0.800 x load_share 0.529 x "
+                                     "intensity(BN) 0.333");
+  }
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  ag_opt_task_free(t);
+}
+
 /* The evidence policy ranks the entries the evidence does not refute by the
  * share of time of their target region; without evidence it says so and
  * ranks by prior; blind never asks for evidence. */
@@ -1126,5 +1360,6 @@ TEST(test_cli) {
 RUN_TESTS({"task_file", test_task_file}, {"kb_entries", test_kb_entries},
           {"kb_bad_entries", test_kb_bad_entries}, {"validator", test_validator},
           {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence},
+          {"evidence_metrics", test_evidence_metrics},
           {"attention_naive", test_attention_naive},
           {"loop", test_loop}, {"llm_policy", test_llm_policy}, {"cli", test_cli})
