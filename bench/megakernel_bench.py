@@ -128,7 +128,12 @@ def machine():
 
 
 def commit():
+    """HEAD's short hash where ROOT is a git checkout's top (a copy inside another checkout,
+    as the GPU pack, is not: its commit is given with --commit)"""
     try:
+        rc, top = run(["git", "-C", ROOT, "rev-parse", "--show-toplevel"], 30)
+        if rc != 0 or os.path.realpath(top.strip()) != os.path.realpath(ROOT):
+            return "unknown (not a git checkout: give --commit)"
         rc, out = run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], 30)
         return out.strip() if rc == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
@@ -149,6 +154,9 @@ def main():
     ap.add_argument("--ctx", default="1024,4096")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--variant", action="append", type=parse_variant, default=[])
+    ap.add_argument("--variant-runs", type=int, default=2, help="harness runs per variant")
+    ap.add_argument("--commit", help="the commit measured (default: git's HEAD where the "
+                    "source tree is a checkout of its own)")
     ap.add_argument("--python", default=os.environ.get("ARGUS_PYTHON", sys.executable),
                     help="the interpreter that has torch")
     ap.add_argument("--results", help="write the table into this file (bench/RESULTS.md)")
@@ -159,8 +167,9 @@ def main():
         print(f"{WHO}: --ctx '{a.ctx}': give contexts as integers, comma-separated",
               file=sys.stderr)
         return 2
-    if a.runs < 1:
-        print(f"{WHO}: --runs {a.runs}: give at least 1", file=sys.stderr)
+    if a.runs < 1 or a.variant_runs < 1:
+        print(f"{WHO}: --runs {a.runs}, --variant-runs {a.variant_runs}: give at least 1",
+              file=sys.stderr)
         return 2
     harness = a.harness or os.path.join(a.build, "examples", "megakernel_harness")
     if not os.access(harness, os.X_OK):
@@ -195,7 +204,7 @@ def main():
                 rows[c]["ref"].append(got[1])
             for label, opts in a.variant:
                 v = rows[c].setdefault("variant:" + label, [])
-                for i in range(a.runs):
+                for i in range(a.variant_runs):
                     rc, out = run([harness, "--ctx", str(c), "--steps", "64"] + opts, 600)
                     print(out, end="")
                     got = parse_harness(out)
@@ -232,7 +241,8 @@ def main():
     met, line = verdict(rows, checks_ok)
     text = table(ctxs, rows, a.variant)
     head = (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, commit "
-            f"{commit()}, {machine()}; medians (min-max) over {a.runs} runs of 64 steps, "
+            f"{a.commit or commit()}, {machine()}; medians (min-max) over {a.runs} runs of 64 "
+            f"steps ({a.variant_runs} for the variants), "
             "batch 1, the same weights (seed 1)\n\n")
     body = head + text + "\n" + "".join(f"- {n}\n" for n in notes) + f"\n{line}\n"
     print(body)
