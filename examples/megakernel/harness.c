@@ -20,7 +20,8 @@
  *                      [--tokens-out FILE] [--tiles Q,WO,GU,DN,LG]
  * --seed draws the weights (unless --weights) and the context's KV cache.
  * --tiles sets the rows per GEMV tile of qkv, wo, gate_up (each of gate and
- * up), down and logits (default 20,16,44,16,250; before: 32,16,16,16,64).
+ * up), down and logits (default 32,16,16,16,64; 20,16,44,16,250 gives 128
+ * tiles of each on TinyLlama).
  * --tokens-out writes the checked tokens (the prompt token, then one per step,
  * after near-ties the reference's, as fed on) one per line, for
  * examples/megakernel/torch_ref.py to compare PyTorch's decode with.
@@ -190,7 +191,7 @@ static int parse(int argc, char **argv, opts *o) {
       char end = 0;
       if (sscanf(v, "%d,%d,%d,%d,%d%c", &t->qkv, &t->wo, &t->gateup, &t->down, &t->logits,
                  &end) != 5) {
-        fprintf(stderr, "%s: --tiles '%s': give five row counts, e.g. 20,16,44,16,250 (qkv, wo, "
+        fprintf(stderr, "%s: --tiles '%s': give five row counts, e.g. 32,16,16,16,64 (qkv, wo, "
                 "gate_up, down, logits)\n", who, v);
         return 2;
       }

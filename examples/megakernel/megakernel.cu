@@ -29,10 +29,6 @@
 #include "mk_device.cuh"
 
 #define NWARPS (MK_THREADS / 32)
-#define MK_GEMV_PARTS (MK_MAX_QPG * MK_ATTN_CHUNK)
-#ifndef MK_GEMV_BATCH
-#define MK_GEMV_BATCH 8 /* 16-byte loads in flight per lane in gemv_rows: 64 KB per SM */
-#endif
 
 struct __align__(16) mk_smem {
   union {
@@ -46,7 +42,7 @@ struct __align__(16) mk_smem {
   float out[MK_MAX_TILE_ROWS];     /* a tile's results */
   float red[NWARPS];
   float q[MK_MAX_QPG * MK_HEAD_DIM]; /* attention: roped, scaled queries */
-  float sc[MK_GEMV_PARTS]; /* attention: scores, then probabilities; gemv: the segments' sums */
+  float sc[MK_MAX_QPG * MK_ATTN_CHUNK]; /* scores, then probabilities */
   float m[MK_MAX_QPG], l[MK_MAX_QPG];
   int next[2]; /* the task index taken ahead, by the parity of the loop's iteration */
   int last;
@@ -135,64 +131,22 @@ __device__ __forceinline__ void stage_input(const float *src, int K, const uint1
 }
 
 /* sm->out[i] = W_i . sm->u.in for n0 rows of W0 then n1 rows of W1 (K inputs,
- * row-major bf16), 8 bf16 per lane per load. The tile's rows are cut into
- * segments of 32 loads (512 bytes) and the segments dealt to the warps in
- * turn, MK_GEMV_BATCH loads in flight per lane: every warp has the same work whatever
- * the tile's number of rows (a warp per row left warps idle when the rows
- * were not a multiple of 16). A segment's sum goes to shared memory, and a
- * thread per row adds its row's segments. Where K is not a multiple of 256
- * or the segments would not fit, a warp per row. */
+ * row-major bf16). A warp per row, 8 bf16 per lane per load. */
 __device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_t *W1, int n1,
                                        int K, mk_smem *sm) {
   ARGUS_BEGIN(gemv);
-  const int w = threadIdx.x / 32, lane = threadIdx.x % 32, k8 = K / 8, rows = n0 + n1;
-  const int spr = k8 / 32; /* segments per row */
-  if (k8 % 32 == 0 && rows * spr <= MK_GEMV_PARTS) {
-    const int nseg = rows * spr;
-    for (int s0 = w; s0 < nseg; s0 += MK_GEMV_BATCH * NWARPS) {
-      uint4 u[MK_GEMV_BATCH];
-      int js[MK_GEMV_BATCH];
-#pragma unroll
-      for (int b = 0; b < MK_GEMV_BATCH; b++) { /* the loads first, all in flight */
-        int s = s0 + b * NWARPS, i = s / spr;
-        js[b] = (s - i * spr) * 32 + lane;
-        if (s < nseg) {
-          const uint4 *row =
-              (const uint4 *)(i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K);
-          u[b] = __ldg(row + js[b]);
-        }
-      }
-#pragma unroll
-      for (int b = 0; b < MK_GEMV_BATCH; b++) {
-        int s = s0 + b * NWARPS;
-        if (s < nseg) {
-          const float4 *x = (const float4 *)(sm->u.in + 8 * js[b]);
-          float acc = warp_sum(dot8(u[b], x[0], x[1]));
-          if (lane == 0)
-            sm->sc[s] = acc;
-        }
-      }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < rows; i += MK_THREADS) {
-      float acc = 0.0f;
-      for (int s = 0; s < spr; s++)
-        acc += sm->sc[i * spr + s];
-      sm->out[i] = acc;
-    }
-  } else {
-    for (int i = w; i < rows; i += NWARPS) {
-      const uint4 *row = (const uint4 *)(i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K);
-      float acc = 0.0f;
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32, k8 = K / 8;
+  for (int i = w; i < n0 + n1; i += NWARPS) {
+    const uint4 *row = (const uint4 *)(i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K);
+    float acc = 0.0f;
 #pragma unroll 4
-      for (int j = lane; j < k8; j += 32) {
-        const float4 *x = (const float4 *)(sm->u.in + 8 * j);
-        acc += dot8(__ldg(row + j), x[0], x[1]);
-      }
-      acc = warp_sum(acc);
-      if (lane == 0)
-        sm->out[i] = acc;
+    for (int j = lane; j < k8; j += 32) {
+      const float4 *x = (const float4 *)(sm->u.in + 8 * j);
+      acc += dot8(__ldg(row + j), x[0], x[1]);
     }
+    acc = warp_sum(acc);
+    if (lane == 0)
+      sm->out[i] = acc;
   }
   ARGUS_END(gemv);
   __syncthreads();
@@ -408,7 +362,7 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
     for (int e = tid; e < qpg * D; e += MK_THREADS) {
       int h = e / D, d = e % D;
       float O = 0.0f;
-#pragma unroll 8
+#pragma unroll 4
       for (int c2 = 0; c2 < p.nchunks; c2++)
         O += mk_ldcg(po + (((size_t)g * p.nchunks + c2) * qpg + h) * D + d) * ml[(c2 * qpg + h) * 2];
       attn[(size_t)(g * qpg + h) * D + d] = O;
@@ -430,7 +384,6 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     sm.next[0] = (int)atomicAdd(queue, 1u);
     sm.staged = -1; /* shared memory is not cleared between launches */
   }
-  int nx = 0; /* thread 0: the index taken ahead, stored for the next iteration at the end */
   for (int it = 0;; it++) {
     ARGUS_BEGIN(scheduler);
     __syncthreads(); /* sm.next[it & 1] is written; the last task is done with shared memory */
@@ -444,11 +397,9 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
         ARGUS_END(prefetch);
       }
       if (tid == 0) {
-        /* one ahead: safe, tasks are taken in DAG order. Its result is stored
-         * into the other slot (the others read this iteration's) only at the
-         * end of the iteration, so the atomic's round trip overlaps the wait
-         * and the task */
-        nx = (int)atomicAdd(queue, 1u);
+        /* one ahead, into the other slot (the others read this iteration's):
+         * safe, tasks are taken in DAG order */
+        sm.next[(it + 1) & 1] = (int)atomicAdd(queue, 1u);
         if (t.wait >= 0)
           while (ld_acquire(ctr + t.wait) < (unsigned)t.wait_target)
             __nanosleep(20);
@@ -559,8 +510,6 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     if (t.signal >= 0 && t.op != MK_OP_ATTN)
       signal_done(ctr + t.signal);
     ARGUS_END(dispatch);
-    if (tid == 0)
-      sm.next[(it + 1) & 1] = nx; /* read after the next iteration's barrier */
   }
   ARGUS_END(core_loop);
   /* the last CTA out resets the queue and the counters for the next launch:

@@ -328,7 +328,7 @@ static int push_tiles(mk_dag *d, int *cap, int op, int layer, int rows, int tile
 static int ntiles(int rows, int tile) { return (rows + tile - 1) / tile; }
 
 mk_tiles mk_tiles_default(void) {
-  mk_tiles t = {20, 16, 44, 16, 250};
+  mk_tiles t = {32, 16, 16, 16, 64};
   return t;
 }
 

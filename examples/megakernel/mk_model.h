@@ -93,8 +93,8 @@ typedef struct mk_params {
 #define MK_THREADS 512 /* per CTA of the persistent kernel: 16 warps */
 
 /* Output rows per GEMV tile of each operator (gateup: of gate, and as many of
- * up). The default (mk_tiles_default) gives 128 tiles per operator on
- * TinyLlama: one wave over 132 SMs. */
+ * up); the default is mk_tiles_default. A GEMV tile runs a warp per row, so
+ * tiles of a multiple of 16 rows keep the 16 warps equally busy. */
 typedef struct mk_tiles {
   int32_t qkv, wo, gateup, down, logits;
 } mk_tiles;
@@ -216,7 +216,7 @@ int mk_weights_load(const char *path, mk_config *c, uint16_t **w, char *err, siz
 int mk_weights_save(const char *path, const mk_config *c, const uint16_t *w, char *err,
                     size_t errlen);
 
-/* the default tiling: qkv 20, wo 16, gate_up 44 (+ 44), down 16, logits 250 rows */
+/* the default tiling: qkv 32, wo 16, gate_up 16 (+ 16), down 16, logits 64 rows */
 mk_tiles mk_tiles_default(void);
 
 /* Builds the decode step's DAG for positions below max_pos (1 <= max_pos <=

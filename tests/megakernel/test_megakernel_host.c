@@ -204,23 +204,22 @@ TEST(test_dag_tinyllama) {
   CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
   CHECK_EQ_INT(d.chunk, 128);
   CHECK_EQ_INT(d.nchunks, 33);
-  /* the default tiling: 128 tiles of every GEMV operator (one wave on 132 SMs) */
-  CHECK_EQ_INT(d.logits_tiles, 128);
+  CHECK_EQ_INT(d.logits_tiles, 500);
   CHECK_EQ_INT(d.ncounters, 1 + 22 * 9 + 1);
-  CHECK_EQ_INT(count_op(&d, MK_OP_QKV, 5), 128);
+  CHECK_EQ_INT(count_op(&d, MK_OP_QKV, 5), 80);
   CHECK_EQ_INT(count_op(&d, MK_OP_ATTN, 5), 4 * 33);
   CHECK_EQ_INT(count_op(&d, MK_OP_WO, 5), 128);
-  CHECK_EQ_INT(count_op(&d, MK_OP_GATEUP, 5), 128);
+  CHECK_EQ_INT(count_op(&d, MK_OP_GATEUP, 5), 352);
   CHECK_EQ_INT(count_op(&d, MK_OP_DOWN, 21), 128);
-  CHECK_EQ_INT(count_op(&d, MK_OP_LOGITS, 22), 128);
-  CHECK_EQ_INT(d.ntasks, 1 + 22 * (128 + 132 + 128 + 128 + 128) + 128 + 1);
+  CHECK_EQ_INT(count_op(&d, MK_OP_LOGITS, 22), 500);
+  CHECK_EQ_INT(d.ntasks, 1 + 22 * (80 + 132 + 128 + 352 + 128) + 500 + 1);
   CHECK_EQ_INT(d.tasks[0].op, MK_OP_EMBED);
   CHECK_EQ_INT(d.tasks[d.ntasks - 1].op, MK_OP_SAMPLE);
-  CHECK_EQ_INT(d.tasks[d.ntasks - 1].wait_target, 128);
-  /* a logits tile's ordinal is its argmax slot; the last tile is 250 rows too (32000 / 250) */
-  CHECK_EQ_INT(d.tasks[d.ntasks - 2].tile, 127);
-  CHECK_EQ_INT(d.tasks[d.ntasks - 2].a, 127 * 250);
-  CHECK_EQ_INT(d.tasks[d.ntasks - 2].b, 250);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 1].wait_target, 500);
+  /* a logits tile's ordinal is its argmax slot */
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].tile, 499);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].a, 499 * 64);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].b, 64);
   /* layer 1's qkv waits for all of layer 0's down tiles */
   for (int i = 0; i < d.ntasks; i++)
     if (d.tasks[i].op == MK_OP_QKV && d.tasks[i].layer == 1) {
@@ -233,14 +232,17 @@ TEST(test_dag_tinyllama) {
   CHECK_EQ_INT(mk_dag_build(&c, 1024 + 64, &d, err, sizeof err), 0);
   CHECK_EQ_INT(d.chunk, 48); /* about 32 chunks per KV head */
   CHECK_EQ_INT(d.nchunks, 23);
-  CHECK_EQ_INT(d.ntasks, 1 + 22 * (128 + 4 * 23 + 128 + 128 + 128) + 128 + 1);
+  CHECK_EQ_INT(d.ntasks, 1 + 22 * (80 + 4 * 23 + 128 + 352 + 128) + 500 + 1);
   CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
   mk_dag_release(&d);
-  /* the tiling before (--tiles 32,16,16,16,64): 80 qkv, 352 gate_up, 500 logits tiles */
-  mk_tiles old = {32, 16, 16, 16, 64};
-  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1024 + 64, &old, &d, err, sizeof err), 0);
-  CHECK_EQ_INT(d.ntasks, 1 + 22 * (80 + 4 * 23 + 128 + 352 + 128) + 500 + 1);
-  CHECK_EQ_INT(d.logits_tiles, 500);
+  /* --tiles 20,16,44,16,250: 128 tiles of every GEMV operator (one wave on 132 SMs) */
+  mk_tiles wave = {20, 16, 44, 16, 250};
+  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1024 + 64, &wave, &d, err, sizeof err), 0);
+  CHECK_EQ_INT(d.ntasks, 1 + 22 * (128 + 4 * 23 + 128 + 128 + 128) + 128 + 1);
+  CHECK_EQ_INT(d.logits_tiles, 128);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].tile, 127);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].a, 127 * 250);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].b, 250);
   CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
   mk_dag_release(&d);
   /* tiles out of range: refused, naming the sizes */
