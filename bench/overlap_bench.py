@@ -29,6 +29,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_md import write_section  # noqa: E402
+
 SHAPES = [(4096, 4096, 4096), (8192, 4096, 4096), (4096, 8192, 4096), (8192, 8192, 2048),
           (16384, 4096, 2048)]
 GOAL = 0.07
@@ -107,15 +110,7 @@ def ours_ms(a, m, n, k, world, sms, out):
 
 
 def write_results(path, text):
-    begin = "<!-- bench_overlap: begin (written by the benchmark) -->\n"
-    end = "<!-- bench_overlap: end -->\n"
-    old = open(path).read() if os.path.exists(path) else ""
-    if begin in old and end in old:
-        new = old[:old.index(begin)] + begin + text + end + old[old.index(end) + len(end):]
-    else:
-        new = old + ("\n" if old and not old.endswith("\n") else "") + begin + text + end
-    open(path + ".tmp", "w").write(new)
-    os.replace(path + ".tmp", path)
+    write_section(path, "bench_overlap", text)
 
 
 def main():

@@ -17,7 +17,14 @@
  *   megakernel_harness [--ctx N] [--steps S] [--seed X] [--weights FILE]
  *                      [--tiny] [--save-weights FILE] [--no-time]
  *                      [--prefetch] [--module FILE] [--ref-module FILE]
+ *                      [--tokens-out FILE] [--tiles Q,WO,GU,DN,LG]
  * --seed draws the weights (unless --weights) and the context's KV cache.
+ * --tiles sets the rows per GEMV tile of qkv, wo, gate_up (each of gate and
+ * up), down and logits (default 32,16,16,16,64; 20,16,44,16,250 gives 128
+ * tiles of each on TinyLlama).
+ * --tokens-out writes the checked tokens (the prompt token, then one per step,
+ * after near-ties the reference's, as fed on) one per line, for
+ * examples/megakernel/torch_ref.py to compare PyTorch's decode with.
  * Exit 0: all steps within the tolerances; 1: a mismatch or a CUDA error;
  * 2: usage or a bad weight file.
  */
@@ -26,6 +33,7 @@
 
 #include "argus/host.h"
 #include "mk_model.h"
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,8 +67,9 @@ static ag_host *host;
 
 typedef struct opts {
   int ctx, steps, tiny, time, prefetch;
+  mk_tiles tiles;
   uint64_t seed;
-  const char *weights, *save, *module, *ref_module;
+  const char *weights, *save, *module, *ref_module, *tokens_out;
 } opts;
 
 /* the reference's kernels and buffers */
@@ -130,7 +139,7 @@ static int ref_step(ref *r, const mk_config *c, const mk_layout *L, CUdeviceptr 
 static int usage(void) {
   fprintf(stderr, "usage: megakernel_harness [--ctx N] [--steps S] [--seed X] [--weights FILE] "
                   "[--tiny] [--save-weights FILE] [--no-time] [--module FILE] "
-                  "[--ref-module FILE]\n");
+                  "[--ref-module FILE] [--tokens-out FILE] [--tiles Q,WO,GU,DN,LG]\n");
   return 2;
 }
 
@@ -144,7 +153,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 static int parse(int argc, char **argv, opts *o) {
-  *o = (opts){1024, 64, 0, 1, 0, 1, NULL, NULL, NULL, NULL};
+  *o = (opts){1024, 64, 0, 1, 0, mk_tiles_default(), 1, NULL, NULL, NULL, NULL, NULL};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--tiny"))
@@ -175,6 +184,19 @@ static int parse(int argc, char **argv, opts *o) {
       o->module = argv[++i];
     else if (!strcmp(a, "--ref-module"))
       o->ref_module = argv[++i];
+    else if (!strcmp(a, "--tokens-out"))
+      o->tokens_out = argv[++i];
+    else if (!strcmp(a, "--tiles")) {
+      mk_tiles *t = &o->tiles;
+      char end = 0;
+      if (sscanf(v, "%d,%d,%d,%d,%d%c", &t->qkv, &t->wo, &t->gateup, &t->down, &t->logits,
+                 &end) != 5) {
+        fprintf(stderr, "%s: --tiles '%s': give five row counts, e.g. 32,16,16,16,64 (qkv, wo, "
+                "gate_up, down, logits)\n", who, v);
+        return 2;
+      }
+      i++;
+    }
     else {
       fprintf(stderr, "%s: unknown option '%s'\n", who, a);
       return usage();
@@ -235,10 +257,11 @@ static int run(const opts *o, const char *argv0) {
   mk_layout L = mk_layout_of(&c);
   int max_pos = o->ctx + o->steps, bad = 0;
   mk_dag dag;
-  if (mk_dag_build(&c, max_pos, &dag, err, sizeof err) || mk_dag_verify(&c, &dag, err, sizeof err)) {
+  if (mk_dag_build_tiles(&c, max_pos, &o->tiles, &dag, err, sizeof err) ||
+      mk_dag_verify(&c, &dag, err, sizeof err)) {
     fprintf(stderr, "%s: %s\n", who, err);
     free(hw);
-    return 1;
+    return 2;
   }
   if (beside(mpath, sizeof mpath, argv0, "megakernel.cubin") ||
       beside(rpath, sizeof rpath, argv0, "reference.cubin"))
@@ -331,6 +354,7 @@ static int run(const opts *o, const char *argv0) {
   p.nchunks = dag.nchunks;
   p.chunk = dag.chunk;
   p.prefetch = o->prefetch;
+  p.logits_tiles = dag.logits_tiles;
   p.max_pos = max_pos;
   if (bad)
     return 1;
@@ -415,6 +439,21 @@ static int run(const opts *o, const char *argv0) {
   if (fails) {
     fprintf(stderr, "%s: FAILED: %d steps outside the tolerances\n", who, fails);
     return 1;
+  }
+  if (o->tokens_out) {
+    FILE *f = fopen(o->tokens_out, "w");
+    if (!f) {
+      fprintf(stderr, "%s: cannot write the tokens to '%s': %s\n", who, o->tokens_out,
+              strerror(errno));
+      return 1;
+    }
+    tok_mk[0] = first;
+    for (int s = 0; s <= o->steps; s++)
+      fprintf(f, "%d\n", tok_mk[s]);
+    if (fclose(f)) {
+      fprintf(stderr, "%s: cannot write the tokens to '%s'\n", who, o->tokens_out);
+      return 1;
+    }
   }
 
   if (o->time) { /* the same steps again, back to back, one event pair each */

@@ -31,15 +31,32 @@
 #define NWARPS (MK_THREADS / 32)
 
 struct __align__(16) mk_smem {
-  float in[MK_MAX_K];              /* the staged GEMV input */
-  float out[64];                   /* a tile's results */
+  union {
+    float in[MK_MAX_K]; /* the staged GEMV input (of the operator and layer `staged`) */
+    struct {            /* attention: the chunk's keys and values, bf16, 8 per uint4 */
+      uint4 k[MK_ATTN_CHUNK * MK_HEAD_DIM / 8]; /* row j's 16-byte piece c at j * 8 + (c ^ (j & 7)) */
+      uint4 v[MK_ATTN_CHUNK * MK_HEAD_DIM / 8]; /* row-major */
+    } kv;
+    float ml[MK_MAX_CHUNKS * MK_MAX_QPG * 2]; /* combine: each chunk's (max, sum), then its factor */
+  } u;
+  float out[MK_MAX_TILE_ROWS];     /* a tile's results */
   float red[NWARPS];
   float q[MK_MAX_QPG * MK_HEAD_DIM]; /* attention: roped, scaled queries */
-  float k[MK_HEAD_DIM], v[MK_HEAD_DIM]; /* the current position's key (roped) and value */
   float sc[MK_MAX_QPG * MK_ATTN_CHUNK]; /* scores, then probabilities */
   float m[MK_MAX_QPG], l[MK_MAX_QPG];
-  int next, last;
+  int next[2]; /* the task index taken ahead, by the parity of the loop's iteration */
+  int last;
+  int staged;  /* the (operator, layer) whose input u.in holds (stage_key), -1: none */
 };
+
+/* 8 bf16 (u) times 8 floats (a, b) */
+__device__ __forceinline__ float dot8(uint4 u, float4 a, float4 b) {
+  float s = __uint_as_float(u.x << 16) * a.x + __uint_as_float(u.x & 0xffff0000u) * a.y;
+  s += __uint_as_float(u.y << 16) * a.z + __uint_as_float(u.y & 0xffff0000u) * a.w;
+  s += __uint_as_float(u.z << 16) * b.x + __uint_as_float(u.z & 0xffff0000u) * b.y;
+  s += __uint_as_float(u.w << 16) * b.z + __uint_as_float(u.w & 0xffff0000u) * b.w;
+  return s;
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -79,16 +96,24 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
   return v;
 }
 
-/* Stages K floats of src (written in this launch) into sm->in; with norm,
+/* the key of an operator's input in a layer (mk_smem.staged) */
+__device__ __forceinline__ int stage_key(int op, int layer) { return layer * MK_OP_COUNT + op; }
+
+/* Stages K floats of src (written in this launch) into sm->u.in; with norm,
  * as RMSNorm(src) * norm. Shared by qkv, gate_up, logits (with the norm) and
- * wo, down (without). */
+ * wo, down (without). An operator's input does not change while its tiles
+ * run (the tiles that write it wait for all of them), so when the CTA's
+ * previous GEMV tile was of the same operator and layer (key), the staged
+ * input is still there and is used as it is. */
 __device__ __forceinline__ void stage_input(const float *src, int K, const uint16_t *norm,
-                                         float eps, mk_smem *sm) {
+                                         float eps, int key, mk_smem *sm) {
+  if (sm->staged == key)
+    return; /* the same value in every thread: read after the loop's barrier */
   ARGUS_BEGIN(stage);
   float ss = 0.0f;
   for (int k = threadIdx.x; k < K; k += MK_THREADS) {
     float v = mk_ldcg(src + k);
-    sm->in[k] = v;
+    sm->u.in[k] = v;
     ss += v * v;
   }
   ARGUS_END(stage);
@@ -97,13 +122,15 @@ __device__ __forceinline__ void stage_input(const float *src, int K, const uint1
     float tot = block_sum(ss, sm->red);
     float r = rsqrtf(tot / (float)K + eps);
     for (int k = threadIdx.x; k < K; k += MK_THREADS)
-      sm->in[k] = sm->in[k] * r * mk_bf(norm[k]);
+      sm->u.in[k] = sm->u.in[k] * r * mk_bf(norm[k]);
     ARGUS_END(rmsnorm);
   }
   __syncthreads();
+  if (threadIdx.x == 0) /* read again only after the next task's barriers */
+    sm->staged = key;
 }
 
-/* sm->out[i] = W_i . sm->in for n0 rows of W0 then n1 rows of W1 (K inputs,
+/* sm->out[i] = W_i . sm->u.in for n0 rows of W0 then n1 rows of W1 (K inputs,
  * row-major bf16). A warp per row, 8 bf16 per lane per load. */
 __device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_t *W1, int n1,
                                        int K, mk_smem *sm) {
@@ -114,13 +141,8 @@ __device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint
     float acc = 0.0f;
 #pragma unroll 4
     for (int j = lane; j < k8; j += 32) {
-      uint4 u = __ldg(row + j);
-      const float4 *x = (const float4 *)(sm->in + 8 * j);
-      float4 a = x[0], b = x[1];
-      acc += __uint_as_float(u.x << 16) * a.x + __uint_as_float(u.x & 0xffff0000u) * a.y;
-      acc += __uint_as_float(u.y << 16) * a.z + __uint_as_float(u.y & 0xffff0000u) * a.w;
-      acc += __uint_as_float(u.z << 16) * b.x + __uint_as_float(u.z & 0xffff0000u) * b.y;
-      acc += __uint_as_float(u.w << 16) * b.z + __uint_as_float(u.w & 0xffff0000u) * b.w;
+      const float4 *x = (const float4 *)(sm->u.in + 8 * j);
+      acc += dot8(__ldg(row + j), x[0], x[1]);
     }
     acc = warp_sum(acc);
     if (lane == 0)
@@ -145,19 +167,18 @@ __device__ __forceinline__ const uint16_t *W(const mk_params &p, uint64_t off) {
   return (const uint16_t *)p.w + off;
 }
 
-/* bytes from p into L2 (the TMA unit's bulk prefetch; p and n 16-byte multiples) */
+/* elems bf16 from p into L2, a 128-byte line per thread and instruction
+ * (prefetch.global.L2: no register waits for it) */
 __device__ __forceinline__ void prefetch_l2(const uint16_t *p, size_t elems) {
   const char *c = (const char *)p;
-  for (size_t o = 0, n = elems * 2; o < n; o += 65536) {
-    unsigned k = n - o < 65536 ? (unsigned)(n - o) : 65536u;
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c + o), "r"(k) : "memory");
-  }
+  for (size_t o = (size_t)threadIdx.x * 128, n = elems * 2; o < n; o += (size_t)MK_THREADS * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
 }
 
-/* A GEMV task's weights depend on nothing: with p.prefetch, thread 0 starts
- * streaming them into L2 as soon as the task is taken (one task ahead), so
- * HBM works while the CTA waits for the task's inputs. Off by default: on the
- * H200 it made a step slower (docs/megakernel.md, "Measurements"). */
+/* A GEMV task's weights depend on nothing: with p.prefetch, every thread
+ * starts its share of the task's weight lines towards L2 before the CTA
+ * waits for the task's inputs (and stages them), so HBM streams while it
+ * waits. Off by default (docs/megakernel.md, "Optimizations"). */
 __device__ __forceinline__ void prefetch_task(const mk_params &p, const mk_task &t) {
   const size_t lw = p.L.layer_stride * (size_t)t.layer, H = p.c.hidden, F = p.c.ffn;
   switch (t.op) {
@@ -182,20 +203,33 @@ __device__ __forceinline__ void prefetch_task(const mk_params &p, const mk_task 
   }
 }
 
+/* element d of key row j in sm->u.kv.k, as bf16 (the 16-byte pieces of a
+ * row are XOR-swizzled by j & 7, so that 8 threads reading the same piece of
+ * 8 consecutive rows hit different banks) */
+__device__ __forceinline__ int kv_kidx(int j, int d) {
+  return (j * 8 + ((d >> 3) ^ (j & 7))) * 8 + (d & 7);
+}
+
 /* attention for KV head g over positions [ch * CHUNK, ...) up to p.pos: the
  * chunk's softmax partials; the chunk holding p.pos also writes that
- * position's key and value into the cache. The last chunk of the head to
- * finish combines them into attn and signals the layer's attention counter. */
+ * position's key and value into the cache. The chunk's keys and values are
+ * first copied into shared memory (16-byte loads, all in flight at once);
+ * scores and values then read only shared memory. The last chunk of the head
+ * to finish combines the partials into attn and signals the layer's
+ * attention counter. */
 __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &t, mk_smem *sm) {
   ARGUS_BEGIN(attention);
   const int qpg = p.c.n_heads / p.c.n_kv_heads, g = t.a, ch = t.b, tid = threadIdx.x;
-  const int H = p.c.hidden, D = MK_HEAD_DIM;
+  const int H = p.c.hidden, D = MK_HEAD_DIM, w = tid / 32, lane = tid % 32;
   const float *qkv = (const float *)p.qkv;
-  const int p0 = ch * p.chunk;
+  const int p0 = ch * p.chunk, jp = p.pos - p0; /* jp: the new position's row, if in the chunk */
   int np = p.pos + 1 - p0;
   np = np < 0 ? 0 : (np > p.chunk ? p.chunk : np);
   const size_t cbase = ((size_t)t.layer * p.c.n_kv_heads + g) * p.max_pos * D;
   uint16_t *kc = (uint16_t *)p.kcache + cbase, *vc = (uint16_t *)p.vcache + cbase;
+  uint16_t *ks = (uint16_t *)sm->u.kv.k, *vs = (uint16_t *)sm->u.kv.v;
+  if (tid == 0)
+    sm->staged = -1; /* u.in is overwritten */
   ARGUS_BEGIN(rope);
   for (int e = tid; e < qpg * (D / 2); e += MK_THREADS) {
     int h = e / (D / 2), i = e % (D / 2);
@@ -206,7 +240,19 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
     sm->q[h * D + i + D / 2] = (b * c + a * s) * 0.125f;
   }
   ARGUS_END(rope);
-  if (p.pos >= p0 && p.pos < p0 + p.chunk) {
+  ARGUS_BEGIN(kv_load);
+  { /* the rows of earlier steps (written before this launch) */
+    const uint4 *gk = (const uint4 *)(kc + (size_t)p0 * D), *gv = (const uint4 *)(vc + (size_t)p0 * D);
+    for (int e = tid; e < np * (D / 8); e += MK_THREADS) {
+      int j = e / (D / 8), c = e % (D / 8);
+      if (j == jp)
+        continue;
+      sm->u.kv.k[j * 8 + (c ^ (j & 7))] = __ldg(gk + e);
+      sm->u.kv.v[e] = __ldg(gv + e);
+    }
+  }
+  ARGUS_END(kv_load);
+  if (jp >= 0 && jp < np) {
     ARGUS_BEGIN(kv_update);
     if (tid < D / 2) {
       const float *k = qkv + H + (size_t)g * D, *v = qkv + H + (size_t)p.c.n_kv_heads * D + g * D;
@@ -218,57 +264,44 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
       kc[(size_t)p.pos * D + tid + D / 2] = kb;
       vc[(size_t)p.pos * D + tid] = va;
       vc[(size_t)p.pos * D + tid + D / 2] = vb;
-      sm->k[tid] = mk_bf(ka);
-      sm->k[tid + D / 2] = mk_bf(kb);
-      sm->v[tid] = mk_bf(va);
-      sm->v[tid + D / 2] = mk_bf(vb);
+      ks[kv_kidx(jp, tid)] = ka;
+      ks[kv_kidx(jp, tid + D / 2)] = kb;
+      vs[jp * D + tid] = va;
+      vs[jp * D + tid + D / 2] = vb;
     }
     ARGUS_END(kv_update);
   }
   __syncthreads();
   ARGUS_BEGIN(scores);
-  {
-    int w = tid / 32, lane = tid % 32;
-    for (int j = w; j < np; j += NWARPS) {
-      int pos = p0 + j;
-      float k0, k1;
-      if (pos == p.pos) {
-        k0 = sm->k[2 * lane];
-        k1 = sm->k[2 * lane + 1];
-      } else {
-        uint32_t u = *(const uint32_t *)(kc + (size_t)pos * D + 2 * lane);
-        k0 = __uint_as_float(u << 16);
-        k1 = __uint_as_float(u & 0xffff0000u);
-      }
-      for (int h = 0; h < qpg; h++) {
-        float s = warp_sum(sm->q[h * D + 2 * lane] * k0 + sm->q[h * D + 2 * lane + 1] * k1);
-        if (lane == 0)
-          sm->sc[h * MK_ATTN_CHUNK + j] = s;
-      }
-    }
+  /* a thread per (head, position): a 64-long dot product from shared memory */
+  for (int e = tid; e < qpg * np; e += MK_THREADS) {
+    int h = e / np, j = e - h * np;
+    const float4 *q = (const float4 *)(sm->q + h * D);
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < D / 8; c++)
+      s += dot8(sm->u.kv.k[j * 8 + (c ^ (j & 7))], q[2 * c], q[2 * c + 1]);
+    sm->sc[h * MK_ATTN_CHUNK + j] = s;
   }
   __syncthreads();
   /* a warp per head: the chunk's max and sum of exponentials */
-  {
-    int w = tid / 32, lane = tid % 32;
-    for (int h = w; h < qpg; h += NWARPS) {
-      float m = -INFINITY;
-      for (int j = lane; j < np; j += 32)
-        m = fmaxf(m, sm->sc[h * MK_ATTN_CHUNK + j]);
+  for (int h = w; h < qpg; h += NWARPS) {
+    float m = -INFINITY;
+    for (int j = lane; j < np; j += 32)
+      m = fmaxf(m, sm->sc[h * MK_ATTN_CHUNK + j]);
 #pragma unroll
-      for (int o = 16; o; o >>= 1)
-        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      float l = 0.0f;
-      for (int j = lane; j < np; j += 32) {
-        float e = expf(sm->sc[h * MK_ATTN_CHUNK + j] - m);
-        sm->sc[h * MK_ATTN_CHUNK + j] = e;
-        l += e;
-      }
-      l = warp_sum(l);
-      if (lane == 0) {
-        sm->m[h] = m;
-        sm->l[h] = l;
-      }
+    for (int o = 16; o; o >>= 1)
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float l = 0.0f;
+    for (int j = lane; j < np; j += 32) {
+      float e = expf(sm->sc[h * MK_ATTN_CHUNK + j] - m);
+      sm->sc[h * MK_ATTN_CHUNK + j] = e;
+      l += e;
+    }
+    l = warp_sum(l);
+    if (lane == 0) {
+      sm->m[h] = m;
+      sm->l[h] = l;
     }
   }
   __syncthreads();
@@ -277,12 +310,11 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
   float *po = (float *)p.part_o, *pml = (float *)p.part_ml;
   for (int e = tid; e < qpg * D; e += MK_THREADS) {
     int h = e / D, d = e % D;
+    const float *pr = sm->sc + h * MK_ATTN_CHUNK;
     float o = 0.0f;
-    for (int j = 0; j < np; j++) {
-      int pos = p0 + j;
-      float v = pos == p.pos ? sm->v[d] : mk_bf(vc[(size_t)pos * D + d]);
-      o += sm->sc[h * MK_ATTN_CHUNK + j] * v;
-    }
+#pragma unroll 8
+    for (int j = 0; j < np; j++)
+      o += pr[j] * mk_bf(vs[j * D + d]);
     size_t slot = ((size_t)g * p.nchunks + ch) * qpg + h;
     po[slot * D + d] = o;
     if (d == 0) {
@@ -301,23 +333,39 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
   if (sm->last) {
     ARGUS_BEGIN(combine);
     __threadfence();
+    /* every chunk's (max, sum) at once, then a warp per head turns them into
+     * the chunk's factor exp(m_c - M) / L (0 for a chunk past the position) */
+    const int nml = p.nchunks * qpg * 2;
+    float *ml = sm->u.ml;
+    for (int e = tid; e < nml; e += MK_THREADS)
+      ml[e] = mk_ldcg(pml + (size_t)g * nml + e);
+    __syncthreads();
+    for (int h = w; h < qpg; h += NWARPS) {
+      float M = -INFINITY, L = 0.0f;
+      for (int c2 = lane; c2 < p.nchunks; c2 += 32)
+        M = fmaxf(M, ml[(c2 * qpg + h) * 2]);
+#pragma unroll
+      for (int o = 16; o; o >>= 1)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+      for (int c2 = lane; c2 < p.nchunks; c2 += 32) {
+        float lc = ml[(c2 * qpg + h) * 2 + 1];
+        float f = lc == 0.0f ? 0.0f : expf(ml[(c2 * qpg + h) * 2] - M);
+        ml[(c2 * qpg + h) * 2] = f;
+        L += lc * f;
+      }
+      L = warp_sum(L);
+      for (int c2 = lane; c2 < p.nchunks; c2 += 32)
+        ml[(c2 * qpg + h) * 2] /= L;
+    }
+    __syncthreads();
     float *attn = (float *)p.attn;
     for (int e = tid; e < qpg * D; e += MK_THREADS) {
       int h = e / D, d = e % D;
-      float M = -INFINITY;
+      float O = 0.0f;
+#pragma unroll 4
       for (int c2 = 0; c2 < p.nchunks; c2++)
-        M = fmaxf(M, mk_ldcg(pml + (((size_t)g * p.nchunks + c2) * qpg + h) * 2));
-      float L = 0.0f, O = 0.0f;
-      for (int c2 = 0; c2 < p.nchunks; c2++) {
-        size_t slot = ((size_t)g * p.nchunks + c2) * qpg + h;
-        float lc = mk_ldcg(pml + slot * 2 + 1);
-        if (lc == 0.0f)
-          continue; /* a chunk past the current position */
-        float f = expf(mk_ldcg(pml + slot * 2) - M);
-        L += lc * f;
-        O += mk_ldcg(po + slot * D + d) * f;
-      }
-      attn[(size_t)(g * qpg + h) * D + d] = O / L;
+        O += mk_ldcg(po + (((size_t)g * p.nchunks + c2) * qpg + h) * D + d) * ml[(c2 * qpg + h) * 2];
+      attn[(size_t)(g * qpg + h) * D + d] = O;
     }
     ARGUS_END(combine);
     signal_done((unsigned *)p.counters + mk_ctr_attn(&p.c, t.layer));
@@ -333,26 +381,25 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
   float *x = (float *)p.x;
   ARGUS_BEGIN(core_loop);
   if (tid == 0) {
-    sm.next = (int)atomicAdd(queue, 1u);
-    if (p.prefetch && sm.next < p.ntasks)
-      prefetch_task(p, tasks[sm.next]);
+    sm.next[0] = (int)atomicAdd(queue, 1u);
+    sm.staged = -1; /* shared memory is not cleared between launches */
   }
-  for (;;) {
+  for (int it = 0;; it++) {
     ARGUS_BEGIN(scheduler);
-    __syncthreads();
-    const int idx = sm.next;
-    __syncthreads(); /* all have read it before thread 0 fetches the next */
+    __syncthreads(); /* sm.next[it & 1] is written; the last task is done with shared memory */
+    const int idx = sm.next[it & 1];
     mk_task t = {0, 0, 0, 0, -1, 0, -1, 0};
     if (idx < p.ntasks) {
       t = tasks[idx];
+      if (p.prefetch) {
+        ARGUS_BEGIN(prefetch);
+        prefetch_task(p, t);
+        ARGUS_END(prefetch);
+      }
       if (tid == 0) {
-        const int nx = (int)atomicAdd(queue, 1u); /* one ahead: safe, tasks are in DAG order */
-        sm.next = nx;
-        if (p.prefetch && nx < p.ntasks) {
-          ARGUS_BEGIN(prefetch);
-          prefetch_task(p, tasks[nx]);
-          ARGUS_END(prefetch);
-        }
+        /* one ahead, into the other slot (the others read this iteration's):
+         * safe, tasks are taken in DAG order */
+        sm.next[(it + 1) & 1] = (int)atomicAdd(queue, 1u);
         if (t.wait >= 0)
           while (ld_acquire(ctr + t.wait) < (unsigned)t.wait_target)
             __nanosleep(20);
@@ -375,7 +422,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     }
     case MK_OP_QKV: {
       ARGUS_BEGIN(qkv);
-      stage_input(x, H, W(p, lw + p.L.layer0.attn_norm), p.c.rms_eps, &sm);
+      stage_input(x, H, W(p, lw + p.L.layer0.attn_norm), p.c.rms_eps, stage_key(t.op, t.layer), &sm);
       gemv_rows(W(p, lw + p.L.layer0.wqkv) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
       if (tid < t.b)
         ((float *)p.qkv)[t.a + tid] = sm.out[tid];
@@ -387,7 +434,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
       break;
     case MK_OP_WO: {
       ARGUS_BEGIN(wo);
-      stage_input((const float *)p.attn, H, NULL, 0.0f, &sm);
+      stage_input((const float *)p.attn, H, NULL, 0.0f, stage_key(t.op, t.layer), &sm);
       gemv_rows(W(p, lw + p.L.layer0.wo) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
       if (tid < t.b)
         x[t.a + tid] = mk_ldcg(x + t.a + tid) + sm.out[tid];
@@ -396,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     }
     case MK_OP_GATEUP: {
       ARGUS_BEGIN(gate_up);
-      stage_input(x, H, W(p, lw + p.L.layer0.mlp_norm), p.c.rms_eps, &sm);
+      stage_input(x, H, W(p, lw + p.L.layer0.mlp_norm), p.c.rms_eps, stage_key(t.op, t.layer), &sm);
       gemv_rows(W(p, lw + p.L.layer0.w_gate) + (size_t)t.a * H, t.b,
                 W(p, lw + p.L.layer0.w_up) + (size_t)t.a * H, t.b, H, &sm);
       if (tid < t.b)
@@ -406,7 +453,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     }
     case MK_OP_DOWN: {
       ARGUS_BEGIN(down);
-      stage_input((const float *)p.h, F, NULL, 0.0f, &sm);
+      stage_input((const float *)p.h, F, NULL, 0.0f, stage_key(t.op, t.layer), &sm);
       gemv_rows(W(p, lw + p.L.layer0.w_down) + (size_t)t.a * F, t.b, NULL, 0, F, &sm);
       if (tid < t.b)
         x[t.a + tid] = mk_ldcg(x + t.a + tid) + sm.out[tid];
@@ -415,7 +462,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     }
     case MK_OP_LOGITS: {
       ARGUS_BEGIN(logits);
-      stage_input(x, H, W(p, p.L.final_norm), p.c.rms_eps, &sm);
+      stage_input(x, H, W(p, p.L.final_norm), p.c.rms_eps, stage_key(t.op, t.layer), &sm);
       gemv_rows(W(p, p.L.lm_head) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
       if (tid < t.b)
         ((float *)p.logits)[t.a + tid] = sm.out[tid];
@@ -429,8 +476,8 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
           }
         warp_argmax(bv, bi);
         if (tid == 0) {
-          ((float *)p.amax_v)[t.a / MK_TILE_LOGITS] = bv;
-          ((int *)p.amax_i)[t.a / MK_TILE_LOGITS] = bi;
+          ((float *)p.amax_v)[t.tile] = bv;
+          ((int *)p.amax_i)[t.tile] = bi;
         }
       }
       ARGUS_END(logits);
@@ -439,7 +486,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     case MK_OP_SAMPLE: {
       ARGUS_BEGIN(sample);
       if (tid < 32) {
-        int n = (p.c.vocab + MK_TILE_LOGITS - 1) / MK_TILE_LOGITS;
+        int n = p.logits_tiles;
         float bv = -INFINITY;
         int bi = 0x7fffffff;
         for (int i = tid; i < n; i += 32) {

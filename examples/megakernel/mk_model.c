@@ -317,7 +317,8 @@ static int push(mk_dag *d, int *cap, mk_task t) {
 static int push_tiles(mk_dag *d, int *cap, int op, int layer, int rows, int tile, int wait,
                       int wait_target, int signal) {
   for (int r = 0; r < rows; r += tile) {
-    mk_task t = {op, layer, r, rows - r < tile ? rows - r : tile, wait, wait_target, signal, 0};
+    mk_task t = {op, layer, r, rows - r < tile ? rows - r : tile, wait, wait_target, signal,
+                 r / tile};
     if (push(d, cap, t))
       return -1;
   }
@@ -326,10 +327,28 @@ static int push_tiles(mk_dag *d, int *cap, int op, int layer, int rows, int tile
 
 static int ntiles(int rows, int tile) { return (rows + tile - 1) / tile; }
 
+mk_tiles mk_tiles_default(void) {
+  mk_tiles t = {32, 16, 16, 16, 64};
+  return t;
+}
+
 int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t errlen) {
+  mk_tiles t = mk_tiles_default();
+  return mk_dag_build_tiles(c, max_pos, &t, d, err, errlen);
+}
+
+int mk_dag_build_tiles(const mk_config *c, int max_pos, const mk_tiles *tl, mk_dag *d, char *err,
+                       size_t errlen) {
   memset(d, 0, sizeof *d);
   if (mk_config_check(c, err, errlen))
     return -1;
+  if (tl->qkv < 1 || tl->wo < 1 || tl->gateup < 1 || tl->down < 1 || tl->logits < 1 ||
+      tl->qkv > MK_MAX_TILE_ROWS || tl->wo > MK_MAX_TILE_ROWS || 2 * tl->gateup > MK_MAX_TILE_ROWS ||
+      tl->down > MK_MAX_TILE_ROWS || tl->logits > MK_MAX_TILE_ROWS)
+    return fail(err, errlen, "tiles of %d,%d,%d,%d,%d rows (qkv, wo, gate_up, down, logits): each "
+                "must be 1 to %d output rows (gate_up's twice its size)", tl->qkv, tl->wo,
+                tl->gateup, tl->down, tl->logits, MK_MAX_TILE_ROWS);
+  d->tiles = *tl;
   if (max_pos < 1 || max_pos > MK_ATTN_CHUNK * MK_MAX_CHUNKS)
     return fail(err, errlen, "%d positions: the megakernel handles 1 to %d (context + steps)",
                 max_pos, MK_ATTN_CHUNK * MK_MAX_CHUNKS);
@@ -341,7 +360,7 @@ int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t e
   d->chunk = d->chunk > MK_ATTN_CHUNK ? MK_ATTN_CHUNK : d->chunk;
   d->nchunks = (max_pos + d->chunk - 1) / d->chunk;
   d->ncounters = mk_ctr_logits(c) + 1;
-  d->logits_tiles = ntiles(c->vocab, MK_TILE_LOGITS);
+  d->logits_tiles = ntiles(c->vocab, tl->logits);
   d->target = calloc((size_t)d->ncounters, sizeof *d->target);
   if (!d->target)
     goto oom;
@@ -352,12 +371,12 @@ int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t e
   for (int l = 0; l < c->layers; l++) {
     int q = mk_ctr_qkv(c, l), a = mk_ctr_attn(c, l), o = mk_ctr_wo(c, l);
     int gu = mk_ctr_gateup(c, l), dn = mk_ctr_down(c, l);
-    d->target[q] = ntiles(qkv_rows, MK_TILE_QKV);
+    d->target[q] = ntiles(qkv_rows, tl->qkv);
     d->target[a] = G;
-    d->target[o] = ntiles(c->hidden, MK_TILE_WO);
-    d->target[gu] = ntiles(c->ffn, MK_TILE_GATEUP / 2);
-    d->target[dn] = ntiles(c->hidden, MK_TILE_DOWN);
-    if (push_tiles(d, &cap, MK_OP_QKV, l, qkv_rows, MK_TILE_QKV, prev, d->target[prev], q))
+    d->target[o] = ntiles(c->hidden, tl->wo);
+    d->target[gu] = ntiles(c->ffn, tl->gateup);
+    d->target[dn] = ntiles(c->hidden, tl->down);
+    if (push_tiles(d, &cap, MK_OP_QKV, l, qkv_rows, tl->qkv, prev, d->target[prev], q))
       goto oom;
     for (int ch = 0; ch < d->nchunks; ch++) /* chunk-major: every head's first chunk early */
       for (int g = 0; g < G; g++) {
@@ -366,15 +385,15 @@ int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t e
                                     mk_ctr_arrive(c, l, g), 0}))
           goto oom;
       }
-    if (push_tiles(d, &cap, MK_OP_WO, l, c->hidden, MK_TILE_WO, a, G, o) ||
-        push_tiles(d, &cap, MK_OP_GATEUP, l, c->ffn, MK_TILE_GATEUP / 2, o, d->target[o], gu) ||
-        push_tiles(d, &cap, MK_OP_DOWN, l, c->hidden, MK_TILE_DOWN, gu, d->target[gu], dn))
+    if (push_tiles(d, &cap, MK_OP_WO, l, c->hidden, tl->wo, a, G, o) ||
+        push_tiles(d, &cap, MK_OP_GATEUP, l, c->ffn, tl->gateup, o, d->target[o], gu) ||
+        push_tiles(d, &cap, MK_OP_DOWN, l, c->hidden, tl->down, gu, d->target[gu], dn))
       goto oom;
     prev = dn;
   }
   int lg = mk_ctr_logits(c);
   d->target[lg] = d->logits_tiles;
-  if (push_tiles(d, &cap, MK_OP_LOGITS, c->layers, c->vocab, MK_TILE_LOGITS, prev,
+  if (push_tiles(d, &cap, MK_OP_LOGITS, c->layers, c->vocab, tl->logits, prev,
                  d->target[prev], lg) ||
       push(d, &cap, (mk_task){MK_OP_SAMPLE, c->layers, 0, 1, lg, d->target[lg], -1, 0}))
     goto oom;

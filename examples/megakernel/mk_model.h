@@ -64,10 +64,11 @@ enum {
 /* One task: op on (layer, a, b), started when counter `wait` reaches
  * `wait_target`; adds 1 to `signal` when done (-1: none). For MK_OP_ATTN a is
  * the KV head and b the chunk; for GEMV tiles a is the first row (of the
- * output) and b the number of rows. */
+ * output), b the number of rows and tile the tile's ordinal in its operator
+ * (the logits tiles' argmax slot). */
 typedef struct mk_task {
   int32_t op, layer, a, b;
-  int32_t wait, wait_target, signal, pad;
+  int32_t wait, wait_target, signal, tile;
 } mk_task;
 
 /* The persistent kernel's argument (one struct, by value): device addresses
@@ -85,17 +86,19 @@ typedef struct mk_params {
   uint64_t kcache, vcache;            /* bf16 [layer][kv head][max_pos][64] */
   uint64_t tokens;                    /* int32: tokens[step] in, tokens[step + 1] out */
   int32_t ntasks, ncounters, nchunks, chunk, max_pos, step, pos;
-  int32_t prefetch; /* 1: stream each next task's weights into L2 (--prefetch; off: it measured slower) */
+  int32_t prefetch; /* 1: each task's weight lines into L2 before its wait (--prefetch; off: it measured slower) */
+  int32_t logits_tiles; /* the argmax partials of the logits tiles (mk_dag.logits_tiles) */
 } mk_params;
 
 #define MK_THREADS 512 /* per CTA of the persistent kernel: 16 warps */
 
-/* rows per GEMV tile of each operator */
-#define MK_TILE_QKV 32
-#define MK_TILE_WO 16
-#define MK_TILE_GATEUP 32 /* 16 gate rows and the same 16 up rows */
-#define MK_TILE_DOWN 16
-#define MK_TILE_LOGITS 64
+/* Output rows per GEMV tile of each operator (gateup: of gate, and as many of
+ * up); the default is mk_tiles_default. A GEMV tile runs a warp per row, so
+ * tiles of a multiple of 16 rows keep the 16 warps equally busy. */
+typedef struct mk_tiles {
+  int32_t qkv, wo, gateup, down, logits;
+} mk_tiles;
+#define MK_MAX_TILE_ROWS 256 /* the most output rows of one tile (gateup: 2 x gateup) */
 
 /* The DAG of one decode step for positions up to max_pos (exclusive): tasks
  * in a topological order (every task's producers come before it), and the
@@ -111,6 +114,7 @@ typedef struct mk_dag {
   int chunk;        /* positions per attention task: a multiple of 16, 16..MK_ATTN_CHUNK */
   int nchunks;      /* attention chunks per KV head */
   int logits_tiles; /* argmax partials written by the logits tiles */
+  mk_tiles tiles;   /* the tiling the DAG was built with */
 } mk_dag;
 
 /* counter numbering (mk_dag): 0 embed; per layer 5 + n_kv_heads; then logits */
@@ -212,9 +216,18 @@ int mk_weights_load(const char *path, mk_config *c, uint16_t **w, char *err, siz
 int mk_weights_save(const char *path, const mk_config *c, const uint16_t *w, char *err,
                     size_t errlen);
 
+/* the default tiling: qkv 32, wo 16, gate_up 16 (+ 16), down 16, logits 64 rows */
+mk_tiles mk_tiles_default(void);
+
 /* Builds the decode step's DAG for positions below max_pos (1 <= max_pos <=
- * MK_ATTN_CHUNK * MK_MAX_CHUNKS). 0, or -1 with err (d zeroed). */
+ * MK_ATTN_CHUNK * MK_MAX_CHUNKS) with the default tiling. 0, or -1 with err
+ * (d zeroed). */
 int mk_dag_build(const mk_config *c, int max_pos, mk_dag *d, char *err, size_t errlen);
+
+/* The same with the tiling t: every size at least 1, at most MK_MAX_TILE_ROWS
+ * output rows per tile (2 x gateup for gate_up); else -1 with err. */
+int mk_dag_build_tiles(const mk_config *c, int max_pos, const mk_tiles *t, mk_dag *d, char *err,
+                       size_t errlen);
 void mk_dag_release(mk_dag *d);
 
 /* Checks the invariants the kernel relies on: every task waits on a counter

@@ -216,6 +216,10 @@ TEST(test_dag_tinyllama) {
   CHECK_EQ_INT(d.tasks[0].op, MK_OP_EMBED);
   CHECK_EQ_INT(d.tasks[d.ntasks - 1].op, MK_OP_SAMPLE);
   CHECK_EQ_INT(d.tasks[d.ntasks - 1].wait_target, 500);
+  /* a logits tile's ordinal is its argmax slot */
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].tile, 499);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].a, 499 * 64);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].b, 64);
   /* layer 1's qkv waits for all of layer 0's down tiles */
   for (int i = 0; i < d.ntasks; i++)
     if (d.tasks[i].op == MK_OP_QKV && d.tasks[i].layer == 1) {
@@ -231,6 +235,28 @@ TEST(test_dag_tinyllama) {
   CHECK_EQ_INT(d.ntasks, 1 + 22 * (80 + 4 * 23 + 128 + 352 + 128) + 500 + 1);
   CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
   mk_dag_release(&d);
+  /* --tiles 20,16,44,16,250: 128 tiles of every GEMV operator (one wave on 132 SMs) */
+  mk_tiles wave = {20, 16, 44, 16, 250};
+  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1024 + 64, &wave, &d, err, sizeof err), 0);
+  CHECK_EQ_INT(d.ntasks, 1 + 22 * (128 + 4 * 23 + 128 + 128 + 128) + 128 + 1);
+  CHECK_EQ_INT(d.logits_tiles, 128);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].tile, 127);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].a, 127 * 250);
+  CHECK_EQ_INT(d.tasks[d.ntasks - 2].b, 250);
+  CHECK_EQ_INT(mk_dag_verify(&c, &d, err, sizeof err), 0);
+  mk_dag_release(&d);
+  /* tiles out of range: refused, naming the sizes */
+  mk_tiles bad = {20, 16, 129, 16, 250};
+  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1088, &bad, &d, err, sizeof err), -1);
+  CHECK_CONTAINS(err, "20,16,129,16,250");
+  CHECK(d.tasks == NULL);
+  bad.gateup = 128; /* 256 rows: the most */
+  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1088, &bad, &d, err, sizeof err), 0);
+  mk_dag_release(&d);
+  bad.logits = 0;
+  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1088, &bad, &d, err, sizeof err), -1);
+  bad.logits = 257;
+  CHECK_EQ_INT(mk_dag_build_tiles(&c, 1088, &bad, &d, err, sizeof err), -1);
   CHECK_EQ_INT(mk_dag_build(&c, 100, &d, err, sizeof err), 0);
   CHECK_EQ_INT(d.chunk, 16); /* the smallest chunk */
   CHECK_EQ_INT(d.nchunks, 7);
