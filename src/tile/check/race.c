@@ -125,6 +125,32 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
   remember(c, &r);
 }
 
+void ag__race_read_retire(ag__ck *c, const ag__wgread *w) {
+  if (c->ghost)
+    return;
+  ag__rrec r;
+  access_rec(c, &r, w->at, w->buf, w->addr, w->width, w->guard, 0);
+  access_key key = key_of(c->read_gen, &r, 0);
+  void *seen = ag_map_get(&c->read_seen, &key, sizeof key);
+  if (seen) {
+    ag__rrec *o = &c->reads.v[(size_t)((intptr_t)seen - 1)];
+    if (o->pc < r.pc)
+      o->pc = r.pc; /* its loops stay the issue's (the counterexample's iteration) */
+    return;
+  }
+  /* a barrier came between the issue and the retirement: it does not order
+   * an asynchronous read, which stays in the new interval */
+  int64_t lo, hi;
+  if (ag__xbounds(c, w->addr, &lo, &hi) == 0) {
+    r.lo = lo;
+    r.hi = hi + w->width;
+  } else {
+    r.lo = 0;
+    r.hi = c->sbufs.v[w->buf].size;
+  }
+  remember(c, &r);
+}
+
 void ag__race_barrier(ag__ck *c) {
   c->reads.n = 0;
   c->read_gen++;
