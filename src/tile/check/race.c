@@ -127,7 +127,7 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
 
 void ag__race_read_retire(ag__ck *c, const ag__wgread *w) {
   if (c->ghost)
-    return;
+    return; /* a ghost run records no access */
   ag__rrec r;
   access_rec(c, &r, w->at, w->buf, w->addr, w->width, w->guard, 0);
   access_key key = key_of(c->read_gen, &r, 0);
