@@ -8,7 +8,8 @@
  * on 132 persistent blocks (uneven: 31 or 32 tiles each); and
  * examples/tile/gemm_hopper.tile (TMA producer, two wgmma.m64n256k16 consumer
  * warpgroups, one group in flight) and its bf16-out twin gemm_hopper_bf16.tile
- * at 512^3 against the CPU (3 blocks over 8 tiles) and 4096^3 against cuBLAS.
+ * at 512^3 against the CPU (3 blocks over 8 tiles, groups of 2 block rows)
+ * and 4096^3 against cuBLAS (groups of 8).
  * Exit 77 without a GPU.
  */
 #include "argus/tile_run.h"
@@ -29,12 +30,12 @@ static void hopper_case(const char *file, const char *spec, ag_tile_ref ref, con
 }
 
 TEST(test_hopper_512) {
-  hopper_case("gemm_hopper.tile", "MT=4,NT=2,K=512,NB=3", AG_TILE_REF_CPU, "cpu");
-  hopper_case("gemm_hopper_bf16.tile", "MT=4,NT=2,K=512,NB=3", AG_TILE_REF_CPU, "cpu");
+  hopper_case("gemm_hopper.tile", "MT=4,NT=2,K=512,NB=3,GM=2", AG_TILE_REF_CPU, "cpu");
+  hopper_case("gemm_hopper_bf16.tile", "MT=4,NT=2,K=512,NB=3,GM=2", AG_TILE_REF_CPU, "cpu");
 }
 TEST(test_hopper_4096) {
-  hopper_case("gemm_hopper.tile", "MT=32,NT=16,K=4096,NB=132", AG_TILE_REF_CUBLAS, "cublas");
-  hopper_case("gemm_hopper_bf16.tile", "MT=32,NT=16,K=4096,NB=132", AG_TILE_REF_CUBLAS, "cublas");
+  hopper_case("gemm_hopper.tile", "MT=32,NT=16,K=4096,NB=132,GM=8", AG_TILE_REF_CUBLAS, "cublas");
+  hopper_case("gemm_hopper_bf16.tile", "MT=32,NT=16,K=4096,NB=132,GM=8", AG_TILE_REF_CUBLAS, "cublas");
 }
 
 RUN_TESTS({"test_ws_512", test_ws_512}, {"test_ws_toy_interp", test_ws_toy_interp},

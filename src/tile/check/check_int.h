@@ -186,6 +186,7 @@ typedef struct ag__rrec {
   int64_t lo, hi;        /* bounds of the bytes it may touch */
   int write;             /* 1: a write (a store, a cp.async at its issue), else a read */
   int wrec;              /* a write: its record's index + 1 (0: none) */
+  int inflight;          /* a wgmma's operand read whose group has not retired */
 } ag__rrec;
 
 /* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc,
@@ -471,6 +472,7 @@ typedef struct ag__ck {
   AG_VEC(ag__loopvar) loops;
   int64_t steps;           /* interpreted statements (bounded) */
   int wg_ngroups;          /* committed wgmma groups */
+  int race_inflight;       /* the reads recorded now are a wgmma's, in flight */
   AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
   const ag__bx *wg_role;   /* the threads of the first wgmma_commit under a role split */
   struct ag__roles *roles; /* the warp-specialized role splits being run (interp.c) */

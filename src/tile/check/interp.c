@@ -2412,7 +2412,9 @@ static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, cons
  * release of the warpgroup's threads is paired with it. */
 static void wg_race_read(ag__ck *c, const ag_tile_node *n, int buf, const ag_expr *addr, int w,
                          const ag__bx *g, ag__wgpend *rd) {
+  c->race_inflight = 1;
   ag__race_read(c, n, buf, addr, w, g);
+  c->race_inflight = 0;
   ag__wgread *v = ag__ck_alloc(c, (size_t)(rd->nreads + 1) * sizeof *v);
   if (rd->nreads)
     ag__mcpy(v, rd->reads, (size_t)rd->nreads * sizeof *v);
