@@ -70,8 +70,8 @@ typedef struct ag__intrin {
 /* A wgmma shared operand (rows x 16, 16-bit elements esz = 2): the tile's
  * layout l, swizzle (on byte offsets, when swizzled) and byte offset base in
  * its buffer, whose swizzle period (ag__wgmma_period) the buffer is aligned
- * to. Only base's constant addend modulo the period matters (the caller
- * checks that the rest is a multiple of it). Derives the matrix descriptor
+ * to. Only base's constant term (ag__xconst_term) modulo the period matters
+ * (the caller checks that the rest is a multiple of it). Derives the matrix descriptor
  * (ag_gmma_desc_derive) with start relative to the period-aligned part and
  * gives the operand's major-ness; an error (in c->err) names the first
  * element where the tile is not a canonical GMMA layout of its mode. The
@@ -79,6 +79,11 @@ typedef struct ag__intrin {
 #include "argus/layout_atoms.h"
 #include "argus/tile.h"
 int64_t ag__wgmma_period(int swizzled, ag_swizzle swz);
+/* The constant term of e read as a sum of terms: through +, - and
+ * multiplication by a constant (((c * 4096) + 16) * 2 has 32), the other
+ * nodes opaque terms; e is that constant plus the rest (the checker's
+ * ag__xsplit_lin builds the rest the same way). */
+int64_t ag__xconst_term(const ag_expr *e);
 int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
                    const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major);
 

@@ -192,6 +192,14 @@ TEST(test_bad_input) {
        "wgmma_m64n64k16(acc, sA, q[r0, :, :])", 16, 30,
        "operand b of wgmma_m64n64k16: the tile's offset in its buffer varies by other than "
        "multiples of 256 bytes (the swizzle's period)"},
+      /* the constant inside the product ((r0 * 2 + 1) * 16 * 2) is split out, and what
+       * varies (64 * r0) is still no multiple of the period */
+      {"128",
+       "    q = make_shared(layout((4, 64, 16), (16, 64, 1)), bf16, swizzle(1, 3, 3))\n"
+       "    r0 = blockIdx.x % 2\n",
+       "wgmma_m64n64k16(acc, sA, q[r0 * 2 + 1, :, :])", 16, 30,
+       "operand b of wgmma_m64n64k16: the tile's offset in its buffer varies by other than "
+       "multiples of 256 bytes (the swizzle's period)"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *s = prog(cases[i].threads, cases[i].decl, cases[i].call, "");

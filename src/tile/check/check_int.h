@@ -186,6 +186,7 @@ typedef struct ag__rrec {
   int64_t lo, hi;        /* bounds of the bytes it may touch */
   int write;             /* 1: a write (a store, a cp.async at its issue), else a read */
   int wrec;              /* a write: its record's index + 1 (0: none) */
+  int inflight;          /* a wgmma's operand read whose group has not retired */
 } ag__rrec;
 
 /* reset(tile): the bytes [lo, hi) of a buffer lose their tags at time pc,
@@ -351,11 +352,22 @@ typedef struct ag__oblig {
 /* Accumulator registers a wgmma wrote that no wgmma_wait has retired yet:
  * bytes [lo, hi) of register buffer buf, written by the wgmma at `at` in
  * wgmma group `group` (interp.c, "wgmma"). */
+typedef struct ag__wgread {
+  const ag_tile_node *at;
+  int buf, width;
+  const ag_expr *addr;
+  const ag__bx *guard;
+} ag__wgread;
+/* ... and the shared operand reads it issued (reads[0 .. nreads), arena):
+ * the wgmma reads them asynchronously until its group retires, so the race
+ * check moves them to the wgmma_wait that retires it (race.c). */
 typedef struct ag__wgpend {
   int buf;
   int64_t lo, hi;
   int group;
   const ag_tile_node *at;
+  ag__wgread *reads;
+  int nreads;
 } ag__wgpend;
 
 /* ---------------------------------------------------------------- context */
@@ -460,6 +472,7 @@ typedef struct ag__ck {
   AG_VEC(ag__loopvar) loops;
   int64_t steps;           /* interpreted statements (bounded) */
   int wg_ngroups;          /* committed wgmma groups */
+  int race_inflight;       /* the reads recorded now are a wgmma's, in flight */
   AG_VEC(ag__wgpend) wg_pend; /* accumulators of wgmmas not yet retired */
   const ag__bx *wg_role;   /* the threads of the first wgmma_commit under a role split */
   struct ag__roles *roles; /* the warp-specialized role splits being run (interp.c) */
@@ -494,6 +507,11 @@ int64_t ag__xalign(ag__ck *c, const ag_expr *e);
 uint64_t ag__xmask(ag__ck *c, const ag_expr *e);
 /* e = root + k with k a constant: returns root (possibly e) and sets *k. */
 const ag_expr *ag__xsplit_const(ag__ck *c, const ag_expr *e, int64_t *k);
+/* e = rest + k with k = ag__xconst_term(e), the constant term of e read as a
+ * sum through +, - and multiplication by a constant: returns rest, whose
+ * terms are e's without their constants (((c * 4096) + 16) * 2 is c * 8192 +
+ * 32), so that ag__xalign sees the alignment of what varies. */
+const ag_expr *ag__xsplit_lin(ag__ck *c, const ag_expr *e, int64_t *k);
 /* Evaluates e with tid = t (and nothing else bound); 0 or an error. */
 int ag__xeval_tid(const ag_expr *e, int64_t t, int64_t *out);
 const ag__bx *ag__bconst(ag__ck *c, int v);
@@ -521,6 +539,11 @@ int ag__tag_has_shr(const ag__tag *t);
  * other threads and remember until the next barrier, a shared write to
  * check against the reads and writes it may overtake, and the barrier that
  * orders them */
+/* A wgmma's operand read r (ag__race_read at its issue) retires now: it is
+ * kept in the barrier interval as an access at this point, the latest its
+ * asynchronous read may happen, so that only an arrive after the retiring
+ * wgmma_wait releases it (ag__race_mbar_ordered). */
+void ag__race_read_retire(ag__ck *c, const ag__wgread *r);
 void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *addr, int width,
                    const ag__bx *guard);
 void ag__race_write(ag__ck *c, const ag__wrec *w);

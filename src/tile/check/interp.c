@@ -2355,7 +2355,7 @@ static void wg_operand(ag__ck *c, const ag_tile_node *n, const ag__tile *t,
    * matter, what is left must be the same for every thread and iteration */
   int64_t period = ag__wgmma_period(t->swizzled, t->swz);
   int64_t k0;
-  const ag_expr *rest = ag__xsplit_const(c, t->base, &k0);
+  const ag_expr *rest = ag__xsplit_lin(c, t->base, &k0);
   int64_t rv;
   if (!(ag_expr_is_const(rest, &rv) && rv == 0) && ag__xalign(c, rest) % period)
     ag__ck_error(c, n, "operand %s of %s: the tile's offset in its buffer varies by other "
@@ -2410,7 +2410,21 @@ static void wg_settled(ag__ck *c, const ag_tile_node *n, const ag__tile *t, cons
  * is not contiguous (an MN-major tile). Every byte of the operand is read by
  * one thread of the warpgroup, so a write another thread makes before a
  * release of the warpgroup's threads is paired with it. */
-static void wg_race_reads(ag__ck *c, const ag_tile_node *n, const ag__tile *t, int64_t rows) {
+static void wg_race_read(ag__ck *c, const ag_tile_node *n, int buf, const ag_expr *addr, int w,
+                         const ag__bx *g, ag__wgpend *rd) {
+  c->race_inflight = 1;
+  ag__race_read(c, n, buf, addr, w, g);
+  c->race_inflight = 0;
+  ag__wgread *v = ag__ck_alloc(c, (size_t)(rd->nreads + 1) * sizeof *v);
+  if (rd->nreads)
+    ag__mcpy(v, rd->reads, (size_t)rd->nreads * sizeof *v);
+  ag__wgread r = {n, buf, w, addr, g};
+  v[rd->nreads++] = r;
+  rd->reads = v;
+}
+
+static void wg_race_reads(ag__ck *c, const ag_tile_node *n, const ag__tile *t, int64_t rows,
+                          ag__wgpend *rd) {
   int esz = ag__dt_size(t->dt);
   int per = 16 / esz;                       /* elements per 16-byte chunk */
   int64_t chunks = rows * (16 / per);
@@ -2452,10 +2466,10 @@ static void wg_race_reads(ag__ck *c, const ag_tile_node *n, const ag__tile *t, i
       }
     }
     if (contiguous)
-      ag__race_read(c, n, t->buf, addr[0], 16, g);
+      wg_race_read(c, n, t->buf, addr[0], 16, g, rd);
     else
       for (int e = 0; e < per && e < 8; e++)
-        ag__race_read(c, n, t->buf, addr[e], esz, g);
+        wg_race_read(c, n, t->buf, addr[e], esz, g, rd);
   }
 }
 
@@ -2531,11 +2545,12 @@ static void do_wgmma(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
   }
   snprintf(why, sizeof why, "%s operand b: B[n, k] of the thread's accumulator (m, n)", in->name);
   wg_settled(c, n->list.v[2], bv->t, nn, ks, path, vs, ag__ck_strdup(c, why));
+  /* D keeps its tags; it is pending in the open group, and so are the
+   * operand reads */
+  ag__wgpend p = {dbuf, dbase, dbase + dsize, c->wg_ngroups, n, NULL, 0};
   if (ashared)
-    wg_race_reads(c, n->list.v[1], av->t, 64);
-  wg_race_reads(c, n->list.v[2], bv->t, in->n);
-  /* D keeps its tags; it is pending in the open group */
-  ag__wgpend p = {dbuf, dbase, dbase + dsize, c->wg_ngroups, n};
+    wg_race_reads(c, n->list.v[1], av->t, 64, &p);
+  wg_race_reads(c, n->list.v[2], bv->t, in->n, &p);
   if (ag_vec_push(&c->wg_pend, p))
     ag__ck_oom(c);
 }
@@ -2568,9 +2583,15 @@ static void do_wg_wait(ag__ck *c, const ag_tile_node *n) {
     ag__ck_error(c, n, "wgmma_wait needs a count in 0..7, not %lld", (long long)k);
   c->pc++;
   size_t j = 0;
-  for (size_t i = 0; i < c->wg_pend.n; i++)
-    if (!(c->wg_pend.v[i].group < c->wg_ngroups - k))
-      c->wg_pend.v[j++] = c->wg_pend.v[i];
+  for (size_t i = 0; i < c->wg_pend.n; i++) {
+    const ag__wgpend *p = &c->wg_pend.v[i];
+    if (!(p->group < c->wg_ngroups - k)) {
+      c->wg_pend.v[j++] = *p;
+      continue;
+    }
+    for (int r = 0; r < p->nreads; r++)
+      ag__race_read_retire(c, &p->reads[r]);
+  }
   c->wg_pend.n = j;
 }
 

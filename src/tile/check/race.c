@@ -79,6 +79,7 @@ static int remember(ag__ck *c, const ag__rrec *r) {
     o->nloops = r->nloops;
     o->loops = r->loops;
     o->wrec = r->wrec;
+    o->inflight = r->inflight;
     return 0;
   }
   if (ag_map_put(&c->read_seen, &key, sizeof key, (void *)(intptr_t)(c->reads.n + 1)))
@@ -99,6 +100,7 @@ static void access_rec(ag__ck *c, ag__rrec *r, const ag_tile_node *at, int buf,
   r->epoch = c->epoch;
   r->at = at;
   r->write = write;
+  r->inflight = !write && c->race_inflight;
   r->nloops = (int)c->loops.n;
   r->loops = ag__ck_alloc(c, (size_t)(r->nloops ? r->nloops : 1) * sizeof *r->loops);
   ag__mcpy(r->loops, c->loops.v, (size_t)r->nloops * sizeof *r->loops);
@@ -122,6 +124,33 @@ void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *ad
   }
   if (!c->replay)
     pair_all(c, &r); /* read-after-write */
+  remember(c, &r);
+}
+
+void ag__race_read_retire(ag__ck *c, const ag__wgread *w) {
+  if (c->ghost)
+    return; /* a ghost run records no access */
+  ag__rrec r;
+  access_rec(c, &r, w->at, w->buf, w->addr, w->width, w->guard, 0);
+  access_key key = key_of(c->read_gen, &r, 0);
+  void *seen = ag_map_get(&c->read_seen, &key, sizeof key);
+  if (seen) {
+    ag__rrec *o = &c->reads.v[(size_t)((intptr_t)seen - 1)];
+    if (o->pc < r.pc)
+      o->pc = r.pc; /* its loops stay the issue's (the counterexample's iteration) */
+    o->inflight = 0;
+    return;
+  }
+  /* a barrier came between the issue and the retirement: it does not order
+   * an asynchronous read, which stays in the new interval */
+  int64_t lo, hi;
+  if (ag__xbounds(c, w->addr, &lo, &hi) == 0) {
+    r.lo = lo;
+    r.hi = hi + w->width;
+  } else {
+    r.lo = 0;
+    r.hi = c->sbufs.v[w->buf].size;
+  }
   remember(c, &r);
 }
 
@@ -236,7 +265,10 @@ int ag__race_mbar_ordered(ag__ck *c, const ag__rrec *r, const ag__rrec *l) {
   }
   /* every thread of r arrived after r (a release: all threads, or a role's
    * threads of a warp-specialized kernel), and l's threads waited for that
-   * phase before l (an acquire) */
+   * phase before l (an acquire); a wgmma's read still in flight (l comes
+   * before the wgmma_wait that retires it) is released by no arrive */
+  if (r->inflight)
+    return 0;
   for (size_t i = 0; i < c->msyncs.n; i++) {
     const ag__msync *a = &c->msyncs.v[i];
     if (a->wait || a->pc <= r->pc || a->pc >= l->pc || !implies(r->guard, a->guard))

@@ -241,6 +241,30 @@ const ag_expr *ag__xsplit_const(ag__ck *c, const ag_expr *e, int64_t *k) {
   return e;
 }
 
+static const ag_expr *strip_const(ag__ck *c, const ag_expr *e) {
+  int64_t v;
+  if (ag_expr_is_const(e, &v))
+    return ag__xc(c, 0);
+  switch (e->op) {
+  case AG_X_ADD:
+  case AG_X_SUB:
+    return ag__x(c, e->op, strip_const(c, e->a), strip_const(c, e->b));
+  case AG_X_MUL:
+    if (ag_expr_is_const(e->b, &v))
+      return ag__x(c, AG_X_MUL, strip_const(c, e->a), e->b);
+    if (ag_expr_is_const(e->a, &v))
+      return ag__x(c, AG_X_MUL, e->a, strip_const(c, e->b));
+    return e;
+  default:
+    return e;
+  }
+}
+
+const ag_expr *ag__xsplit_lin(ag__ck *c, const ag_expr *e, int64_t *k) {
+  *k = ag__xconst_term(e);
+  return strip_const(c, e);
+}
+
 /* ---------------------------------------------------------- bit masks */
 /* The bits of e that can be 1 (an over-approximation), for tid in
  * [0, nthreads), block indices below 2^16 and problem sizes below 2^24 (the

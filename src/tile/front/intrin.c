@@ -229,11 +229,29 @@ int64_t ag__wgmma_period(int swizzled, ag_swizzle swz) {
   return swizzled ? (int64_t)1 << (swz.b + swz.m + swz.s) : 128;
 }
 
+int64_t ag__xconst_term(const ag_expr *e) {
+  int64_t v;
+  if (ag_expr_is_const(e, &v))
+    return v;
+  switch (e->op) {
+  case AG_X_ADD:
+    return ag__xconst_term(e->a) + ag__xconst_term(e->b);
+  case AG_X_SUB:
+    return ag__xconst_term(e->a) - ag__xconst_term(e->b);
+  case AG_X_MUL:
+    if (ag_expr_is_const(e->b, &v))
+      return ag__xconst_term(e->a) * v;
+    if (ag_expr_is_const(e->a, &v))
+      return v * ag__xconst_term(e->b);
+    return 0;
+  default:
+    return 0;
+  }
+}
+
 int ag__wgmma_desc(ag_layout_ctx *c, const ag_layout *l, int swizzled, ag_swizzle swz, int esz,
                    const ag_expr *base, int64_t rows, ag_gmma_desc *out, ag_gmma_major *major) {
-  int64_t period = ag__wgmma_period(swizzled, swz), k0 = 0;
-  if (!ag_expr_is_const(base, &k0) && base->op == AG_X_ADD)
-    ag_expr_is_const(base->b, &k0);
+  int64_t period = ag__wgmma_period(swizzled, swz), k0 = ag__xconst_term(base);
   int64_t r = ((k0 % period) + period) % period;
   if (r % esz)
     return ag__lfail(c, AG_EINVAL, "the operand starts inside an element");

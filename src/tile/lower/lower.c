@@ -2267,6 +2267,7 @@ static int calls_kind_node(const ag_tile_node *e, ag__ik k) {
 }
 
 #define AG_LOWER_UNROLL_MAX 64
+#define AG_LOWER_SYNC_UNROLL_MAX 16
 static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range") ||
@@ -2315,7 +2316,12 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   /* short loops unroll (register indices over their variable fold to
    * registers); a long one is left to the compiler, so that gemm.tile's main
    * loop at K = 8192 or a spin of 2^31 iterations stays a loop */
-  if (trips <= AG_LOWER_UNROLL_MAX)
+  /* ... and so does a ring's loop that waits on mbarriers beyond a few
+   * trips: its stage indices address shared memory, not registers, and
+   * unrolling it whole only multiplies the code (and ptxas's time) */
+  if (trips > AG_LOWER_SYNC_UNROLL_MAX && ag__intrin_sync_loop(n))
+    emit(L, n, "#pragma unroll 1");
+  else if (trips <= AG_LOWER_UNROLL_MAX)
     emit(L, n, "#pragma unroll");
   if (rstop) {
     emit(L, n, "for (unsigned %s = %lldu; %s < (unsigned)(%s); %s += %lldu) {", cv,
