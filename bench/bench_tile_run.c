@@ -17,8 +17,9 @@
  * match cuBLAS, attention.tile matches SDPA at d = 64 and 128, and a
  * cached build takes under 0.5 s. Without a GPU: the
  * build figures only, then exit 77.
- * attention_hopper.tile (TMA, warp-specialized, wgmma) the same way, non-causal
- * and causal (SDPA with is_causal; FLOPs halved).
+ * attention_hopper.tile (TMA, warp-specialized, wgmma) and
+ * attention_hopper_pipe.tile (softmax overlapped with P V) the same way,
+ * non-causal and causal (SDPA with is_causal; FLOPs halved).
  * Usage: bench_tile_run [SAMPLES] [hopper] ("hopper": attention_hopper.tile
  * against SDPA only)
  */
@@ -154,7 +155,7 @@ static int attention_vs_sdpa(const char *file, int causal, int samples) {
 
 int main(int argc, char **argv) {
   int samples = argc > 1 ? atoi(argv[1]) : 50, ok = 1;
-  /* "hopper": only attention_hopper.tile against SDPA (the GEMMs and
+  /* "hopper": only attention_hopper(_pipe).tile against SDPA (the GEMMs and
    * attention.tile skipped) */
   int hopper_only = argc > 2 && !strcmp(argv[2], "hopper");
   /* 1. lowering + NVRTC, cold and cached */
@@ -240,5 +241,7 @@ int main(int argc, char **argv) {
 attention:
   ok &= attention_vs_sdpa("attention_hopper.tile", 0, samples);
   ok &= attention_vs_sdpa("attention_hopper.tile", 1, samples);
+  ok &= attention_vs_sdpa("attention_hopper_pipe.tile", 0, samples);
+  ok &= attention_vs_sdpa("attention_hopper_pipe.tile", 1, samples);
   return ok ? 0 : 1;
 }

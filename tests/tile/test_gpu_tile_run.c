@@ -7,7 +7,10 @@
  * and against the value reference (interp.c) at a small size, and the
  * bad-input paths that need a device: a kernel that faults and one that
  * hangs past the watchdog fail cleanly with the reason; ring_bulk.tile (an
- * mbarrier ring of bulk copies) against the value reference. Exit 77
+ * mbarrier ring of bulk copies) against the value reference;
+ * attention_hopper.tile and _pipe.tile (test_attention_hopper) at a toy size
+ * against the value reference and at 4k, d = 64 and 128, causal and not,
+ * against true attention. Exit 77
  * without a GPU.
  */
 #include "argus/tile_run.h"
@@ -220,7 +223,8 @@ TEST(test_attention_d128) {
          (unsigned long long)r.nelems, r.max_err);
 }
 
-/* attention_hopper.tile (TMA, warp-specialized, wgmma for both products):
+/* attention_hopper.tile (TMA, warp-specialized, wgmma for both products)
+ * and attention_hopper_pipe.tile (the same, softmax overlapped with P V):
  * at the toy size against the value reference (d = 64 non-causal, d = 128
  * causal), and at sequence 4k, head dims 64 and 128, causal and not,
  * against true attention in double on sampled query blocks (with causal,
@@ -228,23 +232,25 @@ TEST(test_attention_d128) {
  * 32). */
 TEST(test_attention_hopper) {
   static const char *toy[] = {"sq=256,hq=8,hkv=2,skv=256", "sq=256,hq=8,hkv=2,skv=256,d=128,causal=1"};
-  for (int i = 0; i < 2; i++) {
+  static const char *files[] = {"attention_hopper.tile", "attention_hopper_pipe.tile"};
+  for (int i = 0; i < 4; i++) {
+    char path[96];
+    snprintf(path, sizeof path, "examples/tile/%s", files[i / 2]);
     ag_tile_exec_opts o;
     memset(&o, 0, sizeof o);
     o.ref = AG_TILE_REF_AUTO;
     o.amplitude = 2.0;
     ag_tile_exec_result r;
-    CHECK_EQ_INT(run_file(src_file("examples/tile/attention_hopper.tile"), toy[i], &o, &r), 0);
+    CHECK_EQ_INT(run_file(src_file(path), toy[i % 2], &o, &r), 0);
     CHECK(r.ref_used && !strcmp(r.ref_used, "interp"));
     CHECK_EQ_U64(r.nbad, 0);
     CHECK(r.nelems > 0);
-    printf("  attention_hopper.tile %s vs the value reference: %llu elements, %llu wrong, max "
-           "error %.3g\n",
-           toy[i], (unsigned long long)r.nelems, (unsigned long long)r.nbad, r.max_err);
+    printf("  %s %s vs the value reference: %llu elements, %llu wrong, max error %.3g\n",
+           files[i / 2], toy[i % 2], (unsigned long long)r.nelems, (unsigned long long)r.nbad, r.max_err);
     ag_tile_exec_result_release(&r);
   }
-  for (int c = 0; c < 4; c++)
-    attention_file("attention_hopper.tile", 4096, 8, 2, 4096, c % 2 ? 128 : 64, c / 2, 6, 1.0);
+  for (int c = 0; c < 8; c++)
+    attention_file(files[c / 4], 4096, 8, 2, 4096, c % 2 ? 128 : 64, c / 2 % 2, 6, 1.0);
 }
 
 /* ------------------------------------------------------------ bad input */

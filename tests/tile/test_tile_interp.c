@@ -190,11 +190,11 @@ TEST(test_attention_d128) { attention_true(128); }
  * diagonal) over 2 key tiles of 128, 2 kv heads (gqa 4), inputs in [-2, 2).
  * The same comparison fails for a result off in one element and for the
  * non-causal result compared as causal. */
-static void attention_hopper(int d, int causal) {
+static void attention_hopper(const char *file, int d, int causal) {
   prog g;
   char err[512], spec[128];
   snprintf(spec, sizeof spec, "sq=256,hq=8,hkv=2,skv=256,d=%d,causal=%d", d, causal);
-  CHECK_EQ_INT(setup(&g, ex("attention_hopper.tile"), NULL, spec, 2.0f), 0);
+  CHECK_EQ_INT(setup(&g, ex(file), NULL, spec, 2.0f), 0);
   CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
   if (err[0])
     printf("  %s\n", err);
@@ -203,9 +203,8 @@ static void attention_hopper(int d, int causal) {
     for (int h = 0; h < 8; h += 3)
       bad += attention_ref_dc(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 256, qb, h, d, causal);
   CHECK_EQ_INT(bad, 0);
-  printf("  attention_hopper.tile d=%d causal=%d (sq = skv = 256, 8 heads): equals "
-         "softmax(QK^T/sqrt(d))V\n",
-         d, causal);
+  printf("  %s d=%d causal=%d (sq = skv = 256, 8 heads): equals softmax(QK^T/sqrt(d))V\n",
+         file, d, causal);
   /* the other masking is far off (block 1's rows see keys 64..255 or not) */
   CHECK(attention_ref_dc(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 256, 1, 4, d, !causal) > 0);
   uint16_t *O = g.t[3];
@@ -214,10 +213,15 @@ static void attention_hopper(int d, int causal) {
   CHECK(attention_ref_dc(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 256, 1, 5, d, causal) > 0);
   release(&g);
 }
-TEST(test_attention_hopper_d64) { attention_hopper(64, 0); }
-TEST(test_attention_hopper_d128) { attention_hopper(128, 0); }
-TEST(test_attention_hopper_causal_d64) { attention_hopper(64, 1); }
-TEST(test_attention_hopper_causal_d128) { attention_hopper(128, 1); }
+TEST(test_attention_hopper_d64) { attention_hopper("attention_hopper.tile", 64, 0); }
+TEST(test_attention_hopper_d128) { attention_hopper("attention_hopper.tile", 128, 0); }
+TEST(test_attention_hopper_causal_d64) { attention_hopper("attention_hopper.tile", 64, 1); }
+TEST(test_attention_hopper_causal_d128) { attention_hopper("attention_hopper.tile", 128, 1); }
+/* the pipelined variant (softmax overlapped with P V) */
+TEST(test_attention_hopper_pipe) {
+  for (int c = 0; c < 4; c++)
+    attention_hopper("attention_hopper_pipe.tile", c % 2 ? 128 : 64, c / 2);
+}
 
 TEST(test_attention_tile) {
   prog g;
@@ -398,6 +402,7 @@ RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_
           {"test_attention_hopper_d128", test_attention_hopper_d128},
           {"test_attention_hopper_causal_d64", test_attention_hopper_causal_d64},
           {"test_attention_hopper_causal_d128", test_attention_hopper_causal_d128},
+          {"test_attention_hopper_pipe", test_attention_hopper_pipe},
           {"test_attention_d128", test_attention_d128},
           {"test_attention_true_d64", test_attention_true_d64}, {"test_cvt_rounding", test_cvt_rounding},
           {"test_unary_minus", test_unary_minus},
