@@ -79,6 +79,32 @@ TEST(test_example) {
     example("attention_hopper.tile", 512, c % 2 ? 128 : 64, c / 2, c == 0 || c == 3);
 }
 
+/* the key loop at skv = 4096 (32 tiles; it waits on full and issues
+ * wgmma; the producer's waits and issues TMA loads) stays a loop in the CUDA C (docs/lower.md: unrolled it spilled);
+ * its short inner loops unroll */
+TEST(test_pipeline_loop_kept) {
+  char *s = variant("attention_hopper.tile", 4096, 64, 0);
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  ag_tile_lowered *l = NULL;
+  CHECK_EQ_INT(s ? ag_tile_parse(s, strlen(s), "a.tile", &d, &p) : -1, 0);
+  if (p) {
+    l = lowered(p);
+    CHECK(l != NULL);
+  }
+  if (l) {
+    /* the producer's (TMA loads) and the consumer's (wgmma) */
+    CHECK_CONTAINS(l->cuda, "#pragma unroll 1\n    for (unsigned kt = 0u; kt < 32u; kt += 1u) {");
+    CHECK_CONTAINS(l->cuda, "#pragma unroll 1\n    for (unsigned kt_2 = 0u; kt_2 < 32u; kt_2 += 1u) {");
+    CHECK_CONTAINS(l->cuda, "#pragma unroll\n      for (unsigned kk = 0u; kk < 4u; kk += 1u) {");
+  }
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+  free(s);
+}
+
 TEST(test_pipe_example) {
   example("attention_hopper_pipe.tile", 512, 64, 0, 1);
   example("attention_hopper_pipe.tile", 512, 128, 0, 0);
@@ -140,4 +166,5 @@ TEST(test_shfl_whole_warps) {
 }
 
 RUN_TESTS({"test_example", test_example}, {"test_pipe_example", test_pipe_example},
+          {"test_pipeline_loop_kept", test_pipeline_loop_kept},
           {"test_planted_bugs", test_planted_bugs}, {"test_shfl_whole_warps", test_shfl_whole_warps})
