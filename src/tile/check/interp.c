@@ -2245,7 +2245,9 @@ static void need_whole(ag__ck *c, const ag_tile_node *n, const char *what, int64
   if (c->nthreads % gs)
     ag__ck_error(c, n, "%s is executed by whole %ss of %lld threads; the block has %lld", what,
                  gn, (long long)gs, (long long)c->nthreads);
-  if (c->uniform_if)
+  /* a warpgroup's .sync.aligned instruction needs a decided condition; a
+   * warp's shuffle only whole warps, which a block-wide condition keeps */
+  if (c->uniform_if && gs == 128)
     ag__ck_error(c, n,
                  "%s inside an 'if' whose condition the checker cannot decide from the "
                  "assumptions; every thread of a %s must execute it (move it out of the "
