@@ -17,7 +17,11 @@
  * match cuBLAS, attention.tile matches SDPA at d = 64 and 128, and a
  * cached build takes under 0.5 s. Without a GPU: the
  * build figures only, then exit 77.
- * Usage: bench_tile_run [SAMPLES]
+ * attention_hopper.tile (TMA, warp-specialized, wgmma) and
+ * attention_hopper_pipe.tile (softmax overlapped with P V) the same way,
+ * non-causal and causal (SDPA with is_causal; FLOPs halved).
+ * Usage: bench_tile_run [SAMPLES] [hopper] ("hopper": attention_hopper.tile
+ * against SDPA only)
  */
 #include "argus/tile_run.h"
 #include "bench_util.h"
@@ -46,8 +50,114 @@ static int write_file(const char *dir, const char *name, const void *p, size_t n
   return fclose(f) == 0 && w == n ? 0 : -1;
 }
 
+/* One attention program (examples/tile/FILE) at d = 64 and 128 against
+ * torch's SDPA backends (bench/explore/sdpa_bench.py) on the program's own
+ * inputs, causal or not: the times, the ratios, and O compared with SDPA's
+ * in f32. Causal FLOPs are half the non-causal (the keys above the diagonal
+ * are skipped), as FlashAttention counts them. 1 when every comparison was
+ * made and matched. */
+static int attention_vs_sdpa(const char *file, int causal, int samples) {
+  enum { SQ = 4096, SKV = 4096, HQ = 32, HKV = 8 };
+  int ok = 1;
+  printf("\n%s (%s, bf16, sq = skv = %d, %d query heads on %d kv heads, batch 1; "
+         "FLOPs = 4 sq skv d hq%s):\n", file, causal ? "causal" : "non-causal", SQ, HQ, HKV,
+         causal ? " / 2" : "");
+  double tile_ms[2] = {0, 0}; /* d = 64, 128 */
+  char io[] = "/tmp/argus-bench-sdpa-XXXXXX"; /* the kernel's Q, K, V and O, for SDPA */
+  int have_io = mkdtemp(io) != NULL;
+  char path[96];
+  snprintf(path, sizeof path, "examples/tile/%s", file);
+  for (int di = 0; di < 2; di++) {
+    int d = di ? 128 : 64;
+    char spec[128];
+    snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d,d=%d%s", SQ, HQ, HKV, SKV, d,
+             causal ? ",causal=1" : "");
+    ag_tile_exec_opts o;
+    memset(&o, 0, sizeof o);
+    o.bench = 1;
+    o.samples = samples;
+    o.keep_tensors = 1;
+    o.flops = 4ull * SQ * SKV * (unsigned long long)d * HQ / (causal ? 2 : 1);
+    ag_tile_exec_result r;
+    if (run(path, spec, &o, &r, NULL, NULL) == 0) {
+      tile_ms[di] = r.kernel.median_ms;
+      printf("  %s d=%d: median %.4f ms (p10 %.4f, p90 %.4f) %.1f TFLOP/s; SM %d MHz\n", file,
+             d, r.kernel.median_ms, r.kernel.p10_ms, r.kernel.p90_ms, r.kernel.tflops,
+             r.sm_mhz);
+      printf("@json {\"bench\":\"tile_attention\",\"file\":\"%s\",\"causal\":%d,"
+             "\"d\":%d,\"tile_ms\":%.5f}\n",
+             file, causal, d, r.kernel.median_ms);
+      /* Q, K, V, O: (sq, hq, d), (skv, hkv, d), (skv, hkv, d), (sq, hq, d) bf16 */
+      size_t qb = (size_t)SQ * HQ * d * 2, kb = (size_t)SKV * HKV * d * 2;
+      const size_t bytes[4] = {qb, kb, kb, qb};
+      static const char *const nm[4] = {"q", "k", "v", "o"};
+      for (int t = 0; have_io && t < 4; t++) {
+        char f[32];
+        snprintf(f, sizeof f, "d%d.%s", d, nm[t]);
+        if (!r.tensors || r.ntensors < 4 || write_file(io, f, r.tensors[t], bytes[t]))
+          printf("  %s d=%d: cannot write %s/%s for SDPA\n", file, d, io, f);
+      }
+      ag_tile_exec_result_release(&r);
+    } else {
+      ok = 0;
+    }
+  }
+  char a[5][16];
+  snprintf(a[0], 16, "%d", SQ);
+  snprintf(a[1], 16, "%d", SKV);
+  snprintf(a[2], 16, "%d", HQ);
+  snprintf(a[3], 16, "%d", HKV);
+  snprintf(a[4], 16, "%d", samples);
+  const char *argv2[] = {"python3", bench_src("bench/explore/sdpa_bench.py"), a[0], a[1], a[2],
+                         a[3], a[4], "64", "128", "--inputs", io, causal ? "--causal" : NULL,
+                         NULL};
+  ag_str out = AG_STR_INIT;
+  ag_proc_opts po = {.argv = argv2, .capture_out = &out, .capture_err = &out, .timeout_s = 300};
+  ag_proc_result pr;
+  if (ag_proc_run(&po, &pr))
+    printf("  sdpa: not measured (no python3)\n");
+  int compared[2] = {0, 0};
+  for (char *save = NULL, *l = strtok_r(out.len ? out.p : NULL, "\n", &save); l;
+       l = strtok_r(NULL, "\n", &save)) {
+    printf("  %s\n", l);
+    double ms = 0;
+    unsigned long long off = 0;
+    const char *m = strstr(l, "median_ms="), *c = strstr(l, "elements_off=");
+    int di = strstr(l, "d=64 ") ? 0 : strstr(l, "d=128 ") ? 1 : -1;
+    if (di >= 0 && tile_ms[di] > 0 && m && sscanf(m, "median_ms=%lf", &ms) == 1)
+      printf("    ratio %s / this backend: %.3f\n", file, ms / tile_ms[di]);
+    if (di >= 0 && !strncmp(l, "sdpa check ", 11) && c &&
+        sscanf(c, "elements_off=%llu", &off) == 1) {
+      char g[128];
+      snprintf(g, sizeof g, "%s d=%d%s matches SDPA (elements off)", file, di ? 128 : 64,
+               causal ? " causal" : "");
+      ok &= bench_goal(g, (double)off, 0, 0, "elements");
+      compared[di] = 1;
+    }
+  }
+  for (int di = 0; di < 2; di++)
+    if (tile_ms[di] > 0 && !compared[di]) {
+      printf("%s d=%d: not compared with SDPA (no 'sdpa check' line above)\n", file,
+             di ? 128 : 64);
+      ok = 0;
+    }
+  for (int di = 0; have_io && di < 2; di++)
+    for (int t = 0; t < 4; t++) {
+      char f[1200];
+      snprintf(f, sizeof f, "%s/d%d.%c", io, di ? 128 : 64, "qkvo"[t]);
+      unlink(f);
+    }
+  if (have_io)
+    rmdir(io);
+  ag_str_release(&out);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   int samples = argc > 1 ? atoi(argv[1]) : 50, ok = 1;
+  /* "hopper": only attention_hopper(_pipe).tile against SDPA (the GEMMs and
+   * attention.tile skipped) */
+  int hopper_only = argc > 2 && !strcmp(argv[2], "hopper");
   /* 1. lowering + NVRTC, cold and cached */
   char cache[] = "/tmp/argus-bench-nvrtc-XXXXXX";
   if (!mkdtemp(cache))
@@ -57,7 +167,8 @@ int main(int argc, char **argv) {
                                           {"gemm.tile", "M=64,N=64,K=8192"},
                                           {"attention.tile", "sq=64,hq=4,hkv=1"},
                                           {"attention.tile", "sq=64,hq=4,hkv=1,skv=4096"},
-                                          {"attention.tile", "sq=64,hq=4,hkv=1,d=128"}};
+                                          {"attention.tile", "sq=64,hq=4,hkv=1,d=128"},
+                                          {"attention_hopper.tile", "sq=64,hq=4,hkv=1,d=128"}};
   printf("lowering + NVRTC (parse, lower, bind, PTX; wall clock):\n");
   double worst_cached = 0;
   for (size_t i = 0; i < sizeof builds / sizeof builds[0]; i++) {
@@ -68,7 +179,7 @@ int main(int argc, char **argv) {
     ag_tile_exec_result r;
     if (run(file, builds[i][1], NULL, &r, &cold, &c0) || run(file, builds[i][1], NULL, &r, &warm, &c1))
       ok = 0;
-    printf("  %-15s %-28s cold %.3f s%s, cached %.3f s%s\n", builds[i][0], builds[i][1], cold,
+    printf("  %-21s %-28s cold %.3f s%s, cached %.3f s%s\n", builds[i][0], builds[i][1], cold,
            c0 ? " (hit?!)" : "", warm, c1 ? "" : " (miss?!)");
     ok &= !c0 && c1;
     worst_cached = warm > worst_cached ? warm : worst_cached;
@@ -80,6 +191,8 @@ int main(int argc, char **argv) {
     return 77;
   }
   /* 2. gemm.tile vs cuBLAS */
+  if (hopper_only)
+    goto attention;
   ag_tile_exec_opts o;
   memset(&o, 0, sizeof o);
   o.bench = 1;
@@ -122,90 +235,13 @@ int main(int argc, char **argv) {
            gf, sizes[i % 2], r.kernel.median_ms, r.cublas.median_ms);
   }
 
-  /* 3. attention.tile vs SDPA */
-  enum { SQ = 4096, SKV = 4096, HQ = 32, HKV = 8 };
-  printf("\nattention (non-causal, bf16, sq = skv = %d, %d query heads on %d kv heads, batch 1; "
-         "FLOPs = 4 sq skv d hq):\n", SQ, HQ, HKV);
-  double tile_ms[2] = {0, 0}; /* d = 64, 128 */
-  char io[] = "/tmp/argus-bench-sdpa-XXXXXX"; /* the kernel's Q, K, V and O, for SDPA */
-  int have_io = mkdtemp(io) != NULL;
-  for (int di = 0; di < 2; di++) {
-    int d = di ? 128 : 64;
-    char spec[128];
-    snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d,d=%d", SQ, HQ, HKV, SKV, d);
-    memset(&o, 0, sizeof o);
-    o.bench = 1;
-    o.samples = samples;
-    o.keep_tensors = 1;
-    o.flops = 4ull * SQ * SKV * (unsigned long long)d * HQ;
-    ag_tile_exec_result r;
-    if (run("examples/tile/attention.tile", spec, &o, &r, NULL, NULL) == 0) {
-      tile_ms[di] = r.kernel.median_ms;
-      printf("  attention.tile d=%d: median %.4f ms (p10 %.4f, p90 %.4f) %.1f TFLOP/s; SM %d "
-             "MHz\n",
-             d, r.kernel.median_ms, r.kernel.p10_ms, r.kernel.p90_ms, r.kernel.tflops, r.sm_mhz);
-      printf("@json {\"bench\":\"tile_attention\",\"d\":%d,\"tile_ms\":%.5f}\n", d,
-             r.kernel.median_ms);
-      /* Q, K, V, O: (sq, hq, d), (skv, hkv, d), (skv, hkv, d), (sq, hq, d) bf16 */
-      size_t qb = (size_t)SQ * HQ * d * 2, kb = (size_t)SKV * HKV * d * 2;
-      const size_t bytes[4] = {qb, kb, kb, qb};
-      static const char *const nm[4] = {"q", "k", "v", "o"};
-      for (int t = 0; have_io && t < 4; t++) {
-        char f[32];
-        snprintf(f, sizeof f, "d%d.%s", d, nm[t]);
-        if (!r.tensors || r.ntensors < 4 || write_file(io, f, r.tensors[t], bytes[t]))
-          printf("  attention.tile d=%d: cannot write %s/%s for SDPA\n", d, io, f);
-      }
-      ag_tile_exec_result_release(&r);
-    } else {
-      ok = 0;
-    }
-  }
-  char a[5][16];
-  snprintf(a[0], 16, "%d", SQ);
-  snprintf(a[1], 16, "%d", SKV);
-  snprintf(a[2], 16, "%d", HQ);
-  snprintf(a[3], 16, "%d", HKV);
-  snprintf(a[4], 16, "%d", samples);
-  const char *argv2[] = {"python3", bench_src("bench/explore/sdpa_bench.py"), a[0], a[1], a[2], a[3],
-                         a[4], "64", "128", "--inputs", io, NULL};
-  ag_str out = AG_STR_INIT;
-  ag_proc_opts po = {.argv = argv2, .capture_out = &out, .capture_err = &out, .timeout_s = 300};
-  ag_proc_result pr;
-  if (ag_proc_run(&po, &pr))
-    printf("  sdpa: not measured (no python3)\n");
-  int compared[2] = {0, 0};
-  for (char *save = NULL, *l = strtok_r(out.len ? out.p : NULL, "\n", &save); l;
-       l = strtok_r(NULL, "\n", &save)) {
-    printf("  %s\n", l);
-    double ms = 0;
-    unsigned long long off = 0;
-    const char *m = strstr(l, "median_ms="), *c = strstr(l, "elements_off=");
-    int di = strstr(l, "d=64 ") ? 0 : strstr(l, "d=128 ") ? 1 : -1;
-    if (di >= 0 && tile_ms[di] > 0 && m && sscanf(m, "median_ms=%lf", &ms) == 1)
-      printf("    ratio attention.tile / this backend: %.3f\n", ms / tile_ms[di]);
-    if (di >= 0 && !strncmp(l, "sdpa check ", 11) && c &&
-        sscanf(c, "elements_off=%llu", &off) == 1) {
-      char g[96];
-      snprintf(g, sizeof g, "attention.tile d=%d matches SDPA (elements off)", di ? 128 : 64);
-      ok &= bench_goal(g, (double)off, 0, 0, "elements");
-      compared[di] = 1;
-    }
-  }
-  for (int di = 0; di < 2; di++)
-    if (tile_ms[di] > 0 && !compared[di]) {
-      printf("attention.tile d=%d: not compared with SDPA (no 'sdpa check' line above)\n",
-             di ? 128 : 64);
-      ok = 0;
-    }
-  for (int di = 0; have_io && di < 2; di++)
-    for (int t = 0; t < 4; t++) {
-      char f[1200];
-      snprintf(f, sizeof f, "%s/d%d.%c", io, di ? 128 : 64, "qkvo"[t]);
-      unlink(f);
-    }
-  if (have_io)
-    rmdir(io);
-  ag_str_release(&out);
+  /* 3. attention.tile (non-causal) and attention_hopper.tile (non-causal
+   * and causal) vs SDPA */
+  ok &= attention_vs_sdpa("attention.tile", 0, samples);
+attention:
+  ok &= attention_vs_sdpa("attention_hopper.tile", 0, samples);
+  ok &= attention_vs_sdpa("attention_hopper.tile", 1, samples);
+  ok &= attention_vs_sdpa("attention_hopper_pipe.tile", 0, samples);
+  ok &= attention_vs_sdpa("attention_hopper_pipe.tile", 1, samples);
   return ok ? 0 : 1;
 }

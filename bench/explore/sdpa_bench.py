@@ -6,8 +6,10 @@ bench/RESULTS.md. One line per (head dim, backend):
 
   sdpa d=64 backend=cudnn median_ms=0.91 min_ms=0.90 max_ms=0.95 tflops=301.2 gqa=native
 
-Usage: sdpa_bench.py SQ SKV HQ HKV SAMPLES [D ...] [--inputs DIR]. Non-causal,
-batch 1, bf16; FLOPs = 4 * sq * skv * d * hq (the two products). GQA runs
+Usage: sdpa_bench.py SQ SKV HQ HKV SAMPLES [D ...] [--inputs DIR] [--causal].
+Batch 1, bf16; FLOPs = 4 * sq * skv * d * hq (the two products), halved with
+--causal (is_causal=True: query row r sees keys 0 .. r; the lines then say
+causal=1). GQA runs
 natively (enable_gqa) where the backend takes it, else with K and V repeated
 to hq heads (the line says which).
 
@@ -60,23 +62,27 @@ def load(path, shape):
     return torch.frombuffer(raw, dtype=torch.bfloat16).reshape(shape).cuda()
 
 
-def check(o_tile, q, k, v, hq, hkv, d):
+def check(o_tile, q, k, v, hq, hkv, d, causal):
     """attention.tile's O against SDPA in f32 on the same inputs."""
     g = hq // hkv
     ref = F.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(g, dim=1),
-                                         v.float().repeat_interleave(g, dim=1))
+                                         v.float().repeat_interleave(g, dim=1),
+                                         is_causal=causal)
     vmax = v.float().abs().amax(dim=(0, 2, 3)).repeat_interleave(g)  # per query head
     got = o_tile.float()
     err = (got - ref).abs()
     tol = 4e-3 * ref.abs() + 4e-3 * vmax.view(1, hq, 1, 1)
     off = int((~(err <= tol)).sum().item())
-    print(f"sdpa check d={d} reference=sdpa-f32 elements_off={off} of={err.numel()} "
+    print(f"sdpa check d={d} causal={int(causal)} reference=sdpa-f32 elements_off={off} of={err.numel()} "
           f"max_abs_err={err.max().item():.4g}")
 
 
 def main():
     args = sys.argv[1:]
     inputs = None
+    causal = "--causal" in args
+    if causal:
+        args.remove("--causal")
     if "--inputs" in args:
         i = args.index("--inputs")
         inputs = args[i + 1]
@@ -98,20 +104,21 @@ def main():
                 print(f"sdpa check d={d}: no inputs in {inputs}")
             else:
                 q, k, v, o_tile = (x.permute(1, 0, 2).unsqueeze(0).contiguous() for x in t)
-                check(o_tile, q, k, v, hq, hkv, d)
+                check(o_tile, q, k, v, hq, hkv, d, causal)
             sys.stdout.flush()
         kx = k.repeat_interleave(hq // hkv, dim=1)
         vx = v.repeat_interleave(hq // hkv, dim=1)
-        flops = 4.0 * sq * skv * d * hq
+        flops = 4.0 * sq * skv * d * hq / (2 if causal else 1)
         for name, be in backends:
             res = None
             for gqa in ("native", "repeated"):
                 try:
                     with sdpa_kernel(be):
                         if gqa == "native":
-                            fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+                            fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True,
+                                                                    is_causal=causal)
                         else:
-                            fn = lambda: F.scaled_dot_product_attention(q, kx, vx)
+                            fn = lambda: F.scaled_dot_product_attention(q, kx, vx, is_causal=causal)
                         fn()
                         torch.cuda.synchronize()
                         med, lo, hi = timed(fn, samples)
@@ -123,7 +130,7 @@ def main():
                 print(f"sdpa d={d} backend={name} error={err}")
             else:
                 med, lo, hi, gqa = res
-                print(f"sdpa d={d} backend={name} median_ms={med:.4f} min_ms={lo:.4f} "
+                print(f"sdpa d={d} causal={int(causal)} backend={name} median_ms={med:.4f} min_ms={lo:.4f} "
                       f"max_ms={hi:.4f} tflops={flops / (med * 1e-3) * 1e-12:.1f} gqa={gqa}")
             sys.stdout.flush()
 

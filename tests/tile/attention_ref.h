@@ -1,7 +1,7 @@
 /*
  * attention_ref.h — what examples/tile/attention.tile must compute: true
  * attention, softmax(Q K^T / sqrt(d)) V in double, for its tests
- * (test_gpu_tile_run, test_tile_interp): the kernel on the GPU and the value
+ * (test_gpu_tile_run, test_tile_interp; attention_hopper.tile too): the kernel on the GPU and the value
  * reference on the CPU are both compared with it.
  * Include once per test program.
  */
@@ -20,7 +20,8 @@
 /* True attention for query block qb (64 rows) of head h, head dim D, keys
  * and values of kv head h / 4 (attention.tile's gqa): O[r] = sum_j p_j V[j]
  * / sum_j p_j with p_j = exp(S[r, j] - max_j S[r, j]), S = Q K^T / sqrt(D),
- * all in double from the bf16 inputs; it knows nothing of the kernel's
+ * all in double from the bf16 inputs (causal: j runs over keys 0 .. the
+ * query's row, sq = skv, SDPA's is_causal); it knows nothing of the kernel's
  * tiling, lanes or exp2. Returns the mismatches against O (bf16), and prints
  * the first with its coordinates.
  *
@@ -30,8 +31,9 @@
  * bf16 (2^-9 |O|), and sums in f32 in its own order (2^-24 relative a
  * term); 4e-3 is twice 2^-9. A kernel without the row sum, with a per-lane max, or with the
  * accumulator not rescaled misses it by far more (the tests check both). */
-static long attention_ref_d(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
-                            const uint16_t *O, int hq, int hkv, int skv, int qb, int h, int D) {
+static long attention_ref_dc(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                             const uint16_t *O, int hq, int hkv, int skv, int qb, int h, int D,
+                             int causal) {
   enum { DMAX = 128, GQA = 4, SKVMAX = 1 << 16 };
   int hk = h / GQA;
   long bad = 0;
@@ -45,7 +47,10 @@ static long attention_ref_d(const uint16_t *Q, const uint16_t *K, const uint16_t
   for (int m = 0; m < 64; m++) {
     long qrow = ((long)(qb * 64 + m) * hq + h) * D;
     double mx = -INFINITY, l = 0, o[DMAX] = {0};
-    for (int j = 0; j < skv; j++) {
+    int nj = causal ? qb * 64 + m + 1 : skv; /* causal: keys 0 .. the query's row */
+    if (nj > skv)
+      return -1;
+    for (int j = 0; j < nj; j++) {
       double a = 0;
       long krow = ((long)j * hkv + hk) * D;
       for (int dd = 0; dd < D; dd++)
@@ -53,7 +58,7 @@ static long attention_ref_d(const uint16_t *Q, const uint16_t *K, const uint16_t
       s[j] = a * scale;
       mx = fmax(mx, s[j]);
     }
-    for (int j = 0; j < skv; j++) {
+    for (int j = 0; j < nj; j++) {
       double p = exp(s[j] - mx);
       l += p;
       for (int dd = 0; dd < D; dd++)
@@ -70,6 +75,11 @@ static long attention_ref_d(const uint16_t *Q, const uint16_t *K, const uint16_t
     }
   }
   return bad;
+}
+static inline long attention_ref_d(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
+                                   const uint16_t *O, int hq, int hkv, int skv, int qb, int h,
+                                   int D) {
+  return attention_ref_dc(Q, K, V, O, hq, hkv, skv, qb, h, D, 0);
 }
 static inline long attention_ref(const uint16_t *Q, const uint16_t *K, const uint16_t *V,
                                  const uint16_t *O, int hq, int hkv, int skv, int qb, int h) {

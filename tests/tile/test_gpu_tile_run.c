@@ -7,7 +7,10 @@
  * and against the value reference (interp.c) at a small size, and the
  * bad-input paths that need a device: a kernel that faults and one that
  * hangs past the watchdog fail cleanly with the reason; ring_bulk.tile (an
- * mbarrier ring of bulk copies) against the value reference. Exit 77
+ * mbarrier ring of bulk copies) against the value reference;
+ * attention_hopper.tile and _pipe.tile (test_attention_hopper) at a toy size
+ * against the value reference and at 4k, d = 64 and 128, causal and not,
+ * against true attention. Exit 77
  * without a GPU.
  */
 #include "argus/tile_run.h"
@@ -122,16 +125,20 @@ TEST(test_mismatch_found) {
  * double (attention_ref.h), on sampled query blocks and heads. amp: the
  * inputs' amplitude (at 2, scores spread over several units: the softmax is
  * far from flat and the running max moves between kv tiles). */
-static void attention_case(int sq, int hq, int hkv, int skv, int d, int nblocks, double amp) {
+static void attention_file(const char *file, int sq, int hq, int hkv, int skv, int d,
+                           int causal, int nblocks, double amp) {
   char spec[128];
-  snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d,d=%d", sq, hq, hkv, skv, d);
+  snprintf(spec, sizeof spec, "sq=%d,hq=%d,hkv=%d,skv=%d,d=%d%s", sq, hq, hkv, skv, d,
+           causal ? ",causal=1" : "");
   ag_tile_exec_opts o;
   memset(&o, 0, sizeof o);
   o.keep_tensors = 1;
   o.seed = 7;
   o.amplitude = amp;
   ag_tile_exec_result r;
-  CHECK_EQ_INT(run_file(src_file("examples/tile/attention.tile"), spec, &o, &r), 0);
+  char path[128];
+  snprintf(path, sizeof path, "examples/tile/%s", file);
+  CHECK_EQ_INT(run_file(src_file(path), spec, &o, &r), 0);
   if (!r.tensors)
     return;
   const uint16_t *Q = r.tensors[0], *K = r.tensors[1], *V = r.tensors[2], *O = r.tensors[3];
@@ -140,15 +147,15 @@ static void attention_case(int sq, int hq, int hkv, int skv, int d, int nblocks,
   for (int i = 0; i < nblocks; i++) {
     int qb = (int)((long)i * (sq / 64 - 1) / (nblocks > 1 ? nblocks - 1 : 1));
     int h = i % hq;
-    bad += attention_ref_d(Q, K, V, O, hq, hkv, skv, qb, h, d);
+    bad += attention_ref_dc(Q, K, V, O, hq, hkv, skv, qb, h, d, causal);
     checked += 64 * d;
   }
   CHECK_EQ_INT(bad, 0);
-  printf("  attention.tile %s: %ld sampled elements match\n", spec, checked - bad);
+  printf("  %s %s: %ld sampled elements match\n", file, spec, checked - bad);
   /* the comparison fails on a wrong result: one element of O changed */
   uint16_t *Ow = (uint16_t *)O;
   Ow[5] = f2bf(bf2f(Ow[5]) + 1.0f);
-  CHECK(attention_ref_d(Q, K, V, O, hq, hkv, skv, 0, 0, d) > 0);
+  CHECK(attention_ref_dc(Q, K, V, O, hq, hkv, skv, 0, 0, d, causal) > 0);
   /* ... and on a row sum off (every element of a block scaled): 5 % on the
    * short sequences; over thousands of keys O averages down to about 1/50 of
    * max|V|, where the tolerance's absolute part (4e-3 max|V|) hides 5 %, so
@@ -156,8 +163,11 @@ static void attention_case(int sq, int hq, int hkv, int skv, int d, int nblocks,
   float off = skv <= 256 ? 1.05f : 1.25f;
   for (long e = 0; e < 64L * hq * d; e++)
     Ow[e] = f2bf(bf2f(Ow[e]) * off);
-  CHECK(attention_ref_d(Q, K, V, O, hq, hkv, skv, 0, 1 % hq, d) > 0);
+  CHECK(attention_ref_dc(Q, K, V, O, hq, hkv, skv, 0, 1 % hq, d, causal) > 0);
   ag_tile_exec_result_release(&r);
+}
+static void attention_case(int sq, int hq, int hkv, int skv, int d, int nblocks, double amp) {
+  attention_file("attention.tile", sq, hq, hkv, skv, d, 0, nblocks, amp);
 }
 
 TEST(test_attention_toy) {
@@ -211,6 +221,36 @@ TEST(test_attention_d128) {
   CHECK(r.nelems > 0);
   printf("  attention.tile d=128 sq=128 vs the value reference: %llu elements, max error %.3g\n",
          (unsigned long long)r.nelems, r.max_err);
+}
+
+/* attention_hopper.tile (TMA, warp-specialized, wgmma for both products)
+ * and attention_hopper_pipe.tile (the same, softmax overlapped with P V):
+ * at the toy size against the value reference (d = 64 non-causal, d = 128
+ * causal), and at sequence 4k, head dims 64 and 128, causal and not,
+ * against true attention in double on sampled query blocks (with causal,
+ * the first block sees one key tile, masked on the diagonal; the last all
+ * 32). */
+TEST(test_attention_hopper) {
+  static const char *toy[] = {"sq=256,hq=8,hkv=2,skv=256", "sq=256,hq=8,hkv=2,skv=256,d=128,causal=1"};
+  static const char *files[] = {"attention_hopper.tile", "attention_hopper_pipe.tile"};
+  for (int i = 0; i < 4; i++) {
+    char path[96];
+    snprintf(path, sizeof path, "examples/tile/%s", files[i / 2]);
+    ag_tile_exec_opts o;
+    memset(&o, 0, sizeof o);
+    o.ref = AG_TILE_REF_AUTO;
+    o.amplitude = 2.0;
+    ag_tile_exec_result r;
+    CHECK_EQ_INT(run_file(src_file(path), toy[i % 2], &o, &r), 0);
+    CHECK(r.ref_used && !strcmp(r.ref_used, "interp"));
+    CHECK_EQ_U64(r.nbad, 0);
+    CHECK(r.nelems > 0);
+    printf("  %s %s vs the value reference: %llu elements, %llu wrong, max error %.3g\n",
+           files[i / 2], toy[i % 2], (unsigned long long)r.nelems, (unsigned long long)r.nbad, r.max_err);
+    ag_tile_exec_result_release(&r);
+  }
+  for (int c = 0; c < 8; c++)
+    attention_file(files[c / 4], 4096, 8, 2, 4096, c % 2 ? 128 : 64, c / 2 % 2, 6, 1.0);
 }
 
 /* ------------------------------------------------------------ bad input */
@@ -270,6 +310,7 @@ int main(int argc, char **argv) {
                                    {"test_attention_toy", test_attention_toy},
                                    {"test_attention_4k", test_attention_4k},
                                    {"test_attention_d128", test_attention_d128},
+                                   {"test_attention_hopper", test_attention_hopper},
                                    {"test_ring_bulk", test_ring_bulk},
                                    {"test_fault_and_hang", test_fault_and_hang}};
   int failed = 0;

@@ -183,6 +183,46 @@ static void attention_true(int d) {
 TEST(test_attention_true_d64) { attention_true(64); }
 TEST(test_attention_d128) { attention_true(128); }
 
+/* attention_hopper.tile (TMA ring, producer and consumer warpgroups run as
+ * cooperating tasks, wgmma with P in registers and V^T MN-major) is true
+ * attention too, causal and not, at head dims 64 and 128: 2 query blocks
+ * (causal: the second sees both key tiles, the first one, masked on the
+ * diagonal) over 2 key tiles of 128, 2 kv heads (gqa 4), inputs in [-2, 2).
+ * The same comparison fails for a result off in one element and for the
+ * non-causal result compared as causal. */
+static void attention_hopper(const char *file, int d, int causal) {
+  prog g;
+  char err[512], spec[128];
+  snprintf(spec, sizeof spec, "sq=256,hq=8,hkv=2,skv=256,d=%d,causal=%d", d, causal);
+  CHECK_EQ_INT(setup(&g, ex(file), NULL, spec, 2.0f), 0);
+  CHECK_EQ_INT(interp(&g, err, sizeof err), 0);
+  if (err[0])
+    printf("  %s\n", err);
+  long bad = 0;
+  for (int qb = 0; qb < 4; qb++)
+    for (int h = 0; h < 8; h += 3)
+      bad += attention_ref_dc(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 256, qb, h, d, causal);
+  CHECK_EQ_INT(bad, 0);
+  printf("  %s d=%d causal=%d (sq = skv = 256, 8 heads): equals softmax(QK^T/sqrt(d))V\n",
+         file, d, causal);
+  /* the other masking is far off (block 1's rows see keys 64..255 or not) */
+  CHECK(attention_ref_dc(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 256, 1, 4, d, !causal) > 0);
+  uint16_t *O = g.t[3];
+  long e1 = ((long)70 * 8 + 5) * d + d - 3; /* row 70, head 5, dim d - 3 */
+  O[e1] = f2bf(bf2f(O[e1]) + 1.0f);
+  CHECK(attention_ref_dc(g.t[0], g.t[1], g.t[2], g.t[3], 8, 2, 256, 1, 5, d, causal) > 0);
+  release(&g);
+}
+TEST(test_attention_hopper_d64) { attention_hopper("attention_hopper.tile", 64, 0); }
+TEST(test_attention_hopper_d128) { attention_hopper("attention_hopper.tile", 128, 0); }
+TEST(test_attention_hopper_causal_d64) { attention_hopper("attention_hopper.tile", 64, 1); }
+TEST(test_attention_hopper_causal_d128) { attention_hopper("attention_hopper.tile", 128, 1); }
+/* the pipelined variant (softmax overlapped with P V) */
+TEST(test_attention_hopper_pipe) {
+  for (int c = 0; c < 4; c++)
+    attention_hopper("attention_hopper_pipe.tile", c % 2 ? 128 : 64, c / 2);
+}
+
 TEST(test_attention_tile) {
   prog g;
   char err[512];
@@ -358,6 +398,11 @@ TEST(test_errors) {
 
 RUN_TESTS({"test_gemm_tile", test_gemm_tile}, {"test_planted_bug", test_planted_bug},
           {"test_attention_tile", test_attention_tile},
+          {"test_attention_hopper_d64", test_attention_hopper_d64},
+          {"test_attention_hopper_d128", test_attention_hopper_d128},
+          {"test_attention_hopper_causal_d64", test_attention_hopper_causal_d64},
+          {"test_attention_hopper_causal_d128", test_attention_hopper_causal_d128},
+          {"test_attention_hopper_pipe", test_attention_hopper_pipe},
           {"test_attention_d128", test_attention_d128},
           {"test_attention_true_d64", test_attention_true_d64}, {"test_cvt_rounding", test_cvt_rounding},
           {"test_unary_minus", test_unary_minus},

@@ -190,6 +190,7 @@ TEST(test_sizes_parse) {
       {"M=12x", "not '12x'"},
       {"M=64,M=64", "size 'M' is given twice"},
       {"K=64,K=128", "size 'K' is given twice"},
+      {"K=-1", "const 'K' must be an integer in 0 .. 2^32 - 1, not '-1'"},
   };
   ag_tile_program *p = NULL;
   ag_diags d;
@@ -213,6 +214,10 @@ TEST(test_sizes_parse) {
   CHECK_EQ_INT(s.n, 2);
   CHECK_EQ_STR(s.names[1], "N");
   CHECK_EQ_U64(s.vals[1], 128);
+  ag_tile_run_sizes_release(&s);
+  /* a const may be 0 (a flag), a size not (above) */
+  CHECK_EQ_INT(ag_tile_run_sizes_parse(p, NULL, "M=64,K=0,N=128", &d, &s), 0);
+  CHECK_EQ_STR(s.defines[0], "K=0");
   ag_tile_run_sizes_release(&s);
   ag_tile_program_free(p);
   ag_diags_release(&d);

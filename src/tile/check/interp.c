@@ -2234,35 +2234,43 @@ static void do_cp_mbar_arrive(ag__ck *c, const ag_tile_node *n, const ag__intrin
   }
 }
 
-/* An instruction every warp of a warpgroup executes together (.sync.aligned:
- * setmaxnreg, wgmma): the block is whole warpgroups and the path takes each
- * warpgroup whole (a role split such as `if tid / 128 == 0:`), decided by
- * enumerating the block. */
-static void need_warpgroup(ag__ck *c, const ag_tile_node *n, const char *what) {
-  if (c->nthreads % 128)
-    ag__ck_error(c, n, "%s is executed by whole warpgroups of 128 threads; the block has %lld",
-                 what, (long long)c->nthreads);
-  if (c->uniform_if)
+/* An instruction executed together by every thread of a group of `gs`
+ * threads (128: a warpgroup's .sync.aligned setmaxnreg, wgmma; 32: a warp's
+ * full-mask shfl.sync): the block is whole groups and the path takes each
+ * group whole (a role split such as `if tid / 128 == 0:`, a warp role
+ * `if tid / 32 < 2:`), decided by enumerating the block. */
+static void need_whole(ag__ck *c, const ag_tile_node *n, const char *what, int64_t gs) {
+  const char *gn = gs == 128 ? "warpgroup" : "warp";
+  const char *hint = gs == 128 ? "if threadIdx.x / 128 == 0:" : "if threadIdx.x / 32 < 2:";
+  if (c->nthreads % gs)
+    ag__ck_error(c, n, "%s is executed by whole %ss of %lld threads; the block has %lld", what,
+                 gn, (long long)gs, (long long)c->nthreads);
+  /* a warpgroup's .sync.aligned instruction needs a decided condition; a
+   * warp's shuffle only whole warps, which a block-wide condition keeps */
+  if (c->uniform_if && gs == 128)
     ag__ck_error(c, n,
                  "%s inside an 'if' whose condition the checker cannot decide from the "
-                 "assumptions; every warp of a warpgroup must execute it (move it out of the "
+                 "assumptions; every thread of a %s must execute it (move it out of the "
                  "'if' or add an 'assume' that decides the condition)",
-                 what);
+                 what, gn);
   const ag__bx *g = thread_part(c, c->path);
   if (!g)
     return;
   for (int64_t t = 0; t < c->nthreads; t++) {
-    int v = ag__beval_tid(g, t), v0 = ag__beval_tid(g, t - t % 128);
+    int v = ag__beval_tid(g, t), v0 = ag__beval_tid(g, t - t % gs);
     if (v < 0 || v != v0)
       ag__ck_error(c, n,
-                   "%s inside a thread-dependent 'if' that does not take whole warpgroups: "
-                   "thread %lld %s it and thread %lld of the same warpgroup %lld %s (every "
-                   "warp of a warpgroup must execute it: branch on the warpgroup, "
-                   "if threadIdx.x / 128 == 0:)",
-                   what, (long long)(t - t % 128), v0 > 0 ? "runs" : "does not run",
-                   (long long)t, (long long)(t / 128),
-                   v < 0 ? "cannot be decided" : v ? "does" : "does not");
+                   "%s inside a thread-dependent 'if' that does not take whole %ss: "
+                   "thread %lld %s it and thread %lld of the same %s %lld %s (every "
+                   "thread of a %s must execute it: branch on the %s, %s)",
+                   what, gn, (long long)(t - t % gs), v0 > 0 ? "runs" : "does not run",
+                   (long long)t, gn, (long long)(t / gs),
+                   v < 0 ? "cannot be decided" : v ? "does" : "does not", gn, gn, hint);
   }
+}
+
+static void need_warpgroup(ag__ck *c, const ag_tile_node *n, const char *what) {
+  need_whole(c, n, what, 128);
 }
 
 /* setmaxnreg_inc/_dec(N): PTX's rules, checked at the call */
@@ -2714,14 +2722,15 @@ static ag__value *builtin(ag__ck *c, const ag_tile_node *n, const ag__builtin *b
  * relabel them to assert on them), bottom when the operand is bottom (a
  * constant in every lane). Registers only:
  * no memory is touched, so no race. Every lane of the warp takes part: not
- * under a thread-dependent 'if' (the lowering's full-mask shfl.sync would
- * hang or read lanes that did not arrive), and only in blocks of whole warps. */
+ * under a thread-dependent 'if' that splits a warp (the lowering's full-mask
+ * shfl.sync would hang or read lanes that did not arrive; a warp or
+ * warpgroup role keeps warps whole), and only in blocks of whole warps. */
 static ag__value *lane_xchg(ag__ck *c, const ag_tile_node *n, const ag__builtin *bi) {
   nargs(c, n, 2, 2, "shfl_xor(x, lane_mask)");
-  need_uniform(c, n, bi->name);
   if (c->nthreads % 32)
     ag__ck_error(c, n, "%s() needs a block of whole warps (this one has %lld threads)",
                  bi->name, (long long)c->nthreads);
+  need_whole(c, n, bi->name, 32);
   ag__value *x = eval(c, n->list.v[0]);
   if (x->k != V_DATA && x->k != V_ELEM)
     ag__ck_error(c, n->list.v[0], "%s() exchanges data (a register element or a value)",

@@ -141,6 +141,18 @@ void ag__race_read_retire(ag__ck *c, const ag__wgread *w) {
     o->inflight = 0;
     return;
   }
+  /* the issue's record under another key generation (a loop summary
+   * restored the list of accesses, or a barrier came between): the same
+   * read, retired here */
+  for (size_t i = 0; i < c->reads.n; i++) {
+    ag__rrec *o = &c->reads.v[i];
+    if (o->inflight && !o->write && o->at == w->at && o->buf == w->buf && o->addr == w->addr &&
+        o->guard == w->guard && o->width == w->width) {
+      if (o->pc < r.pc)
+        o->pc = r.pc;
+      o->inflight = 0;
+    }
+  }
   /* a barrier came between the issue and the retirement: it does not order
    * an asynchronous read, which stays in the new interval */
   int64_t lo, hi;

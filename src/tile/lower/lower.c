@@ -2267,7 +2267,7 @@ static int calls_kind_node(const ag_tile_node *e, ag__ik k) {
 }
 
 #define AG_LOWER_UNROLL_MAX 64
-#define AG_LOWER_SYNC_UNROLL_MAX 16
+#define AG_LOWER_SYNC_UNROLL_MAX 8
 static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   const ag_tile_node *it = n->a;
   if (it->kind != AG_TN_CALL || it->a->kind != AG_TN_NAME || strcmp(it->a->name, "range") ||
@@ -2315,14 +2315,18 @@ static void lower_for(lw *L, const ag_tile_node *n, const char *region) {
   const char *cv = cname(L, n->name);
   /* short loops unroll (register indices over their variable fold to
    * registers); a long one is left to the compiler, so that gemm.tile's main
-   * loop at K = 8192 or a spin of 2^31 iterations stays a loop */
-  /* ... and so does a ring's loop that waits on mbarriers beyond a few
-   * trips: its stage indices address shared memory, not registers, and
-   * unrolling it whole only multiplies the code (and ptxas's time) */
-  if (trips > AG_LOWER_SYNC_UNROLL_MAX && ag__intrin_sync_loop(n))
-    emit(L, n, "#pragma unroll 1");
-  else if (trips <= AG_LOWER_UNROLL_MAX)
+   * loop at K = 8192 or a spin of 2^31 iterations stays a loop. So does a
+   * ring's loop (it waits on or arrives at mbarriers: its variable picks a
+   * stage, a phase and coordinates in shared memory, not registers) above
+   * AG_LOWER_SYNC_UNROLL_MAX trips: unrolled whole, gemm_hopper.tile's 64
+   * k-tiles took ptxas 23 s, and attention_hopper.tile's 32 key tiles
+   * spilled 1.4 KB in 1.3 MB of code, 4x the time per tile of its causal
+   * (run-time trip count) form on the H200 */
+  int pipe = trips > AG_LOWER_SYNC_UNROLL_MAX && ag__intrin_sync_loop(n);
+  if (trips <= AG_LOWER_UNROLL_MAX && !pipe)
     emit(L, n, "#pragma unroll");
+  else if (pipe)
+    emit(L, n, "#pragma unroll 1");
   if (rstop) {
     emit(L, n, "for (unsigned %s = %lldu; %s < (unsigned)(%s); %s += %lldu) {", cv,
          (long long)start, cv, rstop, cv, (long long)step);

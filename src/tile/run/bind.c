@@ -287,9 +287,13 @@ int ag_tile_run_sizes_parse(const ag_tile_program *p, const char *kernel, const 
     }
     *eq = 0;
     unsigned long long v = strtoull(eq + 1, &end, 0);
-    if (!eq[1] || *end || eq[1] == '-' || v == 0 || v > 0xffffffffull) {
-      rc = diag(p, d, NULL, "size '%s' must be a positive integer below 2^32, not '%s'", tok,
-                eq + 1);
+    /* a const may be 0 (a flag such as attention_hopper's causal); a size not */
+    int isconst = is_const_param(k, tok);
+    if (!eq[1] || *end || eq[1] == '-' || (v == 0 && !isconst) || v > 0xffffffffull) {
+      rc = diag(p, d, NULL,
+                isconst ? "const '%s' must be an integer in 0 .. 2^32 - 1, not '%s'"
+                        : "size '%s' must be a positive integer below 2^32, not '%s'",
+                tok, eq + 1);
       goto out;
     }
     for (int i = 0; i < out->n; i++)
@@ -302,7 +306,7 @@ int ag_tile_run_sizes_parse(const ag_tile_program *p, const char *kernel, const 
         rc = diag(p, d, NULL, "size '%s' is given twice", tok);
         goto out;
       }
-    if (is_const_param(k, tok)) {
+    if (isconst) {
       ag_str s = AG_STR_INIT;
       if (ag_str_printf(&s, "%s=%llu", tok, v)) {
         ag_str_release(&s);
