@@ -10,6 +10,7 @@
 #include "argus/core.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,20 +35,45 @@ static inline int bench_gpu_count(void) {
   return n;
 }
 
-/* The short commit of the checkout at dir into out ("unknown" when git
- * cannot say). */
+/* The short commit of the checkout at dir into out: $ARGUS_COMMIT when set
+ * (scripts/gpu/pack.sh records the commit it packed, run.sh exports it: the
+ * pack's copy of the sources is no checkout, and git would answer with the
+ * commit of whatever checkout holds the copy), else HEAD where dir is a git
+ * checkout's top, else "unknown". */
 static inline void bench_commit(const char *dir, char *out, size_t n) {
+  const char *env = getenv("ARGUS_COMMIT");
+  if (env && *env) {
+    snprintf(out, n, "%s", env);
+    return;
+  }
+  snprintf(out, n, "unknown (not a git checkout: set ARGUS_COMMIT)");
+  char want[4096], top[4096];
+  if (!realpath(dir, want))
+    return;
+  const char *av[] = {"git", "-C", dir, "rev-parse", "--show-toplevel", NULL};
   ag_str co = AG_STR_INIT;
-  const char *av[] = {"git", "-C", dir, "rev-parse", "--short", "HEAD", NULL};
   ag_proc_opts po;
   memset(&po, 0, sizeof po);
   po.argv = av;
   po.capture_out = &co;
   ag_proc_result pr;
-  snprintf(out, n, "unknown");
-  if (!ag_proc_run(&po, &pr) && pr.exited && pr.exit_code == 0 && co.len)
-    snprintf(out, n, "%.*s", (int)strcspn(ag_str_cstr(&co), "\n"), ag_str_cstr(&co));
+  int ok = !ag_proc_run(&po, &pr) && pr.exited && pr.exit_code == 0 && co.len;
+  if (ok) {
+    char got[4096];
+    snprintf(got, sizeof got, "%.*s", (int)strcspn(ag_str_cstr(&co), "\n"), ag_str_cstr(&co));
+    ok = realpath(got, top) && !strcmp(top, want);
+  }
   ag_str_release(&co);
+  if (!ok)
+    return;
+  const char *hv[] = {"git", "-C", dir, "rev-parse", "--short", "HEAD", NULL};
+  ag_str ho = AG_STR_INIT;
+  po.argv = hv;
+  po.capture_out = &ho;
+  snprintf(out, n, "unknown");
+  if (!ag_proc_run(&po, &pr) && pr.exited && pr.exit_code == 0 && ho.len)
+    snprintf(out, n, "%.*s", (int)strcspn(ag_str_cstr(&ho), "\n"), ag_str_cstr(&ho));
+  ag_str_release(&ho);
 }
 
 #endif

@@ -130,6 +130,8 @@ def machine():
 def commit():
     """HEAD's short hash where ROOT is a git checkout's top (a copy inside another checkout,
     as the GPU pack, is not: its commit is given with --commit)"""
+    if os.environ.get("ARGUS_COMMIT"):
+        return os.environ["ARGUS_COMMIT"]  # the GPU pack's (scripts/gpu/pack.sh)
     try:
         rc, top = run(["git", "-C", ROOT, "rev-parse", "--show-toplevel"], 30)
         if rc != 0 or os.path.realpath(top.strip()) != os.path.realpath(ROOT):

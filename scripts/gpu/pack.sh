@@ -49,6 +49,12 @@ mkdir -p "$DEST"
 # what travels is capped at 64 MiB: no debug info (the fuzzers stay behind too)
 find "$DEST/build" "$DEST/lib" -type f \( -perm -u+x -o -name '*.so*' \) \
   -exec strip --strip-debug {} + 2>/dev/null || true
+# the commit packed (with -dirty when tracked files differ from it): the
+# copy of the sources is no checkout, so run.sh exports it as ARGUS_COMMIT
+# for the benchmarks' RESULTS.md sections
+c=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$REPO" diff --quiet HEAD 2>/dev/null || c="$c-dirty"
+echo "$c" > "$DEST/COMMIT"
 # run.sh is started as .carry/NAME/scripts/gpu/run.sh
 mkdir -p "$DEST/scripts/gpu"
 cp "$REPO/scripts/gpu/run.sh" "$DEST/scripts/gpu/run.sh"

@@ -25,6 +25,8 @@ export LD_LIBRARY_PATH=$R/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 export ARGUS_EVIDENCE_OUT=$OUT/evidence
 export ARGUS_BENCH_DUMP=$OUT/dump
+# the commit pack.sh built (the copy of the sources is no checkout)
+[ -s "$CARRY/COMMIT" ] && export ARGUS_COMMIT="$(cat "$CARRY/COMMIT")"
 # The GPU machine's python3 (the one that holds torch) has no pytest: wheels
 # carried in the checkout's .whl/ (docs/gpu-testing.md) install beside it, and
 # the Python client's tests use that python3

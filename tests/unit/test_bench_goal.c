@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "goal.h"
 #include "optimize_curve.h"
 
@@ -136,5 +137,41 @@ TEST(test_optimize_curve) {
   CHECK(!opt_fewer_trials(ev, bl, 0, 10, &e, &b));
 }
 
-RUN_TESTS(T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict), T(test_median),
+
+/* the commit a section names: $ARGUS_COMMIT first (the GPU pack's), else HEAD
+ * only where the directory is a checkout's top: a copy of the sources inside
+ * another checkout (the pack on the GPU machine) must not name that one's */
+TEST(test_commit) {
+  char c[128];
+  setenv("ARGUS_COMMIT", "abc1234-dirty", 1);
+  bench_commit(ARGUS_SOURCE_DEFAULT, c, sizeof c);
+  CHECK_EQ_STR(c, "abc1234-dirty");
+  unsetenv("ARGUS_COMMIT");
+  char tmp[] = "/tmp/argus-commit-XXXXXX";
+  CHECK(mkdtemp(tmp) != NULL);
+  bench_commit(tmp, c, sizeof c);
+  CHECK(strncmp(c, "unknown", 7) == 0);
+  rmdir(tmp);
+  /* a folder inside a checkout is not its top */
+  bench_commit(ARGUS_SOURCE_DEFAULT "/bench", c, sizeof c);
+  CHECK(strncmp(c, "unknown", 7) == 0);
+  char head[64] = "";
+  /* HEAD where the sources are a checkout's top (not in mutate.py's copy
+   * under build/, whose enclosing checkout is another's) */
+  FILE *f = popen("cd '" ARGUS_SOURCE_DEFAULT "' && [ \"$(git rev-parse --show-toplevel "
+                  "2>/dev/null)\" = \"$(pwd -P)\" ] && git rev-parse --short HEAD", "r");
+  if (f) {
+    if (!fgets(head, sizeof head, f))
+      head[0] = 0;
+    pclose(f);
+  }
+  head[strcspn(head, "\n")] = 0;
+  bench_commit(ARGUS_SOURCE_DEFAULT, c, sizeof c);
+  if (head[0])
+    CHECK_EQ_STR(c, head);
+  else
+    CHECK(strncmp(c, "unknown", 7) == 0); /* no checkout's top: no commit */
+}
+
+RUN_TESTS(T(test_commit), T(test_goal_comparison), T(test_goal_line), T(test_paired_verdict), T(test_median),
           T(test_results_section), T(test_optimize_curve))
