@@ -123,6 +123,11 @@ TEST(test_usage) {
   const char *d[] = {bin(), "check", "--set", "K", src_path(0, "examples/tile/gemm.tile"), NULL};
   CHECK_EQ_INT(run(d, &out, &err), 2);
   CHECK_CONTAINS(ag_str_cstr(&err), "NAME=INTEGER");
+  /* a repeated --set extends the list: the first one is not dropped */
+  const char *d2[] = {bin(), "check", "--set", "Q=1", "-D", "K=64",
+                      src_path(0, "examples/tile/gemm.tile"), NULL};
+  CHECK_EQ_INT(run(d2, &out, &err), 2);
+  CHECK_CONTAINS(ag_str_cstr(&err), "--set Q=1: kernel 'gemm' has no constant parameter");
   const char *e[] = {bin(), "check", "--help", NULL};
   CHECK_EQ_INT(run(e, &out, &err), 0);
   CHECK_CONTAINS(ag_str_cstr(&out), "usage: argus check");

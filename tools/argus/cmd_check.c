@@ -11,7 +11,7 @@
 #include <string.h>
 
 const ag_cli_opt cmd_check_opts[] = {
-    {"set", 'D', "NAME=VALUE", "override a const parameter (repeatable: -D a=1,b=2)"},
+    {"set", 'D', "NAME=VALUE[,NAME=VALUE]", "override const parameters (a list: -D a=1,b=2, or the option repeated)"},
     {"symbolic", 0, "NAME[,NAME]", "check a const parameter for every value (a problem size)"},
     {"unroll", 0, NULL, "unroll every loop with constant bounds (no loop summaries)"},
     {"rlimit", 0, "N", "solver resource limit per query (default 20000000)"},

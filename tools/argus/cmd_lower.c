@@ -15,7 +15,7 @@
 
 const ag_cli_opt cmd_lower_opts[] = {
     {"kernel", 'k', "NAME", "lower only this kernel"},
-    {"set", 'D', "NAME=VALUE", "override a const parameter (repeatable: -D a=1,b=2)"},
+    {"set", 'D', "NAME=VALUE[,NAME=VALUE]", "override const parameters (a list: -D a=1,b=2, or the option repeated)"},
     {"output", 'o', "OUT.cu|OUT.ptx", "write CUDA C (.cu) or PTX through NVRTC (.ptx); default: CUDA C to stdout"},
     {"arch", 0, "SM", "the PTX target for .ptx output (default sm_90a)"},
     {"no-markers", 0, NULL, "emit no ARGUS region markers"},

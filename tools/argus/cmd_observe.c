@@ -18,7 +18,7 @@
 
 const ag_cli_opt cmd_observe_opts[] = {
     {"region", 'r', "NAME", "the region (qualified kernel/a/b or local name)"},
-    {"signals", 's', "LIST", "signals, comma-separated (default duration); see docs/observe.md"},
+    {"signals", 's', "S[,S...]", "signals, comma-separated or the option repeated (default duration); see docs/observe.md"},
     {"scope", 0, "K=V,...", "role, iter, sm, cta, warp, launch (N or a:b)"},
     {"timeout", 0, "SECONDS", "kill a harness run after this long (default 300)"},
     {"records", 0, "N", "trace records per warp (default: the host runtime's)"},

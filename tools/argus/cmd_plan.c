@@ -10,7 +10,7 @@
 
 const ag_cli_opt cmd_plan_opts[] = {
     {"region", 'r', "NAME", "the region (qualified kernel/a/b or local name)"},
-    {"signals", 's', "LIST", "signals, comma-separated (default duration)"},
+    {"signals", 's', "S[,S...]", "signals, comma-separated or the option repeated (default duration)"},
     {"scope", 0, "K=V,...", "role, iter, sm, cta, warp, launch (N or a:b)"},
     {"metrics", 0, "M,...", "hardware counters to read beside hw_counters' default set"},
     {"counter-ranges", 0, "MODE", "hw_counters' ranges: auto (per kernel launch) or user"},

@@ -16,7 +16,7 @@
 
 const ag_cli_opt cmd_run_opts[] = {
     {"kernel", 'k', "NAME", "run this kernel (default: the first of the file)"},
-    {"size", 's', "NAME=V,...", "problem sizes and const parameters (every size is needed)"},
+    {"size", 's', "NAME=V[,NAME=V...]", "problem sizes and const parameters (every size is needed; a list, or the option repeated)"},
     {"check-ref", 0, NULL, "compare the result with a reference (--ref)"},
     {"ref", 0, "auto|cpu|cublas|interp", "the reference (default auto: GEMMs cpu up to M*N*K = 2^30, else cublas; other kernels interp)"},
     {"bench", 0, NULL, "time the kernel (and cuBLAS beside a GEMM): L2 flushed, median of samples"},

@@ -225,6 +225,28 @@ int ag_cli_print_json(json_t *j) {
 
 /* The command's end: with --json, a failure that printed no JSON prints the
  * error object (what it said on stderr) on stdout. Returns rc. */
+/* An option whose metavariable reads "X[,X]" takes a comma-separated list:
+ * repeating it extends the list (--set a=1 --set b=2 is --set a=1,b=2);
+ * another option keeps its last value. */
+static int is_list_opt(const ag_cli_opt *o) { return o->arg && strstr(o->arg, "[,") != NULL; }
+
+/* The joined values of repeated list options, freed by finish(). */
+static ag_str joined[AG_CLI_MAX_OPTS * 4];
+static int njoined;
+
+static ag_str *list_join(const char *a, const char *b) {
+  if (njoined == (int)(sizeof joined / sizeof *joined))
+    return NULL;
+  ag_str *j = &joined[njoined];
+  *j = (ag_str)AG_STR_INIT;
+  if (ag_str_printf(j, "%s,%s", a, b)) {
+    ag_str_release(j);
+    return NULL;
+  }
+  njoined++;
+  return j;
+}
+
 static int finish(const ag_cli *cli, int rc) {
   if (cli->json && rc != AG_EXIT_OK && !errs.printed_json) {
     const char *msg = errs.msg.len ? ag_str_cstr(&errs.msg) : NULL;
@@ -242,6 +264,9 @@ static int finish(const ag_cli *cli, int rc) {
   json_decref(errs.diags);
   errs.diags = NULL;
   ag_str_release(&errs.msg);
+  for (int i = 0; i < njoined; i++)
+    ag_str_release(&joined[i]);
+  njoined = 0;
   fflush(stdout);
   return rc;
 }
@@ -376,6 +401,14 @@ int main(int argc, char **argv) {
       if (err == 2)
         return finish(&cli, ag_cli_usage_error(&cli, "option '%s' needs a value (%s)", a,
                                                cli.cmd->opts[k].arg));
+      if (cli.values[k] && val && is_list_opt(&cli.cmd->opts[k])) {
+        /* a repeated list option extends the list */
+        ag_str *j = list_join(cli.values[k], val);
+        if (!j)
+          return finish(&cli, ag_cli_fail(&cli, AG_ENOMEM, "cannot join '--%s' values",
+                                          cli.cmd->opts[k].name));
+        val = ag_str_cstr(j);
+      }
       cli.values[k] = val;
       continue;
     }
