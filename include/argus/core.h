@@ -283,6 +283,8 @@ int ag_json_all_strings(const json_t *a, int nonempty);
 int ag_json_strv(const json_t *a, char ***out, int *n);
 /* Frees a NULL-terminated vector of owned strings (NULL: nothing). */
 void ag_strv_free(char **v);
+/* The number at o[key], else dflt (no such key, or not a number). */
+double ag_json_num(const json_t *o, const char *key, double dflt);
 
 /* ---------------------------------------------------------------- files */
 /* Reads a whole file; *data is owned and NUL-terminated. */

@@ -223,6 +223,11 @@ int ag_json_all_strings(const json_t *a, int nonempty) {
   return 1;
 }
 
+double ag_json_num(const json_t *o, const char *key, double dflt) {
+  json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
 int ag_json_strv(const json_t *a, char ***out, int *n) {
   size_t k = json_array_size(a);
   char **v = ag_calloc(k + 1, sizeof *v);

@@ -419,10 +419,8 @@ int ag_comm_synth(const ag_sys_ev *e, ag_diags *d, json_t **out) {
   return 0;
 }
 
-static double num(const json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
+/* o[k], else NaN */
+static double num(const json_t *o, const char *k) { return ag_json_num(o, k, NAN); }
 
 /* A number right-aligned in `w` columns, "-" when null (NaN). */
 static void cell(ag_str *out, int w, int prec, double v) {

@@ -284,10 +284,8 @@ out:
   return rc;
 }
 
-static double num(const json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : NAN;
-}
+/* o[k], else NaN */
+static double num(const json_t *o, const char *k) { return ag_json_num(o, k, NAN); }
 
 int ag_pm_text(const json_t *s, ag_str *out) {
   const json_t *al = json_object_get(s, "alignment"), *clk = json_object_get(s, "clock");

@@ -743,10 +743,8 @@ int ag_sys_synth(const ag_sys_ev *e, const ag_scope *scope, unsigned retained, j
   return 0;
 }
 
-static double num(const json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : 0;
-}
+/* o[k], else 0 */
+static double num(const json_t *o, const char *k) { return ag_json_num(o, k, 0); }
 
 /* "0-3, 5" then a newline; "-" for none. */
 static void list_launches(const json_t *ls, ag_str *out) {

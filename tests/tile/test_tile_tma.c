@@ -66,25 +66,15 @@ static void refuted(const char *name, const char *src, const char *at, int threa
 
 TEST(test_planted_bugs) {
   /* B's box 8 rows short: thread 120 (the first row the box misses) reads no data */
-  char *s = tu_mutate("tma-box");
-  CHECK(s != NULL);
-  if (s)
-    refuted("tma-box", s, "assert tag(sB[st, tid, g * 8 + c])", 120, "no data reaches it",
-            "bot");
-  free(s);
+  tu_bug_refuted("tma-box", "assert tag(sB[st, tid, g * 8 + c])",
+                 (tu_refute){"no data reaches it", 120, NULL, "bot", NULL});
   /* A unswizzled into a swizzled stage: row r's chunk c holds chunk c ^ (r % 8) */
-  s = tu_mutate("tma-swizzle");
-  CHECK(s != NULL);
-  if (s)
-    refuted("tma-swizzle", s, "assert tag(sA[st, tid / 2, k])", -1, "the tags differ", NULL);
-  free(s);
+  tu_bug_refuted("tma-swizzle", "assert tag(sA[st, tid / 2, k])",
+                 (tu_refute){"the tags differ", -1, NULL, NULL, NULL});
   /* half of B's bytes expected: the phase may complete before the boxes land */
-  s = tu_mutate("tma-bytes");
-  CHECK(s != NULL);
-  if (s)
-    refuted("tma-bytes", s, "assert tag(sB[st, tid, g * 8 + c])", -1, "not settled",
-            "may land after its phase of mbarrier 'full[3]' completes");
-  free(s);
+  tu_bug_refuted("tma-bytes", "assert tag(sB[st, tid, g * 8 + c])",
+                 (tu_refute){"not settled", -1, NULL,
+                             "may land after its phase of mbarrier 'full[3]' completes", NULL});
 }
 
 /* A small program around one tma_load of X's 16 x 8 f32 box at (r0, 0) into

@@ -36,7 +36,7 @@ TEST(test_example) {
   ag_tile_program_free(p);
 }
 
-/* A planted bug: refuted at the line holding `at`, in a thread of the warpgroup, the reason
+/* A small program refuted at the line holding `at`, in a thread of the warpgroup, the reason
  * holding `want`; lhs: the operand's left side (an unsettled cp.async byte of sA). */
 static void refuted(const char *name, const char *src, const char *at, const char *want,
                     const char *lhs) {
@@ -46,22 +46,15 @@ static void refuted(const char *name, const char *src, const char *at, const cha
 }
 
 TEST(test_planted_bugs) {
-  char *s = tu_mutate("wgmma-nowait");
-  CHECK(s != NULL);
-  if (s)
-    refuted("wgmma-nowait", s, "C[bm * BM + m, bn * BN + n] = acc[v]",
-            "reads register 'acc' byte 0, an accumulator of the wgmma at line 71, before a "
-            "wgmma_wait retires its group",
-            NULL);
-  free(s);
-  s = tu_mutate("wgmma-nocpwait");
-  CHECK(s != NULL);
-  if (s)
-    refuted("wgmma-nocpwait", s, "wgmma_m64n128k16(acc, sA[st", "not settled",
-            "wgmma_m64n128k16 operand a: A[m, k] of the thread's accumulator (m, n) "
-            "(accumulator value ");
-  free(s);
-  s = tu_mutate("wgmma-swizzle");
+  tu_bug_refuted("wgmma-nowait", "C[bm * BM + m, bn * BN + n] = acc[v]",
+                 (tu_refute){"reads register 'acc' byte 0, an accumulator of the wgmma at line "
+                             "71, before a wgmma_wait retires its group",
+                             -1, NULL, NULL, NULL});
+  const char *lhs = "wgmma_m64n128k16 operand a: A[m, k] of the thread's accumulator (m, n) "
+                    "(accumulator value ";
+  tu_bug_refuted("wgmma-nocpwait", "wgmma_m64n128k16(acc, sA[st",
+                 (tu_refute){"not settled", -1, lhs, "not been waited for", "shared 'sA' byte"});
+  char *s = tu_mutate("wgmma-swizzle");
   CHECK(s != NULL);
   if (s) {
     ag_diags d;

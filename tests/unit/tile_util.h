@@ -269,4 +269,14 @@ static inline void tu_refuted(const char *name, const char *src, const char *at,
   ag_diags_release(&d);
 }
 
+/* The planted bug `bug` (examples/tile/bugs/BUG.mut) applied, then refuted as
+ * tu_refuted says. */
+static inline void tu_bug_refuted(const char *bug, const char *at, tu_refute w) {
+  char *src = tu_mutate(bug);
+  CHECK(src != NULL);
+  if (src)
+    tu_refuted(bug, src, at, w);
+  free(src);
+}
+
 #endif
