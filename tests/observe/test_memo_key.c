@@ -213,7 +213,9 @@ TEST(test_no_gpu_task_ends_with_its_reason) {
 
 /* Three identical observes at once on one workspace: each task runs once;
  * the others take its result, here the harness's failure with its reason
- * (the harness counts its runs in a file and takes 4 s, so they overlap;
+ * (the harness counts its runs in a file and takes 10 s, so they overlap
+ * even when CI's load starts one process seconds after the others: at 4 s one
+ * started after the first run had failed and ran it again;
  * the trace-free timing run before it succeeds). */
 TEST(test_concurrent_identical_observes_share_one_run) {
   setup();
@@ -227,7 +229,7 @@ TEST(test_concurrent_identical_observes_share_one_run) {
            "\"block\":[32,1,1],\"shared_bytes\":0,\"ns\":1000.0,\"registers\":8,"
            "\"ctas_per_sm\":8,\"recorded\":false,\"why\":\"timing run (nothing is "
            "recorded)\"}]}' > \"$ARGUS_OUT/timing.json\"; exit 0; fi\n"
-           "echo run >> '%s'\nsleep 4\nexit 3",
+           "echo run >> '%s'\nsleep 10\nexit 3",
            count);
   write_spec("conc", "k.sh", body, "");
   int go[2];
