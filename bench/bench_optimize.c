@@ -8,7 +8,8 @@
  * Per policy: the start's time, the best time reached, the speedup, the
  * trials evidence needs to reach blind's final best and the trials blind
  * needed, the ratio of the best to the hand-written DSL kernel
- * (examples/tile/gemm.tile, attention.tile) and, for gemm, to cuBLAS, at the
+ * (examples/tile/gemm.tile, attention.tile), to the Hopper DSL kernel
+ * (gemm_hopper.tile, attention_hopper.tile) and, for gemm, to cuBLAS, at the
  * same sizes; medians over the repeats with their spread. Goal: evidence
  * reaches blind's final best in fewer trials than blind (the medians over
  * the repeats; within 3 %). Exit 77 without a GPU, 1 when a goal is not met
@@ -34,13 +35,40 @@
 #define MAXR 8   /* repeats */
 #define TOL 0.03 /* "reached": within 3 % of the target */
 
+/* The value of size NAME in "A=1,B=2", or 0. */
+static long size_of(const char *sizes, const char *name) {
+  size_t l = strlen(name);
+  for (const char *p = sizes; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, name, l) && p[l] == '=')
+      return strtol(p + l + 1, NULL, 10);
+  return 0;
+}
+
+/* gemm_hopper.tile's sizes for a gemm task's M, N, K: it counts 128 x 256 block tiles
+ * (MT, NT); 0 where the task's sizes are not whole tiles */
+static int gemm_hopper_sizes(const char *tsz, char *out, size_t n) {
+  long m = size_of(tsz, "M"), nn = size_of(tsz, "N"), k = size_of(tsz, "K");
+  if (m <= 0 || nn <= 0 || k <= 0 || m % 128 || nn % 256)
+    return 0;
+  snprintf(out, n, "MT=%ld,NT=%ld,K=%ld", m / 128, nn / 256, k);
+  return 1;
+}
+
+/* attention_hopper.tile takes attention.tile's sizes */
+static int same_sizes(const char *tsz, char *out, size_t n) {
+  snprintf(out, n, "%s", tsz);
+  return 1;
+}
+
 static const struct problem {
-  const char *name, *task, *hand;
+  const char *name, *task, *hand, *hopper; /* hopper: the Hopper DSL kernel (issue 23) */
   int cublas; /* 1: time cuBLAS beside the hand-written kernel */
+  int (*hopper_sizes)(const char *tsz, char *out, size_t n);
 } problems[] = {
-    {"gemm_naive", "bench/optimize/gemm_naive.task.json", "examples/tile/gemm.tile", 1},
+    {"gemm_naive", "bench/optimize/gemm_naive.task.json", "examples/tile/gemm.tile",
+     "examples/tile/gemm_hopper.tile", 1, gemm_hopper_sizes},
     {"attention_naive", "bench/optimize/attention_naive.task.json",
-     "examples/tile/attention.tile", 0},
+     "examples/tile/attention.tile", "examples/tile/attention_hopper.tile", 0, same_sizes},
 };
 
 typedef struct run_fig {
@@ -155,7 +183,7 @@ int main(int argc, char **argv) {
   char device[128] = "?";
   ag_str_puts(&sec, "| program | policy | start ms | best ms, median (min-max) | speedup | "
                     "trials to reach blind's best, per run | best / hand-written | best / "
-                    "cuBLAS |\n|---|---|---|---|---|---|---|---|\n");
+                    "Hopper DSL | best / cuBLAS |\n|---|---|---|---|---|---|---|---|---|\n");
   ag_str goals = AG_STR_INIT;
   for (size_t p = 0; p < sizeof problems / sizeof problems[0]; p++) {
     const struct problem *pb = &problems[p];
@@ -197,6 +225,20 @@ int main(int argc, char **argv) {
       printf("  %s at %s: %s\n", pb->hand, tsz, hr.err);
     }
     ag_tile_exec_result_release(&hr);
+    /* the Hopper DSL kernel at the same sizes (its own consts at their defaults) */
+    double hop_ms = 0;
+    char hsz[256];
+    xo.ref = AG_TILE_REF_NONE;
+    memset(&hr, 0, sizeof hr);
+    if (!pb->hopper_sizes(tsz, hsz, sizeof hsz))
+      printf("  %s: the sizes %s are not whole tiles of it\n", pb->hopper, tsz);
+    else if (ag_tile_run_file(bench_src(pb->hopper), hsz, &xo, NULL, &hr, NULL, NULL) == 0) {
+      hop_ms = hr.kernel.median_ms;
+      printf("  %s at %s: %.4f ms\n", pb->hopper, hsz, hop_ms);
+    } else {
+      printf("  %s at %s: %s\n", pb->hopper, hsz, hr.err);
+    }
+    ag_tile_exec_result_release(&hr);
     run_fig *f = calloc(2 * (size_t)repeats, sizeof *f);
     if (!f)
       return 1;
@@ -228,15 +270,17 @@ int main(int argc, char **argv) {
         else
           snprintf(reach + l, sizeof reach - l, "%s%d", k ? ", " : "", ttr[q][k]);
       }
-      char hand[64] = "n/a", cub[64] = "n/a";
+      char hand[64] = "n/a", hop[64] = "n/a", cub[64] = "n/a";
       if (hand_ms > 0)
         snprintf(hand, sizeof hand, "%.2f", med / hand_ms);
+      if (hop_ms > 0)
+        snprintf(hop, sizeof hop, "%.2f", med / hop_ms);
       if (cublas_ms > 0)
         snprintf(cub, sizeof cub, "%.2f", med / cublas_ms);
       ag_str_printf(&sec, "| %s at %s | %s | %.4f | %.4f (%.4f-%.4f) | %.2fx (%.2f-%.2f) | %s "
-                          "| %s | %s |\n",
+                          "| %s | %s | %s |\n",
                     pb->name, tsz, policies[q], s0, med, lo, hi, smed, slo, shi, reach, hand,
-                    cub);
+                    hop, cub);
     }
     double em, bm;
     int met = opt_fewer_trials(ttr[0], ttr[1], repeats, trials, &em, &bm);
