@@ -45,12 +45,19 @@ static long size_of(const char *sizes, const char *name) {
 }
 
 /* gemm_hopper.tile's sizes for a gemm task's M, N, K: it counts 128 x 256 block tiles
- * (MT, NT); 0 where the task's sizes are not whole tiles */
+ * (MT, NT), runs NB persistent blocks (its default, 2, is a checking size: one per SM, at
+ * most one per tile) and groups GM block rows (8 as at 4096^3, or the largest power of two
+ * dividing MT); 0 where the task's sizes are not whole tiles */
 static int gemm_hopper_sizes(const char *tsz, char *out, size_t n) {
   long m = size_of(tsz, "M"), nn = size_of(tsz, "N"), k = size_of(tsz, "K");
-  if (m <= 0 || nn <= 0 || k <= 0 || m % 128 || nn % 256)
+  long sms = bench_gpu_sms();
+  if (m <= 0 || nn <= 0 || k <= 0 || m % 128 || nn % 256 || sms <= 0)
     return 0;
-  snprintf(out, n, "MT=%ld,NT=%ld,K=%ld", m / 128, nn / 256, k);
+  long mt = m / 128, nt = nn / 256, gm = 8;
+  while (mt % gm)
+    gm /= 2;
+  snprintf(out, n, "MT=%ld,NT=%ld,K=%ld,NB=%ld,GM=%ld", mt, nt, k, sms < mt * nt ? sms : mt * nt,
+           gm);
   return 1;
 }
 

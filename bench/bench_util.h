@@ -35,6 +35,19 @@ static inline int bench_gpu_count(void) {
   return n;
 }
 
+/* The SM count of device 0 (0: no driver, or no device). */
+static inline int bench_gpu_sms(void) {
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
+  int (*attr)(int *, int, int) =
+      cuda ? (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute") : NULL;
+  int n = 0;
+  /* 16: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device ordinal 0 */
+  if (!init || !attr || init(0) || attr(&n, 16, 0))
+    return 0;
+  return n;
+}
+
 /* The short commit of the checkout at dir into out: $ARGUS_COMMIT when set
  * (scripts/gpu/pack.sh records the commit it packed, run.sh exports it: the
  * pack's copy of the sources is no checkout, and git would answer with the
