@@ -149,6 +149,15 @@ int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const cha
                     size_t errlen);
 void ag_opt_verdict_release(ag_opt_verdict *v);
 
+/* 1 (why: the diagnostics) when the task's sizes or time_sizes refuse src
+ * before anything is checked: it does not parse, a size is missing or
+ * unknown, it does not lower, or an `assume` does not hold at them (BM =
+ * 128 at M = 64); 0 when it binds at both. The evidence and blind
+ * searches propose only such candidates: a refusal that depends on no
+ * measurement is not a trial. */
+int ag_opt_admissible(const ag_opt_task *t, const char *src, const char *name, char *why,
+                      size_t whylen);
+
 /* ------------------------------------------------------------ the loop */
 struct ag_opt_opts;
 /* Collects the evidence of a valid candidate src: 0 with *ev (owned), or

@@ -445,6 +445,7 @@ static int search_next(run *R, cand *c) {
   json_t *trials = json_object_get(R->state, "trials");
   int rc = 0;
   ranked *rk = ag_calloc((size_t)R->kb.n + 1, sizeof *rk);
+  ag_str refused = AG_STR_INIT; /* the edits the task's sizes refuse (ag_opt_admissible) */
   if (!rk)
     return AG_ENOMEM;
   /* parents in order of preference: the best timed valid version, then
@@ -485,7 +486,12 @@ static int search_next(run *R, cand *c) {
           rc = r;
           break;
         }
-        if (r || tried(R, parent, what, out)) {
+        char why[512] = "";
+        if (r || tried(R, parent, what, out) ||
+            ag_opt_admissible(R->t, out, "candidate", why, sizeof why)) {
+          /* the sizes refuse it: said in the trial's ranking note, once */
+          if (!r && why[0] && (!refused.len || !strstr(ag_str_cstr(&refused), what)))
+            ag_str_printf(&refused, "%s%s", refused.len ? ", " : "", what);
           ag_free(out);
           ag_free(what);
           continue;
@@ -494,6 +500,17 @@ static int search_next(run *R, cand *c) {
         c->src = out;
         c->what = what;
         c->kb = e;
+        if (refused.len) { /* how, then what the sizes refused */
+          ag_str hh = AG_STR_INIT;
+          ag_str_printf(&hh, "%s; not proposed, the task's sizes refuse them: %s", how,
+                        ag_str_cstr(&refused));
+          char *h2 = hh.oom ? NULL : ag_strdup(ag_str_cstr(&hh));
+          ag_str_release(&hh);
+          if (h2) {
+            ag_free(how);
+            how = h2;
+          }
+        }
         c->rank = how;
         how = NULL;
       }
@@ -504,6 +521,7 @@ static int search_next(run *R, cand *c) {
       break;
   }
   ag_free(rk);
+  ag_str_release(&refused);
   return rc;
 }
 

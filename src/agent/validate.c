@@ -82,6 +82,49 @@ static void prog_release(prog *g) {
   memset(g, 0, sizeof *g);
 }
 
+/* Lowers p at sizes and binds its first kernel into g (g->p stays NULL: p is
+ * the caller's); non-zero with the diagnostics in d when a size is missing,
+ * the lowering fails or an `assume` does not hold. */
+static int lower_bind(const ag_tile_program *p, const char *sizes, ag_diags *d, prog *g) {
+  if (ag_tile_run_sizes_parse(p, NULL, sizes, d, &g->sz) ||
+      ag_tile_lower(p,
+                    &(ag_tile_lower_opts){NULL, (const char *const *)g->sz.defines,
+                                          g->sz.ndefines, 1},
+                    d, &g->low) ||
+      ag_tile_run_bind(p, &g->low->kernels[0], &g->sz, d, &g->b))
+    return 1;
+  g->bound = 1;
+  return 0;
+}
+
+int ag_opt_admissible(const ag_opt_task *t, const char *src, const char *name, char *why,
+                      size_t whylen) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_tile_program *p = NULL;
+  int rc = 0;
+  why[0] = 0;
+  if (ag_tile_parse(src, strlen(src), name, &d, &p))
+    rc = 1;
+  for (int k = 0; k < 2 && !rc; k++) {
+    const char *sz = k ? t->time_sizes : t->sizes;
+    prog g;
+    memset(&g, 0, sizeof g);
+    if (sz && lower_bind(p, sz, &d, &g))
+      rc = 1;
+    prog_release(&g);
+  }
+  if (rc) {
+    ag_str s = AG_STR_INIT;
+    ag_diags_format(&d, &s);
+    snprintf(why, whylen, "%s", s.oom ? "out of memory" : ag_str_cstr(&s));
+    ag_str_release(&s);
+  }
+  ag_tile_program_free(p);
+  ag_diags_release(&d);
+  return rc;
+}
+
 static void free_bufs(void **b, int n) {
   for (int i = 0; b && i < n; i++)
     ag_free(b[i]);
@@ -343,18 +386,12 @@ int ag_opt_validate(const ag_opt_task *t, const char *src, size_t len, const cha
    * failure, found on the CPU too */
   if (t->time_sizes) {
     json_object_set_new(st, "time_sizes", json_string(t->time_sizes));
-    if (ag_tile_run_sizes_parse(cand.p, NULL, t->time_sizes, &d, &timed.sz) ||
-        ag_tile_lower(cand.p,
-                      &(ag_tile_lower_opts){NULL, (const char *const *)timed.sz.defines,
-                                            timed.sz.ndefines, 1},
-                      &d, &timed.low) ||
-        ag_tile_run_bind(cand.p, &timed.low->kernels[0], &timed.sz, &d, &timed.b)) {
+    if (lower_bind(cand.p, t->time_sizes, &d, &timed)) {
       fail(v, st, "bind");
       json_object_set_new(st, "sizes", json_string("time_sizes"));
       add_diags(st, &d);
       goto done;
     }
-    timed.bound = 1;
   }
   /* compile */
   st = step_new(steps, "compile", "passed");

@@ -452,6 +452,29 @@ TEST(test_validator_time_sizes) {
     CHECK_CONTAINS(json_string_value(json_object_get(b, "message")), "N % BN == 0");
     CHECK(step_of(&v, "correctness") == NULL); /* never run */
     ag_opt_verdict_release(&v);
+    /* the searches' filter says the same before anything is checked */
+    char why[512];
+    CHECK_EQ_INT(ag_opt_admissible(t, src, "cand", why, sizeof why), 1);
+    CHECK_CONTAINS(why, "N % BN == 0");
+  }
+  ag_opt_task_free(t);
+  /* admissible: binds at sizes and time_sizes; refused at sizes; unparsable */
+  t = load_task(task_file(0, "valts", ",\n  \"time_sizes\": {\"M\": 4096, \"N\": 2048, \"K\": 4096}"));
+  CHECK(t != NULL);
+  if (t && src) {
+    char why[512];
+    CHECK_EQ_INT(ag_opt_admissible(t, src, "cand", why, sizeof why), 0);
+    CHECK_EQ_STR(why, "");
+    char *big = ag_strdup(src), *at = big ? strstr(big, "\nBM = 32") : NULL;
+    CHECK(at != NULL);
+    if (at) { /* BM = 128 at M = 64 */
+      memcpy(at, "\nBM =128", 8);
+      CHECK_EQ_INT(ag_opt_admissible(t, big, "cand", why, sizeof why), 1);
+      CHECK_CONTAINS(why, "M % BM == 0");
+    }
+    ag_free(big);
+    CHECK_EQ_INT(ag_opt_admissible(t, "def (", "cand", why, sizeof why), 1);
+    CHECK_CONTAINS(why, "cand:1:");
   }
   ag_opt_task_free(t);
   ag_free(src);
@@ -602,7 +625,7 @@ static int run_opt(ag_store *st, const ag_opt_task *t, const char *policy, int t
 
 static const char *const evidence_path[] = {
     "start", "kb:pipeline-stages(STAGES=2)", "kb:pipeline-stages(STAGES=3)",
-    "kb:pipeline-stages(STAGES=4)", "kb:block-tile-m(BM=64)", "kb:block-tile-m(BM=128)"};
+    "kb:pipeline-stages(STAGES=4)", "kb:block-tile-m(BM=64)", "kb:block-tile-n(BN=64)"};
 
 /* The loop: the evidence policy's trajectory as versions in the workspace,
  * the refs, the log; stop and resume give the uninterrupted run's path. */
@@ -680,9 +703,10 @@ TEST(test_loop) {
   CHECK_EQ_INT(r.ntrials, 6);
   for (int i = 0; i < r.ntrials && i < 6; i++)
     CHECK_EQ_STR(r.trials[i].edit, evidence_path[i]);
-  if (r.ntrials == 6) { /* BM 128 > M 64: refused before anything runs */
-    CHECK(!r.trials[5].valid);
-    CHECK_EQ_STR(r.trials[5].step, "bind");
+  if (r.ntrials == 6) { /* BM 128 > M 64: not proposed, and said so (no trial spent) */
+    CHECK(r.trials[5].valid);
+    CHECK_CONTAINS(r.trials[5].rank,
+                   "not proposed, the task's sizes refuse them: kb:block-tile-m(BM=128)");
   }
   ag_opt_result_release(&r);
   /* resumed at its end: nothing more to do */
