@@ -47,7 +47,8 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
   *out = NULL;
   size_t kl = strlen(kernel), i;
   json_t *v, *regions = json_object(), *stat_o = json_object();
-  double root = -1;
+  double root = -1, conflicts = 0, wavefronts = 0;
+  int hw = 0;
   if (!regions || !stat_o)
     goto oom;
   json_array_foreach(json_object_get(report, "values"), i, v) {
@@ -57,6 +58,16 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
     json_t *val = json_object_get(v, "value");
     if (!reg || !sig || !stat || !json_is_number(val))
       continue;
+    if (!strcmp(sig, "hw_counters")) { /* per launch: "(launch N KERNEL)", summed */
+      const char *k = !strncmp(reg, "(launch ", 8) ? strchr(reg + 8, ' ') : NULL;
+      if (!k || strncmp(k + 1, kernel, kl) || strcmp(k + 1 + kl, ")"))
+        continue;
+      if (!strcmp(stat, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"))
+        conflicts += json_number_value(val), hw |= 1;
+      else if (!strcmp(stat, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"))
+        wavefronts += json_number_value(val), hw |= 2;
+      continue;
+    }
     if (strncmp(reg, kernel, kl) || (reg[kl] && reg[kl] != '/'))
       continue; /* another kernel's region */
     if (!strcmp(sig, "static") && !reg[kl]) { /* the compiler's report of the kernel */
@@ -125,14 +136,26 @@ int ag_opt_evidence_from_report(const json_t *report, const char *kernel, const 
     json_array_append_new(sigs, json_string("inst_mix"));
   if (json_object_size(stat_o))
     json_array_append_new(sigs, json_string("static"));
+  if (hw == 3) /* both counters of every launch: the kernel's shared-memory wavefronts */
+    json_array_append_new(sigs, json_string("hw_counters"));
   *out = json_pack("{s:s, s:s, s:o, s:f, s:s, s:o}", "kernel", kernel, "sizes",
                    sizes ? sizes : "", "signals", sigs, "total_ns", root, "share_of", denom,
                    "regions", regions);
   regions = NULL;
   if (*out && json_object_size(stat_o))
     json_object_set(*out, "static", stat_o);
+  if (*out && hw == 3 &&
+      json_object_set_new(*out, "hw_counters",
+                          json_pack("{s:f, s:f}", "bank_conflicts", conflicts,
+                                    "shared_wavefronts", wavefronts)))
+    goto oom_out;
   json_decref(stat_o);
   return *out ? 0 : AG_ENOMEM;
+oom_out:
+  json_decref(*out);
+  *out = NULL;
+  json_decref(stat_o);
+  return AG_ENOMEM;
 oom:
   json_decref(regions);
   json_decref(stat_o);
@@ -154,6 +177,8 @@ static const struct {
     {"inst_mix", "shared_share", 1, 1},  /* shared-memory loads / (loads + tensor) */
     {"static", "occupancy", 0, 1},       /* resident warps / 64, from registers and smem */
     {"static", "registers", 0, 0},       /* per thread, the compiler's */
+    /* shared-memory bank conflicts / shared-memory wavefronts of the kernel (CUPTI) */
+    {"hw_counters", "bank_conflict_share", 0, 1},
 };
 
 int ag_opt_metric_known(const char *signal, const char *metric, int *region, int *unit) {
@@ -196,6 +221,12 @@ int ag_opt_evidence_metric(const json_t *ev, const char *region, const char *sig
     json_t *x = json_object_get(json_object_get(ev, "static"), metric);
     *v = json_number_value(x);
     return json_is_number(x);
+  }
+  if (!strcmp(signal, "hw_counters")) {
+    json_t *h = json_object_get(ev, "hw_counters");
+    double w = json_number_value(json_object_get(h, "shared_wavefronts"));
+    *v = w > 0 ? json_number_value(json_object_get(h, "bank_conflicts")) / w : 0;
+    return w > 0;
   }
   /* inst_mix: the region's load and tensor warp instructions */
   json_t *mix = json_object_get(r, "inst_mix");
@@ -325,8 +356,15 @@ double ag_kb_gain(const ag_kb_entry *e, const json_t *ev, const char *src, ag_st
       int cpl = json_is_true(json_object_get(f, "complement"));
       if (!ag_opt_evidence_metric(ev, reg, json_string_value(json_object_get(f, "signal")), met,
                                   &x)) {
+        json_t *un = json_object_get(f, "unobserved"); /* not observed: its stand-in, */
+        if (!un) {                                      /* else no factor */
+          if (how)
+            ag_str_printf(how, " x %s ?", met);
+          continue;
+        }
+        g *= json_number_value(un);
         if (how)
-          ag_str_printf(how, " x %s ?", met); /* not observed: no factor */
+          ag_str_printf(how, " x %s ? %.3g", met, json_number_value(un));
         continue;
       }
       x = x < 0 ? 0 : x > 1 ? 1 : x;

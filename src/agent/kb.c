@@ -83,7 +83,7 @@ static const char *const cmp_ops[] = {"lt", "le", "gt", "ge", "eq", "ne", NULL};
  * (gain 1) c is not: 0 when it is good. A precondition is {"region": R,
  * "signal": "duration", "share_gt" or "share_lt": 0..1} or {["region": R,]
  * "signal": S, "metric": M, "gt" or "lt": X}; a factor {["region": R,]
- * "signal": S, "metric": M[, "complement": true]} (M in 0..1),
+ * "signal": S, "metric": M[, "complement": true][, "unobserved": X]} (M in 0..1),
  * {"intensity": [A, B]} or {"scale": 0..1}. */
 static int evidence_term(const json_t *c, int gain, char *why, size_t cap) {
   const char *sig = json_string_value(json_object_get(c, "signal"));
@@ -111,18 +111,18 @@ static int evidence_term(const json_t *c, int gain, char *why, size_t cap) {
     return 1;
   }
   if (!sig) {
-    snprintf(why, cap, "'signal' must be a string (duration, inst_mix, static)");
+    snprintf(why, cap, "'signal' must be a string (duration, inst_mix, static, hw_counters)");
     return 1;
   }
   if (!ag_opt_metric_known(sig, NULL, NULL, NULL)) {
     snprintf(why, cap, "signal '%s' is not one the evidence collector observes (duration, "
-                       "inst_mix, static)", sig);
+                       "inst_mix, static, hw_counters)", sig);
     return 1;
   }
   int isreg = 0, unit = 0;
   if (!ag_opt_metric_known(sig, met ? met : "share", &isreg, &unit)) {
     snprintf(why, cap, "'%s' is not a metric of signal '%s' (docs/optimize.md: share; "
-                       "loads_per_mma, load_share, shared_share; occupancy, registers)",
+                       "loads_per_mma, load_share, shared_share; occupancy, registers; bank_conflict_share)",
              met ? met : "(none)", sig);
     return 1;
   }
@@ -133,10 +133,14 @@ static int evidence_term(const json_t *c, int gain, char *why, size_t cap) {
   }
   size_t want = 1 + (reg != NULL) + (met != NULL);
   if (gain) {
-    json_t *cp = json_object_get(c, "complement");
-    if (!met || !unit || (cp && !json_is_boolean(cp)) || n != want + (cp != NULL)) {
+    json_t *cp = json_object_get(c, "complement"), *un = json_object_get(c, "unobserved");
+    double u = json_number_value(un);
+    if (!met || !unit || (cp && !json_is_boolean(cp)) ||
+        (un && (!json_is_number(un) || u < 0 || u > 1)) ||
+        n != want + (cp != NULL) + (un != NULL)) {
       snprintf(why, cap, "a factor is {[\"region\": R,] \"signal\": S, \"metric\": M[, "
-                         "\"complement\": true]} of a metric in 0..1");
+                         "\"complement\": true][, \"unobserved\": X]} of a metric in 0..1 "
+                         "(X in 0..1: the factor where the signal was not observed)");
       return 1;
     }
     return 0;

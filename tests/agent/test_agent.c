@@ -356,6 +356,12 @@ TEST(test_kb_bad_entries) {
        "gain factor 1: {\"intensity\": [GROWN, OTHER]}", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"scale\": 0}]}",
        "gain factor 1: {\"scale\": X}", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"signal\": \"hw_counters\", \"metric\": \"bank_conflict_share\", \"unobserved\": 1.5}]}",
+       "\"unobserved\": X]} of a metric in 0..1 (X in 0..1", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"signal\": \"hw_counters\", \"metric\": \"bank_conflict_share\", \"unobserved\": \"0.2\"}]}",
+       "\"unobserved\": X]} of a metric in 0..1 (X in 0..1", 2},
+      {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"region\": \"m\", \"signal\": \"hw_counters\", \"metric\": \"bank_conflict_share\"}]}",
+       "hw_counters's bank_conflict_share is the kernel's: no 'region'", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": {\"scale\": 0.5}}",
        "'gain' must be an array", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
@@ -970,7 +976,24 @@ static json_t *gemm_report(const char *src) {
   int64_t wm = bm / 2, wn = bn / 2;
   int regs = stg == 1 && bm == 32 && bn == 32 ? 38 : stg == 1 && bm * bn == 2048 ? 55
              : stg == 1 && bm == 64 && bn == 64 ? 72 : 128;
-  return json_pack(
+  /* CUPTI's shared-memory wavefronts and bank conflicts per launch: ldmatrix on unswizzled
+   * 64-byte rows conflicts (0.6 of the wavefronts over two launches), swizzled hardly; a
+   * launch of another kernel is not gemm's */
+  int sw = strstr(src, "swizzle(") != NULL;
+  json_t *hw = json_pack(
+      "[{s:s,s:s,s:s,s:i}, {s:s,s:s,s:s,s:i}, {s:s,s:s,s:s,s:i}, {s:s,s:s,s:s,s:i},"
+      " {s:s,s:s,s:s,s:i}]",
+      "region", "(launch 0 gemm)", "signal", "hw_counters", "stat",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "value", 1000, "region",
+      "(launch 0 gemm)", "signal", "hw_counters", "stat",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "value", sw ? 20 : 500, "region",
+      "(launch 1 gemm)", "signal", "hw_counters", "stat",
+      "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "value", 1000, "region",
+      "(launch 1 gemm)", "signal", "hw_counters", "stat",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "value", sw ? 20 : 700, "region",
+      "(launch 0 gemm_other)", "signal", "hw_counters", "stat",
+      "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum", "value", 999999);
+  json_t *rep = json_pack(
       "{s:[{s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:f}, {s:s,s:s,s:s,s:I}, {s:s,s:s,s:s,s:I},"
       " {s:s,s:s,s:s,s:I}, {s:s,s:s,s:s,s:I}, {s:s,s:s,s:s,s:i}, {s:s,s:s,s:s,s:i},"
       " {s:s,s:s,s:s,s:i}]}",
@@ -984,6 +1007,10 @@ static json_t *gemm_report(const char *src) {
       (json_int_t)40, "region", "gemm/mainloop", "signal", "inst_mix", "stat", "total", "value",
       1, "region", "gemm", "signal", "static", "stat", "registers", "value", regs, "region",
       "other", "signal", "static", "stat", "registers", "value", 255);
+  if (rep && hw)
+    json_array_extend(json_object_get(rep, "values"), hw);
+  json_decref(hw);
+  return rep;
 }
 
 /* gemm_report's evidence with the occupancy of 128 threads and the
@@ -1005,7 +1032,7 @@ static int gemm_evidence_fn(const ag_opt_task *t, const ag_opt_opts *o, const ch
                             const char *workdir, json_t **ev, char *why, size_t whylen) {
   (void)t, (void)workdir;
   ev_calls++;
-  CHECK_EQ_STR(o->evidence_signals, "duration,inst_mix,static"); /* the KB's */
+  CHECK_EQ_STR(o->evidence_signals, "duration,hw_counters,inst_mix,static"); /* the KB's */
   *ev = gemm_evidence(src);
   snprintf(why, whylen, "constructed");
   return *ev ? 0 : AG_ENOMEM;
@@ -1049,9 +1076,13 @@ TEST(test_evidence_metrics) {
   CHECK(fabs(x - 0.8) < 1e-12);
   CHECK(!ag_opt_evidence_metric(ev, "epilogue", "inst_mix", "loads_per_mma", &x)); /* no mma */
   CHECK(!ag_opt_evidence_metric(NULL, "mainloop", "duration", "share", &x));
+  /* bank conflicts over shared wavefronts, gemm's two launches summed, not gemm_other's */
+  CHECK(ag_opt_evidence_metric(ev, NULL, "hw_counters", "bank_conflict_share", &x));
+  CHECK(fabs(x - 0.6) < 1e-12);
   json_t *sig = json_object_get(ev, "signals");
-  CHECK_EQ_INT((int)json_array_size(sig), 3);
+  CHECK_EQ_INT((int)json_array_size(sig), 4);
   CHECK_EQ_STR(json_string_value(json_array_get(sig, 1)), "inst_mix");
+  CHECK_EQ_STR(json_string_value(json_array_get(sig, 3)), "hw_counters");
   CHECK_EQ_INT((int)json_integer_value(json_object_get(json_object_get(ev, "static"),
                                                        "ctas_per_sm")), 12);
   CHECK(json_object_get(json_object_get(json_object_get(json_object_get(ev, "regions"), "mainloop"),
@@ -1076,7 +1107,7 @@ TEST(test_evidence_metrics) {
   ag_diags_release(&d);
   ag_str h = AG_STR_INIT;
   CHECK_EQ_INT(ag_kb_signals(&kb, &h), 0);
-  CHECK_EQ_STR(ag_str_cstr(&h), "duration,inst_mix,static");
+  CHECK_EQ_STR(ag_str_cstr(&h), "duration,hw_counters,inst_mix,static");
   ag_str_clear(&h);
   int holds;
   double gm = kb_gain(&kb, "block-tile-m", ev, src, &holds, &h);
@@ -1091,8 +1122,16 @@ TEST(test_evidence_metrics) {
   ag_str_clear(&h);
   double gw = kb_gain(&kb, "smem-swizzle", ev, src, &holds, &h);
   CHECK_EQ_INT(holds, 1);
-  CHECK(fabs(gw - 0.8 * 0.4 * 0.25) < 1e-12);
-  CHECK(gw < gm);
+  CHECK(fabs(gw - 0.8 * 0.6) < 1e-12); /* the conflicts are the part it removes */
+  CHECK_CONTAINS(ag_str_cstr(&h), "mainloop 0.800 x bank_conflict_share 0.600 = 0.480");
+  CHECK(gw > gm);
+  /* without the counters: the entry's stand-in for the factor, said */
+  json_array_remove(json_object_get(ev, "signals"), 3);
+  ag_str_clear(&h);
+  gw = kb_gain(&kb, "smem-swizzle", ev, src, &holds, &h);
+  CHECK_EQ_INT(holds, -1); /* its conflicts precondition: unknown, so not refuted */
+  CHECK(fabs(gw - 0.8 * 0.25) < 1e-12);
+  CHECK_CONTAINS(ag_str_cstr(&h), "x bank_conflict_share ? 0.25 = 0.200");
   json_decref(ev);
   /* 64 x 32: N's growth first */
   char *s2 = NULL, *what = NULL;
@@ -1128,8 +1167,8 @@ TEST(test_evidence_metrics) {
   ag_kb_release(&kb);
   ag_free(src);
 
-  /* the policy with the real KB over constructed evidence: M, then N,
-   * then (occupancy 0.4375) the pipeline */
+  /* the policy with the real KB over constructed evidence: the swizzle (0.6 of the
+   * shared wavefronts are conflicts), then M, then N */
   ag_opt_task *t = load_task(task_file(0, "evm", ""));
   CHECK(t != NULL);
   if (!t)
@@ -1143,16 +1182,42 @@ TEST(test_evidence_metrics) {
   CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
   CHECK_EQ_INT(r.ntrials, 4);
   if (r.ntrials == 4) {
-    CHECK_EQ_STR(r.trials[1].edit, "kb:block-tile-m(BM=64)");
-    CHECK_EQ_STR(r.trials[2].edit, "kb:block-tile-n(BN=64)");
-    CHECK_EQ_STR(r.trials[3].edit, "kb:pipeline-stages(STAGES=2)");
+    CHECK_EQ_STR(r.trials[1].edit, "kb:smem-swizzle(2 sites)");
+    CHECK_EQ_STR(r.trials[2].edit, "kb:block-tile-m(BM=64)");
+    CHECK_EQ_STR(r.trials[3].edit, "kb:block-tile-n(BN=64)");
     CHECK_CONTAINS(r.trials[1].rank, "pipeline-stages refuted: the kernel's static occupancy 0.750");
-    CHECK_CONTAINS(r.trials[2].rank, "block-tile-n mainloop 0.800 x load_share 0.529 x "
+    CHECK_CONTAINS(r.trials[1].rank, "smem-swizzle mainloop 0.800 x bank_conflict_share 0.600");
+    CHECK_CONTAINS(r.trials[3].rank, "block-tile-n mainloop 0.800 x load_share 0.529 x "
                                      "intensity(BN) 0.333");
   }
   ag_opt_result_release(&r);
   ag_store_close(st);
   ag_opt_task_free(t);
+}
+
+/* The evidence of a real observe report (the H200's, tests/data/evidence): the
+ * kernel's bank conflicts over its shared wavefronts, and its role regions' shares. */
+TEST(test_evidence_recorded) {
+  json_error_t je;
+  json_t *rep = json_load_file(src_path(0, "tests/data/evidence/attention_hopper.observe.json"),
+                               0, &je);
+  CHECK(rep != NULL);
+  if (!rep)
+    return;
+  json_t *ev = NULL;
+  char why[256];
+  CHECK_EQ_INT(ag_opt_evidence_from_report(rep, "attention_hopper", "sq=4096", &ev, why,
+                                           sizeof why), 0);
+  double x = 0;
+  CHECK(ag_opt_evidence_metric(ev, NULL, "hw_counters", "bank_conflict_share", &x));
+  CHECK(fabs(x - 1568.0 / 44066037.0) < 1e-15);
+  CHECK(ag_opt_evidence_metric(ev, "role_88", "duration", "share", &x));
+  CHECK(x > 0.4 && x < 0.5); /* the producer warps' total over all warps' */
+  json_decref(ev);
+  /* another kernel's launch is not this one's */
+  CHECK_EQ_INT(ag_opt_evidence_from_report(rep, "attention", "sq=4096", &ev, why, sizeof why),
+               AG_ENOTFOUND);
+  json_decref(rep);
 }
 
 /* The evidence policy ranks the entries the evidence does not refute by the
@@ -1383,7 +1448,7 @@ TEST(test_cli) {
 
 RUN_TESTS({"task_file", test_task_file}, {"kb_entries", test_kb_entries},
           {"kb_bad_entries", test_kb_bad_entries}, {"validator", test_validator},
-          {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence},
+          {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence}, {"evidence_recorded", test_evidence_recorded},
           {"evidence_metrics", test_evidence_metrics},
           {"attention_naive", test_attention_naive},
           {"loop", test_loop}, {"llm_policy", test_llm_policy}, {"cli", test_cli})
