@@ -183,6 +183,8 @@ typedef struct ag_opt_opts {
   const char *kb_dir;     /* NULL: ag_kb_default_dir() */
   ag_opt_device device;
   double llm_timeout_s;   /* 0: 600 */
+  int llm_tokens;         /* llm: the request's budget in tokens, 4 bytes each: the history's
+                             oldest trials are left out to stay under it (0: 32768) */
   ag_opt_evidence_fn evidence; /* NULL: ag_opt_evidence_observe; blind never calls it */
   const char *evidence_signals; /* the signals the collector observes, comma-separated
                                    (ag_opt_run sets it from the KB: ag_kb_signals); NULL:

@@ -561,8 +561,6 @@ static int llm_next(run *R, cand *c) {
   for (int k = 0; k < R->kb.n; k++)
     if (ag_kb_applies(&R->kb.e[k], psrc, NULL))
       json_array_append(kb, R->kb.e[k].j);
-  for (size_t i = nt > 32 ? nt - 32 : 0; i < nt; i++)
-    json_array_append(hist, json_array_get(trials, i));
   char vname[32];
   snprintf(vname, sizeof vname, "v%lld", (long long)parent);
   req = json_pack("{s:s, s:{s:s, s:s, s:s}, s:s, s:s, s:o, s:n, s:o, s:o}", "protocol",
@@ -579,7 +577,29 @@ static int llm_next(run *R, cand *c) {
   if (req && R->t->time_sizes)
     json_object_set_new(json_object_get(req, "task"), "time_sizes",
                         json_string(R->t->time_sizes));
-  if (!req || !(text = json_dumps(req, JSON_INDENT(1)))) {
+  /* the history, newest first, while the request (compact JSON) stays within the token
+   * budget at 4 bytes a token (a rough count for code and JSON); what is left out is said,
+   * and its field is counted in from the start */
+  size_t budget = 4 * (size_t)(R->o->llm_tokens > 0 ? R->o->llm_tokens : 32768), used = 0;
+  if (req && (text = json_dumps(req, JSON_COMPACT)))
+    used = strlen(text) + sizeof ",\"history_omitted\":4294967296";
+  ag_free(text);
+  text = NULL;
+  size_t keep = 0;
+  for (size_t i = nt; req && i-- > 0;) {
+    char *one = json_dumps(json_array_get(trials, i), JSON_COMPACT);
+    size_t l = one ? strlen(one) + 1 : 0; /* and its comma */
+    ag_free(one);
+    if (!l || used + l > budget)
+      break;
+    used += l;
+    keep++;
+  }
+  for (size_t i = nt - keep; i < nt; i++)
+    json_array_append(hist, json_array_get(trials, i));
+  if (req && keep < nt)
+    json_object_set_new(req, "history_omitted", json_integer((json_int_t)(nt - keep)));
+  if (!req || !(text = json_dumps(req, JSON_COMPACT))) {
     rc = AG_ENOMEM;
     goto out;
   }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A scripted stand-in for an LLM policy of `argus optimize` (docs/optimize.md,
 "The llm protocol"): reads the JSON request on stdin, checks its fields, and
-prints one candidate chosen by MODE (argv[1]). Used by tests/agent/test_agent.c."""
+prints one candidate chosen by MODE (argv[1]). With a second argument LOG, it
+appends a line per request to LOG: the history's length, history_omitted and the
+request's bytes. Used by tests/agent/test_agent.c."""
 import json
 import sys
 
@@ -13,12 +15,17 @@ if mode == "garbage":
     print("I think you should make the tiles bigger.")
     sys.exit(0)
 
-req = json.load(sys.stdin)
+text = sys.stdin.read()
+req = json.loads(text)
+if len(sys.argv) > 2:
+    with open(sys.argv[2], "a") as log:
+        log.write("%d %d %d\n" % (len(req["history"]), req.get("history_omitted", 0), len(text)))
 for key in ("protocol", "task", "parent", "program", "feedback", "evidence", "kb", "history"):
     if key not in req:
         sys.stderr.write("fake policy: the request has no '%s'\n" % key)
         sys.exit(4)
-if req["protocol"] != "argus-optimize/1" or not req["history"] or req["task"]["objective"] != "time":
+if req["protocol"] != "argus-optimize/1" or req["task"]["objective"] != "time" or \
+        not (req["history"] or req.get("history_omitted")):
     sys.stderr.write("fake policy: unexpected request %r\n" % {k: req[k] for k in ("protocol", "task")})
     sys.exit(4)
 if req["evidence"] is None and not req.get("evidence_missing"):
@@ -29,7 +36,7 @@ store = [l for l in prog.split("\n") if l.startswith("                C[bm * BM"
 if len(store) != 1:
     sys.stderr.write("fake policy: no epilogue store in the program\n")
     sys.exit(4)
-n = len(req["history"])  # trials so far, the start included
+n = len(req["history"]) + req.get("history_omitted", 0)  # trials so far, the start included
 if mode == "script":
     if n == 1:  # a KB entry that applies (the request lists it)
         if not any(e["id"] == "smem-swizzle" for e in req["kb"]):

@@ -818,6 +818,53 @@ TEST(test_llm_policy) {
   ag_opt_result_release(&r);
   ag_store_close(st);
 
+  /* the token budget: the same script with a log of each request; then a budget 100
+   * bytes under the last request: the oldest trials are left out, said, and every request
+   * with a history fits (one whose other fields exceed it goes with none) */
+  const char *lg = tmp_path(2, "llm-requests.log");
+  unlink(lg);
+  const char *argl[] = {"python3", src_path(4, "tests/agent/fake_policy.py"), "script", lg, NULL};
+  o.llm_argv = argl;
+  st = open_ws("ws-llm-log");
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  FILE *lf = fopen(lg, "r");
+  long h0 = -1, om0 = -1, b0 = -1, blast = -1, h, om, b;
+  int nreq = 0;
+  while (lf && fscanf(lf, "%ld %ld %ld", &h, &om, &b) == 3) {
+    if (!nreq++)
+      h0 = h, om0 = om, b0 = b;
+    blast = b;
+    CHECK_EQ_INT((int)om, 0); /* the default budget holds every trial */
+    CHECK_EQ_INT((int)h, nreq);
+  }
+  if (lf)
+    fclose(lf);
+  CHECK_EQ_INT(nreq, 4);
+  CHECK(h0 == 1 && om0 == 0 && b0 > 0);
+  unlink(lg);
+  o.llm_tokens = (int)((blast - 100) / 4);
+  st = open_ws("ws-llm-budget");
+  CHECK_EQ_INT(ag_opt_run(st, t, &o, &r, err, sizeof err), 0);
+  CHECK_EQ_INT(r.ntrials, 5); /* the script's path, trimmed history or not */
+  ag_opt_result_release(&r);
+  ag_store_close(st);
+  lf = fopen(lg, "r");
+  int trimmed = 0;
+  nreq = 0;
+  while (lf && fscanf(lf, "%ld %ld %ld", &h, &om, &b) == 3) {
+    nreq++;
+    CHECK_EQ_INT((int)(h + om), nreq); /* kept + left out = every trial so far */
+    CHECK(h == 0 || b <= 4L * o.llm_tokens);
+    trimmed += om > 0;
+  }
+  if (lf)
+    fclose(lf);
+  CHECK_EQ_INT(nreq, 4);
+  CHECK(trimmed >= 1);
+  o.llm_tokens = 0;
+
   static const struct {
     const char *mode;
     int rc;
@@ -1416,6 +1463,8 @@ TEST(test_cli) {
       {"--trials", "0", "--trials must be a number in 1..10000", 2},
       {"--trials", "2.5", "--trials must be an integer", 2},
       {"--budget-seconds", "soon", "--budget-seconds must be a number", 2},
+      {"--policy-tokens", "100", "--policy-tokens must be a number in 1024..1e+08", 2},
+      {"--policy-tokens", "2048.5", "--policy-tokens must be an integer", 2},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *a[] = {bin, "-W", ws, "optimize", task, bad[i].a1, bad[i].a2, NULL};
@@ -1441,6 +1490,20 @@ TEST(test_cli) {
                           NULL};
     CHECK_EQ_INT(run_cli(garb, &out, &errs), 1);
     CHECK_CONTAINS(ag_str_cstr(&errs), "not a candidate");
+    /* --policy-tokens reaches the request: 1024 tokens hold no trial of the history */
+    const char *lg = tmp_path(2, "cli-llm.log");
+    unlink(lg);
+    const char *tok[] = {bin, "-W", ws, "optimize", task_file(1, "cli-llm2", ""), "--cpu",
+                         "--trials", "1", "--policy", "llm", "--policy-tokens", "1024", "--",
+                         "python3", src_path(4, "tests/agent/fake_policy.py"), "script", lg,
+                         NULL};
+    CHECK_EQ_INT(run_cli(tok, &out, &errs), 0);
+    FILE *lf = fopen(lg, "r");
+    long h = -1, om = -1, b = -1;
+    CHECK(lf && fscanf(lf, "%ld %ld %ld", &h, &om, &b) == 3);
+    CHECK(h == 0 && om == 1);
+    if (lf)
+      fclose(lf);
   }
   ag_str_release(&out);
   ag_str_release(&errs);
