@@ -123,6 +123,9 @@ struct ag_sassm {
   int ncubins;
   uint32_t ranges;
   uint64_t dropped;
+  /* what CUPTI said at the last range's end (GetDataProperties, Disable):
+   * the failure message names them */
+  size_t last_records, last_instances, last_dropped;
   row *rows;
   size_t nrows, caprows;
   uint32_t *slots; /* open addressing: row index + 1, 0 empty */
@@ -415,6 +418,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
   dp.ctx = s->ctx;
   AG__CP(s, cuptiSassMetricsGetDataProperties(&dp));
   size_t nrec = dp.numOfPatchedInstructionRecords, ninst = dp.numOfInstances;
+  s->last_records = nrec, s->last_instances = ninst;
   CUpti_SassMetrics_Data *d = NULL;
   CUpti_SassMetrics_InstanceValue *iv = NULL;
   int rc = 0;
@@ -463,6 +467,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
     goto out;
   }
   s->dropped += ds.numOfDroppedRecords;
+  s->last_dropped = ds.numOfDroppedRecords;
   s->ranges++;
 out:
   free(d);
@@ -492,6 +497,13 @@ size_t ag_sassm_other(const ag_sassm *s, char *buf, size_t n) {
     }
   }
   return k;
+}
+
+void ag_sassm_end_state(const ag_sassm *s, size_t *records, size_t *instances,
+                        size_t *dropped) {
+  *records = s ? s->last_records : 0;
+  *instances = s ? s->last_instances : 0;
+  *dropped = s ? s->last_dropped : 0;
 }
 
 size_t ag_sassm_rows(const ag_sassm *s) {
