@@ -12,7 +12,8 @@
  *     the file rows plus the unplaced part = the regions' total, the helper
  *     `mix` = 16 warps x (k1 + k2) x its executed PCs (counted here from
  *     the cubin's symbols, not from attrib_src.c), its first statement's
- *     source line among the lines; without .loc a warning and no file row.
+ *     source line among the lines; a subregion's query: its executions
+ *     alone; without .loc a warning and no file row.
  * The recorded part skips (77) without nvcc and ptxas.
  */
 #include "argus/attrib.h"
@@ -188,8 +189,8 @@ out:
 }
 
 static json_t *ownership(const su_mapped *mp, const uint64_t *slots, size_t nslots,
-                         const char *ptx, size_t len) {
-  ag_attr_inputs in = {mp->L, slots, nslots, mp->cub, mp->L->version, NULL, NULL, "attrib_truth",
+                         const char *region, const char *ptx, size_t len) {
+  ag_attr_inputs in = {mp->L, slots, nslots, mp->cub, mp->L->version, NULL, NULL, region,
                        NULL,  NULL,  ptx,  len};
   ag_diags d;
   ag_diags_init(&d);
@@ -248,8 +249,8 @@ TEST(test_recorded_truth) {
   if (r1 || r2)
     goto out;
   CHECK(strstr(li.ptx, ".loc") != NULL);
-  o = ownership(&li, s1, n1, li.ptx, li.len);
-  o0 = ownership(&plain, s2, n2, plain.ptx, plain.len);
+  o = ownership(&li, s1, n1, "attrib_truth", li.ptx, li.len);
+  o0 = ownership(&plain, s2, n2, "attrib_truth", plain.ptx, plain.len);
   if (!o || !o0)
     goto out;
   /* the same map with or without line info: every region's dynamic */
@@ -318,8 +319,15 @@ TEST(test_recorded_truth) {
   CHECK(has_warning(o0, "-lineinfo"));
   sum_prefix(o0, "file:", &nf, &df);
   CHECK_EQ_INT(nf, 0);
+  /* the queried region's executions only: B's file rows add up to B's dynamic */
+  json_t *ob = ownership(&li, s1, n1, "attrib_truth/B", li.ptx, li.len);
+  double fb = ob ? sum_prefix(ob, "file:", &nf, &df) : -1;
+  CHECK(nf >= 1);
+  NEAR(fb, val(o, "attrib_truth/B", "dynamic"));
+  CHECK(fb < regions);
+  json_decref(ob);
   /* no PTX given: no view, and nothing said of it */
-  json_t *o2 = ownership(&li, s1, n1, NULL, 0);
+  json_t *o2 = ownership(&li, s1, n1, "attrib_truth", NULL, 0);
   CHECK(o2 && !has_warning(o2, "by source"));
   sum_prefix(o2, "file:", &nf, &df);
   CHECK_EQ_INT(nf, 0);
