@@ -27,6 +27,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -571,8 +572,17 @@ static int add_label(ag_sassm *s, int fn, uint32_t pc, const char *name, size_t 
  * non-local ones are kept: the function itself and the device functions
  * ptxas placed in its section); "/[*]0130[*]/ @!P0 OPC.MOD args ;" is an
  * instruction. Everything else is skipped. */
+/* How many hex digits start p (before end). */
+static size_t hex_digits(const char *p, const char *end) {
+  size_t n = 0;
+  while (p + n < end && isxdigit((unsigned char)p[n]))
+    n++;
+  return n;
+}
+
 size_t ag_sassm_parse_disasm(ag_sassm *s, const char *text) {
   int fn = -1;
+  size_t hex;
   size_t n0 = s->nins;
   const char *pend_label = NULL;
   size_t pend_len = 0;
@@ -594,9 +604,12 @@ size_t ag_sassm_parse_disasm(ag_sassm *s, const char *text) {
                line[0] != '/' && line[len - 1] == ':') {
       pend_label = line;
       pend_len = len - 1;
-    } else if (fn >= 0 && ins && ins + 8 < line + len && ins[6] == '*' && ins[7] == '/') {
+    } else if (fn >= 0 && ins && (hex = hex_digits(ins + 2, line + len)) >= 4 &&
+               ins + 2 + hex + 2 < line + len && ins[2 + hex] == '*' && ins[3 + hex] == '/') {
+      /* the offset: 4 hex digits, 5 and more past 0xffff (a kernel of more
+       * than 4,096 instructions) */
       uint32_t pc = (uint32_t)strtoul(ins + 2, NULL, 16);
-      const char *p = ins + 8, *end = line + len;
+      const char *p = ins + 4 + hex, *end = line + len;
       while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
         end--;
       if (end > p && end[-1] == ';')
