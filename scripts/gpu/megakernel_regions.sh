@@ -9,8 +9,9 @@
 # 1. The SASS-metrics collection (ARGUS_COLLECT=sass) run straight on the
 #    harnesses, to say for which kernels and settings CUPTI counts
 #    (docs/sass-metrics.md, "Not every kernel counts"): the megakernel as
-#    built, with CUDA_MODULE_LOADING=EAGER, with ARGUS_SASS_LAZY=0; gemm_tma
-#    as built and eager; the ground truth attrib_truth (the control). Each
+#    built, with CUDA_MODULE_LOADING=EAGER, with ARGUS_SASS_LAZY=0, the
+#    reference kernels' module as the variant in the same process, the tiny
+#    model; gemm_tma; the ground truth attrib_truth (the control). Each
 #    run's message (host-error.txt) and whether sass_metrics.json came.
 # 2. argus observe examples/megakernel/spec_lineinfo.json (the spec's build
 #    with -lineinfo, for ownership's view by source file) --region
@@ -54,9 +55,12 @@ MK="$B/examples/megakernel_harness --ctx 1024 --steps 1 --no-time"
 diag mk ARGUS_VARIANT="$B/examples/megakernel.cubin" timeout 40 $MK
 diag mk_eager CUDA_MODULE_LOADING=EAGER ARGUS_VARIANT="$B/examples/megakernel.cubin" timeout 40 $MK
 diag mk_nolazy ARGUS_SASS_LAZY=0 ARGUS_VARIANT="$B/examples/megakernel.cubin" timeout 40 $MK
+# the same process, the reference kernels' module as the variant (loaded
+# after the megakernel's, the range opened then): a kernel's module or the
+# process?
+diag mk_ref ARGUS_MODULE=reference ARGUS_VARIANT="$B/examples/reference.cubin" timeout 40 $MK
+diag mk_tiny ARGUS_VARIANT="$B/examples/megakernel.cubin" timeout 40 $MK --tiny
 diag gemm ARGUS_VARIANT="$B/examples/gemm_tma.cubin" timeout 30 \
-  "$B/examples/gemm_tma_harness" --size 1024
-diag gemm_eager CUDA_MODULE_LOADING=EAGER ARGUS_VARIANT="$B/examples/gemm_tma.cubin" timeout 30 \
   "$B/examples/gemm_tma_harness" --size 1024
 diag truth ARGUS_VARIANT="$B/tests/sassm/attrib_truth.cubin" timeout 30 \
   "$B/tests/sassm/attrib_truth_harness" --module "$B/tests/sassm/attrib_truth.cubin"

@@ -317,7 +317,9 @@ static json_t *rows_json(const scan *s, view *w, const char *what, size_t limit)
     const srow *r = &w->v[i];
     json_t *o = json_pack("{s:s,s:f,s:i}", "file", s->files[r->file], "dynamic", r->dynamic, "pcs",
                           r->pcs);
-    if (o && strcmp(what, "file")) {
+    if (o && !strcmp(what, "function")) /* the row's key is the function's name */
+      json_object_set_new(o, "function", json_string(r->key));
+    if (o && !strcmp(what, "line")) {
       char fn[512];
       func_name(s, r->fname, fn, sizeof fn);
       json_object_set_new(o, "function", json_string(fn));
@@ -367,7 +369,8 @@ int ag_attr_sources(const ag_attr_map *map, const unsigned char *sel, const char
     const char *f = s.files[at.file];
     char fn[512];
     func_name(&s, at.fname, fn, sizeof fn);
-    if ((rc = view_add(&files, f, at, 0, 0, x)) || (rc = view_add(&funcs, fn, at, 0, 1, x)) ||
+    /* functions by name (overloads of one name: one row), lines by position */
+    if ((rc = view_add(&files, f, at, 0, 0, x)) || (rc = view_add(&funcs, fn, at, 0, 0, x)) ||
         (rc = view_add(&lines, f, at, 1, 1, x)))
       break;
   }

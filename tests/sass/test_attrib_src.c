@@ -40,7 +40,8 @@ static json_t *row_of(json_t *src, const char *view, const char *key, const char
 
 static double dyn(json_t *r) { return r ? json_number_value(json_object_get(r, "dynamic")) : -1; }
 
-/* lines:  1-3 header, 4-13 the kernel, 14-19 a .func, 20-24 the strings */
+/* lines: 1-3 header, 4-15 the kernel, 16-21 a .func, 22-29 the strings
+ * (_Z3muli and _Z3mulf: two overloads of `mul`, one function row) */
 static const char ptx_text[] =
     ".version 8.0\n"                                                /* 1 */
     ".file\t1 \"/src/a.cu\"\n"                                      /* 2 */
@@ -54,27 +55,32 @@ static const char ptx_text[] =
     "\tmul.lo.s32 %r1, %r1, 3;\n"                                   /* 10 */
     "\t.loc\t1 0 0\n"                                               /* 11 */
     "\tsub.s32 %r1, %r1, 1;\n"                                      /* 12 */
-    "}\n"                                                           /* 13 */
-    ".func (.param .b32 r) helper(\n"                               /* 14 */
-    "{\n"                                                           /* 15 */
-    "\tld.param.b32 %r2, [r];\n"                                    /* 16 */
-    "\t.loc\t1 20 1\n"                                              /* 17 */
-    "\tst.param.b32 [r], %r2;\n"                                    /* 18 */
-    "}\n"                                                           /* 19 */
-    "\t.section\t.debug_str\n"                                      /* 20 */
-    "\t{\n"                                                         /* 21 */
-    "$L__info_string0:\n"                                           /* 22 */
-    ".b8 95,90,51,109,117\n"                                        /* 23 */
-    ".b8 108,105,0\n"                                               /* 24 */
+    "\t.loc\t2 7 1, function_name $L__info_string1, inlined_at 1 12 2\n" /* 13 */
+    "\tmul.f32 %f1, %f1, 0f40400000;\n"                             /* 14 */
+    "}\n"                                                           /* 15 */
+    ".func (.param .b32 r) helper(\n"                               /* 16 */
+    "{\n"                                                           /* 17 */
+    "\tld.param.b32 %r2, [r];\n"                                    /* 18 */
+    "\t.loc\t1 20 1\n"                                              /* 19 */
+    "\tst.param.b32 [r], %r2;\n"                                    /* 20 */
+    "}\n"                                                           /* 21 */
+    "\t.section\t.debug_str\n"                                      /* 22 */
+    "\t{\n"                                                         /* 23 */
+    "$L__info_string0:\n"                                           /* 24 */
+    ".b8 95,90,51,109,117\n"                                        /* 25 */
+    ".b8 108,105,0\n"                                               /* 26 */
+    "$L__info_string1:\n"                                           /* 27 */
+    ".b8 95,90,51,109,117,108,102,0\n"                              /* 28 */
     "\t}\n";
 
-enum { NP = 7, NR = 2 };
+enum { NP = 8, NR = 2 };
 
 /* A map of 7 PCs over regions kern/A and kern/B (by construction). */
 static void make_map(ag_attr_map *m, char *regs[NR], uint64_t pc[NP], int line[NP],
                      double n[NP * NR], unsigned char pad[NP]) {
-  static const int lines[NP] = {8, 10, 12, 16, 18, 10, 8};
-  static const double rows[NP][NR] = {{10, 0}, {4, 6}, {1, 1}, {0, 7}, {3, 0}, {100, 0}, {0, 0}};
+  static const int lines[NP] = {8, 10, 12, 18, 20, 10, 8, 14};
+  static const double rows[NP][NR] = {{10, 0}, {4, 6}, {1, 1},   {0, 7},
+                                      {3, 0},  {100, 0}, {0, 0}, {2, 0}};
   memset(m, 0, sizeof *m);
   for (int p = 0; p < NP; p++) {
     pc[p] = (uint64_t)p * 16;
@@ -106,21 +112,24 @@ TEST(test_constructed) {
   if (!src)
     return;
   /* executed: 10 + 10 + 2 + 7 + 3 (the padding's 100 and the unexecuted PC: no row) */
-  NEAR(json_number_value(json_object_get(src, "total")), 32);
+  NEAR(json_number_value(json_object_get(src, "total")), 34);
   /* line 16 precedes the .func's first .loc: apart */
   NEAR(dyn(json_object_get(src, "no_source")), 7);
   CHECK_EQ_INT((int)json_integer_value(json_object_get(json_object_get(src, "no_source"), "pcs")),
                1);
-  /* h.cuh: line 10 (4 + 6) and line 12, whose `.loc 1 0 0` keeps h.cuh:5 (1 + 1) */
-  NEAR(dyn(row_of(src, "files", "file", "/src/h.cuh", 0)), 12);
+  /* h.cuh: line 10 (4 + 6), line 12, whose `.loc 1 0 0` keeps h.cuh:5 (1 + 1), and
+   * line 14 (h.cuh:7, the other `mul`: 2) */
+  NEAR(dyn(row_of(src, "files", "file", "/src/h.cuh", 0)), 14);
   NEAR(dyn(row_of(src, "files", "file", "/src/a.cu", 0)), 13);
   CHECK_EQ_INT(json_array_size(json_object_get(src, "files")), 2);
-  /* files in order of executions: a.cu (13) first */
+  /* files in order of executions: h.cuh (14) first */
   CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(json_object_get(src, "files"), 0),
                                                  "file")),
-               "/src/a.cu");
-  /* functions: the inlined `mul` (from the .b8 bytes of _Z3muli), the PTX functions */
-  NEAR(dyn(row_of(src, "functions", "function", "mul", 0)), 12);
+               "/src/h.cuh");
+  /* functions: the inlined `mul` (from the .b8 bytes of _Z3muli and _Z3mulf: one row),
+   * the PTX functions */
+  NEAR(dyn(row_of(src, "functions", "function", "mul", 0)), 14);
+  CHECK_EQ_INT(json_array_size(json_object_get(src, "functions")), 3);
   NEAR(dyn(row_of(src, "functions", "function", "kern", 0)), 10);
   NEAR(dyn(row_of(src, "functions", "function", "helper", 0)), 3);
   CHECK_EQ_STR(json_string_value(json_object_get(row_of(src, "functions", "function", "mul", 0),
@@ -130,15 +139,16 @@ TEST(test_constructed) {
   NEAR(dyn(row_of(src, "lines", "file", "/src/h.cuh", 5)), 12);
   NEAR(dyn(row_of(src, "lines", "file", "/src/a.cu", 10)), 10);
   NEAR(dyn(row_of(src, "lines", "file", "/src/a.cu", 20)), 3);
-  CHECK_EQ_INT((int)json_integer_value(json_object_get(src, "lines_total")), 3);
+  NEAR(dyn(row_of(src, "lines", "file", "/src/h.cuh", 7)), 2);
+  CHECK_EQ_INT((int)json_integer_value(json_object_get(src, "lines_total")), 4);
   json_decref(src);
 
-  /* the lines cut to the first 1; region A alone: 10 + 4 + 1 + 3 */
+  /* the lines cut to the first 1; region A alone: 10 + 4 + 1 + 3 + 2 */
   unsigned char sel[NR] = {1, 0};
   CHECK_EQ_INT(ag_attr_sources(&m, sel, ptx_text, strlen(ptx_text), 1, &d, &src), 0);
-  NEAR(json_number_value(json_object_get(src, "total")), 18);
+  NEAR(json_number_value(json_object_get(src, "total")), 20);
   NEAR(dyn(row_of(src, "files", "file", "/src/a.cu", 0)), 13);
-  NEAR(dyn(row_of(src, "files", "file", "/src/h.cuh", 0)), 5);
+  NEAR(dyn(row_of(src, "files", "file", "/src/h.cuh", 0)), 7);
   CHECK_EQ_INT((int)json_integer_value(json_object_get(json_object_get(src, "no_source"), "pcs")),
                0);
   CHECK_EQ_INT(json_array_size(json_object_get(src, "lines")), 1);
