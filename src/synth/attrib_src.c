@@ -55,15 +55,20 @@ static int name_index(names *t, const char *name, size_t len) {
   return t->n++;
 }
 
+/* The decimal number after blanks at *p (before end), *p past it; -1 when
+ * none or above 10^9. */
 static long num(const char **p, const char *end) {
   while (*p < end && (**p == ' ' || **p == '\t'))
     (*p)++;
-  if (*p >= end || !isdigit((unsigned char)**p))
+  char d[12];
+  size_t n = 0;
+  while (*p + n < end && n + 1 < sizeof d && isdigit((unsigned char)(*p)[n]))
+    d[n] = (*p)[n], n++;
+  d[n] = 0;
+  if (!n || n > 9)
     return -1;
-  long v = 0;
-  while (*p < end && isdigit((unsigned char)**p) && v < 100000000)
-    v = v * 10 + (*(*p)++ - '0');
-  return v;
+  *p += n;
+  return strtol(d, NULL, 10);
 }
 
 static int starts(const char *p, const char *end, const char *w) {
