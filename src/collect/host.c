@@ -1914,11 +1914,12 @@ static int write_sass(ag_host *h) {
     ag_sassm_end_state(h->sassm, &nrec, &ninst, &ndrop);
     setmsg(h, "SASS metrics: CUPTI returned no count for the %u launch%s of variant '%s' (%zu "
               "record%s of other cubins%s%s; at the range's end CUPTI reported %zu patched-"
-              "instruction records of %zu instances and dropped %zu): CUPTI counts a kernel "
-              "only from its first launch in a process, and some kernels not at all (seen on the H200 for tensor-map TMA "
-              "kernels and a public SGEMM; the cause is not known: docs/sass-metrics.md); the "
-              "attributed signals of SASS metrics cannot be had for this kernel, the mapping "
-              "run's ownership can",
+              "instruction records of %zu instances, %zu dropped): CUPTI counts a kernel only "
+              "from its first launch in a process, and in some harness processes no kernel at "
+              "all (seen on the H200 for examples/gemm_tma, tma_probe, the decode megakernel "
+              "and a public SGEMM, lazy patching or not, eager module loading or not; the cause "
+              "is not known: docs/sass-metrics.md); the attributed signals of SASS metrics "
+              "cannot be had for this kernel, the mapping run's ownership can",
            h->nlaunch, h->nlaunch == 1 ? "" : "es", h->variant, n, n == 1 ? "" : "s",
            n ? ": " : "", other, nrec, ninst, ndrop);
     return AG_HOST_EUNSUPPORTED;
