@@ -4,7 +4,7 @@
 # of scripts/gpu/pack.sh:
 #
 #   ARGUS_PACK_NAME=NAME sh scripts/gpu/pack.sh /work/main        # CPU machine
-#   bash .carry/NAME/scripts/gpu/megakernel_regions.sh            # GPU machine
+#   bash .carry/NAME/src/scripts/gpu/megakernel_regions.sh        # GPU machine
 #
 # 1. The SASS-metrics collection (ARGUS_COLLECT=sass) run straight on the
 #    harnesses, to say for which kernels and settings CUPTI counts
@@ -20,7 +20,10 @@
 #    megakernel count and the default did not, the observe runs with it.
 # Writes under $OUT: diag.txt, observe.json, observe.txt, observe.err.
 set -u
+# started from the pack's copy of the sources (.carry/NAME/src/scripts/gpu)
+# or from beside run.sh (.carry/NAME/scripts/gpu): the pack is where build/ is
 CARRY=$(cd "$(dirname "$0")/../.." && pwd)
+[ -d "$CARRY/build" ] || CARRY=$(cd "$CARRY/.." && pwd)
 OUT=${OUT:-/tmp/argus-mk-out}
 mkdir -p "$OUT"
 R=/tmp/argus-$(basename "$CARRY")
