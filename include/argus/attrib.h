@@ -114,6 +114,24 @@ const double *ag_attr_exec_row(const ag_attr_map *map, int p);
  * reference; NULL when out of memory. */
 json_t *ag_attr_ownership(const ag_attr_map *map);
 
+/* The map's executions by source position (docs/attribution.md, "By source
+ * file"): what a file-, function- or line-level profiler says from the same
+ * line info. Every executed PC (ag_attr_exec_row, summed over the regions
+ * r with sel[r] != 0; sel NULL: all) takes
+ * its PTX line's source position in `ptx` (the PTX the map's cubin was
+ * compiled from): the last `.loc` with a line before it in its function,
+ * the `.file` it names, and the function (the `.loc`'s function_name, the
+ * inlined function, else the PTX function around it, short-demangled).
+ * *out = {"kernel", "total" (warp-inst), "no_source": {"dynamic", "pcs"}
+ * (PCs whose line has no position), "lines_total", "files": [{"file",
+ * "dynamic", "pcs"}], "functions": [{"file", "function", "dynamic", "pcs"}],
+ * "lines": [{"file", "function", "line", "dynamic", "pcs"}] (the first
+ * max_lines; 0: all)}, rows by executions descending; files and no_source
+ * add up to total. AG_ENOTFOUND (diagnostic) when the PTX has no .loc
+ * (compiled without -lineinfo); AG_ENOMEM. */
+int ag_attr_sources(const ag_attr_map *map, const unsigned char *sel, const char *ptx,
+                    size_t len, size_t max_lines, ag_diags *diags, json_t **out);
+
 /* alpha(r, p): the share of the executions at kernel-section PC `pc` that
  * ran under region `region` (0 where the map never saw pc execute), and
  * the PTX line of pc (0: none or unknown). */
@@ -204,6 +222,10 @@ typedef struct ag_attr_inputs {
    * which the map alone derives them; NULL: they are missing */
   const struct ag_sass_ev *opcodes;
   const char *metrics_why; /* why there are no metrics (the failed run's reason) */
+  /* ownership's view by source file (ag_attr_sources): the PTX the cubin
+   * was compiled from (NULL: no such view) */
+  const char *ptx;
+  size_t ptx_len;
 } ag_attr_inputs;
 
 /* Makes signal `signal` (ownership, inst_mix, barriers, branch) for every

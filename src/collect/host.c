@@ -1910,15 +1910,18 @@ static int write_sass(ag_host *h) {
     return rc;
   if (h->nlaunch && !ag_sassm_rows(h->sassm)) {
     char other[300];
-    size_t n = ag_sassm_other(h->sassm, other, sizeof other);
+    size_t n = ag_sassm_other(h->sassm, other, sizeof other), nrec, ninst, ndrop;
+    ag_sassm_end_state(h->sassm, &nrec, &ninst, &ndrop);
     setmsg(h, "SASS metrics: CUPTI returned no count for the %u launch%s of variant '%s' (%zu "
-              "record%s of other cubins%s%s): CUPTI counts a kernel only from its first launch "
-              "in a process, and some kernels not at all (seen on the H200 for tensor-map TMA "
-              "kernels and a public SGEMM; the cause is not known: docs/sass-metrics.md); the "
-              "attributed signals of SASS metrics cannot be had for this kernel, the mapping "
-              "run's ownership can",
+              "record%s of other cubins%s%s; at the range's end CUPTI reported %zu patched-"
+              "instruction records of %zu instances, %zu dropped): CUPTI counts a kernel only "
+              "from its first launch in a process, and in some harness processes no kernel at "
+              "all (seen on the H200 for examples/gemm_tma, tma_probe, the decode megakernel "
+              "and a public SGEMM, lazy patching or not, eager module loading or not; the cause "
+              "is not known: docs/sass-metrics.md); the attributed signals of SASS metrics "
+              "cannot be had for this kernel, the mapping run's ownership can",
            h->nlaunch, h->nlaunch == 1 ? "" : "es", h->variant, n, n == 1 ? "" : "s",
-           n ? ": " : "", other);
+           n ? ": " : "", other, nrec, ninst, ndrop);
     return AG_HOST_EUNSUPPORTED;
   }
   ag_sassm_disasm(h->sassm, h->variant);

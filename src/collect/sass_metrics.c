@@ -27,6 +27,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -123,6 +124,9 @@ struct ag_sassm {
   int ncubins;
   uint32_t ranges;
   uint64_t dropped;
+  /* what CUPTI said at the last range's end (GetDataProperties, Disable):
+   * the failure message names them */
+  size_t last_records, last_instances, last_dropped;
   row *rows;
   size_t nrows, caprows;
   uint32_t *slots; /* open addressing: row index + 1, 0 empty */
@@ -415,6 +419,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
   dp.ctx = s->ctx;
   AG__CP(s, cuptiSassMetricsGetDataProperties(&dp));
   size_t nrec = dp.numOfPatchedInstructionRecords, ninst = dp.numOfInstances;
+  s->last_records = nrec, s->last_instances = ninst;
   CUpti_SassMetrics_Data *d = NULL;
   CUpti_SassMetrics_InstanceValue *iv = NULL;
   int rc = 0;
@@ -463,6 +468,7 @@ int ag_sassm_end(ag_sassm *s, char *err, size_t errlen) {
     goto out;
   }
   s->dropped += ds.numOfDroppedRecords;
+  s->last_dropped = ds.numOfDroppedRecords;
   s->ranges++;
 out:
   free(d);
@@ -492,6 +498,13 @@ size_t ag_sassm_other(const ag_sassm *s, char *buf, size_t n) {
     }
   }
   return k;
+}
+
+void ag_sassm_end_state(const ag_sassm *s, size_t *records, size_t *instances,
+                        size_t *dropped) {
+  *records = s ? s->last_records : 0;
+  *instances = s ? s->last_instances : 0;
+  *dropped = s ? s->last_dropped : 0;
 }
 
 size_t ag_sassm_rows(const ag_sassm *s) {
@@ -559,8 +572,17 @@ static int add_label(ag_sassm *s, int fn, uint32_t pc, const char *name, size_t 
  * non-local ones are kept: the function itself and the device functions
  * ptxas placed in its section); "/[*]0130[*]/ @!P0 OPC.MOD args ;" is an
  * instruction. Everything else is skipped. */
+/* How many hex digits start p (before end). */
+static size_t hex_digits(const char *p, const char *end) {
+  size_t n = 0;
+  while (p + n < end && isxdigit((unsigned char)p[n]))
+    n++;
+  return n;
+}
+
 size_t ag_sassm_parse_disasm(ag_sassm *s, const char *text) {
   int fn = -1;
+  size_t hex;
   size_t n0 = s->nins;
   const char *pend_label = NULL;
   size_t pend_len = 0;
@@ -582,9 +604,12 @@ size_t ag_sassm_parse_disasm(ag_sassm *s, const char *text) {
                line[0] != '/' && line[len - 1] == ':') {
       pend_label = line;
       pend_len = len - 1;
-    } else if (fn >= 0 && ins && ins + 8 < line + len && ins[6] == '*' && ins[7] == '/') {
+    } else if (fn >= 0 && ins && (hex = hex_digits(ins + 2, line + len)) >= 4 &&
+               ins + 2 + hex + 2 < line + len && ins[2 + hex] == '*' && ins[3 + hex] == '/') {
+      /* the offset: 4 hex digits, 5 and more past 0xffff (a kernel of more
+       * than 4,096 instructions) */
       uint32_t pc = (uint32_t)strtoul(ins + 2, NULL, 16);
-      const char *p = ins + 8, *end = line + len;
+      const char *p = ins + 4 + hex, *end = line + len;
       while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
         end--;
       if (end > p && end[-1] == ';')

@@ -74,6 +74,10 @@ size_t ag_sassm_rows(const ag_sassm *s);
 /* Rows of cubins not named, and "function (crc N), ..." of them in buf. */
 size_t ag_sassm_other(const ag_sassm *s, char *buf, size_t n);
 uint64_t ag_sassm_total(const ag_sassm *s, const char *name);
+/* What CUPTI said at the end of the last range: the records and instances
+ * cuptiSassMetricsGetDataProperties reported, the records Disable dropped. */
+void ag_sassm_end_state(const ag_sassm *s, size_t *records, size_t *instances,
+                        size_t *dropped);
 void ag_sassm_close(ag_sassm *s);
 
 /* Parses nvdisasm -c text into the collector (exposed for the CPU test of

@@ -90,8 +90,8 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   int derive = metric && !stalls && !hs &&
                (!strcmp(signal, "inst_mix") || !strcmp(signal, "barriers"));
   json_t *layout = NULL, *counts = NULL, *out = NULL;
-  char *cub = NULL, *sm = NULL;
-  size_t cublen = 0, smlen = 0;
+  char *cub = NULL, *sm = NULL, *ptx = NULL;
+  size_t cublen = 0, smlen = 0, ptxlen = 0;
   ag_attr_layout *L = NULL;
   uint64_t *slots = NULL;
   size_t nslots = 0;
@@ -129,6 +129,12 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
   }
   if (derive && (rc = disasm_of(t, cub, cublen, hb, &d, &ops)))
     goto out;
+  /* ownership's view by source file: the PTX the -lineinfo cubin was
+   * compiled from (its .loc lines) */
+  if (!metric && compiled_version(cx->plan, lc) &&
+      (rc = ag__obs_get(ob, t, compiled_version(cx->plan, lc), "the program's PTX", &ptx,
+                        &ptxlen)))
+    goto out;
   /* the metric's version: the -lineinfo build's program when the run loaded
    * that very cubin (the evidence names it), else the build it names */
   if (ev && ev->variant_id && !strcmp(ev->variant_id, hb))
@@ -137,7 +143,8 @@ int ag__obs_synth_attributed(ag_exec_ctx *cx, ag_task *t) {
     ag_str_printf(&mver, "the build of variant %.12s", ev->variant_id ? ev->variant_id : "?");
   ag_attr_inputs in = {L,     slots, nslots, cubin, compiled_version(cx->plan, lc),
                        ev,    ev ? ag_str_cstr(&mver) : NULL, t->region, ops,
-                       sc && sc->error ? sc->error : "the SASS-metrics run did not run"};
+                       sc && sc->error ? sc->error : "the SASS-metrics run did not run",
+                       ptx,   ptxlen};
   if ((rc = ag_attr_signal(signal, &in, &d, &out))) {
     rc = ag__obs_fail_diags(t, rc, "attribution failed", &d);
     goto out;
@@ -166,6 +173,7 @@ out:
   ag_sass_ev_free(ops);
   ag_free(cub);
   ag_free(sm);
+  ag_free(ptx);
   ag_str_release(&mver);
   ag_diags_release(&d);
   return rc;

@@ -320,6 +320,74 @@ out:
   return rc;
 }
 
+/* Lines of the source view shown (the files and functions: all). */
+#define SOURCE_LINES 12
+
+/* ownership's view by source file, function and line (ag_attr_sources) of
+ * the queried regions' executions, beside the regions': values of the
+ * kernel, qual "derived" (from the line info, not from a run of its own).
+ * No PTX, or a PTX without .loc: a warning says why there is no view. */
+static int sources_of(const ag_attr_inputs *in, const ag_attr_map *map, json_t *vals,
+                      json_t *warn) {
+  if (!in->ptx) /* not asked for */
+    return 0;
+  unsigned char *sel = ag_calloc((size_t)map->nregions + 1, 1);
+  if (!sel)
+    return AG_ENOMEM;
+  for (int r = 0; r < map->nregions; r++)
+    sel[r] = (unsigned char)selected(map->regions[r], map->kernel, in->region);
+  ag_diags d;
+  ag_diags_init(&d);
+  json_t *src = NULL;
+  int rc = ag_attr_sources(map, sel, in->ptx, in->ptx_len, SOURCE_LINES, &d, &src);
+  ag_free(sel);
+  if (rc == AG_ENOTFOUND) {
+    ag_str why = AG_STR_INIT;
+    diag_text(&d, &why);
+    json_array_append_new(warn, json_sprintf("ownership of '%s': no view by source file: %s",
+                                             map->kernel, ag_str_cstr(&why)));
+    ag_str_release(&why);
+    rc = 0;
+  }
+  ag_diags_release(&d);
+  if (!src)
+    return rc;
+  static const char *const views[] = {"files", "functions", "lines"};
+  for (size_t k = 0; k < 3; k++) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(src, views[k]), i, r) {
+      const char *f = json_string_value(json_object_get(r, "file"));
+      const char *fn = json_string_value(json_object_get(r, "function"));
+      ag_str stat = AG_STR_INIT;
+      if (k == 0)
+        ag_str_printf(&stat, "file:%s", f);
+      else if (k == 1)
+        ag_str_printf(&stat, "function:%s:%s", f, fn);
+      else
+        ag_str_printf(&stat, "line:%s:%lld (%s)", f,
+                      (long long)json_integer_value(json_object_get(r, "line")), fn);
+      value_q(vals, map->kernel, "ownership", ag_str_cstr(&stat),
+              json_incref(json_object_get(r, "dynamic")), "warp-inst", "derived");
+      ag_str_release(&stat);
+    }
+  }
+  json_t *ns = json_object_get(src, "no_source");
+  if (json_integer_value(json_object_get(ns, "pcs")))
+    value_q(vals, map->kernel, "ownership", "file:(no source line)",
+            json_incref(json_object_get(ns, "dynamic")), "warp-inst", "derived");
+  json_array_append_new(
+      warn, json_sprintf("ownership of '%s': the file:, function: and line: values are the "
+                         "same executions by source position (the PTX's .loc of each PC's "
+                         "line; function: the inlined function): what a file-level profiler "
+                         "says, derived from the line info; line: the %d of %lld lines that "
+                         "executed most",
+                         map->kernel, SOURCE_LINES,
+                         (long long)json_integer_value(json_object_get(src, "lines_total"))));
+  json_decref(src);
+  return 0;
+}
+
 static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_attr_map *map,
                       json_t *vals, json_t *missing, json_t *nj, json_t *warn) {
   const char *q = in->region;
@@ -361,7 +429,7 @@ static int one_kernel(const char *signal, const ag_attr_inputs *in, const ag_att
       ag_str_release(&pr);
     }
     json_decref(o);
-    return 0;
+    return sources_of(in, map, vals, warn);
   }
   if (!strcmp(signal, "stalls"))
     return stalls_of(in, map, vals, missing, nj, warn);

@@ -567,7 +567,7 @@ TEST(stalls_recorded) {
   CHECK(wrong == NULL);
   { /* the same through the signal argus observe makes (ag_attr_signal "stalls") */
     ag_attr_inputs in = {L, slots, nslots, cub, L->version, e, L->version, "stall_truth",
-                         NULL, NULL};
+                         NULL, NULL, NULL, 0};
     json_t *so = NULL;
     CHECK_EQ_INT(ag_attr_signal("stalls", &in, &d, &so), 0);
     const char *w2 = NULL;

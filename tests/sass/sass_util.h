@@ -28,9 +28,10 @@ static inline void su_need_tools(void) {
   }
 }
 
-/* nvcc -ptx -arch=sm_90a -DARGUS_MARKERS=1 of a source under the repository
- * into *ptx (owned); 0 on success */
-static inline int su_cuda_ptx(const char *rel_src, char **ptx, size_t *len) {
+/* nvcc -ptx -arch=sm_90a -DARGUS_MARKERS=1 [extra] of a source under the
+ * repository into *ptx (owned); 0 on success */
+static inline int su_cuda_ptx_with(const char *rel_src, const char *extra, char **ptx,
+                                   size_t *len) {
   char *nvcc = cuda_tool("nvcc");
   if (!nvcc)
     return -1;
@@ -42,7 +43,7 @@ static inline int su_cuda_ptx(const char *rel_src, char **ptx, size_t *len) {
     return -1;
   close(fd);
   const char *argv[] = {nvcc, "-ptx", "-arch=sm_90a", "-DARGUS_MARKERS=1", inc, "-o", out, src,
-                        NULL};
+                        extra, NULL};
   ag_str err = AG_STR_INIT;
   int rc = run_capture(argv, NULL, &err, NULL) == 0 ? ag_file_read(out, ptx, len) : -1;
   if (rc)
@@ -51,6 +52,10 @@ static inline int su_cuda_ptx(const char *rel_src, char **ptx, size_t *len) {
   unlink(out);
   ag_free(nvcc);
   return rc;
+}
+
+static inline int su_cuda_ptx(const char *rel_src, char **ptx, size_t *len) {
+  return su_cuda_ptx_with(rel_src, NULL, ptx, len);
 }
 
 /* ptxas -arch=<arch> [-lineinfo] of PTX text into a cubin image (owned);

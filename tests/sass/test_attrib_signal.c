@@ -145,7 +145,8 @@ static double val(json_t *o, const char *region, const char *stat) {
 static json_t *signal_of(const fx *f, const char *signal, const char *region,
                          const char *metric_version) {
   ag_attr_inputs in = {f->L,  f->slots, f->nslots, f->cub, f->mver,
-                       f->ev, metric_version ? metric_version : f->mver, region, NULL, NULL};
+                       f->ev, metric_version ? metric_version : f->mver, region, NULL, NULL,
+                       NULL,  0};
   ag_diags d;
   ag_diags_init(&d);
   json_t *o = NULL;
@@ -446,7 +447,7 @@ TEST(test_derived_truth) {
   double *m = NULL;
   FX_LOAD(f);
   ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
-                       f.ev, "no SASS metrics in this test"};
+                       f.ev, "no SASS metrics in this test", NULL, 0};
   CHECK_EQ_INT(ag_attr_map_build(f.L, f.slots, f.nslots, f.cub, "attrib_truth", &d, &map), 0);
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &in, &d, &der), 0);
   CHECK_EQ_INT(ag_attr_signal("barriers", &in, &d, &bder), 0);
@@ -574,7 +575,7 @@ TEST(test_derived_without_opcodes) {
                    "directory\",\"functions\":[]}}";
   CHECK_EQ_INT(ag_sass_ev_load_mem(js, strlen(js), "none.json", &d, &none), 0);
   ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
-                       none, "the SASS-metrics run failed: CUPTI held"};
+                       none, "the SASS-metrics run failed: CUPTI held", NULL, 0};
   CHECK_EQ_INT(ag_attr_signal("barriers", &in, &d, &o), 0);
   if (!o)
     goto out;
@@ -595,7 +596,7 @@ TEST(test_derived_without_opcodes) {
                    "\"rows\":[],\"sass\":{\"tool\":\"nvdisasm\",\"status\":null,\"functions\":[]}}";
   CHECK_EQ_INT(ag_sass_ev_load_mem(zs, strlen(zs), "zero.json", &d, &zero), 0);
   ag_attr_inputs zin = {f.L,  f.slots, f.nslots, f.cub, f.mver, zero, f.mver, "attrib_truth",
-                        f.ev, NULL};
+                        f.ev, NULL, NULL, 0};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &zin, &d, &o), 0);
   CHECK(o && su_value(o, rname[RC], "total"));
   if (o) {
@@ -642,7 +643,8 @@ TEST(test_refusals) {
     char v2[128];
     snprintf(v2, sizeof v2, "the build of variant %s", ev2 ? ev2->variant_id : "?");
     CHECK(strcmp(v2, f.mver) != 0);
-    ag_attr_inputs in2 = {f.L, f.slots, f.nslots, f.cub, f.mver, ev2, v2, NULL, NULL, NULL};
+    ag_attr_inputs in2 = {f.L, f.slots, f.nslots, f.cub, f.mver, ev2, v2, NULL, NULL, NULL,
+                          NULL, 0};
     json_t *o2 = NULL;
     CHECK_EQ_INT(ag_attr_signal("inst_mix", &in2, &d2, &o2), 0);
     CHECK_EQ_INT(json_array_size(json_object_get(o2, "not_joined")), 1);
@@ -661,7 +663,8 @@ TEST(test_refusals) {
     ag_diags_release(&d2);
   }
   /* a cubin of another version */
-  ag_attr_inputs in = {f.L, f.slots, f.nslots, f.cub, "another", f.ev, f.mver, NULL, NULL, NULL};
+  ag_attr_inputs in = {f.L, f.slots, f.nslots, f.cub, "another", f.ev, f.mver, NULL, NULL, NULL,
+                       NULL, 0};
   ag_diags d;
   ag_diags_init(&d);
   CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &o), 0);
@@ -678,7 +681,7 @@ TEST(test_refusals) {
     if (!f.L->funcs[f.L->units[u].func].is_entry)
       for (int r = 0; r < f.L->nregions; r++)
         s2[f.L->units[u].slot + (uint32_t)r] = 0;
-  ag_attr_inputs bad = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL};
+  ag_attr_inputs bad = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL, NULL, 0};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &bad, &d, &o), 0);
   truth tr;
   CHECK_EQ_INT(expected(&f, "smsp__sass_inst_executed", &tr), 0);
@@ -696,7 +699,8 @@ TEST(test_refusals) {
   CHECK(ag_recipe_find("hw_counters") && ag_recipe_find("hw_counters")->qual == AG_QUAL_OBSERVED);
   CHECK_EQ_INT(ag_attr_signal("hw_counters", &in, &d, &o), AG_EINVAL);
   CHECK(o == NULL);
-  ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.mver, NULL, NULL, NULL, NULL, NULL};
+  ag_attr_inputs nom = {f.L, f.slots, f.nslots, f.cub, f.mver, NULL, NULL, NULL, NULL, NULL,
+                        NULL, 0};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &nom, &d, &o), AG_EINVAL);
   ag_str msg = AG_STR_INIT;
   ag_diags_format(&d, &msg);
@@ -728,7 +732,7 @@ TEST(test_dropped) {
            f.L->nslots, (unsigned long long)folded[0]);
   const char *sigs[] = {"ownership", "inst_mix"};
   for (int k = 0; k < 2; k++) {
-    ag_attr_inputs in = {f.L, folded, 3, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL};
+    ag_attr_inputs in = {f.L, folded, 3, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL, NULL, 0};
     ag_diags d;
     ag_diags_init(&d);
     json_t *o = NULL;
@@ -745,7 +749,7 @@ TEST(test_dropped) {
   uint64_t *s2 = ag_calloc(f.nslots, sizeof *s2);
   memcpy(s2, f.slots, f.nslots * sizeof *s2);
   s2[0] = 5;
-  ag_attr_inputs in = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL};
+  ag_attr_inputs in = {f.L, s2, f.nslots, f.cub, f.mver, f.ev, f.mver, NULL, NULL, NULL, NULL, 0};
   ag_diags d;
   ag_diags_init(&d);
   json_t *o = NULL;
@@ -802,7 +806,7 @@ TEST(test_no_markers) {
       slots[U->slot] = 16;
   }
   ag_attr_inputs in = {L,    slots, L->nslots, cub, L->version, NULL, NULL, "attrib_truth",
-                       NULL, NULL};
+                       NULL, NULL, NULL, 0};
   CHECK_EQ_INT(ag_attr_signal("ownership", &in, &d, &out), 0);
   CHECK(val(out, "attrib_truth", "static_pcs") > 0);
   NEAR(val(out, "attrib_truth", "shared_pcs"), 0);
@@ -849,7 +853,7 @@ TEST(test_padding_other_sm) {
   CHECK_EQ_INT((int)val(o, "attrib_truth/B", "shared_pcs"), t.helper_pcs + pad);
   NEAR(val(o, "attrib_truth/A", "dynamic"), t.total[RA] + TW * (TK1 - 1) + pad * TW * TK1);
   ag_attr_inputs in = {f.L,  f.slots, f.nslots, f.cub, f.mver, NULL, NULL, "attrib_truth",
-                       f.ev, "no SASS metrics here"};
+                       f.ev, "no SASS metrics here", NULL, 0};
   CHECK_EQ_INT(ag_attr_signal("inst_mix", &in, &d, &der), 0);
   w = der ? json_dumps(json_object_get(der, "warnings"), 0) : NULL;
   CHECK_CONTAINS(w ? w : "", "(no SASS metrics here); padding PCs: not recognized");

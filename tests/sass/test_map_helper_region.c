@@ -63,7 +63,8 @@ static double val(json_t *o, const char *region, const char *stat) {
 
 static json_t *ownership(const ag_attr_layout *L, const uint64_t *slots,
                          const ag_sass_cubin *cub, const char *query) {
-  ag_attr_inputs in = {L, slots, L->nslots, cub, L->version, NULL, NULL, query, NULL, NULL};
+  ag_attr_inputs in = {L, slots, L->nslots, cub, L->version, NULL, NULL, query, NULL, NULL,
+                       NULL, 0};
   ag_diags d;
   ag_diags_init(&d);
   json_t *o = NULL;

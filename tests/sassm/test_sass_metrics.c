@@ -46,6 +46,16 @@ static const char disasm[] =
     "other:\n"
     "        /*0000*/                   EXIT ;\n";
 
+/* a kernel of more than 4,096 instructions: offsets of 5 hex digits past
+ * 0xffff (the megakernel's 7,320; before, every PC past 0xfff0 lost its
+ * opcode) */
+static const char disasm_big[] =
+    "\t.section\t.text.big,\"ax\",@progbits\n"
+    "big:\n"
+    "        /*fff0*/                   FFMA R0, R7, R0, R4 ;\n"
+    "        /*10000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\n"
+    "        /*1c970*/              @P0 EXIT ;\n";
+
 static int contains(const char *hay, const char *needle) {
   return hay && strstr(hay, needle) != NULL;
 }
@@ -66,6 +76,16 @@ TEST(parse_disasm) {
   CHECK(contains(j.p, "[\"attrib_truth\",0]"));
   CHECK(!contains(j.p, ".L_x_1\","));
   CHECK(contains(j.p, "{\"name\":\"other\",\"labels\":[[\"other\",0]],\"code\":[\n[0,\"\",\"EXIT\",\"\"]]}"));
+  ag_jb_release(&j);
+  ag_sassm_close(s);
+  s = ag_sassm_new_offline();
+  CHECK(s != NULL);
+  CHECK_EQ_INT(ag_sassm_parse_disasm(s, disasm_big), 3);
+  j = (ag_jb){0};
+  ag_sassm_json(s, &j);
+  CHECK(contains(j.p, "[65520,\"\",\"FFMA\",\"R0, R7, R0, R4\"]"));
+  CHECK(contains(j.p, "[65536,\"\",\"LDG.E.128\",\"R4, desc[UR4][R2.64]\"]"));
+  CHECK(contains(j.p, "[117104,\"@P0\",\"EXIT\",\"\"]"));
   ag_jb_release(&j);
   ag_sassm_close(s);
 }
