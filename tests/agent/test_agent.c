@@ -207,7 +207,7 @@ TEST(test_kb_entries) {
   CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
   ag_diags_release(&d);
   CHECK(kb.n >= 4);
-  int seen_rewrite = 0, seen_const = 0;
+  int seen_rewrite = 0, seen_const = 0, seen_splice = 0;
   for (int i = 0; i < kb.n; i++) {
     ag_kb_entry *e = &kb.e[i];
     ag_opt_task *t = example_task(e);
@@ -232,7 +232,19 @@ TEST(test_kb_entries) {
     CHECK_EQ_STR(v.step, "");
     /* the result has the edit; applied again it changes nothing new */
     const char *kind = json_string_value(json_object_get(json_object_get(e->j, "edit"), "kind"));
-    if (!strcmp(kind, "rewrite")) {
+    if (!strcmp(kind, "splice")) {
+      /* the structure changed once: the precondition no longer holds, and
+         the anchors the splice needs are gone */
+      seen_splice = 1;
+      CHECK(!ag_kb_applies(e, out, NULL));
+      char *again = NULL, *w2 = NULL;
+      ag_str_clear(&why);
+      CHECK_EQ_INT(ag_kb_apply(e, out, vals ? json_array_get(vals, 0) : NULL, &again, &w2, &why),
+                   AG_EINVAL);
+      CHECK_CONTAINS(ag_str_cstr(&why), "splice step ");
+      ag_free(again);
+      ag_free(w2);
+    } else if (!strcmp(kind, "rewrite")) {
       seen_rewrite = 1;
       CHECK_CONTAINS(out, json_string_value(json_object_get(json_object_get(e->j, "edit"), "to")));
       CHECK(!ag_kb_applies(e, out, NULL)); /* precondition: no swizzle yet */
@@ -267,7 +279,7 @@ TEST(test_kb_entries) {
     ag_free(src);
     ag_opt_task_free(t);
   }
-  CHECK(seen_rewrite && seen_const);
+  CHECK(seen_rewrite && seen_const && seen_splice);
   /* preconditions that fail */
   const ag_kb_entry *stages = NULL;
   for (int i = 0; i < kb.n; i++)
@@ -416,6 +428,122 @@ static const json_t *step_of(const ag_opt_verdict *v, const char *name) {
       return s;
   }
   return NULL;
+}
+
+/* The entry id of kb (NULL: not there). */
+static const ag_kb_entry *kb_entry(const ag_kb *kb, const char *id) {
+  for (int i = 0; i < kb->n; i++)
+    if (!strcmp(kb->e[i].id, id))
+      return &kb->e[i];
+  return NULL;
+}
+
+/* The validator's verdict on src for e's example task: the step that
+ * failed ("" when none). */
+static void example_verdict(const ag_kb_entry *e, const char *src, char *step, size_t cap) {
+  ag_opt_task *t = example_task(e);
+  ag_opt_verdict v;
+  memset(&v, 0, sizeof v);
+  snprintf(step, cap, "(no verdict)");
+  if (t && validate_src(t, src, e, &v) == 0)
+    snprintf(step, cap, "%s", v.step);
+  ag_opt_verdict_release(&v);
+  ag_opt_task_free(t);
+}
+
+/* The structural (splice) entries on their own: each output is what the
+ * hand-written kernel is, or correct at every value, and the parts of the
+ * edit that make it right are needed (without them the validator refuses
+ * the program). */
+TEST(test_kb_structural) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_kb kb;
+  CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
+  ag_diags_release(&d);
+  const ag_kb_entry *cs = kb_entry(&kb, "attn-causal-skip"), *gp = kb_entry(&kb, "gemm-persistent");
+  CHECK(cs && gp);
+  char step[64], *src = NULL, *out = NULL, *what = NULL, *hand = NULL;
+  size_t len;
+  ag_str why = AG_STR_INIT;
+  if (cs) {
+    /* causal skipping: the result is attention_hopper.tile (which skips by
+       hand) from its first constant on */
+    CHECK(ag_file_read(src_path(1, "examples/tile/attention_causal_naive.tile"), &src, &len) == 0);
+    CHECK(ag_file_read(src_path(1, "examples/tile/attention_hopper.tile"), &hand, &len) == 0);
+    CHECK_EQ_INT(ag_kb_apply(cs, src, NULL, &out, &what, &why), 0);
+    CHECK_EQ_STR(what, "kb:attn-causal-skip(2 steps)");
+    if (out && hand && strstr(out, "\nBc = ") && strstr(hand, "\nBc = "))
+      CHECK_EQ_STR(strstr(out, "\nBc = "), strstr(hand, "\nBc = "));
+    /* the hand-written kernel has no mask-free key loop to limit */
+    CHECK(!ag_kb_applies(cs, hand, &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "does not contain 'nkv = skv / Bc'");
+    /* a bound one tile short checks clean but is wrong: the correctness
+       step is what refuses it (the entry's bound is not) */
+    char *shortb = out ? replace(out, "((qb * 64 + 63) / Bc + 1)", "((qb * 64 + 63) / Bc)") : NULL;
+    example_verdict(cs, shortb ? shortb : "", step, sizeof step);
+    CHECK_EQ_STR(step, "correctness");
+    ag_free(shortb);
+    ag_free(out);
+    ag_free(what);
+    ag_free(hand);
+    ag_free(src);
+    out = what = src = NULL;
+  }
+  if (gp) {
+    /* persistent: every value validates (NB = 8 leaves blocks past the 4
+       row blocks with no tile) */
+    src = gemm_src();
+    const json_t *vals = ag_kb_values(gp);
+    CHECK_EQ_INT(json_array_size(vals), 3);
+    for (size_t i = 0; i < json_array_size(vals); i++) {
+      CHECK_EQ_INT(ag_kb_apply(gp, src, json_array_get(vals, i), &out, &what, &why), 0);
+      char nb[64];
+      snprintf(nb, sizeof nb, "kb:gemm-persistent(NB=%lld)",
+               (long long)json_integer_value(json_array_get(vals, i)));
+      CHECK_EQ_STR(what, nb);
+      CHECK_CONTAINS(out, "@grid(NB, N / BN)\n");
+      CHECK_CONTAINS(out, "    for j in range((M / BM + NB - 1 - blockIdx.x) / NB):\n"
+                          "        bm = blockIdx.x + j * NB\n        fill(acc, 0)\n");
+      CHECK_CONTAINS(out, "\n                    C[bm * BM"); /* the epilogue moved into the loop */
+      CHECK(!strstr(out, "\n    bm = blockIdx.x\n"));
+      example_verdict(gp, out ? out : "", step, sizeof step);
+      CHECK_EQ_STR(step, "");
+      if (i == 0) {
+        /* without the prologue's resets the next tile's cp.asyncs land on
+           the last one's tags: the check refuses it */
+        char *a = replace(out, "                reset(sA[s, :, :])\n", "");
+        char *b = replace(a, "                reset(sB[s, :, :])\n", "");
+        char *c = replace(b, "STAGES = 1\n", "STAGES = 2\n");
+        example_verdict(gp, c, step, sizeof step);
+        CHECK_EQ_STR(step, "check");
+        ag_free(a);
+        ag_free(b);
+        ag_free(c);
+      }
+      ag_free(out);
+      ag_free(what);
+    }
+    /* a value is needed, and a program without the anchors is refused */
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_kb_apply(gp, src, NULL, &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "gemm-persistent needs a positive integer value");
+    char *nofill = replace(src, "    fill(acc, 0)\n", "    fill(acc, 1 - 1)\n");
+    ag_str_clear(&why);
+    CHECK(!ag_kb_applies(gp, nofill, NULL));
+    CHECK_EQ_INT(ag_kb_apply(gp, nofill, json_array_get(vals, 0), &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "splice step 5: '    fill(acc, 0)' is on no line");
+    char *twice = replace(src, "    fill(acc, 0)\n", "    fill(acc, 0)\n    fill(acc, 0)\n");
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_kb_apply(gp, twice, json_array_get(vals, 0), &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "splice step 5: '    fill(acc, 0)' is on more than one line");
+    CHECK(out == NULL && what == NULL);
+    ag_free(twice);
+    ag_free(nofill);
+    ag_free(src);
+  }
+  ag_str_release(&why);
+  ag_kb_release(&kb);
 }
 
 #define STORE_LINE                                                                             \
@@ -1358,7 +1486,8 @@ TEST(test_cli) {
 }
 
 RUN_TESTS({"task_file", test_task_file}, {"kb_entries", test_kb_entries},
-          {"kb_bad_entries", test_kb_bad_entries}, {"validator", test_validator},
+          {"kb_bad_entries", test_kb_bad_entries},
+          {"kb_structural", test_kb_structural}, {"validator", test_validator},
           {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence},
           {"evidence_metrics", test_evidence_metrics},
           {"attention_naive", test_attention_naive},
