@@ -310,6 +310,12 @@ TEST(test_kb_entries) {
   CHECK_EQ_INT(v, 8);
 }
 
+/* A KB entry, good but for its edit (on line 2). */
+#define KB_SPLICE(edit)                                                                        \
+  "{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "          \
+  "{\"program\": []}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": "   \
+  "\"M=1\"},\n \"edit\": " edit "}"
+
 TEST(test_kb_bad_entries) {
   static const struct {
     const char *text, *want;
@@ -375,6 +381,28 @@ TEST(test_kb_bad_entries) {
        "\"invariants\": [\"races\"],\n \"example\": {\"program\": \"a\", \"sizes\": \"M=1\", "
        "\"outputs\": []}}",
        "'example' must be", 2},
+      /* splice edits */
+      {KB_SPLICE("{\"kind\": \"splice\"}"), "'steps' must be a non-empty array", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"after\": [\"y\"]}]}"),
+       "step 1 must be {\"at\": TEXT (one line's), and one action}", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"\", \"replace\": []}]}"),
+       "step 1 must be", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": []}, {\"at\": \"y\", \"indent\": 0}]}"),
+       "step 2: 'indent' must be an integer in 1..16", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"values\": [2], \"steps\": [{\"at\": \"x\", \"replace\": [\"N = {V}\"]}]}"),
+       "'name' (a string) and 'values' (a non-empty array) go together", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"name\": \"N\", \"values\": [0], \"steps\": [{\"at\": \"x\", \"replace\": [\"N = {V}\"]}]}"),
+       "value 1 is not a positive integer", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [\"N = {V}\"]}]}"),
+       "a line uses {V} but the edit has no values", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"name\": \"N\", \"values\": [2], \"steps\": [{\"at\": \"x\", \"replace\": [\"N = 2\"]}]}"),
+       "it has values but no line uses {V}", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"before\": [\"a\\nb\"]}]}"),
+       "step 1: line 1 must be a string without a newline", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"after\": []}]}"),
+       "step 1: the lines must be an array of strings (at least one)", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": \"y\"}]}"),
+       "step 1: the lines must be an array of strings", 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char dir[64];
