@@ -635,6 +635,7 @@ static int splice_step(const json_t *st, size_t k, const char *src, const char *
         ag_str_printf(o, "%*s", by, "");
       ag_str_append(o, line, (size_t)(le - line));
     }
+    le = line; /* the first line after the block */
   }
   ag_str_puts(o, le);
   return 0;

@@ -570,6 +570,28 @@ TEST(test_kb_structural) {
     ag_free(nofill);
     ag_free(src);
   }
+  /* the steps on their own: an indent ends with its block (a blank line
+     and a comment inside it do not end it), before / after / replace
+     write at the anchor's indentation, {V} is the value, steps see the
+     previous ones' result */
+  json_error_t je;
+  ag_kb_entry fake = {"fake", "fake.json",
+                      json_loads("{\"edit\": {\"kind\": \"splice\", \"name\": \"N\", \"values\": "
+                                 "[7], \"steps\": [{\"at\": \"b = 1\", \"before\": [\"for i in range({V}):\"]}, "
+                                 "{\"at\": \"b = 1\", \"indent\": 4}, {\"at\": "
+                                 "\"c = 2\", \"after\": [\"e = {V} + {V}\"]}, {\"at\": \"x:\", "
+                                 "\"replace\": [\"y:\", \"z\"]}]}}", 0, &je)};
+  CHECK(fake.j != NULL);
+  json_t *seven = json_integer(7);
+  CHECK_EQ_INT(ag_kb_apply(&fake, "x:\n  a = 0\n  b = 1\n  c = 2\n\n # k\nd = 3", seven, &out,
+                           &what, &why), 0);
+  json_decref(seven);
+  CHECK_EQ_STR(out, "y:\nz\n  a = 0\n  for i in range(7):\n      b = 1\n      c = 2\n      e = 7 + 7\n"
+                    "\n     # k\nd = 3");
+  CHECK_EQ_STR(what, "kb:fake(N=7)");
+  ag_free(out);
+  ag_free(what);
+  json_decref(fake.j);
   ag_str_release(&why);
   ag_kb_release(&kb);
 }
