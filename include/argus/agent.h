@@ -74,10 +74,12 @@ int ag_kb_applies(const ag_kb_entry *e, const char *src, ag_str *why);
  * (json array, borrowed); values equal to the program's current one are
  * skipped by ag_kb_apply. */
 const json_t *ag_kb_values(const ag_kb_entry *e);
-/* Applies e to src with parameter value v (a set_const's value; ignored by a
- * rewrite): *out the edited source (owned), *what the transform text
- * ("kb:pipeline-stages(STAGES=2)", owned). AG_EINVAL when the edit does not
- * apply or changes nothing (why says which). */
+/* Applies e to src with parameter value v (a set_const's value, a splice's
+ * {V}; ignored by a rewrite and a splice without values): *out the edited
+ * source (owned), *what the transform text ("kb:pipeline-stages(STAGES=2)",
+ * "kb:attn-causal-skip(1 step)", owned). AG_EINVAL when the edit does not
+ * apply or changes nothing (why says which: a splice's anchor on no line or
+ * on several). */
 int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **out, char **what,
                 ag_str *why);
 /* The value of module-level constant NAME in src (a plain integer). */

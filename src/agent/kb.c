@@ -4,13 +4,20 @@
  * validates them (diagnostics at the key), tests their program
  * preconditions and applies their edits to tile source text.
  *
- * Two edit kinds, both plain text edits of the .tile source, so that the
+ * Three edit kinds, all plain text edits of the .tile source, so that the
  * result is a program a person can read and `argus check` re-proves:
  *   set_const  NAME = V on a module-level constant line (tile shapes,
  *              pipeline stages: programs written in those knobs);
  *   rewrite    on each line that contains `line_contains` and `from` (and
  *              not `unless`), the first `from` becomes `to` (a swizzle
- *              added to a make_shared).
+ *              added to a make_shared);
+ *   splice     the program's structure: steps, in order, each anchored at
+ *              the one line that contains its `at` text, which replace the
+ *              line, insert lines before or after it (at its indentation),
+ *              or indent it and the rest of its block into a new loop
+ *              (persistent scheduling, a loop bound limited by the causal
+ *              mask). An anchor found zero or several times refuses the
+ *              edit: a splice never guesses where it goes.
  * A few dozen entries, loaded once per run.
  */
 #include "argus/agent.h"
@@ -159,6 +166,80 @@ static int evidence_term(const json_t *c, int gain, char *why, size_t cap) {
   return 0;
 }
 
+/* The actions of a splice step: the lines that replace the anchor or go
+ * before or after it, or the indent of its block. */
+static const char *const splice_actions[] = {"replace", "before", "after", "indent", NULL};
+
+/* Says in why what is wrong with splice edit e (0: nothing). The lines of a
+ * step are strings without a newline; {V} in them is the parameter value,
+ * present exactly when the edit has values (and a name to show them by). */
+static int splice_check(const json_t *e, char *why, size_t cap) {
+  json_t *steps = json_object_get(e, "steps"), *vals = json_object_get(e, "values");
+  json_t *name = json_object_get(e, "name");
+  if (!json_is_array(steps) || !json_array_size(steps)) {
+    snprintf(why, cap, "'steps' must be a non-empty array");
+    return 1;
+  }
+  if ((vals != NULL) != (name != NULL) || (name && !json_is_string(name)) ||
+      (vals && (!json_is_array(vals) || !json_array_size(vals))) ||
+      json_object_size(e) != 2u + 2u * (vals != NULL)) {
+    snprintf(why, cap, "'name' (a string) and 'values' (a non-empty array) go together, and "
+                       "nothing else beside 'kind' and 'steps'");
+    return 1;
+  }
+  size_t i, k;
+  json_t *x, *st;
+  json_array_foreach(vals, i, x) {
+    if (!json_is_integer(x) || json_integer_value(x) <= 0) {
+      snprintf(why, cap, "value %zu is not a positive integer", i + 1);
+      return 1;
+    }
+  }
+  int uses = 0;
+  json_array_foreach(steps, i, st) {
+    const char *at = json_string_value(json_object_get(st, "at"));
+    int nact = 0;
+    for (int a = 0; splice_actions[a]; a++)
+      nact += json_object_get(st, splice_actions[a]) != NULL;
+    if (!json_is_object(st) || !at || !*at || strchr(at, '\n') || nact != 1 ||
+        json_object_size(st) != 2) {
+      snprintf(why, cap, "step %zu must be {\"at\": TEXT (one line's), and one action}", i + 1);
+      return 1;
+    }
+    json_t *ind = json_object_get(st, "indent");
+    if (ind) {
+      if (!json_is_integer(ind) || json_integer_value(ind) < 1 || json_integer_value(ind) > 16) {
+        snprintf(why, cap, "step %zu: 'indent' must be an integer in 1..16 (spaces)", i + 1);
+        return 1;
+      }
+      continue;
+    }
+    json_t *lines = json_object_get(st, "replace");
+    int rep = lines != NULL;
+    if (!lines)
+      lines = json_object_get(st, json_object_get(st, "before") ? "before" : "after");
+    if (!json_is_array(lines) || (!rep && !json_array_size(lines))) {
+      snprintf(why, cap, "step %zu: the lines must be an array of strings%s", i + 1,
+               rep ? "" : " (at least one)");
+      return 1;
+    }
+    json_array_foreach(lines, k, x) {
+      const char *l = json_string_value(x);
+      if (!l || strchr(l, '\n')) {
+        snprintf(why, cap, "step %zu: line %zu must be a string without a newline", i + 1, k + 1);
+        return 1;
+      }
+      uses |= strstr(l, "{V}") != NULL;
+    }
+  }
+  if (uses != (vals != NULL)) {
+    snprintf(why, cap, vals ? "it has values but no line uses {V}"
+                            : "a line uses {V} but the edit has no values");
+    return 1;
+  }
+  return 0;
+}
+
 static int check_entry(const char *text, const char *file, const char *stem, json_t *j,
                        ag_diags *d) {
   int rc = 0;
@@ -247,7 +328,7 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
   const char *ke[] = {"edit"};
   const char *kind = json_string_value(json_object_get(e, "kind"));
   if (!json_is_object(e) || !kind)
-    AG__JSON_ERR(ke, 1, 1, "'edit' must be an object with a 'kind' (set_const or rewrite)");
+    AG__JSON_ERR(ke, 1, 1, "'edit' must be an object with a 'kind' (set_const, rewrite or splice)");
   else if (!strcmp(kind, "set_const")) {
     json_t *vals = json_object_get(e, "values");
     int good = json_is_string(json_object_get(e, "name")) && json_is_array(vals) &&
@@ -271,9 +352,16 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
         json_object_size(e) != want || !strcmp(json_string_value(f), json_string_value(t)))
       AG__JSON_ERR(ke, 1, 1, "a rewrite edit is {\"kind\": \"rewrite\", \"from\": TEXT, \"to\": "
                      "OTHER TEXT[, \"line_contains\": TEXT][, \"unless\": TEXT]}");
+  } else if (!strcmp(kind, "splice")) {
+    char what[256];
+    if (splice_check(e, what, sizeof what))
+      AG__JSON_ERR(ke, 1, 1, "a splice edit is {\"kind\": \"splice\"[, \"name\": NAME, \"values\": "
+                     "[positive integers]], \"steps\": [{\"at\": TEXT, ACTION}, ...]} (ACTION "
+                     "\"replace\", \"before\" or \"after\": [LINES], or \"indent\": 1..16): %s",
+                   what);
   } else {
     const char *kk[] = {"edit", "kind"};
-    AG__JSON_ERR(kk, 2, 1, "unknown edit kind '%s' (set_const, rewrite)", kind);
+    AG__JSON_ERR(kk, 2, 1, "unknown edit kind '%s' (set_const, rewrite, splice)", kind);
   }
   /* invariants */
   json_t *inv = json_object_get(j, "invariants");
@@ -473,6 +561,115 @@ static int rename_all(ag_str *o, const char *t, long long from, long long to) {
   return 0;
 }
 
+/* The end of the line that starts at l (past its newline). */
+static const char *line_end(const char *l) {
+  const char *nl = strchr(l, '\n');
+  return nl ? nl + 1 : l + strlen(l);
+}
+
+/* 1 when line l (up to e) is blank or a comment only. */
+static int line_blank(const char *l, const char *e) {
+  while (l < e && (*l == ' ' || *l == '\t'))
+    l++;
+  return l == e || *l == '\n' || *l == '#';
+}
+
+/* Appends each line of lines, after indentation ind (n bytes), with {V}
+ * as the value text vt. */
+static void put_lines(ag_str *o, const json_t *lines, const char *ind, size_t n, const char *vt) {
+  size_t i;
+  json_t *x;
+  json_array_foreach(lines, i, x) {
+    const char *p = json_string_value(x), *q;
+    ag_str_append(o, ind, n);
+    while ((q = strstr(p, "{V}"))) {
+      ag_str_append(o, p, (size_t)(q - p));
+      ag_str_puts(o, vt);
+      p = q + 3;
+    }
+    ag_str_puts(o, p);
+    ag_str_puts(o, "\n");
+  }
+}
+
+/* One step of a splice on src into o: AG_EINVAL (why says) when its
+ * anchor is on no line or on several. */
+static int splice_step(const json_t *st, size_t k, const char *src, const char *vt, ag_str *o,
+                       ag_str *why) {
+  const char *at = json_string_value(json_object_get(st, "at")), *line = NULL;
+  int n = 0;
+  for (const char *l = src; *l; l = line_end(l)) {
+    const char *le = line_end(l), *f = strstr(l, at);
+    if (f && f + strlen(at) <= le && !n++)
+      line = l;
+  }
+  if (n != 1) {
+    if (why)
+      ag_str_printf(why, "splice step %zu: '%s' is on %s line%s of the program (the anchor "
+                         "must be on exactly one)", k + 1, at, n ? "more than one" : "no",
+                    n ? "s" : "");
+    return AG_EINVAL;
+  }
+  const char *le = line_end(line), *ind = line;
+  while (*ind == ' ')
+    ind++;
+  size_t w = (size_t)(ind - line);
+  ag_str_append(o, src, (size_t)(line - src));
+  json_t *lines;
+  if ((lines = json_object_get(st, "replace"))) {
+    put_lines(o, lines, line, w, vt);
+  } else if ((lines = json_object_get(st, "before"))) {
+    put_lines(o, lines, line, w, vt);
+    ag_str_append(o, line, (size_t)(le - line));
+  } else if ((lines = json_object_get(st, "after"))) {
+    ag_str_append(o, line, (size_t)(le - line));
+    if (le[-1] != '\n')
+      ag_str_puts(o, "\n");
+    put_lines(o, lines, line, w, vt);
+  } else { /* indent: the anchor and the rest of its block */
+    int by = (int)json_integer_value(json_object_get(st, "indent"));
+    for (; *line; line = le) {
+      le = line_end(line);
+      const char *p = line;
+      while (*p == ' ')
+        p++;
+      if (!line_blank(line, le) && (size_t)(p - line) < w)
+        break;
+      if (!line_blank(line, le) || *p == '#')
+        ag_str_printf(o, "%*s", by, "");
+      ag_str_append(o, line, (size_t)(le - line));
+    }
+    le = line; /* the first line after the block */
+  }
+  ag_str_puts(o, le);
+  return 0;
+}
+
+/* Applies splice edit ed to src: every step in order, each on the
+ * previous one's result. */
+static int splice_apply(const json_t *ed, const char *src, const char *vt, ag_str *o,
+                        ag_str *why) {
+  char *cur = ag_strdup(src);
+  size_t i;
+  json_t *st;
+  int rc = cur ? 0 : AG_ENOMEM;
+  json_array_foreach(json_object_get(ed, "steps"), i, st) {
+    ag_str t = AG_STR_INIT;
+    if (rc || (rc = splice_step(st, i, cur, vt, &t, why)) || (t.oom && (rc = AG_ENOMEM))) {
+      ag_str_release(&t);
+      break;
+    }
+    ag_free(cur);
+    cur = t.p ? t.p : ag_strdup("");
+    if (!cur)
+      rc = AG_ENOMEM;
+  }
+  if (!rc)
+    ag_str_puts(o, cur);
+  ag_free(cur);
+  return rc;
+}
+
 int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **out, char **what,
                 ag_str *why) {
   *out = *what = NULL;
@@ -505,6 +702,23 @@ int ag_kb_apply(const ag_kb_entry *e, const char *src, const json_t *v, char **o
     const char *rn = json_string_value(json_object_get(ed, "rename"));
     if (rn && !o.oom && (rc = rename_all(&o, rn, strtoll(vs, NULL, 10), nv)))
       goto out;
+  } else if (!strcmp(kind, "splice")) {
+    const char *name = json_string_value(json_object_get(ed, "name"));
+    char vt[32] = "";
+    if (name && (!json_is_integer(v) || json_integer_value(v) <= 0)) {
+      if (why)
+        ag_str_printf(why, "%s needs a positive integer value", e->id);
+      return AG_EINVAL;
+    }
+    if (name)
+      snprintf(vt, sizeof vt, "%lld", (long long)json_integer_value(v));
+    if ((rc = splice_apply(ed, src, vt, &o, why)))
+      goto out;
+    if (name)
+      ag_str_printf(&w, "kb:%s(%s=%s)", e->id, name, vt);
+    else
+      ag_str_printf(&w, "kb:%s(%zu step%s)", e->id, json_array_size(json_object_get(ed, "steps")),
+                    json_array_size(json_object_get(ed, "steps")) == 1 ? "" : "s");
   } else {
     const char *from = json_string_value(json_object_get(ed, "from"));
     const char *to = json_string_value(json_object_get(ed, "to"));

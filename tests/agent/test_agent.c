@@ -207,7 +207,7 @@ TEST(test_kb_entries) {
   CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
   ag_diags_release(&d);
   CHECK(kb.n >= 4);
-  int seen_rewrite = 0, seen_const = 0;
+  int seen_rewrite = 0, seen_const = 0, seen_splice = 0;
   for (int i = 0; i < kb.n; i++) {
     ag_kb_entry *e = &kb.e[i];
     ag_opt_task *t = example_task(e);
@@ -232,7 +232,19 @@ TEST(test_kb_entries) {
     CHECK_EQ_STR(v.step, "");
     /* the result has the edit; applied again it changes nothing new */
     const char *kind = json_string_value(json_object_get(json_object_get(e->j, "edit"), "kind"));
-    if (!strcmp(kind, "rewrite")) {
+    if (!strcmp(kind, "splice")) {
+      /* the structure changed once: the precondition no longer holds, and
+         the anchors the splice needs are gone */
+      seen_splice = 1;
+      CHECK(!ag_kb_applies(e, out, NULL));
+      char *again = NULL, *w2 = NULL;
+      ag_str_clear(&why);
+      CHECK_EQ_INT(ag_kb_apply(e, out, vals ? json_array_get(vals, 0) : NULL, &again, &w2, &why),
+                   AG_EINVAL);
+      CHECK_CONTAINS(ag_str_cstr(&why), "splice step ");
+      ag_free(again);
+      ag_free(w2);
+    } else if (!strcmp(kind, "rewrite")) {
       seen_rewrite = 1;
       CHECK_CONTAINS(out, json_string_value(json_object_get(json_object_get(e->j, "edit"), "to")));
       CHECK(!ag_kb_applies(e, out, NULL)); /* precondition: no swizzle yet */
@@ -267,7 +279,7 @@ TEST(test_kb_entries) {
     ag_free(src);
     ag_opt_task_free(t);
   }
-  CHECK(seen_rewrite && seen_const);
+  CHECK(seen_rewrite && seen_const && seen_splice);
   /* preconditions that fail */
   const ag_kb_entry *stages = NULL;
   for (int i = 0; i < kb.n; i++)
@@ -297,6 +309,12 @@ TEST(test_kb_entries) {
   CHECK_EQ_INT(ag_tile_src_const("BMX = 64\nBM = 8 # c\n", "BM", &v), 0);
   CHECK_EQ_INT(v, 8);
 }
+
+/* A KB entry, good but for its edit (on line 2). */
+#define KB_SPLICE(edit)                                                                        \
+  "{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "          \
+  "{\"program\": []}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": "   \
+  "\"M=1\"},\n \"edit\": " edit "}"
 
 TEST(test_kb_bad_entries) {
   static const struct {
@@ -369,6 +387,32 @@ TEST(test_kb_bad_entries) {
        "\"invariants\": [\"races\"],\n \"example\": {\"program\": \"a\", \"sizes\": \"M=1\", "
        "\"outputs\": []}}",
        "'example' must be", 2},
+      /* splice edits */
+      {KB_SPLICE("{\"kind\": \"splice\"}"), "'steps' must be a non-empty array", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"after\": [\"y\"]}]}"),
+       "step 1 must be {\"at\": TEXT (one line's), and one action}", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"\", \"replace\": []}]}"),
+       "step 1 must be", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"where\": []}]}"),
+       "step 1 must be", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"where\": 1}]}"),
+       "step 1 must be", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": []}, {\"at\": \"y\", \"indent\": 0}]}"),
+       "step 2: 'indent' must be an integer in 1..16", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"values\": [2], \"steps\": [{\"at\": \"x\", \"replace\": [\"N = {V}\"]}]}"),
+       "'name' (a string) and 'values' (a non-empty array) go together", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"name\": \"N\", \"values\": [0], \"steps\": [{\"at\": \"x\", \"replace\": [\"N = {V}\"]}]}"),
+       "value 1 is not a positive integer", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [\"N = {V}\"]}]}"),
+       "a line uses {V} but the edit has no values", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"name\": \"N\", \"values\": [2], \"steps\": [{\"at\": \"x\", \"replace\": [\"N = 2\"]}]}"),
+       "it has values but no line uses {V}", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"before\": [\"a\\nb\"]}]}"),
+       "step 1: line 1 must be a string without a newline", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"after\": []}]}"),
+       "step 1: the lines must be an array of strings (at least one)", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": \"y\"}]}"),
+       "step 1: the lines must be an array of strings", 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char dir[64];
@@ -422,6 +466,144 @@ static const json_t *step_of(const ag_opt_verdict *v, const char *name) {
       return s;
   }
   return NULL;
+}
+
+/* The entry id of kb (NULL: not there). */
+static const ag_kb_entry *kb_entry(const ag_kb *kb, const char *id) {
+  for (int i = 0; i < kb->n; i++)
+    if (!strcmp(kb->e[i].id, id))
+      return &kb->e[i];
+  return NULL;
+}
+
+/* The validator's verdict on src for e's example task: the step that
+ * failed ("" when none). */
+static void example_verdict(const ag_kb_entry *e, const char *src, char *step, size_t cap) {
+  ag_opt_task *t = example_task(e);
+  ag_opt_verdict v;
+  memset(&v, 0, sizeof v);
+  snprintf(step, cap, "(no verdict)");
+  if (t && validate_src(t, src, e, &v) == 0)
+    snprintf(step, cap, "%s", v.step);
+  ag_opt_verdict_release(&v);
+  ag_opt_task_free(t);
+}
+
+/* The structural (splice) entries on their own: each output is what the
+ * hand-written kernel is, or correct at every value, and the parts of the
+ * edit that make it right are needed (without them the validator refuses
+ * the program). */
+TEST(test_kb_structural) {
+  ag_diags d;
+  ag_diags_init(&d);
+  ag_kb kb;
+  CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
+  ag_diags_release(&d);
+  const ag_kb_entry *cs = kb_entry(&kb, "attn-causal-skip"), *gp = kb_entry(&kb, "gemm-persistent");
+  CHECK(cs && gp);
+  char step[64], *src = NULL, *out = NULL, *what = NULL, *hand = NULL;
+  size_t len;
+  ag_str why = AG_STR_INIT;
+  if (cs) {
+    /* causal skipping: the result is attention_hopper.tile (which skips by
+       hand) from its first constant on */
+    CHECK(ag_file_read(src_path(1, "examples/tile/attention_causal_naive.tile"), &src, &len) == 0);
+    CHECK(ag_file_read(src_path(1, "examples/tile/attention_hopper.tile"), &hand, &len) == 0);
+    CHECK_EQ_INT(ag_kb_apply(cs, src, NULL, &out, &what, &why), 0);
+    CHECK_EQ_STR(what, "kb:attn-causal-skip(2 steps)");
+    if (out && hand && strstr(out, "\nBc = ") && strstr(hand, "\nBc = "))
+      CHECK_EQ_STR(strstr(out, "\nBc = "), strstr(hand, "\nBc = "));
+    /* the hand-written kernel has no mask-free key loop to limit */
+    CHECK(!ag_kb_applies(cs, hand, &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "does not contain 'nkv = skv / Bc'");
+    /* a bound one tile short checks clean but is wrong: the correctness
+       step is what refuses it (the entry's bound is not) */
+    char *shortb = out ? replace(out, "((qb * 64 + 63) / Bc + 1)", "((qb * 64 + 63) / Bc)") : NULL;
+    example_verdict(cs, shortb ? shortb : "", step, sizeof step);
+    CHECK_EQ_STR(step, "correctness");
+    ag_free(shortb);
+    ag_free(out);
+    ag_free(what);
+    ag_free(hand);
+    ag_free(src);
+    out = what = src = NULL;
+  }
+  if (gp) {
+    /* persistent: every value validates (NB = 8 leaves blocks past the 4
+       row blocks with no tile) */
+    src = gemm_src();
+    const json_t *vals = ag_kb_values(gp);
+    CHECK_EQ_INT(json_array_size(vals), 3);
+    for (size_t i = 0; i < json_array_size(vals); i++) {
+      CHECK_EQ_INT(ag_kb_apply(gp, src, json_array_get(vals, i), &out, &what, &why), 0);
+      char nb[64];
+      snprintf(nb, sizeof nb, "kb:gemm-persistent(NB=%lld)",
+               (long long)json_integer_value(json_array_get(vals, i)));
+      CHECK_EQ_STR(what, nb);
+      CHECK_CONTAINS(out, "@grid(NB, N / BN)\n");
+      CHECK_CONTAINS(out, "    for j in range((M / BM + NB - 1 - blockIdx.x) / NB):\n"
+                          "        bm = blockIdx.x + j * NB\n        fill(acc, 0)\n");
+      CHECK_CONTAINS(out, "\n                    C[bm * BM"); /* the epilogue moved into the loop */
+      CHECK(!strstr(out, "\n    bm = blockIdx.x\n"));
+      example_verdict(gp, out ? out : "", step, sizeof step);
+      CHECK_EQ_STR(step, "");
+      if (i == 0) {
+        /* without the prologue's resets the next tile's cp.asyncs land on
+           the last one's tags: the check refuses it */
+        char *a = replace(out, "                reset(sA[s, :, :])\n", "");
+        char *b = replace(a, "                reset(sB[s, :, :])\n", "");
+        char *c = replace(b, "STAGES = 1\n", "STAGES = 2\n");
+        example_verdict(gp, c, step, sizeof step);
+        CHECK_EQ_STR(step, "check");
+        ag_free(a);
+        ag_free(b);
+        ag_free(c);
+      }
+      ag_free(out);
+      ag_free(what);
+    }
+    /* a value is needed, and a program without the anchors is refused */
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_kb_apply(gp, src, NULL, &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "gemm-persistent needs a positive integer value");
+    char *nofill = replace(src, "    fill(acc, 0)\n", "    fill(acc, 1 - 1)\n");
+    ag_str_clear(&why);
+    CHECK(!ag_kb_applies(gp, nofill, NULL));
+    CHECK_EQ_INT(ag_kb_apply(gp, nofill, json_array_get(vals, 0), &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "splice step 5: '    fill(acc, 0)' is on no line");
+    char *twice = replace(src, "    fill(acc, 0)\n", "    fill(acc, 0)\n    fill(acc, 0)\n");
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_kb_apply(gp, twice, json_array_get(vals, 0), &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "splice step 5: '    fill(acc, 0)' is on more than one line");
+    CHECK(out == NULL && what == NULL);
+    ag_free(twice);
+    ag_free(nofill);
+    ag_free(src);
+  }
+  /* the steps on their own: an indent ends with its block (a blank line
+     and a comment inside it do not end it), before / after / replace
+     write at the anchor's indentation, {V} is the value, steps see the
+     previous ones' result */
+  json_error_t je;
+  ag_kb_entry fake = {"fake", "fake.json",
+                      json_loads("{\"edit\": {\"kind\": \"splice\", \"name\": \"N\", \"values\": "
+                                 "[7], \"steps\": [{\"at\": \"b = 1\", \"before\": [\"for i in range({V}):\"]}, "
+                                 "{\"at\": \"b = 1\", \"indent\": 4}, {\"at\": "
+                                 "\"c = 2\", \"after\": [\"e = {V} + {V}\"]}, {\"at\": \"x:\", "
+                                 "\"replace\": [\"y:\", \"z\"]}]}}", 0, &je)};
+  CHECK(fake.j != NULL);
+  json_t *seven = json_integer(7);
+  CHECK_EQ_INT(ag_kb_apply(&fake, "x:\n  a = 0\n  b = 1\n  c = 2\n\n # k\nd = 3", seven, &out,
+                           &what, &why), 0);
+  json_decref(seven);
+  CHECK_EQ_STR(out, "y:\nz\n  a = 0\n  for i in range(7):\n      b = 1\n      c = 2\n      e = 7 + 7\n"
+                    "\n     # k\nd = 3");
+  CHECK_EQ_STR(what, "kb:fake(N=7)");
+  ag_free(out);
+  ag_free(what);
+  json_decref(fake.j);
+  ag_str_release(&why);
+  ag_kb_release(&kb);
 }
 
 #define STORE_LINE                                                                             \
@@ -1510,8 +1692,10 @@ TEST(test_cli) {
 }
 
 RUN_TESTS({"task_file", test_task_file}, {"kb_entries", test_kb_entries},
-          {"kb_bad_entries", test_kb_bad_entries}, {"validator", test_validator},
-          {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence}, {"evidence_recorded", test_evidence_recorded},
+          {"kb_bad_entries", test_kb_bad_entries},
+          {"kb_structural", test_kb_structural}, {"validator", test_validator},
+          {"validator_time_sizes", test_validator_time_sizes}, {"evidence", test_evidence},
+          {"evidence_recorded", test_evidence_recorded},
           {"evidence_metrics", test_evidence_metrics},
           {"attention_naive", test_attention_naive},
           {"loop", test_loop}, {"llm_policy", test_llm_policy}, {"cli", test_cli})
