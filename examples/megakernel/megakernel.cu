@@ -249,27 +249,35 @@ __device__ __forceinline__ unsigned smem_addr(const void *p) {
 }
 
 /* Starts copying task t's weight rows into u.w (task_in_smem(t) must hold):
- * lane 0 of warp w copies the rows warp w will multiply (w, w + 16, ...),
- * one cp.async.bulk per row, completing on its mbarrier bar[w]. Called by
- * every thread, when no thread reads u.w any more (after a CTA barrier). */
+ * the rows warp v will multiply (v, v + 16, ...), one cp.async.bulk per row,
+ * complete on its mbarrier bar[v]. Lane 0 of warp v issues warp v's rows,
+ * except warp 0's, which warp 15 issues: warp 0 signals the counters, and
+ * its __threadfence waited for the copies its own lane had issued (the
+ * first build: `signal` 5-6 us in warp 0, the next stage's start delayed by
+ * a whole tile's load). Called by every thread, when no thread reads u.w
+ * any more (after a CTA barrier). */
 __device__ __forceinline__ void weights_issue(const mk_params &p, const mk_task &t, mk_smem *sm) {
   const int w = threadIdx.x / 32;
-  if (threadIdx.x % 32)
+  if (threadIdx.x % 32 || w == 0)
     return;
   const uint16_t *W0, *W1;
   int n1, K, n0 = task_weights(p, t, &W0, &W1, &n1, &K), n = n0 + n1;
-  const unsigned rb = (unsigned)K * 2, bar = smem_addr(&sm->bar[w]);
-  const unsigned mine = n > w ? (unsigned)(n - w + NWARPS - 1) / NWARPS : 0u;
+  const unsigned rb = (unsigned)K * 2;
   /* the CTA's earlier reads and writes of u.w (generic proxy) before the copy's writes */
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(mine * rb)
-               : "memory");
-  for (int i = w; i < n; i += NWARPS) {
-    const uint16_t *src = i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K;
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(smem_addr((const char *)sm->u.w + (size_t)i * rb)), "l"(src), "r"(rb),
-                 "r"(bar)
+  for (int v = w; v >= 0; v = v == NWARPS - 1 ? 0 : -1) { /* w, and 0 after NWARPS - 1 */
+    const unsigned bar = smem_addr(&sm->bar[v]);
+    const unsigned mine = n > v ? (unsigned)(n - v + NWARPS - 1) / NWARPS : 0u;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                 "r"(mine * rb)
                  : "memory");
+    for (int i = v; i < n; i += NWARPS) {
+      const uint16_t *src = i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K;
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                   ::"r"(smem_addr((const char *)sm->u.w + (size_t)i * rb)), "l"(src), "r"(rb),
+                   "r"(bar)
+                   : "memory");
+    }
   }
 }
 
@@ -286,14 +294,35 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned par) {
 
 /* sm->out[i] = row i of u.w . sm->in for n rows of K inputs (weights_issue
  * copied them; par: the parity of this use of the warps' mbarriers). A warp
- * per row, as gemv_rows, once its own rows have landed. */
+ * per row, as gemv_rows, once its own rows have landed; a warp with two
+ * rows left (i, i + 16) multiplies them together, reading each piece of the
+ * input once for both (the input's fp32 pieces are two thirds of the shared
+ * memory read). Each row's sum is in the same order as gemv_rows'. */
 __device__ __forceinline__ void gemv_smem(int n, int K, unsigned par, mk_smem *sm) {
   ARGUS_BEGIN(gemv);
   int w = threadIdx.x / 32, lane = threadIdx.x % 32, k8 = K / 8;
   ARGUS_BEGIN(weights);
   mbar_wait(smem_addr(&sm->bar[w]), par);
   ARGUS_END(weights);
-  for (int i = w; i < n; i += NWARPS) {
+  int i = w;
+  for (; i + NWARPS < n; i += 2 * NWARPS) {
+    const uint4 *r0 = sm->u.w + (size_t)i * k8, *r1 = r0 + (size_t)NWARPS * k8;
+    float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll 4
+    for (int j = lane; j < k8; j += 32) {
+      const float4 *x = (const float4 *)(sm->in + 8 * j);
+      float4 xa = x[0], xb = x[1];
+      a0 += dot8(r0[j], xa, xb);
+      a1 += dot8(r1[j], xa, xb);
+    }
+    a0 = warp_sum(a0);
+    a1 = warp_sum(a1);
+    if (lane == 0) {
+      sm->out[i] = a0;
+      sm->out[i + NWARPS] = a1;
+    }
+  }
+  if (i < n) {
     const uint4 *row = sm->u.w + (size_t)i * k8;
     float acc = 0.0f;
 #pragma unroll 4
