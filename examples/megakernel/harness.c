@@ -282,10 +282,10 @@ static int run(const opts *o, const char *argv0) {
   AH(ag_host_kernel_get(rm, "ref_attention", &r.attention));
   AH(ag_host_kernel_get(rm, "ref_silu_mul", &r.silu_mul));
   AH(ag_host_kernel_get(rm, "ref_argmax", &r.argmax));
-  /* mk_decode_step keeps its shared state in MK_SMEM_BYTES of dynamic shared
-   * memory; a module built before that (--module) declares its 46 KB
-   * statically and is launched with none (the kernel traps when launched
-   * with too little) */
+  /* a module whose mk_decode_step keeps its shared state in dynamic shared
+   * memory (--module: the weight-buffer builds, mk_model.h) is launched with
+   * MK_SMEM_BYTES of it (those kernels trap with less); the tree's kernel
+   * declares its 46 KB statically and is launched with none */
   int mk_static = 0;
   unsigned mk_dyn = 0;
   CK(cuFuncGetAttribute(&mk_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,

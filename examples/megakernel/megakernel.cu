@@ -30,39 +30,24 @@
 
 #define NWARPS (MK_THREADS / 32)
 
-/* All of it is dynamic shared memory (MK_SMEM_BYTES, more than the 48 KB a
- * static declaration may have): u.w holds a GEMV tile's weight rows, copied
- * in by the tensor memory accelerator (cp.async.bulk) while the CTA waits for
- * the tile's input; an attention task uses the same bytes for its chunk. */
-struct __align__(128) mk_smem {
+struct __align__(16) mk_smem {
   union {
-    uint4 w[MK_WBUF_BYTES / 16]; /* a GEMV tile's rows: row i (of n0 + n1) at i * K bf16 */
-    struct {                     /* attention */
+    float in[MK_MAX_K]; /* the staged GEMV input (of the operator and layer `staged`) */
+    struct {            /* attention: the chunk's keys and values, bf16, 8 per uint4 */
       uint4 k[MK_ATTN_CHUNK * MK_HEAD_DIM / 8]; /* row j's 16-byte piece c at j * 8 + (c ^ (j & 7)) */
       uint4 v[MK_ATTN_CHUNK * MK_HEAD_DIM / 8]; /* row-major */
-      float q[MK_MAX_QPG * MK_HEAD_DIM];        /* roped, scaled queries */
-      float sc[MK_MAX_QPG * MK_ATTN_CHUNK];     /* scores, then probabilities */
-      float ml[MK_MAX_CHUNKS * MK_MAX_QPG * 2]; /* combine: each chunk's (max, sum), then its factor */
-    } a;
+    } kv;
+    float ml[MK_MAX_CHUNKS * MK_MAX_QPG * 2]; /* combine: each chunk's (max, sum), then its factor */
   } u;
-  float in[MK_MAX_K];          /* the staged GEMV input (of the operator and layer `staged`) */
-  float out[MK_MAX_TILE_ROWS]; /* a tile's results */
+  float out[MK_MAX_TILE_ROWS];     /* a tile's results */
   float red[NWARPS];
+  float q[MK_MAX_QPG * MK_HEAD_DIM]; /* attention: roped, scaled queries */
+  float sc[MK_MAX_QPG * MK_ATTN_CHUNK]; /* scores, then probabilities */
   float m[MK_MAX_QPG], l[MK_MAX_QPG];
-  unsigned long long bar[NWARPS]; /* warp w's mbarrier: its rows of u.w have landed */
   int next[2]; /* the task index taken ahead, by the parity of the loop's iteration */
   int last;
-  int staged;  /* the (operator, layer) whose input `in` holds (stage_key), -1: none */
+  int staged;  /* the (operator, layer) whose input u.in holds (stage_key), -1: none */
 };
-static_assert(sizeof(mk_smem) <= MK_SMEM_BYTES, "mk_smem must fit MK_SMEM_BYTES");
-
-
-/* the dynamic shared memory this launch has (%dynamic_smem_size) */
-__device__ __forceinline__ unsigned dynamic_smem_size(void) {
-  unsigned v;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
-  return v;
-}
 
 /* 8 bf16 (u) times 8 floats (a, b) */
 __device__ __forceinline__ float dot8(uint4 u, float4 a, float4 b) {
@@ -114,7 +99,7 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned *p) {
 /* the key of an operator's input in a layer (mk_smem.staged) */
 __device__ __forceinline__ int stage_key(int op, int layer) { return layer * MK_OP_COUNT + op; }
 
-/* Stages K floats of src (written in this launch) into sm->in; with norm,
+/* Stages K floats of src (written in this launch) into sm->u.in; with norm,
  * as RMSNorm(src) * norm. Shared by qkv, gate_up, logits (with the norm) and
  * wo, down (without). An operator's input does not change while its tiles
  * run (the tiles that write it wait for all of them), so when the CTA's
@@ -128,7 +113,7 @@ __device__ __forceinline__ void stage_input(const float *src, int K, const uint1
   float ss = 0.0f;
   for (int k = threadIdx.x; k < K; k += MK_THREADS) {
     float v = mk_ldcg(src + k);
-    sm->in[k] = v;
+    sm->u.in[k] = v;
     ss += v * v;
   }
   ARGUS_END(stage);
@@ -137,7 +122,7 @@ __device__ __forceinline__ void stage_input(const float *src, int K, const uint1
     float tot = block_sum(ss, sm->red);
     float r = rsqrtf(tot / (float)K + eps);
     for (int k = threadIdx.x; k < K; k += MK_THREADS)
-      sm->in[k] = sm->in[k] * r * mk_bf(norm[k]);
+      sm->u.in[k] = sm->u.in[k] * r * mk_bf(norm[k]);
     ARGUS_END(rmsnorm);
   }
   __syncthreads();
@@ -145,7 +130,7 @@ __device__ __forceinline__ void stage_input(const float *src, int K, const uint1
     sm->staged = key;
 }
 
-/* sm->out[i] = W_i . sm->in for n0 rows of W0 then n1 rows of W1 (K inputs,
+/* sm->out[i] = W_i . sm->u.in for n0 rows of W0 then n1 rows of W1 (K inputs,
  * row-major bf16). A warp per row, 8 bf16 per lane per load. */
 __device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint16_t *W1, int n1,
                                        int K, mk_smem *sm) {
@@ -156,7 +141,7 @@ __device__ __forceinline__ void gemv_rows(const uint16_t *W0, int n0, const uint
     float acc = 0.0f;
 #pragma unroll 4
     for (int j = lane; j < k8; j += 32) {
-      const float4 *x = (const float4 *)(sm->in + 8 * j);
+      const float4 *x = (const float4 *)(sm->u.in + 8 * j);
       acc += dot8(__ldg(row + j), x[0], x[1]);
     }
     acc = warp_sum(acc);
@@ -190,185 +175,35 @@ __device__ __forceinline__ void prefetch_l2(const uint16_t *p, size_t elems) {
     asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
 }
 
-/* A GEMV task's weights: n0 rows of *W0, then *n1 rows of *W1, *K inputs
- * each (row-major bf16). Returns n0; 0 for the other operators. */
-__device__ __forceinline__ int task_weights(const mk_params &p, const mk_task &t,
-                                            const uint16_t **W0, const uint16_t **W1, int *n1,
-                                            int *K) {
-  const size_t lw = p.L.layer_stride * (size_t)t.layer, H = p.c.hidden, F = p.c.ffn;
-  *W1 = NULL;
-  *n1 = 0;
-  *K = (int)H;
-  switch (t.op) {
-  case MK_OP_QKV:
-    *W0 = W(p, lw + p.L.layer0.wqkv) + t.a * H;
-    return t.b;
-  case MK_OP_WO:
-    *W0 = W(p, lw + p.L.layer0.wo) + t.a * H;
-    return t.b;
-  case MK_OP_GATEUP:
-    *W0 = W(p, lw + p.L.layer0.w_gate) + t.a * H;
-    *W1 = W(p, lw + p.L.layer0.w_up) + t.a * H;
-    *n1 = t.b;
-    return t.b;
-  case MK_OP_DOWN:
-    *W0 = W(p, lw + p.L.layer0.w_down) + t.a * F;
-    *K = (int)F;
-    return t.b;
-  case MK_OP_LOGITS:
-    *W0 = W(p, p.L.lm_head) + t.a * H;
-    return t.b;
-  default:
-    *W0 = NULL;
-    return 0;
-  }
-}
-
-/* 1 when t is a GEMV tile whose weights fit the shared buffer u.w */
-__device__ __forceinline__ int task_in_smem(const mk_params &p, const mk_task &t) {
-  const uint16_t *W0, *W1;
-  int n1, K, n0 = task_weights(p, t, &W0, &W1, &n1, &K);
-  return n0 > 0 && (size_t)(n0 + n1) * K * 2 <= MK_WBUF_BYTES;
-}
-
 /* A GEMV task's weights depend on nothing: with p.prefetch, every thread
  * starts its share of the task's weight lines towards L2 before the CTA
  * waits for the task's inputs (and stages them), so HBM streams while it
  * waits. Off by default (docs/megakernel.md, "Optimizations"). */
 __device__ __forceinline__ void prefetch_task(const mk_params &p, const mk_task &t) {
-  const uint16_t *W0, *W1;
-  int n1, K, n0 = task_weights(p, t, &W0, &W1, &n1, &K);
-  if (n0 > 0)
-    prefetch_l2(W0, (size_t)n0 * K);
-  if (n1 > 0)
-    prefetch_l2(W1, (size_t)n1 * K);
-}
-
-__device__ __forceinline__ unsigned smem_addr(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-/* Starts copying task t's weight rows into u.w (task_in_smem(t) must hold):
- * the rows warp v will multiply (v, v + 16, ...), one cp.async.bulk per row,
- * complete on its mbarrier bar[v]. Lane 0 of warp v issues warp v's rows,
- * except warp 0's, which warp 15 issues: warp 0 signals the counters, and
- * its __threadfence waited for the copies its own lane had issued (the
- * first build: `signal` 5-6 us in warp 0, the next stage's start delayed by
- * a whole tile's load). Called by every thread, when no thread reads u.w
- * any more (after a CTA barrier). */
-__device__ __forceinline__ void weights_issue(const mk_params &p, const mk_task &t, mk_smem *sm) {
-  const int w = threadIdx.x / 32;
-  if (threadIdx.x % 32 || w == 0)
-    return;
-  const uint16_t *W0, *W1;
-  int n1, K, n0 = task_weights(p, t, &W0, &W1, &n1, &K), n = n0 + n1;
-  const unsigned rb = (unsigned)K * 2;
-  /* the CTA's earlier reads and writes of u.w (generic proxy) before the copy's writes */
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  for (int v = w; v >= 0; v = v == NWARPS - 1 ? 0 : -1) { /* w, and 0 after NWARPS - 1 */
-    const unsigned bar = smem_addr(&sm->bar[v]);
-    const unsigned mine = n > v ? (unsigned)(n - v + NWARPS - 1) / NWARPS : 0u;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-                 "r"(mine * rb)
-                 : "memory");
-    for (int i = v; i < n; i += NWARPS) {
-      const uint16_t *src = i < n0 ? W0 + (size_t)i * K : W1 + (size_t)(i - n0) * K;
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   ::"r"(smem_addr((const char *)sm->u.w + (size_t)i * rb)), "l"(src), "r"(rb),
-                   "r"(bar)
-                   : "memory");
-    }
+  const size_t lw = p.L.layer_stride * (size_t)t.layer, H = p.c.hidden, F = p.c.ffn;
+  switch (t.op) {
+  case MK_OP_QKV:
+    prefetch_l2(W(p, lw + p.L.layer0.wqkv) + t.a * H, t.b * H);
+    break;
+  case MK_OP_WO:
+    prefetch_l2(W(p, lw + p.L.layer0.wo) + t.a * H, t.b * H);
+    break;
+  case MK_OP_GATEUP:
+    prefetch_l2(W(p, lw + p.L.layer0.w_gate) + t.a * H, t.b * H);
+    prefetch_l2(W(p, lw + p.L.layer0.w_up) + t.a * H, t.b * H);
+    break;
+  case MK_OP_DOWN:
+    prefetch_l2(W(p, lw + p.L.layer0.w_down) + t.a * F, t.b * F);
+    break;
+  case MK_OP_LOGITS:
+    prefetch_l2(W(p, p.L.lm_head) + t.a * H, t.b * H);
+    break;
+  default:
+    break;
   }
 }
 
-/* until the phase of parity `par` of the mbarrier at shared address bar completes */
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned par) {
-  asm volatile("{\n"
-               ".reg .pred P;\n"
-               "MK_WAIT:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 P, [%0], %1;\n"
-               "@!P bra MK_WAIT;\n"
-               "}" ::"r"(bar), "r"(par)
-               : "memory");
-}
-
-/* sm->out[i] = row i of u.w . sm->in for n rows of K inputs (weights_issue
- * copied them; par: the parity of this use of the warps' mbarriers). A warp
- * per row, as gemv_rows, once its own rows have landed; a warp with two
- * rows left (i, i + 16) multiplies them together, reading each piece of the
- * input once for both (the input's fp32 pieces are two thirds of the shared
- * memory read). Each row's sum is in the same order as gemv_rows'. */
-__device__ __forceinline__ void gemv_smem(int n, int K, unsigned par, mk_smem *sm) {
-  ARGUS_BEGIN(gemv);
-  int w = threadIdx.x / 32, lane = threadIdx.x % 32, k8 = K / 8;
-  ARGUS_BEGIN(weights);
-  mbar_wait(smem_addr(&sm->bar[w]), par);
-  ARGUS_END(weights);
-  int i = w;
-  for (; i + NWARPS < n; i += 2 * NWARPS) {
-    const uint4 *r0 = sm->u.w + (size_t)i * k8, *r1 = r0 + (size_t)NWARPS * k8;
-    float a0 = 0.0f, a1 = 0.0f;
-#pragma unroll 4
-    for (int j = lane; j < k8; j += 32) {
-      const float4 *x = (const float4 *)(sm->in + 8 * j);
-      float4 xa = x[0], xb = x[1];
-      a0 += dot8(r0[j], xa, xb);
-      a1 += dot8(r1[j], xa, xb);
-    }
-    a0 = warp_sum(a0);
-    a1 = warp_sum(a1);
-    if (lane == 0) {
-      sm->out[i] = a0;
-      sm->out[i + NWARPS] = a1;
-    }
-  }
-  if (i < n) {
-    const uint4 *row = sm->u.w + (size_t)i * k8;
-    float acc = 0.0f;
-#pragma unroll 4
-    for (int j = lane; j < k8; j += 32) {
-      const float4 *x = (const float4 *)(sm->in + 8 * j);
-      acc += dot8(row[j], x[0], x[1]);
-    }
-    acc = warp_sum(acc);
-    if (lane == 0)
-      sm->out[i] = acc;
-  }
-  ARGUS_END(gemv);
-  __syncthreads();
-}
-
-/* the weight buffer's state in every thread (the same in all): the task
- * whose weights u.w holds or receives, the parity of the mbarriers' next
- * phase, and the task taken after the current one (nx, tn) */
-struct mk_wstate {
-  int issued;
-  unsigned par;
-  int nx;
-  mk_task tn;
-};
-
-/* Task idx's GEMV into sm->out: from u.w when its weights were issued, else
- * from global memory. Then u.w is free (gemv's barrier): the next task's
- * weights start to come in while this one writes, signals and the next
- * waits for its input. */
-__device__ __forceinline__ void gemv_task(const mk_params &p, const mk_task &t, int idx,
-                                          mk_wstate &ws, mk_smem *sm) {
-  const uint16_t *W0, *W1;
-  int n1, K, n0 = task_weights(p, t, &W0, &W1, &n1, &K);
-  if (ws.issued == idx) {
-    gemv_smem(n0 + n1, K, ws.par, sm);
-    ws.par ^= 1u;
-  } else {
-    gemv_rows(W0, n0, W1, n1, K, sm);
-  }
-  if (ws.nx < p.ntasks && task_in_smem(p, ws.tn)) {
-    weights_issue(p, ws.tn, sm);
-    ws.issued = ws.nx;
-  }
-}
-
-/* element d of key row j in sm->u.a.k, as bf16 (the 16-byte pieces of a
+/* element d of key row j in sm->u.kv.k, as bf16 (the 16-byte pieces of a
  * row are XOR-swizzled by j & 7, so that 8 threads reading the same piece of
  * 8 consecutive rows hit different banks) */
 __device__ __forceinline__ int kv_kidx(int j, int d) {
@@ -392,15 +227,17 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
   np = np < 0 ? 0 : (np > p.chunk ? p.chunk : np);
   const size_t cbase = ((size_t)t.layer * p.c.n_kv_heads + g) * p.max_pos * D;
   uint16_t *kc = (uint16_t *)p.kcache + cbase, *vc = (uint16_t *)p.vcache + cbase;
-  uint16_t *ks = (uint16_t *)sm->u.a.k, *vs = (uint16_t *)sm->u.a.v;
+  uint16_t *ks = (uint16_t *)sm->u.kv.k, *vs = (uint16_t *)sm->u.kv.v;
+  if (tid == 0)
+    sm->staged = -1; /* u.in is overwritten */
   ARGUS_BEGIN(rope);
   for (int e = tid; e < qpg * (D / 2); e += MK_THREADS) {
     int h = e / (D / 2), i = e % (D / 2);
     const float *q = qkv + (size_t)(g * qpg + h) * D;
     float c, s, a = mk_ldcg(q + i), b = mk_ldcg(q + i + D / 2);
     mk_rope_cs(i, p.pos, p.c.rope_theta, &c, &s);
-    sm->u.a.q[h * D + i] = (a * c - b * s) * 0.125f;
-    sm->u.a.q[h * D + i + D / 2] = (b * c + a * s) * 0.125f;
+    sm->q[h * D + i] = (a * c - b * s) * 0.125f;
+    sm->q[h * D + i + D / 2] = (b * c + a * s) * 0.125f;
   }
   ARGUS_END(rope);
   ARGUS_BEGIN(kv_load);
@@ -410,8 +247,8 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
       int j = e / (D / 8), c = e % (D / 8);
       if (j == jp)
         continue;
-      sm->u.a.k[j * 8 + (c ^ (j & 7))] = __ldg(gk + e);
-      sm->u.a.v[e] = __ldg(gv + e);
+      sm->u.kv.k[j * 8 + (c ^ (j & 7))] = __ldg(gk + e);
+      sm->u.kv.v[e] = __ldg(gv + e);
     }
   }
   ARGUS_END(kv_load);
@@ -439,26 +276,26 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
   /* a thread per (head, position): a 64-long dot product from shared memory */
   for (int e = tid; e < qpg * np; e += MK_THREADS) {
     int h = e / np, j = e - h * np;
-    const float4 *q = (const float4 *)(sm->u.a.q + h * D);
+    const float4 *q = (const float4 *)(sm->q + h * D);
     float s = 0.0f;
 #pragma unroll
     for (int c = 0; c < D / 8; c++)
-      s += dot8(sm->u.a.k[j * 8 + (c ^ (j & 7))], q[2 * c], q[2 * c + 1]);
-    sm->u.a.sc[h * MK_ATTN_CHUNK + j] = s;
+      s += dot8(sm->u.kv.k[j * 8 + (c ^ (j & 7))], q[2 * c], q[2 * c + 1]);
+    sm->sc[h * MK_ATTN_CHUNK + j] = s;
   }
   __syncthreads();
   /* a warp per head: the chunk's max and sum of exponentials */
   for (int h = w; h < qpg; h += NWARPS) {
     float m = -INFINITY;
     for (int j = lane; j < np; j += 32)
-      m = fmaxf(m, sm->u.a.sc[h * MK_ATTN_CHUNK + j]);
+      m = fmaxf(m, sm->sc[h * MK_ATTN_CHUNK + j]);
 #pragma unroll
     for (int o = 16; o; o >>= 1)
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     float l = 0.0f;
     for (int j = lane; j < np; j += 32) {
-      float e = expf(sm->u.a.sc[h * MK_ATTN_CHUNK + j] - m);
-      sm->u.a.sc[h * MK_ATTN_CHUNK + j] = e;
+      float e = expf(sm->sc[h * MK_ATTN_CHUNK + j] - m);
+      sm->sc[h * MK_ATTN_CHUNK + j] = e;
       l += e;
     }
     l = warp_sum(l);
@@ -473,7 +310,7 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
   float *po = (float *)p.part_o, *pml = (float *)p.part_ml;
   for (int e = tid; e < qpg * D; e += MK_THREADS) {
     int h = e / D, d = e % D;
-    const float *pr = sm->u.a.sc + h * MK_ATTN_CHUNK;
+    const float *pr = sm->sc + h * MK_ATTN_CHUNK;
     float o = 0.0f;
 #pragma unroll 8
     for (int j = 0; j < np; j++)
@@ -499,7 +336,7 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
     /* every chunk's (max, sum) at once, then a warp per head turns them into
      * the chunk's factor exp(m_c - M) / L (0 for a chunk past the position) */
     const int nml = p.nchunks * qpg * 2;
-    float *ml = sm->u.a.ml;
+    float *ml = sm->u.ml;
     for (int e = tid; e < nml; e += MK_THREADS)
       ml[e] = mk_ldcg(pml + (size_t)g * nml + e);
     __syncthreads();
@@ -537,14 +374,7 @@ __device__ __forceinline__ void op_attention(const mk_params &p, const mk_task &
 }
 
 extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const mk_params p) {
-  extern __shared__ __align__(128) unsigned char mk_smem_raw[];
-  mk_smem &sm = *reinterpret_cast<mk_smem *>(mk_smem_raw);
-  mk_wstate ws;
-  ws.issued = -1;
-  ws.par = 0;
-  ws.nx = p.ntasks;
-  if (dynamic_smem_size() < sizeof(mk_smem))
-    __trap(); /* launched without MK_SMEM_BYTES of dynamic shared memory */
+  __shared__ mk_smem sm;
   unsigned *queue = (unsigned *)p.queue, *ctr = (unsigned *)p.counters;
   const mk_task *tasks = (const mk_task *)p.tasks;
   const int tid = threadIdx.x, H = p.c.hidden, F = p.c.ffn;
@@ -553,11 +383,6 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
   if (tid == 0) {
     sm.next[0] = (int)atomicAdd(queue, 1u);
     sm.staged = -1; /* shared memory is not cleared between launches */
-  }
-  if (tid % 32 == 0) { /* warp w's mbarrier, one arrival (its lane 0) per phase */
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&sm.bar[tid / 32]))
-                 : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   for (int it = 0;; it++) {
     ARGUS_BEGIN(scheduler);
@@ -571,10 +396,6 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
         prefetch_task(p, t);
         ARGUS_END(prefetch);
       }
-      if (ws.issued != idx && task_in_smem(p, t)) { /* not issued by the task before */
-        weights_issue(p, t, &sm);
-        ws.issued = idx;
-      }
       if (tid == 0) {
         /* one ahead, into the other slot (the others read this iteration's):
          * safe, tasks are taken in DAG order */
@@ -584,9 +405,6 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
             __nanosleep(20);
       }
       __syncthreads();
-      ws.nx = sm.next[(it + 1) & 1];
-      if (ws.nx < p.ntasks)
-        ws.tn = tasks[ws.nx];
     }
     ARGUS_END(scheduler);
     if (idx >= p.ntasks)
@@ -605,7 +423,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     case MK_OP_QKV: {
       ARGUS_BEGIN(qkv);
       stage_input(x, H, W(p, lw + p.L.layer0.attn_norm), p.c.rms_eps, stage_key(t.op, t.layer), &sm);
-      gemv_task(p, t, idx, ws, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.wqkv) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
       if (tid < t.b)
         ((float *)p.qkv)[t.a + tid] = sm.out[tid];
       ARGUS_END(qkv);
@@ -617,7 +435,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     case MK_OP_WO: {
       ARGUS_BEGIN(wo);
       stage_input((const float *)p.attn, H, NULL, 0.0f, stage_key(t.op, t.layer), &sm);
-      gemv_task(p, t, idx, ws, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.wo) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
       if (tid < t.b)
         x[t.a + tid] = mk_ldcg(x + t.a + tid) + sm.out[tid];
       ARGUS_END(wo);
@@ -626,7 +444,8 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     case MK_OP_GATEUP: {
       ARGUS_BEGIN(gate_up);
       stage_input(x, H, W(p, lw + p.L.layer0.mlp_norm), p.c.rms_eps, stage_key(t.op, t.layer), &sm);
-      gemv_task(p, t, idx, ws, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.w_gate) + (size_t)t.a * H, t.b,
+                W(p, lw + p.L.layer0.w_up) + (size_t)t.a * H, t.b, H, &sm);
       if (tid < t.b)
         ((float *)p.h)[t.a + tid] = mk_silu(sm.out[tid]) * sm.out[t.b + tid];
       ARGUS_END(gate_up);
@@ -635,7 +454,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     case MK_OP_DOWN: {
       ARGUS_BEGIN(down);
       stage_input((const float *)p.h, F, NULL, 0.0f, stage_key(t.op, t.layer), &sm);
-      gemv_task(p, t, idx, ws, &sm);
+      gemv_rows(W(p, lw + p.L.layer0.w_down) + (size_t)t.a * F, t.b, NULL, 0, F, &sm);
       if (tid < t.b)
         x[t.a + tid] = mk_ldcg(x + t.a + tid) + sm.out[tid];
       ARGUS_END(down);
@@ -644,7 +463,7 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     case MK_OP_LOGITS: {
       ARGUS_BEGIN(logits);
       stage_input(x, H, W(p, p.L.final_norm), p.c.rms_eps, stage_key(t.op, t.layer), &sm);
-      gemv_task(p, t, idx, ws, &sm);
+      gemv_rows(W(p, p.L.lm_head) + (size_t)t.a * H, t.b, NULL, 0, H, &sm);
       if (tid < t.b)
         ((float *)p.logits)[t.a + tid] = sm.out[tid];
       if (tid < 32) { /* the tile's argmax; ties to the lower index */

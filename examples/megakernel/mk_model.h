@@ -99,13 +99,12 @@ typedef struct mk_tiles {
   int32_t qkv, wo, gateup, down, logits;
 } mk_tiles;
 #define MK_MAX_TILE_ROWS 256 /* the most output rows of one tile (gateup: 2 x gateup) */
-/* Shared memory of the persistent kernel, all of it dynamic: 226 KB (a CTA
- * may have 227 KB on sm_90, static and dynamic together), of which MK_WBUF_BYTES hold a GEMV tile's
- * weights (the default tiles: qkv 128 KB, wo 64 KB, gate_up 128 KB, down
- * 176 KB; a tile larger than it, such as the default logits tile of 256 KB,
- * reads its weights from global memory instead). */
+/* The dynamic shared memory the harness gives mk_decode_step when the
+ * module's kernel declares (almost) none statically: the weight-buffer
+ * builds (docs/megakernel.md, "Optimizations", rows 10-12; commit 7c469ce)
+ * keep their whole shared state (a 192 KB buffer for a GEMV tile's weights)
+ * there. The build in the tree declares its 46 KB statically and gets none. */
 #define MK_SMEM_BYTES (226 * 1024)
-#define MK_WBUF_BYTES (192 * 1024)
 
 /* The DAG of one decode step for positions up to max_pos (exclusive): tasks
  * in a topological order (every task's producers come before it), and the
