@@ -282,6 +282,18 @@ static int run(const opts *o, const char *argv0) {
   AH(ag_host_kernel_get(rm, "ref_attention", &r.attention));
   AH(ag_host_kernel_get(rm, "ref_silu_mul", &r.silu_mul));
   AH(ag_host_kernel_get(rm, "ref_argmax", &r.argmax));
+  /* a module whose mk_decode_step keeps its shared state in dynamic shared
+   * memory (--module: the weight-buffer builds, mk_model.h) is launched with
+   * MK_SMEM_BYTES of it (those kernels trap with less); the tree's kernel
+   * declares its 46 KB statically and is launched with none */
+  int mk_static = 0;
+  unsigned mk_dyn = 0;
+  CK(cuFuncGetAttribute(&mk_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                        (CUfunction)ag_host_kernel_cufunction(mk)));
+  if (mk_static < 4096) {
+    mk_dyn = MK_SMEM_BYTES;
+    AH(ag_host_kernel_set_attr(mk, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)mk_dyn));
+  }
   if ((size_t)max_pos * 4 > 48 * 1024)
     AH(ag_host_kernel_set_attr(r.attention, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                max_pos * 4));
@@ -367,7 +379,7 @@ static int run(const opts *o, const char *argv0) {
   CK(cuCtxGetDevice(&dev));
   CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
   CK(cuOccupancyMaxActiveBlocksPerMultiprocessor(
-      &occ, (CUfunction)ag_host_kernel_cufunction(mk), MK_THREADS, 0));
+      &occ, (CUfunction)ag_host_kernel_cufunction(mk), MK_THREADS, mk_dyn));
   if (occ < 1) {
     fprintf(stderr, "%s: mk_decode_step does not fit on an SM (%d threads)\n", who, MK_THREADS);
     return 1;
@@ -388,7 +400,7 @@ static int run(const opts *o, const char *argv0) {
     p.step = s;
     p.pos = pos;
     void *ap[] = {&p};
-    if (ref_step(&r, &c, &L, w, max_pos, s, pos) || launch(mk, (unsigned)sms, MK_THREADS, 0, ap))
+    if (ref_step(&r, &c, &L, w, max_pos, s, pos) || launch(mk, (unsigned)sms, MK_THREADS, mk_dyn, ap))
       return 1;
     AH(ag_host_sync(host));
     CK(cuMemcpyDtoH(lr, r.logits, (size_t)V * 4));
@@ -473,7 +485,7 @@ static int run(const opts *o, const char *argv0) {
       p.step = s;
       p.pos = o->ctx + s;
       void *ap[] = {&p};
-      if (launch(mk, (unsigned)sms, MK_THREADS, 0, ap))
+      if (launch(mk, (unsigned)sms, MK_THREADS, mk_dyn, ap))
         return 1;
     }
     CK(cuEventRecord(e1, NULL));

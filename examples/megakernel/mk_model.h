@@ -99,6 +99,12 @@ typedef struct mk_tiles {
   int32_t qkv, wo, gateup, down, logits;
 } mk_tiles;
 #define MK_MAX_TILE_ROWS 256 /* the most output rows of one tile (gateup: 2 x gateup) */
+/* The dynamic shared memory the harness gives mk_decode_step when the
+ * module's kernel declares (almost) none statically: the weight-buffer
+ * builds (docs/megakernel.md, "Optimizations", rows 10-12; commit 7c469ce)
+ * keep their whole shared state (a 192 KB buffer for a GEMV tile's weights)
+ * there. The build in the tree declares its 46 KB statically and gets none. */
+#define MK_SMEM_BYTES (226 * 1024)
 
 /* The DAG of one decode step for positions up to max_pos (exclusive): tasks
  * in a topological order (every task's producers come before it), and the
