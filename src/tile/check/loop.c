@@ -329,6 +329,7 @@ typedef struct summ {
   const ag__mbar *bexit;       /* the mbarriers after the loop, or NULL: not tracked */
   AG_VEC(ag__rrec) end_reads;  /* reads the loop may leave to the code after it */
   ag_map end_seen;             /* a read of end_reads by its access: its index + 1 */
+  AG_VEC(ag__rrec) later_reads; /* accesses live at a head the loop cannot stop at */
 } summ;
 
 /* The key of an access in end_seen: the same record (the same access at
@@ -596,6 +597,16 @@ static void bars_exit(ag__ck *c, summ *S, ag__mbar **bheads, const unsigned char
     S->bexit = bars_shifted(c, first, nbars);
 }
 
+/* 1 when the loop may stop right after the checked iteration v (its trip
+ * count may be v + 1 - start) under the stage's facts */
+static int stops_after(ag__ck *c, summ *S, const ag_expr *v) {
+  const ag__bx *f0 = c->facts;
+  c->facts = ag__band(c, f0, ag__bcmp(c, AG_OP_EQ, S->stop, ag__x(c, AG_X_ADD, v, ag__xc(c, 1))));
+  int never = ag__smt_decide(c, ag__bconst(c, 0)) == 1;
+  c->facts = f0;
+  return !never;
+}
+
 static int attempt(ag__ck *c, summ *S, const snap *pre) {
   int F = S->D + S->h;
   const ag_tile_node *n = S->n;
@@ -653,6 +664,11 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   (void)wr0;
   /* 2. one checked iteration per stage of the ring */
   S->empty_classes = 0;
+  /* whether the loop may stop at the head the next stage's replay starts
+   * after (the prefix's end, then the head after a checked iteration) */
+  int stops_here = exit_possible(c, S, ag__xc(c, S->start + F));
+  int epoch0 = c->epoch;
+  S->later_reads.n = 0;
   for (int r = 0; r < S->P; r++) {
     /* v = P*q + r0 with q >= qmin. v is a symbol of its own, tied to q by
      * a fact: its multiples and offsets stay shifts and small additions for
@@ -685,7 +701,10 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
      * read in the prefix, under a condition on the iteration, or before the
      * loop, overtaken by a later iteration's write) */
     for (size_t i = 0; i < c->reads.n; i++)
-      end_read(c, S, &c->reads.v[i]);
+      if (stops_here)
+        end_read(c, S, &c->reads.v[i]);
+      else if (ag_vec_push(&S->later_reads, c->reads.v[i]))
+        ag__ck_oom(c);
     c->read_gen++;
     const ag__mbar *bstart = NULL;
     if (nbars && S->h + r <= F && bheads[S->h + r]) {
@@ -707,6 +726,7 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     c->replay--;
     c->path = ag__band(c, path0, facts);
     run_iteration(c, S, v, 0);
+    stops_here = stops_after(c, S, v);
     c->path = path0;
     c->facts = S->fout;
     S->it->P = 0;
@@ -715,6 +735,17 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     if (bstart)
       bars_repeat(c, S, bstart, nbars);
   }
+  /* the accesses live at a head the loop cannot stop at are those of an
+   * iteration that another follows: with no barrier after the prefix they
+   * stay in the list of accesses to the end of the attempt, where a later
+   * stage's replay retires and releases them as the next iteration does
+   * (a copy taken here would keep a wgmma read in flight that the next
+   * iteration retires: a false race with the refill after the loop); a
+   * barrier clears that list, so then the copies are kept */
+  if (c->epoch != epoch0)
+    for (size_t i = 0; i < S->later_reads.n; i++)
+      end_read(c, S, &S->later_reads.v[i]);
+  S->later_reads.n = 0;
   if (S->bmiss)
     return A_BARS;
   bars_exit(c, S, bheads, exitp, F, nbars);
@@ -764,6 +795,15 @@ static void note(ag__ck *c, summ *S) {
                     "checked as %d*q + r for each stage r < %d of the ring (after %d replayed)",
                 (long long)S->start, (long long)(S->start + S->D + S->h - 1), S->n->name,
                 (long long)(S->start + S->D + S->h), S->P, S->P, S->D);
+  /* a loop summarized inside each interpreted iteration of an enclosing
+   * summary (or again by a later attempt) is listed once */
+  for (size_t i = 0; !t.oom && i < c->notes.n; i++)
+    if (c->notes.v[i].line == S->n->line && c->notes.v[i].col == S->n->col &&
+        c->notes.v[i].how && !strcmp(c->notes.v[i].how, ag_str_cstr(&t)) &&
+        !strcmp(c->notes.v[i].kernel, c->kernel->name)) {
+      ag_str_release(&t);
+      return;
+    }
   ag_tile_loop_note nt;
   memset(&nt, 0, sizeof nt);
   nt.line = S->n->line;
@@ -851,8 +891,6 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
       c->diags->nerrors = nerr;
       restore(c, pre);
       S->why = ag__ck_strdup(c, msg);
-      if (getenv("AG_LOOP_DEBUG"))
-        fprintf(stderr, "DBG loop %s depth %d try %d h %d fail %s\n", S->n->name, c->summarizing, tries, S->h, msg);
       if (S->h < MAX_WARMUP && S->settled_h < 0) {
         S->h++;
         S->rstar = NULL;
@@ -862,8 +900,6 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     }
     S->rstar = NULL;
     int a = attempt(c, S, pre);
-    if (getenv("AG_LOOP_DEBUG"))
-      fprintf(stderr, "DBG loop %s depth %d try %d h %d P %d -> %d nmiss %d why %s bmiss %s steps %lld\n", S->n->name, c->summarizing, tries, S->h, S->P, a, S->nmiss, S->why ? S->why : "", S->bmiss ? S->bmiss : "", (long long)c->steps);
     memcpy(c->fail, outer, sizeof outer);
     if (a == A_OK) {
       result = 0;
@@ -908,6 +944,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     restore(c, pre);
     ag_vec_free(&S->ranges);
     ag_vec_free(&S->end_reads);
+    ag_vec_free(&S->later_reads);
     ag_map_release(&S->end_seen);
     *why = S->why ? S->why : "its summary did not settle";
     return -1;
@@ -939,6 +976,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     if (ag_vec_push(&c->reads, S->end_reads.v[i]))
       ag__ck_oom(c);
   ag_vec_free(&S->end_reads);
+  ag_vec_free(&S->later_reads);
   ag_map_release(&S->end_seen);
   c->loops.n--;
   note(c, S);
