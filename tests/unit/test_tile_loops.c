@@ -473,6 +473,22 @@ static const sumcase sumcases[] = {
       "            x = s[(tid + 1) % 128]\n"
       "            O[tid] = x\n",
      {{"K=2", 1}, {"K=3", 1}, {"K=20", 1}, {NULL, 1}, {"K=1", 0}}},
+    /* a barrier under a condition on the outer iteration: the inner
+     * summary decides it only with the outer summary's facts (j < K) */
+    {"nested-outer-facts",
+      "@threads(128)\n"
+      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((2, 128), f32)\n"
+      "    for j in range(K):\n"
+      "        for kt in range(K):\n"
+      "            s[kt % 2, tid] = A[tid]\n"
+      "            syncthreads()\n"
+      "            x = s[kt % 2, (tid + 1) % 128]\n"
+      "            O[tid] = x\n"
+      "            if j < K:\n"
+      "                syncthreads()\n",
+     {{"K=2", 0}, {"K=3", 0}, {"K=20", 0}, {NULL, 0}, {"K=1", 0}}},
 };
 
 /* An mbarrier ring (a bulk copy per stage, full and empty barriers, the
