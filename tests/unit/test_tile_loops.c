@@ -256,6 +256,20 @@ typedef struct sumcase {
   } at[5];
 } sumcase;
 
+/* the body of the nested-* programs: a 2-stage ring in a k loop inside a
+ * tile loop, a barrier between each stage's write and its read */
+#define NESTED_RING                                                          \
+  "@threads(128)\n"                                                          \
+  "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"         \
+  "    tid = threadIdx.x\n"                                                  \
+  "    s = make_shared((2, 128), f32)\n"                                     \
+  "    for j in range(K):\n"                                                 \
+  "        for kt in range(K):\n"                                            \
+  "            s[kt % 2, tid] = A[tid]\n"                                    \
+  "            syncthreads()\n"                                              \
+  "            x = s[kt % 2, (tid + 1) % 128]\n"                             \
+  "            O[tid] = x\n"
+
 static const sumcase sumcases[] = {
     {"war1",
       "@threads(128)\n"
@@ -433,32 +447,14 @@ static const sumcase sumcases[] = {
      * unrolled inner one, at small K both are unrolled. A 2-stage ring
      * with a barrier after the read of each stage: race-free. */
     {"nested-sync",
-      "@threads(128)\n"
-      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
-      "    tid = threadIdx.x\n"
-      "    s = make_shared((2, 128), f32)\n"
-      "    for j in range(K):\n"
-      "        for kt in range(K):\n"
-      "            s[kt % 2, tid] = A[tid]\n"
-      "            syncthreads()\n"
-      "            x = s[kt % 2, (tid + 1) % 128]\n"
-      "            O[tid] = x\n"
+      NESTED_RING
       "            syncthreads()\n",
      {{"K=2", 0}, {"K=3", 0}, {"K=20", 0}, {NULL, 0}, {"K=1", 0}}},
     /* without the second barrier: the last read of tile j (stage (K - 1) % 2)
      * meets the first write of tile j + 1 (stage 0) when K is odd, and only
      * across the outer loop's iterations */
     {"nested-across",
-      "@threads(128)\n"
-      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
-      "    tid = threadIdx.x\n"
-      "    s = make_shared((2, 128), f32)\n"
-      "    for j in range(K):\n"
-      "        for kt in range(K):\n"
-      "            s[kt % 2, tid] = A[tid]\n"
-      "            syncthreads()\n"
-      "            x = s[kt % 2, (tid + 1) % 128]\n"
-      "            O[tid] = x\n",
+      NESTED_RING,
      {{"K=3", 1}, {"K=4", 0}, {"K=21", 1}, {NULL, 1}, {"K=20", 0}}},
     /* one stage: the next inner iteration's write meets the read */
     {"nested-inner",
@@ -476,16 +472,7 @@ static const sumcase sumcases[] = {
     /* a barrier under a condition on the outer iteration: the inner
      * summary decides it only with the outer summary's facts (j < K) */
     {"nested-outer-facts",
-      "@threads(128)\n"
-      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
-      "    tid = threadIdx.x\n"
-      "    s = make_shared((2, 128), f32)\n"
-      "    for j in range(K):\n"
-      "        for kt in range(K):\n"
-      "            s[kt % 2, tid] = A[tid]\n"
-      "            syncthreads()\n"
-      "            x = s[kt % 2, (tid + 1) % 128]\n"
-      "            O[tid] = x\n"
+      NESTED_RING
       "            if j < K:\n"
       "                syncthreads()\n",
      {{"K=2", 0}, {"K=3", 0}, {"K=20", 0}, {NULL, 0}, {"K=1", 0}}},
