@@ -256,6 +256,20 @@ typedef struct sumcase {
   } at[5];
 } sumcase;
 
+/* the body of the nested-* programs: a 2-stage ring in a k loop inside a
+ * tile loop, a barrier between each stage's write and its read */
+#define NESTED_RING                                                          \
+  "@threads(128)\n"                                                          \
+  "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"         \
+  "    tid = threadIdx.x\n"                                                  \
+  "    s = make_shared((2, 128), f32)\n"                                     \
+  "    for j in range(K):\n"                                                 \
+  "        for kt in range(K):\n"                                            \
+  "            s[kt % 2, tid] = A[tid]\n"                                    \
+  "            syncthreads()\n"                                              \
+  "            x = s[kt % 2, (tid + 1) % 128]\n"                             \
+  "            O[tid] = x\n"
+
 static const sumcase sumcases[] = {
     {"war1",
       "@threads(128)\n"
@@ -427,7 +441,119 @@ static const sumcase sumcases[] = {
       "            assert (kt + 7) % 3 != (kt + 2) % 3\n"
       "            assert kt * 2 % 3 == kt % 3 * 2 % 3\n",
      {{"K=8", 0}, {"K=64", 0}, {"K=8192", 0}, {NULL, 0}, {"K=6", 0}}},
+    /* Nested summaries (issue 23): an outer loop with a symbolic bound
+     * around an inner one with a symbolic bound, both summarized under
+     * --symbolic K; at K = 20 the outer loop is summarized around the
+     * unrolled inner one, at small K both are unrolled. A 2-stage ring
+     * with a barrier after the read of each stage: race-free. */
+    {"nested-sync",
+      NESTED_RING
+      "            syncthreads()\n",
+     {{"K=2", 0}, {"K=3", 0}, {"K=20", 0}, {NULL, 0}, {"K=1", 0}}},
+    /* without the second barrier: the last read of tile j (stage (K - 1) % 2)
+     * meets the first write of tile j + 1 (stage 0) when K is odd, and only
+     * across the outer loop's iterations */
+    {"nested-across",
+      NESTED_RING,
+     {{"K=3", 1}, {"K=4", 0}, {"K=21", 1}, {NULL, 1}, {"K=20", 0}}},
+    /* one stage: the next inner iteration's write meets the read */
+    {"nested-inner",
+      "@threads(128)\n"
+      "def k(A: Tensor(128, f32), O: Tensor(128, f32), K: const = 8):\n"
+      "    tid = threadIdx.x\n"
+      "    s = make_shared((128,), f32)\n"
+      "    for j in range(K):\n"
+      "        for kt in range(K):\n"
+      "            s[tid] = A[tid]\n"
+      "            syncthreads()\n"
+      "            x = s[(tid + 1) % 128]\n"
+      "            O[tid] = x\n",
+     {{"K=2", 1}, {"K=3", 1}, {"K=20", 1}, {NULL, 1}, {"K=1", 0}}},
+    /* a barrier under a condition on the outer iteration: the inner
+     * summary decides it only with the outer summary's facts (j < K) */
+    {"nested-outer-facts",
+      NESTED_RING
+      "            if j < K:\n"
+      "                syncthreads()\n",
+     {{"K=2", 0}, {"K=3", 0}, {"K=20", 0}, {NULL, 0}, {"K=1", 0}}},
 };
+
+/* An mbarrier ring (a bulk copy per stage, full and empty barriers, the
+ * tag of each element read checked) in a k loop inside a tile loop, both
+ * with the trip count K: nested summaries (issue 23). The ring's parities
+ * start over with every tile (K a multiple of 2 * S): the state of both
+ * barriers after the inner loop is tracked, proved for every K. The
+ * consumer's wait on the wrong parity of `full` leaves phases half done at
+ * the inner loop's end (its copies not waited for): refuted unrolled, and
+ * under --symbolic K refused naming the barrier (never proved); with K a
+ * multiple of S only the phases do not start over: refused too. */
+static const char ring_nested_src[] =
+      "S = 2\n"
+      "C = 32\n"
+      "\n"
+      "@threads(32)\n"
+      "@grid(1)\n"
+      "def ring2(X: Tensor(K * K, 32, f32), Y: Tensor(K * K, 32, f32), K: const = 8):\n"
+      "    assume K % 4 == 0\n"
+      "    assume K >= 4\n"
+      "    assume K <= 64\n"
+      "    T_X = X[r, c] -> (r, c)\n"
+      "    full = make_shared((S,), u64)\n"
+      "    empty = make_shared((S,), u64)\n"
+      "    buf = make_shared((S, C), f32)\n"
+      "    t = threadIdx.x\n"
+      "    if t == 0:\n"
+      "        for s in range(S):\n"
+      "            mbar_init(full[s], 1)\n"
+      "            mbar_init(empty[s], C)\n"
+      "        fence_mbar_init()\n"
+      "    syncthreads()\n"
+      "    for j in range(K):\n"
+      "        for i in range(K):\n"
+      "            s = i % S\n"
+      "            ph = i / S % 2\n"
+      "            reset(buf[s, :])\n"
+      "            if t == 0:\n"
+      "                mbar_wait(empty[s], 1 - ph)\n"
+      "                mbar_expect_tx(full[s], C * 4)\n"
+      "                bulk_copy(buf[s, 0], X[j * K + i, 0], C * 4, full[s])\n"
+      "            mbar_wait(full[s], ph)\n"
+      "            x = buf[s, t]\n"
+      "            assert tag(x) == (j * K + i, t)\n"
+      "            Y[j * K + i, t] = x * 2.0\n"
+      "            mbar_arrive(empty[s])\n";
+
+TEST(test_nested_ring) {
+  ag_diags d;
+  int rc;
+  ag_tile_report *r = run(ring_nested_src, "K", NULL, &d, &rc);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(r && r->nasserts >= 1 && !first_violated(r));
+  CHECK(r && r->nloops == 2); /* each loop listed once */
+  release(r, &d);
+  char *bug = edit(ring_nested_src, "mbar_wait(full[s], ph)", "mbar_wait(full[s], 1 - ph)");
+  char *odd = edit(ring_nested_src, "assume K % 4 == 0", "assume K % 2 == 0");
+  CHECK(bug && odd);
+  for (int k = 0; bug && k < 2; k++) {
+    r = run(bug, k ? NULL : "K", k ? "K=8" : NULL, &d, &rc);
+    if (k) {
+      CHECK_EQ_INT(rc, 0);
+      CHECK(first_violated(r) != NULL);
+    } else {
+      CHECK_EQ_INT(rc, AG_EPARSE);
+      CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, "after the summarized loop"));
+    }
+    release(r, &d);
+  }
+  if (odd) {
+    r = run(odd, "K", NULL, &d, &rc);
+    CHECK_EQ_INT(rc, AG_EPARSE);
+    CHECK(d.items.n >= 1 && strstr(d.items.v[0].msg, "its phase there is not tracked"));
+    release(r, &d);
+  }
+  free(bug);
+  free(odd);
+}
 
 TEST(test_summary_matches_unrolled) {
   for (size_t i = 0; i < sizeof sumcases / sizeof sumcases[0]; i++)
@@ -716,4 +842,4 @@ TEST(test_summary_soundness) {
 RUN_TESTS(T(test_symbolic_gemm), T(test_last_iteration_bug), T(test_race_across_summarized_iterations),
           T(test_planted_bugs_summarized), T(test_summary_matches_unrolled), T(test_long_constant_loop),
           T(test_not_summarizable), T(test_summary_soundness), T(test_runaway_loops),
-          T(test_ring3))
+          T(test_ring3), T(test_nested_ring))

@@ -543,6 +543,7 @@ int ag__tag_has_shr(const ag__tag *t);
  * kept in the barrier interval as an access at this point, the latest its
  * asynchronous read may happen, so that only an arrive after the retiring
  * wgmma_wait releases it (ag__race_mbar_ordered). */
+void ag__race_retire_all(ag__ck *c);
 void ag__race_read_retire(ag__ck *c, const ag__wgread *r);
 void ag__race_read(ag__ck *c, const ag_tile_node *at, int buf, const ag_expr *addr, int width,
                    const ag__bx *guard);

@@ -1538,6 +1538,22 @@ static int64_t path_threads(ag__ck *c, const ag_tile_node *n, const char *what) 
   return cnt;
 }
 
+/* An mbarrier address that is not a constant expression but one constant
+ * under the assumptions and the facts of a summarized iteration (the last
+ * stage of a k loop, `empty[(K / BK - 1) % S]` with K a multiple of S * BK):
+ * the 8-byte element of the buffer (of `size` bytes) it always equals; -1
+ * when none (or more than 64 elements to try). */
+static int mbar_addr_decided(ag__ck *c, const ag_expr *x, int64_t size, int64_t *addr) {
+  if (size / 8 > 64)
+    return -1;
+  for (int64_t a = 0; a + 8 <= size; a += 8)
+    if (ag__smt_decide(c, ag__bcmp(c, AG_OP_EQ, x, ag__xc(c, a))) == 1) {
+      *addr = a;
+      return 0;
+    }
+  return -1;
+}
+
 /* The mbarrier operand of an mbar_* or bulk_copy call: its index. */
 static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node *an,
                         const char *fname, int init) {
@@ -1552,7 +1568,8 @@ static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node 
                                                                 : "a register element")
                                 : kind_name(v->k));
   int64_t addr;
-  if (!ag_expr_is_const(v->e.addr, &addr))
+  if (!ag_expr_is_const(v->e.addr, &addr) &&
+      mbar_addr_decided(c, v->e.addr, c->sbufs.v[v->e.tile->buf].size, &addr))
     ag__ck_error(c, an,
                  "the mbarrier of %s must be the same element for every thread and known at "
                  "each iteration (index it with constants or a ring stage such as i %% K)",
@@ -1625,7 +1642,16 @@ static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node 
  * consumers arrived after they waited on `full[s]`). */
 static int64_t mbar_known(ag__ck *c, int bi, const ag__bx *g, int64_t pc, int depth) {
   int64_t k = c->mbars.v[bi].done;
+  /* every chain ends at a wait on bi before pc: nothing is known beyond the
+   * latest phase such a wait saw (the scan stops once k reaches it; the
+   * loop summaries' many waits made the chains quadratic) */
+  int64_t most = k;
   for (size_t i = 0; i < c->msyncs.n; i++) {
+    const ag__msync *w = &c->msyncs.v[i];
+    if (w->wait && w->bar == bi && w->pc < pc && w->phase > most)
+      most = w->phase;
+  }
+  for (size_t i = 0; i < c->msyncs.n && k < most; i++) {
     const ag__msync *w = &c->msyncs.v[i];
     if (!w->wait || w->pc >= pc || !ag__bx_implies(g, w->guard))
       continue;
@@ -1633,7 +1659,7 @@ static int64_t mbar_known(ag__ck *c, int bi, const ag__bx *g, int64_t pc, int de
       k = w->phase > k ? w->phase : k;
       continue;
     }
-    for (size_t j = 0; depth > 0 && j < i; j++) {
+    for (size_t j = 0; depth > 0 && j < i && k < most; j++) {
       const ag__msync *a = &c->msyncs.v[j];
       if (a->wait || a->bar != w->bar || a->phase >= w->phase || a->pc >= w->pc)
         continue;
@@ -2601,6 +2627,8 @@ static void do_wg_wait(ag__ck *c, const ag_tile_node *n) {
       ag__race_read_retire(c, &p->reads[r]);
   }
   c->wg_pend.n = j;
+  if (k == 0)
+    ag__race_retire_all(c);
 }
 
 static ag__value *call_intrinsic(ag__ck *c, const ag_tile_node *n, const ag__intrin *in) {
@@ -3809,11 +3837,6 @@ static void exec_loop(ag__ck *c, const ag_tile_node *n) {
       ag__ck_error(c, it, "loop 'for %s in range(...)' has a bound that depends on problem "
                           "sizes and a step other than 1; the checker summarizes such loops "
                           "only with step 1",
-                   n->name);
-    if (c->summarizing)
-      ag__ck_error(c, it, "loop 'for %s in range(...)' has a bound that depends on problem "
-                          "sizes inside another summarized loop; the checker summarizes one "
-                          "level of such loops (make the inner bound a const)",
                    n->name);
     if (ag__loop_summarize(c, n, start, stopx, &why) == 0)
       return;

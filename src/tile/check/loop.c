@@ -64,8 +64,8 @@ typedef struct snap {
   size_t nreads;
   int64_t race_obligs;
   int64_t pc, smem_top;
-  int epoch, group_open, ngroups, uniform_if, symbolic_if, nested;
-  const ag__bx *path;
+  int epoch, group_open, ngroups, uniform_if, symbolic_if, nested, replay;
+  const ag__bx *path, *facts; /* an enclosing summary's facts (NULL: none) */
   ag__mbar *mbars;         /* mbarrier states (interp.c) */
   size_t nmbars, nmsyncs;
   int64_t msettle_from;
@@ -124,6 +124,8 @@ static void take(ag__ck *c, snap *s) {
   s->group_open = c->group_open;
   s->ngroups = c->ngroups;
   s->path = c->path;
+  s->facts = c->facts;
+  s->replay = c->replay;
   s->uniform_if = c->uniform_if;
   s->symbolic_if = c->symbolic_if;
   s->nested = c->nested;
@@ -181,8 +183,8 @@ static void restore(ag__ck *c, const snap *s) {
   c->group_open = s->group_open;
   c->ngroups = s->ngroups;
   c->path = s->path;
-  c->facts = NULL;
-  c->replay = 0;
+  c->facts = s->facts;
+  c->replay = s->replay;
   c->uniform_if = s->uniform_if;
   c->symbolic_if = s->symbolic_if;
   c->nested = s->nested;
@@ -310,6 +312,7 @@ typedef struct summ {
   const ag_tile_node *n;
   int64_t start;
   const ag_expr *stop;
+  const ag__bx *fout;           /* an enclosing summary's facts at the loop (NULL: none) */
   int P, D, h;
   const ag_expr *q, *v;         /* the checked iteration v = P*q + r */
   ag__iterq *it;               /* q's range for the stage being checked (xexpr.c) */
@@ -323,8 +326,41 @@ typedef struct summ {
   const char *why;
   int empty_classes, group_open;
   const char *bmiss;           /* an mbarrier whose state does not repeat every P iterations */
+  const ag__mbar *bexit;       /* the mbarriers after the loop, or NULL: not tracked */
   AG_VEC(ag__rrec) end_reads;  /* reads the loop may leave to the code after it */
+  ag_map end_seen;             /* a read of end_reads by its access: its index + 1 */
+  AG_VEC(ag__rrec) later_reads; /* accesses live at a head the loop cannot stop at */
 } summ;
+
+/* The key of an access in end_seen: the same record (the same access at
+ * the same time) */
+typedef struct {
+  const void *at, *addr, *guard;
+  int64_t pc;
+  int32_t buf, width, write, inflight;
+} end_key;
+
+/* Adds access r to those the loop leaves after it, once: each stage of the
+ * ring adds the accesses live before its replay, which hold those of the
+ * stages before it (no barrier between); kept again, a summarized loop
+ * inside a summarized loop would multiply them by the stages of both
+ * rings. */
+static void end_read(ag__ck *c, summ *S, const ag__rrec *r) {
+  end_key k;
+  memset(&k, 0, sizeof k);
+  k.at = r->at;
+  k.addr = r->addr;
+  k.guard = r->guard;
+  k.pc = r->pc;
+  k.buf = r->buf;
+  k.width = r->width;
+  k.write = r->write;
+  k.inflight = r->inflight;
+  if (ag_map_has(&S->end_seen, &k, sizeof k))
+    return;
+  if (ag_vec_push(&S->end_reads, *r) || ag_map_put(&S->end_seen, &k, sizeof k, (void *)1))
+    ag__ck_oom(c);
+}
 
 static const ag__tag *havoc_tag(ag__ck *c) { return ag__tag_top(c, ag__havoc_why); }
 
@@ -480,7 +516,92 @@ static int exit_possible(ag__ck *c, summ *S, const ag_expr *uv) {
   if (ag_expr_is_const(S->stop, &sv) && ag_expr_is_const(uv, &u))
     return sv == u;
   const ag__bx *f0 = c->facts;
-  c->facts = ag__bcmp(c, AG_OP_EQ, S->stop, uv);
+  c->facts = ag__band(c, S->fout, ag__bcmp(c, AG_OP_EQ, S->stop, uv));
+  int never = ag__smt_decide(c, ag__bconst(c, 0)) == 1;
+  c->facts = f0;
+  return !never;
+}
+
+/* 1 when the loop may stop at a head start + h + r + Pm*e for some e >= 0
+ * under the assumptions and the enclosing facts */
+static int exit_class_possible(ag__ck *c, summ *S, int64_t r, int64_t Pm) {
+  char en[96];
+  snprintf(en, sizeof en, "%s#e", S->n->name);
+  const ag_expr *e = ag_expr_sym(&c->lc, en);
+  if (!e)
+    ag__ck_oom(c);
+  const ag_expr *t = ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, e, ag__xc(c, Pm)),
+                           ag__xc(c, S->start + S->h + r));
+  const ag__bx *f0 = c->facts;
+  c->facts = ag__band(
+      c, S->fout,
+      ag__band(c, ag__bcmp(c, AG_OP_EQ, S->stop, t),
+               ag__band(c, ag__bcmp(c, AG_OP_GE, e, ag__xc(c, 0)),
+                        ag__bcmp(c, AG_OP_LT, e, ag__xc(c, ((int64_t)1 << 31) / Pm)))));
+  int never = ag__smt_decide(c, ag__bconst(c, 0)) == 1;
+  c->facts = f0;
+  return !never;
+}
+
+/* The same mbarrier state up to an even number of completed phases, with
+ * no phase half done (every arrival of the open phase missing, no bytes
+ * expected or copies counted, every phase that opened complete): a later
+ * wait then sees every phase the loop released complete. */
+static int bars_settled_same(const ag__mbar *a, const ag__mbar *b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (a[i].pending != a[i].count || a[i].tx || a[i].open_copies || a[i].done != a[i].open)
+      return 0;
+    if (a[i].count != b[i].count || a[i].pending != b[i].pending || a[i].tx != b[i].tx ||
+        a[i].open_copies != b[i].open_copies || a[i].open - a[i].done != b[i].open - b[i].done ||
+        ((a[i].done - b[i].done) & 1))
+      return 0;
+  }
+  return 1;
+}
+
+/* The mbarriers after the loop (S->bexit), when every trip count the loop
+ * may run leaves them alike: a trip count T < h leaves the prefix's head T
+ * exactly; T = h + r + Pm*k leaves head h + r's state with an even number of
+ * phases more, since the checked stages showed Pm iterations (D + 1) bring
+ * each barrier back to its state with an even number of phases completed
+ * (bars_repeat) and an iteration's effect on a barrier depends on its
+ * state and stage only. NULL (not tracked after the loop) otherwise. */
+static void bars_exit(ag__ck *c, summ *S, ag__mbar **bheads, const unsigned char *exitp, int F,
+                      size_t nbars) {
+  S->bexit = NULL;
+  if (!nbars)
+    return;
+  int64_t Pm = S->D + 1;
+  const ag__mbar *first = NULL;
+  for (int u = 0; u < S->h && u <= F; u++)
+    if (exitp[u]) {
+      if (!bheads[u])
+        return;
+      if (!first)
+        first = bheads[u];
+      if (!bars_settled_same(bheads[u], first, nbars))
+        return;
+    }
+  for (int64_t r = 0; r < Pm; r++) {
+    int u = S->h + (int)r;
+    if (!exit_class_possible(c, S, r, Pm))
+      continue;
+    if (u > F || !bheads[u])
+      return;
+    if (!first)
+      first = bheads[u];
+    if (!bars_settled_same(bheads[u], first, nbars))
+      return;
+  }
+  if (first)
+    S->bexit = bars_shifted(c, first, nbars);
+}
+
+/* 1 when the loop may stop right after the checked iteration v (its trip
+ * count may be v + 1 - start) under the stage's facts */
+static int stops_after(ag__ck *c, summ *S, const ag_expr *v) {
+  const ag__bx *f0 = c->facts;
+  c->facts = ag__band(c, f0, ag__bcmp(c, AG_OP_EQ, S->stop, ag__x(c, AG_X_ADD, v, ag__xc(c, 1))));
   int never = ag__smt_decide(c, ag__bconst(c, 0)) == 1;
   c->facts = f0;
   return !never;
@@ -503,9 +624,13 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   ag__mbar **bheads = ag__ck_alloc(c, (size_t)(F + 1) * sizeof *bheads);
   memset(bheads, 0, (size_t)(F + 1) * sizeof *bheads);
   size_t nbars = c->mbars.n;
+  unsigned char *exitp = ag__ck_alloc(c, (size_t)F + 1);
+  memset(exitp, 0, (size_t)F + 1);
   int nheads = 0;
   S->bmiss = NULL;
   S->end_reads.n = 0;
+  ag_map_release(&S->end_seen);
+  ag_map_init(&S->end_seen);
   for (int u = 0; u < F; u++) {
     const ag_expr *uv = ag__xc(c, S->start + u);
     const ag__bx *runs = ag__bcmp(c, AG_OP_LT, uv, S->stop);
@@ -513,20 +638,20 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
       S->rstar = ag__snapshot_regs(c);
     bheads[u] = mbars_copy(c);
     if (exit_possible(c, S, uv)) {
+      exitp[u] = 1;
       if (u > 0)
         heads[nheads++] = ag__snapshot_regs(c);
       for (size_t i = 0; i < c->reads.n; i++)
-        if (ag_vec_push(&S->end_reads, c->reads.v[i]))
-          ag__ck_oom(c);
+        end_read(c, S, &c->reads.v[i]);
     }
     int k;
     if (ag__bis_const(runs, &k) && !k)
       break; /* a constant trip count below F: nothing more to check */
-    c->facts = runs;
+    c->facts = ag__band(c, S->fout, runs);
     c->path = ag__band(c, path0, runs);
     run_iteration(c, S, uv, S->start + u);
     c->path = path0;
-    c->facts = NULL;
+    c->facts = S->fout;
   }
   if (!S->rstar)
     S->rstar = ag__snapshot_regs(c);
@@ -539,6 +664,11 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
   (void)wr0;
   /* 2. one checked iteration per stage of the ring */
   S->empty_classes = 0;
+  /* whether the loop may stop at the head the next stage's replay starts
+   * after (the prefix's end, then the head after a checked iteration) */
+  int stops_here = exit_possible(c, S, ag__xc(c, S->start + F));
+  int epoch0 = c->epoch;
+  S->later_reads.n = 0;
   for (int r = 0; r < S->P; r++) {
     /* v = P*q + r0 with q >= qmin. v is a symbol of its own, tied to q by
      * a fact: its multiples and offsets stay shifts and small additions for
@@ -555,14 +685,14 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
                  ag__bcmp(c, AG_OP_EQ, v,
                           ag__x(c, AG_X_ADD, ag__x(c, AG_X_MUL, S->q, ag__xc(c, S->P)),
                                 ag__xc(c, r0)))));
-    c->facts = facts;
+    c->facts = ag__band(c, S->fout, facts);
     S->it->P = S->P; /* what the facts say of v: its stage indices fold */
     S->it->r0 = r0;
     S->it->vmin = c0;
     int k;
     if ((ag__bis_const(facts, &k) && !k) || ag__smt_decide(c, ag__bconst(c, 0)) == 1) {
       /* no such iteration under the assumptions */
-      c->facts = NULL;
+      c->facts = S->fout;
       S->empty_classes++;
       continue;
     }
@@ -571,7 +701,9 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
      * read in the prefix, under a condition on the iteration, or before the
      * loop, overtaken by a later iteration's write) */
     for (size_t i = 0; i < c->reads.n; i++)
-      if (ag_vec_push(&S->end_reads, c->reads.v[i]))
+      if (stops_here)
+        end_read(c, S, &c->reads.v[i]);
+      else if (ag_vec_push(&S->later_reads, c->reads.v[i]))
         ag__ck_oom(c);
     c->read_gen++;
     const ag__mbar *bstart = NULL;
@@ -594,16 +726,29 @@ static int attempt(ag__ck *c, summ *S, const snap *pre) {
     c->replay--;
     c->path = ag__band(c, path0, facts);
     run_iteration(c, S, v, 0);
+    stops_here = stops_after(c, S, v);
     c->path = path0;
-    c->facts = NULL;
+    c->facts = S->fout;
     S->it->P = 0;
     c->msettle_from = settle0;
     compare_rstar(c, S);
     if (bstart)
       bars_repeat(c, S, bstart, nbars);
   }
+  /* the accesses live at a head the loop cannot stop at are those of an
+   * iteration that another follows: with no barrier after the prefix they
+   * stay in the list of accesses to the end of the attempt, where a later
+   * stage's replay retires and releases them as the next iteration does
+   * (a copy taken here would keep a wgmma read in flight that the next
+   * iteration retires: a false race with the refill after the loop); a
+   * barrier clears that list, so then the copies are kept */
+  if (c->epoch != epoch0)
+    for (size_t i = 0; i < S->later_reads.n; i++)
+      end_read(c, S, &S->later_reads.v[i]);
+  S->later_reads.n = 0;
   if (S->bmiss)
     return A_BARS;
+  bars_exit(c, S, bheads, exitp, F, nbars);
   /* the summary needs shared addresses that do not depend on q; the bytes
    * the loop writes or resets are havoc before a replay and after the loop
    * (a reset of the prefix that may not run must not kill older data
@@ -650,6 +795,15 @@ static void note(ag__ck *c, summ *S) {
                     "checked as %d*q + r for each stage r < %d of the ring (after %d replayed)",
                 (long long)S->start, (long long)(S->start + S->D + S->h - 1), S->n->name,
                 (long long)(S->start + S->D + S->h), S->P, S->P, S->D);
+  /* a loop summarized inside each interpreted iteration of an enclosing
+   * summary (or again by a later attempt) is listed once */
+  for (size_t i = 0; !t.oom && i < c->notes.n; i++)
+    if (c->notes.v[i].line == S->n->line && c->notes.v[i].col == S->n->col &&
+        c->notes.v[i].how && !strcmp(c->notes.v[i].how, ag_str_cstr(&t)) &&
+        !strcmp(c->notes.v[i].kernel, c->kernel->name)) {
+      ag_str_release(&t);
+      return;
+    }
   ag_tile_loop_note nt;
   memset(&nt, 0, sizeof nt);
   nt.line = S->n->line;
@@ -674,6 +828,7 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   S->n = n;
   S->start = start;
   S->stop = stop;
+  S->fout = c->facts;
   S->P = ring_period(c, n);
   if (!S->P) {
     *why = "its ring of stages ('v % P') is longer than 16";
@@ -789,6 +944,8 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     restore(c, pre);
     ag_vec_free(&S->ranges);
     ag_vec_free(&S->end_reads);
+    ag_vec_free(&S->later_reads);
+    ag_map_release(&S->end_seen);
     *why = S->why ? S->why : "its summary did not settle";
     return -1;
   }
@@ -802,11 +959,16 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
       add_range(c, S, c->wrecs.v[i].buf, c->wrecs.v[i].lo, c->wrecs.v[i].hi, &grew);
     }
   havoc(c, S);
-  /* the phase of an mbarrier the loop used is not tracked after it */
+  /* the phase of an mbarrier the loop used is not tracked after it,
+   * unless every trip count leaves it alike (bars_exit) */
   for (size_t i = 0; i < pre->nmbars; i++)
     if (c->mbars.v[i].done != pre->mbars[i].done || c->mbars.v[i].open != pre->mbars[i].open ||
-        c->mbars.v[i].pending != pre->mbars[i].pending || c->mbars.v[i].tx != pre->mbars[i].tx)
-      c->mbars.v[i].lost = S->n;
+        c->mbars.v[i].pending != pre->mbars[i].pending || c->mbars.v[i].tx != pre->mbars[i].tx) {
+      if (S->bexit)
+        c->mbars.v[i] = S->bexit[i];
+      else
+        c->mbars.v[i].lost = S->n;
+    }
   set_regs(c, S->nr0, S->rexit);
   head_bindings(c, S, pre);
   c->group_open = S->group_open;
@@ -814,6 +976,8 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     if (ag_vec_push(&c->reads, S->end_reads.v[i]))
       ag__ck_oom(c);
   ag_vec_free(&S->end_reads);
+  ag_vec_free(&S->later_reads);
+  ag_map_release(&S->end_seen);
   c->loops.n--;
   note(c, S);
   ag_vec_free(&S->ranges);

@@ -166,6 +166,23 @@ void ag__race_read_retire(ag__ck *c, const ag__wgread *w) {
   remember(c, &r);
 }
 
+/* wgmma_wait(0): no wgmma operand read of the role that commits them is in
+ * flight any more. Beside the pending groups' own records (retired one by
+ * one above), this retires the instances a loop summary keeps from the
+ * stages of its ring that did not leave their group in the state after the
+ * loop (loop.c, the reads the loop leaves after it): each is the last
+ * iteration's in flight for some trip count, retired here. */
+void ag__race_retire_all(ag__ck *c) {
+  for (size_t i = 0; i < c->reads.n; i++) {
+    ag__rrec *o = &c->reads.v[i];
+    if (!o->inflight)
+      continue;
+    o->inflight = 0;
+    if (o->pc < c->pc)
+      o->pc = c->pc;
+  }
+}
+
 void ag__race_barrier(ag__ck *c) {
   c->reads.n = 0;
   c->read_gen++;
