@@ -25,25 +25,28 @@ static inline const char *bench_src(const char *rel) {
 }
 
 /* The number of CUDA devices the driver sees (0: no driver, or none). */
-static inline int bench_gpu_count(void) {
+/* The driver's function `name` after cuInit succeeded; NULL: no driver or no
+ * such function. */
+static inline void *bench_cuda_fn(const char *name) {
   void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
   int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
-  int (*count)(int *) = cuda ? (int (*)(int *))dlsym(cuda, "cuDeviceGetCount") : NULL;
+  return init && !init(0) ? dlsym(cuda, name) : NULL;
+}
+
+static inline int bench_gpu_count(void) {
+  int (*count)(int *) = (int (*)(int *))bench_cuda_fn("cuDeviceGetCount");
   int n = 0;
-  if (!init || !count || init(0) || count(&n))
+  if (!count || count(&n))
     return 0;
   return n;
 }
 
 /* The SM count of device 0 (0: no driver, or no device). */
 static inline int bench_gpu_sms(void) {
-  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
-  int (*init)(unsigned) = cuda ? (int (*)(unsigned))dlsym(cuda, "cuInit") : NULL;
-  int (*attr)(int *, int, int) =
-      cuda ? (int (*)(int *, int, int))dlsym(cuda, "cuDeviceGetAttribute") : NULL;
+  int (*attr)(int *, int, int) = (int (*)(int *, int, int))bench_cuda_fn("cuDeviceGetAttribute");
   int n = 0;
   /* 16: CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device ordinal 0 */
-  if (!init || !attr || init(0) || attr(&n, 16, 0))
+  if (!attr || attr(&n, 16, 0))
     return 0;
   return n;
 }

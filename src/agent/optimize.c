@@ -486,11 +486,12 @@ static int search_next(run *R, cand *c) {
           rc = r;
           break;
         }
-        char why[512] = "";
-        if (r || tried(R, parent, what, out) ||
-            ag_opt_admissible(R->t, out, "candidate", why, sizeof why)) {
+        char why[512];
+        int seen = !r && tried(R, parent, what, out);
+        int refuse = !r && !seen && ag_opt_admissible(R->t, out, "candidate", why, sizeof why);
+        if (r || seen || refuse) {
           /* the sizes refuse it: said in the trial's ranking note, once */
-          if (!r && why[0] && (!refused.len || !strstr(ag_str_cstr(&refused), what)))
+          if (refuse && !strstr(ag_str_cstr(&refused), what))
             ag_str_printf(&refused, "%s%s", refused.len ? ", " : "", what);
           ag_free(out);
           ag_free(what);
@@ -504,12 +505,11 @@ static int search_next(run *R, cand *c) {
           ag_str hh = AG_STR_INIT;
           ag_str_printf(&hh, "%s; not proposed, the task's sizes refuse them: %s", how,
                         ag_str_cstr(&refused));
-          char *h2 = hh.oom ? NULL : ag_strdup(ag_str_cstr(&hh));
-          ag_str_release(&hh);
-          if (h2) {
+          if (!hh.oom) {
             ag_free(how);
-            how = h2;
+            how = ag_strdup(ag_str_cstr(&hh));
           }
+          ag_str_release(&hh);
         }
         c->rank = how;
         how = NULL;
