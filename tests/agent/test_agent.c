@@ -1097,7 +1097,7 @@ TEST(test_attention_naive) {
   if (!t)
     return;
   CHECK_CONTAINS(t->reference, "examples/tile/attention.tile");
-  CHECK_EQ_STR(t->time_sizes, "sq=4096,hq=32,hkv=8,skv=4096");
+  CHECK_EQ_STR(t->time_sizes, "sq=4096,hq=32,hkv=8,skv=4096,d=64");
   char *src = NULL;
   size_t len;
   CHECK(ag_file_read(t->program, &src, &len) == 0);
