@@ -237,7 +237,7 @@ int main(int argc, char **argv) {
   ag_str_puts(&sec, "| program | policy | start ms | best ms, median (min-max) | speedup | "
                     "trials to reach blind's best, per run | best / hand-written | best / "
                     "Hopper DSL | best / library |\n|---|---|---|---|---|---|---|---|---|\n");
-  ag_str goals = AG_STR_INIT;
+  ag_str goals = AG_STR_INIT, curves = AG_STR_INIT;
   for (size_t p = 0; p < sizeof problems / sizeof problems[0]; p++) {
     const struct problem *pb = &problems[p];
     if (only && strcmp(only, pb->name))
@@ -341,6 +341,16 @@ int main(int argc, char **argv) {
                     pb->name, tsz, policies[q], s0, med, lo, hi, smed, slo, shi, reach, hand,
                     hop, cub);
     }
+    /* the best-so-far curves, every run */
+    for (int q = 0; q < 2; q++)
+      for (int k = 0; k < repeats; k++) {
+        const run_fig *x = &f[q * repeats + k];
+        ag_str_printf(&curves, "- %s, %s run %d, best ms after trials 0..%d:", pb->name,
+                      policies[q], k, x->n - 1);
+        for (int i = 0; i < x->n; i++)
+          ag_str_printf(&curves, " %.4f", x->best[i]);
+        ag_str_puts(&curves, "\n");
+      }
     double em, bm;
     int met = opt_fewer_trials(ttr[0], ttr[1], repeats, trials, &em, &bm);
     char g[200];
@@ -377,7 +387,8 @@ int main(int argc, char **argv) {
                 only ? only : "", trials, repeats, repeats, trials,
                 ag_str_cstr(&goals));
   ag_str_puts(&r, ag_str_cstr(&sec));
-  ag_str_puts(&r, "\n");
+  ag_str_printf(&r, "\nThe best-so-far curves (trial 0 is the start; a run that ran dry "
+                    "ends early):\n\n%s\n", ag_str_cstr(&curves));
   printf("\n%s", ag_str_cstr(&r));
   char key[128]; /* one section per program set, so that the runs of --only do not overwrite */
   snprintf(key, sizeof key, "bench_optimize%s%.64s", only ? " " : "", only ? only : "");
@@ -386,6 +397,7 @@ int main(int argc, char **argv) {
   ag_str_release(&r);
   ag_str_release(&sec);
   ag_str_release(&goals);
+  ag_str_release(&curves);
   ag_remove_tree(dir);
   return failed ? 1 : 0;
 }
