@@ -413,6 +413,16 @@ TEST(test_kb_bad_entries) {
        "step 1: the lines must be an array of strings (at least one)", 2},
       {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": \"y\"}]}"),
        "step 1: the lines must be an array of strings", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"after\": [\"y\"], \"through\": \"z\"}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": \"\"}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": 3}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": \"a\\nb\"}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": \"y\", \"where\": 1}]}"),
+       "step 1 must be", 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char dir[64];
@@ -500,7 +510,8 @@ TEST(test_kb_structural) {
   CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
   ag_diags_release(&d);
   const ag_kb_entry *cs = kb_entry(&kb, "attn-causal-skip"), *gp = kb_entry(&kb, "gemm-persistent");
-  CHECK(cs && gp);
+  const ag_kb_entry *tl = kb_entry(&kb, "tma-loads");
+  CHECK(cs && gp && tl);
   char step[64], *src = NULL, *out = NULL, *what = NULL, *hand = NULL;
   size_t len;
   ag_str why = AG_STR_INIT;
@@ -527,6 +538,58 @@ TEST(test_kb_structural) {
     ag_free(hand);
     ag_free(src);
     out = what = src = NULL;
+  }
+  if (tl) {
+    /* TMA loads: from wgmma_gemm.tile the result is tma_gemm.tile from its
+       first constant on, but for two words of the signature the edit keeps:
+       the kernel's name and K's default (256 for the cp.async form, whose
+       check at 512 exceeds the solver's default limit; 512 for the ring,
+       two laps of its 4 stages) */
+    CHECK(ag_file_read(src_path(1, "examples/tile/wgmma_gemm.tile"), &src, &len) == 0);
+    CHECK(ag_file_read(src_path(1, "examples/tile/tma_gemm.tile"), &hand, &len) == 0);
+    const json_t *vals = ag_kb_values(tl);
+    CHECK_EQ_INT(json_array_size(vals), 2);
+    CHECK_EQ_INT(ag_kb_apply(tl, src, json_array_get(vals, 0), &out, &what, &why), 0);
+    CHECK_EQ_STR(what, "kb:tma-loads(S=4)");
+    char *named0 = out ? replace(out, "def wgmma_gemm(", "def tma_gemm(") : NULL;
+    char *named = named0 ? replace(named0, "K: const = 256):", "K: const = 512):") : NULL;
+    ag_free(named0);
+    if (named && hand && strstr(named, "\nBM = ") && strstr(hand, "\nBM = "))
+      CHECK_EQ_STR(strstr(named, "\nBM = "), strstr(hand, "\nBM = "));
+    CHECK(named && hand && strstr(named, "\nBM = ") && strstr(hand, "\nBM = "));
+    /* the hand-written kernel has no cp.async stages to replace */
+    ag_str_clear(&why);
+    CHECK(!ag_kb_applies(tl, hand, &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "does not contain");
+    /* a box's bytes missing from the expected count: the wait returns
+       before the stage is whole, and the check refuses it */
+    char *short_tx = out ? replace(out, "mbar_expect_tx(full[sj], tmA.bytes + tmB.bytes)",
+                                   "mbar_expect_tx(full[sj], tmA.bytes)")
+                         : NULL;
+    example_verdict(tl, short_tx ? short_tx : "", step, sizeof step);
+    CHECK_EQ_STR(step, "check");
+    ag_free(short_tx);
+    ag_free(named);
+    ag_free(out);
+    ag_free(what);
+    /* two stages (one k-tile in flight) validate too */
+    CHECK_EQ_INT(ag_kb_apply(tl, src, json_array_get(vals, 1), &out, &what, &why), 0);
+    CHECK_CONTAINS(out, "\nS = 2          # stages\n");
+    example_verdict(tl, out ? out : "", step, sizeof step);
+    CHECK_EQ_STR(step, "");
+    /* the epilogue's end missing: the step's 'through' is on no line */
+    char *noend = replace(src, "C[bm * BM + m, bn * BN + n] = acc[v]", "C[bm * BM + m, bn * BN + n] = 0");
+    ag_free(out);
+    ag_free(what);
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_kb_apply(tl, noend, json_array_get(vals, 0), &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "splice step 8: '= acc[v]' is on no line after "
+                                      "'# epilogue: each thread stores'");
+    CHECK(out == NULL && what == NULL);
+    ag_free(noend);
+    ag_free(hand);
+    ag_free(src);
+    out = what = src = hand = NULL;
   }
   if (gp) {
     /* persistent: every value validates (NB = 8 leaves blocks past the 4
@@ -590,13 +653,14 @@ TEST(test_kb_structural) {
                                  "[7], \"steps\": [{\"at\": \"b = 1\", \"before\": [\"for i in range({V}):\"]}, "
                                  "{\"at\": \"b = 1\", \"indent\": 4}, {\"at\": "
                                  "\"c = 2\", \"after\": [\"e = {V} + {V}\"]}, {\"at\": \"x:\", "
-                                 "\"replace\": [\"y:\", \"z\"]}]}}", 0, &je)};
+                                 "\"replace\": [\"y:\", \"z\"]}, {\"at\": \"a = 0\", \"through\": \"= \", "
+                                 "\"replace\": [\"f = 5\"]}]}}", 0, &je)};
   CHECK(fake.j != NULL);
   json_t *seven = json_integer(7);
   CHECK_EQ_INT(ag_kb_apply(&fake, "x:\n  a = 0\n  b = 1\n  c = 2\n\n # k\nd = 3", seven, &out,
                            &what, &why), 0);
   json_decref(seven);
-  CHECK_EQ_STR(out, "y:\nz\n  a = 0\n  for i in range(7):\n      b = 1\n      c = 2\n      e = 7 + 7\n"
+  CHECK_EQ_STR(out, "y:\nz\n  f = 5\n      c = 2\n      e = 7 + 7\n"
                     "\n     # k\nd = 3");
   CHECK_EQ_STR(what, "kb:fake(N=7)");
   ag_free(out);
