@@ -16,7 +16,9 @@
  *              line, insert lines before or after it (at its indentation),
  *              or indent it and the rest of its block into a new loop
  *              (persistent scheduling, a loop bound limited by the causal
- *              mask). An anchor found zero or several times refuses the
+ *              mask); a replace with `through` replaces the anchor's line
+ *              through the first line after it that holds that text (a
+ *              pipeline's stage fills become TMA loads). An anchor found zero or several times refuses the
  *              edit: a splice never guesses where it goes.
  * A few dozen entries, loaded once per run.
  */
@@ -201,9 +203,15 @@ static int splice_check(const json_t *e, char *why, size_t cap) {
     int nact = 0;
     for (int a = 0; splice_actions[a]; a++)
       nact += json_object_get(st, splice_actions[a]) != NULL;
+    json_t *thr = json_is_object(st) ? json_object_get(st, "through") : NULL;
     if (!json_is_object(st) || !at || !*at || strchr(at, '\n') || nact != 1 ||
-        json_object_size(st) != 2) {
+        json_object_size(st) != 2u + (thr != NULL)) {
       snprintf(why, cap, "step %zu must be {\"at\": TEXT (one line's), and one action}", i + 1);
+      return 1;
+    }
+    if (thr && (!json_is_string(thr) || !*json_string_value(thr) ||
+                strchr(json_string_value(thr), '\n') || !json_object_get(st, "replace"))) {
+      snprintf(why, cap, "step %zu: 'through' must be TEXT (one line's), with 'replace'", i + 1);
       return 1;
     }
     json_t *ind = json_object_get(st, "indent");
@@ -357,7 +365,8 @@ static int check_entry(const char *text, const char *file, const char *stem, jso
     if (splice_check(e, what, sizeof what))
       AG__JSON_ERR(ke, 1, 1, "a splice edit is {\"kind\": \"splice\"[, \"name\": NAME, \"values\": "
                      "[positive integers]], \"steps\": [{\"at\": TEXT, ACTION}, ...]} (ACTION "
-                     "\"replace\", \"before\" or \"after\": [LINES], or \"indent\": 1..16): %s",
+                     "\"replace\", \"before\" or \"after\": [LINES], or \"indent\": 1..16; a "
+                     "\"replace\" may have \"through\": TEXT): %s",
                    what);
   } else {
     const char *kk[] = {"edit", "kind"};
@@ -592,6 +601,12 @@ static void put_lines(ag_str *o, const json_t *lines, const char *ind, size_t n,
   }
 }
 
+/* 1 when the line that starts at l holds text t. */
+static int strstr_in_line(const char *l, const char *t) {
+  const char *f = strstr(l, t);
+  return f && f + strlen(t) <= line_end(l);
+}
+
 /* One step of a splice on src into o: AG_EINVAL (why says) when its
  * anchor is on no line or on several. */
 static int splice_step(const json_t *st, size_t k, const char *src, const char *vt, ag_str *o,
@@ -599,8 +614,7 @@ static int splice_step(const json_t *st, size_t k, const char *src, const char *
   const char *at = json_string_value(json_object_get(st, "at")), *line = NULL;
   int n = 0;
   for (const char *l = src; *l; l = line_end(l)) {
-    const char *le = line_end(l), *f = strstr(l, at);
-    if (f && f + strlen(at) <= le && !n++)
+    if (strstr_in_line(l, at) && !n++)
       line = l;
   }
   if (n != 1) {
@@ -611,6 +625,18 @@ static int splice_step(const json_t *st, size_t k, const char *src, const char *
     return AG_EINVAL;
   }
   const char *le = line_end(line), *ind = line;
+  const char *thr = json_string_value(json_object_get(st, "through"));
+  if (thr) { /* the anchor's line through the first line after it holding thr */
+    const char *l = le;
+    while (*l && !strstr_in_line(l, thr))
+      l = line_end(l);
+    if (!*l) {
+      if (why)
+        ag_str_printf(why, "splice step %zu: '%s' is on no line after '%s'", k + 1, thr, at);
+      return AG_EINVAL;
+    }
+    le = line_end(l);
+  }
   while (*ind == ' ')
     ind++;
   size_t w = (size_t)(ind - line);

@@ -413,6 +413,16 @@ TEST(test_kb_bad_entries) {
        "step 1: the lines must be an array of strings (at least one)", 2},
       {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": \"y\"}]}"),
        "step 1: the lines must be an array of strings", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"after\": [\"y\"], \"through\": \"z\"}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": \"\"}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": 3}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": \"a\\nb\"}]}"),
+       "step 1: 'through' must be TEXT (one line's), with 'replace'", 2},
+      {KB_SPLICE("{\"kind\": \"splice\", \"steps\": [{\"at\": \"x\", \"replace\": [], \"through\": \"y\", \"where\": 1}]}"),
+       "step 1 must be", 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char dir[64];
@@ -489,6 +499,47 @@ static void example_verdict(const ag_kb_entry *e, const char *src, char *step, s
   ag_opt_task_free(t);
 }
 
+/* e applied to src with value val validates at e's example, its result
+ * holding want. */
+static void kb_value_validates(const ag_kb_entry *e, const char *src, const json_t *val,
+                               const char *want) {
+  char *out = NULL, *what = NULL, step[64];
+  ag_str why = AG_STR_INIT;
+  CHECK_EQ_INT(ag_kb_apply(e, src, val, &out, &what, &why), 0);
+  CHECK_CONTAINS(out, want);
+  example_verdict(e, out ? out : "", step, sizeof step);
+  CHECK_EQ_STR(step, "");
+  ag_free(out);
+  ag_free(what);
+  ag_str_release(&why);
+}
+
+/* got is hand from hand's first constant line "\nBM = " on. */
+static void same_text_from_bm(const char *got, const char *hand) {
+  const char *g = got ? strstr(got, "\nBM = ") : NULL, *h = hand ? strstr(hand, "\nBM = ") : NULL;
+  CHECK(g && h);
+  if (g && h)
+    CHECK_EQ_STR(g, h);
+}
+
+/* e applied with its first value to the example file start_rel (into
+ * *src, the result *out, its name *what, which must be want); *hand: the
+ * file hand_rel the result is compared with. Returns e's values (2 of them). */
+static const json_t *kb_apply_to_file(const ag_kb_entry *e, const char *start_rel,
+                                      const char *hand_rel, const char *want, char **src,
+                                      char **hand, char **out, char **what) {
+  size_t len;
+  ag_str why = AG_STR_INIT;
+  CHECK(ag_file_read(src_path(1, start_rel), src, &len) == 0);
+  CHECK(ag_file_read(src_path(1, hand_rel), hand, &len) == 0);
+  const json_t *vals = ag_kb_values(e);
+  CHECK_EQ_INT(json_array_size(vals), 2);
+  CHECK_EQ_INT(ag_kb_apply(e, *src ? *src : "", json_array_get(vals, 0), out, what, &why), 0);
+  CHECK_EQ_STR(*what, want);
+  ag_str_release(&why);
+  return vals;
+}
+
 /* The structural (splice) entries on their own: each output is what the
  * hand-written kernel is, or correct at every value, and the parts of the
  * edit that make it right are needed (without them the validator refuses
@@ -500,7 +551,8 @@ TEST(test_kb_structural) {
   CHECK_EQ_INT(ag_kb_load(src_path(0, "src/agent/kb"), &d, &kb), 0);
   ag_diags_release(&d);
   const ag_kb_entry *cs = kb_entry(&kb, "attn-causal-skip"), *gp = kb_entry(&kb, "gemm-persistent");
-  CHECK(cs && gp);
+  const ag_kb_entry *tl = kb_entry(&kb, "tma-loads"), *ws = kb_entry(&kb, "warp-specialize");
+  CHECK(cs && gp && tl && ws);
   char step[64], *src = NULL, *out = NULL, *what = NULL, *hand = NULL;
   size_t len;
   ag_str why = AG_STR_INIT;
@@ -527,6 +579,94 @@ TEST(test_kb_structural) {
     ag_free(hand);
     ag_free(src);
     out = what = src = NULL;
+  }
+  if (tl) {
+    /* TMA loads: from wgmma_gemm.tile the result is tma_gemm.tile from its
+       first constant on, but for two words of the signature the edit keeps:
+       the kernel's name and K's default (256 for the cp.async form, whose
+       check at 512 exceeds the solver's default limit; 512 for the ring,
+       two laps of its 4 stages) */
+    const json_t *vals =
+        kb_apply_to_file(tl, "examples/tile/wgmma_gemm.tile", "examples/tile/tma_gemm.tile",
+                         "kb:tma-loads(S=4)", &src, &hand, &out, &what);
+    char *named0 = out ? replace(out, "def wgmma_gemm(", "def tma_gemm(") : NULL;
+    char *named = named0 ? replace(named0, "K: const = 256):", "K: const = 512):") : NULL;
+    ag_free(named0);
+    same_text_from_bm(named, hand);
+    /* the hand-written kernel has no cp.async stages to replace */
+    ag_str_clear(&why);
+    CHECK(!ag_kb_applies(tl, hand, &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "does not contain");
+    /* a box's bytes missing from the expected count: the wait returns
+       before the stage is whole, and the check refuses it */
+    char *short_tx = out ? replace(out, "mbar_expect_tx(full[sj], tmA.bytes + tmB.bytes)",
+                                   "mbar_expect_tx(full[sj], tmA.bytes)")
+                         : NULL;
+    example_verdict(tl, short_tx ? short_tx : "", step, sizeof step);
+    CHECK_EQ_STR(step, "check");
+    ag_free(short_tx);
+    ag_free(named);
+    ag_free(out);
+    ag_free(what);
+    /* two stages (one k-tile in flight) validate too */
+    kb_value_validates(tl, src, json_array_get(vals, 1), "\nS = 2          # stages\n");
+    /* the epilogue's end missing: the step's 'through' is on no line */
+    char *noend = replace(src, "C[bm * BM + m, bn * BN + n] = acc[v]", "C[bm * BM + m, bn * BN + n] = 0");
+    ag_str_clear(&why);
+    CHECK_EQ_INT(ag_kb_apply(tl, noend, json_array_get(vals, 0), &out, &what, &why), AG_EINVAL);
+    CHECK_CONTAINS(ag_str_cstr(&why), "splice step 8: '= acc[v]' is on no line after "
+                                      "'# epilogue: each thread stores'");
+    CHECK(out == NULL && what == NULL);
+    ag_free(noend);
+    ag_free(hand);
+    ag_free(src);
+    out = what = src = hand = NULL;
+  }
+  if (ws) {
+    /* warp specialization: from tma_gemm.tile the result is tma_ws_gemm.tile
+       from its first constant on (the kernel's name aside) */
+    const json_t *vals =
+        kb_apply_to_file(ws, "examples/tile/tma_gemm.tile", "examples/tile/tma_ws_gemm.tile",
+                         "kb:warp-specialize(REGS=232)", &src, &hand, &out, &what);
+    char *named = out ? replace(out, "def tma_gemm(", "def tma_ws_gemm(") : NULL;
+    same_text_from_bm(named, hand);
+    ag_str_clear(&why);
+    CHECK(!ag_kb_applies(ws, hand, &why));
+    CHECK_CONTAINS(ag_str_cstr(&why), "the program");
+    /* without the consumer's release the producer's wait on empty in the
+       ring's second lap never returns: the check refuses it */
+    char *norel = out ? replace(out, "            mbar_arrive(empty[s])\n", "") : NULL;
+    example_verdict(ws, norel ? norel : "", step, sizeof step);
+    CHECK_EQ_STR(step, "check");
+    ag_free(norel);
+    /* chained on wgmma_gemm.tile, tma-loads then warp-specialize give the
+       same text (K's default and the name are wgmma_gemm's) */
+    char *t1 = NULL, *t2 = NULL, *w1 = NULL, *w2 = NULL, *cp = NULL;
+    CHECK(ag_file_read(src_path(1, "examples/tile/wgmma_gemm.tile"), &cp, &len) == 0);
+    if (tl && cp) {
+      CHECK_EQ_INT(ag_kb_apply(tl, cp, ag_kb_values(tl) ? json_array_get(ag_kb_values(tl), 0) : NULL,
+                               &t1, &w1, &why), 0);
+      CHECK(t1 && ag_kb_applies(ws, t1, NULL));
+      CHECK_EQ_INT(ag_kb_apply(ws, t1 ? t1 : "", json_array_get(vals, 0), &t2, &w2, &why), 0);
+      char *c0 = t2 ? replace(t2, "def wgmma_gemm(", "def tma_ws_gemm(") : NULL;
+      char *c1 = c0 ? replace(c0, "K: const = 256):", "K: const = 512):") : NULL;
+      same_text_from_bm(c1, hand);
+      ag_free(c0);
+      ag_free(c1);
+    }
+    ag_free(t1);
+    ag_free(t2);
+    ag_free(w1);
+    ag_free(w2);
+    ag_free(cp);
+    ag_free(named);
+    ag_free(out);
+    ag_free(what);
+    /* the other register split validates too */
+    kb_value_validates(ws, src, json_array_get(vals, 1), "        setmaxnreg_inc(256)\n");
+    ag_free(hand);
+    ag_free(src);
+    out = what = src = hand = NULL;
   }
   if (gp) {
     /* persistent: every value validates (NB = 8 leaves blocks past the 4
@@ -590,13 +730,14 @@ TEST(test_kb_structural) {
                                  "[7], \"steps\": [{\"at\": \"b = 1\", \"before\": [\"for i in range({V}):\"]}, "
                                  "{\"at\": \"b = 1\", \"indent\": 4}, {\"at\": "
                                  "\"c = 2\", \"after\": [\"e = {V} + {V}\"]}, {\"at\": \"x:\", "
-                                 "\"replace\": [\"y:\", \"z\"]}]}}", 0, &je)};
+                                 "\"replace\": [\"y:\", \"z\"]}, {\"at\": \"a = 0\", \"through\": \"= \", "
+                                 "\"replace\": [\"f = 5\"]}]}}", 0, &je)};
   CHECK(fake.j != NULL);
   json_t *seven = json_integer(7);
   CHECK_EQ_INT(ag_kb_apply(&fake, "x:\n  a = 0\n  b = 1\n  c = 2\n\n # k\nd = 3", seven, &out,
                            &what, &why), 0);
   json_decref(seven);
-  CHECK_EQ_STR(out, "y:\nz\n  a = 0\n  for i in range(7):\n      b = 1\n      c = 2\n      e = 7 + 7\n"
+  CHECK_EQ_STR(out, "y:\nz\n  f = 5\n      c = 2\n      e = 7 + 7\n"
                     "\n     # k\nd = 3");
   CHECK_EQ_STR(what, "kb:fake(N=7)");
   ag_free(out);

@@ -1,7 +1,7 @@
 /*
  * test_gpu_tile_wgmma.c — examples/tile/wgmma_gemm.tile (cp.async stages)
  * and examples/tile/tma_gemm.tile (TMA loads through a 4-stage mbarrier
- * ring, TMA stores of C) on the GPU (argus run, docs/run.md): at 512^3
+ * ring, TMA stores of C; tma_ws_gemm.tile, its warp-specialized form) on the GPU (argus run, docs/run.md): at 512^3
  * against C = A B^T in double on the CPU, at a toy size against the value
  * interpreter, and at 4096^3 against cuBLAS. Exit 77 without a GPU.
  */
@@ -32,6 +32,15 @@ TEST(test_tma_4096) {
   wg_case_of("tma_gemm.tile", "M=4096,N=4096,K=4096", AG_TILE_REF_CUBLAS, "cublas");
 }
 
+/* tma_ws_gemm.tile: tma_gemm warp-specialized (kb warp-specialize) */
+TEST(test_tma_ws_512) {
+  wg_case_of("tma_ws_gemm.tile", "M=512,N=512,K=512", AG_TILE_REF_CPU, "cpu");
+}
+TEST(test_tma_ws_4096) {
+  wg_case_of("tma_ws_gemm.tile", "M=4096,N=4096,K=4096", AG_TILE_REF_CUBLAS, "cublas");
+}
+
 RUN_TESTS({"test_wgmma_512", test_wgmma_512}, {"test_wgmma_toy_interp", test_wgmma_toy_interp},
           {"test_wgmma_4096", test_wgmma_4096}, {"test_tma_512", test_tma_512},
-          {"test_tma_toy_interp", test_tma_toy_interp}, {"test_tma_4096", test_tma_4096})
+          {"test_tma_toy_interp", test_tma_toy_interp}, {"test_tma_4096", test_tma_4096},
+          {"test_tma_ws_512", test_tma_ws_512}, {"test_tma_ws_4096", test_tma_ws_4096})

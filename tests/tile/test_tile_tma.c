@@ -1,8 +1,9 @@
 /*
  * test_tile_tma.c — TMA tensor copies in the tile DSL (docs/tile-dsl.md,
  * "TMA tensor copies"; docs/check.md, "TMA"): examples/tile/tma_gemm.tile
- * checks clean, lowers to CUDA C whose PTX (NVRTC) assembles for sm_90a
- * (ptxas; skipped without them) and whose value-interpreter run matches
+ * (and tma_ws_gemm.tile, its warp-specialized form) checks clean, lowers to
+ * CUDA C whose PTX (NVRTC) assembles for sm_90a (ptxas; skipped without
+ * them) and whose value-interpreter run matches
  * C = A B^T; a box partly outside its tensor is zero-filled (interpreter)
  * and bottom (checker); the planted bugs are refuted with the thread, the
  * element and the line; a write over a tma_store's source before its wait
@@ -52,6 +53,25 @@ TEST(test_example) {
     CHECK_CONTAINS(l->cuda, "empty = ag_smem + 132096;");
     /* the value interpreter at M = 128, N = 256, K = 512 against C = A B^T */
     CHECK_EQ_INT(pipe_gemm_example(p, l, "tma_gemm", 128, 256, 512), 0);
+  }
+  ag_tile_lowered_free(l);
+  ag_tile_program_free(p);
+}
+
+/* examples/tile/tma_ws_gemm.tile, tma_gemm warp-specialized (kb warp-specialize's
+ * result): two warpgroups, the register split at entry fixed by one block per
+ * SM, the producer's loads S k-tiles ahead, the value interpreter running the
+ * roles as cooperating tasks against C = A B^T. */
+TEST(test_ws_example) {
+  ag_tile_lowered *l;
+  ag_tile_program *p = pipe_example("examples/tile/tma_ws_gemm.tile", &l);
+  if (l) {
+    CHECK_EQ_INT(l->kernels[0].ntmaps, 3);
+    CHECK_CONTAINS(l->cuda, "__launch_bounds__(256, 1) tma_ws_gemm(");
+    CHECK_CONTAINS(l->cuda, "setmaxnreg.dec.sync.aligned.u32 40;");
+    CHECK_CONTAINS(l->cuda, "setmaxnreg.inc.sync.aligned.u32 232;");
+    CHECK_CONTAINS(l->cuda, "ag_mbar_expect_tx(full + (s_2 * 8), 24576u);");
+    CHECK_EQ_INT(pipe_gemm_example(p, l, "tma_ws_gemm", 128, 256, 512), 0);
   }
   ag_tile_lowered_free(l);
   ag_tile_program_free(p);
@@ -245,5 +265,6 @@ TEST(test_bad_input) {
                   "provable multiple of 16 bytes");
 }
 
-RUN_TESTS({"test_example", test_example}, {"test_planted_bugs", test_planted_bugs},
+RUN_TESTS({"test_example", test_example}, {"test_ws_example", test_ws_example},
+          {"test_planted_bugs", test_planted_bugs},
           {"test_small_programs", test_small_programs}, {"test_bad_input", test_bad_input})
