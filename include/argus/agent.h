@@ -105,6 +105,10 @@ double ag_opt_evidence_share(const json_t *evidence, const char *region);
  * (metric NULL: any of the signal's); *region: 1 when it is of a region,
  * *unit: 1 when it lies in 0..1 (either may be NULL). */
 int ag_opt_metric_known(const char *signal, const char *metric, int *region, int *unit);
+/* The signals the evidence preconditions may name ("duration, inst_mix, ..."), or with
+ * metrics 1 each signal with its metrics ("duration: share; inst_mix: loads_per_mma, ...")
+ * from the same table ag_opt_metric_known reads: into buf (cap bytes, cut when short). */
+void ag_opt_metric_list(int metrics, char *buf, size_t cap);
 /* The value of a metric in evidence: 1 with *v, 0 when the signal was not
  * observed or the metric is not defined there (no tensor instruction).
  * duration share (0 for a region not in it); inst_mix loads_per_mma,

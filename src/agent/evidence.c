@@ -193,6 +193,22 @@ int ag_opt_metric_known(const char *signal, const char *metric, int *region, int
   return 0;
 }
 
+void ag_opt_metric_list(int with_metrics, char *buf, size_t cap) {
+  size_t n = 0, N = sizeof metrics / sizeof metrics[0];
+  buf[0] = 0;
+  for (size_t i = 0; i < N && n < cap; i++) {
+    int first = !i || strcmp(metrics[i - 1].signal, metrics[i].signal);
+    const char *sep = !i ? "" : first ? (with_metrics ? "; " : ", ") : ", ";
+    int w = 0;
+    if (first)
+      w = snprintf(buf + n, cap - n, "%s%s%s%s", sep, metrics[i].signal,
+                   with_metrics ? ": " : "", with_metrics ? metrics[i].metric : "");
+    else if (with_metrics)
+      w = snprintf(buf + n, cap - n, "%s%s", sep, metrics[i].metric);
+    n += w > 0 ? (size_t)w : 0;
+  }
+}
+
 static int observed(const json_t *ev, const char *signal) {
   size_t k;
   json_t *s;

@@ -119,20 +119,22 @@ static int evidence_term(const json_t *c, int gain, char *why, size_t cap) {
     snprintf(why, cap, "{\"scale\": X}: X in (0, 1]");
     return 1;
   }
+  char known[256];
   if (!sig) {
-    snprintf(why, cap, "'signal' must be a string (duration, inst_mix, static, hw_counters)");
+    ag_opt_metric_list(0, known, sizeof known);
+    snprintf(why, cap, "'signal' must be a string (%.160s)", known);
     return 1;
   }
   if (!ag_opt_metric_known(sig, NULL, NULL, NULL)) {
-    snprintf(why, cap, "signal '%s' is not one the evidence collector observes (duration, "
-                       "inst_mix, static, hw_counters)", sig);
+    ag_opt_metric_list(0, known, sizeof known);
+    snprintf(why, cap, "signal '%s' is not one the evidence collector observes (%.160s)", sig, known);
     return 1;
   }
   int isreg = 0, unit = 0;
   if (!ag_opt_metric_known(sig, met ? met : "share", &isreg, &unit)) {
-    snprintf(why, cap, "'%s' is not a metric of signal '%s' (docs/optimize.md: share; "
-                       "loads_per_mma, load_share, shared_share; occupancy, registers; bank_conflict_share)",
-             met ? met : "(none)", sig);
+    ag_opt_metric_list(1, known, sizeof known);
+    snprintf(why, cap, "'%s' is not a metric of signal '%s' (docs/optimize.md: %.160s)",
+             met ? met : "(none)", sig, known);
     return 1;
   }
   if (isreg != (reg != NULL) || (reg && !json_is_string(reg))) {

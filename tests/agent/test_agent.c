@@ -349,7 +349,8 @@ TEST(test_kb_bad_entries) {
        "{\"program\": [],\n \"evidence\": [{\"region\": \"m\", \"signal\": \"stalls\", \"share_gt\": "
        "0.1}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": "
        "[\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"}}",
-       "signal 'stalls' is not one the evidence collector observes", 2},
+       "signal 'stalls' is not one the evidence collector observes (duration, inst_mix, static, "
+       "hw_counters)", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"precondition\": "
        "{\"program\": [],\n \"evidence\": [{\"region\": \"m\", \"signal\": \"duration\", \"share_gt\": "
        "0.1, \"share_lt\": 0.5}]}, \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, "
@@ -365,7 +366,9 @@ TEST(test_kb_bad_entries) {
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"signal\": \"inst_mix\", \"metric\": \"loads_per_mma\", \"gt\": 2}]}}",
        "inst_mix's loads_per_mma is of a region", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"region\": \"m\", \"signal\": \"inst_mix\", \"metric\": \"flops\", \"gt\": 2}]}}",
-       "'flops' is not a metric of signal 'inst_mix'", 2},
+       "'flops' is not a metric of signal 'inst_mix' (docs/optimize.md: duration: share; "
+       "inst_mix: loads_per_mma, load_share, shared_share; static: occupancy, registers; "
+       "hw_counters: bank_conflict_share)", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": [], \"evidence\": [{\"signal\": \"static\", \"metric\": \"occupancy\", \"lt\": 2}]}}",
        "evidence precondition 1 must be", 2},
       {"{\"id\": \"e\", \"title\": \"t\", \"prior\": 5, \"targets\": \"m\", \"edit\": {\"kind\": \"rewrite\", \"from\": \"a\", \"to\": \"b\"}, \"invariants\": [\"races\"], \"example\": {\"program\": \"a\", \"sizes\": \"M=1\"},\n \"precondition\": {\"program\": []}, \"gain\": [{\"signal\": \"static\", \"metric\": \"registers\"}]}",
