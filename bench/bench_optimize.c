@@ -2,7 +2,8 @@
  * bench_optimize.c — `argus optimize`'s two searches side by side (issue
  * 24, bench/RESULTS.md): from a deliberately naive tile program, the
  * evidence policy and the blind one, the same trial budget and the same
- * seeds, each run R times in a fresh workspace, timed at the task's
+ * seeds, each run R times in a fresh workspace (repeat k of both with the
+ * search's seed k + 1: blind's order, and evidence's ties, differ between repeats), timed at the task's
  * production sizes (time_sizes) and checked at its toy sizes.
  *
  * Per policy: the start's time, the best time reached, the speedup, the
@@ -104,6 +105,7 @@ static int one_run(const ag_opt_task *t, const char *pol, int trials, const char
   memset(&o, 0, sizeof o);
   o.policy = pol;
   o.trials = trials;
+  o.seed = (uint64_t)k + 1; /* repeat k of both policies: the search's seed k + 1 */
   o.kb_dir = bench_src("src/agent/kb");
   o.device = AG_OPT_DEVICE_AUTO;
   ag_opt_result r;
@@ -378,7 +380,7 @@ int main(int argc, char **argv) {
                     "--results bench/RESULTS.md` (ctest: `bench_optimize`, "
                     "`bench_optimize_attention`, label bench)\n"
                     "- what: each policy %d times in a fresh workspace, %d trials a run (the "
-                    "start is trial 0), the same seeds; a candidate is checked at the task's "
+                    "start is trial 0), repeat k of both policies with the search's seed k + 1 (`--seed`: blind's order and evidence's ties; the task's seeds for the inputs); a candidate is checked at the task's "
                     "`sizes` against the value interpreter and timed at its `time_sizes` "
                     "(median of the task's samples, L2 flushed); \"reach\": the first trial "
                     "whose best so far is within 3 %% of blind's final best of the same repeat "

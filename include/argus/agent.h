@@ -186,6 +186,8 @@ typedef struct ag_opt_opts {
   int trials;             /* candidates to make in this run (0: 5) */
   double budget_s;        /* stop starting trials after this many seconds (0: none) */
   int resume;             /* 1: continue the run recorded in the workspace */
+  uint64_t seed;          /* the search's seed (ties, blind's order; 0: the task's first
+                             seed); a resumed run keeps the seed it was started with */
   const char *kb_dir;     /* NULL: ag_kb_default_dir() */
   ag_opt_device device;
   double llm_timeout_s;   /* 0: 600 */

@@ -10,7 +10,7 @@
  *
  * The run is a function of the workspace: the state artifact lists every
  * trial, and the search (evidence, blind) is deterministic in the state,
- * the KB and the task's first seed, so --resume after a stop or a kill
+ * the KB and the run's seed (--seed, else the task's first; kept in the state), so --resume after a stop or a kill
  * continues exactly where an uninterrupted run would be. Tens of trials per
  * run; each costs one validation (seconds on the CPU at toy sizes).
  */
@@ -398,7 +398,7 @@ static int cmp_ranked(const void *a, const void *b) {
  * none, by prior, saying why. */
 static int rank_entries(run *R, int64_t parent, const char *psrc, ranked *rk, char **how) {
   int blind = !strcmp(R->pol, "blind");
-  uint64_t seed = R->t->seeds[0];
+  uint64_t seed = (uint64_t)json_integer_value(json_object_get(R->state, "seed"));
   const char *why = NULL;
   json_t *ev = blind ? NULL : version_evidence(R, parent, &why);
   ag_str h = AG_STR_INIT;
@@ -713,7 +713,7 @@ static int start_run(run *R) {
   if (rc)
     return rc;
   R->state = json_pack("{s:s, s:s, s:I, s:[]}", "task", t->name, "policy", R->o->policy, "seed",
-                       (json_int_t)t->seeds[0], "trials");
+                       (json_int_t)(R->o->seed ? R->o->seed : t->seeds[0]), "trials");
   if (!R->state)
     return AG_ENOMEM;
   char *src = NULL;
@@ -844,6 +844,14 @@ int ag_opt_run(ag_store *st, const ag_opt_task *t, const ag_opt_opts *o, ag_opt_
     if (!was || strcmp(was, pol)) {
       snprintf(err, errlen, "--resume: the run of task '%s' used policy '%s', not '%s'",
                t->name, was ? was : "?", pol);
+      rc = AG_EINVAL;
+      goto out;
+    }
+    json_int_t sd = json_integer_value(json_object_get(R.state, "seed"));
+    if (o->seed && (uint64_t)sd != o->seed) {
+      snprintf(err, errlen, "--resume: the run of task '%s' was started with --seed %lld, not "
+                            "%llu (a resumed run keeps its seed: leave --seed out)",
+               t->name, (long long)sd, (unsigned long long)o->seed);
       rc = AG_EINVAL;
       goto out;
     }

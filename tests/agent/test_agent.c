@@ -1078,6 +1078,47 @@ TEST(test_loop) {
     ag_opt_result_release(&r);
     ag_store_close(st);
   }
+  /* --seed: another seed, another blind order (the same for the same seed), recorded in the
+   * state; a resume keeps it and refuses another */
+  {
+    static const uint64_t seeds[2] = {7, 11};
+    char order[2][6][128];
+    ag_store *st7 = NULL;
+    for (int k = 0; k < 2; k++) {
+      st = open_ws(k ? "ws-seed11" : "ws-seed7");
+      ag_opt_opts os = cpu_opts("blind", 5, src_path(5, "src/agent/kb"));
+      os.seed = seeds[k];
+      CHECK_EQ_INT(ag_opt_run(st, t, &os, &r, err, sizeof err), 0);
+      CHECK_EQ_INT(r.ntrials, 6);
+      for (int i = 0; i < 6 && i < r.ntrials; i++)
+        snprintf(order[k][i], sizeof order[k][i], "%s", r.trials[i].edit);
+      ag_opt_result_release(&r);
+      if (k)
+        ag_store_close(st);
+      else
+        st7 = st; /* resumed below */
+    }
+    int differ = 0, differ_default = 0;
+    for (int i = 1; i < 6; i++) {
+      differ |= strcmp(order[0][i], order[1][i]) != 0;
+      differ_default |= strcmp(order[0][i], first[i]) != 0;
+    }
+    CHECK(differ);         /* seeds 7 and 11 order the KB differently */
+    CHECK(differ_default); /* and 7 is not the task's own seed's order */
+    st = st7;
+    ag_opt_opts os = cpu_opts("blind", 6, src_path(5, "src/agent/kb"));
+    os.resume = 1;
+    os.seed = 11;
+    CHECK_EQ_INT(ag_opt_run(st, t, &os, &r, err, sizeof err), AG_EINVAL);
+    CHECK_CONTAINS(err, "was started with --seed 7, not 11");
+    os.seed = 0; /* a resume without --seed keeps 7: the trials so far, then one more */
+    CHECK_EQ_INT(ag_opt_run(st, t, &os, &r, err, sizeof err), 0);
+    CHECK_EQ_INT(r.ntrials, 7);
+    for (int i = 0; i < 6 && i < r.ntrials; i++)
+      CHECK_EQ_STR(r.trials[i].edit, order[0][i]);
+    ag_opt_result_release(&r);
+    ag_store_close(st);
+  }
   /* the search runs dry: every edit from every valid version tried (a KB of
    * the swizzle alone: one edit, then nothing applies) */
   char *entry = NULL;
@@ -1791,6 +1832,8 @@ TEST(test_cli) {
       {"--budget-seconds", "soon", "--budget-seconds must be a number", 2},
       {"--policy-tokens", "100", "--policy-tokens must be a number in 1024..1e+08", 2},
       {"--policy-tokens", "2048.5", "--policy-tokens must be an integer", 2},
+      {"--seed", "0", "--seed must be a number in 1..4.29497e+09", 2},
+      {"--seed", "3.5", "--seed must be an integer", 2},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *a[] = {bin, "-W", ws, "optimize", task, bad[i].a1, bad[i].a2, NULL};

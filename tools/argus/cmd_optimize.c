@@ -17,6 +17,8 @@ const ag_cli_opt cmd_optimize_opts[] = {
     {"cpu", 0, NULL, "validate in the value interpreter even where a GPU is (nothing is timed)"},
     {"kb", 0, "DIR", "the knowledge base (default $ARGUS_KB_DIR or the shipped src/agent/kb)"},
     {"policy-timeout", 0, "S", "llm: seconds the policy command may take per candidate (600)"},
+    {"seed", 0, "N", "the search's seed: its tie order and blind's order (default: the task's "
+                     "first seed; a resumed run keeps its own)"},
     {"policy-tokens", 0, "N", "llm: the request's token budget (4 bytes a token): the oldest "
                               "trials of its history are left out to fit (32768)"},
     {0},
@@ -55,15 +57,18 @@ int cmd_optimize(ag_cli *cli) {
   if (!is_llm && cli->npos > 1)
     return ag_cli_usage_error(cli, "unexpected argument '%s' (only --policy llm takes a "
                                    "command after '--')", cli->pos[1]);
-  double trials = 5, budget = 0, ptime = 600, ptok = 32768;
+  double trials = 5, budget = 0, ptime = 600, ptok = 32768, seed = 0;
   int rc;
   if ((rc = parse_num(cli, "trials", 1, 10000, &trials)) ||
       (rc = parse_num(cli, "budget-seconds", 0.001, 1e9, &budget)) ||
       (rc = parse_num(cli, "policy-timeout", 0.001, 1e6, &ptime)) ||
-      (rc = parse_num(cli, "policy-tokens", 1024, 1e8, &ptok)))
+      (rc = parse_num(cli, "policy-tokens", 1024, 1e8, &ptok)) ||
+      (rc = parse_num(cli, "seed", 1, 4294967295.0, &seed)))
     return rc;
   if (ptok != (int)ptok)
     return ag_cli_usage_error(cli, "--policy-tokens must be an integer");
+  if (seed != (double)(uint64_t)seed)
+    return ag_cli_usage_error(cli, "--seed must be an integer");
   if (trials != (int)trials)
     return ag_cli_usage_error(cli, "--trials must be an integer");
   if ((rc = ag_cli_input_file(cli, cli->pos[0])))
@@ -95,6 +100,7 @@ int cmd_optimize(ag_cli *cli) {
   o.device = ag_cli_flag(cli, "cpu") ? AG_OPT_DEVICE_CPU : AG_OPT_DEVICE_AUTO;
   o.llm_timeout_s = ptime;
   o.llm_tokens = (int)ptok;
+  o.seed = (uint64_t)seed;
   ag_opt_result r;
   char err[2048];
   rc = ag_opt_run(st, t, &o, &r, err, sizeof err);
