@@ -384,9 +384,14 @@ extern "C" __global__ void __launch_bounds__(MK_THREADS, 1) mk_decode_step(const
     sm.next[0] = (int)atomicAdd(queue, 1u);
     sm.staged = -1; /* shared memory is not cleared between launches */
   }
+  /* sm.next[0] is written. Inside the loop one barrier per task suffices (the
+   * barrier counts by region showed two, docs/megakernel.md row 14): sm.next[it & 1]
+   * was written by thread 0 before the barrier below in the iteration before, and no
+   * thread writes shared memory for task `it` before that barrier, which every thread
+   * reaches only after it is done with task it - 1 */
+  __syncthreads();
   for (int it = 0;; it++) {
     ARGUS_BEGIN(scheduler);
-    __syncthreads(); /* sm.next[it & 1] is written; the last task is done with shared memory */
     const int idx = sm.next[it & 1];
     mk_task t = {0, 0, 0, 0, -1, 0, -1, 0};
     if (idx < p.ntasks) {
