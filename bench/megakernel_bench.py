@@ -48,20 +48,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TORCH_REF = os.path.join(ROOT, "examples", "megakernel", "torch_ref.py")
 WHO = "bench_megakernel"
-# the measured floor: the weight file's bytes read once on the GPU (a sum of int32 words
-# into int64: one pass, no reuse; the 2.2 GB buffer is 37x the L2), median of 20 after 3
+# the measured floor: the weight file's bytes read once on the GPU by torch's single-pass
+# reductions (the 2.2 GB buffer is 37x the L2): the fastest of a float32 sum and an int32
+# max over the same bytes (the values are bf16 pairs: only the time counts), median of 20
+# after 3 warm-ups. (An int32 sum into int64 ran at 0.73 TB/s on the H200: not a floor.)
 FLOOR_CODE = r'''
 import os, sys, statistics, torch
 n = os.path.getsize(sys.argv[1]) // 4 * 4
-buf = torch.from_file(sys.argv[1], size=n, dtype=torch.uint8).cuda().view(torch.int32)
-for _ in range(3):
-    buf.sum(dtype=torch.int64)
-ts = []
-for _ in range(20):
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record(); buf.sum(dtype=torch.int64); e.record(); e.synchronize()
-    ts.append(s.elapsed_time(e))
-print(f"floor: bytes={n} ms={statistics.median(ts):.4f} min_ms={min(ts):.4f} max_ms={max(ts):.4f}")
+buf = torch.from_file(sys.argv[1], size=n, dtype=torch.uint8).cuda()
+best = None
+for name, fn in (("sum-f32", lambda: buf.view(torch.float32).sum()),
+                 ("max-i32", lambda: buf.view(torch.int32).max())):
+    for _ in range(3):
+        fn()
+    ts = []
+    for _ in range(20):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); fn(); e.record(); e.synchronize()
+        ts.append(s.elapsed_time(e))
+    med = statistics.median(ts)
+    print(f"floor {name}: median {med:.4f} ms")
+    if best is None or med < best[0]:
+        best = (med, min(ts), max(ts), name)
+print(f"floor: bytes={n} ms={best[0]:.4f} min_ms={best[1]:.4f} max_ms={best[2]:.4f} by={best[3]}")
 '''
 FLOOR_RE = re.compile(r"floor: bytes=(\d+) ms=([0-9.]+) min_ms=([0-9.]+) max_ms=([0-9.]+)")
 HARNESS_RE = re.compile(r"ms/token at context (\d+): megakernel ([0-9.]+), reference ([0-9.]+)")
@@ -126,8 +135,9 @@ def floor_line(fl):
     if not fl:
         return "floor not measured (the weight read failed: its output is above)"
     n, med, lo, hi = fl
-    return (f"measured floor: one read of the {n / 1e9:.2f} GB weight file on the GPU, "
-            f"{med:.3f} ms ({lo:.3f}-{hi:.3f}; {n / (med * 1e-3) / 1e12:.2f} TB/s)")
+    return (f"measured floor: one read of the {n / 1e9:.2f} GB weight file on the GPU "
+            f"(torch's fastest single-pass reduction), {med:.3f} ms ({lo:.3f}-{hi:.3f}; "
+            f"{n / (med * 1e-3) / 1e12:.2f} TB/s)")
 
 
 def verdict(rows, checks_ok, fl=None):
@@ -138,9 +148,12 @@ def verdict(rows, checks_ok, fl=None):
     med = statistics.median(mk)
     met = med <= GOAL_MS and checks_ok
     flr = f"{fl[1]:.3f} measured, " if fl else ""
+    vs = ""
+    if fl:  # a read slower than the whole step is no floor: said, not divided by
+        vs = (f" = {med / fl[1]:.2f}x the floor" if fl[1] <= med else
+              " (the measured read is slower than the megakernel's step: no floor)")
     return met, (f"goal megakernel <= {GOAL_MS} ms/token at context {GOAL_CTX} (floor "
-                 f"{flr}{FLOOR_MS} from the datasheet): {med:.3f} ms"
-                 f"{f' = {med / fl[1]:.2f}x the floor' if fl else ''}, checks "
+                 f"{flr}{FLOOR_MS} from the datasheet): {med:.3f} ms{vs}, checks "
                  f"{'passed' if checks_ok else 'FAILED'}: {'met' if met else 'NOT met'}")
 
 
