@@ -132,6 +132,7 @@ void ag__ck_free(ag__ck *c) {
     return;
   ag__evcache_free(c);
   ag__smt_decider_free(c);
+  ag_free(c->offs);
   for (size_t i = 0; i < c->notes.n; i++) {
     ag_free(c->notes.v[i].kernel);
     ag_free(c->notes.v[i].var);

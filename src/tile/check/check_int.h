@@ -490,6 +490,14 @@ typedef struct ag__ck {
   const ag_tile_node *cut_at;
   int cut_iters;
   int cutting;             /* running such a prefix */
+  /* memory an attempt of a summary would otherwise take again and again in the arena:
+   * the per-byte tags of a havoc write (every one top, shared and never written,
+   * loop.c) and the concrete offsets of a layout (a scratch array each use fills,
+   * interp.c layout_offsets; heap, freed with the checker) */
+  const ag__tag **havoc_tags;
+  int64_t havoc_n;
+  int64_t *offs;
+  int64_t offs_cap;
 } ag__ck;
 
 /* A malformed program: adds an error at node n and unwinds to the check's

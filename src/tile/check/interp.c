@@ -336,11 +336,18 @@ static ag_layout layout_of(ag__ck *c, const ag_tile_node *n, ag__value *v) {
   return l;
 }
 
-/* Every offset of l, in index order (concrete). */
+/* Every offset of l, in index order (concrete): in c->offs, valid until the next call. */
 static int64_t *layout_offsets(ag__ck *c, const ag_tile_node *n, const ag_layout *l,
                                int64_t *count) {
   int64_t sz = ag_layout_size(l);
-  int64_t *o = ag__ck_alloc(c, (size_t)(sz ? sz : 1) * sizeof *o);
+  if (sz > c->offs_cap) {
+    int64_t *no = ag_realloc(c->offs, (size_t)sz * sizeof *no);
+    if (!no)
+      ag__ck_oom(c);
+    c->offs = no;
+    c->offs_cap = sz;
+  }
+  int64_t *o = c->offs;
   for (int64_t i = 0; i < sz; i++)
     if (ag_layout_eval_index(l, i, &o[i]))
       ag__ck_error(c, n, "cannot evaluate the layout at index %lld", (long long)i);

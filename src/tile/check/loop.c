@@ -421,9 +421,14 @@ static void havoc(ag__ck *c, summ *S) {
     w.buf = r->buf;
     w.addr = ag__xc(c, r->lo);
     w.width = (int)(r->hi - r->lo);
-    w.tags = ag__ck_alloc(c, (size_t)w.width * sizeof *w.tags);
-    for (int j = 0; j < w.width; j++)
-      w.tags[j] = top;
+    if (c->havoc_n < w.width) {
+      /* one array of top tags for every havoc write, as wide as the widest */
+      c->havoc_tags = ag__ck_alloc(c, (size_t)w.width * sizeof *c->havoc_tags);
+      for (int j = 0; j < w.width; j++)
+        c->havoc_tags[j] = top;
+      c->havoc_n = w.width;
+    }
+    w.tags = c->havoc_tags; /* read-only, like a TMA box's (interp.c, tma_wide) */
     w.ptag = top;
     w.pgran = w.width;
     w.pc = c->pc;
