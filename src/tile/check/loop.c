@@ -999,7 +999,7 @@ _Noreturn void ag__loop_cut(ag__ck *c, const ag_tile_node *n, const ag_tile_node
   ag__loopvar lv = {n->name, 0, NULL};
   if (ag_vec_push(&c->loops, lv))
     ag__ck_oom(c);
-  const ag__bx *path0 = c->path, *facts0 = c->facts;
+  const ag__bx *path_in = c->path, *facts_in = c->facts;
   int u = 0;
   c->cutting++;
   for (; u < prefix; u++) {
@@ -1008,14 +1008,14 @@ _Noreturn void ag__loop_cut(ag__ck *c, const ag_tile_node *n, const ag_tile_node
     int k;
     if (ag__bis_const(runs, &k) && !k)
       break;
-    c->facts = ag__band(c, facts0, runs);
-    c->path = ag__band(c, path0, runs);
+    c->facts = ag__band(c, facts_in, runs);
+    c->path = ag__band(c, path_in, runs);
     c->loops.v[c->loops.n - 1].value = start + u;
     c->loops.v[c->loops.n - 1].x = NULL;
     ag__bind(c, n->name, uv);
     ag__exec_block(c, &n->list);
-    c->path = path0;
-    c->facts = facts0;
+    c->path = path_in;
+    c->facts = facts_in;
   }
   c->cut = ag__ck_strdup(c, msg);
   c->cut_at = at;

@@ -215,18 +215,9 @@ static int enum_race_free(ag__ck *c, const ag__rrec *r, const ag__rrec *w, int *
   /* the work: the bytes each access's threads touch (a copy one thread
    * issues, such as a TMA box, costs its width once) */
   int64_t nr = 0, nw = 0;
-  int undecided = 0;
   for (int64_t t = 0; t < c->nthreads; t++) {
-    int gr = ag__beval_tid(r->guard, t), gw = ag__beval_tid(w->guard, t);
-    nr += gr != 0;
-    nw += gw != 0;
-    undecided |= gr < 0 || gw < 0;
-  }
-  if (undecided) {
-    /* a guard that depends on more than the thread: the enumeration below would stop at
-     * its first thread, so only the guards' evaluation is work */
-    race_work(c, w->at, 2 * c->nthreads);
-    return 0;
+    nr += ag__beval_tid(r->guard, t) != 0;
+    nw += ag__beval_tid(w->guard, t) != 0;
   }
   race_work(c, w->at, span + 2 * c->nthreads + nr * r->width + nw * w->width);
   int32_t *reader = ag_calloc((size_t)span, sizeof *reader);
