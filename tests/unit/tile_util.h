@@ -163,6 +163,16 @@ static inline int tu_line_of(const char *text, const char *needle) {
   return 0;
 }
 
+/* A planted bug applied (tu_mutate) and the line of its first occurrence of needle in *line
+ * (both checked: NULL or a line <= 0 fail the test); the source is malloc'd. */
+static inline char *tu_mutate_at(const char *name, const char *needle, int *line) {
+  char *src = tu_mutate(name);
+  CHECK(src != NULL);
+  *line = src ? tu_line_of(src, needle) : 0;
+  CHECK(!src || *line > 0);
+  return src;
+}
+
 /* Parses and checks text; returns the report (owned) or NULL with *rc. */
 static inline ag_tile_report *tu_check(const char *text, const char *name, ag_diags *d, int *rc,
                                 const ag_tile_check_opts *o) {

@@ -132,6 +132,7 @@ void ag__ck_free(ag__ck *c) {
     return;
   ag__evcache_free(c);
   ag__smt_decider_free(c);
+  ag_free(c->offs);
   for (size_t i = 0; i < c->notes.n; i++) {
     ag_free(c->notes.v[i].kernel);
     ag_free(c->notes.v[i].var);
@@ -184,6 +185,12 @@ ag__ck *ag__ck_run(const ag_tile_program *p, const ag_tile_node *k, const ag_til
   ag_map_init(&c->mask_memo);
   ag_map_init(&c->read_seen);
   if (setjmp(c->fail)) {
+    if (c->cut && !c->fail_rc) {
+      /* stopped after a refused loop's exact prefix (loop.c, ag__loop_cut):
+       * the obligations so far are decided, the refusal reported then */
+      ag_trace_end("tile.interpret");
+      return c;
+    }
     *rc = c->fail_rc ? c->fail_rc : AG_EPARSE;
     ag__ck_free(c);
     return NULL;
@@ -276,6 +283,27 @@ static int check_kernel(const ag_tile_program *p, const ag_tile_node *k,
     r->asserts[kept++] = *a;
   }
   r->nasserts = kept;
+  if (c->cut) {
+    /* a loop could not be summarized: refuted when the obligations up to its
+     * first iterations (each exact) are violated, else refused as before */
+    int violated = 0;
+    for (int i = (int)n0; i < r->nasserts; i++)
+      violated |= r->asserts[i].status == AG_TILE_VIOLATED;
+    if (!violated)
+      rc = ag_tile_diag(p, d, AG_SEV_ERROR, c->cut_at, "%s", c->cut) ? AG_ENOMEM : AG_EPARSE;
+    else if (c->cut_iters >= 0
+                 ? ag_tile_diag(p, d, AG_SEV_WARNING, c->cut_at,
+                                "%s; the check stopped after the loop's first %d iterations, "
+                                "checked exactly (each under its trip count), where it found "
+                                "the violations reported: fix them and check again",
+                                c->cut, c->cut_iters)
+                 : ag_tile_diag(p, d, AG_SEV_WARNING, c->cut_at,
+                                "%s; the check stopped here, after the violations reported: "
+                                "fix them and check again",
+                                c->cut))
+      rc = AG_ENOMEM;
+    goto out;
+  }
   /* assertions never reached (a loop of zero trips, a constant-false if) */
   nodevec all = {0};
   int oom = 0;

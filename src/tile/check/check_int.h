@@ -483,6 +483,21 @@ typedef struct ag__ck {
   int64_t tma_wide_n;
   int64_t tst_ngroups;     /* committed tma_store groups */
   AG_VEC(ag__tstore) tst_pend; /* tma_store sources not yet released by a tma_store_wait */
+  /* the interpretation stopped at a loop that could not be summarized after
+   * its exact prefix (ag__loop_cut): the refusal, where, and how many
+   * iterations ran */
+  const char *cut;
+  const ag_tile_node *cut_at;
+  int cut_iters;
+  int cutting;             /* running such a prefix */
+  /* memory an attempt of a summary would otherwise take again and again in the arena:
+   * the per-byte tags of a havoc write (every one top, shared and never written,
+   * loop.c) and the concrete offsets of a layout (a scratch array each use fills,
+   * interp.c layout_offsets; heap, freed with the checker) */
+  const ag__tag **havoc_tags;
+  int64_t havoc_n;
+  int64_t *offs;
+  int64_t offs_cap;
 } ag__ck;
 
 /* A malformed program: adds an error at node n and unwinds to the check's
@@ -490,6 +505,12 @@ typedef struct ag__ck {
 _Noreturn void ag__ck_error(ag__ck *c, const ag_tile_node *n, const char *fmt, ...)
     AG_PRINTF(3, 4);
 _Noreturn void ag__ck_oom(ag__ck *c);
+/* A checker limit at n (not a malformed program): an error inside a loop
+ * summary's attempt; outside, the interpretation stops there and the
+ * violations found so far refute the kernel (check.c), else the error; a
+ * work limit (limit = 1) so only inside ag__loop_cut's prefix. */
+_Noreturn void ag__ck_stop(ag__ck *c, const ag_tile_node *n, int limit, const char *fmt, ...)
+    AG_PRINTF(4, 5);
 void *ag__ck_alloc(ag__ck *c, size_t n);
 const char *ag__ck_strdup(ag__ck *c, const char *s);
 
@@ -612,7 +633,15 @@ int64_t ag__block_cost(const ag_tile_list *body);
  * its state before the loop and *why set (arena text) when it cannot be
  * summarized soundly. */
 int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag_expr *stop,
-                       const char **why);
+                       const char **why, int *prefix);
+/* A loop with a symbolic bound that cannot be summarized, outside every
+ * summary (refute, don't refuse): runs its first `prefix` iterations exactly
+ * (iteration u under u < stop, as a summary's prefix), then stops the
+ * kernel's interpretation (c->cut = msg, the refusal): check.c decides the
+ * obligations so far and reports their violations, which are real, or the
+ * refusal when there is none. */
+_Noreturn void ag__loop_cut(ag__ck *c, const ag_tile_node *n, const ag_tile_node *at,
+                            int64_t start, const ag_expr *stop, int prefix, const char *msg);
 extern const char ag__havoc_why[];
 /* A summarized iteration v = P*q + r has q < 2^31 / P: every iteration
  * below 2^31 (integers are 32-bit). */

@@ -56,6 +56,29 @@ _Noreturn void ag__ck_error(ag__ck *c, const ag_tile_node *n, const char *fmt, .
   longjmp(c->fail, 1);
 }
 
+/* A limit of the checker, not a malformed program, at node n: inside a
+ * summary's attempt an error (the summary retries or is refused); outside
+ * every summary the interpretation stops here (c->cut) and check.c decides
+ * the obligations so far: their violations are real and refute the kernel,
+ * and with none the message is the error. A work limit (`limit`) stops so
+ * only inside a refused loop's exact prefix (ag__loop_cut), whose
+ * obligations are few; elsewhere deciding everything interpreted up to the
+ * limit would cost more than the limit saves, so it is the error. */
+_Noreturn void ag__ck_stop(ag__ck *c, const ag_tile_node *n, int limit, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (c->summarizing || (limit && !c->cutting))
+    ag__ck_error(c, n, "%s", msg);
+  c->cut = ag__ck_strdup(c, msg);
+  c->cut_at = n;
+  c->cut_iters = -1;
+  c->fail_rc = 0;
+  longjmp(c->fail, 1);
+}
+
 /* ------------------------------------------------------------------ values */
 static ag__value *newv(ag__ck *c, ag__vk k) {
   ag__value *v = ag__ck_alloc(c, sizeof *v);
@@ -313,11 +336,18 @@ static ag_layout layout_of(ag__ck *c, const ag_tile_node *n, ag__value *v) {
   return l;
 }
 
-/* Every offset of l, in index order (concrete). */
+/* Every offset of l, in index order (concrete): in c->offs, valid until the next call. */
 static int64_t *layout_offsets(ag__ck *c, const ag_tile_node *n, const ag_layout *l,
                                int64_t *count) {
   int64_t sz = ag_layout_size(l);
-  int64_t *o = ag__ck_alloc(c, (size_t)(sz ? sz : 1) * sizeof *o);
+  if (sz > c->offs_cap) {
+    int64_t *no = ag_realloc(c->offs, (size_t)sz * sizeof *no);
+    if (!no)
+      ag__ck_oom(c);
+    c->offs = no;
+    c->offs_cap = sz;
+  }
+  int64_t *o = c->offs;
   for (int64_t i = 0; i < sz; i++)
     if (ag_layout_eval_index(l, i, &o[i]))
       ag__ck_error(c, n, "cannot evaluate the layout at index %lld", (long long)i);
@@ -1590,7 +1620,7 @@ static int mbar_operand(ag__ck *c, const ag_tile_node *call, const ag_tile_node 
                      c->mbars.v[i].name, c->mbars.v[i].at->line);
       const ag__mbar *b = &c->mbars.v[i];
       if (b->lost)
-        ag__ck_error(c, call,
+        ag__ck_stop(c, call, 0,
                      "%s on mbarrier '%s' after the summarized loop at line %d that uses it: "
                      "its phase there is not tracked (check a fixed size with --unroll, or use "
                      "the barrier inside the loop only)",
@@ -3838,18 +3868,26 @@ static void exec_loop(ag__ck *c, const ag_tile_node *n) {
                           "sizes and a step other than 1; the checker summarizes such loops "
                           "only with step 1",
                    n->name);
-    if (ag__loop_summarize(c, n, start, stopx, &why) == 0)
+    int prefix = 0;
+    if (ag__loop_summarize(c, n, start, stopx, &why, &prefix) == 0)
       return;
-    ag__ck_error(c, it,
-                 "loop 'for %s in range(...)' has a trip count that depends on problem sizes "
-                 "and cannot be summarized soundly: %s; make its bound a const parameter (and "
-                 "check chosen sizes with --set)",
-                 n->name, why);
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "loop 'for %s in range(...)' has a trip count that depends on problem sizes "
+             "and cannot be summarized soundly: %s; make its bound a const parameter (and "
+             "check chosen sizes with --set)",
+             n->name, why);
+    /* outside every summary: its first iterations are checked exactly, and a
+     * violation there refutes the kernel (inside one, the enclosing summary
+     * retries or is refused in turn) */
+    if (!c->summarizing)
+      ag__loop_cut(c, n, it, start, stopx, prefix, msg);
+    ag__ck_error(c, it, "%s", msg);
   }
   int64_t trips = trips_of(start, stop, stepv);
   /* (iterations past 2^31 do not fit the checker's 32-bit integers) */
   if (trips >= AG__SUMMARY_TRIPS && stepv == 1 && start >= 0 && stop < ((int64_t)1 << 31) &&
-      !c->summarizing && !c->opts->unroll && ag__loop_summarize(c, n, start, stopx, &why) == 0)
+      !c->summarizing && !c->opts->unroll && ag__loop_summarize(c, n, start, stopx, &why, NULL) == 0)
     return;
   /* the whole unrolled loop must fit the statement limit: refuse it before
    * running any of it */

@@ -63,6 +63,7 @@ typedef struct snap {
   ag__rrec *reads;         /* the barrier interval's reads (race.c) */
   size_t nreads;
   int64_t race_obligs;
+  int64_t race_work;       /* the race check's work so far: an attempt's own is dropped */
   int64_t pc, smem_top;
   int epoch, group_open, ngroups, uniform_if, symbolic_if, nested, replay;
   const ag__bx *path, *facts; /* an enclosing summary's facts (NULL: none) */
@@ -118,6 +119,7 @@ static void take(ag__ck *c, snap *s) {
   s->reads = ag__ck_alloc(c, (s->nreads + 1) * sizeof *s->reads);
   ag__mcpy(s->reads, c->reads.v, s->nreads * sizeof *s->reads);
   s->race_obligs = c->race_obligs;
+  s->race_work = c->race_work;
   s->pc = c->pc;
   s->smem_top = c->smem_top;
   s->epoch = c->epoch;
@@ -177,6 +179,7 @@ static void restore(ag__ck *c, const snap *s) {
       ag__ck_oom(c);
   c->read_gen++; /* race.c: reads seen since the snapshot must be seen again */
   c->race_obligs = s->race_obligs;
+  c->race_work = s->race_work; /* the budget bounds one interpretation, not every attempt */
   c->pc = s->pc;
   c->smem_top = s->smem_top;
   c->epoch = s->epoch;
@@ -418,9 +421,14 @@ static void havoc(ag__ck *c, summ *S) {
     w.buf = r->buf;
     w.addr = ag__xc(c, r->lo);
     w.width = (int)(r->hi - r->lo);
-    w.tags = ag__ck_alloc(c, (size_t)w.width * sizeof *w.tags);
-    for (int j = 0; j < w.width; j++)
-      w.tags[j] = top;
+    if (c->havoc_n < w.width) {
+      /* one array of top tags for every havoc write, as wide as the widest */
+      c->havoc_tags = ag__ck_alloc(c, (size_t)w.width * sizeof *c->havoc_tags);
+      for (int j = 0; j < w.width; j++)
+        c->havoc_tags[j] = top;
+      c->havoc_n = w.width;
+    }
+    w.tags = c->havoc_tags; /* read-only, like a TMA box's (interp.c, tma_wide) */
     w.ptag = top;
     w.pgran = w.width;
     w.pc = c->pc;
@@ -821,7 +829,7 @@ static void note(ag__ck *c, summ *S) {
 }
 
 int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag_expr *stop,
-                       const char **why) {
+                       const char **why, int *prefix) {
   *why = NULL;
   summ *S = ag__ck_alloc(c, sizeof *S);
   memset(S, 0, sizeof *S);
@@ -947,6 +955,8 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
     ag_vec_free(&S->later_reads);
     ag_map_release(&S->end_seen);
     *why = S->why ? S->why : "its summary did not settle";
+    if (prefix)
+      *prefix = S->D + S->h; /* the last attempt's prefix */
     return -1;
   }
   /* after the loop: what it may have left, whether it ran or not. Data
@@ -982,4 +992,34 @@ int ag__loop_summarize(ag__ck *c, const ag_tile_node *n, int64_t start, const ag
   note(c, S);
   ag_vec_free(&S->ranges);
   return 0;
+}
+
+_Noreturn void ag__loop_cut(ag__ck *c, const ag_tile_node *n, const ag_tile_node *at,
+                            int64_t start, const ag_expr *stop, int prefix, const char *msg) {
+  ag__loopvar lv = {n->name, 0, NULL};
+  if (ag_vec_push(&c->loops, lv))
+    ag__ck_oom(c);
+  const ag__bx *path_in = c->path, *facts_in = c->facts;
+  int u = 0;
+  c->cutting++;
+  for (; u < prefix; u++) {
+    const ag_expr *uv = ag__xc(c, start + u);
+    const ag__bx *runs = ag__bcmp(c, AG_OP_LT, uv, stop);
+    int k;
+    if (ag__bis_const(runs, &k) && !k)
+      break;
+    c->facts = ag__band(c, facts_in, runs);
+    c->path = ag__band(c, path_in, runs);
+    c->loops.v[c->loops.n - 1].value = start + u;
+    c->loops.v[c->loops.n - 1].x = NULL;
+    ag__bind(c, n->name, uv);
+    ag__exec_block(c, &n->list);
+    c->path = path_in;
+    c->facts = facts_in;
+  }
+  c->cut = ag__ck_strdup(c, msg);
+  c->cut_at = at;
+  c->cut_iters = u;
+  c->fail_rc = 0;
+  longjmp(c->fail, 1);
 }

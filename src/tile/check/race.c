@@ -197,7 +197,7 @@ static void race_work(ag__ck *c, const ag_tile_node *at, int64_t units) {
     budget = (int64_t)1 << 20;
   c->race_work += units;
   if (c->race_work > budget)
-    ag__ck_error(c, at,
+    ag__ck_stop(c, at, 1,
                  "checking data races takes more than %lld steps (shared reads and writes of "
                  "the same bytes in long barrier intervals); add the barriers the kernel needs "
                  "or raise the limit with --max-steps (32 steps per statement, at least 2^20)",
@@ -366,7 +366,7 @@ static int pair_one(ag__ck *c, const ag__rrec *r, const ag__rrec *later, const a
   if (found && ag_map_put(&c->read_seen, &skey, sizeof skey, (void *)1))
     ag__ck_oom(c);
   if (++c->race_obligs > max_writes)
-    ag__ck_error(c, later->at,
+    ag__ck_stop(c, later->at, 1,
                  "more than %lld pairs of shared accesses by different threads of the same "
                  "bytes in one barrier interval (one of them a write) to prove race-free; "
                  "add the barriers the kernel needs or raise the limit with --max-writes",
