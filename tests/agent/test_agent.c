@@ -1111,6 +1111,7 @@ TEST(test_loop) {
     os.seed = 11;
     CHECK_EQ_INT(ag_opt_run(st, t, &os, &r, err, sizeof err), AG_EINVAL);
     CHECK_CONTAINS(err, "was started with --seed 7, not 11");
+    ag_opt_result_release(&r);
     os.seed = 0; /* a resume without --seed keeps 7: the trials so far, then one more */
     CHECK_EQ_INT(ag_opt_run(st, t, &os, &r, err, sizeof err), 0);
     CHECK_EQ_INT(r.ntrials, 7);
